@@ -1,0 +1,69 @@
+# Freshet's make targets are its interface: `make up` runs it, `make test` tests it.
+GO       ?= go
+BIN      ?= bin/freshet
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS  := -s -w -X github.com/freshet-dev/freshet/internal/version.Version=$(VERSION)
+STATICCHECK_VERSION ?= v0.8.2
+FUZZTIME ?= 20s
+export GOFLAGS ?= -buildvcs=false
+
+.PHONY: all build up test test-short lint vet fmt bench generate check fuzz clean
+
+all: build
+
+## build: compile bin/freshet
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/freshet
+
+## up: build (UI included) and run the whole platform on embedded defaults (http://127.0.0.1:8080)
+up: web build
+	./$(BIN) up
+
+## test: vet, lint and every test with the race detector (PostgreSQL suites run when
+## FRESHET_TEST_POSTGRES is set; Kubernetes suites when the devcluster binaries are built)
+test: vet web
+	$(GO) test -race -count=1 -timeout 20m ./...
+	$(MAKE) --no-print-directory devcluster-test
+	$(MAKE) --no-print-directory web-test
+
+## test-short: the unit tests only, fast
+test-short:
+	$(GO) test -count=1 -short ./...
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt would change:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+
+## lint: gofmt, go vet and staticcheck
+lint: vet
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+## bench: measure start-up, memory and API latency; prints tables (see docs/benchmarks.md)
+bench: build
+	$(GO) run ./hack/bench --binary $(BIN)
+	$(GO) run ./internal/tunnel/bench
+
+## fuzz: run each fuzz target for FUZZTIME
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzDecodeJSON -fuzztime $(FUZZTIME) ./internal/api/httpx/
+	$(GO) test -run '^$$' -fuzz FuzzConfigFile -fuzztime $(FUZZTIME) ./internal/config/
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/pipeline/spec/
+	$(GO) test -run '^$$' -fuzz '^FuzzParseGenerated$$' -fuzztime $(FUZZTIME) ./internal/pipeline/spec/
+	for f in FuzzParseGitHub FuzzParseGitLab FuzzParseGitea FuzzParseBitbucket FuzzTrigger; do \
+		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./internal/pipeline/webhook/ || exit 1; done
+	$(GO) test -run '^$$' -fuzz FuzzDecrypt -fuzztime $(FUZZTIME) ./internal/secrets/
+	$(GO) test -run '^$$' -fuzz FuzzMask -fuzztime $(FUZZTIME) ./internal/runner/mask/
+
+## generate: regenerate generated files
+generate:
+	$(GO) generate ./...
+
+## check: generated files are up to date
+check: generate
+	git diff --exit-code
+
+clean:
+	rm -rf bin
+
+-include hack/devcluster/devcluster.mk
+-include web/web.mk

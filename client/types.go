@@ -1,0 +1,193 @@
+package client
+
+import "time"
+
+// Account is a tenant.
+type Account struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// AccountMembership is an account the caller belongs to, with their role there.
+type AccountMembership struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Role string `json:"role"`
+}
+
+// User is a member of the caller's account.
+type User struct {
+	ID        string    `json:"id"`
+	Email     string    `json:"email"`
+	Name      string    `json:"name"`
+	Role      string    `json:"role"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Me describes the caller.
+type Me struct {
+	User     User                `json:"user"`
+	Account  Account             `json:"account"`
+	Role     string              `json:"role"`
+	Via      string              `json:"via"` // "session" or "apikey"
+	Accounts []AccountMembership `json:"accounts"`
+}
+
+// APIKey is an API key as listed; its secret is never returned after creation.
+type APIKey struct {
+	ID         string     `json:"id"`
+	Name       string     `json:"name"`
+	Prefix     string     `json:"prefix"`
+	Role       string     `json:"role"`
+	UserID     string     `json:"userId"`
+	Status     string     `json:"status"` // active, expired, revoked
+	CreatedAt  time.Time  `json:"createdAt"`
+	ExpiresAt  *time.Time `json:"expiresAt,omitempty"`
+	RevokedAt  *time.Time `json:"revokedAt,omitempty"`
+	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
+}
+
+// CreatedAPIKey is a new API key with its token, shown once.
+type CreatedAPIKey struct {
+	APIKey
+	Token string `json:"token"`
+}
+
+// AuditEvent is one audit record.
+type AuditEvent struct {
+	ID           string    `json:"id"`
+	Time         time.Time `json:"time"`
+	ActorID      string    `json:"actorId,omitempty"`
+	Actor        string    `json:"actor"`
+	Action       string    `json:"action"`
+	ResourceType string    `json:"resourceType"`
+	ResourceID   string    `json:"resourceId,omitempty"`
+	Result       string    `json:"result"`
+	RequestID    string    `json:"requestId,omitempty"`
+	SourceIP     string    `json:"sourceIp,omitempty"`
+	Detail       string    `json:"detail,omitempty"`
+}
+
+// List is one page of a collection. NextCursor, when set, fetches the next page.
+type List[T any] struct {
+	Items      []T    `json:"items"`
+	NextCursor string `json:"nextCursor,omitempty"`
+}
+
+// LoginRequest logs in with a password.
+type LoginRequest struct {
+	Email    string `json:"email"`
+	Password string `json:"password"`
+	Account  string `json:"account,omitempty"` // ID or name; default: the user's first account
+}
+
+// LoginResponse is a new session.
+type LoginResponse struct {
+	Token     string    `json:"token"`
+	CSRFToken string    `json:"csrfToken"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	Me        Me        `json:"me"`
+}
+
+// CreateAccountRequest creates an account with the caller as its admin.
+type CreateAccountRequest struct {
+	Name string `json:"name"`
+}
+
+// SwitchAccountRequest moves a session to another account.
+type SwitchAccountRequest struct {
+	Account string `json:"account"`
+}
+
+// CreateUserRequest adds a user to the caller's account.
+type CreateUserRequest struct {
+	Email    string `json:"email"`
+	Name     string `json:"name,omitempty"`
+	Role     string `json:"role"`
+	Password string `json:"password,omitempty"`
+}
+
+// CreatedUser is a new member; Password is set once when the server generated it.
+type CreatedUser struct {
+	User
+	Password string `json:"password,omitempty"`
+}
+
+// UpdateUserRequest changes a member.
+type UpdateUserRequest struct {
+	Role string `json:"role"`
+}
+
+// CreateAPIKeyRequest creates an API key.
+type CreateAPIKeyRequest struct {
+	Name string `json:"name"`
+	Role string `json:"role,omitempty"`
+	// ExpiresIn is a Go duration ("720h"); "0" means never; empty means the server default (90 days).
+	ExpiresIn string `json:"expiresIn,omitempty"`
+}
+
+// ListOptions pages through a collection.
+type ListOptions struct {
+	Limit int
+	After string
+}
+
+// AuditFilter narrows an audit listing.
+type AuditFilter struct {
+	ListOptions
+	Actor        string
+	Action       string // exact, or a prefix such as "user.*"
+	ResourceType string
+	ResourceID   string
+	Result       string
+	Since        time.Time
+	Until        time.Time
+}
+
+// Runtime is a GitOps runtime.
+type Runtime struct {
+	ID            string             `json:"id"`
+	Name          string             `json:"name"`
+	Type          string             `json:"type"`       // hybrid or hosted
+	AccessMode    string             `json:"accessMode"` // ingress or tunnel
+	IngressURL    string             `json:"ingressUrl,omitempty"`
+	Repo          string             `json:"repo,omitempty"`
+	Version       string             `json:"version,omitempty"`
+	Status        string             `json:"status"` // installing, healthy, degraded, disconnected
+	LastHeartbeat *time.Time         `json:"lastHeartbeat,omitempty"`
+	Capabilities  []string           `json:"capabilities,omitempty"`
+	Components    []RuntimeComponent `json:"components,omitempty"`
+	Clusters      []RuntimeCluster   `json:"clusters,omitempty"`
+	GitSources    []string           `json:"gitSources,omitempty"`
+	CreatedAt     time.Time          `json:"createdAt"`
+}
+
+// RuntimeComponent is a part of a runtime and its health.
+type RuntimeComponent struct {
+	Name    string `json:"name"`
+	Health  string `json:"health"`
+	Message string `json:"message,omitempty"`
+	Version string `json:"version,omitempty"`
+}
+
+// RuntimeCluster is a cluster a runtime deploys to.
+type RuntimeCluster struct {
+	Name   string `json:"name"`
+	Server string `json:"server"`
+	Health string `json:"health,omitempty"`
+}
+
+// RegisterRuntimeRequest registers a hybrid runtime.
+type RegisterRuntimeRequest struct {
+	Name        string `json:"name"`
+	AccessMode  string `json:"accessMode,omitempty"`
+	IngressHost string `json:"ingressHost,omitempty"`
+	Repo        string `json:"repo,omitempty"`
+}
+
+// RegisteredRuntime is a runtime with its token, shown once.
+type RegisteredRuntime struct {
+	Runtime
+	Token string `json:"token,omitempty"`
+}

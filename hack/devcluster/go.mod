@@ -1,0 +1,3 @@
+module github.com/freshet-dev/freshet/hack/devcluster
+
+go 1.26.0

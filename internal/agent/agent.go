@@ -1,0 +1,228 @@
+// Package agent is `freshet runtime`: the process that lives in a customer's cluster (or inside
+// `freshet up`) and carries the app-proxy, the tunnel client and the GitOps engine. It dials
+// the control plane — never the reverse — announces its version and capabilities, and
+// heartbeats with its components' health, reconnecting with backoff and jitter.
+//
+// It speaks only the runtime protocol (api/runtimev1): no control-plane package is imported.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/spf13/pflag"
+
+	"github.com/freshet-dev/freshet/api/runnerv1"
+	"github.com/freshet-dev/freshet/api/runtimev1"
+	"github.com/freshet-dev/freshet/internal/appproxy"
+	tunnelclient "github.com/freshet-dev/freshet/internal/tunnel/client"
+)
+
+// tunnelGrace is how long the agent waits for its tunnel before its first heartbeat.
+const tunnelGrace = 3 * time.Second
+
+// Options configure a runtime agent.
+type Options struct {
+	Server     string
+	Token      string
+	TokenFile  string // a mounted Secret's key, read when Token is empty
+	AccessMode string // ingress or tunnel
+	Listen     string // ingress mode: where the app-proxy listens
+	IngressURL string // ingress mode: the URL clients reach the app-proxy at
+	Kubeconfig string
+	Context    string
+	Version    string
+	CDOnly     bool // a hosted runtime: no CI or workflows
+}
+
+// BindFlags registers the options on fs.
+func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Server, "server", "", "control plane URL")
+	fs.StringVar(&o.Token, "token", "", "runtime token (env FRESHET_RUNTIME_TOKEN)")
+	fs.StringVar(&o.TokenFile, "token-file", "", "file holding the runtime token (a mounted Secret)")
+	fs.StringVar(&o.AccessMode, "access-mode", "tunnel", "how clients reach the app-proxy: tunnel (through the control plane) or ingress")
+	fs.StringVar(&o.Listen, "listen", ":8080", "ingress mode: address the app-proxy listens on")
+	fs.StringVar(&o.IngressURL, "ingress-url", "", "ingress mode: the URL clients reach the app-proxy at")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the runtime's cluster (default: in-cluster config, KUBECONFIG, ~/.kube/config)")
+	fs.StringVar(&o.Context, "context", "", "kubeconfig context")
+}
+
+// Validate names the first bad option and reads the token file.
+func (o *Options) Validate() error {
+	if o.Token == "" && o.TokenFile != "" {
+		b, err := os.ReadFile(o.TokenFile)
+		if err != nil {
+			return fmt.Errorf("--token-file: %w", err)
+		}
+		o.Token = strings.TrimSpace(string(b))
+	}
+	switch {
+	case !strings.HasPrefix(o.Server, "http://") && !strings.HasPrefix(o.Server, "https://"):
+		return fmt.Errorf("--server %q: give the control plane's http(s):// URL", o.Server)
+	case !strings.HasPrefix(o.Token, "frt_"):
+		return errors.New("--token: not a runtime token (they start with frt_; register one with 'freshet runtime install' or the API)")
+	}
+	switch o.AccessMode {
+	case "tunnel":
+	case "ingress":
+		if o.IngressURL == "" {
+			return errors.New("--ingress-url is required with --access-mode ingress")
+		}
+	default:
+		return fmt.Errorf("--access-mode %q: use tunnel or ingress", o.AccessMode)
+	}
+	return nil
+}
+
+// Runtime is a running agent.
+type Runtime struct {
+	opts      Options
+	hb        *connect.Client[runtimev1.HeartbeatRequest, runtimev1.HeartbeatResponse]
+	log       *slog.Logger
+	AppProxy  *appproxy.Handler
+	heartbeat time.Duration
+
+	tunnel *tunnelclient.Client
+
+	mu         sync.Mutex
+	components map[string]runtimev1.Component
+	last       runtimev1.HeartbeatResponse
+}
+
+// New returns an agent.
+func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	r := &Runtime{opts: opts, log: log, heartbeat: runtimev1.HeartbeatInterval, components: map[string]runtimev1.Component{}}
+	r.hb = connect.NewClient[runtimev1.HeartbeatRequest, runtimev1.HeartbeatResponse](hc,
+		strings.TrimRight(opts.Server, "/")+runtimev1.ProcedureHeartbeat, connect.WithCodec(runnerv1.Codec{}))
+	r.AppProxy = appproxy.New(r.info)
+	r.SetComponent(runtimev1.Component{Name: "app-proxy", Health: runtimev1.ComponentHealthy, Version: opts.Version})
+	return r, nil
+}
+
+func (r *Runtime) info() appproxy.Info {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return appproxy.Info{Runtime: r.last.Name, Version: r.opts.Version, Type: r.last.Type}
+}
+
+// SetComponent records a component's health for the next heartbeat.
+func (r *Runtime) SetComponent(c runtimev1.Component) {
+	r.mu.Lock()
+	r.components[c.Name] = c
+	r.mu.Unlock()
+}
+
+// Status is what the control plane last answered (zero before the first heartbeat).
+func (r *Runtime) Status() runtimev1.HeartbeatResponse {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.last
+}
+
+// Run heartbeats (and, in ingress mode, serves the app-proxy) until ctx ends. A token the
+// control plane refuses stops it with an error; anything else is retried with backoff.
+func (r *Runtime) Run(ctx context.Context) error {
+	errc := make(chan error, 1)
+	if r.opts.AccessMode == "tunnel" {
+		tc, err := tunnelclient.New(tunnelclient.Options{ServerURL: r.opts.Server, Token: r.opts.Token, Handler: r.AppProxy, Log: r.log.With("component", "tunnel")})
+		if err != nil {
+			return err
+		}
+		r.tunnel = tc
+		go func() {
+			if err := tc.Run(ctx); err != nil && ctx.Err() == nil {
+				errc <- fmt.Errorf("tunnel: %w", err)
+			}
+		}()
+		// Give the tunnel a moment, so the first heartbeat reports it up rather than degraded.
+		for deadline := time.Now().Add(tunnelGrace); tc.State().Connected == 0 && time.Now().Before(deadline); {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if r.opts.AccessMode == "ingress" {
+		ln, err := net.Listen("tcp", r.opts.Listen)
+		if err != nil {
+			return fmt.Errorf("app-proxy listen: %w", err)
+		}
+		srv := &http.Server{Handler: r.AppProxy, ReadHeaderTimeout: 10 * time.Second}
+		go func() { errc <- srv.Serve(ln) }()
+		defer srv.Close()
+	}
+	backoff := 500 * time.Millisecond
+	for {
+		err := r.beat(ctx)
+		wait := r.heartbeat
+		if err != nil {
+			if connect.CodeOf(err) == connect.CodeUnauthenticated || connect.CodeOf(err) == connect.CodeInvalidArgument {
+				return fmt.Errorf("the control plane refused this runtime: %w", err)
+			}
+			wait = backoff/2 + rand.N(backoff/2+1)
+			r.log.Warn("heartbeat failed; retrying", "err", err, "in", wait.Round(time.Millisecond))
+			backoff = min(backoff*2, 30*time.Second)
+		} else {
+			backoff = 500 * time.Millisecond
+			wait = wait - wait/10 + rand.N(wait/5+1) // ±10% jitter
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-errc:
+			return fmt.Errorf("app-proxy: %w", err)
+		case <-time.After(wait):
+		}
+	}
+}
+
+func (r *Runtime) beat(ctx context.Context) error {
+	if r.tunnel != nil {
+		st := r.tunnel.State()
+		c := runtimev1.Component{Name: "tunnel", Health: runtimev1.ComponentHealthy, Message: fmt.Sprintf("%d/%d connections", st.Connected, st.Want)}
+		if st.Connected == 0 {
+			c.Health = runtimev1.ComponentDegraded
+			if st.LastError != nil {
+				c.Message += ": " + st.LastError.Error()
+			}
+		}
+		r.SetComponent(c)
+	}
+	r.mu.Lock()
+	req := runtimev1.HeartbeatRequest{Protocol: runtimev1.ProtocolVersion, Version: r.opts.Version, AccessMode: r.opts.AccessMode,
+		IngressURL: r.opts.IngressURL, Capabilities: []string{"cd"}}
+	if !r.opts.CDOnly {
+		req.Capabilities = append(req.Capabilities, "ci")
+	}
+	for _, c := range r.components {
+		req.Components = append(req.Components, c)
+	}
+	r.mu.Unlock()
+	creq := connect.NewRequest(&req)
+	creq.Header().Set("Authorization", "Bearer "+r.opts.Token)
+	resp, err := r.hb.CallUnary(ctx, creq)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	first := r.last.RuntimeID == ""
+	r.last = *resp.Msg
+	r.mu.Unlock()
+	if first {
+		r.log.Info("runtime connected", "name", resp.Msg.Name, "type", resp.Msg.Type, "status", resp.Msg.Status)
+	}
+	return nil
+}

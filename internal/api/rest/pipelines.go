@@ -1,0 +1,475 @@
+package rest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/freshet-dev/freshet/client"
+	"github.com/freshet-dev/freshet/internal/api/httpx"
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/pipeline"
+	"github.com/freshet-dev/freshet/internal/pipeline/spec"
+	"github.com/freshet-dev/freshet/internal/rbac"
+	"github.com/freshet-dev/freshet/internal/store"
+)
+
+func toProject(p store.Project) client.Project {
+	return client.Project{ID: p.ID, Name: p.Name, CreatedAt: p.CreatedAt}
+}
+
+func (a *API) toPipeline(r *http.Request, p store.Pipeline) client.Pipeline {
+	var cfg client.PipelineConfig
+	json.Unmarshal([]byte(p.Config), &cfg)
+	for i, v := range cfg.Variables {
+		if v.Encrypted {
+			cfg.Variables[i].Value = pipeline.MaskedValue
+		}
+	}
+	project := a.pipelines.ProjectName(r.Context(), p.AccountID, p.ProjectID)
+	return client.Pipeline{ID: p.ID, Name: p.Name, Project: project, FullName: project + "/" + p.Name, Spec: p.SpecYAML,
+		SpecRepo: p.SpecRepo, SpecPath: p.SpecPath, Config: cfg,
+		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// ToBuild converts a stored build (and its steps) to its API form.
+func ToBuild(b store.Build, pipelineName string, steps []store.BuildStep) client.Build {
+	out := client.Build{ID: b.ID, Name: fmt.Sprintf("%s #%d", pipelineName, b.Number), Number: b.Number, PipelineID: b.PipelineID, Pipeline: pipelineName,
+		Status: b.Status, Reason: b.Reason, Trigger: b.TriggerType, TriggeredBy: b.TriggeredBy, Repo: b.Repo, Branch: b.Branch, SHA: b.SHA,
+		Message: b.CommitMessage, RunnerID: b.RunnerID, Attempt: b.Attempt, RestartOf: b.RestartOf, LogSize: b.LogSize, CreatedAt: b.CreatedAt,
+		StartedAt: timePtr(b.StartedAt), FinishedAt: timePtr(b.FinishedAt)}
+	if out.Pipeline == "" {
+		out.Name = fmt.Sprintf("#%d", b.Number)
+	}
+	for _, s := range steps {
+		out.Steps = append(out.Steps, client.Step{Name: s.Name, Stage: s.Stage, Status: s.Status, ExitCode: s.ExitCode, Attempts: s.Attempts,
+			Message: s.Message, StartedAt: timePtr(s.StartedAt), FinishedAt: timePtr(s.FinishedAt)})
+	}
+	return out
+}
+
+func (a *API) listProjects(w http.ResponseWriter, r *http.Request) error {
+	page, err := httpx.PageParams(r)
+	if err != nil {
+		return err
+	}
+	ps, err := a.pipelines.ListProjects(r.Context(), principal(r), page)
+	if err != nil {
+		return err
+	}
+	out := client.List[client.Project]{Items: []client.Project{}}
+	for _, p := range ps {
+		out.Items = append(out.Items, toProject(p))
+	}
+	if len(ps) > 0 {
+		out.NextCursor = httpx.NextCursor(page, len(ps), ps[len(ps)-1].ID)
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (a *API) createProject(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Name string `json:"name"`
+	}
+	if err := httpx.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	p, err := a.pipelines.CreateProject(r.Context(), principal(r), in.Name)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusCreated, toProject(p))
+	return nil
+}
+
+func (a *API) getProject(w http.ResponseWriter, r *http.Request) error {
+	p, err := a.pipelines.GetProject(r.Context(), principal(r), r.PathValue("project"))
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, toProject(p))
+	return nil
+}
+
+func (a *API) deleteProject(w http.ResponseWriter, r *http.Request) error {
+	if err := a.pipelines.DeleteProject(r.Context(), principal(r), r.PathValue("project")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func pipelineInput(in client.PipelineRequest) pipeline.PipelineInput {
+	cfg := pipeline.Config{Contexts: in.Config.Contexts, RunnerLabels: in.Config.RunnerLabels, Concurrency: in.Config.Concurrency,
+		BranchConcurrency: in.Config.BranchConcurrency, TerminateOlder: in.Config.TerminateOlder, MaxAttempts: in.Config.MaxAttempts,
+		OnLeaseExpiry: in.Config.OnLeaseExpiry, SpecContext: in.Config.SpecContext}
+	for _, v := range in.Config.Variables {
+		cfg.Variables = append(cfg.Variables, pipeline.Variable{Key: v.Key, Value: v.Value, Encrypted: v.Encrypted})
+	}
+	return pipeline.PipelineInput{Project: in.Project, Name: in.Name, SpecYAML: in.Spec, SpecRepo: in.SpecRepo, SpecPath: in.SpecPath, Config: cfg}
+}
+
+func (a *API) listPipelines(w http.ResponseWriter, r *http.Request) error {
+	page, err := httpx.PageParams(r)
+	if err != nil {
+		return err
+	}
+	ps, err := a.pipelines.ListPipelines(r.Context(), principal(r), r.URL.Query().Get("project"), page)
+	if err != nil {
+		return err
+	}
+	out := client.List[client.Pipeline]{Items: []client.Pipeline{}}
+	for _, p := range ps {
+		out.Items = append(out.Items, a.toPipeline(r, p))
+	}
+	if len(ps) > 0 {
+		out.NextCursor = httpx.NextCursor(page, len(ps), ps[len(ps)-1].ID)
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (a *API) createPipeline(w http.ResponseWriter, r *http.Request) error {
+	var in client.PipelineRequest
+	if err := httpx.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	if in.Project == "" {
+		return errdefs.Invalid("project", "", "is required")
+	}
+	p, err := a.pipelines.CreatePipeline(r.Context(), principal(r), pipelineInput(in))
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusCreated, a.toPipeline(r, p))
+	return nil
+}
+
+// lintPipeline checks a spec without saving it, for editors: every problem with its line and
+// column, errors and warnings.
+func (a *API) lintPipeline(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Spec string `json:"spec"`
+	}
+	if err := httpx.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	if err := rbac.Allow(principal(r), rbac.ReadPipelines); err != nil {
+		return err
+	}
+	issues := spec.Lint([]byte(in.Spec))
+	if issues == nil {
+		issues = []spec.Issue{}
+	}
+	valid := true
+	for _, i := range issues {
+		if i.Severity == spec.SeverityError {
+			valid = false
+		}
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"valid": valid, "issues": issues})
+	return nil
+}
+
+func (a *API) getPipeline(w http.ResponseWriter, r *http.Request) error {
+	p, err := a.pipelines.ResolvePipeline(r.Context(), principal(r), r.PathValue("pipeline"))
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, a.toPipeline(r, p))
+	return nil
+}
+
+func (a *API) updatePipeline(w http.ResponseWriter, r *http.Request) error {
+	var in client.PipelineRequest
+	if err := httpx.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	p, err := a.pipelines.UpdatePipeline(r.Context(), principal(r), r.PathValue("pipeline"), pipelineInput(in))
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, a.toPipeline(r, p))
+	return nil
+}
+
+func (a *API) deletePipeline(w http.ResponseWriter, r *http.Request) error {
+	if err := a.pipelines.DeletePipeline(r.Context(), principal(r), r.PathValue("pipeline")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (a *API) runPipeline(w http.ResponseWriter, r *http.Request) error {
+	var in client.RunRequest
+	if err := httpx.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	b, err := a.pipelines.Run(r.Context(), principal(r), r.PathValue("pipeline"),
+		pipeline.RunInput{Branch: in.Branch, SHA: in.SHA, Repo: in.Repo, CommitMessage: in.Message, Variables: in.Variables})
+	if err != nil {
+		return err
+	}
+	return a.writeBuild(w, r, b.ID, http.StatusCreated)
+}
+
+func (a *API) writeBuild(w http.ResponseWriter, r *http.Request, id string, status int) error {
+	d, err := a.pipelines.GetBuild(r.Context(), principal(r), id)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, status, ToBuild(d.Build, d.Pipeline, d.Steps))
+	return nil
+}
+
+func (a *API) listBuilds(w http.ResponseWriter, r *http.Request) error {
+	page, err := httpx.PageParams(r)
+	if err != nil {
+		return err
+	}
+	q := r.URL.Query()
+	bs, err := a.pipelines.ListBuilds(r.Context(), principal(r), q.Get("pipeline"), store.BuildFilter{Status: q.Get("status"), Branch: q.Get("branch")}, page)
+	if err != nil {
+		return err
+	}
+	out := client.List[client.Build]{Items: []client.Build{}}
+	names := map[string]string{}
+	for _, b := range bs {
+		if _, ok := names[b.PipelineID]; !ok {
+			if p, err := a.pipelines.ResolvePipeline(r.Context(), principal(r), b.PipelineID); err == nil {
+				names[b.PipelineID] = a.pipelines.ProjectName(r.Context(), p.AccountID, p.ProjectID) + "/" + p.Name
+			}
+		}
+		out.Items = append(out.Items, ToBuild(b, names[b.PipelineID], nil))
+	}
+	if len(bs) > 0 {
+		out.NextCursor = httpx.NextCursor(page, len(bs), bs[len(bs)-1].ID)
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (a *API) getBuild(w http.ResponseWriter, r *http.Request) error {
+	return a.writeBuild(w, r, r.PathValue("id"), http.StatusOK)
+}
+
+func (a *API) cancelBuild(w http.ResponseWriter, r *http.Request) error {
+	if err := a.pipelines.Cancel(r.Context(), principal(r), r.PathValue("id")); err != nil {
+		return err
+	}
+	return a.writeBuild(w, r, r.PathValue("id"), http.StatusOK)
+}
+
+func (a *API) restartBuild(w http.ResponseWriter, r *http.Request) error {
+	var in client.RestartRequest
+	if r.ContentLength != 0 {
+		if err := httpx.DecodeJSON(r, &in); err != nil {
+			return err
+		}
+	}
+	b, err := a.pipelines.Restart(r.Context(), principal(r), r.PathValue("id"), in.FromFailed)
+	if err != nil {
+		return err
+	}
+	return a.writeBuild(w, r, b.ID, http.StatusCreated)
+}
+
+func (a *API) approveBuild(w http.ResponseWriter, r *http.Request) error {
+	if err := a.pipelines.Approve(r.Context(), principal(r), r.PathValue("id"), true); err != nil {
+		return err
+	}
+	return a.writeBuild(w, r, r.PathValue("id"), http.StatusOK)
+}
+
+func (a *API) denyBuild(w http.ResponseWriter, r *http.Request) error {
+	if err := a.pipelines.Approve(r.Context(), principal(r), r.PathValue("id"), false); err != nil {
+		return err
+	}
+	return a.writeBuild(w, r, r.PathValue("id"), http.StatusOK)
+}
+
+// buildLogs answers the log as text, or with follow=1 (or Accept: text/event-stream) as
+// server-sent events: "log" events {offset, data (base64)} and a final "end" event {status}.
+func (a *API) buildLogs(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	var offset int64
+	if s := q.Get("offset"); s != "" {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n < 0 {
+			return errdefs.Invalid("offset", s, "must be a byte offset, 0 or more")
+		}
+		offset = n
+	}
+	follow := q.Get("follow") == "1" || q.Get("follow") == "true" || r.Header.Get("Accept") == "text/event-stream"
+	if !follow {
+		data, _, err := a.pipelines.ReadLog(r.Context(), principal(r), r.PathValue("id"), offset, pipeline.MaxLogBytes+len(pipeline.TruncationMarker))
+		if err != nil {
+			return err
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, err = w.Write(data)
+		return err
+	}
+	// Check access before committing to a stream, so errors get the normal error body.
+	if _, err := a.pipelines.GetBuild(r.Context(), principal(r), r.PathValue("id")); err != nil {
+		return err
+	}
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	send := func(event string, v any) error {
+		b, _ := json.Marshal(v)
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
+			return err
+		}
+		return rc.Flush()
+	}
+	err := a.dispatch.Follow(r.Context(), principal(r), r.PathValue("id"), offset,
+		func(off int64, data []byte) error {
+			return send("log", map[string]any{"offset": off, "data": data})
+		},
+		func(status string) error { return send("end", map[string]string{"status": status}) },
+		func() error {
+			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
+				return err
+			}
+			return rc.Flush()
+		})
+	if err != nil {
+		a.log.Debug("log follow ended", "build", r.PathValue("id"), "err", err)
+	}
+	return nil
+}
+
+func toContext(c pipeline.Context) client.Context {
+	return client.Context{ID: c.ID, Name: c.Name, Type: c.Type, Values: c.Values, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
+}
+
+func (a *API) listContexts(w http.ResponseWriter, r *http.Request) error {
+	cs, err := a.pipelines.ListContexts(r.Context(), principal(r))
+	if err != nil {
+		return err
+	}
+	out := client.List[client.Context]{Items: []client.Context{}}
+	for _, c := range cs {
+		out.Items = append(out.Items, toContext(c))
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (a *API) createContext(w http.ResponseWriter, r *http.Request) error {
+	var in client.ContextRequest
+	if err := httpx.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	if _, err := a.pipelines.PutContext(r.Context(), principal(r), in.Name, in.Type, in.Values, true); err != nil {
+		return err
+	}
+	c, err := a.pipelines.GetContext(r.Context(), principal(r), in.Name, false)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusCreated, toContext(c))
+	return nil
+}
+
+func (a *API) getContext(w http.ResponseWriter, r *http.Request) error {
+	decrypt, _ := strconv.ParseBool(r.URL.Query().Get("decrypt"))
+	c, err := a.pipelines.GetContext(r.Context(), principal(r), r.PathValue("name"), decrypt)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, toContext(c))
+	return nil
+}
+
+func (a *API) updateContext(w http.ResponseWriter, r *http.Request) error {
+	var in client.ContextRequest
+	if err := httpx.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	if _, err := a.pipelines.PutContext(r.Context(), principal(r), r.PathValue("name"), in.Type, in.Values, false); err != nil {
+		return err
+	}
+	c, err := a.pipelines.GetContext(r.Context(), principal(r), r.PathValue("name"), false)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, toContext(c))
+	return nil
+}
+
+func (a *API) deleteContext(w http.ResponseWriter, r *http.Request) error {
+	if err := a.pipelines.DeleteContext(r.Context(), principal(r), r.PathValue("name")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (a *API) toRunner(rn store.Runner, connected map[string]bool) client.Runner {
+	out := client.Runner{ID: rn.ID, Name: rn.Name, CreatedAt: rn.CreatedAt, LastSeen: timePtr(rn.LastSeen), Connected: connected[rn.ID]}
+	json.Unmarshal([]byte(rn.Labels), &out.Labels)
+	json.Unmarshal([]byte(rn.Info), &out.Info)
+	if !out.Connected && !rn.LastSeen.IsZero() && time.Since(rn.LastSeen) < 30*time.Second {
+		out.Connected = true // connected to another replica
+	}
+	return out
+}
+
+func (a *API) listRunners(w http.ResponseWriter, r *http.Request) error {
+	rs, err := a.pipelines.ListRunners(r.Context(), principal(r))
+	if err != nil {
+		return err
+	}
+	connected := a.dispatch.Connected()
+	out := client.List[client.Runner]{Items: []client.Runner{}}
+	for _, rn := range rs {
+		out.Items = append(out.Items, a.toRunner(rn, connected))
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (a *API) registerRunner(w http.ResponseWriter, r *http.Request) error {
+	var in client.RegisterRunnerRequest
+	if err := httpx.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	rn, token, err := a.pipelines.RegisterRunner(r.Context(), principal(r), in.Name, in.Labels)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusCreated, client.RegisteredRunner{Runner: a.toRunner(rn, nil), Token: token})
+	return nil
+}
+
+func (a *API) drainRunner(w http.ResponseWriter, r *http.Request) error {
+	if err := a.pipelines.DrainRunner(r.Context(), principal(r), r.PathValue("id"), a.dispatch.Drain); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (a *API) deleteRunner(w http.ResponseWriter, r *http.Request) error {
+	if err := a.pipelines.DeleteRunner(r.Context(), principal(r), r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,203 @@
+// Package rest serves the REST API under /api/v1. Routes are declared in one table (Routes), so
+// tests can enumerate every route: the OpenAPI spec in api/openapi.yaml must document each one,
+// and the tenant-isolation test must cover each one.
+//
+// Handlers return errors; httpx maps them to status codes and the one error body.
+package rest
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/freshet-dev/freshet/api"
+	"github.com/freshet-dev/freshet/client"
+	"github.com/freshet-dev/freshet/internal/api/httpx"
+	"github.com/freshet-dev/freshet/internal/audit"
+	"github.com/freshet-dev/freshet/internal/identity"
+	"github.com/freshet-dev/freshet/internal/pipeline"
+	"github.com/freshet-dev/freshet/internal/rbac"
+	"github.com/freshet-dev/freshet/internal/runtimes"
+	"github.com/freshet-dev/freshet/internal/store"
+)
+
+// Route is one REST endpoint.
+type Route struct {
+	Method  string
+	Path    string // a net/http ServeMux pattern path, e.g. /api/v1/users/{id}
+	Public  bool   // served without credentials
+	Handler func(w http.ResponseWriter, r *http.Request) error
+}
+
+// API is the REST API.
+type API struct {
+	id        *identity.Service
+	audit     *audit.Log
+	pipelines *pipeline.Service
+	dispatch  *pipeline.Dispatcher
+	runtimes  *runtimes.Service
+	log       *slog.Logger
+	secure    bool // cookies get the Secure attribute (the server speaks TLS)
+}
+
+// Deps are the services the REST API serves.
+type Deps struct {
+	Identity   *identity.Service
+	Audit      *audit.Log
+	Pipelines  *pipeline.Service
+	Dispatcher *pipeline.Dispatcher
+	Runtimes   *runtimes.Service
+	Log        *slog.Logger
+	// SecureCookies marks session cookies Secure (the server speaks TLS).
+	SecureCookies bool
+}
+
+// New returns the REST API over the given services.
+func New(d Deps) *API {
+	return &API{id: d.Identity, audit: d.Audit, pipelines: d.Pipelines, dispatch: d.Dispatcher, runtimes: d.Runtimes, log: d.Log, secure: d.SecureCookies}
+}
+
+// Routes lists every REST endpoint.
+func (a *API) Routes() []Route {
+	return []Route{
+		{Method: "GET", Path: "/api/v1/openapi.yaml", Public: true, Handler: serveSpec},
+		{Method: "GET", Path: "/api/v1/docs", Public: true, Handler: serveDocs},
+		{Method: "POST", Path: "/api/v1/auth/login", Public: true, Handler: a.login},
+		{Method: "POST", Path: "/api/v1/auth/logout", Handler: a.logout},
+		{Method: "POST", Path: "/api/v1/auth/switch-account", Handler: a.switchAccount},
+		{Method: "GET", Path: "/api/v1/me", Handler: a.me},
+		{Method: "GET", Path: "/api/v1/account", Handler: a.account},
+		{Method: "POST", Path: "/api/v1/accounts", Handler: a.createAccount},
+		{Method: "GET", Path: "/api/v1/users", Handler: a.listUsers},
+		{Method: "POST", Path: "/api/v1/users", Handler: a.createUser},
+		{Method: "GET", Path: "/api/v1/users/{id}", Handler: a.getUser},
+		{Method: "PATCH", Path: "/api/v1/users/{id}", Handler: a.updateUser},
+		{Method: "DELETE", Path: "/api/v1/users/{id}", Handler: a.deleteUser},
+		{Method: "GET", Path: "/api/v1/apikeys", Handler: a.listAPIKeys},
+		{Method: "POST", Path: "/api/v1/apikeys", Handler: a.createAPIKey},
+		{Method: "DELETE", Path: "/api/v1/apikeys/{id}", Handler: a.revokeAPIKey},
+		{Method: "GET", Path: "/api/v1/audit", Handler: a.listAudit},
+		{Method: "GET", Path: "/api/v1/projects", Handler: a.listProjects},
+		{Method: "POST", Path: "/api/v1/projects", Handler: a.createProject},
+		{Method: "GET", Path: "/api/v1/projects/{project}", Handler: a.getProject},
+		{Method: "DELETE", Path: "/api/v1/projects/{project}", Handler: a.deleteProject},
+		{Method: "POST", Path: "/api/v1/pipelines/lint", Handler: a.lintPipeline},
+		{Method: "GET", Path: "/api/v1/pipelines", Handler: a.listPipelines},
+		{Method: "POST", Path: "/api/v1/pipelines", Handler: a.createPipeline},
+		{Method: "GET", Path: "/api/v1/pipelines/{pipeline}", Handler: a.getPipeline},
+		{Method: "PUT", Path: "/api/v1/pipelines/{pipeline}", Handler: a.updatePipeline},
+		{Method: "DELETE", Path: "/api/v1/pipelines/{pipeline}", Handler: a.deletePipeline},
+		{Method: "POST", Path: "/api/v1/pipelines/{pipeline}/runs", Handler: a.runPipeline},
+		{Method: "GET", Path: "/api/v1/pipelines/{pipeline}/triggers", Handler: a.listTriggers},
+		{Method: "POST", Path: "/api/v1/pipelines/{pipeline}/triggers", Handler: a.createTrigger},
+		{Method: "DELETE", Path: "/api/v1/triggers/{id}", Handler: a.deleteTrigger},
+		{Method: "POST", Path: "/api/v1/webhooks/{provider}/{trigger}", Public: true, Handler: a.webhookDelivery},
+		{Method: "GET", Path: "/api/v1/builds", Handler: a.listBuilds},
+		{Method: "GET", Path: "/api/v1/builds/{id}", Handler: a.getBuild},
+		{Method: "GET", Path: "/api/v1/builds/{id}/logs", Handler: a.buildLogs},
+		{Method: "POST", Path: "/api/v1/builds/{id}/cancel", Handler: a.cancelBuild},
+		{Method: "POST", Path: "/api/v1/builds/{id}/restart", Handler: a.restartBuild},
+		{Method: "POST", Path: "/api/v1/builds/{id}/approve", Handler: a.approveBuild},
+		{Method: "POST", Path: "/api/v1/builds/{id}/deny", Handler: a.denyBuild},
+		{Method: "GET", Path: "/api/v1/contexts", Handler: a.listContexts},
+		{Method: "POST", Path: "/api/v1/contexts", Handler: a.createContext},
+		{Method: "GET", Path: "/api/v1/contexts/{name}", Handler: a.getContext},
+		{Method: "PUT", Path: "/api/v1/contexts/{name}", Handler: a.updateContext},
+		{Method: "DELETE", Path: "/api/v1/contexts/{name}", Handler: a.deleteContext},
+		{Method: "GET", Path: "/api/v1/runtimes", Handler: a.listRuntimes},
+		{Method: "POST", Path: "/api/v1/runtimes", Handler: a.registerRuntime},
+		{Method: "POST", Path: "/api/v1/runtimes/hosted", Handler: a.createHostedRuntime},
+		{Method: "GET", Path: "/api/v1/runtimes/{runtime}", Handler: a.getRuntime},
+		{Method: "DELETE", Path: "/api/v1/runtimes/{runtime}", Handler: a.deleteRuntime},
+		{Method: "POST", Path: "/api/v1/runtimes/{runtime}/token", Handler: a.rotateRuntimeToken},
+		{Method: "GET", Path: "/api/v1/runners", Handler: a.listRunners},
+		{Method: "POST", Path: "/api/v1/runners", Handler: a.registerRunner},
+		{Method: "DELETE", Path: "/api/v1/runners/{id}", Handler: a.deleteRunner},
+		{Method: "POST", Path: "/api/v1/runners/{id}/drain", Handler: a.drainRunner},
+	}
+}
+
+// Register adds every route to mux. Non-public routes answer 401 without a principal.
+func (a *API) Register(mux *http.ServeMux) {
+	for _, rt := range a.Routes() {
+		h := rt.Handler
+		public := rt.Public
+		mux.HandleFunc(rt.Method+" "+rt.Path, func(w http.ResponseWriter, r *http.Request) {
+			if !public {
+				if _, err := httpx.Principal(r.Context()); err != nil {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="freshet"`)
+					httpx.WriteError(w, r, a.log, errUnauthenticated)
+					return
+				}
+			}
+			if err := h(w, r); err != nil {
+				httpx.WriteError(w, r, a.log, err)
+			}
+		})
+	}
+	// Anything else under /api/v1 is a JSON 404, not the UI.
+	mux.HandleFunc("/api/v1/", func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteError(w, r, a.log, errNoRoute(r))
+	})
+}
+
+func serveSpec(w http.ResponseWriter, _ *http.Request) error {
+	w.Header().Set("Content-Type", "application/yaml")
+	_, err := w.Write(api.OpenAPI)
+	return err
+}
+
+func principal(r *http.Request) rbac.Principal {
+	p, _ := httpx.Principal(r.Context())
+	return p
+}
+
+func toUser(m store.Member) client.User {
+	return client.User{ID: m.ID, Email: m.Email, Name: m.Name, Role: m.Role, CreatedAt: m.CreatedAt}
+}
+
+func toAccount(a store.Account) client.Account {
+	return client.Account{ID: a.ID, Name: a.Name, CreatedAt: a.CreatedAt}
+}
+
+// ToAPIKey converts a stored key to its API form.
+func ToAPIKey(k store.APIKey, now time.Time) client.APIKey {
+	out := client.APIKey{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Role: k.Role, UserID: k.UserID, CreatedAt: k.CreatedAt, Status: "active"}
+	if !k.ExpiresAt.IsZero() {
+		t := k.ExpiresAt
+		out.ExpiresAt = &t
+		if now.After(t) {
+			out.Status = "expired"
+		}
+	}
+	if !k.RevokedAt.IsZero() {
+		t := k.RevokedAt
+		out.RevokedAt, out.Status = &t, "revoked"
+	}
+	if !k.LastUsedAt.IsZero() {
+		t := k.LastUsedAt
+		out.LastUsedAt = &t
+	}
+	return out
+}
+
+// ToAuditEvent converts a stored audit record to its API form.
+func ToAuditEvent(e store.AuditEvent) client.AuditEvent {
+	return client.AuditEvent{ID: e.ID, Time: e.CreatedAt, ActorID: e.ActorID, Actor: e.Actor, Action: e.Action,
+		ResourceType: e.ResourceType, ResourceID: e.ResourceID, Result: e.Result, RequestID: e.RequestID, SourceIP: e.SourceIP, Detail: e.Detail}
+}
+
+// ToMe converts identity.Me to its API form.
+func ToMe(m identity.Me, p rbac.Principal) client.Me {
+	out := client.Me{
+		User:    client.User{ID: m.User.ID, Email: m.User.Email, Name: m.User.Name, Role: string(m.Role), CreatedAt: m.User.CreatedAt},
+		Account: toAccount(m.Account), Role: string(m.Role), Via: "session",
+	}
+	if p.KeyID != "" {
+		out.Via = "apikey"
+	}
+	for _, ms := range m.Memberships {
+		out.Accounts = append(out.Accounts, client.AccountMembership{ID: ms.Account.ID, Name: ms.Account.Name, Role: ms.Role})
+	}
+	return out
+}

@@ -1,0 +1,99 @@
+package rest
+
+import (
+	"net/http"
+
+	"github.com/freshet-dev/freshet/client"
+	"github.com/freshet-dev/freshet/internal/api/httpx"
+	"github.com/freshet-dev/freshet/internal/runtimes"
+	"github.com/freshet-dev/freshet/internal/store"
+)
+
+// ToRuntime converts a stored runtime to its API form.
+func ToRuntime(rt store.Runtime) client.Runtime {
+	info := runtimes.DecodeInfo(rt)
+	out := client.Runtime{ID: rt.ID, Name: rt.Name, Type: rt.Type, AccessMode: rt.AccessMode, IngressURL: rt.IngressURL, Repo: rt.Repo,
+		Version: rt.Version, Status: rt.Status, LastHeartbeat: timePtr(rt.LastHeartbeat), Capabilities: info.Capabilities,
+		GitSources: info.GitSources, CreatedAt: rt.CreatedAt}
+	for _, c := range info.Components {
+		out.Components = append(out.Components, client.RuntimeComponent{Name: c.Name, Health: c.Health, Message: c.Message, Version: c.Version})
+	}
+	for _, c := range info.Clusters {
+		out.Clusters = append(out.Clusters, client.RuntimeCluster{Name: c.Name, Server: c.Server, Health: c.Health})
+	}
+	return out
+}
+
+func (a *API) listRuntimes(w http.ResponseWriter, r *http.Request) error {
+	rts, err := a.runtimes.List(r.Context(), principal(r))
+	if err != nil {
+		return err
+	}
+	out := client.List[client.Runtime]{Items: []client.Runtime{}}
+	for _, rt := range rts {
+		out.Items = append(out.Items, ToRuntime(rt))
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (a *API) getRuntime(w http.ResponseWriter, r *http.Request) error {
+	rt, err := a.runtimes.Get(r.Context(), principal(r), r.PathValue("runtime"))
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, ToRuntime(rt))
+	return nil
+}
+
+func (a *API) registerRuntime(w http.ResponseWriter, r *http.Request) error {
+	var in client.RegisterRuntimeRequest
+	if err := httpx.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	rt, token, err := a.runtimes.Register(r.Context(), principal(r), runtimes.RegisterInput{Name: in.Name, AccessMode: in.AccessMode,
+		IngressHost: in.IngressHost, Repo: in.Repo})
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusCreated, client.RegisteredRuntime{Runtime: ToRuntime(rt), Token: token})
+	return nil
+}
+
+func (a *API) createHostedRuntime(w http.ResponseWriter, r *http.Request) error {
+	var in struct {
+		Name string `json:"name"`
+	}
+	if r.ContentLength != 0 {
+		if err := httpx.DecodeJSON(r, &in); err != nil {
+			return err
+		}
+	}
+	rt, err := a.runtimes.CreateHosted(r.Context(), principal(r), in.Name)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusCreated, ToRuntime(rt))
+	return nil
+}
+
+func (a *API) rotateRuntimeToken(w http.ResponseWriter, r *http.Request) error {
+	token, err := a.runtimes.RotateToken(r.Context(), principal(r), r.PathValue("runtime"))
+	if err != nil {
+		return err
+	}
+	rt, err := a.runtimes.Get(r.Context(), principal(r), r.PathValue("runtime"))
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, client.RegisteredRuntime{Runtime: ToRuntime(rt), Token: token})
+	return nil
+}
+
+func (a *API) deleteRuntime(w http.ResponseWriter, r *http.Request) error {
+	if err := a.runtimes.Delete(r.Context(), principal(r), r.PathValue("runtime")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,205 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/freshet-dev/freshet/client"
+	"github.com/freshet-dev/freshet/internal/agent"
+	"github.com/freshet-dev/freshet/internal/config"
+	"github.com/freshet-dev/freshet/internal/runtimes/manifests"
+	"github.com/freshet-dev/freshet/internal/server"
+	"github.com/freshet-dev/freshet/internal/version"
+)
+
+// EnvRuntimeToken holds the runtime token for `freshet runtime`.
+const EnvRuntimeToken = "FRESHET_RUNTIME_TOKEN"
+
+func (a *app) runtimeCommand() *cobra.Command {
+	var opts agent.Options
+	var logFormat, logLevel string
+	cmd := &cobra.Command{
+		Use:   "runtime --server URL --token T",
+		Short: "Run a GitOps runtime (and manage runtimes: list, get, register, create-hosted, rotate-token, uninstall)",
+		Long: "Without a subcommand, runs the runtime agent: it dials the control plane, heartbeats its\n" +
+			"components' health, and serves the app-proxy through its tunnel or ingress.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := config.Apply(cmd.Flags(), "", "token", "context"); err != nil {
+				return err
+			}
+			if opts.Token == "" {
+				opts.Token = os.Getenv(EnvRuntimeToken)
+			}
+			if opts.Server == "" {
+				opts.Server = a.server
+			}
+			log, err := server.NewLogger(a.stderr, logFormat, logLevel)
+			if err != nil {
+				return err
+			}
+			opts.Version = version.Version
+			rt, err := agent.New(opts, nil, log)
+			if err != nil {
+				return err
+			}
+			log.Info("freshet runtime starting", "server", opts.Server, "access_mode", opts.AccessMode)
+			return rt.Run(cmd.Context())
+		},
+	}
+	opts.BindFlags(cmd.Flags())
+	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format: text or json")
+	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
+
+	var out string
+	printRuntimes := func(v any, rts []client.Runtime) error {
+		return printData(a.stdout, out, v, func(tw *tabwriter.Writer) {
+			row(tw, "NAME", "TYPE", "ACCESS", "STATUS", "VERSION", "CLUSTERS", "LAST HEARTBEAT")
+			for _, r := range rts {
+				var clusters []string
+				for _, c := range r.Clusters {
+					clusters = append(clusters, c.Name)
+				}
+				row(tw, r.Name, r.Type, r.AccessMode, r.Status, r.Version, strings.Join(clusters, ","), r.LastHeartbeat)
+			}
+		})
+	}
+	list := &cobra.Command{Use: "list", Short: "List runtimes", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			l, err := c.ListRuntimes(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return printRuntimes(l.Items, l.Items)
+		}}
+	addOutputFlag(list, &out)
+	get := &cobra.Command{Use: "get NAME", Short: "Show a runtime with its components and clusters", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			r, err := c.GetRuntime(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if out != outTable {
+				return printData(a.stdout, out, r, nil)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(tw, "Runtime:\t%s (%s)\nType:\t%s\nAccess mode:\t%s %s\nStatus:\t%s\nVersion:\t%s\nLast heartbeat:\t%s\n\n",
+				r.Name, r.ID, r.Type, r.AccessMode, r.IngressURL, r.Status, r.Version, lastSeen(r.LastHeartbeat))
+			row(tw, "COMPONENT", "HEALTH", "MESSAGE")
+			for _, co := range r.Components {
+				row(tw, co.Name, co.Health, co.Message)
+			}
+			return tw.Flush()
+		}}
+	addOutputFlag(get, &out)
+	var reg client.RegisterRuntimeRequest
+	register := &cobra.Command{Use: "register NAME [--access-mode tunnel|ingress] [--ingress-host H]",
+		Short: "Register a hybrid runtime and print its token (once), for running `freshet runtime` yourself", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			reg.Name = args[0]
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			r, err := c.RegisterRuntime(cmd.Context(), reg)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "Registered runtime %s (%s).\nToken (shown once): %s\nRun it with: freshet runtime --server %s --token %s\n",
+				r.Name, r.ID, r.Token, c.BaseURL(), r.Token)
+			return nil
+		}}
+	register.Flags().StringVar(&reg.AccessMode, "access-mode", "tunnel", "tunnel or ingress")
+	register.Flags().StringVar(&reg.IngressHost, "ingress-host", "", "ingress mode: the host the app-proxy is reachable at")
+	register.Flags().StringVar(&reg.Repo, "repo", "", "the installation repository")
+	hosted := &cobra.Command{Use: "create-hosted [NAME]", Short: "Provision the account's hosted runtime (one per account, CD only)", Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := ""
+			if len(args) == 1 {
+				name = args[0]
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			r, err := c.CreateHostedRuntime(cmd.Context(), name)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "Hosted runtime %s (%s) is being provisioned; 'freshet runtime get %s' shows when it is healthy.\n", r.Name, r.ID, r.Name)
+			return nil
+		}}
+	rotate := &cobra.Command{Use: "rotate-token NAME", Short: "Give a runtime a new token (shown once); the old one stops working", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			r, err := c.RotateRuntimeToken(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "New token for runtime %s (shown once): %s\n", r.Name, r.Token)
+			return nil
+		}}
+	uninstall := a.actionCommand("uninstall NAME", "Deregister a runtime (a hosted one is stopped)", func(ctx context.Context, c *client.Client, name string) (string, error) {
+		return "Runtime " + name + " deregistered.", c.DeleteRuntime(ctx, name)
+	})
+	var mo manifests.Options
+	man := &cobra.Command{Use: "manifests NAME [--namespace NS] [--image IMG] [--ingress-class C]",
+		Short: "Print the Kubernetes manifests a registered hybrid runtime runs from", Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			r, err := c.GetRuntime(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			mo.Name, mo.AccessMode, mo.Version = r.Name, r.AccessMode, version.Version
+			mo.IngressHost = strings.TrimPrefix(strings.TrimPrefix(r.IngressURL, "https://"), "http://")
+			if mo.Server == "" {
+				mo.Server = c.BaseURL()
+			}
+			objs, err := manifests.Objects(mo)
+			if err != nil {
+				return err
+			}
+			y, err := manifests.YAML(objs)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "# Runtime %s. The token is not included: create the Secret with\n#   kubectl -n %s create secret generic %s --from-literal=token=<token from register or rotate-token>\n",
+				r.Name, mo.Namespace, manifests.TokenSecretName)
+			_, err = a.stdout.Write(y)
+			return err
+		}}
+	man.Flags().StringVar(&mo.Namespace, "namespace", manifests.DefaultNamespace, "namespace of the runtime")
+	man.Flags().StringVar(&mo.Image, "image", "", "the freshet image (default "+manifests.DefaultImage+":<version>)")
+	man.Flags().StringVar(&mo.IngressClass, "ingress-class", "", "ingress mode: the IngressClass")
+	man.Flags().StringVar(&mo.Server, "control-plane", "", "the control plane URL the runtime dials (default: the CLI's server)")
+	cmd.AddCommand(list, get, register, hosted, rotate, uninstall, man)
+	return cmd
+}
+
+func lastSeen(t *time.Time) string {
+	if t == nil {
+		return "never"
+	}
+	return ts(*t)
+}

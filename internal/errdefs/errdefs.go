@@ -1,0 +1,83 @@
+// Package errdefs defines the error kinds every Freshet domain package returns, so that one
+// function at the API edge can map them to HTTP status codes and GraphQL error codes.
+//
+// Domain packages wrap these sentinels with context (fmt.Errorf("user %s: %w", id, ErrNotFound));
+// callers test with errors.Is. Invalid input is reported as a *FieldError, which names the field,
+// the value received and what would be valid.
+package errdefs
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel error kinds.
+var (
+	ErrInvalid         = errors.New("invalid argument")
+	ErrNotFound        = errors.New("not found")
+	ErrConflict        = errors.New("already exists")
+	ErrUnauthenticated = errors.New("unauthenticated")
+	ErrForbidden       = errors.New("permission denied")
+	ErrRateLimited     = errors.New("too many requests")
+	ErrUnavailable     = errors.New("unavailable")
+	ErrTooLarge        = errors.New("request too large")
+)
+
+// FieldError reports bad input in one field. It unwraps to ErrInvalid.
+type FieldError struct {
+	Field  string // dotted path of the field, e.g. "email" or "spec.steps.build.image"
+	Value  string // the value received, possibly shortened; empty when absent
+	Reason string // what is wrong and what would be valid
+}
+
+func (e *FieldError) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("%s: %s", e.Field, e.Reason)
+	}
+	return fmt.Sprintf("%s: %q %s", e.Field, e.Value, e.Reason)
+}
+
+func (e *FieldError) Unwrap() error { return ErrInvalid }
+
+// Invalid returns a *FieldError for field with value v. The value is shortened to keep error
+// messages readable when the input is large.
+func Invalid(field, v, reason string) error {
+	const maxValue = 80
+	if len(v) > maxValue {
+		v = v[:maxValue] + "…"
+	}
+	return &FieldError{Field: field, Value: v, Reason: reason}
+}
+
+// Code returns the stable machine-readable code for err's kind, as sent in API error bodies.
+func Code(err error) string {
+	switch {
+	case errors.Is(err, ErrInvalid):
+		return "invalid_argument"
+	case errors.Is(err, ErrNotFound):
+		return "not_found"
+	case errors.Is(err, ErrConflict):
+		return "conflict"
+	case errors.Is(err, ErrUnauthenticated):
+		return "unauthenticated"
+	case errors.Is(err, ErrForbidden):
+		return "permission_denied"
+	case errors.Is(err, ErrRateLimited):
+		return "rate_limited"
+	case errors.Is(err, ErrTooLarge):
+		return "too_large"
+	case errors.Is(err, ErrUnavailable):
+		return "unavailable"
+	default:
+		return "internal"
+	}
+}
+
+// Field returns the field named by err's *FieldError, or "".
+func Field(err error) string {
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return fe.Field
+	}
+	return ""
+}

@@ -1,0 +1,101 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/gitops/app"
+)
+
+// ErrNoCluster means the runtime has no cluster configured at all (`freshet up` without a
+// kubeconfig): applications show a NoClusterConfigured condition.
+var ErrNoCluster = fmt.Errorf("no cluster configured: %w", errdefs.ErrUnavailable)
+
+// InCluster names the runtime's own cluster, as in Argo CD.
+const (
+	InClusterName   = "in-cluster"
+	InClusterServer = "https://kubernetes.default.svc"
+)
+
+// ClusterResolver gives the engine a REST config for an application's destination. Cluster
+// credentials never leave the runtime: the resolver is the runtime's registry of clusters.
+type ClusterResolver interface {
+	// Cluster returns the config for dest (by Server or Name). It returns an error wrapping
+	// ErrNoCluster when no cluster is configured, errdefs.ErrNotFound for an unknown one. The
+	// engine keeps one connection per returned config Host.
+	Cluster(ctx context.Context, dest app.Destination) (*rest.Config, error)
+}
+
+// Clusters is a ClusterResolver over a fixed set of registered clusters. It is safe for
+// concurrent use.
+type Clusters struct {
+	mu       sync.RWMutex
+	byName   map[string]*rest.Config
+	byServer map[string]*rest.Config
+}
+
+var _ ClusterResolver = (*Clusters)(nil)
+
+// NewClusters returns an empty registry.
+func NewClusters() *Clusters {
+	return &Clusters{byName: map[string]*rest.Config{}, byServer: map[string]*rest.Config{}}
+}
+
+// Add registers a cluster under a name and a server URL (either may be empty).
+func (c *Clusters) Add(name, server string, cfg *rest.Config) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if name != "" {
+		c.byName[name] = cfg
+	}
+	if server != "" {
+		c.byServer[strings.TrimSuffix(server, "/")] = cfg
+	}
+}
+
+// SetInCluster registers the runtime's own cluster as "in-cluster" and
+// https://kubernetes.default.svc, and under its own host URL.
+func (c *Clusters) SetInCluster(cfg *rest.Config) {
+	c.Add(InClusterName, InClusterServer, cfg)
+	c.Add("", cfg.Host, cfg)
+}
+
+// Cluster implements ClusterResolver.
+func (c *Clusters) Cluster(_ context.Context, dest app.Destination) (*rest.Config, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if len(c.byName) == 0 && len(c.byServer) == 0 {
+		return nil, ErrNoCluster
+	}
+	if dest.Name != "" {
+		if cfg := c.byName[dest.Name]; cfg != nil {
+			return rest.CopyConfig(cfg), nil
+		}
+		return nil, fmt.Errorf("destination name %q: no such cluster registered to this runtime (known: %s): %w", dest.Name, keys(c.byName), errdefs.ErrNotFound)
+	}
+	if cfg := c.byServer[strings.TrimSuffix(dest.Server, "/")]; cfg != nil {
+		return rest.CopyConfig(cfg), nil
+	}
+	return nil, fmt.Errorf("destination server %q: no such cluster registered to this runtime (known: %s): %w", dest.Server, keys(c.byServer), errdefs.ErrNotFound)
+}
+
+func keys(m map[string]*rest.Config) string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return "none"
+	}
+	return strings.Join(out, ", ")
+}
+
+func isNoCluster(err error) bool { return errors.Is(err, ErrNoCluster) }

@@ -1,0 +1,107 @@
+package identity
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/freshet-dev/freshet/internal/audit"
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/rbac"
+	"github.com/freshet-dev/freshet/internal/store"
+)
+
+// CreateAPIKeyInput describes a new API key.
+type CreateAPIKeyInput struct {
+	Name string
+	Role string // empty: the caller's role
+	// ExpiresIn is the key's lifetime: nil means DefaultAPIKeyTTL, 0 means it never expires.
+	ExpiresIn *time.Duration
+}
+
+// CreateAPIKey creates an API key for p's user in p's account and returns it with its token,
+// which is not stored and cannot be shown again.
+func (s *Service) CreateAPIKey(ctx context.Context, p rbac.Principal, in CreateAPIKeyInput) (k store.APIKey, token string, err error) {
+	e := audit.Start(ctx, p, "apikey.create", "apikey", "")
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if err := rbac.Allow(p, rbac.ManageAPIKeys); err != nil {
+		return k, "", err
+	}
+	if err := validateName("name", in.Name); err != nil {
+		return k, "", err
+	}
+	role := p.Role
+	if in.Role != "" {
+		if role, err = rbac.ParseRole("role", in.Role); err != nil {
+			return k, "", err
+		}
+		if !p.Role.AtLeast(role) {
+			return k, "", fmt.Errorf("role: a key cannot have more than your role (%s): %w", p.Role, errdefs.ErrForbidden)
+		}
+	}
+	ttl := DefaultAPIKeyTTL
+	if in.ExpiresIn != nil {
+		ttl = *in.ExpiresIn
+	}
+	if ttl < 0 {
+		return k, "", errdefs.Invalid("expiresIn", ttl.String(), "is negative: give a duration such as 720h, or 0 for a key that never expires")
+	}
+	now := s.now()
+	prefix, secret, token := newAPIKeyToken()
+	k = store.APIKey{ID: store.NewID(store.PrefixAPIKey), AccountID: p.AccountID, UserID: p.UserID, Name: in.Name,
+		Prefix: prefix, SecretHash: hashSecret(secret), Role: string(role), CreatedAt: now}
+	if ttl > 0 {
+		k.ExpiresAt = now.Add(ttl)
+	}
+	e.Resource(k.ID)
+	e.Detail("%q role %s prefix %s", in.Name, role, prefix)
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.CreateAPIKey(ctx, k); err != nil {
+			return err
+		}
+		return e.Commit(ctx, tx)
+	})
+	if err != nil {
+		return store.APIKey{}, "", err
+	}
+	return k, token, nil
+}
+
+// ListAPIKeys lists the keys of p's account: all of them for admins, their own for others.
+func (s *Service) ListAPIKeys(ctx context.Context, p rbac.Principal, page store.Page) ([]store.APIKey, error) {
+	if err := rbac.Allow(p, rbac.ReadAPIKeys); err != nil {
+		return nil, err
+	}
+	return s.db.ListAPIKeys(ctx, p.AccountID, ownerFilter(p), page)
+}
+
+// RevokeAPIKey revokes a key of p's account. Non-admins may revoke only their own keys.
+func (s *Service) RevokeAPIKey(ctx context.Context, p rbac.Principal, id string) (err error) {
+	e := audit.Start(ctx, p, "apikey.revoke", "apikey", id)
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if err := rbac.Allow(p, rbac.ManageAPIKeys); err != nil {
+		return err
+	}
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		k, err := tx.GetAPIKey(ctx, p.AccountID, id)
+		if err != nil {
+			return err
+		}
+		if owner := ownerFilter(p); owner != "" && k.UserID != owner {
+			return fmt.Errorf("api key %q: %w", id, errdefs.ErrNotFound)
+		}
+		e.Detail("%q prefix %s", k.Name, k.Prefix)
+		if err := tx.RevokeAPIKey(ctx, p.AccountID, id, s.now()); err != nil {
+			return err
+		}
+		return e.Commit(ctx, tx)
+	})
+}
+
+// ownerFilter returns the user whose keys p may see, or "" for all of the account's keys.
+func ownerFilter(p rbac.Principal) string {
+	if p.Role.AtLeast(rbac.Admin) {
+		return ""
+	}
+	return p.UserID
+}

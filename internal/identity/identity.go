@@ -1,0 +1,414 @@
+// Package identity manages accounts (tenants), users and their memberships, API keys and login
+// sessions, and resolves every request's credentials to an rbac.Principal.
+//
+// Passwords are hashed with argon2id; API keys and session tokens are random secrets stored as
+// SHA-256 hashes and shown once. Every change is audited in the transaction that makes it.
+package identity
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/mail"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/freshet-dev/freshet/internal/audit"
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/rbac"
+	"github.com/freshet-dev/freshet/internal/store"
+)
+
+// Defaults.
+const (
+	SessionTTL           = 7 * 24 * time.Hour
+	DefaultAPIKeyTTL     = 90 * 24 * time.Hour
+	DefaultAccountName   = "default"
+	DefaultAdminEmail    = "admin@freshet.local"
+	touchInterval        = time.Minute // how often an API key's last-used time is written
+	maxNameLen           = 64
+	maxEmailLen          = 254
+	maxDisplayNameLength = 100
+)
+
+var nameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9 ._-]*$`)
+
+// Service is the identity service.
+type Service struct {
+	db      *store.DB
+	audit   *audit.Log
+	log     *slog.Logger
+	now     func() time.Time
+	byEmail *failureLimiter
+	byIP    *failureLimiter
+}
+
+// New returns a Service on db that audits to a.
+func New(db *store.DB, a *audit.Log, log *slog.Logger) *Service {
+	return &Service{db: db, audit: a, log: log, now: time.Now,
+		byEmail: newFailureLimiter(maxFailuresPerEmail), byIP: newFailureLimiter(maxFailuresPerIP)}
+}
+
+// BootstrapResult says what Bootstrap did.
+type BootstrapResult struct {
+	Created  bool // false: the database already had an account
+	Account  store.Account
+	Email    string
+	Password string // the admin password, when Bootstrap generated it; shown once
+}
+
+// Bootstrap creates the first account and its admin user when the database has no account yet.
+// password may be empty, in which case one is generated and returned.
+func (s *Service) Bootstrap(ctx context.Context, accountName, email, password string) (BootstrapResult, error) {
+	n, err := s.db.CountAccounts(ctx)
+	if err != nil {
+		return BootstrapResult{}, fmt.Errorf("bootstrap: %w", err)
+	}
+	if n > 0 {
+		return BootstrapResult{}, nil
+	}
+	return s.Provision(ctx, accountName, email, password)
+}
+
+// Provision creates an account and its first admin as a platform action (first start, hosted
+// sign-up, operators). password may be empty, in which case one is generated and returned.
+func (s *Service) Provision(ctx context.Context, accountName, email, password string) (BootstrapResult, error) {
+	if err := validateName("account", accountName); err != nil {
+		return BootstrapResult{}, err
+	}
+	if err := validateEmail("admin-email", email); err != nil {
+		return BootstrapResult{}, err
+	}
+	res := BootstrapResult{Created: true, Email: strings.ToLower(email)}
+	if password == "" {
+		password = GeneratePassword()
+		res.Password = password
+	} else if err := validatePassword("admin-password", password); err != nil {
+		return BootstrapResult{}, err
+	}
+	hash, err := HashPassword(password)
+	if err != nil {
+		return BootstrapResult{}, err
+	}
+	now := s.now()
+	res.Account = store.Account{ID: store.NewID(store.PrefixAccount), Name: accountName, CreatedAt: now}
+	u := store.User{ID: store.NewID(store.PrefixUser), Email: res.Email, Name: "admin", PasswordHash: hash, CreatedAt: now}
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.CreateAccount(ctx, res.Account); err != nil {
+			return err
+		}
+		if existing, err := tx.UserByEmail(ctx, u.Email); err == nil {
+			u = existing // an existing login becomes the new account's admin; its password stays
+			res.Password = ""
+		} else if err := tx.CreateUser(ctx, u); err != nil {
+			return err
+		}
+		if err := tx.AddMember(ctx, res.Account.ID, u.ID, string(rbac.Admin), now); err != nil {
+			return err
+		}
+		e := audit.System(ctx, res.Account.ID, "account.create", "account", res.Account.ID)
+		e.Detail("account %q with admin %s", accountName, res.Email)
+		return e.Commit(ctx, tx)
+	})
+	if err != nil {
+		return BootstrapResult{}, fmt.Errorf("provision account %q: %w", accountName, err)
+	}
+	return res, nil
+}
+
+// LoginResult is a new session.
+type LoginResult struct {
+	Token     string // shown once
+	CSRFToken string
+	ExpiresAt time.Time
+	Principal rbac.Principal
+}
+
+var errBadCredentials = fmt.Errorf("invalid email or password: %w", errdefs.ErrUnauthenticated)
+
+// Login checks email and password and opens a session in account (an account ID or name the
+// user belongs to; empty means the user's first account). Failures say nothing about which part
+// was wrong, and repeated failures per email and per source address are refused for a while.
+func (s *Service) Login(ctx context.Context, email, password, account string) (res LoginResult, err error) {
+	email = strings.ToLower(strings.TrimSpace(email))
+	e := audit.Start(ctx, rbac.Principal{Email: email}, "auth.login", "session", "")
+	defer func() { s.audit.Finish(ctx, e, err) }()
+
+	now := s.now()
+	ip := audit.MetaFrom(ctx).SourceIP
+	for _, c := range []struct {
+		l   *failureLimiter
+		key string
+	}{{s.byEmail, email}, {s.byIP, ip}} {
+		if blocked, wait := c.l.blocked(c.key, now); blocked && c.key != "" {
+			return LoginResult{}, fmt.Errorf("too many failed logins: try again in %s: %w", wait.Round(time.Second), errdefs.ErrRateLimited)
+		}
+	}
+	fail := func() (LoginResult, error) {
+		s.byEmail.fail(email, now)
+		if ip != "" {
+			s.byIP.fail(ip, now)
+		}
+		return LoginResult{}, errBadCredentials
+	}
+	u, err := s.db.UserByEmail(ctx, email)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		CheckPassword(dummyHash, password)
+		return fail()
+	} else if err != nil {
+		return LoginResult{}, err
+	}
+	ms, err := s.db.MembershipsOf(ctx, u.ID)
+	if err != nil {
+		return LoginResult{}, err
+	}
+	if len(ms) > 0 {
+		e.Account(ms[0].Account.ID) // failures are recorded in the user's first account
+	}
+	if !CheckPassword(u.PasswordHash, password) {
+		return fail()
+	}
+	var m *store.Membership
+	for i := range ms {
+		if account == "" || ms[i].Account.ID == account || ms[i].Account.Name == account {
+			m = &ms[i]
+			break
+		}
+	}
+	if m == nil {
+		if account != "" {
+			return LoginResult{}, errdefs.Invalid("account", account, "is not an account you belong to")
+		}
+		return LoginResult{}, fmt.Errorf("user belongs to no account: %w", errdefs.ErrForbidden)
+	}
+	s.byEmail.reset(email)
+	e.Account(m.Account.ID)
+	token := newSessionToken()
+	sess := store.Session{ID: store.NewID(store.PrefixSession), TokenHash: hashSecret(token), UserID: u.ID,
+		AccountID: m.Account.ID, CreatedAt: now, ExpiresAt: now.Add(SessionTTL)}
+	p := rbac.Principal{AccountID: m.Account.ID, UserID: u.ID, Email: u.Email, Role: rbac.Role(m.Role), SessionID: sess.ID}
+	e = audit.Start(ctx, p, "auth.login", "session", sess.ID)
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.CreateSession(ctx, sess); err != nil {
+			return err
+		}
+		return e.Commit(ctx, tx)
+	})
+	if err != nil {
+		return LoginResult{}, err
+	}
+	return LoginResult{Token: token, CSRFToken: CSRFToken(token), ExpiresAt: sess.ExpiresAt, Principal: p}, nil
+}
+
+// Logout ends p's session. API-key callers have no session to end.
+func (s *Service) Logout(ctx context.Context, p rbac.Principal) (err error) {
+	e := audit.Start(ctx, p, "auth.logout", "session", p.SessionID)
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if p.SessionID == "" {
+		return errdefs.Invalid("session", "", "is absent: log out ends a session; API keys are revoked instead")
+	}
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.DeleteSession(ctx, p.SessionID); err != nil {
+			return err
+		}
+		return e.Commit(ctx, tx)
+	})
+}
+
+// Authenticate resolves a bearer token (an API key or a session token) to a Principal. It
+// answers ErrUnauthenticated for any token that is unknown, malformed, expired or revoked,
+// without saying which.
+func (s *Service) Authenticate(ctx context.Context, token string) (rbac.Principal, error) {
+	unauth := fmt.Errorf("invalid or expired credentials: %w", errdefs.ErrUnauthenticated)
+	now := s.now()
+	switch {
+	case strings.HasPrefix(token, APIKeyPrefix):
+		prefix, secret, ok := parseAPIKeyToken(token)
+		if !ok {
+			return rbac.Principal{}, unauth
+		}
+		k, err := s.db.APIKeyByPrefix(ctx, prefix)
+		if err != nil {
+			if errors.Is(err, errdefs.ErrNotFound) {
+				return rbac.Principal{}, unauth
+			}
+			return rbac.Principal{}, err
+		}
+		if !secretMatches(k.SecretHash, secret) || !k.RevokedAt.IsZero() || (!k.ExpiresAt.IsZero() && now.After(k.ExpiresAt)) {
+			return rbac.Principal{}, unauth
+		}
+		m, err := s.db.GetMember(ctx, k.AccountID, k.UserID)
+		if err != nil {
+			if errors.Is(err, errdefs.ErrNotFound) {
+				return rbac.Principal{}, unauth // the key's owner left the account
+			}
+			return rbac.Principal{}, err
+		}
+		if now.Sub(k.LastUsedAt) > touchInterval {
+			if err := s.db.TouchAPIKey(ctx, k.ID, now); err != nil {
+				s.log.Warn("record api key use", "key", k.ID, "err", err)
+			}
+		}
+		// A key never grants more than its owner currently holds.
+		return rbac.Principal{AccountID: k.AccountID, UserID: k.UserID, Email: m.Email,
+			Role: rbac.Role(k.Role).Min(rbac.Role(m.Role)), KeyID: k.ID, KeyName: k.Name}, nil
+	case strings.HasPrefix(token, SessionPrefix):
+		sess, err := s.db.SessionByHash(ctx, hashSecret(token))
+		if err != nil {
+			if errors.Is(err, errdefs.ErrNotFound) {
+				return rbac.Principal{}, unauth
+			}
+			return rbac.Principal{}, err
+		}
+		if now.After(sess.ExpiresAt) {
+			return rbac.Principal{}, unauth
+		}
+		m, err := s.db.GetMember(ctx, sess.AccountID, sess.UserID)
+		if err != nil {
+			if errors.Is(err, errdefs.ErrNotFound) {
+				return rbac.Principal{}, unauth
+			}
+			return rbac.Principal{}, err
+		}
+		return rbac.Principal{AccountID: sess.AccountID, UserID: sess.UserID, Email: m.Email, Role: rbac.Role(m.Role), SessionID: sess.ID}, nil
+	}
+	return rbac.Principal{}, unauth
+}
+
+// SwitchAccount moves p's session to another account p's user belongs to.
+func (s *Service) SwitchAccount(ctx context.Context, p rbac.Principal, account string) (np rbac.Principal, err error) {
+	e := audit.Start(ctx, p, "auth.switch-account", "account", account)
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if p.SessionID == "" {
+		return rbac.Principal{}, errdefs.Invalid("session", "", "is absent: API keys belong to one account; switch accounts with a login session")
+	}
+	ms, err := s.db.MembershipsOf(ctx, p.UserID)
+	if err != nil {
+		return rbac.Principal{}, err
+	}
+	for _, m := range ms {
+		if m.Account.ID == account || m.Account.Name == account {
+			np = p
+			np.AccountID, np.Role = m.Account.ID, rbac.Role(m.Role)
+			e = audit.Start(ctx, np, "auth.switch-account", "account", m.Account.ID)
+			err := s.db.Tx(ctx, func(tx *store.Tx) error {
+				if err := tx.SetSessionAccount(ctx, p.SessionID, m.Account.ID); err != nil {
+					return err
+				}
+				return e.Commit(ctx, tx)
+			})
+			return np, err
+		}
+	}
+	return rbac.Principal{}, errdefs.Invalid("account", account, "is not an account you belong to")
+}
+
+// Me describes the calling user.
+type Me struct {
+	User        store.User
+	Role        rbac.Role
+	Account     store.Account
+	Memberships []store.Membership
+}
+
+// Me returns the calling user, their role and accounts.
+func (s *Service) Me(ctx context.Context, p rbac.Principal) (Me, error) {
+	if err := rbac.Allow(p, rbac.ReadAccount); err != nil {
+		return Me{}, err
+	}
+	u, err := s.db.GetUser(ctx, p.UserID)
+	if err != nil {
+		return Me{}, err
+	}
+	a, err := s.db.GetAccount(ctx, p.AccountID)
+	if err != nil {
+		return Me{}, err
+	}
+	ms, err := s.db.MembershipsOf(ctx, p.UserID)
+	if err != nil {
+		return Me{}, err
+	}
+	return Me{User: u, Role: p.Role, Account: a, Memberships: ms}, nil
+}
+
+// Account returns p's account.
+func (s *Service) Account(ctx context.Context, p rbac.Principal) (store.Account, error) {
+	if err := rbac.Allow(p, rbac.ReadAccount); err != nil {
+		return store.Account{}, err
+	}
+	return s.db.GetAccount(ctx, p.AccountID)
+}
+
+// CountMembers returns how many users p's account has with each role.
+func (s *Service) CountMembers(ctx context.Context, p rbac.Principal) (map[rbac.Role]int, error) {
+	if err := rbac.Allow(p, rbac.ReadAccount); err != nil {
+		return nil, err
+	}
+	out := map[rbac.Role]int{}
+	for _, r := range rbac.Roles {
+		n, err := s.db.CountMembersWithRole(ctx, p.AccountID, string(r))
+		if err != nil {
+			return nil, err
+		}
+		out[r] = n
+	}
+	return out, nil
+}
+
+func validateName(field, v string) error {
+	if v == "" || len(v) > maxNameLen || !nameRE.MatchString(v) {
+		return errdefs.Invalid(field, v, fmt.Sprintf("is not a valid name: use 1-%d letters, digits, spaces, '.', '_' or '-', starting with a letter or digit", maxNameLen))
+	}
+	return nil
+}
+
+func validateEmail(field, v string) error {
+	a, err := mail.ParseAddress(v)
+	if v == "" || len(v) > maxEmailLen || err != nil || a.Address != v || a.Name != "" {
+		return errdefs.Invalid(field, v, "is not a valid email address (like name@example.com)")
+	}
+	return nil
+}
+
+func validatePassword(field, v string) error {
+	if len(v) < MinPasswordLen || len(v) > MaxPasswordLen {
+		return errdefs.Invalid(field, "", fmt.Sprintf("must be %d to %d characters long", MinPasswordLen, MaxPasswordLen))
+	}
+	return nil
+}
+
+// CreateAccount creates a new account with p's user as its admin. Any admin may create accounts;
+// the new account shares nothing with p's current one.
+func (s *Service) CreateAccount(ctx context.Context, p rbac.Principal, name string) (a store.Account, err error) {
+	e := audit.Start(ctx, p, "account.create", "account", "")
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if err := rbac.Allow(p, rbac.CreateAccounts); err != nil {
+		return a, err
+	}
+	if err := validateName("name", name); err != nil {
+		return a, err
+	}
+	now := s.now()
+	a = store.Account{ID: store.NewID(store.PrefixAccount), Name: name, CreatedAt: now}
+	// The record belongs to the new account: that is where its admins will look for it.
+	e = audit.Start(ctx, rbac.Principal{AccountID: a.ID, UserID: p.UserID, Email: p.Email, KeyID: p.KeyID, KeyName: p.KeyName}, "account.create", "account", a.ID)
+	e.Detail("%q", name)
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.CreateAccount(ctx, a); err != nil {
+			if errors.Is(err, errdefs.ErrConflict) {
+				return fmt.Errorf("name: account %q already exists: %w", name, errdefs.ErrConflict)
+			}
+			return err
+		}
+		if err := tx.AddMember(ctx, a.ID, p.UserID, string(rbac.Admin), now); err != nil {
+			return err
+		}
+		return e.Commit(ctx, tx)
+	})
+	if err != nil {
+		return store.Account{}, err
+	}
+	return a, nil
+}

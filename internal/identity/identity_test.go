@@ -1,0 +1,80 @@
+package identity
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestPasswordHash(t *testing.T) {
+	h, err := HashPassword("s3cret-pass")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(h, "$argon2id$v=19$m=19456,t=2,p=1$") {
+		t.Fatalf("hash format: %s", h)
+	}
+	if !CheckPassword(h, "s3cret-pass") || CheckPassword(h, "s3cret-pasS") || CheckPassword(h, "") {
+		t.Fatal("password check wrong")
+	}
+	h2, _ := HashPassword("s3cret-pass")
+	if h == h2 {
+		t.Fatal("two hashes of one password are equal: no salt")
+	}
+	for _, bad := range []string{"", "$argon2id$", "$bcrypt$v=19$m=1,t=1,p=1$AAAA$AAAA", "$argon2id$v=19$m=0,t=0,p=0$AAAA$AAAA", "$argon2id$v=19$m=8,t=1,p=1$!!$AAAA"} {
+		if CheckPassword(bad, "x") {
+			t.Errorf("malformed hash %q matched", bad)
+		}
+	}
+}
+
+func TestTokens(t *testing.T) {
+	prefix, secret, tok := newAPIKeyToken()
+	p, s, ok := parseAPIKeyToken(tok)
+	if !ok || p != prefix || s != secret || !secretMatches(hashSecret(secret), s) {
+		t.Fatalf("round trip %q -> %q %q %v", tok, p, s, ok)
+	}
+	for _, bad := range []string{"fsk_", "fsk_short_x", tok + "x", strings.Replace(tok, "_", "-", -1), "fss_" + secret} {
+		if _, _, ok := parseAPIKeyToken(bad); ok {
+			t.Errorf("parsed %q", bad)
+		}
+	}
+	seen := map[string]bool{}
+	for range 1000 {
+		s := randomString(32)
+		if seen[s] || len(s) != 32 || strings.Trim(s, alphabet) != "" {
+			t.Fatalf("randomString: %q", s)
+		}
+		seen[s] = true
+	}
+	if a1, a2 := CSRFToken("a"), CSRFToken("a"); CSRFToken("a") == CSRFToken("b") || a1 != a2 || len(a1) != 32 {
+		t.Fatal("CSRF tokens not derived from the session")
+	}
+}
+
+func TestFailureLimiter(t *testing.T) {
+	l := newFailureLimiter(3)
+	now := time.Unix(1000, 0)
+	for i := range 3 {
+		if b, _ := l.blocked("k", now); b {
+			t.Fatalf("blocked after %d failures", i)
+		}
+		l.fail("k", now.Add(time.Duration(i)*time.Second))
+	}
+	b, wait := l.blocked("k", now.Add(3*time.Second))
+	if !b || wait != loginWindow-3*time.Second {
+		t.Fatalf("blocked=%v wait=%s", b, wait)
+	}
+	if b, _ := l.blocked("other", now); b {
+		t.Fatal("another key blocked")
+	}
+	// The window slides: after it, the first failure is forgotten.
+	if b, _ := l.blocked("k", now.Add(loginWindow)); b {
+		t.Fatal("still blocked after the window")
+	}
+	l.fail("k", now)
+	l.reset("k")
+	if len(l.hits) != 0 {
+		t.Fatal("reset kept state")
+	}
+}

@@ -1,0 +1,354 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/freshet-dev/freshet/internal/audit"
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/rbac"
+	"github.com/freshet-dev/freshet/internal/store"
+)
+
+// RunInput starts a build.
+type RunInput struct {
+	Branch        string
+	SHA           string
+	Repo          string // owner/name
+	CommitMessage string
+	CommitAuthor  string
+	Variables     map[string]string
+	TriggerType   string // manual (default), git, cron
+	TriggerID     string
+	RestartOf     string
+	// DedupKey, when set, makes the build once per (TriggerID, DedupKey): a second queue with
+	// the same key queues nothing and returns ErrDuplicate with the first build. The record is
+	// written in the build's own transaction, so a crash cannot leave one without the other.
+	DedupKey string
+}
+
+// ErrDuplicate is returned (wrapped in a *DuplicateError) when a build was already queued for
+// the same trigger and dedup key.
+var ErrDuplicate = fmt.Errorf("already queued: %w", errdefs.ErrConflict)
+
+// DuplicateError names the build an earlier delivery queued.
+type DuplicateError struct{ BuildID string }
+
+func (e *DuplicateError) Error() string { return "already queued as build " + e.BuildID }
+func (e *DuplicateError) Unwrap() error { return ErrDuplicate }
+
+// Run queues a build of the pipeline named by ref (ID or project/name).
+func (s *Service) Run(ctx context.Context, p rbac.Principal, ref string, in RunInput) (b store.Build, err error) {
+	e := audit.Start(ctx, p, "build.run", "build", "")
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if err := rbac.Allow(p, rbac.RunPipelines); err != nil {
+		return b, err
+	}
+	pl, err := s.ResolvePipeline(ctx, p, ref)
+	if err != nil {
+		return b, err
+	}
+	if in.TriggerType == "" {
+		in.TriggerType = "manual"
+	}
+	b, err = s.queue(ctx, pl, in, p.Actor(), e)
+	return b, err
+}
+
+// queue creates a queued build of pl and records e in the same transaction.
+func (s *Service) queue(ctx context.Context, pl store.Pipeline, in RunInput, by string, e *audit.Entry) (store.Build, error) {
+	for k := range in.Variables {
+		if !varNameRE.MatchString(k) {
+			return store.Build{}, errdefs.Invalid("variables", k, "is not a variable name: use letters, digits and '_', not starting with a digit")
+		}
+	}
+	if len(in.SHA) > 64 || len(in.Branch) > 255 {
+		return store.Build{}, errdefs.Invalid("branch", in.Branch, "is too long")
+	}
+	cfg := decodeConfig(pl.Config)
+	now := s.now()
+	specYAML, reason := pl.SpecYAML, ""
+	if pl.SpecRepo != "" {
+		rev := in.SHA
+		if rev == "" {
+			rev = in.Branch
+		}
+		data, sha, err := s.readSpec(ctx, pl.AccountID, pl.SpecRepo, pl.SpecPath, cfg.SpecContext, rev)
+		if err != nil {
+			reason = err.Error() // the build is recorded as failed: a push with a broken spec is visible
+		} else {
+			specYAML = data
+			if in.SHA == "" {
+				in.SHA = sha
+			}
+		}
+	}
+	b := store.Build{
+		ID: store.NewID(store.PrefixBuild), AccountID: pl.AccountID, PipelineID: pl.ID, Status: StatusQueued,
+		TriggerType: in.TriggerType, TriggerID: in.TriggerID, TriggeredBy: by, Repo: in.Repo, Branch: in.Branch, SHA: in.SHA,
+		CommitMessage: in.CommitMessage, CommitAuthor: in.CommitAuthor, Variables: encodeJSON(orEmpty(in.Variables)),
+		SpecYAML: specYAML, Labels: encodeJSON(orEmpty(cfg.RunnerLabels)), RestartOf: in.RestartOf, CreatedAt: now,
+	}
+	if reason != "" {
+		b.Status, b.Reason, b.FinishedAt = StatusFailed, reason, now
+	}
+	e.Resource(b.ID)
+	var older []store.Build
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		if cfg.TerminateOlder && b.Branch != "" {
+			active, err := tx.ActiveBuilds(ctx, pl.AccountID, pl.ID)
+			if err != nil {
+				return err
+			}
+			for _, o := range active {
+				if o.Branch == b.Branch {
+					older = append(older, o)
+				}
+			}
+		}
+		if err := tx.CreateBuild(ctx, &b); err != nil {
+			return err
+		}
+		// The planned steps, pending, so a build shows its shape before a runner takes it.
+		if b.Status == StatusQueued {
+			steps, err := plannedSteps(b.SpecYAML)
+			if err != nil {
+				return err
+			}
+			for _, st := range steps {
+				if err := tx.UpsertStep(ctx, store.BuildStep{BuildID: b.ID, Name: st.Name, Stage: st.Stage, Position: st.Position, Status: st.Status}); err != nil {
+					return err
+				}
+			}
+		}
+		if in.DedupKey != "" {
+			prev, err := tx.RecordDelivery(ctx, in.TriggerID, in.DedupKey, b.ID, now)
+			if errors.Is(err, errdefs.ErrConflict) {
+				return &DuplicateError{BuildID: prev}
+			}
+			if err != nil {
+				return err
+			}
+		}
+		e.Detail("pipeline %s build #%d branch %q by %s", pl.Name, b.Number, b.Branch, in.TriggerType)
+		return e.Commit(ctx, tx)
+	})
+	if err != nil {
+		return store.Build{}, err
+	}
+	for _, o := range older {
+		if err := s.terminate(ctx, o, fmt.Sprintf("terminated by newer build #%d of branch %s", b.Number, b.Branch)); err != nil {
+			s.log.Warn("terminate older build", "build", o.ID, "err", err)
+		}
+	}
+	s.queued()
+	return b, nil
+}
+
+func orEmpty(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}
+
+// BuildDetail is a build with its steps and pipeline names.
+type BuildDetail struct {
+	store.Build
+	Steps    []store.BuildStep
+	Pipeline string // project/name
+}
+
+// GetBuild returns a build of p's account with its steps.
+func (s *Service) GetBuild(ctx context.Context, p rbac.Principal, id string) (BuildDetail, error) {
+	if err := rbac.Allow(p, rbac.ReadPipelines); err != nil {
+		return BuildDetail{}, err
+	}
+	b, err := s.db.GetBuild(ctx, p.AccountID, id)
+	if err != nil {
+		return BuildDetail{}, err
+	}
+	steps, err := s.db.ListSteps(ctx, b.ID)
+	if err != nil {
+		return BuildDetail{}, err
+	}
+	return BuildDetail{Build: b, Steps: steps, Pipeline: s.pipelineName(ctx, b.AccountID, b.PipelineID)}, nil
+}
+
+func (s *Service) pipelineName(ctx context.Context, accountID, pipelineID string) string {
+	pl, err := s.db.GetPipeline(ctx, accountID, pipelineID)
+	if err != nil {
+		return pipelineID
+	}
+	return s.ProjectName(ctx, accountID, pl.ProjectID) + "/" + pl.Name
+}
+
+// ListBuilds lists builds newest first; pipeline (ID or project/name) narrows it.
+func (s *Service) ListBuilds(ctx context.Context, p rbac.Principal, pipeline string, f store.BuildFilter, page store.Page) ([]store.Build, error) {
+	if err := rbac.Allow(p, rbac.ReadPipelines); err != nil {
+		return nil, err
+	}
+	if pipeline != "" {
+		pl, err := s.ResolvePipeline(ctx, p, pipeline)
+		if err != nil {
+			return nil, err
+		}
+		f.PipelineID = pl.ID
+	}
+	return s.db.ListBuilds(ctx, p.AccountID, f, page)
+}
+
+// Cancel terminates a build: a queued one at once, a running one by telling its runner, which
+// kills the running step and reports it terminated.
+func (s *Service) Cancel(ctx context.Context, p rbac.Principal, id string) (err error) {
+	e := audit.Start(ctx, p, "build.cancel", "build", id)
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if err := rbac.Allow(p, rbac.RunPipelines); err != nil {
+		return err
+	}
+	b, err := s.db.GetBuild(ctx, p.AccountID, id)
+	if err != nil {
+		return err
+	}
+	if !Active(b.Status) {
+		return fmt.Errorf("build %s is already %s: %w", id, b.Status, errdefs.ErrConflict)
+	}
+	if err := s.terminate(ctx, b, "terminated by "+p.Actor()); err != nil {
+		return err
+	}
+	return s.db.Tx(ctx, func(tx *store.Tx) error { return e.Commit(ctx, tx) })
+}
+
+// terminate ends a queued build now and asks the runner of a running one to stop it.
+func (s *Service) terminate(ctx context.Context, b store.Build, reason string) error {
+	ok, err := s.db.SetBuildStatus(ctx, b.AccountID, b.ID, "", []string{StatusQueued}, StatusTerminated, reason, s.now())
+	if err != nil || ok {
+		return err
+	}
+	_, err = s.db.SetBuildStatus(ctx, b.AccountID, b.ID, "", []string{StatusRunning, StatusPendingApproval}, StatusTerminating, reason, time.Time{})
+	s.queued() // the dispatcher pushes the cancel to the runner's stream
+	return err
+}
+
+// Restart queues a new build like an earlier one. With fromFailed, steps that succeeded in the
+// earlier build are skipped (their results are kept in the new build's variables).
+func (s *Service) Restart(ctx context.Context, p rbac.Principal, id string, fromFailed bool) (b store.Build, err error) {
+	if err := rbac.Allow(p, rbac.RunPipelines); err != nil {
+		return store.Build{}, err
+	}
+	old, err := s.db.GetBuild(ctx, p.AccountID, id)
+	if err != nil {
+		return store.Build{}, err
+	}
+	if Active(old.Status) {
+		return store.Build{}, fmt.Errorf("build %s is still %s: cancel it first: %w", id, old.Status, errdefs.ErrConflict)
+	}
+	var vars map[string]string
+	json.Unmarshal([]byte(old.Variables), &vars)
+	vars = orEmpty(vars)
+	if fromFailed {
+		steps, err := s.db.ListSteps(ctx, old.ID)
+		if err != nil {
+			return store.Build{}, err
+		}
+		var done []string
+		for _, st := range steps {
+			if st.Status == "success" {
+				done = append(done, st.Name)
+			}
+		}
+		vars[SkipStepsVariable] = strings.Join(done, ",")
+	}
+	e := audit.Start(ctx, p, "build.restart", "build", "")
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	in := RunInput{Branch: old.Branch, SHA: old.SHA, Repo: old.Repo, CommitMessage: old.CommitMessage, CommitAuthor: old.CommitAuthor,
+		Variables: vars, TriggerType: "restart", TriggerID: old.TriggerID, RestartOf: old.ID}
+	pl, err := s.db.GetPipeline(ctx, p.AccountID, old.PipelineID)
+	if err != nil {
+		return store.Build{}, err
+	}
+	return s.queue(ctx, pl, in, p.Actor(), e)
+}
+
+// SkipStepsVariable lists, comma separated, the steps a restarted build skips because they
+// succeeded before.
+const SkipStepsVariable = "FRESHET_SKIP_STEPS"
+
+// Approve records a decision on a build waiting at a pending-approval step. The runner learns
+// it on its next heartbeat.
+func (s *Service) Approve(ctx context.Context, p rbac.Principal, id string, approve bool) (err error) {
+	action := "build.approve"
+	if !approve {
+		action = "build.deny"
+	}
+	e := audit.Start(ctx, p, action, "build", id)
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if err := rbac.Allow(p, rbac.ApproveBuilds); err != nil {
+		return err
+	}
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		b, err := tx.GetBuild(ctx, p.AccountID, id)
+		if err != nil {
+			return err
+		}
+		if b.Status != StatusPendingApproval {
+			return fmt.Errorf("build %s is %s, not waiting for approval: %w", id, b.Status, errdefs.ErrConflict)
+		}
+		steps, err := tx.ListSteps(ctx, b.ID)
+		if err != nil {
+			return err
+		}
+		for _, st := range steps {
+			if st.Status == StatusPendingApproval {
+				st.Message = decision(approve) + " by " + p.Actor()
+				if err := tx.UpsertStep(ctx, st); err != nil {
+					return err
+				}
+				e.Detail("step %s %s", st.Name, decision(approve))
+				if _, err := tx.SetBuildStatus(ctx, p.AccountID, b.ID, "", []string{StatusPendingApproval}, StatusRunning, "", time.Time{}); err != nil {
+					return err
+				}
+				return e.Commit(ctx, tx)
+			}
+		}
+		return fmt.Errorf("build %s has no step waiting for approval: %w", id, errdefs.ErrConflict)
+	})
+}
+
+func decision(approve bool) string {
+	if approve {
+		return "approved"
+	}
+	return "denied"
+}
+
+// Build log limits: a build's log is cut at MaxLogBytes with a visible marker; lines longer
+// than MaxLineBytes are cut by the runner.
+const (
+	MaxLogBytes  = 64 << 20
+	MaxLineBytes = 64 << 10
+)
+
+// TruncationMarker ends a log cut at MaxLogBytes.
+var TruncationMarker = []byte("\n[freshet] log truncated: the build's log reached " + strconv.Itoa(MaxLogBytes>>20) + " MiB\n")
+
+// ReadLog returns up to max bytes of a build's log from offset, and the build's state.
+func (s *Service) ReadLog(ctx context.Context, p rbac.Principal, id string, offset int64, max int) ([]byte, store.Build, error) {
+	if err := rbac.Allow(p, rbac.ReadPipelines); err != nil {
+		return nil, store.Build{}, err
+	}
+	if offset < 0 {
+		return nil, store.Build{}, errdefs.Invalid("offset", strconv.FormatInt(offset, 10), "must be 0 or more")
+	}
+	b, err := s.db.GetBuild(ctx, p.AccountID, id)
+	if err != nil {
+		return nil, b, err
+	}
+	data, err := s.db.ReadLog(ctx, b.ID, offset, max)
+	return data, b, err
+}

@@ -1,0 +1,614 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/freshet-dev/freshet/api/runnerv1"
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/store"
+)
+
+// Live (non-persistent) subjects.
+const (
+	subjectWake    = "freshet-live.dispatch.wake"
+	subjectLogs    = "freshet-live.logs."   // + build ID
+	subjectBuilds  = "freshet-live.builds." // + build ID: state changed
+	subjectDrain   = "freshet-live.runners.drain"
+	offerTTL       = 5 * time.Second // an offer not accepted by then goes to another runner
+	reapInterval   = 500 * time.Millisecond
+	leaseGrace     = 5 * time.Second // a lease is reaped this long after it expired
+	dispatchTick   = time.Second
+	queueScanLimit = 500
+)
+
+// Dispatcher hands queued builds to connected runners. Every control-plane replica runs one;
+// each pushes offers only to the runners connected to it, and they wake each other over the
+// bus. The database decides: a build is claimed by exactly one Accept.
+type Dispatcher struct {
+	svc  *Service
+	db   *store.DB
+	log  *slog.Logger
+	nc   *nats.Conn
+	now  func() time.Time
+	wake chan struct{}
+	// done is closed when Run returns: long-lived handlers (runner streams, long-polls, log
+	// follows) end then, so a shutting-down replica does not wait on them.
+	done chan struct{}
+
+	// leaseTTL is how long a lease lasts unrenewed (runnerv1.LeaseTTL; shorter in tests).
+	leaseTTL atomic.Int64
+
+	mu       sync.Mutex
+	sessions map[*session]struct{}
+	offers   map[string]time.Time // build → when its offer expires
+	polls    map[string]*session  // runner ID → long-poll session
+}
+
+type session struct {
+	runner   store.Runner
+	info     runnerv1.ConnectRequest
+	msgs     chan runnerv1.ServerMessage
+	running  map[string]bool   // builds this runner holds a lease on
+	offered  map[string]bool   // builds offered and not yet accepted
+	canceled map[string]bool   // cancels already sent
+	lastPoll time.Time         // long-poll sessions only
+	labels   map[string]string // the runner's labels: registered ∪ announced
+}
+
+// NewDispatcher returns a dispatcher for svc's builds; nc carries live wake-ups and logs.
+func NewDispatcher(svc *Service, nc *nats.Conn, log *slog.Logger) *Dispatcher {
+	d := &Dispatcher{svc: svc, db: svc.db, log: log, nc: nc, now: time.Now, wake: make(chan struct{}, 1), done: make(chan struct{}),
+		sessions: map[*session]struct{}{}, offers: map[string]time.Time{}, polls: map[string]*session{}}
+	d.leaseTTL.Store(int64(runnerv1.LeaseTTL))
+	svc.SetDispatcherHook(d.Wake)
+	return d
+}
+
+// SetLeaseTTL changes how long leases last (tests use short ones to see expiry quickly).
+func (d *Dispatcher) SetLeaseTTL(ttl time.Duration) { d.leaseTTL.Store(int64(ttl)) }
+
+func (d *Dispatcher) ttl() time.Duration { return time.Duration(d.leaseTTL.Load()) }
+
+func (d *Dispatcher) grace() time.Duration { return min(leaseGrace, d.ttl()/2) }
+
+// Wake makes this replica's dispatcher, and the others', look at the queue now.
+func (d *Dispatcher) Wake() {
+	d.wakeLocal()
+	if d.nc != nil {
+		d.nc.Publish(subjectWake, nil)
+	}
+}
+
+func (d *Dispatcher) wakeLocal() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run dispatches and reaps expired leases until ctx ends.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	defer close(d.done)
+	if d.nc != nil {
+		sub, err := d.nc.Subscribe(subjectWake, func(*nats.Msg) { d.wakeLocal() })
+		if err != nil {
+			return fmt.Errorf("subscribe to dispatcher wake-ups: %w", err)
+		}
+		defer sub.Unsubscribe()
+		dsub, err := d.nc.Subscribe(subjectDrain, func(m *nats.Msg) { d.drainLocal(string(m.Data)) })
+		if err != nil {
+			return fmt.Errorf("subscribe to drain requests: %w", err)
+		}
+		defer dsub.Unsubscribe()
+	}
+	tick := time.NewTicker(dispatchTick)
+	defer tick.Stop()
+	reap := time.NewTicker(reapInterval)
+	defer reap.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-d.wake:
+		case <-tick.C:
+		case <-reap.C:
+			if err := d.reap(ctx); err != nil && ctx.Err() == nil {
+				d.log.Warn("reap expired leases", "err", err)
+			}
+			continue
+		}
+		if err := d.dispatch(ctx); err != nil && ctx.Err() == nil {
+			d.log.Warn("dispatch builds", "err", err)
+		}
+	}
+}
+
+func labelsMatch(runner, want map[string]string) bool {
+	for k, v := range want {
+		if runner[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// dispatch offers queued builds to free runners and pushes cancels of terminating builds.
+func (d *Dispatcher) dispatch(ctx context.Context) error {
+	terminating, err := d.db.BuildsWithStatus(ctx, StatusTerminating, queueScanLimit)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	for _, b := range terminating {
+		for s := range d.sessions {
+			if s.running[b.ID] && !s.canceled[b.ID] {
+				if d.send(s, runnerv1.ServerMessage{Kind: runnerv1.KindCancel, BuildID: b.ID, Reason: b.Reason}) {
+					s.canceled[b.ID] = true
+				}
+			}
+		}
+	}
+	idle := len(d.sessions) == 0
+	d.mu.Unlock()
+	if idle {
+		return nil
+	}
+	queued, err := d.db.QueuedBuilds(ctx, queueScanLimit)
+	if err != nil || len(queued) == 0 {
+		return err
+	}
+	counts, err := d.db.RunningCounts(ctx)
+	if err != nil {
+		return err
+	}
+	perPipeline, perBranch := map[string]int{}, map[string]int{}
+	for _, c := range counts {
+		perPipeline[c.PipelineID] += c.N
+		perBranch[c.PipelineID+"\x00"+c.Branch] += c.N
+	}
+	configs := map[string]Config{}
+	now := d.now()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for id, exp := range d.offers {
+		if now.After(exp) {
+			delete(d.offers, id)
+			for s := range d.sessions {
+				delete(s.offered, id)
+			}
+		}
+	}
+	for _, b := range queued {
+		if _, pending := d.offers[b.ID]; pending {
+			continue
+		}
+		cfg, ok := configs[b.PipelineID]
+		if !ok {
+			pl, err := d.db.GetPipeline(ctx, b.AccountID, b.PipelineID)
+			if err != nil {
+				continue // deleted meanwhile
+			}
+			cfg = decodeConfig(pl.Config)
+			configs[b.PipelineID] = cfg
+		}
+		branchKey := b.PipelineID + "\x00" + b.Branch
+		if (cfg.Concurrency > 0 && perPipeline[b.PipelineID] >= cfg.Concurrency) ||
+			(cfg.BranchConcurrency > 0 && perBranch[branchKey] >= cfg.BranchConcurrency) {
+			continue
+		}
+		var want map[string]string
+		json.Unmarshal([]byte(b.Labels), &want)
+		var best *session
+		bestFree := 0
+		for s := range d.sessions {
+			if s.runner.AccountID != b.AccountID || !labelsMatch(s.labels, want) {
+				continue
+			}
+			if free := s.info.Concurrency - len(s.running) - len(s.offered); free > bestFree {
+				best, bestFree = s, free
+			}
+		}
+		if best == nil {
+			continue
+		}
+		if d.send(best, runnerv1.ServerMessage{Kind: runnerv1.KindOffer, BuildID: b.ID}) {
+			best.offered[b.ID] = true
+			d.offers[b.ID] = now.Add(offerTTL)
+			// Count it as running for the limits until it is accepted or expires.
+			perPipeline[b.PipelineID]++
+			perBranch[branchKey]++
+		}
+	}
+	return nil
+}
+
+// send queues m for s without blocking; it reports false when s's queue is full.
+func (d *Dispatcher) send(s *session, m runnerv1.ServerMessage) bool {
+	select {
+	case s.msgs <- m:
+		return true
+	default:
+		return false
+	}
+}
+
+// reap requeues or fails builds whose runner stopped renewing its lease.
+func (d *Dispatcher) reap(ctx context.Context) error {
+	expired, err := d.db.ExpiredLeases(ctx, d.now().Add(-d.grace()))
+	if err != nil {
+		return err
+	}
+	for _, b := range expired {
+		pl, err := d.db.GetPipeline(ctx, b.AccountID, b.PipelineID)
+		if err != nil {
+			continue
+		}
+		cfg := decodeConfig(pl.Config)
+		reason := fmt.Sprintf("runner stopped renewing its lease (attempt %d)", b.Attempt)
+		requeue := cfg.OnLeaseExpiry != "fail" && b.Attempt < cfg.maxAttempts() && b.Status != StatusTerminating
+		if requeue {
+			ok, err := d.db.RequeueBuild(ctx, b.AccountID, b.ID, b.LeaseID, reason+"; requeued")
+			if err != nil || !ok {
+				continue
+			}
+			d.appendMarker(ctx, b, fmt.Sprintf("[freshet] %s; the build was requeued", reason))
+		} else {
+			status := StatusFailed
+			if b.Status == StatusTerminating {
+				status = StatusTerminated
+			}
+			ok, err := d.db.SetBuildStatus(ctx, b.AccountID, b.ID, b.LeaseID, nil, status, reason, d.now())
+			if err != nil || !ok {
+				continue
+			}
+			d.appendMarker(ctx, b, "[freshet] "+reason+"; the build "+status)
+		}
+		d.log.Info("lease expired", "build", b.ID, "requeued", requeue)
+		d.forget(b.ID)
+		d.publishState(b.ID)
+	}
+	if len(expired) > 0 {
+		d.wakeLocal()
+	}
+	return nil
+}
+
+func (d *Dispatcher) appendMarker(ctx context.Context, b store.Build, line string) {
+	cur, err := d.db.GetBuild(ctx, b.AccountID, b.ID)
+	if err != nil {
+		return
+	}
+	data := []byte("\n" + line + "\n")
+	if _, err := d.db.AppendLog(ctx, b.ID, cur.LogSize, data); err == nil {
+		d.publishLog(b.ID, cur.LogSize, data)
+	}
+}
+
+// forget drops a build from every local session.
+func (d *Dispatcher) forget(buildID string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.offers, buildID)
+	for s := range d.sessions {
+		delete(s.running, buildID)
+		delete(s.offered, buildID)
+		delete(s.canceled, buildID)
+	}
+}
+
+// LiveLog is a log chunk as published for live followers.
+type LiveLog struct {
+	Offset int64  `json:"offset"`
+	Data   []byte `json:"data"`
+}
+
+func (d *Dispatcher) publishLog(buildID string, offset int64, data []byte) {
+	if d.nc == nil {
+		return
+	}
+	b, _ := json.Marshal(LiveLog{Offset: offset, Data: data})
+	d.nc.Publish(subjectLogs+buildID, b)
+}
+
+func (d *Dispatcher) publishState(buildID string) {
+	if d.nc != nil {
+		d.nc.Publish(subjectBuilds+buildID, nil)
+	}
+}
+
+// register adds a session for runner r.
+func (d *Dispatcher) register(ctx context.Context, r store.Runner, info runnerv1.ConnectRequest) (*session, error) {
+	if info.Protocol < runnerv1.MinProtocolVersion || info.Protocol > runnerv1.ProtocolVersion {
+		return nil, errdefs.Invalid("protocol", strconv.Itoa(info.Protocol),
+			fmt.Sprintf("is not supported: this server speaks runner protocol %d to %d; upgrade the runner", runnerv1.MinProtocolVersion, runnerv1.ProtocolVersion))
+	}
+	if info.Concurrency < 1 {
+		info.Concurrency = 1
+	}
+	labels := map[string]string{}
+	json.Unmarshal([]byte(r.Labels), &labels)
+	for k, v := range info.Labels {
+		labels[k] = v
+	}
+	s := &session{runner: r, info: info, msgs: make(chan runnerv1.ServerMessage, 256), running: map[string]bool{},
+		offered: map[string]bool{}, canceled: map[string]bool{}, labels: labels}
+	// After a reconnect the runner says what it still runs: keep those leases with it.
+	for _, id := range info.Running {
+		if b, err := d.db.GetBuild(ctx, r.AccountID, id); err == nil && b.RunnerID == r.ID && Active(b.Status) {
+			s.running[id] = true
+		}
+	}
+	infoJSON, _ := json.Marshal(map[string]any{"version": info.Version, "hostname": info.Hostname, "executors": info.Executors,
+		"concurrency": info.Concurrency, "protocol": info.Protocol, "labels": info.Labels})
+	if err := d.db.TouchRunner(ctx, r.ID, string(infoJSON), d.now()); err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	d.sessions[s] = struct{}{}
+	d.mu.Unlock()
+	d.wakeLocal()
+	return s, nil
+}
+
+func (d *Dispatcher) unregister(s *session) {
+	d.mu.Lock()
+	delete(d.sessions, s)
+	for id := range s.offered {
+		delete(d.offers, id)
+	}
+	d.mu.Unlock()
+	d.wakeLocal()
+}
+
+// Drain tells runner id, on whichever replica it is connected to, to take no new builds; it
+// finishes the ones it runs.
+func (d *Dispatcher) Drain(runnerID string) {
+	if d.nc != nil {
+		d.nc.Publish(subjectDrain, []byte(runnerID))
+		return
+	}
+	d.drainLocal(runnerID)
+}
+
+func (d *Dispatcher) drainLocal(runnerID string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for s := range d.sessions {
+		if s.runner.ID == runnerID {
+			d.send(s, runnerv1.ServerMessage{Kind: runnerv1.KindDrain, Reason: "drained by an admin"})
+			s.info.Concurrency = 0 // offer it nothing more
+		}
+	}
+}
+
+// Connected lists the IDs of runners connected to this replica.
+func (d *Dispatcher) Connected() map[string]bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := map[string]bool{}
+	for s := range d.sessions {
+		out[s.runner.ID] = true
+	}
+	return out
+}
+
+// accept claims build id for runner r under a new lease and returns the job.
+func (d *Dispatcher) accept(ctx context.Context, r store.Runner, id string) (runnerv1.Job, error) {
+	b, err := d.db.GetBuild(ctx, r.AccountID, id) // a runner sees only its own account's builds
+	if err != nil {
+		return runnerv1.Job{}, err
+	}
+	if b.Status != StatusQueued {
+		return runnerv1.Job{}, fmt.Errorf("build %s is %s, not queued: %w", id, b.Status, errdefs.ErrConflict)
+	}
+	var want map[string]string
+	json.Unmarshal([]byte(b.Labels), &want)
+	labels := map[string]string{}
+	json.Unmarshal([]byte(r.Labels), &labels)
+	d.mu.Lock()
+	for s := range d.sessions {
+		if s.runner.ID == r.ID {
+			for k, v := range s.labels {
+				labels[k] = v
+			}
+		}
+	}
+	d.mu.Unlock()
+	if !labelsMatch(labels, want) {
+		return runnerv1.Job{}, fmt.Errorf("build %s needs runner labels %v: %w", id, want, errdefs.ErrForbidden)
+	}
+	job, err := d.svc.job(ctx, b)
+	if err != nil {
+		// A build that cannot be prepared (a context was deleted, a secret cannot be decrypted)
+		// fails now instead of bouncing between runners.
+		d.db.SetBuildStatus(ctx, b.AccountID, b.ID, "", []string{StatusQueued}, StatusFailed, err.Error(), d.now())
+		d.publishState(b.ID)
+		return runnerv1.Job{}, err
+	}
+	now := d.now()
+	leaseID := store.NewID(store.PrefixLease)
+	expires := now.Add(d.ttl())
+	ok, err := d.db.ClaimBuild(ctx, r.AccountID, b.ID, r.ID, leaseID, expires, now)
+	if err != nil {
+		return runnerv1.Job{}, err
+	}
+	if !ok {
+		return runnerv1.Job{}, fmt.Errorf("build %s was taken by another runner: %w", id, errdefs.ErrConflict)
+	}
+	job.LeaseID, job.LeaseExpiry, job.Attempt = leaseID, expires, b.Attempt+1
+	d.mu.Lock()
+	delete(d.offers, b.ID)
+	for s := range d.sessions {
+		delete(s.offered, b.ID)
+		if s.runner.ID == r.ID {
+			s.running[b.ID] = true
+		}
+	}
+	d.mu.Unlock()
+	d.publishState(b.ID)
+	return job, nil
+}
+
+// heartbeat renews r's leases and says which builds to stop, cancel or continue after approval.
+func (d *Dispatcher) heartbeat(ctx context.Context, r store.Runner, leases []runnerv1.Lease) (runnerv1.HeartbeatResponse, error) {
+	expires := d.now().Add(d.ttl())
+	resp := runnerv1.HeartbeatResponse{Expiry: expires}
+	for _, l := range leases {
+		status, ok, err := d.db.RenewLease(ctx, r.AccountID, l.BuildID, l.LeaseID, expires)
+		if err != nil {
+			return resp, err
+		}
+		if !ok {
+			resp.Lost = append(resp.Lost, l.BuildID)
+			continue
+		}
+		switch status {
+		case StatusTerminating:
+			resp.Cancel = append(resp.Cancel, l.BuildID)
+		case StatusRunning:
+			steps, err := d.db.ListSteps(ctx, l.BuildID)
+			if err != nil {
+				return resp, err
+			}
+			for _, st := range steps {
+				if st.Status == StatusPendingApproval && (strings.HasPrefix(st.Message, "approved") || strings.HasPrefix(st.Message, "denied")) {
+					if resp.Approved == nil {
+						resp.Approved = map[string]string{}
+					}
+					resp.Approved[l.BuildID], _, _ = strings.Cut(st.Message, " ")
+				}
+			}
+		}
+	}
+	if err := d.db.TouchRunner(ctx, r.ID, "", d.now()); err != nil {
+		return resp, err
+	}
+	return resp, nil
+}
+
+// holds checks that r holds lease on build and returns the build.
+func (d *Dispatcher) holds(ctx context.Context, r store.Runner, l runnerv1.Lease) (store.Build, error) {
+	b, err := d.db.GetBuild(ctx, r.AccountID, l.BuildID)
+	if err != nil {
+		return b, err
+	}
+	if b.RunnerID != r.ID || b.LeaseID != l.LeaseID || !Active(b.Status) {
+		return b, fmt.Errorf("lease %s on build %s is not held: %w", l.LeaseID, l.BuildID, errLeaseLost)
+	}
+	return b, nil
+}
+
+var errLeaseLost = fmt.Errorf("lease lost: %w", errdefs.ErrConflict)
+
+func (d *Dispatcher) updateStep(ctx context.Context, r store.Runner, u runnerv1.StepUpdate) error {
+	b, err := d.holds(ctx, r, u.Lease)
+	if err != nil {
+		return err
+	}
+	st := u.Step
+	if st.Name == "" {
+		return errdefs.Invalid("step.name", "", "is required")
+	}
+	err = d.db.UpsertStep(ctx, store.BuildStep{BuildID: b.ID, Name: st.Name, Position: st.Position, Stage: st.Stage, Status: st.Status,
+		ExitCode: st.ExitCode, Attempts: st.Attempts, Message: st.Message, StartedAt: st.StartedAt, FinishedAt: st.FinishedAt})
+	if err != nil {
+		return err
+	}
+	switch st.Status {
+	case StatusPendingApproval:
+		_, err = d.db.SetBuildStatus(ctx, r.AccountID, b.ID, u.LeaseID, []string{StatusRunning}, StatusPendingApproval, "waiting for approval of step "+st.Name, time.Time{})
+	}
+	d.publishState(b.ID)
+	return err
+}
+
+func (d *Dispatcher) appendLog(ctx context.Context, r store.Runner, c runnerv1.LogChunk) (int64, error) {
+	b, err := d.holds(ctx, r, c.Lease)
+	if err != nil {
+		return 0, err
+	}
+	if c.Offset+int64(len(c.Data)) > MaxLogBytes+int64(len(TruncationMarker)) {
+		return b.LogSize, fmt.Errorf("build log is over %d bytes: %w", MaxLogBytes, errdefs.ErrTooLarge)
+	}
+	size, err := d.db.AppendLog(ctx, b.ID, c.Offset, c.Data)
+	if err != nil {
+		return size, err
+	}
+	if size == c.Offset+int64(len(c.Data)) && size > b.LogSize {
+		d.publishLog(b.ID, c.Offset, c.Data)
+	}
+	return size, nil
+}
+
+func (d *Dispatcher) complete(ctx context.Context, r store.Runner, c runnerv1.CompleteRequest) error {
+	b, err := d.holds(ctx, r, c.Lease)
+	if err != nil {
+		return err
+	}
+	status := c.Status
+	switch status {
+	case StatusSuccess, StatusFailed, StatusTerminated:
+	default:
+		return errdefs.Invalid("status", status, "is not success, failed or terminated")
+	}
+	reason := c.Reason
+	if b.Status == StatusTerminating {
+		status, reason = StatusTerminated, "" // keep the reason recorded when termination was asked for
+	}
+	if _, err := d.db.SetBuildStatus(ctx, r.AccountID, b.ID, c.LeaseID, nil, status, reason, d.now()); err != nil {
+		return err
+	}
+	d.forget(b.ID)
+	d.publishState(b.ID)
+	d.wakeLocal()
+	return nil
+}
+
+// pollSessionTTL is how long a long-poll session outlives its last poll.
+const pollSessionTTL = 2 * runnerv1.PollWait
+
+// pollSession returns runner r's long-poll session, creating it on the first poll and
+// dropping sessions whose runner stopped polling.
+func (d *Dispatcher) pollSession(ctx context.Context, r store.Runner, info runnerv1.ConnectRequest) (*session, error) {
+	now := d.now()
+	d.mu.Lock()
+	var stale []*session
+	for id, s := range d.polls {
+		if now.Sub(s.lastPoll) > pollSessionTTL {
+			stale = append(stale, s)
+			delete(d.polls, id)
+		}
+	}
+	s, ok := d.polls[r.ID]
+	if ok {
+		s.lastPoll = now
+	}
+	d.mu.Unlock()
+	for _, st := range stale {
+		d.unregister(st)
+	}
+	if ok {
+		return s, nil
+	}
+	s, err := d.register(ctx, r, info)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	s.lastPoll = now
+	d.polls[r.ID] = s
+	d.mu.Unlock()
+	return s, nil
+}
+
+func formatInt(n int64) string { return strconv.FormatInt(n, 10) }

@@ -1,0 +1,85 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/freshet-dev/freshet/api/runnerv1"
+	"github.com/freshet-dev/freshet/internal/store"
+)
+
+var tagUnsafe = regexp.MustCompile(`[^a-z0-9_.-]`)
+
+// job assembles what a runner needs for build b: the spec, every variable resolved (built-in
+// CF_* variables, pipeline variables, contexts, the run's variables — later ones win), and the
+// secret values to mask. Secrets are decrypted here, at hand-over, and never stored in the build.
+func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) {
+	pl, err := s.db.GetPipeline(ctx, b.AccountID, b.PipelineID)
+	if err != nil {
+		return runnerv1.Job{}, err
+	}
+	project := s.ProjectName(ctx, b.AccountID, pl.ProjectID)
+	cfg := decodeConfig(pl.Config)
+	vars := map[string]string{}
+	var secrets []string
+
+	owner, repo, _ := strings.Cut(b.Repo, "/")
+	short := b.SHA
+	if len(short) > 7 {
+		short = short[:7]
+	}
+	for k, v := range map[string]string{
+		"CF_BUILD_ID": b.ID, "CF_BUILD_NUMBER": strconv.FormatInt(b.Number, 10),
+		"CF_BUILD_TIMESTAMP": strconv.FormatInt(b.CreatedAt.UnixMilli(), 10), "CF_BUILD_TRIGGER": b.TriggerType,
+		"CF_BUILD_INITIATOR": b.TriggeredBy, "CF_BUILD_URL": s.baseURL + "/builds/" + b.ID,
+		"CF_BRANCH": b.Branch, "CF_BRANCH_TAG_NORMALIZED": tagUnsafe.ReplaceAllString(strings.ToLower(b.Branch), "_"),
+		"CF_REVISION": b.SHA, "CF_SHORT_REVISION": short, "CF_REPO_OWNER": owner, "CF_REPO_NAME": repo,
+		"CF_COMMIT_MESSAGE": b.CommitMessage, "CF_COMMIT_AUTHOR": b.CommitAuthor,
+		"CF_PIPELINE_NAME": project + "/" + pl.Name, "CF_PROJECT_NAME": project, "CF_ACCOUNT": b.AccountID,
+	} {
+		vars[k] = v
+	}
+	for _, v := range cfg.Variables {
+		val := v.Value
+		if v.Encrypted {
+			pt, err := s.keys.Decrypt(v.Value, variableAAD(b.AccountID, v.Key))
+			if err != nil {
+				return runnerv1.Job{}, fmt.Errorf("decrypt pipeline variable %s: %w", v.Key, err)
+			}
+			val = string(pt)
+			secrets = append(secrets, val)
+		}
+		vars[v.Key] = val
+	}
+	for _, name := range cfg.Contexts {
+		c, err := s.db.GetContext(ctx, b.AccountID, name)
+		if err != nil {
+			return runnerv1.Job{}, fmt.Errorf("context %s: %w", name, err)
+		}
+		vals, err := s.contextValues(c)
+		if err != nil {
+			return runnerv1.Job{}, err
+		}
+		for k, v := range vals {
+			vars[k] = v
+			if c.Type == ContextSecret {
+				secrets = append(secrets, v)
+			}
+		}
+	}
+	var runVars map[string]string
+	json.Unmarshal([]byte(b.Variables), &runVars)
+	for k, v := range runVars {
+		vars[k] = v
+	}
+	steps, err := plannedSteps(b.SpecYAML)
+	if err != nil {
+		return runnerv1.Job{}, err
+	}
+	return runnerv1.Job{BuildID: b.ID, Number: b.Number, Pipeline: project + "/" + pl.Name, SpecYAML: b.SpecYAML,
+		Variables: vars, Secrets: secrets, LogOffset: b.LogSize, Steps: steps}, nil
+}

@@ -1,0 +1,472 @@
+// Package pipeline is the CI half of the control plane: projects, pipelines and their
+// triggers, builds and their steps and logs, shared configuration and secrets (contexts), and
+// runners. It queues builds; the Dispatcher hands them to runners under leases over the runner
+// protocol (api/runnerv1).
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/freshet-dev/freshet/internal/audit"
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/rbac"
+	"github.com/freshet-dev/freshet/internal/secrets"
+	"github.com/freshet-dev/freshet/internal/store"
+)
+
+// Build statuses.
+const (
+	StatusQueued          = "queued"
+	StatusPendingApproval = "pending-approval"
+	StatusRunning         = "running"
+	StatusTerminating     = "terminating"
+	StatusSuccess         = "success"
+	StatusFailed          = "failed"
+	StatusTerminated      = "terminated"
+)
+
+// Active reports whether a build status is not final.
+func Active(status string) bool {
+	switch status {
+	case StatusQueued, StatusPendingApproval, StatusRunning, StatusTerminating:
+		return true
+	}
+	return false
+}
+
+// Defaults.
+const (
+	DefaultMaxAttempts = 2 // a build whose runner vanished is requeued once, then failed
+	maxSpecBytes       = 1 << 20
+)
+
+var nameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._-]{0,62}$`)
+
+// Keyring encrypts secret values at rest. internal/secrets implements it.
+type Keyring interface {
+	Encrypt(plaintext, aad []byte) (string, error)
+	Decrypt(ciphertext string, aad []byte) ([]byte, error)
+}
+
+// Service is the pipeline service.
+type Service struct {
+	db    *store.DB
+	audit *audit.Log
+	keys  Keyring
+	log   *slog.Logger
+	now   func() time.Time
+	// queued is called after a build is queued or a build's state changes in a way the
+	// dispatcher must see (the Dispatcher's Wake).
+	queued func()
+	// baseURL is the server's public URL, for CF_BUILD_URL.
+	baseURL string
+	// onCronChange is called when cron triggers are created or deleted.
+	onCronChange func()
+	// specs reads pipeline specs kept in git; nil when not configured.
+	specs SpecSource
+}
+
+// New returns a Service.
+func New(db *store.DB, a *audit.Log, keys Keyring, log *slog.Logger) *Service {
+	return &Service{db: db, audit: a, keys: keys, log: log, now: time.Now, queued: func() {}}
+}
+
+// SpecSource reads a file from a git repository at a revision (a branch, tag or SHA; empty
+// means the default branch) and says which commit it read.
+type SpecSource interface {
+	ReadSpec(ctx context.Context, repoURL string, creds map[string]string, revision, path string) (data []byte, sha string, err error)
+}
+
+// SetSpecSource lets pipelines keep their spec in git.
+func (s *Service) SetSpecSource(src SpecSource) { s.specs = src }
+
+// SetDispatcherHook sets the function called when there is new work for runners.
+func (s *Service) SetDispatcherHook(f func()) { s.queued = f }
+
+// SetBaseURL sets the server URL used in CF_BUILD_URL.
+func (s *Service) SetBaseURL(u string) { s.baseURL = strings.TrimRight(u, "/") }
+
+func validName(field, v string) error {
+	if !nameRE.MatchString(v) {
+		return errdefs.Invalid(field, v, "is not a valid name: use 1-63 letters, digits, '.', '_' or '-', starting with a letter or digit")
+	}
+	return nil
+}
+
+// Config is a pipeline's settings besides its spec.
+type Config struct {
+	Contexts          []string          `json:"contexts,omitempty"`
+	Variables         []Variable        `json:"variables,omitempty"`
+	RunnerLabels      map[string]string `json:"runnerLabels,omitempty"`
+	Concurrency       int               `json:"concurrency,omitempty"`       // builds of the pipeline at once (0: unlimited)
+	BranchConcurrency int               `json:"branchConcurrency,omitempty"` // builds of one branch at once (0: unlimited)
+	TerminateOlder    bool              `json:"terminateOlder,omitempty"`    // a new build of a branch terminates older ones
+	MaxAttempts       int               `json:"maxAttempts,omitempty"`       // runs of a build whose runner vanished (default 2)
+	// SpecContext names a context holding credentials for the spec's repository:
+	// GIT_TOKEN, or GIT_USERNAME and GIT_PASSWORD.
+	SpecContext   string `json:"specContext,omitempty"`
+	OnLeaseExpiry string `json:"onLeaseExpiry,omitempty"` // requeue (default) or fail
+}
+
+// Variable is a pipeline variable.
+type Variable struct {
+	Key       string `json:"key"`
+	Value     string `json:"value"`
+	Encrypted bool   `json:"encrypted,omitempty"` // Value holds ciphertext
+}
+
+var varNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Validate checks c, naming the first bad field.
+func (c *Config) Validate() error {
+	for i, v := range c.Variables {
+		if !varNameRE.MatchString(v.Key) {
+			return errdefs.Invalid(fmt.Sprintf("variables[%d].key", i), v.Key, "is not a variable name: use letters, digits and '_', not starting with a digit")
+		}
+	}
+	for i, n := range c.Contexts {
+		if err := validName(fmt.Sprintf("contexts[%d]", i), n); err != nil {
+			return err
+		}
+	}
+	if c.Concurrency < 0 || c.BranchConcurrency < 0 {
+		return errdefs.Invalid("concurrency", fmt.Sprint(c.Concurrency), "must be 0 (unlimited) or more")
+	}
+	if c.MaxAttempts < 0 || c.MaxAttempts > 10 {
+		return errdefs.Invalid("maxAttempts", fmt.Sprint(c.MaxAttempts), "must be from 1 to 10 (0: the default, 2)")
+	}
+	switch c.OnLeaseExpiry {
+	case "", "requeue", "fail":
+	default:
+		return errdefs.Invalid("onLeaseExpiry", c.OnLeaseExpiry, "is not requeue or fail")
+	}
+	return nil
+}
+
+func (c *Config) maxAttempts() int {
+	if c.MaxAttempts == 0 {
+		return DefaultMaxAttempts
+	}
+	return c.MaxAttempts
+}
+
+func variableAAD(accountID, key string) []byte {
+	return secrets.AAD(accountID, "pipeline-variable", key)
+}
+
+func decodeConfig(s string) Config {
+	var c Config
+	json.Unmarshal([]byte(s), &c)
+	return c
+}
+
+func encodeJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// CreateProject creates a project in p's account.
+func (s *Service) CreateProject(ctx context.Context, p rbac.Principal, name string) (pr store.Project, err error) {
+	e := audit.Start(ctx, p, "project.create", "project", "")
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if err := rbac.Allow(p, rbac.ManagePipelines); err != nil {
+		return pr, err
+	}
+	if err := validName("name", name); err != nil {
+		return pr, err
+	}
+	pr = store.Project{ID: store.NewID(store.PrefixProject), AccountID: p.AccountID, Name: name, CreatedAt: s.now()}
+	e.Resource(pr.ID)
+	e.Detail("%q", name)
+	return pr, s.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.CreateProject(ctx, pr); err != nil {
+			return err
+		}
+		return e.Commit(ctx, tx)
+	})
+}
+
+// ListProjects lists p's account's projects.
+func (s *Service) ListProjects(ctx context.Context, p rbac.Principal, page store.Page) ([]store.Project, error) {
+	if err := rbac.Allow(p, rbac.ReadPipelines); err != nil {
+		return nil, err
+	}
+	return s.db.ListProjects(ctx, p.AccountID, page)
+}
+
+// GetProject returns a project by ID or name.
+func (s *Service) GetProject(ctx context.Context, p rbac.Principal, ref string) (store.Project, error) {
+	if err := rbac.Allow(p, rbac.ReadPipelines); err != nil {
+		return store.Project{}, err
+	}
+	return s.db.GetProject(ctx, p.AccountID, ref)
+}
+
+// DeleteProject deletes a project with its pipelines and builds.
+func (s *Service) DeleteProject(ctx context.Context, p rbac.Principal, ref string) (err error) {
+	e := audit.Start(ctx, p, "project.delete", "project", ref)
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if err := rbac.Allow(p, rbac.ManagePipelines); err != nil {
+		return err
+	}
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		pr, err := tx.GetProject(ctx, p.AccountID, ref)
+		if err != nil {
+			return err
+		}
+		e.Resource(pr.ID)
+		e.Detail("%q", pr.Name)
+		if err := tx.DeleteProject(ctx, p.AccountID, pr.ID); err != nil {
+			return err
+		}
+		return e.Commit(ctx, tx)
+	})
+}
+
+// PipelineInput creates or updates a pipeline. Its spec is SpecYAML, or the file SpecPath in
+// the git repository SpecRepo, read at each build's revision.
+type PipelineInput struct {
+	Project  string // ID or name
+	Name     string
+	SpecYAML string
+	SpecRepo string
+	SpecPath string
+	Config   Config
+
+	keepEncrypted []string // variables whose Value is already ciphertext
+}
+
+// CreatePipeline creates a pipeline; its spec must parse.
+func (s *Service) CreatePipeline(ctx context.Context, p rbac.Principal, in PipelineInput) (pl store.Pipeline, err error) {
+	e := audit.Start(ctx, p, "pipeline.create", "pipeline", "")
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if err := rbac.Allow(p, rbac.ManagePipelines); err != nil {
+		return pl, err
+	}
+	if err := s.checkPipelineInput(ctx, p, &in); err != nil {
+		return pl, err
+	}
+	pr, err := s.db.GetProject(ctx, p.AccountID, in.Project)
+	if err != nil {
+		return pl, fmt.Errorf("project: %w", err)
+	}
+	now := s.now()
+	pl = store.Pipeline{ID: store.NewID(store.PrefixPipeline), AccountID: p.AccountID, ProjectID: pr.ID, Name: in.Name,
+		SpecYAML: in.SpecYAML, SpecRepo: in.SpecRepo, SpecPath: in.SpecPath, Config: encodeJSON(in.Config), CreatedAt: now, UpdatedAt: now}
+	e.Resource(pl.ID)
+	e.Detail("%s/%s", pr.Name, in.Name)
+	return pl, s.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.CreatePipeline(ctx, pl); err != nil {
+			return err
+		}
+		return e.Commit(ctx, tx)
+	})
+}
+
+// UpdatePipeline replaces a pipeline's spec and config.
+func (s *Service) UpdatePipeline(ctx context.Context, p rbac.Principal, ref string, in PipelineInput) (pl store.Pipeline, err error) {
+	e := audit.Start(ctx, p, "pipeline.update", "pipeline", ref)
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if err := rbac.Allow(p, rbac.ManagePipelines); err != nil {
+		return pl, err
+	}
+	if pl, err = s.ResolvePipeline(ctx, p, ref); err != nil {
+		return pl, err
+	}
+	in.Name = pl.Name
+	// A client that read the pipeline got encrypted values masked; sending them back keeps them.
+	old := decodeConfig(pl.Config)
+	for i, v := range in.Config.Variables {
+		if v.Encrypted && v.Value == MaskedValue {
+			for _, ov := range old.Variables {
+				if ov.Key == v.Key && ov.Encrypted {
+					in.Config.Variables[i].Value, in.Config.Variables[i].Encrypted = ov.Value, false
+					in.keepEncrypted = append(in.keepEncrypted, v.Key)
+				}
+			}
+		}
+	}
+	if err := s.checkPipelineInput(ctx, p, &in); err != nil {
+		return pl, err
+	}
+	e.Resource(pl.ID)
+	pl.SpecYAML, pl.SpecRepo, pl.SpecPath, pl.Config, pl.UpdatedAt = in.SpecYAML, in.SpecRepo, in.SpecPath, encodeJSON(in.Config), s.now()
+	return pl, s.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.UpdatePipeline(ctx, pl); err != nil {
+			return err
+		}
+		return e.Commit(ctx, tx)
+	})
+}
+
+func (s *Service) checkPipelineInput(ctx context.Context, p rbac.Principal, in *PipelineInput) error {
+	if err := validName("name", in.Name); err != nil {
+		return err
+	}
+	if len(in.SpecYAML) > maxSpecBytes {
+		return errdefs.Invalid("spec", "", fmt.Sprintf("is larger than %d bytes", maxSpecBytes))
+	}
+	switch {
+	case in.SpecRepo != "" && strings.TrimSpace(in.SpecYAML) != "":
+		return errdefs.Invalid("specRepo", in.SpecRepo, "and spec are both set: keep the spec inline or in git, not both")
+	case in.SpecRepo != "":
+		if u, err := url.Parse(in.SpecRepo); err != nil || u.Host == "" && !strings.HasPrefix(in.SpecRepo, "git@") {
+			return errdefs.Invalid("specRepo", in.SpecRepo, "is not a clone URL (https://…, ssh://… or git@host:owner/repo)")
+		}
+		if in.SpecPath == "" {
+			in.SpecPath = "codefresh.yml"
+		}
+		if s.specs == nil {
+			return errdefs.Invalid("specRepo", in.SpecRepo, "cannot be used: this server has no git access configured")
+		}
+		if in.Config.SpecContext != "" {
+			if _, err := s.db.GetContext(ctx, p.AccountID, in.Config.SpecContext); err != nil {
+				return errdefs.Invalid("config.specContext", in.Config.SpecContext, "is not a context of this account")
+			}
+		}
+		// Check now that the spec can be read and compiles on the default branch.
+		if _, _, err := s.readSpec(ctx, p.AccountID, in.SpecRepo, in.SpecPath, in.Config.SpecContext, ""); err != nil {
+			return err
+		}
+	case strings.TrimSpace(in.SpecYAML) == "":
+		return errdefs.Invalid("spec", "", "is empty: give the pipeline's codefresh.yml, or specRepo and specPath")
+	default:
+		if _, err := compileSpec(in.SpecYAML); err != nil {
+			return err
+		}
+	}
+	if err := in.Config.Validate(); err != nil {
+		return err
+	}
+	for i, name := range in.Config.Contexts {
+		if _, err := s.db.GetContext(ctx, p.AccountID, name); err != nil {
+			return errdefs.Invalid(fmt.Sprintf("contexts[%d]", i), name, "is not a context of this account")
+		}
+	}
+	for i, v := range in.Config.Variables {
+		if v.Encrypted && v.Value == MaskedValue {
+			return errdefs.Invalid(fmt.Sprintf("variables[%d].value", i), "", "is the mask of a value, not a value: give the secret")
+		}
+		if v.Encrypted {
+			ct, err := s.keys.Encrypt([]byte(v.Value), variableAAD(p.AccountID, v.Key))
+			if err != nil {
+				return err
+			}
+			in.Config.Variables[i].Value = ct
+		}
+	}
+	for _, key := range in.keepEncrypted {
+		for i := range in.Config.Variables {
+			if in.Config.Variables[i].Key == key {
+				in.Config.Variables[i].Encrypted = true
+			}
+		}
+	}
+	return nil
+}
+
+// readSpec reads and compiles a pipeline spec kept in git at revision.
+func (s *Service) readSpec(ctx context.Context, accountID, repo, path, credContext, revision string) (string, string, error) {
+	var creds map[string]string
+	if credContext != "" {
+		c, err := s.db.GetContext(ctx, accountID, credContext)
+		if err != nil {
+			return "", "", fmt.Errorf("spec credentials: %w", err)
+		}
+		if creds, err = s.contextValues(c); err != nil {
+			return "", "", err
+		}
+	}
+	data, sha, err := s.specs.ReadSpec(ctx, repo, creds, revision, path)
+	if err != nil {
+		return "", "", errdefs.Invalid("specRepo", repo, fmt.Sprintf("cannot be read at %q (%s): %v", orDefault(revision), path, err))
+	}
+	if len(data) > maxSpecBytes {
+		return "", "", errdefs.Invalid("specPath", path, fmt.Sprintf("is larger than %d bytes", maxSpecBytes))
+	}
+	if _, err := compileSpec(string(data)); err != nil {
+		return "", "", fmt.Errorf("%s at %s: %w", path, shortSHA(sha), err)
+	}
+	return string(data), sha, nil
+}
+
+func orDefault(rev string) string {
+	if rev == "" {
+		return "the default branch"
+	}
+	return rev
+}
+
+func shortSHA(s string) string {
+	if len(s) > 7 {
+		return s[:7]
+	}
+	return s
+}
+
+// ResolvePipeline finds a pipeline by ID or by "project/name".
+func (s *Service) ResolvePipeline(ctx context.Context, p rbac.Principal, ref string) (store.Pipeline, error) {
+	if err := rbac.Allow(p, rbac.ReadPipelines); err != nil {
+		return store.Pipeline{}, err
+	}
+	if project, name, ok := strings.Cut(ref, "/"); ok {
+		pr, err := s.db.GetProject(ctx, p.AccountID, project)
+		if err != nil {
+			return store.Pipeline{}, fmt.Errorf("pipeline %q: %w", ref, errdefs.ErrNotFound)
+		}
+		return s.db.GetPipelineByName(ctx, p.AccountID, pr.ID, name)
+	}
+	return s.db.GetPipeline(ctx, p.AccountID, ref)
+}
+
+// ListPipelines lists pipelines, of one project when project is set.
+func (s *Service) ListPipelines(ctx context.Context, p rbac.Principal, project string, page store.Page) ([]store.Pipeline, error) {
+	if err := rbac.Allow(p, rbac.ReadPipelines); err != nil {
+		return nil, err
+	}
+	projectID := ""
+	if project != "" {
+		pr, err := s.db.GetProject(ctx, p.AccountID, project)
+		if err != nil {
+			return nil, err
+		}
+		projectID = pr.ID
+	}
+	return s.db.ListPipelines(ctx, p.AccountID, projectID, page)
+}
+
+// DeletePipeline deletes a pipeline with its triggers and builds.
+func (s *Service) DeletePipeline(ctx context.Context, p rbac.Principal, ref string) (err error) {
+	e := audit.Start(ctx, p, "pipeline.delete", "pipeline", ref)
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if err := rbac.Allow(p, rbac.ManagePipelines); err != nil {
+		return err
+	}
+	pl, err := s.ResolvePipeline(ctx, p, ref)
+	if err != nil {
+		return err
+	}
+	e.Resource(pl.ID)
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.DeletePipeline(ctx, p.AccountID, pl.ID); err != nil {
+			return err
+		}
+		return e.Commit(ctx, tx)
+	})
+}
+
+// ProjectName returns the name of a project of p's account, for display.
+func (s *Service) ProjectName(ctx context.Context, accountID, projectID string) string {
+	pr, err := s.db.GetProject(ctx, accountID, projectID)
+	if err != nil {
+		return projectID
+	}
+	return pr.Name
+}

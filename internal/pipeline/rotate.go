@@ -1,0 +1,99 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/freshet-dev/freshet/internal/store"
+)
+
+// Reencrypter re-encrypts a ciphertext under the current primary key. secrets.Keyring has it.
+type Reencrypter interface {
+	Reencrypt(ciphertext string, aad []byte) (string, bool, error)
+}
+
+// ReencryptSecrets rewrites every stored secret — secret contexts, encrypted pipeline
+// variables, webhook secrets — under k's primary key, all in one transaction, and reports how
+// many values changed. Run it after adding a new primary key and before retiring the old one.
+func ReencryptSecrets(ctx context.Context, db *store.DB, k Reencrypter) (int, error) {
+	changed := 0
+	err := db.Tx(ctx, func(tx *store.Tx) error {
+		changed = 0
+		ctxs, err := tx.AllContexts(ctx)
+		if err != nil {
+			return err
+		}
+		for _, c := range ctxs {
+			if c.Type != ContextSecret {
+				continue
+			}
+			var vals map[string]string
+			if err := json.Unmarshal([]byte(c.Data), &vals); err != nil {
+				return fmt.Errorf("context %s: %w", c.Name, err)
+			}
+			n := 0
+			for key, v := range vals {
+				out, ch, err := k.Reencrypt(v, contextAAD(c.AccountID, c.Name, key))
+				if err != nil {
+					return fmt.Errorf("context %s key %s: %w", c.Name, key, err)
+				}
+				if ch {
+					vals[key], n = out, n+1
+				}
+			}
+			if n > 0 {
+				c.Data = encodeJSON(vals)
+				if err := tx.PutContext(ctx, c, false); err != nil {
+					return err
+				}
+				changed += n
+			}
+		}
+		pls, err := tx.AllPipelines(ctx)
+		if err != nil {
+			return err
+		}
+		for _, p := range pls {
+			cfg := decodeConfig(p.Config)
+			n := 0
+			for i, v := range cfg.Variables {
+				if !v.Encrypted {
+					continue
+				}
+				out, ch, err := k.Reencrypt(v.Value, variableAAD(p.AccountID, v.Key))
+				if err != nil {
+					return fmt.Errorf("pipeline %s variable %s: %w", p.ID, v.Key, err)
+				}
+				if ch {
+					cfg.Variables[i].Value, n = out, n+1
+				}
+			}
+			if n > 0 {
+				p.Config = encodeJSON(cfg)
+				if err := tx.UpdatePipeline(ctx, p); err != nil {
+					return err
+				}
+				changed += n
+			}
+		}
+		ts, err := tx.TriggersOfType(ctx, TriggerGit)
+		if err != nil {
+			return err
+		}
+		for _, t := range ts {
+			out, ch, err := k.Reencrypt(t.SecretEnc, webhookAAD(t.AccountID, t.ID))
+			if err != nil {
+				return fmt.Errorf("trigger %s: %w", t.ID, err)
+			}
+			if ch {
+				if err := tx.SetTriggerSecret(ctx, t.ID, out); err != nil {
+					return err
+				}
+				changed++
+			}
+		}
+		return nil
+	})
+	return changed, err
+}

@@ -1,0 +1,151 @@
+package pipeline
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/freshet-dev/freshet/internal/audit"
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/identity"
+	"github.com/freshet-dev/freshet/internal/rbac"
+	"github.com/freshet-dev/freshet/internal/store"
+)
+
+// RunnerTokenPrefix starts every runner token: "frn_<prefix>_<secret>".
+const RunnerTokenPrefix = "frn_"
+
+func hashToken(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+var labelRE = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9._/-]{0,61}[a-zA-Z0-9])?$`)
+
+// RegisterRunner registers a runner in p's account and returns its token, shown once.
+func (s *Service) RegisterRunner(ctx context.Context, p rbac.Principal, name string, labels map[string]string) (r store.Runner, token string, err error) {
+	e := audit.Start(ctx, p, "runner.register", "runner", "")
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if err := rbac.Allow(p, rbac.ManageRunners); err != nil {
+		return r, "", err
+	}
+	if err := validName("name", name); err != nil {
+		return r, "", err
+	}
+	for k, v := range labels {
+		if !labelRE.MatchString(k) || len(v) > 63 {
+			return r, "", errdefs.Invalid("labels", k+"="+v, "is not a valid label: keys are 1-63 letters, digits, '.', '/', '_' or '-'; values up to 63 characters")
+		}
+	}
+	prefix, secret := identity.RandomString(8), identity.RandomString(40)
+	now := s.now()
+	r = store.Runner{ID: store.NewID(store.PrefixRunner), AccountID: p.AccountID, Name: name, TokenPrefix: prefix,
+		TokenHash: hashToken(secret), Labels: encodeJSON(orEmpty(labels)), Info: "{}", CreatedAt: now}
+	e.Resource(r.ID)
+	e.Detail("%q", name)
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.CreateRunner(ctx, r); err != nil {
+			return err
+		}
+		return e.Commit(ctx, tx)
+	})
+	return r, RunnerTokenPrefix + prefix + "_" + secret, err
+}
+
+// ListRunners lists p's account's runners.
+func (s *Service) ListRunners(ctx context.Context, p rbac.Principal) ([]store.Runner, error) {
+	if err := rbac.Allow(p, rbac.ReadRunners); err != nil {
+		return nil, err
+	}
+	return s.db.ListRunners(ctx, p.AccountID)
+}
+
+// DeleteRunner deletes a runner; its token stops working and its connections are closed.
+func (s *Service) DeleteRunner(ctx context.Context, p rbac.Principal, ref string) (err error) {
+	e := audit.Start(ctx, p, "runner.delete", "runner", ref)
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if err := rbac.Allow(p, rbac.ManageRunners); err != nil {
+		return err
+	}
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		r, err := tx.GetRunner(ctx, p.AccountID, ref)
+		if err != nil {
+			return err
+		}
+		e.Resource(r.ID)
+		if err := tx.DeleteRunner(ctx, p.AccountID, r.ID); err != nil {
+			return err
+		}
+		return e.Commit(ctx, tx)
+	})
+}
+
+// DrainRunner asks a runner to take no new builds and finish the ones it runs. drain is the
+// dispatcher's Drain.
+func (s *Service) DrainRunner(ctx context.Context, p rbac.Principal, ref string, drain func(runnerID string)) (err error) {
+	e := audit.Start(ctx, p, "runner.drain", "runner", ref)
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if err := rbac.Allow(p, rbac.ManageRunners); err != nil {
+		return err
+	}
+	r, err := s.db.GetRunner(ctx, p.AccountID, ref)
+	if err != nil {
+		return err
+	}
+	e.Resource(r.ID)
+	drain(r.ID)
+	return s.db.Tx(ctx, func(tx *store.Tx) error { return e.Commit(ctx, tx) })
+}
+
+// AuthenticateRunner resolves a runner token.
+func (s *Service) AuthenticateRunner(ctx context.Context, token string) (store.Runner, error) {
+	unauth := fmt.Errorf("invalid runner token: %w", errdefs.ErrUnauthenticated)
+	rest, ok := strings.CutPrefix(token, RunnerTokenPrefix)
+	if !ok {
+		return store.Runner{}, unauth
+	}
+	prefix, secret, ok := strings.Cut(rest, "_")
+	if !ok {
+		return store.Runner{}, unauth
+	}
+	r, err := s.db.RunnerByPrefix(ctx, prefix)
+	if err != nil {
+		return store.Runner{}, unauth
+	}
+	if subtle.ConstantTimeCompare([]byte(r.TokenHash), []byte(hashToken(secret))) != 1 {
+		return store.Runner{}, unauth
+	}
+	return r, nil
+}
+
+// EnsureRunner returns the token of runner name in account, reusing the one saved in
+// tokenFile when it still works, and otherwise registering the runner anew (replacing one of
+// the same name) and saving its token there with mode 0600. `freshet up` runs its in-process
+// runner with it.
+func (s *Service) EnsureRunner(ctx context.Context, accountID, name string, labels map[string]string, tokenFile string) (string, error) {
+	if b, err := os.ReadFile(tokenFile); err == nil {
+		tok := strings.TrimSpace(string(b))
+		if r, err := s.AuthenticateRunner(ctx, tok); err == nil && r.AccountID == accountID {
+			return tok, nil
+		}
+	}
+	if old, err := s.db.GetRunner(ctx, accountID, name); err == nil {
+		if err := s.db.DeleteRunner(ctx, accountID, old.ID); err != nil {
+			return "", err
+		}
+	}
+	sys := rbac.Principal{AccountID: accountID, Email: "system", Role: rbac.Admin}
+	_, tok, err := s.RegisterRunner(ctx, sys, name, labels)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(tokenFile, []byte(tok+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("save runner token: %w", err)
+	}
+	return tok, nil
+}

@@ -1,0 +1,502 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"net/url"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/freshet-dev/freshet/api/runnerv1"
+	"github.com/freshet-dev/freshet/internal/pipeline/spec"
+	"github.com/freshet-dev/freshet/internal/runner/executor"
+)
+
+// Step statuses as the control plane records them.
+const (
+	stPending    = "pending"
+	stRunning    = "running"
+	stSuccess    = "success"
+	stFailed     = "failed"
+	stSkipped    = "skipped"
+	stTerminated = "terminated"
+	stApproval   = "pending-approval"
+)
+
+// skipStepsVariable lists steps a restarted build skips (they succeeded before).
+const skipStepsVariable = "FRESHET_SKIP_STEPS"
+
+// engine runs one build's steps.
+type engine struct {
+	job  runnerv1.Job
+	p    *spec.Pipeline
+	exec executor.Executor
+	ws   executor.Workspace
+	out  io.Writer // the build log (masked, limited)
+
+	report    func(runnerv1.StepState) // records a step's state with the control plane
+	flush     func()                   // pushes out log output held back by the masker
+	approvals <-chan string            // "approved" or "denied" for the waiting step
+
+	mu        sync.Mutex
+	vars      map[string]string
+	results   map[string]spec.Result
+	positions map[string]int
+	skip      map[string]bool
+	failed    bool   // a step that fails the build failed
+	reason    string // why the build failed
+	logMu     sync.Mutex
+}
+
+func newEngine(job runnerv1.Job, p *spec.Pipeline, exec executor.Executor, ws executor.Workspace, out io.Writer,
+	report func(runnerv1.StepState), approvals <-chan string) *engine {
+	e := &engine{job: job, p: p, exec: exec, ws: ws, out: out, report: report, approvals: approvals,
+		vars: maps.Clone(job.Variables), results: map[string]spec.Result{}, positions: map[string]int{}, skip: map[string]bool{}}
+	if e.vars == nil {
+		e.vars = map[string]string{}
+	}
+	e.vars[executor.VolumePathEnv] = ws.Path
+	for _, s := range job.Steps {
+		e.positions[s.Name] = s.Position
+	}
+	for _, name := range strings.Split(e.vars[skipStepsVariable], ",") {
+		if name != "" {
+			e.skip[name] = true
+		}
+	}
+	return e
+}
+
+// logf writes a runner notice line to the build log.
+func (e *engine) logf(format string, args ...any) {
+	e.logMu.Lock()
+	defer e.logMu.Unlock()
+	fmt.Fprintf(e.out, "\x1b[36m[freshet]\x1b[0m "+format+"\n", args...)
+}
+
+func (e *engine) lookup(name string) (string, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	v, ok := e.vars[name]
+	return v, ok
+}
+
+func (e *engine) interp(s string) string { return spec.Interpolate(s, e.lookup) }
+
+func (e *engine) evalContext() spec.EvalContext {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return spec.EvalContext{Variables: maps.Clone(e.vars), Steps: maps.Clone(e.results)}
+}
+
+func (e *engine) setResult(name string, r spec.Result) {
+	e.mu.Lock()
+	e.results[name] = r
+	e.mu.Unlock()
+}
+
+func (e *engine) fail(reason string) {
+	e.mu.Lock()
+	if !e.failed {
+		e.failed, e.reason = true, reason
+	}
+	e.mu.Unlock()
+}
+
+// run runs the pipeline and returns the build's status and, when it did not succeed, why.
+func (e *engine) run(ctx context.Context) (string, string) {
+	if h := e.p.Hooks.OnElected; h != nil {
+		if !e.runHook(ctx, "on_elected", h) {
+			e.fail("the on_elected hook failed")
+		}
+	}
+	if !e.isFailed() {
+		e.runSteps(ctx, e.p.Steps, e.p.Mode)
+	}
+	status := stSuccess
+	switch {
+	case ctx.Err() != nil:
+		status = stTerminated
+	case e.isFailed():
+		status = stFailed
+	}
+	hctx := context.WithoutCancel(ctx) // hooks run even after a cancel, bounded by their own timeouts
+	if status == stSuccess && e.p.Hooks.OnSuccess != nil {
+		e.runHook(hctx, "on_success", e.p.Hooks.OnSuccess)
+	}
+	if status == stFailed && e.p.Hooks.OnFail != nil {
+		e.runHook(hctx, "on_fail", e.p.Hooks.OnFail)
+	}
+	if e.p.Hooks.OnFinish != nil {
+		e.runHook(hctx, "on_finish", e.p.Hooks.OnFinish)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if status == stTerminated {
+		return status, "terminated"
+	}
+	return status, e.reason
+}
+
+func (e *engine) isFailed() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.failed
+}
+
+// runHook runs a hook's steps; hooks never change step results of the pipeline.
+func (e *engine) runHook(ctx context.Context, name string, h *spec.Hook) bool {
+	e.logf("hook %s", name)
+	ok := true
+	for _, st := range h.Steps {
+		res, _ := e.execute(ctx, st, false)
+		if res != spec.ResultSuccess {
+			ok = false
+		}
+	}
+	return ok
+}
+
+// runSteps runs steps in order (sequential) or as their `when` allows (parallel).
+func (e *engine) runSteps(ctx context.Context, steps []*spec.Step, mode spec.Mode) {
+	if mode == spec.Mode("parallel") {
+		e.runParallelMode(ctx, steps)
+		return
+	}
+	for i, st := range steps {
+		if ctx.Err() != nil || e.isFailed() {
+			for _, rest := range steps[i:] {
+				e.markNotRun(rest, ctx.Err() != nil)
+			}
+			return
+		}
+		e.runStep(ctx, st)
+	}
+}
+
+// markNotRun records a step (and its children) that will not run.
+func (e *engine) markNotRun(st *spec.Step, terminated bool) {
+	status, msg, res := stSkipped, "not run: an earlier step failed", spec.ResultSkipped
+	if terminated {
+		status, msg, res = stTerminated, "not run: the build was terminated", spec.ResultTerminated
+	}
+	e.setResult(st.Name, res)
+	e.report(runnerv1.StepState{Name: st.Name, Stage: st.Stage, Position: e.positions[st.Name], Status: status, Message: msg})
+	for _, c := range st.Parallel {
+		e.markNotRun(c, terminated)
+	}
+}
+
+// runParallelMode starts every step whose `when` allows it as soon as it does, re-evaluating
+// after each step finishes; what can never start is skipped.
+func (e *engine) runParallelMode(ctx context.Context, steps []*spec.Step) {
+	pending := append([]*spec.Step(nil), steps...)
+	done := make(chan struct{}, len(steps))
+	running := 0
+	for {
+		var still []*spec.Step
+		for _, st := range pending {
+			if ctx.Err() != nil {
+				still = append(still, st)
+				continue
+			}
+			run, _, err := st.When.Evaluate(e.evalContext())
+			if err != nil || run {
+				running++
+				go func(st *spec.Step) {
+					e.runStep(ctx, st)
+					done <- struct{}{}
+				}(st)
+				continue
+			}
+			still = append(still, st)
+		}
+		pending = still
+		if running == 0 {
+			for _, st := range pending {
+				if ctx.Err() != nil {
+					e.markNotRun(st, true)
+					continue
+				}
+				_, reason, _ := st.When.Evaluate(e.evalContext())
+				e.setResult(st.Name, spec.ResultSkipped)
+				e.report(runnerv1.StepState{Name: st.Name, Stage: st.Stage, Position: e.positions[st.Name], Status: stSkipped, Message: reason})
+			}
+			return
+		}
+		<-done
+		running--
+	}
+}
+
+// runStep runs one pipeline step (with its when, retries and hooks) and records its result.
+func (e *engine) runStep(ctx context.Context, st *spec.Step) spec.Result {
+	pos := e.positions[st.Name]
+	state := runnerv1.StepState{Name: st.Name, Stage: st.Stage, Position: pos}
+	if e.skip[st.Name] {
+		e.setResult(st.Name, spec.ResultSuccess)
+		state.Status, state.Message = stSkipped, "succeeded in the build this one restarts"
+		e.report(state)
+		e.logf("step %s: skipped (succeeded before)", st.Name)
+		return spec.ResultSuccess
+	}
+	if e.p.Mode != spec.Mode("parallel") {
+		run, reason, err := st.When.Evaluate(e.evalContext())
+		if err != nil {
+			e.logf("step %s: when: %v", st.Name, err)
+			state.Status, state.Message = stFailed, "when: "+err.Error()
+			e.setResult(st.Name, spec.ResultFailure)
+			e.report(state)
+			if st.FailFast {
+				e.fail(fmt.Sprintf("step %s: %v", st.Name, err))
+			}
+			return spec.ResultFailure
+		}
+		if !run {
+			e.logf("step %s: skipped: %s", st.Name, reason)
+			state.Status, state.Message = stSkipped, reason
+			e.setResult(st.Name, spec.ResultSkipped)
+			e.report(state)
+			return spec.ResultSkipped
+		}
+	}
+	if h := st.Hooks.OnElected; h != nil {
+		e.runHook(ctx, st.Name+".on_elected", h)
+	}
+	res, msg := e.execute(ctx, st, true)
+	hctx := context.WithoutCancel(ctx)
+	if res == spec.ResultSuccess || res == spec.ResultApproved {
+		if h := st.Hooks.OnSuccess; h != nil {
+			e.runHook(hctx, st.Name+".on_success", h)
+		}
+	} else if h := st.Hooks.OnFail; h != nil && res != spec.ResultTerminated {
+		e.runHook(hctx, st.Name+".on_fail", h)
+	}
+	if h := st.Hooks.OnFinish; h != nil {
+		e.runHook(hctx, st.Name+".on_finish", h)
+	}
+	if (res == spec.ResultFailure || res == spec.ResultDenied) && st.FailFast {
+		e.fail(fmt.Sprintf("step %s failed: %s", st.Name, msg))
+	}
+	return res
+}
+
+// execute runs a step's work. With record, its states are reported and its result kept.
+func (e *engine) execute(ctx context.Context, st *spec.Step, record bool) (spec.Result, string) {
+	state := runnerv1.StepState{Name: st.Name, Stage: st.Stage, Position: e.positions[st.Name], Status: stRunning, StartedAt: time.Now()}
+	if record {
+		e.setResult(st.Name, spec.ResultRunning)
+		e.report(state)
+	}
+	res, code, attempts, msg := e.work(ctx, st)
+	if e.flush != nil {
+		e.flush() // a step's last bytes must not wait for the next step's output
+	}
+	state.FinishedAt, state.ExitCode, state.Attempts, state.Message = time.Now(), code, attempts, msg
+	switch res {
+	case spec.ResultSuccess, spec.ResultApproved:
+		state.Status = stSuccess
+	case spec.ResultTerminated:
+		state.Status = stTerminated
+	default:
+		state.Status = stFailed
+	}
+	if record {
+		e.setResult(st.Name, res)
+		e.report(state)
+	}
+	e.logf("step %s: %s (%s)%s", st.Name, state.Status, state.FinishedAt.Sub(state.StartedAt).Round(time.Millisecond), suffix(msg))
+	return res, msg
+}
+
+func suffix(msg string) string {
+	if msg == "" {
+		return ""
+	}
+	return ": " + msg
+}
+
+// work does what the step's type says.
+func (e *engine) work(ctx context.Context, st *spec.Step) (res spec.Result, exitCode, attempts int, msg string) {
+	switch st.Type {
+	case spec.TypeParallel:
+		return e.parallel(ctx, st)
+	case spec.TypePendingApproval:
+		return e.approval(ctx, st)
+	case spec.TypeBuild, spec.TypePush:
+		return spec.ResultFailure, 1, 1, fmt.Sprintf("%s steps need an image builder; the %s executor has none: run this pipeline on a runner with one", st.Type, e.exec.Name())
+	}
+	step, err := e.executorStep(st)
+	if err != nil {
+		e.logf("step %s: %v", st.Name, err)
+		return spec.ResultFailure, 1, 1, err.Error()
+	}
+	delays := st.Retry.Delays()
+	runs := st.Retry.Runs()
+	for attempt := 1; ; attempt++ {
+		e.logf("step %s (%s) attempt %d/%d", st.Name, st.Type, attempt, runs)
+		r, err := e.exec.Run(ctx, e.ws, step, e.out)
+		switch {
+		case err != nil:
+			msg, exitCode = err.Error(), 1
+		case r.Canceled || ctx.Err() != nil:
+			return spec.ResultTerminated, r.ExitCode, attempt, "terminated"
+		case r.TimedOut:
+			msg, exitCode = fmt.Sprintf("timed out after %s", step.Timeout), r.ExitCode
+		case r.ExitCode != 0:
+			msg, exitCode = fmt.Sprintf("exit code %d", r.ExitCode), r.ExitCode
+		default:
+			e.mu.Lock()
+			for _, ex := range r.Exports {
+				e.vars[ex.Name] = ex.Value
+			}
+			e.mu.Unlock()
+			return spec.ResultSuccess, 0, attempt, ""
+		}
+		if attempt >= runs {
+			return spec.ResultFailure, exitCode, attempt, msg
+		}
+		d := delays[min(attempt-1, len(delays)-1)]
+		e.logf("step %s failed (%s); retrying in %s", st.Name, msg, d)
+		select {
+		case <-ctx.Done():
+			return spec.ResultTerminated, exitCode, attempt, "terminated"
+		case <-time.After(d):
+		}
+	}
+}
+
+func (e *engine) parallel(ctx context.Context, st *spec.Step) (spec.Result, int, int, string) {
+	var wg sync.WaitGroup
+	results := make([]spec.Result, len(st.Parallel))
+	for i, c := range st.Parallel {
+		wg.Add(1)
+		go func(i int, c *spec.Step) {
+			defer wg.Done()
+			results[i] = e.runStepInGroup(ctx, c)
+		}(i, c)
+	}
+	wg.Wait()
+	var failed []string
+	for i, c := range st.Parallel {
+		if results[i] == spec.ResultTerminated {
+			return spec.ResultTerminated, 0, 1, "terminated"
+		}
+		if (results[i] == spec.ResultFailure || results[i] == spec.ResultDenied) && c.FailFast {
+			failed = append(failed, c.Name)
+		}
+	}
+	if len(failed) > 0 {
+		return spec.ResultFailure, 1, 1, "failed: " + strings.Join(failed, ", ")
+	}
+	return spec.ResultSuccess, 0, 1, ""
+}
+
+// runStepInGroup runs a step of a parallel group: a failure fails the group, not the build
+// directly (the group's own result does).
+func (e *engine) runStepInGroup(ctx context.Context, st *spec.Step) spec.Result {
+	ff := st.FailFast
+	copyStep := *st
+	copyStep.FailFast = false
+	res := e.runStep(ctx, &copyStep)
+	st.FailFast = ff
+	return res
+}
+
+func (e *engine) approval(ctx context.Context, st *spec.Step) (spec.Result, int, int, string) {
+	timeout, final := spec.DefaultApprovalTimeout, spec.ApprovalDenied
+	if st.Approval != nil {
+		if st.Approval.Timeout.Duration > 0 {
+			timeout = st.Approval.Timeout.Duration
+		}
+		if st.Approval.FinalState != "" {
+			final = st.Approval.FinalState
+		}
+	}
+	e.report(runnerv1.StepState{Name: st.Name, Stage: st.Stage, Position: e.positions[st.Name], Status: stApproval, StartedAt: time.Now(),
+		Message: fmt.Sprintf("waiting for approval (%s, then %s)", timeout, final)})
+	e.logf("step %s: waiting for approval: freshet build approve %s", st.Name, e.job.BuildID)
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	decision := ""
+	select {
+	case <-ctx.Done():
+		return spec.ResultTerminated, 0, 1, "terminated"
+	case decision = <-e.approvals:
+	case <-t.C:
+		decision = final
+		e.logf("step %s: no decision within %s: %s", st.Name, timeout, final)
+	}
+	switch decision {
+	case spec.ApprovalApproved:
+		return spec.ResultApproved, 0, 1, "approved"
+	case spec.ApprovalTerminated:
+		return spec.ResultTerminated, 0, 1, "terminated at the approval timeout"
+	}
+	return spec.ResultDenied, 1, 1, "denied"
+}
+
+// executorStep turns a freestyle or git-clone step into what the executor runs, with every
+// ${{VAR}} interpolated and the build's variables in the environment.
+func (e *engine) executorStep(st *spec.Step) (executor.Step, error) {
+	e.mu.Lock()
+	env := make([]executor.EnvVar, 0, len(e.vars)+len(st.Env))
+	for k, v := range e.vars {
+		env = append(env, executor.EnvVar{Name: k, Value: v})
+	}
+	e.mu.Unlock()
+	for _, v := range st.Env {
+		env = append(env, executor.EnvVar{Name: v.Name, Value: e.interp(v.Value)})
+	}
+	s := executor.Step{Name: st.Name, Image: e.interp(st.Image), Shell: st.Shell, WorkingDir: e.interp(st.WorkingDir),
+		Env: env, Timeout: st.Timeout.Duration}
+	for _, c := range st.Commands {
+		s.Commands = append(s.Commands, e.interp(c))
+	}
+	for _, c := range st.EntryPoint {
+		s.EntryPoint = append(s.EntryPoint, e.interp(c))
+	}
+	if len(s.Commands) == 0 && len(st.Cmd) > 0 {
+		for _, c := range st.Cmd {
+			s.Commands = append(s.Commands, e.interp(c))
+		}
+	}
+	if st.Type != spec.TypeGitClone {
+		return s, nil
+	}
+	repo := e.interp(st.Repo)
+	u, err := url.Parse(repo)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return s, fmt.Errorf("git-clone: repo %q is not a clone URL (like https://git.example.com/owner/name.git)", repo)
+	}
+	if c := st.Credentials; c != nil && c.Username != "" {
+		u.User = url.UserPassword(e.interp(c.Username), e.interp(c.Password))
+	}
+	rev := e.interp(st.Revision)
+	if rev == "" {
+		rev, _ = e.lookup("CF_REVISION")
+	}
+	dir := path.Join(s.WorkingDir, spec.CloneDir(repo))
+	if s.WorkingDir == "" {
+		dir = spec.CloneDir(repo)
+	}
+	s.WorkingDir = ""
+	s.Env = append(s.Env, executor.EnvVar{Name: "FRESHET_CLONE_URL", Value: u.String()},
+		executor.EnvVar{Name: "FRESHET_CLONE_DIR", Value: dir}, executor.EnvVar{Name: "FRESHET_CLONE_REVISION", Value: rev})
+	depth := ""
+	if st.Depth > 0 {
+		depth = fmt.Sprintf("--depth %d ", st.Depth)
+	}
+	s.Commands = []string{
+		`rm -rf "$FRESHET_CLONE_DIR"`,
+		`git clone --quiet ` + depth + `"$FRESHET_CLONE_URL" "$FRESHET_CLONE_DIR"`,
+		`cd "$FRESHET_CLONE_DIR"`,
+		`if [ -n "$FRESHET_CLONE_REVISION" ]; then git -c advice.detachedHead=false checkout --quiet "$FRESHET_CLONE_REVISION"; fi`,
+		`echo "cloned $(git rev-parse HEAD) into $FRESHET_CLONE_DIR"`,
+	}
+	return s, nil
+}

@@ -1,0 +1,432 @@
+// Package runner is `freshet runner`: the agent that runs CI builds inside the customer's
+// network. It dials the control plane (never the reverse), keeps a ConnectRPC stream open for
+// job offers (or long-polls where streaming is broken), accepts builds under leases it renews
+// with heartbeats, runs their steps with an executor, masks secrets in the log and ships it in
+// offset-addressed chunks, and reports steps and results.
+//
+// The runner imports no control-plane package: it speaks api/runnerv1 only.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/spf13/pflag"
+
+	"github.com/freshet-dev/freshet/api/runnerv1"
+	"github.com/freshet-dev/freshet/internal/runner/executor"
+)
+
+// Transports.
+const (
+	TransportAuto   = "auto"   // stream, falling back to poll when streaming keeps failing
+	TransportStream = "stream" // the ConnectRPC server stream only
+	TransportPoll   = "poll"   // HTTP long-poll only
+	// TransportInterval asks every PollInterval and waits for nothing in between, as older
+	// runners (venona: 3 s) do. It exists to compare against; it is slower by design.
+	TransportInterval = "interval"
+)
+
+// Defaults.
+const (
+	DefaultConcurrency   = 2
+	maxReconnectBackoff  = 30 * time.Second
+	streamFailuresToPoll = 3
+	fenceMargin          = 3 * time.Second // stop a job this long before its unrenewed lease expires (at most a tenth of the lease)
+)
+
+// Options configure a runner.
+type Options struct {
+	Server       string
+	Token        string
+	Name         string
+	Executor     string
+	Concurrency  int
+	Labels       map[string]string
+	Transport    string
+	PollInterval time.Duration // for TransportInterval
+	Version      string
+}
+
+// BindFlags registers the options on fs.
+func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	host, _ := os.Hostname()
+	fs.StringVar(&o.Server, "server", "", "control plane URL (env FRESHET_SERVER)")
+	fs.StringVar(&o.Token, "token", "", "runner token from 'freshet runner register' (env FRESHET_RUNNER_TOKEN)")
+	fs.StringVar(&o.Name, "name", host, "name shown in build logs")
+	fs.StringVar(&o.Executor, "executor", "local", "executor: local or kubernetes")
+	fs.IntVar(&o.Concurrency, "concurrency", DefaultConcurrency, "builds run at once")
+	fs.StringToStringVar(&o.Labels, "labels", nil, "labels pipelines select runners by, k=v,k=v")
+	fs.StringVar(&o.Transport, "transport", TransportAuto, "how offers arrive: auto, stream, poll (long-poll) or interval (poll every --poll-interval)")
+	fs.DurationVar(&o.PollInterval, "poll-interval", 3*time.Second, "with --transport interval: how often to ask for work")
+}
+
+// Validate names the first bad option.
+func (o *Options) Validate() error {
+	switch {
+	case o.Server == "" || (!strings.HasPrefix(o.Server, "http://") && !strings.HasPrefix(o.Server, "https://")):
+		return fmt.Errorf("--server %q: give the control plane's http(s):// URL", o.Server)
+	case !strings.HasPrefix(o.Token, "frn_"):
+		return fmt.Errorf("--token: not a runner token (they start with frn_; create one with 'freshet runner register')")
+	case o.Concurrency < 1 || o.Concurrency > 256:
+		return fmt.Errorf("--concurrency %d: use 1 to 256", o.Concurrency)
+	}
+	switch o.Transport {
+	case TransportAuto, TransportStream, TransportPoll:
+	case TransportInterval:
+		if o.PollInterval <= 0 {
+			return fmt.Errorf("--poll-interval %s: must be positive", o.PollInterval)
+		}
+	default:
+		return fmt.Errorf("--transport %q: use auto, stream, poll or interval", o.Transport)
+	}
+	return nil
+}
+
+// Runner is a running `freshet runner`.
+type Runner struct {
+	opts Options
+	c    *protoClient
+	exec executor.Executor
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	jobs     map[string]*job
+	draining bool
+	wg       sync.WaitGroup
+}
+
+// New returns a runner that runs builds with exec.
+func New(opts Options, exec executor.Executor, hc *http.Client, log *slog.Logger) (*Runner, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	return &Runner{opts: opts, c: newProtoClient(opts.Server, opts.Token, hc), exec: exec, log: log, jobs: map[string]*job{}}, nil
+}
+
+// Run takes and runs builds until ctx ends. On return no step of this runner runs any more;
+// builds it held are left to their leases (the control plane requeues or fails them).
+func (r *Runner) Run(ctx context.Context) error {
+	hbCtx, stopHB := context.WithCancel(ctx)
+	defer stopHB()
+	go r.heartbeats(hbCtx)
+	err := r.receive(ctx)
+	r.mu.Lock()
+	for _, jb := range r.jobs {
+		jb.stop(errShutdown)
+	}
+	r.mu.Unlock()
+	r.wg.Wait()
+	return err
+}
+
+// receive takes messages from the control plane until ctx ends.
+func (r *Runner) receive(ctx context.Context) error {
+	backoff := 250 * time.Millisecond
+	streamFailures := 0
+	for ctx.Err() == nil {
+		useStream := r.opts.Transport == TransportStream || (r.opts.Transport == TransportAuto && streamFailures < streamFailuresToPoll)
+		var err error
+		var got bool
+		switch {
+		case r.opts.Transport == TransportInterval:
+			got, err = r.pollInterval(ctx)
+		case useStream:
+			got, err = r.stream(ctx)
+		default:
+			got, err = r.pollOnce(ctx)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err == nil {
+			backoff = 250 * time.Millisecond
+			continue
+		}
+		if isAuthError(err) {
+			return fmt.Errorf("the control plane refused this runner: %w", err)
+		}
+		if got {
+			backoff = 250 * time.Millisecond
+		}
+		if useStream && !got {
+			streamFailures++
+		}
+		wait := backoff/2 + rand.N(backoff/2+1) // jitter
+		r.log.Warn("connection to the control plane failed; retrying", "err", err, "in", wait.Round(time.Millisecond), "stream", useStream)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(wait):
+		}
+		backoff = min(backoff*2, maxReconnectBackoff)
+	}
+	return nil
+}
+
+func isAuthError(err error) bool {
+	code := connect.CodeOf(err)
+	return code == connect.CodeUnauthenticated || code == connect.CodePermissionDenied || code == connect.CodeInvalidArgument
+}
+
+func (r *Runner) hello() runnerv1.ConnectRequest {
+	host, _ := os.Hostname()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	req := runnerv1.ConnectRequest{Protocol: runnerv1.ProtocolVersion, Version: r.opts.Version, Hostname: host, Labels: r.opts.Labels,
+		Executors: []string{r.exec.Name()}, Concurrency: r.opts.Concurrency}
+	for id := range r.jobs {
+		req.Running = append(req.Running, id)
+	}
+	return req
+}
+
+// stream holds the server stream open and handles its messages. got says whether the stream
+// was established (so a later break is not a reason to give up streaming).
+func (r *Runner) stream(ctx context.Context) (got bool, err error) {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	st, err := r.c.connect.CallServerStream(sctx, request(r.c.token, ptr(r.hello())))
+	if err != nil {
+		return false, err
+	}
+	defer st.Close()
+	// A stream with no message for 3 ping intervals is dead even if TCP says otherwise.
+	alive := make(chan struct{}, 1)
+	go func() {
+		t := time.NewTimer(3 * runnerv1.PingInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-sctx.Done():
+				return
+			case <-alive:
+				t.Reset(3 * runnerv1.PingInterval)
+			case <-t.C:
+				r.log.Warn("no message from the control plane for 3 ping intervals; reconnecting")
+				cancel()
+				return
+			}
+		}
+	}()
+	for st.Receive() {
+		if !got {
+			r.log.Info("connected to the control plane", "server", r.opts.Server, "transport", "stream")
+		}
+		got = true
+		select {
+		case alive <- struct{}{}:
+		default:
+		}
+		r.handle(ctx, *st.Msg())
+	}
+	if err := st.Err(); err != nil {
+		return got, err
+	}
+	return got, errors.New("stream closed by the control plane")
+}
+
+func (r *Runner) pollOnce(ctx context.Context) (bool, error) {
+	m, err := unary(ctx, r.c.token, r.c.poll, &runnerv1.PollRequest{ConnectRequest: r.hello()})
+	if err != nil {
+		return false, err
+	}
+	r.handle(ctx, *m)
+	return true, nil
+}
+
+// pollInterval asks for work without waiting, handles what came, and sleeps the interval.
+func (r *Runner) pollInterval(ctx context.Context) (bool, error) {
+	for {
+		m, err := unary(ctx, r.c.token, r.c.poll, &runnerv1.PollRequest{ConnectRequest: r.hello(), NoWait: true})
+		if err != nil {
+			return false, err
+		}
+		if m.Kind != runnerv1.KindNone {
+			r.handle(ctx, *m)
+			continue // drain what is queued before sleeping
+		}
+		select {
+		case <-ctx.Done():
+			return true, nil
+		case <-time.After(r.opts.PollInterval):
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// handle acts on one message.
+func (r *Runner) handle(ctx context.Context, m runnerv1.ServerMessage) {
+	switch m.Kind {
+	case runnerv1.KindOffer:
+		r.mu.Lock()
+		full := r.draining || len(r.jobs) >= r.opts.Concurrency
+		_, have := r.jobs[m.BuildID]
+		r.mu.Unlock()
+		if full || have {
+			return
+		}
+		job, err := unary(ctx, r.c.token, r.c.accept, &runnerv1.AcceptRequest{BuildID: m.BuildID})
+		if err != nil {
+			r.log.Debug("offer not taken", "build", m.BuildID, "err", err) // another runner was faster
+			return
+		}
+		r.start(ctx, *job)
+	case runnerv1.KindCancel:
+		r.mu.Lock()
+		jb := r.jobs[m.BuildID]
+		r.mu.Unlock()
+		if jb != nil {
+			jb.stop(errCanceled)
+		}
+	case runnerv1.KindDrain:
+		r.mu.Lock()
+		r.draining = true
+		r.mu.Unlock()
+		r.log.Info("draining: taking no new builds", "reason", m.Reason)
+	}
+}
+
+func (r *Runner) start(ctx context.Context, j runnerv1.Job) {
+	jb := &job{r: r, j: j, lease: runnerv1.Lease{BuildID: j.BuildID, LeaseID: j.LeaseID}, log: r.log,
+		approvals: make(chan string, 1), done: make(chan struct{}), expiry: j.LeaseExpiry, accepted: time.Now()}
+	r.mu.Lock()
+	r.jobs[j.BuildID] = jb
+	r.mu.Unlock()
+	r.wg.Add(1)
+	r.log.Info("running build", "build", j.BuildID, "pipeline", j.Pipeline, "number", j.Number, "attempt", j.Attempt)
+	go func() {
+		defer r.wg.Done()
+		jb.run(ctx)
+		r.mu.Lock()
+		delete(r.jobs, j.BuildID)
+		r.mu.Unlock()
+		r.log.Info("build finished", "build", j.BuildID)
+	}()
+}
+
+// heartbeatEvery is how often leases are renewed: a third of the shortest time a held lease has
+// left, within bounds, so leases of any length the control plane grants stay renewed.
+func (r *Runner) heartbeatEvery() time.Duration {
+	every := runnerv1.LeaseTTL / 3
+	now := time.Now()
+	r.mu.Lock()
+	for _, jb := range r.jobs {
+		if left := jb.leaseExpiry().Sub(now) / 3; left < every {
+			every = left
+		}
+	}
+	r.mu.Unlock()
+	return max(every, 100*time.Millisecond)
+}
+
+// heartbeats renews leases (see heartbeatEvery), stops builds whose lease is gone or cancelled,
+// delivers approval decisions, and stops any build whose lease it could not renew in time
+// (so a build the control plane requeues never runs twice at once).
+func (r *Runner) heartbeats(ctx context.Context) {
+	fence := time.NewTicker(100 * time.Millisecond)
+	defer fence.Stop()
+	next := time.Now().Add(r.heartbeatEvery())
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-fence.C:
+			r.fenceExpired()
+			if time.Now().Before(next) {
+				continue
+			}
+		}
+		next = time.Now().Add(r.heartbeatEvery())
+		r.mu.Lock()
+		var leases []runnerv1.Lease
+		jobs := map[string]*job{}
+		for id, jb := range r.jobs {
+			leases = append(leases, jb.lease)
+			jobs[id] = jb
+		}
+		r.mu.Unlock()
+		if len(leases) == 0 {
+			continue
+		}
+		hctx, cancel := context.WithTimeout(ctx, runnerv1.LeaseTTL/3)
+		resp, err := unary(hctx, r.c.token, r.c.heartbeat, &runnerv1.HeartbeatRequest{Leases: leases})
+		cancel()
+		if err != nil {
+			r.log.Warn("heartbeat failed", "err", err)
+			continue
+		}
+		lost := map[string]bool{}
+		for _, id := range resp.Lost {
+			lost[id] = true
+			if jb := jobs[id]; jb != nil {
+				jb.stop(errLeaseLost)
+			}
+		}
+		for _, id := range resp.Cancel {
+			if jb := jobs[id]; jb != nil {
+				jb.stop(errCanceled)
+			}
+		}
+		for id, decision := range resp.Approved {
+			if jb := jobs[id]; jb != nil {
+				select {
+				case jb.approvals <- decision:
+				default:
+				}
+			}
+		}
+		for id, jb := range jobs {
+			if !lost[id] {
+				jb.setExpiry(resp.Expiry)
+			}
+		}
+	}
+}
+
+func (r *Runner) fenceExpired() {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, jb := range r.jobs {
+		margin := min(fenceMargin, jb.j.LeaseExpiry.Sub(jb.accepted)/10)
+		if now.After(jb.leaseExpiry().Add(-margin)) {
+			jb.stop(errLeaseLost)
+		}
+	}
+}
+
+// retry calls f until it succeeds, fails permanently or ctx ends.
+func (r *Runner) retry(ctx context.Context, what string, f func(context.Context) error) {
+	backoff := 100 * time.Millisecond
+	for {
+		err := f(ctx)
+		if err == nil {
+			return
+		}
+		if permanent(err) || ctx.Err() != nil {
+			r.log.Warn(what, "err", err)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			r.log.Warn(what, "err", err)
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 3*time.Second)
+	}
+}

@@ -1,0 +1,119 @@
+package manifests
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/testenv/kube"
+)
+
+func TestMain(m *testing.M) { kube.Main(m) }
+
+func kinds(objs []Object) string {
+	var k []string
+	for _, o := range objs {
+		k = append(k, o["kind"].(string))
+	}
+	return strings.Join(k, ",")
+}
+
+func TestObjects(t *testing.T) {
+	objs, err := Objects(Options{Name: "edge", Server: "https://freshet.example", Token: "frt_x_y", Version: "v1.2.3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kinds(objs); got != "Namespace,ServiceAccount,ClusterRole,ClusterRoleBinding,Secret,Deployment,Service" {
+		t.Fatalf("kinds = %s", got)
+	}
+	y, _ := YAML(objs)
+	for _, want := range []string{"image: freshet/freshet:v1.2.3", "- --access-mode\n", "token: frt_x_y", "namespace: freshet-runtime"} {
+		if !strings.Contains(string(y), want) {
+			t.Errorf("YAML lacks %q", want)
+		}
+	}
+	// Without a token the Secret is left out; ingress mode adds an Ingress.
+	objs, _ = Objects(Options{Name: "edge", Server: "https://f.example", AccessMode: "ingress", IngressHost: "edge.example.com", IngressClass: "nginx"})
+	if got := kinds(objs); got != "Namespace,ServiceAccount,ClusterRole,ClusterRoleBinding,Deployment,Service,Ingress" {
+		t.Fatalf("ingress kinds = %s", got)
+	}
+	for _, c := range []struct {
+		o     Options
+		field string
+	}{
+		{Options{Name: "Edge", Server: "https://f"}, "name"},
+		{Options{Name: "e", Server: "f"}, "server"},
+		{Options{Name: "e", Server: "https://f", AccessMode: "vpn"}, "access-mode"},
+		{Options{Name: "e", Server: "https://f", AccessMode: "ingress"}, "ingress-host"},
+		{Options{Name: "e", Server: "https://f", Namespace: "Bad_NS"}, "namespace"},
+	} {
+		if _, err := Objects(c.o); errdefs.Field(err) != c.field {
+			t.Errorf("%+v: err = %v, want field %s", c.o, err, c.field)
+		}
+	}
+}
+
+// The manifests are accepted by a real API server (schemas, RBAC objects) and the runtime's
+// Deployment becomes Available on the loopback cluster's node.
+func TestManifestsApplyToARealCluster(t *testing.T) {
+	c := kube.Shared(t)
+	ns := "freshet-rt-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))[:20]
+	objs, err := Objects(Options{Name: "edge", Namespace: ns, Server: "https://freshet.example", Token: "frt_abc_def",
+		AccessMode: "ingress", IngressHost: "edge.example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dyn, err := dynamic.NewForConfig(c.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	gvr := map[string]schema.GroupVersionResource{
+		"Namespace": {Version: "v1", Resource: "namespaces"}, "ServiceAccount": {Version: "v1", Resource: "serviceaccounts"},
+		"Secret": {Version: "v1", Resource: "secrets"}, "Service": {Version: "v1", Resource: "services"},
+		"ClusterRole":        {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterroles"},
+		"ClusterRoleBinding": {Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "clusterrolebindings"},
+		"Deployment":         {Group: "apps", Version: "v1", Resource: "deployments"},
+		"Ingress":            {Group: "networking.k8s.io", Version: "v1", Resource: "ingresses"},
+	}
+	t.Cleanup(func() {
+		bg := context.Background()
+		dyn.Resource(gvr["Namespace"]).Delete(bg, ns, metav1.DeleteOptions{})
+		dyn.Resource(gvr["ClusterRoleBinding"]).Delete(bg, "freshet-runtime-edge", metav1.DeleteOptions{})
+		dyn.Resource(gvr["ClusterRole"]).Delete(bg, "freshet-runtime-edge", metav1.DeleteOptions{})
+	})
+	force := true
+	for _, o := range objs {
+		u := &unstructured.Unstructured{Object: o}
+		data, _ := json.Marshal(o)
+		var ri dynamic.ResourceInterface = dyn.Resource(gvr[u.GetKind()])
+		if u.GetNamespace() != "" {
+			ri = dyn.Resource(gvr[u.GetKind()]).Namespace(u.GetNamespace())
+		}
+		if _, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, data, metav1.PatchOptions{FieldManager: "freshet", Force: &force}); err != nil {
+			t.Fatalf("apply %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+	}
+	for {
+		d, err := dyn.Resource(gvr["Deployment"]).Namespace(ns).Get(ctx, "freshet-runtime", metav1.GetOptions{})
+		if err == nil {
+			if n, _, _ := unstructured.NestedInt64(d.Object, "status", "availableReplicas"); n == 1 {
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("runtime Deployment not Available: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}

@@ -1,0 +1,385 @@
+// Package runtimes is the control plane's runtime registry: hybrid runtimes that customers
+// install in their clusters (many per account, CI and CD) and the hosted runtime the platform
+// runs for an account (one per account, CD only). Each runtime has a token, hashed at rest,
+// rotatable and scoped to that runtime; it reports over the runtime protocol (api/runtimev1)
+// and is marked disconnected when its heartbeats stop.
+package runtimes
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/freshet-dev/freshet/api/runtimev1"
+	"github.com/freshet-dev/freshet/internal/audit"
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/identity"
+	"github.com/freshet-dev/freshet/internal/rbac"
+	"github.com/freshet-dev/freshet/internal/store"
+)
+
+// Runtime types, access modes and statuses.
+const (
+	TypeHybrid = "hybrid"
+	TypeHosted = "hosted"
+
+	AccessIngress = "ingress"
+	AccessTunnel  = "tunnel"
+
+	StatusInstalling   = "installing"
+	StatusHealthy      = "healthy"
+	StatusDegraded     = "degraded"
+	StatusDisconnected = "disconnected"
+
+	// TokenPrefix starts every runtime token: "frt_<prefix>_<secret>".
+	TokenPrefix = "frt_"
+)
+
+// ErrCDOnly is returned for CI and workflow features asked of a hosted runtime.
+var ErrCDOnly = fmt.Errorf("hosted runtimes are CD only: run CI and workflows on a hybrid runtime: %w", errdefs.ErrInvalid)
+
+var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`)
+
+// Info is what a runtime last reported.
+type Info struct {
+	Capabilities []string              `json:"capabilities,omitempty"`
+	Components   []runtimev1.Component `json:"components,omitempty"`
+	Clusters     []runtimev1.Cluster   `json:"clusters,omitempty"`
+	GitSources   []string              `json:"gitSources,omitempty"`
+}
+
+// DecodeInfo returns a runtime's last report.
+func DecodeInfo(r store.Runtime) Info {
+	var i Info
+	json.Unmarshal([]byte(r.Info), &i)
+	return i
+}
+
+// Provisioner runs hosted runtimes. The in-process one serves `freshet up` and single-node
+// servers; a Kubernetes one can follow behind the same interface.
+type Provisioner interface {
+	Provision(ctx context.Context, rt store.Runtime, token string) error
+	Deprovision(ctx context.Context, rt store.Runtime) error
+}
+
+// Service is the runtime registry.
+type Service struct {
+	db          *store.DB
+	audit       *audit.Log
+	log         *slog.Logger
+	now         func() time.Time
+	provisioner Provisioner
+	// onDisconnect is called with a runtime the sweeper marked disconnected.
+	onDisconnect func(store.Runtime)
+}
+
+// New returns the registry.
+func New(db *store.DB, a *audit.Log, log *slog.Logger) *Service {
+	return &Service{db: db, audit: a, log: log, now: time.Now}
+}
+
+// SetProvisioner sets how hosted runtimes run.
+func (s *Service) SetProvisioner(p Provisioner) { s.provisioner = p }
+
+// RegisterInput registers a hybrid runtime.
+type RegisterInput struct {
+	Name        string
+	AccessMode  string // ingress or tunnel
+	IngressHost string // ingress mode: https URL or host the app-proxy is reachable at
+	Repo        string // the installation repository
+}
+
+func hashToken(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:])
+}
+
+func newToken() (prefix, secret, token string) {
+	prefix, secret = identity.RandomString(8), identity.RandomString(40)
+	return prefix, secret, TokenPrefix + prefix + "_" + secret
+}
+
+func validate(in *RegisterInput) error {
+	if !nameRE.MatchString(in.Name) {
+		return errdefs.Invalid("name", in.Name, "is not a runtime name: use 1-40 lowercase letters, digits and '-', starting and ending with a letter or digit")
+	}
+	switch in.AccessMode {
+	case "":
+		in.AccessMode = AccessTunnel
+	case AccessTunnel, AccessIngress:
+	default:
+		return errdefs.Invalid("accessMode", in.AccessMode, "is not ingress or tunnel")
+	}
+	if in.AccessMode == AccessIngress {
+		if in.IngressHost == "" {
+			return errdefs.Invalid("ingressHost", "", "is required in ingress mode: the host or URL the app-proxy is reachable at")
+		}
+		if !strings.Contains(in.IngressHost, "://") {
+			in.IngressHost = "https://" + in.IngressHost
+		}
+		if u, err := url.Parse(in.IngressHost); err != nil || u.Host == "" {
+			return errdefs.Invalid("ingressHost", in.IngressHost, "is not a host name or https URL")
+		}
+	}
+	return nil
+}
+
+// Register registers a hybrid runtime in p's account and returns its token, shown once.
+func (s *Service) Register(ctx context.Context, p rbac.Principal, in RegisterInput) (rt store.Runtime, token string, err error) {
+	e := audit.Start(ctx, p, "runtime.register", "runtime", "")
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if err := rbac.Allow(p, rbac.ManageRuntimes); err != nil {
+		return rt, "", err
+	}
+	if err := validate(&in); err != nil {
+		return rt, "", err
+	}
+	return s.create(ctx, p.AccountID, TypeHybrid, in, e)
+}
+
+func (s *Service) create(ctx context.Context, accountID, typ string, in RegisterInput, e *audit.Entry) (store.Runtime, string, error) {
+	prefix, secret, token := newToken()
+	now := s.now()
+	rt := store.Runtime{ID: store.NewID(store.PrefixRuntime), AccountID: accountID, Name: in.Name, Type: typ, AccessMode: in.AccessMode,
+		IngressURL: in.IngressHost, Repo: in.Repo, TokenPrefix: prefix, TokenHash: hashToken(secret), Status: StatusInstalling,
+		Info: "{}", CreatedAt: now}
+	e.Resource(rt.ID)
+	e.Detail("%s runtime %q (%s)", typ, in.Name, in.AccessMode)
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.CreateRuntime(ctx, rt); err != nil {
+			return err
+		}
+		return e.Commit(ctx, tx)
+	})
+	if err != nil {
+		return store.Runtime{}, "", err
+	}
+	return rt, token, nil
+}
+
+// CreateHosted provisions p's account's hosted runtime: run by the platform, CD only, one per
+// account.
+func (s *Service) CreateHosted(ctx context.Context, p rbac.Principal, name string) (rt store.Runtime, err error) {
+	e := audit.Start(ctx, p, "runtime.create-hosted", "runtime", "")
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if err := rbac.Allow(p, rbac.ManageRuntimes); err != nil {
+		return rt, err
+	}
+	if s.provisioner == nil {
+		return rt, fmt.Errorf("this server cannot run hosted runtimes: %w", errdefs.ErrUnavailable)
+	}
+	in := RegisterInput{Name: name, AccessMode: AccessTunnel}
+	if in.Name == "" {
+		in.Name = "hosted"
+	}
+	if err := validate(&in); err != nil {
+		return rt, err
+	}
+	existing, err := s.db.ListRuntimes(ctx, p.AccountID)
+	if err != nil {
+		return rt, err
+	}
+	for _, x := range existing {
+		if x.Type == TypeHosted {
+			return rt, fmt.Errorf("the account already has a hosted runtime (one per account): %s: %w", x.Name, errdefs.ErrConflict)
+		}
+	}
+	rt, token, err := s.create(ctx, p.AccountID, TypeHosted, in, e)
+	if err != nil {
+		return rt, err
+	}
+	if err := s.provisioner.Provision(ctx, rt, token); err != nil {
+		s.db.DeleteRuntime(context.WithoutCancel(ctx), rt.AccountID, rt.ID)
+		return store.Runtime{}, fmt.Errorf("provision hosted runtime: %w", err)
+	}
+	return rt, nil
+}
+
+// List returns p's account's runtimes.
+func (s *Service) List(ctx context.Context, p rbac.Principal) ([]store.Runtime, error) {
+	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
+		return nil, err
+	}
+	return s.db.ListRuntimes(ctx, p.AccountID)
+}
+
+// Get returns a runtime by ID or name.
+func (s *Service) Get(ctx context.Context, p rbac.Principal, ref string) (store.Runtime, error) {
+	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
+		return store.Runtime{}, err
+	}
+	return s.db.GetRuntime(ctx, p.AccountID, ref)
+}
+
+// RotateToken gives a runtime a new token; the old one stops working at once.
+func (s *Service) RotateToken(ctx context.Context, p rbac.Principal, ref string) (token string, err error) {
+	e := audit.Start(ctx, p, "runtime.rotate-token", "runtime", ref)
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if err := rbac.Allow(p, rbac.ManageRuntimes); err != nil {
+		return "", err
+	}
+	prefix, secret, token := newToken()
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		rt, err := tx.GetRuntime(ctx, p.AccountID, ref)
+		if err != nil {
+			return err
+		}
+		e.Resource(rt.ID)
+		if err := tx.SetRuntimeToken(ctx, p.AccountID, rt.ID, prefix, hashToken(secret)); err != nil {
+			return err
+		}
+		return e.Commit(ctx, tx)
+	})
+	return token, err
+}
+
+// Delete deregisters a runtime (a hosted one is also stopped); its token stops working.
+func (s *Service) Delete(ctx context.Context, p rbac.Principal, ref string) (err error) {
+	e := audit.Start(ctx, p, "runtime.delete", "runtime", ref)
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if err := rbac.Allow(p, rbac.ManageRuntimes); err != nil {
+		return err
+	}
+	rt, err := s.db.GetRuntime(ctx, p.AccountID, ref)
+	if err != nil {
+		return err
+	}
+	e.Resource(rt.ID)
+	if rt.Type == TypeHosted && s.provisioner != nil {
+		if err := s.provisioner.Deprovision(ctx, rt); err != nil {
+			return fmt.Errorf("stop hosted runtime: %w", err)
+		}
+	}
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.DeleteRuntime(ctx, p.AccountID, rt.ID); err != nil {
+			return err
+		}
+		return e.Commit(ctx, tx)
+	})
+}
+
+// Authenticate resolves a runtime token. Any failure is ErrUnauthenticated.
+func (s *Service) Authenticate(ctx context.Context, token string) (store.Runtime, error) {
+	unauth := fmt.Errorf("invalid runtime token: %w", errdefs.ErrUnauthenticated)
+	rest, ok := strings.CutPrefix(token, TokenPrefix)
+	if !ok {
+		return store.Runtime{}, unauth
+	}
+	prefix, secret, ok := strings.Cut(rest, "_")
+	if !ok {
+		return store.Runtime{}, unauth
+	}
+	rt, err := s.db.RuntimeByPrefix(ctx, prefix)
+	if err != nil || subtle.ConstantTimeCompare([]byte(rt.TokenHash), []byte(hashToken(secret))) != 1 {
+		return store.Runtime{}, unauth
+	}
+	return rt, nil
+}
+
+// Heartbeat records a runtime's report and returns its new status: healthy when every
+// enabled component is, degraded otherwise.
+func (s *Service) Heartbeat(ctx context.Context, rt store.Runtime, hb runtimev1.HeartbeatRequest) (string, error) {
+	if hb.Protocol != runtimev1.ProtocolVersion {
+		return "", errdefs.Invalid("protocol", fmt.Sprint(hb.Protocol), fmt.Sprintf("is not supported: this server speaks runtime protocol %d", runtimev1.ProtocolVersion))
+	}
+	if rt.Type == TypeHosted {
+		for _, c := range hb.Capabilities {
+			if c == "ci" || c == "workflows" {
+				return "", fmt.Errorf("capability %q: %w", c, ErrCDOnly)
+			}
+		}
+	}
+	status := StatusHealthy
+	for _, c := range hb.Components {
+		if c.Health == runtimev1.ComponentDegraded {
+			status = StatusDegraded
+		}
+	}
+	info, _ := json.Marshal(Info{Capabilities: hb.Capabilities, Components: hb.Components, Clusters: hb.Clusters, GitSources: hb.GitSources})
+	if err := s.db.RuntimeHeartbeat(ctx, rt.ID, hb.Version, status, string(info), s.now()); err != nil {
+		return "", err
+	}
+	if rt.Status != status {
+		s.log.Info("runtime status", "runtime", rt.Name, "account", rt.AccountID, "from", rt.Status, "to", status)
+	}
+	return status, nil
+}
+
+// MarkDisconnected marks a runtime disconnected now (its tunnel dropped, or its heartbeats
+// stopped) and audits it.
+func (s *Service) MarkDisconnected(ctx context.Context, rt store.Runtime, why string) error {
+	if rt.Status == StatusDisconnected {
+		return nil
+	}
+	if err := s.db.SetRuntimeStatus(ctx, rt.ID, StatusDisconnected); err != nil {
+		return err
+	}
+	s.log.Warn("runtime disconnected", "runtime", rt.Name, "account", rt.AccountID, "why", why)
+	e := audit.System(ctx, rt.AccountID, "runtime.disconnected", "runtime", rt.ID)
+	e.Detail("%s", why)
+	s.audit.Finish(ctx, e, nil)
+	if s.onDisconnect != nil {
+		s.onDisconnect(rt)
+	}
+	return nil
+}
+
+// SetDisconnectHook sets a function called for each runtime the sweeper marks disconnected.
+func (s *Service) SetDisconnectHook(f func(store.Runtime)) { s.onDisconnect = f }
+
+// Sweep marks runtimes without a recent heartbeat disconnected, until ctx ends.
+func (s *Service) Sweep(ctx context.Context, every time.Duration) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		stale, err := s.db.StaleRuntimes(ctx, s.now().Add(-runtimev1.DisconnectAfter))
+		if err != nil {
+			s.log.Warn("sweep runtimes", "err", err)
+			continue
+		}
+		for _, rt := range stale {
+			s.MarkDisconnected(ctx, rt, "no heartbeat since "+rt.LastHeartbeat.Format(time.RFC3339))
+		}
+	}
+}
+
+// EnsureRuntime returns the token of hybrid runtime name in account, reusing the one saved in
+// tokenFile when it still works and otherwise registering the runtime anew (replacing one of
+// that name) and saving its token there with mode 0600. `freshet up` runs its in-process
+// runtime with it.
+func (s *Service) EnsureRuntime(ctx context.Context, accountID, name, tokenFile string) (string, error) {
+	if b, err := os.ReadFile(tokenFile); err == nil {
+		tok := strings.TrimSpace(string(b))
+		if rt, err := s.Authenticate(ctx, tok); err == nil && rt.AccountID == accountID {
+			return tok, nil
+		}
+	}
+	if old, err := s.db.GetRuntime(ctx, accountID, name); err == nil {
+		if err := s.db.DeleteRuntime(ctx, accountID, old.ID); err != nil {
+			return "", err
+		}
+	}
+	e := audit.System(ctx, accountID, "runtime.register", "runtime", "")
+	_, tok, err := s.create(ctx, accountID, TypeHybrid, RegisterInput{Name: name, AccessMode: AccessTunnel}, e)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(tokenFile, []byte(tok+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("save runtime token: %w", err)
+	}
+	return tok, nil
+}

@@ -1,0 +1,35 @@
+package server
+
+import (
+	"context"
+	"regexp"
+
+	"github.com/freshet-dev/freshet/internal/gitops/git"
+	"github.com/freshet-dev/freshet/internal/pipeline"
+)
+
+var fullSHA = regexp.MustCompile(`^[0-9a-fA-F]{40}$`)
+
+// gitSpecs reads pipeline specs kept in git through a shared repo cache.
+type gitSpecs struct{ cache *git.Cache }
+
+var _ pipeline.SpecSource = gitSpecs{}
+
+// ReadSpec reads path at revision (the default branch when empty). creds may hold GIT_TOKEN,
+// or GIT_USERNAME and GIT_PASSWORD.
+func (g gitSpecs) ReadSpec(ctx context.Context, repoURL string, creds map[string]string, revision, path string) ([]byte, string, error) {
+	repo := git.Repo{URL: repoURL, Credentials: git.Credentials{Token: creds["GIT_TOKEN"], Username: creds["GIT_USERNAME"], Password: creds["GIT_PASSWORD"]}}
+	if revision == "" {
+		revision = "HEAD"
+	}
+	if !fullSHA.MatchString(revision) {
+		// A branch must mean its head now, not what the cache saw within its refs TTL.
+		g.cache.Invalidate(repoURL)
+	}
+	res, err := g.cache.Fetch(ctx, repo, revision)
+	if err != nil {
+		return nil, "", err
+	}
+	data, err := g.cache.ReadFile(ctx, repo, res.SHA, path)
+	return data, res.SHA, err
+}

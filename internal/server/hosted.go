@@ -1,0 +1,90 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+
+	"github.com/freshet-dev/freshet/internal/agent"
+	"github.com/freshet-dev/freshet/internal/runtimes"
+	"github.com/freshet-dev/freshet/internal/store"
+	"github.com/freshet-dev/freshet/internal/version"
+)
+
+// inProcessProvisioner runs hosted runtimes as agents inside this server process: the default
+// for `freshet up` and single-node servers. A Kubernetes provisioner can replace it behind
+// runtimes.Provisioner.
+type inProcessProvisioner struct {
+	s   *Server
+	log *slog.Logger
+
+	mu      sync.Mutex
+	ctx     context.Context // set by run: provisioned agents live as long as the server
+	running map[string]context.CancelFunc
+	pending map[string]string // runtime ID → token, provisioned before run started
+}
+
+var _ runtimes.Provisioner = (*inProcessProvisioner)(nil)
+
+func newInProcessProvisioner(s *Server, log *slog.Logger) *inProcessProvisioner {
+	p := &inProcessProvisioner{s: s, log: log, running: map[string]context.CancelFunc{}, pending: map[string]string{}}
+	s.hosted = p
+	return p
+}
+
+func (p *inProcessProvisioner) Provision(ctx context.Context, rt store.Runtime, token string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ctx == nil {
+		p.pending[rt.ID] = token
+		return nil
+	}
+	return p.start(rt.ID, token)
+}
+
+// start runs an agent for a hosted runtime; p.mu is held.
+func (p *inProcessProvisioner) start(id, token string) error {
+	a, err := agent.New(agent.Options{Server: p.s.URL(), Token: token, AccessMode: runtimes.AccessTunnel, Version: version.Version, CDOnly: true},
+		&http.Client{}, p.log.With("runtime", id))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(p.ctx)
+	p.running[id] = cancel
+	go func() {
+		if err := a.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			p.log.Warn("hosted runtime stopped", "runtime", id, "err", err)
+		}
+	}()
+	return nil
+}
+
+func (p *inProcessProvisioner) Deprovision(_ context.Context, rt store.Runtime) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.pending, rt.ID)
+	if cancel, ok := p.running[rt.ID]; ok {
+		cancel()
+		delete(p.running, rt.ID)
+	}
+	return nil
+}
+
+// run lets provisioned agents start once the server listens, until ctx ends. Hosted runtimes
+// provisioned before a restart are not restarted here: their tokens are not kept (a
+// Kubernetes provisioner keeps them in a Secret).
+func (p *inProcessProvisioner) run(ctx context.Context) error {
+	p.mu.Lock()
+	p.ctx = ctx
+	for id, token := range p.pending {
+		if err := p.start(id, token); err != nil {
+			p.log.Warn("start hosted runtime", "runtime", id, "err", err)
+		}
+	}
+	p.pending = map[string]string{}
+	p.mu.Unlock()
+	<-ctx.Done()
+	return nil
+}

@@ -1,0 +1,496 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/freshet-dev/freshet/client"
+	"github.com/freshet-dev/freshet/internal/server/servertest"
+	"github.com/freshet-dev/freshet/internal/store"
+	"github.com/freshet-dev/freshet/internal/store/storetest"
+)
+
+// tenants is two accounts that share nothing: A (the first account, with an admin, a member,
+// API keys and audit records) and B (whose admin, eve, belongs to B only).
+type tenants struct {
+	s          *servertest.Server
+	aAdmin     *client.Client
+	aMemberID  string
+	aKeyID     string
+	aKeyToken  string
+	bKey       string // B admin's API key
+	bSession   string // B admin's session token
+	aOnly      []string
+	aAuditSize int
+	sent       []string // everything B has put in a request: B knows it already
+
+	aProject, aPipeline, aBuild, aRunner, aTrigger, aRuntime string
+}
+
+const aSecretValue = "a-secret-value-xyz-123"
+
+const isolationSpec = "version: '1.0'\nsteps:\n  one:\n    commands: [\"echo one\"]\n"
+
+func setupTenants(t *testing.T, d store.Dialect) *tenants {
+	ctx := context.Background()
+	s := servertest.Start(t, d)
+	tn := &tenants{s: s, aAdmin: s.Admin}
+	alice, err := s.Admin.CreateUser(ctx, client.CreateUserRequest{Email: "alice@first.test", Role: "member", Password: "alice-password"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.aMemberID = alice.ID
+	k, err := s.Admin.CreateAPIKey(ctx, client.CreateAPIKeyRequest{Name: "a-deploy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.aKeyID, tn.aKeyToken = k.ID, k.Token
+	aMe, _ := s.Admin.Me(ctx)
+
+	// Account B is provisioned by the platform with eve as its admin: no user of A ever touches it.
+	prov, err := s.Identity().Provision(ctx, "bravo", "eve@bravo.test", "eve-password")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := prov.Account
+	eve := s.Login(t, "eve@bravo.test", "eve-password")
+	bk, err := eve.CreateAPIKey(ctx, client.CreateAPIKeyRequest{Name: "b-admin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.bKey = bk.Token
+	res, err := client.New(s.URL).Login(ctx, client.LoginRequest{Email: "eve@bravo.test", Password: "eve-password"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.bSession = res.Token
+	if bme, _ := s.Client(tn.bKey).Me(ctx); bme.Account.ID != b.ID || len(bme.Accounts) != 1 {
+		t.Fatalf("eve's key is not in B alone: %+v", bme)
+	}
+
+	// A's CI objects: a project, a pipeline using a secret context, a queued build, a runner.
+	pr, err := s.Admin.CreateProject(ctx, "alpha")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Admin.CreateContext(ctx, client.ContextRequest{Name: "a-secret", Type: "secret", Values: map[string]string{"TOKEN": aSecretValue}}); err != nil {
+		t.Fatal(err)
+	}
+	pl, err := s.Admin.CreatePipeline(ctx, client.PipelineRequest{Project: "alpha", Name: "p1", Spec: isolationSpec,
+		Config: client.PipelineConfig{Contexts: []string{"a-secret"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bl, err := s.Admin.RunPipeline(ctx, pl.ID, client.RunRequest{Branch: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rn, err := s.Admin.RegisterRunner(ctx, client.RegisterRunnerRequest{Name: "a-runner"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trg, err := s.Admin.CreateTrigger(ctx, pl.ID, client.TriggerRequest{Type: "git", Provider: "github",
+		Git: &client.GitTrigger{Repo: "acme/app", Events: []string{"push.heads"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	art, err := s.Admin.RegisterRuntime(ctx, client.RegisterRuntimeRequest{Name: "a-runtime"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.aProject, tn.aPipeline, tn.aBuild, tn.aRunner, tn.aTrigger, tn.aRuntime = pr.ID, pl.ID, bl.ID, rn.ID, trg.ID, art.ID
+
+	audit, err := s.Admin.ListAudit(ctx, client.AuditFilter{ListOptions: client.ListOptions{Limit: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.aAuditSize = len(audit.Items)
+	tn.aOnly = []string{aMe.Account.ID, aMe.User.ID, aMe.User.Email, alice.ID, alice.Email, k.ID, k.Prefix, k.Token,
+		pr.ID, pl.ID, bl.ID, rn.ID, rn.Token, aSecretValue, trg.ID, trg.Secret, art.ID, art.Token}
+	for _, e := range audit.Items {
+		tn.aOnly = append(tn.aOnly, e.ID)
+	}
+	return tn
+}
+
+// leak fails the test if text contains anything only account A has.
+func (tn *tenants) leak(t *testing.T, what, text string) {
+	t.Helper()
+	for _, s := range tn.aOnly {
+		if strings.Contains(text, s) && !tn.knownToB(s) {
+			t.Errorf("%s: account B sees %q of account A in: %.300s", what, s, text)
+		}
+	}
+}
+
+func (tn *tenants) knownToB(s string) bool {
+	for _, x := range tn.sent {
+		if strings.Contains(x, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// unchanged fails the test if account A's state differs from the setup.
+func (tn *tenants) unchanged(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	users, err := tn.aAdmin.ListUsers(ctx, client.ListOptions{})
+	if err != nil || len(users.Items) != 2 {
+		t.Fatalf("A's users changed: %+v, %v", users.Items, err)
+	}
+	for _, u := range users.Items {
+		if (u.ID == tn.aMemberID && u.Role != "member") || (u.ID != tn.aMemberID && u.Role != "admin") {
+			t.Errorf("A's user %s has role %s", u.Email, u.Role)
+		}
+	}
+	if _, err := tn.s.Client(tn.aKeyToken).Me(ctx); err != nil {
+		t.Errorf("A's API key stopped working: %v", err)
+	}
+	acct, err := tn.aAdmin.Account(ctx)
+	if err != nil || acct.Name != "first" {
+		t.Errorf("A's account changed: %+v, %v", acct, err)
+	}
+	if _, err := tn.aAdmin.Me(ctx); err != nil {
+		t.Errorf("A's admin session ended: %v", err)
+	}
+	if b, err := tn.aAdmin.GetBuild(ctx, tn.aBuild); err != nil || b.Status != "queued" {
+		t.Errorf("A's build changed: %+v, %v", b.Status, err)
+	}
+	if p, err := tn.aAdmin.GetPipeline(ctx, tn.aPipeline); err != nil || p.Spec != isolationSpec {
+		t.Errorf("A's pipeline changed: %v", err)
+	}
+	if c, err := tn.aAdmin.GetContext(ctx, "a-secret", true); err != nil || c.Values["TOKEN"] != aSecretValue {
+		t.Errorf("A's secret changed: %v", err)
+	}
+	if rs, err := tn.aAdmin.ListRunners(ctx); err != nil || len(rs.Items) != 1 {
+		t.Errorf("A's runners changed: %+v, %v", rs.Items, err)
+	}
+	if _, err := tn.aAdmin.GetProject(ctx, tn.aProject); err != nil {
+		t.Errorf("A's project is gone: %v", err)
+	}
+	if rt, err := tn.aAdmin.GetRuntime(ctx, tn.aRuntime); err != nil || rt.Name != "a-runtime" {
+		t.Errorf("A's runtime changed: %+v, %v", rt, err)
+	}
+	if ts, err := tn.aAdmin.ListTriggers(ctx, tn.aPipeline); err != nil || len(ts.Items) != 1 {
+		t.Errorf("A's triggers changed: %+v, %v", ts.Items, err)
+	}
+	if bs, err := tn.aAdmin.ListBuilds(ctx, client.BuildFilter{}); err != nil || len(bs.Items) != 1 {
+		t.Errorf("A's builds changed: %d, %v", len(bs.Items), err)
+	}
+}
+
+// restCase attacks one route from account B and returns the answer's status and body.
+type restCase func(t *testing.T, tn *tenants) (status int, body string)
+
+func raw(t *testing.T, tn *tenants, method, path, token, body string) (int, string) {
+	tn.sent = append(tn.sent, path, body)
+	var b []byte
+	if body != "" || method == "POST" || method == "PATCH" {
+		b = []byte(body)
+	}
+	status, out, _ := call(t, method, tn.s.URL+path, token, b)
+	j, _ := json.Marshal(out)
+	return status, string(j)
+}
+
+func expect(t *testing.T, what string, status int, allowed ...int) {
+	t.Helper()
+	for _, a := range allowed {
+		if status == a {
+			return
+		}
+	}
+	t.Errorf("%s: status %d, want one of %v", what, status, allowed)
+}
+
+var restCases = map[string]restCase{
+	"GET /api/v1/openapi.yaml": func(t *testing.T, tn *tenants) (int, string) {
+		return raw(t, tn, "GET", "/api/v1/openapi.yaml", tn.bKey, "")
+	},
+	"GET /api/v1/docs": func(t *testing.T, tn *tenants) (int, string) {
+		return raw(t, tn, "GET", "/api/v1/docs", tn.bKey, "")
+	},
+	"POST /api/v1/auth/login": func(t *testing.T, tn *tenants) (int, string) {
+		// Eve asks for a session in account A.
+		st, body := raw(t, tn, "POST", "/api/v1/auth/login", "", `{"email":"eve@bravo.test","password":"eve-password","account":"first"}`)
+		expect(t, "login into A", st, 400)
+		return st, body
+	},
+	"POST /api/v1/auth/logout": func(t *testing.T, tn *tenants) (int, string) {
+		res, _ := client.New(tn.s.URL).Login(context.Background(), client.LoginRequest{Email: "eve@bravo.test", Password: "eve-password"})
+		return raw(t, tn, "POST", "/api/v1/auth/logout", res.Token, `{}`)
+	},
+	"POST /api/v1/auth/switch-account": func(t *testing.T, tn *tenants) (int, string) {
+		me, _ := tn.aAdmin.Me(context.Background())
+		st, body := raw(t, tn, "POST", "/api/v1/auth/switch-account", tn.bSession, fmt.Sprintf(`{"account":%q}`, me.Account.ID))
+		expect(t, "switch into A", st, 400)
+		return st, body
+	},
+	"GET /api/v1/me": func(t *testing.T, tn *tenants) (int, string) {
+		return raw(t, tn, "GET", "/api/v1/me", tn.bKey, "")
+	},
+	"GET /api/v1/account": func(t *testing.T, tn *tenants) (int, string) {
+		return raw(t, tn, "GET", "/api/v1/account", tn.bKey, "")
+	},
+	"POST /api/v1/accounts": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "POST", "/api/v1/accounts", tn.bKey, `{"name":"first"}`)
+		expect(t, "create an account named like A", st, 409)
+		return st, body
+	},
+	"GET /api/v1/users": func(t *testing.T, tn *tenants) (int, string) {
+		return raw(t, tn, "GET", "/api/v1/users?limit=1000", tn.bKey, "")
+	},
+	"POST /api/v1/users": func(t *testing.T, tn *tenants) (int, string) {
+		// Trying to take over A's member by setting a password: refused.
+		st, body := raw(t, tn, "POST", "/api/v1/users", tn.bKey, `{"email":"alice@first.test","role":"admin","password":"taken-over-1"}`)
+		expect(t, "set the password of A's user", st, 409)
+		if _, err := client.New(tn.s.URL).Login(context.Background(), client.LoginRequest{Email: "alice@first.test", Password: "taken-over-1"}); err == nil {
+			t.Error("B set the password of A's user")
+		}
+		return st, body
+	},
+	"GET /api/v1/users/{id}": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "GET", "/api/v1/users/"+tn.aMemberID, tn.bKey, "")
+		expect(t, "read A's user", st, 404)
+		return st, body
+	},
+	"PATCH /api/v1/users/{id}": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "PATCH", "/api/v1/users/"+tn.aMemberID, tn.bKey, `{"role":"viewer"}`)
+		expect(t, "change A's user", st, 404)
+		return st, body
+	},
+	"DELETE /api/v1/users/{id}": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "DELETE", "/api/v1/users/"+tn.aMemberID, tn.bKey, "")
+		expect(t, "delete A's user", st, 404)
+		return st, body
+	},
+	"GET /api/v1/apikeys": func(t *testing.T, tn *tenants) (int, string) {
+		return raw(t, tn, "GET", "/api/v1/apikeys?limit=1000", tn.bKey, "")
+	},
+	"POST /api/v1/apikeys": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "POST", "/api/v1/apikeys", tn.bKey, `{"name":"b-extra","role":"admin"}`)
+		expect(t, "create a key in B", st, 201)
+		return st, body
+	},
+	"DELETE /api/v1/apikeys/{id}": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "DELETE", "/api/v1/apikeys/"+tn.aKeyID, tn.bKey, "")
+		expect(t, "revoke A's key", st, 404)
+		return st, body
+	},
+	"GET /api/v1/audit": func(t *testing.T, tn *tenants) (int, string) {
+		me, _ := tn.aAdmin.Me(context.Background())
+		st, body := raw(t, tn, "GET", "/api/v1/audit?limit=1000&actor="+me.User.ID, tn.bKey, "")
+		expect(t, "filter B's audit by A's admin", st, 200)
+		st2, body2 := raw(t, tn, "GET", "/api/v1/audit?limit=1000", tn.bKey, "")
+		return st2, body + body2
+	},
+}
+
+func init() {
+	notFound := func(method, path, body string) restCase {
+		return func(t *testing.T, tn *tenants) (int, string) {
+			path = strings.NewReplacer("{project}", tn.aProject, "{pipeline}", tn.aPipeline, "{build}", tn.aBuild, "{runner}", tn.aRunner,
+				"{trigger}", tn.aTrigger, "{runtime}", tn.aRuntime).Replace(path)
+			st, out := raw(t, tn, method, path, tn.bKey, body)
+			expect(t, method+" "+path, st, 404)
+			return st, out
+		}
+	}
+	for k, v := range map[string]restCase{
+		"GET /api/v1/projects": func(t *testing.T, tn *tenants) (int, string) {
+			return raw(t, tn, "GET", "/api/v1/projects", tn.bKey, "")
+		},
+		"GET /api/v1/projects/{project}":    notFound("GET", "/api/v1/projects/{project}", ""),
+		"DELETE /api/v1/projects/{project}": notFound("DELETE", "/api/v1/projects/{project}", ""),
+		"GET /api/v1/pipelines": func(t *testing.T, tn *tenants) (int, string) {
+			return raw(t, tn, "GET", "/api/v1/pipelines", tn.bKey, "")
+		},
+		"GET /api/v1/pipelines/{pipeline}":       notFound("GET", "/api/v1/pipelines/{pipeline}", ""),
+		"PUT /api/v1/pipelines/{pipeline}":       notFound("PUT", "/api/v1/pipelines/{pipeline}", `{"spec":"version: '1.0'\nsteps:\n  x:\n    commands: [\"id\"]\n"}`),
+		"DELETE /api/v1/pipelines/{pipeline}":    notFound("DELETE", "/api/v1/pipelines/{pipeline}", ""),
+		"POST /api/v1/pipelines/{pipeline}/runs": notFound("POST", "/api/v1/pipelines/{pipeline}/runs", `{}`),
+		"GET /api/v1/builds":                     func(t *testing.T, tn *tenants) (int, string) { return raw(t, tn, "GET", "/api/v1/builds", tn.bKey, "") },
+		"GET /api/v1/builds/{id}":                notFound("GET", "/api/v1/builds/{build}", ""),
+		"GET /api/v1/builds/{id}/logs":           notFound("GET", "/api/v1/builds/{build}/logs?follow=1", ""),
+		"POST /api/v1/builds/{id}/cancel":        notFound("POST", "/api/v1/builds/{build}/cancel", `{}`),
+		"POST /api/v1/builds/{id}/restart":       notFound("POST", "/api/v1/builds/{build}/restart", `{}`),
+		"POST /api/v1/builds/{id}/approve":       notFound("POST", "/api/v1/builds/{build}/approve", `{}`),
+		"POST /api/v1/builds/{id}/deny":          notFound("POST", "/api/v1/builds/{build}/deny", `{}`),
+		"GET /api/v1/contexts": func(t *testing.T, tn *tenants) (int, string) {
+			return raw(t, tn, "GET", "/api/v1/contexts", tn.bKey, "")
+		},
+		"GET /api/v1/contexts/{name}":                notFound("GET", "/api/v1/contexts/a-secret?decrypt=true", ""),
+		"PUT /api/v1/contexts/{name}":                notFound("PUT", "/api/v1/contexts/a-secret", `{"values":{"TOKEN":"stolen"}}`),
+		"DELETE /api/v1/contexts/{name}":             notFound("DELETE", "/api/v1/contexts/a-secret", ""),
+		"GET /api/v1/pipelines/{pipeline}/triggers":  notFound("GET", "/api/v1/pipelines/{pipeline}/triggers", ""),
+		"POST /api/v1/pipelines/{pipeline}/triggers": notFound("POST", "/api/v1/pipelines/{pipeline}/triggers", `{"type":"cron","expression":"@hourly"}`),
+		"DELETE /api/v1/triggers/{id}":               notFound("DELETE", "/api/v1/triggers/{trigger}", ""),
+		"POST /api/v1/webhooks/{provider}/{trigger}": func(t *testing.T, tn *tenants) (int, string) {
+			// A delivery for A's trigger signed with a wrong secret queues nothing.
+			body := `{"ref":"refs/heads/main","after":"` + strings.Repeat("a", 40) + `","repository":{"full_name":"acme/app"}}`
+			st, out, _ := call(t, "POST", tn.s.URL+"/api/v1/webhooks/github/"+tn.aTrigger, "", []byte(body),
+				"X-GitHub-Event", "push", "X-GitHub-Delivery", "d-1", "X-Hub-Signature-256", "sha256="+strings.Repeat("0", 64))
+			expect(t, "forged delivery", st, 401)
+			j, _ := json.Marshal(out)
+			return st, string(j)
+		},
+		"POST /api/v1/pipelines/lint": func(t *testing.T, tn *tenants) (int, string) {
+			return raw(t, tn, "POST", "/api/v1/pipelines/lint", tn.bKey, `{"spec":"version: '1.0'\nsteps:\n  a:\n    type: deplyo\n"}`)
+		},
+		"GET /api/v1/runtimes": func(t *testing.T, tn *tenants) (int, string) {
+			return raw(t, tn, "GET", "/api/v1/runtimes", tn.bKey, "")
+		},
+		"GET /api/v1/runtimes/{runtime}":        notFound("GET", "/api/v1/runtimes/{runtime}", ""),
+		"DELETE /api/v1/runtimes/{runtime}":     notFound("DELETE", "/api/v1/runtimes/{runtime}", ""),
+		"POST /api/v1/runtimes/{runtime}/token": notFound("POST", "/api/v1/runtimes/{runtime}/token", `{}`),
+		"POST /api/v1/runtimes": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "POST", "/api/v1/runtimes", tn.bKey, `{"name":"a-runtime"}`)
+			expect(t, "B's own runtime named like A's", st, 201)
+			return st, out
+		},
+		"POST /api/v1/runtimes/hosted": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "POST", "/api/v1/runtimes/hosted", tn.bKey, `{"name":"b-hosted"}`)
+			expect(t, "B's own hosted runtime", st, 201)
+			return st, out
+		},
+		"GET /api/v1/runners": func(t *testing.T, tn *tenants) (int, string) {
+			return raw(t, tn, "GET", "/api/v1/runners", tn.bKey, "")
+		},
+		"POST /api/v1/runners/{id}/drain": notFound("POST", "/api/v1/runners/{runner}/drain", `{}`),
+		"DELETE /api/v1/runners/{id}":     notFound("DELETE", "/api/v1/runners/{runner}", ""),
+		"POST /api/v1/projects": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "POST", "/api/v1/projects", tn.bKey, `{"name":"alpha"}`)
+			expect(t, "B's own project named like A's", st, 201)
+			return st, out
+		},
+		"POST /api/v1/pipelines": func(t *testing.T, tn *tenants) (int, string) {
+			body := fmt.Sprintf(`{"project":%q,"name":"steal","spec":%q,"config":{"contexts":["a-secret"]}}`, tn.aProject, isolationSpec)
+			st, out := raw(t, tn, "POST", "/api/v1/pipelines", tn.bKey, body)
+			expect(t, "a pipeline in A's project", st, 400, 404)
+			return st, out
+		},
+		"POST /api/v1/contexts": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "POST", "/api/v1/contexts", tn.bKey, `{"name":"b-secret","type":"secret","values":{"TOKEN":"b-own"}}`)
+			expect(t, "B's own context", st, 201)
+			return st, out
+		},
+		"POST /api/v1/runners": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "POST", "/api/v1/runners", tn.bKey, `{"name":"a-runner"}`)
+			expect(t, "B's own runner named like A's", st, 201)
+			return st, out
+		},
+	} {
+		restCases[k] = v
+	}
+}
+
+// gqlCases attack each GraphQL query field from account B.
+var gqlCases = map[string]string{
+	"me":          `{ me { user { id email } account { id name } role accounts { id name role } } }`,
+	"account":     `{ account { id name createdAt } }`,
+	"users":       `{ users(first: 1000) { nodes { id email name role } pageInfo { endCursor hasNextPage } } }`,
+	"apiKeys":     `{ apiKeys(first: 1000) { nodes { id name prefix userId } } }`,
+	"auditEvents": `{ auditEvents(first: 1000) { nodes { id actor actorId action resourceId detail } } }`,
+	"runtimes":    `{ runtimes { id name type status components { name health } clusters { name server } } }`,
+	"runtime":     `{ byName: runtime(name: "a-runtime") { id name } byID: runtime(name: "RUNTIME_ID") { id name } }`,
+}
+
+func TestTenantIsolation(t *testing.T) {
+	for _, d := range storetest.Backends() {
+		t.Run(string(d), func(t *testing.T) { testTenantIsolation(t, d) })
+	}
+}
+
+func testTenantIsolation(t *testing.T, d store.Dialect) {
+	tn := setupTenants(t, d)
+	ctx := context.Background()
+
+	// Every REST route must have a case: a new route cannot skip this test.
+	var routes []string
+	for _, r := range tn.s.Routes() {
+		routes = append(routes, r.Method+" "+r.Path)
+	}
+	sort.Strings(routes)
+	for _, key := range routes {
+		t.Run("rest "+key, func(t *testing.T) {
+			c, ok := restCases[key]
+			if !ok {
+				t.Fatalf("route %s has no tenant-isolation case: add one to restCases", key)
+			}
+			status, body := c(t, tn)
+			if status >= 500 {
+				t.Errorf("status %d: %s", status, body)
+			}
+			tn.leak(t, key, body)
+			tn.unchanged(t)
+		})
+	}
+	for key := range restCases {
+		if !contains(routes, key) {
+			t.Errorf("restCases has %s, which is not a route", key)
+		}
+	}
+
+	// Every GraphQL query (and mutation) field must have a case.
+	var schema struct {
+		Schema struct {
+			QueryType    struct{ Fields []struct{ Name string } }
+			MutationType *struct{ Fields []struct{ Name string } }
+		} `json:"__schema"`
+	}
+	if err := tn.s.Client(tn.bKey).GraphQL(ctx, `{ __schema { queryType { fields { name } } mutationType { fields { name } } } }`, nil, &schema); err != nil {
+		t.Fatal(err)
+	}
+	fields := schema.Schema.QueryType.Fields
+	if m := schema.Schema.MutationType; m != nil {
+		fields = append(fields, m.Fields...)
+	}
+	if len(fields) == 0 {
+		t.Fatal("introspection found no fields")
+	}
+	for _, f := range fields {
+		t.Run("graphql "+f.Name, func(t *testing.T) {
+			q, ok := gqlCases[f.Name]
+			if !ok {
+				t.Fatalf("GraphQL field %s has no tenant-isolation case: add one to gqlCases", f.Name)
+			}
+			q = strings.ReplaceAll(q, "RUNTIME_ID", tn.aRuntime)
+			tn.sent = append(tn.sent, q)
+			var out json.RawMessage
+			err := tn.s.Client(tn.bKey).GraphQL(ctx, q, nil, &out)
+			if err != nil {
+				t.Fatalf("query %s: %v", f.Name, err)
+			}
+			tn.leak(t, "graphql "+f.Name, string(out))
+			if f.Name == "runtime" && !strings.Contains(string(out), `"byID":null`) {
+				t.Errorf("B reads A's runtime by ID: %s", out)
+			}
+			tn.unchanged(t)
+		})
+	}
+	// A's audit log records nothing B did, and B's probes changed nothing there.
+	audit, err := tn.aAdmin.ListAudit(ctx, client.AuditFilter{ListOptions: client.ListOptions{Limit: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range audit.Items {
+		if strings.Contains(e.Actor, "eve@") {
+			t.Errorf("A's audit log has B's action %+v", e)
+		}
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

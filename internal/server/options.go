@@ -1,0 +1,149 @@
+package server
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/freshet-dev/freshet/internal/cron"
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/identity"
+)
+
+// Defaults.
+const (
+	DefaultUpListen        = "127.0.0.1:8080"
+	DefaultServerListen    = ":8080"
+	DefaultShutdownTimeout = 10 * time.Second
+	dbFileName             = "freshet.db"
+)
+
+// Options configures the control plane. Every field is a flag, a FRESHET_* variable and a key
+// of the config file (see internal/config).
+type Options struct {
+	Listen          string
+	DataDir         string
+	DB              string // SQLite path or postgres:// URL; empty: SQLite in DataDir
+	NATS            string // external NATS URL(s); empty: embedded in DataDir
+	TLSCert         string
+	TLSKey          string
+	LogFormat       string
+	LogLevel        string
+	Account         string
+	AdminEmail      string
+	AdminPassword   string
+	ShutdownTimeout time.Duration
+	MasterKeyFile   string
+	AdvertiseURL    string
+	Cron            cron.Options
+}
+
+// DefaultDataDir is $XDG_DATA_HOME/freshet, or ~/.local/share/freshet.
+func DefaultDataDir() string {
+	if d := os.Getenv("XDG_DATA_HOME"); d != "" {
+		return filepath.Join(d, "freshet")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "share", "freshet")
+	}
+	return "freshet-data"
+}
+
+// BindFlags registers the options on fs with defaults for `freshet up` (local) or `freshet server`.
+func (o *Options) BindFlags(fs *pflag.FlagSet, local bool) {
+	listen := DefaultServerListen
+	if local {
+		listen = DefaultUpListen
+	}
+	fs.StringVar(&o.Listen, "listen", listen, "address to serve HTTP on (host:port; port 0 picks a free one)")
+	fs.StringVar(&o.DataDir, "data-dir", DefaultDataDir(), "directory for the SQLite database, embedded NATS data and other state")
+	fs.StringVar(&o.DB, "db", "", "database: a postgres:// URL, or a SQLite file path (default: freshet.db in --data-dir)")
+	fs.StringVar(&o.NATS, "nats", "", "external NATS URL(s), comma separated (default: an embedded NATS JetStream server in --data-dir)")
+	fs.StringVar(&o.TLSCert, "tls-cert", "", "TLS certificate file (PEM); with --tls-key, serve HTTPS")
+	fs.StringVar(&o.TLSKey, "tls-key", "", "TLS private key file (PEM)")
+	fs.StringVar(&o.LogFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&o.LogLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&o.Account, "account", identity.DefaultAccountName, "name of the first account, created on first start")
+	fs.StringVar(&o.AdminEmail, "admin-email", identity.DefaultAdminEmail, "email of the first admin, created on first start")
+	fs.StringVar(&o.AdminPassword, "admin-password", "", "password of the first admin (default: generated and printed once); prefer FRESHET_ADMIN_PASSWORD")
+	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "how long to let requests finish on SIGINT/SIGTERM")
+	o.Cron.BindFlags(fs)
+	fs.StringVar(&o.AdvertiseURL, "advertise-url", "", "the URL other replicas reach this one at (needed with FRESHET_TUNNEL_HOP_SECRET to forward tunnel requests between replicas)")
+	fs.StringVar(&o.MasterKeyFile, "master-key-file", "", "file of the master keys that encrypt secrets (default: FRESHET_MASTER_KEY, else master.key in --data-dir, created on first start)")
+}
+
+// Validate checks the options and names the first bad one.
+func (o *Options) Validate() error {
+	if o.Listen == "" || !strings.Contains(o.Listen, ":") {
+		return errdefs.Invalid("listen", o.Listen, "is not host:port (like 127.0.0.1:8080 or :8080)")
+	}
+	if o.DataDir == "" {
+		return errdefs.Invalid("data-dir", "", "is empty")
+	}
+	if (o.TLSCert == "") != (o.TLSKey == "") {
+		return errdefs.Invalid("tls-cert", o.TLSCert, "and --tls-key go together: give both or neither")
+	}
+	for _, f := range []struct{ name, path string }{{"tls-cert", o.TLSCert}, {"tls-key", o.TLSKey}} {
+		if f.path != "" {
+			if _, err := os.Stat(f.path); err != nil {
+				return errdefs.Invalid(f.name, f.path, "cannot be read: "+err.Error())
+			}
+		}
+	}
+	switch o.LogFormat {
+	case "text", "json":
+	default:
+		return errdefs.Invalid("log-format", o.LogFormat, "is not text or json")
+	}
+	if _, err := parseLevel(o.LogLevel); err != nil {
+		return err
+	}
+	if o.NATS != "" && !strings.HasPrefix(o.NATS, "nats://") && !strings.HasPrefix(o.NATS, "tls://") {
+		return errdefs.Invalid("nats", o.NATS, "is not a nats:// or tls:// URL")
+	}
+	if o.ShutdownTimeout <= 0 {
+		return errdefs.Invalid("shutdown-timeout", o.ShutdownTimeout.String(), "must be positive")
+	}
+	if err := o.Cron.Validate(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// DSN returns the database to open: DB, or the SQLite file in DataDir.
+func (o *Options) DSN() string {
+	if o.DB != "" {
+		return o.DB
+	}
+	return filepath.Join(o.DataDir, dbFileName)
+}
+
+func parseLevel(s string) (level int, err error) {
+	switch s {
+	case "debug":
+		return -4, nil
+	case "info":
+		return 0, nil
+	case "warn":
+		return 4, nil
+	case "error":
+		return 8, nil
+	}
+	return 0, errdefs.Invalid("log-level", s, "is not debug, info, warn or error")
+}
+
+// Scheme is "https" when TLS is configured.
+func (o *Options) Scheme() string {
+	if o.TLSCert != "" {
+		return "https"
+	}
+	return "http"
+}
+
+func (o *Options) String() string {
+	return fmt.Sprintf("listen=%s data-dir=%s", o.Listen, o.DataDir)
+}

@@ -1,0 +1,384 @@
+// Package server is the one place that wires the control plane together: it opens the store
+// and the bus, builds every service with explicit constructors, mounts the REST and GraphQL
+// APIs, health and metrics, and runs it all under one errgroup until the context ends.
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/freshet-dev/freshet/api/runnerv1"
+	"github.com/freshet-dev/freshet/api/runtimev1"
+	"github.com/freshet-dev/freshet/internal/api/graphql"
+	"github.com/freshet-dev/freshet/internal/api/httpx"
+	"github.com/freshet-dev/freshet/internal/api/rest"
+	"github.com/freshet-dev/freshet/internal/audit"
+	"github.com/freshet-dev/freshet/internal/bus"
+	"github.com/freshet-dev/freshet/internal/cron"
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/events"
+	"github.com/freshet-dev/freshet/internal/gitops/git"
+	"github.com/freshet-dev/freshet/internal/identity"
+	"github.com/freshet-dev/freshet/internal/pipeline"
+	"github.com/freshet-dev/freshet/internal/runtimes"
+	"github.com/freshet-dev/freshet/internal/secrets"
+	"github.com/freshet-dev/freshet/internal/store"
+	"github.com/freshet-dev/freshet/internal/tunnel"
+	"github.com/freshet-dev/freshet/internal/tunnel/wire"
+	"github.com/freshet-dev/freshet/internal/webui"
+)
+
+// Server is a running control plane.
+type Server struct {
+	opts     Options
+	log      *slog.Logger
+	db       *store.DB
+	bus      *bus.Bus
+	identity *identity.Service
+	audit    *audit.Log
+	rest     *rest.API
+	relay    *events.Relay
+	pipes    *pipeline.Service
+	dispatch *pipeline.Dispatcher
+	runtimes *runtimes.Service
+	tunnel   *tunnel.Server
+	elector  *cron.Elector
+	cron     *cron.Executor
+	hosted   *inProcessProvisioner
+	handler  http.Handler
+	metrics  *prometheus.Registry
+	ln       net.Listener
+	ready    atomic.Bool
+}
+
+// New opens the database (applying migrations) and the bus, and builds the services. Nothing
+// listens until Run. The caller must Run or Close the server.
+func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{opts: opts, log: log, metrics: prometheus.NewRegistry()}
+	var err error
+	if s.db, err = store.Open(ctx, opts.DSN(), log); err != nil {
+		return nil, err
+	}
+	if s.bus, err = bus.Open(ctx, bus.Options{URL: opts.NATS, DataDir: filepath.Join(opts.DataDir, "nats")}, log.With("component", "bus")); err != nil {
+		s.db.Close()
+		return nil, fmt.Errorf("event bus: %w", err)
+	}
+	s.audit = audit.NewLog(s.db, log)
+	s.relay = events.NewRelay(s.db, s.bus, log.With("component", "events"))
+	s.identity = identity.New(s.db, s.audit, log)
+	keys, err := LoadKeyring(opts)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.pipes = pipeline.New(s.db, s.audit, keys, log.With("component", "pipelines"))
+	cache, err := git.NewCache(filepath.Join(opts.DataDir, "git"), git.Options{})
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("git cache: %w", err)
+	}
+	s.pipes.SetSpecSource(gitSpecs{cache: cache})
+	s.elector = cron.NewElector(s.db, cron.LeaseName, "", opts.Cron.LeaseTTL, log.With("component", "cron"))
+	fire := func(ctx context.Context, sc cron.Schedule, at time.Time) error {
+		return s.pipes.FireCron(ctx, sc.ID, cron.FireKey(sc.ID, at), at)
+	}
+	if s.cron, err = cron.NewExecutor(s.db, s.elector, s.pipes, fire, opts.Cron, log.With("component", "cron")); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.pipes.SetCronHook(s.cron.Reload)
+	s.dispatch = pipeline.NewDispatcher(s.pipes, s.bus.Conn(), log.With("component", "dispatcher"))
+	s.runtimes = runtimes.New(s.db, s.audit, log.With("component", "runtimes"))
+	s.runtimes.SetProvisioner(newInProcessProvisioner(s, log.With("component", "hosted-runtimes")))
+	if s.tunnel, err = s.newTunnel(log.With("component", "tunnel")); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("tunnel: %w", err)
+	}
+	s.rest = rest.New(rest.Deps{Identity: s.identity, Audit: s.audit, Pipelines: s.pipes, Dispatcher: s.dispatch, Runtimes: s.runtimes, Log: log,
+		SecureCookies: opts.TLSCert != ""})
+	gql, err := graphql.New(s.identity, s.audit, s.runtimes, log)
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("graphql schema: %w", err)
+	}
+	s.handler = s.routes(gql)
+	return s, nil
+}
+
+// Bootstrap creates the first account and admin on a new database (see identity.Bootstrap).
+func (s *Server) Bootstrap(ctx context.Context) (identity.BootstrapResult, error) {
+	return s.identity.Bootstrap(ctx, s.opts.Account, s.opts.AdminEmail, s.opts.AdminPassword)
+}
+
+// LoadKeyring returns the master keys secrets are encrypted with: from --master-key-file, or
+// from FRESHET_MASTER_KEY, or — with the embedded SQLite database only — master.key in the data
+// dir, created on first start. On PostgreSQL, replicas must share one key, so it must be given.
+func LoadKeyring(opts Options) (*secrets.Keyring, error) {
+	if opts.MasterKeyFile != "" && os.Getenv(secrets.EnvMasterKey) != "" {
+		return nil, errdefs.Invalid("master-key-file", opts.MasterKeyFile, "and "+secrets.EnvMasterKey+" are both set: give the master keys one way")
+	}
+	createDir := opts.DataDir
+	if strings.HasPrefix(opts.DSN(), "postgres") {
+		createDir = ""
+	}
+	kr, _, err := (&secrets.Options{MasterKeyFile: opts.MasterKeyFile}).Open(createDir)
+	if errors.Is(err, secrets.ErrNoMasterKey) {
+		return nil, fmt.Errorf("no master key: with PostgreSQL every replica must use the same keys: set --master-key-file or %s (create a key file with 'freshet master-key generate FILE')", secrets.EnvMasterKey)
+	}
+	return kr, err
+}
+
+// Listen binds the listen address. Run calls it if the caller has not.
+func (s *Server) Listen() error {
+	if s.ln != nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", s.opts.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.opts.Listen, err)
+	}
+	s.ln = ln
+	return nil
+}
+
+// URL is the base URL clients reach the server at, once listening.
+func (s *Server) URL() string {
+	if s.ln == nil {
+		return ""
+	}
+	addr := s.ln.Addr().(*net.TCPAddr)
+	host := addr.IP.String()
+	if addr.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return fmt.Sprintf("%s://%s", s.opts.Scheme(), net.JoinHostPort(host, fmt.Sprint(addr.Port)))
+}
+
+// Routes lists the REST routes (for tests that must cover every route).
+func (s *Server) Routes() []rest.Route { return s.rest.Routes() }
+
+// LocalRunnerToken returns the token of the in-process runner `freshet up` runs for the first
+// account, registering it on first start (its token is kept in the data dir, mode 0600).
+func (s *Server) LocalRunnerToken(ctx context.Context) (string, error) {
+	a, err := s.db.FirstAccount(ctx)
+	if err != nil {
+		return "", err
+	}
+	return s.pipes.EnsureRunner(ctx, a.ID, "local", map[string]string{"freshet.dev/local": "true"}, filepath.Join(s.opts.DataDir, "runner.token"))
+}
+
+// Pipelines returns the pipeline service (for in-process agents and tests).
+func (s *Server) Pipelines() *pipeline.Service { return s.pipes }
+
+// Dispatcher returns the build dispatcher (for tests).
+func (s *Server) Dispatcher() *pipeline.Dispatcher { return s.dispatch }
+
+// Runtimes returns the runtime registry.
+func (s *Server) Runtimes() *runtimes.Service { return s.runtimes }
+
+// LocalRuntimeToken returns the token of the in-process runtime `freshet up` runs for the first
+// account, registering it on first start (its token is kept in the data dir, mode 0600).
+func (s *Server) LocalRuntimeToken(ctx context.Context) (string, error) {
+	a, err := s.db.FirstAccount(ctx)
+	if err != nil {
+		return "", err
+	}
+	return s.runtimes.EnsureRuntime(ctx, a.ID, "local", filepath.Join(s.opts.DataDir, "runtime.token"))
+}
+
+// Identity returns the identity service (for provisioning and tests).
+func (s *Server) Identity() *identity.Service { return s.identity }
+
+// Handler is the server's whole HTTP handler (for tests).
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// DB returns the server's database (for tests and tools in this module).
+func (s *Server) DB() *store.DB { return s.db }
+
+// Run serves until ctx ends, then shuts down gracefully: it stops accepting, lets requests
+// finish for up to ShutdownTimeout, and closes the bus and the database.
+func (s *Server) Run(ctx context.Context) error {
+	defer s.Close()
+	if err := s.Listen(); err != nil {
+		return err
+	}
+	// HTTP/1.1, and HTTP/2 under TLS. No cleartext HTTP/2: runners' streams work over HTTP/1.1,
+	// the tunnel does its own upgrade, and h2c's preface check holds new connections open in a
+	// way that stalls graceful shutdown.
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		var err error
+		if s.opts.TLSCert != "" {
+			srv.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+			err = srv.ServeTLS(s.ln, s.opts.TLSCert, s.opts.TLSKey)
+		} else {
+			err = srv.Serve(s.ln)
+		}
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return err
+	})
+	g.Go(func() error { return s.sweepSessions(gctx) })
+	g.Go(func() error { return s.relay.Run(gctx) })
+	g.Go(func() error { return s.dispatch.Run(gctx) })
+	g.Go(func() error { return s.elector.Run(gctx) })
+	g.Go(func() error { return s.cron.Run(gctx) })
+	g.Go(func() error { return s.runtimes.Sweep(gctx, time.Second) })
+	g.Go(func() error { return s.hosted.run(gctx) })
+	g.Go(func() error { return s.tunnel.Run(gctx) })
+	g.Go(func() error {
+		<-gctx.Done()
+		s.ready.Store(false)
+		sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+		defer cancel()
+		s.log.Info("shutting down", "timeout", s.opts.ShutdownTimeout)
+		return srv.Shutdown(sctx)
+	})
+	s.pipes.SetBaseURL(s.URL())
+	s.ready.Store(true)
+	return g.Wait()
+}
+
+// Close releases the bus and the database.
+func (s *Server) Close() error {
+	var errs []error
+	if s.bus != nil {
+		errs = append(errs, s.bus.Close())
+		s.bus = nil
+	}
+	if s.db != nil {
+		errs = append(errs, s.db.Close())
+		s.db = nil
+	}
+	return errors.Join(errs...)
+}
+
+// sessionSweepInterval is how often expired sessions are deleted.
+const sessionSweepInterval = 10 * time.Minute
+
+func (s *Server) sweepSessions(ctx context.Context) error {
+	t := time.NewTicker(sessionSweepInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			if n, err := s.db.DeleteExpiredSessions(ctx, time.Now()); err != nil {
+				s.log.Warn("sweep expired sessions", "err", err)
+			} else if n > 0 {
+				s.log.Debug("swept expired sessions", "count", n)
+			}
+		}
+	}
+}
+
+func (s *Server) routes(gql *graphql.Handler) http.Handler {
+	mux := http.NewServeMux()
+	s.rest.Register(mux)
+	mux.Handle("/api/graphql", gql)
+	// /runtimes/{runtime}/… reaches a runtime through its tunnel (authenticated users only);
+	// /runtimes and /runtimes/{runtime} themselves are the web UI's pages.
+	mux.Handle(tunnel.DefaultPathPrefix, s.tunnel.ProxyHandler())
+	mux.Handle("GET /runtimes", webui.Handler())
+	mux.Handle("GET /runtimes/{runtime}", webui.Handler())
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", s.readyz)
+	s.metrics.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{Registry: s.metrics}))
+	mux.Handle("/", webui.Handler())
+	inst := newInstrumentation(s.metrics, s.log)
+	var h http.Handler = inst.wrap(mux)
+	h = s.kickRelay(h)
+	h = httpx.Authenticate(s.identity, identity.CSRFToken, s.log, h)
+
+	// The runner protocol authenticates runner tokens itself; user credentials mean nothing there.
+	agents := http.NewServeMux()
+	pipeline.NewRunnerAPI(s.pipes, s.dispatch).Register(agents)
+	s.runtimes.RegisterProtocol(agents)
+	top := http.NewServeMux()
+	top.Handle("/"+runnerv1.ServiceName+"/", inst.wrap(agents))
+	top.Handle("/"+runtimev1.ServiceName+"/", inst.wrap(agents))
+	// Runtimes open tunnels with their runtime token; replicas forward with a signed hop.
+	top.Handle(wire.ConnectPath, s.tunnel.ConnectHandler())
+	top.Handle(tunnel.DefaultHopPath, s.tunnel.HopHandler())
+	top.Handle("/", h)
+	return httpx.WithRequestID(top)
+}
+
+// kickRelay wakes the event relay after requests that may have written audit records, so API
+// events reach the bus within milliseconds rather than at the next poll.
+func (s *Server) kickRelay(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r)
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			s.relay.Kick()
+		}
+	})
+}
+
+// Bus returns the server's event bus (for tests and in-process agents).
+func (s *Server) Bus() *bus.Bus { return s.bus }
+
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	checks := map[string]string{"database": "ok", "bus": "ok"}
+	ok := true
+	if err := s.db.Ping(ctx); err != nil {
+		checks["database"], ok = err.Error(), false
+	}
+	if err := s.bus.Ready(ctx); err != nil {
+		checks["bus"], ok = err.Error(), false
+	}
+	if !s.ready.Load() {
+		checks["server"], ok = "starting or stopping", false
+	}
+	status := http.StatusOK
+	if !ok {
+		status = http.StatusServiceUnavailable
+	}
+	httpx.WriteJSON(w, status, map[string]any{"ready": ok, "checks": checks})
+}
+
+// NewLogger builds the process logger from the options.
+func NewLogger(w io.Writer, format, level string) (*slog.Logger, error) {
+	lv, err := parseLevel(level)
+	if err != nil {
+		return nil, err
+	}
+	ho := &slog.HandlerOptions{Level: slog.Level(lv)}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(w, ho)), nil
+	}
+	return slog.New(slog.NewTextHandler(w, ho)), nil
+}

@@ -1,0 +1,85 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+
+	"github.com/freshet-dev/freshet/internal/api/httpx"
+	"github.com/freshet-dev/freshet/internal/audit"
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/rbac"
+	"github.com/freshet-dev/freshet/internal/tunnel"
+)
+
+// EnvTunnelHopSecret holds the secret replicas sign forwarded tunnel requests with. Set the
+// same value (32 bytes or more) on every replica to forward requests for runtimes whose
+// tunnel another replica holds; unset, a replica serves only its own tunnels.
+const EnvTunnelHopSecret = "FRESHET_TUNNEL_HOP_SECRET"
+
+func (s *Server) newTunnel(log *slog.Logger) (*tunnel.Server, error) {
+	opts := tunnel.Options{
+		Log: log,
+		Authenticate: func(ctx context.Context, token string) (tunnel.Runtime, error) {
+			rt, err := s.runtimes.Authenticate(ctx, token)
+			if err != nil {
+				return tunnel.Runtime{}, err
+			}
+			return tunnel.Runtime{ID: rt.ID, AccountID: rt.AccountID, Name: rt.Name}, nil
+		},
+		// Names resolve within the caller's account only: account B cannot even address A's runtimes.
+		Resolve: func(r *http.Request, p rbac.Principal, ref string) (tunnel.Runtime, error) {
+			rt, err := s.runtimes.Get(r.Context(), p, ref)
+			if err != nil {
+				// An attempt on a runtime the caller's account does not have is recorded there.
+				e := audit.Start(r.Context(), p, "runtime.proxy", "runtime", ref)
+				e.Detail("%s %s", r.Method, r.URL.Path)
+				s.audit.Finish(r.Context(), e, fmt.Errorf("%w: %w", errdefs.ErrForbidden, err))
+				return tunnel.Runtime{}, err
+			}
+			return tunnel.Runtime{ID: rt.ID, AccountID: rt.AccountID, Name: rt.Name}, nil
+		},
+		Authorize: func(r *http.Request, rt tunnel.Runtime) error {
+			p, err := httpx.Principal(r.Context())
+			if err != nil {
+				return err
+			}
+			if p.AccountID != rt.AccountID {
+				return fmt.Errorf("runtime %s: %w", rt.Name, errdefs.ErrNotFound)
+			}
+			return rbac.Allow(p, rbac.ReadRuntimes)
+		},
+		OnDenied: func(r *http.Request, rt tunnel.Runtime, err error) {
+			p, _ := httpx.Principal(r.Context())
+			e := audit.Start(r.Context(), p, "runtime.proxy", "runtime", rt.ID)
+			e.Account(rt.AccountID) // recorded in the runtime's account, where its admins look
+			e.Detail("%s %s", r.Method, r.URL.Path)
+			s.audit.Finish(r.Context(), e, err)
+		},
+		OnRejected: func(r *http.Request, err error) {
+			log.Warn("tunnel handshake refused", "remote", httpx.ClientIP(r), "err", err)
+		},
+		OnDisconnect: func(rt tunnel.Runtime, conns int) {
+			if conns == 0 {
+				ctx := context.Background()
+				if st, err := s.db.GetRuntime(ctx, rt.AccountID, rt.ID); err == nil {
+					s.runtimes.MarkDisconnected(ctx, st, "its last tunnel connection closed")
+				}
+			}
+		},
+	}
+	if secret := os.Getenv(EnvTunnelHopSecret); secret != "" {
+		if s.opts.AdvertiseURL == "" {
+			return nil, errdefs.Invalid("advertise-url", "", "is required with "+EnvTunnelHopSecret+": the URL other replicas reach this one at")
+		}
+		id := make([]byte, 8)
+		rand.Read(id)
+		opts.Presence, opts.HopSecret, opts.ReplicaID = tunnel.NewNATSPresence(s.bus.Conn()), []byte(secret), hex.EncodeToString(id)
+		opts.AdvertiseURL = s.opts.AdvertiseURL
+	}
+	return tunnel.NewServer(opts)
+}

@@ -1,0 +1,750 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/freshet-dev/freshet/internal/errdefs"
+)
+
+// More ID prefixes.
+const (
+	PrefixProject  = "prj"
+	PrefixPipeline = "pip"
+	PrefixTrigger  = "trg"
+	PrefixBuild    = "bld"
+	PrefixRunner   = "run"
+	PrefixContext  = "ctx"
+	PrefixLease    = "lse"
+)
+
+// Project groups pipelines.
+type Project struct {
+	ID, AccountID, Name string
+	CreatedAt           time.Time
+}
+
+// Pipeline is a CI pipeline. Config is JSON owned by the pipeline package.
+type Pipeline struct {
+	ID, AccountID, ProjectID, Name string
+	SpecYAML                       string // inline spec; empty when read from git
+	SpecRepo, SpecPath             string // spec read from this repo path at the triggering revision
+	Config                         string
+	CreatedAt, UpdatedAt           time.Time
+}
+
+// Trigger starts builds of a pipeline. Config is JSON owned by the pipeline package.
+type Trigger struct {
+	ID, AccountID, PipelineID, Type, Config, SecretEnc string
+	CreatedAt                                          time.Time
+}
+
+// Build is one run of a pipeline.
+type Build struct {
+	ID, AccountID, PipelineID           string
+	Number                              int64
+	Status                              string
+	TriggerType, TriggerID, TriggeredBy string
+	Repo, Branch, SHA                   string
+	CommitMessage, CommitAuthor         string
+	Variables                           string // JSON object
+	SpecYAML                            string // the spec this build runs, fixed when queued
+	Labels                              string // JSON: runner labels required
+	RunnerID, LeaseID                   string
+	LeaseExpires                        time.Time
+	Attempt                             int
+	RestartOf                           string
+	Reason                              string
+	LogSize                             int64
+	CreatedAt, StartedAt, FinishedAt    time.Time
+}
+
+// BuildStep is the state of one step of a build.
+type BuildStep struct {
+	BuildID, Name, Stage, Status, Message string
+	Position, ExitCode, Attempts          int
+	StartedAt, FinishedAt                 time.Time
+}
+
+// Runner is a registered runner. Only the hash of its token is stored.
+type Runner struct {
+	ID, AccountID, Name, TokenPrefix, TokenHash string
+	Labels, Info                                string // JSON
+	LastSeen, CreatedAt                         time.Time
+}
+
+// ConfigContext is shared configuration or secrets. Data is JSON; secret values in it are
+// encrypted by the caller.
+type ConfigContext struct {
+	ID, AccountID, Name, Type, Data string
+	CreatedAt, UpdatedAt            time.Time
+}
+
+// CreateProject inserts a project.
+func (q *Queries) CreateProject(ctx context.Context, p Project) error {
+	_, err := q.exec(ctx, `INSERT INTO projects (id, account_id, name, created_at) VALUES (?, ?, ?, ?)`, p.ID, p.AccountID, p.Name, micros(p.CreatedAt))
+	if errors.Is(err, errdefs.ErrConflict) {
+		return fmt.Errorf("name: project %q already exists: %w", p.Name, errdefs.ErrConflict)
+	}
+	return err
+}
+
+func scanProject(s interface{ Scan(...any) error }) (Project, error) {
+	var p Project
+	var created int64
+	err := s.Scan(&p.ID, &p.AccountID, &p.Name, &created)
+	p.CreatedAt = fromMicros(created)
+	return p, err
+}
+
+// GetProject finds account's project by ID or name.
+func (q *Queries) GetProject(ctx context.Context, accountID, idOrName string) (Project, error) {
+	p, err := scanProject(q.queryRow(ctx, `SELECT id, account_id, name, created_at FROM projects WHERE account_id = ? AND (id = ? OR name = ?)`, accountID, idOrName, idOrName))
+	if err != nil {
+		return Project{}, notFound(err, "project", idOrName)
+	}
+	return p, nil
+}
+
+// ListProjects returns one page of account's projects.
+func (q *Queries) ListProjects(ctx context.Context, accountID string, p Page) ([]Project, error) {
+	rows, err := q.query(ctx, `SELECT id, account_id, name, created_at FROM projects WHERE account_id = ? AND id > ? ORDER BY id LIMIT ?`, accountID, p.After, p.limit())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Project
+	for rows.Next() {
+		pr, err := scanProject(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, pr)
+	}
+	return out, rows.Err()
+}
+
+// DeleteProject deletes account's project and everything in it.
+func (q *Queries) DeleteProject(ctx context.Context, accountID, id string) error {
+	res, err := q.exec(ctx, `DELETE FROM projects WHERE account_id = ? AND id = ?`, accountID, id)
+	if err != nil {
+		return err
+	}
+	return affected(res, "project", id)
+}
+
+const pipelineCols = `id, account_id, project_id, name, spec_yaml, spec_repo, spec_path, config, created_at, updated_at`
+
+func scanPipeline(s interface{ Scan(...any) error }) (Pipeline, error) {
+	var p Pipeline
+	var created, updated int64
+	err := s.Scan(&p.ID, &p.AccountID, &p.ProjectID, &p.Name, &p.SpecYAML, &p.SpecRepo, &p.SpecPath, &p.Config, &created, &updated)
+	p.CreatedAt, p.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return p, err
+}
+
+// CreatePipeline inserts a pipeline.
+func (q *Queries) CreatePipeline(ctx context.Context, p Pipeline) error {
+	_, err := q.exec(ctx, `INSERT INTO pipelines (`+pipelineCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		p.ID, p.AccountID, p.ProjectID, p.Name, p.SpecYAML, p.SpecRepo, p.SpecPath, p.Config, micros(p.CreatedAt), micros(p.UpdatedAt))
+	if errors.Is(err, errdefs.ErrConflict) {
+		return fmt.Errorf("name: pipeline %q already exists in the project: %w", p.Name, errdefs.ErrConflict)
+	}
+	return err
+}
+
+// UpdatePipeline replaces a pipeline's spec and config.
+func (q *Queries) UpdatePipeline(ctx context.Context, p Pipeline) error {
+	res, err := q.exec(ctx, `UPDATE pipelines SET spec_yaml = ?, spec_repo = ?, spec_path = ?, config = ?, updated_at = ? WHERE account_id = ? AND id = ?`,
+		p.SpecYAML, p.SpecRepo, p.SpecPath, p.Config, micros(p.UpdatedAt), p.AccountID, p.ID)
+	if err != nil {
+		return err
+	}
+	return affected(res, "pipeline", p.ID)
+}
+
+// GetPipeline returns account's pipeline by ID.
+func (q *Queries) GetPipeline(ctx context.Context, accountID, id string) (Pipeline, error) {
+	p, err := scanPipeline(q.queryRow(ctx, `SELECT `+pipelineCols+` FROM pipelines WHERE account_id = ? AND id = ?`, accountID, id))
+	if err != nil {
+		return Pipeline{}, notFound(err, "pipeline", id)
+	}
+	return p, nil
+}
+
+// GetPipelineByName returns the pipeline named name in account's project.
+func (q *Queries) GetPipelineByName(ctx context.Context, accountID, projectID, name string) (Pipeline, error) {
+	p, err := scanPipeline(q.queryRow(ctx, `SELECT `+pipelineCols+` FROM pipelines WHERE account_id = ? AND project_id = ? AND name = ?`, accountID, projectID, name))
+	if err != nil {
+		return Pipeline{}, notFound(err, "pipeline", name)
+	}
+	return p, nil
+}
+
+// ListPipelines returns one page of account's pipelines, of one project when projectID is set.
+func (q *Queries) ListPipelines(ctx context.Context, accountID, projectID string, p Page) ([]Pipeline, error) {
+	rows, err := q.query(ctx, `SELECT `+pipelineCols+` FROM pipelines WHERE account_id = ? AND (? = '' OR project_id = ?) AND id > ? ORDER BY id LIMIT ?`,
+		accountID, projectID, projectID, p.After, p.limit())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Pipeline
+	for rows.Next() {
+		pl, err := scanPipeline(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, pl)
+	}
+	return out, rows.Err()
+}
+
+// DeletePipeline deletes account's pipeline with its triggers and builds.
+func (q *Queries) DeletePipeline(ctx context.Context, accountID, id string) error {
+	res, err := q.exec(ctx, `DELETE FROM pipelines WHERE account_id = ? AND id = ?`, accountID, id)
+	if err != nil {
+		return err
+	}
+	return affected(res, "pipeline", id)
+}
+
+// CreateTrigger inserts a trigger.
+func (q *Queries) CreateTrigger(ctx context.Context, t Trigger) error {
+	_, err := q.exec(ctx, `INSERT INTO triggers (id, account_id, pipeline_id, type, config, secret_enc, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		t.ID, t.AccountID, t.PipelineID, t.Type, t.Config, t.SecretEnc, micros(t.CreatedAt))
+	return err
+}
+
+const triggerCols = `id, account_id, pipeline_id, type, config, secret_enc, created_at`
+
+func scanTrigger(s interface{ Scan(...any) error }) (Trigger, error) {
+	var t Trigger
+	var created int64
+	err := s.Scan(&t.ID, &t.AccountID, &t.PipelineID, &t.Type, &t.Config, &t.SecretEnc, &created)
+	t.CreatedAt = fromMicros(created)
+	return t, err
+}
+
+func (q *Queries) listTriggers(ctx context.Context, query string, args ...any) ([]Trigger, error) {
+	rows, err := q.query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Trigger
+	for rows.Next() {
+		t, err := scanTrigger(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// ListTriggers returns the triggers of account's pipeline.
+func (q *Queries) ListTriggers(ctx context.Context, accountID, pipelineID string) ([]Trigger, error) {
+	return q.listTriggers(ctx, `SELECT `+triggerCols+` FROM triggers WHERE account_id = ? AND pipeline_id = ? ORDER BY id`, accountID, pipelineID)
+}
+
+// TriggerByID finds a trigger by its unguessable ID, for webhook deliveries, which carry no
+// credentials of their own: the caller must verify the delivery's signature with the trigger's
+// secret before acting on it.
+func (q *Queries) TriggerByID(ctx context.Context, id string) (Trigger, error) {
+	t, err := scanTrigger(q.queryRow(ctx, `SELECT `+triggerCols+` FROM triggers WHERE id = ?`, id))
+	if err != nil {
+		return Trigger{}, notFound(err, "trigger", id)
+	}
+	return t, nil
+}
+
+// TriggersOfType lists every account's triggers of one type, for the cron executor.
+func (q *Queries) TriggersOfType(ctx context.Context, typ string) ([]Trigger, error) {
+	return q.listTriggers(ctx, `SELECT `+triggerCols+` FROM triggers WHERE type = ? ORDER BY id`, typ)
+}
+
+// DeleteTrigger deletes account's trigger.
+func (q *Queries) DeleteTrigger(ctx context.Context, accountID, id string) error {
+	res, err := q.exec(ctx, `DELETE FROM triggers WHERE account_id = ? AND id = ?`, accountID, id)
+	if err != nil {
+		return err
+	}
+	return affected(res, "trigger", id)
+}
+
+// RecordDelivery remembers that a webhook delivery created buildID. It answers the build of an
+// earlier record of the same delivery and ErrConflict when the delivery was seen before.
+func (q *Queries) RecordDelivery(ctx context.Context, triggerID, deliveryID, buildID string, at time.Time) (string, error) {
+	_, err := q.exec(ctx, `INSERT INTO webhook_deliveries (trigger_id, delivery_id, build_id, created_at) VALUES (?, ?, ?, ?)`, triggerID, deliveryID, buildID, micros(at))
+	if errors.Is(err, errdefs.ErrConflict) {
+		var prev string
+		if qerr := q.queryRow(ctx, `SELECT build_id FROM webhook_deliveries WHERE trigger_id = ? AND delivery_id = ?`, triggerID, deliveryID).Scan(&prev); qerr != nil {
+			return "", qerr
+		}
+		return prev, err
+	}
+	return "", err
+}
+
+const buildCols = `id, account_id, pipeline_id, number, status, trigger_type, trigger_id, triggered_by, repo, branch, sha,
+	commit_message, commit_author, variables, spec_yaml, labels, runner_id, lease_id, lease_expires, attempt, restart_of, reason, log_size,
+	created_at, started_at, finished_at`
+
+func scanBuild(s interface{ Scan(...any) error }) (Build, error) {
+	var b Build
+	var lease, created, started, finished int64
+	err := s.Scan(&b.ID, &b.AccountID, &b.PipelineID, &b.Number, &b.Status, &b.TriggerType, &b.TriggerID, &b.TriggeredBy, &b.Repo, &b.Branch, &b.SHA,
+		&b.CommitMessage, &b.CommitAuthor, &b.Variables, &b.SpecYAML, &b.Labels, &b.RunnerID, &b.LeaseID, &lease, &b.Attempt, &b.RestartOf, &b.Reason, &b.LogSize,
+		&created, &started, &finished)
+	b.LeaseExpires, b.CreatedAt, b.StartedAt, b.FinishedAt = fromMicros(lease), fromMicros(created), fromMicros(started), fromMicros(finished)
+	return b, err
+}
+
+// CreateBuild inserts b with the pipeline's next build number, which it sets on b.
+func (q *Queries) CreateBuild(ctx context.Context, b *Build) error {
+	if err := q.queryRow(ctx, `SELECT COALESCE(MAX(number), 0) + 1 FROM builds WHERE pipeline_id = ?`, b.PipelineID).Scan(&b.Number); err != nil {
+		return err
+	}
+	_, err := q.exec(ctx, `INSERT INTO builds (`+buildCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		b.ID, b.AccountID, b.PipelineID, b.Number, b.Status, b.TriggerType, b.TriggerID, b.TriggeredBy, b.Repo, b.Branch, b.SHA,
+		b.CommitMessage, b.CommitAuthor, b.Variables, b.SpecYAML, b.Labels, b.RunnerID, b.LeaseID, micros(b.LeaseExpires), b.Attempt, b.RestartOf, b.Reason, b.LogSize,
+		micros(b.CreatedAt), micros(b.StartedAt), micros(b.FinishedAt))
+	return err
+}
+
+// GetBuild returns account's build.
+func (q *Queries) GetBuild(ctx context.Context, accountID, id string) (Build, error) {
+	b, err := scanBuild(q.queryRow(ctx, `SELECT `+buildCols+` FROM builds WHERE account_id = ? AND id = ?`, accountID, id))
+	if err != nil {
+		return Build{}, notFound(err, "build", id)
+	}
+	return b, nil
+}
+
+// BuildFilter narrows a build listing.
+type BuildFilter struct {
+	PipelineID, Status, Branch string
+}
+
+func (q *Queries) scanBuilds(ctx context.Context, query string, args ...any) ([]Build, error) {
+	rows, err := q.query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Build
+	for rows.Next() {
+		b, err := scanBuild(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
+
+// ListBuilds returns account's builds, newest first.
+func (q *Queries) ListBuilds(ctx context.Context, accountID string, f BuildFilter, p Page) ([]Build, error) {
+	query := `SELECT ` + buildCols + ` FROM builds WHERE account_id = ?`
+	args := []any{accountID}
+	if p.After != "" {
+		query += ` AND id < ?`
+		args = append(args, p.After)
+	}
+	for _, c := range []struct{ col, v string }{{"pipeline_id", f.PipelineID}, {"status", f.Status}, {"branch", f.Branch}} {
+		if c.v != "" {
+			query += ` AND ` + c.col + ` = ?`
+			args = append(args, c.v)
+		}
+	}
+	query += ` ORDER BY id DESC LIMIT ?`
+	return q.scanBuilds(ctx, query, append(args, p.limit())...)
+}
+
+// ActiveBuilds lists account's builds of pipeline that are queued or running, oldest first.
+func (q *Queries) ActiveBuilds(ctx context.Context, accountID, pipelineID string) ([]Build, error) {
+	return q.scanBuilds(ctx, `SELECT `+buildCols+` FROM builds WHERE account_id = ? AND pipeline_id = ?
+		AND status IN ('queued', 'running', 'pending-approval', 'terminating') ORDER BY id`, accountID, pipelineID)
+}
+
+// QueuedBuilds lists queued builds of all accounts, oldest first, for the dispatcher.
+func (q *Queries) QueuedBuilds(ctx context.Context, limit int) ([]Build, error) {
+	return q.scanBuilds(ctx, `SELECT `+buildCols+` FROM builds WHERE status = 'queued' ORDER BY id LIMIT ?`, limit)
+}
+
+// ExpiredLeases lists running builds whose lease expired before t, for the reaper.
+func (q *Queries) ExpiredLeases(ctx context.Context, t time.Time) ([]Build, error) {
+	return q.scanBuilds(ctx, `SELECT `+buildCols+` FROM builds WHERE status IN ('running', 'pending-approval', 'terminating')
+		AND lease_id <> '' AND lease_expires < ? ORDER BY id`, micros(t))
+}
+
+// ClaimBuild gives a queued build of account to runnerID under a new lease. It reports false
+// when the build is no longer queued: exactly one claim of a queued build succeeds.
+func (q *Queries) ClaimBuild(ctx context.Context, accountID, buildID, runnerID, leaseID string, expires, now time.Time) (bool, error) {
+	res, err := q.exec(ctx, `UPDATE builds SET status = 'running', runner_id = ?, lease_id = ?, lease_expires = ?, attempt = attempt + 1,
+		started_at = ? WHERE account_id = ? AND id = ? AND status = 'queued'`, runnerID, leaseID, micros(expires), micros(now), accountID, buildID)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// RenewLease extends a lease that is still current. It reports the build's status, and false
+// when leaseID is no longer the build's lease (the runner must stop).
+func (q *Queries) RenewLease(ctx context.Context, accountID, buildID, leaseID string, expires time.Time) (string, bool, error) {
+	res, err := q.exec(ctx, `UPDATE builds SET lease_expires = ? WHERE account_id = ? AND id = ? AND lease_id = ?
+		AND status IN ('running', 'pending-approval', 'terminating')`, micros(expires), accountID, buildID, leaseID)
+	if err != nil {
+		return "", false, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil || n == 0 {
+		return "", false, err
+	}
+	var status string
+	err = q.queryRow(ctx, `SELECT status FROM builds WHERE id = ?`, buildID).Scan(&status)
+	return status, true, err
+}
+
+// SetBuildStatus moves a build to status. When leaseID is set, only the lease holder may; when
+// from is set, only from those statuses. It reports whether the build changed.
+func (q *Queries) SetBuildStatus(ctx context.Context, accountID, buildID, leaseID string, from []string, status, reason string, finished time.Time) (bool, error) {
+	query := `UPDATE builds SET status = ?, reason = CASE WHEN ? = '' THEN reason ELSE ? END, finished_at = ?`
+	args := []any{status, reason, reason, micros(finished)}
+	if finished.IsZero() {
+		query = `UPDATE builds SET status = ?, reason = CASE WHEN ? = '' THEN reason ELSE ? END`
+		args = args[:3]
+	}
+	query += ` WHERE account_id = ? AND id = ?`
+	args = append(args, accountID, buildID)
+	if leaseID != "" {
+		query += ` AND lease_id = ?`
+		args = append(args, leaseID)
+	}
+	if len(from) > 0 {
+		query += ` AND status IN (?` + repeat(", ?", len(from)-1) + `)`
+		for _, f := range from {
+			args = append(args, f)
+		}
+	}
+	res, err := q.exec(ctx, query, args...)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// RequeueBuild puts a build whose lease expired back in the queue under no lease, if leaseID is
+// still its lease. Its log is kept (the next attempt continues it); its steps start over.
+func (q *Queries) RequeueBuild(ctx context.Context, accountID, buildID, leaseID, reason string) (bool, error) {
+	res, err := q.exec(ctx, `UPDATE builds SET status = 'queued', runner_id = '', lease_id = '', lease_expires = 0, reason = ?
+		WHERE account_id = ? AND id = ? AND lease_id = ?`, reason, accountID, buildID, leaseID)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil || n == 0 {
+		return false, err
+	}
+	_, err = q.exec(ctx, `DELETE FROM build_steps WHERE build_id = ?`, buildID)
+	return true, err
+}
+
+func repeat(s string, n int) string {
+	out := ""
+	for range n {
+		out += s
+	}
+	return out
+}
+
+// UpsertStep records a step's state.
+func (q *Queries) UpsertStep(ctx context.Context, s BuildStep) error {
+	_, err := q.exec(ctx, `INSERT INTO build_steps (build_id, name, position, stage, status, exit_code, attempts, message, started_at, finished_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (build_id, name) DO UPDATE SET status = excluded.status, exit_code = excluded.exit_code, attempts = excluded.attempts,
+		message = excluded.message, started_at = excluded.started_at, finished_at = excluded.finished_at, stage = excluded.stage, position = excluded.position`,
+		s.BuildID, s.Name, s.Position, s.Stage, s.Status, s.ExitCode, s.Attempts, s.Message, micros(s.StartedAt), micros(s.FinishedAt))
+	return err
+}
+
+// ListSteps returns a build's steps in order.
+func (q *Queries) ListSteps(ctx context.Context, buildID string) ([]BuildStep, error) {
+	rows, err := q.query(ctx, `SELECT build_id, name, position, stage, status, exit_code, attempts, message, started_at, finished_at
+		FROM build_steps WHERE build_id = ? ORDER BY position, name`, buildID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []BuildStep
+	for rows.Next() {
+		var s BuildStep
+		var started, finished int64
+		if err := rows.Scan(&s.BuildID, &s.Name, &s.Position, &s.Stage, &s.Status, &s.ExitCode, &s.Attempts, &s.Message, &started, &finished); err != nil {
+			return nil, err
+		}
+		s.StartedAt, s.FinishedAt = fromMicros(started), fromMicros(finished)
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// ErrLogOffset is returned by AppendLog when a chunk does not start where the log ends.
+var ErrLogOffset = errors.New("log chunk offset does not match the log size")
+
+// AppendLog adds data at offset to a build's log. A chunk that was already stored (same offset,
+// a retried upload) changes nothing and succeeds; a chunk that would leave a gap or overlap fails
+// with ErrLogOffset and the current size.
+func (q *Queries) AppendLog(ctx context.Context, buildID string, offset int64, data []byte) (size int64, err error) {
+	if err := q.queryRow(ctx, `SELECT log_size FROM builds WHERE id = ?`, buildID).Scan(&size); err != nil {
+		return 0, notFound(err, "build", buildID)
+	}
+	if offset+int64(len(data)) <= size {
+		var n int
+		if err := q.queryRow(ctx, `SELECT COUNT(*) FROM build_log_chunks WHERE build_id = ? AND position = ?`, buildID, offset).Scan(&n); err != nil {
+			return 0, err
+		}
+		if n == 1 {
+			return size, nil // retried upload
+		}
+	}
+	if offset != size {
+		return size, fmt.Errorf("%w: got %d, log has %d bytes", ErrLogOffset, offset, size)
+	}
+	if _, err := q.exec(ctx, `INSERT INTO build_log_chunks (build_id, position, data) VALUES (?, ?, ?)`, buildID, offset, data); err != nil {
+		return 0, err
+	}
+	size += int64(len(data))
+	_, err = q.exec(ctx, `UPDATE builds SET log_size = ? WHERE id = ?`, size, buildID)
+	return size, err
+}
+
+// ReadLog returns a build's log from offset, at most max bytes (in whole chunks, at least one).
+func (q *Queries) ReadLog(ctx context.Context, buildID string, offset int64, max int) ([]byte, error) {
+	rows, err := q.query(ctx, `SELECT position, data FROM build_log_chunks WHERE build_id = ? AND position + LENGTH(data) > ? ORDER BY position`, buildID, offset)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []byte
+	for rows.Next() {
+		var pos int64
+		var data []byte
+		if err := rows.Scan(&pos, &data); err != nil {
+			return nil, err
+		}
+		if pos < offset {
+			data = data[offset-pos:]
+		}
+		out = append(out, data...)
+		if len(out) >= max {
+			break
+		}
+	}
+	return out, rows.Err()
+}
+
+// CreateRunner inserts a runner.
+func (q *Queries) CreateRunner(ctx context.Context, r Runner) error {
+	_, err := q.exec(ctx, `INSERT INTO runners (id, account_id, name, token_prefix, token_hash, labels, info, last_seen, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.AccountID, r.Name, r.TokenPrefix, r.TokenHash, r.Labels, r.Info, micros(r.LastSeen), micros(r.CreatedAt))
+	if errors.Is(err, errdefs.ErrConflict) {
+		return fmt.Errorf("name: runner %q already exists: %w", r.Name, errdefs.ErrConflict)
+	}
+	return err
+}
+
+const runnerCols = `id, account_id, name, token_prefix, token_hash, labels, info, last_seen, created_at`
+
+func scanRunner(s interface{ Scan(...any) error }) (Runner, error) {
+	var r Runner
+	var seen, created int64
+	err := s.Scan(&r.ID, &r.AccountID, &r.Name, &r.TokenPrefix, &r.TokenHash, &r.Labels, &r.Info, &seen, &created)
+	r.LastSeen, r.CreatedAt = fromMicros(seen), fromMicros(created)
+	return r, err
+}
+
+// RunnerByPrefix finds a runner by its token prefix, for authentication.
+func (q *Queries) RunnerByPrefix(ctx context.Context, prefix string) (Runner, error) {
+	r, err := scanRunner(q.queryRow(ctx, `SELECT `+runnerCols+` FROM runners WHERE token_prefix = ?`, prefix))
+	if err != nil {
+		return Runner{}, notFound(err, "runner", prefix)
+	}
+	return r, nil
+}
+
+// ListRunners returns account's runners.
+func (q *Queries) ListRunners(ctx context.Context, accountID string) ([]Runner, error) {
+	rows, err := q.query(ctx, `SELECT `+runnerCols+` FROM runners WHERE account_id = ? ORDER BY name`, accountID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Runner
+	for rows.Next() {
+		r, err := scanRunner(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// GetRunner returns account's runner by ID or name.
+func (q *Queries) GetRunner(ctx context.Context, accountID, idOrName string) (Runner, error) {
+	r, err := scanRunner(q.queryRow(ctx, `SELECT `+runnerCols+` FROM runners WHERE account_id = ? AND (id = ? OR name = ?)`, accountID, idOrName, idOrName))
+	if err != nil {
+		return Runner{}, notFound(err, "runner", idOrName)
+	}
+	return r, nil
+}
+
+// DeleteRunner deletes account's runner; its token stops working.
+func (q *Queries) DeleteRunner(ctx context.Context, accountID, id string) error {
+	res, err := q.exec(ctx, `DELETE FROM runners WHERE account_id = ? AND id = ?`, accountID, id)
+	if err != nil {
+		return err
+	}
+	return affected(res, "runner", id)
+}
+
+// TouchRunner records what a runner announced and when it was last seen.
+func (q *Queries) TouchRunner(ctx context.Context, id, info string, t time.Time) error {
+	_, err := q.exec(ctx, `UPDATE runners SET info = CASE WHEN ? = '' THEN info ELSE ? END, last_seen = ? WHERE id = ?`, info, info, micros(t), id)
+	return err
+}
+
+// PutContext creates or replaces account's context by name.
+func (q *Queries) PutContext(ctx context.Context, c ConfigContext, create bool) error {
+	if create {
+		_, err := q.exec(ctx, `INSERT INTO contexts (id, account_id, name, type, data, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			c.ID, c.AccountID, c.Name, c.Type, c.Data, micros(c.CreatedAt), micros(c.UpdatedAt))
+		if errors.Is(err, errdefs.ErrConflict) {
+			return fmt.Errorf("name: context %q already exists: %w", c.Name, errdefs.ErrConflict)
+		}
+		return err
+	}
+	res, err := q.exec(ctx, `UPDATE contexts SET data = ?, updated_at = ? WHERE account_id = ? AND name = ?`, c.Data, micros(c.UpdatedAt), c.AccountID, c.Name)
+	if err != nil {
+		return err
+	}
+	return affected(res, "context", c.Name)
+}
+
+const contextCols = `id, account_id, name, type, data, created_at, updated_at`
+
+func scanContext(s interface{ Scan(...any) error }) (ConfigContext, error) {
+	var c ConfigContext
+	var created, updated int64
+	err := s.Scan(&c.ID, &c.AccountID, &c.Name, &c.Type, &c.Data, &created, &updated)
+	c.CreatedAt, c.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return c, err
+}
+
+// GetContext returns account's context by name.
+func (q *Queries) GetContext(ctx context.Context, accountID, name string) (ConfigContext, error) {
+	c, err := scanContext(q.queryRow(ctx, `SELECT `+contextCols+` FROM contexts WHERE account_id = ? AND name = ?`, accountID, name))
+	if err != nil {
+		return ConfigContext{}, notFound(err, "context", name)
+	}
+	return c, nil
+}
+
+// ListContexts returns account's contexts by name.
+func (q *Queries) ListContexts(ctx context.Context, accountID string) ([]ConfigContext, error) {
+	return q.listContexts(ctx, `SELECT `+contextCols+` FROM contexts WHERE account_id = ? ORDER BY name`, accountID)
+}
+
+// AllContexts returns every account's contexts, for master-key rotation only.
+func (q *Queries) AllContexts(ctx context.Context) ([]ConfigContext, error) {
+	return q.listContexts(ctx, `SELECT `+contextCols+` FROM contexts ORDER BY id`)
+}
+
+func (q *Queries) listContexts(ctx context.Context, query string, args ...any) ([]ConfigContext, error) {
+	rows, err := q.query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ConfigContext
+	for rows.Next() {
+		c, err := scanContext(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// DeleteContext deletes account's context.
+func (q *Queries) DeleteContext(ctx context.Context, accountID, name string) error {
+	res, err := q.exec(ctx, `DELETE FROM contexts WHERE account_id = ? AND name = ?`, accountID, name)
+	if err != nil {
+		return err
+	}
+	return affected(res, "context", name)
+}
+
+// BuildsWithStatus lists builds of all accounts in status, oldest first, for the dispatcher.
+func (q *Queries) BuildsWithStatus(ctx context.Context, status string, limit int) ([]Build, error) {
+	return q.scanBuilds(ctx, `SELECT `+buildCols+` FROM builds WHERE status = ? ORDER BY id LIMIT ?`, status, limit)
+}
+
+// RunningCount is how many builds of a pipeline (and branch) hold a runner.
+type RunningCount struct {
+	PipelineID, Branch string
+	N                  int
+}
+
+// RunningCounts counts builds that hold a runner, per pipeline and branch, for concurrency limits.
+func (q *Queries) RunningCounts(ctx context.Context) ([]RunningCount, error) {
+	rows, err := q.query(ctx, `SELECT pipeline_id, branch, COUNT(*) FROM builds WHERE status IN ('running', 'pending-approval', 'terminating')
+		GROUP BY pipeline_id, branch`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []RunningCount
+	for rows.Next() {
+		var c RunningCount
+		if err := rows.Scan(&c.PipelineID, &c.Branch, &c.N); err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// AllPipelines returns every account's pipelines, for master-key rotation only.
+func (q *Queries) AllPipelines(ctx context.Context) ([]Pipeline, error) {
+	rows, err := q.query(ctx, `SELECT `+pipelineCols+` FROM pipelines ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Pipeline
+	for rows.Next() {
+		p, err := scanPipeline(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// SetTriggerSecret replaces a trigger's encrypted secret (master-key rotation).
+func (q *Queries) SetTriggerSecret(ctx context.Context, id, secretEnc string) error {
+	res, err := q.exec(ctx, `UPDATE triggers SET secret_enc = ? WHERE id = ?`, secretEnc, id)
+	if err != nil {
+		return err
+	}
+	return affected(res, "trigger", id)
+}

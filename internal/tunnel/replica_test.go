@@ -1,0 +1,150 @@
+package tunnel_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/freshet-dev/freshet/internal/bus"
+	"github.com/freshet-dev/freshet/internal/tunnel"
+)
+
+// replica starts a control-plane replica announcing over its own connection to the shared NATS.
+func replica(t *testing.T, b *bus.Bus, id string, secret []byte) *cp {
+	t.Helper()
+	nc, err := nats.Connect(b.ClientURL(), nats.Name("replica-"+id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	c := newCP(t, func(o *tunnel.Options) {
+		o.Presence = tunnel.NewNATSPresence(nc)
+		o.ReplicaID = id
+		o.HopSecret = secret
+		o.PresenceInterval = 200 * time.Millisecond
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.srv.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("replica %s Run: %v", id, err)
+		}
+	})
+	return c
+}
+
+func TestRequestOnOtherReplicaIsForwarded(t *testing.T) {
+	checkLeaks(t)
+	b, err := bus.Open(context.Background(), bus.Options{DataDir: t.TempDir(), ListenLoopback: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	secret := bytes.Repeat([]byte("replica-secret!!"), 2)
+	ra := replica(t, b, "a", secret)
+	rb := replica(t, b, "b", secret)
+	a := newApp()
+	cl := startRuntime(t, ra, "token-a", a, nil)
+	hc := httpClient(t)
+
+	// B learns from A's announcement that A holds the tunnel, and forwards to A.
+	var code int
+	var body string
+	waitFor(t, "replica b to forward to replica a", func() bool {
+		code, _, body = get(t, hc, rb.url+"/runtimes/prod/hello", "alice")
+		return code == http.StatusOK
+	})
+	if body != "hello alice@acme.test (true)" {
+		t.Errorf("through replica b: %q", body)
+	}
+	if n := rb.srv.Conns("rt-a"); n != 0 {
+		t.Errorf("replica b holds %d connections of rt-a, want 0 (the request went through a)", n)
+	}
+	h := a.last().Header
+	if h.Get("X-Freshet-User") != "u-alice" || h.Get("X-Freshet-Account") != "acct-a" || h.Get("X-Forwarded-Host") != strings.TrimPrefix(rb.url, "http://") || h.Get("X-Freshet-Tunnel-Hop") != "" {
+		t.Errorf("runtime saw %v: want alice's identity, b's host and no hop headers", h)
+	}
+
+	// By ID, a large body both ways, an upgrade, a denial: all as on the holding replica.
+	req, _ := http.NewRequest(http.MethodPost, rb.url+"/runtimes/rt-a/upload", &patternReader{n: 8 << 20})
+	req.ContentLength = 8 << 20
+	req.Header.Set(headerUser, "alice")
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.HasPrefix(string(got), strconv.Itoa(8<<20)+" ") {
+		t.Errorf("8 MiB upload through b = %d %q", resp.StatusCode, got)
+	}
+	req, _ = http.NewRequest(http.MethodGet, rb.url+"/runtimes/prod/download?n="+strconv.Itoa(8<<20), nil)
+	req.Header.Set(headerUser, "alice")
+	resp, err = hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, bad := checkPattern(resp.Body)
+	resp.Body.Close()
+	if n != 8<<20 || bad >= 0 {
+		t.Errorf("8 MiB download through b: %d bytes, first bad %d", n, bad)
+	}
+	conn, br, uresp := upgrade(t, rb.url, "/runtimes/prod/ws", "alice")
+	if uresp.StatusCode != http.StatusSwitchingProtocols || uresp.Header.Get("X-Echo-User") != "u-alice" {
+		t.Fatalf("upgrade through b = %s %v", uresp.Status, uresp.Header)
+	}
+	echoRounds(t, conn, br)
+	calls := a.calls.Load()
+	code, _, body = get(t, hc, rb.url+"/runtimes/rt-a/hello", "bob")
+	if e := errorBody(t, body); code != http.StatusForbidden || e.Code != "permission_denied" {
+		t.Errorf("bob through b = %d %+v, want 403", code, e)
+	}
+	if d := rb.denials(); len(d) != 1 || d[0] != "bob→rt-a" {
+		t.Errorf("replica b's OnDenied saw %v, want bob→rt-a", d)
+	}
+
+	// Only replicas can use the hop: no signature, a wrong one, a stale one.
+	for i, hdr := range []map[string]string{
+		{},
+		{"X-Freshet-Tunnel-Hop": "b", "X-Freshet-Tunnel-Hop-Time": strconv.FormatInt(time.Now().Unix(), 10), "X-Freshet-Tunnel-Hop-Signature": strings.Repeat("0", 64), "X-Freshet-User": "u-mallory", "X-Freshet-Account": "acct-a"},
+		{"X-Freshet-Tunnel-Hop": "b", "X-Freshet-Tunnel-Hop-Time": "1", "X-Freshet-Tunnel-Hop-Signature": strings.Repeat("0", 64)},
+	} {
+		req, _ := http.NewRequest(http.MethodGet, ra.url+tunnel.DefaultHopPath+"rt-a/hello", nil)
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("forged hop %d = %d %s, want 403", i, resp.StatusCode, b)
+		}
+	}
+	if n := a.calls.Load(); n != calls {
+		t.Errorf("the runtime saw %d requests it should not have", n-calls)
+	}
+
+	// When the runtime goes away, b stops forwarding once a says so.
+	cl.Close()
+	waitFor(t, "replica b to answer 502", func() bool {
+		code, _, body = get(t, hc, rb.url+"/runtimes/prod/hello", "alice")
+		return code == http.StatusBadGateway
+	})
+	if e := errorBody(t, body); !strings.Contains(e.Message, "not connected") {
+		t.Errorf("after the runtime left: %+v", e)
+	}
+	fmt.Fprint(io.Discard, ra.connectEvents())
+}

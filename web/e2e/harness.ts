@@ -1,0 +1,157 @@
+// Starts what the browser test needs: a real `freshet up` on a free loopback port with a temp
+// data dir, optionally a Vite preview server in front of it (until the Go server mounts the
+// UI), and headless Debian chromium through playwright-core. Every wait is bounded.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { chromium, type Browser } from 'playwright-core';
+
+export const webDir = resolve(import.meta.dirname, '..');
+export const repoRoot = resolve(webDir, '..');
+export const distDir = join(repoRoot, 'internal/webui/dist');
+export const artifacts = join(repoRoot, '.artifacts');
+export const screenshotDir = join(artifacts, 'screenshots');
+export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+export const ADMIN_EMAIL = 'admin@freshet.local';
+export const ADMIN_PASSWORD = 'e2e-admin-password-1';
+
+export function log(...args: unknown[]): void {
+  console.log('[e2e]', ...args);
+}
+
+/** The freshet binary: FRESHET_BIN, or one built now from this checkout. */
+export function freshetBinary(tmp: string): string {
+  if (process.env.FRESHET_BIN) return resolve(process.env.FRESHET_BIN);
+  const out = join(tmp, 'freshet');
+  const t = Date.now();
+  const res = spawnSync('go', ['build', '-o', out, './cmd/freshet'], { cwd: repoRoot, stdio: 'inherit', timeout: 600_000 });
+  if (res.status !== 0) throw new Error(`go build failed (status ${res.status}, ${res.error ?? ''})`);
+  log(`built ${out} in ${((Date.now() - t) / 1000).toFixed(1)}s`);
+  return out;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const s = createServer();
+    s.unref();
+    s.on('error', fail);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => ok(port));
+    });
+  });
+}
+
+async function waitFor(url: string, timeoutMs: number, proc?: ChildProcess): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    if (proc && proc.exitCode !== null) throw new Error(`process exited with ${proc.exitCode} before ${url} answered`);
+    try {
+      const r = await fetch(url, { signal: AbortSignal.timeout(2000) });
+      if (r.ok) return;
+      last = `status ${r.status}`;
+    } catch (e) {
+      last = String(e);
+    }
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  throw new Error(`${url} not ready after ${timeoutMs}ms: ${last}`);
+}
+
+export interface Running {
+  url: string;
+  stop: () => Promise<void>;
+}
+
+function stopper(proc: ChildProcess, cleanup?: () => void): () => Promise<void> {
+  return async () => {
+    if (proc.exitCode === null && proc.signalCode === null) {
+      const exited = new Promise<void>((r) => proc.once('exit', () => r()));
+      proc.kill('SIGTERM');
+      const t = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(t);
+    }
+    cleanup?.();
+  };
+}
+
+/** Starts `freshet up` with a new data dir; the first admin gets ADMIN_PASSWORD. */
+export async function startFreshet(bin: string): Promise<Running> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'freshet-e2e-data-'));
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const proc = spawn(bin, ['up', '--data-dir', dataDir, '--listen', `127.0.0.1:${port}`], {
+    env: { ...process.env, FRESHET_ADMIN_PASSWORD: ADMIN_PASSWORD, FRESHET_WEBUI_DEV: '' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  proc.stdout!.on('data', (d) => (output += d));
+  proc.stderr!.on('data', (d) => (output += d));
+  try {
+    await waitFor(`${url}/readyz`, 60_000, proc);
+  } catch (e) {
+    proc.kill('SIGKILL');
+    throw new Error(`${e}\n--- freshet output ---\n${output}`);
+  }
+  log(`freshet up at ${url} (data ${dataDir})`);
+  return { url, stop: stopper(proc, () => rmSync(dataDir, { recursive: true, force: true })) };
+}
+
+/** Does the Go server itself serve the UI (webui.Handler mounted)? */
+export async function serverServesUI(url: string): Promise<boolean> {
+  const r = await fetch(`${url}/`, { redirect: 'manual' });
+  const body = r.status === 200 ? await r.text() : '';
+  return body.includes('content="freshet-ui"');
+}
+
+/** A Vite preview server for the built UI that proxies the API to the Go server. */
+export async function startPreview(apiURL: string): Promise<Running> {
+  if (!existsSync(join(distDir, 'index.html'))) throw new Error(`the UI is not built (${distDir}/index.html missing): run make web`);
+  const port = await freePort();
+  const vite = join(webDir, 'node_modules/vite/bin/vite.js');
+  const proc = spawn(process.execPath, [vite, 'preview', '--port', String(port), '--strictPort', '--host', '127.0.0.1'], {
+    cwd: webDir,
+    env: { ...process.env, FRESHET_API: apiURL },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  proc.stdout!.on('data', (d) => (output += d));
+  proc.stderr!.on('data', (d) => (output += d));
+  const url = `http://127.0.0.1:${port}`;
+  try {
+    await waitFor(`${url}/healthz`, 30_000, proc);
+  } catch (e) {
+    proc.kill('SIGKILL');
+    throw new Error(`${e}\n--- vite preview output ---\n${output}`);
+  }
+  log(`vite preview at ${url} -> ${apiURL}`);
+  return { url, stop: stopper(proc) };
+}
+
+export async function launchChromium(): Promise<Browser> {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (make web-test does)`);
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run', '--disable-dev-shm-usage'],
+  });
+}
+
+export function tempDir(): string {
+  mkdirSync(artifacts, { recursive: true });
+  return mkdtempSync(join(tmpdir(), 'freshet-e2e-'));
+}
+
+/** Runs fn over items with at most `n` at once. */
+export async function pool<T>(items: T[], n: number, fn: (t: T) => Promise<void>): Promise<void> {
+  let i = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(n, items.length) }, async () => {
+      while (i < items.length) await fn(items[i++]);
+    }),
+  );
+}

@@ -1,0 +1,927 @@
+// The web UI in headless chromium against a real `freshet up`: log in, manage users and API
+// keys, read the audit log; write a pipeline in the editor, run it and watch its log stream,
+// cancel, restart, approve and deny builds, add triggers, register a runner, create a secret
+// context; see the local runtime healthy, register a runtime and create the hosted one; switch
+// theme and account; a 10,000-row audit log and a 100,000-line build log that must stay
+// virtualised and smooth. Screenshots of every page go to .artifacts/screenshots/.
+//
+// FRESHET_BIN     use this binary instead of building one
+// FRESHET_E2E_UI  server (the Go server serves the UI), vite (a Vite preview of the built UI
+//                 proxies /api to the Go server), or auto (default: server when it serves it)
+// FRESHET_E2E_AUDIT_ROWS  audit events to seed for the large-list check (default 10000, 0 skips)
+// FRESHET_E2E_LOG_LINES   lines of the large build log (default 100000, 0 skips)
+// FRESHET_E2E_HOME_BUILDS builds queued before measuring Home (default 1000, 0 skips)
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  ADMIN_EMAIL,
+  ADMIN_PASSWORD,
+  artifacts,
+  freshetBinary,
+  launchChromium,
+  log,
+  pool,
+  screenshotDir,
+  serverServesUI,
+  startFreshet,
+  startPreview,
+  tempDir,
+  type Running,
+} from './harness';
+
+const AUDIT_ROWS = Number(process.env.FRESHET_E2E_AUDIT_ROWS ?? 10_000);
+const LOG_LINES = Number(process.env.FRESHET_E2E_LOG_LINES ?? 100_000);
+const HOME_BUILDS = Number(process.env.FRESHET_E2E_HOME_BUILDS ?? 1_000);
+const measures: Record<string, string | number> = {};
+
+let tmp: string;
+let server: Running;
+let preview: Running | undefined;
+let base: string;
+let browser: Browser;
+let ctx: BrowserContext;
+let page: Page;
+const consoleErrors: string[] = [];
+
+async function shot(name: string, p: Page = page) {
+  await p.evaluate(() => document.fonts?.ready);
+  await p.screenshot({ path: join(screenshotDir, `${name}.png`), fullPage: false });
+}
+
+/** Visits a path and waits for its page to render (data-page) with no loading state left. */
+async function visit(path: string, pageName: string) {
+  await page.goto(base + path);
+  await page.locator(`[data-page="${pageName}"]`).waitFor({ timeout: 15_000 });
+  await page.waitForFunction(() => !document.querySelector('[aria-busy="true"]'), null, { timeout: 15_000 });
+}
+
+/** The REST API from Node, as an API key would use it. */
+async function api(path: string, token: string, init: RequestInit = {}) {
+  return fetch(server.url + path, { ...init, headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', ...(init.headers ?? {}) } });
+}
+
+let adminSession = '';
+/** A session token of the admin, for seeding through the API. */
+async function adminToken(): Promise<string> {
+  if (adminSession) return adminSession;
+  const r = await fetch(server.url + '/api/v1/auth/login', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ email: ADMIN_EMAIL, password: ADMIN_PASSWORD }),
+  });
+  adminSession = ((await r.json()) as { token: string }).token;
+  return adminSession;
+}
+
+/**
+ * The pipeline the editor test writes: `commandsKey` is "commands", or a typo of it on line 12.
+ * The stream step prints a coloured line every 0.4 s, so the log is watched while it grows.
+ */
+function specWith(commandsKey: string): string {
+  return [
+    "version: '1.0'",
+    'stages: [build, test]',
+    'steps:',
+    '  hello:',
+    '    stage: build',
+    '    image: alpine',
+    '    commands:',
+    '      - echo "$GREETING / $EXTRA / ${{CF_BRANCH}}"',
+    "      - echo '<b>not markup</b>'",
+    '  stream:',
+    '    stage: test',
+    `    ${commandsKey}:`,
+    "      - for i in 1 2 3 4 5 6 7 8; do printf '\\033[32mline %s\\033[0m\\n' \"$i\"; sleep 0.4; done",
+    '    image: alpine',
+    '',
+  ].join('\n');
+}
+
+beforeAll(async () => {
+  tmp = tempDir();
+  rmSync(screenshotDir, { recursive: true, force: true });
+  mkdirSync(screenshotDir, { recursive: true });
+  const bin = freshetBinary(tmp);
+  server = await startFreshet(bin);
+  const mode = process.env.FRESHET_E2E_UI ?? 'auto';
+  const direct = mode === 'server' || (mode === 'auto' && (await serverServesUI(server.url)));
+  if (mode === 'server' && !(await serverServesUI(server.url))) throw new Error('FRESHET_E2E_UI=server, but the Go server does not serve the UI at / (webui.Handler not mounted?)');
+  if (direct) {
+    base = server.url;
+  } else {
+    preview = await startPreview(server.url);
+    base = preview.url;
+  }
+  measures.mode = direct ? 'server (embedded UI)' : 'vite preview proxying to the server';
+  log('UI served by', measures.mode, 'at', base);
+  browser = await launchChromium();
+  ctx = await browser.newContext({ viewport: { width: 1280, height: 800 }, colorScheme: 'light' });
+  page = await ctx.newPage();
+  page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
+  page.on('pageerror', (e) => consoleErrors.push(String(e)));
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await preview?.stop();
+  await server?.stop();
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+  mkdirSync(artifacts, { recursive: true });
+  writeFileSync(join(artifacts, 'webui-measures.json'), JSON.stringify(measures, null, 2) + '\n');
+  log('measures', measures);
+});
+
+describe('web UI', () => {
+  it('sends a visitor to log in and refuses a wrong password', async () => {
+    await page.goto(base + '/users?limit=25');
+    await page.getByRole('heading', { name: 'Log in' }).waitFor();
+    expect(new URL(page.url()).pathname).toBe('/login');
+    expect(new URL(page.url()).searchParams.get('next')).toBe('/users?limit=25');
+    await shot('login');
+    await page.getByLabel('Email').fill(ADMIN_EMAIL);
+    await page.getByLabel('Password').fill('not-the-password');
+    await page.getByLabel('Password').press('Enter');
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('Wrong email or password');
+    await shot('login-error');
+  });
+
+  it('logs in, goes on to the page asked for, and shows Home', async () => {
+    await page.getByLabel('Password').fill(ADMIN_PASSWORD);
+    await page.getByRole('button', { name: 'Log in' }).click();
+    await page.locator('[data-page="users"]').waitFor();
+    expect(new URL(page.url()).pathname + new URL(page.url()).search).toBe('/users?limit=25');
+
+    // Time until Home is usable: a full load of / with the session cookie until the counts show.
+    const times: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const t = Date.now();
+      await page.goto(base + '/');
+      await page.locator('[data-page="home"][data-ready="true"]').waitFor();
+      times.push(Date.now() - t);
+    }
+    measures.homeUsableMs = times.join(', ');
+    const nav = await page.evaluate(() => {
+      const n = performance.getEntriesByType('navigation')[0] as PerformanceNavigationTiming;
+      return { domContentLoaded: Math.round(n.domContentLoadedEventEnd), load: Math.round(n.loadEventEnd) };
+    });
+    measures.homeDomContentLoadedMs = nav.domContentLoaded;
+    log('Home usable after', times, 'ms', nav);
+    await expect.poll(() => page.locator('.card').first().textContent()).toContain('1 admin');
+    await shot('home');
+  });
+
+  it('creates a user with the keyboard, changes the role and cancels a removal with Escape', async () => {
+    await visit('/users', 'users');
+    await page.getByRole('button', { name: 'Add user' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Add user' });
+    await dialog.waitFor();
+    // Client-side validation names the field.
+    await dialog.getByLabel('Email').fill('not-an-email');
+    await dialog.getByLabel('Email').press('Enter');
+    await expect.poll(() => dialog.textContent()).toContain('is not a valid email address');
+    await dialog.getByLabel('Email').fill('alice@example.com');
+    await dialog.getByLabel('Name').fill('Alice');
+    await dialog.getByLabel('Role').selectOption('viewer');
+    await shot('users-create-dialog');
+    await dialog.getByLabel('Password').fill('alice-password-1');
+    await dialog.getByLabel('Password').press('Enter');
+    await dialog.waitFor({ state: 'hidden' });
+    const row = page.getByTestId('user-alice@example.com');
+    await row.waitFor();
+    expect(await row.textContent()).toContain('viewer');
+
+    // A server-side error is shown with its field: the same email again is a conflict.
+    await page.getByRole('button', { name: 'Add user' }).click();
+    await dialog.getByLabel('Email').fill('admin@freshet.local');
+    await dialog.getByRole('button', { name: 'Add user' }).click();
+    await expect.poll(() => dialog.getByRole('alert').count()).toBeGreaterThan(0);
+    await shot('users-create-error');
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden' });
+
+    await page.getByRole('button', { name: 'Change role of alice@example.com' }).click();
+    const roleDialog = page.getByRole('dialog', { name: 'Change role' });
+    await roleDialog.getByLabel('New role').selectOption('member');
+    await roleDialog.getByRole('button', { name: 'Make member' }).click();
+    await roleDialog.waitFor({ state: 'hidden' });
+    await expect.poll(() => row.textContent()).toContain('member');
+
+    await page.getByRole('button', { name: 'Remove alice@example.com' }).click();
+    const confirm = page.getByRole('dialog', { name: 'Remove user' });
+    await confirm.waitFor();
+    // Focus is trapped in the dialog: Tab a few times and stay inside.
+    for (let i = 0; i < 5; i++) await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => !!document.activeElement?.closest('dialog'))).toBe(true);
+    await shot('users-remove-confirm');
+    await page.keyboard.press('Escape');
+    await confirm.waitFor({ state: 'hidden' });
+    expect(await row.isVisible()).toBe(true);
+    await shot('users');
+  });
+
+  let token = '';
+  it('creates an API key, shows its token once, and revokes it', async () => {
+    await visit('/api-keys', 'api-keys');
+    await shot('api-keys-empty');
+    await page.getByRole('button', { name: 'Create API key' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Create API key' });
+    await dialog.getByLabel('Name').fill('e2e-key');
+    await dialog.getByLabel('Role').selectOption('member');
+    await dialog.getByLabel('Expires').selectOption({ label: '30 days' });
+    await dialog.getByLabel('Name').press('Enter');
+    const created = page.getByRole('dialog', { name: 'API key created' });
+    await created.waitFor();
+    token = (await created.getByTestId('new-token').textContent()) ?? '';
+    expect(token).toMatch(/^fsk_/);
+    await created.getByRole('button', { name: 'Copy' }).click();
+    await shot('api-keys-token');
+    expect((await api('/api/v1/me', token)).status).toBe(200);
+    await created.getByRole('button', { name: 'Done' }).click();
+    await created.waitFor({ state: 'hidden' });
+    const row = page.getByTestId('apikey-e2e-key');
+    await row.waitFor();
+    expect(await row.textContent()).toContain('active');
+    expect(await page.content()).not.toContain(token);
+
+    await page.getByRole('button', { name: 'Revoke e2e-key' }).click();
+    const confirm = page.getByRole('dialog', { name: 'Revoke API key' });
+    await confirm.getByRole('button', { name: 'Revoke key' }).click();
+    await confirm.waitFor({ state: 'hidden' });
+    await expect.poll(() => row.textContent()).toContain('revoked');
+    expect((await api('/api/v1/me', token)).status).toBe(401);
+    await shot('api-keys');
+  });
+
+  it('shows those actions in the audit log, and filters it through the URL', async () => {
+    await visit('/audit', 'audit');
+    const actions = await page.getByTestId('audit-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-action')));
+    for (const a of ['auth.login', 'user.create', 'user.update', 'apikey.create', 'apikey.revoke']) expect(actions).toContain(a);
+    await shot('audit');
+
+    await page.getByLabel('Action').fill('apikey.*');
+    await page.getByLabel('Action').press('Enter');
+    await expect.poll(() => new URL(page.url()).searchParams.get('action')).toBe('apikey.*');
+    await expect.poll(async () => [...new Set(await page.getByTestId('audit-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-action'))))].sort().join(',')).toBe('apikey.create,apikey.revoke');
+    await shot('audit-filtered');
+
+    // The filtered view is shareable: a fresh load of the URL shows the same.
+    await page.reload();
+    await page.getByTestId('audit-row').first().waitFor();
+    expect(await page.getByLabel('Action').inputValue()).toBe('apikey.*');
+
+    // A bad time from a hand-edited URL: the server's message, on its field.
+    await visit('/audit?since=yesterday', 'audit');
+    await expect.poll(() => page.locator('.field-error').first().textContent()).toContain('is not a time');
+    await shot('audit-bad-filter');
+    await visit('/audit?result=failure&actor=nobody@example.com', 'audit');
+    await page.getByRole('heading', { name: 'No events match these filters' }).waitFor();
+  });
+
+  // ───────────── CI: pipelines, builds, logs, runners, contexts ─────────────
+
+  let streamBuild = '';
+  it('creates a pipeline in the editor, shows a typo as a lint error at its line, and saves the fix', async () => {
+    await visit('/pipelines', 'pipelines');
+    await shot('pipelines-empty');
+    await page.getByRole('button', { name: 'New project' }).click();
+    const dialog = page.getByRole('dialog', { name: 'New project' });
+    await dialog.getByLabel('Name').fill('e2e');
+    await dialog.getByLabel('Name').press('Enter');
+    await expect.poll(() => new URL(page.url()).searchParams.get('project')).toBe('e2e');
+
+    await page.getByRole('link', { name: 'New pipeline' }).click();
+    await page.locator('[data-page="pipeline-new"]').waitFor();
+    expect(await page.getByLabel('Project').inputValue()).toBe('e2e');
+    await page.getByLabel('Name', { exact: true }).fill('stream');
+    const editor = page.getByTestId('yaml-editor');
+    await editor.fill(specWith('comands'));
+    // The lint call answers after a pause in typing: the typo is an error at line 12.
+    const marker = page.locator('.code-ln[data-line="12"][data-severity="error"]');
+    await marker.waitFor({ timeout: 10_000 });
+    const issue = page.getByTestId('lint-issues').locator('.issue-error', { hasText: 'comands' });
+    await issue.waitFor();
+    expect(await issue.textContent()).toContain('did you mean commands?');
+    expect(await page.getByTestId('lint-summary').textContent()).toMatch(/1 error/);
+    await expect.poll(() => page.locator('.code-line-error .code-lens').first().textContent()).toContain('is not a field');
+    await shot('pipeline-editor-lint-error');
+    // Choosing the problem puts the cursor on its line.
+    await issue.click();
+    const cursorLine = await editor.evaluate((el: HTMLTextAreaElement) => el.value.slice(0, el.selectionStart).split('\n').length);
+    expect(cursorLine).toBe(12);
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('data-testid'))).toBe('yaml-editor');
+
+    // Fix the typo by typing, as a person would: select the word and type over it.
+    await editor.evaluate((el: HTMLTextAreaElement) => {
+      const at = el.value.indexOf('comands:');
+      el.setSelectionRange(at, at + 'comands'.length);
+    });
+    await page.keyboard.type('commands');
+    await expect.poll(() => page.getByTestId('lint-summary').getAttribute('data-state'), { timeout: 10_000 }).toBe('ok');
+    expect(await page.locator('.code-ln[data-severity="error"]').count()).toBe(0);
+    await shot('pipeline-editor-fixed');
+
+    await page.getByRole('tab', { name: 'Settings' }).click();
+    await page.getByLabel('Variables: key 1').fill('GREETING');
+    await page.getByLabel('Variables: value 1').fill('hello from e2e');
+    await page.getByLabel('Builds at once', { exact: true }).fill('2');
+    await shot('pipeline-new-settings');
+    await page.getByRole('button', { name: 'Create pipeline' }).click();
+    await page.locator('[data-page="pipeline"]').waitFor();
+    expect(new URL(page.url()).pathname).toBe('/pipelines/e2e/stream');
+    const saved = (await (await api('/api/v1/pipelines/e2e%2Fstream', await adminToken())).json()) as { spec: string; config: { concurrency?: number; variables?: { key: string }[] } };
+    expect(saved.spec).toBe(specWith('commands'));
+    expect(saved.config.concurrency).toBe(2);
+    expect(saved.config.variables?.[0].key).toBe('GREETING');
+    await shot('pipeline');
+  });
+
+  it('runs it from the run dialog and watches the log stream live, with colours, search and steps', async () => {
+    await page.getByRole('button', { name: 'Run', exact: true }).click();
+    const dialog = page.getByRole('dialog', { name: 'Run e2e/stream' });
+    await dialog.getByLabel('Branch').fill('feature/live');
+    await dialog.getByLabel('Variables: key 1').fill('EXTRA');
+    await dialog.getByLabel('Variables: value 1').fill('42');
+    await shot('run-dialog');
+    await dialog.getByRole('button', { name: 'Run', exact: true }).click();
+    await page.waitForURL(/\/builds\/bld_/);
+    streamBuild = new URL(page.url()).pathname.split('/').pop()!;
+    const log = page.getByTestId('build-log');
+    // Live: lines arrive while the build still runs.
+    await log.locator('.log-row', { hasText: 'line 2' }).waitFor({ timeout: 20_000 });
+    expect(await log.getAttribute('data-ended')).toBeNull();
+    const early = Number(await log.getAttribute('data-lines'));
+    // The page asks for the build's state every second: it shows the step running meanwhile.
+    await expect.poll(() => page.getByTestId('step-stream').getAttribute('data-status')).toBe('running');
+    expect(await page.locator('[data-page="build"]').getAttribute('data-status')).toBe('running');
+    await shot('build-live');
+    await log.locator('.log-row', { hasText: 'line 8' }).waitFor({ timeout: 20_000 });
+    expect(Number(await log.getAttribute('data-lines'))).toBeGreaterThan(early);
+    await expect.poll(() => page.locator('[data-page="build"]').getAttribute('data-status'), { timeout: 15_000 }).toBe('success');
+    await expect.poll(() => log.getAttribute('data-ended')).toBe('true');
+    // ANSI colours are classes on text; markup in the log stays text.
+    expect(await log.locator('.log-row .ansi-fg-2', { hasText: 'line 3' }).count()).toBe(1);
+    expect(await log.locator('.log-row', { hasText: '<b>not markup</b>' }).count()).toBe(1);
+    expect(await log.locator('b').count()).toBe(0);
+    // The variables reached the step.
+    expect(await log.locator('.log-row', { hasText: 'hello from e2e / 42 / feature/live' }).count()).toBe(1);
+    expect(await page.getByTestId('step-hello').getAttribute('data-status')).toBe('success');
+
+    await log.getByLabel('Search the log').fill('LINE 5');
+    await expect.poll(() => page.getByTestId('log-matches').textContent()).toBe('1 of 1');
+    expect(await log.locator('.log-hit-current').textContent()).toBe('line 5');
+    await log.getByLabel('Search the log').fill('line');
+    await expect.poll(() => page.getByTestId('log-matches').textContent()).toMatch(/ of 8$/);
+    await log.getByLabel('Search the log').press('Enter');
+    await shot('build-log-search');
+    await log.getByLabel('Search the log').fill('');
+    // Choosing a step shows where its output starts.
+    await page.getByTestId('step-hello').click();
+    await expect.poll(() => log.locator('.log-row-focus').textContent()).toContain('[freshet] step hello (freestyle)');
+    expect(await log.getAttribute('data-follow')).toBe('false');
+    await shot('build-success');
+
+    // Restart: a new build of the same pipeline, opened at once.
+    await page.getByRole('button', { name: 'Restart', exact: true }).click();
+    await page.waitForURL((u) => u.pathname.startsWith('/builds/') && !u.pathname.endsWith(streamBuild));
+    await page.locator('h1', { hasText: 'e2e/stream #2' }).waitFor();
+  });
+
+  it('cancels a long build after confirming, and restarts it from the failed step', async () => {
+    const session = await adminToken();
+    const spec = "version: '1.0'\nsteps:\n  prep:\n    image: alpine\n    commands:\n      - echo prepared\n  wait:\n    image: alpine\n    commands:\n      - echo waiting\n      - sleep 120\n";
+    expect((await api('/api/v1/pipelines', session, { method: 'POST', body: JSON.stringify({ project: 'e2e', name: 'long', spec, config: {} }) })).status).toBe(201);
+    await visit('/pipelines?project=e2e', 'pipelines');
+    await page.getByRole('button', { name: 'Run e2e/long' }).click();
+    await page.getByRole('dialog', { name: 'Run e2e/long' }).getByRole('button', { name: 'Run', exact: true }).click();
+    await page.waitForURL(/\/builds\/bld_/);
+    const first = new URL(page.url()).pathname.split('/').pop()!;
+    await page.getByTestId('build-log').locator('.log-row', { hasText: 'waiting' }).waitFor({ timeout: 20_000 });
+    await page.getByRole('button', { name: 'Cancel build' }).click();
+    const confirm = page.getByRole('dialog', { name: 'Cancel build' });
+    await shot('build-cancel-confirm');
+    await confirm.getByRole('button', { name: 'Cancel build' }).click();
+    await confirm.waitFor({ state: 'hidden' });
+    await expect.poll(() => page.locator('[data-page="build"]').getAttribute('data-status'), { timeout: 20_000 }).toBe('terminated');
+    expect(await page.getByTestId('step-wait').getAttribute('data-status')).toBe('terminated');
+    await shot('build-terminated');
+
+    await page.getByRole('button', { name: 'Restart from failed' }).click();
+    await page.waitForURL((u) => u.pathname.startsWith('/builds/') && !u.pathname.endsWith(first));
+    const second = new URL(page.url()).pathname.split('/').pop()!;
+    // The step that succeeded before is skipped; the one that was cancelled runs again.
+    await page.getByTestId('build-log').locator('.log-row', { hasText: 'step prep: skipped (succeeded before)' }).waitFor({ timeout: 20_000 });
+    await page.getByTestId('build-log').locator('.log-row', { hasText: 'waiting' }).waitFor({ timeout: 20_000 });
+    expect((await api(`/api/v1/builds/${second}/cancel`, session, { method: 'POST' })).status).toBe(200);
+    await expect.poll(() => page.locator('[data-page="build"]').getAttribute('data-status'), { timeout: 20_000 }).toBe('terminated');
+  });
+
+  it('approves a build waiting for approval, and denies another', async () => {
+    const session = await adminToken();
+    const spec = "version: '1.0'\nsteps:\n  ask:\n    type: pending-approval\n  after:\n    image: alpine\n    commands:\n      - echo approved and done\n";
+    expect((await api('/api/v1/pipelines', session, { method: 'POST', body: JSON.stringify({ project: 'e2e', name: 'gate', spec, config: {} }) })).status).toBe(201);
+    for (const decision of ['Approve', 'Deny'] as const) {
+      const run = await api('/api/v1/pipelines/e2e%2Fgate/runs', session, { method: 'POST', body: '{}' });
+      const id = ((await run.json()) as { id: string }).id;
+      await visit(`/builds/${id}`, 'build');
+      const banner = page.getByRole('region', { name: 'Approval' });
+      await banner.waitFor({ timeout: 20_000 });
+      expect(await page.getByTestId('step-ask').getAttribute('data-status')).toBe('pending-approval');
+      // Steps the runner has not reached yet show as pending, from the pipeline's spec.
+      await expect.poll(() => page.getByTestId('step-after').getAttribute('data-status')).toBe('pending');
+      if (decision === 'Approve') await shot('build-pending-approval');
+      await banner.getByRole('button', { name: decision }).click();
+      await expect.poll(() => page.locator('[data-page="build"]').getAttribute('data-status'), { timeout: 20_000 }).toBe(decision === 'Approve' ? 'success' : 'failed');
+      if (decision === 'Approve') {
+        expect(await page.getByTestId('step-after').getAttribute('data-status')).toBe('success');
+        await shot('build-approved');
+      } else {
+        await shot('build-denied');
+      }
+    }
+  });
+
+  it('adds a git trigger (webhook URL and secret shown once) and a cron trigger, and deletes one', async () => {
+    await visit('/pipelines/e2e/stream?tab=triggers', 'pipeline');
+    await page.getByRole('heading', { name: 'No triggers' }).waitFor();
+    await page.getByRole('button', { name: 'Add git trigger' }).click();
+    const git = page.getByRole('dialog', { name: 'Add git trigger' });
+    await git.getByLabel('Repository').fill('acme/api');
+    await git.getByLabel('Branches').fill('^main$');
+    await git.getByRole('button', { name: 'Add trigger' }).click();
+    const added = page.getByRole('dialog', { name: 'Git trigger added' });
+    await added.waitFor();
+    const url = (await added.getByTestId('webhook-url').textContent()) ?? '';
+    const secret = (await added.getByTestId('webhook-secret').textContent()) ?? '';
+    expect(url).toMatch(/\/api\/v1\/webhooks\/github\/trg_/);
+    expect(secret.length).toBeGreaterThanOrEqual(16);
+    await shot('trigger-git-created');
+    await added.getByRole('button', { name: 'Done' }).click();
+    await page.getByTestId('trigger-git').waitFor();
+    expect(await page.content()).not.toContain(secret);
+
+    await page.getByRole('button', { name: 'Add cron trigger' }).click();
+    const cron = page.getByRole('dialog', { name: 'Add cron trigger' });
+    await cron.getByLabel('Schedule').fill('not a schedule');
+    await cron.getByRole('button', { name: 'Add trigger' }).click();
+    await expect.poll(() => cron.locator('.field-error').first().textContent()).toContain('is not a cron schedule');
+    await cron.getByLabel('Schedule').fill('@daily');
+    await cron.getByRole('button', { name: 'Add trigger' }).click();
+    await cron.waitFor({ state: 'hidden' });
+    await page.getByTestId('trigger-cron').waitFor();
+    await shot('triggers');
+    await page.getByRole('button', { name: /Delete trigger cron/ }).click();
+    await page.getByRole('dialog', { name: 'Delete trigger' }).getByRole('button', { name: 'Delete trigger' }).click();
+    await expect.poll(() => page.getByTestId('trigger-cron').count()).toBe(0);
+    expect(await page.getByTestId('trigger-git').count()).toBe(1);
+  });
+
+  it('registers a runner and shows its token once, with the command to start it', async () => {
+    await visit('/settings/runners', 'runners');
+    await page.getByTestId('runner-local').waitFor();
+    expect(await page.getByTestId('runner-local').textContent()).toContain('connected');
+    await page.getByRole('button', { name: 'Register runner' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Register runner' });
+    await dialog.getByLabel('Name').fill('e2e-runner');
+    await dialog.getByLabel('Labels: key 1').fill('os');
+    await dialog.getByLabel('Labels: value 1').fill('linux');
+    await dialog.getByRole('button', { name: 'Register' }).click();
+    const done = page.getByRole('dialog', { name: 'Runner registered' });
+    await done.waitFor();
+    const runnerToken = (await done.getByTestId('runner-token').textContent()) ?? '';
+    expect(runnerToken).toMatch(/^frn_/);
+    expect(await done.getByTestId('runner-command').textContent()).toBe(`freshet runner --server ${base} --token ${runnerToken}`);
+    await shot('runner-registered');
+    await done.getByRole('button', { name: 'Done' }).click();
+    const row = page.getByTestId('runner-e2e-runner');
+    await row.waitFor();
+    expect(await row.textContent()).toContain('not connected');
+    expect(await row.textContent()).toContain('os=linux');
+    expect(await page.content()).not.toContain(runnerToken);
+    await shot('runners');
+  });
+
+  it('creates a secret context from pasted KEY=VALUE lines and shows its values masked', async () => {
+    await visit('/settings/contexts', 'contexts');
+    await shot('contexts-empty');
+    await page.getByRole('button', { name: 'New context' }).click();
+    const dialog = page.getByRole('dialog', { name: 'New context' });
+    await dialog.getByLabel('Name').fill('e2e-secret');
+    // Paste a .env file into the first key: one row per line.
+    await dialog.getByLabel('Values: key 1').focus();
+    await page.evaluate(() => {
+      const dt = new DataTransfer();
+      dt.setData('text/plain', 'API_TOKEN=tok-e2e-123\nDB_PASSWORD="hunter2 e2e"\n');
+      document.activeElement!.dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true }));
+    });
+    expect(await dialog.getByLabel('Values: key 2').inputValue()).toBe('DB_PASSWORD');
+    expect(await dialog.getByLabel('Values: value 2').getAttribute('type')).toBe('password');
+    await shot('context-create');
+    await dialog.getByRole('button', { name: 'Create context' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    const row = page.getByTestId('context-e2e-secret');
+    await row.waitFor();
+    expect(await row.textContent()).toContain('secret');
+    expect(await page.content()).not.toContain('tok-e2e-123');
+
+    await page.getByRole('button', { name: 'Show values of e2e-secret' }).click();
+    expect(new URL(page.url()).searchParams.get('context')).toBe('e2e-secret');
+    const values = page.getByRole('dialog', { name: 'Context e2e-secret' });
+    await expect.poll(() => values.getByTestId('value-API_TOKEN').textContent()).toBe('*****');
+    expect(await values.getByTestId('value-DB_PASSWORD').textContent()).toBe('*****');
+    await shot('context-masked');
+    // An admin may reveal them, on purpose; that is audited.
+    await values.getByTestId('reveal-secrets').click();
+    await expect.poll(() => values.getByTestId('value-API_TOKEN').textContent()).toBe('tok-e2e-123');
+    expect(await values.getByTestId('value-DB_PASSWORD').textContent()).toBe('hunter2 e2e');
+    await values.getByTestId('reveal-secrets').click();
+    await expect.poll(() => values.getByTestId('value-API_TOKEN').textContent()).toBe('*****');
+    await values.getByRole('button', { name: 'Close' }).first().click();
+    await expect.poll(() => new URL(page.url()).searchParams.get('context')).toBeNull();
+    await shot('contexts');
+  });
+
+  it('shows the build, trigger, runner and context actions in the audit log', async () => {
+    await visit('/audit?action=build.*', 'audit');
+    await expect.poll(async () => [...new Set(await page.getByTestId('audit-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-action'))))].sort().join(',')).toBe(
+      'build.approve,build.cancel,build.deny,build.restart,build.run',
+    );
+    await shot('audit-builds');
+    await visit('/audit', 'audit');
+    const actions = await page.getByTestId('audit-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-action')));
+    for (const a of ['project.create', 'pipeline.create', 'trigger.create', 'trigger.delete', 'runner.register', 'context.create', 'context.decrypt']) expect(actions).toContain(a);
+  });
+
+  it('shows the local runtime healthy, registers a runtime (token shown once) and creates the hosted runtime', async () => {
+    await visit('/runtimes', 'runtimes');
+    const local = page.getByTestId('runtime-local');
+    await local.waitFor();
+    await expect.poll(() => local.getByTestId('runtime-status').textContent(), { timeout: 10_000 }).toContain('healthy');
+    expect(await local.textContent()).toContain('tunnel');
+    await local.getByRole('link', { name: 'local' }).click();
+    await page.getByTestId('runtime-facts').waitFor();
+    expect(await page.getByTestId('runtime-detail-status').textContent()).toContain('healthy');
+    expect(await page.getByRole('button', { name: 'Rotate token' }).count()).toBe(1);
+    await shot('runtime');
+    await page.getByRole('link', { name: '← Runtimes' }).click();
+    await page.locator('[data-page="runtimes"]').waitFor();
+
+    await page.getByRole('button', { name: 'Add runtime' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Add runtime' });
+    await dialog.getByLabel('Name').fill('Edge 1');
+    await dialog.getByRole('button', { name: 'Register' }).click();
+    expect(await dialog.textContent()).toMatch(/Name/);
+    await dialog.getByLabel('Name').fill('edge-1');
+    await dialog.getByRole('button', { name: 'Register' }).click();
+    const done = page.getByRole('dialog', { name: 'Runtime registered' });
+    await done.waitFor();
+    const token = (await done.getByTestId('runtime-token').textContent()) ?? '';
+    expect(token).toMatch(/^frt_/);
+    expect(await done.getByTestId('runtime-command').textContent()).toBe(`freshet runtime --server ${base} --token ${token}`);
+    await shot('runtime-registered');
+    await done.getByRole('button', { name: 'Done' }).click();
+    const edge = page.getByTestId('runtime-edge-1');
+    await edge.waitFor();
+    expect(await edge.getByTestId('runtime-status').textContent()).toContain('installing');
+    expect(await page.content()).not.toContain(token);
+
+    // The account's hosted runtime starts in-process and heartbeats within seconds; a second is refused.
+    await page.getByRole('button', { name: 'Create hosted runtime' }).click();
+    const hosted = page.getByTestId('runtime-hosted');
+    await hosted.waitFor();
+    expect(await hosted.textContent()).toContain('hosted');
+    await expect.poll(() => hosted.getByTestId('runtime-status').textContent(), { timeout: 15_000 }).toContain('healthy');
+    await page.getByRole('button', { name: 'Create hosted runtime' }).click();
+    await expect.poll(() => page.getByTestId('hosted-error').textContent()).toContain('already has a hosted runtime (one per account)');
+    await shot('runtimes');
+
+    await visit('/', 'home');
+    const card = page.getByTestId('home-runtimes');
+    expect(await card.textContent()).toContain('2 healthy');
+    expect(await card.textContent()).toContain('1 installing');
+    await shot('home-runtimes');
+  });
+
+  it(`renders a ${LOG_LINES.toLocaleString('en-US')}-line log quickly and scrolls it smoothly`, async () => {
+    if (LOG_LINES <= 0) return;
+    const session = await adminToken();
+    const spec = `version: '1.0'\nsteps:\n  big:\n    image: alpine\n    commands:\n      - seq 1 ${LOG_LINES}\n`;
+    expect((await api('/api/v1/pipelines', session, { method: 'POST', body: JSON.stringify({ project: 'e2e', name: 'big', spec, config: {} }) })).status).toBe(201);
+    const id = ((await (await api('/api/v1/pipelines/e2e%2Fbig/runs', session, { method: 'POST', body: '{}' })).json()) as { id: string }).id;
+    const t0 = Date.now();
+    for (;;) {
+      const b = (await (await api(`/api/v1/builds/${id}`, session)).json()) as { status: string; logSize: number };
+      if (b.status === 'success') break;
+      if (!['queued', 'running'].includes(b.status) || Date.now() - t0 > 60_000) throw new Error(`big build: ${b.status}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    log(`${LOG_LINES}-line build ran in ${Date.now() - t0}ms`);
+
+    const want = LOG_LINES + 4; // seq's lines and the runner's notices
+    const start = Date.now();
+    await page.goto(`${base}/builds/${id}`);
+    const view = page.getByRole('log', { name: 'Log output' });
+    await page.locator(`[data-testid="build-log"][data-ended="true"][data-lines="${want}"]`).waitFor({ timeout: 30_000 });
+    await view.locator('.log-txt', { hasText: new RegExp(`^${LOG_LINES}$`) }).waitFor();
+    const wall = Date.now() - start;
+    const marks = await page.evaluate(() =>
+      Object.fromEntries(['freshet:log-first-paint', 'freshet:log-complete'].map((n) => [n, Math.round(performance.getEntriesByName(n)[0]?.startTime ?? -1)])),
+    );
+    measures.log100kFirstPaintMs = marks['freshet:log-first-paint'];
+    measures.log100kCompleteMs = marks['freshet:log-complete'];
+    measures.log100kWallMs = wall;
+    log(`${want} lines: first rows at ${marks['freshet:log-first-paint']}ms, whole log at ${marks['freshet:log-complete']}ms after navigation; ${wall}ms wall`);
+    expect(marks['freshet:log-first-paint']).toBeGreaterThan(0);
+    await shot('build-log-100k-end');
+
+    // Search the whole log.
+    const ts = Date.now();
+    await page.getByLabel('Search the log').fill('99999');
+    await expect.poll(() => page.getByTestId('log-matches').textContent()).toBe('1 of 1');
+    measures.log100kSearchMs = Date.now() - ts;
+    await page.getByLabel('Search the log').fill('');
+
+    const frames = await view.evaluate(async (el) => {
+      const frame = () => new Promise((r) => requestAnimationFrame(() => r(null)));
+      const deltas: number[] = [];
+      let maxRows = 0;
+      for (const at of [0, 0.5, 0.9]) {
+        el.scrollTop = at * (el.scrollHeight - el.clientHeight);
+        await frame();
+        await frame();
+        let last = performance.now();
+        for (let i = 0; i < 120; i++) {
+          el.scrollTop += 300;
+          await frame();
+          const now = performance.now();
+          deltas.push(now - last);
+          last = now;
+          maxRows = Math.max(maxRows, el.querySelectorAll('.log-row').length);
+        }
+      }
+      deltas.sort((a, b) => a - b);
+      const q = (p: number) => deltas[Math.min(deltas.length - 1, Math.floor(p * deltas.length))];
+      return { frames: deltas.length, p50: q(0.5), p95: q(0.95), max: deltas[deltas.length - 1], over50: deltas.filter((d) => d > 50).length, maxRows };
+    });
+    measures.log100kScroll = `${frames.frames} frames of 300px scrolling at the top, middle and end of ${want} lines: p50 ${frames.p50.toFixed(1)}ms, p95 ${frames.p95.toFixed(1)}ms, max ${frames.max.toFixed(1)}ms, ${frames.over50} frames over 50ms; at most ${frames.maxRows} rows in the DOM`;
+    log(measures.log100kScroll);
+    expect(frames.maxRows).toBeLessThan(120);
+    expect(frames.p50).toBeLessThan(250);
+    // Scrolling up turned follow off.
+    expect(await page.getByTestId('build-log').getAttribute('data-follow')).toBe('false');
+    await view.evaluate((el) => (el.scrollTop = el.scrollHeight / 2));
+    await page.waitForTimeout(100);
+    await shot('build-log-100k-middle');
+    // A shared link to a line opens there.
+    await page.goto(`${base}/builds`);
+    await page.goto(`${base}/builds/${id}#L50000`);
+    await page.locator('.log-row-focus', { hasText: '49997' }).waitFor({ timeout: 30_000 });
+  });
+
+  it(`measures Home with ${HOME_BUILDS.toLocaleString('en-US')} builds`, async () => {
+    if (HOME_BUILDS <= 0) return;
+    const session = await adminToken();
+    // Builds of a pipeline no runner takes (a label nobody has) stay queued: cheap to make.
+    const spec = "version: '1.0'\nsteps:\n  noop:\n    image: alpine\n    commands: ['true']\n";
+    const body = JSON.stringify({ project: 'e2e', name: 'parked', spec, config: { runnerLabels: { 'e2e.freshet.dev/nobody': 'true' } } });
+    expect((await api('/api/v1/pipelines', session, { method: 'POST', body })).status).toBe(201);
+    const t = Date.now();
+    await pool(Array.from({ length: HOME_BUILDS }, (_, i) => i), 8, async (i) => {
+      const r = await api('/api/v1/pipelines/e2e%2Fparked/runs', session, { method: 'POST', body: JSON.stringify({ branch: `b${i % 7}` }) });
+      if (r.status !== 201) throw new Error(`run ${i}: ${r.status}`);
+      await r.arrayBuffer();
+    });
+    log(`queued ${HOME_BUILDS} builds in ${Date.now() - t}ms`);
+    const times: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const s = Date.now();
+      await page.goto(base + '/');
+      await page.locator('[data-page="home"][data-ready="true"]').waitFor();
+      times.push(Date.now() - s);
+    }
+    measures.homeUsableWithBuildsMs = `${times.join(', ')} (${HOME_BUILDS} builds)`;
+    log('Home usable with builds after', times, 'ms');
+    expect(await page.getByTestId('home-builds').textContent()).toContain('100+');
+    await shot('home-builds');
+    await visit('/builds?status=queued', 'builds');
+    await shot('builds-queued');
+    // Deleting the pipeline deletes its builds.
+    expect((await api('/api/v1/pipelines/e2e%2Fparked', session, { method: 'DELETE' })).status).toBe(204);
+  });
+
+  it('switches theme and keeps it across a reload', async () => {
+    await visit('/', 'home');
+    expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe('light');
+    await page.getByRole('button', { name: 'Switch to dark theme' }).click();
+    expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe('dark');
+    const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+    expect(bg).toBe('rgb(13, 17, 23)');
+    await page.reload();
+    await page.locator('[data-page="home"][data-ready="true"]').waitFor();
+    expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe('dark');
+    await shot('home-dark');
+    for (const [path, name] of [
+      ['/users', 'users'],
+      ['/api-keys', 'api-keys'],
+      ['/audit', 'audit'],
+      ['/settings', 'settings'],
+      ['/pipelines', 'pipelines'],
+      ['/pipelines/e2e/stream', 'pipeline'],
+      ['/builds', 'builds'],
+      [`/builds/${streamBuild}`, 'build'],
+      ['/settings/runners', 'runners'],
+      ['/settings/contexts', 'contexts'],
+      ['/runtimes', 'runtimes'],
+      ['/runtimes/local', 'runtime'],
+    ] as const) {
+      await visit(path, name);
+      if (name === 'build') await page.locator('[data-testid="build-log"][data-ended="true"]').waitFor();
+      await shot(`${name}-dark`);
+    }
+    await page.getByRole('button', { name: 'Switch to light theme' }).click();
+    expect(await page.evaluate(() => localStorage.getItem('freshet.theme'))).toBe('light');
+  });
+
+  it('creates an account and switches to it and back', async () => {
+    await visit('/settings', 'settings');
+    await page.getByLabel('New account').fill('e2e-second');
+    await page.getByLabel('New account').press('Enter');
+    await page.getByText('Created e2e-second.').waitFor();
+    await page.getByRole('button', { name: /Switch account/ }).click();
+    await page.getByRole('menuitemradio', { name: /e2e-second/ }).click();
+    await expect.poll(() => page.getByTestId('current-account').textContent()).toBe('e2e-second');
+    await visit('/users', 'users');
+    expect(await page.locator('tbody tr').count()).toBe(1);
+    await shot('users-second-account');
+    // The menu works from the keyboard too.
+    await page.getByRole('button', { name: /Switch account/ }).focus();
+    await page.keyboard.press('Enter');
+    await page.getByRole('menu').waitFor();
+    await shot('account-menu');
+    await page.keyboard.press('ArrowDown');
+    const focused = await page.evaluate(() => document.activeElement?.textContent ?? '');
+    await page.keyboard.press('Enter');
+    const target = focused.includes('default') ? 'default' : 'e2e-second';
+    await expect.poll(() => page.getByTestId('current-account').textContent()).toBe(target);
+    if (target !== 'default') {
+      await page.getByRole('button', { name: /Switch account/ }).click();
+      await page.getByRole('menuitemradio', { name: /default/ }).click();
+      await expect.poll(() => page.getByTestId('current-account').textContent()).toBe('default');
+    }
+  });
+
+  it('renders every page at 1280×800 and 1920×1080', async () => {
+    const pages = [
+      ['/', 'home'],
+      ['/runtimes', 'runtimes'],
+      ['/runtimes/local', 'runtime'],
+      ['/applications', 'applications'],
+      ['/pipelines', 'pipelines'],
+      ['/pipelines/e2e/stream', 'pipeline'],
+      ['/pipelines/e2e/stream?tab=settings', 'pipeline-settings'],
+      ['/pipelines/new?project=e2e', 'pipeline-new'],
+      ['/builds', 'builds'],
+      [`/builds/${streamBuild}`, 'build'],
+      ['/users', 'users'],
+      ['/api-keys', 'api-keys'],
+      ['/audit', 'audit'],
+      ['/settings', 'settings'],
+      ['/settings/runners', 'runners'],
+      ['/settings/contexts', 'contexts'],
+    ] as const;
+    for (const size of [
+      { width: 1280, height: 800 },
+      { width: 1920, height: 1080 },
+    ]) {
+      await page.setViewportSize(size);
+      for (const [path, name] of pages) {
+        if (name === 'applications') {
+          await page.goto(base + path);
+          await page.getByRole('heading', { name: /not available in this version yet/ }).waitFor();
+        } else {
+          await visit(path, name.startsWith('pipeline-') && name !== 'pipeline-new' ? 'pipeline' : name);
+        }
+        // Nothing spills sideways at these sizes.
+        expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+        await shot(`${name}-${size.width}x${size.height}`);
+      }
+    }
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await page.goto(base + '/no/such/page');
+    await page.getByRole('heading', { name: 'No such page' }).waitFor();
+    await shot('not-found');
+  });
+
+  it(`keeps a ${AUDIT_ROWS.toLocaleString('en-US')}-row audit log virtualised and smooth`, async () => {
+    if (AUDIT_ROWS <= 0) return;
+    // Seed: a viewer key trying to create users is refused, and every refusal is audited.
+    const login = await fetch(server.url + '/api/v1/auth/login', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ email: ADMIN_EMAIL, password: ADMIN_PASSWORD }),
+    });
+    const session = ((await login.json()) as { token: string }).token;
+    const keyRes = await api('/api/v1/apikeys', session, { method: 'POST', body: JSON.stringify({ name: 'seeder', role: 'viewer' }) });
+    const viewer = ((await keyRes.json()) as { token: string }).token;
+    const before = Date.now();
+    const n = Array.from({ length: AUDIT_ROWS }, (_, i) => i);
+    await pool(n, 8, async (i) => {
+      const r = await api('/api/v1/users', viewer, { method: 'POST', body: JSON.stringify({ email: `seed${i}@example.com`, role: 'viewer' }) });
+      if (r.status !== 403) throw new Error(`seed ${i}: status ${r.status}`);
+      await r.arrayBuffer();
+    });
+    measures.seedAuditRowsPerSec = Math.round(AUDIT_ROWS / ((Date.now() - before) / 1000));
+    log(`seeded ${AUDIT_ROWS} audit events in ${Date.now() - before}ms`);
+
+    await visit('/audit', 'audit');
+    const list = page.getByRole('rowgroup', { name: 'Audit events rows' });
+    // Scroll to the end repeatedly until every page has loaded (bounded in time).
+    const t0 = Date.now();
+    const want = AUDIT_ROWS + 10;
+    while (Date.now() - t0 < 120_000) {
+      const status = (await page.locator('.list-status').textContent()) ?? '';
+      const loaded = Number(status.split(' ')[0].replace(/,/g, ''));
+      if (loaded >= want && !status.includes('more load')) break;
+      await list.evaluate((el) => (el.scrollTop = el.scrollHeight));
+      await page.waitForTimeout(100);
+    }
+    const status = (await page.locator('.list-status').textContent()) ?? '';
+    measures.auditLoadAllMs = Date.now() - t0;
+    log('audit list:', status, `in ${measures.auditLoadAllMs}ms`);
+    expect(status).not.toContain('more load');
+    const total = Number(status.split(' ')[0].replace(/,/g, ''));
+    expect(total).toBeGreaterThanOrEqual(want);
+
+    // Scroll like a fast mouse wheel (300 px a frame, ~8 rows) for 120 frames from the top,
+    // the middle and near the end, and time the frames: the cost must not depend on where in
+    // the 10,000 rows the view is.
+    const frames = await list.evaluate(async (el) => {
+      const frame = () => new Promise((r) => requestAnimationFrame(() => r(null)));
+      const deltas: number[] = [];
+      let maxRows = 0;
+      for (const at of [0, 0.5, 0.9]) {
+        el.scrollTop = at * (el.scrollHeight - el.clientHeight);
+        await frame();
+        await frame();
+        let last = performance.now();
+        for (let i = 0; i < 120; i++) {
+          el.scrollTop += 300;
+          await frame();
+          const now = performance.now();
+          deltas.push(now - last);
+          last = now;
+          maxRows = Math.max(maxRows, el.querySelectorAll('[data-testid="audit-row"]').length);
+        }
+      }
+      deltas.sort((a, b) => a - b);
+      const q = (p: number) => deltas[Math.min(deltas.length - 1, Math.floor(p * deltas.length))];
+      return { frames: deltas.length, p50: q(0.5), p95: q(0.95), max: deltas[deltas.length - 1], over50: deltas.filter((d) => d > 50).length, maxRows };
+    });
+    measures.auditScroll = `${frames.frames} frames of 300px wheel-speed scrolling at the top, middle and end of ${total} rows: p50 ${frames.p50.toFixed(1)}ms, p95 ${frames.p95.toFixed(1)}ms, max ${frames.max.toFixed(1)}ms, ${frames.over50} frames over 50ms; at most ${frames.maxRows} rows in the DOM`;
+    log(measures.auditScroll);
+    // Virtualised: a few dozen rows in the DOM wherever the list is scrolled, whatever its length.
+    expect(frames.maxRows).toBeLessThan(100);
+    // Frame times are wall-clock on a shared 2-core machine, so only a gross bound is asserted
+    // here (rendering all rows would take seconds a frame); the numbers go to the measures file.
+    expect(frames.p50).toBeLessThan(250);
+    await shot('audit-10000-bottom');
+    await list.evaluate((el) => (el.scrollTop = el.scrollHeight / 2));
+    await page.waitForTimeout(100);
+    await shot('audit-10000-middle');
+  });
+
+  it('shows a member only what a member may use', async () => {
+    const other = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const p = await other.newPage();
+    try {
+      await p.goto(base + '/');
+      await p.getByLabel('Email').fill('alice@example.com');
+      await p.getByLabel('Password').fill('alice-password-1');
+      await p.getByLabel('Password').press('Enter');
+      await p.locator('[data-page="home"][data-ready="true"]').waitFor();
+      expect(await p.getByRole('navigation', { name: 'Main' }).textContent()).not.toContain('Audit log');
+      await p.getByRole('heading', { name: 'The audit log is for admins' }).waitFor();
+      expect(await p.getByRole('button', { name: 'Add user' }).count()).toBe(0);
+      await shot('home-member', p);
+      // The server refuses the audit log; the page says so instead of breaking.
+      await p.goto(base + '/audit');
+      await p.getByRole('heading', { name: 'Not allowed' }).waitFor();
+      await shot('audit-member-denied', p);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it('logs out from the user menu', async () => {
+    await visit('/', 'home');
+    await page.getByRole('button', { name: /User menu/ }).click();
+    await shot('user-menu');
+    await page.getByRole('menuitem', { name: 'Log out' }).click();
+    await page.getByRole('heading', { name: 'Log in' }).waitFor();
+    const me = await page.evaluate(async () => (await fetch('/api/v1/me')).status);
+    expect(me).toBe(401);
+    // Refused requests the test provoked log "Failed to load resource: … 4xx"; anything else is a bug.
+    expect(consoleErrors.filter((e) => !/Failed to load resource: the server responded with a status of 4\d\d/.test(e))).toEqual([]);
+  });
+});

@@ -1,0 +1,360 @@
+// Types of the public API, mirroring client/types.go and api/openapi.yaml. Times are RFC 3339
+// strings on the wire.
+
+export type Role = 'admin' | 'member' | 'viewer';
+export const roles: readonly Role[] = ['admin', 'member', 'viewer'];
+
+export interface Account {
+  id: string;
+  name: string;
+  createdAt: string;
+}
+
+export interface AccountMembership {
+  id: string;
+  name: string;
+  role: Role;
+}
+
+export interface User {
+  id: string;
+  email: string;
+  name: string;
+  role: Role;
+  createdAt: string;
+}
+
+export interface Me {
+  user: User;
+  account: Account;
+  role: Role;
+  via: 'session' | 'apikey';
+  accounts: AccountMembership[];
+}
+
+export type APIKeyStatus = 'active' | 'expired' | 'revoked';
+
+export interface APIKey {
+  id: string;
+  name: string;
+  prefix: string;
+  role: Role;
+  userId: string;
+  status: APIKeyStatus;
+  createdAt: string;
+  expiresAt?: string;
+  revokedAt?: string;
+  lastUsedAt?: string;
+}
+
+export interface CreatedAPIKey extends APIKey {
+  token: string;
+}
+
+export type AuditResult = 'success' | 'denied' | 'failure';
+export const auditResults: readonly AuditResult[] = ['success', 'denied', 'failure'];
+
+export interface AuditEvent {
+  id: string;
+  time: string;
+  actorId?: string;
+  actor: string;
+  action: string;
+  resourceType: string;
+  resourceId?: string;
+  result: AuditResult;
+  requestId?: string;
+  sourceIp?: string;
+  detail?: string;
+}
+
+/** The audit actions the server writes today (docs/api.md). */
+export const auditActions = [
+  'account.create',
+  'auth.login',
+  'auth.logout',
+  'auth.switch-account',
+  'user.create',
+  'user.update',
+  'user.delete',
+  'apikey.create',
+  'apikey.revoke',
+  'project.create',
+  'project.delete',
+  'pipeline.create',
+  'pipeline.update',
+  'pipeline.delete',
+  'trigger.create',
+  'trigger.delete',
+  'build.run',
+  'build.cancel',
+  'build.restart',
+  'build.approve',
+  'build.deny',
+  'context.create',
+  'context.update',
+  'context.delete',
+  'context.decrypt',
+  'runner.register',
+  'runner.delete',
+] as const;
+
+/** One page of a collection; nextCursor fetches the next. */
+export interface Page<T> {
+  items: T[];
+  nextCursor?: string;
+}
+
+export interface ListOptions {
+  limit?: number;
+  after?: string;
+}
+
+export interface AuditFilter {
+  actor?: string;
+  action?: string;
+  resourceType?: string;
+  resourceId?: string;
+  result?: AuditResult | '';
+  since?: string;
+  until?: string;
+}
+
+export interface LoginResponse {
+  token: string;
+  csrfToken: string;
+  expiresAt: string;
+  me: Me;
+}
+
+export interface CreateUserRequest {
+  email: string;
+  role: Role;
+  name?: string;
+  password?: string;
+}
+
+export interface CreatedUser extends User {
+  password?: string;
+}
+
+export interface CreateAPIKeyRequest {
+  name: string;
+  role?: Role;
+  expiresIn?: string;
+}
+
+// CI: projects, pipelines, builds, triggers, contexts and runners (client/pipelines.go).
+
+export interface Project {
+  id: string;
+  name: string;
+  createdAt: string;
+}
+
+export interface PipelineVariable {
+  key: string;
+  value: string;
+  /** Stored encrypted; the API answers the value masked. */
+  encrypted?: boolean;
+}
+
+export interface PipelineConfig {
+  contexts?: string[];
+  variables?: PipelineVariable[];
+  runnerLabels?: Record<string, string>;
+  concurrency?: number;
+  branchConcurrency?: number;
+  terminateOlder?: boolean;
+  maxAttempts?: number;
+  onLeaseExpiry?: '' | 'requeue' | 'fail';
+}
+
+export interface Pipeline {
+  id: string;
+  name: string;
+  project: string;
+  /** project/name */
+  fullName: string;
+  spec: string;
+  config: PipelineConfig;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface PipelineRequest {
+  project?: string;
+  name?: string;
+  spec: string;
+  config: PipelineConfig;
+}
+
+export interface RunRequest {
+  branch?: string;
+  sha?: string;
+  repo?: string;
+  message?: string;
+  variables?: Record<string, string>;
+}
+
+export type StepStatus = 'pending' | 'running' | 'success' | 'failed' | 'skipped' | 'terminated' | 'pending-approval';
+
+export interface BuildStep {
+  name: string;
+  stage?: string;
+  status: StepStatus | string;
+  exitCode: number;
+  attempts: number;
+  message?: string;
+  startedAt?: string;
+  finishedAt?: string;
+}
+
+export interface Build {
+  id: string;
+  /** "project/pipeline #number" */
+  name: string;
+  number: number;
+  pipelineId: string;
+  pipeline?: string;
+  status: string;
+  reason?: string;
+  /** manual, git, cron, restart */
+  trigger: string;
+  triggeredBy: string;
+  repo?: string;
+  branch?: string;
+  sha?: string;
+  message?: string;
+  runnerId?: string;
+  attempt: number;
+  restartOf?: string;
+  logSize: number;
+  createdAt: string;
+  startedAt?: string;
+  finishedAt?: string;
+  steps?: BuildStep[];
+}
+
+export interface BuildFilter {
+  pipeline?: string;
+  status?: string;
+  branch?: string;
+}
+
+export interface GitTrigger {
+  repo: string;
+  events: string[];
+  branchRegex?: string;
+  branchRegexInput?: string;
+  pullRequestTargetBranchRegex?: string;
+  pullRequestAllowForkEvents?: boolean;
+  modifiedFilesGlob?: string;
+  disabled?: boolean;
+}
+
+export type GitProvider = 'github' | 'gitlab' | 'gitea' | 'bitbucket';
+export const gitProviders: readonly GitProvider[] = ['github', 'gitlab', 'gitea', 'bitbucket'];
+
+export interface Trigger {
+  id: string;
+  name: string;
+  type: 'git' | 'cron' | string;
+  provider?: GitProvider;
+  git?: GitTrigger;
+  expression?: string;
+  timezone?: string;
+  branch?: string;
+  variables?: Record<string, string>;
+  webhookUrl?: string;
+  createdAt: string;
+}
+
+export interface TriggerRequest {
+  type: 'git' | 'cron';
+  provider?: GitProvider;
+  git?: GitTrigger;
+  secret?: string;
+  expression?: string;
+  timezone?: string;
+  branch?: string;
+  variables?: Record<string, string>;
+}
+
+export interface CreatedTrigger extends Trigger {
+  /** The generated webhook secret: shown once. */
+  secret?: string;
+}
+
+export type ContextType = 'config' | 'secret';
+
+export interface ConfigContext {
+  id: string;
+  name: string;
+  type: ContextType;
+  values: Record<string, string>;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export interface Runner {
+  id: string;
+  name: string;
+  labels?: Record<string, string>;
+  info?: { concurrency?: number; executors?: string[]; hostname?: string; version?: string; [k: string]: unknown };
+  connected: boolean;
+  lastSeen?: string;
+  createdAt: string;
+}
+
+export interface RegisteredRunner extends Runner {
+  /** Shown once. */
+  token: string;
+}
+
+/** What the server answers in place of a secret value. */
+export const MASKED = '*****';
+
+export type RuntimeStatus = 'installing' | 'healthy' | 'degraded' | 'disconnected';
+export const runtimeStatuses: readonly RuntimeStatus[] = ['healthy', 'degraded', 'disconnected', 'installing'];
+
+export interface RuntimeComponent {
+  name: string;
+  health: string;
+  message?: string;
+  version?: string;
+}
+
+export interface RuntimeCluster {
+  name: string;
+  server: string;
+  health?: string;
+}
+
+export interface Runtime {
+  id: string;
+  name: string;
+  type: 'hybrid' | 'hosted';
+  accessMode: 'ingress' | 'tunnel';
+  ingressUrl?: string;
+  repo?: string;
+  version?: string;
+  status: RuntimeStatus;
+  lastHeartbeat?: string;
+  capabilities?: string[];
+  components?: RuntimeComponent[];
+  clusters?: RuntimeCluster[];
+  gitSources?: string[];
+  createdAt: string;
+}
+
+export interface RegisterRuntimeRequest {
+  name: string;
+  accessMode?: 'ingress' | 'tunnel';
+  ingressHost?: string;
+  repo?: string;
+}
+
+export interface RegisteredRuntime extends Runtime {
+  token: string;
+}

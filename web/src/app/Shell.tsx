@@ -1,0 +1,151 @@
+import { useEffect, useState, type ReactNode } from 'react';
+import { errorMessage } from '../api/client';
+import { Menu } from '../components/Menu';
+import { Link, navigate, useLocation } from './router';
+import { nav } from './routes';
+import { useMe, useSession } from './session';
+import { toggleTheme, useTheme } from './theme';
+
+/** The frame around every page: navigation, account switcher, theme and user menu. */
+export function Shell({ title, children }: { title: string; children: ReactNode }) {
+  const me = useMe();
+  const { logout, switchAccount } = useSession();
+  const theme = useTheme();
+  const { pathname } = useLocation();
+  const [notice, setNotice] = useState<{ text: string; error?: boolean }>();
+
+  useEffect(() => {
+    document.title = `${title} · ${me.account.name} · Freshet`;
+  }, [title, me.account.name]);
+
+  useEffect(() => {
+    if (!notice) return;
+    const t = setTimeout(() => setNotice(undefined), 6000);
+    return () => clearTimeout(t);
+  }, [notice]);
+
+  const doSwitch = async (id: string, name: string) => {
+    if (id === me.account.id) return;
+    try {
+      await switchAccount(id);
+    } catch (e) {
+      setNotice({ text: `Could not switch to ${name}: ${errorMessage(e)}`, error: true });
+    }
+  };
+
+  const doLogout = async () => {
+    try {
+      await logout();
+    } finally {
+      navigate('/login', { replace: true });
+    }
+  };
+
+  const isActive = (to: string) => (to === '/' ? pathname === '/' : pathname === to || pathname.startsWith(to + '/'));
+
+  return (
+    <div className="shell">
+      <a className="skip-link" href="#main">
+        Skip to content
+      </a>
+      <aside className="sidebar">
+        <Link to="/" className="brand" aria-label="Freshet home">
+          <span className="brand-mark" aria-hidden="true" />
+          <span>Freshet</span>
+        </Link>
+        <nav aria-label="Main">
+          {nav.map((g, gi) => (
+            <div className="nav-group" key={gi}>
+              {g.heading && <div className="nav-heading">{g.heading}</div>}
+              <ul>
+                {g.items
+                  .filter((it) => !it.adminOnly || me.role === 'admin')
+                  .map((it) => (
+                    <li key={it.to}>
+                      <Link to={it.to} className={isActive(it.to) ? 'nav-link active' : 'nav-link'} aria-current={isActive(it.to) ? 'page' : undefined}>
+                        {it.label}
+                        {it.note && <span className="nav-note">{it.note}</span>}
+                      </Link>
+                    </li>
+                  ))}
+              </ul>
+            </div>
+          ))}
+        </nav>
+      </aside>
+      <div className="main-column">
+        <header className="topbar">
+          <Menu
+            ariaLabel={`Account: ${me.account.name}. Switch account`}
+            align="left"
+            buttonClass="menu-button account-button"
+            label={
+              <>
+                <span className="muted small">Account</span> <strong data-testid="current-account">{me.account.name}</strong> <span aria-hidden="true">▾</span>
+              </>
+            }
+            heading="Switch account"
+            items={me.accounts.map((a) => ({
+              key: a.id,
+              label: (
+                <span className="menu-account">
+                  <span>{a.name}</span>
+                  <span className="muted small">{a.role}</span>
+                </span>
+              ),
+              checked: a.id === me.account.id,
+              onSelect: () => void doSwitch(a.id, a.name),
+            }))}
+          />
+          <div className="topbar-right">
+            <button
+              type="button"
+              className="icon-button theme-toggle"
+              onClick={toggleTheme}
+              aria-label={theme === 'dark' ? 'Switch to light theme' : 'Switch to dark theme'}
+              title={theme === 'dark' ? 'Switch to light theme' : 'Switch to dark theme'}
+            >
+              {theme === 'dark' ? '☀' : '☾'}
+            </button>
+            <Menu
+              ariaLabel={`User menu for ${me.user.email}`}
+              label={
+                <>
+                  <span className="avatar" aria-hidden="true">
+                    {(me.user.name || me.user.email).slice(0, 1).toUpperCase()}
+                  </span>
+                  <span className="user-email">{me.user.email}</span> <span aria-hidden="true">▾</span>
+                </>
+              }
+              heading={
+                <>
+                  <div>{me.user.email}</div>
+                  <div className="muted small">
+                    {me.role} in {me.account.name}
+                  </div>
+                </>
+              }
+              items={[
+                { key: 'keys', label: 'API keys', onSelect: () => navigate('/api-keys') },
+                { key: 'settings', label: 'Settings', onSelect: () => navigate('/settings') },
+                { key: 'theme', label: theme === 'dark' ? 'Light theme' : 'Dark theme', onSelect: toggleTheme },
+                { key: 'logout', label: 'Log out', onSelect: () => void doLogout(), danger: true },
+              ]}
+            />
+          </div>
+        </header>
+        {notice && (
+          <div className={notice.error ? 'notice notice-error' : 'notice'} role={notice.error ? 'alert' : 'status'}>
+            {notice.text}
+            <button type="button" className="icon-button" aria-label="Dismiss" onClick={() => setNotice(undefined)}>
+              ×
+            </button>
+          </div>
+        )}
+        <main id="main" className="content" tabIndex={-1}>
+          {children}
+        </main>
+      </div>
+    </div>
+  );
+}

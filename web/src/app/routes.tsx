@@ -1,0 +1,75 @@
+// Every view of the app and its URL. Pages other than Home load on first visit, so the
+// first load stays small as pages grow (builds with their log view, the pipeline editor,
+// applications with their tree and diff).
+import { lazy, type ComponentType } from 'react';
+import { Home } from '../pages/Home';
+
+const Users = lazy(() => import('../pages/Users'));
+const APIKeys = lazy(() => import('../pages/APIKeys'));
+const Audit = lazy(() => import('../pages/Audit'));
+const Settings = lazy(() => import('../pages/Settings'));
+const Upcoming = lazy(() => import('../pages/Upcoming'));
+const Pipelines = lazy(() => import('../pages/Pipelines'));
+const Pipeline = lazy(() => import('../pages/Pipeline'));
+const PipelineNew = lazy(() => import('../pages/Pipeline').then((m) => ({ default: m.PipelineNew })));
+const Builds = lazy(() => import('../pages/Builds'));
+const Build = lazy(() => import('../pages/Build'));
+const Runners = lazy(() => import('../pages/Runners'));
+const Contexts = lazy(() => import('../pages/Contexts'));
+const Runtimes = lazy(() => import('../pages/Runtimes'));
+const RuntimeDetail = lazy(() => import('../pages/Runtimes').then((m) => ({ default: m.RuntimeDetail })));
+
+export interface RouteDef {
+  /** Pattern for matchPath: /users, /applications/:name, … */
+  path: string;
+  title: string;
+  component: ComponentType<{ params: Record<string, string> }>;
+}
+
+export const routes: RouteDef[] = [
+  { path: '/', title: 'Home', component: Home },
+  { path: '/runtimes', title: 'Runtimes', component: Runtimes },
+  { path: '/runtimes/:name', title: 'Runtime', component: RuntimeDetail },
+  { path: '/applications/*', title: 'Applications', component: () => <Upcoming area="applications" /> },
+  { path: '/pipelines', title: 'Pipelines', component: Pipelines },
+  { path: '/pipelines/new', title: 'New pipeline', component: PipelineNew },
+  { path: '/pipelines/:project/:name', title: 'Pipeline', component: Pipeline },
+  { path: '/builds', title: 'Builds', component: Builds },
+  { path: '/builds/:id', title: 'Build', component: Build },
+  { path: '/users', title: 'Users', component: Users },
+  { path: '/api-keys', title: 'API keys', component: APIKeys },
+  { path: '/audit', title: 'Audit log', component: Audit },
+  { path: '/settings', title: 'Settings', component: Settings },
+  { path: '/settings/runners', title: 'Runners', component: Runners },
+  { path: '/settings/contexts', title: 'Contexts and secrets', component: Contexts },
+];
+
+export interface NavItem {
+  to: string;
+  label: string;
+  /** Shown next to areas whose API has not landed yet. */
+  note?: string;
+  adminOnly?: boolean;
+}
+
+export const nav: { heading?: string; items: NavItem[] }[] = [
+  { items: [{ to: '/', label: 'Home' }] },
+  {
+    heading: 'Delivery',
+    items: [
+      { to: '/runtimes', label: 'Runtimes' },
+      { to: '/applications', label: 'Applications', note: 'soon' },
+      { to: '/pipelines', label: 'Pipelines' },
+      { to: '/builds', label: 'Builds' },
+    ],
+  },
+  {
+    heading: 'Administration',
+    items: [
+      { to: '/users', label: 'Users' },
+      { to: '/api-keys', label: 'API keys' },
+      { to: '/audit', label: 'Audit log', adminOnly: true },
+      { to: '/settings', label: 'Settings' },
+    ],
+  },
+];

@@ -1,0 +1,36 @@
+import { useEffect, useState } from 'react';
+import { elapsed, formatDuration, statusIcon, statusLabel, statusTone } from '../lib/builds';
+import { Badge } from './Badge';
+
+/** A build's or step's status as a badge with its symbol. */
+export function BuildStatusBadge({ status, title }: { status: string; title?: string }) {
+  return (
+    <Badge tone={statusTone(status)} title={title}>
+      <span className={status === 'running' ? 'status-icon status-running' : 'status-icon'} aria-hidden="true">
+        {statusIcon(status)}
+      </span>{' '}
+      {statusLabel(status)}
+    </Badge>
+  );
+}
+
+/**
+ * The current time, ticking every second while `live` (for durations of running builds);
+ * otherwise the time of the render.
+ */
+export function useNow(live: boolean, everyMs = 1000): number {
+  const [now, setNow] = useState(() => Date.now());
+  useEffect(() => {
+    if (!live) return;
+    setNow(Date.now());
+    const t = setInterval(() => setNow(Date.now()), everyMs);
+    return () => clearInterval(t);
+  }, [live, everyMs]);
+  return live ? now : Date.now();
+}
+
+/** How long something ran, or has been running. */
+export function Duration({ start, end, now }: { start?: string; end?: string; now?: number }) {
+  const ms = elapsed(start, end, now);
+  return <span className="tabular">{formatDuration(ms)}</span>;
+}

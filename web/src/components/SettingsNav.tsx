@@ -1,0 +1,21 @@
+import { Link, useLocation } from '../app/router';
+
+const ITEMS = [
+  { to: '/settings', label: 'General' },
+  { to: '/settings/runners', label: 'Runners' },
+  { to: '/settings/contexts', label: 'Contexts and secrets' },
+];
+
+/** The sections of Settings, each its own URL. */
+export function SettingsNav() {
+  const { pathname } = useLocation();
+  return (
+    <nav className="subnav" aria-label="Settings sections">
+      {ITEMS.map((it) => (
+        <Link key={it.to} to={it.to} className={pathname === it.to ? 'subnav-link active' : 'subnav-link'} aria-current={pathname === it.to ? 'page' : undefined}>
+          {it.label}
+        </Link>
+      ))}
+    </nav>
+  );
+}

@@ -1,0 +1,79 @@
+// How runtimes are shown: status to badge, heartbeat age, counts for Home, the agent command.
+import type { Tone } from '../components/Badge';
+import type { Runtime, RuntimeStatus } from '../api/types';
+import { runtimeStatuses } from '../api/types';
+import { relativeTime } from './format';
+
+const tones: Record<RuntimeStatus, Tone> = {
+  healthy: 'success',
+  degraded: 'warning',
+  disconnected: 'danger',
+  installing: 'info',
+};
+
+const icons: Record<RuntimeStatus, string> = {
+  healthy: '●',
+  degraded: '◐',
+  disconnected: '○',
+  installing: '◌',
+};
+
+/** The badge of a runtime status; an unknown status (a newer server) is neutral, shown as is. */
+export function runtimeBadge(status: string): { tone: Tone; icon: string; label: string } {
+  const s = status as RuntimeStatus;
+  if (!Object.hasOwn(tones, s)) return { tone: 'neutral', icon: '?', label: status || 'unknown' };
+  return { tone: tones[s], icon: icons[s], label: s };
+}
+
+/** The tone of a component's or cluster's health word (healthy, degraded, …). */
+export function healthTone(health: string | undefined): Tone {
+  switch ((health ?? '').toLowerCase()) {
+    case 'healthy':
+    case 'ok':
+      return 'success';
+    case 'degraded':
+    case 'progressing':
+      return 'warning';
+    case 'unhealthy':
+    case 'failed':
+    case 'missing':
+      return 'danger';
+    default:
+      return 'neutral';
+  }
+}
+
+/** "just now", "2 minutes ago", or "never" before the first heartbeat. */
+export function heartbeatLabel(iso: string | undefined, now: number = Date.now()): string {
+  return iso ? relativeTime(iso, now) : 'never';
+}
+
+/** How many runtimes have each status, in a fixed order, zeros included. */
+export function countByStatus(items: Pick<Runtime, 'status'>[]): Record<RuntimeStatus, number> {
+  const out = Object.fromEntries(runtimeStatuses.map((s) => [s, 0])) as Record<RuntimeStatus, number>;
+  for (const r of items) if (Object.hasOwn(out, r.status)) out[r.status as RuntimeStatus]++;
+  return out;
+}
+
+/** The runtimes that need attention (disconnected first, then degraded), by name. */
+export function troubled<T extends Pick<Runtime, 'status' | 'name'>>(items: T[]): T[] {
+  const rank = (s: string) => (s === 'disconnected' ? 0 : s === 'degraded' ? 1 : 2);
+  return items.filter((r) => rank(r.status) < 2).sort((a, b) => rank(a.status) - rank(b.status) || a.name.localeCompare(b.name));
+}
+
+/** The command that runs a registered runtime's agent. */
+export function runtimeCommand(server: string, token: string): string {
+  return `freshet runtime --server ${server} --token ${token}`;
+}
+
+/**
+ * Where the Runtimes pages live in the UI. Not /runtimes: the Go server's mux gives the whole
+ * /runtimes/ subtree to the tunnel proxy (/runtimes/{runtime}/… reaches a runtime's app-proxy),
+ * so a browser load of /runtimes or /runtimes/NAME would never reach the app.
+ */
+export const RUNTIMES_PATH = '/runtimes';
+
+/** The UI path of one runtime's detail page. */
+export function runtimePath(name: string): string {
+  return `${RUNTIMES_PATH}/${encodeURIComponent(name)}`;
+}

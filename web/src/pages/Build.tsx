@@ -1,0 +1,224 @@
+import { useEffect, useMemo, useRef, useState } from 'react';
+import { builds, pipelines } from '../api/ci';
+import type { Build as BuildT, BuildStep } from '../api/types';
+import { Link, navigate } from '../app/router';
+import { useMe } from '../app/session';
+import { BuildGraph } from '../components/BuildGraph';
+import { BuildLog, type BuildLogHandle } from '../components/BuildLog';
+import { BuildStatusBadge, Duration, useNow } from '../components/BuildStatus';
+import { ConfirmDialog } from '../components/ConfirmDialog';
+import { ErrorNote, ErrorState, Flash, LoadingRows } from '../components/States';
+import { canRestartFromFailed, isActive, shortSha, statusLabel } from '../lib/builds';
+import { formatTime, relativeTime } from '../lib/format';
+import { pipelinePathOf } from '../lib/pipelineRefs';
+import { specOutline } from '../lib/specOutline';
+import { useResource } from '../lib/useResource';
+
+/** How often a running build's state is asked for. */
+const POLL_MS = 1000;
+
+export default function Build({ params }: { params: Record<string, string> }) {
+  const id = params.id;
+  const build = useResource((signal) => builds.get(id, signal), [id]);
+  const b = build.data?.id === id ? build.data : undefined;
+  const active = b ? isActive(b.status) : false;
+  const now = useNow(active);
+  const log = useRef<BuildLogHandle>(null);
+  const [note, setNote] = useState<string>();
+
+  // Step states change while the build runs: ask every second, quietly.
+  const reload = build.reload;
+  useEffect(() => {
+    if (!active) return;
+    const t = setInterval(() => reload({ quiet: true }), POLL_MS);
+    return () => clearInterval(t);
+  }, [active, reload]);
+
+  // The pipeline's spec tells which steps are parallel groups and the order of the stages.
+  const pipeline = useResource((signal) => (b ? pipelines.get(b.pipelineId, signal).catch(() => undefined) : Promise.resolve(undefined)), [b?.pipelineId]);
+  const outline = useMemo(() => (pipeline.data ? specOutline(pipeline.data.spec) : undefined), [pipeline.data]);
+
+  useEffect(() => {
+    if (b) document.title = `${b.name} · ${b.status} · Freshet`;
+  }, [b?.name, b?.status]);
+
+  if (build.error !== undefined && !b) return <ErrorState error={build.error} onRetry={build.reload} />;
+  if (!b) {
+    return (
+      <div data-page="build" aria-busy="true">
+        <LoadingRows rows={3} label="Loading build" />
+      </div>
+    );
+  }
+
+  const select = (s: BuildStep) => {
+    if (!log.current?.jumpToStep(s.name))
+      setNote(['pending', 'skipped', 'not-run'].includes(s.status) ? `Step ${s.name} has no output: it is ${statusLabel(s.status)}.` : `The log does not show step ${s.name} yet.`);
+  };
+
+  return (
+    <div data-page="build" data-status={b.status}>
+      <BuildHeader b={b} now={now} onChanged={() => build.reload({ quiet: true })} />
+      <Flash text={note} onDone={() => setNote(undefined)} ms={4000} />
+      <section className="panel panel-wide steps-panel" aria-labelledby="steps-title" title="Choose a step to show its output in the log">
+        <h2 id="steps-title">Steps</h2>
+        {pipeline.loading && pipeline.data === undefined ? (
+          // The spec decides the shape of the graph: wait for it (briefly) rather than redraw.
+          <div className="graph-placeholder skeleton-row" aria-hidden="true" />
+        ) : (
+          <BuildGraph steps={b.steps ?? []} outline={outline} active={active} now={now} onSelect={select} />
+        )}
+      </section>
+      <BuildLog key={b.id} ref={log} buildId={b.id} fileName={`${b.name.replace(/[^\w.-]+/g, '_')}.log`} onEnd={() => build.reload({ quiet: true })} />
+    </div>
+  );
+}
+
+function BuildHeader({ b, now, onChanged }: { b: BuildT; now: number; onChanged: () => void }) {
+  const me = useMe();
+  const [busy, setBusy] = useState<string>();
+  const [error, setError] = useState<unknown>();
+  const [cancelling, setCancelling] = useState(false);
+  const canRun = me.role !== 'viewer';
+  const active = isActive(b.status);
+  const waiting = (b.steps ?? []).filter((s) => s.status === 'pending-approval');
+
+  const act = async (what: string, fn: () => Promise<BuildT | void>, go?: (nb: BuildT) => void) => {
+    setBusy(what);
+    setError(undefined);
+    try {
+      const nb = await fn();
+      if (go && nb) go(nb);
+      else onChanged();
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(undefined);
+    }
+  };
+
+  const ppath = pipelinePathOf(b.pipeline);
+  return (
+    <header className="build-header">
+      <div className="page-header">
+        <div>
+          <p className="breadcrumbs small">
+            <Link to="/builds">Builds</Link>
+            {ppath && (
+              <>
+                {' / '}
+                <Link to={ppath}>{b.pipeline}</Link>
+              </>
+            )}
+          </p>
+          <h1 className="build-title">
+            <BuildStatusBadge status={b.status} /> <span>{b.name}</span>
+          </h1>
+          {b.reason && b.status !== 'pending-approval' && <p className="muted page-description">{b.reason}</p>}
+        </div>
+        <div className="page-actions">
+          {active && b.status !== 'terminating' && (
+            <button type="button" className="button button-danger-quiet" onClick={() => setCancelling(true)} disabled={!!busy || !canRun}>
+              Cancel build
+            </button>
+          )}
+          {!active && canRestartFromFailed(b.status) && (
+            <button type="button" className="button" disabled={!!busy || !canRun} onClick={() => act('restart-failed', () => builds.restart(b.id, true), (nb) => navigate(`/builds/${nb.id}`))}>
+              {busy === 'restart-failed' ? 'Restarting…' : 'Restart from failed'}
+            </button>
+          )}
+          {!active && (
+            <button type="button" className="button button-primary" disabled={!!busy || !canRun} onClick={() => act('restart', () => builds.restart(b.id), (nb) => navigate(`/builds/${nb.id}`))}>
+              {busy === 'restart' ? 'Restarting…' : 'Restart'}
+            </button>
+          )}
+        </div>
+      </div>
+      {b.status === 'pending-approval' && (
+        <div className="approval" role="region" aria-label="Approval">
+          <div>
+            <strong>Waiting for approval</strong>
+            {waiting.length > 0 && (
+              <span className="muted">
+                {' '}
+                · step {waiting.map((s) => s.name).join(', ')}
+                {waiting[0].message ? ` · ${waiting[0].message}` : ''}
+              </span>
+            )}
+          </div>
+          <div className="approval-buttons">
+            <button type="button" className="button button-danger-quiet" disabled={!!busy || !canRun} onClick={() => act('deny', () => builds.deny(b.id))}>
+              {busy === 'deny' ? 'Denying…' : 'Deny'}
+            </button>
+            <button type="button" className="button button-primary" disabled={!!busy || !canRun} onClick={() => act('approve', () => builds.approve(b.id))}>
+              {busy === 'approve' ? 'Approving…' : 'Approve'}
+            </button>
+          </div>
+        </div>
+      )}
+      {error !== undefined && <ErrorNote error={error} />}
+      <dl className="facts">
+        <div>
+          <dt>Trigger</dt>
+          <dd>
+            {b.trigger} <span className="muted">by</span> {b.triggeredBy}
+          </dd>
+        </div>
+        <div>
+          <dt>Branch</dt>
+          <dd>{b.branch ? <code>{b.branch}</code> : <span className="muted">none</span>}</dd>
+        </div>
+        <div>
+          <dt>Revision</dt>
+          <dd className="ellipsis" title={[b.repo, b.sha, b.message].filter(Boolean).join(' · ')}>
+            {b.sha ? <code>{shortSha(b.sha)}</code> : <span className="muted">none</span>}
+            {b.repo && <span className="muted"> · {b.repo}</span>}
+            {b.message && <span> · {b.message}</span>}
+          </dd>
+        </div>
+        <div>
+          <dt>Created</dt>
+          <dd title={formatTime(b.createdAt)}>{relativeTime(b.createdAt, now)}</dd>
+        </div>
+        <div>
+          <dt>Duration</dt>
+          <dd>
+            {b.startedAt ? <Duration start={b.startedAt} end={b.finishedAt} now={now} /> : <span className="muted">not started</span>}
+            {b.finishedAt && <span className="muted small"> · ended {relativeTime(b.finishedAt, now)}</span>}
+          </dd>
+        </div>
+        <div>
+          <dt>Runner</dt>
+          <dd className="ellipsis">
+            {b.runnerId ? <code className="small">{b.runnerId}</code> : <span className="muted">not yet</span>}
+            {b.attempt > 1 && <span className="muted"> · attempt {b.attempt}</span>}
+          </dd>
+        </div>
+        {b.restartOf && (
+          <div>
+            <dt>Restart of</dt>
+            <dd>
+              <Link to={`/builds/${b.restartOf}`}>earlier build</Link>
+            </dd>
+          </div>
+        )}
+      </dl>
+      <ConfirmDialog
+        open={cancelling}
+        title="Cancel build"
+        confirmLabel="Cancel build"
+        cancelLabel="Keep running"
+        danger
+        onClose={() => setCancelling(false)}
+        onConfirm={async () => {
+          await builds.cancel(b.id);
+          onChanged();
+        }}
+      >
+        <p>
+          Stop <strong>{b.name}</strong>? The runner kills the running step and the build ends as terminated. You can restart it afterwards.
+        </p>
+      </ConfirmDialog>
+    </header>
+  );
+}

@@ -1,0 +1,249 @@
+import { useState, type FormEvent } from 'react';
+import { fieldError } from '../api/client';
+import { pipelines, projects } from '../api/ci';
+import type { Pipeline, Project } from '../api/types';
+import { Link, href, navigate, useLocation } from '../app/router';
+import { useMe } from '../app/session';
+import { ConfirmDialog } from '../components/ConfirmDialog';
+import { FormDialog } from '../components/FormDialog';
+import { Field } from '../components/Field';
+import { PageHeader } from '../components/PageHeader';
+import { Pager } from '../components/Pager';
+import { RunDialog } from '../components/RunDialog';
+import { EmptyState, ErrorNote, ErrorState, Flash, LoadingRows } from '../components/States';
+import { formatTime, relativeTime } from '../lib/format';
+import { specOutline } from '../lib/specOutline';
+import { usePagedList } from '../lib/usePagedList';
+import { useResource } from '../lib/useResource';
+import { pipelinePath, resourceNameError } from '../lib/pipelineRefs';
+
+export default function Pipelines() {
+  const me = useMe();
+  const { search } = useLocation();
+  const project = new URLSearchParams(search).get('project') ?? '';
+  const list = usePagedList((o, signal) => pipelines.list({ ...o, project: project || undefined }, signal), [project]);
+  // Projects for the filter and the forms: the first 1,000.
+  const projs = useResource((signal) => projects.list({ limit: 1000 }, signal), []);
+  const [creating, setCreating] = useState(false);
+  const [running, setRunning] = useState<Pipeline>();
+  const [deleting, setDeleting] = useState(false);
+  const [done, setDone] = useState<string>();
+  const items = list.data?.items ?? [];
+  const canEdit = me.role !== 'viewer';
+  const noProjects = projs.data !== undefined && projs.data.items.length === 0;
+
+  return (
+    <div data-page="pipelines">
+      <PageHeader
+        title="Pipelines"
+        actions={
+          <>
+            <button type="button" className="button" onClick={() => setCreating(true)} disabled={!canEdit}>
+              New project
+            </button>
+            {noProjects || !canEdit ? (
+              <button type="button" className="button button-primary" disabled title={canEdit ? 'Create a project first' : 'Viewers cannot create pipelines'}>
+                New pipeline
+              </button>
+            ) : (
+              <Link to={href('/pipelines/new', { project: project || undefined })} className="button button-primary">
+                New pipeline
+              </Link>
+            )}
+          </>
+        }
+      >
+        Pipelines run codefresh.yml steps on a runner. Projects group them.
+      </PageHeader>
+      <Flash text={done} onDone={() => setDone(undefined)} />
+      <div className="filters filters-inline" role="search" aria-label="Filter pipelines">
+        <Field label="Project">
+          <select value={project} onChange={(e) => navigate(href('/pipelines', { project: e.target.value }))} disabled={!projs.data}>
+            <option value="">All projects</option>
+            {projs.data?.items.map((p) => (
+              <option key={p.id} value={p.name}>
+                {p.name}
+              </option>
+            ))}
+            {project && projs.data && !projs.data.items.some((p) => p.name === project) && <option value={project}>{project}</option>}
+          </select>
+        </Field>
+        <div className="filters-buttons">
+          <Link to={href('/builds', {})} className="button">
+            All builds
+          </Link>
+          {project && canEdit && (
+            <button type="button" className="button button-danger-quiet" onClick={() => setDeleting(true)}>
+              Delete project {project}
+            </button>
+          )}
+        </div>
+      </div>
+      {list.error !== undefined ? (
+        <ErrorState error={list.error} onRetry={list.reload} />
+      ) : !list.data ? (
+        <LoadingRows rows={6} label="Loading pipelines" />
+      ) : items.length === 0 ? (
+        noProjects ? (
+          <EmptyState
+            title="No projects yet"
+            action={
+              canEdit && (
+                <button type="button" className="button button-primary" onClick={() => setCreating(true)}>
+                  Create a project
+                </button>
+              )
+            }
+          >
+            A project groups pipelines (for example one per repository). Create one, then add a pipeline to it.
+          </EmptyState>
+        ) : (
+          <EmptyState
+            title={list.page.after ? 'No pipelines on this page' : project ? `No pipelines in ${project} yet` : 'No pipelines yet'}
+            action={
+              canEdit && (
+                <Link to={href('/pipelines/new', { project: project || undefined })} className="button button-primary">
+                  Create a pipeline
+                </Link>
+              )
+            }
+          >
+            Write its steps in the editor; problems are shown as you type.
+          </EmptyState>
+        )
+      ) : (
+        <>
+          <table className="table" aria-busy={list.loading}>
+            <thead>
+              <tr>
+                <th scope="col">Pipeline</th>
+                <th scope="col">Project</th>
+                <th scope="col">Steps</th>
+                <th scope="col">Contexts</th>
+                <th scope="col">Updated</th>
+                <th scope="col" className="actions-col">
+                  <span className="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {items.map((p) => (
+                <tr key={p.id} data-testid={`pipeline-${p.fullName}`}>
+                  <td className="strong">
+                    <Link to={pipelinePath(p)}>{p.name}</Link>
+                  </td>
+                  <td>
+                    <Link to={href('/pipelines', { project: p.project })} className="muted">
+                      {p.project}
+                    </Link>
+                  </td>
+                  <td className="muted">{stepSummary(p.spec)}</td>
+                  <td className="muted ellipsis-cell">{p.config.contexts?.length ? p.config.contexts.join(', ') : '—'}</td>
+                  <td title={formatTime(p.updatedAt)}>{relativeTime(p.updatedAt)}</td>
+                  <td className="actions-col">
+                    <Link to={href('/builds', { pipeline: p.fullName })} className="button button-small">
+                      Builds
+                    </Link>{' '}
+                    <button type="button" className="button button-small" onClick={() => setRunning(p)} disabled={!canEdit} aria-label={`Run ${p.fullName}`}>
+                      Run
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+          <Pager page={list.page} count={items.length} nextCursor={list.data.nextCursor} loading={list.loading} onChange={list.go} noun="pipelines" one="pipeline" />
+        </>
+      )}
+      <CreateProjectDialog
+        open={creating}
+        onClose={() => setCreating(false)}
+        onCreated={(p) => {
+          projs.reload();
+          setDone(`Created project ${p.name}.`);
+          navigate(href('/pipelines', { project: p.name }));
+        }}
+      />
+      {running && <RunDialog open pipeline={running} onClose={() => setRunning(undefined)} />}
+      <ConfirmDialog
+        open={deleting}
+        title="Delete project"
+        confirmLabel="Delete project"
+        danger
+        onClose={() => setDeleting(false)}
+        onConfirm={async () => {
+          await projects.remove(project);
+          setDone(`Deleted project ${project}.`);
+          projs.reload();
+          navigate('/pipelines');
+        }}
+      >
+        <p>
+          Delete <strong>{project}</strong> with all its pipelines, their triggers and their builds? This cannot be undone.
+        </p>
+      </ConfirmDialog>
+    </div>
+  );
+}
+
+/** "4 steps in 2 stages", read from the spec. */
+function stepSummary(spec: string): string {
+  const o = specOutline(spec);
+  if (!o) return '—';
+  let n = 0;
+  const count = (ns: { children: unknown[] }[]) => {
+    for (const x of ns) {
+      n++;
+      count(x.children as { children: unknown[] }[]);
+    }
+  };
+  count(o.steps);
+  return `${n} step${n === 1 ? '' : 's'}${o.stages.length ? ` in ${o.stages.length} stage${o.stages.length === 1 ? '' : 's'}` : ''}`;
+}
+
+export function CreateProjectDialog({ open, onClose, onCreated }: { open: boolean; onClose: () => void; onCreated: (p: Project) => void }) {
+  const [name, setName] = useState('');
+  const [local, setLocal] = useState<string>();
+  const [error, setError] = useState<unknown>();
+  const [busy, setBusy] = useState(false);
+  const close = () => {
+    setName('');
+    setLocal(undefined);
+    setError(undefined);
+    onClose();
+  };
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    const err = resourceNameError(name, 'Project name');
+    setLocal(err);
+    setError(undefined);
+    if (err) return;
+    setBusy(true);
+    try {
+      const p = await projects.create(name);
+      close();
+      onCreated(p);
+    } catch (er) {
+      setError(er);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <FormDialog
+      open={open}
+      title="New project"
+      onClose={close}
+      busy={busy}
+      formId="create-project"
+      submitLabel="Create project"
+      busyLabel="Creating…"
+      onSubmit={submit}
+    >
+      <Field label="Name" hint="Letters, digits, '.', '_' or '-'; e.g. the repository's name." error={local ?? fieldError(error, 'name')}>
+        <input type="text" name="name" value={name} onChange={(e) => setName(e.target.value)} autoComplete="off" spellCheck={false} />
+      </Field>
+      {error !== undefined && !fieldError(error, 'name') && <ErrorNote error={error} />}
+    </FormDialog>
+  );
+}

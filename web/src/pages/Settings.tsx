@@ -1,0 +1,128 @@
+import { useState, type FormEvent } from 'react';
+import { fieldError } from '../api/client';
+import { accounts } from '../api/rest';
+import type { Account } from '../api/types';
+import { useMe, useSession } from '../app/session';
+import { setTheme, useTheme } from '../app/theme';
+import { StatusBadge } from '../components/Badge';
+import { Field } from '../components/Field';
+import { PageHeader } from '../components/PageHeader';
+import { SettingsNav } from '../components/SettingsNav';
+import { ErrorNote } from '../components/States';
+import { formatTime } from '../lib/format';
+import * as v from '../lib/validate';
+
+export default function Settings() {
+  const me = useMe();
+  const theme = useTheme();
+  return (
+    <div data-page="settings">
+      <PageHeader title="Settings" />
+      <SettingsNav />
+
+      <section className="panel" aria-labelledby="s-account">
+        <h2 id="s-account">Account</h2>
+        <dl className="props">
+          <dt>Name</dt>
+          <dd>{me.account.name}</dd>
+          <dt>ID</dt>
+          <dd>
+            <code>{me.account.id}</code>
+          </dd>
+          <dt>Created</dt>
+          <dd>{formatTime(me.account.createdAt)}</dd>
+          <dt>Your role</dt>
+          <dd>
+            <StatusBadge value={me.role} />
+          </dd>
+          <dt>Signed in as</dt>
+          <dd>
+            {me.user.email} <span className="muted">({me.via === 'session' ? 'browser session' : 'API key'})</span>
+          </dd>
+        </dl>
+      </section>
+
+      <section className="panel" aria-labelledby="s-accounts">
+        <h2 id="s-accounts">Your accounts</h2>
+        <p className="muted">Each account has its own users, keys and audit log. Switch with the account menu at the top.</p>
+        <ul className="plain-list">
+          {me.accounts.map((a) => (
+            <li key={a.id}>
+              <strong>{a.name}</strong> <span className="muted">· {a.role}</span>
+              {a.id === me.account.id && <span className="muted"> · current</span>}
+            </li>
+          ))}
+        </ul>
+        {me.role === 'admin' && <CreateAccount />}
+      </section>
+
+      <section className="panel" aria-labelledby="s-appearance">
+        <h2 id="s-appearance">Appearance</h2>
+        <fieldset className="radio-row">
+          <legend className="visually-hidden">Theme</legend>
+          {(['light', 'dark'] as const).map((t) => (
+            <label key={t} className="radio">
+              <input type="radio" name="theme" value={t} checked={theme === t} onChange={() => setTheme(t)} /> {t === 'light' ? 'Light' : 'Dark'}
+            </label>
+          ))}
+        </fieldset>
+        <p className="muted small">Kept in this browser.</p>
+      </section>
+
+      <section className="panel" aria-labelledby="s-later">
+        <h2 id="s-later">Not in this version yet</h2>
+        <p className="muted">These settings arrive with the features they belong to; until then there is nothing to configure here.</p>
+        <ul className="plain-list muted">
+          <li>Single sign-on (OIDC)</li>
+          <li>Teams and fine-grained permissions</li>
+          <li>Git integrations</li>
+        </ul>
+      </section>
+    </div>
+  );
+}
+
+function CreateAccount() {
+  const { switchAccount, refresh } = useSession();
+  const [name, setName] = useState('');
+  const [error, setError] = useState<unknown>();
+  const [local, setLocal] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const [created, setCreated] = useState<Account>();
+  const submit = async (e: FormEvent) => {
+    e.preventDefault();
+    const err = v.name(name, 'Account name');
+    setLocal(err);
+    setError(undefined);
+    if (err) return;
+    setBusy(true);
+    try {
+      setCreated(await accounts.create(name));
+      setName('');
+      refresh(); // the account menu lists the new account
+    } catch (er) {
+      setError(er);
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <form className="inline-form" onSubmit={submit} noValidate>
+      <Field label="New account" hint="You become its admin." error={local ?? fieldError(error, 'name')}>
+        <input type="text" name="accountName" value={name} onChange={(e) => setName(e.target.value)} autoComplete="off" />
+      </Field>
+      <button type="submit" className="button" disabled={busy}>
+        {busy ? 'Creating…' : 'Create account'}
+      </button>
+      {error !== undefined && !fieldError(error, 'name') && <ErrorNote error={error} />}
+      {created && (
+        <div className="notice" role="status">
+          Created {created.name}.{' '}
+          <button type="button" className="link-button" onClick={() => switchAccount(created.id)}>
+            Switch to it
+          </button>
+        </div>
+      )}
+    </form>
+  );
+}
