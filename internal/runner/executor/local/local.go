@@ -1,0 +1,572 @@
+// Package local is the executor that runs a build's steps as processes on the runner's own host,
+// in a per-build directory. It is what `freshet up` uses; it isolates nothing but the environment
+// and the process tree, so it is meant for trusted pipelines.
+//
+// Prepare makes a build directory (mode 0700) under Options.Root holding the workspace
+// (CF_VOLUME_PATH), a HOME and a TMPDIR shared by the build's steps, and a bin directory with
+// cf_export. Run writes the step's script there and runs it with the step's shell in a new
+// process group; the step's image is not used (a notice says so). Steps start from a minimal
+// environment — PATH, HOME, TMPDIR, LANG, the variables named in Options.PassEnv, then the step's
+// own — never from the runner's (it holds the runner's token). Every process of a step also
+// carries ProcessTagEnv, so that processes that leave the process group (setsid, daemons) are
+// found and killed too. See docs/executors.md.
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/runner/executor"
+)
+
+// Name is the local executor's name.
+const Name = "local"
+
+// ProcessTagEnv is set in every step process to "<build directory name>/<step number>". The
+// executor finds a step's processes by it (besides their process group) to kill them when the
+// step ends, and a build's processes when the build is cleaned up.
+const ProcessTagEnv = "FRESHET_PROCESS_TAG"
+
+// The layout of a build directory.
+const (
+	dirPrefix    = "freshet-"  // build directories are <Root>/freshet-<build id>-<random>
+	workspaceDir = "workspace" // CF_VOLUME_PATH
+	homeDir      = "home"      // HOME
+	tmpDir       = "tmp"       // TMPDIR
+	binDir       = "bin"       // cf_export, first in PATH
+	scriptsDir   = "scripts"   // the steps' scripts
+	maxIDInName  = 40          // how much of a build ID goes into the directory name
+)
+
+// Timing of the end of a step.
+const (
+	// killSettleTimeout bounds how long Run waits for SIGKILLed processes to disappear.
+	killSettleTimeout = 5 * time.Second
+	// sweepInterval is the pause between two scans for processes that are still alive.
+	sweepInterval = 10 * time.Millisecond
+	// outputDrainIdle is how long Run waits for more output once the step's processes are gone:
+	// only a process that escaped both the group and the tag can still hold the output pipe.
+	outputDrainIdle = time.Second
+	// outputDrainMax bounds the whole drain, against such a process that keeps writing.
+	outputDrainMax = 5 * time.Second
+	// copyBufferSize is the size of the reads from the output pipe; each read is written to out
+	// as it is.
+	copyBufferSize = 32 << 10
+)
+
+// Local runs steps as host processes. Create it with New.
+type Local struct {
+	opts     Options
+	lang     string
+	passEnv  []executor.EnvVar
+	sequence atomic.Uint64 // numbers the steps run, for their process tags
+}
+
+// Interface guard.
+var _ executor.Executor = (*Local)(nil)
+
+// New returns a local executor. It reads the runner's LANG and the variables named in
+// opts.PassEnv once, here.
+func New(opts Options) (*Local, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	fi, err := os.Stat(opts.Root)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Root = %q: %w", ErrInvalidOptions, opts.Root, err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("%w: Root = %q: not a directory", ErrInvalidOptions, opts.Root)
+	}
+	l := &Local{opts: opts, lang: os.Getenv("LANG")}
+	if l.lang == "" {
+		l.lang = DefaultLang
+	}
+	for _, name := range opts.PassEnv {
+		if v, ok := os.LookupEnv(name); ok {
+			l.passEnv = append(l.passEnv, executor.EnvVar{Name: name, Value: v})
+		}
+	}
+	return l, nil
+}
+
+// Name returns "local".
+func (l *Local) Name() string { return Name }
+
+// Prepare makes the build directory and its workspace.
+func (l *Local) Prepare(ctx context.Context, b executor.Build) (executor.Workspace, error) {
+	if err := ctx.Err(); err != nil {
+		return executor.Workspace{}, err
+	}
+	if b.ID == "" {
+		return executor.Workspace{}, fmt.Errorf("prepare workspace: %w", errdefs.Invalid("build.id", "", "is required"))
+	}
+	bd, err := os.MkdirTemp(l.opts.Root, dirPrefix+sanitize(b.ID)+"-")
+	if err != nil {
+		return executor.Workspace{}, fmt.Errorf("prepare workspace for build %s: %w", b.ID, err)
+	}
+	if err := populate(bd); err != nil {
+		_ = removeAll(bd)
+		return executor.Workspace{}, fmt.Errorf("prepare workspace for build %s: %w", b.ID, err)
+	}
+	return executor.Workspace{BuildID: b.ID, Path: filepath.Join(bd, workspaceDir), Handle: bd}, nil
+}
+
+// populate makes the subdirectories of a new build directory bd and their files.
+func populate(bd string) error {
+	for _, d := range []string{workspaceDir, homeDir, tmpDir, binDir, scriptsDir} {
+		if err := os.Mkdir(filepath.Join(bd, d), 0o700); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(bd, binDir, executor.CFExportCommand), []byte(executor.CFExportScript), 0o700); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(bd, workspaceDir, executor.ExportFile), nil, 0o600)
+}
+
+// Run runs the step as a process group on the host. See executor.Executor for the contract.
+func (l *Local) Run(ctx context.Context, ws executor.Workspace, s executor.Step, out io.Writer) (executor.Result, error) {
+	var res executor.Result
+	bd, err := l.buildDir(ws, true)
+	if err != nil {
+		return res, fmt.Errorf("step %q: %w", s.Name, err)
+	}
+	if err := s.Validate(); err != nil {
+		return res, fmt.Errorf("step %q: %w", s.Name, err)
+	}
+	if len(s.Commands) == 0 && len(s.EntryPoint) == 0 {
+		return res, fmt.Errorf("step %q: %w: %w", s.Name, executor.ErrInvalidStep, errdefs.Invalid("commands", "",
+			"the local executor needs commands or an entry point: it cannot run an image's default command"))
+	}
+	dir, inWorkspace, err := executor.ResolveWorkingDir(ws.Path, s.WorkingDir)
+	if err != nil {
+		return res, fmt.Errorf("step %q: %w", s.Name, err)
+	}
+	if inWorkspace {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return res, fmt.Errorf("step %q: working directory: %w", s.Name, err)
+		}
+	} else if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return res, fmt.Errorf("step %q: %w: %w", s.Name, executor.ErrInvalidStep, errdefs.Invalid("working_directory", s.WorkingDir,
+			"is not a directory on the runner's host (a path outside the workspace must exist)"))
+	}
+	if ctx.Err() != nil {
+		res.Canceled = true
+		return res, nil
+	}
+
+	if out == nil {
+		out = io.Discard
+	}
+	o := &output{w: out}
+	if s.Image != "" {
+		res.ImageIgnored = true
+		o.notice("image %q is not used by the local executor: the step runs on the runner's host", s.Image)
+	}
+	exportsBefore := fileSize(filepath.Join(ws.Path, executor.ExportFile))
+
+	script := ""
+	if len(s.Commands) > 0 {
+		f, err := os.CreateTemp(filepath.Join(bd, scriptsDir), "step-*.sh")
+		if err != nil {
+			return res, fmt.Errorf("step %q: write script: %w", s.Name, err)
+		}
+		script = f.Name()
+		defer os.Remove(script)
+		_, err = f.WriteString(s.Script())
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return res, fmt.Errorf("step %q: write script: %w", s.Name, err)
+		}
+	}
+
+	tag := filepath.Base(bd) + "/" + strconv.FormatUint(l.sequence.Add(1), 10)
+	env := executor.MergeEnv(l.baseEnv(bd), s.Env,
+		executor.EnvVar{Name: executor.VolumePathEnv, Value: ws.Path},
+		executor.EnvVar{Name: ProcessTagEnv, Value: tag})
+	argv := s.Command(script)
+
+	start := time.Now()
+	var runErr error
+	res.ExitCode, res.TimedOut, res.Canceled, runErr = l.execute(ctx, s, argv, env, dir, tag, o)
+	res.Duration = time.Since(start)
+
+	exports, perr := readExports(ws.Path)
+	res.Exports = exports
+	if perr != nil && fileSize(filepath.Join(ws.Path, executor.ExportFile)) != exportsBefore {
+		// Report bad lines in the step that changed the file, not in every later one.
+		for _, e := range splitJoined(perr) {
+			o.notice("ignored: %v", e)
+		}
+	}
+	if runErr != nil {
+		return res, fmt.Errorf("step %q: %w", s.Name, runErr)
+	}
+	if o.err != nil {
+		return res, fmt.Errorf("step %q: write output: %w", s.Name, o.err)
+	}
+	return res, nil
+}
+
+// execute starts argv and waits for it as described on executor.Executor.Run. It returns the exit
+// code and how the step was stopped; the error is for infrastructure failures only.
+func (l *Local) execute(ctx context.Context, s executor.Step, argv []string, env []executor.EnvVar, dir, tag string, o *output) (code int, timedOut, canceled bool, err error) {
+	prog, err := lookPath(argv[0], pathOf(env), dir)
+	if err != nil {
+		o.notice("%s: %v (PATH=%s)", argv[0], err, pathOf(env))
+		return exitCodeFor(err), false, false, nil
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return 0, false, false, fmt.Errorf("output pipe: %w", err)
+	}
+	cmd := &exec.Cmd{
+		Path:        prog,
+		Args:        argv,
+		Env:         executor.Environ(env),
+		Dir:         dir,
+		Stdout:      pw, // one pipe for both: the kernel keeps their order
+		Stderr:      pw,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		if code := exitCodeFor(err); code != 0 {
+			o.notice("%s: %v", argv[0], err)
+			return code, false, false, nil
+		}
+		return 0, false, false, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	pgid := cmd.Process.Pid
+	isStep := func(t string) bool { return t == tag }
+	// The step's processes are not older than its main process (read before it can exit: it
+	// cannot be reaped until Wait).
+	started := startTime(pgid)
+
+	copied := make(chan struct{})
+	var d drain
+	go func() {
+		defer close(copied)
+		o.copyFrom(pr, &d)
+	}()
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+
+	var timeout <-chan time.Time
+	if s.Timeout > 0 {
+		t := time.NewTimer(s.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var waitErr error
+	select {
+	case waitErr = <-waited:
+	case <-ctx.Done():
+		canceled, waitErr = l.stop(pgid, isStep, started, waited)
+	case <-timeout:
+		timedOut, waitErr = l.stop(pgid, isStep, started, waited)
+	}
+	// The main process has exited: whatever it left behind dies with it.
+	left := reap(pgid, isStep, started)
+
+	d.start(pr)
+	<-copied
+	pr.Close()
+	if d.cutShort.Load() {
+		o.notice("output cut short: a process outside the step's process group still holds it")
+	}
+
+	if errors.Is(waitErr, errNotExited) {
+		o.notice("%v", waitErr)
+		return 128 + int(syscall.SIGKILL), timedOut, canceled, waitErr
+	}
+	if waitErr != nil && cmd.ProcessState == nil {
+		return 0, timedOut, canceled, fmt.Errorf("wait for %s: %w", argv[0], waitErr)
+	}
+	code = exitCode(cmd.ProcessState)
+	if len(left) > 0 {
+		o.notice("%d processes of the step survived SIGKILL: %s", len(left), describe(left))
+		return code, timedOut, canceled, fmt.Errorf("%d processes survived SIGKILL: %s", len(left), describe(left))
+	}
+	return code, timedOut, canceled, nil
+}
+
+// stop ends a running step: SIGTERM to all of its processes, SIGKILL after the grace period. It
+// reports whether it stopped the step (false if the main process had already exited on its own)
+// and returns the main process's wait result.
+func (l *Local) stop(pgid int, isStep func(string) bool, started uint64, waited <-chan error) (stopped bool, waitErr error) {
+	select {
+	case err := <-waited:
+		return false, err
+	default:
+	}
+	signalAll(pgid, isStep, started, syscall.SIGTERM)
+	grace := time.NewTimer(l.opts.KillGrace)
+	defer grace.Stop()
+	select {
+	case err := <-waited:
+		return true, err
+	case <-grace.C:
+	}
+	signalAll(pgid, isStep, started, syscall.SIGKILL)
+	settle := time.NewTimer(killSettleTimeout)
+	defer settle.Stop()
+	select {
+	case err := <-waited:
+		return true, err
+	case <-settle.C:
+		// Stuck in uninterruptible sleep: do not hang the build on it. The waiting goroutine
+		// ends when the process does.
+		return true, errNotExited
+	}
+}
+
+// errNotExited is the wait result of a main process that SIGKILL did not end in time.
+var errNotExited = fmt.Errorf("the main process did not exit within %s of SIGKILL", killSettleTimeout)
+
+// signalAll sends sig to process group pgid and to every process, started at or after started,
+// whose tag isStep accepts.
+func signalAll(pgid int, isStep func(string) bool, started uint64, sig syscall.Signal) {
+	if pgid > 0 {
+		_ = syscall.Kill(-pgid, sig)
+	}
+	procs, _ := findProcesses(0, isStep, started)
+	for _, p := range procs {
+		_ = syscall.Kill(p.pid, sig)
+	}
+}
+
+// reap SIGKILLs process group pgid (when > 0) and the processes started at or after started whose
+// tag isStep accepts until none is alive, for at most killSettleTimeout. It returns the processes
+// still alive then.
+//
+// One empty scan is not proof: a process that has left the group (setsid) and is in the middle of
+// execve shows an empty /proc/<pid>/environ for a moment, so it is neither in the group nor
+// tagged. Only two empty scans in a row, sweepInterval apart, end the loop.
+func reap(pgid int, isStep func(string) bool, started uint64) []process {
+	deadline := time.Now().Add(killSettleTimeout)
+	quiet := 0
+	for {
+		if pgid > 0 {
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+		procs, _ := findProcesses(pgid, isStep, started)
+		for _, p := range procs {
+			_ = syscall.Kill(p.pid, syscall.SIGKILL)
+		}
+		if len(procs) == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		if quiet == 2 || time.Now().After(deadline) {
+			return procs
+		}
+		time.Sleep(sweepInterval)
+	}
+}
+
+// Cleanup kills the build's processes that are still running, then removes its directory.
+func (l *Local) Cleanup(ctx context.Context, ws executor.Workspace) error {
+	bd, err := l.buildDir(ws, false)
+	if err != nil {
+		return fmt.Errorf("clean up: %w", err)
+	}
+	if _, err := os.Lstat(bd); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	prefix := filepath.Base(bd) + "/"
+	if left := reap(0, func(t string) bool { return strings.HasPrefix(t, prefix) }, 0); len(left) > 0 {
+		return fmt.Errorf("clean up %s: %d processes survived SIGKILL: %s", bd, len(left), describe(left))
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("clean up %s: %w", bd, err)
+	}
+	if err := removeAll(bd); err != nil {
+		return fmt.Errorf("clean up %s: %w", bd, err)
+	}
+	return nil
+}
+
+// buildDir checks that ws was made by this executor and returns its build directory. With
+// mustExist, a build directory that is gone is ErrNoWorkspace.
+func (l *Local) buildDir(ws executor.Workspace, mustExist bool) (string, error) {
+	bd := filepath.Clean(ws.Handle)
+	if ws.Handle == "" || filepath.Dir(bd) != l.opts.Root || !strings.HasPrefix(filepath.Base(bd), dirPrefix) ||
+		ws.Path != filepath.Join(bd, workspaceDir) {
+		return "", fmt.Errorf("workspace %q (path %q): %w: not made by this local executor (root %s)", ws.Handle, ws.Path, executor.ErrNoWorkspace, l.opts.Root)
+	}
+	if mustExist {
+		if fi, err := os.Stat(ws.Path); err != nil || !fi.IsDir() {
+			return "", fmt.Errorf("workspace %q: %w", ws.Path, executor.ErrNoWorkspace)
+		}
+	}
+	return bd, nil
+}
+
+// baseEnv is the environment every step in build directory bd starts from.
+func (l *Local) baseEnv(bd string) []executor.EnvVar {
+	env := []executor.EnvVar{
+		{Name: "PATH", Value: filepath.Join(bd, binDir) + string(filepath.ListSeparator) + l.opts.Path},
+		{Name: "HOME", Value: filepath.Join(bd, homeDir)},
+		{Name: "TMPDIR", Value: filepath.Join(bd, tmpDir)},
+		{Name: "LANG", Value: l.lang},
+	}
+	return append(env, l.passEnv...)
+}
+
+// pathOf returns the PATH in env.
+func pathOf(env []executor.EnvVar) string {
+	for _, e := range env {
+		if e.Name == "PATH" {
+			return e.Value
+		}
+	}
+	return ""
+}
+
+// errNotFound is reported when a step's program is not in its PATH.
+var errNotFound = errors.New("not found")
+
+// lookPath finds the program name as the step's shell would: a name with a slash is a path
+// (relative to dir), any other name is searched in pathList.
+func lookPath(name, pathList, dir string) (string, error) {
+	if strings.Contains(name, "/") {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		return p, executable(p)
+	}
+	for _, d := range filepath.SplitList(pathList) {
+		if d == "" {
+			d = "."
+		}
+		p := filepath.Join(d, name)
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", errNotFound
+}
+
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return errNotFound
+	case err != nil:
+		return err
+	case fi.IsDir() || fi.Mode()&0o111 == 0:
+		return fs.ErrPermission
+	}
+	return nil
+}
+
+// exitCodeFor maps a failure to start a program to a shell's exit code: 127 when it does not
+// exist, 126 when it cannot be executed; 0 for any other error.
+func exitCodeFor(err error) int {
+	switch {
+	case errors.Is(err, errNotFound), errors.Is(err, fs.ErrNotExist):
+		return executor.ExitCodeNotFound
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOEXEC):
+		return executor.ExitCodeNotFound - 1
+	}
+	return 0
+}
+
+// exitCode returns the exit code of a finished process, 128+N for one ended by signal N.
+func exitCode(ps *os.ProcessState) int {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// readExports parses the workspace's export file; a missing file has no exports.
+func readExports(workspace string) ([]executor.EnvVar, error) {
+	f, err := os.Open(filepath.Join(workspace, executor.ExportFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return executor.ParseExports(f)
+}
+
+// splitJoined returns the errors joined in err (or err itself).
+func splitJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// fileSize returns the size of file p, or -1 when it cannot be read.
+func fileSize(p string) int64 {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return -1
+	}
+	return fi.Size()
+}
+
+// sanitize keeps the characters of a build ID that are safe in a directory name.
+func sanitize(id string) string {
+	b := []byte(id)
+	if len(b) > maxIDInName {
+		b = b[:maxIDInName]
+	}
+	for i, c := range b {
+		if !(c == '-' || c == '_' || c == '.' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// removeAll removes dir like os.RemoveAll, first making read-only directories writable (a step
+// may leave some, as Go's module cache does).
+func removeAll(dir string) error {
+	if err := os.RemoveAll(dir); err == nil {
+		return nil
+	}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
+}
+
+func describe(procs []process) string {
+	parts := make([]string, len(procs))
+	for i, p := range procs {
+		parts[i] = fmt.Sprintf("%d (%s)", p.pid, p.comm)
+	}
+	return strings.Join(parts, ", ")
+}
