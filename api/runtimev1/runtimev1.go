@@ -64,3 +64,126 @@ type HeartbeatResponse struct {
 	Type      string `json:"type"` // hybrid or hosted
 	Status    string `json:"status"`
 }
+
+// ProcedureReport carries the GitOps engine's application reports (ReportRequest).
+const ProcedureReport = "/" + ServiceName + "/Report"
+
+// ReportRequest reports applications to the control plane. Events are in order per
+// application. With Snapshot, Applications is every application the runtime has: the control
+// plane forgets the runtime's other applications (a runtime sends one after it starts and after
+// reconnecting). Reports are idempotent: sending one twice changes nothing the second time.
+type ReportRequest struct {
+	Snapshot     bool          `json:"snapshot,omitempty"`
+	Applications []Application `json:"applications,omitempty"`
+	Events       []AppEvent    `json:"events,omitempty"`
+}
+
+// ReportResponse acknowledges a report.
+type ReportResponse struct {
+	Accepted int `json:"accepted"`
+}
+
+// Application event types (the GitOps engine's).
+const (
+	AppChanged    = "AppChanged"    // Application is the new state
+	AppDeleted    = "AppDeleted"    // the application is gone
+	SyncStarted   = "SyncStarted"   // Sync is the running operation
+	SyncFinished  = "SyncFinished"  // Sync is the finished operation; it has an ID unless a dry run
+	HealthChanged = "HealthChanged" // Application is the new state, HealthFrom the old health
+)
+
+// AppEvent is one thing that happened to an application.
+type AppEvent struct {
+	Type        string       `json:"type"`
+	App         string       `json:"app"`
+	At          time.Time    `json:"at"`
+	Application *Application `json:"application,omitempty"`
+	Sync        *SyncRecord  `json:"sync,omitempty"`
+	HealthFrom  string       `json:"healthFrom,omitempty"`
+}
+
+// Application is an application's state as the control plane keeps it: enough to list, filter
+// and show it without asking the runtime. Live detail (resource tree, diff) stays in the
+// runtime, behind its app-proxy.
+type Application struct {
+	Name           string            `json:"name"`
+	Project        string            `json:"project"`
+	Labels         map[string]string `json:"labels,omitempty"`
+	RepoURL        string            `json:"repoUrl"`
+	Path           string            `json:"path,omitempty"`
+	TargetRevision string            `json:"targetRevision,omitempty"`
+	DestServer     string            `json:"destServer,omitempty"`
+	DestName       string            `json:"destName,omitempty"`
+	DestNamespace  string            `json:"destNamespace,omitempty"`
+	SourceType     string            `json:"sourceType,omitempty"` // Directory, Kustomize, Helm
+	AutoSync       bool              `json:"autoSync,omitempty"`
+	Prune          bool              `json:"prune,omitempty"`
+	SelfHeal       bool              `json:"selfHeal,omitempty"`
+	// AutoSyncDisabled: a rollback switched automated sync off.
+	AutoSyncDisabled bool `json:"autoSyncDisabled,omitempty"`
+
+	Sync          string         `json:"sync"`   // Synced, OutOfSync, Unknown
+	Health        string         `json:"health"` // Healthy, Progressing, Degraded, Suspended, Missing, Unknown
+	HealthMessage string         `json:"healthMessage,omitempty"`
+	Revision      string         `json:"revision,omitempty"` // the commit the target revision resolves to
+	Commit        *Commit        `json:"commit,omitempty"`
+	Conditions    []AppCondition `json:"conditions,omitempty"`
+	Resources     []AppResource  `json:"resources,omitempty"`
+	Operation     *SyncRecord    `json:"operation,omitempty"` // the running or last sync
+	ReconciledAt  time.Time      `json:"reconciledAt"`
+}
+
+// Commit describes a git commit.
+type Commit struct {
+	SHA     string    `json:"sha,omitempty"`
+	Author  string    `json:"author,omitempty"`
+	Message string    `json:"message,omitempty"`
+	Time    time.Time `json:"time,omitzero"`
+}
+
+// AppCondition is an application condition (ComparisonError, SyncError, ...).
+type AppCondition struct {
+	Type    string    `json:"type"`
+	Message string    `json:"message"`
+	File    string    `json:"file,omitempty"`
+	Line    int       `json:"line,omitempty"`
+	Since   time.Time `json:"since,omitzero"`
+}
+
+// AppResource is one managed resource with its sync and health status.
+type AppResource struct {
+	Group         string `json:"group,omitempty"`
+	Version       string `json:"version,omitempty"`
+	Kind          string `json:"kind"`
+	Namespace     string `json:"namespace,omitempty"`
+	Name          string `json:"name"`
+	Status        string `json:"status"` // Synced, OutOfSync, Unknown
+	Health        string `json:"health,omitempty"`
+	HealthMessage string `json:"healthMessage,omitempty"`
+	RequiresPrune bool   `json:"requiresPruning,omitempty"`
+}
+
+// SyncRecord is one sync operation: running (SyncStarted) or finished. Finished syncs that are
+// not dry runs have an ID, unique per application; they are the deployment records.
+type SyncRecord struct {
+	ID          int64            `json:"id,omitempty"`
+	Revision    string           `json:"revision"`
+	Phase       string           `json:"phase"` // Running, Succeeded, Failed, Error
+	Message     string           `json:"message,omitempty"`
+	InitiatedBy string           `json:"initiatedBy"` // user, automated, selfHeal, rollback
+	DryRun      bool             `json:"dryRun,omitempty"`
+	Prune       bool             `json:"prune,omitempty"`
+	Commit      *Commit          `json:"commit,omitempty"`
+	Changed     []ResourceChange `json:"changed,omitempty"`
+	StartedAt   time.Time        `json:"startedAt"`
+	FinishedAt  time.Time        `json:"finishedAt,omitzero"`
+}
+
+// ResourceChange is what a sync did to one resource (created, configured, pruned, failed, ...).
+type ResourceChange struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	Result    string `json:"result"`
+	Message   string `json:"message,omitempty"`
+}

@@ -15,16 +15,22 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"connectrpc.com/connect"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/freshet-dev/freshet/api/runnerv1"
 	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/internal/appproxy"
+	"github.com/freshet-dev/freshet/internal/gitops/engine"
+	"github.com/freshet-dev/freshet/internal/gitops/git"
+	"github.com/freshet-dev/freshet/internal/gitops/host"
 	tunnelclient "github.com/freshet-dev/freshet/internal/tunnel/client"
 )
 
@@ -43,6 +49,21 @@ type Options struct {
 	Context    string
 	Version    string
 	CDOnly     bool // a hosted runtime: no CI or workflows
+
+	// GitOps: the engine's state directory, the installation repository and its credentials,
+	// and the engine's tunables.
+	DataDir      string
+	Repo         string
+	GitUsername  string
+	GitToken     string
+	GitTokenFile string
+	// InstallRepo, when its URL is set, is used instead of Repo and the Git* options
+	// (`freshet up` passes its local repository).
+	InstallRepo git.Repo
+	// NoInCluster: the runtime's own cluster is not a destination (hosted runtimes: their
+	// cluster is the platform's).
+	NoInCluster bool
+	Engine      engine.Options
 }
 
 // BindFlags registers the options on fs.
@@ -55,6 +76,19 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.IngressURL, "ingress-url", "", "ingress mode: the URL clients reach the app-proxy at")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig of the runtime's cluster (default: in-cluster config, KUBECONFIG, ~/.kube/config)")
 	fs.StringVar(&o.Context, "context", "", "kubeconfig context")
+	fs.StringVar(&o.DataDir, "data-dir", defaultDataDir(), "directory for the GitOps engine's repository cache")
+	fs.StringVar(&o.Repo, "repo", os.Getenv("FRESHET_RUNTIME_REPO"), "installation repository URL: apps/*.yaml and projects/*.yaml are this runtime's applications (env FRESHET_RUNTIME_REPO)")
+	fs.StringVar(&o.GitUsername, "git-username", "", "user name for the installation repository (with --git-token; default x-access-token)")
+	fs.StringVar(&o.GitToken, "git-token", "", "token for the installation repository (env FRESHET_GIT_TOKEN)")
+	fs.StringVar(&o.GitTokenFile, "git-token-file", "", "file holding the installation repository token (a mounted Secret)")
+	o.Engine.BindFlags(fs)
+}
+
+func defaultDataDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "freshet-runtime")
+	}
+	return filepath.Join(os.TempDir(), "freshet-runtime")
 }
 
 // Validate names the first bad option and reads the token file.
@@ -65,6 +99,19 @@ func (o *Options) Validate() error {
 			return fmt.Errorf("--token-file: %w", err)
 		}
 		o.Token = strings.TrimSpace(string(b))
+	}
+	if o.GitToken == "" && o.GitTokenFile != "" {
+		b, err := os.ReadFile(o.GitTokenFile)
+		if err != nil {
+			return fmt.Errorf("--git-token-file: %w", err)
+		}
+		o.GitToken = strings.TrimSpace(string(b))
+	}
+	if o.GitToken == "" {
+		o.GitToken = os.Getenv("FRESHET_GIT_TOKEN")
+	}
+	if o.InstallRepo.URL == "" && o.Repo != "" {
+		o.InstallRepo = git.Repo{URL: o.Repo, Credentials: git.Credentials{Username: o.GitUsername, Token: o.GitToken}}
 	}
 	switch {
 	case !strings.HasPrefix(o.Server, "http://") && !strings.HasPrefix(o.Server, "https://"):
@@ -92,7 +139,11 @@ type Runtime struct {
 	AppProxy  *appproxy.Handler
 	heartbeat time.Duration
 
-	tunnel *tunnelclient.Client
+	tunnel    *tunnelclient.Client
+	gitops    *host.Host
+	report    *connect.Client[runtimev1.ReportRequest, runtimev1.ReportResponse]
+	inCluster string // the in-cluster destination's server URL, "" without one
+	failing   bool   // the last heartbeat failed
 
 	mu         sync.Mutex
 	components map[string]runtimev1.Component
@@ -110,9 +161,69 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 	r := &Runtime{opts: opts, log: log, heartbeat: runtimev1.HeartbeatInterval, components: map[string]runtimev1.Component{}}
 	r.hb = connect.NewClient[runtimev1.HeartbeatRequest, runtimev1.HeartbeatResponse](hc,
 		strings.TrimRight(opts.Server, "/")+runtimev1.ProcedureHeartbeat, connect.WithCodec(runnerv1.Codec{}))
+	r.report = connect.NewClient[runtimev1.ReportRequest, runtimev1.ReportResponse](hc,
+		strings.TrimRight(opts.Server, "/")+runtimev1.ProcedureReport, connect.WithCodec(runnerv1.Codec{}))
 	r.AppProxy = appproxy.New(r.info)
 	r.SetComponent(runtimev1.Component{Name: "app-proxy", Health: runtimev1.ComponentHealthy, Version: opts.Version})
+
+	var kube *rest.Config
+	if !opts.NoInCluster {
+		var err error
+		if kube, err = kubeConfig(opts.Kubeconfig, opts.Context); err != nil {
+			return nil, err
+		}
+		if kube == nil {
+			log.Warn("no Kubernetes cluster configured: applications will show NoClusterConfigured (give --kubeconfig, or run in a cluster)")
+		} else {
+			r.inCluster = kube.Host
+		}
+	}
+	gh, err := host.New(host.Options{Dir: opts.DataDir, InstallRepo: opts.InstallRepo, InCluster: kube, Engine: opts.Engine,
+		Sink: r.sendReport, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("gitops: %w", err)
+	}
+	r.gitops = gh
+	r.AppProxy.Handle(host.APIPrefix, gh.Handler())
 	return r, nil
+}
+
+// GitOps is the runtime's GitOps host.
+func (r *Runtime) GitOps() *host.Host { return r.gitops }
+
+// kubeConfig loads the runtime's own cluster: an explicit kubeconfig (which must load), the
+// in-cluster config inside a Pod, else KUBECONFIG or ~/.kube/config. No config at all is nil.
+func kubeConfig(path, context string) (*rest.Config, error) {
+	if path == "" && context == "" && os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in-cluster Kubernetes config: %w", err)
+		}
+		return cfg, nil
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if path != "" {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("--kubeconfig %q: %w", path, err)
+		}
+		rules.ExplicitPath = path
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+	if clientcmd.IsEmptyConfig(err) && path == "" && context == "" {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %q, context %q: %w", path, context, err)
+	}
+	return cfg, nil
+}
+
+// sendReport is the GitOps host's sink: the runtime protocol's Report call.
+func (r *Runtime) sendReport(ctx context.Context, req runtimev1.ReportRequest) error {
+	creq := connect.NewRequest(&req)
+	creq.Header().Set("Authorization", "Bearer "+r.opts.Token)
+	_, err := r.report.CallUnary(ctx, creq)
+	return err
 }
 
 func (r *Runtime) info() appproxy.Info {
@@ -138,7 +249,12 @@ func (r *Runtime) Status() runtimev1.HeartbeatResponse {
 // Run heartbeats (and, in ingress mode, serves the app-proxy) until ctx ends. A token the
 // control plane refuses stops it with an error; anything else is retried with backoff.
 func (r *Runtime) Run(ctx context.Context) error {
-	errc := make(chan error, 1)
+	errc := make(chan error, 2)
+	go func() {
+		if err := r.gitops.Run(ctx); err != nil && ctx.Err() == nil {
+			errc <- fmt.Errorf("gitops: %w", err)
+		}
+	}()
 	if r.opts.AccessMode == "tunnel" {
 		tc, err := tunnelclient.New(tunnelclient.Options{ServerURL: r.opts.Server, Token: r.opts.Token, Handler: r.AppProxy, Log: r.log.With("component", "tunnel")})
 		if err != nil {
@@ -160,7 +276,7 @@ func (r *Runtime) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("app-proxy listen: %w", err)
 		}
-		srv := &http.Server{Handler: r.AppProxy, ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Handler: ingressOnly(r.AppProxy), ReadHeaderTimeout: 10 * time.Second}
 		go func() { errc <- srv.Serve(ln) }()
 		defer srv.Close()
 	}
@@ -183,10 +299,24 @@ func (r *Runtime) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case err := <-errc:
-			return fmt.Errorf("app-proxy: %w", err)
+			return err
 		case <-time.After(wait):
 		}
 	}
+}
+
+// ingressOnly guards the app-proxy on a runtime's own ingress: there the caller's identity
+// headers are not vouched for by the control plane, so the applications API is refused.
+func ingressOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if strings.HasPrefix(req.URL.Path, host.APIPrefix) {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			fmt.Fprintf(w, `{"error":{"code":"permission_denied","message":"the applications API is served through the control plane (/runtimes/{runtime}/app-proxy/…), not on the runtime's ingress"}}`+"\n")
+			return
+		}
+		next.ServeHTTP(w, req)
+	})
 }
 
 func (r *Runtime) beat(ctx context.Context) error {
@@ -201,6 +331,7 @@ func (r *Runtime) beat(ctx context.Context) error {
 		}
 		r.SetComponent(c)
 	}
+	r.SetComponent(r.gitops.Health())
 	r.mu.Lock()
 	req := runtimev1.HeartbeatRequest{Protocol: runtimev1.ProtocolVersion, Version: r.opts.Version, AccessMode: r.opts.AccessMode,
 		IngressURL: r.opts.IngressURL, Capabilities: []string{"cd"}}
@@ -210,17 +341,28 @@ func (r *Runtime) beat(ctx context.Context) error {
 	for _, c := range r.components {
 		req.Components = append(req.Components, c)
 	}
+	if r.inCluster != "" {
+		req.Clusters = append(req.Clusters, runtimev1.Cluster{Name: engine.InClusterName, Server: r.inCluster})
+	}
 	r.mu.Unlock()
 	creq := connect.NewRequest(&req)
 	creq.Header().Set("Authorization", "Bearer "+r.opts.Token)
 	resp, err := r.hb.CallUnary(ctx, creq)
 	if err != nil {
+		r.mu.Lock()
+		r.failing = true
+		r.mu.Unlock()
 		return err
 	}
 	r.mu.Lock()
 	first := r.last.RuntimeID == ""
-	r.last = *resp.Msg
+	reconnected := r.failing
+	r.last, r.failing = *resp.Msg, false
 	r.mu.Unlock()
+	if reconnected {
+		// The control plane may have missed reports meanwhile: send the whole state again.
+		r.gitops.Resync()
+	}
 	if first {
 		r.log.Info("runtime connected", "name", resp.Msg.Name, "type", resp.Msg.Type, "status", resp.Msg.Status)
 	}

@@ -12,6 +12,9 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/agent"
 	"github.com/freshet-dev/freshet/internal/config"
+	"github.com/freshet-dev/freshet/internal/gitops/engine"
+	"github.com/freshet-dev/freshet/internal/gitops/git"
+	"github.com/freshet-dev/freshet/internal/gitops/host"
 	"github.com/freshet-dev/freshet/internal/runner"
 	localexec "github.com/freshet-dev/freshet/internal/runner/executor/local"
 	"github.com/freshet-dev/freshet/internal/server"
@@ -39,6 +42,7 @@ func (a *app) serverCommand() *cobra.Command {
 func (a *app) serveCommand(use string, local bool, short, long string) *cobra.Command {
 	var opts server.Options
 	var configFile string
+	var kube kubeFlags
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
@@ -48,15 +52,26 @@ func (a *app) serveCommand(use string, local bool, short, long string) *cobra.Co
 			if err := config.Apply(cmd.Flags(), configFile, "config"); err != nil {
 				return err
 			}
-			return a.serve(cmd.Context(), opts, local)
+			return a.serve(cmd.Context(), opts, local, kube)
 		},
 	}
 	opts.BindFlags(cmd.Flags(), local)
+	if local {
+		cmd.Flags().StringVar(&kube.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster the local runtime deploys to as in-cluster (default: KUBECONFIG, ~/.kube/config)")
+		cmd.Flags().StringVar(&kube.context, "context", "", "kubeconfig context (default: the current context)")
+		kube.engine.BindFlags(cmd.Flags())
+	}
 	cmd.Flags().StringVar(&configFile, "config", os.Getenv("FRESHET_CONFIG"), "YAML config file with settings named like the flags (env FRESHET_CONFIG)")
 	return cmd
 }
 
-func (a *app) serve(ctx context.Context, opts server.Options, local bool) error {
+// kubeFlags are `freshet up`'s settings for its in-process runtime.
+type kubeFlags struct {
+	kubeconfig, context string
+	engine              engine.Options
+}
+
+func (a *app) serve(ctx context.Context, opts server.Options, local bool, kube kubeFlags) error {
 	log, err := server.NewLogger(a.stderr, opts.LogFormat, opts.LogLevel)
 	if err != nil {
 		return err
@@ -118,7 +133,16 @@ func (a *app) serve(ctx context.Context, opts server.Options, local bool) error 
 		srv.Close()
 		return fmt.Errorf("local runtime: %w", err)
 	}
-	rt, err := agent.New(agent.Options{Server: url, Token: rtToken, AccessMode: "tunnel", Version: version.Version}, nil, log.With("component", "runtime"))
+	// Its installation repository is a local one in the data dir: `freshet app create` commits there.
+	rtDir := filepath.Join(opts.DataDir, "runtime")
+	repoURL, err := host.InitLocalRepo(filepath.Join(rtDir, "installation.git"))
+	if err != nil {
+		srv.Close()
+		return err
+	}
+	rt, err := agent.New(agent.Options{Server: url, Token: rtToken, AccessMode: "tunnel", Version: version.Version,
+		Kubeconfig: kube.kubeconfig, Context: kube.context, DataDir: rtDir, InstallRepo: git.Repo{URL: repoURL}, Engine: kube.engine},
+		nil, log.With("component", "runtime"))
 	if err != nil {
 		srv.Close()
 		return err

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"sync"
 
 	"github.com/freshet-dev/freshet/internal/agent"
+	"github.com/freshet-dev/freshet/internal/gitops/git"
+	"github.com/freshet-dev/freshet/internal/gitops/host"
 	"github.com/freshet-dev/freshet/internal/runtimes"
 	"github.com/freshet-dev/freshet/internal/store"
 	"github.com/freshet-dev/freshet/internal/version"
@@ -46,8 +49,15 @@ func (p *inProcessProvisioner) Provision(ctx context.Context, rt store.Runtime, 
 
 // start runs an agent for a hosted runtime; p.mu is held.
 func (p *inProcessProvisioner) start(id, token string) error {
-	a, err := agent.New(agent.Options{Server: p.s.URL(), Token: token, AccessMode: runtimes.AccessTunnel, Version: version.Version, CDOnly: true},
-		&http.Client{}, p.log.With("runtime", id))
+	// A hosted runtime deploys only to clusters the customer registers, never to the platform's
+	// own; its installation repository is a local one under the data dir.
+	dir := filepath.Join(p.s.opts.DataDir, "hosted", id)
+	repoURL, err := host.InitLocalRepo(filepath.Join(dir, "installation.git"))
+	if err != nil {
+		return err
+	}
+	a, err := agent.New(agent.Options{Server: p.s.URL(), Token: token, AccessMode: runtimes.AccessTunnel, Version: version.Version, CDOnly: true,
+		NoInCluster: true, DataDir: dir, InstallRepo: git.Repo{URL: repoURL}}, &http.Client{}, p.log.With("runtime", id))
 	if err != nil {
 		return err
 	}

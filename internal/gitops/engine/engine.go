@@ -486,11 +486,11 @@ func (e *Engine) setOperation(st *appState, res *SyncResult) {
 
 // RollbackResult is the outcome of a rollback.
 type RollbackResult struct {
-	Result *SyncResult
-	Entry  HistoryEntry
+	Result *SyncResult  `json:"result"`
+	Entry  HistoryEntry `json:"entry"`
 	// AutoSyncDisabled: automated sync was on and the rollback switched it off (as Argo CD
 	// does); Engine.SetAutoSync turns it back on.
-	AutoSyncDisabled bool
+	AutoSyncDisabled bool `json:"autoSyncDisabled,omitempty"`
 }
 
 // Rollback syncs an application to the revision of a history entry (with its current source

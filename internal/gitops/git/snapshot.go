@@ -58,15 +58,15 @@ func remoteURL(raw string) string {
 
 // CommitInfo describes one commit, for sync history and the UI.
 type CommitInfo struct {
-	SHA            string
-	Author         string
-	AuthorEmail    string
-	AuthorTime     time.Time
-	Committer      string
-	CommitterEmail string
-	CommitTime     time.Time
-	Message        string
-	Parents        []string
+	SHA            string    `json:"sha"`
+	Author         string    `json:"author"`
+	AuthorEmail    string    `json:"authorEmail,omitempty"`
+	AuthorTime     time.Time `json:"authorTime"`
+	Committer      string    `json:"committer,omitempty"`
+	CommitterEmail string    `json:"committerEmail,omitempty"`
+	CommitTime     time.Time `json:"commitTime"`
+	Message        string    `json:"message"`
+	Parents        []string  `json:"parents,omitempty"`
 }
 
 // Subject is the first line of the message.

@@ -1,0 +1,444 @@
+// Package host runs the GitOps engine inside a runtime: it builds the repository cache, the
+// renderer and the cluster registry, loads the runtime's applications from its installation
+// repository (apps/*.yaml, projects/*.yaml), serves the applications API on the app-proxy and
+// reports what the engine does to the control plane.
+//
+// It is runtime-side code: it imports nothing from the control plane; the report goes through
+// a Sink the agent provides (the runtime protocol's Report call).
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	gogit "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"k8s.io/client-go/rest"
+
+	"github.com/freshet-dev/freshet/api/runtimev1"
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/gitops/app"
+	"github.com/freshet-dev/freshet/internal/gitops/engine"
+	"github.com/freshet-dev/freshet/internal/gitops/git"
+	"github.com/freshet-dev/freshet/internal/gitops/render"
+	"github.com/freshet-dev/freshet/internal/gitops/repourl"
+)
+
+// Installation repository layout.
+const (
+	AppsDir     = "apps"
+	ProjectsDir = "projects"
+	// CascadeFinalizer on an Application makes removing it from git delete its resources, as
+	// in Argo CD.
+	CascadeFinalizer = "resources-finalizer.argocd.argoproj.io"
+)
+
+// DefaultReloadInterval is how often the installation repository is read without a push.
+const DefaultReloadInterval = time.Minute
+
+// Options configure a Host.
+type Options struct {
+	// Dir holds the repository cache.
+	Dir string
+	// InstallRepo is the runtime's installation repository; an empty URL means none (apps
+	// can then not be created through the API).
+	InstallRepo git.Repo
+	// Branch of the installation repository; "" is the remote's default branch.
+	Branch string
+	// InCluster is the runtime's own cluster (destination https://kubernetes.default.svc and
+	// name in-cluster); nil means none: apps get a NoClusterConfigured condition.
+	InCluster *rest.Config
+	// Credentials for application source repositories (nil: anonymous).
+	Credentials func(repoURL string) git.Credentials
+	// Engine holds the engine's tunables; Cache, Renderer, Clusters and Reporter are set here.
+	Engine engine.Options
+	// Sink sends reports to the control plane; nil discards them.
+	Sink func(context.Context, runtimev1.ReportRequest) error
+	// ReloadInterval: how often the installation repository is read (DefaultReloadInterval).
+	ReloadInterval time.Duration
+	Logger         *slog.Logger
+}
+
+// Host is a running GitOps engine with its application loader.
+type Host struct {
+	opts    Options
+	log     *slog.Logger
+	cache   *git.Cache
+	eng     *engine.Engine
+	rep     *reporter
+	reload  chan struct{}
+	writeMu sync.Mutex // serializes API writes to the installation repository
+
+	mu       sync.Mutex
+	apps     map[string]loadedApp // by name
+	loadErrs []string             // problems of the last load, by file
+	loadedAt time.Time
+	revision string // the installation repository's commit last loaded
+	lastErr  error  // the last load's failure (the repository itself)
+}
+
+type loadedApp struct {
+	app  *app.Application
+	file string
+}
+
+// New builds a host; Run starts it.
+func New(opts Options) (*Host, error) {
+	if opts.Dir == "" {
+		return nil, errdefs.Invalid("dir", "", "is required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.ReloadInterval <= 0 {
+		opts.ReloadInterval = DefaultReloadInterval
+	}
+	if opts.InstallRepo.URL != "" {
+		if _, err := repourl.Normalize(opts.InstallRepo.URL); err != nil {
+			return nil, errdefs.Invalid("installRepo", opts.InstallRepo.URL, err.Error())
+		}
+	}
+	cache, err := git.NewCache(filepath.Join(opts.Dir, "git"), git.Options{Logger: opts.Logger.With("component", "git")})
+	if err != nil {
+		return nil, err
+	}
+	renderer, err := render.New(render.Options{})
+	if err != nil {
+		return nil, err
+	}
+	clusters := engine.NewClusters()
+	if opts.InCluster != nil {
+		clusters.SetInCluster(opts.InCluster)
+	}
+	h := &Host{opts: opts, log: opts.Logger, cache: cache, reload: make(chan struct{}, 1), apps: map[string]loadedApp{}}
+	h.rep = newReporter(opts.Sink, opts.Logger.With("component", "gitops-report"))
+	h.rep.spec = func(name string) *app.Application {
+		a, _, _ := h.spec(name)
+		return a
+	}
+	eo := opts.Engine
+	eo.Cache, eo.Renderer, eo.Clusters, eo.Reporter, eo.Logger = cache, renderer, clusters, h.rep, opts.Logger.With("component", "gitops")
+	if opts.Credentials != nil {
+		eo.Credentials = opts.Credentials
+	}
+	if eo.Credentials == nil && opts.InstallRepo.URL != "" {
+		// Apps in the installation repository itself use its credentials.
+		installKey, _ := repourl.Normalize(opts.InstallRepo.URL)
+		eo.Credentials = func(u string) git.Credentials {
+			if k, _ := repourl.Normalize(u); k == installKey {
+				return opts.InstallRepo.Credentials
+			}
+			return git.Credentials{}
+		}
+	}
+	if h.eng, err = engine.New(eo); err != nil {
+		return nil, err
+	}
+	return h, nil
+}
+
+// Engine is the hosted engine.
+func (h *Host) Engine() *engine.Engine { return h.eng }
+
+// Run runs the engine, the loader and the reporter until ctx ends.
+func (h *Host) Run(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errc := make(chan error, 1)
+	go func() { errc <- h.eng.Run(ctx) }()
+	go h.rep.run(ctx, h.snapshot)
+	go h.loadLoop(ctx)
+	select {
+	case <-ctx.Done():
+		<-errc
+		h.eng.Close()
+		return nil
+	case err := <-errc:
+		return err
+	}
+}
+
+// Reload asks the loader to read the installation repository now.
+func (h *Host) Reload() {
+	select {
+	case h.reload <- struct{}{}:
+	default:
+	}
+}
+
+func (h *Host) loadLoop(ctx context.Context) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	backoff := time.Second
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-h.reload:
+		}
+		err := h.Load(ctx)
+		next := h.opts.ReloadInterval
+		if err != nil && ctx.Err() == nil {
+			h.log.Warn("reading the installation repository failed", "repo", h.opts.InstallRepo.URL, "err", err)
+			if git.IsTemporary(err) {
+				next = min(backoff, next)
+				backoff = min(backoff*2, h.opts.ReloadInterval)
+			}
+		} else {
+			backoff = time.Second
+		}
+		if !t.Stop() {
+			select {
+			case <-t.C:
+			default:
+			}
+		}
+		t.Reset(next)
+	}
+}
+
+// Load reads the installation repository once and brings the engine's applications in line
+// with it. A file that does not decode keeps the application it held before (a typo must not
+// delete an app); its error is kept for Health.
+func (h *Host) Load(ctx context.Context) error {
+	if h.opts.InstallRepo.URL == "" {
+		return nil
+	}
+	repo := h.opts.InstallRepo
+	h.cache.Invalidate(repo.URL)
+	rev := h.opts.Branch
+	snap, err := h.cache.Checkout(ctx, repo, rev)
+	if errors.Is(err, git.ErrRevisionNotFound) && (rev == "" || rev == "HEAD") {
+		// An empty repository: nothing is installed yet.
+		h.apply(ctx, nil, nil, nil, "")
+		return nil
+	}
+	if err != nil {
+		h.mu.Lock()
+		h.lastErr = err
+		h.mu.Unlock()
+		return err
+	}
+	defer snap.Release()
+	projects, perrs := readProjects(snap.Dir)
+	apps, failed, aerrs := readApps(snap.Dir)
+	h.apply(ctx, apps, failed, projects, snap.SHA)
+	h.mu.Lock()
+	h.loadErrs = append(perrs, aerrs...)
+	h.lastErr = nil
+	h.mu.Unlock()
+	if _, err := h.cache.GC(2); err != nil {
+		h.log.Debug("git cache GC", "err", err)
+	}
+	return nil
+}
+
+// apply upserts apps (with their projects) and removes the loaded apps that are gone. An app
+// whose file is in failed (it exists but does not decode now) keeps its previous state.
+func (h *Host) apply(ctx context.Context, apps map[string]loadedApp, failed map[string]bool, projects map[string]*app.AppProject, sha string) {
+	h.mu.Lock()
+	old := h.apps
+	h.mu.Unlock()
+	next := make(map[string]loadedApp, len(apps))
+	for name, la := range apps {
+		next[name] = la
+		if err := h.eng.Upsert(la.app, projectFor(la.app, projects)); err != nil {
+			h.log.Warn("application not loaded", "app", name, "file", la.file, "err", err)
+		}
+	}
+	for name, la := range old {
+		if _, ok := next[name]; ok {
+			continue
+		}
+		if failed[la.file] {
+			next[name] = la
+			continue
+		}
+		cascade := slices.Contains(la.app.Metadata.Finalizers, CascadeFinalizer)
+		if err := h.eng.Remove(ctx, name, cascade); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+			h.log.Warn("removing application", "app", name, "err", err)
+		}
+	}
+	h.mu.Lock()
+	h.apps, h.loadedAt, h.revision = next, time.Now(), sha
+	h.mu.Unlock()
+}
+
+// projectFor returns the app's project: one from the repository, the built-in default, or —
+// for a name that exists nowhere — a project that permits nothing and says why.
+func projectFor(a *app.Application, projects map[string]*app.AppProject) *app.AppProject {
+	name := a.Spec.Project
+	if p, ok := projects[name]; ok {
+		return p
+	}
+	if name == app.DefaultProject || name == "" {
+		return nil
+	}
+	p := &app.AppProject{APIVersion: app.APIVersion, Kind: app.KindAppProject}
+	p.Metadata.Name = name
+	p.Spec.Description = fmt.Sprintf("project %q does not exist in the installation repository (%s/)", name, ProjectsDir)
+	return p
+}
+
+func yamlFiles(root, dir string) []string {
+	var out []string
+	base := filepath.Join(root, dir)
+	_ = filepath.WalkDir(base, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() {
+			if p != base && strings.HasPrefix(d.Name(), ".") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if ext := strings.ToLower(path.Ext(d.Name())); ext == ".yaml" || ext == ".yml" || ext == ".json" {
+			rel, _ := filepath.Rel(root, p)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out
+}
+
+func readProjects(root string) (map[string]*app.AppProject, []string) {
+	projects := map[string]*app.AppProject{}
+	var errs []string
+	for _, f := range yamlFiles(root, ProjectsDir) {
+		docs, err := decodeFile(root, f)
+		if err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		for _, d := range docs {
+			if d.AppProject != nil {
+				projects[d.AppProject.Metadata.Name] = d.AppProject
+			}
+		}
+	}
+	return projects, errs
+}
+
+// readApps decodes apps/: the applications by name, the files that failed, and the problems.
+func readApps(root string) (map[string]loadedApp, map[string]bool, []string) {
+	apps := map[string]loadedApp{}
+	failed := map[string]bool{}
+	var errs []string
+	for _, f := range yamlFiles(root, AppsDir) {
+		docs, err := decodeFile(root, f)
+		if err != nil {
+			errs = append(errs, err.Error())
+			failed[f] = true
+			continue
+		}
+		for _, d := range docs {
+			if d.Application == nil {
+				continue
+			}
+			name := d.Application.Metadata.Name
+			if prev, dup := apps[name]; dup {
+				errs = append(errs, fmt.Sprintf("%s:%d: application %q is also defined in %s; the first one is used", f, d.Line, name, prev.file))
+				continue
+			}
+			apps[name] = loadedApp{app: d.Application, file: f}
+		}
+	}
+	return apps, failed, errs
+}
+
+func decodeFile(root, f string) ([]app.Document, error) {
+	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f)))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f, err)
+	}
+	docs, err := app.DecodeAll(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f, err)
+	}
+	return docs, nil
+}
+
+// Health reports the GitOps component's health for the runtime's heartbeat.
+func (h *Host) Health() runtimev1.Component {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := runtimev1.Component{Name: "gitops", Health: runtimev1.ComponentHealthy}
+	n := len(h.apps)
+	switch {
+	case h.opts.InstallRepo.URL == "":
+		c.Message = "no installation repository"
+	case h.lastErr != nil:
+		c.Health, c.Message = runtimev1.ComponentDegraded, "installation repository: "+h.lastErr.Error()
+	case len(h.loadErrs) > 0:
+		c.Health = runtimev1.ComponentDegraded
+		c.Message = fmt.Sprintf("%d applications; %d problems in the installation repository: %s", n, len(h.loadErrs), strings.Join(h.loadErrs[:min(3, len(h.loadErrs))], "; "))
+	default:
+		c.Message = fmt.Sprintf("%d applications", n)
+	}
+	if h.opts.InCluster == nil {
+		c.Message += "; no in-cluster destination configured"
+	}
+	return c
+}
+
+// spec returns the loaded Application of an app.
+func (h *Host) spec(name string) (*app.Application, string, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	la, ok := h.apps[name]
+	return la.app, la.file, ok
+}
+
+// snapshot is every application's report state (for the reporter after a (re)connect).
+func (h *Host) snapshot() []runtimev1.Application {
+	h.mu.Lock()
+	specs := make(map[string]*app.Application, len(h.apps))
+	for n, la := range h.apps {
+		specs[n] = la.app
+	}
+	h.mu.Unlock()
+	var out []runtimev1.Application
+	for _, st := range h.eng.List() {
+		out = append(out, toReport(specs[st.Name], st))
+	}
+	return out
+}
+
+// Resync makes the next report a snapshot of every application (after the control plane was
+// unreachable).
+func (h *Host) Resync() { h.rep.markDisconnected() }
+
+// InitLocalRepo makes dir a bare git repository (when it is not one yet) and returns its URL:
+// the installation repository of a runtime that has no remote one (`freshet up`'s `local`,
+// hosted runtimes). Its default branch is main.
+func InitLocalRepo(dir string) (string, error) {
+	if _, err := os.Stat(filepath.Join(dir, "HEAD")); err != nil {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return "", err
+		}
+		_, err := gogit.PlainInitWithOptions(dir, &gogit.PlainInitOptions{Bare: true,
+			InitOptions: gogit.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")}})
+		if err != nil {
+			return "", fmt.Errorf("installation repository %s: %w", dir, err)
+		}
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	return "file://" + filepath.ToSlash(abs), nil
+}

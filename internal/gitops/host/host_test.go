@@ -1,0 +1,358 @@
+package host_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/freshet-dev/freshet/api/runtimev1"
+	"github.com/freshet-dev/freshet/internal/gitops/engine"
+	"github.com/freshet-dev/freshet/internal/gitops/git"
+	"github.com/freshet-dev/freshet/internal/gitops/host"
+	"github.com/freshet-dev/freshet/internal/testenv/gitserver"
+	"github.com/freshet-dev/freshet/internal/testenv/kube"
+	"github.com/freshet-dev/freshet/internal/tunnel/wire"
+)
+
+func TestMain(m *testing.M) { kube.Main(m) }
+
+// sink records what the host reports.
+type sink struct {
+	mu   sync.Mutex
+	reqs []runtimev1.ReportRequest
+}
+
+func (s *sink) send(_ context.Context, r runtimev1.ReportRequest) error {
+	s.mu.Lock()
+	s.reqs = append(s.reqs, r)
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *sink) events(typ, app string) []runtimev1.AppEvent {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []runtimev1.AppEvent
+	for _, r := range s.reqs {
+		for _, e := range r.Events {
+			if e.Type == typ && e.App == app {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
+}
+
+type world struct {
+	t      *testing.T
+	h      *host.Host
+	api    http.Handler
+	ns     string
+	source *gitserver.Repo
+	kc     kubernetes.Interface
+	sink   *sink
+	repo   string
+}
+
+func newWorld(t *testing.T) *world {
+	c := kube.Shared(t)
+	ns := c.Namespace(t)
+	srv := gitserver.New(t)
+	source := srv.NewRepo("manifests")
+	dir := t.TempDir()
+	repoURL, err := host.InitLocalRepo(filepath.Join(dir, "installation.git"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &sink{}
+	h, err := host.New(host.Options{Dir: dir, InstallRepo: git.Repo{URL: repoURL}, InCluster: c.RESTConfig(), Sink: s.send,
+		Engine: engine.Options{InventoryNamespace: ns, PollStep: 100 * time.Millisecond, EventDebounce: 50 * time.Millisecond,
+			HealthTimeout: 40 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := h.Run(ctx); err != nil {
+			t.Errorf("Run: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	kc, err := kubernetes.NewForConfig(c.RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &world{t: t, h: h, api: h.Handler(), ns: ns, source: source, kc: kc, sink: s, repo: repoURL}
+}
+
+// call sends a request to the applications API as role and decodes the answer into out.
+func (w *world) call(role, method, path string, body string, out any) int {
+	w.t.Helper()
+	req := httptest.NewRequest(method, host.APIPrefix+path, strings.NewReader(body))
+	if role != "" {
+		req.Header.Set(wire.HeaderAccount, "acc-1")
+		req.Header.Set(wire.HeaderRole, role)
+		req.Header.Set(wire.HeaderEmail, "dev@example.com")
+	}
+	rec := httptest.NewRecorder()
+	w.api.ServeHTTP(rec, req)
+	if out != nil {
+		if err := json.Unmarshal(rec.Body.Bytes(), out); err != nil {
+			w.t.Fatalf("%s %s: %d %q: %v", method, path, rec.Code, rec.Body.String(), err)
+		}
+	}
+	return rec.Code
+}
+
+func (w *world) waitApp(name string, ok func(engine.AppStatus) bool) host.Application {
+	w.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	var a host.Application
+	for {
+		code := w.call("viewer", "GET", "applications/"+name, "", &a)
+		if code == http.StatusOK && ok(a.Status) {
+			return a
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("application %s: waited too long; last answer %d %+v", name, code, a.Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+const cm = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+data:
+  color: %s
+`
+
+const deploy = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.27
+`
+
+func appYAML(name, repo, ns string, automated bool) string {
+	s := fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata:
+  name: %s
+  labels: {team: web}
+spec:
+  project: default
+  source: {repoURL: %s, path: web, targetRevision: main}
+  destination: {server: https://kubernetes.default.svc, namespace: %s}
+`, name, repo, ns)
+	if automated {
+		s += "  syncPolicy: {automated: {prune: true}}\n"
+	}
+	return s
+}
+
+func synced(st engine.AppStatus) bool {
+	return st.Sync == engine.Synced && st.Health.Status == "Healthy"
+}
+
+func TestApplicationLifecycleThroughTheAPI(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	w.source.Commit("main", map[string]string{"web/cm.yaml": fmt.Sprintf(cm, "blue"), "web/deploy.yaml": deploy}, "first")
+
+	// Create commits to the installation repository; the app is loaded and auto-synced.
+	var created host.Application
+	if code := w.call("member", "POST", "applications", appYAML("web", w.source.URL(), w.ns, true), &created); code != http.StatusCreated {
+		t.Fatalf("create: %d %+v", code, created)
+	}
+	if created.File != "apps/web.yaml" || created.Spec == nil || created.Spec.Spec.Source.Path != "web" {
+		t.Errorf("created %+v: want file apps/web.yaml with the spec", created)
+	}
+	w.waitApp("web", synced)
+	got, err := w.kc.CoreV1().ConfigMaps(w.ns).Get(ctx, "settings", metav1.GetOptions{})
+	if err != nil || got.Data["color"] != "blue" {
+		t.Fatalf("ConfigMap after auto-sync: %v %v", got.Data, err)
+	}
+
+	// Creating it again conflicts; a viewer cannot create; no identity at all is refused.
+	var e struct {
+		Error struct{ Code, Message, Field string }
+	}
+	if code := w.call("member", "POST", "applications", appYAML("web", w.source.URL(), w.ns, true), &e); code != http.StatusConflict {
+		t.Errorf("second create: %d %+v, want 409", code, e)
+	}
+	if code := w.call("viewer", "POST", "applications/web/sync", "{}", &e); code != http.StatusForbidden || e.Error.Code != "permission_denied" {
+		t.Errorf("viewer sync: %d %+v, want 403", code, e)
+	}
+	if code := w.call("", "GET", "applications", "", &e); code != http.StatusUnauthorized {
+		t.Errorf("no identity: %d, want 401", code)
+	}
+	// Bad input names the field and creates nothing.
+	bad := strings.Replace(appYAML("broken", w.source.URL(), w.ns, false), "project:", "projekt:", 1)
+	if code := w.call("admin", "POST", "applications", bad, &e); code != http.StatusBadRequest || !strings.Contains(e.Error.Message, "spec.projekt") {
+		t.Errorf("bad create: %d %+v, want 400 naming spec.projekt", code, e)
+	}
+	var list struct{ Items []host.Application }
+	w.call("viewer", "GET", "applications", "", &list)
+	if len(list.Items) != 1 || list.Items[0].Name != "web" {
+		t.Errorf("list: %+v, want just web", list.Items)
+	}
+
+	// Tree: Deployment → ReplicaSet → Pod.
+	var tree struct{ Items []*engine.TreeNode }
+	w.call("viewer", "GET", "applications/web/tree", "", &tree)
+	var chain []string
+	for _, n := range tree.Items {
+		if n.Kind == "Deployment" {
+			chain = append(chain, n.Kind)
+			for _, rs := range n.Children {
+				chain = append(chain, rs.Kind)
+				for _, p := range rs.Children {
+					chain = append(chain, p.Kind)
+				}
+			}
+		}
+	}
+	if strings.Join(chain, ">") != "Deployment>ReplicaSet>Pod" {
+		t.Errorf("tree chain %v, want Deployment>ReplicaSet>Pod", chain)
+	}
+
+	// A new commit: diff shows it after a refresh, then a manual sync applies it.
+	w.source.Commit("main", map[string]string{"web/cm.yaml": fmt.Sprintf(cm, "green")}, "green")
+	var res engine.SyncResult
+	if code := w.call("member", "POST", "applications/web/sync", `{"prune": true}`, &res); code != http.StatusOK || res.Phase != engine.PhaseSucceeded {
+		t.Fatalf("sync: %d %+v", code, res)
+	}
+	got, _ = w.kc.CoreV1().ConfigMaps(w.ns).Get(ctx, "settings", metav1.GetOptions{})
+	if got.Data["color"] != "green" {
+		t.Errorf("after sync the ConfigMap says %v", got.Data)
+	}
+	var diff struct{ Items []engine.ResourceDiff }
+	w.call("viewer", "GET", "applications/web/diff", "", &diff)
+	for _, d := range diff.Items {
+		if d.Status != engine.DiffSynced {
+			t.Errorf("diff after sync: %s is %s", d.Name, d.Status)
+		}
+	}
+	var hist struct{ Items []engine.HistoryEntry }
+	w.call("viewer", "GET", "applications/web/history", "", &hist)
+	if len(hist.Items) < 2 {
+		t.Fatalf("history: %d entries, want 2", len(hist.Items))
+	}
+
+	// Rollback to the first entry switches auto-sync off and restores blue.
+	var rb engine.RollbackResult
+	if code := w.call("member", "POST", "applications/web/rollback", fmt.Sprintf(`{"id": %d}`, hist.Items[0].ID), &rb); code != http.StatusOK || rb.Result == nil || rb.Result.Phase != engine.PhaseSucceeded || !rb.AutoSyncDisabled {
+		t.Fatalf("rollback: %d %+v", code, rb)
+	}
+	got, _ = w.kc.CoreV1().ConfigMaps(w.ns).Get(ctx, "settings", metav1.GetOptions{})
+	if got.Data["color"] != "blue" {
+		t.Errorf("after rollback the ConfigMap says %v", got.Data)
+	}
+
+	// Reports: the app's state and its finished syncs, with ids.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(w.sink.events(runtimev1.SyncFinished, "web")) < 3 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	fin := w.sink.events(runtimev1.SyncFinished, "web")
+	if len(fin) < 3 || fin[0].Sync == nil || fin[0].Sync.ID == 0 || fin[0].Sync.Commit == nil {
+		t.Errorf("SyncFinished reports %+v: want 3 with ids and commits", fin)
+	}
+	if ch := w.sink.events(runtimev1.AppChanged, "web"); len(ch) == 0 || ch[len(ch)-1].Application.RepoURL != w.source.URL() || ch[0].Application.Labels["team"] != "web" {
+		t.Errorf("AppChanged reports lack the spec: %+v", ch)
+	}
+
+	// Delete with cascade: the file leaves the repository and the objects leave the cluster.
+	if code := w.call("member", "DELETE", "applications/web", "", nil); code != http.StatusNoContent {
+		t.Fatalf("delete: %d", code)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		_, err := w.kc.CoreV1().ConfigMaps(w.ns).Get(ctx, "settings", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ConfigMap still there after a cascading delete: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code := w.call("viewer", "GET", "applications/web", "", nil); code != http.StatusNotFound {
+		t.Errorf("get after delete: %d, want 404", code)
+	}
+	w.h.Load(ctx)
+	w.call("viewer", "GET", "applications", "", &list)
+	if len(list.Items) != 0 {
+		t.Errorf("after delete and reload: %+v", list.Items)
+	}
+}
+
+// TestBrokenFileKeepsTheApp: a commit that breaks an app's file keeps the app (and says so in
+// the component health); removing the file removes the app.
+func TestBrokenFileKeepsTheApp(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	w.source.Commit("main", map[string]string{"web/cm.yaml": fmt.Sprintf(cm, "blue")}, "first")
+	if code := w.call("member", "POST", "applications", appYAML("web", w.source.URL(), w.ns, false), nil); code != http.StatusCreated {
+		t.Fatalf("create: %d", code)
+	}
+	if c := w.h.Health(); c.Health != runtimev1.ComponentHealthy || !strings.Contains(c.Message, "1 applications") {
+		t.Errorf("health %+v", c)
+	}
+	// Break the file with a direct commit to the installation repository.
+	cache, err := git.NewCache(t.TempDir(), git.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit := func(ch git.FileChange) {
+		t.Helper()
+		if _, err := cache.Commit(ctx, git.Repo{URL: w.repo}, git.CommitRequest{Message: "edit", Author: git.Signature{Name: "t", Email: "t@example.com"}, Changes: []git.FileChange{ch}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(git.FileChange{Path: "apps/web.yaml", Content: bytes.Replace([]byte(appYAML("web", w.source.URL(), w.ns, false)), []byte("destination:"), []byte("destinatoin:"), 1)})
+	if err := w.h.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := w.h.Health()
+	if c.Health != runtimev1.ComponentDegraded || !strings.Contains(c.Message, "apps/web.yaml") || !strings.Contains(c.Message, "destinatoin") {
+		t.Errorf("health after a broken file: %+v, want degraded naming the file and field", c)
+	}
+	if code := w.call("viewer", "GET", "applications/web", "", nil); code != http.StatusOK {
+		t.Errorf("the app must survive a broken file: GET %d", code)
+	}
+	commit(git.FileChange{Path: "apps/web.yaml", Delete: true})
+	if err := w.h.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if code := w.call("viewer", "GET", "applications/web", "", nil); code != http.StatusNotFound {
+		t.Errorf("after the file is removed: GET %d, want 404", code)
+	}
+	if c := w.h.Health(); c.Health != runtimev1.ComponentHealthy {
+		t.Errorf("health after removing the file: %+v", c)
+	}
+}

@@ -1,0 +1,224 @@
+package host
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/freshet-dev/freshet/api/runtimev1"
+	"github.com/freshet-dev/freshet/internal/gitops/app"
+	"github.com/freshet-dev/freshet/internal/gitops/engine"
+	"github.com/freshet-dev/freshet/internal/gitops/git"
+)
+
+// Reporter limits.
+const (
+	// maxQueued events wait for the control plane; beyond that the oldest are dropped and a
+	// snapshot is sent instead once it answers again.
+	maxQueued = 10000
+	// maxBatch events go in one Report call.
+	maxBatch = 500
+	// batchDelay lets events that come together go together.
+	batchDelay = 50 * time.Millisecond
+	// maxSyncChanges resources are listed per reported sync.
+	maxSyncChanges = 50
+)
+
+// reporter turns the engine's events into runtime reports and sends them in order, in
+// batches, retrying with backoff. The engine calls Report and never waits.
+type reporter struct {
+	sink func(context.Context, runtimev1.ReportRequest) error
+	log  *slog.Logger
+	spec func(name string) *app.Application
+
+	mu           sync.Mutex
+	queue        []runtimev1.AppEvent
+	needSnapshot bool
+	wake         chan struct{}
+}
+
+func newReporter(sink func(context.Context, runtimev1.ReportRequest) error, log *slog.Logger) *reporter {
+	return &reporter{sink: sink, log: log, needSnapshot: true, wake: make(chan struct{}, 1)}
+}
+
+// Report queues an engine event.
+func (r *reporter) Report(_ context.Context, ev engine.Event) {
+	if r.sink == nil {
+		return
+	}
+	var spec *app.Application
+	if r.spec != nil {
+		spec = r.spec(ev.App)
+	}
+	out := runtimev1.AppEvent{Type: string(ev.Type), App: ev.App, At: ev.At, HealthFrom: string(ev.HealthFrom)}
+	if ev.Status != nil {
+		a := toReport(spec, *ev.Status)
+		out.Application = &a
+	}
+	switch {
+	case ev.History != nil:
+		out.Sync = historyRecord(*ev.History, ev.Sync)
+	case ev.Sync != nil:
+		out.Sync = syncRecord(ev.Sync)
+	}
+	r.mu.Lock()
+	if len(r.queue) >= maxQueued {
+		// The control plane has been away long: forget the details, send the whole state later.
+		r.queue, r.needSnapshot = r.queue[:0], true
+	}
+	r.queue = append(r.queue, out)
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run sends queued events (and a snapshot first, after a start or a failure) until ctx ends.
+func (r *reporter) run(ctx context.Context, snapshot func() []runtimev1.Application) {
+	if r.sink == nil {
+		return
+	}
+	backoff := 500 * time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.wake:
+		case <-time.After(30 * time.Second):
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(batchDelay):
+		}
+		for {
+			r.mu.Lock()
+			req := runtimev1.ReportRequest{}
+			snap := r.needSnapshot
+			n := min(len(r.queue), maxBatch)
+			req.Events = append(req.Events, r.queue[:n]...)
+			r.mu.Unlock()
+			if snap {
+				req.Snapshot, req.Applications = true, snapshot()
+				// Events from before the snapshot are in it; later ones follow in order.
+			}
+			if !snap && n == 0 {
+				break
+			}
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			err := r.sink(cctx, req)
+			cancel()
+			if err != nil {
+				wait := backoff/2 + rand.N(backoff/2+1)
+				r.log.Warn("reporting applications failed; retrying", "err", err, "in", wait.Round(time.Millisecond))
+				backoff = min(backoff*2, 30*time.Second)
+				r.mu.Lock()
+				r.needSnapshot = true
+				r.mu.Unlock()
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+				continue
+			}
+			backoff = 500 * time.Millisecond
+			r.mu.Lock()
+			if snap {
+				r.needSnapshot = false
+			}
+			r.queue = r.queue[min(n, len(r.queue)):]
+			more := len(r.queue) > 0
+			r.mu.Unlock()
+			if !more {
+				break
+			}
+		}
+	}
+}
+
+// markDisconnected makes the next report a snapshot (the agent calls it after a reconnect).
+func (r *reporter) markDisconnected() {
+	r.mu.Lock()
+	r.needSnapshot = true
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// toReport is an application's reported state: its spec (may be nil) and engine status.
+func toReport(spec *app.Application, st engine.AppStatus) runtimev1.Application {
+	a := runtimev1.Application{
+		Name: st.Name, Project: st.Project, Sync: string(st.Sync), Health: string(st.Health.Status), HealthMessage: st.Health.Message,
+		Revision: st.Revision, TargetRevision: st.TargetRevision, SourceType: string(st.SourceType),
+		AutoSyncDisabled: st.AutoSyncDisabled, ReconciledAt: st.ReconciledAt, Commit: commit(st.Commit),
+	}
+	if spec != nil {
+		a.Labels = spec.Metadata.Labels
+		if src := spec.EffectiveSource(); src != nil {
+			a.RepoURL, a.Path = src.RepoURL, src.Path
+			if a.TargetRevision == "" {
+				a.TargetRevision = src.TargetRevision
+			}
+		}
+		d := spec.Spec.Destination
+		a.DestServer, a.DestName, a.DestNamespace = d.Server, d.Name, d.Namespace
+		if p := spec.Spec.SyncPolicy; p.IsAutomated() {
+			a.AutoSync, a.Prune, a.SelfHeal = true, p.Automated.Prune, p.Automated.SelfHeal
+		}
+	}
+	for _, c := range st.Conditions {
+		a.Conditions = append(a.Conditions, runtimev1.AppCondition{Type: c.Type, Message: c.Message, File: c.Source.File, Line: c.Source.Line, Since: c.Since})
+	}
+	for _, r := range st.Resources {
+		if r.Hook {
+			continue
+		}
+		ar := runtimev1.AppResource{Group: r.Group, Version: r.Version, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name,
+			Status: string(r.Status), RequiresPrune: r.RequiresPruning}
+		if r.Health != nil {
+			ar.Health, ar.HealthMessage = string(r.Health.Status), r.Health.Message
+		}
+		a.Resources = append(a.Resources, ar)
+	}
+	if st.Operation != nil {
+		a.Operation = syncRecord(st.Operation)
+	}
+	return a
+}
+
+func commit(c *git.CommitInfo) *runtimev1.Commit {
+	if c == nil {
+		return nil
+	}
+	return &runtimev1.Commit{SHA: c.SHA, Author: c.Author, Message: c.Subject(), Time: c.CommitTime}
+}
+
+func syncRecord(s *engine.SyncResult) *runtimev1.SyncRecord {
+	out := &runtimev1.SyncRecord{Revision: s.Revision, Phase: string(s.Phase), Message: s.Message, InitiatedBy: string(s.InitiatedBy),
+		DryRun: s.DryRun, Prune: s.Prune, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt}
+	out.Changed = changes(s.Changed())
+	return out
+}
+
+func historyRecord(h engine.HistoryEntry, s *engine.SyncResult) *runtimev1.SyncRecord {
+	out := &runtimev1.SyncRecord{ID: h.ID, Revision: h.Revision, Phase: string(h.Phase), Message: h.Message, InitiatedBy: string(h.InitiatedBy),
+		Commit: commit(h.Commit), Changed: changes(h.Changed), StartedAt: h.StartedAt, FinishedAt: h.FinishedAt}
+	if s != nil {
+		out.Prune = s.Prune
+	}
+	return out
+}
+
+func changes(rs []engine.ResourceResult) []runtimev1.ResourceChange {
+	var out []runtimev1.ResourceChange
+	for _, r := range rs[:min(len(rs), maxSyncChanges)] {
+		out = append(out, runtimev1.ResourceChange{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Result: string(r.Result), Message: r.Message})
+	}
+	return out
+}
