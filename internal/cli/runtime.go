@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"strings"
@@ -156,9 +155,6 @@ func (a *app) runtimeCommand() *cobra.Command {
 			fmt.Fprintf(a.stdout, "New token for runtime %s (shown once): %s\n", r.Name, r.Token)
 			return nil
 		}}
-	uninstall := a.actionCommand("uninstall NAME", "Deregister a runtime (a hosted one is stopped)", func(ctx context.Context, c *client.Client, name string) (string, error) {
-		return "Runtime " + name + " deregistered.", c.DeleteRuntime(ctx, name)
-	})
 	var mo manifests.Options
 	man := &cobra.Command{Use: "manifests NAME [--namespace NS] [--image IMG] [--ingress-class C]",
 		Short: "Print the Kubernetes manifests a registered hybrid runtime runs from", Args: cobra.ExactArgs(1),
@@ -171,7 +167,7 @@ func (a *app) runtimeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			mo.Name, mo.AccessMode, mo.Version = r.Name, r.AccessMode, version.Version
+			mo.Name, mo.AccessMode, mo.Version, mo.Repo = r.Name, r.AccessMode, version.Version, r.Repo
 			mo.IngressHost = strings.TrimPrefix(strings.TrimPrefix(r.IngressURL, "https://"), "http://")
 			if mo.Server == "" {
 				mo.Server = c.BaseURL()
@@ -193,7 +189,8 @@ func (a *app) runtimeCommand() *cobra.Command {
 	man.Flags().StringVar(&mo.Image, "image", "", "the freshet image (default "+manifests.DefaultImage+":<version>)")
 	man.Flags().StringVar(&mo.IngressClass, "ingress-class", "", "ingress mode: the IngressClass")
 	man.Flags().StringVar(&mo.Server, "control-plane", "", "the control plane URL the runtime dials (default: the CLI's server)")
-	cmd.AddCommand(list, get, register, hosted, rotate, uninstall, man)
+	cmd.AddCommand(list, get, register, hosted, rotate, man)
+	cmd.AddCommand(a.runtimeInstallCommands()...)
 	return cmd
 }
 

@@ -22,6 +22,15 @@ const (
 	TokenSecretName  = "freshet-runtime-token"
 	AppProxyPort     = 8080
 	managedBy        = "freshet"
+	// RuntimeIDAnnotation on the token Secret names the registered runtime it belongs to, so
+	// an installer run again knows the cluster already holds that runtime's token.
+	RuntimeIDAnnotation = "freshet.dev/runtime-id"
+	// InstanceLabel carries the runtime's name on every object.
+	InstanceLabel = "app.kubernetes.io/instance"
+	// ManagedByLabel is "freshet" on every object.
+	ManagedByLabel = "app.kubernetes.io/managed-by"
+	// DataDir is where the runtime keeps its repository cache (an emptyDir).
+	DataDir = "/tmp/freshet-runtime"
 )
 
 // Options describe one runtime installation.
@@ -35,6 +44,9 @@ type Options struct {
 	AccessMode   string // tunnel or ingress
 	IngressHost  string // ingress mode
 	IngressClass string // ingress mode, optional
+	RuntimeID    string // annotated on the token Secret
+	Repo         string // the installation repository
+	GitToken     string // the installation repository's token, kept in the token Secret
 }
 
 var dns1123 = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -83,8 +95,7 @@ func Objects(o Options) ([]Object, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	labels := map[string]any{"app.kubernetes.io/name": "freshet-runtime", "app.kubernetes.io/instance": o.Name,
-		"app.kubernetes.io/managed-by": managedBy}
+	labels := map[string]any{"app.kubernetes.io/name": "freshet-runtime", InstanceLabel: o.Name, ManagedByLabel: managedBy}
 	meta := func(name string, namespaced bool) map[string]any {
 		m := map[string]any{"name": name, "labels": labels}
 		if namespaced {
@@ -109,13 +120,26 @@ func Objects(o Options) ([]Object, error) {
 			"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": "freshet-runtime", "namespace": o.Namespace}}},
 	}
 	if o.Token != "" {
-		objs = append(objs, Object{"apiVersion": "v1", "kind": "Secret", "metadata": meta(TokenSecretName, true), "type": "Opaque",
-			"stringData": map[string]any{"token": o.Token}})
+		m := meta(TokenSecretName, true)
+		if o.RuntimeID != "" {
+			m["annotations"] = map[string]any{RuntimeIDAnnotation: o.RuntimeID}
+		}
+		data := map[string]any{"token": o.Token}
+		if o.GitToken != "" {
+			data["gitToken"] = o.GitToken
+		}
+		objs = append(objs, Object{"apiVersion": "v1", "kind": "Secret", "metadata": m, "type": "Opaque", "stringData": data})
 	}
 	args := []any{"runtime", "--server", o.Server, "--token-file", "/etc/freshet/token", "--access-mode", o.AccessMode,
-		"--listen", fmt.Sprintf(":%d", AppProxyPort), "--log-format", "json"}
+		"--listen", fmt.Sprintf(":%d", AppProxyPort), "--log-format", "json", "--data-dir", DataDir}
 	if o.AccessMode == "ingress" {
 		args = append(args, "--ingress-url", "https://"+o.IngressHost)
+	}
+	if o.Repo != "" {
+		args = append(args, "--repo", o.Repo)
+		if o.GitToken != "" {
+			args = append(args, "--git-token-file", "/etc/freshet/gitToken")
+		}
 	}
 	podLabels := map[string]any{"app.kubernetes.io/name": "freshet-runtime", "app.kubernetes.io/instance": o.Name}
 	objs = append(objs,

@@ -1,0 +1,673 @@
+// Package install installs a hybrid runtime into a Kubernetes cluster from the CLI: pre-checks,
+// registration with the control plane, the installation repository's layout, the runtime's
+// manifests by server-side apply, then a wait until the runtime reports healthy. Every step
+// is idempotent, so running it again continues where an interrupted run stopped.
+package install
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	"github.com/freshet-dev/freshet/client"
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/gitops/git"
+	"github.com/freshet-dev/freshet/internal/runtimes/manifests"
+)
+
+// FieldManager is the server-side apply field manager of the installer.
+const FieldManager = "freshet-install"
+
+// MinKubeVersion is the oldest Kubernetes the runtime is installed on.
+var MinKubeVersion = version.MustParseGeneric("1.27.0")
+
+// uninstallWait bounds how long Uninstall waits for deleted objects to disappear.
+const uninstallWait = 2 * time.Minute
+
+// RuntimeFile is the runtime's configuration in its installation repository.
+const RuntimeFile = "runtime.yaml"
+
+// ControlPlane is what the installer needs of the control plane's API (client.Client).
+type ControlPlane interface {
+	BaseURL() string
+	GetRuntime(ctx context.Context, name string) (client.Runtime, error)
+	RegisterRuntime(ctx context.Context, r client.RegisterRuntimeRequest) (client.RegisteredRuntime, error)
+	DeleteRuntime(ctx context.Context, name string) error
+}
+
+// Options describe one installation.
+type Options struct {
+	Name         string
+	Namespace    string
+	AccessMode   string
+	IngressHost  string
+	IngressClass string
+	Image        string
+	Version      string
+	// Server is the control plane URL the runtime dials (default: the CLI's).
+	Server string
+	// Repo is the installation repository (optional); GitToken its token.
+	Repo     string
+	GitToken string
+	// Token of a runtime registered beforehand (the web UI's install wizard registers it and
+	// shows the command): install uses it instead of registering.
+	Token string
+	// FromRepo reads the installation's settings from Repo's runtime.yaml.
+	FromRepo bool
+	// Wait is how long to wait for the runtime to report healthy; 0 does not wait.
+	Wait time.Duration
+	// CacheDir is a scratch directory for the repository cache.
+	CacheDir string
+}
+
+// RuntimeConfig is runtime.yaml in the installation repository.
+type RuntimeConfig struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Spec struct {
+		Namespace   string `json:"namespace"`
+		AccessMode  string `json:"accessMode"`
+		IngressHost string `json:"ingressHost,omitempty"`
+		Server      string `json:"server"`
+		Version     string `json:"version,omitempty"`
+	} `json:"spec"`
+}
+
+// Installer installs, upgrades and uninstalls runtimes in one cluster.
+type Installer struct {
+	cp     ControlPlane
+	kube   kubernetes.Interface
+	dyn    dynamic.Interface
+	mapper meta.RESTMapper
+	out    io.Writer
+}
+
+// New returns an installer for the cluster cfg reaches; progress goes to out.
+func New(cp ControlPlane, cfg *rest.Config, out io.Writer) (*Installer, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = 30 * time.Second
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(discovery.NewDiscoveryClient(kc.RESTClient())))
+	return &Installer{cp: cp, kube: kc, dyn: dyn, mapper: mapper, out: out}, nil
+}
+
+func (in *Installer) step(name string, fn func() (string, error)) error {
+	fmt.Fprintf(in.out, "→ %s\n", name)
+	detail, err := fn()
+	if err != nil {
+		fmt.Fprintf(in.out, "✗ %s: %v\n", name, err)
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if detail != "" {
+		fmt.Fprintf(in.out, "✓ %s: %s\n", name, detail)
+	} else {
+		fmt.Fprintf(in.out, "✓ %s\n", name)
+	}
+	return nil
+}
+
+func (o *Options) defaults(cp ControlPlane) error {
+	if o.Namespace == "" {
+		o.Namespace = manifests.DefaultNamespace
+	}
+	if o.AccessMode == "" {
+		o.AccessMode = "tunnel"
+	}
+	if o.Server == "" {
+		o.Server = cp.BaseURL()
+	}
+	mo := o.manifestOptions("", "x")
+	return mo.Validate()
+}
+
+func (o *Options) manifestOptions(id, token string) manifests.Options {
+	return manifests.Options{Name: o.Name, Namespace: o.Namespace, Image: o.Image, Version: o.Version, Server: o.Server, Token: token,
+		AccessMode: o.AccessMode, IngressHost: o.IngressHost, IngressClass: o.IngressClass, RuntimeID: id, Repo: o.Repo, GitToken: o.GitToken}
+}
+
+// DryRun prints the manifests install would apply (the token left out) and changes nothing.
+func DryRun(cp ControlPlane, o Options, out io.Writer) error {
+	if err := o.defaults(cp); err != nil {
+		return err
+	}
+	mo := o.manifestOptions("", "")
+	objs, err := manifests.Objects(mo)
+	if err != nil {
+		return err
+	}
+	y, err := manifests.YAML(objs)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "# freshet runtime install %s --dry-run: nothing was registered or applied.\n# The Secret %s/%s with the runtime's token is created at install time.\n", o.Name, o.Namespace, manifests.TokenSecretName)
+	_, err = out.Write(y)
+	return err
+}
+
+// Install runs every step; see the package comment.
+func (in *Installer) Install(ctx context.Context, o Options) error {
+	if o.FromRepo {
+		if err := in.step("reading the installation repository", func() (string, error) { return in.fromRepo(ctx, &o) }); err != nil {
+			return err
+		}
+	}
+	if err := o.defaults(in.cp); err != nil {
+		return err
+	}
+	var rt client.Runtime
+	var token string
+	steps := []struct {
+		name string
+		fn   func() (string, error)
+	}{
+		{"cluster reachable", func() (string, error) { return in.checkCluster() }},
+		{"permissions", func() (string, error) { return in.checkPermissions(ctx, o) }},
+		{"runtime name", func() (string, error) {
+			found, tok, s, err := in.checkName(ctx, o)
+			if found != nil {
+				rt, token = *found, tok
+			}
+			return s, err
+		}},
+		// The repository before the registration: one that holds another runtime stops the
+		// install before anything is registered.
+		{"installation repository", func() (string, error) { return in.initRepo(ctx, o) }},
+		{"registration", func() (s string, err error) {
+			if token != "" {
+				return "", nil
+			}
+			rt, token, s, err = in.register(ctx, o)
+			return s, err
+		}},
+		{"manifests", func() (string, error) { return in.apply(ctx, o.manifestOptions(rt.ID, token)) }},
+	}
+	for _, s := range steps {
+		if err := in.step(s.name, s.fn); err != nil {
+			return err
+		}
+	}
+	if o.Wait <= 0 {
+		fmt.Fprintf(in.out, "Runtime %s is installed; 'freshet runtime get %s' shows when it reports healthy.\n", o.Name, o.Name)
+		return nil
+	}
+	return in.step("waiting for the runtime to report healthy", func() (string, error) { return in.waitHealthy(ctx, o) })
+}
+
+func (in *Installer) checkCluster() (string, error) {
+	v, err := in.kube.Discovery().ServerVersion()
+	if err != nil {
+		return "", fmt.Errorf("the cluster does not answer: %w", err)
+	}
+	sv, err := version.ParseGeneric(v.GitVersion)
+	if err != nil {
+		return "", fmt.Errorf("the cluster reports version %q: %w", v.GitVersion, err)
+	}
+	if sv.LessThan(MinKubeVersion) {
+		return "", fmt.Errorf("Kubernetes %s is too old: the runtime needs %s or newer", v.GitVersion, MinKubeVersion)
+	}
+	return "Kubernetes " + v.GitVersion, nil
+}
+
+// permission is one access the installation needs.
+type permission struct {
+	group, resource, verb string
+	why                   string
+}
+
+func needed(o Options) []permission {
+	ps := []permission{
+		{"", "namespaces", "create", "the runtime's namespace"},
+		{"", "serviceaccounts", "create", "the runtime's service account"},
+		{"", "secrets", "create", "the Secret with the runtime's token"},
+		{"", "services", "create", "the app-proxy Service"},
+		{"apps", "deployments", "create", "the runtime's Deployment"},
+		{"rbac.authorization.k8s.io", "clusterroles", "create", "the runtime's ClusterRole"},
+		{"rbac.authorization.k8s.io", "clusterrolebindings", "create", "the runtime's ClusterRoleBinding"},
+		// The ClusterRole grants everything (the GitOps engine applies whatever apps declare):
+		// only someone who has everything may grant it.
+		{"*", "*", "*", "granting the runtime cluster-wide rights (the GitOps engine applies any kind): cluster-admin"},
+	}
+	if o.AccessMode == "ingress" {
+		ps = append(ps, permission{"networking.k8s.io", "ingresses", "create", "the app-proxy Ingress"})
+	}
+	return ps
+}
+
+func (in *Installer) checkPermissions(ctx context.Context, o Options) (string, error) {
+	var missing []string
+	for _, p := range needed(o) {
+		ns := o.Namespace
+		if p.resource == "namespaces" || strings.HasPrefix(p.resource, "cluster") || p.resource == "*" {
+			ns = ""
+		}
+		r, err := in.kube.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: ns, Verb: p.verb, Group: p.group, Resource: p.resource}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return "", fmt.Errorf("SelfSubjectAccessReview: %w", err)
+		}
+		if !r.Status.Allowed {
+			g := p.group
+			if g == "" {
+				g = "core"
+			}
+			missing = append(missing, fmt.Sprintf("%s %s.%s (%s)", p.verb, p.resource, g, p.why))
+		}
+	}
+	if len(missing) > 0 {
+		return "", fmt.Errorf("the current user may not: %s: %w", strings.Join(missing, "; "), errdefs.ErrForbidden)
+	}
+	return fmt.Sprintf("%d checks passed", len(needed(o))), nil
+}
+
+// checkName finds whether the runtime is registered already. A runtime of that name whose
+// token Secret is in the cluster (annotated with its ID) is this installation, interrupted:
+// it is resumed with that token. One registered beforehand is used with the given token.
+// Any other is a name collision.
+func (in *Installer) checkName(ctx context.Context, o Options) (*client.Runtime, string, string, error) {
+	existing, err := in.cp.GetRuntime(ctx, o.Name)
+	switch {
+	case client.IsStatus(err, http.StatusNotFound):
+		if o.Token != "" {
+			return nil, "", "", fmt.Errorf("--token was given but no runtime %q is registered: leave --token out to register one: %w", o.Name, errdefs.ErrNotFound)
+		}
+		return nil, "", "free", nil
+	case err != nil:
+		return nil, "", "", err
+	case existing.Type == "hosted":
+		return nil, "", "", fmt.Errorf("a hosted runtime is named %q: choose another name: %w", o.Name, errdefs.ErrConflict)
+	case o.Token != "":
+		if !strings.HasPrefix(o.Token, "frt_") {
+			return nil, "", "", errdefs.Invalid("token", "…", "is not a runtime token (they start with frt_)")
+		}
+		return &existing, o.Token, "registered beforehand (" + existing.ID + "); using the given token", nil
+	}
+	sec, serr := in.kube.CoreV1().Secrets(o.Namespace).Get(ctx, manifests.TokenSecretName, metav1.GetOptions{})
+	if serr == nil && sec.Annotations[manifests.RuntimeIDAnnotation] == existing.ID && len(sec.Data["token"]) > 0 {
+		return &existing, string(sec.Data["token"]), "already registered (" + existing.ID + "); resuming", nil
+	}
+	return nil, "", "", fmt.Errorf("a runtime named %q is already registered (status %s) and this cluster does not hold its token in %s/%s: choose another name, or uninstall it first: %w",
+		o.Name, existing.Status, o.Namespace, manifests.TokenSecretName, errdefs.ErrConflict)
+}
+
+// register registers the runtime (when checkName found none).
+func (in *Installer) register(ctx context.Context, o Options) (client.Runtime, string, string, error) {
+	reg, err := in.cp.RegisterRuntime(ctx, client.RegisterRuntimeRequest{Name: o.Name, AccessMode: o.AccessMode, IngressHost: o.IngressHost, Repo: o.Repo})
+	if err != nil {
+		return client.Runtime{}, "", "", err
+	}
+	return reg.Runtime, reg.Token, "registered " + reg.ID, nil
+}
+
+func (o Options) repo() git.Repo {
+	return git.Repo{URL: o.Repo, Credentials: git.Credentials{Token: o.GitToken}}
+}
+
+func (o Options) cache() (*git.Cache, error) {
+	dir := o.CacheDir
+	if dir == "" {
+		return nil, errdefs.Invalid("cacheDir", "", "is required")
+	}
+	return git.NewCache(filepath.Join(dir, "git"), git.Options{RefsTTL: -1})
+}
+
+// initRepo writes the documented layout to the installation repository unless it is there.
+func (in *Installer) initRepo(ctx context.Context, o Options) (string, error) {
+	if o.Repo == "" {
+		return "none given (--repo): applications can be created once one is set", nil
+	}
+	cache, err := o.cache()
+	if err != nil {
+		return "", err
+	}
+	cur, err := readRuntimeFile(ctx, cache, o.repo())
+	if err != nil {
+		return "", err
+	}
+	if cur != nil {
+		if cur.Metadata.Name != o.Name {
+			return "", fmt.Errorf("%s holds runtime %q, not %q: give each runtime its own repository: %w", o.Repo, cur.Metadata.Name, o.Name, errdefs.ErrConflict)
+		}
+		return "already initialised", nil
+	}
+	var rc RuntimeConfig
+	rc.APIVersion, rc.Kind = "freshet.dev/v1", "Runtime"
+	rc.Metadata.Name = o.Name
+	rc.Spec.Namespace, rc.Spec.AccessMode, rc.Spec.IngressHost, rc.Spec.Server, rc.Spec.Version = o.Namespace, o.AccessMode, o.IngressHost, o.Server, o.Version
+	y, err := yaml.Marshal(rc)
+	if err != nil {
+		return "", err
+	}
+	readme := "# Applications of runtime " + o.Name + "\n\nEach file holds Argo CD Applications (argoproj.io/v1alpha1). `freshet app create` commits here.\n"
+	projects := "# AppProjects of runtime " + o.Name + "; \"default\" (everything allowed) is built in.\n"
+	res, err := cache.Commit(ctx, o.repo(), git.CommitRequest{Message: "Install runtime " + o.Name,
+		Author: git.Signature{Name: "freshet runtime install", Email: "freshet@localhost"},
+		Changes: []git.FileChange{
+			{Path: RuntimeFile, Content: y, Create: true},
+			{Path: "apps/README.md", Content: []byte(readme), Create: true},
+			{Path: "projects/README.md", Content: []byte(projects), Create: true},
+		}})
+	if err != nil {
+		return "", err
+	}
+	return "initialised at " + res.Commit.SHA[:7], nil
+}
+
+func readRuntimeFile(ctx context.Context, cache *git.Cache, repo git.Repo) (*RuntimeConfig, error) {
+	r, err := cache.Fetch(ctx, repo, "HEAD")
+	if errors.Is(err, git.ErrRevisionNotFound) {
+		return nil, nil // an empty repository
+	}
+	if err != nil {
+		return nil, err
+	}
+	data, err := cache.ReadFile(ctx, repo, r.SHA, RuntimeFile)
+	if errors.Is(err, git.ErrFileNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var rc RuntimeConfig
+	if err := yaml.UnmarshalStrict(data, &rc); err != nil {
+		return nil, errdefs.Invalid(RuntimeFile, "", err.Error())
+	}
+	return &rc, nil
+}
+
+// fromRepo fills the options a runtime.yaml holds (flags given win).
+func (in *Installer) fromRepo(ctx context.Context, o *Options) (string, error) {
+	if o.Repo == "" {
+		return "", errdefs.Invalid("repo", "", "is required with --from-repo")
+	}
+	cache, err := o.cache()
+	if err != nil {
+		return "", err
+	}
+	rc, err := readRuntimeFile(ctx, cache, o.repo())
+	if err != nil {
+		return "", err
+	}
+	if rc == nil {
+		return "", fmt.Errorf("%s has no %s: it is not an installation repository: %w", o.Repo, RuntimeFile, errdefs.ErrNotFound)
+	}
+	if o.Name != "" && o.Name != rc.Metadata.Name {
+		return "", errdefs.Invalid("name", o.Name, fmt.Sprintf("the repository holds runtime %q", rc.Metadata.Name))
+	}
+	o.Name = rc.Metadata.Name
+	set := func(dst *string, v string) {
+		if *dst == "" {
+			*dst = v
+		}
+	}
+	set(&o.Namespace, rc.Spec.Namespace)
+	set(&o.AccessMode, rc.Spec.AccessMode)
+	set(&o.IngressHost, rc.Spec.IngressHost)
+	set(&o.Server, rc.Spec.Server)
+	return "runtime " + o.Name, nil
+}
+
+// apply server-side applies the runtime's objects in order.
+func (in *Installer) apply(ctx context.Context, mo manifests.Options) (string, error) {
+	objs, err := manifests.Objects(mo)
+	if err != nil {
+		return "", err
+	}
+	var names []string
+	for _, o := range objs {
+		u := &unstructured.Unstructured{Object: toJSONMap(o)}
+		gvk := u.GroupVersionKind()
+		m, err := in.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", gvk.Kind, err)
+		}
+		var ri dynamic.ResourceInterface = in.dyn.Resource(m.Resource)
+		if m.Scope.Name() == meta.RESTScopeNameNamespace {
+			ri = in.dyn.Resource(m.Resource).Namespace(u.GetNamespace())
+		}
+		if gvk.Kind == "Namespace" {
+			// A namespace that exists and is not ours stays the user's: uninstall must not
+			// delete it.
+			live, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
+			if err == nil && live.GetLabels()[manifests.InstanceLabel] != mo.Name {
+				continue
+			}
+		}
+		if _, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+			return "", fmt.Errorf("%s/%s: %w", gvk.Kind, u.GetName(), err)
+		}
+		names = append(names, gvk.Kind+"/"+u.GetName())
+	}
+	return strings.Join(names, ", "), nil
+}
+
+// toJSONMap round-trips an object through JSON so numbers are what unstructured expects.
+func toJSONMap(o manifests.Object) map[string]any {
+	b, _ := yaml.Marshal(o)
+	var m map[string]any
+	_ = yaml.Unmarshal(b, &m)
+	return m
+}
+
+func (in *Installer) waitHealthy(ctx context.Context, o Options) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.Wait)
+	defer cancel()
+	last := ""
+	for {
+		rt, err := in.cp.GetRuntime(ctx, o.Name)
+		if err == nil {
+			state := rt.Status
+			for _, c := range rt.Components {
+				if c.Health != "healthy" && c.Health != "disabled" {
+					state += fmt.Sprintf(" (%s %s: %s)", c.Name, c.Health, c.Message)
+				}
+			}
+			if state != last {
+				fmt.Fprintf(in.out, "  runtime %s: %s\n", o.Name, state)
+				last = state
+			}
+			if rt.Status == "healthy" {
+				return "version " + rt.Version, nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			pods := in.podState(context.Background(), o)
+			return "", fmt.Errorf("not healthy after %s (last status %q; %s): see 'freshet runtime logs %s'", o.Wait, last, pods, o.Name)
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (in *Installer) podState(ctx context.Context, o Options) string {
+	pods, err := in.kube.CoreV1().Pods(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: manifests.InstanceLabel + "=" + o.Name})
+	if err != nil {
+		return "pods: " + err.Error()
+	}
+	if len(pods.Items) == 0 {
+		return "no runtime pod yet"
+	}
+	var s []string
+	for _, p := range pods.Items {
+		s = append(s, p.Name+" "+string(p.Status.Phase))
+	}
+	return "pods: " + strings.Join(s, ", ")
+}
+
+// Uninstall deletes what Install created in the cluster (found by the runtime's labels) and
+// deregisters the runtime. Objects already gone are fine, so it can be run again.
+func (in *Installer) Uninstall(ctx context.Context, name, namespace string) error {
+	if namespace == "" {
+		namespace = manifests.DefaultNamespace
+	}
+	err := in.step("removing the runtime's objects", func() (string, error) {
+		mo := manifests.Options{Name: name, Namespace: namespace, Server: "https://x", Token: "x", AccessMode: "ingress", IngressHost: "x"}
+		objs, err := manifests.Objects(mo)
+		if err != nil {
+			return "", err
+		}
+		slices.Reverse(objs)
+		n := 0
+		var gone []func() error
+		for _, o := range objs {
+			u := &unstructured.Unstructured{Object: toJSONMap(o)}
+			gvk := u.GroupVersionKind()
+			m, err := in.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+			if err != nil {
+				return "", err
+			}
+			ri := in.dyn.Resource(m.Resource).Namespace(u.GetNamespace())
+			if m.Scope.Name() != meta.RESTScopeNameNamespace {
+				ri = in.dyn.Resource(m.Resource).Namespace("")
+			}
+			live, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err != nil {
+				return "", err
+			}
+			// Only what this installer made: the namespace may hold other things only if the
+			// user put them there, and then it stays.
+			if live.GetLabels()[manifests.InstanceLabel] != name {
+				continue
+			}
+			prop := metav1.DeletePropagationForeground
+			if err := ri.Delete(ctx, u.GetName(), metav1.DeleteOptions{PropagationPolicy: &prop}); err != nil && !apierrors.IsNotFound(err) {
+				return "", fmt.Errorf("%s/%s: %w", gvk.Kind, u.GetName(), err)
+			}
+			gone = append(gone, func() error {
+				_, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
+				if apierrors.IsNotFound(err) {
+					return nil
+				}
+				return fmt.Errorf("%s/%s is still there", gvk.Kind, u.GetName())
+			})
+			n++
+		}
+		// Wait for them to go, so that an install right after does not meet them half-deleted.
+		deadline := time.Now().Add(uninstallWait)
+		for _, check := range gone {
+			for err := check(); err != nil; err = check() {
+				if time.Now().After(deadline) {
+					return "", fmt.Errorf("%w after %s", err, uninstallWait)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}
+		return fmt.Sprintf("%d objects deleted", n), nil
+	})
+	if err != nil {
+		return err
+	}
+	return in.step("deregistering", func() (string, error) {
+		err := in.cp.DeleteRuntime(ctx, name)
+		if client.IsStatus(err, http.StatusNotFound) {
+			return "was not registered", nil
+		}
+		return "", err
+	})
+}
+
+// Upgrade applies the runtime's manifests again with a new image or version, keeping its
+// token (read from the cluster).
+func (in *Installer) Upgrade(ctx context.Context, o Options) error {
+	if err := o.defaults(in.cp); err != nil {
+		return err
+	}
+	rt, err := in.cp.GetRuntime(ctx, o.Name)
+	if err != nil {
+		return err
+	}
+	sec, err := in.kube.CoreV1().Secrets(o.Namespace).Get(ctx, manifests.TokenSecretName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("the runtime's token Secret %s/%s: %w (install it first)", o.Namespace, manifests.TokenSecretName, err)
+	}
+	if o.Repo == "" {
+		o.Repo = rt.Repo
+	}
+	if o.GitToken == "" {
+		o.GitToken = string(sec.Data["gitToken"])
+	}
+	if err := in.step("manifests", func() (string, error) {
+		return in.apply(ctx, o.manifestOptions(rt.ID, string(sec.Data["token"])))
+	}); err != nil {
+		return err
+	}
+	if o.Wait > 0 {
+		return in.step("waiting for the runtime to report healthy", func() (string, error) { return in.waitHealthy(ctx, o) })
+	}
+	return nil
+}
+
+// Logs writes the runtime pod's log to w (follow keeps streaming).
+func (in *Installer) Logs(ctx context.Context, name, namespace string, follow bool, tail int64, w io.Writer) error {
+	if namespace == "" {
+		namespace = manifests.DefaultNamespace
+	}
+	pods, err := in.kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: manifests.InstanceLabel + "=" + name})
+	if err != nil {
+		return err
+	}
+	if len(pods.Items) == 0 {
+		return fmt.Errorf("no pod of runtime %s in namespace %s: %w", name, namespace, errdefs.ErrNotFound)
+	}
+	opts := &corev1.PodLogOptions{Follow: follow}
+	if tail > 0 {
+		opts.TailLines = &tail
+	}
+	rc, err := in.kube.CoreV1().Pods(namespace).GetLogs(pods.Items[0].Name, opts).Stream(ctx)
+	if err != nil {
+		return fmt.Errorf("logs of %s: %w", pods.Items[0].Name, err)
+	}
+	defer rc.Close()
+	_, err = io.Copy(w, rc)
+	return err
+}
+
+// KubeConfig loads the cluster to install into: kubeconfig path (default KUBECONFIG or
+// ~/.kube/config) and context (default the current one).
+func KubeConfig(path, context string) (*rest.Config, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if path != "" {
+		rules.ExplicitPath = path
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: context}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %q, context %q: %w", path, context, err)
+	}
+	return cfg, nil
+}
