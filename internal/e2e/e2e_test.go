@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/freshet-dev/freshet/internal/testenv/kube"
 )
 
 var binary string
@@ -36,7 +38,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build freshet:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := kube.Run(m) // stops the loopback clusters the GitOps tests started
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

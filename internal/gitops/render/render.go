@@ -142,8 +142,8 @@ type Object struct {
 
 // Location is a place in the repository.
 type Location struct {
-	File string // slash-separated, relative to the repository root ("" when unknown)
-	Line int    // 1-based line of the document in File; 0 when unknown (Helm, Kustomize)
+	File string `json:"file,omitempty"` // slash-separated, relative to the repository root ("" when unknown)
+	Line int    `json:"line,omitempty"` // 1-based line of the document in File; 0 when unknown (Helm, Kustomize)
 }
 
 func (l Location) String() string {

@@ -127,6 +127,12 @@ var current struct {
 // Main runs the tests, then stops every cluster this test binary started and checks that
 // none of their processes is left. Call it from TestMain.
 func Main(m *testing.M) {
+	os.Exit(Run(m))
+}
+
+// Run is Main for a TestMain that has more to do after the tests: it returns the exit code
+// instead of exiting.
+func Run(m *testing.M) int {
 	code := m.Run()
 	if err := teardown(); err != nil {
 		fmt.Fprintf(os.Stderr, "kube.Main: %v\n", err)
@@ -134,7 +140,7 @@ func Main(m *testing.M) {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 func teardown() error {
