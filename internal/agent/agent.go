@@ -22,6 +22,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -139,11 +140,10 @@ type Runtime struct {
 	AppProxy  *appproxy.Handler
 	heartbeat time.Duration
 
-	tunnel    *tunnelclient.Client
-	gitops    *host.Host
-	report    *connect.Client[runtimev1.ReportRequest, runtimev1.ReportResponse]
-	inCluster string // the in-cluster destination's server URL, "" without one
-	failing   bool   // the last heartbeat failed
+	tunnel  *tunnelclient.Client
+	gitops  *host.Host
+	report  *connect.Client[runtimev1.ReportRequest, runtimev1.ReportResponse]
+	failing bool // the last heartbeat failed
 
 	mu         sync.Mutex
 	components map[string]runtimev1.Component
@@ -174,12 +174,14 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 		}
 		if kube == nil {
 			log.Warn("no Kubernetes cluster configured: applications will show NoClusterConfigured (give --kubeconfig, or run in a cluster)")
-		} else {
-			r.inCluster = kube.Host
 		}
 	}
+	store, err := clusterStore(opts.DataDir, kube)
+	if err != nil {
+		return nil, err
+	}
 	gh, err := host.New(host.Options{Dir: opts.DataDir, InstallRepo: opts.InstallRepo, InCluster: kube, Engine: opts.Engine,
-		Sink: r.sendReport, Logger: log})
+		ClusterStore: store, Sink: r.sendReport, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("gitops: %w", err)
 	}
@@ -216,6 +218,22 @@ func kubeConfig(path, context string) (*rest.Config, error) {
 		return nil, fmt.Errorf("kubeconfig %q, context %q: %w", path, context, err)
 	}
 	return cfg, nil
+}
+
+// saNamespaceFile holds the namespace of the Pod's service account.
+const saNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// clusterStore is where managed clusters' credentials live: Secrets in the runtime's
+// namespace when it runs in a Pod, else files in its data dir.
+func clusterStore(dataDir string, kube *rest.Config) (host.ClusterStore, error) {
+	if ns, err := os.ReadFile(saNamespaceFile); err == nil && kube != nil && os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		kc, err := kubernetes.NewForConfig(kube)
+		if err != nil {
+			return nil, err
+		}
+		return host.SecretClusterStore{Client: kc, Namespace: strings.TrimSpace(string(ns))}, nil
+	}
+	return host.FileClusterStore{Dir: filepath.Join(dataDir, "clusters")}, nil
 }
 
 // sendReport is the GitOps host's sink: the runtime protocol's Report call.
@@ -341,8 +359,8 @@ func (r *Runtime) beat(ctx context.Context) error {
 	for _, c := range r.components {
 		req.Components = append(req.Components, c)
 	}
-	if r.inCluster != "" {
-		req.Clusters = append(req.Clusters, runtimev1.Cluster{Name: engine.InClusterName, Server: r.inCluster})
+	for _, c := range r.gitops.Clusters() {
+		req.Clusters = append(req.Clusters, runtimev1.Cluster{Name: c.Name, Server: c.Server})
 	}
 	r.mu.Unlock()
 	creq := connect.NewRequest(&req)

@@ -60,6 +60,46 @@ func (c *Clusters) Add(name, server string, cfg *rest.Config) {
 	}
 }
 
+// Remove unregisters the cluster of that name (and its server URL). It returns the removed
+// config's Host ("" if there was none), for Engine.ForgetCluster.
+func (c *Clusters) Remove(name string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cfg := c.byName[name]
+	if cfg == nil {
+		return ""
+	}
+	delete(c.byName, name)
+	for s, v := range c.byServer {
+		if v == cfg {
+			delete(c.byServer, s)
+		}
+	}
+	return cfg.Host
+}
+
+// ClusterRef is a registered cluster's name and server URL.
+type ClusterRef struct {
+	Name   string `json:"name"`
+	Server string `json:"server"`
+}
+
+// List returns the registered clusters by name, sorted.
+func (c *Clusters) List() []ClusterRef {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]ClusterRef, 0, len(c.byName))
+	for n, cfg := range c.byName {
+		server := cfg.Host
+		if n == InClusterName {
+			server = InClusterServer
+		}
+		out = append(out, ClusterRef{Name: n, Server: server})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
 // SetInCluster registers the runtime's own cluster as "in-cluster" and
 // https://kubernetes.default.svc, and under its own host URL.
 func (c *Clusters) SetInCluster(cfg *rest.Config) {

@@ -622,6 +622,18 @@ func (e *Engine) clusterFor(ctx context.Context, dest app.Destination) (*cluster
 	return c, nil
 }
 
+// ForgetCluster drops the engine's connection to the cluster at host (its credentials
+// changed or it was removed); the next use connects again.
+func (e *Engine) ForgetCluster(host string) {
+	e.mu.Lock()
+	c := e.clusters[host]
+	delete(e.clusters, host)
+	e.mu.Unlock()
+	if c != nil {
+		c.stop()
+	}
+}
+
 // onWatchEvent: a managed object changed; refresh its app soon (events are coalesced).
 func (e *Engine) onWatchEvent(label string) {
 	e.mu.Lock()

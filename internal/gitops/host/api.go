@@ -57,6 +57,9 @@ func (h *Host) Handler() http.Handler {
 	mux.HandleFunc("POST "+APIPrefix+"applications/{name}/rollback", h.write(h.rollback))
 	mux.HandleFunc("GET "+APIPrefix+"applications/{name}/tree", h.tree)
 	mux.HandleFunc("POST "+APIPrefix+"notify", h.write(h.notify))
+	mux.HandleFunc("GET "+APIPrefix+"clusters", h.listClusters)
+	mux.HandleFunc("POST "+APIPrefix+"clusters", h.admin(h.addCluster))
+	mux.HandleFunc("DELETE "+APIPrefix+"clusters/{name}", h.admin(h.removeCluster))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Header.Get(wire.HeaderAccount) == "" || r.Header.Get(wire.HeaderRole) == "" {
 			writeError(w, fmt.Errorf("no caller identity: the applications API is reached through the control plane (/runtimes/{runtime}/app-proxy/…): %w", errdefs.ErrUnauthenticated))
@@ -75,6 +78,17 @@ func (h *Host) write(next http.HandlerFunc) http.HandlerFunc {
 		default:
 			writeError(w, fmt.Errorf("role %q may only read applications; changing them needs member or admin: %w", role, errdefs.ErrForbidden))
 		}
+	}
+}
+
+// admin wraps a handler that needs the admin role (cluster credentials).
+func (h *Host) admin(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if role := r.Header.Get(wire.HeaderRole); role != "admin" {
+			writeError(w, fmt.Errorf("role %q: managing clusters needs admin: %w", role, errdefs.ErrForbidden))
+			return
+		}
+		next(w, r)
 	}
 }
 

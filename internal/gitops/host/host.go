@@ -59,6 +59,8 @@ type Options struct {
 	// InCluster is the runtime's own cluster (destination https://kubernetes.default.svc and
 	// name in-cluster); nil means none: apps get a NoClusterConfigured condition.
 	InCluster *rest.Config
+	// ClusterStore keeps managed clusters' credentials (nil: no managed clusters).
+	ClusterStore ClusterStore
 	// Credentials for application source repositories (nil: anonymous).
 	Credentials func(repoURL string) git.Credentials
 	// Engine holds the engine's tunables; Cache, Renderer, Clusters and Reporter are set here.
@@ -72,13 +74,14 @@ type Options struct {
 
 // Host is a running GitOps engine with its application loader.
 type Host struct {
-	opts    Options
-	log     *slog.Logger
-	cache   *git.Cache
-	eng     *engine.Engine
-	rep     *reporter
-	reload  chan struct{}
-	writeMu sync.Mutex // serializes API writes to the installation repository
+	opts     Options
+	log      *slog.Logger
+	cache    *git.Cache
+	eng      *engine.Engine
+	clusters *engine.Clusters
+	rep      *reporter
+	reload   chan struct{}
+	writeMu  sync.Mutex // serializes API writes to the installation repository
 
 	mu       sync.Mutex
 	apps     map[string]loadedApp // by name
@@ -121,7 +124,13 @@ func New(opts Options) (*Host, error) {
 	if opts.InCluster != nil {
 		clusters.SetInCluster(opts.InCluster)
 	}
-	h := &Host{opts: opts, log: opts.Logger, cache: cache, reload: make(chan struct{}, 1), apps: map[string]loadedApp{}}
+	h := &Host{opts: opts, log: opts.Logger, cache: cache, clusters: clusters, reload: make(chan struct{}, 1), apps: map[string]loadedApp{}}
+	lctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	err = h.loadClusters(lctx)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
 	h.rep = newReporter(opts.Sink, opts.Logger.With("component", "gitops-report"))
 	h.rep.spec = func(name string) *app.Application {
 		a, _, _ := h.spec(name)

@@ -21,6 +21,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/gitops/engine"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/gitops/host"
+	"github.com/freshet-dev/freshet/internal/runtimes/install"
 	"github.com/freshet-dev/freshet/internal/testenv/gitserver"
 	"github.com/freshet-dev/freshet/internal/testenv/kube"
 	"github.com/freshet-dev/freshet/internal/tunnel/wire"
@@ -64,6 +65,7 @@ type world struct {
 	kc     kubernetes.Interface
 	sink   *sink
 	repo   string
+	dir    string
 }
 
 func newWorld(t *testing.T) *world {
@@ -78,6 +80,7 @@ func newWorld(t *testing.T) *world {
 	}
 	s := &sink{}
 	h, err := host.New(host.Options{Dir: dir, InstallRepo: git.Repo{URL: repoURL}, InCluster: c.RESTConfig(), Sink: s.send,
+		ClusterStore: host.FileClusterStore{Dir: filepath.Join(dir, "clusters")},
 		Engine: engine.Options{InventoryNamespace: ns, PollStep: 100 * time.Millisecond, EventDebounce: 50 * time.Millisecond,
 			HealthTimeout: 40 * time.Second}})
 	if err != nil {
@@ -96,7 +99,7 @@ func newWorld(t *testing.T) *world {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &world{t: t, h: h, api: h.Handler(), ns: ns, source: source, kc: kc, sink: s, repo: repoURL}
+	return &world{t: t, h: h, api: h.Handler(), ns: ns, source: source, kc: kc, sink: s, repo: repoURL, dir: dir}
 }
 
 // call sends a request to the applications API as role and decodes the answer into out.
@@ -354,5 +357,85 @@ func TestBrokenFileKeepsTheApp(t *testing.T) {
 	}
 	if c := w.h.Health(); c.Health != runtimev1.ComponentHealthy {
 		t.Errorf("health after removing the file: %+v", c)
+	}
+}
+
+// TestManagedCluster: a second cluster is given to the runtime with a service-account token
+// (as `freshet cluster add` does), kept only in the runtime's store, and apps deploy to it by
+// name; it survives a restart and can be removed.
+func TestManagedCluster(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	managed := kube.New(t)
+	mns := managed.Namespace(t)
+	mc, err := install.PrepareCluster(ctx, managed.RESTConfig(), "edge", "rt-test", install.ClusterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(mc)
+	var e struct{ Error struct{ Code, Message string } }
+	if code := w.call("member", "POST", "clusters", string(body), &e); code != http.StatusForbidden {
+		t.Errorf("member adds a cluster: %d %+v, want 403", code, e)
+	}
+	bad := mc
+	bad.Token = "not-a-token"
+	badBody, _ := json.Marshal(bad)
+	if code := w.call("admin", "POST", "clusters", string(badBody), &e); code != http.StatusBadRequest || !strings.Contains(e.Error.Message, "does not answer") {
+		t.Errorf("a credential that does not work: %d %+v, want 400", code, e)
+	}
+	if code := w.call("admin", "POST", "clusters", strings.Replace(string(body), `"edge"`, `"in-cluster"`, 1), &e); code != http.StatusBadRequest {
+		t.Errorf("a managed cluster named in-cluster: %d, want 400", code)
+	}
+	var added map[string]string
+	if code := w.call("admin", "POST", "clusters", string(body), &added); code != http.StatusCreated || added["version"] == "" {
+		t.Fatalf("add cluster: %d %v", code, added)
+	}
+	var list struct{ Items []engine.ClusterRef }
+	w.call("viewer", "GET", "clusters", "", &list)
+	if len(list.Items) != 2 || list.Items[0].Name != "edge" || list.Items[1].Name != "in-cluster" {
+		t.Errorf("clusters: %+v", list.Items)
+	}
+	if raw := fmt.Sprint(list); strings.Contains(raw, mc.Token) {
+		t.Error("the cluster list shows the token")
+	}
+
+	w.source.Commit("main", map[string]string{"web/cm.yaml": fmt.Sprintf(cm, "blue")}, "first")
+	a := strings.Replace(appYAML("remote", w.source.URL(), mns, true), "server: https://kubernetes.default.svc", "name: edge", 1)
+	if code := w.call("member", "POST", "applications", a, nil); code != http.StatusCreated {
+		t.Fatalf("create: %d", code)
+	}
+	w.waitApp("remote", synced)
+	mkc, _ := kubernetes.NewForConfig(managed.RESTConfig())
+	if got, err := mkc.CoreV1().ConfigMaps(mns).Get(ctx, "settings", metav1.GetOptions{}); err != nil || got.Data["color"] != "blue" {
+		t.Errorf("ConfigMap in the managed cluster: %v %v", got, err)
+	}
+	if _, err := w.kc.CoreV1().ConfigMaps(mns).Get(ctx, "settings", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the app also landed in the runtime's own cluster: %v", err)
+	}
+
+	// A restarted runtime knows the cluster from its store.
+	h2, err := host.New(host.Options{Dir: t.TempDir(), ClusterStore: host.FileClusterStore{Dir: filepath.Join(w.dir, "clusters")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs := h2.Clusters(); len(cs) != 1 || cs[0].Name != "edge" {
+		t.Errorf("clusters after a restart: %+v", cs)
+	}
+
+	if code := w.call("admin", "DELETE", "clusters/edge", "", nil); code != http.StatusNoContent {
+		t.Fatalf("remove cluster: %d", code)
+	}
+	if code := w.call("admin", "DELETE", "clusters/in-cluster", "", nil); code != http.StatusBadRequest {
+		t.Errorf("removing in-cluster: %d, want 400", code)
+	}
+	var st host.Application
+	w.call("member", "POST", "applications/remote/refresh", "", &st)
+	if c, ok := st.Status.Condition(engine.ConditionInvalidSpec); !ok || !strings.Contains(c.Message, "edge") {
+		if c2, ok2 := st.Status.Condition(engine.ConditionComparisonError); !ok2 || !strings.Contains(c2.Message, "edge") {
+			t.Errorf("after removing the cluster the app's conditions are %+v", st.Status.Conditions)
+		}
+	}
+	if err := install.RemoveClusterAccess(ctx, managed.RESTConfig(), "rt-test", ""); err != nil {
+		t.Errorf("remove access: %v", err)
 	}
 }

@@ -1,0 +1,281 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/gitops/engine"
+)
+
+// ClusterCredential is a managed cluster's access: kept by the runtime only, never sent to
+// the control plane.
+type ClusterCredential struct {
+	Name      string    `json:"name"`
+	Server    string    `json:"server"`
+	CAData    []byte    `json:"caData,omitempty"`
+	Token     string    `json:"token"`
+	Insecure  bool      `json:"insecure,omitempty"` // skip TLS verification (tests, never advised)
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// Config is the REST config the engine uses for the cluster.
+func (c ClusterCredential) Config() *rest.Config {
+	return &rest.Config{Host: c.Server, BearerToken: c.Token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: c.CAData, Insecure: c.Insecure && len(c.CAData) == 0}}
+}
+
+var clusterName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// Validate checks a credential before anything is stored.
+func (c ClusterCredential) Validate() error {
+	switch {
+	case !clusterName.MatchString(c.Name):
+		return errdefs.Invalid("name", c.Name, "is not a cluster name (lowercase letters, digits and '-', at most 63)")
+	case c.Name == engine.InClusterName:
+		return errdefs.Invalid("name", c.Name, "names the runtime's own cluster; choose another name")
+	case c.Token == "":
+		return errdefs.Invalid("token", "", "is required")
+	}
+	u, err := url.Parse(c.Server)
+	if err != nil || u.Scheme != "https" || u.Host == "" {
+		return errdefs.Invalid("server", c.Server, "is not the cluster's https:// API server URL")
+	}
+	if c.Server == engine.InClusterServer {
+		return errdefs.Invalid("server", c.Server, "is the runtime's own cluster")
+	}
+	return nil
+}
+
+// ClusterStore keeps managed clusters' credentials where the runtime lives.
+type ClusterStore interface {
+	List(ctx context.Context) ([]ClusterCredential, error)
+	Put(ctx context.Context, c ClusterCredential) error
+	Delete(ctx context.Context, name string) error
+}
+
+// FileClusterStore keeps credentials as files (mode 0600) in a directory: for runtimes on a
+// host (`freshet up`).
+type FileClusterStore struct{ Dir string }
+
+// List implements ClusterStore.
+func (s FileClusterStore) List(context.Context) ([]ClusterCredential, error) {
+	entries, err := os.ReadDir(s.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []ClusterCredential
+	for _, e := range entries {
+		if !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(s.Dir, e.Name()))
+		if err != nil {
+			return nil, err
+		}
+		var c ClusterCredential
+		if err := json.Unmarshal(b, &c); err != nil {
+			return nil, fmt.Errorf("%s: %w", e.Name(), err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// Put implements ClusterStore: written to a temp file and renamed, so a crash leaves the old
+// file or the new one.
+func (s FileClusterStore) Put(_ context.Context, c ClusterCredential) error {
+	if err := os.MkdirAll(s.Dir, 0o700); err != nil {
+		return err
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(s.Dir, ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), filepath.Join(s.Dir, c.Name+".json"))
+}
+
+// Delete implements ClusterStore.
+func (s FileClusterStore) Delete(_ context.Context, name string) error {
+	err := os.Remove(filepath.Join(s.Dir, name+".json"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// SecretClusterStore keeps credentials as Secrets in the runtime's namespace of its own
+// cluster (as Argo CD's cluster Secrets): for runtimes in a Pod.
+type SecretClusterStore struct {
+	Client    kubernetes.Interface
+	Namespace string
+}
+
+// ClusterSecretLabel marks the Secrets of SecretClusterStore.
+const ClusterSecretLabel = "freshet.dev/cluster"
+
+func clusterSecretName(name string) string { return "freshet-cluster-" + name }
+
+// List implements ClusterStore.
+func (s SecretClusterStore) List(ctx context.Context) ([]ClusterCredential, error) {
+	l, err := s.Client.CoreV1().Secrets(s.Namespace).List(ctx, metav1.ListOptions{LabelSelector: ClusterSecretLabel})
+	if err != nil {
+		return nil, err
+	}
+	var out []ClusterCredential
+	for _, sec := range l.Items {
+		var c ClusterCredential
+		if err := json.Unmarshal(sec.Data["cluster"], &c); err != nil {
+			return nil, fmt.Errorf("Secret %s: %w", sec.Name, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// Put implements ClusterStore.
+func (s SecretClusterStore) Put(ctx context.Context, c ClusterCredential) error {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: clusterSecretName(c.Name), Namespace: s.Namespace,
+		Labels: map[string]string{ClusterSecretLabel: c.Name}}, Type: corev1.SecretTypeOpaque, Data: map[string][]byte{"cluster": b}}
+	_, err = s.Client.CoreV1().Secrets(s.Namespace).Create(ctx, sec, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		_, err = s.Client.CoreV1().Secrets(s.Namespace).Update(ctx, sec, metav1.UpdateOptions{})
+	}
+	return err
+}
+
+// Delete implements ClusterStore.
+func (s SecretClusterStore) Delete(ctx context.Context, name string) error {
+	err := s.Client.CoreV1().Secrets(s.Namespace).Delete(ctx, clusterSecretName(name), metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// loadClusters registers the stored managed clusters with the engine.
+func (h *Host) loadClusters(ctx context.Context) error {
+	if h.opts.ClusterStore == nil {
+		return nil
+	}
+	cs, err := h.opts.ClusterStore.List(ctx)
+	if err != nil {
+		return fmt.Errorf("managed clusters: %w", err)
+	}
+	for _, c := range cs {
+		h.clusters.Add(c.Name, c.Server, c.Config())
+	}
+	return nil
+}
+
+// Clusters lists the runtime's clusters (names and servers, no credentials).
+func (h *Host) Clusters() []engine.ClusterRef { return h.clusters.List() }
+
+func (h *Host) listClusters(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"items": h.Clusters()})
+}
+
+// addCluster stores a managed cluster's credential after checking it reaches the cluster.
+func (h *Host) addCluster(w http.ResponseWriter, r *http.Request) {
+	if h.opts.ClusterStore == nil {
+		writeError(w, fmt.Errorf("this runtime keeps no managed clusters: %w", errdefs.ErrUnavailable))
+		return
+	}
+	var c ClusterCredential
+	if err := decodeBody(r, &c); err != nil {
+		writeError(w, err)
+		return
+	}
+	if err := c.Validate(); err != nil {
+		writeError(w, err)
+		return
+	}
+	kc, err := kubernetes.NewForConfig(withTimeout(c.Config()))
+	if err != nil {
+		writeError(w, errdefs.Invalid("server", c.Server, err.Error()))
+		return
+	}
+	v, err := kc.Discovery().ServerVersion()
+	if err != nil {
+		writeError(w, fmt.Errorf("cluster %s at %s does not answer with this credential: %v: %w", c.Name, c.Server, err, errdefs.ErrInvalid))
+		return
+	}
+	c.CreatedAt = time.Now().UTC()
+	if err := h.opts.ClusterStore.Put(r.Context(), c); err != nil {
+		writeError(w, err)
+		return
+	}
+	if old := h.clusters.Remove(c.Name); old != "" {
+		h.eng.ForgetCluster(old)
+	}
+	h.clusters.Add(c.Name, c.Server, c.Config())
+	// Apps waiting for this destination can go now.
+	go func() { _ = h.eng.RefreshAll(context.WithoutCancel(r.Context())) }()
+	writeJSON(w, http.StatusCreated, map[string]string{"name": c.Name, "server": c.Server, "version": v.GitVersion})
+}
+
+func (h *Host) removeCluster(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if name == engine.InClusterName {
+		writeError(w, errdefs.Invalid("name", name, "is the runtime's own cluster; it cannot be removed"))
+		return
+	}
+	found := false
+	for _, c := range h.clusters.List() {
+		found = found || c.Name == name
+	}
+	if !found {
+		writeError(w, fmt.Errorf("cluster %q: %w", name, errdefs.ErrNotFound))
+		return
+	}
+	if h.opts.ClusterStore != nil {
+		if err := h.opts.ClusterStore.Delete(r.Context(), name); err != nil {
+			writeError(w, err)
+			return
+		}
+	}
+	if old := h.clusters.Remove(name); old != "" {
+		h.eng.ForgetCluster(old)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func withTimeout(cfg *rest.Config) *rest.Config {
+	cfg.Timeout = 15 * time.Second
+	return cfg
+}
