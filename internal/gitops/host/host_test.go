@@ -373,7 +373,9 @@ func TestManagedCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	body, _ := json.Marshal(mc)
-	var e struct{ Error struct{ Code, Message string } }
+	var e struct {
+		Error struct{ Code, Message string }
+	}
 	if code := w.call("member", "POST", "clusters", string(body), &e); code != http.StatusForbidden {
 		t.Errorf("member adds a cluster: %d %+v, want 403", code, e)
 	}
