@@ -401,9 +401,18 @@ func (c *Client) GetApplication(ctx context.Context, runtime, name string) (Appl
 // installation repository). manifest is an Argo CD Application, as YAML or JSON. An existing
 // application of that name is a conflict (409) unless upsert, which replaces it.
 func (c *Client) CreateApplication(ctx context.Context, runtime string, manifest []byte, upsert bool) (Application, error) {
+	return c.CreateApplicationIn(ctx, runtime, "", manifest, upsert)
+}
+
+// CreateApplicationIn is CreateApplication into a Git Source of the runtime (a commit to
+// that source's repository); gitSource "" is the installation repository.
+func (c *Client) CreateApplicationIn(ctx context.Context, runtime, gitSource string, manifest []byte, upsert bool) (Application, error) {
 	q := url.Values{}
 	if upsert {
 		q.Set("upsert", "true")
+	}
+	if gitSource != "" {
+		q.Set("gitSource", gitSource)
 	}
 	ct := "application/yaml"
 	if t := bytes.TrimSpace(manifest); len(t) > 0 && t[0] == '{' {

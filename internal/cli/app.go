@@ -160,6 +160,7 @@ func (a *app) appCommand() *cobra.Command {
 
 	var file string
 	var upsert bool
+	var gitSource string
 	var co appCreateOptions
 	var create *cobra.Command
 	create = &cobra.Command{
@@ -189,7 +190,7 @@ func (a *app) appCommand() *cobra.Command {
 					return err
 				}
 			}
-			ap, err := c.CreateApplication(ctx, runtime, manifest, upsert)
+			ap, err := c.CreateApplicationIn(ctx, runtime, gitSource, manifest, upsert)
 			if err != nil {
 				return err
 			}
@@ -203,6 +204,7 @@ func (a *app) appCommand() *cobra.Command {
 	}
 	create.Flags().StringVarP(&file, "file", "f", "", "an Argo CD Application (YAML or JSON); - for standard input")
 	create.Flags().BoolVar(&upsert, "upsert", false, "replace the application if it exists")
+	create.Flags().StringVar(&gitSource, "git-source", "", "commit the application into this Git Source of the runtime (default: the installation repository)")
 	co.BindFlags(create.Flags())
 
 	list := &cobra.Command{Use: "list", Short: "List the runtime's applications", Args: cobra.NoArgs,

@@ -91,7 +91,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.loginCommand(), a.logoutCommand(), a.configCommand(),
 		a.accountCommand(), a.userCommand(), a.apikeyCommand(), a.auditCommand(),
 		a.projectCommand(), a.pipelineCommand(), a.buildCommand(), a.contextCommand(), a.runnerCommand(),
-		a.masterKeyCommand(), a.runtimeCommand(), a.appCommand(), a.clusterCommand(),
+		a.masterKeyCommand(), a.runtimeCommand(), a.appCommand(), a.clusterCommand(), a.gitSourceCommand(),
 		a.versionCommand(),
 	)
 	return root

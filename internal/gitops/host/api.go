@@ -27,7 +27,8 @@ const maxBody = 1 << 20
 // Application is the API's view of an application.
 type Application struct {
 	Name   string           `json:"name"`
-	File   string           `json:"file,omitempty"` // in the installation repository
+	File   string           `json:"file,omitempty"`      // where it is defined (apps/<name>.yaml, or its Git Source's file)
+	Source string           `json:"gitSource,omitempty"` // the Git Source it comes from
 	Spec   *app.Application `json:"spec,omitempty"`
 	Status engine.AppStatus `json:"status"`
 }
@@ -57,6 +58,10 @@ func (h *Host) Handler() http.Handler {
 	mux.HandleFunc("POST "+APIPrefix+"applications/{name}/rollback", h.write(h.rollback))
 	mux.HandleFunc("GET "+APIPrefix+"applications/{name}/tree", h.tree)
 	mux.HandleFunc("POST "+APIPrefix+"notify", h.write(h.notify))
+	mux.HandleFunc("GET "+APIPrefix+"git-sources", h.listGitSources)
+	mux.HandleFunc("POST "+APIPrefix+"git-sources", h.write(h.putGitSource))
+	mux.HandleFunc("GET "+APIPrefix+"git-sources/{name}", h.getGitSource)
+	mux.HandleFunc("DELETE "+APIPrefix+"git-sources/{name}", h.write(h.deleteGitSource))
 	mux.HandleFunc("GET "+APIPrefix+"clusters", h.listClusters)
 	mux.HandleFunc("POST "+APIPrefix+"clusters", h.admin(h.addCluster))
 	mux.HandleFunc("DELETE "+APIPrefix+"clusters/{name}", h.admin(h.removeCluster))
@@ -97,8 +102,8 @@ func (h *Host) view(name string) (Application, error) {
 	if err != nil {
 		return Application{}, err
 	}
-	spec, file, _ := h.spec(name)
-	return Application{Name: name, File: file, Spec: spec, Status: st}, nil
+	la, _ := h.loaded(name)
+	return Application{Name: name, File: la.file, Source: la.source, Spec: la.app, Status: st}, nil
 }
 
 func (h *Host) list(w http.ResponseWriter, _ *http.Request) {
@@ -106,8 +111,8 @@ func (h *Host) list(w http.ResponseWriter, _ *http.Request) {
 	sort.Slice(sts, func(i, j int) bool { return sts[i].Name < sts[j].Name })
 	items := make([]Application, 0, len(sts))
 	for _, st := range sts {
-		spec, file, _ := h.spec(st.Name)
-		items = append(items, Application{Name: st.Name, File: file, Spec: spec, Status: st})
+		la, _ := h.loaded(st.Name)
+		items = append(items, Application{Name: st.Name, File: la.file, Source: la.source, Spec: la.app, Status: st})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"items": items})
 }
@@ -142,14 +147,28 @@ func (h *Host) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	upsert, _ := strconv.ParseBool(r.URL.Query().Get("upsert"))
+	source := r.URL.Query().Get("gitSource")
 	name := a.Metadata.Name
 	file := AppsDir + "/" + name + ".yaml"
-	if _, existing, ok := h.spec(name); ok {
+	h.mu.Lock()
+	existing, exists := h.apps[name]
+	g := h.sources[source]
+	h.mu.Unlock()
+	if exists {
 		if !upsert {
-			writeError(w, fmt.Errorf("application %q exists (%s); use upsert to replace it: %w", name, existing, errdefs.ErrConflict))
+			writeError(w, fmt.Errorf("application %q exists (%s); use upsert to replace it: %w", name, existing.file, errdefs.ErrConflict))
 			return
 		}
-		file = existing
+		file, source = existing.file, existing.source
+		if source != "" {
+			file = existing.path
+		}
+	} else if source != "" {
+		if g == nil {
+			writeError(w, errdefs.Invalid("gitSource", source, "is not a Git Source of this runtime"))
+			return
+		}
+		file = g.sourcePath(name)
 	}
 	content, err := app.EncodeApplication(a)
 	if err != nil {
@@ -160,7 +179,14 @@ func (h *Host) create(w http.ResponseWriter, r *http.Request) {
 	if upsert {
 		verb = "update"
 	}
-	if err := h.commit(r, fmt.Sprintf("%s application %s", verb, name), git.FileChange{Path: file, Content: content, Create: !upsert}); err != nil {
+	change := git.FileChange{Path: file, Content: content, Create: !upsert}
+	msg := fmt.Sprintf("%s application %s", verb, name)
+	if source != "" {
+		err = h.commitToSource(r, source, msg, change)
+	} else {
+		err = h.commit(r, msg, change)
+	}
+	if err != nil {
 		writeError(w, err)
 		return
 	}
@@ -201,12 +227,20 @@ func (h *Host) delete(w http.ResponseWriter, r *http.Request) {
 		}
 		cascade = b
 	}
-	_, file, ok := h.spec(name)
+	h.mu.Lock()
+	la, ok := h.apps[name]
+	h.mu.Unlock()
 	if !ok {
 		writeError(w, fmt.Errorf("application %q: %w", name, errdefs.ErrNotFound))
 		return
 	}
-	if err := h.commit(r, "delete application "+name, git.FileChange{Path: file, Delete: true}); err != nil {
+	var err error
+	if la.source != "" {
+		err = h.commitToSource(r, la.source, "delete application "+name, git.FileChange{Path: la.path, Delete: true})
+	} else {
+		err = h.commit(r, "delete application "+name, git.FileChange{Path: la.file, Delete: true})
+	}
+	if err != nil {
 		writeError(w, err)
 		return
 	}
@@ -262,10 +296,10 @@ func (h *Host) sync(w http.ResponseWriter, r *http.Request) {
 		opts.Resources = append(opts.Resources, k)
 	}
 	name := r.PathValue("name")
-	if spec, _, ok := h.spec(name); ok && req.Revision == "" {
+	if la, ok := h.loaded(name); ok && req.Revision == "" {
 		// A manual sync goes to what the target revision names now, not to what the shared
 		// ref advertisement said up to RefsTTL ago.
-		if src := spec.EffectiveSource(); src != nil {
+		if src := la.app.EffectiveSource(); src != nil {
 			h.cache.Invalidate(src.RepoURL)
 		}
 	}
@@ -362,7 +396,11 @@ func (h *Host) notify(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n := h.eng.Notify(req.RepoURL, req.Revision)
-	if h.opts.InstallRepo.URL != "" && sameRepo(req.RepoURL, h.opts.InstallRepo.URL) {
+	reload := h.opts.InstallRepo.URL != "" && sameRepo(req.RepoURL, h.opts.InstallRepo.URL)
+	for _, g := range h.GitSources() {
+		reload = reload || sameRepo(req.RepoURL, g.Spec.RepoURL)
+	}
+	if reload {
 		h.Reload()
 	}
 	writeJSON(w, http.StatusOK, map[string]int{"refreshed": n})

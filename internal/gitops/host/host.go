@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -85,15 +86,18 @@ type Host struct {
 
 	mu       sync.Mutex
 	apps     map[string]loadedApp // by name
-	loadErrs []string             // problems of the last load, by file
+	sources  map[string]*GitSource
+	loadErrs []string // problems of the last load, by file
 	loadedAt time.Time
 	revision string // the installation repository's commit last loaded
 	lastErr  error  // the last load's failure (the repository itself)
 }
 
 type loadedApp struct {
-	app  *app.Application
-	file string
+	app    *app.Application
+	file   string // where it is defined, for people: apps/x.yaml, or "git-source S: path"
+	source string // the Git Source it comes from; "" for the installation repository
+	path   string // its file in the Git Source's repository
 }
 
 // New builds a host; Run starts it.
@@ -133,8 +137,8 @@ func New(opts Options) (*Host, error) {
 	}
 	h.rep = newReporter(opts.Sink, opts.Logger.With("component", "gitops-report"))
 	h.rep.spec = func(name string) *app.Application {
-		a, _, _ := h.spec(name)
-		return a
+		la, _ := h.loaded(name)
+		return la.app
 	}
 	eo := opts.Engine
 	eo.Cache, eo.Renderer, eo.Clusters, eo.Reporter, eo.Logger = cache, renderer, clusters, h.rep, opts.Logger.With("component", "gitops")
@@ -232,6 +236,9 @@ func (h *Host) Load(ctx context.Context) error {
 	if errors.Is(err, git.ErrRevisionNotFound) && (rev == "" || rev == "HEAD") {
 		// An empty repository: nothing is installed yet.
 		h.apply(ctx, nil, nil, nil, "")
+		h.mu.Lock()
+		h.sources = nil
+		h.mu.Unlock()
 		return nil
 	}
 	if err != nil {
@@ -243,9 +250,36 @@ func (h *Host) Load(ctx context.Context) error {
 	defer snap.Release()
 	projects, perrs := readProjects(snap.Dir)
 	apps, failed, aerrs := readApps(snap.Dir)
-	h.apply(ctx, apps, failed, projects, snap.SHA)
+	sources, serrs := readGitSources(snap.Dir)
+	problems := append(append(perrs, aerrs...), serrs...)
+	keep := func(la loadedApp) bool { return failed[la.file] }
+	failedSources := map[string]bool{}
+	for _, name := range slices.Sorted(maps.Keys(sources)) {
+		sapps, sprojects, errs, err := h.loadGitSource(ctx, sources[name])
+		problems = append(problems, errs...)
+		if err != nil {
+			// Its apps stay as they were until the repository answers again.
+			problems = append(problems, fmt.Sprintf("git-source %s: %v", name, err))
+			failedSources[name] = true
+			continue
+		}
+		for pn, p := range sprojects {
+			if _, dup := projects[pn]; !dup {
+				projects[pn] = p
+			}
+		}
+		for an, la := range sapps {
+			if prev, dup := apps[an]; dup {
+				problems = append(problems, fmt.Sprintf("%s: application %q is also defined in %s; the first one is used", la.file, an, prev.file))
+				continue
+			}
+			apps[an] = la
+		}
+	}
+	h.apply(ctx, apps, func(la loadedApp) bool { return keep(la) || failedSources[la.source] }, projects, snap.SHA)
 	h.mu.Lock()
-	h.loadErrs = append(perrs, aerrs...)
+	h.sources = sources
+	h.loadErrs = problems
 	h.lastErr = nil
 	h.mu.Unlock()
 	if _, err := h.cache.GC(2); err != nil {
@@ -254,9 +288,10 @@ func (h *Host) Load(ctx context.Context) error {
 	return nil
 }
 
-// apply upserts apps (with their projects) and removes the loaded apps that are gone. An app
-// whose file is in failed (it exists but does not decode now) keeps its previous state.
-func (h *Host) apply(ctx context.Context, apps map[string]loadedApp, failed map[string]bool, projects map[string]*app.AppProject, sha string) {
+// apply upserts apps (with their projects) and removes the loaded apps that are gone, except
+// those keep accepts (their file exists but does not decode now, or their Git Source's
+// repository does not answer): they keep their previous state.
+func (h *Host) apply(ctx context.Context, apps map[string]loadedApp, keep func(loadedApp) bool, projects map[string]*app.AppProject, sha string) {
 	h.mu.Lock()
 	old := h.apps
 	h.mu.Unlock()
@@ -271,7 +306,7 @@ func (h *Host) apply(ctx context.Context, apps map[string]loadedApp, failed map[
 		if _, ok := next[name]; ok {
 			continue
 		}
-		if failed[la.file] {
+		if keep != nil && keep(la) {
 			next[name] = la
 			continue
 		}
@@ -369,8 +404,12 @@ func readApps(root string) (map[string]loadedApp, map[string]bool, []string) {
 	return apps, failed, errs
 }
 
+func readFile(root, f string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(root, filepath.FromSlash(f)))
+}
+
 func decodeFile(root, f string) ([]app.Document, error) {
-	data, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(f)))
+	data, err := readFile(root, f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f, err)
 	}
@@ -398,18 +437,21 @@ func (h *Host) Health() runtimev1.Component {
 	default:
 		c.Message = fmt.Sprintf("%d applications", n)
 	}
+	if len(h.sources) > 0 {
+		c.Message += fmt.Sprintf(" (%d git sources)", len(h.sources))
+	}
 	if h.opts.InCluster == nil {
 		c.Message += "; no in-cluster destination configured"
 	}
 	return c
 }
 
-// spec returns the loaded Application of an app.
-func (h *Host) spec(name string) (*app.Application, string, bool) {
+// loaded returns what the loader knows of an app.
+func (h *Host) loaded(name string) (loadedApp, bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	la, ok := h.apps[name]
-	return la.app, la.file, ok
+	return la, ok
 }
 
 // snapshot is every application's report state (for the reporter after a (re)connect).

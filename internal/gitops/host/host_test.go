@@ -441,3 +441,70 @@ func TestManagedCluster(t *testing.T) {
 		t.Errorf("remove access: %v", err)
 	}
 }
+
+// TestGitSource: a Git Source's directory of Applications is loaded (with its default
+// destination), apps created into it become commits there, a push is picked up, and removing
+// the source removes its apps.
+func TestGitSource(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	w.source.Commit("main", map[string]string{"web/cm.yaml": fmt.Sprintf(cm, "blue")}, "manifests")
+	appsRepo := gitserver.New(t).NewRepo("apps")
+	noDest := func(name string) string {
+		return fmt.Sprintf("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: %s}\nspec:\n  project: default\n  source: {repoURL: %s, path: web}\n  syncPolicy: {automated: {}}\n", name, w.source.URL())
+	}
+	appsRepo.Commit("main", map[string]string{
+		"prod/one.yaml":        noDest("gs-one"),
+		"prod/skip/draft.yaml": noDest("gs-draft"),
+		"prod/README.md":       "not yaml",
+	}, "apps")
+
+	var e struct {
+		Error struct{ Code, Message, Field string }
+	}
+	bad := fmt.Sprintf("apiVersion: freshet.dev/v1\nkind: GitSource\nmetadata: {name: apps}\nspec: {repoURL: %s, pth: prod}\n", appsRepo.URL())
+	if code := w.call("member", "POST", "git-sources", bad, &e); code != http.StatusBadRequest || !strings.Contains(e.Error.Message, "pth") {
+		t.Errorf("a GitSource with an unknown field: %d %+v", code, e)
+	}
+	gs := fmt.Sprintf("apiVersion: freshet.dev/v1\nkind: GitSource\nmetadata: {name: apps}\nspec:\n  repoURL: %s\n  path: prod\n  exclude: 'skip/*'\n  destination: {name: in-cluster, namespace: %s}\n", appsRepo.URL(), w.ns)
+	if code := w.call("member", "POST", "git-sources", gs, &e); code != http.StatusCreated {
+		t.Fatalf("create git source: %d %+v", code, e)
+	}
+	a := w.waitApp("gs-one", synced)
+	if a.Source != "apps" || a.Spec.Spec.Destination.Namespace != w.ns {
+		t.Errorf("app from the git source: source %q, destination %+v", a.Source, a.Spec.Spec.Destination)
+	}
+	if code := w.call("viewer", "GET", "applications/gs-draft", "", nil); code != http.StatusNotFound {
+		t.Errorf("an excluded file's app was loaded: %d", code)
+	}
+	if _, err := w.kc.CoreV1().ConfigMaps(w.ns).Get(ctx, "settings", metav1.GetOptions{}); err != nil {
+		t.Errorf("the git source's app did not deploy: %v", err)
+	}
+
+	// Creating an app into the source is a commit to its repository.
+	two := strings.Replace(appYAML("gs-two", w.source.URL(), w.ns, false), "metadata:", "metadata:", 1)
+	if code := w.call("member", "POST", "applications?gitSource=apps", two, &e); code != http.StatusCreated {
+		t.Fatalf("create into the git source: %d %+v", code, e)
+	}
+	if f, ok := appsRepo.ReadFile("main", "prod/gs-two.yaml"); !ok || !strings.Contains(f, "gs-two") {
+		t.Errorf("prod/gs-two.yaml in the source repository: %q %v", f, ok)
+	}
+
+	// A push to the source repository, notified, adds its new app.
+	appsRepo.Commit("main", map[string]string{"prod/three.yaml": noDest("gs-three")}, "three")
+	w.call("member", "POST", "notify", fmt.Sprintf(`{"repoURL": %q, "revision": "main"}`, appsRepo.URL()), nil)
+	w.waitApp("gs-three", func(engine.AppStatus) bool { return true })
+
+	// Deleting the source removes its apps (their resources stay: no finalizer).
+	if code := w.call("member", "DELETE", "git-sources/apps", "", nil); code != http.StatusNoContent {
+		t.Fatalf("delete git source: %d", code)
+	}
+	for _, n := range []string{"gs-one", "gs-two", "gs-three"} {
+		if code := w.call("viewer", "GET", "applications/"+n, "", nil); code != http.StatusNotFound {
+			t.Errorf("%s after its source was deleted: %d", n, code)
+		}
+	}
+	if _, err := w.kc.CoreV1().ConfigMaps(w.ns).Get(ctx, "settings", metav1.GetOptions{}); err != nil {
+		t.Errorf("removing an app without the finalizer deleted its resources: %v", err)
+	}
+}
