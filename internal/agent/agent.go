@@ -65,6 +65,9 @@ type Options struct {
 	// cluster is the platform's).
 	NoInCluster bool
 	Engine      engine.Options
+	// IngressAuthTTL: how long a caller's token checked with the control plane is trusted on
+	// the runtime's ingress (default 30 s).
+	IngressAuthTTL time.Duration
 }
 
 // BindFlags registers the options on fs.
@@ -144,6 +147,9 @@ type Runtime struct {
 	gitops  *host.Host
 	report  *connect.Client[runtimev1.ReportRequest, runtimev1.ReportResponse]
 	failing bool // the last heartbeat failed
+
+	ingressOnce sync.Once
+	ingress     http.Handler
 
 	mu         sync.Mutex
 	components map[string]runtimev1.Component
@@ -294,7 +300,7 @@ func (r *Runtime) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("app-proxy listen: %w", err)
 		}
-		srv := &http.Server{Handler: ingressOnly(r.AppProxy), ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Handler: r.IngressHandler(), ReadHeaderTimeout: 10 * time.Second}
 		go func() { errc <- srv.Serve(ln) }()
 		defer srv.Close()
 	}
@@ -321,20 +327,6 @@ func (r *Runtime) Run(ctx context.Context) error {
 		case <-time.After(wait):
 		}
 	}
-}
-
-// ingressOnly guards the app-proxy on a runtime's own ingress: there the caller's identity
-// headers are not vouched for by the control plane, so the applications API is refused.
-func ingressOnly(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if strings.HasPrefix(req.URL.Path, host.APIPrefix) {
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusForbidden)
-			fmt.Fprintf(w, `{"error":{"code":"permission_denied","message":"the applications API is served through the control plane (/runtimes/{runtime}/app-proxy/…), not on the runtime's ingress"}}`+"\n")
-			return
-		}
-		next.ServeHTTP(w, req)
-	})
 }
 
 func (r *Runtime) beat(ctx context.Context) error {
