@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -205,75 +204,6 @@ func (h *Host) loadClusters(ctx context.Context) error {
 
 // Clusters lists the runtime's clusters (names and servers, no credentials).
 func (h *Host) Clusters() []engine.ClusterRef { return h.clusters.List() }
-
-func (h *Host) listClusters(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"items": h.Clusters()})
-}
-
-// addCluster stores a managed cluster's credential after checking it reaches the cluster.
-func (h *Host) addCluster(w http.ResponseWriter, r *http.Request) {
-	if h.opts.ClusterStore == nil {
-		writeError(w, fmt.Errorf("this runtime keeps no managed clusters: %w", errdefs.ErrUnavailable))
-		return
-	}
-	var c ClusterCredential
-	if err := decodeBody(r, &c); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := c.Validate(); err != nil {
-		writeError(w, err)
-		return
-	}
-	kc, err := kubernetes.NewForConfig(withTimeout(c.Config()))
-	if err != nil {
-		writeError(w, errdefs.Invalid("server", c.Server, err.Error()))
-		return
-	}
-	v, err := kc.Discovery().ServerVersion()
-	if err != nil {
-		writeError(w, fmt.Errorf("cluster %s at %s does not answer with this credential: %v: %w", c.Name, c.Server, err, errdefs.ErrInvalid))
-		return
-	}
-	c.CreatedAt = time.Now().UTC()
-	if err := h.opts.ClusterStore.Put(r.Context(), c); err != nil {
-		writeError(w, err)
-		return
-	}
-	if old := h.clusters.Remove(c.Name); old != "" {
-		h.eng.ForgetCluster(old)
-	}
-	h.clusters.Add(c.Name, c.Server, c.Config())
-	// Apps waiting for this destination can go now.
-	go func() { _ = h.eng.RefreshAll(context.WithoutCancel(r.Context())) }()
-	writeJSON(w, http.StatusCreated, map[string]string{"name": c.Name, "server": c.Server, "version": v.GitVersion})
-}
-
-func (h *Host) removeCluster(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	if name == engine.InClusterName {
-		writeError(w, errdefs.Invalid("name", name, "is the runtime's own cluster; it cannot be removed"))
-		return
-	}
-	found := false
-	for _, c := range h.clusters.List() {
-		found = found || c.Name == name
-	}
-	if !found {
-		writeError(w, fmt.Errorf("cluster %q: %w", name, errdefs.ErrNotFound))
-		return
-	}
-	if h.opts.ClusterStore != nil {
-		if err := h.opts.ClusterStore.Delete(r.Context(), name); err != nil {
-			writeError(w, err)
-			return
-		}
-	}
-	if old := h.clusters.Remove(name); old != "" {
-		h.eng.ForgetCluster(old)
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
 
 func withTimeout(cfg *rest.Config) *rest.Config {
 	cfg.Timeout = 15 * time.Second

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"path"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/gobwas/glob"
@@ -20,7 +18,6 @@ import (
 	"github.com/freshet-dev/freshet/internal/gitops/app"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/gitops/repourl"
-	"github.com/freshet-dev/freshet/internal/tunnel/wire"
 )
 
 // GitSourcesDir holds the runtime's Git Sources in its installation repository.
@@ -197,113 +194,12 @@ func (h *Host) GitSources() []*GitSource {
 	return out
 }
 
-func (h *Host) listGitSources(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]any{"items": h.GitSources()})
-}
-
-func (h *Host) getGitSource(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	h.mu.Lock()
-	g := h.sources[name]
-	h.mu.Unlock()
-	if g == nil {
-		writeError(w, fmt.Errorf("git source %q: %w", name, errdefs.ErrNotFound))
-		return
-	}
-	writeJSON(w, http.StatusOK, g)
-}
-
-// putGitSource creates (or with ?upsert=true replaces) a Git Source: a commit of
-// git-sources/<name>.yaml to the installation repository.
-func (h *Host) putGitSource(w http.ResponseWriter, r *http.Request) {
-	if h.opts.InstallRepo.URL == "" {
-		writeError(w, fmt.Errorf("this runtime has no installation repository: %w", errdefs.ErrUnavailable))
-		return
-	}
-	data, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
-	if err != nil {
-		writeError(w, errdefs.Invalid("body", "", err.Error()))
-		return
-	}
-	g, err := decodeGitSource(data)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	upsert, _ := strconv.ParseBool(r.URL.Query().Get("upsert"))
-	content, err := yaml.Marshal(g)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := h.commit(r, "git source "+g.Metadata.Name, git.FileChange{Path: gitSourceFile(g.Metadata.Name), Content: content, Create: !upsert}); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := h.Load(r.Context()); err != nil {
-		writeError(w, err)
-		return
-	}
-	status := http.StatusCreated
-	if upsert {
-		status = http.StatusOK
-	}
-	writeJSON(w, status, g)
-}
-
-func (h *Host) deleteGitSource(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	h.mu.Lock()
-	g := h.sources[name]
-	h.mu.Unlock()
-	if g == nil {
-		writeError(w, fmt.Errorf("git source %q: %w", name, errdefs.ErrNotFound))
-		return
-	}
-	if err := h.commit(r, "delete git source "+name, git.FileChange{Path: gitSourceFile(name), Delete: true}); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := h.Load(r.Context()); err != nil {
-		writeError(w, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
 // sourcePath is where an application of a Git Source is written: <path>/<name>.yaml.
 func (g *GitSource) sourcePath(name string) string {
 	if d := g.dir(); d != "" {
 		return d + "/" + name + ".yaml"
 	}
 	return name + ".yaml"
-}
-
-// commitToSource writes (or deletes) an application file in a Git Source's repository
-// (POST applications?gitSource=NAME, DELETE of such an app).
-func (h *Host) commitToSource(r *http.Request, source, msg string, change git.FileChange) error {
-	h.mu.Lock()
-	g := h.sources[source]
-	h.mu.Unlock()
-	if g == nil {
-		return fmt.Errorf("git source %q: %w", source, errdefs.ErrNotFound)
-	}
-	repo := git.Repo{URL: g.Spec.RepoURL, Credentials: h.credentials(g.Spec.RepoURL)}
-	author := git.Signature{Name: "Freshet", Email: "freshet@localhost"}
-	if email := r.Header.Get(wire.HeaderEmail); email != "" {
-		author = git.Signature{Name: email, Email: email}
-	}
-	branch := g.Spec.TargetRevision
-	if branch == "HEAD" {
-		branch = ""
-	}
-	h.writeMu.Lock()
-	defer h.writeMu.Unlock()
-	_, err := h.cache.Commit(r.Context(), repo, git.CommitRequest{Branch: branch, Message: msg, Author: author, Changes: []git.FileChange{change}})
-	if errors.Is(err, git.ErrConflict) {
-		return fmt.Errorf("%s exists in git source %s: %w", change.Path, source, errdefs.ErrConflict)
-	}
-	return err
 }
 
 // withDestination gives the Applications in data that name no destination the Git Source's

@@ -508,3 +508,60 @@ func TestGitSource(t *testing.T) {
 		t.Errorf("removing an app without the finalizer deleted its resources: %v", err)
 	}
 }
+
+// gql posts a GraphQL request as role.
+func (w *world) gql(role, query string, vars map[string]any) (data map[string]any, errs []map[string]any) {
+	w.t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": query, "variables": vars})
+	req := httptest.NewRequest("POST", "/app-proxy/api/graphql", bytes.NewReader(body))
+	req.Header.Set(wire.HeaderAccount, "acc-1")
+	req.Header.Set(wire.HeaderRole, role)
+	rec := httptest.NewRecorder()
+	w.api.ServeHTTP(rec, req)
+	var out struct {
+		Data   map[string]any   `json:"data"`
+		Errors []map[string]any `json:"errors"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil {
+		w.t.Fatalf("graphql: %d %s", rec.Code, rec.Body.String())
+	}
+	return out.Data, out.Errors
+}
+
+// TestGraphQL: the app-proxy's GraphQL API creates, reads (with tree and history), syncs and
+// switches auto-sync, with the same role checks as REST.
+func TestGraphQL(t *testing.T) {
+	w := newWorld(t)
+	w.source.Commit("main", map[string]string{"web/deploy.yaml": deploy}, "first")
+	const create = `mutation($m: String!) { createApplication(manifest: $m) { name repoUrl destination { namespace } } }`
+	if _, errs := w.gql("viewer", create, map[string]any{"m": appYAML("g", w.source.URL(), w.ns, false)}); len(errs) == 0 || !strings.Contains(fmt.Sprint(errs), "needs member or admin") {
+		t.Errorf("viewer creates: errors %v", errs)
+	}
+	data, errs := w.gql("member", create, map[string]any{"m": appYAML("g", w.source.URL(), w.ns, false)})
+	if len(errs) > 0 {
+		t.Fatalf("create: %v", errs)
+	}
+	if got := data["createApplication"].(map[string]any); got["repoUrl"] != w.source.URL() || got["destination"].(map[string]any)["namespace"] != w.ns {
+		t.Errorf("created %v", got)
+	}
+	data, errs = w.gql("member", `mutation { syncApplication(name: "g") }`, nil)
+	if len(errs) > 0 || data["syncApplication"].(map[string]any)["phase"] != "Succeeded" {
+		t.Fatalf("sync: %v %v", data, errs)
+	}
+	w.waitApp("g", synced)
+	data, errs = w.gql("viewer", `{ applications { name syncStatus healthStatus history tree } application(name: "nope") { name } clusters { name } }`, nil)
+	if len(errs) > 0 {
+		t.Fatalf("query: %v", errs)
+	}
+	apps := data["applications"].([]any)
+	a := apps[0].(map[string]any)
+	if len(apps) != 1 || a["syncStatus"] != "Synced" || a["healthStatus"] != "Healthy" || len(a["history"].([]any)) != 1 || len(a["tree"].([]any)) == 0 {
+		t.Errorf("applications: %v", apps)
+	}
+	if data["application"] != nil {
+		t.Errorf("an unknown app: %v, want null", data["application"])
+	}
+	if _, errs := w.gql("viewer", `mutation { setAutoSync(name: "g", enabled: true) { name } }`, nil); len(errs) == 0 {
+		t.Error("a viewer switched auto-sync")
+	}
+}

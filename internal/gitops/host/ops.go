@@ -1,0 +1,391 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/gitops/app"
+	"github.com/freshet-dev/freshet/internal/gitops/engine"
+	"github.com/freshet-dev/freshet/internal/gitops/git"
+)
+
+// The operations below are what both the REST API (api.go) and the GraphQL API (graphql.go)
+// of the app-proxy do: one path for checks, commits and engine calls.
+
+// Caller is who asks, as the control plane (or the ingress check) vouches.
+type Caller struct {
+	User, Email, Account, Role string
+}
+
+func (c Caller) mayWrite() error {
+	switch c.Role {
+	case "admin", "member":
+		return nil
+	}
+	return fmt.Errorf("role %q may only read applications; changing them needs member or admin: %w", c.Role, errdefs.ErrForbidden)
+}
+
+func (c Caller) mayAdmin() error {
+	if c.Role == "admin" {
+		return nil
+	}
+	return fmt.Errorf("role %q: managing clusters needs admin: %w", c.Role, errdefs.ErrForbidden)
+}
+
+func (c Caller) author() git.Signature {
+	if c.Email != "" {
+		return git.Signature{Name: c.Email, Email: c.Email}
+	}
+	return git.Signature{Name: "Freshet", Email: "freshet@localhost"}
+}
+
+// Application returns one application with its spec and status.
+func (h *Host) Application(name string) (Application, error) {
+	st, err := h.eng.Status(name)
+	if err != nil {
+		return Application{}, err
+	}
+	la, _ := h.loaded(name)
+	return Application{Name: name, File: la.file, Source: la.source, Spec: la.app, Status: st}, nil
+}
+
+// Applications returns every application, sorted by name.
+func (h *Host) Applications() []Application {
+	sts := h.eng.List()
+	sort.Slice(sts, func(i, j int) bool { return sts[i].Name < sts[j].Name })
+	items := make([]Application, 0, len(sts))
+	for _, st := range sts {
+		la, _ := h.loaded(st.Name)
+		items = append(items, Application{Name: st.Name, File: la.file, Source: la.source, Spec: la.app, Status: st})
+	}
+	return items
+}
+
+// CreateApplication decodes an Application and commits it: apps/<name>.yaml of the
+// installation repository, or <path>/<name>.yaml of gitSource's repository; then loads it.
+// An existing app is a conflict unless upsert.
+func (h *Host) CreateApplication(ctx context.Context, c Caller, data []byte, upsert bool, gitSource string) (Application, error) {
+	if err := c.mayWrite(); err != nil {
+		return Application{}, err
+	}
+	if h.opts.InstallRepo.URL == "" {
+		return Application{}, fmt.Errorf("this runtime has no installation repository to commit the application to: %w", errdefs.ErrUnavailable)
+	}
+	if len(data) > maxBody {
+		return Application{}, errdefs.Invalid("body", fmt.Sprintf("%d bytes", len(data)), fmt.Sprintf("is larger than %d bytes", maxBody))
+	}
+	a, err := app.DecodeApplication(data)
+	if err != nil {
+		return Application{}, err
+	}
+	name := a.Metadata.Name
+	file, source := AppsDir+"/"+name+".yaml", gitSource
+	h.mu.Lock()
+	existing, exists := h.apps[name]
+	g := h.sources[source]
+	h.mu.Unlock()
+	switch {
+	case exists && !upsert:
+		return Application{}, fmt.Errorf("application %q exists (%s); use upsert to replace it: %w", name, existing.file, errdefs.ErrConflict)
+	case exists:
+		file, source = existing.file, existing.source
+		if source != "" {
+			file = existing.path
+		}
+	case source != "" && g == nil:
+		return Application{}, errdefs.Invalid("gitSource", source, "is not a Git Source of this runtime")
+	case source != "":
+		file = g.sourcePath(name)
+	}
+	content, err := app.EncodeApplication(a)
+	if err != nil {
+		return Application{}, err
+	}
+	verb := "create"
+	if upsert {
+		verb = "update"
+	}
+	change := git.FileChange{Path: file, Content: content, Create: !upsert}
+	msg := fmt.Sprintf("%s application %s", verb, name)
+	if source != "" {
+		err = h.commitToSource(ctx, c, source, msg, change)
+	} else {
+		err = h.commit(ctx, c, msg, change)
+	}
+	if err != nil {
+		return Application{}, err
+	}
+	if err := h.Load(ctx); err != nil {
+		return Application{}, err
+	}
+	return h.Application(name)
+}
+
+// DeleteApplication removes an application's file (a commit) and the app; cascade deletes its
+// resources too.
+func (h *Host) DeleteApplication(ctx context.Context, c Caller, name string, cascade bool) error {
+	if err := c.mayWrite(); err != nil {
+		return err
+	}
+	la, ok := h.loaded(name)
+	if !ok {
+		return fmt.Errorf("application %q: %w", name, errdefs.ErrNotFound)
+	}
+	var err error
+	if la.source != "" {
+		err = h.commitToSource(ctx, c, la.source, "delete application "+name, git.FileChange{Path: la.path, Delete: true})
+	} else {
+		err = h.commit(ctx, c, "delete application "+name, git.FileChange{Path: la.file, Delete: true})
+	}
+	if err != nil {
+		return err
+	}
+	// Remove it first with the caller's cascade choice; the reload then finds it gone.
+	if err := h.eng.Remove(ctx, name, cascade); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+		return err
+	}
+	h.mu.Lock()
+	delete(h.apps, name)
+	h.mu.Unlock()
+	h.Reload()
+	return nil
+}
+
+// RefreshApplication compares the app with git and the cluster now (hard: caches dropped).
+func (h *Host) RefreshApplication(ctx context.Context, c Caller, name string, hard bool) (Application, error) {
+	if err := c.mayWrite(); err != nil {
+		return Application{}, err
+	}
+	if _, err := h.eng.Refresh(ctx, name, hard); err != nil {
+		return Application{}, err
+	}
+	return h.Application(name)
+}
+
+// SyncApplication syncs an app and returns when the sync has ended.
+func (h *Host) SyncApplication(ctx context.Context, c Caller, name string, req SyncRequest) (*engine.SyncResult, error) {
+	if err := c.mayWrite(); err != nil {
+		return nil, err
+	}
+	opts := engine.SyncOptions{Revision: req.Revision, Prune: req.Prune, DryRun: req.DryRun, Options: app.SyncOptions(req.Options)}
+	for i, s := range req.Resources {
+		k, err := parseResource(s)
+		if err != nil {
+			return nil, errdefs.Invalid(fmt.Sprintf("resources[%d]", i), s, err.Error())
+		}
+		opts.Resources = append(opts.Resources, k)
+	}
+	if la, ok := h.loaded(name); ok && req.Revision == "" {
+		// A manual sync goes to what the target revision names now, not to what the shared
+		// ref advertisement said up to RefsTTL ago.
+		if src := la.app.EffectiveSource(); src != nil {
+			h.cache.Invalidate(src.RepoURL)
+		}
+	}
+	return h.eng.Sync(ctx, name, opts)
+}
+
+// TerminateSync stops an app's running sync; it reports whether one was running.
+func (h *Host) TerminateSync(c Caller, name string) (bool, error) {
+	if err := c.mayWrite(); err != nil {
+		return false, err
+	}
+	if _, err := h.eng.Status(name); err != nil {
+		return false, err
+	}
+	return h.eng.Terminate(name), nil
+}
+
+// RollbackApplication syncs an app to a history entry's revision (auto-sync switched off).
+func (h *Host) RollbackApplication(ctx context.Context, c Caller, name string, id int64, prune bool) (*engine.RollbackResult, error) {
+	if err := c.mayWrite(); err != nil {
+		return nil, err
+	}
+	if id <= 0 {
+		return nil, errdefs.Invalid("id", strconv.FormatInt(id, 10), "must be the id of a history entry (see history)")
+	}
+	return h.eng.Rollback(ctx, name, id, prune)
+}
+
+// SetAutoSync switches automated sync back on (or off) for an app whose spec asks for it.
+func (h *Host) SetAutoSync(c Caller, name string, enabled bool) (Application, error) {
+	if err := c.mayWrite(); err != nil {
+		return Application{}, err
+	}
+	if err := h.eng.SetAutoSync(name, enabled); err != nil {
+		return Application{}, err
+	}
+	return h.Application(name)
+}
+
+// NotifyPush tells the runtime a repository changed: its apps refresh, and a push to the
+// installation repository or a Git Source's reloads the applications.
+func (h *Host) NotifyPush(c Caller, repoURL, revision string) (int, error) {
+	if err := c.mayWrite(); err != nil {
+		return 0, err
+	}
+	if repoURL == "" {
+		return 0, errdefs.Invalid("repoURL", "", "is required")
+	}
+	n := h.eng.Notify(repoURL, revision)
+	reload := h.opts.InstallRepo.URL != "" && sameRepo(repoURL, h.opts.InstallRepo.URL)
+	for _, g := range h.GitSources() {
+		reload = reload || sameRepo(repoURL, g.Spec.RepoURL)
+	}
+	if reload {
+		h.Reload()
+	}
+	return n, nil
+}
+
+// GitSource returns one Git Source.
+func (h *Host) GitSource(name string) (*GitSource, error) {
+	h.mu.Lock()
+	g := h.sources[name]
+	h.mu.Unlock()
+	if g == nil {
+		return nil, fmt.Errorf("git source %q: %w", name, errdefs.ErrNotFound)
+	}
+	return g, nil
+}
+
+// PutGitSource creates (or with upsert replaces) a Git Source: a commit of
+// git-sources/<name>.yaml to the installation repository.
+func (h *Host) PutGitSource(ctx context.Context, c Caller, data []byte, upsert bool) (*GitSource, error) {
+	if err := c.mayWrite(); err != nil {
+		return nil, err
+	}
+	if h.opts.InstallRepo.URL == "" {
+		return nil, fmt.Errorf("this runtime has no installation repository: %w", errdefs.ErrUnavailable)
+	}
+	g, err := decodeGitSource(data)
+	if err != nil {
+		return nil, err
+	}
+	content, err := yaml.Marshal(g)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.commit(ctx, c, "git source "+g.Metadata.Name, git.FileChange{Path: gitSourceFile(g.Metadata.Name), Content: content, Create: !upsert}); err != nil {
+		return nil, err
+	}
+	return g, h.Load(ctx)
+}
+
+// DeleteGitSource removes a Git Source (a commit); its applications go with it.
+func (h *Host) DeleteGitSource(ctx context.Context, c Caller, name string) error {
+	if err := c.mayWrite(); err != nil {
+		return err
+	}
+	if _, err := h.GitSource(name); err != nil {
+		return err
+	}
+	if err := h.commit(ctx, c, "delete git source "+name, git.FileChange{Path: gitSourceFile(name), Delete: true}); err != nil {
+		return err
+	}
+	return h.Load(ctx)
+}
+
+// AddedCluster is what AddCluster answers.
+type AddedCluster struct {
+	Name    string `json:"name"`
+	Server  string `json:"server"`
+	Version string `json:"version"`
+}
+
+// AddCluster keeps a managed cluster's credential after checking it reaches the cluster.
+func (h *Host) AddCluster(ctx context.Context, c Caller, cred ClusterCredential) (AddedCluster, error) {
+	if err := c.mayAdmin(); err != nil {
+		return AddedCluster{}, err
+	}
+	if h.opts.ClusterStore == nil {
+		return AddedCluster{}, fmt.Errorf("this runtime keeps no managed clusters: %w", errdefs.ErrUnavailable)
+	}
+	if err := cred.Validate(); err != nil {
+		return AddedCluster{}, err
+	}
+	kc, err := kubernetes.NewForConfig(withTimeout(cred.Config()))
+	if err != nil {
+		return AddedCluster{}, errdefs.Invalid("server", cred.Server, err.Error())
+	}
+	v, err := kc.Discovery().ServerVersion()
+	if err != nil {
+		return AddedCluster{}, fmt.Errorf("cluster %s at %s does not answer with this credential: %v: %w", cred.Name, cred.Server, err, errdefs.ErrInvalid)
+	}
+	cred.CreatedAt = time.Now().UTC()
+	if err := h.opts.ClusterStore.Put(ctx, cred); err != nil {
+		return AddedCluster{}, err
+	}
+	if old := h.clusters.Remove(cred.Name); old != "" {
+		h.eng.ForgetCluster(old)
+	}
+	h.clusters.Add(cred.Name, cred.Server, cred.Config())
+	// Apps waiting for this destination can go now.
+	go func() { _ = h.eng.RefreshAll(context.WithoutCancel(ctx)) }()
+	return AddedCluster{Name: cred.Name, Server: cred.Server, Version: v.GitVersion}, nil
+}
+
+// RemoveCluster forgets a managed cluster.
+func (h *Host) RemoveCluster(ctx context.Context, c Caller, name string) error {
+	if err := c.mayAdmin(); err != nil {
+		return err
+	}
+	if name == engine.InClusterName {
+		return errdefs.Invalid("name", name, "is the runtime's own cluster; it cannot be removed")
+	}
+	found := false
+	for _, cl := range h.clusters.List() {
+		found = found || cl.Name == name
+	}
+	if !found {
+		return fmt.Errorf("cluster %q: %w", name, errdefs.ErrNotFound)
+	}
+	if h.opts.ClusterStore != nil {
+		if err := h.opts.ClusterStore.Delete(ctx, name); err != nil {
+			return err
+		}
+	}
+	if old := h.clusters.Remove(name); old != "" {
+		h.eng.ForgetCluster(old)
+	}
+	return nil
+}
+
+// commit makes one change to the installation repository as the caller.
+func (h *Host) commit(ctx context.Context, c Caller, msg string, change git.FileChange) error {
+	h.writeMu.Lock()
+	defer h.writeMu.Unlock()
+	_, err := h.cache.Commit(ctx, h.opts.InstallRepo, git.CommitRequest{Branch: h.opts.Branch, Message: msg, Author: c.author(), Changes: []git.FileChange{change}})
+	if errors.Is(err, git.ErrConflict) {
+		return fmt.Errorf("%s exists in the installation repository: %w", change.Path, errdefs.ErrConflict)
+	}
+	return err
+}
+
+// commitToSource makes one change to a Git Source's repository as the caller.
+func (h *Host) commitToSource(ctx context.Context, c Caller, source, msg string, change git.FileChange) error {
+	g, err := h.GitSource(source)
+	if err != nil {
+		return err
+	}
+	repo := git.Repo{URL: g.Spec.RepoURL, Credentials: h.credentials(g.Spec.RepoURL)}
+	branch := g.Spec.TargetRevision
+	if branch == "HEAD" {
+		branch = ""
+	}
+	h.writeMu.Lock()
+	defer h.writeMu.Unlock()
+	_, err = h.cache.Commit(ctx, repo, git.CommitRequest{Branch: branch, Message: msg, Author: c.author(), Changes: []git.FileChange{change}})
+	if errors.Is(err, git.ErrConflict) {
+		return fmt.Errorf("%s exists in git source %s: %w", change.Path, source, errdefs.ErrConflict)
+	}
+	return err
+}
