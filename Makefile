@@ -7,7 +7,7 @@ STATICCHECK_VERSION ?= v0.8.2
 FUZZTIME ?= 20s
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build up test test-short lint vet fmt bench generate check fuzz clean
+.PHONY: all build up test test-short lint vet fmt bench bench-gitops generate check fuzz clean
 
 all: build
 
@@ -42,6 +42,12 @@ lint: vet
 bench: build
 	$(GO) run ./hack/bench --binary $(BIN)
 	$(GO) run ./internal/tunnel/bench
+	$(MAKE) --no-print-directory bench-gitops
+
+## bench-gitops: the GitOps engine against the loopback cluster: first sync, refresh of 100 and
+## 1,000 apps, webhook to Synced (FRESHET_ENGINE_BENCH picks the counts)
+bench-gitops: devcluster-build
+	FRESHET_TEST_KUBE=1 FRESHET_ENGINE_BENCH=$${FRESHET_ENGINE_BENCH:-100,1000} $(GO) test -count=1 -run 'TestRefreshBenchmark|TestWebhookToSynced$$' -v -timeout 40m ./internal/gitops/engine/ | grep -E '^(BENCH|--- |ok|FAIL)'
 
 ## fuzz: run each fuzz target for FUZZTIME
 fuzz:
@@ -53,6 +59,8 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./internal/pipeline/webhook/ || exit 1; done
 	$(GO) test -run '^$$' -fuzz FuzzDecrypt -fuzztime $(FUZZTIME) ./internal/secrets/
 	$(GO) test -run '^$$' -fuzz FuzzMask -fuzztime $(FUZZTIME) ./internal/runner/mask/
+	$(GO) test -run '^$$' -fuzz '^FuzzReport$$' -fuzztime $(FUZZTIME) ./internal/runtimes/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeApplication -fuzztime $(FUZZTIME) ./internal/gitops/app/
 
 ## generate: regenerate generated files
 generate:

@@ -8,6 +8,10 @@
 // cursor only after the stream has stored a batch, and a record published twice (after a crash,
 // or by two replicas) is stored once within the bus's duplicate window and carries the same key
 // for consumers that keep a ledger.
+//
+// Domain events (a finished GitOps sync, say) go through the outbox table instead: the domain
+// package writes the event, its subject and its key in the transaction of the change
+// (store.InsertOutbox), and the OutboxRelay publishes and then deletes them, also at least once.
 package events
 
 import (
@@ -75,18 +79,24 @@ func (r *Relay) Kick() {
 
 // Run relays until ctx ends. Temporary failures (bus or database down) are retried with backoff.
 func (r *Relay) Run(ctx context.Context) error {
+	return runLoop(ctx, r.log, "relay audit events", r.poll, r.batch, r.kick, r.Once)
+}
+
+// runLoop calls once until ctx ends: again at once while it fills whole batches, after poll
+// when it did not, when kicked, and after a growing delay while it fails.
+func runLoop(ctx context.Context, log *slog.Logger, what string, poll time.Duration, batch int, kick <-chan struct{}, once func(context.Context) (int, error)) error {
 	delay := initialRetryDelay
 	for {
-		n, err := r.Once(ctx)
+		n, err := once(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
-		wait := r.poll
+		wait := poll
 		switch {
 		case err != nil:
-			r.log.Warn("relay audit events", "err", err, "retry_in", delay)
+			log.Warn(what, "err", err, "retry_in", delay)
 			wait, delay = delay, min(delay*2, maxRetryBackoff)
-		case n == r.batch:
+		case n == batch:
 			delay, wait = initialRetryDelay, 0 // a backlog: keep going
 		default:
 			delay = initialRetryDelay
@@ -96,7 +106,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			t.Stop()
 			return nil
-		case <-r.kick:
+		case <-kick:
 			t.Stop()
 		case <-t.C:
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/pipeline/webhook"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/store"
@@ -69,6 +70,8 @@ type Service struct {
 	baseURL string
 	// onCronChange is called when cron triggers are created or deleted.
 	onCronChange func()
+	// onPush is called with the events of every verified webhook delivery.
+	onPush func(ctx context.Context, accountID string, evs []webhook.Event)
 	// specs reads pipeline specs kept in git; nil when not configured.
 	specs SpecSource
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/freshet-dev/freshet/internal/runtimes"
 	"github.com/freshet-dev/freshet/internal/store"
 )
 
@@ -14,8 +15,9 @@ type Reencrypter interface {
 }
 
 // ReencryptSecrets rewrites every stored secret — secret contexts, encrypted pipeline
-// variables, webhook secrets — under k's primary key, all in one transaction, and reports how
-// many values changed. Run it after adding a new primary key and before retiring the old one.
+// variables, webhook secrets (of triggers and of the accounts' GitOps webhooks) — under k's
+// primary key, all in one transaction, and reports how many values changed. Run it after adding
+// a new primary key and before retiring the old one.
 func ReencryptSecrets(ctx context.Context, db *store.DB, k Reencrypter) (int, error) {
 	changed := 0
 	err := db.Tx(ctx, func(tx *store.Tx) error {
@@ -88,6 +90,23 @@ func ReencryptSecrets(ctx context.Context, db *store.DB, k Reencrypter) (int, er
 			}
 			if ch {
 				if err := tx.SetTriggerSecret(ctx, t.ID, out); err != nil {
+					return err
+				}
+				changed++
+			}
+		}
+		hooks, err := tx.AllGitOpsWebhooks(ctx)
+		if err != nil {
+			return err
+		}
+		for _, w := range hooks {
+			out, ch, err := k.Reencrypt(w.SecretEnc, runtimes.WebhookSecretAAD(w.AccountID))
+			if err != nil {
+				return fmt.Errorf("GitOps webhook of account %s: %w", w.AccountID, err)
+			}
+			if ch {
+				w.SecretEnc = out
+				if err := tx.SetGitOpsWebhook(ctx, w); err != nil {
 					return err
 				}
 				changed++

@@ -199,6 +199,9 @@ func (s *Service) HandleWebhook(ctx context.Context, provider, triggerID string,
 	if err != nil {
 		return res, err
 	}
+	if s.onPush != nil {
+		s.onPush(ctx, t.AccountID, evs)
+	}
 	pl, err := s.db.GetPipeline(ctx, t.AccountID, t.PipelineID)
 	if err != nil {
 		return res, err
@@ -310,3 +313,10 @@ func (s *Service) cronChanged() {
 
 // SetCronHook sets the function called when cron triggers change.
 func (s *Service) SetCronHook(f func()) { s.onCronChange = f }
+
+// SetPushHook sets a function called with the events of every verified webhook delivery
+// (whether or not a trigger fires), before builds are queued: the server passes pushes on to
+// the account's GitOps runtimes. It must not block.
+func (s *Service) SetPushHook(f func(ctx context.Context, accountID string, evs []webhook.Event)) {
+	s.onPush = f
+}

@@ -3,6 +3,12 @@
 // runs for an account (one per account, CD only). Each runtime has a token, hashed at rest,
 // rotatable and scoped to that runtime; it reports over the runtime protocol (api/runtimev1)
 // and is marked disconnected when its heartbeats stop.
+//
+// It also keeps what runtimes report of their GitOps applications (Report): the applications'
+// state for listing and filtering without asking the runtime, and finished syncs as deployment
+// records, published on the bus once each. Live detail (the resource tree) is read from the
+// runtime through its tunnel, and verified git push webhooks are passed on to the account's
+// runtimes so that their applications refresh at once.
 package runtimes
 
 import (
@@ -24,6 +30,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/identity"
 	"github.com/freshet-dev/freshet/internal/rbac"
+	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/store"
 )
 
@@ -75,20 +82,35 @@ type Provisioner interface {
 type Service struct {
 	db          *store.DB
 	audit       *audit.Log
+	keys        *secrets.Keyring
 	log         *slog.Logger
 	now         func() time.Time
 	provisioner Provisioner
+	tunnel      Tunnel
 	// onDisconnect is called with a runtime the sweeper marked disconnected.
 	onDisconnect func(store.Runtime)
+	// onEvents is called after a report queued bus events in the outbox.
+	onEvents func()
 }
 
-// New returns the registry.
-func New(db *store.DB, a *audit.Log, log *slog.Logger) *Service {
-	return &Service{db: db, audit: a, log: log, now: time.Now}
+// New returns the registry. keys encrypt the accounts' GitOps webhook secrets.
+func New(db *store.DB, a *audit.Log, keys *secrets.Keyring, log *slog.Logger) *Service {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{db: db, audit: a, keys: keys, log: log, now: time.Now}
 }
 
 // SetProvisioner sets how hosted runtimes run.
 func (s *Service) SetProvisioner(p Provisioner) { s.provisioner = p }
+
+// SetTunnel sets how the control plane reaches connected runtimes (resource trees, push
+// notifications). Without it those answer that the runtime is unreachable.
+func (s *Service) SetTunnel(t Tunnel) { s.tunnel = t }
+
+// SetEventsHook sets a function called after a report queued bus events (finished syncs) in
+// the outbox, to wake the outbox relay. It must not block.
+func (s *Service) SetEventsHook(f func()) { s.onEvents = f }
 
 // RegisterInput registers a hybrid runtime.
 type RegisterInput struct {

@@ -29,6 +29,7 @@ type tenants struct {
 	sent       []string // everything B has put in a request: B knows it already
 
 	aProject, aPipeline, aBuild, aRunner, aTrigger, aRuntime string
+	aAccount, aWebhookAt                                     string
 }
 
 const aSecretValue = "a-secret-value-xyz-123"
@@ -103,6 +104,19 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 		t.Fatal(err)
 	}
 	tn.aProject, tn.aPipeline, tn.aBuild, tn.aRunner, tn.aTrigger, tn.aRuntime = pr.ID, pl.ID, bl.ID, rn.ID, trg.ID, art.ID
+	tn.aAccount = aMe.Account.ID
+	// A's runtime reports an application with a deployment; A has a GitOps webhook secret.
+	reportApps(t, s.URL, art.Token, aReport())
+	aApps := appsOf(t, s.Admin)
+	if len(aApps) != 1 {
+		t.Fatalf("A's applications: %+v", aApps)
+	}
+	st, hook, _ := call(t, "POST", s.URL+"/api/v1/gitops/webhook", tn.aKeyToken, []byte(`{}`))
+	if st != 200 {
+		t.Fatalf("A's GitOps webhook: %d %v", st, hook)
+	}
+	tn.aWebhookAt, _ = hook["createdAt"].(string)
+	aHookSecret, _ := hook["secret"].(string)
 
 	audit, err := s.Admin.ListAudit(ctx, client.AuditFilter{ListOptions: client.ListOptions{Limit: 1000}})
 	if err != nil {
@@ -110,7 +124,8 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 	}
 	tn.aAuditSize = len(audit.Items)
 	tn.aOnly = []string{aMe.Account.ID, aMe.User.ID, aMe.User.Email, alice.ID, alice.Email, k.ID, k.Prefix, k.Token,
-		pr.ID, pl.ID, bl.ID, rn.ID, rn.Token, aSecretValue, trg.ID, trg.Secret, art.ID, art.Token}
+		pr.ID, pl.ID, bl.ID, rn.ID, rn.Token, aSecretValue, trg.ID, trg.Secret, art.ID, art.Token,
+		aApps[0].ID, "a-shop-web", "a-secret-repo", "a-team-label", "a-payments", "a-project-x", aHookSecret}
 	for _, e := range audit.Items {
 		tn.aOnly = append(tn.aOnly, e.ID)
 	}
@@ -182,6 +197,12 @@ func (tn *tenants) unchanged(t *testing.T) {
 	}
 	if bs, err := tn.aAdmin.ListBuilds(ctx, client.BuildFilter{}); err != nil || len(bs.Items) != 1 {
 		t.Errorf("A's builds changed: %d, %v", len(bs.Items), err)
+	}
+	if apps := appsOf(t, tn.aAdmin); len(apps) != 1 || apps[0].HealthStatus != "Healthy" || apps[0].Project != "a-project-x" || len(apps[0].History.Nodes) != 1 {
+		t.Errorf("A's applications changed: %+v", apps)
+	}
+	if st, hook, _ := call(t, "GET", tn.s.URL+"/api/v1/gitops/webhook", tn.aKeyToken, nil); st != 200 || hook["configured"] != true || hook["createdAt"] != tn.aWebhookAt {
+		t.Errorf("A's GitOps webhook changed: %d %v", st, hook)
 	}
 }
 
@@ -385,6 +406,30 @@ func init() {
 			expect(t, "B's own runner named like A's", st, 201)
 			return st, out
 		},
+		"GET /api/v1/gitops/webhook": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "GET", "/api/v1/gitops/webhook", tn.bKey, "")
+			expect(t, "B's own GitOps webhook", st, 200)
+			return st, out
+		},
+		"POST /api/v1/gitops/webhook": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "POST", "/api/v1/gitops/webhook", tn.bKey, `{"secret":"b-own-secret-0123456789"}`)
+			expect(t, "B sets its own GitOps webhook secret", st, 200)
+			return st, out
+		},
+		"POST /api/v1/webhooks/gitops/{provider}/{account}": func(t *testing.T, tn *tenants) (int, string) {
+			// Deliveries to A's GitOps webhook signed with a wrong secret, and with B's own.
+			raw(t, tn, "POST", "/api/v1/gitops/webhook", tn.bKey, `{"secret":"b-own-secret-0123456789"}`)
+			body := []byte(`{"ref":"refs/heads/main","after":"` + strings.Repeat("a", 40) + `","repository":{"full_name":"acme/app","clone_url":"https://git.example/acme/app.git"}}`)
+			var st int
+			var out map[string]any
+			for _, secret := range []string{"wrong-secret-0123456789", "b-own-secret-0123456789"} {
+				st, out, _ = call(t, "POST", tn.s.URL+"/api/v1/webhooks/gitops/github/"+tn.aAccount, "", body,
+					"X-GitHub-Event", "push", "X-GitHub-Delivery", "d-1", "X-Hub-Signature-256", githubSignature(body, secret))
+				expect(t, "forged GitOps delivery", st, 401)
+			}
+			j, _ := json.Marshal(out)
+			return st, string(j)
+		},
 	} {
 		restCases[k] = v
 	}
@@ -399,6 +444,11 @@ var gqlCases = map[string]string{
 	"auditEvents": `{ auditEvents(first: 1000) { nodes { id actor actorId action resourceId detail } } }`,
 	"runtimes":    `{ runtimes { id name type status components { name health } clusters { name server } } }`,
 	"runtime":     `{ byName: runtime(name: "a-runtime") { id name } byID: runtime(name: "RUNTIME_ID") { id name } }`,
+	"applications": `{ all: applications(first: 1000) { nodes { id name runtime runtimeId project repoUrl labels { key value } } }
+		byRuntime: applications(filter: {runtime: "RUNTIME_ID"}) { nodes { id name } }
+		byName: applications(filter: {runtime: "a-runtime", labels: ["a-team-label=a-payments"], search: "shop"}) { nodes { id name } } }`,
+	"application": `{ byName: application(runtime: "a-runtime", name: "a-shop-web") { id name repoUrl history { nodes { id } } tree { uid } }
+		byID: application(runtime: "RUNTIME_ID", name: "a-shop-web") { id name repoUrl history { nodes { id } } tree { uid } } }`,
 }
 
 func TestTenantIsolation(t *testing.T) {
@@ -468,8 +518,11 @@ func testTenantIsolation(t *testing.T, d store.Dialect) {
 				t.Fatalf("query %s: %v", f.Name, err)
 			}
 			tn.leak(t, "graphql "+f.Name, string(out))
-			if f.Name == "runtime" && !strings.Contains(string(out), `"byID":null`) {
-				t.Errorf("B reads A's runtime by ID: %s", out)
+			if (f.Name == "runtime" || f.Name == "application") && !strings.Contains(string(out), `"byID":null`) {
+				t.Errorf("B reads A's %s by ID: %s", f.Name, out)
+			}
+			if f.Name == "applications" && strings.Count(string(out), `"nodes":[]`) != 3 {
+				t.Errorf("B lists A's applications: %s", out)
 			}
 			tn.unchanged(t)
 		})

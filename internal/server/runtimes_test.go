@@ -18,7 +18,7 @@ import (
 
 func startRuntime(t *testing.T, s *servertest.Server, token string) (*agent.Runtime, func()) {
 	t.Helper()
-	a, err := agent.New(agent.Options{Server: s.URL, Token: token, AccessMode: "tunnel", Version: "test"}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	a, err := agent.New(agent.Options{Server: s.URL, Token: token, AccessMode: "tunnel", Version: "test", DataDir: t.TempDir()}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestRuntimeLifecycle(t *testing.T) {
 	if err != nil || rot.Token == "" || rot.Token == reg.Token {
 		t.Fatalf("rotate: %+v, %v", rot, err)
 	}
-	old, _ := agent.New(agent.Options{Server: s.URL, Token: reg.Token, AccessMode: "tunnel"}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	old, _ := agent.New(agent.Options{Server: s.URL, Token: reg.Token, AccessMode: "tunnel", DataDir: t.TempDir()}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err := old.Run(ctx); err == nil {
 		t.Fatal("the old token still works")
 	}
@@ -97,7 +97,7 @@ func TestRuntimeLifecycle(t *testing.T) {
 	if err := s.Admin.DeleteRuntime(ctx, "edge-1"); err != nil {
 		t.Fatal(err)
 	}
-	again, _ := agent.New(agent.Options{Server: s.URL, Token: rot.Token, AccessMode: "tunnel"}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	again, _ := agent.New(agent.Options{Server: s.URL, Token: rot.Token, AccessMode: "tunnel", DataDir: t.TempDir()}, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err := again.Run(ctx); err == nil {
 		t.Fatal("a deregistered runtime's token still works")
 	}

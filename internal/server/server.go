@@ -36,6 +36,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/identity"
 	"github.com/freshet-dev/freshet/internal/pipeline"
+	"github.com/freshet-dev/freshet/internal/pipeline/webhook"
 	"github.com/freshet-dev/freshet/internal/runtimes"
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/store"
@@ -54,6 +55,7 @@ type Server struct {
 	audit    *audit.Log
 	rest     *rest.API
 	relay    *events.Relay
+	outbox   *events.OutboxRelay
 	pipes    *pipeline.Service
 	dispatch *pipeline.Dispatcher
 	runtimes *runtimes.Service
@@ -84,6 +86,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	}
 	s.audit = audit.NewLog(s.db, log)
 	s.relay = events.NewRelay(s.db, s.bus, log.With("component", "events"))
+	s.outbox = events.NewOutboxRelay(s.db, s.bus, log.With("component", "outbox"))
 	s.identity = identity.New(s.db, s.audit, log)
 	keys, err := LoadKeyring(opts)
 	if err != nil {
@@ -107,12 +110,22 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	}
 	s.pipes.SetCronHook(s.cron.Reload)
 	s.dispatch = pipeline.NewDispatcher(s.pipes, s.bus.Conn(), log.With("component", "dispatcher"))
-	s.runtimes = runtimes.New(s.db, s.audit, log.With("component", "runtimes"))
+	s.runtimes = runtimes.New(s.db, s.audit, keys, log.With("component", "runtimes"))
 	s.runtimes.SetProvisioner(newInProcessProvisioner(s, log.With("component", "hosted-runtimes")))
+	s.runtimes.SetEventsHook(s.outbox.Kick)
 	if s.tunnel, err = s.newTunnel(log.With("component", "tunnel")); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("tunnel: %w", err)
 	}
+	s.runtimes.SetTunnel(s.tunnel)
+	// Verified pushes to CI triggers' webhooks also reach the account's GitOps runtimes.
+	s.pipes.SetPushHook(func(ctx context.Context, accountID string, evs []webhook.Event) {
+		var ns []runtimes.Notification
+		for _, ev := range evs {
+			ns = append(ns, runtimes.PushNotifications(ev)...)
+		}
+		s.runtimes.NotifyPush(ctx, accountID, ns)
+	})
 	s.rest = rest.New(rest.Deps{Identity: s.identity, Audit: s.audit, Pipelines: s.pipes, Dispatcher: s.dispatch, Runtimes: s.runtimes, Log: log,
 		SecureCookies: opts.TLSCert != ""})
 	gql, err := graphql.New(s.identity, s.audit, s.runtimes, log)
@@ -247,6 +260,7 @@ func (s *Server) Run(ctx context.Context) error {
 	})
 	g.Go(func() error { return s.sweepSessions(gctx) })
 	g.Go(func() error { return s.relay.Run(gctx) })
+	g.Go(func() error { return s.outbox.Run(gctx) })
 	g.Go(func() error { return s.dispatch.Run(gctx) })
 	g.Go(func() error { return s.elector.Run(gctx) })
 	g.Go(func() error { return s.cron.Run(gctx) })

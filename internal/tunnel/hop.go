@@ -1,10 +1,12 @@
 package tunnel
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -44,43 +46,27 @@ func hopSignature(secret []byte, from, ts, method, runtimeID, target string, h h
 // forwardHop sends an authorized request to the replica at addr, which holds rt's tunnel.
 // The hop is plain HTTP/1.1 so that upgrades pass through it as they are.
 func (s *Server) forwardHop(w http.ResponseWriter, r *http.Request, rt Runtime, addr string, h http.Header, escPath string) {
-	target := escPath
-	if r.URL.RawQuery != "" {
-		target += "?" + r.URL.RawQuery
-	}
-	u, err := url.Parse(addr + s.opts.HopPath + url.PathEscape(rt.ID) + target)
-	if err != nil {
-		s.writeError(w, r, fmt.Errorf("tunnel hop to %s: %w", addr, err))
-		return
-	}
-	out := &http.Request{
-		Method:        r.Method,
-		URL:           u,
-		Header:        h,
-		Host:          u.Host,
-		ContentLength: r.ContentLength,
-	}
-	if r.ContentLength != 0 {
-		out.Body = r.Body
-	}
 	if r.ProtoMajor == 1 {
 		if proto := wire.IsUpgrade(r.Header); proto != "" {
 			h["Connection"] = []string{"Upgrade"}
 			h["Upgrade"] = []string{proto}
 		}
 	}
-	ts := strconv.FormatInt(time.Now().Unix(), 10)
-	h[headerHopFrom] = []string{s.opts.ReplicaID}
-	h[headerHopTime] = []string{ts}
-	h[headerHopSig] = []string{hopSignature(s.opts.HopSecret, s.opts.ReplicaID, ts, r.Method, rt.ID, target, h)}
-	out = out.WithContext(r.Context())
+	var body io.ReadCloser
+	if r.ContentLength != 0 {
+		body = r.Body
+	}
+	out, err := s.hopRequest(r.Context(), r.Method, rt, addr, h, escPath, r.URL.RawQuery, body, r.ContentLength)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	resp, err := s.hop.RoundTrip(out)
 	if err != nil {
 		if r.Context().Err() != nil {
 			return
 		}
-		s.log.Warn("tunnel hop failed", logKeyRuntime, rt.Name, logKeyReplica, addr, logKeyErr, err)
-		s.writeError(w, r, &tunnelError{http.StatusBadGateway, fmt.Sprintf("runtime %s is connected to another control-plane replica, which could not be reached: %v", rt.Name, err)})
+		s.writeError(w, r, s.hopFailed(rt, addr, err))
 		return
 	}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
@@ -88,6 +74,37 @@ func (s *Server) forwardHop(w http.ResponseWriter, r *http.Request, rt Runtime, 
 		return
 	}
 	s.copyResponse(w, r, rt, resp)
+}
+
+// hopRequest makes the signed request that forwards a request for rt, with header h (the
+// identity set), to the replica at addr.
+func (s *Server) hopRequest(ctx context.Context, method string, rt Runtime, addr string, h http.Header, escPath, rawQuery string, body io.ReadCloser, length int64) (*http.Request, error) {
+	target := escPath
+	if rawQuery != "" {
+		target += "?" + rawQuery
+	}
+	u, err := url.Parse(addr + s.opts.HopPath + url.PathEscape(rt.ID) + target)
+	if err != nil {
+		return nil, fmt.Errorf("tunnel hop to %s: %w", addr, err)
+	}
+	out := &http.Request{
+		Method:        method,
+		URL:           u,
+		Header:        h,
+		Host:          u.Host,
+		ContentLength: length,
+		Body:          body,
+	}
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	h[headerHopFrom] = []string{s.opts.ReplicaID}
+	h[headerHopTime] = []string{ts}
+	h[headerHopSig] = []string{hopSignature(s.opts.HopSecret, s.opts.ReplicaID, ts, method, rt.ID, target, h)}
+	return out.WithContext(ctx), nil
+}
+
+func (s *Server) hopFailed(rt Runtime, addr string, err error) error {
+	s.log.Warn("tunnel hop failed", logKeyRuntime, rt.Name, logKeyReplica, addr, logKeyErr, err)
+	return &tunnelError{status: http.StatusBadGateway, msg: fmt.Sprintf("runtime %s is connected to another control-plane replica, which could not be reached: %v", rt.Name, err)}
 }
 
 // HopHandler takes requests other replicas forward to the runtimes whose tunnels this
@@ -123,7 +140,7 @@ func (s *Server) serveHop(w http.ResponseWriter, r *http.Request) {
 	}
 	e := s.reg.lookupID(id)
 	if e == nil {
-		s.writeError(w, r, &tunnelError{http.StatusBadGateway, fmt.Sprintf("runtime %s is not connected to replica %s (any more); retry", id, s.opts.ReplicaID)})
+		s.writeError(w, r, &tunnelError{status: http.StatusBadGateway, msg: fmt.Sprintf("runtime %s is not connected to replica %s (any more); retry", id, s.opts.ReplicaID)})
 		return
 	}
 	h := make(http.Header, len(r.Header))

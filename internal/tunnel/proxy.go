@@ -19,18 +19,28 @@ import (
 	"github.com/freshet-dev/freshet/internal/tunnel/wire"
 )
 
-// tunnelError is a failure to reach a runtime: errdefs.ErrUnavailable with its own status
-// (502 or 504) and a message for the caller.
+// ErrNotConnected is the error (wrapped, with errdefs.ErrUnavailable) for a runtime that holds
+// no tunnel connection to this replica or, with several replicas, to any other.
+var ErrNotConnected = errors.New("runtime not connected")
+
+// tunnelError is a failure to reach a runtime: errdefs.ErrUnavailable (and kind, when set)
+// with its own status (502 or 504) and a message for the caller.
 type tunnelError struct {
 	status int
 	msg    string
+	kind   error
 }
 
 func (e *tunnelError) Error() string { return e.msg }
-func (e *tunnelError) Unwrap() error { return errdefs.ErrUnavailable }
+func (e *tunnelError) Unwrap() []error {
+	if e.kind != nil {
+		return []error{errdefs.ErrUnavailable, e.kind}
+	}
+	return []error{errdefs.ErrUnavailable}
+}
 
 func notConnected(name string) *tunnelError {
-	return &tunnelError{http.StatusBadGateway, fmt.Sprintf("runtime %s is not connected: its tunnel is down; retry when the runtime reconnects", name)}
+	return &tunnelError{status: http.StatusBadGateway, msg: fmt.Sprintf("runtime %s is not connected: its tunnel is down; retry when the runtime reconnects", name), kind: ErrNotConnected}
 }
 
 var errHeaderTimeout = errors.New("response header timeout")
@@ -307,17 +317,14 @@ func (s *Server) forwardTunnel(w http.ResponseWriter, r *http.Request, rt Runtim
 	}
 	out = out.WithContext(ctx)
 
-	tc := e.pick()
-	if tc == nil {
-		s.writeError(w, r, notConnected(rt.Name))
-		return
-	}
-	tc.inflight.Add(1)
-	defer tc.inflight.Add(-1)
-	tc.served.Add(1)
-	resp, err := tc.cc.RoundTrip(out)
+	resp, tc, done, err := roundTrip(e, rt, out)
+	defer done()
 	if stopTimer != nil {
 		stopTimer()
+	}
+	if tc == nil {
+		s.writeError(w, r, err)
+		return
 	}
 	if err != nil {
 		if pw != nil {
@@ -334,6 +341,22 @@ func (s *Server) forwardTunnel(w http.ResponseWriter, r *http.Request, rt Runtim
 		pw.Close() // the runtime refused the upgrade: an ordinary answer
 	}
 	s.copyResponse(w, r, rt, resp)
+}
+
+// roundTrip sends out over the least loaded of e's live connections and returns the
+// connection it used (nil, with a not-connected error, when none is live). The connection
+// counts the exchange as in flight until done is called.
+func roundTrip(e *entry, rt Runtime, out *http.Request) (resp *http.Response, tc *tconn, done func(), err error) {
+	tc = e.pick()
+	if tc == nil {
+		return nil, nil, func() {}, notConnected(rt.Name)
+	}
+	tc.inflight.Add(1)
+	tc.served.Add(1)
+	var once sync.Once
+	done = func() { once.Do(func() { tc.inflight.Add(-1) }) }
+	resp, err = tc.cc.RoundTrip(out)
+	return resp, tc, done, err
 }
 
 // setPath sets u's path from an escaped path.
@@ -355,11 +378,11 @@ func (s *Server) roundTripFailed(w http.ResponseWriter, r *http.Request, ctx con
 	var te *tunnelError
 	switch {
 	case errors.Is(context.Cause(ctx), errHeaderTimeout):
-		te = &tunnelError{http.StatusGatewayTimeout, fmt.Sprintf("runtime %s did not answer within %s", rt.Name, s.opts.ResponseHeaderTimeout)}
+		te = &tunnelError{status: http.StatusGatewayTimeout, msg: fmt.Sprintf("runtime %s did not answer within %s", rt.Name, s.opts.ResponseHeaderTimeout)}
 	case tc != nil && tc.dead.Load():
-		te = &tunnelError{http.StatusBadGateway, fmt.Sprintf("the tunnel to runtime %s was lost while the request was in flight; retry when the runtime reconnects", rt.Name)}
+		te = &tunnelError{status: http.StatusBadGateway, msg: fmt.Sprintf("the tunnel to runtime %s was lost while the request was in flight; retry when the runtime reconnects", rt.Name)}
 	default:
-		te = &tunnelError{http.StatusBadGateway, fmt.Sprintf("runtime %s could not be reached through its tunnel: %v", rt.Name, err)}
+		te = &tunnelError{status: http.StatusBadGateway, msg: fmt.Sprintf("runtime %s could not be reached through its tunnel: %v", rt.Name, err)}
 	}
 	s.log.Debug("tunnel request failed", logKeyRuntime, rt.Name, logKeyPath, r.URL.Path, logKeyReqID, requestID(r), logKeyErr, err)
 	s.writeError(w, r, te)
@@ -433,7 +456,7 @@ func (s *Server) pipeRaw(w http.ResponseWriter, r *http.Request, resp *http.Resp
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		pw.CloseWithError(err)
-		s.writeError(w, r, &tunnelError{http.StatusBadGateway, fmt.Sprintf("cannot pass the upgrade to %s through: %v", r.Header.Get("Upgrade"), err)})
+		s.writeError(w, r, &tunnelError{status: http.StatusBadGateway, msg: fmt.Sprintf("cannot pass the upgrade to %s through: %v", r.Header.Get("Upgrade"), err)})
 		return
 	}
 	defer conn.Close()
@@ -460,12 +483,12 @@ func (s *Server) pipe101(w http.ResponseWriter, r *http.Request, resp *http.Resp
 	defer resp.Body.Close()
 	rwc, ok := resp.Body.(io.ReadWriteCloser)
 	if !ok {
-		s.writeError(w, r, &tunnelError{http.StatusBadGateway, "the replica holding the tunnel answered 101 without a connection"})
+		s.writeError(w, r, &tunnelError{status: http.StatusBadGateway, msg: "the replica holding the tunnel answered 101 without a connection"})
 		return
 	}
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
-		s.writeError(w, r, &tunnelError{http.StatusBadGateway, fmt.Sprintf("cannot pass the upgrade to %s through: %v", r.Header.Get("Upgrade"), err)})
+		s.writeError(w, r, &tunnelError{status: http.StatusBadGateway, msg: fmt.Sprintf("cannot pass the upgrade to %s through: %v", r.Header.Get("Upgrade"), err)})
 		return
 	}
 	defer conn.Close()

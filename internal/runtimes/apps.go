@@ -1,0 +1,253 @@
+package runtimes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/freshet-dev/freshet/api/runtimev1"
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/rbac"
+	"github.com/freshet-dev/freshet/internal/store"
+	"github.com/freshet-dev/freshet/internal/tunnel"
+)
+
+// Tunnel reaches connected runtimes: *tunnel.Server. Do sends req to rt as p and returns the
+// runtime's answer (see tunnel.Server.Do); a runtime without a tunnel is an error wrapping
+// tunnel.ErrNotConnected.
+type Tunnel interface {
+	Do(ctx context.Context, rt tunnel.Runtime, p rbac.Principal, req *http.Request) (*http.Response, error)
+}
+
+var _ Tunnel = (*tunnel.Server)(nil)
+
+// Bounds of reading a runtime's live data.
+const (
+	treeTimeout  = 15 * time.Second
+	maxTreeBytes = 32 << 20
+	maxErrorBody = 64 << 10
+	// MaxLabelSelectors bounds the label selectors of one listing.
+	MaxLabelSelectors = 20
+)
+
+// ErrDisconnected: the runtime holding live data is not connected. Errors wrapping it wrap
+// errdefs.ErrUnavailable too.
+var ErrDisconnected = errors.New("runtime disconnected")
+
+// kindError is an error of the given kinds whose message does not repeat them.
+type kindError struct {
+	msg   string
+	kinds []error
+}
+
+func (e *kindError) Error() string   { return e.msg }
+func (e *kindError) Unwrap() []error { return e.kinds }
+
+// AppFilter narrows an application listing (see store.AppFilter); Labels are "key=value"
+// selectors, all of which must match.
+type AppFilter struct {
+	Runtime, Cluster, Health, Sync, Project, Search string
+	Labels                                          []string
+}
+
+func (f AppFilter) store() (store.AppFilter, error) {
+	out := store.AppFilter{Runtime: f.Runtime, Cluster: f.Cluster, Health: f.Health, Sync: f.Sync, Project: f.Project, Search: f.Search}
+	if len(f.Labels) > MaxLabelSelectors {
+		return out, errdefs.Invalid("filter.labels", fmt.Sprintf("%d selectors", len(f.Labels)), fmt.Sprintf("are too many: use at most %d", MaxLabelSelectors))
+	}
+	for i, sel := range f.Labels {
+		k, v, ok := strings.Cut(sel, "=")
+		k = strings.TrimSpace(k)
+		if !ok || k == "" {
+			return out, errdefs.Invalid(fmt.Sprintf("filter.labels[%d]", i), sel, "is not a label selector: use key=value (team=payments)")
+		}
+		if out.Labels == nil {
+			out.Labels = map[string]string{}
+		}
+		if prev, dup := out.Labels[k]; dup && prev != strings.TrimSpace(v) {
+			return out, errdefs.Invalid(fmt.Sprintf("filter.labels[%d]", i), sel, fmt.Sprintf("contradicts %s=%s: a label has one value", k, prev))
+		}
+		out.Labels[k] = strings.TrimSpace(v)
+	}
+	return out, nil
+}
+
+// ListApplications returns p's account's applications that pass f, in the order their runtimes
+// first reported them.
+func (s *Service) ListApplications(ctx context.Context, p rbac.Principal, f AppFilter, page store.Page) ([]store.Application, error) {
+	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
+		return nil, err
+	}
+	sf, err := f.store()
+	if err != nil {
+		return nil, err
+	}
+	return s.db.ListApplications(ctx, p.AccountID, sf, page)
+}
+
+// GetApplication returns p's account's application name of the runtime with name or ID runtime.
+func (s *Service) GetApplication(ctx context.Context, p rbac.Principal, runtime, name string) (store.Application, error) {
+	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
+		return store.Application{}, err
+	}
+	return s.db.GetApplication(ctx, p.AccountID, runtime, name)
+}
+
+// ListSyncs returns the finished syncs of p's account's application app, newest first.
+func (s *Service) ListSyncs(ctx context.Context, p rbac.Principal, app store.Application, page store.Page) ([]store.ApplicationSync, error) {
+	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
+		return nil, err
+	}
+	return s.db.ListSyncs(ctx, p.AccountID, app.RuntimeID, app.Name, page)
+}
+
+// DecodeApplication returns the application a row holds, as its runtime reported it.
+func DecodeApplication(a store.Application) (runtimev1.Application, error) {
+	var out runtimev1.Application
+	if err := json.Unmarshal([]byte(a.Data), &out); err != nil {
+		return out, fmt.Errorf("application %s: stored state: %w", a.Name, err)
+	}
+	return out, nil
+}
+
+// DecodeSync returns the sync a record holds, as its runtime reported it.
+func DecodeSync(r store.ApplicationSync) runtimev1.SyncRecord {
+	var out runtimev1.SyncRecord
+	if json.Unmarshal([]byte(r.Detail), &out) != nil || out.ID == 0 {
+		// The columns hold the essentials should the detail not decode.
+		out = runtimev1.SyncRecord{ID: r.SyncID, Revision: r.Revision, Phase: r.Phase, Message: r.Message, InitiatedBy: r.InitiatedBy,
+			StartedAt: r.StartedAt, FinishedAt: r.FinishedAt}
+	}
+	return out
+}
+
+// TreeNode is a live object of an application's resource tree: a managed resource at the top,
+// the objects it owns below. It is the JSON the runtime's app-proxy answers.
+type TreeNode struct {
+	Group     string      `json:"group,omitempty"`
+	Version   string      `json:"version"`
+	Kind      string      `json:"kind"`
+	Namespace string      `json:"namespace,omitempty"`
+	Name      string      `json:"name"`
+	UID       string      `json:"uid"`
+	Health    TreeHealth  `json:"health"`
+	Sync      string      `json:"sync,omitempty"`
+	CreatedAt time.Time   `json:"createdAt"`
+	Images    []string    `json:"images,omitempty"`
+	Children  []*TreeNode `json:"children,omitempty"`
+}
+
+// TreeHealth is a live object's health.
+type TreeHealth struct {
+	Status  string `json:"status"`
+	Message string `json:"message,omitempty"`
+}
+
+// Tree reads the live resource tree of p's account's application app from its runtime's
+// app-proxy, through the tunnel, as p. A runtime without a tunnel is ErrDisconnected.
+func (s *Service) Tree(ctx context.Context, p rbac.Principal, app store.Application) ([]*TreeNode, error) {
+	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
+		return nil, err
+	}
+	if app.AccountID != p.AccountID {
+		return nil, fmt.Errorf("application %s: %w", app.Name, errdefs.ErrNotFound)
+	}
+	var out struct {
+		Items []*TreeNode `json:"items"`
+	}
+	path := "/app-proxy/api/v1/applications/" + url.PathEscape(app.Name) + "/tree"
+	if err := s.callRuntime(ctx, p, app.AccountID, app.RuntimeID, app.Runtime, http.MethodGet, path, nil, &out, maxTreeBytes, treeTimeout); err != nil {
+		return nil, fmt.Errorf("resource tree of %s: %w", app.Name, err)
+	}
+	if out.Items == nil {
+		out.Items = []*TreeNode{}
+	}
+	return out.Items, nil
+}
+
+// callRuntime sends a request to a runtime's app-proxy through the tunnel as p and decodes
+// the JSON answer into out (when not nil). The runtime's error body becomes the error.
+func (s *Service) callRuntime(ctx context.Context, p rbac.Principal, accountID, runtimeID, runtimeName, method, path string, body any, out any, maxBytes int64, timeout time.Duration) error {
+	if s.tunnel == nil {
+		return fmt.Errorf("runtime %s: this server reaches no runtimes: %w", runtimeName, errdefs.ErrUnavailable)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var rd io.Reader = http.NoBody
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = strings.NewReader(string(b))
+	}
+	req, err := http.NewRequestWithContext(ctx, method, path, rd)
+	if err != nil {
+		return err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := s.tunnel.Do(ctx, tunnel.Runtime{ID: runtimeID, AccountID: accountID, Name: runtimeName}, p, req)
+	if errors.Is(err, tunnel.ErrNotConnected) {
+		return &kindError{fmt.Sprintf("runtime %s is disconnected: this is live data, read from the runtime; retry when it reconnects", runtimeName),
+			[]error{ErrDisconnected, errdefs.ErrUnavailable}}
+	}
+	if err != nil {
+		return fmt.Errorf("runtime %s: %w", runtimeName, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return runtimeError(runtimeName, resp)
+	}
+	if out == nil {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+		return nil
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxBytes+1))
+	if err != nil {
+		return fmt.Errorf("runtime %s: read the answer: %w: %w", runtimeName, errdefs.ErrUnavailable, err)
+	}
+	if int64(len(b)) > maxBytes {
+		return fmt.Errorf("runtime %s: the answer is larger than %d bytes: %w", runtimeName, maxBytes, errdefs.ErrUnavailable)
+	}
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("runtime %s: the answer is not the JSON expected: %v: %w", runtimeName, err, errdefs.ErrUnavailable)
+	}
+	return nil
+}
+
+// runtimeError turns a runtime's error answer ({"error": {"code", "message"}}) into an error
+// of the same kind.
+func runtimeError(name string, resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	var eb struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	msg := strings.TrimSpace(string(b))
+	if json.Unmarshal(b, &eb) == nil && eb.Error.Message != "" {
+		msg = eb.Error.Message
+	}
+	if len(msg) > 500 {
+		msg = msg[:500] + "…"
+	}
+	kind := errdefs.ErrUnavailable
+	switch resp.StatusCode {
+	case http.StatusNotFound:
+		kind = errdefs.ErrNotFound
+	case http.StatusForbidden:
+		kind = errdefs.ErrForbidden
+	case http.StatusBadRequest:
+		kind = errdefs.ErrInvalid
+	}
+	return &kindError{fmt.Sprintf("runtime %s answered %d: %s", name, resp.StatusCode, msg), []error{kind}}
+}

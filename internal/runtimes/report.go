@@ -1,0 +1,403 @@
+package runtimes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/freshet-dev/freshet/api/runtimev1"
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/events"
+	"github.com/freshet-dev/freshet/internal/store"
+)
+
+// Limits of one report (runtimev1.ReportRequest). A runtime with more to say sends several
+// reports; a snapshot must fit in one.
+const (
+	// MaxReportBytes bounds a report's encoded body.
+	MaxReportBytes = 32 << 20
+	// MaxReportEvents bounds a report's events.
+	MaxReportEvents = 1000
+	// MaxReportApplications bounds a report's (snapshot's) applications.
+	MaxReportApplications = 10000
+	// MaxApplicationBytes bounds one application, encoded as JSON.
+	MaxApplicationBytes = 1 << 20
+	// maxLabelKey and maxLabelValue bound a label (Kubernetes allows 253+1+63 and 63).
+	maxLabelKey   = 317
+	maxLabelValue = 253
+)
+
+// The bus event of a finished sync.
+const (
+	EventDomain       = "gitops"
+	EventSyncFinished = "sync-finished"
+)
+
+// SyncFinished is published on freshet.<account>.gitops.sync-finished for every finished sync
+// that was not a dry run: a deployment. Project, repository and destination are the
+// application's when the control plane knew it at the time.
+type SyncFinished struct {
+	AccountID     string            `json:"accountId"`
+	RuntimeID     string            `json:"runtimeId"`
+	Runtime       string            `json:"runtime"`
+	Application   string            `json:"application"`
+	Project       string            `json:"project,omitempty"`
+	RepoURL       string            `json:"repoUrl,omitempty"`
+	DestServer    string            `json:"destServer,omitempty"`
+	DestName      string            `json:"destName,omitempty"`
+	DestNamespace string            `json:"destNamespace,omitempty"`
+	SyncID        int64             `json:"syncId"`
+	Revision      string            `json:"revision"`
+	Phase         string            `json:"phase"`
+	Message       string            `json:"message,omitempty"`
+	InitiatedBy   string            `json:"initiatedBy"`
+	Commit        *runtimev1.Commit `json:"commit,omitempty"`
+	StartedAt     time.Time         `json:"startedAt"`
+	FinishedAt    time.Time         `json:"finishedAt"`
+}
+
+// preparedReport is a validated report turned into store rows; account and runtime are filled
+// in when it is applied.
+type preparedReport struct {
+	snapshot bool
+	apps     []store.Application
+	events   []preparedEvent
+}
+
+type preparedEvent struct {
+	typ  string
+	app  string
+	row  store.Application      // AppChanged, HealthChanged
+	sync *runtimev1.SyncRecord  // SyncStarted, SyncFinished
+	rec  *store.ApplicationSync // SyncFinished of a real (numbered, not dry-run) sync
+}
+
+var eventTypes = []string{runtimev1.AppChanged, runtimev1.AppDeleted, runtimev1.SyncStarted, runtimev1.SyncFinished, runtimev1.HealthChanged}
+
+// prepareReport validates req and converts it. Errors are *errdefs.FieldError naming the
+// field (applications[3].name, events[7].type), the value and what would be valid.
+func prepareReport(req *runtimev1.ReportRequest) (preparedReport, error) {
+	out := preparedReport{snapshot: req.Snapshot}
+	if n := len(req.Events); n > MaxReportEvents {
+		return out, errdefs.Invalid("events", fmt.Sprintf("%d events", n), fmt.Sprintf("are too many: send at most %d per report", MaxReportEvents))
+	}
+	if n := len(req.Applications); n > MaxReportApplications {
+		return out, errdefs.Invalid("applications", fmt.Sprintf("%d applications", n), fmt.Sprintf("are too many: a report holds at most %d", MaxReportApplications))
+	}
+	seen := make(map[string]int, len(req.Applications))
+	for i := range req.Applications {
+		field := fmt.Sprintf("applications[%d]", i)
+		row, err := appRow(field, &req.Applications[i])
+		if err != nil {
+			return out, err
+		}
+		if j, dup := seen[row.Name]; dup {
+			return out, errdefs.Invalid(field+".name", row.Name, fmt.Sprintf("is the name of applications[%d] too: each application appears once", j))
+		}
+		seen[row.Name] = i
+		out.apps = append(out.apps, row)
+	}
+	for i := range req.Events {
+		ev := &req.Events[i]
+		field := fmt.Sprintf("events[%d]", i)
+		if err := checkName(field+".app", ev.App); err != nil {
+			return out, err
+		}
+		pe := preparedEvent{typ: ev.Type, app: ev.App}
+		switch ev.Type {
+		case runtimev1.AppChanged, runtimev1.HealthChanged:
+			if ev.Application == nil {
+				return out, errdefs.Invalid(field+".application", "", "is required for "+ev.Type+": the application's new state")
+			}
+			if ev.Application.Name == "" {
+				ev.Application.Name = ev.App
+			}
+			if ev.Application.Name != ev.App {
+				return out, errdefs.Invalid(field+".application.name", ev.Application.Name, fmt.Sprintf("differs from %s.app %q: an event is about one application", field, ev.App))
+			}
+			row, err := appRow(field+".application", ev.Application)
+			if err != nil {
+				return out, err
+			}
+			pe.row = row
+		case runtimev1.AppDeleted:
+		case runtimev1.SyncStarted, runtimev1.SyncFinished:
+			s := ev.Sync
+			if s == nil {
+				return out, errdefs.Invalid(field+".sync", "", "is required for "+ev.Type+": the sync operation")
+			}
+			if s.ID < 0 || s.ID > math.MaxInt32 {
+				return out, errdefs.Invalid(field+".sync.id", fmt.Sprint(s.ID), fmt.Sprintf("is not a sync ID: use 1 to %d (0 for dry runs)", math.MaxInt32))
+			}
+			pe.sync = s
+			if ev.Type == runtimev1.SyncFinished && s.ID > 0 && !s.DryRun {
+				detail, err := json.Marshal(s)
+				if err != nil {
+					return out, errdefs.Invalid(field+".sync", "", "cannot be encoded: "+err.Error())
+				}
+				if len(detail) > MaxApplicationBytes {
+					return out, errdefs.Invalid(field+".sync", fmt.Sprintf("%d bytes", len(detail)), fmt.Sprintf("is too large: at most %d bytes encoded", MaxApplicationBytes))
+				}
+				rec := &store.ApplicationSync{App: ev.App, SyncID: s.ID, Revision: noNUL(s.Revision), Phase: noNUL(s.Phase), Message: noNUL(s.Message),
+					InitiatedBy: noNUL(s.InitiatedBy), StartedAt: s.StartedAt, FinishedAt: s.FinishedAt, Detail: string(detail)}
+				if c := s.Commit; c != nil {
+					rec.CommitAuthor, rec.CommitMessage, rec.CommitTime = noNUL(c.Author), noNUL(c.Message), c.Time
+				}
+				pe.rec = rec
+			}
+		default:
+			return out, errdefs.Invalid(field+".type", ev.Type, "is not an event type: use "+strings.Join(eventTypes, ", "))
+		}
+		out.events = append(out.events, pe)
+	}
+	return out, nil
+}
+
+// checkName checks an application name: a Kubernetes object name (DNS-1123 subdomain).
+func checkName(field, name string) error {
+	if name == "" {
+		return errdefs.Invalid(field, "", "is required: the application's name")
+	}
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		return errdefs.Invalid(field, name, "is not an application name: "+strings.Join(msgs, "; "))
+	}
+	return nil
+}
+
+// appRow validates an application and makes its row (without account and runtime).
+func appRow(field string, a *runtimev1.Application) (store.Application, error) {
+	if err := checkName(field+".name", a.Name); err != nil {
+		return store.Application{}, err
+	}
+	for _, k := range slices.Sorted(maps.Keys(a.Labels)) { // the first bad label, always the same one
+		v := a.Labels[k]
+		lf := field + ".labels[" + k + "]"
+		switch {
+		case k == "" || len(k) > maxLabelKey || strings.ContainsAny(k, "=,") || hasSpaceOrControl(k):
+			return store.Application{}, errdefs.Invalid(lf, k, fmt.Sprintf("is not a label key: use 1 to %d characters without spaces, '=' or ','", maxLabelKey))
+		case len(v) > maxLabelValue || hasControl(v):
+			return store.Application{}, errdefs.Invalid(lf, v, fmt.Sprintf("is not a label value: use at most %d characters without control characters", maxLabelValue))
+		}
+	}
+	data, err := json.Marshal(a)
+	if err != nil {
+		return store.Application{}, errdefs.Invalid(field, a.Name, "cannot be encoded: "+err.Error())
+	}
+	if len(data) > MaxApplicationBytes {
+		return store.Application{}, errdefs.Invalid(field, fmt.Sprintf("%s: %d bytes", a.Name, len(data)), fmt.Sprintf("is too large: an application is at most %d bytes encoded", MaxApplicationBytes))
+	}
+	c := noNUL
+	return store.Application{Name: a.Name, Project: c(a.Project), RepoURL: c(a.RepoURL), Path: c(a.Path), TargetRevision: c(a.TargetRevision),
+		DestServer: c(a.DestServer), DestName: c(a.DestName), DestNamespace: c(a.DestNamespace), Sync: c(a.Sync), Health: c(a.Health),
+		HealthMessage: c(a.HealthMessage), Revision: c(a.Revision), Labels: a.Labels, Data: string(data)}, nil
+}
+
+// noNUL drops NUL characters, which PostgreSQL cannot store in text, from a column's copy of
+// a reported value (the JSON of the whole keeps them, escaped).
+func noNUL(s string) string { return strings.ReplaceAll(s, "\x00", "") }
+
+func hasControl(s string) bool { return strings.IndexFunc(s, unicode.IsControl) >= 0 }
+
+func hasSpaceOrControl(s string) bool {
+	return strings.IndexFunc(s, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0
+}
+
+// Report applies a runtime's report, in one transaction: with Snapshot, Applications become
+// the runtime's whole set; then each event in order (AppChanged and HealthChanged set the
+// application's state, AppDeleted forgets it and its syncs, SyncStarted and SyncFinished set
+// its operation, and a finished numbered sync that was not a dry run is recorded and
+// published once). rt is the runtime the token belongs to: a report changes that runtime's
+// applications only. Each application is written once, in its state after the whole report,
+// and only when that differs from what is stored: a report applied twice changes nothing the
+// second time. It returns how many applications and events it accepted; invalid input changes
+// nothing.
+func (s *Service) Report(ctx context.Context, rt store.Runtime, req runtimev1.ReportRequest) (int, error) {
+	rep, err := prepareReport(&req)
+	if err != nil {
+		return 0, err
+	}
+	now := s.now()
+	published := 0
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		published = 0
+		st := &reportState{tx: tx, rt: rt, snapshot: rep.snapshot, apps: map[string]*appState{}}
+		for _, a := range rep.apps {
+			st.set(a)
+		}
+		for _, ev := range rep.events {
+			switch ev.typ {
+			case runtimev1.AppChanged, runtimev1.HealthChanged:
+				st.set(ev.row)
+			case runtimev1.AppDeleted:
+				if _, err := tx.DeleteApplication(ctx, rt.AccountID, rt.ID, ev.app); err != nil {
+					return err
+				}
+				st.put(ev.app, &appState{})
+			case runtimev1.SyncStarted, runtimev1.SyncFinished:
+				a, err := st.get(ctx, ev.app)
+				if err != nil {
+					return err
+				}
+				if err := a.setOperation(ev.sync, ev.typ == runtimev1.SyncFinished); err != nil {
+					return err
+				}
+				if ev.rec == nil {
+					continue
+				}
+				rec := *ev.rec
+				rec.AccountID, rec.RuntimeID = rt.AccountID, rt.ID
+				isNew, err := tx.RecordSync(ctx, rec)
+				if err != nil {
+					return err
+				}
+				if isNew {
+					if err := queueSyncFinished(ctx, tx, rt, a, ev.sync, rec, now); err != nil {
+						return err
+					}
+					published++
+				}
+			}
+		}
+		return st.write(ctx, now)
+	})
+	if err != nil {
+		return 0, err
+	}
+	if published > 0 && s.onEvents != nil {
+		s.onEvents()
+	}
+	return len(rep.apps) + len(rep.events), nil
+}
+
+// reportState is the applications a report touches, as the report leaves them.
+type reportState struct {
+	tx       *store.Tx
+	rt       store.Runtime
+	snapshot bool
+	apps     map[string]*appState
+	order    []string // names in the order the report first mentions them
+}
+
+type appState struct {
+	row    store.Application
+	exists bool
+	dirty  bool // differs from the stored row (or may: the write compares)
+	app    *runtimev1.Application
+}
+
+func (st *reportState) set(row store.Application) {
+	st.put(row.Name, &appState{row: row, exists: true, dirty: true})
+}
+
+func (st *reportState) put(name string, a *appState) {
+	if _, ok := st.apps[name]; !ok {
+		st.order = append(st.order, name)
+	}
+	st.apps[name] = a
+}
+
+// get returns an application's state, loading it when the report has not touched it yet. With
+// a snapshot, an application not in it does not exist.
+func (st *reportState) get(ctx context.Context, name string) (*appState, error) {
+	if a, ok := st.apps[name]; ok {
+		return a, nil
+	}
+	a := &appState{}
+	if !st.snapshot {
+		row, err := st.tx.GetApplication(ctx, st.rt.AccountID, st.rt.ID, name)
+		switch {
+		case err == nil:
+			a.row, a.exists = row, true
+		case !errors.Is(err, errdefs.ErrNotFound):
+			return nil, err
+		}
+	}
+	st.put(name, a)
+	return a, nil
+}
+
+// setOperation makes sync the application's operation, unless its operation is newer (a report
+// sent again after later ones). An application not known (yet) is left to its AppChanged event.
+func (a *appState) setOperation(sync *runtimev1.SyncRecord, finished bool) error {
+	if !a.exists {
+		return nil
+	}
+	if a.app == nil {
+		var v runtimev1.Application
+		if err := json.Unmarshal([]byte(a.row.Data), &v); err != nil {
+			return fmt.Errorf("application %s: stored state: %w", a.row.Name, err)
+		}
+		a.app = &v
+	}
+	if op := a.app.Operation; op != nil {
+		// A started sync replaces only an older operation; a finished one also its own start.
+		if op.StartedAt.After(sync.StartedAt) || (!finished && op.StartedAt.Equal(sync.StartedAt)) {
+			return nil
+		}
+	}
+	a.app.Operation = sync
+	data, err := json.Marshal(a.app)
+	if err != nil {
+		return err
+	}
+	if len(data) > MaxApplicationBytes {
+		return errdefs.Invalid("sync", fmt.Sprintf("%d bytes", len(data)), fmt.Sprintf("makes application %s too large: at most %d bytes encoded", a.row.Name, MaxApplicationBytes))
+	}
+	a.row.Data, a.dirty = string(data), true
+	return nil
+}
+
+// write stores every application in its final state; with a snapshot, the runtime's other
+// applications are deleted.
+func (st *reportState) write(ctx context.Context, now time.Time) error {
+	var final []store.Application
+	for _, name := range st.order {
+		if a := st.apps[name]; a.exists && (a.dirty || st.snapshot) {
+			a.row.AccountID, a.row.RuntimeID, a.row.UpdatedAt = st.rt.AccountID, st.rt.ID, now
+			final = append(final, a.row)
+		}
+	}
+	if st.snapshot {
+		_, err := st.tx.ReplaceApplications(ctx, st.rt.AccountID, st.rt.ID, final)
+		return err
+	}
+	for _, a := range final {
+		if _, err := st.tx.UpsertApplication(ctx, a); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// queueSyncFinished writes the sync's bus event to the outbox, in the report's transaction.
+func queueSyncFinished(ctx context.Context, tx *store.Tx, rt store.Runtime, a *appState, sync *runtimev1.SyncRecord, rec store.ApplicationSync, now time.Time) error {
+	ev := SyncFinished{AccountID: rt.AccountID, RuntimeID: rt.ID, Runtime: rt.Name, Application: rec.App, SyncID: rec.SyncID,
+		Revision: sync.Revision, Phase: sync.Phase, Message: sync.Message, InitiatedBy: sync.InitiatedBy, Commit: sync.Commit,
+		StartedAt: sync.StartedAt, FinishedAt: sync.FinishedAt}
+	if a.exists {
+		r := a.row
+		ev.Project, ev.RepoURL, ev.DestServer, ev.DestName, ev.DestNamespace = r.Project, r.RepoURL, r.DestServer, r.DestName, r.DestNamespace
+	}
+	payload, err := json.Marshal(ev)
+	if err != nil {
+		return err
+	}
+	return tx.InsertOutbox(ctx, store.OutboxMessage{
+		AccountID: rt.AccountID,
+		Subject:   events.DomainSubject(rt.AccountID, EventDomain, EventSyncFinished),
+		// The sync's identity: the runtime's ID of it and when it started (a runtime's
+		// history starts again at 1 when an application is created anew).
+		Key:       fmt.Sprintf("%s-%s/%s/%s/%d/%d", EventDomain, EventSyncFinished, rt.ID, rec.App, rec.SyncID, rec.StartedAt.UnixMicro()),
+		Payload:   string(payload),
+		CreatedAt: now,
+	})
+}
