@@ -247,6 +247,9 @@ func (r *Runtime) sendReport(ctx context.Context, req runtimev1.ReportRequest) e
 	creq := connect.NewRequest(&req)
 	creq.Header().Set("Authorization", "Bearer "+r.opts.Token)
 	_, err := r.report.CallUnary(ctx, creq)
+	if c := connect.CodeOf(err); c == connect.CodeInvalidArgument || c == connect.CodeResourceExhausted {
+		return fmt.Errorf("%w: %w", host.ErrReportRejected, err)
+	}
 	return err
 }
 

@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -25,6 +26,10 @@ const (
 	// maxSyncChanges resources are listed per reported sync.
 	maxSyncChanges = 50
 )
+
+// ErrReportRejected is what a Sink returns when the control plane refused a report as invalid:
+// the reporter drops it instead of retrying.
+var ErrReportRejected = errors.New("report rejected")
 
 // reporter turns the engine's events into runtime reports and sends them in order, in
 // batches, retrying with backoff. The engine calls Report and never waits.
@@ -111,6 +116,12 @@ func (r *reporter) run(ctx context.Context, snapshot func() []runtimev1.Applicat
 			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			err := r.sink(cctx, req)
 			cancel()
+			if errors.Is(err, ErrReportRejected) {
+				// Sending it again would be refused again: drop it rather than block every
+				// later report behind it.
+				r.log.Error("the control plane refused a report; dropping it", "err", err, "events", n, "snapshot", snap)
+				err = nil
+			}
 			if err != nil {
 				wait := backoff/2 + rand.N(backoff/2+1)
 				r.log.Warn("reporting applications failed; retrying", "err", err, "in", wait.Round(time.Millisecond))
