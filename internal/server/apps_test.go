@@ -415,7 +415,7 @@ func TestRealRuntimeReportsApplications(t *testing.T) {
 
 	var logs lockedBuffer
 	a, err := agent.New(agent.Options{Server: s.URL, Token: reg.Token, AccessMode: "tunnel", Version: "test", DataDir: t.TempDir(),
-		InstallRepo: git.Repo{URL: "file://" + bare}}, nil, slog.New(slog.NewTextHandler(&logs, nil)))
+		InstallRepo: git.Repo{URL: "file://" + bare}, NoInCluster: true}, nil, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -440,5 +440,28 @@ func TestRealRuntimeReportsApplications(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "reporting applications failed") {
 		t.Fatalf("the runtime's reports failed:\n%s", logs.String())
+	}
+
+	// Changes made through the app-proxy are audited in the runtime's account; reads are not.
+	tok := adminToken(t, s)
+	for _, m := range []string{"GET", "POST"} {
+		path := "/runtimes/edge/app-proxy/api/v1/applications/web"
+		if m == "POST" {
+			path += "/refresh"
+		}
+		req, _ := http.NewRequest(m, s.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	evs, err := s.Admin.ListAudit(ctx, client.AuditFilter{Action: "runtime.app-proxy"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(evs.Items) != 1 || !strings.Contains(evs.Items[0].Detail, "POST /app-proxy/api/v1/applications/web/refresh") || evs.Items[0].ResourceID != reg.ID {
+		t.Errorf("audit of app-proxy changes: %+v", evs.Items)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strings"
 
 	"github.com/freshet-dev/freshet/internal/api/httpx"
 	"github.com/freshet-dev/freshet/internal/audit"
@@ -59,6 +60,31 @@ func (s *Server) newTunnel(log *slog.Logger) (*tunnel.Server, error) {
 			e.Account(rt.AccountID) // recorded in the runtime's account, where its admins look
 			e.Detail("%s %s", r.Method, r.URL.Path)
 			s.audit.Finish(r.Context(), e, err)
+		},
+		// Every change made through a runtime's app-proxy (a sync, a rollback, an app created)
+		// is audited in the runtime's account; reads are not.
+		OnAnswered: func(r *http.Request, rt tunnel.Runtime, status int) {
+			switch r.Method {
+			case http.MethodGet, http.MethodHead, http.MethodOptions:
+				return
+			}
+			p, err := httpx.Principal(r.Context())
+			if err != nil {
+				return // a request forwarded by another replica: that replica records it
+			}
+			e := audit.Start(r.Context(), p, "runtime.app-proxy", "runtime", rt.ID)
+			e.Account(rt.AccountID)
+			path := strings.TrimPrefix(r.URL.Path, "/runtimes/"+rt.Name)
+			path = strings.TrimPrefix(path, "/runtimes/"+rt.ID)
+			e.Detail("%s %s → %d", r.Method, path, status)
+			var result error
+			switch {
+			case status == http.StatusForbidden || status == http.StatusUnauthorized:
+				result = fmt.Errorf("the runtime answered %d: %w", status, errdefs.ErrForbidden)
+			case status >= 400:
+				result = fmt.Errorf("the runtime answered %d", status)
+			}
+			s.audit.Finish(r.Context(), e, result)
 		},
 		OnRejected: func(r *http.Request, err error) {
 			log.Warn("tunnel handshake refused", "remote", httpx.ClientIP(r), "err", err)

@@ -394,6 +394,9 @@ func (s *Server) roundTripFailed(w http.ResponseWriter, r *http.Request, ctx con
 // so a truncated body never looks complete.
 func (s *Server) copyResponse(w http.ResponseWriter, r *http.Request, rt Runtime, resp *http.Response) {
 	defer resp.Body.Close()
+	if s.opts.OnAnswered != nil {
+		s.opts.OnAnswered(r, rt, resp.StatusCode)
+	}
 	dst := w.Header()
 	named := connectionTokens(resp.Header)
 	for k, vv := range resp.Header {

@@ -118,6 +118,10 @@ type Options struct {
 	OnRejected func(r *http.Request, err error)
 	// OnDenied is called when Authorize refused a proxied request, for audit. It must not block.
 	OnDenied func(r *http.Request, rt Runtime, err error)
+	// OnAnswered is called when the runtime answered a proxied request, with the status,
+	// before the body is copied (for audit of the changes made through the tunnel). It must
+	// not block.
+	OnAnswered func(r *http.Request, rt Runtime, status int)
 	// OnConnect and OnDisconnect are called when a runtime's tunnel connections on this
 	// replica change, with the count after the change (0: disconnected from this replica).
 	// They must not block.
