@@ -101,6 +101,11 @@ func readError(resp *http.Response) error {
 }
 
 func (c *Client) do(ctx context.Context, method, path string, query url.Values, in, out any) error {
+	return c.doWith(ctx, method, path, query, nil, in, out)
+}
+
+// doWith is do with extra request headers.
+func (c *Client) doWith(ctx context.Context, method, path string, query url.Values, header http.Header, in, out any) error {
 	if len(query) > 0 {
 		path += "?" + query.Encode()
 	}
@@ -118,6 +123,9 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 	}
 	if in != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"time"
 )
 
 // GitSource is a directory of Applications in a repository that a runtime loads
@@ -68,4 +69,30 @@ func (c *Client) PutGitSource(ctx context.Context, runtime string, g GitSource, 
 // DeleteGitSource removes a Git Source; its applications go with it.
 func (c *Client) DeleteGitSource(ctx context.Context, runtime, name string) error {
 	return c.do(ctx, http.MethodDelete, gitSourcesPath(runtime)+"/"+url.PathEscape(name), nil, nil, nil)
+}
+
+// ProviderRepo is a repository a git provider lists.
+type ProviderRepo struct {
+	Name          string    `json:"name"`
+	FullName      string    `json:"fullName"`
+	CloneURL      string    `json:"cloneUrl"`
+	SSHURL        string    `json:"sshUrl,omitempty"`
+	DefaultBranch string    `json:"defaultBranch,omitempty"`
+	Private       bool      `json:"private"`
+	UpdatedAt     time.Time `json:"updatedAt,omitzero"`
+}
+
+// ListProviderRepos asks a runtime to list repositories through a git provider's API
+// (github, gitlab or gitea; baseURL for self-hosted ones), with token used for that call only.
+func (c *Client) ListProviderRepos(ctx context.Context, runtime, provider, baseURL, owner, token string) (List[ProviderRepo], error) {
+	var out List[ProviderRepo]
+	q := url.Values{"provider": {provider}}
+	if baseURL != "" {
+		q.Set("baseURL", baseURL)
+	}
+	if owner != "" {
+		q.Set("owner", owner)
+	}
+	err := c.doWith(ctx, http.MethodGet, "/runtimes/"+url.PathEscape(runtime)+"/app-proxy/api/v1/git/repositories", q, http.Header{"X-Git-Token": {token}}, nil, &out)
+	return out, err
 }

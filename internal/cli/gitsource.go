@@ -139,6 +139,33 @@ func (a *app) gitSourceCommand() *cobra.Command {
 			fmt.Fprintf(a.stdout, "Git Source %s deleted.\n", args[0])
 			return nil
 		}}
-	cmd.AddCommand(create, edit, list, get, del)
+	var provider, apiURL, owner, token, rout string
+	repos := &cobra.Command{Use: "repos --provider github|gitlab|gitea [--owner O] [--api-url U]",
+		Short: "List repositories through a git provider's API (the runtime calls it with your token, which it does not keep)", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if token == "" {
+				token = os.Getenv("FRESHET_GIT_PROVIDER_TOKEN")
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			l, err := c.ListProviderRepos(cmd.Context(), runtime, provider, apiURL, owner, token)
+			if err != nil {
+				return err
+			}
+			return printData(a.stdout, rout, l.Items, func(tw *tabwriter.Writer) {
+				row(tw, "REPOSITORY", "CLONE URL", "DEFAULT BRANCH", "PRIVATE")
+				for _, r := range l.Items {
+					row(tw, r.FullName, r.CloneURL, r.DefaultBranch, fmt.Sprint(r.Private))
+				}
+			})
+		}}
+	repos.Flags().StringVar(&provider, "provider", "github", "github, gitlab or gitea")
+	repos.Flags().StringVar(&apiURL, "api-url", "", "the provider's API base URL (self-hosted GitLab or Gitea; GitHub Enterprise: https://HOST/api/v3)")
+	repos.Flags().StringVar(&owner, "owner", "", "organisation, group or user (default: the repositories the token's user can access)")
+	repos.Flags().StringVar(&token, "git-token", "", "personal access token of the provider (env FRESHET_GIT_PROVIDER_TOKEN)")
+	addOutputFlag(repos, &rout)
+	cmd.AddCommand(create, edit, list, get, del, repos)
 	return cmd
 }

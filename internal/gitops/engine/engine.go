@@ -365,6 +365,9 @@ func (e *Engine) Refresh(ctx context.Context, name string, hard bool) (AppStatus
 		}
 	}
 	status, _ := e.refresh(ctx, st, hard)
+	// Automation (auto-sync, self-heal) runs in the reconcile loop: queue the app, so a new
+	// commit found by this refresh is synced as Argo CD does after a refresh.
+	e.queue.Add(name)
 	return status, nil
 }
 

@@ -19,6 +19,9 @@ import (
 // APIPrefix is where the applications API is mounted on the app-proxy.
 const APIPrefix = "/app-proxy/api/v1/"
 
+// GitTokenHeader carries the caller's git provider token for GET git/repositories.
+const GitTokenHeader = "X-Git-Token"
+
 // maxBody bounds request bodies (an Application is at most 1 MiB, as the decoder's limit).
 const maxBody = 1 << 20
 
@@ -171,6 +174,11 @@ func (h *Host) routes(mux *http.ServeMux) {
 	handle("GET "+APIPrefix+"git-sources/{name}", func(r *http.Request) (int, any, error) { return ok(h.GitSource(r.PathValue("name"))) })
 	handle("DELETE "+APIPrefix+"git-sources/{name}", func(r *http.Request) (int, any, error) {
 		return none(h.DeleteGitSource(r.Context(), callerOf(r), r.PathValue("name")))
+	})
+	handle("GET "+APIPrefix+"git/repositories", func(r *http.Request) (int, any, error) {
+		q := r.URL.Query()
+		repos, err := h.ProviderRepos(r.Context(), q.Get("provider"), q.Get("baseURL"), q.Get("owner"), r.Header.Get(GitTokenHeader))
+		return ok(items(nonNil(repos)), err)
 	})
 	handle("GET "+APIPrefix+"clusters", func(*http.Request) (int, any, error) { return ok(items(h.Clusters()), nil) })
 	handle("POST "+APIPrefix+"clusters", func(r *http.Request) (int, any, error) {

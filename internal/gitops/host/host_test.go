@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -494,6 +495,27 @@ func TestGitSource(t *testing.T) {
 	appsRepo.Commit("main", map[string]string{"prod/three.yaml": noDest("gs-three")}, "three")
 	w.call("member", "POST", "notify", fmt.Sprintf(`{"repoURL": %q, "revision": "main"}`, appsRepo.URL()), nil)
 	w.waitApp("gs-three", func(engine.AppStatus) bool { return true })
+
+	// Picking a repository: the runtime lists them through the provider's API with the
+	// caller's token (a recorded Gitea answer here).
+	gitea := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "token gt-1" {
+			rw.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		b, _ := os.ReadFile("../providers/testdata/gitea-repos.json")
+		rw.Write(b)
+	}))
+	defer gitea.Close()
+	req := httptest.NewRequest("GET", host.APIPrefix+"git/repositories?provider=gitea&baseURL="+gitea.URL, nil)
+	req.Header.Set(wire.HeaderAccount, "acc-1")
+	req.Header.Set(wire.HeaderRole, "viewer")
+	req.Header.Set(host.GitTokenHeader, "gt-1")
+	rec := httptest.NewRecorder()
+	w.api.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"cloneUrl":"https://gitea.example.com/ops/gitops.git"`) {
+		t.Errorf("provider repositories: %d %s", rec.Code, rec.Body.String())
+	}
 
 	// Deleting the source removes its apps (their resources stay: no finalizer).
 	if code := w.call("member", "DELETE", "git-sources/apps", "", nil); code != http.StatusNoContent {

@@ -15,6 +15,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/gitops/app"
 	"github.com/freshet-dev/freshet/internal/gitops/engine"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
+	"github.com/freshet-dev/freshet/internal/gitops/providers"
 )
 
 // The operations below are what both the REST API (api.go) and the GraphQL API (graphql.go)
@@ -292,6 +293,16 @@ func (h *Host) DeleteGitSource(ctx context.Context, c Caller, name string) error
 		return err
 	}
 	return h.Load(ctx)
+}
+
+// ProviderRepos lists repositories through a git provider's API with the caller's token (used
+// for this call only, never kept): for picking a Git Source's or an application's repository.
+func (h *Host) ProviderRepos(ctx context.Context, provider, baseURL, owner, token string) ([]providers.Repo, error) {
+	c, err := providers.New(provider, baseURL, token, nil)
+	if err != nil {
+		return nil, err
+	}
+	return c.ListRepos(ctx, owner)
 }
 
 // AddedCluster is what AddCluster answers.
