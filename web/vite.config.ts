@@ -6,9 +6,10 @@ import { sizeReport } from './build/size-report.ts';
 
 // The Go server the dev and preview servers send API calls to (see docs/webui.md).
 const api = process.env.FRESHET_API ?? 'http://127.0.0.1:8080';
-// Regexes, not prefixes: a plain '/api' would also take the UI's own /api-keys page.
+// Regexes, not prefixes: a plain '/api' would also take the UI's own /api-keys page, and
+// /runtimes and /runtimes/NAME are UI pages while /runtimes/NAME/app-proxy/… is a runtime's API.
 const proxy = Object.fromEntries(
-  ['^/api(/|$)', '^/healthz$', '^/readyz$', '^/metrics$'].map((p) => [p, { target: api, changeOrigin: false }]),
+  ['^/api(/|$)', '^/healthz$', '^/readyz$', '^/metrics$', '^/runtimes/[^/]+/app-proxy(/|$)'].map((p) => [p, { target: api, changeOrigin: false }]),
 );
 const outDir = resolve(import.meta.dirname, '../internal/webui/dist');
 

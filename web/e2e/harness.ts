@@ -1,8 +1,10 @@
 // Starts what the browser test needs: a real `freshet up` on a free loopback port with a temp
 // data dir, optionally a Vite preview server in front of it (until the Go server mounts the
-// UI), and headless Debian chromium through playwright-core. Every wait is bounded.
+// UI), a loopback Kubernetes cluster (hack/devcluster) and a git repository for the GitOps
+// part when the cluster's binaries are built, and headless Debian chromium through
+// playwright-core. Every wait is bounded.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -79,12 +81,17 @@ function stopper(proc: ChildProcess, cleanup?: () => void): () => Promise<void> 
   };
 }
 
-/** Starts `freshet up` with a new data dir; the first admin gets ADMIN_PASSWORD. */
-export async function startFreshet(bin: string): Promise<Running> {
+/**
+ * Starts `freshet up` with a new data dir; the first admin gets ADMIN_PASSWORD. With a
+ * kubeconfig, its runtime `local` deploys applications to that cluster.
+ */
+export async function startFreshet(bin: string, opts: { kubeconfig?: string } = {}): Promise<Running> {
   const dataDir = mkdtempSync(join(tmpdir(), 'freshet-e2e-data-'));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const proc = spawn(bin, ['up', '--data-dir', dataDir, '--listen', `127.0.0.1:${port}`], {
+  const args = ['up', '--data-dir', dataDir, '--listen', `127.0.0.1:${port}`];
+  if (opts.kubeconfig) args.push('--kubeconfig', opts.kubeconfig);
+  const proc = spawn(bin, args, {
     env: { ...process.env, FRESHET_ADMIN_PASSWORD: ADMIN_PASSWORD, FRESHET_WEBUI_DEV: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -154,4 +161,93 @@ export async function pool<T>(items: T[], n: number, fn: (t: T) => Promise<void>
       while (i < items.length) await fn(items[i++]);
     }),
   );
+}
+
+// ─── Loopback Kubernetes and a git repository, for the applications pages ───
+
+/** A running cluster for `freshet up --kubeconfig`. */
+export interface Kube {
+  kubeconfig: string;
+  stop: () => Promise<void>;
+}
+
+const DEVCLUSTER_NAME = 'webui-e2e';
+/** The devcluster tool's exit code for "binaries not built" (hack/devcluster/main.go). */
+const DEVCLUSTER_NO_BINARIES = 3;
+
+function run(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv; timeout?: number } = {}) {
+  const r = spawnSync(cmd, args, { cwd: opts.cwd, env: opts.env ?? process.env, encoding: 'utf8', timeout: opts.timeout ?? 120_000 });
+  return { status: r.status, stdout: r.stdout ?? '', stderr: (r.stderr ?? '') + (r.error ? String(r.error) : '') };
+}
+
+/**
+ * A loopback Kubernetes cluster, as the Go tests get one (internal/testenv/kube): the one of
+ * FRESHET_TEST_KUBECONFIG, or a devcluster instance started now (stopped by `stop`, and by the
+ * devcluster watchdog should this process die first). Without the devcluster binaries it
+ * answers why it skips, unless FRESHET_TEST_KUBE=1 (CI) forbids skipping; FRESHET_E2E_KUBE=0
+ * skips on purpose.
+ */
+export function startKube(tmp: string): Kube | { skip: string } {
+  if (process.env.FRESHET_E2E_KUBE === '0') return { skip: 'FRESHET_E2E_KUBE=0' };
+  if (process.env.FRESHET_TEST_KUBECONFIG) return { kubeconfig: process.env.FRESHET_TEST_KUBECONFIG, stop: async () => {} };
+  let tool = process.env.FRESHET_DEVCLUSTER_TOOL ?? '';
+  if (!tool) {
+    tool = join(tmp, 'devcluster');
+    const b = run('go', ['build', '-o', tool, '.'], { cwd: join(repoRoot, 'hack/devcluster'), env: { ...process.env, GOWORK: 'off', GOFLAGS: '-buildvcs=false' } });
+    if (b.status !== 0) throw new Error(`build the devcluster tool: ${b.stderr}`);
+  }
+  const env = { ...process.env, FRESHET_DEVCLUSTER_STATE: join(tmp, 'devcluster-state') };
+  const t = Date.now();
+  const up = run(tool, ['up', '--name', DEVCLUSTER_NAME, '--json', '--down-when-exits', String(process.pid)], { env, timeout: 240_000 });
+  const down = async () => {
+    const d = run(tool, ['down', '--name', DEVCLUSTER_NAME, '--purge'], { env, timeout: 60_000 });
+    if (d.status !== 0) log('devcluster down:', d.stderr.trim());
+  };
+  if (up.status === DEVCLUSTER_NO_BINARIES) {
+    // The tool says which binaries are missing and how to build them (make devcluster-build).
+    const why = `${up.stderr.trim().split('\n').pop() || 'the devcluster binaries are not built: make devcluster-build'} (or point FRESHET_TEST_KUBECONFIG at a cluster)`;
+    if (process.env.FRESHET_TEST_KUBE === '1') throw new Error(`${why} (FRESHET_TEST_KUBE=1 forbids skipping)`);
+    return { skip: why };
+  }
+  if (up.status !== 0) {
+    void down();
+    throw new Error(`devcluster up failed (status ${up.status}): ${up.stderr}`);
+  }
+  const kubeconfig = (JSON.parse(up.stdout) as { kubeconfig: string }).kubeconfig;
+  log(`devcluster ${DEVCLUSTER_NAME} up in ${((Date.now() - t) / 1000).toFixed(1)}s (${kubeconfig})`);
+  return { kubeconfig, stop: down };
+}
+
+/** A git repository the runtime can read (file://), with a working copy to commit to. */
+export interface GitRepo {
+  url: string;
+  /** Writes the files (path → content), commits them and pushes to the repository. */
+  commit: (files: Record<string, string>, message: string) => string;
+}
+
+export function gitRepo(dir: string): GitRepo {
+  const bare = join(dir, 'source.git');
+  const work = join(dir, 'source');
+  const git = (cwd: string, ...args: string[]) => {
+    const r = run('git', ['-c', 'user.name=E2E Tester', '-c', 'user.email=e2e@example.com', '-c', 'init.defaultBranch=main', ...args], { cwd });
+    if (r.status !== 0) throw new Error(`git ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout.trim();
+  };
+  mkdirSync(work, { recursive: true });
+  git(dir, 'init', '-q', '--bare', '-b', 'main', bare);
+  git(work, 'init', '-q', '-b', 'main');
+  git(work, 'remote', 'add', 'origin', bare);
+  return {
+    url: `file://${bare}`,
+    commit(files, message) {
+      for (const [path, content] of Object.entries(files)) {
+        mkdirSync(join(work, path, '..'), { recursive: true });
+        writeFileSync(join(work, path), content);
+      }
+      git(work, 'add', '-A');
+      git(work, 'commit', '-q', '-m', message);
+      git(work, 'push', '-q', 'origin', 'main');
+      return git(work, 'rev-parse', 'HEAD');
+    },
+  };
 }

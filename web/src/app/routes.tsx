@@ -8,7 +8,6 @@ const Users = lazy(() => import('../pages/Users'));
 const APIKeys = lazy(() => import('../pages/APIKeys'));
 const Audit = lazy(() => import('../pages/Audit'));
 const Settings = lazy(() => import('../pages/Settings'));
-const Upcoming = lazy(() => import('../pages/Upcoming'));
 const Pipelines = lazy(() => import('../pages/Pipelines'));
 const Pipeline = lazy(() => import('../pages/Pipeline'));
 const PipelineNew = lazy(() => import('../pages/Pipeline').then((m) => ({ default: m.PipelineNew })));
@@ -18,6 +17,8 @@ const Runners = lazy(() => import('../pages/Runners'));
 const Contexts = lazy(() => import('../pages/Contexts'));
 const Runtimes = lazy(() => import('../pages/Runtimes'));
 const RuntimeDetail = lazy(() => import('../pages/Runtimes').then((m) => ({ default: m.RuntimeDetail })));
+const Applications = lazy(() => import('../pages/Applications'));
+const Application = lazy(() => import('../pages/Application'));
 
 export interface RouteDef {
   /** Pattern for matchPath: /users, /applications/:name, … */
@@ -30,7 +31,8 @@ export const routes: RouteDef[] = [
   { path: '/', title: 'Home', component: Home },
   { path: '/runtimes', title: 'Runtimes', component: Runtimes },
   { path: '/runtimes/:name', title: 'Runtime', component: RuntimeDetail },
-  { path: '/applications/*', title: 'Applications', component: () => <Upcoming area="applications" /> },
+  { path: '/applications', title: 'Applications', component: Applications },
+  { path: '/applications/:runtime/:name', title: 'Application', component: Application },
   { path: '/pipelines', title: 'Pipelines', component: Pipelines },
   { path: '/pipelines/new', title: 'New pipeline', component: PipelineNew },
   { path: '/pipelines/:project/:name', title: 'Pipeline', component: Pipeline },
@@ -58,7 +60,7 @@ export const nav: { heading?: string; items: NavItem[] }[] = [
     heading: 'Delivery',
     items: [
       { to: '/runtimes', label: 'Runtimes' },
-      { to: '/applications', label: 'Applications', note: 'soon' },
+      { to: '/applications', label: 'Applications' },
       { to: '/pipelines', label: 'Pipelines' },
       { to: '/builds', label: 'Builds' },
     ],

@@ -10,12 +10,14 @@ export interface ConfirmDialogProps {
   /** The way out, "Cancel" unless that would read like the action ("Cancel build"). */
   cancelLabel?: string;
   danger?: boolean;
+  /** Keeps the confirm button off until the user has done what the text asks (typed a name). */
+  confirmDisabled?: boolean;
   onConfirm: () => Promise<void>;
   onClose: () => void;
 }
 
 /** Asks before doing something that cannot be undone; shows the server's error if it fails. */
-export function ConfirmDialog({ open, title, children, confirmLabel, cancelLabel = 'Cancel', danger, onConfirm, onClose }: ConfirmDialogProps) {
+export function ConfirmDialog({ open, title, children, confirmLabel, cancelLabel = 'Cancel', danger, confirmDisabled, onConfirm, onClose }: ConfirmDialogProps) {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>();
   const close = () => {
@@ -46,7 +48,7 @@ export function ConfirmDialog({ open, title, children, confirmLabel, cancelLabel
           <button type="button" className="button" onClick={close} disabled={busy} data-autofocus={danger ? true : undefined}>
             {cancelLabel}
           </button>
-          <button type="button" className={danger ? 'button button-danger' : 'button button-primary'} onClick={confirm} disabled={busy} data-autofocus={danger ? undefined : true}>
+          <button type="button" className={danger ? 'button button-danger' : 'button button-primary'} onClick={confirm} disabled={busy || confirmDisabled} data-autofocus={danger ? undefined : true}>
             {busy ? 'Working…' : confirmLabel}
           </button>
         </>

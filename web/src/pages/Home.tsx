@@ -14,6 +14,7 @@ import { formatTime, relativeTime } from '../lib/format';
 import { countLabel } from '../lib/pagination';
 import { RUNTIMES_PATH, countByStatus, heartbeatLabel, runtimeBadge, runtimePath, troubled } from '../lib/runtimes';
 import { useResource } from '../lib/useResource';
+import type { HomeAppCounts } from '../lib/appList';
 
 // One round trip for the whole page. Counts come from pages of up to 1,000 (shown as "1,000+"
 // beyond); the audit parts are asked for by admins only, who alone may read the log.
@@ -31,6 +32,7 @@ interface Conn<T> {
 }
 
 interface HomeData {
+  apps?: HomeAppCounts | { error: unknown };
   builds?: Page<Build> | { error: unknown };
   runtimes?: { items: Runtime[] } | { error: unknown };
   users: Conn<{ id: string; role: Role }>;
@@ -53,7 +55,11 @@ export function Home() {
         // A failure here leaves the rest of Home working; the card says what went wrong.
         recentBuilds(RECENT_BUILDS, signal).catch((e: unknown) => (signal.aborted ? Promise.reject(e) : { error: e })),
         runtimesApi.list(signal).catch((e: unknown) => (signal.aborted ? Promise.reject(e) : { error: e })),
-      ]).then(([d, b, r]) => ({ ...d, builds: b, runtimes: r })),
+        // Loaded on demand: the application list code is not part of the first load.
+        import('../lib/appList')
+          .then((m) => m.loadAppCounts(signal))
+          .catch((e: unknown) => (signal.aborted ? Promise.reject(e) : { error: e })),
+      ]).then(([d, b, r, a]) => ({ ...d, builds: b, runtimes: r, apps: a })),
     [admin],
   );
 
@@ -100,7 +106,7 @@ export function Home() {
       <section className="cards cards-3" aria-label="Delivery">
         <RuntimesCard runtimes={data?.runtimes} />
         <BuildsCard builds={data?.builds} />
-        <UpcomingCard title="Applications" to="/applications" text="Application health and recent syncs appear here once the GitOps engine reports them." />
+        <ApplicationsCard apps={data?.apps} />
       </section>
 
       <div className="section-row">
@@ -179,14 +185,78 @@ function StatCard({
   );
 }
 
-function UpcomingCard({ title, to, text }: { title: string; to: string; text: string }) {
-  return (
-    <div className="card card-muted">
-      <div className="card-title">
-        <Link to={to}>{title}</Link>
+/** The health states worth a line on Home, worst first, with their filter. */
+const APP_ATTENTION: { label: string; key: 'health' | 'sync'; value: string; tone: string }[] = [
+  { label: 'Degraded', key: 'health', value: 'Degraded', tone: 'danger' },
+  { label: 'Missing', key: 'health', value: 'Missing', tone: 'warning' },
+  { label: 'OutOfSync', key: 'sync', value: 'OutOfSync', tone: 'warning' },
+  { label: 'Progressing', key: 'health', value: 'Progressing', tone: 'info' },
+];
+
+/** Applications by health and sync, each count a link to the filtered list. */
+function ApplicationsCard({ apps }: { apps?: HomeAppCounts | { error: unknown } }) {
+  if (apps && 'error' in apps) {
+    return (
+      <div className="card">
+        <div className="card-title">
+          <Link to="/applications">Applications</Link>
+        </div>
+        <div className="card-empty text-danger">Could not load applications</div>
+        <p className="muted small">{errorMessage(apps.error)}</p>
       </div>
-      <div className="card-empty">Not available in this version yet</div>
-      <p className="muted small">{text}</p>
+    );
+  }
+  const bad = apps ? apps.health.Degraded + apps.health.Missing + apps.sync.OutOfSync : 0;
+  return (
+    <div className={bad ? 'card card-warning' : 'card'} data-testid="home-apps">
+      <div className="card-title">
+        <Link to="/applications">Applications</Link>
+      </div>
+      <div className="card-value">
+        {apps ? countLabel(apps.total, apps.more) : <span className="skeleton-text" aria-label="Loading" />}
+        {apps && <span className="card-unit"> {apps.health.Healthy} healthy</span>}
+      </div>
+      <div className="muted small card-foot">
+        {apps ? (
+          <>
+            <Link to={href('/applications', { sync: 'Synced' })} className="muted">
+              {apps.sync.Synced} synced
+            </Link>{' '}
+            ·{' '}
+            <Link to={href('/applications', { sync: 'OutOfSync' })} className={apps.sync.OutOfSync ? 'text-warning' : 'muted'}>
+              {apps.sync.OutOfSync} out of sync
+            </Link>
+            {apps.sync.Unknown > 0 && ` · ${apps.sync.Unknown} unknown`}
+          </>
+        ) : (
+          '\u00a0'
+        )}
+      </div>
+      <ul className="card-list" aria-label="Applications by health">
+        {apps && apps.total === 0 && (
+          <li className="muted small">
+            No applications yet. <Link to="/applications">How to add one</Link>.
+          </li>
+        )}
+        {apps && apps.total > 0 && bad === 0 && apps.health.Progressing === 0 && <li className="muted small">All applications are synced and healthy.</li>}
+        {apps &&
+          APP_ATTENTION.filter((x) => (x.key === 'health' ? apps.health[x.value] : apps.sync[x.value]) > 0).map((x) => (
+            <li key={x.label} className="small">
+              <span className={`card-list-icon text-${x.tone}`} aria-hidden="true">
+                ●
+              </span>
+              <Link to={href('/applications', { [x.key]: x.value })} className="ellipsis">
+                {x.key === 'health' ? apps.health[x.value] : apps.sync[x.value]} {x.label}
+              </Link>
+            </li>
+          ))}
+        {apps && apps.unreachable.length > 0 && (
+          <li className="muted small" title={apps.unreachable.map((u) => `${u.runtime}: ${u.reason}`).join('\n')}>
+            Not counted: {apps.unreachable.map((u) => u.runtime).join(', ')}
+          </li>
+        )}
+        {!apps && [0, 1].map((i) => <li key={i} className="skeleton-line" />)}
+      </ul>
     </div>
   );
 }

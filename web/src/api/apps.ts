@@ -1,0 +1,298 @@
+// GitOps applications: each runtime's live app-proxy API (docs/appproxy.md), reached through
+// the control plane at /runtimes/{runtime}/app-proxy/…, and the account-wide list in GraphQL
+// (api/graphql/schema.graphql). Loaded with the Applications pages, not on first load.
+import { ApiError, request } from './client';
+import { gql } from './graphql';
+
+const seg = encodeURIComponent;
+
+// ─── The engine's types (internal/gitops/engine/types.go), as the app-proxy sends them ───
+
+export type SyncCode = 'Synced' | 'OutOfSync' | 'Unknown';
+export const syncCodes: readonly SyncCode[] = ['Synced', 'OutOfSync', 'Unknown'];
+export type HealthStatus = 'Healthy' | 'Progressing' | 'Degraded' | 'Suspended' | 'Missing' | 'Unknown';
+export const healthStatuses: readonly HealthStatus[] = ['Healthy', 'Progressing', 'Degraded', 'Suspended', 'Missing', 'Unknown'];
+
+export interface ResourceKey {
+  group?: string;
+  kind: string;
+  namespace?: string;
+  name: string;
+}
+
+export interface HealthResult {
+  status: string;
+  message?: string;
+}
+
+/**
+ * A place in the source repository. The engine sends render.Location without JSON tags, so
+ * the fields arrive capitalised; the lower-case ones are read too, should that change.
+ */
+export interface SourceLocation {
+  File?: string;
+  Line?: number;
+  file?: string;
+  line?: number;
+}
+
+export interface CommitInfo {
+  sha: string;
+  author: string;
+  authorEmail?: string;
+  authorTime?: string;
+  commitTime?: string;
+  message: string;
+}
+
+export interface Condition {
+  type: string;
+  message: string;
+  source?: SourceLocation;
+  since?: string;
+}
+
+export interface ResourceStatus extends ResourceKey {
+  version: string;
+  status: SyncCode | string;
+  health?: HealthResult;
+  requiresPruning?: boolean;
+  hook?: boolean;
+  syncWave?: number;
+  source?: SourceLocation;
+  message?: string;
+}
+
+export interface ResourceResult extends ResourceKey {
+  version: string;
+  result: string;
+  wave: number;
+  message?: string;
+}
+
+export interface HookResult extends ResourceKey {
+  version: string;
+  type: string;
+  wave: number;
+  phase: string;
+  message?: string;
+  deleted?: boolean;
+}
+
+export type OperationPhase = 'Running' | 'Succeeded' | 'Failed' | 'Error';
+
+export interface SyncResult {
+  revision: string;
+  phase: OperationPhase | string;
+  message?: string;
+  resources?: ResourceResult[];
+  hooks?: HookResult[];
+  dryRun?: boolean;
+  prune?: boolean;
+  initiatedBy: string;
+  startedAt: string;
+  finishedAt?: string;
+  temporary?: boolean;
+}
+
+export interface AppStatus {
+  name: string;
+  project: string;
+  sync: SyncCode | string;
+  revision?: string;
+  targetRevision?: string;
+  commit?: CommitInfo;
+  sourceType?: string;
+  health: HealthResult;
+  resources?: ResourceStatus[];
+  conditions?: Condition[];
+  operation?: SyncResult;
+  autoSyncDisabled?: boolean;
+  reconciledAt: string;
+}
+
+export interface AppSource {
+  repoURL: string;
+  path?: string;
+  targetRevision?: string;
+  chart?: string;
+}
+
+export interface Destination {
+  server?: string;
+  name?: string;
+  namespace?: string;
+}
+
+/** The Argo CD Application (internal/gitops/app/types.go), the parts the UI reads. */
+export interface ApplicationSpec {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  spec: {
+    source?: AppSource;
+    sources?: AppSource[];
+    destination: Destination;
+    project: string;
+    syncPolicy?: {
+      automated?: { prune?: boolean; selfHeal?: boolean; allowEmpty?: boolean; enabled?: boolean };
+      syncOptions?: string[];
+    };
+  };
+}
+
+/** An application as the app-proxy answers it. */
+export interface ProxyApplication {
+  name: string;
+  file?: string;
+  spec?: ApplicationSpec;
+  status: AppStatus;
+}
+
+export interface ResourceDiff extends ResourceKey {
+  version: string;
+  /** Synced, OutOfSync, Missing or RequiresPruning. */
+  status: string;
+  source?: SourceLocation;
+  /** Unified diff from live to desired; empty when Synced. */
+  diff?: string;
+  message?: string;
+}
+
+export interface HistoryEntry {
+  id: number;
+  revision: string;
+  source?: AppSource;
+  commit?: CommitInfo;
+  phase: OperationPhase | string;
+  message?: string;
+  changed?: ResourceResult[];
+  initiatedBy: string;
+  startedAt: string;
+  finishedAt: string;
+  /** Nanoseconds (a Go time.Duration). */
+  duration: number;
+}
+
+export interface TreeNode extends ResourceKey {
+  version: string;
+  uid: string;
+  health: HealthResult;
+  /** Managed resources only. */
+  sync?: string;
+  createdAt?: string;
+  images?: string[];
+  children?: TreeNode[];
+}
+
+export interface RollbackResult {
+  result: SyncResult;
+  entry: HistoryEntry;
+  autoSyncDisabled: boolean;
+}
+
+export interface SyncRequest {
+  revision?: string;
+  prune?: boolean;
+  dryRun?: boolean;
+  /** GROUP/KIND/NAMESPACE/NAME (KIND/NAME also works). */
+  resources?: string[];
+}
+
+/** The app-proxy's applications API on one runtime. */
+export const appProxy = {
+  base: (runtime: string) => `/runtimes/${seg(runtime)}/app-proxy/api/v1/applications`,
+  list: (runtime: string, signal?: AbortSignal) => request<{ items: ProxyApplication[] }>(appProxy.base(runtime), { signal }),
+  get: (runtime: string, name: string, signal?: AbortSignal) => request<ProxyApplication>(`${appProxy.base(runtime)}/${seg(name)}`, { signal }),
+  diff: (runtime: string, name: string, signal?: AbortSignal) => request<{ items: ResourceDiff[] }>(`${appProxy.base(runtime)}/${seg(name)}/diff`, { signal }),
+  tree: (runtime: string, name: string, signal?: AbortSignal) => request<{ items: TreeNode[] }>(`${appProxy.base(runtime)}/${seg(name)}/tree`, { signal }),
+  history: (runtime: string, name: string, signal?: AbortSignal) => request<{ items: HistoryEntry[] }>(`${appProxy.base(runtime)}/${seg(name)}/history`, { signal }),
+  sync: (runtime: string, name: string, body: SyncRequest) => request<SyncResult>(`${appProxy.base(runtime)}/${seg(name)}/sync`, { method: 'POST', body }),
+  refresh: (runtime: string, name: string, hard: boolean) =>
+    request<ProxyApplication>(`${appProxy.base(runtime)}/${seg(name)}/refresh`, { method: 'POST', query: { hard: hard ? 'true' : undefined } }),
+  rollback: (runtime: string, name: string, id: number, prune: boolean) =>
+    request<RollbackResult>(`${appProxy.base(runtime)}/${seg(name)}/rollback`, { method: 'POST', body: { id, prune } }),
+  terminate: (runtime: string, name: string) => request<{ terminated: boolean }>(`${appProxy.base(runtime)}/${seg(name)}/terminate`, { method: 'POST' }),
+  remove: (runtime: string, name: string, cascade: boolean) =>
+    request<void>(`${appProxy.base(runtime)}/${seg(name)}`, { method: 'DELETE', query: { cascade: String(cascade) } }),
+};
+
+// ─── The account-wide list (GraphQL) ───
+
+/** One row of the Applications list, from GraphQL or built from an app-proxy answer. */
+export interface AppSummary {
+  id: string;
+  runtime: string;
+  name: string;
+  project: string;
+  labels: { key: string; value: string }[];
+  repoUrl?: string;
+  path?: string;
+  targetRevision?: string;
+  destination: Destination;
+  autoSync: boolean;
+  autoSyncDisabled: boolean;
+  syncStatus: string;
+  healthStatus: string;
+  healthMessage?: string;
+  revision?: string;
+  commit?: { sha: string; author?: string; message?: string; time?: string };
+  reconciledAt?: string;
+}
+
+/** ApplicationFilter of the schema; labels are "key=value". */
+export interface ApplicationFilter {
+  runtime?: string;
+  cluster?: string;
+  health?: string;
+  sync?: string;
+  project?: string;
+  labels?: string[];
+  search?: string;
+}
+
+const APPLICATIONS_QUERY = `query Applications($filter: ApplicationFilter, $first: Int, $after: String) {
+  applications(filter: $filter, first: $first, after: $after) {
+    nodes {
+      id runtime name project labels { key value } repoUrl path targetRevision
+      destination { server name namespace } autoSync autoSyncDisabled
+      syncStatus healthStatus healthMessage revision commit { sha author message time } reconciledAt
+    }
+    pageInfo { endCursor hasNextPage }
+  }
+}`;
+
+export interface AppPage {
+  items: AppSummary[];
+  nextCursor?: string;
+}
+
+export async function listApplications(filter: ApplicationFilter, first: number, after: string | undefined, signal?: AbortSignal): Promise<AppPage> {
+  const d = await gql<{ applications: { nodes: AppSummary[]; pageInfo: { endCursor?: string | null; hasNextPage: boolean } } }>(
+    APPLICATIONS_QUERY,
+    { filter, first, after: after ?? null },
+    signal,
+  );
+  const c = d.applications;
+  return { items: c.nodes, nextCursor: c.pageInfo.hasNextPage && c.pageInfo.endCursor ? c.pageInfo.endCursor : undefined };
+}
+
+/** The account's runtimes with their clusters, for the filters and the app-proxy fallback. */
+export interface RuntimeRef {
+  name: string;
+  status: string;
+  clusters: { name: string; server: string }[];
+}
+
+export async function listRuntimeRefs(signal?: AbortSignal): Promise<RuntimeRef[]> {
+  const d = await gql<{ runtimes: RuntimeRef[] }>(`query AppRuntimes { runtimes { name status clusters { name server } } }`, undefined, signal);
+  return d.runtimes;
+}
+
+/**
+ * True when the server's GraphQL schema has no applications yet (a server older than the
+ * Applications API): the UI then reads each runtime's app-proxy instead.
+ */
+export function isMissingApplicationsField(err: unknown): boolean {
+  return err instanceof ApiError && /Cannot query field "applications?"|Unknown type "Application/.test(err.message);
+}

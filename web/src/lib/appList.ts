@@ -1,0 +1,104 @@
+// Where the Applications list and Home's counts come from: GraphQL `applications` (server
+// filters and pages), or, on a server whose schema has no applications yet, each connected
+// runtime's app-proxy, filtered here.
+import { appProxy, isMissingApplicationsField, listApplications, listRuntimeRefs, type AppSummary, type RuntimeRef } from '../api/apps';
+import { gql } from '../api/graphql';
+import { matchesAppFilter, toGraphQLFilter, type AppFilter } from './appFilters';
+import { countApps, summaryFromProxy, type AppCounts } from './apps';
+
+export type AppSource = 'graphql' | 'app-proxy';
+
+/** A runtime whose applications the list could not include, and why. */
+export interface Unreachable {
+  runtime: string;
+  reason: string;
+}
+
+export interface AppListPage {
+  items: AppSummary[];
+  nextCursor?: string;
+  source: AppSource;
+  unreachable: Unreachable[];
+}
+
+// Learned once per page load: a server without the field stays without it.
+let graphqlHasApps: boolean | undefined;
+
+/** Runtimes that can answer through the tunnel now. */
+function reachable(r: RuntimeRef): boolean {
+  return r.status === 'healthy' || r.status === 'degraded';
+}
+
+/** Every application of the account's connected runtimes, from their app-proxies. */
+export async function listFromAppProxies(signal?: AbortSignal, only?: string): Promise<{ items: AppSummary[]; runtimes: RuntimeRef[]; unreachable: Unreachable[] }> {
+  const runtimes = (await listRuntimeRefs(signal)).filter((r) => !only || r.name === only);
+  const unreachable: Unreachable[] = [];
+  const lists = await Promise.all(
+    runtimes.map(async (r) => {
+      if (!reachable(r)) {
+        unreachable.push({ runtime: r.name, reason: r.status });
+        return [];
+      }
+      try {
+        const res = await appProxy.list(r.name, signal);
+        return res.items.map((a) => summaryFromProxy(r.name, a));
+      } catch (e) {
+        if (signal?.aborted) throw e;
+        unreachable.push({ runtime: r.name, reason: e instanceof Error ? e.message : String(e) });
+        return [];
+      }
+    }),
+  );
+  unreachable.sort((x, y) => x.runtime.localeCompare(y.runtime));
+  const items = lists.flat().sort((x, y) => x.name.localeCompare(y.name) || x.runtime.localeCompare(y.runtime));
+  return { items, runtimes, unreachable };
+}
+
+/**
+ * One page of applications matching the filter. From GraphQL a page holds up to `first`; from
+ * the app-proxies the one page holds every match.
+ */
+export async function loadAppPage(f: AppFilter, first: number, after: string | undefined, signal?: AbortSignal): Promise<AppListPage> {
+  if (graphqlHasApps !== false) {
+    try {
+      const page = await listApplications(toGraphQLFilter(f), first, after, signal);
+      graphqlHasApps = true;
+      return { ...page, source: 'graphql', unreachable: [] };
+    } catch (e) {
+      if (!isMissingApplicationsField(e)) throw e;
+      graphqlHasApps = false;
+    }
+  }
+  const { items, runtimes, unreachable } = await listFromAppProxies(signal, f.runtime);
+  const clusters = new Map(runtimes.map((r) => [r.name, r.clusters]));
+  return { items: items.filter((a) => matchesAppFilter(a, f, clusters.get(a.runtime))), source: 'app-proxy', unreachable };
+}
+
+/** Home counts from at most this many applications (shown as "1,000+" beyond). */
+export const COUNT_LIMIT = 1000;
+
+export interface HomeAppCounts extends AppCounts {
+  more: boolean;
+  source: AppSource;
+  unreachable: Unreachable[];
+}
+
+/** Applications by health and sync, for Home. */
+export async function loadAppCounts(signal?: AbortSignal): Promise<HomeAppCounts> {
+  if (graphqlHasApps !== false) {
+    try {
+      const d = await gql<{ applications: { nodes: { healthStatus: string; syncStatus: string }[]; pageInfo: { hasNextPage: boolean } } }>(
+        `query HomeApps($first: Int) { applications(first: $first) { nodes { healthStatus syncStatus } pageInfo { hasNextPage } } }`,
+        { first: COUNT_LIMIT },
+        signal,
+      );
+      graphqlHasApps = true;
+      return { ...countApps(d.applications.nodes), more: d.applications.pageInfo.hasNextPage, source: 'graphql', unreachable: [] };
+    } catch (e) {
+      if (!isMissingApplicationsField(e)) throw e;
+      graphqlHasApps = false;
+    }
+  }
+  const { items, unreachable } = await listFromAppProxies(signal);
+  return { ...countApps(items), more: false, source: 'app-proxy', unreachable };
+}
