@@ -45,9 +45,10 @@ bench: build
 	$(MAKE) --no-print-directory bench-gitops
 
 ## bench-gitops: the GitOps engine against the loopback cluster: first sync, refresh of 100 and
-## 1,000 apps, webhook to Synced (FRESHET_ENGINE_BENCH picks the counts)
+## 1,000 apps, webhook to Synced (engine alone, and through freshet up's control plane and tunnel)
 bench-gitops: devcluster-build
 	FRESHET_TEST_KUBE=1 FRESHET_ENGINE_BENCH=$${FRESHET_ENGINE_BENCH:-100,1000} $(GO) test -count=1 -run 'TestRefreshBenchmark|TestWebhookToSynced$$' -v -timeout 40m ./internal/gitops/engine/ | grep -E '^(BENCH|--- |ok|FAIL)'
+	FRESHET_TEST_KUBE=1 $(GO) test -count=1 -run 'TestPushWebhookToSynced' -v ./internal/e2e/ | grep -E '^(BENCH|--- |ok|FAIL)'
 
 ## fuzz: run each fuzz target for FUZZTIME
 fuzz:

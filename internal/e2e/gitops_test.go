@@ -3,13 +3,18 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -245,4 +250,107 @@ func greeting(t *testing.T, kc *kube.Cluster, ns string) string {
 		t.Fatal(err)
 	}
 	return cm.Data["greeting"]
+}
+
+// TestPushWebhookToSynced measures the product's whole push path: a signed GitHub push
+// webhook to the control plane → the account's runtime through its tunnel → the engine
+// fetches, renders and applies → the app is Synced and Healthy at the pushed commit, as the
+// runtime's API reports it. It prints a BENCH line (make bench-gitops) and fails only far
+// beyond the 1 s target.
+func TestPushWebhookToSynced(t *testing.T) {
+	kc := kube.Shared(t)
+	ns := kc.Namespace(t)
+	repo := gitserver.New(t).NewRepo("hook")
+	repo.Commit("main", map[string]string{"app/config.yaml": guestbookConfig("v0")}, "v0")
+	home := t.TempDir()
+	in := startUp(t, filepath.Join(home, "data"), freePort(t), "FRESHET_ADMIN_PASSWORD=webhook-password-1", "KUBECONFIG="+kc.Kubeconfig)
+	ctx := context.Background()
+	login, err := client.New(in.url).Login(ctx, client.LoginRequest{Email: "admin@freshet.local", Password: "webhook-password-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.New(in.url, client.WithToken(login.Token))
+
+	// The account's GitOps webhook secret (generated, shown once).
+	req, _ := http.NewRequest("POST", in.url+"/api/v1/gitops/webhook", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer "+login.Token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var hook struct {
+		Secret string            `json:"secret"`
+		URLs   map[string]string `json:"urls"`
+	}
+	json.NewDecoder(resp.Body).Decode(&hook)
+	resp.Body.Close()
+	if hook.Secret == "" || hook.URLs["github"] == "" {
+		t.Fatalf("GitOps webhook: %d %+v", resp.StatusCode, hook)
+	}
+
+	manifest := fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: hooked}
+spec:
+  project: default
+  source: {repoURL: %s, path: app, targetRevision: main}
+  destination: {server: https://kubernetes.default.svc, namespace: %s}
+  syncPolicy: {automated: {prune: true}}
+`, repo.URL(), ns)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, err := c.CreateApplication(ctx, "local", []byte(manifest), false)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("create: %v\n%s", err, in.stderr)
+		}
+		time.Sleep(200 * time.Millisecond) // the local runtime connects right after start
+	}
+	waitFor := func(sha string, bound time.Duration) time.Duration {
+		t.Helper()
+		start := time.Now()
+		for {
+			a, err := c.GetApplication(ctx, "local", "hooked")
+			if err == nil && a.Status.Revision == sha && a.Status.Sync == client.SyncStatusSynced && a.Status.Health.Status == "Healthy" {
+				return time.Since(start)
+			}
+			if time.Since(start) > bound {
+				t.Fatalf("not Synced+Healthy at %s after %s: %+v %v", sha[:7], bound, a.Status, err)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitFor(repo.RevParse("main"), time.Minute)
+
+	var took []time.Duration
+	for i := 1; i <= 5; i++ {
+		sha := repo.Commit("main", map[string]string{"app/config.yaml": guestbookConfig(fmt.Sprint("v", i))}, fmt.Sprint("v", i))
+		push := fmt.Appendf(nil, `{"ref":"refs/heads/main","before":"%s","after":"%s","repository":{"full_name":"acme/hook","clone_url":%q},"sender":{"login":"ann"}}`,
+			strings.Repeat("0", 40), sha, repo.URL())
+		m := hmac.New(sha256.New, []byte(hook.Secret))
+		m.Write(push)
+		req, _ := http.NewRequest("POST", hook.URLs["github"], bytes.NewReader(push))
+		req.Header.Set("X-GitHub-Event", "push")
+		req.Header.Set("X-GitHub-Delivery", fmt.Sprint("d-", i))
+		req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(m.Sum(nil)))
+		start := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("webhook delivery: %s", resp.Status)
+		}
+		waitFor(sha, 30*time.Second)
+		took = append(took, time.Since(start)) // from the delivery
+	}
+	slices.Sort(took)
+	fmt.Printf("BENCH %-44s median %s, worst %s (of %d)\n", "push webhook → control plane → runtime → Synced", took[len(took)/2].Round(time.Millisecond), took[len(took)-1].Round(time.Millisecond), len(took))
+	if took[len(took)/2] > 5*time.Second {
+		t.Errorf("webhook to Synced: median %s", took[len(took)/2])
+	}
 }
