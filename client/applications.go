@@ -308,7 +308,8 @@ type SyncResult struct {
 	Hooks       []HookResult     `json:"hooks,omitempty"`
 	DryRun      bool             `json:"dryRun,omitempty"`
 	Prune       bool             `json:"prune,omitempty"`
-	InitiatedBy string           `json:"initiatedBy"` // user, automated, selfHeal, rollback
+	InitiatedBy string           `json:"initiatedBy"`    // user, automated, selfHeal, rollback
+	User        string           `json:"user,omitempty"` // who asked, for user syncs and rollbacks
 	StartedAt   time.Time        `json:"startedAt"`
 	FinishedAt  time.Time        `json:"finishedAt,omitzero"`
 	// Temporary: a failed sync whose cause may go away; retries only retry those.
@@ -346,6 +347,7 @@ type HistoryEntry struct {
 	Message     string           `json:"message,omitempty"`
 	Changed     []ResourceResult `json:"changed,omitempty"`
 	InitiatedBy string           `json:"initiatedBy"`
+	User        string           `json:"user,omitempty"`
 	StartedAt   time.Time        `json:"startedAt"`
 	FinishedAt  time.Time        `json:"finishedAt"`
 	Duration    time.Duration    `json:"duration"`
@@ -468,6 +470,13 @@ func (c *Client) TerminateSync(ctx context.Context, runtime, name string) (bool,
 	}
 	err := c.do(ctx, http.MethodPost, appPath(runtime, name)+"/terminate", nil, struct{}{}, &out)
 	return out.Terminated, err
+}
+
+// SetAutoSync switches an application's automated sync back on after a rollback (or off).
+func (c *Client) SetAutoSync(ctx context.Context, runtime, name string, enabled bool) (Application, error) {
+	var out Application
+	err := c.do(ctx, http.MethodPost, appPath(runtime, name)+"/auto-sync", nil, map[string]bool{"enabled": enabled}, &out)
+	return out, err
 }
 
 // ApplicationHistory returns an application's recorded syncs, oldest first.

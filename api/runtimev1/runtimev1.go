@@ -170,7 +170,8 @@ type SyncRecord struct {
 	Revision    string           `json:"revision"`
 	Phase       string           `json:"phase"` // Running, Succeeded, Failed, Error
 	Message     string           `json:"message,omitempty"`
-	InitiatedBy string           `json:"initiatedBy"` // user, automated, selfHeal, rollback
+	InitiatedBy string           `json:"initiatedBy"`    // user, automated, selfHeal, rollback
+	User        string           `json:"user,omitempty"` // who asked (an email), for user syncs and rollbacks
 	DryRun      bool             `json:"dryRun,omitempty"`
 	Prune       bool             `json:"prune,omitempty"`
 	Commit      *Commit          `json:"commit,omitempty"`

@@ -299,7 +299,7 @@ func (a *app) appCommand() *cobra.Command {
 			} else {
 				fmt.Fprintf(a.stdout, "Rolled application %s back to history entry %d (revision %s).\n", args[0], rb.Entry.ID, shortRev(rb.Entry.Revision))
 				if rb.AutoSyncDisabled {
-					fmt.Fprintf(a.stdout, "Automated sync of %s is now off, so that it stays at this revision (as in Argo CD).\n", args[0])
+					fmt.Fprintf(a.stdout, "Automated sync of %s is now off, so that it stays at this revision (as in Argo CD); 'freshet app auto-sync %s' switches it back on.\n", args[0], args[0])
 				}
 				fmt.Fprintln(a.stdout)
 				if rb.Result != nil {
@@ -378,7 +378,23 @@ func (a *app) appCommand() *cobra.Command {
 			return nil
 		})}
 
-	cmd.AddCommand(create, list, get, diff, syncCmd, history, rollback, del, wait, refresh, terminate)
+	var disable bool
+	autoSync := &cobra.Command{Use: "auto-sync NAME [--disable]", Short: "Switch automated sync back on after a rollback (or off)", Args: cobra.ExactArgs(1),
+		RunE: run(func(ctx context.Context, c *client.Client, args []string) error {
+			ap, err := c.SetAutoSync(ctx, runtime, args[0], !disable)
+			if err != nil {
+				return err
+			}
+			state := "on"
+			if ap.Status.AutoSyncDisabled {
+				state = "off"
+			}
+			fmt.Fprintf(a.stdout, "Automated sync of application %s is %s.\n", args[0], state)
+			return nil
+		})}
+	autoSync.Flags().BoolVar(&disable, "disable", false, "switch it off instead")
+
+	cmd.AddCommand(create, list, get, diff, syncCmd, history, rollback, del, wait, refresh, terminate, autoSync)
 	return cmd
 }
 
@@ -824,6 +840,10 @@ func writeHistory(tw io.Writer, entries []client.HistoryEntry) {
 		if e.Commit != nil {
 			author, msg = e.Commit.Author, e.Commit.Subject()
 		}
-		row(tw, e.ID, date, shortRev(e.Revision), e.Phase, e.InitiatedBy, author, msg)
+		by := e.InitiatedBy
+		if e.User != "" {
+			by += " (" + e.User + ")"
+		}
+		row(tw, e.ID, date, shortRev(e.Revision), e.Phase, by, author, msg)
 	}
 }

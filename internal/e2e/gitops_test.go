@@ -194,7 +194,7 @@ func TestGitOpsApp(t *testing.T) {
 	out = mustRun(t, env, time.Minute, "app", "history", "guestbook")
 	for _, re := range []string{
 		`(?m)^1\s+\S+ \S+\s+` + c1[:7] + `\s+Succeeded\s+automated\s+Freshet Test\s+Add the guestbook$`,
-		`(?m)^2\s+\S+ \S+\s+` + c2[:7] + `\s+Succeeded\s+user\s+Freshet Test\s+Scale the guestbook to 2$`,
+		`(?m)^2\s+\S+ \S+\s+` + c2[:7] + `\s+Succeeded\s+user \(admin@freshet\.local\)\s+Freshet Test\s+Scale the guestbook to 2$`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("app history lacks %s:\n%s", re, out)

@@ -60,6 +60,7 @@ type SyncFinished struct {
 	Phase         string            `json:"phase"`
 	Message       string            `json:"message,omitempty"`
 	InitiatedBy   string            `json:"initiatedBy"`
+	User          string            `json:"user,omitempty"` // who asked, for user syncs and rollbacks
 	Commit        *runtimev1.Commit `json:"commit,omitempty"`
 	StartedAt     time.Time         `json:"startedAt"`
 	FinishedAt    time.Time         `json:"finishedAt"`
@@ -381,7 +382,7 @@ func (st *reportState) write(ctx context.Context, now time.Time) error {
 // queueSyncFinished writes the sync's bus event to the outbox, in the report's transaction.
 func queueSyncFinished(ctx context.Context, tx *store.Tx, rt store.Runtime, a *appState, sync *runtimev1.SyncRecord, rec store.ApplicationSync, now time.Time) error {
 	ev := SyncFinished{AccountID: rt.AccountID, RuntimeID: rt.ID, Runtime: rt.Name, Application: rec.App, SyncID: rec.SyncID,
-		Revision: sync.Revision, Phase: sync.Phase, Message: sync.Message, InitiatedBy: sync.InitiatedBy, Commit: sync.Commit,
+		Revision: sync.Revision, Phase: sync.Phase, Message: sync.Message, InitiatedBy: sync.InitiatedBy, User: sync.User, Commit: sync.Commit,
 		StartedAt: sync.StartedAt, FinishedAt: sync.FinishedAt}
 	if a.exists {
 		r := a.row

@@ -271,10 +271,16 @@ func (s syncResolver) ID() *int32 {
 	id := int32(s.s.ID)
 	return &id
 }
-func (s syncResolver) Revision() string        { return s.s.Revision }
-func (s syncResolver) Phase() string           { return s.s.Phase }
-func (s syncResolver) Message() *string        { return strPtr(s.s.Message) }
-func (s syncResolver) InitiatedBy() string     { return s.s.InitiatedBy }
+func (s syncResolver) Revision() string    { return s.s.Revision }
+func (s syncResolver) Phase() string       { return s.s.Phase }
+func (s syncResolver) Message() *string    { return strPtr(s.s.Message) }
+func (s syncResolver) InitiatedBy() string { return s.s.InitiatedBy }
+func (s syncResolver) User() *string {
+	if s.s.User == "" {
+		return nil
+	}
+	return &s.s.User
+}
 func (s syncResolver) DryRun() bool            { return s.s.DryRun }
 func (s syncResolver) Prune() bool             { return s.s.Prune }
 func (s syncResolver) Commit() *commitResolver { return newCommit(s.s.Commit) }

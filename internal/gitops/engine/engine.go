@@ -499,6 +499,11 @@ type RollbackResult struct {
 // Rollback syncs an application to the revision of a history entry (with its current source
 // options) and switches automated sync off, so the next poll does not undo it.
 func (e *Engine) Rollback(ctx context.Context, name string, id int64, prune bool) (*RollbackResult, error) {
+	return e.RollbackAs(ctx, name, id, prune, "")
+}
+
+// RollbackAs is Rollback recording who asked.
+func (e *Engine) RollbackAs(ctx context.Context, name string, id int64, prune bool, user string) (*RollbackResult, error) {
 	st, err := e.get(name)
 	if err != nil {
 		return nil, err
@@ -525,7 +530,7 @@ func (e *Engine) Rollback(ctx context.Context, name string, id int64, prune bool
 	}
 	st.status.AutoSyncDisabled = st.autoSyncOff
 	st.mu.Unlock()
-	res, err := e.Sync(ctx, name, SyncOptions{Revision: entry.Revision, Prune: prune, InitiatedBy: InitiatedByRollback})
+	res, err := e.Sync(ctx, name, SyncOptions{Revision: entry.Revision, Prune: prune, InitiatedBy: InitiatedByRollback, User: user})
 	if err != nil {
 		return out, err
 	}
@@ -926,7 +931,7 @@ func (e *Engine) finishSync(ctx context.Context, st *appState, run *syncRun, res
 	st.lastOp = copyResult(res)
 	a := st.app
 	if !res.DryRun {
-		h := HistoryEntry{Revision: res.Revision, Phase: res.Phase, Message: res.Message, InitiatedBy: res.InitiatedBy,
+		h := HistoryEntry{Revision: res.Revision, Phase: res.Phase, Message: res.Message, InitiatedBy: res.InitiatedBy, User: res.User,
 			StartedAt: res.StartedAt, FinishedAt: res.FinishedAt, Duration: res.FinishedAt.Sub(res.StartedAt)}
 		if src := a.EffectiveSource(); src != nil {
 			h.Source = *src

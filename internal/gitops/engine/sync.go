@@ -37,6 +37,8 @@ type SyncOptions struct {
 	Options app.SyncOptions
 	// InitiatedBy is recorded in the result; "" means user.
 	InitiatedBy Initiator
+	// User is who asked for a user's sync or rollback (an email), recorded with it.
+	User string
 }
 
 // applied is an object written by a sync, for the health waits.
@@ -70,7 +72,7 @@ func (e *Engine) runSync(ctx context.Context, st *appState, opts SyncOptions) *S
 	st.mu.Lock()
 	a := st.app
 	st.mu.Unlock()
-	res := &SyncResult{Phase: PhaseRunning, DryRun: opts.DryRun, Prune: opts.Prune, InitiatedBy: opts.InitiatedBy, StartedAt: e.now()}
+	res := &SyncResult{Phase: PhaseRunning, DryRun: opts.DryRun, Prune: opts.Prune, InitiatedBy: opts.InitiatedBy, User: opts.User, StartedAt: e.now()}
 	e.setOperation(st, res)
 	e.emit(ctx, Event{Type: EventSyncStarted, App: st.name, Sync: copyResult(res)})
 

@@ -190,6 +190,7 @@ type SyncResult struct {
 	DryRun      bool             `json:"dryRun,omitempty"`
 	Prune       bool             `json:"prune,omitempty"`
 	InitiatedBy Initiator        `json:"initiatedBy"`
+	User        string           `json:"user,omitempty"` // who asked, for user syncs and rollbacks
 	StartedAt   time.Time        `json:"startedAt"`
 	FinishedAt  time.Time        `json:"finishedAt,omitzero"`
 	// Temporary: a failed or errored sync whose cause may go away (network, timeouts, a
@@ -219,6 +220,7 @@ type HistoryEntry struct {
 	Message     string           `json:"message,omitempty"`
 	Changed     []ResourceResult `json:"changed,omitempty"`
 	InitiatedBy Initiator        `json:"initiatedBy"`
+	User        string           `json:"user,omitempty"`
 	StartedAt   time.Time        `json:"startedAt"`
 	FinishedAt  time.Time        `json:"finishedAt"`
 	Duration    time.Duration    `json:"duration"`

@@ -266,6 +266,9 @@ func TestApplicationLifecycleThroughTheAPI(t *testing.T) {
 	if len(hist.Items) < 2 {
 		t.Fatalf("history: %d entries, want 2", len(hist.Items))
 	}
+	if last := hist.Items[len(hist.Items)-1]; last.InitiatedBy != engine.InitiatedByUser || last.User != "dev@example.com" || hist.Items[0].User != "" {
+		t.Errorf("history records who synced: %+v", hist.Items)
+	}
 
 	// Rollback to the first entry switches auto-sync off and restores blue.
 	var rb engine.RollbackResult
@@ -277,14 +280,31 @@ func TestApplicationLifecycleThroughTheAPI(t *testing.T) {
 		t.Errorf("after rollback the ConfigMap says %v", got.Data)
 	}
 
+	// Switching auto-sync back on brings the app back to the branch's newest commit.
+	var on host.Application
+	if code := w.call("member", "POST", "applications/web/auto-sync", `{"enabled": true}`, &on); code != http.StatusOK || on.Status.AutoSyncDisabled {
+		t.Fatalf("auto-sync on: %d %+v", code, on.Status)
+	}
+	deadline0 := time.Now().Add(30 * time.Second)
+	for {
+		got, _ = w.kc.CoreV1().ConfigMaps(w.ns).Get(ctx, "settings", metav1.GetOptions{})
+		if got.Data["color"] == "green" {
+			break
+		}
+		if time.Now().After(deadline0) {
+			t.Fatalf("auto-sync did not bring green back: %v", got.Data)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
 	// Reports: the app's state and its finished syncs, with ids.
 	deadline := time.Now().Add(5 * time.Second)
-	for len(w.sink.events(runtimev1.SyncFinished, "web")) < 3 && time.Now().Before(deadline) {
+	for len(w.sink.events(runtimev1.SyncFinished, "web")) < 4 && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	fin := w.sink.events(runtimev1.SyncFinished, "web")
-	if len(fin) < 3 || fin[0].Sync == nil || fin[0].Sync.ID == 0 || fin[0].Sync.Commit == nil {
-		t.Errorf("SyncFinished reports %+v: want 3 with ids and commits", fin)
+	if len(fin) < 4 || fin[0].Sync == nil || fin[0].Sync.ID == 0 || fin[0].Sync.Commit == nil {
+		t.Errorf("SyncFinished reports %+v: want 4 with ids and commits", fin)
 	}
 	if ch := w.sink.events(runtimev1.AppChanged, "web"); len(ch) == 0 || ch[len(ch)-1].Application.RepoURL != w.source.URL() || ch[0].Application.Labels["team"] != "web" {
 		t.Errorf("AppChanged reports lack the spec: %+v", ch)

@@ -176,7 +176,7 @@ func (h *Host) SyncApplication(ctx context.Context, c Caller, name string, req S
 	if err := c.mayWrite(); err != nil {
 		return nil, err
 	}
-	opts := engine.SyncOptions{Revision: req.Revision, Prune: req.Prune, DryRun: req.DryRun, Options: app.SyncOptions(req.Options)}
+	opts := engine.SyncOptions{Revision: req.Revision, Prune: req.Prune, DryRun: req.DryRun, Options: app.SyncOptions(req.Options), User: c.Email}
 	for i, s := range req.Resources {
 		k, err := parseResource(s)
 		if err != nil {
@@ -213,7 +213,7 @@ func (h *Host) RollbackApplication(ctx context.Context, c Caller, name string, i
 	if id <= 0 {
 		return nil, errdefs.Invalid("id", strconv.FormatInt(id, 10), "must be the id of a history entry (see history)")
 	}
-	return h.eng.Rollback(ctx, name, id, prune)
+	return h.eng.RollbackAs(ctx, name, id, prune, c.Email)
 }
 
 // SetAutoSync switches automated sync back on (or off) for an app whose spec asks for it.

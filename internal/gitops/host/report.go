@@ -211,14 +211,14 @@ func commit(c *git.CommitInfo) *runtimev1.Commit {
 }
 
 func syncRecord(s *engine.SyncResult) *runtimev1.SyncRecord {
-	out := &runtimev1.SyncRecord{Revision: s.Revision, Phase: string(s.Phase), Message: s.Message, InitiatedBy: string(s.InitiatedBy),
+	out := &runtimev1.SyncRecord{Revision: s.Revision, Phase: string(s.Phase), Message: s.Message, InitiatedBy: string(s.InitiatedBy), User: s.User,
 		DryRun: s.DryRun, Prune: s.Prune, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt}
 	out.Changed = changes(s.Changed())
 	return out
 }
 
 func historyRecord(h engine.HistoryEntry, s *engine.SyncResult) *runtimev1.SyncRecord {
-	out := &runtimev1.SyncRecord{ID: h.ID, Revision: h.Revision, Phase: string(h.Phase), Message: h.Message, InitiatedBy: string(h.InitiatedBy),
+	out := &runtimev1.SyncRecord{ID: h.ID, Revision: h.Revision, Phase: string(h.Phase), Message: h.Message, InitiatedBy: string(h.InitiatedBy), User: h.User,
 		Commit: commit(h.Commit), Changed: changes(h.Changed), StartedAt: h.StartedAt, FinishedAt: h.FinishedAt}
 	if s != nil {
 		out.Prune = s.Prune
