@@ -36,11 +36,26 @@ const (
 	maxLabelValue = 253
 )
 
-// The bus event of a finished sync.
+// The bus events of the runtimes' applications.
 const (
-	EventDomain       = "gitops"
-	EventSyncFinished = "sync-finished"
+	EventDomain        = "gitops"
+	EventSyncFinished  = "sync-finished"
+	EventHealthChanged = "health-changed"
 )
+
+// HealthChanged is published on freshet.<account>.gitops.health-changed when a runtime reports
+// that an application's health changed (Healthy → Degraded, ...).
+type HealthChanged struct {
+	AccountID   string    `json:"accountId"`
+	RuntimeID   string    `json:"runtimeId"`
+	Runtime     string    `json:"runtime"`
+	Application string    `json:"application"`
+	From        string    `json:"from"`
+	To          string    `json:"to"`
+	Message     string    `json:"message,omitempty"`
+	Revision    string    `json:"revision,omitempty"`
+	At          time.Time `json:"at"`
+}
 
 // SyncFinished is published on freshet.<account>.gitops.sync-finished for every finished sync
 // that was not a dry run: a deployment. Project, repository and destination are the
@@ -77,6 +92,8 @@ type preparedReport struct {
 type preparedEvent struct {
 	typ  string
 	app  string
+	at   time.Time
+	from string                 // HealthChanged: the previous health
 	row  store.Application      // AppChanged, HealthChanged
 	sync *runtimev1.SyncRecord  // SyncStarted, SyncFinished
 	rec  *store.ApplicationSync // SyncFinished of a real (numbered, not dry-run) sync
@@ -113,7 +130,7 @@ func prepareReport(req *runtimev1.ReportRequest) (preparedReport, error) {
 		if err := checkName(field+".app", ev.App); err != nil {
 			return out, err
 		}
-		pe := preparedEvent{typ: ev.Type, app: ev.App}
+		pe := preparedEvent{typ: ev.Type, app: ev.App, at: ev.At, from: noNUL(ev.HealthFrom)}
 		switch ev.Type {
 		case runtimev1.AppChanged, runtimev1.HealthChanged:
 			if ev.Application == nil {
@@ -236,8 +253,23 @@ func (s *Service) Report(ctx context.Context, rt store.Runtime, req runtimev1.Re
 		}
 		for _, ev := range rep.events {
 			switch ev.typ {
-			case runtimev1.AppChanged, runtimev1.HealthChanged:
+			case runtimev1.AppChanged:
 				st.set(ev.row)
+			case runtimev1.HealthChanged:
+				prev, err := st.get(ctx, ev.app)
+				if err != nil {
+					return err
+				}
+				// Published only when the stored health really changes: a re-sent report
+				// publishes nothing twice.
+				changed := !prev.exists || prev.row.Health != ev.row.Health
+				st.set(ev.row)
+				if changed {
+					if err := queueHealthChanged(ctx, tx, rt, ev, now); err != nil {
+						return err
+					}
+					published++
+				}
 			case runtimev1.AppDeleted:
 				if _, err := tx.DeleteApplication(ctx, rt.AccountID, rt.ID, ev.app); err != nil {
 					return err
@@ -377,6 +409,25 @@ func (st *reportState) write(ctx context.Context, now time.Time) error {
 		}
 	}
 	return nil
+}
+
+// queueHealthChanged writes a health transition's bus event to the outbox, in the report's
+// transaction. Its key (runtime, app, time, new health) makes a re-sent report publish nothing
+// twice.
+func queueHealthChanged(ctx context.Context, tx *store.Tx, rt store.Runtime, ev preparedEvent, now time.Time) error {
+	h := HealthChanged{AccountID: rt.AccountID, RuntimeID: rt.ID, Runtime: rt.Name, Application: ev.app, From: ev.from,
+		To: ev.row.Health, Message: ev.row.HealthMessage, Revision: ev.row.Revision, At: ev.at}
+	payload, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	return tx.InsertOutbox(ctx, store.OutboxMessage{
+		AccountID: rt.AccountID,
+		Subject:   events.DomainSubject(rt.AccountID, EventDomain, EventHealthChanged),
+		Key:       fmt.Sprintf("%s-%s/%s/%s/%d/%s", EventDomain, EventHealthChanged, rt.ID, ev.app, ev.at.UnixMicro(), h.To),
+		Payload:   string(payload),
+		CreatedAt: now,
+	})
 }
 
 // queueSyncFinished writes the sync's bus event to the outbox, in the report's transaction.

@@ -119,9 +119,17 @@ func TestReportAppliesSnapshotAndEvents(t *testing.T) {
 			t.Fatalf("operation = %+v, %v", a.Operation, err)
 		}
 		out, _ := db.OutboxBatch(ctx, 10)
-		if len(out) != 1 || kicks != 1 {
-			t.Fatalf("outbox = %+v, kicks %d: want one sync-finished event", out, kicks)
+		if len(out) != 2 || kicks != 1 {
+			t.Fatalf("outbox = %+v, kicks %d: want a health-changed and a sync-finished event", out, kicks)
 		}
+		var hc HealthChanged
+		if err := json.Unmarshal([]byte(out[0].Payload), &hc); err != nil {
+			t.Fatal(err)
+		}
+		if out[0].Subject != "freshet."+rt.AccountID+".gitops.health-changed" || hc.Application != "web" || hc.From != "Healthy" || hc.To != "Degraded" || hc.Runtime != "edge" {
+			t.Fatalf("event %s = %+v", out[0].Subject, hc)
+		}
+		out = out[1:]
 		var ev SyncFinished
 		if err := json.Unmarshal([]byte(out[0].Payload), &ev); err != nil {
 			t.Fatal(err)
@@ -142,7 +150,7 @@ func TestReportAppliesSnapshotAndEvents(t *testing.T) {
 				t.Errorf("%s changed on a resend", after[i].Name)
 			}
 		}
-		if out, _ := db.OutboxBatch(ctx, 10); len(out) != 1 || kicks != 1 {
+		if out, _ := db.OutboxBatch(ctx, 10); len(out) != 2 || kicks != 1 {
 			t.Fatalf("a resend published again: %d events, %d kicks", len(out), kicks)
 		}
 
