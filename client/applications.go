@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -516,31 +514,5 @@ func (c *Client) untimed() *http.Client {
 
 // send is do with a body that is already encoded (contentType) and a chosen HTTP client.
 func (c *Client) send(ctx context.Context, h *http.Client, method, path string, query url.Values, contentType string, body []byte, out any) error {
-	if len(query) > 0 {
-		path += "?" + query.Encode()
-	}
-	req, err := c.newRequest(ctx, method, path, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", contentType)
-	resp, err := h.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, c.base, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 400 {
-		return readError(resp)
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return fmt.Errorf("%s %s: read response: %w", method, path, err)
-	}
-	if out == nil || resp.StatusCode == http.StatusNoContent {
-		return nil
-	}
-	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("%s %s: decode response: %w", method, path, err)
-	}
-	return nil
+	return c.exchange(ctx, h, method, path, query, http.Header{"Content-Type": {contentType}}, body, out)
 }

@@ -106,28 +106,40 @@ func (c *Client) do(ctx context.Context, method, path string, query url.Values, 
 
 // doWith is do with extra request headers.
 func (c *Client) doWith(ctx context.Context, method, path string, query url.Values, header http.Header, in, out any) error {
-	if len(query) > 0 {
-		path += "?" + query.Encode()
-	}
-	var body io.Reader
+	var body []byte
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return err
 		}
-		body = bytes.NewReader(b)
+		body = b
+		header = header.Clone()
+		if header == nil {
+			header = http.Header{}
+		}
+		header.Set("Content-Type", "application/json")
 	}
-	req, err := c.newRequest(ctx, method, path, body)
+	return c.exchange(ctx, c.http, method, path, query, header, body, out)
+}
+
+// exchange sends one request (body already encoded, nil for none) with h and decodes the JSON
+// answer into out, or the API's error body into an *Error.
+func (c *Client) exchange(ctx context.Context, h *http.Client, method, path string, query url.Values, header http.Header, body []byte, out any) error {
+	if len(query) > 0 {
+		path += "?" + query.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := c.newRequest(ctx, method, path, rd)
 	if err != nil {
 		return err
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
 	}
 	for k, v := range header {
 		req.Header[k] = v
 	}
-	resp, err := c.http.Do(req)
+	resp, err := h.Do(req)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", method, c.base, err)
 	}
