@@ -436,6 +436,27 @@ func TestManagedCluster(t *testing.T) {
 		t.Errorf("the app also landed in the runtime's own cluster: %v", err)
 	}
 
+	// A Git Source aimed at the managed cluster, and an app created into it through the API:
+	// both are commits, and the app deploys to the managed cluster.
+	w.source.Commit("main", map[string]string{"jobs/cm.yaml": strings.Replace(fmt.Sprintf(cm, "red"), "name: settings", "name: jobs", 1)}, "jobs")
+	appsRepo := gitserver.New(t).NewRepo("edge-apps")
+	appsRepo.Commit("main", map[string]string{"README.md": "apps of the edge cluster"}, "init")
+	gs := fmt.Sprintf("apiVersion: freshet.dev/v1\nkind: GitSource\nmetadata: {name: edge-apps}\nspec:\n  repoURL: %s\n  destination: {name: edge, namespace: %s}\n", appsRepo.URL(), mns)
+	if code := w.call("member", "POST", "git-sources", gs, nil); code != http.StatusCreated {
+		t.Fatalf("create git source: %d", code)
+	}
+	jobs := fmt.Sprintf("apiVersion: argoproj.io/v1alpha1\nkind: Application\nmetadata: {name: jobs}\nspec:\n  project: default\n  source: {repoURL: %s, path: jobs}\n  syncPolicy: {automated: {}}\n", w.source.URL())
+	if code := w.call("member", "POST", "applications?gitSource=edge-apps", jobs, &e); code != http.StatusCreated {
+		t.Fatalf("create into the git source: %d %+v", code, e)
+	}
+	if f, ok := appsRepo.ReadFile("main", "jobs.yaml"); !ok || !strings.Contains(f, "name: jobs") {
+		t.Errorf("jobs.yaml in the git source's repository: %q", f)
+	}
+	w.waitApp("jobs", synced)
+	if got, err := mkc.CoreV1().ConfigMaps(mns).Get(ctx, "jobs", metav1.GetOptions{}); err != nil || got.Data["color"] != "red" {
+		t.Errorf("the git source's app in the managed cluster: %v %v", got, err)
+	}
+
 	// A restarted runtime knows the cluster from its store.
 	h2, err := host.New(host.Options{Dir: t.TempDir(), ClusterStore: host.FileClusterStore{Dir: filepath.Join(w.dir, "clusters")}})
 	if err != nil {

@@ -83,6 +83,13 @@ func (h *Host) CreateApplication(ctx context.Context, c Caller, data []byte, ups
 	if len(data) > maxBody {
 		return Application{}, errdefs.Invalid("body", fmt.Sprintf("%d bytes", len(data)), fmt.Sprintf("is larger than %d bytes", maxBody))
 	}
+	h.mu.Lock()
+	g := h.sources[gitSource]
+	h.mu.Unlock()
+	if g != nil {
+		// An app written into a Git Source may leave its destination to the source's.
+		data = withDestination(data, g.Spec.Destination)
+	}
 	a, err := app.DecodeApplication(data)
 	if err != nil {
 		return Application{}, err
@@ -91,7 +98,6 @@ func (h *Host) CreateApplication(ctx context.Context, c Caller, data []byte, ups
 	file, source := AppsDir+"/"+name+".yaml", gitSource
 	h.mu.Lock()
 	existing, exists := h.apps[name]
-	g := h.sources[source]
 	h.mu.Unlock()
 	switch {
 	case exists && !upsert:
@@ -123,6 +129,11 @@ func (h *Host) CreateApplication(ctx context.Context, c Caller, data []byte, ups
 	}
 	if err != nil {
 		return Application{}, err
+	}
+	// The new app's first refresh reads what its repository holds now, not refs cached up to
+	// RefsTTL ago (manifests pushed just before the app is created must be found).
+	if src := a.EffectiveSource(); src != nil {
+		h.cache.Invalidate(src.RepoURL)
 	}
 	if err := h.Load(ctx); err != nil {
 		return Application{}, err
