@@ -188,3 +188,33 @@ type ResourceChange struct {
 	Result    string `json:"result"`
 	Message   string `json:"message,omitempty"`
 }
+
+// ProcedureAudit carries the changes callers made on a runtime's own ingress (AuditRequest):
+// through the tunnel the control plane audits them itself; on an ingress only the runtime sees
+// them.
+const ProcedureAudit = "/" + ServiceName + "/Audit"
+
+// MaxAuditRecords bounds one AuditRequest.
+const MaxAuditRecords = 500
+
+// AuditRequest reports changes made through the runtime's ingress.
+type AuditRequest struct {
+	Records []AuditRecord `json:"records"`
+}
+
+// AuditRecord is one change: who (as the control plane vouched when the runtime checked the
+// caller's key), what and the runtime's answer.
+type AuditRecord struct {
+	UserID   string    `json:"userId"`
+	Email    string    `json:"email"`
+	Method   string    `json:"method"`
+	Path     string    `json:"path"`
+	Status   int       `json:"status"`
+	SourceIP string    `json:"sourceIp,omitempty"`
+	At       time.Time `json:"at"`
+}
+
+// AuditResponse acknowledges an AuditRequest.
+type AuditResponse struct {
+	Accepted int `json:"accepted"`
+}

@@ -150,6 +150,8 @@ type Runtime struct {
 
 	ingressOnce sync.Once
 	ingress     http.Handler
+	audit       *connect.Client[runtimev1.AuditRequest, runtimev1.AuditResponse]
+	audits      *auditQueue
 
 	mu         sync.Mutex
 	components map[string]runtimev1.Component
@@ -169,6 +171,9 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 		strings.TrimRight(opts.Server, "/")+runtimev1.ProcedureHeartbeat, connect.WithCodec(runnerv1.Codec{}))
 	r.report = connect.NewClient[runtimev1.ReportRequest, runtimev1.ReportResponse](hc,
 		strings.TrimRight(opts.Server, "/")+runtimev1.ProcedureReport, connect.WithCodec(runnerv1.Codec{}))
+	r.audit = connect.NewClient[runtimev1.AuditRequest, runtimev1.AuditResponse](hc,
+		strings.TrimRight(opts.Server, "/")+runtimev1.ProcedureAudit, connect.WithCodec(runnerv1.Codec{}))
+	r.audits = newAuditQueue(r.sendAudit, log)
 	r.AppProxy = appproxy.New(r.info)
 	r.SetComponent(runtimev1.Component{Name: "app-proxy", Health: runtimev1.ComponentHealthy, Version: opts.Version})
 
@@ -242,6 +247,14 @@ func clusterStore(dataDir string, kube *rest.Config) (host.ClusterStore, error) 
 	return host.FileClusterStore{Dir: filepath.Join(dataDir, "clusters")}, nil
 }
 
+// sendAudit reports changes made on the ingress (the runtime protocol's Audit call).
+func (r *Runtime) sendAudit(ctx context.Context, recs []runtimev1.AuditRecord) error {
+	creq := connect.NewRequest(&runtimev1.AuditRequest{Records: recs})
+	creq.Header().Set("Authorization", "Bearer "+r.opts.Token)
+	_, err := r.audit.CallUnary(ctx, creq)
+	return err
+}
+
 // sendReport is the GitOps host's sink: the runtime protocol's Report call.
 func (r *Runtime) sendReport(ctx context.Context, req runtimev1.ReportRequest) error {
 	creq := connect.NewRequest(&req)
@@ -303,6 +316,7 @@ func (r *Runtime) Run(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("app-proxy listen: %w", err)
 		}
+		go r.audits.run(ctx)
 		srv := &http.Server{Handler: r.IngressHandler(), ReadHeaderTimeout: 10 * time.Second}
 		go func() { errc <- srv.Serve(ln) }()
 		defer srv.Close()

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/internal/tunnel/wire"
 )
 
@@ -87,7 +88,94 @@ func (a *ingressAuth) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	req.Header.Set(wire.HeaderAccount, c.account)
 	req.Header.Set(wire.HeaderRole, c.role)
 	req.Header.Del("Authorization") // the runtime has no use for the caller's key
-	a.next.ServeHTTP(w, req)
+	switch req.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+		a.next.ServeHTTP(w, req)
+		return
+	}
+	// A change: the control plane never sees it, so the runtime reports it for the audit log.
+	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+	a.next.ServeHTTP(sw, req)
+	host, _, _ := strings.Cut(req.RemoteAddr, ":")
+	if fwd := req.Header.Get("X-Forwarded-For"); fwd != "" {
+		host, _, _ = strings.Cut(fwd, ",")
+	}
+	a.r.audits.add(runtimev1.AuditRecord{UserID: c.user, Email: c.email, Method: req.Method, Path: req.URL.Path, Status: sw.status,
+		SourceIP: strings.TrimSpace(host), At: time.Now().UTC()})
+}
+
+// statusWriter remembers the status a handler answered.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer (flushing streams).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// auditQueue sends the records of changes made on the ingress to the control plane in the
+// background, in batches, retrying a few times; the caller never waits for it.
+type auditQueue struct {
+	send func(context.Context, []runtimev1.AuditRecord) error
+	log  interface{ Warn(string, ...any) }
+	ch   chan runtimev1.AuditRecord
+}
+
+func newAuditQueue(send func(context.Context, []runtimev1.AuditRecord) error, log interface{ Warn(string, ...any) }) *auditQueue {
+	return &auditQueue{send: send, log: log, ch: make(chan runtimev1.AuditRecord, 1000)}
+}
+
+func (q *auditQueue) add(r runtimev1.AuditRecord) {
+	select {
+	case q.ch <- r:
+	default:
+		q.log.Warn("audit queue full: a change made on the ingress is not recorded", "method", r.Method, "path", r.Path, "user", r.Email)
+	}
+}
+
+func (q *auditQueue) run(ctx context.Context) {
+	for {
+		var batch []runtimev1.AuditRecord
+		select {
+		case <-ctx.Done():
+			return
+		case r := <-q.ch:
+			batch = append(batch, r)
+		}
+		for len(batch) < runtimev1.MaxAuditRecords {
+			select {
+			case r := <-q.ch:
+				batch = append(batch, r)
+				continue
+			default:
+			}
+			break
+		}
+		wait := 500 * time.Millisecond
+		for attempt := 1; ; attempt++ {
+			sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err := q.send(sctx, batch)
+			cancel()
+			if err == nil {
+				break
+			}
+			if attempt == 5 || ctx.Err() != nil {
+				q.log.Warn("audit records of the ingress could not be sent; dropped", "records", len(batch), "err", err)
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait *= 2
+		}
+	}
 }
 
 // check asks the control plane who token belongs to, or answers from the cache.

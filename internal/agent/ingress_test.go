@@ -98,6 +98,28 @@ func TestIngressAuthentication(t *testing.T) {
 		}
 	}
 
+	// Changes made on the ingress are in the control plane's audit log (the control plane never
+	// saw them): the admin's POST and the viewer's refused one; reads are not.
+	var recs []client.AuditEvent
+	for deadline := time.Now().Add(10 * time.Second); len(recs) < 2 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		l, err := s.Admin.ListAudit(ctx, client.AuditFilter{Action: "runtime.app-proxy"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = l.Items
+	}
+	if len(recs) != 2 {
+		t.Fatalf("audit records of ingress changes: %+v", recs)
+	}
+	for _, r := range recs {
+		if r.ResourceID != reg.ID || !strings.Contains(r.Actor, "via runtime edge's ingress") || !strings.Contains(r.Detail, "POST /app-proxy/api/v1/applications/x/sync") {
+			t.Errorf("audit record %+v", r)
+		}
+	}
+	if recs[0].Result == recs[1].Result {
+		t.Errorf("the viewer's refused change and the admin's must differ in result: %+v", recs)
+	}
+
 	// A revoked key works until its cache entry expires, then no more.
 	if err := s.Admin.RevokeAPIKey(ctx, viewer.ID); err != nil {
 		t.Fatal(err)

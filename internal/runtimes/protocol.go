@@ -3,6 +3,7 @@ package runtimes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -10,7 +11,9 @@ import (
 
 	"github.com/freshet-dev/freshet/api/runnerv1"
 	"github.com/freshet-dev/freshet/api/runtimev1"
+	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/store"
 )
 
@@ -20,6 +23,47 @@ func (s *Service) RegisterProtocol(mux *http.ServeMux) {
 	mux.Handle(runtimev1.ProcedureHeartbeat, connect.NewUnaryHandler(runtimev1.ProcedureHeartbeat, s.heartbeatRPC, opts...))
 	mux.Handle(runtimev1.ProcedureReport, connect.NewUnaryHandler(runtimev1.ProcedureReport, s.reportRPC,
 		append(opts, connect.WithReadMaxBytes(MaxReportBytes))...))
+	mux.Handle(runtimev1.ProcedureAudit, connect.NewUnaryHandler(runtimev1.ProcedureAudit, s.auditRPC,
+		append(opts, connect.WithReadMaxBytes(1<<20))...))
+}
+
+// auditRPC records the changes callers made on the runtime's own ingress, in the runtime's
+// account. The actor is marked as seen by that runtime: the control plane did not see the call.
+func (s *Service) auditRPC(ctx context.Context, req *connect.Request[runtimev1.AuditRequest]) (*connect.Response[runtimev1.AuditResponse], error) {
+	rt, err := s.caller(ctx, req.Header())
+	if err != nil {
+		return nil, err
+	}
+	recs := req.Msg.Records
+	if len(recs) > runtimev1.MaxAuditRecords {
+		return nil, connectError(errdefs.Invalid("records", fmt.Sprint(len(recs)), fmt.Sprintf("at most %d per request", runtimev1.MaxAuditRecords)))
+	}
+	for i, r := range recs {
+		switch {
+		case r.Method == "" || len(r.Method) > 16 || strings.ContainsAny(r.Method, " \x00"):
+			return nil, connectError(errdefs.Invalid(fmt.Sprintf("records[%d].method", i), r.Method, "is not an HTTP method"))
+		case !strings.HasPrefix(r.Path, "/") || len(r.Path) > 2048:
+			return nil, connectError(errdefs.Invalid(fmt.Sprintf("records[%d].path", i), r.Path, "is not a request path (at most 2048 bytes)"))
+		case r.Status < 100 || r.Status > 599:
+			return nil, connectError(errdefs.Invalid(fmt.Sprintf("records[%d].status", i), fmt.Sprint(r.Status), "is not an HTTP status"))
+		case len(r.Email) > 320 || len(r.UserID) > 64:
+			return nil, connectError(errdefs.Invalid(fmt.Sprintf("records[%d].email", i), r.Email, "is too long"))
+		}
+	}
+	for _, r := range recs {
+		p := rbac.Principal{AccountID: rt.AccountID, UserID: r.UserID, Email: noNUL(r.Email) + " (via runtime " + rt.Name + "'s ingress)"}
+		e := audit.Start(audit.WithMeta(ctx, audit.Meta{SourceIP: r.SourceIP}), p, "runtime.app-proxy", "runtime", rt.ID)
+		e.Detail("%s %s → %d (ingress)", r.Method, noNUL(r.Path), r.Status)
+		var result error
+		switch {
+		case r.Status == http.StatusForbidden || r.Status == http.StatusUnauthorized:
+			result = fmt.Errorf("the runtime answered %d: %w", r.Status, errdefs.ErrForbidden)
+		case r.Status >= 400:
+			result = fmt.Errorf("the runtime answered %d", r.Status)
+		}
+		s.audit.Finish(ctx, e, result)
+	}
+	return connect.NewResponse(&runtimev1.AuditResponse{Accepted: len(recs)}), nil
 }
 
 // caller resolves the runtime token of a protocol request.
