@@ -91,6 +91,18 @@ func (s *Service) ListApplications(ctx context.Context, p rbac.Principal, f AppF
 	return s.db.ListApplications(ctx, p.AccountID, sf, page)
 }
 
+// CountApplications counts p's account's applications that pass f by health and by sync.
+func (s *Service) CountApplications(ctx context.Context, p rbac.Principal, f AppFilter) (store.AppCounts, error) {
+	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
+		return store.AppCounts{}, err
+	}
+	sf, err := f.store()
+	if err != nil {
+		return store.AppCounts{}, err
+	}
+	return s.db.CountApplications(ctx, p.AccountID, sf)
+}
+
 // GetApplication returns p's account's application name of the runtime with name or ID runtime.
 func (s *Service) GetApplication(ctx context.Context, p rbac.Principal, runtime, name string) (store.Application, error) {
 	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {

@@ -447,6 +447,8 @@ var gqlCases = map[string]string{
 	"applications": `{ all: applications(first: 1000) { nodes { id name runtime runtimeId project repoUrl labels { key value } } }
 		byRuntime: applications(filter: {runtime: "RUNTIME_ID"}) { nodes { id name } }
 		byName: applications(filter: {runtime: "a-runtime", labels: ["a-team-label=a-payments"], search: "shop"}) { nodes { id name } } }`,
+	"applicationCounts": `{ all: applicationCounts { total health { status count } sync { status count } }
+		byRuntime: applicationCounts(filter: {runtime: "RUNTIME_ID"}) { total } }`,
 	"application": `{ byName: application(runtime: "a-runtime", name: "a-shop-web") { id name repoUrl history { nodes { id } } tree { uid } }
 		byID: application(runtime: "RUNTIME_ID", name: "a-shop-web") { id name repoUrl history { nodes { id } } tree { uid } } }`,
 }
@@ -524,8 +526,25 @@ func testTenantIsolation(t *testing.T, d store.Dialect) {
 			if f.Name == "applications" && strings.Count(string(out), `"nodes":[]`) != 3 {
 				t.Errorf("B lists A's applications: %s", out)
 			}
+			if f.Name == "applicationCounts" && strings.Count(string(out), `"total":0`) != 2 {
+				t.Errorf("B counts A's applications: %s", out)
+			}
 			tn.unchanged(t)
 		})
+	}
+	// A itself counts its applications (the attacks above counted none).
+	var counts struct {
+		ApplicationCounts struct {
+			Total  int
+			Health []struct {
+				Status string
+				Count  int
+			}
+		}
+	}
+	if err := tn.aAdmin.GraphQL(ctx, `{ applicationCounts { total health { status count } } }`, nil, &counts); err != nil || counts.ApplicationCounts.Total == 0 ||
+		len(counts.ApplicationCounts.Health) == 0 || counts.ApplicationCounts.Health[0].Count == 0 {
+		t.Errorf("A's application counts: %+v, %v", counts, err)
 	}
 	// A's audit log records nothing B did, and B's probes changed nothing there.
 	audit, err := tn.aAdmin.ListAudit(ctx, client.AuditFilter{ListOptions: client.ListOptions{Limit: 1000}})

@@ -253,26 +253,21 @@ func likePattern(s string) string {
 	return "%" + r.Replace(strings.ToLower(s)) + "%"
 }
 
-// ListApplications returns account's applications that pass f, in the order they were first
-// reported (by ID). p.After is the last ID of the previous page.
-func (q *Queries) ListApplications(ctx context.Context, accountID string, f AppFilter, p Page) ([]Application, error) {
-	query := `SELECT ` + appCols + appFrom + ` WHERE a.account_id = ?`
+// appWhere is the WHERE clause (and its arguments) of account's applications that pass f.
+func appWhere(accountID string, f AppFilter) (string, []any) {
+	where := ` WHERE a.account_id = ?`
 	args := []any{accountID}
-	if p.After != "" {
-		query += ` AND a.id > ?`
-		args = append(args, p.After)
-	}
 	if f.Runtime != "" {
-		query += ` AND (r.id = ? OR r.name = ?)`
+		where += ` AND (r.id = ? OR r.name = ?)`
 		args = append(args, f.Runtime, f.Runtime)
 	}
 	if f.Cluster != "" {
-		query += ` AND (a.dest_name = ? OR a.dest_server = ?)`
+		where += ` AND (a.dest_name = ? OR a.dest_server = ?)`
 		args = append(args, f.Cluster, f.Cluster)
 	}
 	for _, c := range []struct{ col, v string }{{"a.health_status", f.Health}, {"a.sync_status", f.Sync}, {"a.project", f.Project}} {
 		if c.v != "" {
-			query += ` AND ` + c.col + ` = ?`
+			where += ` AND ` + c.col + ` = ?`
 			args = append(args, c.v)
 		}
 	}
@@ -282,15 +277,27 @@ func (q *Queries) ListApplications(ctx context.Context, accountID string, f AppF
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		query += ` AND EXISTS (SELECT 1 FROM application_labels l WHERE l.application_id = a.id AND l.account_id = a.account_id
+		where += ` AND EXISTS (SELECT 1 FROM application_labels l WHERE l.application_id = a.id AND l.account_id = a.account_id
 			AND l.label_key = ? AND l.label_value = ?)`
 		args = append(args, k, f.Labels[k])
 	}
 	if f.Search != "" {
 		pat := likePattern(f.Search)
-		query += ` AND (lower(a.name) LIKE ? ESCAPE '\' OR lower(a.repo_url) LIKE ? ESCAPE '\' OR lower(a.path) LIKE ? ESCAPE '\'
+		where += ` AND (lower(a.name) LIKE ? ESCAPE '\' OR lower(a.repo_url) LIKE ? ESCAPE '\' OR lower(a.path) LIKE ? ESCAPE '\'
 			OR lower(a.dest_namespace) LIKE ? ESCAPE '\')`
 		args = append(args, pat, pat, pat, pat)
+	}
+	return where, args
+}
+
+// ListApplications returns account's applications that pass f, in the order they were first
+// reported (by ID). p.After is the last ID of the previous page.
+func (q *Queries) ListApplications(ctx context.Context, accountID string, f AppFilter, p Page) ([]Application, error) {
+	where, args := appWhere(accountID, f)
+	query := `SELECT ` + appCols + appFrom + where
+	if p.After != "" {
+		query += ` AND a.id > ?`
+		args = append(args, p.After)
 	}
 	query += ` ORDER BY a.id LIMIT ?`
 	args = append(args, p.limit())
@@ -306,6 +313,36 @@ func (q *Queries) ListApplications(ctx context.Context, accountID string, f AppF
 			return nil, err
 		}
 		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// AppCounts are how many of an account's applications have each health and each sync status.
+type AppCounts struct {
+	Total  int
+	Health map[string]int
+	Sync   map[string]int
+}
+
+// CountApplications counts account's applications that pass f by health and by sync status,
+// in the database (Home's summary does not page through thousands of rows).
+func (q *Queries) CountApplications(ctx context.Context, accountID string, f AppFilter) (AppCounts, error) {
+	where, args := appWhere(accountID, f)
+	rows, err := q.query(ctx, `SELECT a.health_status, a.sync_status, COUNT(*) `+appFrom+where+` GROUP BY a.health_status, a.sync_status`, args...)
+	if err != nil {
+		return AppCounts{}, err
+	}
+	defer rows.Close()
+	out := AppCounts{Health: map[string]int{}, Sync: map[string]int{}}
+	for rows.Next() {
+		var h, s string
+		var n int
+		if err := rows.Scan(&h, &s, &n); err != nil {
+			return AppCounts{}, err
+		}
+		out.Total += n
+		out.Health[h] += n
+		out.Sync[s] += n
 	}
 	return out, rows.Err()
 }

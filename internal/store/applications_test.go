@@ -120,6 +120,23 @@ func TestApplicationsUpsertListDelete(t *testing.T) {
 			if got := fmt.Sprint(appNames(apps)); got != c.want {
 				t.Errorf("%s: %s, want %s", c.name, got, c.want)
 			}
+			// The counts agree with the list, under every filter.
+			n, err := db.CountApplications(ctx, a.ID, c.f)
+			if err != nil {
+				t.Fatalf("%s: count: %v", c.name, err)
+			}
+			health, sync := map[string]int{}, map[string]int{}
+			for _, ap := range apps {
+				health[ap.Health]++
+				sync[ap.Sync]++
+			}
+			if n.Total != len(apps) || fmt.Sprint(n.Health) != fmt.Sprint(health) || fmt.Sprint(n.Sync) != fmt.Sprint(sync) {
+				t.Errorf("%s: counts %+v, want %d, %v, %v", c.name, n, len(apps), health, sync)
+			}
+		}
+		// Another account counts none of them.
+		if n, err := db.CountApplications(ctx, "acc_other", store.AppFilter{}); err != nil || n.Total != 0 {
+			t.Errorf("another account's counts: %+v, %v", n, err)
 		}
 
 		// Deleting is idempotent.

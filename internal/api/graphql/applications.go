@@ -69,6 +69,45 @@ func (r *resolver) Applications(ctx context.Context, args struct {
 	return newConnection(nodes, page, last), nil
 }
 
+// ApplicationCounts resolves applicationCounts.
+func (r *resolver) ApplicationCounts(ctx context.Context, args struct{ Filter *applicationFilterInput }) (appCounts, error) {
+	p, err := httpx.Principal(ctx)
+	if err != nil {
+		return appCounts{}, wrap(err)
+	}
+	n, err := r.runtimes.CountApplications(ctx, p, args.Filter.filter())
+	if err != nil {
+		return appCounts{}, wrap(err)
+	}
+	return appCounts{Total: int32(n.Total), Health: statusCounts(n.Health), Sync: statusCounts(n.Sync)}, nil
+}
+
+type appCounts struct {
+	Total  int32
+	Health []statusCount
+	Sync   []statusCount
+}
+
+type statusCount struct {
+	Status string
+	Count  int32
+}
+
+// statusCounts orders counts most first, then by status.
+func statusCounts(m map[string]int) []statusCount {
+	out := make([]statusCount, 0, len(m))
+	for s, n := range m {
+		out = append(out, statusCount{Status: s, Count: int32(n)})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Count != out[j].Count {
+			return out[i].Count > out[j].Count
+		}
+		return out[i].Status < out[j].Status
+	})
+	return out
+}
+
 func (r *resolver) Application(ctx context.Context, args struct{ Runtime, Name string }) (*applicationResolver, error) {
 	p, err := httpx.Principal(ctx)
 	if err != nil {
