@@ -62,6 +62,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzMask -fuzztime $(FUZZTIME) ./internal/runner/mask/
 	$(GO) test -run '^$$' -fuzz '^FuzzReport$$' -fuzztime $(FUZZTIME) ./internal/runtimes/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeApplication -fuzztime $(FUZZTIME) ./internal/gitops/app/
+	$(GO) test -run '^$$' -fuzz FuzzGitSourceInput -fuzztime $(FUZZTIME) ./internal/gitops/host/
 
 ## generate: regenerate generated files
 generate:

@@ -206,8 +206,8 @@ func (g *GitSource) sourcePath(name string) string {
 // default one. Files that need none are returned as they are (error lines stay exact); the
 // others are re-encoded.
 func withDestination(data []byte, dest app.Destination) []byte {
-	if dest == (app.Destination{}) {
-		return data
+	if dest == (app.Destination{}) || len(data) > maxBody {
+		return data // nothing to fill in, or too large for the decoder anyway (it says so)
 	}
 	dec := yamlv3.NewDecoder(bytes.NewReader(data))
 	var docs []*yamlv3.Node
