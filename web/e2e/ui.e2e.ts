@@ -1,9 +1,11 @@
 // The web UI in headless chromium against a real `freshet up`: log in, manage users and API
 // keys, read the audit log; write a pipeline in the editor, run it and watch its log stream,
 // cancel, restart, approve and deny builds, add triggers, register a runner, create a secret
-// context; see the local runtime healthy, register a runtime and create the hosted one; with a
-// loopback Kubernetes cluster, create GitOps applications and sync, diff, roll back and delete
-// them from their pages; switch theme and account; a 10,000-row audit log and a 100,000-line
+// context; see the local runtime healthy with its clusters and components, add and delete a Git
+// Source, add a runtime with the install wizard and watch it connect, create the hosted one, set
+// the GitOps webhook secret; with a loopback Kubernetes cluster, create GitOps applications (one
+// in the New application editor) and sync, diff, roll back, re-enable auto-sync and delete them
+// from their pages; switch theme and account; a 10,000-row audit log and a 100,000-line
 // build log that must stay virtualised and smooth. Screenshots of every page go to
 // .artifacts/screenshots/.
 //
@@ -19,6 +21,8 @@
 //                 when the devcluster binaries are not built (`make devcluster-build`) unless
 //                 FRESHET_TEST_KUBE=1 (CI) makes that a failure. FRESHET_DEVCLUSTER_TOOL: a
 //                 prebuilt devcluster tool.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createHmac } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -50,6 +54,9 @@ const APP_ROWS = Number(process.env.FRESHET_E2E_APP_ROWS ?? 10_000);
 const measures: Record<string, string | number> = {};
 
 let tmp: string;
+let bin: string;
+/** The agent of the runtime the install wizard registers, run by hand. */
+let edgeAgent: ChildProcess | undefined;
 let kube: Kube | undefined;
 let kubeSkip = '';
 let source: GitRepo | undefined;
@@ -162,7 +169,7 @@ beforeAll(async () => {
   tmp = tempDir();
   rmSync(screenshotDir, { recursive: true, force: true });
   mkdirSync(screenshotDir, { recursive: true });
-  const bin = freshetBinary(tmp);
+  bin = freshetBinary(tmp);
   // The applications part needs a cluster for `freshet up`'s runtime (and skips without one).
   const k = startKube(tmp);
   if ('skip' in k) {
@@ -189,6 +196,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  edgeAgent?.kill('SIGKILL');
   await browser?.close();
   await preview?.stop();
   await server?.stop();
@@ -619,7 +627,7 @@ describe('web UI', () => {
     for (const a of ['project.create', 'pipeline.create', 'trigger.create', 'trigger.delete', 'runner.register', 'context.create', 'context.decrypt']) expect(actions).toContain(a);
   });
 
-  it('shows the local runtime healthy, registers a runtime (token shown once) and creates the hosted runtime', async () => {
+  it('shows the local runtime healthy with its components and clusters, and adds, edits and deletes a Git Source', async () => {
     await visit('/runtimes', 'runtimes');
     const local = page.getByTestId('runtime-local');
     await local.waitFor();
@@ -627,31 +635,150 @@ describe('web UI', () => {
     expect(await local.textContent()).toContain('tunnel');
     await local.getByRole('link', { name: 'local' }).click();
     await page.getByTestId('runtime-facts').waitFor();
+    expect(new URL(page.url()).pathname).toBe('/runtimes/local');
     expect(await page.getByTestId('runtime-detail-status').textContent()).toContain('healthy');
+    expect(await page.getByTestId('runtime-facts').textContent()).toContain('hybrid');
     expect(await page.getByRole('button', { name: 'Rotate token' }).count()).toBe(1);
+    // Components with their health, from the heartbeat.
+    await page.getByTestId('component-app-proxy').waitFor();
+    expect(await page.getByTestId('component-app-proxy').textContent()).toContain('healthy');
+    // Clusters live from the app-proxy: the devcluster is the runtime's in-cluster.
+    const clusters = page.getByTestId('runtime-clusters');
+    await expect.poll(() => clusters.getAttribute('data-source')).toBe('app-proxy');
+    if (kube) {
+      await clusters.getByTestId('cluster-in-cluster').waitFor();
+      expect(await clusters.getByTestId('cluster-in-cluster').textContent()).toContain('https://kubernetes.default.svc');
+      expect(await clusters.getByRole('button', { name: 'Remove cluster in-cluster' }).count()).toBe(0);
+    }
+    expect(await page.getByTestId('cluster-add-command').textContent()).toBe('freshet cluster add NAME --runtime local --context CTX');
     await shot('runtime');
-    await page.getByRole('link', { name: '← Runtimes' }).click();
-    await page.locator('[data-page="runtimes"]').waitFor();
 
+    // A Git Source of a repository without applications; the runtime refuses a bad glob, naming the field.
+    const apps = gitRepo(mkdtempSync(join(tmp, 'gitsource-')));
+    apps.commit({ 'apps/README.md': 'Applications of the e2e Git Source.\n' }, 'An empty apps directory');
+    const sources = page.getByTestId('runtime-git-sources');
+    await sources.getByRole('heading', { name: 'No Git Sources' }).waitFor();
+    await sources.getByRole('button', { name: 'Add Git Source' }).first().click();
+    const add = page.getByRole('dialog', { name: 'Add Git Source' });
+    await add.getByLabel('Name', { exact: true }).fill('E2E');
+    await add.getByLabel('Repository URL').fill(apps.url);
+    await add.getByRole('button', { name: 'Add Git Source' }).click();
+    await expect.poll(() => add.locator('.field-error').first().textContent()).toContain('"E2E" is not valid');
+    await add.getByLabel('Name', { exact: true }).fill('e2e-apps');
+    await add.getByLabel('Path').fill('apps');
+    await add.getByLabel('Revision').fill('main');
+    await add.getByLabel('Include').fill('[');
+    await add.getByLabel('Cluster name').fill('in-cluster');
+    await add.getByLabel('Namespace').fill('e2e-apps');
+    await add.getByRole('button', { name: 'Add Git Source' }).click();
+    // The runtime's answer names spec.include; the dialog puts it under that field.
+    await expect.poll(() => add.locator('.field-invalid').textContent(), { timeout: 20_000 }).toContain('is not a valid glob');
+    expect(await add.locator('.field-invalid label').textContent()).toBe('Include');
+    await shot('runtime-git-source-error');
+    await add.getByLabel('Include').fill('*.yaml');
+    await add.getByRole('button', { name: 'Add Git Source' }).click();
+    await add.waitFor({ state: 'hidden', timeout: 30_000 });
+    const row = sources.getByTestId('git-source-e2e-apps');
+    await row.waitFor();
+    expect(await row.textContent()).toContain(apps.url);
+    expect(await row.textContent()).toContain('in-cluster / e2e-apps');
+    // Edit: the name stays, the rest is replaced (upsert).
+    await row.getByRole('button', { name: 'Edit Git Source e2e-apps' }).click();
+    const edit = page.getByRole('dialog', { name: 'Edit Git Source e2e-apps' });
+    expect(await edit.getByLabel('Name', { exact: true }).isDisabled()).toBe(true);
+    expect(await edit.getByLabel('Include').inputValue()).toBe('*.yaml');
+    await edit.getByLabel('Exclude').fill('drafts/*');
+    await edit.getByRole('button', { name: 'Save' }).click();
+    await edit.waitFor({ state: 'hidden', timeout: 30_000 });
+    await expect.poll(() => row.textContent()).toContain('except drafts/*');
+    const listed = (await (await api('/runtimes/local/app-proxy/api/v1/git-sources', await adminToken())).json()) as { items: { metadata: { name: string }; spec: Record<string, unknown> }[] };
+    expect(listed.items.map((g) => [g.metadata.name, g.spec.exclude, g.spec.path])).toEqual([['e2e-apps', 'drafts/*', 'apps']]);
+    await shot('runtime-git-sources');
+    await row.getByRole('button', { name: 'Delete Git Source e2e-apps' }).click();
+    const del = page.getByRole('dialog', { name: 'Delete Git Source' });
+    expect(await del.textContent()).toContain(apps.url);
+    await del.getByRole('button', { name: 'Delete Git Source' }).click();
+    await row.waitFor({ state: 'hidden', timeout: 30_000 });
+    await sources.getByRole('heading', { name: 'No Git Sources' }).waitFor();
+  });
+
+  it('adds a runtime with the install wizard: the token shown once in the install command, then waits until it connects', async () => {
+    await visit('/runtimes', 'runtimes');
     await page.getByRole('button', { name: 'Add runtime' }).click();
-    const dialog = page.getByRole('dialog', { name: 'Add runtime' });
-    await dialog.getByLabel('Name').fill('Edge 1');
-    await dialog.getByRole('button', { name: 'Register' }).click();
-    expect(await dialog.textContent()).toMatch(/Name/);
-    await dialog.getByLabel('Name').fill('edge-1');
-    await dialog.getByRole('button', { name: 'Register' }).click();
+    const wizard = page.getByRole('dialog', { name: 'Add runtime' });
+    const form = wizard.locator('form');
+    // Step 1: the name, checked as the server checks it.
+    await wizard.getByLabel('Name').fill('Edge 1');
+    await wizard.getByRole('button', { name: 'Next' }).click();
+    expect(await wizard.locator('.field-error').textContent()).toContain('"Edge 1" is not a runtime name');
+    await wizard.getByLabel('Name').fill('edge-1');
+    await wizard.getByLabel('Name').press('Enter');
+    // Step 2: access; ingress needs a host.
+    await expect.poll(() => form.getAttribute('data-step')).toBe('Access');
+    await wizard.getByLabel(/Ingress/).check();
+    await wizard.getByRole('button', { name: 'Next' }).click();
+    expect(await wizard.locator('.field-error').textContent()).toContain('Ingress host is required');
+    await wizard.getByLabel(/Tunnel/).check();
+    await wizard.getByRole('button', { name: 'Next' }).click();
+    // Step 3: the repository (optional), step 4: the kube context (optional).
+    await expect.poll(() => form.getAttribute('data-step')).toBe('Repository');
+    await wizard.getByLabel(/Installation repository/).fill('not a url');
+    await wizard.getByRole('button', { name: 'Next' }).click();
+    expect(await wizard.locator('.field-error').textContent()).toContain('is not a repository URL');
+    await wizard.getByLabel(/Installation repository/).fill('');
+    await wizard.getByRole('button', { name: 'Next' }).click();
+    await expect.poll(() => form.getAttribute('data-step')).toBe('Cluster');
+    await wizard.getByLabel(/Kube context/).fill('kind-e2e');
+    expect(await wizard.getByTestId('install-summary').textContent()).toContain('edge-1');
+    await shot('runtime-install-wizard');
+    await wizard.getByRole('button', { name: 'Register runtime' }).click();
+
     const done = page.getByRole('dialog', { name: 'Runtime registered' });
     await done.waitFor();
     const token = (await done.getByTestId('runtime-token').textContent()) ?? '';
     expect(token).toMatch(/^frt_/);
+    const install = (await done.getByTestId('install-command').textContent()) ?? '';
+    expect(install).toContain('--token frt_');
+    expect(install).toBe(`freshet runtime install edge-1 --token ${token} --context kind-e2e --control-plane ${base}`);
     expect(await done.getByTestId('runtime-command').textContent()).toBe(`freshet runtime --server ${base} --token ${token}`);
-    await shot('runtime-registered');
-    await done.getByRole('button', { name: 'Done' }).click();
-    const edge = page.getByTestId('runtime-edge-1');
-    await edge.waitFor();
-    expect(await edge.getByTestId('runtime-status').textContent()).toContain('installing');
-    expect(await page.content()).not.toContain(token);
+    expect(await done.textContent()).toContain('only time its token is shown');
+    const status = done.getByTestId('install-status');
+    expect(await status.getAttribute('data-status')).toBe('installing');
+    expect(await status.textContent()).toContain('Waiting for the runtime to connect');
+    await shot('runtime-install-command');
 
+    // Run the registered runtime's agent by hand (no cluster): the wizard sees it connect.
+    edgeAgent = spawn(bin, ['runtime', '--server', server.url, '--token', token, '--data-dir', join(tmp, 'edge-1')], {
+      env: { ...process.env, KUBECONFIG: join(tmp, 'no-kubeconfig') },
+      stdio: 'ignore',
+    });
+    await expect.poll(() => status.getAttribute('data-status'), { timeout: 30_000 }).toBe('healthy');
+    expect(await status.textContent()).toContain('edge-1 is connected and healthy');
+    await shot('runtime-install-healthy');
+    await status.getByRole('link', { name: 'Open its page' }).click();
+    await expect.poll(() => new URL(page.url()).pathname).toBe('/runtimes/edge-1');
+    await page.getByTestId('runtime-facts').waitFor();
+    expect(await page.getByTestId('runtime-detail-status').textContent()).toContain('healthy');
+    await expect.poll(() => page.getByTestId('runtime-clusters').getAttribute('data-source')).toBe('app-proxy');
+    expect(await page.content()).not.toContain(token);
+    // Stopped, it turns disconnected (at once: its tunnel closed) ...
+    await visit('/runtimes', 'runtimes');
+    const stopped = new Promise((r) => edgeAgent!.once('exit', r));
+    edgeAgent.kill('SIGTERM');
+    await stopped;
+    edgeAgent = undefined;
+    await expect.poll(() => page.getByTestId('runtime-edge-1').getByTestId('runtime-status').textContent(), { timeout: 40_000 }).toContain('disconnected');
+    // ... and its page shows what the last heartbeat said, asking the app-proxy nothing.
+    await visit('/runtimes/edge-1', 'runtime');
+    expect(await page.locator('[data-page="runtime"]').getAttribute('data-status')).toBe('disconnected');
+    expect(await page.getByTestId('runtime-clusters').getAttribute('data-source')).toBe('heartbeat');
+    expect(await page.getByTestId('from-heartbeat').first().textContent()).toContain('the runtime is disconnected');
+    await shot('runtime-disconnected');
+  });
+
+  it('creates the hosted runtime, and refuses a second', async () => {
+    await visit('/runtimes', 'runtimes');
+    await page.getByTestId('runtime-edge-1').waitFor();
     // The account's hosted runtime starts in-process and heartbeats within seconds; a second is refused.
     await page.getByRole('button', { name: 'Create hosted runtime' }).click();
     const hosted = page.getByTestId('runtime-hosted');
@@ -665,8 +792,43 @@ describe('web UI', () => {
     await visit('/', 'home');
     const card = page.getByTestId('home-runtimes');
     expect(await card.textContent()).toContain('2 healthy');
-    expect(await card.textContent()).toContain('1 installing');
+    expect(await card.textContent()).toContain('1 disconnected');
     await shot('home-runtimes');
+  });
+
+  it('generates the GitOps webhook secret once, and a push signed with it is accepted', async () => {
+    await visit('/settings/gitops-webhook', 'gitops-webhook');
+    const state = page.getByTestId('gitops-webhook-status');
+    expect(await state.getAttribute('data-configured')).toBe('false');
+    const url = (await page.getByTestId('webhook-url-github').locator('code').textContent()) ?? '';
+    expect(url).toMatch(new RegExp(`/api/v1/webhooks/gitops/github/[^/]+$`));
+    await shot('gitops-webhook-unset');
+    await page.getByRole('button', { name: 'Generate secret' }).click();
+    const shown = page.getByRole('dialog', { name: 'Webhook secret' });
+    const secret = (await shown.getByTestId('gitops-webhook-secret').textContent()) ?? '';
+    expect(secret.length).toBeGreaterThanOrEqual(16);
+    await shot('gitops-webhook-secret');
+    await shown.getByRole('button', { name: 'Done' }).click();
+    await expect.poll(() => state.getAttribute('data-configured')).toBe('true');
+    expect(await page.content()).not.toContain(secret);
+    await shot('gitops-webhook');
+    // The provider's delivery: signed with that secret it is taken, with another it is not.
+    const body = JSON.stringify({
+      ref: 'refs/heads/main',
+      before: '0'.repeat(40),
+      after: '1'.repeat(40),
+      repository: { full_name: 'acme/apps', clone_url: 'https://github.com/acme/apps.git', ssh_url: 'git@github.com:acme/apps.git' },
+    });
+    const deliver = (key: string) =>
+      fetch(new URL(new URL(url).pathname, server.url), {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-GitHub-Event': 'push', 'X-GitHub-Delivery': `e2e-${key.length}`, 'X-Hub-Signature-256': 'sha256=' + createHmac('sha256', key).update(body).digest('hex') },
+        body,
+      });
+    expect((await deliver('not-the-secret-at-all')).status).toBe(401);
+    const ok = await deliver(secret);
+    expect(ok.status, await ok.clone().text()).toBe(202);
+    expect(((await ok.json()) as { notifications: { revision: string }[] }).notifications[0].revision).toBe('main');
   });
 
   // ───────────── GitOps: applications ─────────────
@@ -686,13 +848,31 @@ describe('web UI', () => {
     const session = await adminToken();
     source = gitRepo(mkdtempSync(join(tmp, 'git-')));
     source.commit({ 'web/deploy.yaml': DEPLOY, 'web/cm.yaml': configMap('blue') }, 'First version of web');
-    for (const [name, automated] of [
-      ['web', false],
-      ['shop', true],
-    ] as const) {
-      const r = await api(APPS, session, { method: 'POST', body: appYAML(name, automated), headers: { 'Content-Type': 'application/yaml' } });
-      expect(r.status, await r.clone().text()).toBe(201);
-    }
+    const r = await api(APPS, session, { method: 'POST', body: appYAML('shop', true), headers: { 'Content-Type': 'application/yaml' } });
+    expect(r.status, await r.clone().text()).toBe(201);
+
+    // web through the New application editor: a typo is refused with its line and field.
+    await visit('/applications', 'applications');
+    await page.getByRole('button', { name: 'New application' }).first().click();
+    const create = page.getByRole('dialog', { name: 'New application' });
+    await create.getByLabel('Runtime').selectOption('local');
+    await expect.poll(() => create.getByLabel('Git Source (optional)').isEnabled()).toBe(true);
+    const yamlBox = create.getByLabel('Application (YAML)');
+    expect(await yamlBox.inputValue()).toContain('kind: Application');
+    const typo = appYAML('web', false).replace('  source:', '  sourcee:');
+    await yamlBox.fill(typo);
+    await create.getByRole('button', { name: 'Create application' }).click();
+    const typoLine = String(typo.split('\n').findIndex((l) => l.startsWith('  sourcee:')) + 1);
+    const issue = create.getByTestId('new-app-issues').locator('.issue', { hasText: 'spec.sourcee' });
+    await issue.waitFor({ timeout: 20_000 });
+    expect(await issue.getAttribute('data-line')).toBe(typoLine);
+    expect(await issue.textContent()).toContain(`Line ${typoLine}`);
+    await create.locator(`.code-ln-error[data-line="${typoLine}"]`).waitFor();
+    await shot('application-new-error');
+    await yamlBox.fill(appYAML('web', false));
+    await create.getByRole('button', { name: 'Create application' }).click();
+    await expect.poll(() => new URL(page.url()).pathname, { timeout: 30_000 }).toBe('/applications/local/web');
+    await page.locator('[data-page="application"][data-sync]').waitFor();
 
     await visit('/applications', 'applications');
     const web = page.getByTestId('app-row-local-web');
@@ -824,6 +1004,10 @@ describe('web UI', () => {
     await expect.poll(() => page.getByTestId('history-entry').count()).toBe(3);
     expect(await page.getByTestId('history-entry').first().textContent()).toContain('rollback');
     await shot('application-rolled-back');
+    // Switched back on from the notice, the application follows git again.
+    await page.getByTestId('autosync-disabled').getByRole('button', { name: 'Re-enable auto-sync' }).click();
+    await page.getByTestId('autosync-disabled').waitFor({ state: 'detached', timeout: 20_000 });
+    await expect.poll(() => page.getByTestId('app-autosync').textContent()).toBe('on (prune, self-heal)');
 
     // Delete web with its resources: the name must be typed first.
     await visit('/applications/local/web', 'application');
@@ -1060,6 +1244,7 @@ describe('web UI', () => {
       [`/builds/${streamBuild}`, 'build'],
       ['/settings/runners', 'runners'],
       ['/settings/contexts', 'contexts'],
+      ['/settings/gitops-webhook', 'gitops-webhook'],
       ['/runtimes', 'runtimes'],
       ['/runtimes/local', 'runtime'],
       ['/applications', 'applications'],
@@ -1125,6 +1310,7 @@ describe('web UI', () => {
       ['/settings', 'settings'],
       ['/settings/runners', 'runners'],
       ['/settings/contexts', 'contexts'],
+      ['/settings/gitops-webhook', 'gitops-webhook'],
     ] as const;
     for (const size of [
       { width: 1280, height: 800 },

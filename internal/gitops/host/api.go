@@ -253,27 +253,23 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// errorStatus maps an error to the control plane's status and code.
+// errorStatus maps an error to the control plane's code (errdefs.Code) and its status.
 func errorStatus(err error) (int, string) {
-	for _, m := range []struct {
-		kind   error
-		status int
-		code   string
-	}{
-		{errdefs.ErrInvalid, http.StatusBadRequest, "invalid"},
-		{errdefs.ErrUnauthenticated, http.StatusUnauthorized, "unauthenticated"},
-		{errdefs.ErrForbidden, http.StatusForbidden, "permission_denied"},
-		{errdefs.ErrNotFound, http.StatusNotFound, "not_found"},
-		{errdefs.ErrConflict, http.StatusConflict, "conflict"},
-		{engine.ErrOperationRunning, http.StatusConflict, "conflict"},
-		{errdefs.ErrUnavailable, http.StatusServiceUnavailable, "unavailable"},
-		{errdefs.ErrTooLarge, http.StatusRequestEntityTooLarge, "too_large"},
-	} {
-		if errors.Is(err, m.kind) {
-			return m.status, m.code
-		}
+	code := errdefs.Code(err)
+	status, ok := map[string]int{
+		"invalid_argument":  http.StatusBadRequest,
+		"unauthenticated":   http.StatusUnauthorized,
+		"permission_denied": http.StatusForbidden,
+		"not_found":         http.StatusNotFound,
+		"conflict":          http.StatusConflict,
+		"rate_limited":      http.StatusTooManyRequests,
+		"too_large":         http.StatusRequestEntityTooLarge,
+		"unavailable":       http.StatusServiceUnavailable,
+	}[code]
+	if !ok {
+		status = http.StatusInternalServerError
 	}
-	return http.StatusInternalServerError, "internal"
+	return status, code
 }
 
 // writeError answers with the control plane's error body.

@@ -215,6 +215,12 @@ export const appProxy = {
   terminate: (runtime: string, name: string) => request<{ terminated: boolean }>(`${appProxy.base(runtime)}/${seg(name)}/terminate`, { method: 'POST' }),
   remove: (runtime: string, name: string, cascade: boolean) =>
     request<void>(`${appProxy.base(runtime)}/${seg(name)}`, { method: 'DELETE', query: { cascade: String(cascade) } }),
+  /** Commits an Application (YAML as typed) to the installation repository, or to a Git Source's. */
+  create: (runtime: string, manifest: string, gitSource?: string) =>
+    request<ProxyApplication>(appProxy.base(runtime), { method: 'POST', raw: manifest, rawType: 'application/yaml', query: { gitSource: gitSource || undefined } }),
+  /** Switches automated sync back on (or off); a rollback switches it off. */
+  setAutoSync: (runtime: string, name: string, enabled: boolean) =>
+    request<ProxyApplication>(`${appProxy.base(runtime)}/${seg(name)}/auto-sync`, { method: 'POST', body: { enabled } }),
 };
 
 // ─── The account-wide list (GraphQL) ───

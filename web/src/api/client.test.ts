@@ -1,6 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ApiError, buildQuery, errorFromResponse, fieldError, readCookie, request, setFetch, setUnauthenticatedHandler } from './client';
 import { gql } from './graphql';
+import { appProxy } from './apps';
+import { runtimeProxy } from './gitops';
 import { audit, users } from './rest';
 
 type Call = { url: string; init: RequestInit };
@@ -101,6 +103,35 @@ describe('request', () => {
     respond(200, { id: 'x' });
     await users.get('a/b');
     expect(calls[1].url).toBe('/api/v1/users/a%2Fb');
+  });
+});
+
+describe('app-proxy calls', () => {
+  it('sends an Application as the YAML typed, with its Git Source in the query', async () => {
+    respond(201, { name: 'web', status: {} });
+    const yaml = 'apiVersion: argoproj.io/v1alpha1\nkind: Application\n';
+    await appProxy.create('edge 1', yaml, 'prod-apps');
+    expect(calls[0].url).toBe('/runtimes/edge%201/app-proxy/api/v1/applications?gitSource=prod-apps');
+    const h = calls[0].init.headers as Record<string, string>;
+    expect(h['Content-Type']).toBe('application/yaml');
+    expect(h['X-CSRF-Token']).toBe('abc=123');
+    expect(calls[0].init.body).toBe(yaml);
+    await appProxy.create('local', yaml);
+    expect(calls[1].url).toBe('/runtimes/local/app-proxy/api/v1/applications');
+  });
+
+  it('switches auto-sync on and upserts Git Sources as JSON', async () => {
+    respond(200, {});
+    await appProxy.setAutoSync('local', 'shop', true);
+    expect(calls[0].url).toBe('/runtimes/local/app-proxy/api/v1/applications/shop/auto-sync');
+    expect(JSON.parse(calls[0].init.body as string)).toEqual({ enabled: true });
+    const g = { apiVersion: 'freshet.dev/v1', kind: 'GitSource', metadata: { name: 'p' }, spec: { repoURL: 'file:///r.git' } };
+    await runtimeProxy.putGitSource('local', g, true);
+    expect(calls[1].url).toBe('/runtimes/local/app-proxy/api/v1/git-sources?upsert=true');
+    expect((calls[1].init.headers as Record<string, string>)['Content-Type']).toBe('application/json');
+    expect(JSON.parse(calls[1].init.body as string)).toEqual(g);
+    await runtimeProxy.putGitSource('local', g, false);
+    expect(calls[2].url).toBe('/runtimes/local/app-proxy/api/v1/git-sources');
   });
 });
 

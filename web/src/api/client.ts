@@ -64,7 +64,11 @@ export function notifyUnauthenticated(err: ApiError): void {
 
 export interface RequestOptions {
   method?: string;
+  /** Sent as JSON. */
   body?: unknown;
+  /** Sent as is, with rawType as its Content-Type (a YAML manifest), instead of a JSON body. */
+  raw?: string;
+  rawType?: string;
   query?: Record<string, string | number | undefined | null>;
   signal?: AbortSignal;
   /** Do not report a 401 to the unauthenticated handler (login itself, the first /me). */
@@ -145,7 +149,8 @@ export function codeForStatus(status: number): ErrorCode {
 export async function request<T>(path: string, opts: RequestOptions = {}): Promise<T> {
   const method = (opts.method ?? 'GET').toUpperCase();
   const headers: Record<string, string> = { Accept: 'application/json' };
-  if (opts.body !== undefined) headers['Content-Type'] = 'application/json';
+  if (opts.raw !== undefined) headers['Content-Type'] = opts.rawType ?? 'text/plain';
+  else if (opts.body !== undefined) headers['Content-Type'] = 'application/json';
   if (!SAFE.has(method)) {
     const csrf = readCookie(CSRF_COOKIE);
     if (csrf) headers[CSRF_HEADER] = csrf;
@@ -155,7 +160,7 @@ export async function request<T>(path: string, opts: RequestOptions = {}): Promi
     res = await fetchImpl(path + buildQuery(opts.query), {
       method,
       headers,
-      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+      body: opts.raw !== undefined ? opts.raw : opts.body === undefined ? undefined : JSON.stringify(opts.body),
       credentials: 'same-origin',
       signal: opts.signal,
     });

@@ -16,7 +16,8 @@ const Build = lazy(() => import('../pages/Build'));
 const Runners = lazy(() => import('../pages/Runners'));
 const Contexts = lazy(() => import('../pages/Contexts'));
 const Runtimes = lazy(() => import('../pages/Runtimes'));
-const RuntimeDetail = lazy(() => import('../pages/Runtimes').then((m) => ({ default: m.RuntimeDetail })));
+const RuntimeDetail = lazy(() => import('../pages/Runtime'));
+const GitOpsWebhook = lazy(() => import('../pages/GitOpsWebhook'));
 const Applications = lazy(() => import('../pages/Applications'));
 const Application = lazy(() => import('../pages/Application'));
 
@@ -44,6 +45,7 @@ export const routes: RouteDef[] = [
   { path: '/settings', title: 'Settings', component: Settings },
   { path: '/settings/runners', title: 'Runners', component: Runners },
   { path: '/settings/contexts', title: 'Contexts and secrets', component: Contexts },
+  { path: '/settings/gitops-webhook', title: 'GitOps webhook', component: GitOpsWebhook },
 ];
 
 export interface NavItem {

@@ -4,6 +4,7 @@ const ITEMS = [
   { to: '/settings', label: 'General' },
   { to: '/settings/runners', label: 'Runners' },
   { to: '/settings/contexts', label: 'Contexts and secrets' },
+  { to: '/settings/gitops-webhook', label: 'GitOps webhook' },
 ];
 
 /** The sections of Settings, each its own URL. */

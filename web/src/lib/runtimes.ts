@@ -4,6 +4,9 @@ import type { Runtime, RuntimeStatus } from '../api/types';
 import { runtimeStatuses } from '../api/types';
 import { relativeTime } from './format';
 
+/** Runtimes heartbeat every 5 s: their pages look again as often. */
+export const RUNTIME_POLL_MS = 5_000;
+
 const tones: Record<RuntimeStatus, Tone> = {
   healthy: 'success',
   degraded: 'warning',

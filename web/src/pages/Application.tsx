@@ -207,6 +207,19 @@ function AppHeader({ a, runtime, canWrite, onChanged }: { a: ProxyApplication; r
     }
   };
 
+  const reenable = async () => {
+    setBusy('autosync');
+    setError(undefined);
+    try {
+      await appProxy.setAutoSync(runtime, a.name, true);
+      onChanged(automated ? 'Auto-sync is on again: the application follows git from the next poll.' : 'The rollback no longer holds auto-sync off.');
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(undefined);
+    }
+  };
+
   return (
     <header className="app-header">
       <div className="page-header">
@@ -242,11 +255,17 @@ function AppHeader({ a, runtime, canWrite, onChanged }: { a: ProxyApplication; r
       </div>
       {!canWrite && <p className="muted small">Your role (viewer) can look but not sync, refresh, roll back or delete.</p>}
       {error !== undefined && <ErrorNote error={error} />}
-      {automated && st.autoSyncDisabled && (
+      {st.autoSyncDisabled && (
         <div className="notice notice-warning" role="status" data-testid="autosync-disabled">
           <span>
-            <strong>Auto-sync is off:</strong> a rollback switched it off so that the next poll does not sync the application back to git. Sync by hand to return to git.
+            <strong>Auto-sync is off:</strong> a rollback switched it off so that the next poll does not sync the application back to git. Sync by hand to return to git, or switch
+            auto-sync back on.
           </span>
+          {canWrite && (
+            <button type="button" className="button button-small" onClick={reenable} disabled={!!busy}>
+              {busy === 'autosync' ? 'Switching on…' : 'Re-enable auto-sync'}
+            </button>
+          )}
         </div>
       )}
       <dl className="facts" data-testid="app-facts">

@@ -2,10 +2,11 @@
 // the server as the virtualised list scrolls, refreshed quietly while only the first page is
 // loaded. The list comes from GraphQL, or from each runtime's app-proxy on a server whose
 // GraphQL has no applications yet (see lib/appList.ts).
-import { useCallback, useEffect, useRef, useState, type FormEvent } from 'react';
+import { Suspense, lazy, useCallback, useEffect, useRef, useState, type FormEvent } from 'react';
 import { ApiError } from '../api/client';
 import { healthStatuses, listRuntimeRefs, syncCodes, type AppSummary } from '../api/apps';
 import { Link, navigate, useLocation } from '../app/router';
+import { useMe } from '../app/session';
 import { HealthBadge, SyncBadge } from '../components/AppStatus';
 import { Field } from '../components/Field';
 import { PageHeader } from '../components/PageHeader';
@@ -19,6 +20,9 @@ import { formatTime, relativeTime } from '../lib/format';
 import { appendUnique } from '../lib/pagination';
 import { runtimePath } from '../lib/runtimes';
 import { useResource } from '../lib/useResource';
+
+/** The editor and its template load when the dialog is first opened. */
+const NewApplicationDialog = lazy(() => import('./NewApplication'));
 
 /** Rows asked for per request as the list scrolls. */
 const PAGE = 500;
@@ -40,6 +44,9 @@ interface ListState {
 const initial: ListState = { rows: [], loading: true, done: false, unreachable: [], pages: 0 };
 
 export default function Applications() {
+  const me = useMe();
+  const canWrite = me.role !== 'viewer';
+  const [creating, setCreating] = useState(false);
   const { search } = useLocation();
   const filter = appFilterFromParams(new URLSearchParams(search));
   const key = JSON.stringify(filter);
@@ -109,7 +116,16 @@ export default function Applications() {
 
   return (
     <div data-page="applications" data-source={state.source}>
-      <PageHeader title="Applications">
+      <PageHeader
+        title="Applications"
+        actions={
+          canWrite && (
+            <button type="button" className="button button-primary" onClick={() => setCreating(true)} disabled={noRuntimes}>
+              New application
+            </button>
+          )
+        }
+      >
         Argo CD Applications that the account's runtimes sync from git to their clusters.
       </PageHeader>
       <Filters key={key} initial={filter} runtimes={runtimes.data?.map((r) => r.name) ?? []} clusters={[...new Set((runtimes.data ?? []).flatMap((r) => r.clusters.map((c) => c.name)))]} serverError={filterError} />
@@ -139,11 +155,15 @@ export default function Applications() {
               <button type="button" className="button" onClick={() => navigate(APPLICATIONS_PATH)}>
                 Clear filters
               </button>
+            ) : noRuntimes ? (
+              <Link to="/runtimes" className="button">
+                Add a runtime
+              </Link>
             ) : (
-              noRuntimes && (
-                <Link to="/runtimes" className="button">
-                  Add a runtime
-                </Link>
+              canWrite && (
+                <button type="button" className="button" onClick={() => setCreating(true)}>
+                  New application
+                </button>
               )
             )
           }
@@ -153,7 +173,7 @@ export default function Applications() {
               <p>Applications run in a runtime. Add one first; <code>freshet up</code> runs one named local.</p>
             ) : (
               <p>
-                Create one from an Argo CD Application file with <code>freshet app create -f app.yaml</code> (or from flags: <code>freshet app create NAME --repo URL --path P …</code>), or
+                Create one with <strong>New application</strong>, or from an Argo CD Application file with <code>freshet app create -f app.yaml</code> (or from flags: <code>freshet app create NAME --repo URL --path P …</code>), or
                 commit it under <code>apps/</code> in the runtime's installation repository.
               </p>
             ))}
@@ -199,6 +219,11 @@ export default function Applications() {
             }
           />
         </>
+      )}
+      {creating && (
+        <Suspense fallback={null}>
+          <NewApplicationDialog runtimes={runtimes.data ?? []} initialRuntime={filter.runtime} onClose={() => setCreating(false)} />
+        </Suspense>
       )}
     </div>
   );

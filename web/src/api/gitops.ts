@@ -1,0 +1,55 @@
+// A runtime's clusters and Git Sources on its app-proxy (docs/appproxy.md), reached through the
+// control plane at /runtimes/{runtime}/app-proxy/…, and the account's GitOps push webhook
+// (REST, api/openapi.yaml). Loaded with the pages that use them, not on first load.
+import { request } from './client';
+
+const seg = encodeURIComponent;
+
+/** A cluster a runtime deploys to (no credentials: the runtime alone keeps them). */
+export interface ClusterRef {
+  name: string;
+  server: string;
+}
+
+/** A directory of another repository whose Applications the runtime loads (app-of-apps). */
+export interface GitSource {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string };
+  spec: {
+    repoURL: string;
+    path?: string;
+    targetRevision?: string;
+    include?: string;
+    exclude?: string;
+    destination?: { name?: string; server?: string; namespace?: string };
+  };
+}
+
+const proxy = (runtime: string) => `/runtimes/${seg(runtime)}/app-proxy/api/v1`;
+
+export const runtimeProxy = {
+  clusters: (runtime: string, signal?: AbortSignal) => request<{ items: ClusterRef[] }>(`${proxy(runtime)}/clusters`, { signal }),
+  removeCluster: (runtime: string, name: string) => request<void>(`${proxy(runtime)}/clusters/${seg(name)}`, { method: 'DELETE' }),
+  gitSources: (runtime: string, signal?: AbortSignal) => request<{ items: GitSource[] }>(`${proxy(runtime)}/git-sources`, { signal }),
+  /** Creates a Git Source, or with upsert replaces the one of that name. */
+  putGitSource: (runtime: string, g: GitSource, upsert: boolean) =>
+    request<GitSource>(`${proxy(runtime)}/git-sources`, { method: 'POST', body: g, query: { upsert: upsert ? 'true' : undefined } }),
+  removeGitSource: (runtime: string, name: string) => request<void>(`${proxy(runtime)}/git-sources/${seg(name)}`, { method: 'DELETE' }),
+};
+
+/** The account's GitOps push webhook: whether it has a secret, and its payload URL per provider. */
+export interface GitOpsWebhook {
+  configured: boolean;
+  /** When the secret was set. */
+  createdAt?: string;
+  urls: Record<string, string>;
+  /** Only in the answer that generated it. */
+  secret?: string;
+}
+
+export const gitopsWebhook = {
+  get: (signal?: AbortSignal) => request<GitOpsWebhook>('/api/v1/gitops/webhook', { signal }),
+  /** Without a secret, one is generated and answered once. */
+  set: (secret?: string) => request<GitOpsWebhook>('/api/v1/gitops/webhook', { method: 'POST', body: secret ? { secret } : {} }),
+};
