@@ -16,7 +16,17 @@ import (
 
 // ErrNoCluster means the runtime has no cluster configured at all (`freshet up` without a
 // kubeconfig): applications show a NoClusterConfigured condition.
-var ErrNoCluster = fmt.Errorf("no cluster configured: %w", errdefs.ErrUnavailable)
+var ErrNoCluster = &noClusterError{}
+
+// noClusterError says what to do; it is errdefs.ErrUnavailable.
+type noClusterError struct{}
+
+func (*noClusterError) Error() string {
+	return "no cluster configured: this runtime has no kubeconfig (freshet up: KUBECONFIG, ~/.kube/config or --kubeconfig; " +
+		"freshet runtime: --kubeconfig, or run it in a cluster) and no managed cluster (freshet cluster add)"
+}
+
+func (*noClusterError) Unwrap() error { return errdefs.ErrUnavailable }
 
 // InCluster names the runtime's own cluster, as in Argo CD.
 const (

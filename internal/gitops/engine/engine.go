@@ -436,8 +436,14 @@ func comparisonError(cmp *comparison) error {
 	for _, c := range cmp.conds {
 		msgs = append(msgs, c.Type+": "+c.Message)
 	}
-	return fmt.Errorf("%s: %w", strings.Join(msgs, "; "), errdefs.ErrUnavailable)
+	return &unavailableError{msg: strings.Join(msgs, "; ")}
 }
+
+// unavailableError is errdefs.ErrUnavailable with a message that does not repeat the kind.
+type unavailableError struct{ msg string }
+
+func (e *unavailableError) Error() string { return e.msg }
+func (e *unavailableError) Unwrap() error { return errdefs.ErrUnavailable }
 
 // Sync syncs an application now and returns the result (also for a failed sync: the error is
 // for a sync that could not be attempted, e.g. ErrOperationRunning). Cancel ctx, or call
