@@ -180,8 +180,7 @@ func TestGitOpsWebhookNotifiesConnectedRuntimes(t *testing.T) {
 	edge, _ := seedRuntime(t, s, "acme", "edge")
 	hub, _ := seedRuntime(t, s, "acme", "hub")
 	other, _ := seedRuntime(t, s, "globex", "edge")
-	var ft *fakeTunnel
-	ft = &fakeTunnel{do: func(rt tunnel.Runtime, req *http.Request) (*http.Response, error) {
+	ft := &fakeTunnel{do: func(rt tunnel.Runtime, req *http.Request) (*http.Response, error) {
 		if rt.ID == hub.ID {
 			return nil, fmt.Errorf("not connected: %w", tunnel.ErrNotConnected)
 		}

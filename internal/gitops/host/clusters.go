@@ -156,7 +156,7 @@ func (s SecretClusterStore) List(ctx context.Context) ([]ClusterCredential, erro
 	for _, sec := range l.Items {
 		var c ClusterCredential
 		if err := json.Unmarshal(sec.Data["cluster"], &c); err != nil {
-			return nil, fmt.Errorf("Secret %s: %w", sec.Name, err)
+			return nil, fmt.Errorf("cluster secret %s: %w", sec.Name, err)
 		}
 		out = append(out, c)
 	}

@@ -235,7 +235,7 @@ func (in *Installer) checkCluster() (string, error) {
 		return "", fmt.Errorf("the cluster reports version %q: %w", v.GitVersion, err)
 	}
 	if sv.LessThan(MinKubeVersion) {
-		return "", fmt.Errorf("Kubernetes %s is too old: the runtime needs %s or newer", v.GitVersion, MinKubeVersion)
+		return "", fmt.Errorf("the cluster runs Kubernetes %s, too old: the runtime needs %s or newer", v.GitVersion, MinKubeVersion)
 	}
 	return "Kubernetes " + v.GitVersion, nil
 }
