@@ -371,6 +371,9 @@ func (r *Runtime) beat(ctx context.Context) error {
 	for _, c := range r.gitops.Clusters() {
 		req.Clusters = append(req.Clusters, runtimev1.Cluster{Name: c.Name, Server: c.Server})
 	}
+	for _, g := range r.gitops.GitSources() {
+		req.GitSources = append(req.GitSources, g.Metadata.Name)
+	}
 	r.mu.Unlock()
 	creq := connect.NewRequest(&req)
 	creq.Header().Set("Authorization", "Bearer "+r.opts.Token)

@@ -102,6 +102,16 @@ func (a *app) runtimeCommand() *cobra.Command {
 			for _, co := range r.Components {
 				row(tw, co.Name, co.Health, co.Message)
 			}
+			if len(r.Clusters) > 0 {
+				fmt.Fprintln(tw)
+				row(tw, "CLUSTER", "SERVER")
+				for _, c := range r.Clusters {
+					row(tw, c.Name, c.Server)
+				}
+			}
+			if len(r.GitSources) > 0 {
+				fmt.Fprintf(tw, "\nGit Sources:\t%s\n", strings.Join(r.GitSources, ", "))
+			}
 			return tw.Flush()
 		}}
 	addOutputFlag(get, &out)
