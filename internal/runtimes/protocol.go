@@ -53,7 +53,7 @@ func (s *Service) auditRPC(ctx context.Context, req *connect.Request[runtimev1.A
 	for _, r := range recs {
 		p := rbac.Principal{AccountID: rt.AccountID, UserID: r.UserID, Email: noNUL(r.Email) + " (via runtime " + rt.Name + "'s ingress)"}
 		e := audit.Start(audit.WithMeta(ctx, audit.Meta{SourceIP: r.SourceIP}), p, "runtime.app-proxy", "runtime", rt.ID)
-		e.Detail("%s %s → %d (ingress)", r.Method, noNUL(r.Path), r.Status)
+		e.Detail("%s %s → %d (runtime %s, ingress)", r.Method, noNUL(r.Path), r.Status, rt.Name)
 		var result error
 		switch {
 		case r.Status == http.StatusForbidden || r.Status == http.StatusUnauthorized:

@@ -76,7 +76,7 @@ func (s *Server) newTunnel(log *slog.Logger) (*tunnel.Server, error) {
 			e.Account(rt.AccountID)
 			path := strings.TrimPrefix(r.URL.Path, "/runtimes/"+rt.Name)
 			path = strings.TrimPrefix(path, "/runtimes/"+rt.ID)
-			e.Detail("%s %s → %d", r.Method, path, status)
+			e.Detail("%s %s → %d (runtime %s)", r.Method, path, status, rt.Name)
 			var result error
 			switch {
 			case status == http.StatusForbidden || status == http.StatusUnauthorized:

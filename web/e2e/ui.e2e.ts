@@ -16,6 +16,8 @@
 // FRESHET_E2E_LOG_LINES   lines of the large build log (default 100000, 0 skips)
 // FRESHET_E2E_HOME_BUILDS builds queued before measuring Home (default 1000, 0 skips)
 // FRESHET_E2E_APP_ROWS    rows of the large applications list (default 10000, 0 skips)
+// FRESHET_E2E_HOME_APPS   applications a runtime reports before measuring Home (default 1000,
+//                 0 skips; at most 10000, a report's limit)
 // FRESHET_E2E_KUBE=0      skip the applications part that needs Kubernetes; otherwise it runs on
 //                 FRESHET_TEST_KUBECONFIG's cluster or a devcluster started for it, and skips
 //                 when the devcluster binaries are not built (`make devcluster-build`) unless
@@ -51,6 +53,7 @@ const AUDIT_ROWS = Number(process.env.FRESHET_E2E_AUDIT_ROWS ?? 10_000);
 const LOG_LINES = Number(process.env.FRESHET_E2E_LOG_LINES ?? 100_000);
 const HOME_BUILDS = Number(process.env.FRESHET_E2E_HOME_BUILDS ?? 1_000);
 const APP_ROWS = Number(process.env.FRESHET_E2E_APP_ROWS ?? 10_000);
+const HOME_APPS = Number(process.env.FRESHET_E2E_HOME_APPS ?? 1_000);
 const measures: Record<string, string | number> = {};
 
 let tmp: string;
@@ -96,6 +99,76 @@ async function adminToken(): Promise<string> {
   });
   adminSession = ((await r.json()) as { token: string }).token;
   return adminSession;
+}
+
+/** Applications by health and sync as the server counts them (GraphQL `applicationCounts`). */
+interface Counts {
+  total: number;
+  health: Record<string, number>;
+  sync: Record<string, number>;
+}
+
+/** GraphQL `applicationCounts`, of one runtime or all. */
+async function appCounts(token: string, runtime?: string): Promise<Counts> {
+  const r = await api('/api/graphql', token, {
+    method: 'POST',
+    body: JSON.stringify({
+      query: 'query($f: ApplicationFilter) { applicationCounts(filter: $f) { total health { status count } sync { status count } } }',
+      variables: { f: runtime ? { runtime } : null },
+    }),
+  });
+  const d = (await r.json()) as { data?: { applicationCounts: { total: number; health: { status: string; count: number }[]; sync: { status: string; count: number }[] } }; errors?: unknown };
+  if (!d.data) throw new Error(`applicationCounts: ${r.status} ${JSON.stringify(d.errors)}`);
+  const c = d.data.applicationCounts;
+  return { total: c.total, health: Object.fromEntries(c.health.map((x) => [x.status, x.count])), sync: Object.fromEntries(c.sync.map((x) => [x.status, x.count])) };
+}
+
+function addCounts(a: Counts, b: Counts): Counts {
+  const add = (x: Record<string, number>, y: Record<string, number>) => {
+    const out = { ...x };
+    for (const [k, v] of Object.entries(y)) out[k] = (out[k] ?? 0) + v;
+    return out;
+  };
+  return { total: a.total + b.total, health: add(a.health, b.health), sync: add(a.sync, b.sync) };
+}
+
+/** The runtime registered to report Home's applications (deregistered afterwards). */
+const HOME_RUNTIME = 'home-bench';
+/** Health of the seeded applications, a twentieth each: mostly healthy, some of each other. */
+const SEED_HEALTH = [...Array<string>(12).fill('Healthy'), 'Progressing', 'Progressing', 'Degraded', 'Degraded', 'Degraded', 'Missing', 'Suspended', 'Unknown'];
+/** Sync of the seeded applications, a seventh each (7 and 20 share no factor: every pair occurs). */
+const SEED_SYNC = ['Synced', 'Synced', 'Synced', 'Synced', 'Synced', 'OutOfSync', 'Unknown'];
+
+/** The i-th application the Home measurement reports (runtimev1.Application's JSON). */
+function seededApp(i: number) {
+  const team = `team-${i % 9}`;
+  const name = `svc-${String(i).padStart(5, '0')}`;
+  return {
+    name,
+    project: team,
+    labels: { team, tier: ['web', 'api', 'worker'][i % 3], 'app.kubernetes.io/part-of': `shop-${i % 13}` },
+    repoUrl: `https://git.example.com/${team}/deploy.git`,
+    path: `apps/${name}`,
+    targetRevision: 'main',
+    destServer: 'https://kubernetes.default.svc',
+    destNamespace: `${team}-${i % 4 === 0 ? 'prod' : 'staging'}`,
+    sourceType: 'Directory',
+    autoSync: i % 3 !== 0,
+    sync: SEED_SYNC[i % SEED_SYNC.length],
+    health: SEED_HEALTH[i % SEED_HEALTH.length],
+    revision: (i * 2654435761).toString(16).padStart(8, '0').slice(-8).repeat(5),
+    reconciledAt: new Date(Date.now() - (i % 600) * 1000).toISOString(),
+  };
+}
+
+/** What the server should count of these applications. */
+function tally(apps: { health: string; sync: string }[]): Counts {
+  const c: Counts = { total: apps.length, health: {}, sync: {} };
+  for (const a of apps) {
+    c.health[a.health] = (c.health[a.health] ?? 0) + 1;
+    c.sync[a.sync] = (c.sync[a.sync] ?? 0) + 1;
+  }
+  return c;
 }
 
 /**
@@ -367,7 +440,8 @@ describe('web UI', () => {
 
     await page.getByRole('link', { name: 'New pipeline' }).click();
     await page.locator('[data-page="pipeline-new"]').waitFor();
-    expect(await page.getByLabel('Project').inputValue()).toBe('e2e');
+    // The project comes from the URL; the select shows it once the projects have loaded.
+    await expect.poll(() => page.getByLabel('Project').inputValue()).toBe('e2e');
     await page.getByLabel('Name', { exact: true }).fill('stream');
     const editor = page.getByTestId('yaml-editor');
     await editor.fill(specWith('comands'));
@@ -940,6 +1014,33 @@ describe('web UI', () => {
     expect(await page.locator('[data-page="application"]').getAttribute('data-sync')).toBe('Synced');
     await shot('application-tree');
 
+    // The control plane audited that sync (a change through the runtime's app-proxy), and the
+    // applications created through it (the refused typo too); reads are not audited.
+    const proxyRows = () => page.getByTestId('audit-row').evaluateAll((rows) => rows.map((r) => r.textContent ?? ''));
+    const syncRow = /POST \/app-proxy\/api\/v1\/applications\/web\/sync → 200/;
+    await expect
+      .poll(
+        async () => {
+          await visit('/audit?action=runtime.app-proxy', 'audit');
+          return (await proxyRows()).filter((t) => syncRow.test(t)).length;
+        },
+        { timeout: 20_000 },
+      )
+      .toBe(1);
+    expect(await page.getByLabel('Action').inputValue()).toBe('runtime.app-proxy');
+    const proxyActions = await page.getByTestId('audit-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-action')));
+    expect([...new Set(proxyActions)]).toEqual(['runtime.app-proxy']);
+    const sync = page.getByTestId('audit-row').filter({ hasText: syncRow });
+    expect(await sync.textContent()).toContain(ADMIN_EMAIL);
+    expect(await sync.textContent()).toContain('success');
+    const texts = await proxyRows();
+    expect(texts.filter((t) => /POST \/app-proxy\/api\/v1\/applications → 201/.test(t))).toHaveLength(2); // shop and web
+    expect(texts.filter((t) => /POST \/app-proxy\/api\/v1\/applications → 4\d\d/.test(t)).map((t) => t.includes('failure'))).toEqual([true]); // the typo
+    expect(texts.filter((t) => / (GET|HEAD) \//.test(t))).toEqual([]);
+    await shot('audit-app-proxy');
+    await visit('/applications/local/web', 'application');
+    await page.locator('[data-page="application"][data-sync="Synced"]').waitFor();
+
     // A new commit: a hard refresh finds it, and the diff shows the one changed line.
     source.commit({ 'web/cm.yaml': configMap('green') }, 'Paint it green');
     await page.getByRole('button', { name: 'Refresh' }).click();
@@ -1191,35 +1292,115 @@ describe('web UI', () => {
     await page.locator('.log-row-focus', { hasText: '49997' }).waitFor({ timeout: 30_000 });
   });
 
-  it(`measures Home with ${HOME_BUILDS.toLocaleString('en-US')} builds`, async () => {
-    if (HOME_BUILDS <= 0) return;
+  it(`measures Home with ${HOME_BUILDS.toLocaleString('en-US')} builds and ${HOME_APPS.toLocaleString('en-US')} applications`, async () => {
+    if (HOME_BUILDS <= 0 && HOME_APPS <= 0) return;
     const session = await adminToken();
-    // Builds of a pipeline no runner takes (a label nobody has) stay queued: cheap to make.
-    const spec = "version: '1.0'\nsteps:\n  noop:\n    image: alpine\n    commands: ['true']\n";
-    const body = JSON.stringify({ project: 'e2e', name: 'parked', spec, config: { runnerLabels: { 'e2e.freshet.dev/nobody': 'true' } } });
-    expect((await api('/api/v1/pipelines', session, { method: 'POST', body })).status).toBe(201);
-    const t = Date.now();
-    await pool(Array.from({ length: HOME_BUILDS }, (_, i) => i), 8, async (i) => {
-      const r = await api('/api/v1/pipelines/e2e%2Fparked/runs', session, { method: 'POST', body: JSON.stringify({ branch: `b${i % 7}` }) });
-      if (r.status !== 201) throw new Error(`run ${i}: ${r.status}`);
-      await r.arrayBuffer();
-    });
-    log(`queued ${HOME_BUILDS} builds in ${Date.now() - t}ms`);
-    const times: number[] = [];
-    for (let i = 0; i < 3; i++) {
-      const s = Date.now();
-      await page.goto(base + '/');
-      await page.locator('[data-page="home"][data-ready="true"]').waitFor();
-      times.push(Date.now() - s);
+    /** Time until Home is usable, as measured after login: three full loads of /. */
+    const measureHome = async () => {
+      const times: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const s = Date.now();
+        await page.goto(base + '/');
+        await page.locator('[data-page="home"][data-ready="true"]').waitFor();
+        times.push(Date.now() - s);
+      }
+      return times;
+    };
+
+    if (HOME_BUILDS > 0) {
+      // Builds of a pipeline no runner takes (a label nobody has) stay queued: cheap to make.
+      const spec = "version: '1.0'\nsteps:\n  noop:\n    image: alpine\n    commands: ['true']\n";
+      const body = JSON.stringify({ project: 'e2e', name: 'parked', spec, config: { runnerLabels: { 'e2e.freshet.dev/nobody': 'true' } } });
+      expect((await api('/api/v1/pipelines', session, { method: 'POST', body })).status).toBe(201);
+      const t = Date.now();
+      await pool(Array.from({ length: HOME_BUILDS }, (_, i) => i), 8, async (i) => {
+        const r = await api('/api/v1/pipelines/e2e%2Fparked/runs', session, { method: 'POST', body: JSON.stringify({ branch: `b${i % 7}` }) });
+        if (r.status !== 201) throw new Error(`run ${i}: ${r.status}`);
+        await r.arrayBuffer();
+      });
+      log(`queued ${HOME_BUILDS} builds in ${Date.now() - t}ms`);
+      const times = await measureHome();
+      measures.homeUsableWithBuildsMs = `${times.join(', ')} (${HOME_BUILDS} builds)`;
+      log('Home usable with builds after', times, 'ms');
+      expect(await page.getByTestId('home-builds').textContent()).toContain('100+');
+      await shot('home-builds');
+      await visit('/builds?status=queued', 'builds');
+      await shot('builds-queued');
     }
-    measures.homeUsableWithBuildsMs = `${times.join(', ')} (${HOME_BUILDS} builds)`;
-    log('Home usable with builds after', times, 'ms');
-    expect(await page.getByTestId('home-builds').textContent()).toContain('100+');
-    await shot('home-builds');
-    await visit('/builds?status=queued', 'builds');
-    await shot('builds-queued');
+
+    if (HOME_APPS > 0) {
+      // Real applications, reported the way a runtime reports them: a runtime registered for
+      // this, and one snapshot Report through the runtime protocol with its token.
+      const before = await appCounts(session);
+      const reg = await api('/api/v1/runtimes', session, { method: 'POST', body: JSON.stringify({ name: HOME_RUNTIME, accessMode: 'tunnel' }) });
+      expect(reg.status, await reg.clone().text()).toBe(201);
+      const rtToken = ((await reg.json()) as { token: string }).token;
+      expect(rtToken).toMatch(/^frt_/);
+      const apps = Array.from({ length: HOME_APPS }, (_, i) => seededApp(i));
+      const body = JSON.stringify({ snapshot: true, applications: apps });
+      const t = Date.now();
+      const rep = await fetch(server.url + '/freshet.runtime.v1.RuntimeService/Report', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${rtToken}` },
+        body,
+      });
+      expect(rep.status, await rep.clone().text()).toBe(200);
+      expect(((await rep.json()) as { accepted: number }).accepted).toBe(HOME_APPS);
+      log(`reported ${HOME_APPS} applications (${Math.round(body.length / 1024)} KiB) in ${Date.now() - t}ms`);
+      // The server counts exactly what was reported.
+      const seeded = tally(apps);
+      expect(await appCounts(session, HOME_RUNTIME)).toEqual(seeded);
+
+      // What Home's counts cost: the server's counts, against the first 1,000 rows counted in the
+      // browser (what Home read before applicationCounts).
+      const answer = async (query: string) => {
+        const s = performance.now();
+        const r = await api('/api/graphql', session, { method: 'POST', body: JSON.stringify({ query }) });
+        const text = await r.text();
+        expect(r.status, text).toBe(200);
+        return `${(text.length / 1024).toFixed(1)} KiB in ${Math.round(performance.now() - s)} ms`;
+      };
+      await answer('{ applicationCounts { total } }'); // warm
+      measures.homeAppCountsAnswer =
+        `applicationCounts ${await answer('{ applicationCounts { total health { status count } sync { status count } } }')}; ` +
+        `applications(first: 1000) { nodes { healthStatus syncStatus } } ${await answer('{ applications(first: 1000) { nodes { healthStatus syncStatus } pageInfo { hasNextPage } } }')}`;
+      log('Home counts answer:', measures.homeAppCountsAnswer);
+
+      const times = await measureHome();
+      const what = [HOME_BUILDS > 0 && `${HOME_BUILDS} builds`, `${HOME_APPS} applications`].filter(Boolean).join(', ');
+      measures.homeUsableWithAppsMs = `${times.join(', ')} (${what})`;
+      log(`Home usable with ${what} after`, times, 'ms');
+
+      // The Applications card: what was seeded, plus the applications there were before (the
+      // GitOps part leaves one when it ran).
+      const want = addCounts(before, seeded);
+      const card = page.getByTestId('home-apps');
+      const n = (x: number | undefined) => (x ?? 0).toLocaleString('en-US');
+      expect(await card.locator('.card-value').textContent()).toBe(`${n(want.total)} ${n(want.health.Healthy)} healthy`);
+      const foot = await card.locator('.card-foot').textContent();
+      expect(foot).toContain(`${n(want.sync.Synced)} synced · ${n(want.sync.OutOfSync)} out of sync`);
+      if (want.sync.Unknown) expect(foot).toContain(`${n(want.sync.Unknown)} unknown`);
+      const attention = await card.getByRole('list', { name: 'Applications by health' }).getByRole('link').allTextContents();
+      expect(attention).toEqual(
+        [
+          ['Degraded', want.health.Degraded],
+          ['Missing', want.health.Missing],
+          ['OutOfSync', want.sync.OutOfSync],
+          ['Progressing', want.health.Progressing],
+        ]
+          .filter(([, c]) => c)
+          .map(([label, c]) => `${n(c as number)} ${label}`),
+      );
+      measures.homeAppsCard = `${await card.locator('.card-value').textContent()} · ${foot} · ${attention.join(' · ')}`;
+      log('Home applications card:', measures.homeAppsCard);
+      await shot('home-builds-apps');
+
+      // Deregistering the runtime deletes its applications.
+      expect((await api(`/api/v1/runtimes/${HOME_RUNTIME}`, session, { method: 'DELETE' })).status).toBe(204);
+      expect((await appCounts(session)).total).toBe(before.total);
+    }
     // Deleting the pipeline deletes its builds.
-    expect((await api('/api/v1/pipelines/e2e%2Fparked', session, { method: 'DELETE' })).status).toBe(204);
+    if (HOME_BUILDS > 0) expect((await api('/api/v1/pipelines/e2e%2Fparked', session, { method: 'DELETE' })).status).toBe(204);
   });
 
   it('switches theme and keeps it across a reload', async () => {

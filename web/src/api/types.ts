@@ -97,6 +97,14 @@ export const auditActions = [
   'context.decrypt',
   'runner.register',
   'runner.delete',
+  'runtime.register',
+  'runtime.create-hosted',
+  'runtime.rotate-token',
+  'runtime.delete',
+  'runtime.disconnected',
+  'runtime.proxy',
+  'runtime.app-proxy',
+  'gitops-webhook.set',
 ] as const;
 
 /** One page of a collection; nextCursor fetches the next. */

@@ -20,7 +20,7 @@ function serve(client: typeof import('../api/client'), h: Handler, calls: string
   });
 }
 
-const missingField = { status: 200, body: { errors: [{ message: 'Cannot query field "applications" on type "Query".' }] } };
+const missingField = (field: string) => ({ status: 200, body: { errors: [{ message: `Cannot query field "${field}" on type "Query".` }] } });
 
 const proxyApp = (name: string, sync: string, health: string, labels: Record<string, string> = {}) => ({
   name,
@@ -49,7 +49,7 @@ const runtimes = {
 
 function fallbackServer(url: string, body?: { query?: string }) {
   if (body?.query?.includes('AppRuntimes')) return runtimes;
-  if (body?.query) return missingField;
+  if (body?.query) return missingField(body.query.includes('applicationCounts') ? 'applicationCounts' : 'applications');
   if (url === '/runtimes/local/app-proxy/api/v1/applications') return { status: 200, body: { items: [proxyApp('web', 'Synced', 'Healthy', { team: 'web' }), proxyApp('api', 'OutOfSync', 'Degraded')] } };
   if (url === '/runtimes/edge/app-proxy/api/v1/applications') return { status: 200, body: { items: [proxyApp('web', 'OutOfSync', 'Progressing', { team: 'web' })] } };
   if (url === '/runtimes/down/app-proxy/api/v1/applications') return { status: 503, body: { error: { code: 'unavailable', message: 'runtime down is not connected' } } };
@@ -123,27 +123,105 @@ describe('the applications list', () => {
 });
 
 describe('Home counts', () => {
-  it('counts from GraphQL, capped', async () => {
+  const counts = (total: number, health: [string, number][], sync: [string, number][]) => ({
+    status: 200,
+    body: { data: { applicationCounts: { total, health: health.map(([status, count]) => ({ status, count })), sync: sync.map(([status, count]) => ({ status, count })) } } },
+  });
+
+  it('reads the counts the server made, however many applications there are', async () => {
+    const { client, list } = await fresh();
+    let query = '';
+    serve(
+      client,
+      (_u, b) => {
+        query = b?.query ?? '';
+        return counts(
+          10_000,
+          [
+            ['Healthy', 6000],
+            ['Degraded', 2500],
+            ['Progressing', 1000],
+            ['', 400],
+            ['Exploded', 100],
+          ],
+          [
+            ['Synced', 7000],
+            ['OutOfSync', 2999],
+            ['Unknown', 1],
+          ],
+        );
+      },
+      calls,
+    );
+    const c = await list.loadAppCounts();
+    expect(calls).toEqual(['gql:HomeAppCounts']);
+    // One small answer: no application rows are asked for.
+    expect(query).toContain('applicationCounts');
+    expect(query).not.toContain('nodes');
+    expect(c).toMatchObject({ total: 10_000, more: false, source: 'graphql', unreachable: [] });
+    // Known statuses are always there; an empty status counts as Unknown; others are kept.
+    expect(c.health).toEqual({ Healthy: 6000, Progressing: 1000, Degraded: 2500, Suspended: 0, Missing: 0, Unknown: 400, Exploded: 100 });
+    expect(c.sync).toEqual({ Synced: 7000, OutOfSync: 2999, Unknown: 1 });
+  });
+
+  it('counts nothing as zeros', async () => {
+    const { client, list } = await fresh();
+    serve(client, () => counts(0, [], []), calls);
+    const c = await list.loadAppCounts();
+    expect(c).toMatchObject({ total: 0, more: false, source: 'graphql' });
+    expect(c.health.Healthy).toBe(0);
+    expect(c.sync).toEqual({ Synced: 0, OutOfSync: 0, Unknown: 0 });
+  });
+
+  it('keeps a status named like an Object property a count', async () => {
+    const { client, list } = await fresh();
+    serve(client, () => counts(3, [['constructor', 2], ['toString', 1]], [['hasOwnProperty', 3]]), calls);
+    const c = await list.loadAppCounts();
+    expect(c.health.constructor).toBe(2);
+    expect(c.health.toString).toBe(1);
+    expect(c.sync.hasOwnProperty).toBe(3);
+  });
+
+  it('counts the first 1,000 applications on a server without applicationCounts, and remembers that', async () => {
     const { client, list } = await fresh();
     serve(
       client,
-      () => ({
-        status: 200,
-        body: { data: { applications: { nodes: [{ healthStatus: 'Healthy', syncStatus: 'Synced' }, { healthStatus: 'Degraded', syncStatus: 'OutOfSync' }], pageInfo: { hasNextPage: true } } } },
-      }),
+      (_u, b) =>
+        b?.query?.includes('applicationCounts')
+          ? missingField('applicationCounts')
+          : {
+              status: 200,
+              body: { data: { applications: { nodes: [{ healthStatus: 'Healthy', syncStatus: 'Synced' }, { healthStatus: 'Degraded', syncStatus: 'OutOfSync' }], pageInfo: { hasNextPage: true } } } },
+            },
       calls,
     );
     const c = await list.loadAppCounts();
     expect(c).toMatchObject({ total: 2, more: true, source: 'graphql' });
     expect(c.health.Degraded).toBe(1);
+    expect(calls).toEqual(['gql:HomeAppCounts', 'gql:HomeApps']);
+    calls.length = 0;
+    await list.loadAppCounts();
+    expect(calls).toEqual(['gql:HomeApps']);
   });
 
-  it('counts from the app-proxies when GraphQL has no applications', async () => {
+  it('counts from the app-proxies when GraphQL has no applications, and remembers that', async () => {
     const { client, list } = await fresh();
     serve(client, fallbackServer, calls);
     const c = await list.loadAppCounts();
     expect(c).toMatchObject({ total: 3, more: false, source: 'app-proxy' });
     expect(c.sync).toEqual({ Synced: 1, OutOfSync: 2, Unknown: 0 });
     expect(c.unreachable.map((u) => u.runtime)).toEqual(['down', 'new']);
+    expect(calls.slice(0, 3)).toEqual(['gql:HomeAppCounts', 'gql:HomeApps', 'gql:AppRuntimes']);
+    calls.length = 0;
+    await list.loadAppCounts();
+    expect(calls[0]).toBe('gql:AppRuntimes');
+    expect(calls.filter((c) => c.startsWith('gql:Home'))).toEqual([]);
+  });
+
+  it('passes other errors on instead of falling back', async () => {
+    const { client, list } = await fresh();
+    serve(client, () => ({ status: 200, body: { errors: [{ message: 'the database is busy', extensions: { code: 'unavailable' } }] } }), calls);
+    await expect(list.loadAppCounts()).rejects.toMatchObject({ code: 'unavailable' });
+    expect(calls).toEqual(['gql:HomeAppCounts']);
   });
 });

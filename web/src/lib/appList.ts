@@ -1,10 +1,11 @@
 // Where the Applications list and Home's counts come from: GraphQL `applications` (server
-// filters and pages), or, on a server whose schema has no applications yet, each connected
-// runtime's app-proxy, filtered here.
+// filters and pages) and `applicationCounts` (counted by the server), or, on a server whose
+// schema has no applications yet, each connected runtime's app-proxy, filtered here.
 import { appProxy, isMissingApplicationsField, listApplications, listRuntimeRefs, type AppSummary, type RuntimeRef } from '../api/apps';
+import { ApiError } from '../api/client';
 import { gql } from '../api/graphql';
 import { matchesAppFilter, toGraphQLFilter, type AppFilter } from './appFilters';
-import { countApps, summaryFromProxy, type AppCounts } from './apps';
+import { countApps, countsFromServer, summaryFromProxy, type AppCounts, type StatusCount } from './apps';
 
 export type AppSource = 'graphql' | 'app-proxy';
 
@@ -23,6 +24,12 @@ export interface AppListPage {
 
 // Learned once per page load: a server without the field stays without it.
 let graphqlHasApps: boolean | undefined;
+let graphqlHasCounts: boolean | undefined;
+
+/** The server's schema has no `applicationCounts` (it is older than the field). */
+function isMissingCountsField(err: unknown): boolean {
+  return err instanceof ApiError && /Cannot query field "applicationCounts"|Unknown type "ApplicationCounts"/.test(err.message);
+}
 
 /** Runtimes that can answer through the tunnel now. */
 function reachable(r: RuntimeRef): boolean {
@@ -74,7 +81,10 @@ export async function loadAppPage(f: AppFilter, first: number, after: string | u
   return { items: items.filter((a) => matchesAppFilter(a, f, clusters.get(a.runtime))), source: 'app-proxy', unreachable };
 }
 
-/** Home counts from at most this many applications (shown as "1,000+" beyond). */
+/**
+ * Home counts from at most this many applications (shown as "1,000+" beyond) on a server whose
+ * GraphQL has `applications` but not `applicationCounts`.
+ */
 export const COUNT_LIMIT = 1000;
 
 export interface HomeAppCounts extends AppCounts {
@@ -83,8 +93,24 @@ export interface HomeAppCounts extends AppCounts {
   unreachable: Unreachable[];
 }
 
-/** Applications by health and sync, for Home. */
+const COUNTS_QUERY = `query HomeAppCounts { applicationCounts { total health { status count } sync { status count } } }`;
+
+/**
+ * Applications by health and sync, for Home: counted by the server (one small answer however
+ * many there are); on an older server from the first COUNT_LIMIT applications; on a server
+ * without applications in GraphQL from each connected runtime's app-proxy.
+ */
 export async function loadAppCounts(signal?: AbortSignal): Promise<HomeAppCounts> {
+  if (graphqlHasApps !== false && graphqlHasCounts !== false) {
+    try {
+      const d = await gql<{ applicationCounts: { total: number; health: StatusCount[]; sync: StatusCount[] } }>(COUNTS_QUERY, undefined, signal);
+      graphqlHasApps = graphqlHasCounts = true;
+      return { ...countsFromServer(d.applicationCounts), more: false, source: 'graphql', unreachable: [] };
+    } catch (e) {
+      if (!isMissingCountsField(e)) throw e;
+      graphqlHasCounts = false;
+    }
+  }
   if (graphqlHasApps !== false) {
     try {
       const d = await gql<{ applications: { nodes: { healthStatus: string; syncStatus: string }[]; pageInfo: { hasNextPage: boolean } } }>(

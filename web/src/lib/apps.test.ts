@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ProxyApplication } from '../api/apps';
-import { appPath, autoSyncLabel, clusterName, countApps, destinationLabel, healthBadge, locationLabel, resourceId, resourceLabel, summaryFromProxy, syncBadge } from './apps';
+import { appPath, autoSyncLabel, clusterName, countApps, countsFromServer, destinationLabel, healthBadge, locationLabel, resourceId, resourceLabel, summaryFromProxy, syncBadge } from './apps';
 
 describe('application badges', () => {
   it('colours health and sync, with a symbol each', () => {
@@ -128,5 +128,20 @@ describe('counts for Home', () => {
     expect(c.health).toEqual({ Healthy: 2, Progressing: 0, Degraded: 1, Suspended: 0, Missing: 0, Unknown: 1 });
     expect(c.sync).toEqual({ Synced: 1, OutOfSync: 2, Unknown: 1 });
     expect(countApps([]).health.Healthy).toBe(0);
+  });
+
+  it('takes the server’s counts, an empty status as Unknown, known statuses always present', () => {
+    const c = countsFromServer({
+      total: 1500,
+      health: [
+        { status: 'Healthy', count: 1200 },
+        { status: '', count: 200 },
+        { status: 'Unknown', count: 100 },
+      ],
+      sync: [{ status: 'OutOfSync', count: 1500 }],
+    });
+    expect(c.total).toBe(1500);
+    expect(c.health).toEqual({ Healthy: 1200, Progressing: 0, Degraded: 0, Suspended: 0, Missing: 0, Unknown: 300 });
+    expect(c.sync).toEqual({ Synced: 0, OutOfSync: 1500, Unknown: 0 });
   });
 });

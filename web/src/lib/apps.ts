@@ -173,15 +173,42 @@ export interface AppCounts {
   sync: Record<string, number>;
 }
 
+function emptyCounts(): AppCounts {
+  return {
+    total: 0,
+    health: { Healthy: 0, Progressing: 0, Degraded: 0, Suspended: 0, Missing: 0, Unknown: 0 },
+    sync: { Synced: 0, OutOfSync: 0, Unknown: 0 },
+  };
+}
+
+/** Adds n under status (none is Unknown); a status such as "constructor" is a key like any other. */
+function add(m: Record<string, number>, status: string, n: number) {
+  const k = status || 'Unknown';
+  m[k] = (Object.hasOwn(m, k) ? m[k] : 0) + n;
+}
+
 /** How many applications have each health and sync status (known statuses always present). */
 export function countApps(items: { healthStatus: string; syncStatus: string }[]): AppCounts {
-  const health: Record<string, number> = { Healthy: 0, Progressing: 0, Degraded: 0, Suspended: 0, Missing: 0, Unknown: 0 };
-  const sync: Record<string, number> = { Synced: 0, OutOfSync: 0, Unknown: 0 };
+  const c = emptyCounts();
   for (const a of items) {
-    const h = a.healthStatus || 'Unknown';
-    const s = a.syncStatus || 'Unknown';
-    health[h] = (health[h] ?? 0) + 1;
-    sync[s] = (sync[s] ?? 0) + 1;
+    add(c.health, a.healthStatus, 1);
+    add(c.sync, a.syncStatus, 1);
   }
-  return { total: items.length, health, sync };
+  c.total = items.length;
+  return c;
+}
+
+/** A status and how many applications have it, as GraphQL `applicationCounts` lists them. */
+export interface StatusCount {
+  status: string;
+  count: number;
+}
+
+/** GraphQL `applicationCounts` (counted by the server) as AppCounts, known statuses always present. */
+export function countsFromServer(n: { total: number; health: StatusCount[]; sync: StatusCount[] }): AppCounts {
+  const c = emptyCounts();
+  for (const h of n.health) add(c.health, h.status, h.count);
+  for (const s of n.sync) add(c.sync, s.status, s.count);
+  c.total = n.total;
+  return c;
 }

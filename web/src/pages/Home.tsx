@@ -193,6 +193,9 @@ const APP_ATTENTION: { label: string; key: 'health' | 'sync'; value: string; ton
   { label: 'Progressing', key: 'health', value: 'Progressing', tone: 'info' },
 ];
 
+/** A count as Home shows it (the server counts every application: 12,000 healthy). */
+const num = (n: number) => n.toLocaleString('en-US');
+
 /** Applications by health and sync, each count a link to the filtered list. */
 function ApplicationsCard({ apps }: { apps?: HomeAppCounts | { error: unknown } }) {
   if (apps && 'error' in apps) {
@@ -214,19 +217,19 @@ function ApplicationsCard({ apps }: { apps?: HomeAppCounts | { error: unknown } 
       </div>
       <div className="card-value">
         {apps ? countLabel(apps.total, apps.more) : <span className="skeleton-text" aria-label="Loading" />}
-        {apps && <span className="card-unit"> {apps.health.Healthy} healthy</span>}
+        {apps && <span className="card-unit"> {num(apps.health.Healthy)} healthy</span>}
       </div>
       <div className="muted small card-foot">
         {apps ? (
           <>
             <Link to={href('/applications', { sync: 'Synced' })} className="muted">
-              {apps.sync.Synced} synced
+              {num(apps.sync.Synced)} synced
             </Link>{' '}
             ·{' '}
             <Link to={href('/applications', { sync: 'OutOfSync' })} className={apps.sync.OutOfSync ? 'text-warning' : 'muted'}>
-              {apps.sync.OutOfSync} out of sync
+              {num(apps.sync.OutOfSync)} out of sync
             </Link>
-            {apps.sync.Unknown > 0 && ` · ${apps.sync.Unknown} unknown`}
+            {apps.sync.Unknown > 0 && ` · ${num(apps.sync.Unknown)} unknown`}
           </>
         ) : (
           '\u00a0'
@@ -246,7 +249,7 @@ function ApplicationsCard({ apps }: { apps?: HomeAppCounts | { error: unknown } 
                 ●
               </span>
               <Link to={href('/applications', { [x.key]: x.value })} className="ellipsis">
-                {x.key === 'health' ? apps.health[x.value] : apps.sync[x.value]} {x.label}
+                {num(x.key === 'health' ? apps.health[x.value] : apps.sync[x.value])} {x.label}
               </Link>
             </li>
           ))}
