@@ -83,6 +83,7 @@ type Host struct {
 	rep      *reporter
 	reload   chan struct{}
 	writeMu  sync.Mutex // serializes API writes to the installation repository
+	loadMu   sync.Mutex // serializes loads: one that read an older commit must not apply after a newer one
 
 	mu       sync.Mutex
 	apps     map[string]loadedApp // by name
@@ -229,6 +230,8 @@ func (h *Host) Load(ctx context.Context) error {
 	if h.opts.InstallRepo.URL == "" {
 		return nil
 	}
+	h.loadMu.Lock()
+	defer h.loadMu.Unlock()
 	repo := h.opts.InstallRepo
 	h.cache.Invalidate(repo.URL)
 	rev := h.opts.Branch

@@ -147,6 +147,10 @@ func (h *Host) DeleteApplication(ctx context.Context, c Caller, name string, cas
 	if err := c.mayWrite(); err != nil {
 		return err
 	}
+	// No load may run meanwhile: one that read the repository before this commit would add the
+	// app back.
+	h.loadMu.Lock()
+	defer h.loadMu.Unlock()
 	la, ok := h.loaded(name)
 	if !ok {
 		return fmt.Errorf("application %q: %w", name, errdefs.ErrNotFound)
@@ -167,7 +171,6 @@ func (h *Host) DeleteApplication(ctx context.Context, c Caller, name string, cas
 	h.mu.Lock()
 	delete(h.apps, name)
 	h.mu.Unlock()
-	h.Reload()
 	return nil
 }
 
