@@ -25,7 +25,8 @@
 //                 prebuilt devcluster tool.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHmac } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHTTPServer } from 'node:http';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -38,6 +39,7 @@ import {
   launchChromium,
   log,
   pool,
+  repoRoot,
   screenshotDir,
   serverServesUI,
   startFreshet,
@@ -905,6 +907,68 @@ describe('web UI', () => {
     expect(((await ok.json()) as { notifications: { revision: string }[] }).notifications[0].revision).toBe('main');
   });
 
+  it('lists a Gitea server\'s repositories in Settings → Git integrations through the runtime, with the token sent only as a header', async () => {
+    // A Gitea stand-in on loopback answering with the recorded response (internal/gitops/providers/testdata).
+    const TOKEN = 'e2e-gitea-token-1';
+    const recorded = readFileSync(join(repoRoot, 'internal/gitops/providers/testdata/gitea-repos.json'), 'utf8');
+    const seen: string[] = [];
+    const gitea = createHTTPServer((req, res) => {
+      const path = new URL(req.url ?? '/', 'http://x').pathname;
+      seen.push(`${req.method} ${path} ${req.headers.authorization ?? ''}`);
+      if (req.method !== 'GET' || path !== '/api/v1/user/repos') {
+        res.writeHead(404, { 'Content-Type': 'application/json' }).end('{"message":"not found"}');
+      } else if (req.headers.authorization !== `token ${TOKEN}`) {
+        res.writeHead(401, { 'Content-Type': 'application/json' }).end('{"message":"token is required"}');
+      } else {
+        res.writeHead(200, { 'Content-Type': 'application/json' }).end(recorded);
+      }
+    });
+    await new Promise<void>((ok) => gitea.listen(0, '127.0.0.1', () => ok()));
+    const giteaURL = `http://127.0.0.1:${(gitea.address() as { port: number }).port}`;
+    try {
+      await visit('/settings', 'settings');
+      await page.getByRole('navigation', { name: 'Settings sections' }).getByRole('link', { name: 'Git integrations' }).click();
+      await page.locator('[data-page="git-integrations"]').waitFor();
+      expect(new URL(page.url()).pathname).toBe('/settings/git');
+      expect(await page.getByRole('link', { name: 'GitOps push webhook' }).getAttribute('href')).toBe('/settings/gitops-webhook');
+      const form = page.getByTestId('git-browse-form');
+      await expect.poll(() => form.getByLabel('Runtime').inputValue()).toBe('local');
+      await form.getByLabel('Provider').selectOption('gitea');
+      // Gitea has no default server.
+      await form.getByLabel('Personal access token').fill(TOKEN);
+      await form.getByRole('button', { name: 'List repositories' }).click();
+      await form.getByText('Gitea needs its API URL').waitFor();
+      await form.getByLabel('API URL').fill(giteaURL);
+      await form.getByRole('button', { name: 'List repositories' }).click();
+      const repos = page.getByTestId('git-repos');
+      const row = page.getByTestId('git-repo-ops/gitops');
+      await row.waitFor({ timeout: 15_000 });
+      expect(await row.textContent()).toContain('https://gitea.example.com/ops/gitops.git');
+      expect(await row.textContent()).toContain('private');
+      expect(await row.textContent()).toContain('main');
+      expect(seen).toContain(`GET /api/v1/user/repos token ${TOKEN}`);
+      // The token is kept nowhere in the browser.
+      expect(await page.evaluate(() => JSON.stringify({ ...localStorage }) + JSON.stringify({ ...sessionStorage }))).not.toContain(TOKEN);
+      await row.scrollIntoViewIfNeeded();
+      await shot('git-integrations');
+      // New Git Source opens the runtime's Git Source dialog with the repository URL.
+      await row.getByRole('button', { name: 'New Git Source from ops/gitops' }).click();
+      const dialog = page.getByRole('dialog', { name: 'Add Git Source' });
+      expect(await dialog.getByLabel('Repository URL').inputValue()).toBe('https://gitea.example.com/ops/gitops.git');
+      await shot('git-integrations-git-source');
+      await dialog.getByRole('button', { name: 'Cancel' }).click();
+      await dialog.waitFor({ state: 'detached' });
+      // A wrong token: the provider's refusal, as the runtime words it.
+      await form.getByLabel('Personal access token').fill('not-the-token');
+      await form.getByRole('button', { name: 'List repositories' }).click();
+      await expect.poll(() => repos.getAttribute('data-state'), { timeout: 15_000 }).toBe('error');
+      expect(await repos.getByRole('alert').textContent()).toContain('refused the token');
+      await shot('git-integrations-refused');
+    } finally {
+      await new Promise<void>((ok) => gitea.close(() => ok()));
+    }
+  });
+
   // ───────────── GitOps: applications ─────────────
 
   it('shows the Applications page, empty, with how to add one', async () => {
@@ -1426,6 +1490,7 @@ describe('web UI', () => {
       ['/settings/runners', 'runners'],
       ['/settings/contexts', 'contexts'],
       ['/settings/gitops-webhook', 'gitops-webhook'],
+      ['/settings/git', 'git-integrations'],
       ['/runtimes', 'runtimes'],
       ['/runtimes/local', 'runtime'],
       ['/applications', 'applications'],
@@ -1492,6 +1557,7 @@ describe('web UI', () => {
       ['/settings/runners', 'runners'],
       ['/settings/contexts', 'contexts'],
       ['/settings/gitops-webhook', 'gitops-webhook'],
+      ['/settings/git', 'git-integrations'],
     ] as const;
     for (const size of [
       { width: 1280, height: 800 },

@@ -160,3 +160,21 @@ describe('gql', () => {
     expect(((await gql('{ me { role } }').catch((e) => e)) as ApiError).status).toBe(401);
   });
 });
+
+describe('runtimeProxy.repositories', () => {
+  it('sends the provider token only as X-Git-Token, and the rest as the query', async () => {
+    respond(200, { items: [{ name: 'gitops', fullName: 'ops/gitops', cloneUrl: 'https://gitea.example.com/ops/gitops.git' }] });
+    const res = await runtimeProxy.repositories('local', { provider: 'gitea', baseURL: 'http://127.0.0.1:3000', owner: 'ops' }, 's3cret');
+    expect(res.items[0].fullName).toBe('ops/gitops');
+    expect(calls[0].url).toBe('/runtimes/local/app-proxy/api/v1/git/repositories?provider=gitea&baseURL=http%3A%2F%2F127.0.0.1%3A3000&owner=ops');
+    const h = calls[0].init.headers as Record<string, string>;
+    expect(h['X-Git-Token']).toBe('s3cret');
+    expect(h.Accept).toBe('application/json');
+    expect(calls[0].url).not.toContain('s3cret');
+  });
+
+  it('answers the runtime refusal as an ApiError with its message', async () => {
+    respond(403, { error: { code: 'permission_denied', message: 'gitea refused the token (): check it and its expiry' } });
+    await expect(runtimeProxy.repositories('local', { provider: 'gitea', baseURL: 'http://x' }, 'bad')).rejects.toMatchObject({ status: 403, message: expect.stringContaining('refused the token') });
+  });
+});

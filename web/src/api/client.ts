@@ -73,6 +73,8 @@ export interface RequestOptions {
   signal?: AbortSignal;
   /** Do not report a 401 to the unauthenticated handler (login itself, the first /me). */
   quiet401?: boolean;
+  /** Extra request headers (a git provider token for the app-proxy's repository list). */
+  headers?: Record<string, string>;
 }
 
 export type Fetch = (input: string, init?: RequestInit) => Promise<Response>;
@@ -148,7 +150,7 @@ export function codeForStatus(status: number): ErrorCode {
 /** Sends one request to the API and decodes its JSON answer (undefined for 204). */
 export async function request<T>(path: string, opts: RequestOptions = {}): Promise<T> {
   const method = (opts.method ?? 'GET').toUpperCase();
-  const headers: Record<string, string> = { Accept: 'application/json' };
+  const headers: Record<string, string> = { ...opts.headers, Accept: 'application/json' };
   if (opts.raw !== undefined) headers['Content-Type'] = opts.rawType ?? 'text/plain';
   else if (opts.body !== undefined) headers['Content-Type'] = 'application/json';
   if (!SAFE.has(method)) {

@@ -26,6 +26,27 @@ export interface GitSource {
   };
 }
 
+/** A repository a git provider lists for a token (GET …/git/repositories, docs/appproxy.md). */
+export interface ProviderRepo {
+  name: string;
+  fullName: string;
+  cloneUrl: string;
+  sshUrl?: string;
+  defaultBranch?: string;
+  private?: boolean;
+  updatedAt?: string;
+}
+
+/** The query of a repository list: which provider, where, whose. */
+export interface RepoQuery {
+  provider: string;
+  baseURL?: string;
+  owner?: string;
+}
+
+/** The header that carries the caller's provider token; the runtime keeps nothing. */
+export const GIT_TOKEN_HEADER = 'X-Git-Token';
+
 const proxy = (runtime: string) => `/runtimes/${seg(runtime)}/app-proxy/api/v1`;
 
 export const runtimeProxy = {
@@ -36,6 +57,13 @@ export const runtimeProxy = {
   putGitSource: (runtime: string, g: GitSource, upsert: boolean) =>
     request<GitSource>(`${proxy(runtime)}/git-sources`, { method: 'POST', body: g, query: { upsert: upsert ? 'true' : undefined } }),
   removeGitSource: (runtime: string, name: string) => request<void>(`${proxy(runtime)}/git-sources/${seg(name)}`, { method: 'DELETE' }),
+  /** The repositories the provider lists for token; the token goes only in X-Git-Token. */
+  repositories: (runtime: string, q: RepoQuery, token: string, signal?: AbortSignal) =>
+    request<{ items: ProviderRepo[] }>(`${proxy(runtime)}/git/repositories`, {
+      query: { provider: q.provider, baseURL: q.baseURL, owner: q.owner },
+      headers: token ? { [GIT_TOKEN_HEADER]: token } : undefined,
+      signal,
+    }),
 };
 
 /** The account's GitOps push webhook: whether it has a secret, and its payload URL per provider. */

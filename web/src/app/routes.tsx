@@ -18,6 +18,7 @@ const Contexts = lazy(() => import('../pages/Contexts'));
 const Runtimes = lazy(() => import('../pages/Runtimes'));
 const RuntimeDetail = lazy(() => import('../pages/Runtime'));
 const GitOpsWebhook = lazy(() => import('../pages/GitOpsWebhook'));
+const GitIntegrations = lazy(() => import('../pages/GitIntegrations'));
 const Applications = lazy(() => import('../pages/Applications'));
 const Application = lazy(() => import('../pages/Application'));
 
@@ -46,6 +47,7 @@ export const routes: RouteDef[] = [
   { path: '/settings/runners', title: 'Runners', component: Runners },
   { path: '/settings/contexts', title: 'Contexts and secrets', component: Contexts },
   { path: '/settings/gitops-webhook', title: 'GitOps webhook', component: GitOpsWebhook },
+  { path: '/settings/git', title: 'Git integrations', component: GitIntegrations },
 ];
 
 export interface NavItem {

@@ -5,6 +5,7 @@ const ITEMS = [
   { to: '/settings/runners', label: 'Runners' },
   { to: '/settings/contexts', label: 'Contexts and secrets' },
   { to: '/settings/gitops-webhook', label: 'GitOps webhook' },
+  { to: '/settings/git', label: 'Git integrations' },
 ];
 
 /** The sections of Settings, each its own URL. */

@@ -12,11 +12,15 @@ import {
   installCommand,
   installStepOf,
   manifestIssues,
+  repoBrowseErrors,
+  repoQuery,
   repoURLError,
   runtimeNameError,
   shellQuote,
   type GitSourceForm,
+  type RepoBrowseForm,
 } from './gitops';
+import { buildQuery } from '../api/client';
 import { marksByLine } from './lint';
 
 describe('runtime names, as internal/runtimes checks them', () => {
@@ -165,5 +169,27 @@ describe('New application', () => {
   it('keeps a problem without a line for the whole document', () => {
     expect(manifestIssues('application "web" exists: use upsert', undefined)).toEqual([{ line: 0, column: 0, field: undefined, message: 'application "web" exists: use upsert', severity: 'error' }]);
     expect(manifestIssues('line 3: is not valid YAML: mapping values are not allowed here')[0]).toMatchObject({ line: 3, field: undefined, message: 'is not valid YAML: mapping values are not allowed here' });
+  });
+});
+
+describe('repository browsing', () => {
+  const form = (o: Partial<RepoBrowseForm> = {}): RepoBrowseForm => ({ provider: 'github', baseURL: '', owner: '', token: 'tok', ...o });
+
+  it('needs an API URL for gitea only, and a token always', () => {
+    expect(repoBrowseErrors(form())).toEqual({});
+    expect(repoBrowseErrors(form({ provider: 'gitlab' }))).toEqual({});
+    expect(repoBrowseErrors(form({ provider: 'gitea' })).baseURL).toMatch(/Gitea needs its API URL/);
+    expect(repoBrowseErrors(form({ provider: 'gitea', baseURL: 'http://127.0.0.1:3000' }))).toEqual({});
+    expect(repoBrowseErrors(form({ baseURL: 'gitea.example.com' })).baseURL).toMatch(/not an http\(s\) URL/);
+    expect(repoBrowseErrors(form({ owner: 'a b' })).owner).toMatch(/space/);
+    expect(repoBrowseErrors(form({ token: '  ' })).token).toMatch(/token is required/);
+  });
+
+  it('builds the query without empty fields and without the token', () => {
+    expect(repoQuery(form())).toEqual({ provider: 'github' });
+    const q = repoQuery(form({ provider: 'gitea', baseURL: ' https://git.example.com/ ', owner: ' ops ' }));
+    expect(q).toEqual({ provider: 'gitea', baseURL: 'https://git.example.com', owner: 'ops' });
+    expect(buildQuery(q)).toBe('?provider=gitea&baseURL=https%3A%2F%2Fgit.example.com&owner=ops');
+    expect(JSON.stringify(q)).not.toContain('tok');
   });
 });

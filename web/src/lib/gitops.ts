@@ -269,3 +269,44 @@ export function ingressHostError(v: string): string | undefined {
   if (!host || /\s/.test(s)) return `"${s}" is not a host name or https URL.`;
   return undefined;
 }
+
+// ─── Browsing a git provider's repositories (Settings → Git integrations) ───
+
+export const GIT_PROVIDERS = [
+  { id: 'github', label: 'GitHub', apiHint: 'Empty for github.com; GitHub Enterprise: https://HOST/api/v3' },
+  { id: 'gitlab', label: 'GitLab', apiHint: 'Empty for gitlab.com; self-hosted: https://gitlab.example.com' },
+  { id: 'gitea', label: 'Gitea / Forgejo', apiHint: "Required: the server's URL, e.g. https://gitea.example.com" },
+] as const;
+
+export type GitProvider = (typeof GIT_PROVIDERS)[number]['id'];
+
+export interface RepoBrowseForm {
+  provider: GitProvider;
+  baseURL: string;
+  owner: string;
+  token: string;
+}
+
+export type RepoBrowseErrors = Partial<Record<keyof RepoBrowseForm, string>>;
+
+/** What the form can say before asking the runtime: Gitea has no default server; URLs are http(s). */
+export function repoBrowseErrors(f: RepoBrowseForm): RepoBrowseErrors {
+  const e: RepoBrowseErrors = {};
+  const base = f.baseURL.trim();
+  if (!base && f.provider === 'gitea') e.baseURL = "Gitea needs its API URL: the server's URL, e.g. https://gitea.example.com.";
+  else if (base && !/^https?:\/\/[^\s/]+\S*$/.test(base)) e.baseURL = `"${base}" is not an http(s) URL.`;
+  const owner = f.owner.trim();
+  if (owner && /\s/.test(owner)) e.owner = `"${owner}" is not an owner name: it has a space.`;
+  if (!f.token.trim()) e.token = 'A personal access token is required: the provider lists the repositories it may read.';
+  return e;
+}
+
+/** The query of GET …/git/repositories: trimmed, empty fields left out (buildQuery drops them). */
+export function repoQuery(f: RepoBrowseForm): { provider: string; baseURL?: string; owner?: string } {
+  const q: { provider: string; baseURL?: string; owner?: string } = { provider: f.provider };
+  const base = f.baseURL.trim().replace(/\/+$/, '');
+  const owner = f.owner.trim();
+  if (base) q.baseURL = base;
+  if (owner) q.owner = owner;
+  return q;
+}

@@ -26,11 +26,22 @@ function usable(r: RuntimeChoice): boolean {
   return r.status === 'healthy' || r.status === 'degraded';
 }
 
-export default function NewApplicationDialog({ runtimes, initialRuntime, onClose }: { runtimes: RuntimeChoice[]; initialRuntime?: string; onClose: () => void }) {
+export default function NewApplicationDialog({
+  runtimes,
+  initialRuntime,
+  initialRepoURL,
+  onClose,
+}: {
+  runtimes: RuntimeChoice[];
+  initialRuntime?: string;
+  /** The template's source.repoURL (a repository picked in Settings → Git integrations). */
+  initialRepoURL?: string;
+  onClose: () => void;
+}) {
   const first = runtimes.find((r) => r.name === initialRuntime && usable(r)) ?? runtimes.find(usable) ?? runtimes[0];
   const [runtime, setRuntime] = useState(first?.name ?? '');
   const [gitSource, setGitSource] = useState('');
-  const [text, setText] = useState(() => applicationTemplate());
+  const [text, setText] = useState(() => applicationTemplate({ repoURL: initialRepoURL }));
   const [error, setError] = useState<unknown>();
   const [issues, setIssues] = useState<LintIssue[]>([]);
   const [busy, setBusy] = useState(false);

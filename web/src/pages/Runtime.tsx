@@ -461,9 +461,24 @@ function GitSources({ r, canWrite }: { r: Runtime; canWrite: boolean }) {
   );
 }
 
-/** Create a Git Source, or edit one (the name stays; the runtime replaces it with upsert). */
-function GitSourceDialog({ runtime, existing, onClose, onSaved }: { runtime: string; existing?: GitSource; onClose: () => void; onSaved: (g: GitSource, created: boolean) => void }) {
-  const [f, setF] = useState<GitSourceForm>(() => (existing ? gitSourceForm(existing) : emptyGitSourceForm()));
+/**
+ * Create a Git Source (its repository URL given from Settings → Git integrations), or edit one
+ * (the name stays; the runtime replaces it with upsert).
+ */
+export function GitSourceDialog({
+  runtime,
+  existing,
+  initialRepoURL,
+  onClose,
+  onSaved,
+}: {
+  runtime: string;
+  existing?: GitSource;
+  initialRepoURL?: string;
+  onClose: () => void;
+  onSaved: (g: GitSource, created: boolean) => void;
+}) {
+  const [f, setF] = useState<GitSourceForm>(() => (existing ? gitSourceForm(existing) : { ...emptyGitSourceForm(), repoURL: initialRepoURL ?? '' }));
   const [local, setLocal] = useState<GitSourceErrors>({});
   const [error, setError] = useState<unknown>();
   const [busy, setBusy] = useState(false);
