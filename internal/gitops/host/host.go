@@ -8,6 +8,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -297,12 +298,27 @@ func (h *Host) Load(ctx context.Context) error {
 func (h *Host) apply(ctx context.Context, apps map[string]loadedApp, keep func(loadedApp) bool, projects map[string]*app.AppProject, sha string) {
 	h.mu.Lock()
 	old := h.apps
+	// The new specs are visible before the engine hears of them, so that its first report of an
+	// app already carries the spec's fields (labels, repository, destination).
+	merged := maps.Clone(old)
+	if merged == nil {
+		merged = map[string]loadedApp{}
+	}
+	maps.Copy(merged, apps)
+	h.apps = merged
 	h.mu.Unlock()
 	next := make(map[string]loadedApp, len(apps))
 	for name, la := range apps {
 		next[name] = la
 		if err := h.eng.Upsert(la.app, projectFor(la.app, projects)); err != nil {
 			h.log.Warn("application not loaded", "app", name, "file", la.file, "err", err)
+			continue
+		}
+		// A spec change the engine's status does not show (labels, say) is reported here.
+		if prev, ok := old[name]; ok && !sameSpec(prev.app, la.app) {
+			if st, err := h.eng.Status(name); err == nil {
+				h.rep.Report(ctx, engine.Event{Type: engine.EventAppChanged, App: name, At: time.Now(), Status: &st})
+			}
 		}
 	}
 	for name, la := range old {
@@ -321,6 +337,13 @@ func (h *Host) apply(ctx context.Context, apps map[string]loadedApp, keep func(l
 	h.mu.Lock()
 	h.apps, h.loadedAt, h.revision = next, time.Now(), sha
 	h.mu.Unlock()
+}
+
+// sameSpec reports whether two loaded Applications are the same document.
+func sameSpec(a, b *app.Application) bool {
+	ea, err1 := app.EncodeApplication(a)
+	eb, err2 := app.EncodeApplication(b)
+	return err1 == nil && err2 == nil && bytes.Equal(ea, eb)
 }
 
 // projectFor returns the app's project: one from the repository, the built-in default, or —

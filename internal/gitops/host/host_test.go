@@ -358,6 +358,34 @@ func TestBrokenFileKeepsTheApp(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The first report of the app already carries its spec's fields, and a change to the spec
+	// alone (a label) is reported too.
+	labelled := func(team string) bool {
+		for _, e := range w.sink.events(runtimev1.AppChanged, "web") {
+			if e.Application != nil && e.Application.Labels["team"] == team && e.Application.RepoURL == w.source.URL() {
+				return true
+			}
+		}
+		return false
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !labelled("web") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !labelled("web") {
+		t.Errorf("no AppChanged report with the app's labels and repository: %+v", w.sink.events(runtimev1.AppChanged, "web"))
+	}
+	commit(git.FileChange{Path: "apps/web.yaml", Content: []byte(strings.Replace(appYAML("web", w.source.URL(), w.ns, false), "team: web", "team: ops", 1))})
+	if err := w.h.Load(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); !labelled("ops") && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !labelled("ops") {
+		t.Errorf("a label change was not reported")
+	}
+
 	commit(git.FileChange{Path: "apps/web.yaml", Content: bytes.Replace([]byte(appYAML("web", w.source.URL(), w.ns, false)), []byte("destination:"), []byte("destinatoin:"), 1)})
 	if err := w.h.Load(ctx); err != nil {
 		t.Fatal(err)
