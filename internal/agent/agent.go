@@ -368,8 +368,8 @@ func (r *Runtime) beat(ctx context.Context) error {
 	for _, c := range r.components {
 		req.Components = append(req.Components, c)
 	}
-	for _, c := range r.gitops.Clusters() {
-		req.Clusters = append(req.Clusters, runtimev1.Cluster{Name: c.Name, Server: c.Server})
+	for _, c := range r.gitops.ClusterStates() {
+		req.Clusters = append(req.Clusters, runtimev1.Cluster{Name: c.Name, Server: c.Server, Health: c.Health})
 	}
 	for _, g := range r.gitops.GitSources() {
 		req.GitSources = append(req.GitSources, g.Metadata.Name)

@@ -149,6 +149,12 @@ type clusterResolver struct{ c client.RuntimeCluster }
 
 func (c clusterResolver) Name() string   { return c.c.Name }
 func (c clusterResolver) Server() string { return c.c.Server }
+func (c clusterResolver) Health() *string {
+	if c.c.Health == "" {
+		return nil
+	}
+	return &c.c.Health
+}
 
 func (r *resolver) Runtimes(ctx context.Context) ([]runtimeResolver, error) {
 	p, err := httpx.Principal(ctx)

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/gitops/app"
 	"github.com/freshet-dev/freshet/internal/gitops/engine"
 )
 
@@ -208,4 +209,67 @@ func (h *Host) Clusters() []engine.ClusterRef { return h.clusters.List() }
 func withTimeout(cfg *rest.Config) *rest.Config {
 	cfg.Timeout = 15 * time.Second
 	return cfg
+}
+
+// ClusterProbeInterval is how often the runtime checks that it reaches each of its clusters.
+var ClusterProbeInterval = 30 * time.Second
+
+// ClusterState is a cluster with its health as the runtime last checked it ("healthy", or
+// "unreachable: …"; "" before the first check).
+type ClusterState struct {
+	engine.ClusterRef
+	Health string `json:"health,omitempty"`
+}
+
+// ClusterStates lists the runtime's clusters with their last checked health.
+func (h *Host) ClusterStates() []ClusterState {
+	refs := h.clusters.List()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make([]ClusterState, 0, len(refs))
+	for _, r := range refs {
+		out = append(out, ClusterState{ClusterRef: r, Health: h.clusterHealth[r.Name]})
+	}
+	return out
+}
+
+// probeClusters asks each cluster's API server for its version every ClusterProbeInterval.
+func (h *Host) probeClusters(ctx context.Context) {
+	for {
+		for _, r := range h.clusters.List() {
+			health := "healthy"
+			if err := h.probe(ctx, r); err != nil {
+				health = "unreachable: " + err.Error()
+				if len(health) > 200 {
+					health = health[:200] + "…"
+				}
+			}
+			h.mu.Lock()
+			if h.clusterHealth == nil {
+				h.clusterHealth = map[string]string{}
+			}
+			h.clusterHealth[r.Name] = health
+			h.mu.Unlock()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(ClusterProbeInterval):
+		}
+	}
+}
+
+func (h *Host) probe(ctx context.Context, r engine.ClusterRef) error {
+	cfg, err := h.clusters.Cluster(ctx, app.Destination{Name: r.Name})
+	if err != nil {
+		return err
+	}
+	cfg = withTimeout(cfg)
+	cfg.Timeout = 5 * time.Second
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	_, err = kc.Discovery().ServerVersion()
+	return err
 }

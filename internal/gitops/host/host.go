@@ -86,13 +86,15 @@ type Host struct {
 	writeMu  sync.Mutex // serializes API writes to the installation repository
 	loadMu   sync.Mutex // serializes loads: one that read an older commit must not apply after a newer one
 
-	mu       sync.Mutex
-	apps     map[string]loadedApp // by name
-	sources  map[string]*GitSource
-	loadErrs []string // problems of the last load, by file
-	loadedAt time.Time
-	revision string // the installation repository's commit last loaded
-	lastErr  error  // the last load's failure (the repository itself)
+	mu      sync.Mutex
+	apps    map[string]loadedApp // by name
+	sources map[string]*GitSource
+	// clusterHealth is each cluster's health at the last probe, by name.
+	clusterHealth map[string]string
+	loadErrs      []string // problems of the last load, by file
+	loadedAt      time.Time
+	revision      string // the installation repository's commit last loaded
+	lastErr       error  // the last load's failure (the repository itself)
 }
 
 type loadedApp struct {
@@ -174,6 +176,7 @@ func (h *Host) Run(ctx context.Context) error {
 	go func() { errc <- h.eng.Run(ctx) }()
 	go h.rep.run(ctx, h.snapshot)
 	go h.loadLoop(ctx)
+	go h.probeClusters(ctx)
 	select {
 	case <-ctx.Done():
 		<-errc

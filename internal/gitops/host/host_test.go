@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -441,6 +442,13 @@ func TestManagedCluster(t *testing.T) {
 	if code := w.call("admin", "POST", "clusters", string(body), &added); code != http.StatusCreated || added["version"] == "" {
 		t.Fatalf("add cluster: %d %v", code, added)
 	}
+	states := map[string]string{}
+	for _, c := range w.h.ClusterStates() {
+		states[c.Name] = c.Health
+	}
+	if states["edge"] != "healthy" {
+		t.Errorf("cluster health after add: %v", states)
+	}
 	var list struct{ Items []engine.ClusterRef }
 	w.call("viewer", "GET", "clusters", "", &list)
 	if len(list.Items) != 2 || list.Items[0].Name != "edge" || list.Items[1].Name != "in-cluster" {
@@ -654,5 +662,43 @@ func TestGraphQL(t *testing.T) {
 	}
 	if _, errs := w.gql("viewer", `mutation { setAutoSync(name: "g", enabled: true) { name } }`, nil); len(errs) == 0 {
 		t.Error("a viewer switched auto-sync")
+	}
+}
+
+// TestClusterHealth: the runtime checks that it reaches its clusters; one whose API server does
+// not answer is reported unreachable (for the heartbeat), the runtime's own one healthy.
+func TestClusterHealth(t *testing.T) {
+	c := kube.Shared(t)
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "https://" + ln.Addr().String()
+	ln.Close() // nothing listens there now
+	store := host.FileClusterStore{Dir: filepath.Join(dir, "clusters")}
+	if err := store.Put(context.Background(), host.ClusterCredential{Name: "gone", Server: dead, Token: "t", Insecure: true}); err != nil {
+		t.Fatal(err)
+	}
+	h, err := host.New(host.Options{Dir: dir, InCluster: c.RESTConfig(), ClusterStore: store})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = h.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	var states map[string]string
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		states = map[string]string{}
+		for _, s := range h.ClusterStates() {
+			states[s.Name] = s.Health
+		}
+		if states["gone"] != "" && states["in-cluster"] != "" {
+			break
+		}
+	}
+	if states["in-cluster"] != "healthy" || !strings.HasPrefix(states["gone"], "unreachable: ") {
+		t.Errorf("cluster health: %v", states)
 	}
 }

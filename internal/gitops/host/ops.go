@@ -353,6 +353,12 @@ func (h *Host) AddCluster(ctx context.Context, c Caller, cred ClusterCredential)
 		h.eng.ForgetCluster(old)
 	}
 	h.clusters.Add(cred.Name, cred.Server, cred.Config())
+	h.mu.Lock()
+	if h.clusterHealth == nil {
+		h.clusterHealth = map[string]string{}
+	}
+	h.clusterHealth[cred.Name] = "healthy" // it just answered
+	h.mu.Unlock()
 	// Apps waiting for this destination can go now.
 	go func() { _ = h.eng.RefreshAll(context.WithoutCancel(ctx)) }()
 	return AddedCluster{Name: cred.Name, Server: cred.Server, Version: v.GitVersion}, nil
@@ -381,6 +387,9 @@ func (h *Host) RemoveCluster(ctx context.Context, c Caller, name string) error {
 	if old := h.clusters.Remove(name); old != "" {
 		h.eng.ForgetCluster(old)
 	}
+	h.mu.Lock()
+	delete(h.clusterHealth, name)
+	h.mu.Unlock()
 	return nil
 }
 
