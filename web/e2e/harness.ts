@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Locator } from 'playwright-core';
 
 export const webDir = resolve(import.meta.dirname, '..');
 export const repoRoot = resolve(webDir, '..');
@@ -250,4 +250,43 @@ export function gitRepo(dir: string): GitRepo {
       return git(work, 'rev-parse', 'HEAD');
     },
   };
+}
+
+/** Frame times of fast scrolling in a virtualised list, and the most rows it ever held. */
+export interface ScrollFrames {
+  frames: number;
+  p50: number;
+  p95: number;
+  max: number;
+  over50: number;
+  maxRows: number;
+}
+
+/**
+ * Scrolls list like a fast mouse wheel (300 px a frame) for 120 frames from the top, the
+ * middle and near the end, timing each frame and counting the rows (rowSelector) in the DOM.
+ */
+export function scrollFrames(list: Locator, rowSelector: string): Promise<ScrollFrames> {
+  return list.evaluate(async (el, sel) => {
+    const frame = () => new Promise((r) => requestAnimationFrame(() => r(null)));
+    const deltas: number[] = [];
+    let maxRows = 0;
+    for (const at of [0, 0.5, 0.9]) {
+      el.scrollTop = at * (el.scrollHeight - el.clientHeight);
+      await frame();
+      await frame();
+      let last = performance.now();
+      for (let i = 0; i < 120; i++) {
+        el.scrollTop += 300;
+        await frame();
+        const now = performance.now();
+        deltas.push(now - last);
+        last = now;
+        maxRows = Math.max(maxRows, el.querySelectorAll(sel).length);
+      }
+    }
+    deltas.sort((a, b) => a - b);
+    const q = (p: number) => deltas[Math.min(deltas.length - 1, Math.floor(p * deltas.length))];
+    return { frames: deltas.length, p50: q(0.5), p95: q(0.95), max: deltas[deltas.length - 1], over50: deltas.filter((d) => d > 50).length, maxRows };
+  }, rowSelector);
 }

@@ -40,6 +40,7 @@ import {
   log,
   pool,
   repoRoot,
+  scrollFrames,
   screenshotDir,
   serverServesUI,
   startFreshet,
@@ -1246,28 +1247,7 @@ describe('web UI', () => {
       measures.apps10kLoadAllMs = Date.now() - t1;
       expect(status).toBe(`${APP_ROWS.toLocaleString('en-US')} applications`);
       expect(requests).toBe(Math.ceil(APP_ROWS / 500));
-      const frames = await list.evaluate(async (el) => {
-        const frame = () => new Promise((r) => requestAnimationFrame(() => r(null)));
-        const deltas: number[] = [];
-        let maxRows = 0;
-        for (const at of [0, 0.5, 0.9]) {
-          el.scrollTop = at * (el.scrollHeight - el.clientHeight);
-          await frame();
-          await frame();
-          let last = performance.now();
-          for (let i = 0; i < 120; i++) {
-            el.scrollTop += 300;
-            await frame();
-            const now = performance.now();
-            deltas.push(now - last);
-            last = now;
-            maxRows = Math.max(maxRows, el.querySelectorAll('[data-testid^="app-row-"]').length);
-          }
-        }
-        deltas.sort((a, b) => a - b);
-        const q = (p: number) => deltas[Math.min(deltas.length - 1, Math.floor(p * deltas.length))];
-        return { frames: deltas.length, p50: q(0.5), p95: q(0.95), over50: deltas.filter((d) => d > 50).length, maxRows };
-      });
+      const frames = await scrollFrames(list, '[data-testid^="app-row-"]');
       measures.apps10kScroll = `${frames.frames} frames of 300px scrolling at the top, middle and end of ${APP_ROWS} applications: p50 ${frames.p50.toFixed(1)}ms, p95 ${frames.p95.toFixed(1)}ms, ${frames.over50} frames over 50ms; at most ${frames.maxRows} rows in the DOM`;
       log(measures.apps10kScroll);
       expect(frames.maxRows).toBeLessThan(100);
@@ -1319,28 +1299,7 @@ describe('web UI', () => {
     measures.log100kSearchMs = Date.now() - ts;
     await page.getByLabel('Search the log').fill('');
 
-    const frames = await view.evaluate(async (el) => {
-      const frame = () => new Promise((r) => requestAnimationFrame(() => r(null)));
-      const deltas: number[] = [];
-      let maxRows = 0;
-      for (const at of [0, 0.5, 0.9]) {
-        el.scrollTop = at * (el.scrollHeight - el.clientHeight);
-        await frame();
-        await frame();
-        let last = performance.now();
-        for (let i = 0; i < 120; i++) {
-          el.scrollTop += 300;
-          await frame();
-          const now = performance.now();
-          deltas.push(now - last);
-          last = now;
-          maxRows = Math.max(maxRows, el.querySelectorAll('.log-row').length);
-        }
-      }
-      deltas.sort((a, b) => a - b);
-      const q = (p: number) => deltas[Math.min(deltas.length - 1, Math.floor(p * deltas.length))];
-      return { frames: deltas.length, p50: q(0.5), p95: q(0.95), max: deltas[deltas.length - 1], over50: deltas.filter((d) => d > 50).length, maxRows };
-    });
+    const frames = await scrollFrames(view, '.log-row');
     measures.log100kScroll = `${frames.frames} frames of 300px scrolling at the top, middle and end of ${want} lines: p50 ${frames.p50.toFixed(1)}ms, p95 ${frames.p95.toFixed(1)}ms, max ${frames.max.toFixed(1)}ms, ${frames.over50} frames over 50ms; at most ${frames.maxRows} rows in the DOM`;
     log(measures.log100kScroll);
     expect(frames.maxRows).toBeLessThan(120);
@@ -1620,28 +1579,7 @@ describe('web UI', () => {
     // Scroll like a fast mouse wheel (300 px a frame, ~8 rows) for 120 frames from the top,
     // the middle and near the end, and time the frames: the cost must not depend on where in
     // the 10,000 rows the view is.
-    const frames = await list.evaluate(async (el) => {
-      const frame = () => new Promise((r) => requestAnimationFrame(() => r(null)));
-      const deltas: number[] = [];
-      let maxRows = 0;
-      for (const at of [0, 0.5, 0.9]) {
-        el.scrollTop = at * (el.scrollHeight - el.clientHeight);
-        await frame();
-        await frame();
-        let last = performance.now();
-        for (let i = 0; i < 120; i++) {
-          el.scrollTop += 300;
-          await frame();
-          const now = performance.now();
-          deltas.push(now - last);
-          last = now;
-          maxRows = Math.max(maxRows, el.querySelectorAll('[data-testid="audit-row"]').length);
-        }
-      }
-      deltas.sort((a, b) => a - b);
-      const q = (p: number) => deltas[Math.min(deltas.length - 1, Math.floor(p * deltas.length))];
-      return { frames: deltas.length, p50: q(0.5), p95: q(0.95), max: deltas[deltas.length - 1], over50: deltas.filter((d) => d > 50).length, maxRows };
-    });
+    const frames = await scrollFrames(list, '[data-testid="audit-row"]');
     measures.auditScroll = `${frames.frames} frames of 300px wheel-speed scrolling at the top, middle and end of ${total} rows: p50 ${frames.p50.toFixed(1)}ms, p95 ${frames.p95.toFixed(1)}ms, max ${frames.max.toFixed(1)}ms, ${frames.over50} frames over 50ms; at most ${frames.maxRows} rows in the DOM`;
     log(measures.auditScroll);
     // Virtualised: a few dozen rows in the DOM wherever the list is scrolled, whatever its length.

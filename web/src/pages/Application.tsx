@@ -2,7 +2,7 @@
 // destination; sync (prune, dry run, chosen resources), refresh, rollback and delete; and its
 // resource tree, diff, history, conditions and resources, each a tab with its own URL
 // (?tab=tree|diff|history|conditions|resources). Polled every few seconds while visible.
-import { useEffect, useMemo, useState, type FormEvent, type KeyboardEvent, type ReactNode } from 'react';
+import { useEffect, useMemo, useState, type FormEvent, type ReactNode } from 'react';
 import { appProxy, type HistoryEntry, type ProxyApplication, type ResourceDiff, type ResourceStatus, type SyncResult, type TreeNode } from '../api/apps';
 import { Link, href, navigate, useLocation } from '../app/router';
 import { useMe } from '../app/session';
@@ -14,6 +14,7 @@ import { Field } from '../components/Field';
 import { FormDialog } from '../components/FormDialog';
 import { Menu } from '../components/Menu';
 import { EmptyState, ErrorNote, ErrorState, Flash, LoadingRows } from '../components/States';
+import { Tabs } from '../components/Tabs';
 import { flattenTree, kindCounts, mergeTree, type TreeRow } from '../lib/appTree';
 import {
   APPLICATIONS_PATH,
@@ -111,7 +112,7 @@ function ApplicationPage({ runtime, name }: { runtime: string; name: string }) {
     <div data-page="application" data-sync={st.sync} data-health={st.health?.status}>
       <AppHeader a={a} runtime={runtime} canWrite={canWrite} onChanged={changed} />
       <Flash text={note} onDone={() => setNote(undefined)} />
-      <AppTabs tab={tab} onChange={setTab} tabs={tabs} />
+      <Tabs label="Application sections" tab={tab} onChange={setTab} tabs={tabs} />
       <div role="tabpanel" id={`panel-${tab}`} aria-labelledby={`tab-${tab}`} className="tab-panel" data-testid={`app-panel-${tab}`}>
         {tab === 'tree' && <TreePanel runtime={runtime} a={a} />}
         {tab === 'diff' && <DiffPanel runtime={runtime} a={a} />}
@@ -133,39 +134,6 @@ function Breadcrumbs({ runtime }: { runtime: string }) {
   );
 }
 
-function AppTabs({ tab, onChange, tabs }: { tab: Tab; onChange: (t: Tab) => void; tabs: { id: Tab; label: ReactNode }[] }) {
-  const onKey = (e: KeyboardEvent<HTMLDivElement>) => {
-    const i = tabs.findIndex((t) => t.id === tab);
-    let next = -1;
-    if (e.key === 'ArrowRight') next = (i + 1) % tabs.length;
-    else if (e.key === 'ArrowLeft') next = (i - 1 + tabs.length) % tabs.length;
-    else if (e.key === 'Home') next = 0;
-    else if (e.key === 'End') next = tabs.length - 1;
-    if (next < 0) return;
-    e.preventDefault();
-    onChange(tabs[next].id);
-    e.currentTarget.querySelectorAll<HTMLElement>('[role="tab"]')[next]?.focus();
-  };
-  return (
-    <div className="tabs" role="tablist" aria-label="Application sections" onKeyDown={onKey}>
-      {tabs.map((t) => (
-        <button
-          key={t.id}
-          type="button"
-          role="tab"
-          id={`tab-${t.id}`}
-          aria-selected={tab === t.id}
-          aria-controls={`panel-${t.id}`}
-          tabIndex={tab === t.id ? 0 : -1}
-          className={tab === t.id ? 'tab tab-active' : 'tab'}
-          onClick={() => onChange(t.id)}
-        >
-          {t.label}
-        </button>
-      ))}
-    </div>
-  );
-}
 
 // ─── Header: status, facts and actions ───
 

@@ -1,6 +1,6 @@
 // One pipeline: its spec in an editor that lints as you type, its settings, triggers and
 // builds; and the form that creates a new one (/pipelines/new).
-import { useEffect, useId, useMemo, useRef, useState, type FormEvent, type KeyboardEvent, type ReactNode } from 'react';
+import { useEffect, useId, useMemo, useRef, useState, type FormEvent, type ReactNode } from 'react';
 import { ApiError, errorMessage, fieldError } from '../api/client';
 import { builds, contexts as contextsApi, pipelines, projects } from '../api/ci';
 import type { Pipeline as PipelineT } from '../api/types';
@@ -14,6 +14,7 @@ import { Field } from '../components/Field';
 import { KeyValueRows } from '../components/KeyValueRows';
 import { RunDialog } from '../components/RunDialog';
 import { EmptyState, ErrorNote, ErrorState, Flash, LoadingRows, Spinner } from '../components/States';
+import { Tabs } from '../components/Tabs';
 import { YamlEditor, type YamlEditorHandle } from '../components/YamlEditor';
 import { isActive } from '../lib/builds';
 import { formatTime, relativeTime } from '../lib/format';
@@ -57,44 +58,6 @@ function useLeaveGuard(dirty: boolean) {
   }, [dirty]);
 }
 
-function Tabs({ tab, onChange, tabs, dirtyTabs }: { tab: Tab; onChange: (t: Tab) => void; tabs: { id: Tab; label: string }[]; dirtyTabs?: Tab[] }) {
-  const onKey = (e: KeyboardEvent<HTMLDivElement>) => {
-    const i = tabs.findIndex((t) => t.id === tab);
-    let next = -1;
-    if (e.key === 'ArrowRight') next = (i + 1) % tabs.length;
-    else if (e.key === 'ArrowLeft') next = (i - 1 + tabs.length) % tabs.length;
-    else if (e.key === 'Home') next = 0;
-    else if (e.key === 'End') next = tabs.length - 1;
-    if (next < 0) return;
-    e.preventDefault();
-    onChange(tabs[next].id);
-    (e.currentTarget.querySelectorAll<HTMLElement>('[role="tab"]')[next] as HTMLElement | undefined)?.focus();
-  };
-  return (
-    <div className="tabs" role="tablist" aria-label="Pipeline sections" onKeyDown={onKey}>
-      {tabs.map((t) => (
-        <button
-          key={t.id}
-          type="button"
-          role="tab"
-          id={`tab-${t.id}`}
-          aria-selected={tab === t.id}
-          aria-controls={`panel-${t.id}`}
-          tabIndex={tab === t.id ? 0 : -1}
-          className={tab === t.id ? 'tab tab-active' : 'tab'}
-          onClick={() => onChange(t.id)}
-        >
-          {t.label}
-          {dirtyTabs?.includes(t.id) && (
-            <span className="tab-dot" title="Unsaved changes">
-              <span className="visually-hidden"> (unsaved)</span>
-            </span>
-          )}
-        </button>
-      ))}
-    </div>
-  );
-}
 
 /** /pipelines/:project/:name */
 export default function Pipeline({ params }: { params: Record<string, string> }) {
@@ -191,7 +154,7 @@ function PipelineView({ pipeline: p, onSaved }: { pipeline: PipelineT; onSaved: 
       </div>
       <Flash text={done} onDone={() => setDone(undefined)} ms={3000} />
       {saveError !== undefined && <ErrorNote error={saveError} />}
-      <Tabs tab={tab} onChange={setTab} tabs={TABS} dirtyTabs={[...(specDirty ? ['spec' as const] : []), ...(settingsDirty ? ['settings' as const] : [])]} />
+      <Tabs label="Pipeline sections" tab={tab} onChange={setTab} tabs={TABS} dirty={[...(specDirty ? ['spec' as const] : []), ...(settingsDirty ? ['settings' as const] : [])]} />
       <div role="tabpanel" id={`panel-${tab}`} aria-labelledby={`tab-${tab}`} className="tab-panel">
         {tab === 'spec' && <SpecEditor spec={form.spec} onChange={(spec) => setForm({ ...form, spec })} readOnly={!canEdit} error={errors.spec} />}
         {tab === 'settings' && <SettingsForm form={form} onChange={setForm} errors={errors} serverError={saveError} readOnly={!canEdit} />}
@@ -304,7 +267,7 @@ export function PipelineNew() {
         </Field>
       </form>
       {saveError !== undefined && !fieldError(saveError, 'name') && !fieldError(saveError, 'project') && <ErrorNote error={saveError} />}
-      <Tabs tab={tab} onChange={setTab} tabs={TABS.slice(0, 2)} />
+      <Tabs label="Pipeline sections" tab={tab} onChange={setTab} tabs={TABS.slice(0, 2)} />
       <div role="tabpanel" id={`panel-${tab}`} aria-labelledby={`tab-${tab}`} className="tab-panel">
         {tab === 'spec' && <SpecEditor spec={form.spec} onChange={(spec) => setForm({ ...form, spec })} error={errors.spec} />}
         {tab === 'settings' && <SettingsForm form={form} onChange={setForm} errors={errors} serverError={saveError} />}
