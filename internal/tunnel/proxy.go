@@ -298,7 +298,7 @@ func (s *Server) forwardTunnel(w http.ResponseWriter, r *http.Request, rt Runtim
 	var pw *io.PipeWriter
 	switch {
 	case upgrade != "":
-		// HTTP/2 has no Upgrade: say so in a header and carry the client's raw bytes as the
+		// The tunnel carries no Upgrade: say so in a header and carry the client's raw bytes as the
 		// request body once the runtime accepted.
 		h[wire.HeaderUpgrade] = []string{upgrade}
 		pr, pw = io.Pipe()
@@ -343,7 +343,7 @@ func (s *Server) forwardTunnel(w http.ResponseWriter, r *http.Request, rt Runtim
 	s.copyResponse(w, r, rt, resp)
 }
 
-// roundTrip sends out over the least loaded of e's live connections and returns the
+// roundTrip sends out over one of e's live connections (see pick) and returns the
 // connection it used (nil, with a not-connected error, when none is live). The connection
 // counts the exchange as in flight until done is called.
 func roundTrip(e *entry, rt Runtime, out *http.Request) (resp *http.Response, tc *tconn, done func(), err error) {
@@ -355,7 +355,7 @@ func roundTrip(e *entry, rt Runtime, out *http.Request) (resp *http.Response, tc
 	tc.served.Add(1)
 	var once sync.Once
 	done = func() { once.Do(func() { tc.inflight.Add(-1) }) }
-	resp, err = tc.cc.RoundTrip(out)
+	resp, err = tc.sess.RoundTrip(out)
 	return resp, tc, done, err
 }
 

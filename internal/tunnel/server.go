@@ -1,14 +1,15 @@
 // Package tunnel is the control plane's end of the runtime tunnel: how clients reach a
 // runtime that has no ingress. The runtime dials the control plane's normal HTTP port and
 // upgrades the connection with its token (ConnectHandler); the control plane authenticates the
-// token before anything else exists for that connection, then speaks HTTP/2 to the runtime as
-// the client on the connection the runtime dialed ("reverse HTTP/2"). ProxyHandler publishes
+// token before anything else exists for that connection, then sends requests to the runtime
+// on the connection the runtime dialed, in the framed protocol of package wire (the runtime
+// answers them: the roles of HTTP are reversed on that connection). ProxyHandler publishes
 // each connected runtime at /runtimes/{runtime}/… (and, with a tunnel domain, at
 // {account}-{runtime}.{domain}): it authenticates and authorizes every request, forwards the
 // caller's identity in headers only the control plane can set, streams bodies both ways,
 // passes protocol upgrades (WebSocket) through, propagates cancellation, and answers 502 with
 // the standard error body while the runtime is not connected. A runtime may hold several
-// connections; each request goes to the least loaded one.
+// connections; requests fill them in order, up to spillAt in flight each.
 //
 // With several control-plane replicas, each announces the runtimes it holds over a Presence
 // (NATS core subjects in production) and a request that lands on a replica without the
@@ -57,8 +58,7 @@ const (
 	// hopMaxSkew bounds the clock difference between replicas a signed hop tolerates.
 	hopMaxSkew = time.Minute
 	// copyBufSize is the buffer of body copies; bodies of at least bigBufSize bytes get a
-	// buffer that large: each read of a response body makes the HTTP/2 client return flow
-	// control credit (a write to the tunnel), so large reads mean fewer writes.
+	// buffer that large, so that a large body costs few reads and writes.
 	copyBufSize = 32 << 10
 	bigBufSize  = 256 << 10
 )
@@ -241,7 +241,6 @@ func (o Options) withDefaults() Options {
 type Server struct {
 	opts Options
 	log  *slog.Logger
-	h2   *http.Transport // makes the HTTP/2 client of each tunnel connection
 	hop  *http.Transport // forwards requests to other replicas
 
 	reg     registry
@@ -267,26 +266,6 @@ func NewServer(opts Options) (*Server, error) {
 		peers:   newPeerTable(),
 		changed: make(chan struct{}, 1),
 	}
-	protos := new(http.Protocols)
-	protos.SetUnencryptedHTTP2(true) // prior knowledge: the handshake agreed on HTTP/2
-	s.h2 = &http.Transport{
-		Protocols:          protos,
-		DisableCompression: true, // bodies pass through byte for byte
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			c, ok := ctx.Value(dialConnKey{}).(net.Conn)
-			if !ok {
-				return nil, errors.New("tunnel: the HTTP/2 transport dials nothing")
-			}
-			return c, nil
-		},
-		HTTP2: &http.HTTP2Config{
-			MaxReadFrameSize:              wire.MaxReadFrameSize,
-			MaxReceiveBufferPerConnection: wire.ConnWindow,
-			MaxReceiveBufferPerStream:     wire.StreamWindow,
-			SendPingTimeout:               opts.PingInterval,
-			PingTimeout:                   opts.PingTimeout,
-		},
-	}
 	s.hop = &http.Transport{
 		DisableCompression:  true,
 		MaxIdleConnsPerHost: 64,
@@ -296,8 +275,6 @@ func NewServer(opts Options) (*Server, error) {
 	}
 	return s, nil
 }
-
-type dialConnKey struct{}
 
 // ConnectHandler accepts runtimes' tunnel connections. Mount it at wire.ConnectPath, outside
 // user authentication: the bearer token it reads is a runtime token, which it resolves with
@@ -333,6 +310,10 @@ func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request) {
 		refuse(fmt.Errorf("runtime token: %w", err))
 		return
 	}
+	if v := r.Header.Get(wire.HeaderVersion); v != wire.Version {
+		refuse(errdefs.Invalid(wire.HeaderVersion, v, fmt.Sprintf("this control plane speaks tunnel protocol %s; run a runtime of the same Freshet release", wire.Version)))
+		return
+	}
 	if rt.ID == "" || rt.AccountID == "" || rt.Name == "" {
 		httpx.WriteError(w, r, s.log, fmt.Errorf("tunnel: Authenticate returned a runtime without ID, account or name: %+v", rt))
 		return
@@ -360,22 +341,14 @@ func (s *Server) serveConnect(w http.ResponseWriter, r *http.Request) {
 		remote: httpx.ClientIP(r),
 		since:  time.Now(),
 	}
-	ctx, cancel := context.WithTimeout(context.WithValue(context.Background(), dialConnKey{}, net.Conn(tc)), 10*time.Second)
-	cc, err := s.h2.NewClientConn(ctx, "http", "runtime.tunnel:80")
-	cancel()
-	if err != nil {
-		tc.Close()
-		s.log.Warn("tunnel: start HTTP/2 on a runtime connection", logKeyRuntime, rt.Name, logKeyErr, err)
-		return
-	}
-	tc.cc = cc
+	tc.sess = wire.NewClientSession(tc, wire.Config{PingInterval: s.opts.PingInterval, PingTimeout: s.opts.PingTimeout, Log: s.log})
 	n, ok := s.reg.add(rt, tc)
 	if !ok {
-		cc.Close()
+		tc.sess.Close()
 		return
 	}
 	if s.closed.Load() { // Close ran while we registered
-		cc.Close()
+		tc.sess.Close()
 		return
 	}
 	s.log.Info("runtime connected", logKeyRuntime, rt.Name, logKeyAccount, rt.AccountID, logKeyConns, n, logKeyRemote, tc.remote)
@@ -443,7 +416,7 @@ func (s *Server) Close() error {
 	s.closeOnce.Do(func() {
 		s.closed.Store(true)
 		for _, tc := range s.reg.all() {
-			tc.cc.Close()
+			tc.sess.Close()
 			tc.Close()
 		}
 		s.hop.CloseIdleConnections()
@@ -452,12 +425,12 @@ func (s *Server) Close() error {
 }
 
 // tconn is one runtime connection: it tells the server when it dies, which it learns from
-// the HTTP/2 client's read loop the moment the runtime goes away (or a ping goes unanswered).
+// the session's read loop the moment the runtime goes away (or a ping goes unanswered).
 type tconn struct {
 	net.Conn
 	s        *Server
 	e        *entry // set when registered, under registry.mu
-	cc       *http.ClientConn
+	sess     *wire.Session
 	id       uint64
 	index    string
 	remote   string
@@ -514,7 +487,6 @@ type nameKey struct{ account, name string }
 type entry struct {
 	rt    Runtime                  // never changes
 	conns atomic.Pointer[[]*tconn] // replaced, never changed in place, under registry.mu
-	next  atomic.Uint32
 }
 
 func newRegistry() registry {
@@ -649,23 +621,27 @@ func (g *registry) status() []RuntimeStatus {
 	return out
 }
 
-// pick returns the least loaded live connection of e, starting the scan at a rotating
-// offset so that ties spread round-robin; nil when none is live.
+// spillAt is how many requests in flight a tunnel connection takes before pick moves on to
+// the runtime's next connection. Filling one connection first lets each write and read on it
+// carry many exchanges at once (fewer system calls per request than spreading them thin);
+// the others stand by and take the overflow.
+const spillAt = 32
+
+// pick returns the first live connection of e with fewer than spillAt requests in flight
+// (connections fill in order), else the least loaded live one; nil when none is live.
 func (e *entry) pick() *tconn {
 	conns := *e.conns.Load()
-	n := len(conns)
-	if n == 0 {
-		return nil
-	}
-	start := int(e.next.Add(1))
 	var best *tconn
 	var bestLoad int64
-	for i := range n {
-		c := conns[(start+i)%n]
+	for _, c := range conns {
 		if c.dead.Load() {
 			continue
 		}
-		if l := c.inflight.Load(); best == nil || l < bestLoad {
+		l := c.inflight.Load()
+		if l < spillAt {
+			return c
+		}
+		if best == nil || l < bestLoad {
 			best, bestLoad = c, l
 		}
 	}

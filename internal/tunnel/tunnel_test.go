@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -691,7 +692,9 @@ func TestSeveralConnectionsShareTheLoad(t *testing.T) {
 	startRuntime(t, c, "token-a", a, func(o *client.Options) { o.Conns = 3 })
 	hc := httpClient(t)
 
-	const n = 12
+	// Connections fill in order, tunnel.SpillAt requests each.
+	const extra = 8
+	n := 2*tunnel.SpillAt + extra
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
@@ -701,7 +704,7 @@ func TestSeveralConnectionsShareTheLoad(t *testing.T) {
 			}
 		})
 	}
-	for range n { // all in flight at once: least loaded spreads them
+	for range n { // all in flight at once
 		<-a.started
 	}
 	st := c.srv.Connected()
@@ -710,10 +713,13 @@ func TestSeveralConnectionsShareTheLoad(t *testing.T) {
 	if len(st) != 1 || len(st[0].Conns) != 3 {
 		t.Fatalf("Connected() = %+v, want one runtime with 3 connections", st)
 	}
+	var loads []int64
 	for _, cs := range st[0].Conns {
-		if cs.InFlight < 2 || cs.InFlight > 6 {
-			t.Errorf("connection %d had %d of %d requests in flight, want about a third (least loaded first)", cs.ID, cs.InFlight, n)
-		}
+		loads = append(loads, cs.InFlight)
+	}
+	slices.Sort(loads)
+	if want := []int64{extra, tunnel.SpillAt, tunnel.SpillAt}; !slices.Equal(loads, want) {
+		t.Errorf("requests in flight per connection = %v, want %v (filled in order, SpillAt each)", loads, want)
 	}
 	a.mu.Lock()
 	used := len(a.locals)

@@ -6,11 +6,11 @@
 //   - 1 MiB bodies downloaded and uploaded at concurrency 4: MiB/s and CPU per request;
 //   - a killed runtime (its TCP connections reset): time until the control plane marks it
 //     disconnected and answers 502; and a silent death (network blackholed), noticed by the
-//     HTTP/2 health ping.
+//     tunnel's keepalive ping.
 //
 // "direct" is a client talking HTTP/1.1 to the runtime's handler; "tunnel" is the same client
-// talking to the control plane's /runtimes/{name}/… proxy, which forwards over the reverse
-// HTTP/2 connections the runtime dialed. The load generator and the control plane run in this
+// talking to the control plane's /runtimes/{name}/… proxy, which forwards over the tunnel
+// connections the runtime dialed. The load generator and the control plane run in this
 // process, the runtime (its handler served both ways) in a child process, as in production;
 // all share the machine's cores. Direct and tunnel are measured in alternating slices so that
 // the machine's other load weighs on both alike; medians over the slices are reported.
@@ -62,12 +62,18 @@ func main() {
 	rounds := flag.Int("rounds", 6, "alternating direct/tunnel rounds per cell")
 	silent := flag.Bool("silent", true, "also time a silent death (takes up to the ping interval plus timeout)")
 	only := flag.String("only", "", "run one section: small, bodies or kill")
-	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file (and the runtime process's to this file.runtime)")
 	inProcess := flag.Bool("in-process", false, "run the runtime in this process instead of a child process")
 	role := flag.String("role", "", "internal: \"runtime\" runs the runtime side for the parent")
 	cpURL := flag.String("cp", "", "internal: the control plane URL, for -role runtime")
 	flag.Parse()
 	if *role == "runtime" {
+		if *cpuprofile != "" {
+			if f, err := os.Create(*cpuprofile); err == nil {
+				pprof.StartCPUProfile(f)
+				defer pprof.StopCPUProfile()
+			}
+		}
 		if err := runRuntime(*cpURL, *conns); err != nil {
 			fmt.Fprintln(os.Stderr, "bench runtime:", err)
 			os.Exit(1)
@@ -75,6 +81,7 @@ func main() {
 		return
 	}
 	if *cpuprofile != "" {
+		runtimeProfile = *cpuprofile + ".runtime"
 		f, err := os.Create(*cpuprofile)
 		if err == nil {
 			pprof.StartCPUProfile(f)
@@ -87,6 +94,10 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// runtimeProfile is where the runtime process writes its CPU profile ("" for none): the
+// -cpuprofile file with ".runtime" appended.
+var runtimeProfile string
 
 // handler is the runtime's app: a tiny answer, or n bytes, or it reads and counts a body.
 func handler() http.Handler {
@@ -226,7 +237,11 @@ func spawnRuntime(cp string, conns int) (direct string, cpu func() time.Duration
 	if err != nil {
 		return "", nil, nil, err
 	}
-	cmd := exec.Command(exe, "-role", "runtime", "-cp", cp, "-conns", strconv.Itoa(conns))
+	args := []string{"-role", "runtime", "-cp", cp, "-conns", strconv.Itoa(conns)}
+	if runtimeProfile != "" {
+		args = append(args, "-cpuprofile", runtimeProfile)
+	}
+	cmd := exec.Command(exe, args...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -466,8 +481,8 @@ func (r result) localCPUPerReq() time.Duration {
 	return r.cpu / time.Duration(r.reqs)
 }
 
-// runtimeCPUPerReq is the runtime process's part: its HTTP server (HTTP/1.1 direct, HTTP/2
-// through the tunnel) and the handler.
+// runtimeCPUPerReq is the runtime process's part: its HTTP/1.1 server (direct) or its end of
+// the tunnel, and the handler.
 func (r result) runtimeCPUPerReq() time.Duration {
 	if r.reqs == 0 {
 		return 0
@@ -529,7 +544,7 @@ func run(d time.Duration, conns, kills, rounds int, silent, inProcess bool, only
 			local := func(r result) float64 { return float64(r.localCPUPerReq()) }
 			rtc := func(r result) float64 { return float64(r.runtimeCPUPerReq()) }
 			fmt.Printf("| … of which load generator (+ control plane for the tunnel) | %s | %s | | |\n", usec(dur(stat(d16, local))), usec(dur(stat(t16, local))))
-			fmt.Printf("| … of which runtime process (HTTP/1.1 direct, HTTP/2 tunnel) | %s | %s | | |\n", usec(dur(stat(d16, rtc))), usec(dur(stat(t16, rtc))))
+			fmt.Printf("| … of which runtime process (HTTP/1.1 direct, tunnel protocol) | %s | %s | | |\n", usec(dur(stat(d16, rtc))), usec(dur(stat(t16, rtc))))
 		}
 		if n := errCount(d1) + errCount(t1) + errCount(d16) + errCount(t16); n > 0 {
 			fmt.Printf("| errors | | %d | | |\n", n)
@@ -646,7 +661,7 @@ func killTrials(e *env, conns, n int, silent bool) error {
 		return err
 	}
 	fmt.Printf("| silent death (network blackholed, no reset), 1 trial | %.1f s | (requests wait for the ping, then 502) |\n\n", d.Seconds())
-	fmt.Printf("A silent death is noticed by the HTTP/2 health ping: after %s without a frame, then %s without an answer (at most %s).\n",
+	fmt.Printf("A silent death is noticed by the keepalive ping: after %s without a frame, then %s without an answer (at most %s).\n",
 		wire.PingInterval, wire.PingTimeout, wire.PingInterval+wire.PingTimeout)
 	return nil
 }

@@ -1,9 +1,9 @@
 // Package client is the runtime's end of the tunnel: it dials the control plane (TLS or plain
 // TCP, the control plane's normal HTTP port), upgrades the connection with the runtime token,
-// and then serves HTTP/2 on the connection it dialed — "reverse HTTP/2": the runtime is the
-// server, the control plane the client — handing every request to the runtime's handler (the
-// app-proxy). It keeps several such connections, reconnects each with backoff and jitter, and
-// reports how many are up.
+// and then answers the requests the control plane sends on the connection it dialed (the
+// framed protocol of package wire: the runtime is the server on a connection it opened),
+// handing every request to the runtime's handler (the app-proxy). It keeps several such
+// connections, reconnects each with backoff and jitter, and reports how many are up.
 //
 // The runtime links this package, so it imports nothing from the control plane; the wire
 // protocol it shares with the control plane's tunnel server lives in internal/tunnel/wire.
@@ -177,10 +177,9 @@ func (s State) Healthy() bool { return s.Connected > 0 }
 
 // Client keeps a runtime's tunnel connections.
 type Client struct {
-	opts   Options
-	server *url.URL
-	srv    *http.Server
-	ln     *connListener
+	opts    Options
+	server  *url.URL
+	baseCtx context.Context
 
 	connected atomic.Int32
 	handlers  atomic.Int64
@@ -206,30 +205,12 @@ func New(opts Options) (*Client, error) {
 	opts = opts.withDefaults()
 	u, _ := url.Parse(opts.ServerURL)
 	c := &Client{
-		opts:   opts,
-		server: u,
-		ln:     newConnListener(),
-		conns:  make(map[*trackedConn]struct{}),
-		ready:  make(chan struct{}),
-		done:   make(chan struct{}),
-	}
-	protos := new(http.Protocols)
-	protos.SetUnencryptedHTTP2(true) // prior knowledge: the upgrade already agreed on HTTP/2
-	c.srv = &http.Server{
-		Handler:   http.HandlerFunc(c.serveHTTP),
-		Protocols: protos,
-		HTTP2: &http.HTTP2Config{
-			MaxConcurrentStreams:          wire.MaxConcurrentStreams,
-			MaxReadFrameSize:              wire.MaxReadFrameSize,
-			MaxReceiveBufferPerConnection: wire.ConnWindow,
-			MaxReceiveBufferPerStream:     wire.StreamWindow,
-			SendPingTimeout:               opts.PingInterval,
-			PingTimeout:                   opts.PingTimeout,
-		},
-		BaseContext: func(net.Listener) context.Context {
-			return context.WithValue(context.Background(), viaTunnelKey{}, true)
-		},
-		ErrorLog: slog.NewLogLogger(opts.Log.Handler(), slog.LevelWarn), // handler panics, protocol errors
+		opts:    opts,
+		server:  u,
+		baseCtx: context.WithValue(context.Background(), viaTunnelKey{}, true),
+		conns:   make(map[*trackedConn]struct{}),
+		ready:   make(chan struct{}),
+		done:    make(chan struct{}),
 	}
 	return c, nil
 }
@@ -289,20 +270,12 @@ func (c *Client) Run(ctx context.Context) error {
 	defer close(c.done)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	serveDone := make(chan struct{})
-	go func() {
-		defer close(serveDone)
-		c.srv.Serve(c.ln) // returns when the listener closes
-	}()
 	var wg sync.WaitGroup
 	for i := range c.opts.Conns {
 		wg.Go(func() { c.keep(ctx, i) })
 	}
 	<-ctx.Done()
-	wg.Wait()
-	c.ln.Close()
-	c.srv.Close() // closes every tunnel connection; handlers see their contexts cancelled
-	<-serveDone
+	wg.Wait() // each closed its connection: handlers see their contexts cancelled
 	c.mu.Lock()
 	for tc := range c.conns {
 		tc.Close()
@@ -431,7 +404,7 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
-// connect dials, upgrades and hands the connection to the HTTP/2 server.
+// connect dials, upgrades and starts answering the control plane's requests on the connection.
 func (c *Client) connect(ctx context.Context, i int) (*trackedConn, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.DialTimeout)
 	defer cancel()
@@ -513,15 +486,21 @@ func (c *Client) connect(ctx context.Context, i int) (*trackedConn, error) {
 		return nil, fmt.Errorf("tunnel connection to %s: %w", host, err)
 	}
 	tc := newTrackedConn(wire.BufferedConn(conn, br))
-	if !c.ln.offer(ctx, tc) {
+	sess := wire.ServeSession(tc, http.HandlerFunc(c.serveHTTP), c.baseCtx, wire.Config{
+		PingInterval: c.opts.PingInterval,
+		PingTimeout:  c.opts.PingTimeout,
+		Log:          c.opts.Log,
+	})
+	go func() {
+		<-sess.Done()
+		tc.fail(sess.Err())
 		tc.Close()
-		return nil, fmt.Errorf("tunnel connection to %s: %w", host, context.Cause(ctx))
-	}
+	}()
 	return tc, nil
 }
 
-// serveHTTP is the handler of the HTTP/2 server: it runs the runtime's handler, turning a
-// tunnelled upgrade request back into one the handler recognises.
+// serveHTTP runs the runtime's handler for a request from the tunnel, turning a tunnelled
+// upgrade request back into one the handler recognises.
 func (c *Client) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	c.handlers.Add(1)
 	defer c.handlers.Add(-1)
@@ -529,36 +508,11 @@ func (c *Client) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		serveUpgrade(c.opts.Handler, w, r, proto)
 		return
 	}
-	if r.ContentLength >= bigBody {
-		// Each read of an HTTP/2 request body of 4 KiB or more returns flow-control credit
-		// to the control plane, a frame write each; handlers often read 8 KiB at a time
-		// (io.Copy). Reading ahead in large gulps makes those writes rare.
-		bp := bodyBufPool.Get().(*bufio.Reader)
-		bp.Reset(r.Body)
-		r.Body = bufferedBody{bp, r.Body}
-		defer func() {
-			bp.Reset(nil)
-			bodyBufPool.Put(bp)
-		}()
-	}
 	c.opts.Handler.ServeHTTP(w, r)
 }
 
-// bigBody is the request body size from which the body is read ahead in bigBody gulps.
-const bigBody = 256 << 10
-
-var bodyBufPool = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, bigBody) }}
-
-type bufferedBody struct {
-	*bufio.Reader
-	body io.ReadCloser
-}
-
-func (b bufferedBody) Close() error { return b.body.Close() }
-
-// trackedConn is a tunnel connection that tells when it is done: the HTTP/2 server closes it
-// when the peer goes away or stops answering pings. It also hides a *tls.Conn from the HTTP
-// server, which would otherwise try to negotiate TLS on it again.
+// trackedConn is a tunnel connection that tells when it is done: its session closes it when
+// the peer goes away or stops answering pings.
 type trackedConn struct {
 	net.Conn
 	once    sync.Once
@@ -601,43 +555,6 @@ func (c *trackedConn) Close() error {
 	c.once.Do(func() { close(c.done) })
 	return err
 }
-
-// connListener hands dialed tunnel connections to the HTTP/2 server.
-type connListener struct {
-	ch     chan net.Conn
-	closed chan struct{}
-	once   sync.Once
-}
-
-func newConnListener() *connListener {
-	return &connListener{ch: make(chan net.Conn), closed: make(chan struct{})}
-}
-
-func (l *connListener) offer(ctx context.Context, c net.Conn) bool {
-	select {
-	case l.ch <- c:
-		return true
-	case <-l.closed:
-	case <-ctx.Done():
-	}
-	return false
-}
-
-func (l *connListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.ch:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *connListener) Close() error {
-	l.once.Do(func() { close(l.closed) })
-	return nil
-}
-
-func (l *connListener) Addr() net.Addr { return tunnelAddr("listener") }
 
 type tunnelAddr string
 

@@ -1,8 +1,9 @@
 // Package wire is the tunnel protocol shared by its two ends: the control plane's tunnel server
 // (internal/tunnel) and the runtime's tunnel client (internal/tunnel/client). It holds the
-// upgrade handshake's names, the headers the two ends exchange on proxied requests, the HTTP/2
-// tuning both ends agree on, and a net.Conn that replays bytes read ahead during the handshake.
-// It imports nothing from the control plane, so the runtime may link it.
+// upgrade handshake's names, the headers the two ends exchange on proxied requests, and the
+// framed protocol spoken after the handshake (Session): HTTP exchanges multiplexed on one
+// connection, with per-exchange flow control, cancellation and keepalive, and writes batched
+// across exchanges. It imports nothing from the control plane, so the runtime may link it.
 package wire
 
 import (
@@ -22,16 +23,17 @@ import (
 //	Authorization: Bearer <runtime token>
 //	X-Freshet-Tunnel-Version: Version
 //
-// The control plane answers 101 Switching Protocols only after the token resolved to a runtime;
-// from then on the runtime is the HTTP/2 server on that connection and the control plane the
-// HTTP/2 client ("reverse HTTP/2").
+// The control plane answers 101 Switching Protocols only after the token resolved to a runtime
+// and the version is one it speaks; from then on both ends exchange frames (see frame.go): the
+// control plane sends requests on the connection the runtime dialed, the runtime answers them.
 const (
 	// ConnectPath is where the control plane accepts tunnel connections.
 	ConnectPath = "/api/v1/tunnel/connect"
 	// Protocol is the Upgrade token of the handshake.
 	Protocol = "freshet-tunnel"
-	// Version is the protocol version the client speaks.
-	Version = "1"
+	// Version is the protocol version both ends speak: 2 is the framed protocol of Session
+	// (1, reverse HTTP/2, was never released).
+	Version = "2"
 	// HeaderVersion carries Version in the handshake.
 	HeaderVersion = "X-Freshet-Tunnel-Version"
 	// HeaderConnIndex tells which of the runtime's connections this is (diagnostics only).
@@ -61,8 +63,8 @@ const (
 	HeaderRuntime = "X-Freshet-Runtime"
 
 	// HeaderUpgrade on a proxied request says the client asked for an HTTP/1.1 protocol
-	// upgrade to this protocol (HTTP/2 cannot carry Connection/Upgrade headers). The request
-	// body is the client's raw byte stream from then on.
+	// upgrade to this protocol (Connection and Upgrade are hop-by-hop headers and are not
+	// forwarded). The request body is the client's raw byte stream from then on.
 	HeaderUpgrade = "X-Freshet-Tunnel-Upgrade"
 	// HeaderRaw on a response to an upgrade request says the runtime's handler hijacked the
 	// connection: the response body is the raw byte stream the handler writes, starting with
@@ -70,19 +72,8 @@ const (
 	HeaderRaw = "X-Freshet-Tunnel-Raw"
 )
 
-// HTTP/2 tuning both ends use. Large flow-control windows let a single stream fill a fast
-// link (the HTTP/2 defaults of 64 KiB per stream cap a 1 ms round trip at 64 MB/s), large
-// frames cut per-frame overhead for bodies, and many concurrent streams let one connection
-// carry a busy runtime's requests.
+// Keepalive both ends use.
 const (
-	// MaxReadFrameSize is the largest frame either end accepts.
-	MaxReadFrameSize = 1 << 20
-	// StreamWindow is the receive window of one stream.
-	StreamWindow = 8 << 20
-	// ConnWindow is the receive window of one tunnel connection.
-	ConnWindow = 64 << 20
-	// MaxConcurrentStreams bounds the requests in flight on one tunnel connection.
-	MaxConcurrentStreams = 1000
 	// PingInterval is how long a connection may be silent before an end pings it.
 	PingInterval = 10 * time.Second
 	// PingTimeout is how long an end waits for a ping's answer before dropping the
