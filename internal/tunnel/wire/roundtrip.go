@@ -100,7 +100,7 @@ func (s *Session) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, rerr
 	}
 	resp := &http.Response{
-		Status:        strconv.Itoa(rh.status) + " " + http.StatusText(rh.status),
+		Status:        statusLine(rh.status),
 		StatusCode:    rh.status,
 		Proto:         "HTTP/2.0",
 		ProtoMajor:    2,
@@ -200,4 +200,23 @@ func (b *clientBody) Close() error {
 	b.release()
 	b.st.reset(resetCancel, "the control plane closed the response", errBodyClosed)
 	return nil
+}
+
+// statusLines are the Status strings of http.Response ("200 OK") for the codes net/http
+// knows, made once.
+var statusLines = func() map[int]string {
+	m := map[int]string{}
+	for code := 100; code < 600; code++ {
+		if t := http.StatusText(code); t != "" {
+			m[code] = strconv.Itoa(code) + " " + t
+		}
+	}
+	return m
+}()
+
+func statusLine(code int) string {
+	if s, ok := statusLines[code]; ok {
+		return s
+	}
+	return strconv.Itoa(code) + " " + http.StatusText(code)
 }

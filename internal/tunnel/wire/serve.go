@@ -175,6 +175,9 @@ func (w *responseWriter) Write(p []byte) (int, error) {
 }
 
 func (w *responseWriter) WriteString(s string) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
 	if len(w.buf)+len(s) <= respBufSize && w.status != 0 && !w.noBody && w.err == nil && !w.finished {
 		if w.buf == nil {
 			w.getBuf()

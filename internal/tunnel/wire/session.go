@@ -28,6 +28,9 @@ const (
 	maxControlPending = 16 << 20
 	maxKeptBuffer     = 4 << 20 // a write buffer that grew larger is not reused
 	readBufferSize    = 64 << 10
+	// maxYields bounds how often the writer yields to let more frames join a write, as long
+	// as each yield brought more.
+	maxYields = 4
 )
 
 // Config tunes a Session.
@@ -244,11 +247,20 @@ func (s *Session) writeLoop() {
 		}
 		// Let the exchanges that are running now queue their frames too: they go out in
 		// this write instead of one write each.
-		s.wmu.Lock()
-		small := len(s.wbuf) < 32<<10
-		s.wmu.Unlock()
-		if small {
+		for range maxYields {
+			s.wmu.Lock()
+			n := len(s.wbuf)
+			s.wmu.Unlock()
+			if n >= 32<<10 {
+				break
+			}
 			runtime.Gosched()
+			s.wmu.Lock()
+			grew := len(s.wbuf) > n
+			s.wmu.Unlock()
+			if !grew {
+				break
+			}
 		}
 		for {
 			s.wmu.Lock()

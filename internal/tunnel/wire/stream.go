@@ -93,6 +93,7 @@ type stream struct {
 	mu sync.Mutex
 	// receiving
 	chunks  []chunk
+	chunk0  [1]chunk // backs chunks while one is enough
 	recvWin int // bytes the peer may still send
 	unacked int // bytes consumed and not yet credited back
 	recvEnd bool
@@ -184,6 +185,9 @@ func (st *stream) recvData(p chunk, end bool) error {
 	case st.recvErr != nil: // the reader is gone: drop the bytes
 		p.free()
 	case len(p.b) > 0:
+		if st.chunks == nil {
+			st.chunks = st.chunk0[:0]
+		}
 		st.chunks = append(st.chunks, p)
 		st.recvEnd = end
 	default:
