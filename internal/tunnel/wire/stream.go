@@ -94,8 +94,8 @@ type stream struct {
 	// receiving
 	chunks  []chunk
 	chunk0  [1]chunk // backs chunks while one is enough
-	recvWin int // bytes the peer may still send
-	unacked int // bytes consumed and not yet credited back
+	recvWin int      // bytes the peer may still send
+	unacked int      // bytes consumed and not yet credited back
 	recvEnd bool
 	recvErr error
 	trailer http.Header
