@@ -201,7 +201,8 @@ func (d *decoder) fields() http.Header {
 		if d.err != nil {
 			return nil
 		}
-		if !validFieldName(k) {
+		valid, canonical := checkFieldName(k)
+		if !valid {
 			d.fail(fmt.Sprintf("field name %q is not an HTTP token", k))
 			return nil
 		}
@@ -209,7 +210,9 @@ func (d *decoder) fields() http.Header {
 			d.fail(fmt.Sprintf("field %s has a value with a control character", k))
 			return nil
 		}
-		k = textproto.CanonicalMIMEHeaderKey(k)
+		if !canonical {
+			k = textproto.CanonicalMIMEHeaderKey(k)
+		}
 		if vv, ok := h[k]; ok {
 			h[k] = append(vv, v)
 			continue
@@ -296,16 +299,33 @@ func decodeTrailer(b []byte) (http.Header, error) {
 
 // validFieldName reports whether s is an HTTP token (RFC 9110 section 5.6.2).
 func validFieldName(s string) bool {
+	valid, _ := checkFieldName(s)
+	return valid
+}
+
+// checkFieldName reports whether s is an HTTP token and whether it is already in the
+// canonical form of textproto.CanonicalMIMEHeaderKey (as the keys of an http.Header are), so
+// that decoding need not canonicalize it again.
+func checkFieldName(s string) (valid, canonical bool) {
 	if s == "" {
-		return false
+		return false, false
 	}
+	canonical = true
+	upper := true // the next letter must be upper case
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c >= 0x80 || !isTokenChar[c] {
-			return false
+			return false, false
 		}
+		switch {
+		case 'a' <= c && c <= 'z':
+			canonical = canonical && !upper
+		case 'A' <= c && c <= 'Z':
+			canonical = canonical && upper
+		}
+		upper = c == '-'
 	}
-	return true
+	return true, canonical
 }
 
 // validFieldValue reports whether s holds no CR, LF, NUL or other control character but

@@ -42,7 +42,8 @@ func (s *Session) serve(st *stream, h *reqHead) {
 		w.finish()
 		return
 	}
-	r := &http.Request{
+	// Built on the stack and copied once by WithContext: one Request allocation, not two.
+	r0 := http.Request{
 		Method:        h.method,
 		URL:           u,
 		Proto:         "HTTP/2.0",
@@ -54,6 +55,7 @@ func (s *Session) serve(st *stream, h *reqHead) {
 		ContentLength: h.contentLength,
 		Body:          http.NoBody,
 	}
+	r := r0.WithContext(ctx)
 	st.mu.Lock()
 	hasBody := !st.recvEnd || len(st.chunks) > 0
 	st.mu.Unlock()
@@ -73,8 +75,6 @@ func (s *Session) serve(st *stream, h *reqHead) {
 	} else {
 		r.ContentLength = 0
 	}
-	w.req = r
-	r = r.WithContext(ctx)
 	defer func() {
 		if p := recover(); p != nil {
 			if p != http.ErrAbortHandler {
@@ -117,7 +117,6 @@ func (b *serverBody) Close() error {
 // supports http.Flusher and, through http.ResponseController, read and write deadlines.
 type responseWriter struct {
 	st       *stream
-	req      *http.Request
 	method   string
 	header   http.Header
 	status   int

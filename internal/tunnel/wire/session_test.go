@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/textproto"
 	"os"
 	"strconv"
 	"strings"
@@ -550,6 +551,9 @@ func FuzzDecodeHeads(f *testing.F) {
 			}
 		}
 		decodeTrailer(b)
+		if valid, canonical := checkFieldName(string(b)); valid && canonical != (textproto.CanonicalMIMEHeaderKey(string(b)) == string(b)) {
+			t.Fatalf("%q: canonical = %v, CanonicalMIMEHeaderKey disagrees", b, canonical)
+		}
 	})
 }
 
@@ -599,4 +603,19 @@ func FuzzServeSession(f *testing.F) {
 		p.Close()
 		<-rt.Done()
 	})
+}
+
+func TestCheckFieldNameKnowsCanonicalForm(t *testing.T) {
+	for _, k := range []string{"Content-Type", "X-Freshet-User", "content-type", "X-FRESHET", "Www-Authenticate", "X-1a", "A", "a", "Foo_bar", "X--Y", "-X"} {
+		valid, canonical := checkFieldName(k)
+		if !valid {
+			t.Errorf("%q: not valid", k)
+		}
+		if want := textproto.CanonicalMIMEHeaderKey(k) == k; canonical != want {
+			t.Errorf("%q: canonical = %v, CanonicalMIMEHeaderKey says %v", k, canonical, want)
+		}
+	}
+	if valid, _ := checkFieldName("Bad Name"); valid {
+		t.Error(`"Bad Name" is valid`)
+	}
 }
