@@ -625,7 +625,7 @@ func (g *registry) status() []RuntimeStatus {
 // the runtime's next connection. Filling one connection first lets each write and read on it
 // carry many exchanges at once (fewer system calls per request than spreading them thin);
 // the others stand by and take the overflow.
-const spillAt = 32
+const spillAt = 8
 
 // pick returns the first live connection of e with fewer than spillAt requests in flight
 // (connections fill in order), else the least loaded live one; nil when none is live.

@@ -62,12 +62,13 @@ type Session struct {
 	nextID  uint32
 	err     error // why the session ended; set once
 
-	wmu    sync.Mutex
-	wcond  sync.Cond // body writers waiting for room in the queue
-	wbuf   []byte    // frames queued for the next write
-	wspare []byte    // the other buffer, while wbuf is being written
-	werr   error     // set when the session ended: queueing fails
-	wsig   chan struct{}
+	wmu     sync.Mutex
+	wcond   sync.Cond // body writers waiting for room in the queue
+	wbuf    []byte    // frames queued for the next write
+	wspare  []byte    // the other buffer, while wbuf is being written
+	werr    error     // set when the session ended: queueing fails
+	writing bool      // a goroutine is writing the queue out
+	wsig    chan struct{}
 
 	done      chan struct{}
 	closeOnce sync.Once
@@ -228,6 +229,19 @@ func (s *Session) queue(block bool, frames ...frame) error {
 		}
 		binary.BigEndian.PutUint32(s.wbuf[off:], uint32(n))
 	}
+	if s.writing {
+		s.wmu.Unlock() // the writer at work takes these frames too
+		return nil
+	}
+	if block {
+		// Nobody is writing: this goroutine writes, saving the hand-off to the writer
+		// goroutine. The read loop (block false) never writes itself: a write that waits for
+		// the peer to read must not stop it from reading.
+		s.writing = true
+		s.wmu.Unlock()
+		s.flush()
+		return nil
+	}
 	s.wmu.Unlock()
 	select {
 	case s.wsig <- struct{}{}:
@@ -236,8 +250,8 @@ func (s *Session) queue(block bool, frames ...frame) error {
 	return nil
 }
 
-// writeLoop writes queued frames: everything queued while a write was in the kernel goes
-// out in the next write.
+// writeLoop writes the frames queued while nobody was writing (control frames from the
+// read loop).
 func (s *Session) writeLoop() {
 	for {
 		select {
@@ -245,42 +259,56 @@ func (s *Session) writeLoop() {
 		case <-s.done:
 			return
 		}
-		// Let the exchanges that are running now queue their frames too: they go out in
-		// this write instead of one write each.
-		for range maxYields {
-			s.wmu.Lock()
-			n := len(s.wbuf)
+		s.wmu.Lock()
+		if s.writing {
 			s.wmu.Unlock()
-			if n >= 32<<10 {
-				break
-			}
-			runtime.Gosched()
-			s.wmu.Lock()
-			grew := len(s.wbuf) > n
-			s.wmu.Unlock()
-			if !grew {
-				break
-			}
+			continue
 		}
-		for {
-			s.wmu.Lock()
-			buf := s.wbuf
-			if len(buf) == 0 || s.werr != nil {
-				s.wmu.Unlock()
-				break
-			}
-			s.wbuf, s.wspare = s.wspare[:0], nil
-			s.wcond.Broadcast()
+		s.writing = true
+		s.wmu.Unlock()
+		s.flush()
+	}
+}
+
+// flush writes queued frames until the queue is empty; the caller set s.writing, which flush
+// clears. Everything queued while a write was in the kernel goes out in the next write, and
+// before the first write the writer yields while that brings more frames, so that the
+// exchanges running at that moment share it.
+func (s *Session) flush() {
+	for range maxYields {
+		s.wmu.Lock()
+		n := len(s.wbuf)
+		s.wmu.Unlock()
+		if n >= 32<<10 {
+			break
+		}
+		runtime.Gosched()
+		s.wmu.Lock()
+		grew := len(s.wbuf) > n
+		s.wmu.Unlock()
+		if !grew {
+			break
+		}
+	}
+	for {
+		s.wmu.Lock()
+		buf := s.wbuf
+		if len(buf) == 0 || s.werr != nil {
+			s.writing = false
 			s.wmu.Unlock()
-			if _, err := s.conn.Write(buf); err != nil {
-				s.fail(fmt.Errorf("write: %w", err))
-				return
-			}
-			if cap(buf) <= maxKeptBuffer {
-				s.wmu.Lock()
-				s.wspare = buf[:0]
-				s.wmu.Unlock()
-			}
+			return
+		}
+		s.wbuf, s.wspare = s.wspare[:0], nil
+		s.wcond.Broadcast()
+		s.wmu.Unlock()
+		if _, err := s.conn.Write(buf); err != nil {
+			s.fail(fmt.Errorf("write: %w", err))
+			return
+		}
+		if cap(buf) <= maxKeptBuffer {
+			s.wmu.Lock()
+			s.wspare = buf[:0]
+			s.wmu.Unlock()
 		}
 	}
 }
