@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 )
 
@@ -108,16 +107,7 @@ func (s *Session) RoundTrip(req *http.Request) (*http.Response, error) {
 		ContentLength: rh.contentLength,
 		Request:       req,
 	}
-	if declared := rh.header["Trailer"]; len(declared) > 0 {
-		resp.Trailer = make(http.Header)
-		for _, v := range declared {
-			for k := range strings.SplitSeq(v, ",") {
-				if k = strings.TrimSpace(k); k != "" {
-					resp.Trailer[http.CanonicalHeaderKey(k)] = nil
-				}
-			}
-		}
-	}
+	resp.Trailer = announcedTrailer(rh.header)
 	b := &clientBody{st: st, resp: resp}
 	st.mu.Lock()
 	complete := st.recvEnd // the whole body is here: nothing left to cancel

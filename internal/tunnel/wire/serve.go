@@ -62,16 +62,7 @@ func (s *Session) serve(st *stream, h *reqHead) {
 	if hasBody {
 		b := &serverBody{st: st, req: r}
 		r.Body = b
-		if declared := h.header["Trailer"]; len(declared) > 0 {
-			r.Trailer = make(http.Header)
-			for _, v := range declared {
-				for k := range strings.SplitSeq(v, ",") {
-					if k = strings.TrimSpace(k); k != "" {
-						r.Trailer[http.CanonicalHeaderKey(k)] = nil
-					}
-				}
-			}
-		}
+		r.Trailer = announcedTrailer(h.header)
 	} else {
 		r.ContentLength = 0
 	}
@@ -238,6 +229,20 @@ func declaredTrailers(h http.Header) []string {
 		}
 	}
 	return keys
+}
+
+// announcedTrailer is the Trailer map of a request or response whose head announced
+// trailers: the keys, with values filled in when the trailers arrive; nil when it announced none.
+func announcedTrailer(h http.Header) http.Header {
+	keys := declaredTrailers(h)
+	if len(keys) == 0 {
+		return nil
+	}
+	t := make(http.Header, len(keys))
+	for _, k := range keys {
+		t[k] = nil
+	}
+	return t
 }
 
 // head is the response head as it goes out: the handler's header minus trailers.
