@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/store"
 )
@@ -139,7 +140,7 @@ func (l *Log) Finish(ctx context.Context, e *Entry, err error) {
 type Filter = store.AuditFilter
 
 // List returns p's account's records matching f, newest first. Only admins may read the audit log.
-func (l *Log) List(ctx context.Context, p rbac.Principal, f Filter, page store.Page) ([]store.AuditEvent, error) {
+func (l *Log) List(ctx context.Context, p rbac.Principal, f Filter, page paging.Page) ([]store.AuditEvent, error) {
 	if err := rbac.Allow(p, rbac.ReadAudit); err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/store"
 )
@@ -68,7 +69,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, p rbac.Principal, in CreateA
 }
 
 // ListAPIKeys lists the keys of p's account: all of them for admins, their own for others.
-func (s *Service) ListAPIKeys(ctx context.Context, p rbac.Principal, page store.Page) ([]store.APIKey, error) {
+func (s *Service) ListAPIKeys(ctx context.Context, p rbac.Principal, page paging.Page) ([]store.APIKey, error) {
 	if err := rbac.Allow(p, rbac.ReadAPIKeys); err != nil {
 		return nil, err
 	}

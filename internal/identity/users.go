@@ -8,6 +8,7 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/store"
 )
@@ -100,7 +101,7 @@ func (s *Service) CreateUser(ctx context.Context, p rbac.Principal, in CreateUse
 }
 
 // ListUsers returns one page of p's account's users.
-func (s *Service) ListUsers(ctx context.Context, p rbac.Principal, page store.Page) ([]store.Member, error) {
+func (s *Service) ListUsers(ctx context.Context, p rbac.Principal, page paging.Page) ([]store.Member, error) {
 	if err := rbac.Allow(p, rbac.ReadUsers); err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/store"
 )
@@ -189,7 +190,7 @@ func (s *Service) pipelineName(ctx context.Context, accountID, pipelineID string
 }
 
 // ListBuilds lists builds newest first; pipeline (ID or project/name) narrows it.
-func (s *Service) ListBuilds(ctx context.Context, p rbac.Principal, pipeline string, f store.BuildFilter, page store.Page) ([]store.Build, error) {
+func (s *Service) ListBuilds(ctx context.Context, p rbac.Principal, pipeline string, f store.BuildFilter, page paging.Page) ([]store.Build, error) {
 	if err := rbac.Allow(p, rbac.ReadPipelines); err != nil {
 		return nil, err
 	}

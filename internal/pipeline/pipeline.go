@@ -16,6 +16,7 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/pipeline/webhook"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/secrets"
@@ -197,7 +198,7 @@ func (s *Service) CreateProject(ctx context.Context, p rbac.Principal, name stri
 }
 
 // ListProjects lists p's account's projects.
-func (s *Service) ListProjects(ctx context.Context, p rbac.Principal, page store.Page) ([]store.Project, error) {
+func (s *Service) ListProjects(ctx context.Context, p rbac.Principal, page paging.Page) ([]store.Project, error) {
 	if err := rbac.Allow(p, rbac.ReadPipelines); err != nil {
 		return nil, err
 	}
@@ -430,7 +431,7 @@ func (s *Service) ResolvePipeline(ctx context.Context, p rbac.Principal, ref str
 }
 
 // ListPipelines lists pipelines, of one project when project is set.
-func (s *Service) ListPipelines(ctx context.Context, p rbac.Principal, project string, page store.Page) ([]store.Pipeline, error) {
+func (s *Service) ListPipelines(ctx context.Context, p rbac.Principal, project string, page paging.Page) ([]store.Pipeline, error) {
 	if err := rbac.Allow(p, rbac.ReadPipelines); err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/store"
 	"github.com/freshet-dev/freshet/internal/tunnel"
@@ -80,7 +81,7 @@ func (f AppFilter) store() (store.AppFilter, error) {
 
 // ListApplications returns p's account's applications that pass f, in the order their runtimes
 // first reported them.
-func (s *Service) ListApplications(ctx context.Context, p rbac.Principal, f AppFilter, page store.Page) ([]store.Application, error) {
+func (s *Service) ListApplications(ctx context.Context, p rbac.Principal, f AppFilter, page paging.Page) ([]store.Application, error) {
 	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
 		return nil, err
 	}
@@ -112,7 +113,7 @@ func (s *Service) GetApplication(ctx context.Context, p rbac.Principal, runtime,
 }
 
 // ListSyncs returns the finished syncs of p's account's application app, newest first.
-func (s *Service) ListSyncs(ctx context.Context, p rbac.Principal, app store.Application, page store.Page) ([]store.ApplicationSync, error) {
+func (s *Service) ListSyncs(ctx context.Context, p rbac.Principal, app store.Application, page paging.Page) ([]store.ApplicationSync, error) {
 	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
 		return nil, err
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/pipeline/webhook"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/store"
@@ -137,16 +138,16 @@ func TestListApplicationsFilters(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := viewer(rt.AccountID)
-	got, err := s.ListApplications(ctx, p, AppFilter{Labels: []string{"team=shop", " env = prod"}}, store.Page{})
+	got, err := s.ListApplications(ctx, p, AppFilter{Labels: []string{"team=shop", " env = prod"}}, paging.Page{})
 	if err != nil || names(got) != "web:Healthy" {
 		t.Fatalf("labels: %s, %v", names(got), err)
 	}
 	for _, bad := range [][]string{{"team"}, {"=x"}, {"a=1", "a=2"}} {
-		if _, err := s.ListApplications(ctx, p, AppFilter{Labels: bad}, store.Page{}); !errors.Is(err, errdefs.ErrInvalid) || !strings.HasPrefix(errdefs.Field(err), "filter.labels[") {
+		if _, err := s.ListApplications(ctx, p, AppFilter{Labels: bad}, paging.Page{}); !errors.Is(err, errdefs.ErrInvalid) || !strings.HasPrefix(errdefs.Field(err), "filter.labels[") {
 			t.Errorf("selector %q: %v", bad, err)
 		}
 	}
-	if _, err := s.ListApplications(ctx, rbac.Principal{AccountID: rt.AccountID}, AppFilter{}, store.Page{}); !errors.Is(err, errdefs.ErrForbidden) {
+	if _, err := s.ListApplications(ctx, rbac.Principal{AccountID: rt.AccountID}, AppFilter{}, paging.Page{}); !errors.Is(err, errdefs.ErrForbidden) {
 		t.Fatalf("no role: %v", err)
 	}
 }

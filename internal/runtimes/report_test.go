@@ -17,6 +17,7 @@ import (
 	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/store"
 	"github.com/freshet-dev/freshet/internal/store/storetest"
@@ -73,7 +74,7 @@ func TestReportAppliesSnapshotAndEvents(t *testing.T) {
 		rt, _ := seedRuntime(t, s, "acme", "edge")
 		list := func() []store.Application {
 			t.Helper()
-			apps, err := db.ListApplications(ctx, rt.AccountID, store.AppFilter{}, store.Page{})
+			apps, err := db.ListApplications(ctx, rt.AccountID, store.AppFilter{}, paging.Page{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -109,7 +110,7 @@ func TestReportAppliesSnapshotAndEvents(t *testing.T) {
 		if got := names(list()); got != "web:Degraded jobs:Progressing" {
 			t.Fatalf("after the events: %s", got)
 		}
-		syncs, _ := db.ListSyncs(ctx, rt.AccountID, rt.ID, "jobs", store.Page{})
+		syncs, _ := db.ListSyncs(ctx, rt.AccountID, rt.ID, "jobs", paging.Page{})
 		if len(syncs) != 1 || syncs[0].SyncID != 1 || syncs[0].CommitAuthor != "Ann" || DecodeSync(syncs[0]).Changed[0].Name != "jobs" {
 			t.Fatalf("syncs = %+v (the dry run is no deployment)", syncs)
 		}
@@ -171,7 +172,7 @@ func TestReportAppliesSnapshotAndEvents(t *testing.T) {
 		if got := names(list()); got != "web:Degraded" {
 			t.Fatalf("after the second snapshot: %s", got)
 		}
-		if syncs, _ := db.ListSyncs(ctx, rt.AccountID, rt.ID, "jobs", store.Page{}); len(syncs) != 0 {
+		if syncs, _ := db.ListSyncs(ctx, rt.AccountID, rt.ID, "jobs", paging.Page{}); len(syncs) != 0 {
 			t.Fatalf("syncs of a forgotten app: %+v", syncs)
 		}
 	})
@@ -205,14 +206,14 @@ func TestReportStaysInTheRuntime(t *testing.T) {
 		if _, err := s.Report(ctx, a2, runtimev1.ReportRequest{Snapshot: true}); err != nil {
 			t.Fatal(err)
 		}
-		apps, _ := db.ListApplications(ctx, a.AccountID, store.AppFilter{}, store.Page{})
+		apps, _ := db.ListApplications(ctx, a.AccountID, store.AppFilter{}, paging.Page{})
 		if names(apps) != "web:Healthy" || apps[0].RuntimeID != a.ID {
 			t.Fatalf("A's applications: %s", names(apps))
 		}
-		if ss, _ := db.ListSyncs(ctx, a.AccountID, a.ID, "web", store.Page{}); len(ss) != 0 {
+		if ss, _ := db.ListSyncs(ctx, a.AccountID, a.ID, "web", paging.Page{}); len(ss) != 0 {
 			t.Fatalf("B's sync landed in A: %+v", ss)
 		}
-		if bs, _ := db.ListApplications(ctx, b.AccountID, store.AppFilter{}, store.Page{}); len(bs) != 0 {
+		if bs, _ := db.ListApplications(ctx, b.AccountID, store.AppFilter{}, paging.Page{}); len(bs) != 0 {
 			t.Fatalf("B's applications: %s", names(bs))
 		}
 	})
@@ -334,7 +335,7 @@ func TestReportOperationAndOddValues(t *testing.T) {
 		if a.Operation == nil || a.Operation.Phase != "Failed" || a.HealthMessage != odd.HealthMessage || row.HealthMessage != "back-off restarting\nfailed container" {
 			t.Fatalf("stored %+v, operation %+v", row, a.Operation)
 		}
-		if ss, _ := db.ListSyncs(ctx, rt.AccountID, rt.ID, "web", store.Page{}); len(ss) != 1 || DecodeSync(ss[0]).Message != "hook\x00 failed" {
+		if ss, _ := db.ListSyncs(ctx, rt.AccountID, rt.ID, "web", paging.Page{}); len(ss) != 1 || DecodeSync(ss[0]).Message != "hook\x00 failed" {
 			t.Fatalf("syncs = %+v", ss)
 		}
 	})

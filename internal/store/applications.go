@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/paging"
 )
 
 // ID prefixes of GitOps records.
@@ -292,7 +293,7 @@ func appWhere(accountID string, f AppFilter) (string, []any) {
 
 // ListApplications returns account's applications that pass f, in the order they were first
 // reported (by ID). p.After is the last ID of the previous page.
-func (q *Queries) ListApplications(ctx context.Context, accountID string, f AppFilter, p Page) ([]Application, error) {
+func (q *Queries) ListApplications(ctx context.Context, accountID string, f AppFilter, p paging.Page) ([]Application, error) {
 	where, args := appWhere(accountID, f)
 	query := `SELECT ` + appCols + appFrom + where
 	if p.After != "" {
@@ -300,7 +301,7 @@ func (q *Queries) ListApplications(ctx context.Context, accountID string, f AppF
 		args = append(args, p.After)
 	}
 	query += ` ORDER BY a.id LIMIT ?`
-	args = append(args, p.limit())
+	args = append(args, p.Size())
 	rows, err := q.query(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -381,7 +382,7 @@ func (q *Queries) RecordSync(ctx context.Context, s ApplicationSync) (bool, erro
 // ListSyncs returns the finished syncs of account's application app of runtime runtimeID,
 // newest first (by the runtime's sync ID). p.After is the sync ID (decimal) the previous page
 // ended with.
-func (q *Queries) ListSyncs(ctx context.Context, accountID, runtimeID, app string, p Page) ([]ApplicationSync, error) {
+func (q *Queries) ListSyncs(ctx context.Context, accountID, runtimeID, app string, p paging.Page) ([]ApplicationSync, error) {
 	query := `SELECT id, account_id, runtime_id, app, sync_id, revision, phase, message, initiated_by, commit_author, commit_message,
 		commit_time, started_at, finished_at, detail FROM application_syncs WHERE account_id = ? AND runtime_id = ? AND app = ?`
 	args := []any{accountID, runtimeID, app}
@@ -394,7 +395,7 @@ func (q *Queries) ListSyncs(ctx context.Context, accountID, runtimeID, app strin
 		args = append(args, after)
 	}
 	query += ` ORDER BY sync_id DESC LIMIT ?`
-	rows, err := q.query(ctx, query, append(args, p.limit())...)
+	rows, err := q.query(ctx, query, append(args, p.Size())...)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/store"
 	"github.com/freshet-dev/freshet/internal/store/storetest"
 )
@@ -113,7 +114,7 @@ func TestApplicationsUpsertListDelete(t *testing.T) {
 			{"search path", store.AppFilter{Search: "apps/api"}, "[api]"},
 			{"combined", store.AppFilter{Runtime: "edge", Labels: map[string]string{"env": "prod"}, Health: "Healthy"}, "[api]"},
 		} {
-			apps, err := db.ListApplications(ctx, a.ID, c.f, store.Page{})
+			apps, err := db.ListApplications(ctx, a.ID, c.f, paging.Page{})
 			if err != nil {
 				t.Fatalf("%s: %v", c.name, err)
 			}
@@ -153,10 +154,10 @@ func TestApplicationsUpsertListDelete(t *testing.T) {
 		if err := db.DeleteRuntime(ctx, a.ID, rt2.ID); err != nil {
 			t.Fatal(err)
 		}
-		if apps, _ := db.ListApplications(ctx, a.ID, store.AppFilter{}, store.Page{}); fmt.Sprint(appNames(apps)) != "[web]" || apps[0].RuntimeID != rt.ID {
+		if apps, _ := db.ListApplications(ctx, a.ID, store.AppFilter{}, paging.Page{}); fmt.Sprint(appNames(apps)) != "[web]" || apps[0].RuntimeID != rt.ID {
 			t.Fatalf("after deregistering hub: %v", appNames(apps))
 		}
-		if ss, err := db.ListSyncs(ctx, a.ID, rt2.ID, "web", store.Page{}); err != nil || len(ss) != 0 {
+		if ss, err := db.ListSyncs(ctx, a.ID, rt2.ID, "web", paging.Page{}); err != nil || len(ss) != 0 {
 			t.Fatalf("syncs of a deregistered runtime: %v, %v", ss, err)
 		}
 	})
@@ -181,7 +182,7 @@ func TestApplicationsPagination(t *testing.T) {
 			want int
 		}{{store.AppFilter{}, 25}, {store.AppFilter{Labels: map[string]string{"even": "yes"}}, 13}} {
 			var all []string
-			p := store.Page{Limit: 4}
+			p := paging.Page{Limit: 4}
 			for range 20 {
 				page, err := db.ListApplications(ctx, a.ID, c.f, p)
 				if err != nil {
@@ -242,18 +243,18 @@ func TestReplaceApplications(t *testing.T) {
 		if n != 3 { // two changed, four new, three gone; one unchanged
 			t.Errorf("ReplaceApplications changed %d, want 3", n)
 		}
-		apps, _ := db.ListApplications(ctx, a.ID, store.AppFilter{Runtime: "edge"}, store.Page{})
+		apps, _ := db.ListApplications(ctx, a.ID, store.AppFilter{Runtime: "edge"}, paging.Page{})
 		if got := fmt.Sprint(appNames(apps)); got != "[one two four]" {
 			t.Fatalf("after the snapshot: %s", got)
 		}
 		if apps[1].Health != "Degraded" {
 			t.Errorf("two not updated: %+v", apps[1])
 		}
-		if other, _ := db.ListApplications(ctx, a.ID, store.AppFilter{Runtime: "hub"}, store.Page{}); len(other) != 1 {
+		if other, _ := db.ListApplications(ctx, a.ID, store.AppFilter{Runtime: "hub"}, paging.Page{}); len(other) != 1 {
 			t.Errorf("another runtime's applications changed: %v", appNames(other))
 		}
 		for app, want := range map[string]int{"three": 0, "ghost": 0, "two": 1} {
-			if ss, _ := db.ListSyncs(ctx, a.ID, rt.ID, app, store.Page{}); len(ss) != want {
+			if ss, _ := db.ListSyncs(ctx, a.ID, rt.ID, app, paging.Page{}); len(ss) != want {
 				t.Errorf("syncs of %s: %d, want %d", app, len(ss), want)
 			}
 		}
@@ -293,7 +294,7 @@ func TestApplicationSyncs(t *testing.T) {
 			t.Fatal("a restarted history's sync 2 was not recorded")
 		}
 		var ids []int64
-		p := store.Page{Limit: 4}
+		p := paging.Page{Limit: 4}
 		for range 10 {
 			page, err := db.ListSyncs(ctx, a.ID, rt.ID, "web", p)
 			if err != nil {
@@ -319,7 +320,7 @@ func TestApplicationSyncs(t *testing.T) {
 		if fmt.Sprint(ids) != "[9 8 7 6 5 4 3 2 1]" {
 			t.Fatalf("syncs newest first = %v", ids)
 		}
-		if _, err := db.ListSyncs(ctx, a.ID, rt.ID, "web", store.Page{After: "x"}); !errors.Is(err, errdefs.ErrInvalid) {
+		if _, err := db.ListSyncs(ctx, a.ID, rt.ID, "web", paging.Page{After: "x"}); !errors.Is(err, errdefs.ErrInvalid) {
 			t.Fatalf("bad cursor: %v", err)
 		}
 	})
@@ -372,7 +373,7 @@ func TestApplicationsTenantIsolation(t *testing.T) {
 
 		// Reads with B's account.
 		for _, f := range []store.AppFilter{{}, {Runtime: rtA.ID}, {Runtime: "edge"}, {Labels: map[string]string{"team": "shop"}}, {Search: "web"}} {
-			if apps, err := db.ListApplications(ctx, b.ID, f, store.Page{}); err != nil || len(apps) != 0 {
+			if apps, err := db.ListApplications(ctx, b.ID, f, paging.Page{}); err != nil || len(apps) != 0 {
 				t.Errorf("B lists %v with %+v: %v", appNames(apps), f, err)
 			}
 		}
@@ -381,7 +382,7 @@ func TestApplicationsTenantIsolation(t *testing.T) {
 				t.Errorf("B reads A's application via %s: %v", ref, err)
 			}
 		}
-		if ss, err := db.ListSyncs(ctx, b.ID, rtA.ID, "web", store.Page{}); err != nil || len(ss) != 0 {
+		if ss, err := db.ListSyncs(ctx, b.ID, rtA.ID, "web", paging.Page{}); err != nil || len(ss) != 0 {
 			t.Errorf("B reads A's syncs: %v, %v", ss, err)
 		}
 
@@ -390,7 +391,7 @@ func TestApplicationsTenantIsolation(t *testing.T) {
 		if err != nil || got.Health != "Healthy" || got.Data != web.Data || got.Labels["team"] != "shop" {
 			t.Fatalf("A's application changed: %+v, %v", got, err)
 		}
-		if ss, _ := db.ListSyncs(ctx, a.ID, rtA.ID, "web", store.Page{}); len(ss) != 1 || ss[0].Phase != "Succeeded" {
+		if ss, _ := db.ListSyncs(ctx, a.ID, rtA.ID, "web", paging.Page{}); len(ss) != 1 || ss[0].Phase != "Succeeded" {
 			t.Fatalf("A's syncs changed: %+v", ss)
 		}
 	})

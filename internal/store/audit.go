@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/freshet-dev/freshet/internal/paging"
 )
 
 // AuditEvent is one audit record.
@@ -48,7 +50,7 @@ func (q *Queries) InsertAudit(ctx context.Context, e AuditEvent) error {
 
 // ListAudit returns account's audit records, newest first. p.After is the last ID of the
 // previous page (records older than it follow).
-func (q *Queries) ListAudit(ctx context.Context, accountID string, f AuditFilter, p Page) ([]AuditEvent, error) {
+func (q *Queries) ListAudit(ctx context.Context, accountID string, f AuditFilter, p paging.Page) ([]AuditEvent, error) {
 	query := `SELECT id, account_id, actor_id, actor, action, resource_type, resource_id, request_id, source_ip, result, detail, created_at
 		FROM audit_events WHERE account_id = ?`
 	args := []any{accountID}
@@ -88,7 +90,7 @@ func (q *Queries) ListAudit(ctx context.Context, accountID string, f AuditFilter
 		args = append(args, micros(f.Until))
 	}
 	query += ` ORDER BY id DESC LIMIT ?`
-	args = append(args, p.limit())
+	args = append(args, p.Size())
 	rows, err := q.query(ctx, query, args...)
 	if err != nil {
 		return nil, err

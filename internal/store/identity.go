@@ -6,29 +6,9 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/freshet-dev/freshet/internal/paging"
 )
-
-// Page selects one page of a list ordered by ID. After is the last ID of the previous page.
-type Page struct {
-	After string
-	Limit int
-}
-
-// Page size bounds.
-const (
-	DefaultPageLimit = 100
-	MaxPageLimit     = 1000
-)
-
-func (p Page) limit() int {
-	switch {
-	case p.Limit <= 0:
-		return DefaultPageLimit
-	case p.Limit > MaxPageLimit:
-		return MaxPageLimit
-	}
-	return p.Limit
-}
 
 // Account is a tenant.
 type Account struct {
@@ -185,10 +165,10 @@ func (q *Queries) GetMember(ctx context.Context, accountID, userID string) (Memb
 }
 
 // ListMembers returns one page of account's users ordered by ID.
-func (q *Queries) ListMembers(ctx context.Context, accountID string, p Page) ([]Member, error) {
+func (q *Queries) ListMembers(ctx context.Context, accountID string, p paging.Page) ([]Member, error) {
 	rows, err := q.query(ctx, `SELECT `+userCols+`, m.role, m.created_at FROM memberships m
 		JOIN users u ON u.id = m.user_id WHERE m.account_id = ? AND u.id > ? ORDER BY u.id LIMIT ?`,
-		accountID, p.After, p.limit())
+		accountID, p.After, p.Size())
 	if err != nil {
 		return nil, err
 	}
@@ -296,9 +276,9 @@ func (q *Queries) GetAPIKey(ctx context.Context, accountID, id string) (APIKey, 
 }
 
 // ListAPIKeys returns one page of account's keys; userID, when set, keeps only that user's keys.
-func (q *Queries) ListAPIKeys(ctx context.Context, accountID, userID string, p Page) ([]APIKey, error) {
+func (q *Queries) ListAPIKeys(ctx context.Context, accountID, userID string, p paging.Page) ([]APIKey, error) {
 	rows, err := q.query(ctx, `SELECT `+apiKeyCols+` FROM api_keys WHERE account_id = ? AND (? = '' OR user_id = ?) AND id > ?
-		ORDER BY id LIMIT ?`, accountID, userID, userID, p.After, p.limit())
+		ORDER BY id LIMIT ?`, accountID, userID, userID, p.After, p.Size())
 	if err != nil {
 		return nil, err
 	}

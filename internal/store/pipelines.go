@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/paging"
 )
 
 // More ID prefixes.
@@ -109,8 +110,8 @@ func (q *Queries) GetProject(ctx context.Context, accountID, idOrName string) (P
 }
 
 // ListProjects returns one page of account's projects.
-func (q *Queries) ListProjects(ctx context.Context, accountID string, p Page) ([]Project, error) {
-	rows, err := q.query(ctx, `SELECT id, account_id, name, created_at FROM projects WHERE account_id = ? AND id > ? ORDER BY id LIMIT ?`, accountID, p.After, p.limit())
+func (q *Queries) ListProjects(ctx context.Context, accountID string, p paging.Page) ([]Project, error) {
+	rows, err := q.query(ctx, `SELECT id, account_id, name, created_at FROM projects WHERE account_id = ? AND id > ? ORDER BY id LIMIT ?`, accountID, p.After, p.Size())
 	if err != nil {
 		return nil, err
 	}
@@ -184,9 +185,9 @@ func (q *Queries) GetPipelineByName(ctx context.Context, accountID, projectID, n
 }
 
 // ListPipelines returns one page of account's pipelines, of one project when projectID is set.
-func (q *Queries) ListPipelines(ctx context.Context, accountID, projectID string, p Page) ([]Pipeline, error) {
+func (q *Queries) ListPipelines(ctx context.Context, accountID, projectID string, p paging.Page) ([]Pipeline, error) {
 	rows, err := q.query(ctx, `SELECT `+pipelineCols+` FROM pipelines WHERE account_id = ? AND (? = '' OR project_id = ?) AND id > ? ORDER BY id LIMIT ?`,
-		accountID, projectID, projectID, p.After, p.limit())
+		accountID, projectID, projectID, p.After, p.Size())
 	if err != nil {
 		return nil, err
 	}
@@ -347,7 +348,7 @@ func (q *Queries) scanBuilds(ctx context.Context, query string, args ...any) ([]
 }
 
 // ListBuilds returns account's builds, newest first.
-func (q *Queries) ListBuilds(ctx context.Context, accountID string, f BuildFilter, p Page) ([]Build, error) {
+func (q *Queries) ListBuilds(ctx context.Context, accountID string, f BuildFilter, p paging.Page) ([]Build, error) {
 	query := `SELECT ` + buildCols + ` FROM builds WHERE account_id = ?`
 	args := []any{accountID}
 	if p.After != "" {
@@ -361,7 +362,7 @@ func (q *Queries) ListBuilds(ctx context.Context, accountID string, f BuildFilte
 		}
 	}
 	query += ` ORDER BY id DESC LIMIT ?`
-	return q.scanBuilds(ctx, query, append(args, p.limit())...)
+	return q.scanBuilds(ctx, query, append(args, p.Size())...)
 }
 
 // ActiveBuilds lists account's builds of pipeline that are queued or running, oldest first.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/store"
 	"github.com/freshet-dev/freshet/internal/store/storetest"
 )
@@ -128,7 +129,7 @@ func TestListMembersPagination(t *testing.T) {
 			}
 		}
 		var all []string
-		p := store.Page{Limit: 7}
+		p := paging.Page{Limit: 7}
 		for range 10 {
 			page, err := db.ListMembers(ctx, a.ID, p)
 			if err != nil {
@@ -182,10 +183,10 @@ func TestAPIKeys(t *testing.T) {
 		if err := db.RevokeAPIKey(ctx, b.ID, k.ID, time.Now()); !errors.Is(err, errdefs.ErrNotFound) {
 			t.Fatalf("RevokeAPIKey across accounts: %v", err)
 		}
-		if keys, _ := db.ListAPIKeys(ctx, b.ID, "", store.Page{}); len(keys) != 0 {
+		if keys, _ := db.ListAPIKeys(ctx, b.ID, "", paging.Page{}); len(keys) != 0 {
 			t.Fatalf("account b lists a's keys: %+v", keys)
 		}
-		if keys, _ := db.ListAPIKeys(ctx, a.ID, "usr_other", store.Page{}); len(keys) != 0 {
+		if keys, _ := db.ListAPIKeys(ctx, a.ID, "usr_other", paging.Page{}); len(keys) != 0 {
 			t.Fatalf("user filter ignored: %+v", keys)
 		}
 		first := time.Now().Add(-time.Minute)
@@ -247,7 +248,7 @@ func TestAuditFilters(t *testing.T) {
 		if err := db.InsertAudit(ctx, store.AuditEvent{ID: store.NewID(store.PrefixAudit), AccountID: b.ID, Action: "user.create", Result: "success", CreatedAt: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
-		count := func(f store.AuditFilter, p store.Page) int {
+		count := func(f store.AuditFilter, p paging.Page) int {
 			evs, err := db.ListAudit(ctx, a.ID, f, p)
 			if err != nil {
 				t.Fatal(err)
@@ -276,12 +277,12 @@ func TestAuditFilters(t *testing.T) {
 			{"resource", store.AuditFilter{ResourceID: "3"}, 1},
 		}
 		for _, c := range cases {
-			if got := count(c.f, store.Page{}); got != c.want {
+			if got := count(c.f, paging.Page{}); got != c.want {
 				t.Errorf("%s: %d events, want %d", c.name, got, c.want)
 			}
 		}
-		first, _ := db.ListAudit(ctx, a.ID, store.AuditFilter{}, store.Page{Limit: 2})
-		if got := count(store.AuditFilter{}, store.Page{After: first[1].ID}); got != 3 {
+		first, _ := db.ListAudit(ctx, a.ID, store.AuditFilter{}, paging.Page{Limit: 2})
+		if got := count(store.AuditFilter{}, paging.Page{After: first[1].ID}); got != 3 {
 			t.Errorf("second page: %d, want 3", got)
 		}
 	})

@@ -19,6 +19,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/identity"
+	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/runtimes"
 	"github.com/freshet-dev/freshet/internal/store"
 )
@@ -277,10 +278,10 @@ type pageArgs struct {
 	After *string
 }
 
-func (a pageArgs) page() (store.Page, error) {
-	var p store.Page
+func (a pageArgs) page() (paging.Page, error) {
+	var p paging.Page
 	if a.First != nil {
-		if *a.First < 1 || *a.First > store.MaxPageLimit {
+		if *a.First < 1 || *a.First > paging.MaxLimit {
 			return p, errdefs.Invalid("first", "", "must be from 1 to 1000")
 		}
 		p.Limit = int(*a.First)
@@ -295,7 +296,7 @@ func (a pageArgs) page() (store.Page, error) {
 	return p, nil
 }
 
-func newConnection[T any](nodes []T, p store.Page, lastID string) connection[T] {
+func newConnection[T any](nodes []T, p paging.Page, lastID string) connection[T] {
 	c := connection[T]{Nodes: nodes}
 	if next := httpx.NextCursor(p, len(nodes), lastID); next != "" {
 		c.PageInfo = pageInfo{EndCursor: &next, HasNextPage: true}

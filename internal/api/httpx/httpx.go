@@ -16,7 +16,7 @@ import (
 	"strings"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
-	"github.com/freshet-dev/freshet/internal/store"
+	"github.com/freshet-dev/freshet/internal/paging"
 )
 
 // MaxBodyBytes bounds request bodies.
@@ -181,13 +181,13 @@ func printable(b []byte) bool {
 }
 
 // PageParams reads "limit" and "after" from a query string.
-func PageParams(r *http.Request) (store.Page, error) {
+func PageParams(r *http.Request) (paging.Page, error) {
 	q := r.URL.Query()
-	var p store.Page
+	var p paging.Page
 	if s := q.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > store.MaxPageLimit {
-			return p, errdefs.Invalid("limit", s, fmt.Sprintf("must be a whole number from 1 to %d", store.MaxPageLimit))
+		if err != nil || n < 1 || n > paging.MaxLimit {
+			return p, errdefs.Invalid("limit", s, fmt.Sprintf("must be a whole number from 1 to %d", paging.MaxLimit))
 		}
 		p.Limit = n
 	}
@@ -198,10 +198,10 @@ func PageParams(r *http.Request) (store.Page, error) {
 
 // NextCursor returns the cursor of the page after one of n items ending at lastID, or "" when
 // the page was not full (there is nothing after it).
-func NextCursor(p store.Page, n int, lastID string) string {
+func NextCursor(p paging.Page, n int, lastID string) string {
 	limit := p.Limit
 	if limit <= 0 {
-		limit = store.DefaultPageLimit
+		limit = paging.DefaultLimit
 	}
 	if n < limit {
 		return ""
