@@ -57,7 +57,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./internal/pipeline/spec/
 	$(GO) test -run '^$$' -fuzz '^FuzzParseGenerated$$' -fuzztime $(FUZZTIME) ./internal/pipeline/spec/
 	for f in FuzzParseGitHub FuzzParseGitLab FuzzParseGitea FuzzParseBitbucket FuzzTrigger; do \
-		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./internal/pipeline/webhook/ || exit 1; done
+		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./internal/webhook/ || exit 1; done
 	$(GO) test -run '^$$' -fuzz FuzzDecrypt -fuzztime $(FUZZTIME) ./internal/secrets/
 	$(GO) test -run '^$$' -fuzz FuzzMask -fuzztime $(FUZZTIME) ./internal/runner/mask/
 	$(GO) test -run '^$$' -fuzz '^FuzzReport$$' -fuzztime $(FUZZTIME) ./internal/runtimes/

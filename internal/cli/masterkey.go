@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/freshet-dev/freshet/internal/config"
-	"github.com/freshet-dev/freshet/internal/pipeline"
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/server"
 	"github.com/freshet-dev/freshet/internal/store"
@@ -67,7 +66,7 @@ func (a *app) masterKeyCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			n, err := pipeline.ReencryptSecrets(cmd.Context(), db, kr)
+			n, err := server.ReencryptSecrets(cmd.Context(), db, kr)
 			if err != nil {
 				return fmt.Errorf("re-encrypt secrets (the new key %s stays in the key file; run rotate again): %w", id, err)
 			}

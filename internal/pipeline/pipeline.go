@@ -17,10 +17,10 @@ import (
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/paging"
-	"github.com/freshet-dev/freshet/internal/pipeline/webhook"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/store"
+	"github.com/freshet-dev/freshet/internal/webhook"
 )
 
 // Build statuses.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/freshet-dev/freshet/internal/runtimes"
 	"github.com/freshet-dev/freshet/internal/store"
 )
 
@@ -14,14 +13,12 @@ type Reencrypter interface {
 	Reencrypt(ciphertext string, aad []byte) (string, bool, error)
 }
 
-// ReencryptSecrets rewrites every stored secret — secret contexts, encrypted pipeline
-// variables, webhook secrets (of triggers and of the accounts' GitOps webhooks) — under k's
-// primary key, all in one transaction, and reports how many values changed. Run it after adding
-// a new primary key and before retiring the old one.
-func ReencryptSecrets(ctx context.Context, db *store.DB, k Reencrypter) (int, error) {
+// ReencryptSecrets rewrites the CI secrets — secret contexts, encrypted pipeline variables and
+// triggers' webhook secrets — under k's primary key in tx, and reports how many values changed.
+// The control plane's ReencryptSecrets runs it beside the other domains' in one transaction.
+func ReencryptSecrets(ctx context.Context, tx *store.Tx, k Reencrypter) (int, error) {
 	changed := 0
-	err := db.Tx(ctx, func(tx *store.Tx) error {
-		changed = 0
+	err := func() error {
 		ctxs, err := tx.AllContexts(ctx)
 		if err != nil {
 			return err
@@ -95,24 +92,7 @@ func ReencryptSecrets(ctx context.Context, db *store.DB, k Reencrypter) (int, er
 				changed++
 			}
 		}
-		hooks, err := tx.AllGitOpsWebhooks(ctx)
-		if err != nil {
-			return err
-		}
-		for _, w := range hooks {
-			out, ch, err := k.Reencrypt(w.SecretEnc, runtimes.WebhookSecretAAD(w.AccountID))
-			if err != nil {
-				return fmt.Errorf("GitOps webhook of account %s: %w", w.AccountID, err)
-			}
-			if ch {
-				w.SecretEnc = out
-				if err := tx.SetGitOpsWebhook(ctx, w); err != nil {
-					return err
-				}
-				changed++
-			}
-		}
 		return nil
-	})
+	}()
 	return changed, err
 }

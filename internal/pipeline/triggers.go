@@ -14,10 +14,10 @@ import (
 	"github.com/freshet-dev/freshet/internal/cron"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/identity"
-	"github.com/freshet-dev/freshet/internal/pipeline/webhook"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/store"
+	"github.com/freshet-dev/freshet/internal/webhook"
 )
 
 // Trigger types.

@@ -20,11 +20,11 @@ import (
 	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/paging"
-	"github.com/freshet-dev/freshet/internal/pipeline/webhook"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/store"
 	"github.com/freshet-dev/freshet/internal/store/storetest"
 	"github.com/freshet-dev/freshet/internal/tunnel"
+	"github.com/freshet-dev/freshet/internal/webhook"
 )
 
 // fakeTunnel answers Do with a function; it records what it was sent.

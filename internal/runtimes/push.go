@@ -11,10 +11,10 @@ import (
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/identity"
-	"github.com/freshet-dev/freshet/internal/pipeline/webhook"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/store"
+	"github.com/freshet-dev/freshet/internal/webhook"
 )
 
 // Push notifications.
@@ -111,8 +111,8 @@ func (s *Service) NotifyPush(ctx context.Context, accountID string, ns []Notific
 	return done
 }
 
-// WebhookSecretAAD binds an account's encrypted GitOps webhook secret to the account.
-func WebhookSecretAAD(accountID string) []byte { return secrets.AAD(accountID, "gitops-webhook") }
+// webhookSecretAAD binds an account's encrypted GitOps webhook secret to the account.
+func webhookSecretAAD(accountID string) []byte { return secrets.AAD(accountID, "gitops-webhook") }
 
 // GitOpsWebhook is an account's GitOps push webhook: whether it has a secret, since when.
 type GitOpsWebhook struct {
@@ -152,7 +152,7 @@ func (s *Service) SetWebhookSecret(ctx context.Context, p rbac.Principal, secret
 	} else if len(secret) < minWebhookSecret {
 		return "", w, errdefs.Invalid("secret", "", fmt.Sprintf("is shorter than %d characters: use a long random secret, or leave it empty to have one generated", minWebhookSecret))
 	}
-	enc, err := s.keys.Encrypt([]byte(secret), WebhookSecretAAD(p.AccountID))
+	enc, err := s.keys.Encrypt([]byte(secret), webhookSecretAAD(p.AccountID))
 	if err != nil {
 		return "", w, err
 	}
@@ -198,7 +198,7 @@ func (s *Service) HandleWebhook(ctx context.Context, provider, accountID string,
 	if s.keys == nil {
 		return res, fmt.Errorf("this server has no master key to read webhook secrets with: %w", errdefs.ErrUnavailable)
 	}
-	secret, err := s.keys.Decrypt(w.SecretEnc, WebhookSecretAAD(accountID))
+	secret, err := s.keys.Decrypt(w.SecretEnc, webhookSecretAAD(accountID))
 	if err != nil {
 		return res, fmt.Errorf("GitOps webhook secret of account %s: %w", accountID, err)
 	}
@@ -214,4 +214,34 @@ func (s *Service) HandleWebhook(ctx context.Context, provider, accountID string,
 	}
 	res.Done = s.NotifyPush(ctx, accountID, res.Notifications)
 	return res, nil
+}
+
+// Reencrypter re-encrypts a ciphertext under the current primary key. secrets.Keyring has it.
+type Reencrypter interface {
+	Reencrypt(ciphertext string, aad []byte) (string, bool, error)
+}
+
+// ReencryptSecrets rewrites the accounts' GitOps webhook secrets under k's primary key in tx,
+// and reports how many changed. The control plane's ReencryptSecrets runs it beside the other
+// domains' in one transaction.
+func ReencryptSecrets(ctx context.Context, tx *store.Tx, k Reencrypter) (int, error) {
+	hooks, err := tx.AllGitOpsWebhooks(ctx)
+	if err != nil {
+		return 0, err
+	}
+	changed := 0
+	for _, w := range hooks {
+		out, ch, err := k.Reencrypt(w.SecretEnc, webhookSecretAAD(w.AccountID))
+		if err != nil {
+			return changed, fmt.Errorf("GitOps webhook of account %s: %w", w.AccountID, err)
+		}
+		if ch {
+			w.SecretEnc = out
+			if err := tx.SetGitOpsWebhook(ctx, w); err != nil {
+				return changed, err
+			}
+			changed++
+		}
+	}
+	return changed, nil
 }

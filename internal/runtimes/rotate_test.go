@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/freshet-dev/freshet/internal/audit"
-	"github.com/freshet-dev/freshet/internal/pipeline"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/runtimes"
 	"github.com/freshet-dev/freshet/internal/secrets"
@@ -20,7 +19,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/store/storetest"
 )
 
-// Master-key rotation (pipeline.ReencryptSecrets) re-encrypts the accounts' GitOps webhook
+// Master-key rotation (runtimes.ReencryptSecrets, run by the control plane's ReencryptSecrets) re-encrypts the accounts' GitOps webhook
 // secrets, which keep working after the old key is retired.
 func TestWebhookSecretSurvivesKeyRotation(t *testing.T) {
 	ctx := context.Background()
@@ -55,7 +54,12 @@ func TestWebhookSecretSurvivesKeyRotation(t *testing.T) {
 	if _, err := keys.Rotate(); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := pipeline.ReencryptSecrets(ctx, db, keys); err != nil || n != 1 {
+	n := 0
+	err = db.Tx(ctx, func(tx *store.Tx) (err error) {
+		n, err = runtimes.ReencryptSecrets(ctx, tx, keys)
+		return err
+	})
+	if err != nil || n != 1 {
 		t.Fatalf("ReencryptSecrets = %d, %v", n, err)
 	}
 	if err := keys.Retire(old); err != nil {

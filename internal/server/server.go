@@ -36,12 +36,12 @@ import (
 	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/identity"
 	"github.com/freshet-dev/freshet/internal/pipeline"
-	"github.com/freshet-dev/freshet/internal/pipeline/webhook"
 	"github.com/freshet-dev/freshet/internal/runtimes"
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/store"
 	"github.com/freshet-dev/freshet/internal/tunnel"
 	"github.com/freshet-dev/freshet/internal/tunnel/wire"
+	"github.com/freshet-dev/freshet/internal/webhook"
 	"github.com/freshet-dev/freshet/internal/webui"
 )
 

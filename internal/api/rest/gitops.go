@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/freshet-dev/freshet/internal/api/httpx"
-	"github.com/freshet-dev/freshet/internal/pipeline/webhook"
 	"github.com/freshet-dev/freshet/internal/runtimes"
+	"github.com/freshet-dev/freshet/internal/webhook"
 )
 
 // GitOpsWebhook is the account's GitOps push webhook. (Its wire type lives here until the

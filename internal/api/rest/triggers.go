@@ -8,8 +8,8 @@ import (
 	"github.com/freshet-dev/freshet/client"
 	"github.com/freshet-dev/freshet/internal/api/httpx"
 	"github.com/freshet-dev/freshet/internal/pipeline"
-	"github.com/freshet-dev/freshet/internal/pipeline/webhook"
 	"github.com/freshet-dev/freshet/internal/store"
+	"github.com/freshet-dev/freshet/internal/webhook"
 )
 
 func (a *API) toTrigger(r *http.Request, t store.Trigger) client.Trigger {

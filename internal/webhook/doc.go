@@ -1,5 +1,7 @@
 // Package webhook turns git providers' webhook deliveries into one normalized [Event] and decides
-// whether a pipeline's git [Trigger] fires for it.
+// whether a pipeline's git [Trigger] fires for it. It serves both halves of the product: CI
+// triggers (internal/pipeline) and GitOps push notifications (internal/runtimes) import it, and
+// neither imports the other for it.
 //
 // [Parse] takes what the HTTP handler received — the provider named by the route, the headers,
 // the raw body and the trigger's secret — and verifies the delivery before it looks at the
