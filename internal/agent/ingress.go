@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/freshet-dev/freshet/api/runtimev1"
+	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/tunnel/wire"
 )
 
@@ -71,16 +72,16 @@ func (a *ingressAuth) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	scheme, token, _ := strings.Cut(req.Header.Get("Authorization"), " ")
 	token = strings.TrimSpace(token)
 	if !strings.EqualFold(scheme, "Bearer") || token == "" {
-		deny(w, http.StatusUnauthorized, "unauthenticated", "send your Freshet API key as Authorization: Bearer <key>")
+		deny(w, fmt.Errorf("send your Freshet API key as Authorization: Bearer <key>: %w", errdefs.ErrUnauthenticated))
 		return
 	}
 	c := a.check(req.Context(), token)
 	if c.err != nil {
-		deny(w, http.StatusUnauthorized, "unauthenticated", c.err.Error())
+		deny(w, fmt.Errorf("%w: %w", c.err, errdefs.ErrUnauthenticated))
 		return
 	}
 	if acc := a.r.Status().Account; acc == "" || c.account != acc {
-		deny(w, http.StatusForbidden, "permission_denied", "this runtime belongs to another account")
+		deny(w, fmt.Errorf("this runtime belongs to another account: %w", errdefs.ErrForbidden))
 		return
 	}
 	req.Header.Set(wire.HeaderUser, c.user)
@@ -231,8 +232,4 @@ func (a *ingressAuth) ask(ctx context.Context, token string) caller {
 	return caller{user: me.User.ID, email: me.User.Email, account: me.Account.ID, role: me.Role}
 }
 
-func deny(w http.ResponseWriter, status int, code, msg string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]map[string]string{"error": {"code": code, "message": msg}})
-}
+func deny(w http.ResponseWriter, err error) { errdefs.WriteHTTP(w, err, "") }

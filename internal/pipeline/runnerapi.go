@@ -35,38 +35,13 @@ func (a *RunnerAPI) Register(mux *http.ServeMux) {
 	mux.Handle(runnerv1.ProcedureComplete, connect.NewUnaryHandler(runnerv1.ProcedureComplete, a.complete, opts...))
 }
 
-// connectError maps domain errors to connect codes.
-func connectError(err error) error {
-	if err == nil {
-		return nil
-	}
-	code := connect.CodeInternal
-	switch {
-	case errors.Is(err, errdefs.ErrUnauthenticated):
-		code = connect.CodeUnauthenticated
-	case errors.Is(err, errdefs.ErrForbidden):
-		code = connect.CodePermissionDenied
-	case errors.Is(err, errdefs.ErrNotFound):
-		code = connect.CodeNotFound
-	case errors.Is(err, errdefs.ErrConflict):
-		code = connect.CodeFailedPrecondition
-	case errors.Is(err, errdefs.ErrInvalid):
-		code = connect.CodeInvalidArgument
-	case errors.Is(err, errdefs.ErrTooLarge):
-		code = connect.CodeResourceExhausted
-	case errors.Is(err, errdefs.ErrUnavailable):
-		code = connect.CodeUnavailable
-	}
-	return connect.NewError(code, err)
-}
-
 func (a *RunnerAPI) runner(ctx context.Context, h http.Header) (store.Runner, error) {
 	scheme, tok, _ := strings.Cut(h.Get("Authorization"), " ")
 	if !strings.EqualFold(scheme, "Bearer") {
-		return store.Runner{}, connectError(errdefs.ErrUnauthenticated)
+		return store.Runner{}, errdefs.ConnectError(errdefs.ErrUnauthenticated)
 	}
 	r, err := a.svc.AuthenticateRunner(ctx, strings.TrimSpace(tok))
-	return r, connectError(err)
+	return r, errdefs.ConnectError(err)
 }
 
 func (a *RunnerAPI) connect(ctx context.Context, req *connect.Request[runnerv1.ConnectRequest], stream *connect.ServerStream[runnerv1.ServerMessage]) error {
@@ -76,7 +51,7 @@ func (a *RunnerAPI) connect(ctx context.Context, req *connect.Request[runnerv1.C
 	}
 	s, err := a.d.register(ctx, r, *req.Msg)
 	if err != nil {
-		return connectError(err)
+		return errdefs.ConnectError(err)
 	}
 	defer a.d.unregister(s)
 	// The first message tells the runner the stream is up.
@@ -112,7 +87,7 @@ func (a *RunnerAPI) poll(ctx context.Context, req *connect.Request[runnerv1.Poll
 	}
 	s, err := a.d.pollSession(ctx, r, req.Msg.ConnectRequest)
 	if err != nil {
-		return nil, connectError(err)
+		return nil, errdefs.ConnectError(err)
 	}
 	wait := runnerv1.PollWait
 	if req.Msg.NoWait {
@@ -136,7 +111,7 @@ func (a *RunnerAPI) poll(ctx context.Context, req *connect.Request[runnerv1.Poll
 	case <-a.d.done:
 		return connect.NewResponse(&runnerv1.ServerMessage{Kind: runnerv1.KindNone}), nil
 	case <-ctx.Done():
-		return nil, connectError(ctx.Err())
+		return nil, errdefs.ConnectError(ctx.Err())
 	}
 }
 
@@ -147,7 +122,7 @@ func (a *RunnerAPI) accept(ctx context.Context, req *connect.Request[runnerv1.Ac
 	}
 	job, err := a.d.accept(ctx, r, req.Msg.BuildID)
 	if err != nil {
-		return nil, connectError(err)
+		return nil, errdefs.ConnectError(err)
 	}
 	return connect.NewResponse(&job), nil
 }
@@ -159,7 +134,7 @@ func (a *RunnerAPI) heartbeat(ctx context.Context, req *connect.Request[runnerv1
 	}
 	resp, err := a.d.heartbeat(ctx, r, req.Msg.Leases)
 	if err != nil {
-		return nil, connectError(err)
+		return nil, errdefs.ConnectError(err)
 	}
 	return connect.NewResponse(&resp), nil
 }
@@ -170,7 +145,7 @@ func (a *RunnerAPI) updateStep(ctx context.Context, req *connect.Request[runnerv
 		return nil, err
 	}
 	if err := a.d.updateStep(ctx, r, *req.Msg); err != nil {
-		return nil, connectError(err)
+		return nil, errdefs.ConnectError(err)
 	}
 	return connect.NewResponse(&runnerv1.Empty{}), nil
 }
@@ -188,7 +163,7 @@ func (a *RunnerAPI) appendLog(ctx context.Context, req *connect.Request[runnerv1
 			e.Meta().Set("X-Log-Size", formatInt(size))
 			return nil, e
 		}
-		return nil, connectError(err)
+		return nil, errdefs.ConnectError(err)
 	}
 	return connect.NewResponse(&runnerv1.LogAck{Size: size}), nil
 }
@@ -199,7 +174,7 @@ func (a *RunnerAPI) complete(ctx context.Context, req *connect.Request[runnerv1.
 		return nil, err
 	}
 	if err := a.d.complete(ctx, r, *req.Msg); err != nil {
-		return nil, connectError(err)
+		return nil, errdefs.ConnectError(err)
 	}
 	return connect.NewResponse(&runnerv1.Empty{}), nil
 }

@@ -36,18 +36,18 @@ func (s *Service) auditRPC(ctx context.Context, req *connect.Request[runtimev1.A
 	}
 	recs := req.Msg.Records
 	if len(recs) > runtimev1.MaxAuditRecords {
-		return nil, connectError(errdefs.Invalid("records", fmt.Sprint(len(recs)), fmt.Sprintf("at most %d per request", runtimev1.MaxAuditRecords)))
+		return nil, errdefs.ConnectError(errdefs.Invalid("records", fmt.Sprint(len(recs)), fmt.Sprintf("at most %d per request", runtimev1.MaxAuditRecords)))
 	}
 	for i, r := range recs {
 		switch {
 		case r.Method == "" || len(r.Method) > 16 || strings.ContainsAny(r.Method, " \x00"):
-			return nil, connectError(errdefs.Invalid(fmt.Sprintf("records[%d].method", i), r.Method, "is not an HTTP method"))
+			return nil, errdefs.ConnectError(errdefs.Invalid(fmt.Sprintf("records[%d].method", i), r.Method, "is not an HTTP method"))
 		case !strings.HasPrefix(r.Path, "/") || len(r.Path) > 2048:
-			return nil, connectError(errdefs.Invalid(fmt.Sprintf("records[%d].path", i), r.Path, "is not a request path (at most 2048 bytes)"))
+			return nil, errdefs.ConnectError(errdefs.Invalid(fmt.Sprintf("records[%d].path", i), r.Path, "is not a request path (at most 2048 bytes)"))
 		case r.Status < 100 || r.Status > 599:
-			return nil, connectError(errdefs.Invalid(fmt.Sprintf("records[%d].status", i), fmt.Sprint(r.Status), "is not an HTTP status"))
+			return nil, errdefs.ConnectError(errdefs.Invalid(fmt.Sprintf("records[%d].status", i), fmt.Sprint(r.Status), "is not an HTTP status"))
 		case len(r.Email) > 320 || len(r.UserID) > 64:
-			return nil, connectError(errdefs.Invalid(fmt.Sprintf("records[%d].email", i), r.Email, "is too long"))
+			return nil, errdefs.ConnectError(errdefs.Invalid(fmt.Sprintf("records[%d].email", i), r.Email, "is too long"))
 		}
 	}
 	for _, r := range recs {
@@ -79,20 +79,6 @@ func (s *Service) caller(ctx context.Context, h http.Header) (store.Runtime, err
 	return rt, nil
 }
 
-// connectError maps a domain error to its connect code.
-func connectError(err error) *connect.Error {
-	code := connect.CodeInternal
-	switch {
-	case errors.Is(err, errdefs.ErrInvalid):
-		code = connect.CodeInvalidArgument
-	case errors.Is(err, errdefs.ErrNotFound):
-		code = connect.CodeNotFound
-	case errors.Is(err, errdefs.ErrUnavailable):
-		code = connect.CodeUnavailable
-	}
-	return connect.NewError(code, err)
-}
-
 func (s *Service) heartbeatRPC(ctx context.Context, req *connect.Request[runtimev1.HeartbeatRequest]) (*connect.Response[runtimev1.HeartbeatResponse], error) {
 	rt, err := s.caller(ctx, req.Header())
 	if err != nil {
@@ -100,7 +86,7 @@ func (s *Service) heartbeatRPC(ctx context.Context, req *connect.Request[runtime
 	}
 	status, err := s.Heartbeat(ctx, rt, *req.Msg)
 	if err != nil {
-		return nil, connectError(err)
+		return nil, errdefs.ConnectError(err)
 	}
 	return connect.NewResponse(&runtimev1.HeartbeatResponse{RuntimeID: rt.ID, Name: rt.Name, Account: rt.AccountID, Type: rt.Type, Status: status}), nil
 }
@@ -117,7 +103,7 @@ func (s *Service) reportRPC(ctx context.Context, req *connect.Request[runtimev1.
 		if !errors.Is(err, errdefs.ErrInvalid) {
 			s.log.Warn("runtime report failed", "runtime", rt.Name, "account", rt.AccountID, "err", err)
 		}
-		return nil, connectError(err)
+		return nil, errdefs.ConnectError(err)
 	}
 	return connect.NewResponse(&runtimev1.ReportResponse{Accepted: n}), nil
 }

@@ -342,13 +342,18 @@ func (s *Service) MarkDisconnected(ctx context.Context, rt store.Runtime, why st
 	if rt.Status == StatusDisconnected {
 		return nil
 	}
-	if err := s.db.SetRuntimeStatus(ctx, rt.ID, StatusDisconnected); err != nil {
+	// The status and its audit record commit together: whoever sees one sees the other.
+	e := audit.System(ctx, rt.AccountID, "runtime.disconnected", "runtime", rt.ID)
+	e.Detail("%s", why)
+	if err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.SetRuntimeStatus(ctx, rt.ID, StatusDisconnected); err != nil {
+			return err
+		}
+		return e.Commit(ctx, tx)
+	}); err != nil {
 		return err
 	}
 	s.log.Warn("runtime disconnected", "runtime", rt.Name, "account", rt.AccountID, "why", why)
-	e := audit.System(ctx, rt.AccountID, "runtime.disconnected", "runtime", rt.ID)
-	e.Detail("%s", why)
-	s.audit.Finish(ctx, e, nil)
 	if s.onDisconnect != nil {
 		s.onDisconnect(rt)
 	}

@@ -287,9 +287,9 @@ func get(t *testing.T, hc *http.Client, url, user string) (int, http.Header, str
 }
 
 // errorBody decodes the standard error body.
-func errorBody(t *testing.T, body string) httpx.ErrorDetail {
+func errorBody(t *testing.T, body string) errdefs.Detail {
 	t.Helper()
-	var eb httpx.ErrorBody
+	var eb errdefs.Body
 	if err := json.Unmarshal([]byte(body), &eb); err != nil {
 		t.Fatalf("not the standard error body: %q: %v", body, err)
 	}

@@ -32,6 +32,9 @@ type tunnelError struct {
 }
 
 func (e *tunnelError) Error() string { return e.msg }
+
+// HTTPStatus is the status a tunnel error answers with (errdefs.HTTPStatuser).
+func (e *tunnelError) HTTPStatus() int { return e.status }
 func (e *tunnelError) Unwrap() []error {
 	if e.kind != nil {
 		return []error{errdefs.ErrUnavailable, e.kind}
@@ -45,12 +48,12 @@ func notConnected(name string) *tunnelError {
 
 var errHeaderTimeout = errors.New("response header timeout")
 
-// writeError answers err with the one error body: tunnel errors with their own status,
-// everything else through httpx.WriteError.
+// writeError answers err with the one error body: tunnel errors with their own status and
+// unlogged (a runtime that is down is no server fault), everything else through httpx.WriteError.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var te *tunnelError
 	if errors.As(err, &te) {
-		httpx.WriteJSON(w, te.status, httpx.ErrorBody{Error: httpx.Detail(err, requestID(r))})
+		errdefs.WriteHTTP(w, err, requestID(r))
 		return
 	}
 	httpx.WriteError(w, r, s.log, err)

@@ -12,7 +12,6 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"log"
@@ -24,6 +23,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/freshet-dev/freshet/internal/errdefs"
 )
 
 //go:embed all:dist
@@ -134,15 +135,7 @@ func reserved(p string) bool {
 // writeJSONError answers in the APIs' one error shape. The request id is the one the server's
 // middleware already put on the response, if any.
 func writeJSONError(w http.ResponseWriter, status int, code, msg string) {
-	detail := map[string]string{"code": code, "message": msg}
-	if id := w.Header().Get("X-Request-Id"); id != "" {
-		detail["requestId"] = id
-	}
-	body, _ := json.Marshal(map[string]any{"error": detail})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(len(body)+1))
-	w.WriteHeader(status)
-	w.Write(append(body, '\n'))
+	errdefs.WriteJSON(w, status, errdefs.Body{Error: errdefs.Detail{Code: code, Message: msg, RequestID: w.Header().Get("X-Request-Id")}})
 }
 
 func fileExists(fsys fs.FS, name string) bool {

@@ -71,7 +71,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		req.Query = r.URL.Query().Get("query")
 	default:
 		w.Header().Set("Allow", "GET, POST")
-		httpx.WriteJSON(w, http.StatusMethodNotAllowed, httpx.ErrorBody{Error: httpx.ErrorDetail{Code: "invalid_argument", Message: "use GET or POST"}})
+		httpx.WriteJSON(w, http.StatusMethodNotAllowed, errdefs.Body{Error: errdefs.Detail{Code: "invalid_argument", Message: "use GET or POST"}})
 		return
 	}
 	if req.Query == "" {
@@ -85,7 +85,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Error carries the error code to GraphQL clients in extensions.code.
 type Error struct{ err error }
 
-func (e Error) Error() string { return httpx.Detail(e.err, "").Message }
+func (e Error) Error() string { return errdefs.Public(e.err, "").Message }
 
 // Extensions implements graph-gophers' error extensions.
 func (e Error) Extensions() map[string]any {

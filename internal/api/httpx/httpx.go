@@ -22,75 +22,17 @@ import (
 // MaxBodyBytes bounds request bodies.
 const MaxBodyBytes = 1 << 20
 
-// ErrorBody is the one error shape every API answers with.
-type ErrorBody struct {
-	Error ErrorDetail `json:"error"`
-}
-
-// ErrorDetail describes an error.
-type ErrorDetail struct {
-	Code      string `json:"code"`
-	Message   string `json:"message"`
-	Field     string `json:"field,omitempty"`
-	RequestID string `json:"requestId,omitempty"`
-}
-
-// Status maps an error to an HTTP status code.
-func Status(err error) int {
-	switch {
-	case errors.Is(err, errdefs.ErrInvalid):
-		return http.StatusBadRequest
-	case errors.Is(err, errdefs.ErrUnauthenticated):
-		return http.StatusUnauthorized
-	case errors.Is(err, errdefs.ErrForbidden):
-		return http.StatusForbidden
-	case errors.Is(err, errdefs.ErrNotFound):
-		return http.StatusNotFound
-	case errors.Is(err, errdefs.ErrConflict):
-		return http.StatusConflict
-	case errors.Is(err, errdefs.ErrTooLarge):
-		return http.StatusRequestEntityTooLarge
-	case errors.Is(err, errdefs.ErrRateLimited):
-		return http.StatusTooManyRequests
-	case errors.Is(err, errdefs.ErrUnavailable):
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
-
-// Detail returns the body detail for err. Internal errors are not described to clients.
-func Detail(err error, requestID string) ErrorDetail {
-	d := ErrorDetail{Code: errdefs.Code(err), Message: err.Error(), Field: errdefs.Field(err), RequestID: requestID}
-	if d.Code == "internal" {
-		d.Message = "internal error; the server log has details under this request id"
-	}
-	return d
-}
-
-// WriteError writes err as the JSON error body with its status code, and logs internal errors.
+// WriteError writes err as the one error body (errdefs.Body) with its status, and logs what a
+// client is not told of an internal error.
 func WriteError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
-	status := Status(err)
 	rid := RequestID(r.Context())
-	if status >= 500 && log != nil {
-		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "request_id", rid, "err", err)
+	if status := errdefs.WriteHTTP(w, err, rid); status >= 500 && log != nil {
+		log.Error("request failed", "method", r.Method, "path", r.URL.Path, "request_id", rid, "status", status, "err", err)
 	}
-	WriteJSON(w, status, ErrorBody{Error: Detail(err, rid)})
 }
 
 // WriteJSON writes v as JSON with status.
-func WriteJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		http.Error(w, `{"error":{"code":"internal","message":"encode response"}}`, http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
-	w.WriteHeader(status)
-	w.Write(buf.Bytes())
-}
+func WriteJSON(w http.ResponseWriter, status int, v any) { errdefs.WriteJSON(w, status, v) }
 
 // DecodeJSON strictly decodes r's body into v: it must be one JSON object of at most
 // MaxBodyBytes, with no unknown fields and no trailing data. Errors name the field.

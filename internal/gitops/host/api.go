@@ -253,33 +253,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// errorStatus maps an error to the control plane's code (errdefs.Code) and its status.
-func errorStatus(err error) (int, string) {
-	code := errdefs.Code(err)
-	status, ok := map[string]int{
-		"invalid_argument":  http.StatusBadRequest,
-		"unauthenticated":   http.StatusUnauthorized,
-		"permission_denied": http.StatusForbidden,
-		"not_found":         http.StatusNotFound,
-		"conflict":          http.StatusConflict,
-		"rate_limited":      http.StatusTooManyRequests,
-		"too_large":         http.StatusRequestEntityTooLarge,
-		"unavailable":       http.StatusServiceUnavailable,
-	}[code]
-	if !ok {
-		status = http.StatusInternalServerError
-	}
-	return status, code
-}
-
-// writeError answers with the control plane's error body.
+// writeError answers with the control plane's error body and status (errdefs.WriteHTTP).
 func writeError(w http.ResponseWriter, err error) {
-	status, code := errorStatus(err)
-	writeJSON(w, status, map[string]runtimeError{"error": {Code: code, Message: err.Error(), Field: errdefs.Field(err)}})
-}
-
-type runtimeError struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Field   string `json:"field,omitempty"`
+	errdefs.WriteHTTP(w, err, "")
 }
