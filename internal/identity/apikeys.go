@@ -10,6 +10,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/store"
+	"github.com/freshet-dev/freshet/internal/token"
 )
 
 // CreateAPIKeyInput describes a new API key.
@@ -22,7 +23,7 @@ type CreateAPIKeyInput struct {
 
 // CreateAPIKey creates an API key for p's user in p's account and returns it with its token,
 // which is not stored and cannot be shown again.
-func (s *Service) CreateAPIKey(ctx context.Context, p rbac.Principal, in CreateAPIKeyInput) (k store.APIKey, token string, err error) {
+func (s *Service) CreateAPIKey(ctx context.Context, p rbac.Principal, in CreateAPIKeyInput) (k store.APIKey, tok string, err error) {
 	e := audit.Start(ctx, p, "apikey.create", "apikey", "")
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.ManageAPIKeys); err != nil {
@@ -48,14 +49,14 @@ func (s *Service) CreateAPIKey(ctx context.Context, p rbac.Principal, in CreateA
 		return k, "", errdefs.Invalid("expiresIn", ttl.String(), "is negative: give a duration such as 720h, or 0 for a key that never expires")
 	}
 	now := s.now()
-	prefix, secret, token := newAPIKeyToken()
+	minted := token.APIKey.New()
 	k = store.APIKey{ID: store.NewID(store.PrefixAPIKey), AccountID: p.AccountID, UserID: p.UserID, Name: in.Name,
-		Prefix: prefix, SecretHash: hashSecret(secret), Role: string(role), CreatedAt: now}
+		Prefix: minted.ID, SecretHash: minted.Hash, Role: string(role), CreatedAt: now}
 	if ttl > 0 {
 		k.ExpiresAt = now.Add(ttl)
 	}
 	e.Resource(k.ID)
-	e.Detail("%q role %s prefix %s", in.Name, role, prefix)
+	e.Detail("%q role %s prefix %s", in.Name, role, minted.ID)
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		if err := tx.CreateAPIKey(ctx, k); err != nil {
 			return err
@@ -65,7 +66,7 @@ func (s *Service) CreateAPIKey(ctx context.Context, p rbac.Principal, in CreateA
 	if err != nil {
 		return store.APIKey{}, "", err
 	}
-	return k, token, nil
+	return k, minted.Token, nil
 }
 
 // ListAPIKeys lists the keys of p's account: all of them for admins, their own for others.

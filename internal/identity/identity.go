@@ -19,6 +19,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/store"
+	"github.com/freshet-dev/freshet/internal/token"
 )
 
 // Defaults.
@@ -185,8 +186,8 @@ func (s *Service) Login(ctx context.Context, email, password, account string) (r
 	}
 	s.byEmail.reset(email)
 	e.Account(m.Account.ID)
-	token := newSessionToken()
-	sess := store.Session{ID: store.NewID(store.PrefixSession), TokenHash: hashSecret(token), UserID: u.ID,
+	tok, hash := token.NewSession()
+	sess := store.Session{ID: store.NewID(store.PrefixSession), TokenHash: hash, UserID: u.ID,
 		AccountID: m.Account.ID, CreatedAt: now, ExpiresAt: now.Add(SessionTTL)}
 	p := rbac.Principal{AccountID: m.Account.ID, UserID: u.ID, Email: u.Email, Role: rbac.Role(m.Role), SessionID: sess.ID}
 	e = audit.Start(ctx, p, "auth.login", "session", sess.ID)
@@ -199,7 +200,7 @@ func (s *Service) Login(ctx context.Context, email, password, account string) (r
 	if err != nil {
 		return LoginResult{}, err
 	}
-	return LoginResult{Token: token, CSRFToken: CSRFToken(token), ExpiresAt: sess.ExpiresAt, Principal: p}, nil
+	return LoginResult{Token: tok, CSRFToken: CSRFToken(tok), ExpiresAt: sess.ExpiresAt, Principal: p}, nil
 }
 
 // Logout ends p's session. API-key callers have no session to end.
@@ -220,12 +221,12 @@ func (s *Service) Logout(ctx context.Context, p rbac.Principal) (err error) {
 // Authenticate resolves a bearer token (an API key or a session token) to a Principal. It
 // answers ErrUnauthenticated for any token that is unknown, malformed, expired or revoked,
 // without saying which.
-func (s *Service) Authenticate(ctx context.Context, token string) (rbac.Principal, error) {
+func (s *Service) Authenticate(ctx context.Context, tok string) (rbac.Principal, error) {
 	unauth := fmt.Errorf("invalid or expired credentials: %w", errdefs.ErrUnauthenticated)
 	now := s.now()
 	switch {
-	case strings.HasPrefix(token, APIKeyPrefix):
-		prefix, secret, ok := parseAPIKeyToken(token)
+	case token.APIKey.Is(tok):
+		prefix, secret, ok := token.APIKey.Parse(tok)
 		if !ok {
 			return rbac.Principal{}, unauth
 		}
@@ -236,7 +237,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (rbac.Principa
 			}
 			return rbac.Principal{}, err
 		}
-		if !secretMatches(k.SecretHash, secret) || !k.RevokedAt.IsZero() || (!k.ExpiresAt.IsZero() && now.After(k.ExpiresAt)) {
+		if !token.Verify(k.SecretHash, secret) || !k.RevokedAt.IsZero() || (!k.ExpiresAt.IsZero() && now.After(k.ExpiresAt)) {
 			return rbac.Principal{}, unauth
 		}
 		m, err := s.db.GetMember(ctx, k.AccountID, k.UserID)
@@ -254,8 +255,8 @@ func (s *Service) Authenticate(ctx context.Context, token string) (rbac.Principa
 		// A key never grants more than its owner currently holds.
 		return rbac.Principal{AccountID: k.AccountID, UserID: k.UserID, Email: m.Email,
 			Role: rbac.Role(k.Role).Min(rbac.Role(m.Role)), KeyID: k.ID, KeyName: k.Name}, nil
-	case strings.HasPrefix(token, SessionPrefix):
-		sess, err := s.db.SessionByHash(ctx, hashSecret(token))
+	case strings.HasPrefix(tok, token.SessionPrefix):
+		sess, err := s.db.SessionByHash(ctx, token.Hash(tok))
 		if err != nil {
 			if errors.Is(err, errdefs.ErrNotFound) {
 				return rbac.Principal{}, unauth

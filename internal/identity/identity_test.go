@@ -28,25 +28,7 @@ func TestPasswordHash(t *testing.T) {
 	}
 }
 
-func TestTokens(t *testing.T) {
-	prefix, secret, tok := newAPIKeyToken()
-	p, s, ok := parseAPIKeyToken(tok)
-	if !ok || p != prefix || s != secret || !secretMatches(hashSecret(secret), s) {
-		t.Fatalf("round trip %q -> %q %q %v", tok, p, s, ok)
-	}
-	for _, bad := range []string{"fsk_", "fsk_short_x", tok + "x", strings.Replace(tok, "_", "-", -1), "fss_" + secret} {
-		if _, _, ok := parseAPIKeyToken(bad); ok {
-			t.Errorf("parsed %q", bad)
-		}
-	}
-	seen := map[string]bool{}
-	for range 1000 {
-		s := randomString(32)
-		if seen[s] || len(s) != 32 || strings.Trim(s, alphabet) != "" {
-			t.Fatalf("randomString: %q", s)
-		}
-		seen[s] = true
-	}
+func TestCSRFTokenIsDerivedFromTheSession(t *testing.T) {
 	if a1, a2 := CSRFToken("a"), CSRFToken("a"); CSRFToken("a") == CSRFToken("b") || a1 != a2 || len(a1) != 32 {
 		t.Fatal("CSRF tokens not derived from the session")
 	}

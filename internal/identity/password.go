@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/crypto/argon2"
+
+	"github.com/freshet-dev/freshet/internal/token"
 )
 
 // Argon2id parameters (OWASP's baseline: 19 MiB, 2 passes, 1 lane).
@@ -70,11 +72,7 @@ func CheckPassword(hash, pw string) bool {
 // as long as for a known one.
 var dummyHash, _ = HashPassword("freshet-dummy-password")
 
-// RandomString returns n characters of [a-z0-9] from crypto/rand, uniformly: for tokens made
-// elsewhere in the control plane.
-func RandomString(n int) string { return randomString(n) }
-
 // GeneratePassword returns a random 20-character password.
 func GeneratePassword() string {
-	return randomString(20)
+	return token.Random(20)
 }

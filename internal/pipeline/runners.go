@@ -2,9 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"regexp"
@@ -12,23 +9,15 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
-	"github.com/freshet-dev/freshet/internal/identity"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/store"
+	"github.com/freshet-dev/freshet/internal/token"
 )
-
-// RunnerTokenPrefix starts every runner token: "frn_<prefix>_<secret>".
-const RunnerTokenPrefix = "frn_"
-
-func hashToken(s string) string {
-	h := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(h[:])
-}
 
 var labelRE = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9._/-]{0,61}[a-zA-Z0-9])?$`)
 
 // RegisterRunner registers a runner in p's account and returns its token, shown once.
-func (s *Service) RegisterRunner(ctx context.Context, p rbac.Principal, name string, labels map[string]string) (r store.Runner, token string, err error) {
+func (s *Service) RegisterRunner(ctx context.Context, p rbac.Principal, name string, labels map[string]string) (r store.Runner, tok string, err error) {
 	e := audit.Start(ctx, p, "runner.register", "runner", "")
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.ManageRunners); err != nil {
@@ -42,10 +31,10 @@ func (s *Service) RegisterRunner(ctx context.Context, p rbac.Principal, name str
 			return r, "", errdefs.Invalid("labels", k+"="+v, "is not a valid label: keys are 1-63 letters, digits, '.', '/', '_' or '-'; values up to 63 characters")
 		}
 	}
-	prefix, secret := identity.RandomString(8), identity.RandomString(40)
+	minted := token.Runner.New()
 	now := s.now()
-	r = store.Runner{ID: store.NewID(store.PrefixRunner), AccountID: p.AccountID, Name: name, TokenPrefix: prefix,
-		TokenHash: hashToken(secret), Labels: encodeJSON(orEmpty(labels)), Info: "{}", CreatedAt: now}
+	r = store.Runner{ID: store.NewID(store.PrefixRunner), AccountID: p.AccountID, Name: name, TokenPrefix: minted.ID,
+		TokenHash: minted.Hash, Labels: encodeJSON(orEmpty(labels)), Info: "{}", CreatedAt: now}
 	e.Resource(r.ID)
 	e.Detail("%q", name)
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
@@ -54,7 +43,7 @@ func (s *Service) RegisterRunner(ctx context.Context, p rbac.Principal, name str
 		}
 		return e.Commit(ctx, tx)
 	})
-	return r, RunnerTokenPrefix + prefix + "_" + secret, err
+	return r, minted.Token, err
 }
 
 // ListRunners lists p's account's runners.
@@ -103,21 +92,14 @@ func (s *Service) DrainRunner(ctx context.Context, p rbac.Principal, ref string,
 }
 
 // AuthenticateRunner resolves a runner token.
-func (s *Service) AuthenticateRunner(ctx context.Context, token string) (store.Runner, error) {
+func (s *Service) AuthenticateRunner(ctx context.Context, tok string) (store.Runner, error) {
 	unauth := fmt.Errorf("invalid runner token: %w", errdefs.ErrUnauthenticated)
-	rest, ok := strings.CutPrefix(token, RunnerTokenPrefix)
+	id, secret, ok := token.Runner.Parse(tok)
 	if !ok {
 		return store.Runner{}, unauth
 	}
-	prefix, secret, ok := strings.Cut(rest, "_")
-	if !ok {
-		return store.Runner{}, unauth
-	}
-	r, err := s.db.RunnerByPrefix(ctx, prefix)
-	if err != nil {
-		return store.Runner{}, unauth
-	}
-	if subtle.ConstantTimeCompare([]byte(r.TokenHash), []byte(hashToken(secret))) != 1 {
+	r, err := s.db.RunnerByPrefix(ctx, id)
+	if err != nil || !token.Verify(r.TokenHash, secret) {
 		return store.Runner{}, unauth
 	}
 	return r, nil

@@ -13,10 +13,10 @@ import (
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/cron"
 	"github.com/freshet-dev/freshet/internal/errdefs"
-	"github.com/freshet-dev/freshet/internal/identity"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/store"
+	"github.com/freshet-dev/freshet/internal/token"
 	"github.com/freshet-dev/freshet/internal/webhook"
 )
 
@@ -91,7 +91,7 @@ func (s *Service) CreateTrigger(ctx context.Context, p rbac.Principal, pipelineR
 		}
 		secret = in.Secret
 		if secret == "" {
-			secret = identity.RandomString(32)
+			secret = token.Random(32)
 		}
 		if len(secret) < 16 {
 			return t, "", errdefs.Invalid("secret", "", "is shorter than 16 characters: use a long random secret, or leave it empty to have one generated")

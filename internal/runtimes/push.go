@@ -10,10 +10,10 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
-	"github.com/freshet-dev/freshet/internal/identity"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/store"
+	"github.com/freshet-dev/freshet/internal/token"
 	"github.com/freshet-dev/freshet/internal/webhook"
 )
 
@@ -147,7 +147,7 @@ func (s *Service) SetWebhookSecret(ctx context.Context, p rbac.Principal, secret
 		return "", w, fmt.Errorf("this server has no master key to keep webhook secrets with: %w", errdefs.ErrUnavailable)
 	}
 	if secret == "" {
-		secret = identity.RandomString(32)
+		secret = token.Random(32)
 		e.Detail("generated secret")
 	} else if len(secret) < minWebhookSecret {
 		return "", w, errdefs.Invalid("secret", "", fmt.Sprintf("is shorter than %d characters: use a long random secret, or leave it empty to have one generated", minWebhookSecret))

@@ -13,9 +13,6 @@ package runtimes
 
 import (
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -28,10 +25,10 @@ import (
 	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
-	"github.com/freshet-dev/freshet/internal/identity"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/store"
+	"github.com/freshet-dev/freshet/internal/token"
 )
 
 // Runtime types, access modes and statuses.
@@ -46,9 +43,6 @@ const (
 	StatusHealthy      = "healthy"
 	StatusDegraded     = "degraded"
 	StatusDisconnected = "disconnected"
-
-	// TokenPrefix starts every runtime token: "frt_<prefix>_<secret>".
-	TokenPrefix = "frt_"
 )
 
 // ErrCDOnly is returned for CI and workflow features asked of a hosted runtime.
@@ -120,16 +114,6 @@ type RegisterInput struct {
 	Repo        string // the installation repository
 }
 
-func hashToken(s string) string {
-	h := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(h[:])
-}
-
-func newToken() (prefix, secret, token string) {
-	prefix, secret = identity.RandomString(8), identity.RandomString(40)
-	return prefix, secret, TokenPrefix + prefix + "_" + secret
-}
-
 func validate(in *RegisterInput) error {
 	if !nameRE.MatchString(in.Name) {
 		return errdefs.Invalid("name", in.Name, "is not a runtime name: use 1-40 lowercase letters, digits and '-', starting and ending with a letter or digit")
@@ -156,7 +140,7 @@ func validate(in *RegisterInput) error {
 }
 
 // Register registers a hybrid runtime in p's account and returns its token, shown once.
-func (s *Service) Register(ctx context.Context, p rbac.Principal, in RegisterInput) (rt store.Runtime, token string, err error) {
+func (s *Service) Register(ctx context.Context, p rbac.Principal, in RegisterInput) (rt store.Runtime, tok string, err error) {
 	e := audit.Start(ctx, p, "runtime.register", "runtime", "")
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.ManageRuntimes); err != nil {
@@ -169,10 +153,10 @@ func (s *Service) Register(ctx context.Context, p rbac.Principal, in RegisterInp
 }
 
 func (s *Service) create(ctx context.Context, accountID, typ string, in RegisterInput, e *audit.Entry) (store.Runtime, string, error) {
-	prefix, secret, token := newToken()
+	minted := token.Runtime.New()
 	now := s.now()
 	rt := store.Runtime{ID: store.NewID(store.PrefixRuntime), AccountID: accountID, Name: in.Name, Type: typ, AccessMode: in.AccessMode,
-		IngressURL: in.IngressHost, Repo: in.Repo, TokenPrefix: prefix, TokenHash: hashToken(secret), Status: StatusInstalling,
+		IngressURL: in.IngressHost, Repo: in.Repo, TokenPrefix: minted.ID, TokenHash: minted.Hash, Status: StatusInstalling,
 		Info: "{}", CreatedAt: now}
 	e.Resource(rt.ID)
 	e.Detail("%s runtime %q (%s)", typ, in.Name, in.AccessMode)
@@ -185,7 +169,7 @@ func (s *Service) create(ctx context.Context, accountID, typ string, in Register
 	if err != nil {
 		return store.Runtime{}, "", err
 	}
-	return rt, token, nil
+	return rt, minted.Token, nil
 }
 
 // CreateHosted provisions p's account's hosted runtime: run by the platform, CD only, one per
@@ -243,25 +227,25 @@ func (s *Service) Get(ctx context.Context, p rbac.Principal, ref string) (store.
 }
 
 // RotateToken gives a runtime a new token; the old one stops working at once.
-func (s *Service) RotateToken(ctx context.Context, p rbac.Principal, ref string) (token string, err error) {
+func (s *Service) RotateToken(ctx context.Context, p rbac.Principal, ref string) (tok string, err error) {
 	e := audit.Start(ctx, p, "runtime.rotate-token", "runtime", ref)
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.ManageRuntimes); err != nil {
 		return "", err
 	}
-	prefix, secret, token := newToken()
+	minted := token.Runtime.New()
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		rt, err := tx.GetRuntime(ctx, p.AccountID, ref)
 		if err != nil {
 			return err
 		}
 		e.Resource(rt.ID)
-		if err := tx.SetRuntimeToken(ctx, p.AccountID, rt.ID, prefix, hashToken(secret)); err != nil {
+		if err := tx.SetRuntimeToken(ctx, p.AccountID, rt.ID, minted.ID, minted.Hash); err != nil {
 			return err
 		}
 		return e.Commit(ctx, tx)
 	})
-	return token, err
+	return minted.Token, err
 }
 
 // Delete deregisters a runtime (a hosted one is also stopped); its token stops working.
@@ -290,18 +274,14 @@ func (s *Service) Delete(ctx context.Context, p rbac.Principal, ref string) (err
 }
 
 // Authenticate resolves a runtime token. Any failure is ErrUnauthenticated.
-func (s *Service) Authenticate(ctx context.Context, token string) (store.Runtime, error) {
+func (s *Service) Authenticate(ctx context.Context, tok string) (store.Runtime, error) {
 	unauth := fmt.Errorf("invalid runtime token: %w", errdefs.ErrUnauthenticated)
-	rest, ok := strings.CutPrefix(token, TokenPrefix)
+	id, secret, ok := token.Runtime.Parse(tok)
 	if !ok {
 		return store.Runtime{}, unauth
 	}
-	prefix, secret, ok := strings.Cut(rest, "_")
-	if !ok {
-		return store.Runtime{}, unauth
-	}
-	rt, err := s.db.RuntimeByPrefix(ctx, prefix)
-	if err != nil || subtle.ConstantTimeCompare([]byte(rt.TokenHash), []byte(hashToken(secret))) != 1 {
+	rt, err := s.db.RuntimeByPrefix(ctx, id)
+	if err != nil || !token.Verify(rt.TokenHash, secret) {
 		return store.Runtime{}, unauth
 	}
 	return rt, nil
