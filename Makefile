@@ -7,7 +7,7 @@ STATICCHECK_VERSION ?= v0.8.2
 FUZZTIME ?= 20s
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build up test test-short lint vet fmt bench bench-gitops generate check fuzz clean
+.PHONY: all build up test test-short lint vet fmt bench bench-gitops generate check fuzz security clean
 
 all: build
 
@@ -49,6 +49,14 @@ bench: build
 bench-gitops: devcluster-build
 	FRESHET_TEST_KUBE=1 FRESHET_ENGINE_BENCH=$${FRESHET_ENGINE_BENCH:-100,1000} $(GO) test -count=1 -run 'TestRefreshBenchmark|TestWebhookToSynced$$' -v -timeout 40m ./internal/gitops/engine/ | grep -E '^(BENCH|--- |ok|FAIL)'
 	FRESHET_TEST_KUBE=1 $(GO) test -count=1 -run 'TestPushWebhookToSynced' -v ./internal/e2e/ | grep -E '^(BENCH|--- |ok|FAIL)'
+
+## security: the attack suite against real servers (also part of `make test`); prints one row per
+## attack category: attempts, successes (must be 0) and the worst latency under abusive input
+security:
+	@$(GO) test -count=1 -v ./internal/security/ > .security.out 2>&1; status=$$?; \
+	printf '%-58s %9s %10s %8s\n' "attack" "attempts" "successes" "worst"; \
+	grep '^SECURITY|' .security.out | awk -F'|' '{ printf "%-58s %9s %10s %8s\n", $$2, $$3, $$4, $$5 }'; \
+	grep -E '^(--- FAIL|FAIL|ok)' .security.out; rm -f .security.out; exit $$status
 
 ## fuzz: run each fuzz target for FUZZTIME
 fuzz:
