@@ -1,7 +1,7 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { builds, pipelines } from '../api/ci';
 import { Link, href, navigate, useLocation } from '../app/router';
-import { useNow } from '../components/BuildStatus';
+import { useNow } from '../lib/useNow';
 import { BuildTable } from '../components/BuildTable';
 import { Field } from '../components/Field';
 import { PageHeader } from '../components/PageHeader';

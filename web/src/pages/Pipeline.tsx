@@ -7,7 +7,7 @@ import type { Pipeline as PipelineT } from '../api/types';
 import { Link, href, navigate, useLocation } from '../app/router';
 import { useMe } from '../app/session';
 import { Badge } from '../components/Badge';
-import { useNow } from '../components/BuildStatus';
+import { useNow } from '../lib/useNow';
 import { BuildTable } from '../components/BuildTable';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { Field } from '../components/Field';
