@@ -26,7 +26,7 @@ export interface DataTableProps<T> {
   rows: readonly T[];
   /** The columns; `false` leaves one out (`admin && {…}`). */
   columns: readonly (Column<T> | false)[];
-  rowKey: (row: T) => string;
+  rowKey: (row: T, index: number) => string;
   /** Attributes of a row, such as the `data-testid` the browser test finds it by. */
   rowProps?: (row: T) => Attrs<HTMLAttributes<HTMLTableRowElement>>;
   /** `table` by default; `table table-compact`, `table builds-table`. */
@@ -51,10 +51,10 @@ export function DataTable<T>({ rows, columns, rowKey, rowProps, className = 'tab
         </tr>
       </thead>
       <tbody>
-        {rows.map((row) => (
-          <tr key={rowKey(row)} {...rowProps?.(row)}>
-            {cols.map((c, i) => (
-              <td key={i} className={(c.cellClassName ?? c.className) || undefined} {...c.cellProps?.(row)}>
+        {rows.map((row, i) => (
+          <tr key={rowKey(row, i)} {...rowProps?.(row)}>
+            {cols.map((c, j) => (
+              <td key={j} className={(c.cellClassName ?? c.className) || undefined} {...c.cellProps?.(row)}>
                 {c.cell(row)}
               </td>
             ))}

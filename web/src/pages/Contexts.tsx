@@ -12,7 +12,7 @@ import { Field } from '../components/Field';
 import { KeyValueRows } from '../components/KeyValueRows';
 import { PageHeader } from '../components/PageHeader';
 import { SettingsNav } from '../components/SettingsNav';
-import { ResourceTable, actionsColumn, timeColumn } from '../components/ResourceTable';
+import { DataTable, ResourceTable, actionsColumn, timeColumn } from '../components/ResourceTable';
 import { ErrorNote, Flash, LoadingRows } from '../components/States';
 import { formatTime } from '../lib/format';
 import { isBlank, mapFromRows, validateRows, type KVRow } from '../lib/kv';
@@ -165,28 +165,16 @@ function ValuesDialog({ name, admin, onClose }: { name: string; admin: boolean; 
               {decrypt ? 'Shown in plain text; this reveal was recorded in the audit log.' : admin ? 'Values are masked. Revealing them is recorded in the audit log.' : 'Values are masked; only admins may reveal them.'}
             </p>
           )}
-          <table className="table table-compact" aria-busy={res.loading}>
-            <thead>
-              <tr>
-                <th scope="col">Key</th>
-                <th scope="col">Value</th>
-              </tr>
-            </thead>
-            <tbody>
-              {Object.keys(c.values)
-                .sort()
-                .map((k) => (
-                  <tr key={k}>
-                    <td>
-                      <code>{k}</code>
-                    </td>
-                    <td className="break-all">
-                      <code data-testid={`value-${k}`}>{c.values[k]}</code>
-                    </td>
-                  </tr>
-                ))}
-            </tbody>
-          </table>
+          <DataTable
+            className="table table-compact"
+            busy={res.loading}
+            rows={Object.keys(c.values).sort()}
+            rowKey={(k) => k}
+            columns={[
+              { header: 'Key', cell: (k) => <code>{k}</code> },
+              { header: 'Value', cellClassName: 'break-all', cell: (k) => <code data-testid={`value-${k}`}>{c.values[k]}</code> },
+            ]}
+          />
         </>
       )}
     </Dialog>
