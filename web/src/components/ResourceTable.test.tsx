@@ -2,6 +2,8 @@ import { isValidElement, type ReactElement } from 'react';
 import { renderToStaticMarkup } from 'react-dom/server';
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../api/client';
+import type { PagedList } from '../lib/usePagedList';
+import { ListPager } from './Pager';
 import { ResourceTable, actionsColumn, timeColumn, type ListState, type ResourceTableProps } from './ResourceTable';
 
 interface Row {
@@ -82,13 +84,16 @@ describe('ResourceTable', () => {
     expect(render(props({ loading: true }))).toContain('<table class="table" aria-busy="true">');
   });
 
-  it('with a pager: previous and next under the rows of a paged list', () => {
-    const paged = { page: { after: 'c1', limit: 2, trail: [''] }, go: () => {}, data: { items: rows, nextCursor: 'c2' } };
-    const html = render(props(paged, { pager: { noun: 'things', one: 'thing' } }));
+  it('with a pager: previous and next under the rows of a paged list, not instead of them', () => {
+    const list: PagedList<Row> = { data: { items: rows, nextCursor: 'c2' }, error: undefined, loading: false, reload: () => {}, page: { after: 'c1', limit: 2, trail: [''] }, go: () => {} };
+    const pager = <ListPager list={list} noun="things" one="thing" />;
+    const html = render(props(list, { pager }));
     expect(html).toContain('</table><nav class="pager" aria-label="Pages of things">');
     expect(html).toContain('3–4 · page 2');
     expect(html).toMatch(/<button type="button" class="button">Next →<\/button>/);
-    // A list that is not paged has no pager to show.
-    expect(render(props({}, { pager: { noun: 'things', one: 'thing' } }))).not.toContain('class="pager"');
+    // An empty page, a failure or the first load have no pager.
+    expect(render(props({ ...list, data: { items: [] } }, { pager }))).not.toContain('class="pager"');
+    expect(render(props({ ...list, error: new Error('x') }, { pager }))).not.toContain('class="pager"');
+    expect(render(props({ ...list, data: undefined }, { pager }))).not.toContain('class="pager"');
   });
 });

@@ -1,11 +1,9 @@
 // A list page's table and the states around it, the same on every page: the error (with a way to
 // try again), placeholder rows while the first answer is on its way, an empty state, then the
-// rows, and the pager when the list is paged on the server. DataTable is the table alone, for
+// rows, and under them the pager when the list is paged on the server. DataTable is the table alone, for
 // rows a page already has.
 import type { HTMLAttributes, ReactNode, TdHTMLAttributes } from 'react';
 import { formatTime, relativeTime } from '../lib/format';
-import type { PageState } from '../lib/pagination';
-import { Pager } from './Pager';
 import { EmptyState, ErrorState, LoadingRows } from './States';
 
 /** Attributes of a row or a cell, data-* hooks included. */
@@ -67,15 +65,13 @@ export function DataTable<T>({ rows, columns, rowKey, rowProps, className = 'tab
 
 /**
  * What a list hook returns (useResource over `{ items }`, or usePagedList): the rows once loaded,
- * the last error, whether a load is under way, and for a paged list its position.
+ * the last error, whether a load is under way, and the way to load again.
  */
 export interface ListState<T> {
-  data: { items: readonly T[]; nextCursor?: string } | undefined;
+  data: { items: readonly T[] } | undefined;
   error: unknown;
   loading: boolean;
   reload?: () => void;
-  page?: PageState;
-  go?: (p: PageState) => void;
 }
 
 export interface ResourceTableProps<T> extends Omit<DataTableProps<T>, 'rows' | 'busy' | 'testId'> {
@@ -83,8 +79,8 @@ export interface ResourceTableProps<T> extends Omit<DataTableProps<T>, 'rows' | 
   /** Placeholder rows before the first answer: their label for screen readers ("Loading users"), how many. */
   placeholder: { label: string; rows?: number };
   empty: { title: string; body?: ReactNode; action?: ReactNode };
-  /** Previous / next under the table, for a list from usePagedList: the rows' noun, plural and singular. */
-  pager?: { noun: string; one: string };
+  /** Under the rows: `<ListPager list={list} noun="users" one="user" />` for a list from usePagedList. */
+  pager?: ReactNode;
 }
 
 /**
@@ -93,7 +89,7 @@ export interface ResourceTableProps<T> extends Omit<DataTableProps<T>, 'rows' | 
  * replaces them, since they may be another page's or filter's.
  */
 export function ResourceTable<T>({ list, placeholder, empty, pager, ...table }: ResourceTableProps<T>) {
-  const { data, reload, page, go } = list;
+  const { data, reload } = list;
   if (list.error !== undefined) return <ErrorState error={list.error} onRetry={reload && (() => reload())} />;
   if (!data) return <LoadingRows rows={placeholder.rows} label={placeholder.label} />;
   if (data.items.length === 0) {
@@ -106,7 +102,7 @@ export function ResourceTable<T>({ list, placeholder, empty, pager, ...table }: 
   return (
     <>
       <DataTable {...table} rows={data.items} busy={list.loading} />
-      {pager && page && go && <Pager page={page} count={data.items.length} nextCursor={data.nextCursor} loading={list.loading} onChange={go} noun={pager.noun} one={pager.one} />}
+      {pager}
     </>
   );
 }

@@ -10,6 +10,7 @@ import { Dialog } from '../components/Dialog';
 import { FormDialog } from '../components/FormDialog';
 import { Field } from '../components/Field';
 import { PageHeader } from '../components/PageHeader';
+import { ListPager } from '../components/Pager';
 import { ResourceTable, actionsColumn, timeColumn } from '../components/ResourceTable';
 import { ErrorNote, Flash } from '../components/States';
 import { formatTime, relativeTime } from '../lib/format';
@@ -58,7 +59,7 @@ export default function APIKeys() {
       <Flash text={done} onDone={() => setDone(undefined)} />
       <ResourceTable
         list={list}
-        pager={{ noun: 'API keys', one: 'API key' }}
+        pager={<ListPager list={list} noun="API keys" one="API key" />}
         placeholder={{ label: 'Loading API keys', rows: 6 }}
         empty={
           list.page.after

@@ -4,6 +4,7 @@ import { Link, href, navigate, useLocation } from '../app/router';
 import { BuildTable } from '../components/BuildTable';
 import { Field } from '../components/Field';
 import { PageHeader } from '../components/PageHeader';
+import { ListPager } from '../components/Pager';
 import { ErrorNote } from '../components/States';
 import { buildStatuses, isActive, statusLabel } from '../lib/builds';
 import { useResource } from '../lib/useResource';
@@ -67,7 +68,7 @@ export default function Builds() {
         <BuildTable
           list={list}
           now={now}
-          pager={{ noun: 'builds', one: 'build' }}
+          pager={<ListPager list={list} noun="builds" one="build" />}
           placeholder={{ label: 'Loading builds', rows: 8 }}
           empty={{
             title: filtered ? 'No builds match these filters' : list.page.after ? 'No builds on this page' : 'No builds yet',

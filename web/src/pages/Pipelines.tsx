@@ -8,6 +8,7 @@ import { ConfirmDialog } from '../components/ConfirmDialog';
 import { FormDialog } from '../components/FormDialog';
 import { Field } from '../components/Field';
 import { PageHeader } from '../components/PageHeader';
+import { ListPager } from '../components/Pager';
 import { RunDialog } from '../components/RunDialog';
 import { ResourceTable, actionsColumn, timeColumn } from '../components/ResourceTable';
 import { ErrorNote, Flash } from '../components/States';
@@ -79,7 +80,7 @@ export default function Pipelines() {
       </div>
       <ResourceTable
         list={list}
-        pager={{ noun: 'pipelines', one: 'pipeline' }}
+        pager={<ListPager list={list} noun="pipelines" one="pipeline" />}
         placeholder={{ label: 'Loading pipelines', rows: 6 }}
         empty={
           noProjects

@@ -10,6 +10,7 @@ import { Dialog } from '../components/Dialog';
 import { FormDialog } from '../components/FormDialog';
 import { Field } from '../components/Field';
 import { PageHeader } from '../components/PageHeader';
+import { ListPager } from '../components/Pager';
 import { ResourceTable, actionsColumn, timeColumn } from '../components/ResourceTable';
 import { ErrorNote, Flash } from '../components/States';
 import { usePagedList } from '../lib/usePagedList';
@@ -43,7 +44,7 @@ export default function Users() {
       <Flash text={done} onDone={() => setDone(undefined)} />
       <ResourceTable
         list={list}
-        pager={{ noun: 'users', one: 'user' }}
+        pager={<ListPager list={list} noun="users" one="user" />}
         placeholder={{ label: 'Loading users', rows: 8 }}
         empty={{
           title: 'No users on this page',
