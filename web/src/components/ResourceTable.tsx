@@ -1,7 +1,7 @@
 // A list page's table and the states around it, the same on every page: the error (with a way to
 // try again), placeholder rows while the first answer is on its way, an empty state, then the
-// rows, and under them the pager when the list is paged on the server. DataTable is the table alone, for
-// rows a page already has.
+// rows, and under them the pager when the list is paged on the server. DataTable is the table
+// alone, for rows a page already has.
 import type { HTMLAttributes, ReactNode, TdHTMLAttributes } from 'react';
 import { formatTime, relativeTime } from '../lib/format';
 import { EmptyState, ErrorState, LoadingRows } from './States';
@@ -85,8 +85,8 @@ export interface ResourceTableProps<T> extends Omit<DataTableProps<T>, 'rows' | 
 
 /**
  * Error (with "Try again") → placeholder rows → empty state → the table, dimmed while it loads
- * again (→ the pager). A quiet reload that fails keeps the rows (useResource); any other error
- * replaces them, since they may be another page's or filter's.
+ * again, and the pager under it. A quiet reload that fails keeps the rows (useResource); any
+ * other error replaces them, since they may be another page's or filter's.
  */
 export function ResourceTable<T>({ list, placeholder, empty, pager, ...table }: ResourceTableProps<T>) {
   const { data, reload } = list;
