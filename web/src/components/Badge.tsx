@@ -1,6 +1,5 @@
 import type { ReactNode } from 'react';
-
-export type Tone = 'neutral' | 'success' | 'warning' | 'danger' | 'info';
+import { wordTone, type BadgeLook, type Tone } from '../lib/tone';
 
 export function Badge({ tone = 'neutral', children, title }: { tone?: Tone; children: ReactNode; title?: string }) {
   return (
@@ -10,17 +9,16 @@ export function Badge({ tone = 'neutral', children, title }: { tone?: Tone; chil
   );
 }
 
-const toneOf: Record<string, Tone> = {
-  success: 'success',
-  active: 'success',
-  denied: 'warning',
-  expired: 'neutral',
-  revoked: 'neutral',
-  failure: 'danger',
-  admin: 'info',
-};
-
 /** A badge for a status word the API returns (success, denied, active, revoked, admin, …). */
 export function StatusBadge({ value }: { value: string }) {
-  return <Badge tone={toneOf[value] ?? 'neutral'}>{value}</Badge>;
+  return <Badge tone={wordTone(value)}>{value}</Badge>;
+}
+
+/** A status with its symbol (lib/apps.ts, lib/runtimes.ts say which). */
+export function LookBadge({ look, title }: { look: BadgeLook; title?: string }) {
+  return (
+    <Badge tone={look.tone} title={title}>
+      <span aria-hidden="true">{look.icon}</span> {look.label}
+    </Badge>
+  );
 }

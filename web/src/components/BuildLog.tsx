@@ -10,7 +10,7 @@ import { stepStartPattern } from '../lib/builds';
 import { LogBuffer } from '../lib/logBuffer';
 import { findMatches, firstMatchFrom, splitForHighlight, stepMatch, type Match } from '../lib/logSearch';
 import { logWindow, scrollTopForRow } from '../lib/virtual';
-import { copyText } from './CopyButton';
+import { copyText } from '../lib/clipboard';
 import { Spinner } from './States';
 
 export const LOG_ROW = 20;

@@ -1,4 +1,3 @@
-import { useEffect, useState } from 'react';
 import { elapsed, formatDuration, statusIcon, statusLabel, statusTone } from '../lib/builds';
 import { Badge } from './Badge';
 
@@ -12,21 +11,6 @@ export function BuildStatusBadge({ status, title }: { status: string; title?: st
       {statusLabel(status)}
     </Badge>
   );
-}
-
-/**
- * The current time, ticking every second while `live` (for durations of running builds);
- * otherwise the time of the render.
- */
-export function useNow(live: boolean, everyMs = 1000): number {
-  const [now, setNow] = useState(() => Date.now());
-  useEffect(() => {
-    if (!live) return;
-    setNow(Date.now());
-    const t = setInterval(() => setNow(Date.now()), everyMs);
-    return () => clearInterval(t);
-  }, [live, everyMs]);
-  return live ? now : Date.now();
 }
 
 /** How long something ran, or has been running. */

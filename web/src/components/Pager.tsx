@@ -1,4 +1,5 @@
 import { PAGE_SIZES, first, next, pageNumber, previous, range, type PageState } from '../lib/pagination';
+import type { PagedList } from '../lib/usePagedList';
 
 export interface PagerProps {
   page: PageState;
@@ -45,4 +46,9 @@ export function Pager({ page, count, nextCursor, loading, onChange, noun, one }:
       </span>
     </nav>
   );
+}
+
+/** The Pager of a list from usePagedList (ResourceTable shows it under the rows). */
+export function ListPager<T>({ list, noun, one }: { list: PagedList<T>; noun: string; one: string }) {
+  return <Pager page={list.page} count={list.data?.items.length ?? 0} nextCursor={list.data?.nextCursor} loading={list.loading} onChange={list.go} noun={noun} one={one} />;
 }

@@ -1,13 +1,7 @@
 // How applications are shown: health and sync badges, their URLs, auto-sync in words, a list
 // row built from an app-proxy answer, counts for Home.
 import type { AppSummary, Destination, HealthStatus, ProxyApplication, ResourceKey, SourceLocation, SyncCode } from '../api/apps';
-import type { Tone } from '../components/Badge';
-
-export interface BadgeLook {
-  tone: Tone;
-  icon: string;
-  label: string;
-}
+import type { BadgeLook, Tone } from './tone';
 
 const HEALTH: Record<HealthStatus, { tone: Tone; icon: string }> = {
   Healthy: { tone: 'success', icon: '♥' },

@@ -1,5 +1,5 @@
 // Build and step states: which are still going, how they are coloured, how long they took.
-import type { Tone } from '../components/Badge';
+import type { Tone } from './tone';
 
 export const buildStatuses = ['queued', 'running', 'pending-approval', 'terminating', 'success', 'failed', 'terminated'] as const;
 export type BuildStatus = (typeof buildStatuses)[number];

@@ -1,8 +1,8 @@
 // How runtimes are shown: status to badge, heartbeat age, counts for Home, the agent command.
-import type { Tone } from '../components/Badge';
 import type { Runtime, RuntimeStatus } from '../api/types';
 import { runtimeStatuses } from '../api/types';
 import { relativeTime } from './format';
+import type { BadgeLook, Tone } from './tone';
 
 /** Runtimes heartbeat every 5 s: their pages look again as often. */
 export const RUNTIME_POLL_MS = 5_000;
@@ -22,7 +22,7 @@ const icons: Record<RuntimeStatus, string> = {
 };
 
 /** The badge of a runtime status; an unknown status (a newer server) is neutral, shown as is. */
-export function runtimeBadge(status: string): { tone: Tone; icon: string; label: string } {
+export function runtimeBadge(status: string): BadgeLook {
   const s = status as RuntimeStatus;
   if (!Object.hasOwn(tones, s)) return { tone: 'neutral', icon: '?', label: status || 'unknown' };
   return { tone: tones[s], icon: icons[s], label: s };

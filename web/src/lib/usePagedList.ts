@@ -6,10 +6,10 @@ import { href, navigate, useLocation } from '../app/router';
 import { pageParams, readPage, type PageState } from './pagination';
 import { useResource, type Resource } from './useResource';
 
-export function usePagedList<T>(
-  load: (o: ListOptions, signal: AbortSignal) => Promise<Page<T>>,
-  deps: readonly unknown[] = [],
-): Resource<Page<T>> & { page: PageState; go: (p: PageState) => void } {
+/** A page of a list, where it is, and the way to another page. */
+export type PagedList<T> = Resource<Page<T>> & { page: PageState; go: (p: PageState) => void };
+
+export function usePagedList<T>(load: (o: ListOptions, signal: AbortSignal) => Promise<Page<T>>, deps: readonly unknown[] = []): PagedList<T> {
   const loc = useLocation();
   const params = new URLSearchParams(loc.search);
   const page = readPage(params, loc.state);

@@ -10,8 +10,9 @@ import { Dialog } from '../components/Dialog';
 import { FormDialog } from '../components/FormDialog';
 import { Field } from '../components/Field';
 import { PageHeader } from '../components/PageHeader';
-import { Pager } from '../components/Pager';
-import { EmptyState, ErrorNote, ErrorState, Flash, LoadingRows } from '../components/States';
+import { ListPager } from '../components/Pager';
+import { ResourceTable, actionsColumn, timeColumn } from '../components/ResourceTable';
+import { ErrorNote, Flash } from '../components/States';
 import { formatTime, relativeTime } from '../lib/format';
 import { usePagedList } from '../lib/usePagedList';
 import * as v from '../lib/validate';
@@ -42,7 +43,6 @@ export default function APIKeys() {
   const [creating, setCreating] = useState(false);
   const [revoking, setRevoking] = useState<APIKey>();
   const [done, setDone] = useState<string>();
-  const items = list.data?.items ?? [];
 
   return (
     <div data-page="api-keys">
@@ -57,70 +57,41 @@ export default function APIKeys() {
         Keys let scripts and the CLI call the API as you, with at most your role. {admin ? 'As an admin you see every key of the account.' : 'You see your own keys.'}
       </PageHeader>
       <Flash text={done} onDone={() => setDone(undefined)} />
-      {list.error !== undefined ? (
-        <ErrorState error={list.error} onRetry={list.reload} />
-      ) : !list.data ? (
-        <LoadingRows rows={6} label="Loading API keys" />
-      ) : items.length === 0 ? (
-        <EmptyState
-          title={list.page.after ? 'No keys on this page' : 'No API keys yet'}
-          action={
-            !list.page.after && (
-              <button type="button" className="button" onClick={() => setCreating(true)}>
-                Create your first key
-              </button>
-            )
-          }
-        >
-          {!list.page.after && <>Use one with <code>freshet login --token</code> or as <code>Authorization: Bearer fsk_…</code>.</>}
-        </EmptyState>
-      ) : (
-        <>
-          <table className="table" aria-busy={list.loading}>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Key</th>
-                <th scope="col">Role</th>
-                {admin && <th scope="col">Owner</th>}
-                <th scope="col">Status</th>
-                <th scope="col">Created</th>
-                <th scope="col">Expires</th>
-                <th scope="col">Last used</th>
-                <th scope="col" className="actions-col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {items.map((k) => (
-                <tr key={k.id} data-testid={`apikey-${k.name}`}>
-                  <td className="strong">{k.name}</td>
-                  <td>
-                    <code>{keyHint(k.prefix)}</code>
-                  </td>
-                  <td>
-                    <StatusBadge value={k.role} />
-                  </td>
-                  {admin && <td className="muted">{k.userId === me.user.id ? 'you' : <code className="small">{k.userId}</code>}</td>}
-                  <td>
-                    <StatusBadge value={k.status} />
-                  </td>
-                  <td title={formatTime(k.createdAt)}>{relativeTime(k.createdAt)}</td>
-                  <td title={formatTime(k.expiresAt)}>{k.revokedAt ? '—' : k.expiresAt ? relativeTime(k.expiresAt) : 'never'}</td>
-                  <td title={formatTime(k.lastUsedAt)}>{k.lastUsedAt ? relativeTime(k.lastUsedAt) : 'never'}</td>
-                  <td className="actions-col">
-                    {k.status === 'active' && (
-                      <RowDangerButton label="Revoke" ariaLabel={`Revoke ${k.name}`} onClick={() => setRevoking(k)} />
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          <Pager page={list.page} count={items.length} nextCursor={list.data.nextCursor} loading={list.loading} onChange={list.go} noun="API keys" one="API key" />
-        </>
-      )}
+      <ResourceTable
+        list={list}
+        pager={<ListPager list={list} noun="API keys" one="API key" />}
+        placeholder={{ label: 'Loading API keys', rows: 6 }}
+        empty={
+          list.page.after
+            ? { title: 'No keys on this page' }
+            : {
+                title: 'No API keys yet',
+                body: (
+                  <>
+                    Use one with <code>freshet login --token</code> or as <code>Authorization: Bearer fsk_…</code>.
+                  </>
+                ),
+                action: (
+                  <button type="button" className="button" onClick={() => setCreating(true)}>
+                    Create your first key
+                  </button>
+                ),
+              }
+        }
+        rowKey={(k) => k.id}
+        rowProps={(k) => ({ 'data-testid': `apikey-${k.name}` })}
+        columns={[
+          { header: 'Name', cellClassName: 'strong', cell: (k) => k.name },
+          { header: 'Key', cell: (k) => <code>{keyHint(k.prefix)}</code> },
+          { header: 'Role', cell: (k) => <StatusBadge value={k.role} /> },
+          admin && { header: 'Owner', cellClassName: 'muted', cell: (k) => (k.userId === me.user.id ? 'you' : <code className="small">{k.userId}</code>) },
+          { header: 'Status', cell: (k) => <StatusBadge value={k.status} /> },
+          timeColumn('Created', (k: APIKey) => k.createdAt),
+          { header: 'Expires', cell: (k) => (k.revokedAt ? '—' : k.expiresAt ? relativeTime(k.expiresAt) : 'never'), cellProps: (k) => ({ title: formatTime(k.expiresAt) }) },
+          timeColumn('Last used', (k: APIKey) => k.lastUsedAt, 'never'),
+          actionsColumn((k: APIKey) => k.status === 'active' && <RowDangerButton label="Revoke" ariaLabel={`Revoke ${k.name}`} onClick={() => setRevoking(k)} />),
+        ]}
+      />
       <CreateKeyDialog open={creating} myRole={me.role} onClose={() => setCreating(false)} onCreated={() => list.reload()} />
       <ConfirmDialog
         open={!!revoking}

@@ -3,7 +3,7 @@
 // resource tree, diff, history, conditions and resources, each a tab with its own URL
 // (?tab=tree|diff|history|conditions|resources). Polled every few seconds while visible.
 import { useEffect, useMemo, useState, type FormEvent, type ReactNode } from 'react';
-import { appProxy, type HistoryEntry, type ProxyApplication, type ResourceDiff, type ResourceStatus, type SyncResult, type TreeNode } from '../api/apps';
+import { appProxy, type HistoryEntry, type ProxyApplication, type ResourceDiff, type ResourceStatus, type SourceLocation, type SyncResult, type TreeNode } from '../api/apps';
 import { Link, href, navigate, useLocation } from '../app/router';
 import { useMe } from '../app/session';
 import { HealthBadge, PhaseBadge, SyncBadge } from '../components/AppStatus';
@@ -13,6 +13,7 @@ import { Dialog } from '../components/Dialog';
 import { Field } from '../components/Field';
 import { FormDialog } from '../components/FormDialog';
 import { Menu } from '../components/Menu';
+import { DataTable } from '../components/ResourceTable';
 import { EmptyState, ErrorNote, ErrorState, Flash, LoadingRows } from '../components/States';
 import { Tabs } from '../components/Tabs';
 import { flattenTree, kindCounts, mergeTree, type TreeRow } from '../lib/appTree';
@@ -433,28 +434,17 @@ function SyncResultView({ r }: { r: SyncResult }) {
         <PhaseBadge phase={r.phase} /> {r.dryRun && <Badge tone="info">dry run</Badge>} <code>{shortSha(r.revision)}</code> <span className="muted">{r.message}</span>
       </p>
       {r.resources?.length ? (
-        <table className="table table-compact">
-          <thead>
-            <tr>
-              <th scope="col">Resource</th>
-              <th scope="col">Result</th>
-              <th scope="col">Wave</th>
-              <th scope="col">Message</th>
-            </tr>
-          </thead>
-          <tbody>
-            {r.resources.map((x) => (
-              <tr key={resourceId(x)}>
-                <td className="ellipsis-cell">{resourceLabel(x, true)}</td>
-                <td>
-                  <Badge tone={resultTone(x.result)}>{x.result}</Badge>
-                </td>
-                <td className="col-num">{x.wave}</td>
-                <td className="muted small">{x.message || '—'}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <DataTable
+          className="table table-compact"
+          rows={r.resources}
+          rowKey={resourceId}
+          columns={[
+            { header: 'Resource', cellClassName: 'ellipsis-cell', cell: (x) => resourceLabel(x, true) },
+            { header: 'Result', cell: (x) => <Badge tone={resultTone(x.result)}>{x.result}</Badge> },
+            { header: 'Wave', cellClassName: 'col-num', cell: (x) => x.wave },
+            { header: 'Message', cellClassName: 'muted small', cell: (x) => x.message || '—' },
+          ]}
+        />
       ) : (
         <p className="muted">No resources.</p>
       )}
@@ -789,88 +779,83 @@ function ConditionsPanel({ a }: { a: ProxyApplication }) {
   const items = a.status.conditions ?? [];
   if (items.length === 0) return <EmptyState title="No conditions">Nothing is wrong with the spec, the source or the last sync.</EmptyState>;
   return (
-    <table className="table" data-testid="app-conditions">
-      <thead>
-        <tr>
-          <th scope="col">Type</th>
-          <th scope="col">Message</th>
-          <th scope="col">Where</th>
-          <th scope="col">Since</th>
-        </tr>
-      </thead>
-      <tbody>
-        {items.map((c, i) => {
-          const loc = locationLabel(c.source);
-          return (
-            <tr key={`${c.type}-${i}`}>
-              <td className="nowrap">
-                <Badge tone={conditionTone(c.type)}>{c.type}</Badge>
-              </td>
-              <td className="pre-wrap">{c.message}</td>
-              <td>{loc ? <code>{loc}</code> : <span className="muted">—</span>}</td>
-              <td className="nowrap" title={formatTime(c.since)}>
-                {isZeroTime(c.since) ? '—' : relativeTime(c.since)}
-              </td>
-            </tr>
-          );
-        })}
-      </tbody>
-    </table>
+    <DataTable
+      testId="app-conditions"
+      rows={items}
+      rowKey={(c, i) => `${c.type}-${i}`}
+      columns={[
+        { header: 'Type', cellClassName: 'nowrap', cell: (c) => <Badge tone={conditionTone(c.type)}>{c.type}</Badge> },
+        { header: 'Message', cellClassName: 'pre-wrap', cell: (c) => c.message },
+        { header: 'Where', cell: (c) => sourceCell(c.source) },
+        { header: 'Since', cellClassName: 'nowrap', cellProps: (c) => ({ title: formatTime(c.since) }), cell: (c) => (isZeroTime(c.since) ? '—' : relativeTime(c.since)) },
+      ]}
+    />
   );
+}
+
+/** Where in git an object comes from, or a dash. */
+function sourceCell(source: SourceLocation | undefined, className?: string) {
+  const loc = locationLabel(source);
+  return loc ? <code className={className}>{loc}</code> : <span className="muted">—</span>;
 }
 
 function ResourcesPanel({ resources }: { resources: ResourceStatus[] }) {
   if (resources.length === 0) return <EmptyState title="No managed resources">The application renders nothing from git yet.</EmptyState>;
   const sorted = resources.slice().sort((x, y) => (x.syncWave ?? 0) - (y.syncWave ?? 0) || x.kind.localeCompare(y.kind) || x.name.localeCompare(y.name));
   return (
-    <table className="table table-compact" data-testid="app-resources">
-      <thead>
-        <tr>
-          <th scope="col">Kind</th>
-          <th scope="col">Name</th>
-          <th scope="col">Namespace</th>
-          <th scope="col">Sync</th>
-          <th scope="col">Health</th>
-          <th scope="col">Wave</th>
-          <th scope="col">Source</th>
-        </tr>
-      </thead>
-      <tbody>
-        {sorted.map((r) => {
-          const loc = locationLabel(r.source);
-          return (
-            <tr key={resourceId(r)} data-testid={`resource-${r.kind}-${r.name}`}>
-              <td title={[r.group, r.version].filter(Boolean).join('/')}>
-                {r.kind}
-                {r.hook && (
-                  <>
-                    {' '}
-                    <Badge tone="info">hook</Badge>
-                  </>
-                )}
-              </td>
-              <td className="strong ellipsis-cell">{r.name}</td>
-              <td className="muted">{r.namespace || '—'}</td>
-              <td className="nowrap">
-                <SyncBadge status={r.status} />
-                {r.requiresPruning && (
-                  <>
-                    {' '}
-                    <Badge tone="danger">requires pruning</Badge>
-                  </>
-                )}
-              </td>
-              <td className="nowrap">
-                {r.health ? <HealthBadge status={r.health.status} message={r.health.message} /> : <span className="muted">—</span>}
-                {r.health?.message && r.health.status !== 'Healthy' && <div className="muted small">{r.health.message}</div>}
-                {r.message && <div className="muted small">{r.message}</div>}
-              </td>
-              <td className="col-num">{r.syncWave ?? 0}</td>
-              <td>{loc ? <code className="small">{loc}</code> : <span className="muted">—</span>}</td>
-            </tr>
-          );
-        })}
-      </tbody>
-    </table>
+    <DataTable
+      className="table table-compact"
+      testId="app-resources"
+      rows={sorted}
+      rowKey={resourceId}
+      rowProps={(r) => ({ 'data-testid': `resource-${r.kind}-${r.name}` })}
+      columns={[
+        {
+          header: 'Kind',
+          cellProps: (r) => ({ title: [r.group, r.version].filter(Boolean).join('/') }),
+          cell: (r) => (
+            <>
+              {r.kind}
+              {r.hook && (
+                <>
+                  {' '}
+                  <Badge tone="info">hook</Badge>
+                </>
+              )}
+            </>
+          ),
+        },
+        { header: 'Name', cellClassName: 'strong ellipsis-cell', cell: (r) => r.name },
+        { header: 'Namespace', cellClassName: 'muted', cell: (r) => r.namespace || '—' },
+        {
+          header: 'Sync',
+          cellClassName: 'nowrap',
+          cell: (r) => (
+            <>
+              <SyncBadge status={r.status} />
+              {r.requiresPruning && (
+                <>
+                  {' '}
+                  <Badge tone="danger">requires pruning</Badge>
+                </>
+              )}
+            </>
+          ),
+        },
+        {
+          header: 'Health',
+          cellClassName: 'nowrap',
+          cell: (r) => (
+            <>
+              {r.health ? <HealthBadge status={r.health.status} message={r.health.message} /> : <span className="muted">—</span>}
+              {r.health?.message && r.health.status !== 'Healthy' && <div className="muted small">{r.health.message}</div>}
+              {r.message && <div className="muted small">{r.message}</div>}
+            </>
+          ),
+        },
+        { header: 'Wave', cellClassName: 'col-num', cell: (r) => r.syncWave ?? 0 },
+        { header: 'Source', cell: (r) => sourceCell(r.source, 'small') },
+      ]}
+    />
   );
 }

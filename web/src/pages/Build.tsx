@@ -5,13 +5,14 @@ import { Link, navigate } from '../app/router';
 import { useMe } from '../app/session';
 import { BuildGraph } from '../components/BuildGraph';
 import { BuildLog, type BuildLogHandle } from '../components/BuildLog';
-import { BuildStatusBadge, Duration, useNow } from '../components/BuildStatus';
+import { BuildStatusBadge, Duration } from '../components/BuildStatus';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { ErrorNote, ErrorState, Flash, LoadingRows } from '../components/States';
 import { canRestartFromFailed, isActive, shortSha, statusLabel } from '../lib/builds';
 import { formatTime, relativeTime } from '../lib/format';
 import { pipelinePathOf } from '../lib/pipelineRefs';
 import { specOutline } from '../lib/specOutline';
+import { useNow } from '../lib/useNow';
 import { useResource } from '../lib/useResource';
 
 /** How often a running build's state is asked for. */

@@ -1,15 +1,15 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { builds, pipelines } from '../api/ci';
 import { Link, href, navigate, useLocation } from '../app/router';
-import { useNow } from '../components/BuildStatus';
 import { BuildTable } from '../components/BuildTable';
 import { Field } from '../components/Field';
 import { PageHeader } from '../components/PageHeader';
-import { Pager } from '../components/Pager';
-import { EmptyState, ErrorNote, ErrorState, LoadingRows } from '../components/States';
+import { ListPager } from '../components/Pager';
+import { ErrorNote } from '../components/States';
 import { buildStatuses, isActive, statusLabel } from '../lib/builds';
 import { useResource } from '../lib/useResource';
 import { usePagedList } from '../lib/usePagedList';
+import { useNow } from '../lib/useNow';
 import { ApiError } from '../api/client';
 
 /** How often a page with running builds asks for their state. */
@@ -64,15 +64,16 @@ export default function Builds() {
       <BuildFilters key={key} initial={filter} />
       {filterError ? (
         <ErrorNote error={filterError} />
-      ) : list.error !== undefined && !list.data ? (
-        <ErrorState error={list.error} onRetry={list.reload} />
-      ) : !list.data ? (
-        <LoadingRows rows={8} label="Loading builds" />
-      ) : items.length === 0 ? (
-        <EmptyState
-          title={filtered ? 'No builds match these filters' : list.page.after ? 'No builds on this page' : 'No builds yet'}
-          action={
-            filtered ? (
+      ) : (
+        <BuildTable
+          list={list}
+          now={now}
+          pager={<ListPager list={list} noun="builds" one="build" />}
+          placeholder={{ label: 'Loading builds', rows: 8 }}
+          empty={{
+            title: filtered ? 'No builds match these filters' : list.page.after ? 'No builds on this page' : 'No builds yet',
+            body: !filtered && 'Run a pipeline by hand, or add a git or cron trigger to it.',
+            action: filtered ? (
               <button type="button" className="button" onClick={() => navigate('/builds')}>
                 Clear filters
               </button>
@@ -80,16 +81,9 @@ export default function Builds() {
               <Link to="/pipelines" className="button">
                 Run a pipeline
               </Link>
-            )
-          }
-        >
-          {!filtered && 'Run a pipeline by hand, or add a git or cron trigger to it.'}
-        </EmptyState>
-      ) : (
-        <>
-          <BuildTable items={items} now={now} busy={list.loading} />
-          <Pager page={list.page} count={items.length} nextCursor={list.data.nextCursor} loading={list.loading} onChange={list.go} noun="builds" one="build" />
-        </>
+            ),
+          }}
+        />
       )}
     </div>
   );

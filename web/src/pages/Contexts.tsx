@@ -12,8 +12,9 @@ import { Field } from '../components/Field';
 import { KeyValueRows } from '../components/KeyValueRows';
 import { PageHeader } from '../components/PageHeader';
 import { SettingsNav } from '../components/SettingsNav';
-import { EmptyState, ErrorNote, ErrorState, Flash, LoadingRows } from '../components/States';
-import { formatTime, relativeTime } from '../lib/format';
+import { DataTable, ResourceTable, actionsColumn, timeColumn } from '../components/ResourceTable';
+import { ErrorNote, Flash, LoadingRows } from '../components/States';
+import { formatTime } from '../lib/format';
 import { isBlank, mapFromRows, validateRows, type KVRow } from '../lib/kv';
 import { resourceNameError } from '../lib/pipelineRefs';
 import { useResource } from '../lib/useResource';
@@ -28,7 +29,6 @@ export default function Contexts() {
   const [creating, setCreating] = useState(false);
   const [deleting, setDeleting] = useState<ConfigContext>();
   const [done, setDone] = useState<string>();
-  const items = list.data?.items ?? [];
   const show = (name?: string) => navigate(href('/settings/contexts', { context: name }), { replace: !name });
 
   return (
@@ -49,63 +49,53 @@ export default function Contexts() {
         each reveal is recorded in the audit log.
       </p>
       <Flash text={done} onDone={() => setDone(undefined)} />
-      {list.error !== undefined && !list.data ? (
-        <ErrorState error={list.error} onRetry={list.reload} />
-      ) : !list.data ? (
-        <LoadingRows rows={4} label="Loading contexts" />
-      ) : items.length === 0 ? (
-        <EmptyState title="No contexts yet" action={canManage && <button type="button" className="button" onClick={() => setCreating(true)}>Create a context</button>}>
-          For example a <code>deploy</code> secret with <code>REGISTRY_PASSWORD</code>, or a <code>defaults</code> config with <code>GO_VERSION</code>.
-        </EmptyState>
-      ) : (
-        <table className="table" aria-busy={list.loading}>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Type</th>
-              <th scope="col">Keys</th>
-              <th scope="col">Updated</th>
-              <th scope="col" className="actions-col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {items.map((c) => (
-              <tr key={c.id} data-testid={`context-${c.name}`}>
-                <td className="strong">
-                  <button type="button" className="link-button" onClick={() => show(c.name)}>
-                    {c.name}
-                  </button>
-                </td>
-                <td>
-                  <Badge tone={c.type === 'secret' ? 'warning' : 'neutral'}>{c.type}</Badge>
-                </td>
-                <td className="ellipsis-cell">
-                  <span className="chips">
-                    {Object.keys(c.values)
-                      .sort()
-                      .map((k) => (
-                        <code key={k} className="chip">
-                          {k}
-                        </code>
-                      ))}
-                  </span>
-                </td>
-                <td title={formatTime(c.updatedAt)}>{relativeTime(c.updatedAt)}</td>
-                <td className="actions-col">
-                  <button type="button" className="button button-small" onClick={() => show(c.name)} aria-label={`Show values of ${c.name}`}>
-                    Values
-                  </button>{' '}
-                  {canManage && (
-                    <RowDangerButton label="Delete" ariaLabel={`Delete context ${c.name}`} onClick={() => setDeleting(c)} />
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ResourceTable
+        list={list}
+        placeholder={{ label: 'Loading contexts', rows: 4 }}
+        empty={{
+          title: 'No contexts yet',
+          body: <>For example a <code>deploy</code> secret with <code>REGISTRY_PASSWORD</code>, or a <code>defaults</code> config with <code>GO_VERSION</code>.</>,
+          action: canManage && <button type="button" className="button" onClick={() => setCreating(true)}>Create a context</button>,
+        }}
+        rowKey={(c) => c.id}
+        rowProps={(c) => ({ 'data-testid': `context-${c.name}` })}
+        columns={[
+          {
+            header: 'Name',
+            cellClassName: 'strong',
+            cell: (c) => (
+              <button type="button" className="link-button" onClick={() => show(c.name)}>
+                {c.name}
+              </button>
+            ),
+          },
+          { header: 'Type', cell: (c) => <Badge tone={c.type === 'secret' ? 'warning' : 'neutral'}>{c.type}</Badge> },
+          {
+            header: 'Keys',
+            cellClassName: 'ellipsis-cell',
+            cell: (c) => (
+              <span className="chips">
+                {Object.keys(c.values)
+                  .sort()
+                  .map((k) => (
+                    <code key={k} className="chip">
+                      {k}
+                    </code>
+                  ))}
+              </span>
+            ),
+          },
+          timeColumn('Updated', (c: ConfigContext) => c.updatedAt),
+          actionsColumn((c: ConfigContext) => (
+            <>
+              <button type="button" className="button button-small" onClick={() => show(c.name)} aria-label={`Show values of ${c.name}`}>
+                Values
+              </button>{' '}
+              {canManage && <RowDangerButton label="Delete" ariaLabel={`Delete context ${c.name}`} onClick={() => setDeleting(c)} />}
+            </>
+          )),
+        ]}
+      />
       {open && <ValuesDialog key={open} name={open} admin={me.role === 'admin'} onClose={() => show(undefined)} />}
       {creating && (
         <CreateDialog
@@ -175,28 +165,16 @@ function ValuesDialog({ name, admin, onClose }: { name: string; admin: boolean; 
               {decrypt ? 'Shown in plain text; this reveal was recorded in the audit log.' : admin ? 'Values are masked. Revealing them is recorded in the audit log.' : 'Values are masked; only admins may reveal them.'}
             </p>
           )}
-          <table className="table table-compact" aria-busy={res.loading}>
-            <thead>
-              <tr>
-                <th scope="col">Key</th>
-                <th scope="col">Value</th>
-              </tr>
-            </thead>
-            <tbody>
-              {Object.keys(c.values)
-                .sort()
-                .map((k) => (
-                  <tr key={k}>
-                    <td>
-                      <code>{k}</code>
-                    </td>
-                    <td className="break-all">
-                      <code data-testid={`value-${k}`}>{c.values[k]}</code>
-                    </td>
-                  </tr>
-                ))}
-            </tbody>
-          </table>
+          <DataTable
+            className="table table-compact"
+            busy={res.loading}
+            rows={Object.keys(c.values).sort()}
+            rowKey={(k) => k}
+            columns={[
+              { header: 'Key', cell: (k) => <code>{k}</code> },
+              { header: 'Value', cellClassName: 'break-all', cell: (k) => <code data-testid={`value-${k}`}>{c.values[k]}</code> },
+            ]}
+          />
         </>
       )}
     </Dialog>

@@ -13,9 +13,9 @@ import { Badge } from '../components/Badge';
 import { CopyButton } from '../components/CopyButton';
 import { Field } from '../components/Field';
 import { PageHeader } from '../components/PageHeader';
+import { DataTable, actionsColumn, timeColumn } from '../components/ResourceTable';
 import { SettingsNav } from '../components/SettingsNav';
 import { EmptyState, Flash, LoadingRows } from '../components/States';
-import { formatTime, relativeTime } from '../lib/format';
 import { GIT_PROVIDERS, repoBrowseErrors, repoQuery, type GitProvider, type RepoBrowseErrors, type RepoBrowseForm } from '../lib/gitops';
 import { useResource } from '../lib/useResource';
 import { GitSourceDialog } from './Runtime';
@@ -139,50 +139,47 @@ export default function GitIntegrationsPage() {
         ) : listing.state === 'done' && listing.items.length === 0 ? (
           <EmptyState title="No repositories">The provider lists none for this token{f.owner.trim() ? ' and owner' : ''}.</EmptyState>
         ) : listing.state === 'done' ? (
-          <table className="table">
-            <thead>
-              <tr>
-                <th scope="col">Repository</th>
-                <th scope="col">Clone URL</th>
-                <th scope="col">Default branch</th>
-                <th scope="col">Updated</th>
-                <th scope="col" className="actions-col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {listing.items.map((r) => (
-                <tr key={r.fullName || r.cloneUrl} data-testid={`git-repo-${r.fullName}`}>
-                  <td className="strong">
+          <DataTable
+            rows={listing.items}
+            rowKey={(r) => r.fullName || r.cloneUrl}
+            rowProps={(r) => ({ 'data-testid': `git-repo-${r.fullName}` })}
+            columns={[
+              {
+                header: 'Repository',
+                cellClassName: 'strong',
+                cell: (r) => (
+                  <>
                     {r.fullName || r.name} {r.private && <Badge tone="warning">private</Badge>}
-                  </td>
-                  <td>
-                    <span className="url-cell">
-                      <code className="small break-all">{r.cloneUrl}</code>
-                      <CopyButton text={r.cloneUrl} label="Copy URL" />
-                    </span>
-                  </td>
-                  <td>{r.defaultBranch ? <code>{r.defaultBranch}</code> : <span className="muted">—</span>}</td>
-                  <td className="muted nowrap" title={formatTime(r.updatedAt)}>
-                    {r.updatedAt ? relativeTime(r.updatedAt) : '—'}
-                  </td>
-                  <td className="actions-col nowrap">
-                    {canWrite && (
-                      <>
-                        <button type="button" className="button button-small" onClick={() => setGitSourceFor({ runtime: listing.runtime, url: r.cloneUrl })} aria-label={`New Git Source from ${r.fullName}`}>
-                          New Git Source
-                        </button>{' '}
-                        <button type="button" className="button button-small" onClick={() => setAppFor({ runtime: listing.runtime, url: r.cloneUrl })} aria-label={`New application from ${r.fullName}`}>
-                          New application
-                        </button>
-                      </>
-                    )}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+                  </>
+                ),
+              },
+              {
+                header: 'Clone URL',
+                cell: (r) => (
+                  <span className="url-cell">
+                    <code className="small break-all">{r.cloneUrl}</code>
+                    <CopyButton text={r.cloneUrl} label="Copy URL" />
+                  </span>
+                ),
+              },
+              { header: 'Default branch', cell: (r) => (r.defaultBranch ? <code>{r.defaultBranch}</code> : <span className="muted">—</span>) },
+              { ...timeColumn('Updated', (r: ProviderRepo) => r.updatedAt), cellClassName: 'muted nowrap' },
+              actionsColumn(
+                (r: ProviderRepo) =>
+                  canWrite && (
+                    <>
+                      <button type="button" className="button button-small" onClick={() => setGitSourceFor({ runtime: listing.runtime, url: r.cloneUrl })} aria-label={`New Git Source from ${r.fullName}`}>
+                        New Git Source
+                      </button>{' '}
+                      <button type="button" className="button button-small" onClick={() => setAppFor({ runtime: listing.runtime, url: r.cloneUrl })} aria-label={`New application from ${r.fullName}`}>
+                        New application
+                      </button>
+                    </>
+                  ),
+                'actions-col nowrap',
+              ),
+            ]}
+          />
         ) : null}
       </section>
       {gitSourceFor && (

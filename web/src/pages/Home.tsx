@@ -9,7 +9,8 @@ import { useMe } from '../app/session';
 import { StatusBadge } from '../components/Badge';
 import { isActive, statusIcon, statusLabel, statusTone } from '../lib/builds';
 import { PageHeader } from '../components/PageHeader';
-import { EmptyState, ErrorState, LoadingRows } from '../components/States';
+import { ResourceTable, timeColumn } from '../components/ResourceTable';
+import { EmptyState, ErrorState } from '../components/States';
 import { formatTime, relativeTime } from '../lib/format';
 import { countLabel } from '../lib/pagination';
 import { RUNTIMES_PATH, countByStatus, heartbeatLabel, runtimeBadge, runtimePath, troubled } from '../lib/runtimes';
@@ -119,40 +120,21 @@ export function Home() {
       </div>
       {!admin ? (
         <EmptyState title="The audit log is for admins">Your role ({me.role}) cannot read this account's activity.</EmptyState>
-      ) : !data ? (
-        error !== undefined ? null : <LoadingRows rows={8} label="Loading recent activity" />
-      ) : data.recent && data.recent.nodes.length > 0 ? (
-        <table className="table">
-          <thead>
-            <tr>
-              <th scope="col">When</th>
-              <th scope="col">Who</th>
-              <th scope="col">Action</th>
-              <th scope="col">Resource</th>
-              <th scope="col">Result</th>
-            </tr>
-          </thead>
-          <tbody>
-            {data.recent.nodes.map((e) => (
-              <tr key={e.id}>
-                <td title={formatTime(e.time)}>{relativeTime(e.time)}</td>
-                <td>{e.actor}</td>
-                <td>
-                  <code>{e.action}</code>
-                </td>
-                <td className="muted">
-                  {e.resourceType}
-                  {e.resourceId ? ` ${e.resourceId}` : ''}
-                </td>
-                <td>
-                  <StatusBadge value={e.result} />
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      ) : (
-        <EmptyState title="No activity yet">Logins and changes to users and API keys are recorded here.</EmptyState>
+      ) : error !== undefined && !data ? null : (
+        // The error, if any, is the cards' above.
+        <ResourceTable
+          list={{ data: data && { items: data.recent?.nodes ?? [] }, error: undefined, loading }}
+          placeholder={{ label: 'Loading recent activity', rows: 8 }}
+          empty={{ title: 'No activity yet', body: 'Logins and changes to users and API keys are recorded here.' }}
+          rowKey={(e) => e.id}
+          columns={[
+            timeColumn('When', (e: AuditEvent) => e.time),
+            { header: 'Who', cell: (e) => e.actor },
+            { header: 'Action', cell: (e) => <code>{e.action}</code> },
+            { header: 'Resource', cellClassName: 'muted', cell: (e) => `${e.resourceType}${e.resourceId ? ` ${e.resourceId}` : ''}` },
+            { header: 'Result', cell: (e) => <StatusBadge value={e.result} /> },
+          ]}
+        />
       )}
     </div>
   );

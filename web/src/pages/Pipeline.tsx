@@ -1,13 +1,12 @@
 // One pipeline: its spec in an editor that lints as you type, its settings, triggers and
 // builds; and the form that creates a new one (/pipelines/new).
-import { useEffect, useId, useMemo, useRef, useState, type FormEvent, type ReactNode } from 'react';
+import { useEffect, useId, useMemo, useRef, useState, type FormEvent } from 'react';
 import { ApiError, errorMessage, fieldError } from '../api/client';
 import { builds, contexts as contextsApi, pipelines, projects } from '../api/ci';
 import type { Pipeline as PipelineT } from '../api/types';
 import { Link, href, navigate, useLocation } from '../app/router';
 import { useMe } from '../app/session';
 import { Badge } from '../components/Badge';
-import { useNow } from '../components/BuildStatus';
 import { BuildTable } from '../components/BuildTable';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { Field } from '../components/Field';
@@ -22,6 +21,7 @@ import { countLines, describeIssue, marksByLine, sortIssues, summarize, type Lin
 import { configFromForm, emptyForm, formFromPipeline, hasFormErrors, isDirty, validateForm, type FormErrors, type PipelineForm } from '../lib/pipelineForm';
 import { pipelinePath, resourceNameError } from '../lib/pipelineRefs';
 import { useLint } from '../lib/useLint';
+import { useNow } from '../lib/useNow';
 import { useResource } from '../lib/useResource';
 import { TriggersPanel } from './PipelineTriggers';
 
@@ -439,11 +439,6 @@ function RecentBuilds({ pipeline }: { pipeline: PipelineT }) {
     const t = setInterval(() => list.reload({ quiet: true }), 3000);
     return () => clearInterval(t);
   }, [active, list.reload]);
-  let body: ReactNode;
-  if (list.error !== undefined && !list.data) body = <ErrorState error={list.error} onRetry={list.reload} />;
-  else if (!list.data) body = <LoadingRows rows={4} label="Loading builds" />;
-  else if (items.length === 0) body = <EmptyState title="No builds yet">Run the pipeline, or add a trigger.</EmptyState>;
-  else body = <BuildTable items={items} now={now} compact />;
   return (
     <div>
       <div className="section-row">
@@ -453,7 +448,7 @@ function RecentBuilds({ pipeline }: { pipeline: PipelineT }) {
           All builds of this pipeline →
         </Link>
       </div>
-      {body}
+      <BuildTable list={list} now={now} compact placeholder={{ label: 'Loading builds', rows: 4 }} empty={{ title: 'No builds yet', body: 'Run the pipeline, or add a trigger.' }} />
     </div>
   );
 }

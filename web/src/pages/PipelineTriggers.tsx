@@ -10,8 +10,8 @@ import { Dialog } from '../components/Dialog';
 import { FormDialog } from '../components/FormDialog';
 import { Field } from '../components/Field';
 import { KeyValueRows } from '../components/KeyValueRows';
-import { EmptyState, ErrorNote, ErrorState, Flash, LoadingRows } from '../components/States';
-import { formatTime, relativeTime } from '../lib/format';
+import { ResourceTable, actionsColumn, timeColumn } from '../components/ResourceTable';
+import { ErrorNote, Flash } from '../components/States';
 import { isBlank, mapFromRows, validateRows, type KVRow } from '../lib/kv';
 import { useResource } from '../lib/useResource';
 import { RowDangerButton } from '../components/RowDangerButton';
@@ -35,7 +35,6 @@ export function TriggersPanel({ pipeline, canEdit }: { pipeline: Pipeline; canEd
   const [adding, setAdding] = useState<'git' | 'cron'>();
   const [deleting, setDeleting] = useState<Trigger>();
   const [done, setDone] = useState<string>();
-  const items = list.data?.items ?? [];
   return (
     <div data-testid="triggers">
       <div className="section-row">
@@ -52,75 +51,20 @@ export function TriggersPanel({ pipeline, canEdit }: { pipeline: Pipeline; canEd
         )}
       </div>
       <Flash text={done} onDone={() => setDone(undefined)} />
-      {list.error !== undefined && !list.data ? (
-        <ErrorState error={list.error} onRetry={list.reload} />
-      ) : !list.data ? (
-        <LoadingRows rows={3} label="Loading triggers" />
-      ) : items.length === 0 ? (
-        <EmptyState title="No triggers">This pipeline runs only when someone runs it.</EmptyState>
-      ) : (
-        <table className="table" aria-busy={list.loading}>
-          <thead>
-            <tr>
-              <th scope="col">Type</th>
-              <th scope="col">When</th>
-              <th scope="col">Details</th>
-              <th scope="col">Created</th>
-              <th scope="col" className="actions-col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {items.map((t) => (
-              <tr key={t.id} data-testid={`trigger-${t.type}`}>
-                <td>
-                  <Badge tone={t.type === 'git' ? 'info' : 'neutral'}>{t.type === 'git' ? t.provider ?? 'git' : 'cron'}</Badge>
-                </td>
-                <td>
-                  {t.type === 'git' ? (
-                    <>
-                      <strong>{t.git?.repo}</strong> <span className="muted">· {t.git?.events.join(', ')}</span>
-                      {t.git?.branchRegex && <div className="muted small">branches matching <code>{t.git.branchRegex}</code></div>}
-                    </>
-                  ) : (
-                    <>
-                      <code>{t.expression}</code> <span className="muted">{t.timezone || 'UTC'}</span>
-                    </>
-                  )}
-                </td>
-                <td className="trigger-details">
-                  {t.type === 'git' && t.webhookUrl ? (
-                    <span className="inline-copy">
-                      <code className="small" title="Webhook URL">
-                        {t.webhookUrl}
-                      </code>
-                      <CopyButton text={t.webhookUrl} label="Copy URL" />
-                    </span>
-                  ) : (
-                    <span className="muted">
-                      {t.branch ? (
-                        <>
-                          branch <code>{t.branch}</code>
-                        </>
-                      ) : (
-                        'no branch'
-                      )}
-                      {t.variables && Object.keys(t.variables).length > 0 && ` · ${Object.keys(t.variables).join(', ')}`}
-                    </span>
-                  )}
-                </td>
-                <td title={formatTime(t.createdAt)}>{relativeTime(t.createdAt)}</td>
-                <td className="actions-col">
-                  {canEdit && (
-                    <RowDangerButton label="Delete" ariaLabel={`Delete trigger ${t.name}`} onClick={() => setDeleting(t)} />
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ResourceTable
+        list={list}
+        placeholder={{ label: 'Loading triggers', rows: 3 }}
+        empty={{ title: 'No triggers', body: 'This pipeline runs only when someone runs it.' }}
+        rowKey={(t) => t.id}
+        rowProps={(t) => ({ 'data-testid': `trigger-${t.type}` })}
+        columns={[
+          { header: 'Type', cell: (t) => <Badge tone={t.type === 'git' ? 'info' : 'neutral'}>{t.type === 'git' ? t.provider ?? 'git' : 'cron'}</Badge> },
+          { header: 'When', cell: triggerWhen },
+          { header: 'Details', cellClassName: 'trigger-details', cell: triggerDetails },
+          timeColumn('Created', (t: Trigger) => t.createdAt),
+          actionsColumn((t: Trigger) => canEdit && <RowDangerButton label="Delete" ariaLabel={`Delete trigger ${t.name}`} onClick={() => setDeleting(t)} />),
+        ]}
+      />
       {adding === 'git' && <GitTriggerDialog pipeline={pipeline} onClose={() => setAdding(undefined)} onCreated={() => list.reload()} />}
       {adding === 'cron' && (
         <CronTriggerDialog
@@ -150,6 +94,46 @@ export function TriggersPanel({ pipeline, canEdit }: { pipeline: Pipeline; canEd
         </p>
       </ConfirmDialog>
     </div>
+  );
+}
+
+/** When a trigger fires: the repository and its events, or the schedule. */
+function triggerWhen(t: Trigger) {
+  return t.type === 'git' ? (
+    <>
+      <strong>{t.git?.repo}</strong> <span className="muted">· {t.git?.events.join(', ')}</span>
+      {t.git?.branchRegex && <div className="muted small">branches matching <code>{t.git.branchRegex}</code></div>}
+    </>
+  ) : (
+    <>
+      <code>{t.expression}</code> <span className="muted">{t.timezone || 'UTC'}</span>
+    </>
+  );
+}
+
+/** A git trigger's webhook URL to copy; a cron trigger's branch and variables. */
+function triggerDetails(t: Trigger) {
+  if (t.type === 'git' && t.webhookUrl) {
+    return (
+      <span className="inline-copy">
+        <code className="small" title="Webhook URL">
+          {t.webhookUrl}
+        </code>
+        <CopyButton text={t.webhookUrl} label="Copy URL" />
+      </span>
+    );
+  }
+  return (
+    <span className="muted">
+      {t.branch ? (
+        <>
+          branch <code>{t.branch}</code>
+        </>
+      ) : (
+        'no branch'
+      )}
+      {t.variables && Object.keys(t.variables).length > 0 && ` · ${Object.keys(t.variables).join(', ')}`}
+    </span>
   );
 }
 

@@ -8,10 +8,10 @@ import { ConfirmDialog } from '../components/ConfirmDialog';
 import { FormDialog } from '../components/FormDialog';
 import { Field } from '../components/Field';
 import { PageHeader } from '../components/PageHeader';
-import { Pager } from '../components/Pager';
+import { ListPager } from '../components/Pager';
 import { RunDialog } from '../components/RunDialog';
-import { EmptyState, ErrorNote, ErrorState, Flash, LoadingRows } from '../components/States';
-import { formatTime, relativeTime } from '../lib/format';
+import { ResourceTable, actionsColumn, timeColumn } from '../components/ResourceTable';
+import { ErrorNote, Flash } from '../components/States';
 import { specOutline } from '../lib/specOutline';
 import { usePagedList } from '../lib/usePagedList';
 import { useResource } from '../lib/useResource';
@@ -28,7 +28,6 @@ export default function Pipelines() {
   const [running, setRunning] = useState<Pipeline>();
   const [deleting, setDeleting] = useState(false);
   const [done, setDone] = useState<string>();
-  const items = list.data?.items ?? [];
   const canEdit = me.role !== 'viewer';
   const noProjects = projs.data !== undefined && projs.data.items.length === 0;
 
@@ -79,82 +78,58 @@ export default function Pipelines() {
           )}
         </div>
       </div>
-      {list.error !== undefined ? (
-        <ErrorState error={list.error} onRetry={list.reload} />
-      ) : !list.data ? (
-        <LoadingRows rows={6} label="Loading pipelines" />
-      ) : items.length === 0 ? (
-        noProjects ? (
-          <EmptyState
-            title="No projects yet"
-            action={
-              canEdit && (
-                <button type="button" className="button button-primary" onClick={() => setCreating(true)}>
-                  Create a project
-                </button>
-              )
-            }
-          >
-            A project groups pipelines (for example one per repository). Create one, then add a pipeline to it.
-          </EmptyState>
-        ) : (
-          <EmptyState
-            title={list.page.after ? 'No pipelines on this page' : project ? `No pipelines in ${project} yet` : 'No pipelines yet'}
-            action={
-              canEdit && (
-                <Link to={href('/pipelines/new', { project: project || undefined })} className="button button-primary">
-                  Create a pipeline
-                </Link>
-              )
-            }
-          >
-            Write its steps in the editor; problems are shown as you type.
-          </EmptyState>
-        )
-      ) : (
-        <>
-          <table className="table" aria-busy={list.loading}>
-            <thead>
-              <tr>
-                <th scope="col">Pipeline</th>
-                <th scope="col">Project</th>
-                <th scope="col">Steps</th>
-                <th scope="col">Contexts</th>
-                <th scope="col">Updated</th>
-                <th scope="col" className="actions-col">
-                  <span className="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
-            <tbody>
-              {items.map((p) => (
-                <tr key={p.id} data-testid={`pipeline-${p.fullName}`}>
-                  <td className="strong">
-                    <Link to={pipelinePath(p)}>{p.name}</Link>
-                  </td>
-                  <td>
-                    <Link to={href('/pipelines', { project: p.project })} className="muted">
-                      {p.project}
-                    </Link>
-                  </td>
-                  <td className="muted">{stepSummary(p.spec)}</td>
-                  <td className="muted ellipsis-cell">{p.config.contexts?.length ? p.config.contexts.join(', ') : '—'}</td>
-                  <td title={formatTime(p.updatedAt)}>{relativeTime(p.updatedAt)}</td>
-                  <td className="actions-col">
-                    <Link to={href('/builds', { pipeline: p.fullName })} className="button button-small">
-                      Builds
-                    </Link>{' '}
-                    <button type="button" className="button button-small" onClick={() => setRunning(p)} disabled={!canEdit} aria-label={`Run ${p.fullName}`}>
-                      Run
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          <Pager page={list.page} count={items.length} nextCursor={list.data.nextCursor} loading={list.loading} onChange={list.go} noun="pipelines" one="pipeline" />
-        </>
-      )}
+      <ResourceTable
+        list={list}
+        pager={<ListPager list={list} noun="pipelines" one="pipeline" />}
+        placeholder={{ label: 'Loading pipelines', rows: 6 }}
+        empty={
+          noProjects
+            ? {
+                title: 'No projects yet',
+                body: 'A project groups pipelines (for example one per repository). Create one, then add a pipeline to it.',
+                action: canEdit && (
+                  <button type="button" className="button button-primary" onClick={() => setCreating(true)}>
+                    Create a project
+                  </button>
+                ),
+              }
+            : {
+                title: list.page.after ? 'No pipelines on this page' : project ? `No pipelines in ${project} yet` : 'No pipelines yet',
+                body: 'Write its steps in the editor; problems are shown as you type.',
+                action: canEdit && (
+                  <Link to={href('/pipelines/new', { project: project || undefined })} className="button button-primary">
+                    Create a pipeline
+                  </Link>
+                ),
+              }
+        }
+        rowKey={(p) => p.id}
+        rowProps={(p) => ({ 'data-testid': `pipeline-${p.fullName}` })}
+        columns={[
+          { header: 'Pipeline', cellClassName: 'strong', cell: (p) => <Link to={pipelinePath(p)}>{p.name}</Link> },
+          {
+            header: 'Project',
+            cell: (p) => (
+              <Link to={href('/pipelines', { project: p.project })} className="muted">
+                {p.project}
+              </Link>
+            ),
+          },
+          { header: 'Steps', cellClassName: 'muted', cell: (p) => stepSummary(p.spec) },
+          { header: 'Contexts', cellClassName: 'muted ellipsis-cell', cell: (p) => (p.config.contexts?.length ? p.config.contexts.join(', ') : '—') },
+          timeColumn('Updated', (p: Pipeline) => p.updatedAt),
+          actionsColumn((p: Pipeline) => (
+            <>
+              <Link to={href('/builds', { pipeline: p.fullName })} className="button button-small">
+                Builds
+              </Link>{' '}
+              <button type="button" className="button button-small" onClick={() => setRunning(p)} disabled={!canEdit} aria-label={`Run ${p.fullName}`}>
+                Run
+              </button>
+            </>
+          )),
+        ]}
+      />
       <CreateProjectDialog
         open={creating}
         onClose={() => setCreating(false)}

@@ -12,8 +12,8 @@ import { Field } from '../components/Field';
 import { KeyValueRows } from '../components/KeyValueRows';
 import { PageHeader } from '../components/PageHeader';
 import { SettingsNav } from '../components/SettingsNav';
-import { EmptyState, ErrorNote, ErrorState, Flash, LoadingRows } from '../components/States';
-import { formatTime, relativeTime } from '../lib/format';
+import { ResourceTable, actionsColumn, timeColumn } from '../components/ResourceTable';
+import { ErrorNote, Flash } from '../components/States';
 import { mapFromRows, validateRows, type KVRow } from '../lib/kv';
 import { resourceNameError } from '../lib/pipelineRefs';
 import { useResource } from '../lib/useResource';
@@ -31,7 +31,6 @@ export default function Runners() {
   const [registering, setRegistering] = useState(false);
   const [deleting, setDeleting] = useState<Runner>();
   const [done, setDone] = useState<string>();
-  const items = list.data?.items ?? [];
 
   // Connection state changes on its own: look again every 10 s.
   useEffect(() => {
@@ -57,70 +56,38 @@ export default function Runners() {
         {!admin && ' Only admins can register or delete runners.'}
       </p>
       <Flash text={done} onDone={() => setDone(undefined)} />
-      {list.error !== undefined && !list.data ? (
-        <ErrorState error={list.error} onRetry={list.reload} />
-      ) : !list.data ? (
-        <LoadingRows rows={3} label="Loading runners" />
-      ) : items.length === 0 ? (
-        <EmptyState title="No runners" action={admin && <button type="button" className="button" onClick={() => setRegistering(true)}>Register a runner</button>}>
-          Builds wait in the queue until a runner connects.
-        </EmptyState>
-      ) : (
-        <table className="table" aria-busy={list.loading}>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Status</th>
-              <th scope="col">Labels</th>
-              <th scope="col">Host</th>
-              <th scope="col">Last seen</th>
-              <th scope="col">Registered</th>
-              <th scope="col" className="actions-col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {items.map((r) => (
-              <tr key={r.id} data-testid={`runner-${r.name}`}>
-                <td className="strong">{r.name}</td>
-                <td>
-                  <Badge tone={r.connected ? 'success' : 'neutral'}>{r.connected ? '● connected' : '○ not connected'}</Badge>
-                </td>
-                <td>
-                  <span className="chips">
-                    {Object.entries(r.labels ?? {}).map(([k, v]) => (
-                      <code key={k} className="chip">
-                        {k}={v}
-                      </code>
-                    ))}
-                    {Object.keys(r.labels ?? {}).length === 0 && <span className="muted">—</span>}
-                  </span>
-                </td>
-                <td className="muted small">
-                  {r.info?.hostname ? (
-                    <>
-                      {String(r.info.hostname)}
-                      {r.info.executors?.length ? ` · ${r.info.executors.join(', ')}` : ''}
-                      {r.info.concurrency ? ` · ${r.info.concurrency} at once` : ''}
-                      {r.info.version ? ` · ${String(r.info.version)}` : ''}
-                    </>
-                  ) : (
-                    'never connected'
-                  )}
-                </td>
-                <td title={formatTime(r.lastSeen)}>{r.lastSeen ? relativeTime(r.lastSeen) : 'never'}</td>
-                <td title={formatTime(r.createdAt)}>{relativeTime(r.createdAt)}</td>
-                <td className="actions-col">
-                  {admin && (
-                    <RowDangerButton label="Delete" ariaLabel={`Delete runner ${r.name}`} onClick={() => setDeleting(r)} />
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ResourceTable
+        list={list}
+        placeholder={{ label: 'Loading runners', rows: 3 }}
+        empty={{
+          title: 'No runners',
+          body: 'Builds wait in the queue until a runner connects.',
+          action: admin && <button type="button" className="button" onClick={() => setRegistering(true)}>Register a runner</button>,
+        }}
+        rowKey={(r) => r.id}
+        rowProps={(r) => ({ 'data-testid': `runner-${r.name}` })}
+        columns={[
+          { header: 'Name', cellClassName: 'strong', cell: (r) => r.name },
+          { header: 'Status', cell: (r) => <Badge tone={r.connected ? 'success' : 'neutral'}>{r.connected ? '● connected' : '○ not connected'}</Badge> },
+          {
+            header: 'Labels',
+            cell: (r) => (
+              <span className="chips">
+                {Object.entries(r.labels ?? {}).map(([k, v]) => (
+                  <code key={k} className="chip">
+                    {k}={v}
+                  </code>
+                ))}
+                {Object.keys(r.labels ?? {}).length === 0 && <span className="muted">—</span>}
+              </span>
+            ),
+          },
+          { header: 'Host', cellClassName: 'muted small', cell: runnerHost },
+          timeColumn('Last seen', (r: Runner) => r.lastSeen, 'never'),
+          timeColumn('Registered', (r: Runner) => r.createdAt),
+          actionsColumn((r: Runner) => admin && <RowDangerButton label="Delete" ariaLabel={`Delete runner ${r.name}`} onClick={() => setDeleting(r)} />),
+        ]}
+      />
       {registering && <RegisterDialog onClose={() => setRegistering(false)} onCreated={() => list.reload()} />}
       <ConfirmDialog
         open={!!deleting}
@@ -140,6 +107,19 @@ export default function Runners() {
         </p>
       </ConfirmDialog>
     </div>
+  );
+}
+
+/** Where a runner runs: its host, executors, concurrency and version, as it last reported them. */
+function runnerHost(r: Runner) {
+  if (!r.info?.hostname) return 'never connected';
+  return (
+    <>
+      {String(r.info.hostname)}
+      {r.info.executors?.length ? ` · ${r.info.executors.join(', ')}` : ''}
+      {r.info.concurrency ? ` · ${r.info.concurrency} at once` : ''}
+      {r.info.version ? ` · ${String(r.info.version)}` : ''}
+    </>
   );
 }
 

@@ -19,7 +19,8 @@ import { PageHeader } from '../components/PageHeader';
 import { RowDangerButton } from '../components/RowDangerButton';
 import { TokenShown } from '../components/RuntimeToken';
 import { RuntimeStatusBadge } from '../components/RuntimeStatusBadge';
-import { EmptyState, ErrorNote, ErrorState, Flash, LoadingRows } from '../components/States';
+import { DataTable, ResourceTable, actionsColumn } from '../components/ResourceTable';
+import { ErrorNote, ErrorState, Flash, LoadingRows } from '../components/States';
 import { formatTime } from '../lib/format';
 import { clusterAddCommand, emptyGitSourceForm, gitSourceBody, gitSourceErrors, gitSourceFieldOf, gitSourceForm, type GitSourceErrors, type GitSourceForm } from '../lib/gitops';
 import { RUNTIMES_PATH, RUNTIME_POLL_MS, healthTone, heartbeatLabel } from '../lib/runtimes';
@@ -92,28 +93,18 @@ function RuntimeView({ name }: { name: string }) {
           <Facts r={r} />
           <h2 className="section-title">Components</h2>
           {r.components?.length ? (
-            <table className="table" data-testid="runtime-components">
-              <thead>
-                <tr>
-                  <th scope="col">Component</th>
-                  <th scope="col">Health</th>
-                  <th scope="col">Version</th>
-                  <th scope="col">Message</th>
-                </tr>
-              </thead>
-              <tbody>
-                {r.components.map((c) => (
-                  <tr key={c.name} data-testid={`component-${c.name}`}>
-                    <td className="strong">{c.name}</td>
-                    <td>
-                      <Badge tone={healthTone(c.health)}>{c.health || 'unknown'}</Badge>
-                    </td>
-                    <td className="muted">{c.version || '—'}</td>
-                    <td className="muted small">{c.message || '—'}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+            <DataTable
+              testId="runtime-components"
+              rows={r.components}
+              rowKey={(c) => c.name}
+              rowProps={(c) => ({ 'data-testid': `component-${c.name}` })}
+              columns={[
+                { header: 'Component', cellClassName: 'strong', cell: (c) => c.name },
+                { header: 'Health', cell: (c) => <Badge tone={healthTone(c.health)}>{c.health || 'unknown'}</Badge> },
+                { header: 'Version', cellClassName: 'muted', cell: (c) => c.version || '—' },
+                { header: 'Message', cellClassName: 'muted small', cell: (c) => c.message || '—' },
+              ]}
+            />
           ) : (
             <p className="muted">No components reported yet: they appear with the first heartbeat.</p>
           )}
@@ -235,6 +226,9 @@ function StaleNote({ r, error, what }: { r: Runtime; error: unknown; what: strin
 
 // ─── Clusters ───
 
+/** A cluster as the list shows it: from the app-proxy, with its health from the heartbeat. */
+type ClusterRow = { name: string; server: string; health?: string };
+
 function Clusters({ r, admin }: { r: Runtime; admin: boolean }) {
   const live = reachable(r);
   const list = useResource((signal) => (live ? runtimeProxy.clusters(r.name, signal) : Promise.resolve(undefined)), [r.name, live]);
@@ -245,7 +239,7 @@ function Clusters({ r, admin }: { r: Runtime; admin: boolean }) {
   const fallback = !live || (list.error !== undefined && !list.data);
   // The heartbeat carries each cluster's health; the app-proxy the current list.
   const health = new Map((r.clusters ?? []).map((c) => [c.name, c.health]));
-  const items: { name: string; server: string; health?: string }[] = fromProxy ? list.data!.items.map((c) => ({ ...c, health: health.get(c.name) })) : (r.clusters ?? []);
+  const items: ClusterRow[] = fromProxy ? list.data!.items.map((c) => ({ ...c, health: health.get(c.name) })) : (r.clusters ?? []);
   const cmd = clusterAddCommand(r.name);
 
   return (
@@ -260,35 +254,18 @@ function Clusters({ r, admin }: { r: Runtime; admin: boolean }) {
       ) : items.length === 0 ? (
         <p className="muted">No clusters yet.</p>
       ) : (
-        <table className="table" aria-busy={list.loading}>
-          <thead>
-            <tr>
-              <th scope="col">Cluster</th>
-              <th scope="col">Server</th>
-              <th scope="col">Health</th>
-              <th scope="col" className="actions-col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {items.map((c) => (
-              <tr key={c.name} data-testid={`cluster-${c.name}`}>
-                <td className="strong">
-                  {c.name}
-                  {c.name === IN_CLUSTER && <span className="muted small"> · the runtime's own</span>}
-                </td>
-                <td>
-                  <code>{c.server}</code>
-                </td>
-                <td>{c.health ? <Badge tone={healthTone(c.health)}>{c.health}</Badge> : <span className="muted">—</span>}</td>
-                <td className="actions-col">
-                  {admin && fromProxy && c.name !== IN_CLUSTER && <RowDangerButton label="Remove" ariaLabel={`Remove cluster ${c.name}`} onClick={() => setRemoving(c)} />}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <DataTable
+          busy={list.loading}
+          rows={items}
+          rowKey={(c) => c.name}
+          rowProps={(c) => ({ 'data-testid': `cluster-${c.name}` })}
+          columns={[
+            { header: 'Cluster', cellClassName: 'strong', cell: (c) => <>{c.name}{c.name === IN_CLUSTER && <span className="muted small"> · the runtime's own</span>}</> },
+            { header: 'Server', cell: (c) => <code>{c.server}</code> },
+            { header: 'Health', cell: (c) => (c.health ? <Badge tone={healthTone(c.health)}>{c.health}</Badge> : <span className="muted">—</span>) },
+            actionsColumn((c: ClusterRow) => admin && fromProxy && c.name !== IN_CLUSTER && <RowDangerButton label="Remove" ariaLabel={`Remove cluster ${c.name}`} onClick={() => setRemoving(c)} />),
+          ]}
+        />
       )}
       <p className="muted small">
         Adding a cluster needs its kubeconfig, which stays on your machine: run this with the freshet CLI where kubectl reaches it (admins). It creates a service account there and hands its token
@@ -319,6 +296,33 @@ function Clusters({ r, admin }: { r: Runtime; admin: boolean }) {
 
 // ─── Git Sources ───
 
+/** Which files of the directory a Git Source loads. */
+function gitSourceFiles(g: GitSource) {
+  return (
+    <>
+      {g.spec.include ? <code>{g.spec.include}</code> : <span className="muted">all</span>}
+      {g.spec.exclude && (
+        <span className="muted">
+          {' '}
+          except <code>{g.spec.exclude}</code>
+        </span>
+      )}
+    </>
+  );
+}
+
+/** Where a Git Source's applications deploy when they do not say. */
+function gitSourceDestination(g: GitSource) {
+  const d = g.spec.destination;
+  if (!d || !(d.name || d.server || d.namespace)) return <span className="muted">none</span>;
+  return (
+    <>
+      {d.name || d.server || <span className="muted">—</span>}
+      {d.namespace && <span className="muted"> / {d.namespace}</span>}
+    </>
+  );
+}
+
 function GitSources({ r, canWrite }: { r: Runtime; canWrite: boolean }) {
   const live = reachable(r);
   const list = useResource((signal) => (live ? runtimeProxy.gitSources(r.name, signal) : Promise.resolve(undefined)), [r.name, live]);
@@ -328,7 +332,6 @@ function GitSources({ r, canWrite }: { r: Runtime; canWrite: boolean }) {
   const [done, setDone] = useState<string>();
   const fromProxy = live && list.data !== undefined;
   const fallback = !live || (list.error !== undefined && !list.data);
-  const items = list.data?.items ?? [];
   const names = r.gitSources ?? [];
 
   return (
@@ -360,71 +363,52 @@ function GitSources({ r, canWrite }: { r: Runtime; canWrite: boolean }) {
             <p className="muted">No Git Sources.</p>
           )}
         </>
-      ) : !fromProxy ? (
-        <LoadingRows rows={2} label="Loading Git Sources" />
-      ) : items.length === 0 ? (
-        <EmptyState title="No Git Sources" action={canWrite && <button type="button" className="button" onClick={() => setEditing('new')}>Add a Git Source</button>}>
-          Point the runtime at a directory of Application files in any repository it can read, e.g. <code>prod/</code> of your apps repository.
-        </EmptyState>
       ) : (
-        <table className="table" aria-busy={list.loading}>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Repository</th>
-              <th scope="col">Revision</th>
-              <th scope="col">Files</th>
-              <th scope="col">Default destination</th>
-              <th scope="col" className="actions-col">
-                <span className="visually-hidden">Actions</span>
-              </th>
-            </tr>
-          </thead>
-          <tbody>
-            {items.map((g) => {
-              const d = g.spec.destination;
-              return (
-                <tr key={g.metadata.name} data-testid={`git-source-${g.metadata.name}`}>
-                  <td className="strong">{g.metadata.name}</td>
-                  <td className="ellipsis-cell" title={g.spec.repoURL}>
-                    <code>{g.spec.repoURL}</code>
-                    {g.spec.path && <span className="muted"> · {g.spec.path}</span>}
-                  </td>
-                  <td>{g.spec.targetRevision || <span className="muted">HEAD</span>}</td>
-                  <td className="small">
-                    {g.spec.include ? <code>{g.spec.include}</code> : <span className="muted">all</span>}
-                    {g.spec.exclude && (
-                      <span className="muted">
-                        {' '}
-                        except <code>{g.spec.exclude}</code>
-                      </span>
-                    )}
-                  </td>
-                  <td className="small">
-                    {d && (d.name || d.server || d.namespace) ? (
-                      <>
-                        {d.name || d.server || <span className="muted">—</span>}
-                        {d.namespace && <span className="muted"> / {d.namespace}</span>}
-                      </>
-                    ) : (
-                      <span className="muted">none</span>
-                    )}
-                  </td>
-                  <td className="actions-col nowrap">
-                    {canWrite && (
-                      <>
-                        <button type="button" className="button button-small" onClick={() => setEditing(g)} aria-label={`Edit Git Source ${g.metadata.name}`}>
-                          Edit
-                        </button>{' '}
-                        <RowDangerButton label="Delete" ariaLabel={`Delete Git Source ${g.metadata.name}`} onClick={() => setDeleting(g)} />
-                      </>
-                    )}
-                  </td>
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
+        // An error the app-proxy gives is the note above, with the heartbeat's names.
+        <ResourceTable
+          list={{ ...list, error: undefined }}
+          placeholder={{ label: 'Loading Git Sources', rows: 2 }}
+          empty={{
+            title: 'No Git Sources',
+            body: (
+              <>
+                Point the runtime at a directory of Application files in any repository it can read, e.g. <code>prod/</code> of your apps repository.
+              </>
+            ),
+            action: canWrite && <button type="button" className="button" onClick={() => setEditing('new')}>Add a Git Source</button>,
+          }}
+          rowKey={(g) => g.metadata.name}
+          rowProps={(g) => ({ 'data-testid': `git-source-${g.metadata.name}` })}
+          columns={[
+            { header: 'Name', cellClassName: 'strong', cell: (g) => g.metadata.name },
+            {
+              header: 'Repository',
+              cellClassName: 'ellipsis-cell',
+              cellProps: (g) => ({ title: g.spec.repoURL }),
+              cell: (g) => (
+                <>
+                  <code>{g.spec.repoURL}</code>
+                  {g.spec.path && <span className="muted"> · {g.spec.path}</span>}
+                </>
+              ),
+            },
+            { header: 'Revision', cell: (g) => g.spec.targetRevision || <span className="muted">HEAD</span> },
+            { header: 'Files', cellClassName: 'small', cell: gitSourceFiles },
+            { header: 'Default destination', cellClassName: 'small', cell: gitSourceDestination },
+            actionsColumn(
+              (g: GitSource) =>
+                canWrite && (
+                  <>
+                    <button type="button" className="button button-small" onClick={() => setEditing(g)} aria-label={`Edit Git Source ${g.metadata.name}`}>
+                      Edit
+                    </button>{' '}
+                    <RowDangerButton label="Delete" ariaLabel={`Delete Git Source ${g.metadata.name}`} onClick={() => setDeleting(g)} />
+                  </>
+                ),
+              'actions-col nowrap',
+            ),
+          ]}
+        />
       )}
       {editing && (
         <GitSourceDialog

@@ -8,7 +8,8 @@ import { Link } from '../app/router';
 import { useMe } from '../app/session';
 import { PageHeader } from '../components/PageHeader';
 import { RuntimeStatusBadge } from '../components/RuntimeStatusBadge';
-import { EmptyState, ErrorNote, ErrorState, Flash, LoadingRows } from '../components/States';
+import { ResourceTable } from '../components/ResourceTable';
+import { ErrorNote, Flash } from '../components/States';
 import { formatTime } from '../lib/format';
 import { RUNTIME_POLL_MS, heartbeatLabel, runtimePath } from '../lib/runtimes';
 import { useResource } from '../lib/useResource';
@@ -72,51 +73,35 @@ export default function Runtimes() {
           <ErrorNote error={hostedError} />
         </div>
       )}
-      {list.error !== undefined && !list.data ? (
-        <ErrorState error={list.error} onRetry={list.reload} />
-      ) : !list.data ? (
-        <LoadingRows rows={3} label="Loading runtimes" />
-      ) : items.length === 0 ? (
-        <EmptyState title="No runtimes" action={admin && <button type="button" className="button" onClick={() => setAdding(true)}>Add a runtime</button>}>
-          <p>
-            Add a hybrid runtime to run in your own cluster: the wizard registers it and gives you the <code>freshet runtime install NAME --token …</code> command to run where kubectl reaches
-            the cluster (or <code>freshet runtime --server {window.location.origin} --token …</code> to run the agent on a host with a kubeconfig). Or create the account's hosted runtime, which
-            Freshet runs for you (CD only).
-          </p>
-          {!admin && <p>Only admins can add runtimes.</p>}
-        </EmptyState>
-      ) : (
-        <table className="table" aria-busy={list.loading}>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Type</th>
-              <th scope="col">Access</th>
-              <th scope="col">Status</th>
-              <th scope="col">Version</th>
-              <th scope="col">Clusters</th>
-              <th scope="col">Last heartbeat</th>
-            </tr>
-          </thead>
-          <tbody>
-            {items.map((r) => (
-              <tr key={r.id} data-testid={`runtime-${r.name}`}>
-                <td className="strong">
-                  <Link to={runtimePath(r.name)}>{r.name}</Link>
-                </td>
-                <td>{r.type}</td>
-                <td>{r.accessMode}</td>
-                <td data-testid="runtime-status">
-                  <RuntimeStatusBadge status={r.status} />
-                </td>
-                <td className="muted">{r.version || '—'}</td>
-                <td>{r.clusters?.length ? r.clusters.map((c) => c.name).join(', ') : <span className="muted">none</span>}</td>
-                <td title={formatTime(r.lastHeartbeat)}>{heartbeatLabel(r.lastHeartbeat)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      )}
+      <ResourceTable
+        list={list}
+        placeholder={{ label: 'Loading runtimes', rows: 3 }}
+        empty={{
+          title: 'No runtimes',
+          body: (
+            <>
+              <p>
+                Add a hybrid runtime to run in your own cluster: the wizard registers it and gives you the <code>freshet runtime install NAME --token …</code> command to run where kubectl reaches
+                the cluster (or <code>freshet runtime --server {window.location.origin} --token …</code> to run the agent on a host with a kubeconfig). Or create the account's hosted runtime, which
+                Freshet runs for you (CD only).
+              </p>
+              {!admin && <p>Only admins can add runtimes.</p>}
+            </>
+          ),
+          action: admin && <button type="button" className="button" onClick={() => setAdding(true)}>Add a runtime</button>,
+        }}
+        rowKey={(r) => r.id}
+        rowProps={(r) => ({ 'data-testid': `runtime-${r.name}` })}
+        columns={[
+          { header: 'Name', cellClassName: 'strong', cell: (r) => <Link to={runtimePath(r.name)}>{r.name}</Link> },
+          { header: 'Type', cell: (r) => r.type },
+          { header: 'Access', cell: (r) => r.accessMode },
+          { header: 'Status', cell: (r) => <RuntimeStatusBadge status={r.status} />, cellProps: () => ({ 'data-testid': 'runtime-status' }) },
+          { header: 'Version', cellClassName: 'muted', cell: (r) => r.version || '—' },
+          { header: 'Clusters', cell: (r) => (r.clusters?.length ? r.clusters.map((c) => c.name).join(', ') : <span className="muted">none</span>) },
+          { header: 'Last heartbeat', cell: (r) => heartbeatLabel(r.lastHeartbeat), cellProps: (r) => ({ title: formatTime(r.lastHeartbeat) }) },
+        ]}
+      />
       {adding && <InstallRuntimeDialog onClose={() => setAdding(false)} onCreated={() => list.reload({ quiet: true })} />}
     </div>
   );

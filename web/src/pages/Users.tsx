@@ -10,9 +10,9 @@ import { Dialog } from '../components/Dialog';
 import { FormDialog } from '../components/FormDialog';
 import { Field } from '../components/Field';
 import { PageHeader } from '../components/PageHeader';
-import { Pager } from '../components/Pager';
-import { EmptyState, ErrorNote, ErrorState, Flash, LoadingRows } from '../components/States';
-import { formatTime, relativeTime } from '../lib/format';
+import { ListPager } from '../components/Pager';
+import { ResourceTable, actionsColumn, timeColumn } from '../components/ResourceTable';
+import { ErrorNote, Flash } from '../components/States';
 import { usePagedList } from '../lib/usePagedList';
 import * as v from '../lib/validate';
 import { RowDangerButton } from '../components/RowDangerButton';
@@ -26,7 +26,6 @@ export default function Users() {
   const [removing, setRemoving] = useState<User>();
   const [done, setDone] = useState<string>();
 
-  const items = list.data?.items ?? [];
   return (
     <div data-page="users">
       <PageHeader
@@ -43,63 +42,51 @@ export default function Users() {
         pipelines and applications; viewers only look.
       </PageHeader>
       <Flash text={done} onDone={() => setDone(undefined)} />
-      {list.error !== undefined ? (
-        <ErrorState error={list.error} onRetry={list.reload} />
-      ) : !list.data ? (
-        <LoadingRows rows={8} label="Loading users" />
-      ) : items.length === 0 ? (
-        <EmptyState title="No users on this page">
-          The list may have changed since this link was made.{' '}
-          {list.page.after && (
-            <button type="button" className="link-button" onClick={() => list.go({ after: '', limit: list.page.limit, trail: [] })}>
-              Go to the first page
-            </button>
-          )}
-        </EmptyState>
-      ) : (
-        <>
-          <table className="table" aria-busy={list.loading}>
-            <thead>
-              <tr>
-                <th scope="col">User</th>
-                <th scope="col">Role</th>
-                <th scope="col">Added</th>
-                {admin && (
-                  <th scope="col" className="actions-col">
-                    <span className="visually-hidden">Actions</span>
-                  </th>
-                )}
-              </tr>
-            </thead>
-            <tbody>
-              {items.map((u) => (
-                <tr key={u.id} data-testid={`user-${u.email}`}>
-                  <td>
-                    <div className="strong">
-                      {u.name || u.email}
-                      {u.id === me.user.id && <span className="muted"> (you)</span>}
-                    </div>
-                    <div className="muted small">{u.email}</div>
-                  </td>
-                  <td>
-                    <StatusBadge value={u.role} />
-                  </td>
-                  <td title={formatTime(u.createdAt)}>{relativeTime(u.createdAt)}</td>
-                  {admin && (
-                    <td className="actions-col">
-                      <button type="button" className="button button-small" onClick={() => setEditing(u)} aria-label={`Change role of ${u.email}`}>
-                        Change role
-                      </button>{' '}
-                      <RowDangerButton label="Remove" ariaLabel={`Remove ${u.email}`} onClick={() => setRemoving(u)} />
-                    </td>
-                  )}
-                </tr>
-              ))}
-            </tbody>
-          </table>
-          <Pager page={list.page} count={items.length} nextCursor={list.data.nextCursor} loading={list.loading} onChange={list.go} noun="users" one="user" />
-        </>
-      )}
+      <ResourceTable
+        list={list}
+        pager={<ListPager list={list} noun="users" one="user" />}
+        placeholder={{ label: 'Loading users', rows: 8 }}
+        empty={{
+          title: 'No users on this page',
+          body: (
+            <>
+              The list may have changed since this link was made.{' '}
+              {list.page.after && (
+                <button type="button" className="link-button" onClick={() => list.go({ after: '', limit: list.page.limit, trail: [] })}>
+                  Go to the first page
+                </button>
+              )}
+            </>
+          ),
+        }}
+        rowKey={(u) => u.id}
+        rowProps={(u) => ({ 'data-testid': `user-${u.email}` })}
+        columns={[
+          {
+            header: 'User',
+            cell: (u) => (
+              <>
+                <div className="strong">
+                  {u.name || u.email}
+                  {u.id === me.user.id && <span className="muted"> (you)</span>}
+                </div>
+                <div className="muted small">{u.email}</div>
+              </>
+            ),
+          },
+          { header: 'Role', cell: (u) => <StatusBadge value={u.role} /> },
+          timeColumn('Added', (u: User) => u.createdAt),
+          admin &&
+            actionsColumn((u: User) => (
+              <>
+                <button type="button" className="button button-small" onClick={() => setEditing(u)} aria-label={`Change role of ${u.email}`}>
+                  Change role
+                </button>{' '}
+                <RowDangerButton label="Remove" ariaLabel={`Remove ${u.email}`} onClick={() => setRemoving(u)} />
+              </>
+            )),
+        ]}
+      />
 
       <CreateUserDialog
         open={creating}
