@@ -3,7 +3,8 @@
 //
 // A successful change writes its record in the same transaction as the change (Entry.Commit), so
 // a change without a record cannot exist. A call that fails or is denied writes its record after
-// the fact (Log.Finish). Records are listed per account, newest first.
+// the fact (Log.Finish). Records are listed per account, newest first, as Events selected by a
+// Filter; the log reads and writes the database through Store.
 package audit
 
 import (
@@ -97,12 +98,12 @@ func (e *Entry) stamp() {
 
 // Log writes the records of calls that did not commit a change, and lists records.
 type Log struct {
-	db  *store.DB
+	db  Store
 	log *slog.Logger
 }
 
 // NewLog returns a Log on db.
-func NewLog(db *store.DB, log *slog.Logger) *Log { return &Log{db: db, log: log} }
+func NewLog(db Store, log *slog.Logger) *Log { return &Log{db: db, log: log} }
 
 // Finish writes e as denied or failed when the call returned err and its record was not already
 // committed. Calls that never reached an account (bad login for an unknown user) are only logged.
@@ -136,13 +137,56 @@ func (l *Log) Finish(ctx context.Context, e *Entry, err error) {
 	e.written = true
 }
 
-// Filter selects audit records; see store.AuditFilter.
-type Filter = store.AuditFilter
+// Event is one audit record as the log lists it.
+type Event struct {
+	ID           string
+	AccountID    string
+	ActorID      string // user ID, or "" for anonymous attempts
+	Actor        string // what the actor is called: an email, "apikey:<name>", …
+	Action       string // e.g. "user.create"
+	ResourceType string
+	ResourceID   string
+	RequestID    string
+	SourceIP     string
+	Result       string // ResultSuccess, ResultDenied or ResultFailure
+	Detail       string
+	Time         time.Time
+}
+
+func eventOf(e store.AuditEvent) Event {
+	return Event{ID: e.ID, AccountID: e.AccountID, ActorID: e.ActorID, Actor: e.Actor, Action: e.Action,
+		ResourceType: e.ResourceType, ResourceID: e.ResourceID, RequestID: e.RequestID, SourceIP: e.SourceIP,
+		Result: e.Result, Detail: e.Detail, Time: e.CreatedAt}
+}
+
+// Filter narrows a listing. Zero fields do not filter.
+type Filter struct {
+	Actor        string // matches the actor's user ID or name
+	Action       string // exact, or a prefix ending in '.' or '*' ("user." / "user.*")
+	ResourceType string
+	ResourceID   string
+	Result       string
+	Since        time.Time // records at or after
+	Until        time.Time // records before
+}
+
+func (f Filter) store() store.AuditFilter {
+	return store.AuditFilter{Actor: f.Actor, Action: f.Action, ResourceType: f.ResourceType, ResourceID: f.ResourceID,
+		Result: f.Result, Since: f.Since, Until: f.Until}
+}
 
 // List returns p's account's records matching f, newest first. Only admins may read the audit log.
-func (l *Log) List(ctx context.Context, p rbac.Principal, f Filter, page paging.Page) ([]store.AuditEvent, error) {
+func (l *Log) List(ctx context.Context, p rbac.Principal, f Filter, page paging.Page) ([]Event, error) {
 	if err := rbac.Allow(p, rbac.ReadAudit); err != nil {
 		return nil, err
 	}
-	return l.db.ListAudit(ctx, p.AccountID, f, page)
+	rows, err := l.db.ListAudit(ctx, p.AccountID, f.store(), page)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Event, len(rows))
+	for i, e := range rows {
+		out[i] = eventOf(e)
+	}
+	return out, nil
 }

@@ -23,22 +23,22 @@ type CreateAPIKeyInput struct {
 
 // CreateAPIKey creates an API key for p's user in p's account and returns it with its token,
 // which is not stored and cannot be shown again.
-func (s *Service) CreateAPIKey(ctx context.Context, p rbac.Principal, in CreateAPIKeyInput) (k store.APIKey, tok string, err error) {
+func (s *Service) CreateAPIKey(ctx context.Context, p rbac.Principal, in CreateAPIKeyInput) (_ APIKey, tok string, err error) {
 	e := audit.Start(ctx, p, "apikey.create", "apikey", "")
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.ManageAPIKeys); err != nil {
-		return k, "", err
+		return APIKey{}, "", err
 	}
 	if err := validateName("name", in.Name); err != nil {
-		return k, "", err
+		return APIKey{}, "", err
 	}
 	role := p.Role
 	if in.Role != "" {
 		if role, err = rbac.ParseRole("role", in.Role); err != nil {
-			return k, "", err
+			return APIKey{}, "", err
 		}
 		if !p.Role.AtLeast(role) {
-			return k, "", fmt.Errorf("role: a key cannot have more than your role (%s): %w", p.Role, errdefs.ErrForbidden)
+			return APIKey{}, "", fmt.Errorf("role: a key cannot have more than your role (%s): %w", p.Role, errdefs.ErrForbidden)
 		}
 	}
 	ttl := DefaultAPIKeyTTL
@@ -46,11 +46,11 @@ func (s *Service) CreateAPIKey(ctx context.Context, p rbac.Principal, in CreateA
 		ttl = *in.ExpiresIn
 	}
 	if ttl < 0 {
-		return k, "", errdefs.Invalid("expiresIn", ttl.String(), "is negative: give a duration such as 720h, or 0 for a key that never expires")
+		return APIKey{}, "", errdefs.Invalid("expiresIn", ttl.String(), "is negative: give a duration such as 720h, or 0 for a key that never expires")
 	}
 	now := s.now()
 	minted := token.APIKey.New()
-	k = store.APIKey{ID: store.NewID(store.PrefixAPIKey), AccountID: p.AccountID, UserID: p.UserID, Name: in.Name,
+	k := store.APIKey{ID: store.NewID(store.PrefixAPIKey), AccountID: p.AccountID, UserID: p.UserID, Name: in.Name,
 		Prefix: minted.ID, SecretHash: minted.Hash, Role: string(role), CreatedAt: now}
 	if ttl > 0 {
 		k.ExpiresAt = now.Add(ttl)
@@ -64,17 +64,26 @@ func (s *Service) CreateAPIKey(ctx context.Context, p rbac.Principal, in CreateA
 		return e.Commit(ctx, tx)
 	})
 	if err != nil {
-		return store.APIKey{}, "", err
+		return APIKey{}, "", err
 	}
-	return k, minted.Token, nil
+	return apiKeyOf(k, now), minted.Token, nil
 }
 
 // ListAPIKeys lists the keys of p's account: all of them for admins, their own for others.
-func (s *Service) ListAPIKeys(ctx context.Context, p rbac.Principal, page paging.Page) ([]store.APIKey, error) {
+func (s *Service) ListAPIKeys(ctx context.Context, p rbac.Principal, page paging.Page) ([]APIKey, error) {
 	if err := rbac.Allow(p, rbac.ReadAPIKeys); err != nil {
 		return nil, err
 	}
-	return s.db.ListAPIKeys(ctx, p.AccountID, ownerFilter(p), page)
+	ks, err := s.db.ListAPIKeys(ctx, p.AccountID, ownerFilter(p), page)
+	if err != nil {
+		return nil, err
+	}
+	now := s.now()
+	out := make([]APIKey, len(ks))
+	for i, k := range ks {
+		out[i] = apiKeyOf(k, now)
+	}
+	return out, nil
 }
 
 // RevokeAPIKey revokes a key of p's account. Non-admins may revoke only their own keys.

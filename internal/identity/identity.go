@@ -3,6 +3,9 @@
 //
 // Passwords are hashed with argon2id; API keys and session tokens are random secrets stored as
 // SHA-256 hashes and shown once. Every change is audited in the transaction that makes it.
+//
+// The service returns the package's own types (Account, Member, APIKey, Me), never store rows:
+// password and token hashes stay inside it. It reads the database through Store.
 package identity
 
 import (
@@ -38,7 +41,7 @@ var nameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9 ._-]*$`)
 
 // Service is the identity service.
 type Service struct {
-	db      *store.DB
+	db      Store
 	audit   *audit.Log
 	log     *slog.Logger
 	now     func() time.Time
@@ -47,7 +50,7 @@ type Service struct {
 }
 
 // New returns a Service on db that audits to a.
-func New(db *store.DB, a *audit.Log, log *slog.Logger) *Service {
+func New(db Store, a *audit.Log, log *slog.Logger) *Service {
 	return &Service{db: db, audit: a, log: log, now: time.Now,
 		byEmail: newFailureLimiter(maxFailuresPerEmail), byIP: newFailureLimiter(maxFailuresPerIP)}
 }
@@ -55,7 +58,7 @@ func New(db *store.DB, a *audit.Log, log *slog.Logger) *Service {
 // BootstrapResult says what Bootstrap did.
 type BootstrapResult struct {
 	Created  bool // false: the database already had an account
-	Account  store.Account
+	Account  Account
 	Email    string
 	Password string // the admin password, when Bootstrap generated it; shown once
 }
@@ -94,10 +97,11 @@ func (s *Service) Provision(ctx context.Context, accountName, email, password st
 		return BootstrapResult{}, err
 	}
 	now := s.now()
-	res.Account = store.Account{ID: store.NewID(store.PrefixAccount), Name: accountName, CreatedAt: now}
+	acct := store.Account{ID: store.NewID(store.PrefixAccount), Name: accountName, CreatedAt: now}
+	res.Account = accountOf(acct)
 	u := store.User{ID: store.NewID(store.PrefixUser), Email: res.Email, Name: "admin", PasswordHash: hash, CreatedAt: now}
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
-		if err := tx.CreateAccount(ctx, res.Account); err != nil {
+		if err := tx.CreateAccount(ctx, acct); err != nil {
 			return err
 		}
 		if existing, err := tx.UserByEmail(ctx, u.Email); err == nil {
@@ -306,14 +310,6 @@ func (s *Service) SwitchAccount(ctx context.Context, p rbac.Principal, account s
 	return rbac.Principal{}, errdefs.Invalid("account", account, "is not an account you belong to")
 }
 
-// Me describes the calling user.
-type Me struct {
-	User        store.User
-	Role        rbac.Role
-	Account     store.Account
-	Memberships []store.Membership
-}
-
 // Me returns the calling user, their role and accounts.
 func (s *Service) Me(ctx context.Context, p rbac.Principal) (Me, error) {
 	if err := rbac.Allow(p, rbac.ReadAccount); err != nil {
@@ -331,15 +327,19 @@ func (s *Service) Me(ctx context.Context, p rbac.Principal) (Me, error) {
 	if err != nil {
 		return Me{}, err
 	}
-	return Me{User: u, Role: p.Role, Account: a, Memberships: ms}, nil
+	return Me{User: userOf(u), Role: p.Role, Account: accountOf(a), Memberships: membershipsOf(ms)}, nil
 }
 
 // Account returns p's account.
-func (s *Service) Account(ctx context.Context, p rbac.Principal) (store.Account, error) {
+func (s *Service) Account(ctx context.Context, p rbac.Principal) (Account, error) {
 	if err := rbac.Allow(p, rbac.ReadAccount); err != nil {
-		return store.Account{}, err
+		return Account{}, err
 	}
-	return s.db.GetAccount(ctx, p.AccountID)
+	a, err := s.db.GetAccount(ctx, p.AccountID)
+	if err != nil {
+		return Account{}, err
+	}
+	return accountOf(a), nil
 }
 
 // CountMembers returns how many users p's account has with each role.
@@ -382,17 +382,17 @@ func validatePassword(field, v string) error {
 
 // CreateAccount creates a new account with p's user as its admin. Any admin may create accounts;
 // the new account shares nothing with p's current one.
-func (s *Service) CreateAccount(ctx context.Context, p rbac.Principal, name string) (a store.Account, err error) {
+func (s *Service) CreateAccount(ctx context.Context, p rbac.Principal, name string) (_ Account, err error) {
 	e := audit.Start(ctx, p, "account.create", "account", "")
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.CreateAccounts); err != nil {
-		return a, err
+		return Account{}, err
 	}
 	if err := validateName("name", name); err != nil {
-		return a, err
+		return Account{}, err
 	}
 	now := s.now()
-	a = store.Account{ID: store.NewID(store.PrefixAccount), Name: name, CreatedAt: now}
+	a := store.Account{ID: store.NewID(store.PrefixAccount), Name: name, CreatedAt: now}
 	// The record belongs to the new account: that is where its admins will look for it.
 	e = audit.Start(ctx, rbac.Principal{AccountID: a.ID, UserID: p.UserID, Email: p.Email, KeyID: p.KeyID, KeyName: p.KeyName}, "account.create", "account", a.ID)
 	e.Detail("%q", name)
@@ -409,7 +409,7 @@ func (s *Service) CreateAccount(ctx context.Context, p rbac.Principal, name stri
 		return e.Commit(ctx, tx)
 	})
 	if err != nil {
-		return store.Account{}, err
+		return Account{}, err
 	}
-	return a, nil
+	return accountOf(a), nil
 }

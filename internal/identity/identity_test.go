@@ -4,6 +4,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/freshet-dev/freshet/internal/rbac"
+	"github.com/freshet-dev/freshet/internal/store"
 )
 
 func TestPasswordHash(t *testing.T) {
@@ -58,5 +61,28 @@ func TestFailureLimiter(t *testing.T) {
 	l.reset("k")
 	if len(l.hits) != 0 {
 		t.Fatal("reset kept state")
+	}
+}
+
+func TestAPIKeyStatus(t *testing.T) {
+	now := time.Unix(1000, 0)
+	for _, c := range []struct {
+		name             string
+		expires, revoked time.Time
+		want             APIKeyStatus
+	}{
+		{"never expires", time.Time{}, time.Time{}, APIKeyActive},
+		{"expires later", now.Add(time.Second), time.Time{}, APIKeyActive},
+		{"expires now", now, time.Time{}, APIKeyActive},
+		{"expired", now.Add(-time.Second), time.Time{}, APIKeyExpired},
+		{"revoked", now.Add(time.Hour), now.Add(-time.Hour), APIKeyRevoked},
+		{"revoked after expiry", now.Add(-2 * time.Hour), now.Add(-time.Hour), APIKeyRevoked},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			k := apiKeyOf(store.APIKey{ID: "key_1", SecretHash: "hash", Role: "viewer", ExpiresAt: c.expires, RevokedAt: c.revoked}, now)
+			if k.Status != c.want || k.Role != rbac.Viewer || !k.ExpiresAt.Equal(c.expires) || !k.RevokedAt.Equal(c.revoked) {
+				t.Fatalf("got %+v, want status %s", k, c.want)
+			}
+		})
 	}
 }

@@ -23,7 +23,7 @@ type CreateUserInput struct {
 
 // CreateUserResult is the new member and, when generated, their first password.
 type CreateUserResult struct {
-	Member   store.Member
+	Member   Member
 	Password string
 	Existing bool // the user already existed in another account and was added to this one
 }
@@ -96,28 +96,40 @@ func (s *Service) CreateUser(ctx context.Context, p rbac.Principal, in CreateUse
 	if err != nil {
 		return CreateUserResult{}, err
 	}
-	res.Member, err = s.db.GetMember(ctx, p.AccountID, existing.ID)
+	res.Member, err = s.member(ctx, p.AccountID, existing.ID)
 	return res, err
 }
 
 // ListUsers returns one page of p's account's users.
-func (s *Service) ListUsers(ctx context.Context, p rbac.Principal, page paging.Page) ([]store.Member, error) {
+func (s *Service) ListUsers(ctx context.Context, p rbac.Principal, page paging.Page) ([]Member, error) {
 	if err := rbac.Allow(p, rbac.ReadUsers); err != nil {
 		return nil, err
 	}
-	return s.db.ListMembers(ctx, p.AccountID, page)
+	ms, err := s.db.ListMembers(ctx, p.AccountID, page)
+	if err != nil {
+		return nil, err
+	}
+	return membersOf(ms), nil
 }
 
 // GetUser returns a user of p's account.
-func (s *Service) GetUser(ctx context.Context, p rbac.Principal, id string) (store.Member, error) {
+func (s *Service) GetUser(ctx context.Context, p rbac.Principal, id string) (Member, error) {
 	if err := rbac.Allow(p, rbac.ReadUsers); err != nil {
-		return store.Member{}, err
+		return Member{}, err
 	}
-	return s.db.GetMember(ctx, p.AccountID, id)
+	return s.member(ctx, p.AccountID, id)
+}
+
+func (s *Service) member(ctx context.Context, accountID, userID string) (Member, error) {
+	m, err := s.db.GetMember(ctx, accountID, userID)
+	if err != nil {
+		return Member{}, err
+	}
+	return memberOf(m), nil
 }
 
 // SetUserRole changes the role of a user in p's account. The last admin keeps the role.
-func (s *Service) SetUserRole(ctx context.Context, p rbac.Principal, id, roleName string) (m store.Member, err error) {
+func (s *Service) SetUserRole(ctx context.Context, p rbac.Principal, id, roleName string) (m Member, err error) {
 	e := audit.Start(ctx, p, "user.update", "user", id)
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.ManageUsers); err != nil {
@@ -146,7 +158,7 @@ func (s *Service) SetUserRole(ctx context.Context, p rbac.Principal, id, roleNam
 	if err != nil {
 		return m, err
 	}
-	return s.db.GetMember(ctx, p.AccountID, id)
+	return s.member(ctx, p.AccountID, id)
 }
 
 // DeleteUser removes a user from p's account, with their API keys and sessions there. The

@@ -21,7 +21,6 @@ import (
 	"github.com/freshet-dev/freshet/internal/identity"
 	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/runtimes"
-	"github.com/freshet-dev/freshet/internal/store"
 )
 
 // Query limits.
@@ -328,7 +327,7 @@ func (r *resolver) Account(ctx context.Context) (accountR, error) {
 	if err != nil {
 		return accountR{}, wrap(err)
 	}
-	return accountR{client.Account{ID: a.ID, Name: a.Name, CreatedAt: a.CreatedAt}}, nil
+	return accountR{rest.ToAccount(a)}, nil
 }
 
 func (r *resolver) Users(ctx context.Context, args pageArgs) (connection[userResolver], error) {
@@ -347,7 +346,7 @@ func (r *resolver) Users(ctx context.Context, args pageArgs) (connection[userRes
 	nodes := make([]userResolver, len(ms))
 	last := ""
 	for i, m := range ms {
-		nodes[i] = userResolver{client.User{ID: m.ID, Email: m.Email, Name: m.Name, Role: m.Role, CreatedAt: m.CreatedAt}}
+		nodes[i] = userResolver{rest.ToUser(m)}
 		last = m.ID
 	}
 	return newConnection(nodes, page, last), nil
@@ -366,11 +365,10 @@ func (r *resolver) APIKeys(ctx context.Context, args pageArgs) (connection[apiKe
 	if err != nil {
 		return connection[apiKeyResolver]{}, wrap(err)
 	}
-	now := time.Now()
 	nodes := make([]apiKeyResolver, len(ks))
 	last := ""
 	for i, k := range ks {
-		nodes[i] = apiKeyResolver{rest.ToAPIKey(k, now)}
+		nodes[i] = apiKeyResolver{rest.ToAPIKey(k)}
 		last = k.ID
 	}
 	return newConnection(nodes, page, last), nil
@@ -392,7 +390,7 @@ func (r *resolver) AuditEvents(ctx context.Context, args struct {
 	if err != nil {
 		return connection[auditResolver]{}, wrap(err)
 	}
-	var f store.AuditFilter
+	var f audit.Filter
 	if in := args.Filter; in != nil {
 		get := func(s *string) string {
 			if s == nil {
@@ -400,7 +398,7 @@ func (r *resolver) AuditEvents(ctx context.Context, args struct {
 			}
 			return *s
 		}
-		f = store.AuditFilter{Actor: get(in.Actor), Action: get(in.Action), ResourceType: get(in.ResourceType), ResourceID: get(in.ResourceID), Result: get(in.Result)}
+		f = audit.Filter{Actor: get(in.Actor), Action: get(in.Action), ResourceType: get(in.ResourceType), ResourceID: get(in.ResourceID), Result: get(in.Result)}
 		for _, t := range []struct {
 			name string
 			v    *string

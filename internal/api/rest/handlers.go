@@ -7,9 +7,9 @@ import (
 
 	"github.com/freshet-dev/freshet/client"
 	"github.com/freshet-dev/freshet/internal/api/httpx"
+	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/identity"
-	"github.com/freshet-dev/freshet/internal/store"
 )
 
 var errUnauthenticated = fmt.Errorf("authentication required: send an API key or session token as 'Authorization: Bearer <token>': %w", errdefs.ErrUnauthenticated)
@@ -98,7 +98,7 @@ func (a *API) account(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, toAccount(acct))
+	httpx.WriteJSON(w, http.StatusOK, ToAccount(acct))
 	return nil
 }
 
@@ -111,7 +111,7 @@ func (a *API) createAccount(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusCreated, toAccount(acct))
+	httpx.WriteJSON(w, http.StatusCreated, ToAccount(acct))
 	return nil
 }
 
@@ -126,7 +126,7 @@ func (a *API) listUsers(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := client.List[client.User]{Items: make([]client.User, 0, len(ms))}
 	for _, m := range ms {
-		out.Items = append(out.Items, toUser(m))
+		out.Items = append(out.Items, ToUser(m))
 	}
 	if len(ms) > 0 {
 		out.NextCursor = httpx.NextCursor(page, len(ms), ms[len(ms)-1].ID)
@@ -144,7 +144,7 @@ func (a *API) createUser(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusCreated, client.CreatedUser{User: toUser(res.Member), Password: res.Password})
+	httpx.WriteJSON(w, http.StatusCreated, client.CreatedUser{User: ToUser(res.Member), Password: res.Password})
 	return nil
 }
 
@@ -153,7 +153,7 @@ func (a *API) getUser(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, toUser(m))
+	httpx.WriteJSON(w, http.StatusOK, ToUser(m))
 	return nil
 }
 
@@ -166,7 +166,7 @@ func (a *API) updateUser(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, toUser(m))
+	httpx.WriteJSON(w, http.StatusOK, ToUser(m))
 	return nil
 }
 
@@ -187,10 +187,9 @@ func (a *API) listAPIKeys(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	now := time.Now()
 	out := client.List[client.APIKey]{Items: make([]client.APIKey, 0, len(ks))}
 	for _, k := range ks {
-		out.Items = append(out.Items, ToAPIKey(k, now))
+		out.Items = append(out.Items, ToAPIKey(k))
 	}
 	if len(ks) > 0 {
 		out.NextCursor = httpx.NextCursor(page, len(ks), ks[len(ks)-1].ID)
@@ -216,7 +215,7 @@ func (a *API) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusCreated, client.CreatedAPIKey{APIKey: ToAPIKey(k, time.Now()), Token: token})
+	httpx.WriteJSON(w, http.StatusCreated, client.CreatedAPIKey{APIKey: ToAPIKey(k), Token: token})
 	return nil
 }
 
@@ -234,7 +233,7 @@ func (a *API) listAudit(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	f := store.AuditFilter{Actor: q.Get("actor"), Action: q.Get("action"), ResourceType: q.Get("resourceType"),
+	f := audit.Filter{Actor: q.Get("actor"), Action: q.Get("action"), ResourceType: q.Get("resourceType"),
 		ResourceID: q.Get("resourceId"), Result: q.Get("result")}
 	for _, t := range []struct {
 		name string

@@ -18,7 +18,6 @@ import (
 	"github.com/freshet-dev/freshet/internal/pipeline"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/runtimes"
-	"github.com/freshet-dev/freshet/internal/store"
 )
 
 // Route is one REST endpoint.
@@ -155,38 +154,33 @@ func principal(r *http.Request) rbac.Principal {
 	return p
 }
 
-func toUser(m store.Member) client.User {
-	return client.User{ID: m.ID, Email: m.Email, Name: m.Name, Role: m.Role, CreatedAt: m.CreatedAt}
+// ToUser converts a member of an account to its API form.
+func ToUser(m identity.Member) client.User {
+	return client.User{ID: m.ID, Email: m.Email, Name: m.Name, Role: string(m.Role), CreatedAt: m.CreatedAt}
 }
 
-func toAccount(a store.Account) client.Account {
+// ToAccount converts an account to its API form.
+func ToAccount(a identity.Account) client.Account {
 	return client.Account{ID: a.ID, Name: a.Name, CreatedAt: a.CreatedAt}
 }
 
-// ToAPIKey converts a stored key to its API form.
-func ToAPIKey(k store.APIKey, now time.Time) client.APIKey {
-	out := client.APIKey{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Role: k.Role, UserID: k.UserID, CreatedAt: k.CreatedAt, Status: "active"}
-	if !k.ExpiresAt.IsZero() {
-		t := k.ExpiresAt
-		out.ExpiresAt = &t
-		if now.After(t) {
-			out.Status = "expired"
-		}
-	}
-	if !k.RevokedAt.IsZero() {
-		t := k.RevokedAt
-		out.RevokedAt, out.Status = &t, "revoked"
-	}
-	if !k.LastUsedAt.IsZero() {
-		t := k.LastUsedAt
-		out.LastUsedAt = &t
-	}
-	return out
+// ToAPIKey converts an API key to its API form.
+func ToAPIKey(k identity.APIKey) client.APIKey {
+	return client.APIKey{ID: k.ID, Name: k.Name, Prefix: k.Prefix, Role: string(k.Role), UserID: k.UserID, CreatedAt: k.CreatedAt,
+		ExpiresAt: timeOrNil(k.ExpiresAt), RevokedAt: timeOrNil(k.RevokedAt), LastUsedAt: timeOrNil(k.LastUsedAt), Status: string(k.Status)}
 }
 
-// ToAuditEvent converts a stored audit record to its API form.
-func ToAuditEvent(e store.AuditEvent) client.AuditEvent {
-	return client.AuditEvent{ID: e.ID, Time: e.CreatedAt, ActorID: e.ActorID, Actor: e.Actor, Action: e.Action,
+// timeOrNil is nil for the zero time, which the API leaves out.
+func timeOrNil(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
+}
+
+// ToAuditEvent converts an audit record to its API form.
+func ToAuditEvent(e audit.Event) client.AuditEvent {
+	return client.AuditEvent{ID: e.ID, Time: e.Time, ActorID: e.ActorID, Actor: e.Actor, Action: e.Action,
 		ResourceType: e.ResourceType, ResourceID: e.ResourceID, Result: e.Result, RequestID: e.RequestID, SourceIP: e.SourceIP, Detail: e.Detail}
 }
 
@@ -194,13 +188,13 @@ func ToAuditEvent(e store.AuditEvent) client.AuditEvent {
 func ToMe(m identity.Me, p rbac.Principal) client.Me {
 	out := client.Me{
 		User:    client.User{ID: m.User.ID, Email: m.User.Email, Name: m.User.Name, Role: string(m.Role), CreatedAt: m.User.CreatedAt},
-		Account: toAccount(m.Account), Role: string(m.Role), Via: "session",
+		Account: ToAccount(m.Account), Role: string(m.Role), Via: "session",
 	}
 	if p.KeyID != "" {
 		out.Via = "apikey"
 	}
 	for _, ms := range m.Memberships {
-		out.Accounts = append(out.Accounts, client.AccountMembership{ID: ms.Account.ID, Name: ms.Account.Name, Role: ms.Role})
+		out.Accounts = append(out.Accounts, client.AccountMembership{ID: ms.Account.ID, Name: ms.Account.Name, Role: string(ms.Role)})
 	}
 	return out
 }

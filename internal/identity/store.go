@@ -1,0 +1,42 @@
+package identity
+
+import (
+	"context"
+	"time"
+
+	"github.com/freshet-dev/freshet/internal/paging"
+	"github.com/freshet-dev/freshet/internal/store"
+)
+
+// Store is what the identity service needs of the database outside its transactions.
+// *store.DB implements it. Reads of tenant data take the account ID and see only that account.
+type Store interface {
+	// Tx runs fn in one transaction: the change and its audit record commit together or not at all.
+	Tx(ctx context.Context, fn func(tx *store.Tx) error) error
+	// CountAccounts counts every account, to tell a new database from a used one.
+	CountAccounts(ctx context.Context) (int, error)
+	// GetAccount returns the account with id.
+	GetAccount(ctx context.Context, id string) (store.Account, error)
+	// GetUser returns the user with id, whatever their accounts.
+	GetUser(ctx context.Context, id string) (store.User, error)
+	// UserByEmail returns the user with email (compared in lower case), for login.
+	UserByEmail(ctx context.Context, email string) (store.User, error)
+	// MembershipsOf lists the accounts userID belongs to, oldest account first.
+	MembershipsOf(ctx context.Context, userID string) ([]store.Membership, error)
+	// GetMember returns userID as a member of accountID, or ErrNotFound when it is not one.
+	GetMember(ctx context.Context, accountID, userID string) (store.Member, error)
+	// ListMembers returns one page of accountID's members ordered by user ID.
+	ListMembers(ctx context.Context, accountID string, p paging.Page) ([]store.Member, error)
+	// CountMembersWithRole counts accountID's members that have role.
+	CountMembersWithRole(ctx context.Context, accountID, role string) (int, error)
+	// APIKeyByPrefix returns the key with the public prefix, for authentication.
+	APIKeyByPrefix(ctx context.Context, prefix string) (store.APIKey, error)
+	// ListAPIKeys returns one page of accountID's keys; userID, when set, keeps only theirs.
+	ListAPIKeys(ctx context.Context, accountID, userID string, p paging.Page) ([]store.APIKey, error)
+	// TouchAPIKey records that key id was used at t.
+	TouchAPIKey(ctx context.Context, id string, t time.Time) error
+	// SessionByHash returns the session whose token hashes to hash.
+	SessionByHash(ctx context.Context, hash string) (store.Session, error)
+}
+
+var _ Store = (*store.DB)(nil)
