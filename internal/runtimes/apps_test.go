@@ -139,8 +139,8 @@ func TestListApplicationsFilters(t *testing.T) {
 	}
 	p := viewer(rt.AccountID)
 	got, err := s.ListApplications(ctx, p, AppFilter{Labels: []string{"team=shop", " env = prod"}}, paging.Page{})
-	if err != nil || names(got) != "web:Healthy" {
-		t.Fatalf("labels: %s, %v", names(got), err)
+	if err != nil || appNames(got) != "web:Healthy" {
+		t.Fatalf("labels: %s, %v", appNames(got), err)
 	}
 	for _, bad := range [][]string{{"team"}, {"=x"}, {"a=1", "a=2"}} {
 		if _, err := s.ListApplications(ctx, p, AppFilter{Labels: bad}, paging.Page{}); !errors.Is(err, errdefs.ErrInvalid) || !strings.HasPrefix(errdefs.Field(err), "filter.labels[") {

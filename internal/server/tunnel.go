@@ -91,9 +91,8 @@ func (s *Server) newTunnel(log *slog.Logger) (*tunnel.Server, error) {
 		},
 		OnDisconnect: func(rt tunnel.Runtime, conns int) {
 			if conns == 0 {
-				ctx := context.Background()
-				if st, err := s.db.GetRuntime(ctx, rt.AccountID, rt.ID); err == nil {
-					s.runtimes.MarkDisconnected(ctx, st, "its last tunnel connection closed")
+				if err := s.runtimes.MarkDisconnectedID(context.Background(), rt.AccountID, rt.ID, "its last tunnel connection closed"); err != nil {
+					log.Warn("mark runtime disconnected", "runtime", rt.Name, "account", rt.AccountID, "err", err)
 				}
 			}
 		},
