@@ -4,8 +4,9 @@
 // runtime's ingress).
 //
 // Its types are the JSON on the wire. The runtime (internal/gitops/host) maps its engine's
-// values to them and the Go client (client/) decodes them: its application, Git Source and
-// cluster types are aliases of these.
+// values to them, the Go client (client/) decodes them (its application types are aliases of
+// these), and the web UI's TypeScript types (web/src/api) are checked against the same golden
+// JSON (api/testdata/wire, written by api/wire_test.go), so the three cannot drift apart.
 //
 // Like runtimev1 and runnerv1, this package imports nothing of Freshet's internals.
 package appproxyv1
