@@ -337,18 +337,22 @@ func (s *Service) Heartbeat(ctx context.Context, rt store.Runtime, hb runtimev1.
 }
 
 // MarkDisconnected marks a runtime disconnected now (its tunnel dropped, or its heartbeats
-// stopped) and audits it.
+// stopped) and audits it, in one transaction: whoever sees the status sees the record.
 func (s *Service) MarkDisconnected(ctx context.Context, rt store.Runtime, why string) error {
 	if rt.Status == StatusDisconnected {
 		return nil
 	}
-	if err := s.db.SetRuntimeStatus(ctx, rt.ID, StatusDisconnected); err != nil {
+	e := audit.System(ctx, rt.AccountID, "runtime.disconnected", "runtime", rt.ID)
+	e.Detail("%s", why)
+	if err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.SetRuntimeStatus(ctx, rt.ID, StatusDisconnected); err != nil {
+			return err
+		}
+		return e.Commit(ctx, tx)
+	}); err != nil {
 		return err
 	}
 	s.log.Warn("runtime disconnected", "runtime", rt.Name, "account", rt.AccountID, "why", why)
-	e := audit.System(ctx, rt.AccountID, "runtime.disconnected", "runtime", rt.ID)
-	e.Detail("%s", why)
-	s.audit.Finish(ctx, e, nil)
 	if s.onDisconnect != nil {
 		s.onDisconnect(rt)
 	}
