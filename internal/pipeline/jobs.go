@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -22,8 +21,10 @@ func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) 
 	if err != nil {
 		return runnerv1.Job{}, err
 	}
-	project := s.ProjectName(ctx, b.AccountID, pl.ProjectID)
-	cfg := decodeConfig(pl.Config)
+	cfg, err := decodeConfig(pl)
+	if err != nil {
+		return runnerv1.Job{}, err
+	}
 	vars := map[string]string{}
 	var secrets []string
 
@@ -39,7 +40,7 @@ func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) 
 		"CF_BRANCH": b.Branch, "CF_BRANCH_TAG_NORMALIZED": tagUnsafe.ReplaceAllString(strings.ToLower(b.Branch), "_"),
 		"CF_REVISION": b.SHA, "CF_SHORT_REVISION": short, "CF_REPO_OWNER": owner, "CF_REPO_NAME": repo,
 		"CF_COMMIT_MESSAGE": b.CommitMessage, "CF_COMMIT_AUTHOR": b.CommitAuthor,
-		"CF_PIPELINE_NAME": project + "/" + pl.Name, "CF_PROJECT_NAME": project, "CF_ACCOUNT": b.AccountID,
+		"CF_PIPELINE_NAME": fullName(pl), "CF_PROJECT_NAME": pl.ProjectName, "CF_ACCOUNT": b.AccountID,
 	} {
 		vars[k] = v
 	}
@@ -71,8 +72,10 @@ func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) 
 			}
 		}
 	}
-	var runVars map[string]string
-	json.Unmarshal([]byte(b.Variables), &runVars)
+	runVars, err := decodeMap(b.Variables)
+	if err != nil {
+		return runnerv1.Job{}, fmt.Errorf("build %s: decode variables: %w", b.ID, err)
+	}
 	for k, v := range runVars {
 		vars[k] = v
 	}
@@ -80,6 +83,6 @@ func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) 
 	if err != nil {
 		return runnerv1.Job{}, err
 	}
-	return runnerv1.Job{BuildID: b.ID, Number: b.Number, Pipeline: project + "/" + pl.Name, SpecYAML: b.SpecYAML,
+	return runnerv1.Job{BuildID: b.ID, Number: b.Number, Pipeline: fullName(pl), SpecYAML: b.SpecYAML,
 		Variables: vars, Secrets: secrets, LogOffset: b.LogSize, Steps: steps}, nil
 }
