@@ -44,7 +44,8 @@ type TriggerInput struct {
 	Secret string // git: the webhook secret; empty: one is generated and returned once
 }
 
-// CronTriggers lists every account's cron triggers as schedules, for the cron executor.
+// CronTriggers lists every account's cron triggers as schedules, for the cron executor. A trigger
+// whose stored config cannot be read is logged and left out.
 func (s *Service) CronTriggers(ctx context.Context) ([]cron.Schedule, error) {
 	ts, err := s.db.TriggersOfType(ctx, TriggerCron)
 	if err != nil {
@@ -54,7 +55,9 @@ func (s *Service) CronTriggers(ctx context.Context) ([]cron.Schedule, error) {
 	for _, t := range ts {
 		cfg, err := decodeTriggerConfig(t)
 		if err != nil {
-			return nil, err
+			// One unreadable trigger must not stop every other account's schedules.
+			s.log.Error("cron trigger skipped: its stored config cannot be read", "trigger", t.ID, "account", t.AccountID, "err", err)
+			continue
 		}
 		out = append(out, cron.Schedule{ID: t.ID, AccountID: t.AccountID, PipelineID: t.PipelineID, Expression: cfg.Expression,
 			Timezone: cfg.Timezone, Branch: cfg.Branch, Variables: cfg.Variables, LastFired: t.CreatedAt})
