@@ -117,7 +117,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 		s.Close()
 		return nil, fmt.Errorf("tunnel: %w", err)
 	}
-	s.runtimes.SetTunnel(s.tunnel)
+	s.runtimes.SetTunnel(runtimeTunnel{s.tunnel})
 	// Verified pushes to CI triggers' webhooks also reach the account's GitOps runtimes.
 	s.pipes.SetPushHook(func(ctx context.Context, accountID string, evs []webhook.Event) {
 		var ns []runtimes.Notification
