@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/freshet-dev/freshet/api/runnerv1"
+	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/pipeline/spec"
 	"github.com/freshet-dev/freshet/internal/runner/executor"
 )
@@ -313,6 +315,45 @@ func (e *engine) execute(ctx context.Context, st *spec.Step, record bool) (spec.
 	return res, msg
 }
 
+// interpChecked interpolates field s, checking each value it puts in with check, which says
+// what is wrong with a value ("" for nothing).
+func (e *engine) interpChecked(field, s string, check func(string) string) (string, error) {
+	var errs []error
+	out := spec.Interpolate(s, func(name string) (string, bool) {
+		v, ok := e.lookup(name)
+		if ok {
+			if msg := check(v); msg != "" {
+				errs = append(errs, errdefs.Invalid(field, s, fmt.Sprintf("the value of ${{%s}} %s", name, msg)))
+			}
+		}
+		return v, ok
+	})
+	return out, errors.Join(errs...)
+}
+
+// imageValue checks a value put into an image reference.
+func imageValue(v string) string {
+	for _, c := range v {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._-/:@", c)) {
+			return fmt.Sprintf("has %q, which cannot be part of an image reference (letters, digits, '.', '_', '-', '/', ':', '@'): use ${{CF_BRANCH_TAG_NORMALIZED}} for a branch", c)
+		}
+	}
+	return ""
+}
+
+// pathValue checks a value put into a path: it may not climb out of the directory it is put in.
+func pathValue(v string) string {
+	if strings.ContainsRune(v, 0) {
+		return "has a NUL byte"
+	}
+	for el := range strings.SplitSeq(v, "/") {
+		if el == ".." {
+			return "has a '..' path element: a variable cannot move a directory out of where the pipeline puts it"
+		}
+	}
+	return ""
+}
+
 func suffix(msg string) string {
 	if msg == "" {
 		return ""
@@ -440,8 +481,13 @@ func (e *engine) approval(ctx context.Context, st *spec.Step) (spec.Result, int,
 	return spec.ResultDenied, 1, 1, "denied"
 }
 
-// executorStep turns a freestyle or git-clone step into what the executor runs, with every
-// ${{VAR}} interpolated and the build's variables in the environment.
+// executorStep turns a freestyle or git-clone step into what the executor runs, with the
+// build's variables in the environment. In shell commands (commands, cmd, and the script of an
+// entry point such as [sh, -c, …]) every ${{VAR}} becomes a reference to an environment
+// variable that the shell reads as data (spec.InterpolateShell), so no value from git or a
+// webhook is ever parsed as shell code. Other fields get the values themselves, checked for
+// what the field can hold: image and working directory refuse values that could not be part
+// of an image reference or that climb out of a directory with "..".
 func (e *engine) executorStep(st *spec.Step) (executor.Step, error) {
 	e.mu.Lock()
 	env := make([]executor.EnvVar, 0, len(e.vars)+len(st.Env))
@@ -452,19 +498,49 @@ func (e *engine) executorStep(st *spec.Step) (executor.Step, error) {
 	for _, v := range st.Env {
 		env = append(env, executor.EnvVar{Name: v.Name, Value: e.interp(v.Value)})
 	}
-	s := executor.Step{Name: st.Name, Image: e.interp(st.Image), Shell: st.Shell, WorkingDir: e.interp(st.WorkingDir),
-		Env: env, Timeout: st.Timeout.Duration}
-	for _, c := range st.Commands {
-		s.Commands = append(s.Commands, e.interp(c))
+	image, imageErr := e.interpChecked("image", st.Image, imageValue)
+	wd, wdErr := e.interpChecked("working_directory", st.WorkingDir, pathValue)
+	if err := errors.Join(imageErr, wdErr); err != nil {
+		return executor.Step{}, err
 	}
-	for _, c := range st.EntryPoint {
-		s.EntryPoint = append(s.EntryPoint, e.interp(c))
+	s := executor.Step{Name: st.Name, Image: image, Shell: st.Shell, WorkingDir: wd, Timeout: st.Timeout.Duration}
+	var shellVars []spec.ShellVar
+	add := func(cmds []string, vars []spec.ShellVar, err error) ([]string, error) {
+		shellVars = append(shellVars, vars...)
+		return cmds, err
 	}
-	if len(s.Commands) == 0 && len(st.Cmd) > 0 {
-		for _, c := range st.Cmd {
-			s.Commands = append(s.Commands, e.interp(c))
+	var err error
+	switch {
+	case len(st.Commands) > 0: // entry_point and cmd are ignored (Lint warns)
+		s.Commands, err = add(spec.InterpolateShell("commands", st.Commands, e.lookup))
+	default:
+		if len(st.Cmd) > 0 {
+			s.Commands, err = add(spec.InterpolateShell("cmd", st.Cmd, e.lookup))
+		}
+		script := spec.ShellScriptArg(st.EntryPoint)
+		for i, a := range st.EntryPoint {
+			if i != script {
+				s.EntryPoint = append(s.EntryPoint, e.interp(a))
+				continue
+			}
+			// The script of sh -c is shell too. Padded with empty lines so that an error
+			// names entry_point[i].
+			lines := append(make([]string, i), a)
+			out, serr := add(spec.InterpolateShell("entry_point", lines, e.lookup))
+			if serr != nil {
+				err = errors.Join(err, serr)
+				continue
+			}
+			s.EntryPoint = append(s.EntryPoint, out[i])
 		}
 	}
+	if err != nil {
+		return executor.Step{}, err
+	}
+	for _, v := range shellVars { // last: nothing the pipeline sets can change them
+		env = append(env, executor.EnvVar{Name: v.Name, Value: v.Value})
+	}
+	s.Env = env
 	if st.Type != spec.TypeGitClone {
 		return s, nil
 	}
@@ -479,6 +555,9 @@ func (e *engine) executorStep(st *spec.Step) (executor.Step, error) {
 	rev := e.interp(st.Revision)
 	if rev == "" {
 		rev, _ = e.lookup("CF_REVISION")
+	}
+	if strings.HasPrefix(rev, "-") {
+		return s, errdefs.Invalid("revision", rev, "is not a branch, tag or commit: none starts with '-'")
 	}
 	dir := path.Join(s.WorkingDir, spec.CloneDir(repo))
 	if s.WorkingDir == "" {
