@@ -3,15 +3,13 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/freshet-dev/freshet/api/runnerv1"
+	"github.com/freshet-dev/freshet/internal/pipeline/spec"
 	"github.com/freshet-dev/freshet/internal/store"
 )
-
-var tagUnsafe = regexp.MustCompile(`[^a-z0-9_.-]`)
 
 // job assembles what a runner needs for build b: the spec, every variable resolved (built-in
 // CF_* variables, pipeline variables, contexts, the run's variables — later ones win), and the
@@ -29,15 +27,12 @@ func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) 
 	var secrets []string
 
 	owner, repo, _ := strings.Cut(b.Repo, "/")
-	short := b.SHA
-	if len(short) > 7 {
-		short = short[:7]
-	}
+	short, tag := spec.ShortRevision(b.SHA), spec.BranchTagNormalized(b.Branch)
 	for k, v := range map[string]string{
 		"CF_BUILD_ID": b.ID, "CF_BUILD_NUMBER": strconv.FormatInt(b.Number, 10),
 		"CF_BUILD_TIMESTAMP": strconv.FormatInt(b.CreatedAt.UnixMilli(), 10), "CF_BUILD_TRIGGER": b.TriggerType,
 		"CF_BUILD_INITIATOR": b.TriggeredBy, "CF_BUILD_URL": s.baseURL + "/builds/" + b.ID,
-		"CF_BRANCH": b.Branch, "CF_BRANCH_TAG_NORMALIZED": tagUnsafe.ReplaceAllString(strings.ToLower(b.Branch), "_"),
+		"CF_BRANCH": b.Branch, "CF_BRANCH_TAG_NORMALIZED": tag, "CF_BRANCH_TAG_NORMALIZED_LOWER_CASE": strings.ToLower(tag),
 		"CF_REVISION": b.SHA, "CF_SHORT_REVISION": short, "CF_REPO_OWNER": owner, "CF_REPO_NAME": repo,
 		"CF_COMMIT_MESSAGE": b.CommitMessage, "CF_COMMIT_AUTHOR": b.CommitAuthor,
 		"CF_PIPELINE_NAME": fullName(pl), "CF_PROJECT_NAME": pl.ProjectName, "CF_ACCOUNT": b.AccountID,
