@@ -7,7 +7,7 @@ STATICCHECK_VERSION ?= v0.8.2
 FUZZTIME ?= 20s
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build up test test-short lint vet fmt bench bench-gitops generate check fuzz clean
+.PHONY: all build up test test-short lint vet fmt bench bench-gitops faults generate check fuzz clean
 
 all: build
 
@@ -49,6 +49,15 @@ bench: build
 bench-gitops: devcluster-build
 	FRESHET_TEST_KUBE=1 FRESHET_ENGINE_BENCH=$${FRESHET_ENGINE_BENCH:-100,1000} $(GO) test -count=1 -run 'TestRefreshBenchmark|TestWebhookToSynced$$' -v -timeout 40m ./internal/gitops/engine/ | grep -E '^(BENCH|--- |ok|FAIL)'
 	FRESHET_TEST_KUBE=1 $(GO) test -count=1 -run 'TestPushWebhookToSynced' -v ./internal/e2e/ | grep -E '^(BENCH|--- |ok|FAIL)'
+
+## faults: the fault suite (real processes killed mid-work; PostgreSQL when FRESHET_TEST_POSTGRES
+## is set); prints its measurements as a table (see docs/benchmarks.md, "Faults")
+faults:
+	@log=$$(mktemp); $(GO) test -count=1 -v -timeout 10m -run Fault ./internal/faults/ > $$log 2>&1; status=$$?; \
+	grep -E '^(--- |ok|FAIL|panic)' $$log; [ $$status -eq 0 ] || grep -vE '^(=== |    .*level=)' $$log | tail -40; \
+	echo; printf '%-5s | %-84s | %s\n' item what value; \
+	grep -o 'FAULT|.*' $$log | awk -F'|' '{ printf "%-5s | %-84s | %s\n", $$2, $$3, $$4 }'; \
+	rm -f $$log; exit $$status
 
 ## fuzz: run each fuzz target for FUZZTIME
 fuzz:

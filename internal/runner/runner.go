@@ -41,6 +41,7 @@ const (
 	DefaultConcurrency   = 2
 	maxReconnectBackoff  = 30 * time.Second
 	streamFailuresToPoll = 3
+	streamRetryInterval  = time.Minute // while auto polls, how often it tries the stream again
 	fenceMargin          = 3 * time.Second // stop a job this long before its unrenewed lease expires (at most a tenth of the lease)
 )
 
@@ -133,10 +134,21 @@ func (r *Runner) Run(ctx context.Context) error {
 }
 
 // receive takes messages from the control plane until ctx ends.
+//
+// With TransportAuto it streams, and falls back to long-polling only when streaming itself is
+// broken: a stream that fails while the control plane answers other calls (a proxy that buffers
+// or cuts streams). A stream that fails because the control plane is away does not count: an
+// outage ends with the runner back on its stream. Once polling, it tries the stream again every
+// streamRetryInterval, and a stream that comes up clears the count.
 func (r *Runner) receive(ctx context.Context) error {
 	backoff := 250 * time.Millisecond
 	streamFailures := 0
+	var polling time.Time // when auto fell back to polling
 	for ctx.Err() == nil {
+		if r.opts.Transport == TransportAuto && streamFailures >= streamFailuresToPoll && time.Since(polling) >= streamRetryInterval {
+			streamFailures = streamFailuresToPoll - 1 // one more try; a failure polls again
+			r.log.Info("trying the stream again after polling", "for", time.Since(polling).Round(time.Second))
+		}
 		useStream := r.opts.Transport == TransportStream || (r.opts.Transport == TransportAuto && streamFailures < streamFailuresToPoll)
 		var err error
 		var got bool
@@ -151,6 +163,9 @@ func (r *Runner) receive(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		if useStream && got {
+			streamFailures = 0
+		}
 		if err == nil {
 			backoff = 250 * time.Millisecond
 			continue
@@ -161,8 +176,12 @@ func (r *Runner) receive(ctx context.Context) error {
 		if got {
 			backoff = 250 * time.Millisecond
 		}
-		if useStream && !got {
+		if useStream && !got && r.opts.Transport == TransportAuto && r.reachable(ctx) {
 			streamFailures++
+			if streamFailures == streamFailuresToPoll {
+				polling = time.Now()
+				r.log.Warn("the stream keeps failing while the control plane answers; long-polling instead", "err", err, "retry_stream_in", streamRetryInterval)
+			}
 		}
 		wait := backoff/2 + rand.N(backoff/2+1) // jitter
 		r.log.Warn("connection to the control plane failed; retrying", "err", err, "in", wait.Round(time.Millisecond), "stream", useStream)
@@ -174,6 +193,15 @@ func (r *Runner) receive(ctx context.Context) error {
 		backoff = min(backoff*2, maxReconnectBackoff)
 	}
 	return nil
+}
+
+// reachable reports whether the control plane answers a call other than the stream: a
+// heartbeat without leases, which creates no session and changes nothing.
+func (r *Runner) reachable(ctx context.Context) bool {
+	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := unary(hctx, r.c.token, r.c.heartbeat, &runnerv1.HeartbeatRequest{})
+	return err == nil
 }
 
 func isAuthError(err error) bool {
