@@ -41,7 +41,7 @@ const (
 	DefaultConcurrency   = 2
 	maxReconnectBackoff  = 30 * time.Second
 	streamFailuresToPoll = 3
-	streamRetryInterval  = time.Minute // while auto polls, how often it tries the stream again
+	streamRetryInterval  = time.Minute     // while auto polls, how often it tries the stream again
 	fenceMargin          = 3 * time.Second // stop a job this long before its unrenewed lease expires (at most a tenth of the lease)
 )
 
