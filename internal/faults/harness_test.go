@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -297,16 +296,4 @@ func (cp *controlPlane) waitFinished(limit time.Duration, ids ...string) []clien
 func (cp *controlPlane) log(id string) string {
 	b, _ := cp.admin.BuildLog(context.Background(), id, 0)
 	return string(b)
-}
-
-// countLines counts the lines of file p equal to line (0 when p does not exist).
-func countLines(p, line string) int {
-	b, _ := os.ReadFile(p)
-	n := 0
-	for _, l := range strings.Split(string(b), "\n") {
-		if l == line {
-			n++
-		}
-	}
-	return n
 }

@@ -36,7 +36,9 @@ func TestFaultTunnelSilentDeath(t *testing.T) {
 		t.Fatal(err)
 	}
 	stopped := time.Now()
-	closed := func() int { return countLogLines(cp.proc.out.String(), `msg="runtime connection closed"`, "component=tunnel") }
+	closed := func() int {
+		return countLogLines(cp.proc.out.String(), `msg="runtime connection closed"`, "component=tunnel")
+	}
 	limit := 2 * (wire.PingInterval + wire.PingTimeout)
 	var took time.Duration
 	for time.Since(stopped) < limit && closed() < 2 {

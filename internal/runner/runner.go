@@ -120,6 +120,15 @@ func New(opts Options, exec executor.Executor, hc *http.Client, log *slog.Logger
 // Run takes and runs builds until ctx ends. On return no step of this runner runs any more;
 // builds it held are left to their leases (the control plane requeues or fails them).
 func (r *Runner) Run(ctx context.Context) error {
+	if sw, ok := r.exec.(sweeper); ok {
+		swept, err := sw.Sweep(ctx)
+		if err != nil {
+			r.log.Warn("clean up what earlier runs left", "err", err)
+		}
+		if len(swept) > 0 {
+			r.log.Info("cleaned up builds an earlier run of a runner left behind", "workspaces", swept)
+		}
+	}
 	hbCtx, stopHB := context.WithCancel(ctx)
 	defer stopHB()
 	go r.heartbeats(hbCtx)
@@ -131,6 +140,12 @@ func (r *Runner) Run(ctx context.Context) error {
 	r.mu.Unlock()
 	r.wg.Wait()
 	return err
+}
+
+// sweeper is an executor that can clean up what runners that are gone left behind (workspaces,
+// step processes) before this runner takes builds.
+type sweeper interface {
+	Sweep(ctx context.Context) ([]string, error)
 }
 
 // receive takes messages from the control plane until ctx ends.
