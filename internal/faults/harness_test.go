@@ -297,3 +297,7 @@ func (cp *controlPlane) log(id string) string {
 	b, _ := cp.admin.BuildLog(context.Background(), id, 0)
 	return string(b)
 }
+
+func runnerRequest(name string) client.RegisterRunnerRequest {
+	return client.RegisterRunnerRequest{Name: name}
+}

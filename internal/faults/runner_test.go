@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -88,7 +89,11 @@ steps:
 		return float64(fi.ModTime().UnixNano()) / 1e9
 	}
 	overlap := time.Duration(max(lastBeat(child)-retriedAt, lastBeat(daemon)-retriedAt, 0) * float64(time.Second)) // the retry lasts 2 s
+	// The runner removes a build's workspace right after reporting it: give it a moment.
 	leftDirs := len(workspaces(work))
+	for deadline := time.Now().Add(10 * time.Second); leftDirs > 0 && time.Now().Before(deadline); leftDirs = len(workspaces(work)) {
+		time.Sleep(50 * time.Millisecond)
+	}
 	stillAlive := growing(child, daemon)
 	row(t, "5", "seconds the dead runner's step processes overlapped the retried step", overlap)
 	row(t, "5", "workspaces and step processes left once the restarted runner finished the build", leftDirs+stillAlive)
@@ -98,4 +103,41 @@ steps:
 	if alive != 0 || stillAlive != 0 || leftDirs != 0 || overlap > 0 {
 		t.Fatalf("%d step processes outlived their runner, %d still run, %d workspaces left, %s of overlap", alive, stillAlive, leftDirs, overlap)
 	}
+}
+
+// Item 8: `freshet up` exits within its shutdown timeout (plus a small bound) after SIGTERM,
+// also while its in-process runner is in the middle of a build, and the build's step does not
+// outlive it.
+func TestFaultUpShutdownWithinTimeout(t *testing.T) {
+	const timeout = 5 * time.Second
+	cp := newControlPlane(t, "up", "--shutdown-timeout", timeout.String())
+	marks := t.TempDir()
+	t.Cleanup(func() { os.WriteFile(filepath.Join(marks, "stop"), nil, 0o600) })
+	ref := cp.pipeline("long", `version: '1.0'
+steps:
+  first:
+    commands: ['echo first']
+  long:
+    commands:
+      - 'while [ ! -e "$MARKS/stop" ]; do echo beat >> "$MARKS/beat"; echo "still working"; sleep 0.1; done'
+  after:
+    commands: ['echo after']
+`)
+	b := cp.run(ref, map[string]string{"MARKS": marks})
+	beat := filepath.Join(marks, "beat")
+	waitFor(t, 30*time.Second, "the long step running", func() bool { return growing(beat) == 1 })
+
+	cp.proc.cmd.Process.Signal(syscall.SIGTERM)
+	took, exited := cp.proc.waitExit(2 * time.Minute)
+	row(t, "8", "seconds for freshet up to exit after SIGTERM mid-build (shutdown-timeout 5 s, "+backend()+")", took)
+	if !exited {
+		t.Fatalf("freshet up still running 2 minutes after SIGTERM")
+	}
+	if n := growing(beat); n != 0 {
+		t.Errorf("the build's step outlived freshet up")
+	}
+	if bound := timeout + 5*time.Second; took > bound {
+		t.Fatalf("freshet up took %s to exit, want within the shutdown timeout %s plus a small bound", took.Round(100*time.Millisecond), timeout)
+	}
+	_ = b
 }
