@@ -47,7 +47,7 @@ const (
 	DefaultConcurrency = 2
 	// DefaultShutdownTimeout is how long a runner takes at most to stop after SIGTERM.
 	DefaultShutdownTimeout = 10 * time.Second
-	maxReconnectBackoff    = 30 * time.Second
+	maxReconnectBackoff    = 5 * time.Second // so a runner is back on its stream within seconds of an outage's end
 	streamFailuresToPoll   = 3
 	streamRetryInterval    = time.Minute     // while auto polls, how often it tries the stream again
 	fenceMargin            = 3 * time.Second // stop a job this long before its unrenewed lease expires (at most a tenth of the lease)
