@@ -54,7 +54,7 @@ bench-gitops: devcluster-build
 ## is set); prints its measurements as a table (see docs/benchmarks.md, "Faults")
 faults:
 	@log=$$(mktemp); $(GO) test -count=1 -v -timeout 10m -run Fault ./internal/faults/ > $$log 2>&1; status=$$?; \
-	grep -E '^(--- |ok|FAIL|panic)' $$log; [ $$status -eq 0 ] || grep -vE '^(=== |    .*level=)' $$log | tail -40; \
+	grep -E '^(--- |ok|FAIL|panic)' $$log; [ $$status -eq 0 ] || grep -vE '^=== |level=DEBUG' $$log | tail -60; \
 	echo; printf '%-5s | %-84s | %s\n' item what value; \
 	grep -o 'FAULT|.*' $$log | awk -F'|' '{ printf "%-5s | %-84s | %s\n", $$2, $$3, $$4 }'; \
 	rm -f $$log; exit $$status

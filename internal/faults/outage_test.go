@@ -22,7 +22,9 @@ import (
 // know whether the control plane gave the build to another runner), and the control plane
 // requeues the builds when it is back. The runner keeps what its finished steps did — results,
 // exports, logs, the workspace — and reports it when it can, so when it takes a build up again
-// only the step it interrupted runs again.
+// only the step it interrupted runs again. Half the builds are held in their second step until
+// the control plane is back (so the runner interrupts them); the other half finish every step
+// during the outage (so only their reports wait).
 func TestFaultFinishedStepsNotRunAgainAfterOutage(t *testing.T) {
 	const ttl = 3 * time.Second
 	const builds = 4
@@ -37,7 +39,7 @@ steps:
       - cf_export FROM_ONE=kept
   two:
     commands:
-      - 'for i in $(seq 1 20); do echo "line $i"; sleep 0.1; done'
+      - 'if [ -n "$HOLD" ]; then while [ ! -e "$MARKS/back" ]; do sleep 0.1; done; else sleep 0.3; fi'
       - 'echo ran >> "$MARKS/$CF_BUILD_ID.two"'
   three:
     commands:
@@ -45,8 +47,12 @@ steps:
       - 'echo ran >> "$MARKS/$CF_BUILD_ID.three"'
 `)
 	var ids []string
-	for range builds {
-		ids = append(ids, cp.run(ref, map[string]string{"MARKS": marks}).ID)
+	for i := range builds {
+		vars := map[string]string{"MARKS": marks}
+		if i%2 == 0 {
+			vars["HOLD"] = "1"
+		}
+		ids = append(ids, cp.run(ref, vars).ID)
 	}
 	waitFor(t, 30*time.Second, "every build past step one", func() bool {
 		for _, id := range ids {
@@ -60,6 +66,9 @@ steps:
 	time.Sleep(3 * ttl)
 	cp.start()
 	restarted := time.Now()
+	if err := os.WriteFile(filepath.Join(marks, "back"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	final := cp.waitFinished(50*time.Second, ids...)
 	row(t, "6", "seconds from restart until every build finished ("+backend()+")", time.Since(restarted))
 

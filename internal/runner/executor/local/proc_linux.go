@@ -116,17 +116,16 @@ func stepAttr() *syscall.SysProcAttr {
 }
 
 // watchdogScript waits; when the runner dies (its parent-death signal, SIGUSR1) it SIGKILLs
-// every process tagged with the build's prefix (those that left the group) and then its own
-// process group, which is the step's. It ignores SIGTERM: a step being stopped gets its grace
-// period, and the watchdog dies with the group at the end of every step.
+// every process tagged with the build's prefix (those that left the group; one grep reads every
+// environment, so this takes milliseconds) and then its own process group, which is the step's.
+// It ignores SIGTERM: a step being stopped gets its grace period, and the watchdog dies with the
+// group at the end of every step.
 const watchdogScript = `trap '' TERM INT HUP
 sweep() {
-	for d in /proc/[0-9]*; do
-		p=${d#/proc/}
-		[ "$p" = "$$" ] && continue
-		case "$(tr '\0' '\n' < "$d/environ" 2>/dev/null)" in
-		*"FRESHET_PROCESS_TAG=$FRESHET_WATCHDOG_PREFIX"*) kill -s KILL "$p" 2>/dev/null ;;
-		esac
+	for f in $(grep -laF "FRESHET_PROCESS_TAG=$FRESHET_WATCHDOG_PREFIX" /proc/[0-9]*/environ 2>/dev/null); do
+		p=${f#/proc/}
+		p=${p%/environ}
+		[ "$p" = "$$" ] || kill -s KILL "$p" 2>/dev/null
 	done
 }
 trap 'sweep; kill -s KILL 0' USR1
