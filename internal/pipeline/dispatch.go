@@ -71,7 +71,7 @@ func NewDispatcher(svc *Service, nc *nats.Conn, log *slog.Logger) *Dispatcher {
 	d := &Dispatcher{svc: svc, db: svc.db, log: log, nc: nc, now: time.Now, wake: make(chan struct{}, 1), done: make(chan struct{}),
 		sessions: map[*session]struct{}{}, offers: map[string]time.Time{}, polls: map[string]*session{}}
 	d.leaseTTL.Store(int64(runnerv1.LeaseTTL))
-	svc.SetDispatcherHook(d.Wake)
+	svc.queued = d.Wake
 	return d
 }
 

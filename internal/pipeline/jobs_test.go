@@ -28,7 +28,7 @@ func TestJobBuiltinVariables(t *testing.T) {
 	if err := db.CreateAccount(ctx, acct); err != nil {
 		t.Fatal(err)
 	}
-	s := New(db, audit.NewLog(db, log), keys, log)
+	s := New(Deps{Store: db, Audit: audit.NewLog(db, log), Keys: keys, Log: log})
 	p := rbac.Principal{AccountID: acct.ID, Email: "admin@acme.test", Role: rbac.Admin}
 	if _, err := s.CreateProject(ctx, p, "app"); err != nil {
 		t.Fatal(err)

@@ -68,7 +68,7 @@ type Service struct {
 	log   *slog.Logger
 	now   func() time.Time
 	// queued is called after a build is queued or a build's state changes in a way the
-	// dispatcher must see (the Dispatcher's Wake).
+	// dispatcher must see: the Wake of the Dispatcher made for this Service.
 	queued func()
 	// baseURL is the server's public URL, for CF_BUILD_URL.
 	baseURL string
@@ -80,9 +80,33 @@ type Service struct {
 	specs SpecSource
 }
 
-// New returns a Service. db is the *store.DB (see Store).
-func New(db Store, a *audit.Log, keys Keyring, log *slog.Logger) *Service {
-	return &Service{db: db, audit: a, keys: keys, log: log, now: time.Now, queued: func() {}}
+// Deps is what a Service is built from.
+type Deps struct {
+	Store Store      // the *store.DB
+	Audit *audit.Log // records every change
+	Keys  Keyring    // encrypts secret values at rest
+	Log   *slog.Logger
+	// Specs reads pipelines' specs kept in git; nil: a pipeline's specRepo is refused.
+	Specs SpecSource
+	// BaseURL is the URL users reach the server at, for links in builds (CF_BUILD_URL).
+	BaseURL string
+	// OnCronChange is called when cron triggers are created or deleted (the cron executor's
+	// Reload); it must not block.
+	OnCronChange func()
+	// OnPush is called with the events of every verified webhook delivery (whether or not a
+	// trigger fires), before builds are queued, so that pushes also reach the account's GitOps
+	// runtimes; it must not block.
+	OnPush func(ctx context.Context, accountID string, evs []webhook.Event)
+}
+
+// New returns a Service built from d. Its dispatcher is made with NewDispatcher.
+func New(d Deps) *Service {
+	log := d.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{db: d.Store, audit: d.Audit, keys: d.Keys, log: log, now: time.Now, queued: func() {},
+		baseURL: strings.TrimRight(d.BaseURL, "/"), specs: d.Specs, onCronChange: d.OnCronChange, onPush: d.OnPush}
 }
 
 // SpecSource reads a file from a git repository at a revision (a branch, tag or SHA; empty
@@ -90,15 +114,6 @@ func New(db Store, a *audit.Log, keys Keyring, log *slog.Logger) *Service {
 type SpecSource interface {
 	ReadSpec(ctx context.Context, repoURL string, creds map[string]string, revision, path string) (data []byte, sha string, err error)
 }
-
-// SetSpecSource lets pipelines keep their spec in git.
-func (s *Service) SetSpecSource(src SpecSource) { s.specs = src }
-
-// SetDispatcherHook sets the function called when there is new work for runners.
-func (s *Service) SetDispatcherHook(f func()) { s.queued = f }
-
-// SetBaseURL sets the server URL used in CF_BUILD_URL.
-func (s *Service) SetBaseURL(u string) { s.baseURL = strings.TrimRight(u, "/") }
 
 func validName(field, v string) error {
 	if !nameRE.MatchString(v) {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/freshet-dev/freshet/internal/audit"
+	"github.com/freshet-dev/freshet/internal/cron"
 	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/pipeline"
 	"github.com/freshet-dev/freshet/internal/rbac"
@@ -37,7 +39,7 @@ func newFixture(t *testing.T, db *store.DB) fixture {
 	if err := db.CreateAccount(context.Background(), acct); err != nil {
 		t.Fatal(err)
 	}
-	return fixture{db: db, keys: keys, svc: pipeline.New(db, audit.NewLog(db, log), keys, log),
+	return fixture{db: db, keys: keys, svc: pipeline.New(pipeline.Deps{Store: db, Audit: audit.NewLog(db, log), Keys: keys, Log: log}),
 		p: rbac.Principal{AccountID: acct.ID, Email: "admin@acme.test", Role: rbac.Admin}}
 }
 
@@ -197,8 +199,11 @@ func TestUndecodableStoredJSONIsAnError(t *testing.T) {
 		wantErr("Run", err, pl.ID)
 		_, err = f.svc.ListTriggers(ctx, f.p, pl.ID)
 		wantErr("ListTriggers", err, bad.ID)
-		_, err = f.svc.CronTriggers(ctx)
-		wantErr("CronTriggers", err, bad.ID)
+		// The cron executor loads every account's schedules at once: one unreadable trigger is
+		// left out (and logged), not a failure of all of them.
+		if scheds, err := f.svc.CronTriggers(ctx); err != nil || slices.ContainsFunc(scheds, func(sc cron.Schedule) bool { return sc.ID == bad.ID }) {
+			t.Errorf("CronTriggers = %+v, %v: want the unreadable trigger %s left out, no error", scheds, err, bad.ID)
+		}
 		_, err = f.svc.ListContexts(ctx, f.p)
 		wantErr("ListContexts", err, "creds")
 		_, err = f.svc.GetContext(ctx, f.p, "creds", false)

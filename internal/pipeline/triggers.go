@@ -336,13 +336,3 @@ func (s *Service) cronChanged() {
 		s.onCronChange()
 	}
 }
-
-// SetCronHook sets the function called when cron triggers change.
-func (s *Service) SetCronHook(f func()) { s.onCronChange = f }
-
-// SetPushHook sets a function called with the events of every verified webhook delivery
-// (whether or not a trigger fires), before builds are queued: the server passes pushes on to
-// the account's GitOps runtimes. It must not block.
-func (s *Service) SetPushHook(f func(ctx context.Context, accountID string, evs []webhook.Event)) {
-	s.onPush = f
-}

@@ -86,7 +86,7 @@ func TestTreeFromTheRuntime(t *testing.T) {
 	ft := &fakeTunnel{do: func(TunnelRuntime, *http.Request) (*http.Response, error) {
 		return nil, fmt.Errorf("runtime edge is not connected: %w", ErrNotConnected)
 	}}
-	s.SetTunnel(ft)
+	s.tunnel = ft
 	if _, err := s.Tree(ctx, p, web); !errors.Is(err, ErrDisconnected) || !strings.Contains(err.Error(), "edge is disconnected") {
 		t.Fatalf("disconnected: %v", err)
 	}
@@ -186,7 +186,7 @@ func TestGitOpsWebhookNotifiesConnectedRuntimes(t *testing.T) {
 		}
 		return answer(200, `{"refreshed":1}`)
 	}}
-	s.SetTunnel(ft)
+	s.tunnel = ft
 	admin := rbac.Principal{AccountID: edge.AccountID, UserID: "usr_a", Email: "a@acme.test", Role: rbac.Admin}
 
 	// Nothing is accepted before the account has a secret.

@@ -31,9 +31,7 @@ type inProcessProvisioner struct {
 var _ runtimes.Provisioner = (*inProcessProvisioner)(nil)
 
 func newInProcessProvisioner(s *Server, log *slog.Logger) *inProcessProvisioner {
-	p := &inProcessProvisioner{s: s, log: log, running: map[string]context.CancelFunc{}, pending: map[string]string{}}
-	s.hosted = p
-	return p
+	return &inProcessProvisioner{s: s, log: log, running: map[string]context.CancelFunc{}, pending: map[string]string{}}
 }
 
 func (p *inProcessProvisioner) Provision(ctx context.Context, rt runtimes.Runtime, token string) error {
