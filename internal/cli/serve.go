@@ -140,8 +140,11 @@ func (a *app) serve(ctx context.Context, opts server.Options, local bool, kube k
 		srv.Close()
 		return err
 	}
+	// It reaches what the operator's policy allows tenants' URLs to reach (the kubeconfig is
+	// the operator's own and is not a tenant's URL).
 	rt, err := agent.New(agent.Options{Server: url, Token: rtToken, AccessMode: "tunnel", Version: version.Version,
-		Kubeconfig: kube.kubeconfig, Context: kube.context, DataDir: rtDir, InstallRepo: git.Repo{URL: repoURL}, Engine: kube.engine},
+		Kubeconfig: kube.kubeconfig, Context: kube.context, DataDir: rtDir, InstallRepo: git.Repo{URL: repoURL}, Engine: kube.engine,
+		Policy: srv.URLPolicy()},
 		nil, log.With("component", "runtime"))
 	if err != nil {
 		srv.Close()

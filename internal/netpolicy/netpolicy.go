@@ -100,6 +100,25 @@ func (p *Policy) CheckRepoURL(field, raw string) error {
 	return p.checkHost(field, repourl.Redact(raw), u.Hostname())
 }
 
+// CheckRepoURLNow is CheckRepoURL plus, for a network URL naming a host, a check of the
+// addresses the name resolves to now: for URLs kept now and dialed later (an application's
+// repository), so the caller hears at once what the dialer would refuse then. A name that does
+// not resolve passes; the dialer decides when it does.
+func (p *Policy) CheckRepoURLNow(ctx context.Context, field, raw string) error {
+	if err := p.CheckRepoURL(field, raw); err != nil {
+		return err
+	}
+	u, err := repourl.Parse(raw)
+	if err != nil || u.Scheme == "file" {
+		return err
+	}
+	var refused *Error
+	if _, err := p.Resolve(ctx, u.Hostname()); errors.As(err, &refused) {
+		return errdefs.Invalid(field, repourl.Redact(raw), fmt.Sprintf("names %s, which resolves to %s, %s: %s", refused.Host, refused.Addr, refused.What, refused.Allowed))
+	}
+	return nil
+}
+
 // LocalRepo checks a file:// URL or absolute path like CheckRepoURL and returns the
 // repository's path with symlinks resolved: the path to hand to git, so that what is read is
 // what was checked.

@@ -1,6 +1,7 @@
 package netpolicy_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -315,6 +316,9 @@ func TestDescribeKeepsRemoteBytesOut(t *testing.T) {
 			if err != nil {
 				return
 			}
+			// Like a line-based internal service: it reads the request line, then answers in its
+			// own protocol.
+			bufio.NewReader(c).ReadString('\n')
 			io.WriteString(c, "-ERR internal-redis-banner secret\r\n")
 			c.Close()
 		}

@@ -68,7 +68,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet, d Defaults) {
 // Validate names the first bad option.
 func (o Options) Validate() error {
 	for _, d := range o.FileRepoDirs {
-		if d != "none" && !filepath.IsAbs(d) {
+		if !filepath.IsAbs(d) {
 			return errdefs.Invalid(FlagFileRepos, d, "is not an absolute directory path")
 		}
 	}
@@ -111,9 +111,6 @@ func (o Options) Policy(deny ...string) (*Policy, error) {
 	}
 	p := &Policy{resolver: o.Resolver, proxies: envProxies()}
 	for _, d := range o.FileRepoDirs {
-		if d == "none" {
-			continue
-		}
 		p.fileDirs = append(p.fileDirs, resolvePath(filepath.Clean(d)))
 	}
 	for _, d := range deny {

@@ -12,6 +12,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/cron"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/identity"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 )
 
 // Defaults.
@@ -40,6 +41,9 @@ type Options struct {
 	MasterKeyFile   string
 	AdvertiseURL    string
 	Cron            cron.Options
+	// Net is the operator's policy for URLs from tenants: file:// repositories, private
+	// networks, git provider hosts (see netpolicy).
+	Net netpolicy.Options
 }
 
 // DefaultDataDir is $XDG_DATA_HOME/freshet, or ~/.local/share/freshet.
@@ -74,6 +78,11 @@ func (o *Options) BindFlags(fs *pflag.FlagSet, local bool) {
 	o.Cron.BindFlags(fs)
 	fs.StringVar(&o.AdvertiseURL, "advertise-url", "", "the URL other replicas reach this one at (needed with FRESHET_TUNNEL_HOP_SECRET to forward tunnel requests between replicas)")
 	fs.StringVar(&o.MasterKeyFile, "master-key-file", "", "file of the master keys that encrypt secrets (default: FRESHET_MASTER_KEY, else master.key in --data-dir, created on first start)")
+	netDefaults := netpolicy.ServerDefaults
+	if local {
+		netDefaults = netpolicy.LocalDefaults
+	}
+	o.Net.BindFlags(fs, netDefaults)
 }
 
 // Validate checks the options and names the first bad one.
@@ -111,7 +120,7 @@ func (o *Options) Validate() error {
 	if err := o.Cron.Validate(); err != nil {
 		return err
 	}
-	return nil
+	return o.Net.Validate()
 }
 
 // DSN returns the database to open: DB, or the SQLite file in DataDir.

@@ -35,6 +35,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/events"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/identity"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/pipeline"
 	"github.com/freshet-dev/freshet/internal/runtimes"
 	"github.com/freshet-dev/freshet/internal/secrets"
@@ -63,6 +64,7 @@ type Server struct {
 	elector  *cron.Elector
 	cron     *cron.Executor
 	hosted   *inProcessProvisioner
+	policy   *netpolicy.Policy // the operator's, for URLs from tenants
 	handler  http.Handler
 	metrics  *prometheus.Registry
 	ln       net.Listener
@@ -94,12 +96,16 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	s.pipes = pipeline.New(s.db, s.audit, keys, log.With("component", "pipelines"))
-	cache, err := git.NewCache(filepath.Join(opts.DataDir, "git"), git.Options{})
+	if s.policy, err = opts.Net.Policy(opts.DataDir); err != nil {
+		s.Close()
+		return nil, err
+	}
+	cache, err := git.NewCache(filepath.Join(opts.DataDir, "git"), git.Options{Policy: s.policy})
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("git cache: %w", err)
 	}
-	s.pipes.SetSpecSource(gitSpecs{cache: cache})
+	s.pipes.SetSpecSource(gitSpecs{cache: cache, policy: s.policy})
 	s.elector = cron.NewElector(s.db, cron.LeaseName, "", opts.Cron.LeaseTTL, log.With("component", "cron"))
 	fire := func(ctx context.Context, sc cron.Schedule, at time.Time) error {
 		return s.pipes.FireCron(ctx, sc.ID, cron.FireKey(sc.ID, at), at)
@@ -217,6 +223,10 @@ func (s *Server) LocalRuntimeToken(ctx context.Context) (string, error) {
 	}
 	return s.runtimes.EnsureRuntime(ctx, a.ID, "local", filepath.Join(s.opts.DataDir, "runtime.token"))
 }
+
+// URLPolicy is the operator's policy for URLs from tenants, which runtimes inside this process
+// (hosted ones, `freshet up`'s) apply too.
+func (s *Server) URLPolicy() *netpolicy.Policy { return s.policy }
 
 // Identity returns the identity service (for provisioning and tests).
 func (s *Server) Identity() *identity.Service { return s.identity }
