@@ -1,10 +1,10 @@
 package netpolicy
 
 import (
-	"fmt"
 	"net"
 	"net/netip"
 	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -116,7 +116,7 @@ func (o Options) Policy(deny ...string) (*Policy, error) {
 	for _, d := range deny {
 		abs, err := filepath.Abs(d)
 		if err != nil {
-			return nil, fmt.Errorf("netpolicy: %s: %w", d, err)
+			abs = filepath.Clean(d) // no working directory: a relative dir is denied as written
 		}
 		p.denyDirs = append(p.denyDirs, abs, resolvePath(abs))
 	}
@@ -136,13 +136,17 @@ func (o Options) Policy(deny ...string) (*Policy, error) {
 	return p, nil
 }
 
-// envProxies are the HTTP(S) proxies the environment configures (HTTP_PROXY, HTTPS_PROXY):
+// envProxies are the proxies the environment configures (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY):
 // the operator's, so the dialer may reach them wherever they are. A proxied request's target
 // is checked by name before it is handed to the proxy.
 func envProxies() map[string]bool {
 	out := map[string]bool{}
 	cfg := httpproxy.FromEnvironment()
-	for _, raw := range []string{cfg.HTTPProxy, cfg.HTTPSProxy} {
+	all := os.Getenv("ALL_PROXY")
+	if all == "" {
+		all = os.Getenv("all_proxy")
+	}
+	for _, raw := range []string{cfg.HTTPProxy, cfg.HTTPSProxy, all} {
 		if raw == "" {
 			continue
 		}

@@ -25,7 +25,8 @@ import (
 //     the cache passes its policy in the context of every network operation, so redirects are
 //     checked too.
 //   - ssh: go-git dials through a proxy dialer when ProxyOptions name one; the cache names a
-//     dialer type registered here that dials through its policy.
+//     dialer type registered here that dials through its policy (and ALL_PROXY, as go-git
+//     would, after checking the target).
 //   - git://: go-git dials the host itself, so the cache resolves and checks the host and hands
 //     go-git the address it checked.
 //   - file://: the cache hands go-git the path with symlinks resolved, as the policy checked it.
@@ -62,13 +63,39 @@ func registerSSHPolicy(p *netpolicy.Policy) string {
 	return id
 }
 
+// policyDialer dials ssh through a policy, and through the environment's ALL_PROXY (as
+// go-git does without a policy) after checking the target.
 type policyDialer struct{ p *netpolicy.Policy }
 
 func (d policyDialer) Dial(network, addr string) (net.Conn, error) {
-	return d.p.DialContext(context.Background(), network, addr)
+	return d.DialContext(context.Background(), network, addr)
 }
 
 func (d policyDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	via := proxy.FromEnvironmentUsing(direct(d))
+	if _, ok := via.(direct); !ok {
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := d.p.Resolve(ctx, host); err != nil {
+			return nil, err
+		}
+	}
+	if cd, ok := via.(proxy.ContextDialer); ok {
+		return cd.DialContext(ctx, network, addr)
+	}
+	return via.Dial(network, addr)
+}
+
+// direct connects through the policy's own dialer.
+type direct struct{ p *netpolicy.Policy }
+
+func (d direct) Dial(network, addr string) (net.Conn, error) {
+	return d.p.DialContext(context.Background(), network, addr)
+}
+
+func (d direct) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	return d.p.DialContext(ctx, network, addr)
 }
 

@@ -48,7 +48,9 @@ func TestHostAppliesItsPolicy(t *testing.T) {
 		}
 		rec := httptest.NewRecorder()
 		api.ServeHTTP(rec, req)
-		var e struct{ Error struct{ Field, Message string } }
+		var e struct {
+			Error struct{ Field, Message string }
+		}
 		_ = json.Unmarshal(rec.Body.Bytes(), &e)
 		return rec.Code, e.Error.Field, rec.Body.String()
 	}
