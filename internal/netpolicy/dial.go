@@ -102,9 +102,9 @@ func FromContext(ctx context.Context) *Policy {
 }
 
 // HTTPClient returns a client whose connections p checks (redirects included), with the
-// timeout (0: none).
+// timeout (0: none). It keeps no idle connections: it is made per call.
 func (p *Policy) HTTPClient(timeout time.Duration) *http.Client {
-	return &http.Client{Timeout: timeout, Transport: newTransport(func(context.Context) *Policy { return p }, false)}
+	return &http.Client{Timeout: timeout, Transport: newTransport(func(context.Context) *Policy { return p })}
 }
 
 // ContextTransport returns a transport that checks each request's connections against the
@@ -113,10 +113,10 @@ func (p *Policy) HTTPClient(timeout time.Duration) *http.Client {
 // context. Its connections are not kept alive, so a connection one policy allowed is never
 // reused under another.
 func ContextTransport() *http.Transport {
-	return newTransport(FromContext, true)
+	return newTransport(FromContext)
 }
 
-func newTransport(pick func(context.Context) *Policy, noKeepAlive bool) *http.Transport {
+func newTransport(pick func(context.Context) *Policy) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	plain := &net.Dialer{Timeout: DialTimeout, KeepAlive: DialKeepAlive}
 	t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -138,7 +138,7 @@ func newTransport(pick func(context.Context) *Policy, noKeepAlive bool) *http.Tr
 		}
 		return u, nil
 	}
-	t.DisableKeepAlives = noKeepAlive
+	t.DisableKeepAlives = true
 	return t
 }
 

@@ -67,16 +67,6 @@ func (p *Policy) WithOwnRepo(dir string) *Policy {
 	return &q
 }
 
-// AllowsAllNetworks reports whether every address may be reached.
-func (p *Policy) AllowsAllNetworks() bool {
-	for _, a := range []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("169.254.169.254"), netip.MustParseAddr("::1"), netip.MustParseAddr("fe80::1")} {
-		if p.checkAddr(a) != "" {
-			return false
-		}
-	}
-	return true
-}
-
 // CheckRepoURL checks a git repository URL (any form repourl.Parse accepts) for field: a
 // file:// URL or absolute path must be inside a directory the operator allows and not in the
 // data directory (after symlinks are resolved); a network URL must not name a refused address

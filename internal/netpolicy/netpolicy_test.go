@@ -334,9 +334,3 @@ func TestDescribeKeepsRemoteBytesOut(t *testing.T) {
 		t.Errorf("Describe(dial) = %q", d)
 	}
 }
-
-func TestAllowsAllNetworks(t *testing.T) {
-	if !netpolicy.Unrestricted().AllowsAllNetworks() || policy(t, netpolicy.Options{PrivateNetworks: []string{"private"}}).AllowsAllNetworks() {
-		t.Fatal("AllowsAllNetworks is wrong")
-	}
-}
