@@ -60,7 +60,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet, d Defaults) {
 	fs.StringSliceVar(&o.FileRepoDirs, FlagFileRepos, d.FileRepoDirs,
 		"directories whose git repositories tenants may name with file:// URLs (\"/\": any); never the data dir, never file://localhost")
 	fs.StringSliceVar(&o.PrivateNetworks, FlagPrivateNetworks, d.PrivateNetworks,
-		"address ranges otherwise refused that URLs from tenants may reach: CIDRs, or loopback, private, link-local, all (default: public addresses only)")
+		"address ranges otherwise refused that URLs from tenants may reach: CIDRs, addresses, or loopback, private, link-local, all; empty: public addresses only")
 	fs.StringSliceVar(&o.ProviderHosts, FlagProviderHosts, d.ProviderHosts,
 		"git provider API hosts (host or host:port) tenants may list repositories from besides "+strings.Join(SaaSProviderHosts, ", ")+` ("*": any)`)
 }
