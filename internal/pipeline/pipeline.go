@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -110,8 +109,11 @@ func New(d Deps) *Service {
 }
 
 // SpecSource reads a file from a git repository at a revision (a branch, tag or SHA; empty
-// means the default branch) and says which commit it read.
+// means the default branch) and says which commit it read. CheckRepoURL refuses, naming
+// field, a URL that is not a clone URL or that the operator's policy does not allow (a local
+// path, a private address); ReadSpec applies the same policy.
 type SpecSource interface {
+	CheckRepoURL(field, repoURL string) error
 	ReadSpec(ctx context.Context, repoURL string, creds map[string]string, revision, path string) (data []byte, sha string, err error)
 }
 
@@ -356,14 +358,14 @@ func (s *Service) checkPipelineInput(ctx context.Context, p rbac.Principal, in *
 	case in.SpecRepo != "" && strings.TrimSpace(in.SpecYAML) != "":
 		return errdefs.Invalid("specRepo", in.SpecRepo, "and spec are both set: keep the spec inline or in git, not both")
 	case in.SpecRepo != "":
-		if u, err := url.Parse(in.SpecRepo); err != nil || u.Host == "" && !strings.HasPrefix(in.SpecRepo, "git@") {
-			return errdefs.Invalid("specRepo", in.SpecRepo, "is not a clone URL (https://…, ssh://… or git@host:owner/repo)")
+		if s.specs == nil {
+			return errdefs.Invalid("specRepo", in.SpecRepo, "cannot be used: this server has no git access configured")
+		}
+		if err := s.specs.CheckRepoURL("specRepo", in.SpecRepo); err != nil {
+			return err
 		}
 		if in.SpecPath == "" {
 			in.SpecPath = "codefresh.yml"
-		}
-		if s.specs == nil {
-			return errdefs.Invalid("specRepo", in.SpecRepo, "cannot be used: this server has no git access configured")
 		}
 		if in.Config.SpecContext != "" {
 			if _, err := s.db.GetContext(ctx, p.AccountID, in.Config.SpecContext); err != nil {

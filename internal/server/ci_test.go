@@ -16,6 +16,7 @@ import (
 	"github.com/freshet-dev/freshet/client"
 	"github.com/freshet-dev/freshet/internal/runner"
 	"github.com/freshet-dev/freshet/internal/runner/executor/local"
+	"github.com/freshet-dev/freshet/internal/server"
 	"github.com/freshet-dev/freshet/internal/server/servertest"
 	"github.com/freshet-dev/freshet/internal/store"
 	"github.com/freshet-dev/freshet/internal/testenv/gitserver"
@@ -471,7 +472,8 @@ func TestRunnerLabelsSelectRunners(t *testing.T) {
 
 func TestSpecFromGitAtTheBuildsRevision(t *testing.T) {
 	ctx := context.Background()
-	s := servertest.Start(t, store.SQLite)
+	// The test's git server is on loopback, which the operator must allow for tenants' URLs.
+	s := servertest.StartWith(t, store.SQLite, servertest.Config{Edit: func(o *server.Options) { o.Net.PrivateNetworks = []string{"loopback"} }})
 	startRunner(t, s, registerRunner(t, s.Admin, "r1"), "r1", nil)
 	git := gitserver.New(t, gitserver.WithBasicAuth("bot", "bot-token-123"))
 	repo := git.NewRepo("svc")

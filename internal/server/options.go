@@ -14,6 +14,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/cron"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/identity"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 )
 
 // Defaults.
@@ -50,6 +51,9 @@ type Options struct {
 	// runnerv1.LeaseTTL). A build whose runner went silent is requeued about this long after
 	// its last heartbeat.
 	RunnerLeaseTTL time.Duration
+	// Net is the operator's policy for URLs from tenants: file:// repositories, private
+	// networks, git provider hosts (see netpolicy).
+	Net netpolicy.Options
 }
 
 // DefaultDataDir is $XDG_DATA_HOME/freshet, or ~/.local/share/freshet.
@@ -86,6 +90,11 @@ func (o *Options) BindFlags(fs *pflag.FlagSet, local bool) {
 	fs.StringVar(&o.PublicURL, "public-url", "", "the URL users reach Freshet at, for links in builds (CF_BUILD_URL) (default: the listen address's URL)")
 	fs.StringVar(&o.AdvertiseURL, "advertise-url", "", "the URL other replicas reach this one at (needed with FRESHET_TUNNEL_HOP_SECRET to forward tunnel requests between replicas)")
 	fs.StringVar(&o.MasterKeyFile, "master-key-file", "", "file of the master keys that encrypt secrets (default: FRESHET_MASTER_KEY, else master.key in --data-dir, created on first start)")
+	netDefaults := netpolicy.ServerDefaults
+	if local {
+		netDefaults = netpolicy.LocalDefaults
+	}
+	o.Net.BindFlags(fs, netDefaults)
 }
 
 // Validate checks the options and names the first bad one.
@@ -131,7 +140,7 @@ func (o *Options) Validate() error {
 	if err := o.Cron.Validate(); err != nil {
 		return err
 	}
-	return nil
+	return o.Net.Validate()
 }
 
 // DSN returns the database to open: DB, or the SQLite file in DataDir.

@@ -35,6 +35,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/events"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/identity"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/pipeline"
 	"github.com/freshet-dev/freshet/internal/runtimes"
 	"github.com/freshet-dev/freshet/internal/secrets"
@@ -63,6 +64,7 @@ type Server struct {
 	elector  *cron.Elector
 	cron     *cron.Executor
 	hosted   *inProcessProvisioner
+	policy   *netpolicy.Policy // the operator's, for URLs from tenants
 	handler  http.Handler
 	metrics  *prometheus.Registry
 	ln       net.Listener
@@ -103,7 +105,11 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
-	cache, err := git.NewCache(filepath.Join(opts.DataDir, "git"), git.Options{})
+	if s.policy, err = opts.Net.Policy(opts.DataDir); err != nil {
+		s.Close()
+		return nil, err
+	}
+	cache, err := git.NewCache(filepath.Join(opts.DataDir, "git"), git.Options{Policy: s.policy})
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("git cache: %w", err)
@@ -115,7 +121,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	// The hooks below call components built after the pipeline service; they run only once
 	// requests are served, when every component exists.
 	s.pipes = pipeline.New(pipeline.Deps{Store: s.db, Audit: s.audit, Keys: keys, Log: log.With("component", "pipelines"),
-		Specs: gitSpecs{cache: cache}, BaseURL: baseURL,
+		Specs: gitSpecs{cache: cache, policy: s.policy}, BaseURL: baseURL,
 		OnCronChange: func() { s.cron.Reload() },
 		// Verified pushes to CI triggers' webhooks also reach the account's GitOps runtimes.
 		OnPush: func(ctx context.Context, accountID string, evs []webhook.Event) {

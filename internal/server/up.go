@@ -101,8 +101,11 @@ func (s *Server) localAgents(ctx context.Context, local LocalOptions, log *slog.
 	if err != nil {
 		return nil, nil, fmt.Errorf("local runtime: %w", err)
 	}
+	// It reaches what the operator's policy allows tenants' URLs to reach (the kubeconfig is
+	// the operator's own and is not a tenant's URL).
 	rt, err := agent.New(agent.Options{Server: s.URL(), Token: rtToken, AccessMode: "tunnel", Version: version.Version,
-		Kubeconfig: local.Kubeconfig, Context: local.Context, DataDir: rtDir, InstallRepo: git.Repo{URL: repoURL}, Engine: local.Engine},
+		Kubeconfig: local.Kubeconfig, Context: local.Context, DataDir: rtDir, InstallRepo: git.Repo{URL: repoURL}, Engine: local.Engine,
+		Policy: s.policy},
 		nil, log.With("component", "runtime"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("local runtime: %w", err)
