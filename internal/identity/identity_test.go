@@ -1,12 +1,19 @@
 package identity
 
 import (
+	"context"
+	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/freshet-dev/freshet/internal/audit"
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/store"
+	"github.com/freshet-dev/freshet/internal/store/storetest"
 )
 
 func TestPasswordHash(t *testing.T) {
@@ -85,4 +92,80 @@ func TestAPIKeyStatus(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestParseAPIKeyTTL(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want time.Duration // -1: the default (nil)
+		bad  bool
+	}{
+		{"", -1, false},
+		{"0", 0, false},
+		{"0s", 0, false},
+		{"0h0m", 0, false},
+		{"1m", time.Minute, false},
+		{"1.5h", 90 * time.Minute, false},
+		{"720h", 720 * time.Hour, false},
+		{"0.5ns", 0, true}, // rounds to zero: would never expire
+		{"59s", 0, true},   // below the minimum
+		{"50ms", 0, true},  // below the minimum
+		{"90.5s", 0, true}, // not whole seconds
+		{"1m0.001s", 0, true},
+		{"-1h", 0, true},
+		{"soon", 0, true},
+	} {
+		d, err := ParseAPIKeyTTL(c.in)
+		switch {
+		case c.bad:
+			if !errors.Is(err, errdefs.ErrInvalid) || errdefs.Field(err) != "expiresIn" {
+				t.Errorf("%q: %v, %v; want an expiresIn error", c.in, d, err)
+			}
+		case err != nil:
+			t.Errorf("%q: %v", c.in, err)
+		case c.want < 0 && d != nil, c.want >= 0 && (d == nil || *d != c.want):
+			t.Errorf("%q = %v, want %v", c.in, d, c.want)
+		}
+	}
+}
+
+// newService is a Service on a fresh database of backend d, with a clock the test moves.
+func newService(t *testing.T, db *store.DB) (*Service, *time.Time) {
+	t.Helper()
+	log := slog.New(slog.DiscardHandler)
+	s := New(db, audit.NewLog(db, log), log)
+	now := time.Now()
+	s.now = func() time.Time { return now }
+	return s, &now
+}
+
+func TestExpiredAPIKeyStopsWorking(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s, now := newService(t, db)
+		res, err := s.Provision(ctx, "acme", "admin@acme.test", "admin-password")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := s.Login(ctx, "admin@acme.test", "admin-password", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ttl := MinAPIKeyTTL
+		k, tok, err := s.CreateAPIKey(ctx, p.Principal, CreateAPIKeyInput{Name: "short", ExpiresIn: &ttl})
+		if err != nil || !k.ExpiresAt.Equal(now.Add(ttl)) {
+			t.Fatalf("key = %+v, %v", k, err)
+		}
+		if kp, err := s.Authenticate(ctx, tok); err != nil || kp.AccountID != res.Account.ID {
+			t.Fatalf("fresh key: %+v, %v", kp, err)
+		}
+		*now = now.Add(ttl + time.Second)
+		if _, err := s.Authenticate(ctx, tok); !errors.Is(err, errdefs.ErrUnauthenticated) {
+			t.Fatalf("expired key: %v, want unauthenticated", err)
+		}
+		ks, _ := s.ListAPIKeys(ctx, p.Principal, paging.Page{})
+		if len(ks) != 1 || ks[0].Status != APIKeyExpired {
+			t.Fatalf("listed = %+v", ks)
+		}
+	})
 }

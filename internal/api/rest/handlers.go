@@ -203,13 +203,9 @@ func (a *API) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
-	var expires *time.Duration
-	if in.ExpiresIn != "" {
-		d, err := time.ParseDuration(in.ExpiresIn)
-		if err != nil {
-			return errdefs.Invalid("expiresIn", in.ExpiresIn, "is not a duration: use a form like 720h or 30m, or 0 for never")
-		}
-		expires = &d
+	expires, err := identity.ParseAPIKeyTTL(in.ExpiresIn)
+	if err != nil {
+		return err
 	}
 	k, token, err := a.id.CreateAPIKey(r.Context(), principal(r), identity.CreateAPIKeyInput{Name: in.Name, Role: in.Role, ExpiresIn: expires})
 	if err != nil {
