@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,26 +50,49 @@ func TestFailureLimiter(t *testing.T) {
 	l := newFailureLimiter(3)
 	now := time.Unix(1000, 0)
 	for i := range 3 {
-		if b, _ := l.blocked("k", now); b {
-			t.Fatalf("blocked after %d failures", i)
+		if ok, _ := l.reserve("k", now.Add(time.Duration(i)*time.Second)); !ok {
+			t.Fatalf("refused after %d failures", i)
 		}
-		l.fail("k", now.Add(time.Duration(i)*time.Second))
 	}
-	b, wait := l.blocked("k", now.Add(3*time.Second))
-	if !b || wait != loginWindow-3*time.Second {
-		t.Fatalf("blocked=%v wait=%s", b, wait)
+	ok, wait := l.reserve("k", now.Add(3*time.Second))
+	if ok || wait != loginWindow-3*time.Second {
+		t.Fatalf("4th attempt: ok=%v wait=%s", ok, wait)
 	}
-	if b, _ := l.blocked("other", now); b {
-		t.Fatal("another key blocked")
+	if ok, _ := l.reserve("other", now); !ok {
+		t.Fatal("another key refused")
+	}
+	// A released attempt (its password was right) is not a failure.
+	l.release("k", now.Add(2*time.Second))
+	if ok, _ := l.reserve("k", now.Add(3*time.Second)); !ok {
+		t.Fatal("released attempt still counted")
 	}
 	// The window slides: after it, the first failure is forgotten.
-	if b, _ := l.blocked("k", now.Add(loginWindow)); b {
-		t.Fatal("still blocked after the window")
+	if ok, _ := l.reserve("k", now.Add(loginWindow)); !ok {
+		t.Fatal("still refused after the window")
 	}
-	l.fail("k", now)
 	l.reset("k")
+	l.release("other", now)
 	if len(l.hits) != 0 {
-		t.Fatal("reset kept state")
+		t.Fatalf("reset and release kept state: %v", l.hits)
+	}
+}
+
+// Parallel attempts reserve before any is checked: however many race, at most max pass.
+func TestFailureLimiterUnderRace(t *testing.T) {
+	l := newFailureLimiter(maxFailuresPerEmail)
+	now := time.Now()
+	var passed atomic.Int32
+	var wg sync.WaitGroup
+	for range 40 {
+		wg.Go(func() {
+			if ok, _ := l.reserve("victim@x.test", now); ok {
+				passed.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if passed.Load() != maxFailuresPerEmail {
+		t.Fatalf("%d of 40 parallel attempts passed, want %d", passed.Load(), maxFailuresPerEmail)
 	}
 }
 
@@ -168,4 +193,40 @@ func TestExpiredAPIKeyStopsWorking(t *testing.T) {
 			t.Fatalf("listed = %+v", ks)
 		}
 	})
+}
+
+func TestHasherBound(t *testing.T) {
+	if maxConcurrentHashes < 1 || maxConcurrentHashes*argonMemory<<10 > hashMemoryBudget {
+		t.Fatalf("%d hashes of %d KiB exceed the budget of %d bytes", maxConcurrentHashes, argonMemory, hashMemoryBudget)
+	}
+	ctx := context.Background()
+	h := newHasher(2, 20*time.Millisecond)
+	r1, err1 := h.acquire(ctx)
+	r2, err2 := h.acquire(ctx)
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	start := time.Now()
+	_, err := h.acquire(ctx)
+	var ra *errdefs.RetryAfterError
+	if !errors.Is(err, errdefs.ErrRateLimited) || !errors.As(err, &ra) || ra.After != hashRetryAfter {
+		t.Fatalf("third hash at once: %v, want rate limited with Retry-After", err)
+	}
+	if waited := time.Since(start); waited < 20*time.Millisecond {
+		t.Fatalf("refused after %s, before its wait", waited)
+	}
+	// A waiting hash gets the slot a finished one gives back.
+	go func() { time.Sleep(5 * time.Millisecond); r1() }()
+	r3, err := h.acquire(ctx)
+	if err != nil {
+		t.Fatalf("waiting hash: %v", err)
+	}
+	r2()
+	r3()
+	if ok, err := h.check(ctx, dummyHash, "freshet-dummy-password"); !ok || err != nil {
+		t.Fatalf("check = %v, %v", ok, err)
+	}
+	if len(h.slots) != 0 {
+		t.Fatalf("%d slots still held", len(h.slots))
+	}
 }

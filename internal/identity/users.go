@@ -70,7 +70,7 @@ func (s *Service) CreateUser(ctx context.Context, p rbac.Principal, in CreateUse
 			pw = GeneratePassword()
 			res.Password = pw
 		}
-		hash, err := HashPassword(pw)
+		hash, err := s.hasher.hash(ctx, pw)
 		if err != nil {
 			return res, err
 		}
