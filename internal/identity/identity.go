@@ -1,12 +1,13 @@
-// Package identity manages accounts (tenants), users and their memberships, API keys and login
-// sessions, and resolves every request's credentials to an rbac.Principal.
+// Package identity manages accounts (tenants), users and their memberships, invitations to
+// further accounts, API keys and login sessions, and resolves every request's credentials to an
+// rbac.Principal.
 //
 // Passwords are hashed with argon2id, a bounded number at once (hasher); API keys and session
 // tokens are random secrets stored as SHA-256 hashes and shown once. Every change is audited in
 // the transaction that makes it.
 //
-// The service returns the package's own types (Account, Member, APIKey, Me), never store rows:
-// password and token hashes stay inside it. It reads the database through Store.
+// The service returns the package's own types (Account, Member, APIKey, Invitation, Me), never
+// store rows: password and token hashes stay inside it. It reads the database through Store.
 package identity
 
 import (
@@ -370,7 +371,9 @@ func (s *Service) Account(ctx context.Context, p rbac.Principal) (Account, error
 	return accountOf(a), nil
 }
 
-// CountMembers returns how many users p's account has with each role.
+// CountMembers returns how many members p's account has with each role. Pending invitations
+// are not counted: before serving this to an account's users, count them too (ListUsers shows
+// them as users), or the difference tells invited logins from new ones.
 func (s *Service) CountMembers(ctx context.Context, p rbac.Principal) (map[rbac.Role]int, error) {
 	if err := rbac.Allow(p, rbac.ReadAccount); err != nil {
 		return nil, err

@@ -230,3 +230,185 @@ func TestHasherBound(t *testing.T) {
 		t.Fatalf("%d slots still held", len(h.slots))
 	}
 }
+
+// An admin adding an email that already has a login invites it: no membership until the user
+// accepts, and the admin's view of the new "user" is the same as of a new one.
+func TestInvitations(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s, now := newService(t, db)
+		login := func(email, pw string) rbac.Principal {
+			t.Helper()
+			res, err := s.Login(ctx, email, pw, "")
+			if err != nil {
+				t.Fatalf("login %s: %v", email, err)
+			}
+			return res.Principal
+		}
+		if _, err := s.Provision(ctx, "acme", "admin@acme.test", "admin-password"); err != nil {
+			t.Fatal(err)
+		}
+		aAdmin := login("admin@acme.test", "admin-password")
+		if _, err := s.CreateUser(ctx, aAdmin, CreateUserInput{Email: "alice@acme.test", Role: "member", Password: "alice-password"}); err != nil {
+			t.Fatal(err)
+		}
+		alice := login("alice@acme.test", "alice-password")
+		if _, err := s.Provision(ctx, "bravo", "eve@bravo.test", "eve-password"); err != nil {
+			t.Fatal(err)
+		}
+		bAdmin := login("eve@bravo.test", "eve-password")
+
+		fresh, err := s.CreateUser(ctx, bAdmin, CreateUserInput{Email: "new@bravo.test", Role: "viewer"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		invited, err := s.CreateUser(ctx, bAdmin, CreateUserInput{Email: "Alice@acme.test", Name: "Al", Role: "viewer"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The same shape: an ID of B's own (not alice's), the name B gave, a generated password.
+		if invited.Member.ID == alice.UserID || !strings.HasPrefix(invited.Member.ID, "usr_") || invited.Member.Email != "alice@acme.test" ||
+			invited.Member.Name != "Al" || invited.Member.Role != rbac.Viewer || len(invited.Password) != len(fresh.Password) || invited.Member.CreatedAt.IsZero() {
+			t.Fatalf("invited = %+v; new user = %+v", invited, fresh)
+		}
+		if _, err := s.CreateUser(ctx, bAdmin, CreateUserInput{Email: "alice@acme.test", Role: "admin"}); !errors.Is(err, errdefs.ErrConflict) {
+			t.Fatalf("inviting twice: %v, want conflict", err)
+		}
+		// B lists, reads, changes it like a member; alice is in no account of B's yet.
+		users, err := s.ListUsers(ctx, bAdmin, paging.Page{})
+		if err != nil || len(users) != 3 || users[2].ID != invited.Member.ID {
+			t.Fatalf("B's users = %+v, %v", users, err)
+		}
+		if page, _ := s.ListUsers(ctx, bAdmin, paging.Page{Limit: 2}); len(page) != 2 || page[1].ID != fresh.Member.ID {
+			t.Fatalf("B's first page of 2 = %+v", page)
+		}
+		if page, _ := s.ListUsers(ctx, bAdmin, paging.Page{After: fresh.Member.ID}); len(page) != 1 || page[0].ID != invited.Member.ID {
+			t.Fatalf("B's page after the new user = %+v", page)
+		}
+		if m, err := s.SetUserRole(ctx, bAdmin, invited.Member.ID, "member"); err != nil || m.Role != rbac.Member || m.ID != invited.Member.ID {
+			t.Fatalf("role of the invited = %+v, %v", m, err)
+		}
+		if _, err := s.GetUser(ctx, aAdmin, invited.Member.ID); !errors.Is(err, errdefs.ErrNotFound) {
+			t.Fatalf("A reads B's invitation: %v", err)
+		}
+		if me, _ := s.Me(ctx, alice); len(me.Memberships) != 1 {
+			t.Fatalf("alice joined B without accepting: %+v", me.Memberships)
+		}
+		if _, err := s.Login(ctx, "alice@acme.test", invited.Password, ""); !errors.Is(err, errdefs.ErrUnauthenticated) {
+			t.Fatalf("the password B was shown logs alice in: %v", err)
+		}
+
+		// alice sees the invitation; nobody else can answer it, nor alice with an API key.
+		invs, err := s.ListInvitations(ctx, alice)
+		if err != nil || len(invs) != 1 || invs[0].Account.Name != "bravo" || invs[0].Role != rbac.Member || invs[0].InvitedBy != "eve@bravo.test" ||
+			!invs[0].ExpiresAt.Equal(invs[0].CreatedAt.Add(InvitationTTL)) {
+			t.Fatalf("alice's invitations = %+v, %v", invs, err)
+		}
+		if _, err := s.AcceptInvitation(ctx, aAdmin, invs[0].ID); !errors.Is(err, errdefs.ErrNotFound) {
+			t.Fatalf("another user accepts alice's invitation: %v", err)
+		}
+		_, keyTok, err := s.CreateAPIKey(ctx, alice, CreateAPIKeyInput{Name: "k"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		aliceKey, _ := s.Authenticate(ctx, keyTok)
+		if _, err := s.AcceptInvitation(ctx, aliceKey, invs[0].ID); errdefs.Field(err) != "session" {
+			t.Fatalf("accept with an API key: %v", err)
+		}
+		m, err := s.AcceptInvitation(ctx, alice, invs[0].ID)
+		if err != nil || m.Account.Name != "bravo" || m.Role != rbac.Member {
+			t.Fatalf("accept = %+v, %v", m, err)
+		}
+		if _, err := s.AcceptInvitation(ctx, alice, invs[0].ID); !errors.Is(err, errdefs.ErrNotFound) {
+			t.Fatalf("accepted twice: %v", err)
+		}
+		// Now B sees alice herself: her ID, her name; the invitation's ID is gone.
+		if _, err := s.GetUser(ctx, bAdmin, invited.Member.ID); !errors.Is(err, errdefs.ErrNotFound) {
+			t.Fatalf("the accepted invitation is still a user: %v", err)
+		}
+		if u, err := s.GetUser(ctx, bAdmin, alice.UserID); err != nil || u.Role != rbac.Member || u.Name != "alice" {
+			t.Fatalf("alice in B = %+v, %v", u, err)
+		}
+		if me, _ := s.Me(ctx, alice); len(me.Memberships) != 2 {
+			t.Fatalf("alice's accounts after accepting: %+v", me.Memberships)
+		}
+		events := func(p rbac.Principal, action string) []audit.Event {
+			evs, err := s.audit.List(ctx, p, audit.Filter{Action: action, Result: audit.ResultSuccess}, paging.Page{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return evs
+		}
+		if evs := events(bAdmin, "invitation.accept"); len(evs) != 1 || evs[0].Actor != "alice@acme.test" || evs[0].ResourceID != alice.UserID {
+			t.Fatalf("B's accept records = %+v", evs)
+		}
+		if evs := events(aAdmin, "invitation.accept"); len(evs) != 1 || !strings.Contains(evs[0].Detail, `"bravo"`) {
+			t.Fatalf("A's accept records = %+v", evs)
+		}
+		for _, e := range events(aAdmin, "user.*") {
+			if strings.Contains(e.Actor, "eve@") {
+				t.Fatalf("A's audit has B's action: %+v", e)
+			}
+		}
+
+		// Decline: B's user goes, alice joins nothing.
+		if _, err := s.Provision(ctx, "charlie", "carl@charlie.test", "carl-password"); err != nil {
+			t.Fatal(err)
+		}
+		cAdmin := login("carl@charlie.test", "carl-password")
+		toC, err := s.CreateUser(ctx, cAdmin, CreateUserInput{Email: "alice@acme.test", Role: "admin", Password: "not-alices-pw"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		invs, _ = s.ListInvitations(ctx, alice)
+		if len(invs) != 1 || invs[0].Account.Name != "charlie" || invs[0].Role != rbac.Admin {
+			t.Fatalf("alice's invitations = %+v", invs)
+		}
+		if err := s.DeclineInvitation(ctx, alice, invs[0].ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.GetUser(ctx, cAdmin, toC.Member.ID); !errors.Is(err, errdefs.ErrNotFound) {
+			t.Fatalf("declined invitation still a user of C: %v", err)
+		}
+		if evs := events(cAdmin, "invitation.decline"); len(evs) != 1 || evs[0].ResourceID != toC.Member.ID {
+			t.Fatalf("C's decline records = %+v", evs)
+		}
+		if _, err := s.Login(ctx, "alice@acme.test", "not-alices-pw", ""); !errors.Is(err, errdefs.ErrUnauthenticated) {
+			t.Fatalf("C set alice's password: %v", err)
+		}
+
+		// Expiry: after InvitationTTL neither side sees it, and it can be sent again.
+		again, err := s.CreateUser(ctx, cAdmin, CreateUserInput{Email: "alice@acme.test", Role: "viewer"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		invs, _ = s.ListInvitations(ctx, alice)
+		*now = now.Add(InvitationTTL + time.Second)
+		if l, _ := s.ListInvitations(ctx, alice); len(l) != 0 {
+			t.Fatalf("expired invitations listed: %+v", l)
+		}
+		if _, err := s.GetUser(ctx, cAdmin, again.Member.ID); !errors.Is(err, errdefs.ErrNotFound) {
+			t.Fatalf("expired invitation is a user of C: %v", err)
+		}
+		if _, err := s.AcceptInvitation(ctx, alice, invs[0].ID); !errors.Is(err, errdefs.ErrNotFound) {
+			t.Fatalf("accepting an expired invitation: %v", err)
+		}
+		if _, err := s.CreateUser(ctx, cAdmin, CreateUserInput{Email: "alice@acme.test", Role: "viewer"}); err != nil {
+			t.Fatalf("inviting again after expiry: %v", err)
+		}
+		// Removing an invitation is removing the user, for C.
+		if err := s.DeleteUser(ctx, cAdmin, again.Member.ID); !errors.Is(err, errdefs.ErrNotFound) {
+			t.Fatalf("deleting the expired one: %v", err)
+		}
+		users, _ = s.ListUsers(ctx, cAdmin, paging.Page{})
+		if len(users) != 2 {
+			t.Fatalf("C's users = %+v", users)
+		}
+		if err := s.DeleteUser(ctx, cAdmin, users[1].ID); err != nil {
+			t.Fatal(err)
+		}
+		if l, _ := s.ListInvitations(ctx, alice); len(l) != 0 {
+			t.Fatalf("removed invitation still listed: %+v", l)
+		}
+	})
+}

@@ -227,7 +227,7 @@ func TestLoginTimingOracle(t *testing.T) {
 		}
 		kt, ut, diffs = append(kt, k), append(ut, u), append(diffs, k-u)
 	}
-	mk, mu, md := median(kt), median(ut), median(diffs)
+	mk, mu, md := medianLatency(kt), medianLatency(ut), medianLatency(diffs)
 	t.Logf("over %d pairs: median known email %s, unknown email %s, median difference %s (known %v; unknown %v)", tries, mk, mu, md, kt, ut)
 	bound := max(5*time.Millisecond, min(mk, mu)/3)
 	leak := 0
@@ -238,7 +238,7 @@ func TestLoginTimingOracle(t *testing.T) {
 	attack(t, "login: timing tells known emails", 2*tries, leak, max(slices.Max(kt), slices.Max(ut)))
 }
 
-func median(ds []time.Duration) time.Duration {
+func medianLatency(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
