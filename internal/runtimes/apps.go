@@ -16,17 +16,22 @@ import (
 	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/store"
-	"github.com/freshet-dev/freshet/internal/tunnel"
 )
 
-// Tunnel reaches connected runtimes: *tunnel.Server. Do sends req to rt as p and returns the
-// runtime's answer (see tunnel.Server.Do); a runtime without a tunnel is an error wrapping
-// tunnel.ErrNotConnected.
+// Tunnel reaches connected runtimes (the control plane's tunnel server, adapted in the wiring
+// place). Do sends req to the runtime rt as p and returns the runtime's answer; when the runtime
+// has no tunnel the error wraps ErrNotConnected.
 type Tunnel interface {
-	Do(ctx context.Context, rt tunnel.Runtime, p rbac.Principal, req *http.Request) (*http.Response, error)
+	Do(ctx context.Context, rt TunnelRuntime, p rbac.Principal, req *http.Request) (*http.Response, error)
 }
 
-var _ Tunnel = (*tunnel.Server)(nil)
+// TunnelRuntime names the runtime a Tunnel request goes to.
+type TunnelRuntime struct {
+	ID, AccountID, Name string
+}
+
+// ErrNotConnected is what a Tunnel answers for a runtime that has no tunnel open.
+var ErrNotConnected = errors.New("runtime not connected")
 
 // Bounds of reading a runtime's live data.
 const (
@@ -50,11 +55,18 @@ type kindError struct {
 func (e *kindError) Error() string   { return e.msg }
 func (e *kindError) Unwrap() []error { return e.kinds }
 
-// AppFilter narrows an application listing (see store.AppFilter); Labels are "key=value"
-// selectors, all of which must match.
+// AppFilter narrows an application listing. Zero fields do not filter.
 type AppFilter struct {
-	Runtime, Cluster, Health, Sync, Project, Search string
-	Labels                                          []string
+	Runtime string // the runtime's ID or name
+	Cluster string // the destination's cluster name or server URL
+	Health  string // the health status
+	Sync    string // the sync status
+	Project string
+	// Search is a case-insensitive substring of the name, repository URL, path or destination
+	// namespace.
+	Search string
+	// Labels are "key=value" selectors, all of which must match (at most MaxLabelSelectors).
+	Labels []string
 }
 
 func (f AppFilter) store() (store.AppFilter, error) {
@@ -79,65 +91,137 @@ func (f AppFilter) store() (store.AppFilter, error) {
 	return out, nil
 }
 
-// ListApplications returns p's account's applications that pass f, in the order their runtimes
-// first reported them.
-func (s *Service) ListApplications(ctx context.Context, p rbac.Principal, f AppFilter, page paging.Page) ([]store.Application, error) {
-	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
-		return nil, err
-	}
-	sf, err := f.store()
+// Application is a GitOps application as its runtime last reported it: the reported state,
+// decoded, and where it runs.
+type Application struct {
+	ID        string
+	AccountID string
+	RuntimeID string
+	Runtime   string // the runtime's name
+	runtimev1.Application
+	UpdatedAt time.Time // when a report last changed it
+}
+
+// applicationFromRow returns the application a row holds.
+func applicationFromRow(r store.Application) (Application, error) {
+	state, err := decodeState(r)
 	if err != nil {
-		return nil, err
+		return Application{}, err
 	}
-	return s.db.ListApplications(ctx, p.AccountID, sf, page)
+	state.Name = r.Name
+	return Application{ID: r.ID, AccountID: r.AccountID, RuntimeID: r.RuntimeID, Runtime: r.Runtime, Application: state, UpdatedAt: r.UpdatedAt}, nil
 }
 
-// CountApplications counts p's account's applications that pass f by health and by sync.
-func (s *Service) CountApplications(ctx context.Context, p rbac.Principal, f AppFilter) (store.AppCounts, error) {
-	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
-		return store.AppCounts{}, err
-	}
-	sf, err := f.store()
-	if err != nil {
-		return store.AppCounts{}, err
-	}
-	return s.db.CountApplications(ctx, p.AccountID, sf)
-}
-
-// GetApplication returns p's account's application name of the runtime with name or ID runtime.
-func (s *Service) GetApplication(ctx context.Context, p rbac.Principal, runtime, name string) (store.Application, error) {
-	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
-		return store.Application{}, err
-	}
-	return s.db.GetApplication(ctx, p.AccountID, runtime, name)
-}
-
-// ListSyncs returns the finished syncs of p's account's application app, newest first.
-func (s *Service) ListSyncs(ctx context.Context, p rbac.Principal, app store.Application, page paging.Page) ([]store.ApplicationSync, error) {
-	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
-		return nil, err
-	}
-	return s.db.ListSyncs(ctx, p.AccountID, app.RuntimeID, app.Name, page)
-}
-
-// DecodeApplication returns the application a row holds, as its runtime reported it.
-func DecodeApplication(a store.Application) (runtimev1.Application, error) {
+// decodeState returns an application's state as its runtime reported it, which a row keeps as
+// JSON.
+func decodeState(r store.Application) (runtimev1.Application, error) {
 	var out runtimev1.Application
-	if err := json.Unmarshal([]byte(a.Data), &out); err != nil {
-		return out, fmt.Errorf("application %s: stored state: %w", a.Name, err)
+	if err := json.Unmarshal([]byte(r.Data), &out); err != nil {
+		return out, fmt.Errorf("application %s: stored state: %w", r.Name, err)
 	}
 	return out, nil
 }
 
-// DecodeSync returns the sync a record holds, as its runtime reported it.
-func DecodeSync(r store.ApplicationSync) runtimev1.SyncRecord {
-	var out runtimev1.SyncRecord
-	if json.Unmarshal([]byte(r.Detail), &out) != nil || out.ID == 0 {
-		// The columns hold the essentials should the detail not decode.
-		out = runtimev1.SyncRecord{ID: r.SyncID, Revision: r.Revision, Phase: r.Phase, Message: r.Message, InitiatedBy: r.InitiatedBy,
+// Deployment is a recorded sync of an application (a finished sync that was not a dry run),
+// as its runtime reported it. ID is the runtime's ID of the sync, unique per application.
+type Deployment struct {
+	RuntimeID, App string
+	runtimev1.SyncRecord
+}
+
+// deploymentFromRow returns the sync a record holds.
+func deploymentFromRow(r store.ApplicationSync) (Deployment, error) {
+	out := Deployment{RuntimeID: r.RuntimeID, App: r.App}
+	if r.Detail == "" {
+		// The columns hold the essentials.
+		out.SyncRecord = runtimev1.SyncRecord{Revision: r.Revision, Phase: r.Phase, Message: r.Message, InitiatedBy: r.InitiatedBy,
 			StartedAt: r.StartedAt, FinishedAt: r.FinishedAt}
+	} else if err := json.Unmarshal([]byte(r.Detail), &out.SyncRecord); err != nil {
+		return Deployment{}, fmt.Errorf("sync %d of application %s: stored detail: %w", r.SyncID, r.App, err)
 	}
-	return out
+	out.ID = r.SyncID
+	return out, nil
+}
+
+// AppCounts is how many applications pass a filter, by health and by sync status.
+type AppCounts struct {
+	Total  int
+	Health map[string]int // by health status (Healthy, Degraded, ...)
+	Sync   map[string]int // by sync status (Synced, OutOfSync, ...)
+}
+
+// ListApplications returns p's account's applications that pass f, in the order their runtimes
+// first reported them.
+func (s *Service) ListApplications(ctx context.Context, p rbac.Principal, f AppFilter, page paging.Page) ([]Application, error) {
+	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
+		return nil, err
+	}
+	sf, err := f.store()
+	if err != nil {
+		return nil, err
+	}
+	rows, err := s.db.ListApplications(ctx, p.AccountID, sf, page)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Application, 0, len(rows))
+	for _, r := range rows {
+		a, err := applicationFromRow(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// CountApplications counts p's account's applications that pass f by health and by sync.
+func (s *Service) CountApplications(ctx context.Context, p rbac.Principal, f AppFilter) (AppCounts, error) {
+	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
+		return AppCounts{}, err
+	}
+	sf, err := f.store()
+	if err != nil {
+		return AppCounts{}, err
+	}
+	n, err := s.db.CountApplications(ctx, p.AccountID, sf)
+	if err != nil {
+		return AppCounts{}, err
+	}
+	return AppCounts{Total: n.Total, Health: n.Health, Sync: n.Sync}, nil
+}
+
+// GetApplication returns p's account's application name of the runtime with name or ID runtime.
+func (s *Service) GetApplication(ctx context.Context, p rbac.Principal, runtime, name string) (Application, error) {
+	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
+		return Application{}, err
+	}
+	row, err := s.db.GetApplication(ctx, p.AccountID, runtime, name)
+	if err != nil {
+		return Application{}, err
+	}
+	return applicationFromRow(row)
+}
+
+// ListSyncs returns the deployments of p's account's application app, newest first.
+// page.After is the ID of the sync the previous page ended with (decimal).
+func (s *Service) ListSyncs(ctx context.Context, p rbac.Principal, app Application, page paging.Page) ([]Deployment, error) {
+	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
+		return nil, err
+	}
+	rows, err := s.db.ListSyncs(ctx, p.AccountID, app.RuntimeID, app.Name, page)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Deployment, 0, len(rows))
+	for _, r := range rows {
+		d, err := deploymentFromRow(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
 }
 
 // TreeNode is a live object of an application's resource tree: a managed resource at the top,
@@ -164,7 +248,7 @@ type TreeHealth struct {
 
 // Tree reads the live resource tree of p's account's application app from its runtime's
 // app-proxy, through the tunnel, as p. A runtime without a tunnel is ErrDisconnected.
-func (s *Service) Tree(ctx context.Context, p rbac.Principal, app store.Application) ([]*TreeNode, error) {
+func (s *Service) Tree(ctx context.Context, p rbac.Principal, app Application) ([]*TreeNode, error) {
 	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
 		return nil, err
 	}
@@ -208,8 +292,8 @@ func (s *Service) callRuntime(ctx context.Context, p rbac.Principal, accountID, 
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := s.tunnel.Do(ctx, tunnel.Runtime{ID: runtimeID, AccountID: accountID, Name: runtimeName}, p, req)
-	if errors.Is(err, tunnel.ErrNotConnected) {
+	resp, err := s.tunnel.Do(ctx, TunnelRuntime{ID: runtimeID, AccountID: accountID, Name: runtimeName}, p, req)
+	if errors.Is(err, ErrNotConnected) {
 		return &kindError{fmt.Sprintf("runtime %s is disconnected: this is live data, read from the runtime; retry when it reconnects", runtimeName),
 			[]error{ErrDisconnected, errdefs.ErrUnavailable}}
 	}

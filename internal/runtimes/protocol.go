@@ -14,7 +14,6 @@ import (
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/rbac"
-	"github.com/freshet-dev/freshet/internal/store"
 )
 
 // RegisterProtocol mounts the runtime protocol on mux. It authenticates runtime tokens itself.
@@ -67,14 +66,14 @@ func (s *Service) auditRPC(ctx context.Context, req *connect.Request[runtimev1.A
 }
 
 // caller resolves the runtime token of a protocol request.
-func (s *Service) caller(ctx context.Context, h http.Header) (store.Runtime, error) {
+func (s *Service) caller(ctx context.Context, h http.Header) (Runtime, error) {
 	scheme, tok, _ := strings.Cut(h.Get("Authorization"), " ")
 	if !strings.EqualFold(scheme, "Bearer") {
-		return store.Runtime{}, connect.NewError(connect.CodeUnauthenticated, errdefs.ErrUnauthenticated)
+		return Runtime{}, connect.NewError(connect.CodeUnauthenticated, errdefs.ErrUnauthenticated)
 	}
 	rt, err := s.Authenticate(ctx, strings.TrimSpace(tok))
 	if err != nil {
-		return store.Runtime{}, connect.NewError(connect.CodeUnauthenticated, err)
+		return Runtime{}, connect.NewError(connect.CodeUnauthenticated, err)
 	}
 	return rt, nil
 }

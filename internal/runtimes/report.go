@@ -238,7 +238,7 @@ func hasSpaceOrControl(s string) bool {
 // and only when that differs from what is stored: a report applied twice changes nothing the
 // second time. It returns how many applications and events it accepted; invalid input changes
 // nothing.
-func (s *Service) Report(ctx context.Context, rt store.Runtime, req runtimev1.ReportRequest) (int, error) {
+func (s *Service) Report(ctx context.Context, rt Runtime, req runtimev1.ReportRequest) (int, error) {
 	rep, err := prepareReport(&req)
 	if err != nil {
 		return 0, err
@@ -314,7 +314,7 @@ func (s *Service) Report(ctx context.Context, rt store.Runtime, req runtimev1.Re
 // reportState is the applications a report touches, as the report leaves them.
 type reportState struct {
 	tx       *store.Tx
-	rt       store.Runtime
+	rt       Runtime
 	snapshot bool
 	apps     map[string]*appState
 	order    []string // names in the order the report first mentions them
@@ -365,9 +365,9 @@ func (a *appState) setOperation(sync *runtimev1.SyncRecord, finished bool) error
 		return nil
 	}
 	if a.app == nil {
-		var v runtimev1.Application
-		if err := json.Unmarshal([]byte(a.row.Data), &v); err != nil {
-			return fmt.Errorf("application %s: stored state: %w", a.row.Name, err)
+		v, err := decodeState(a.row)
+		if err != nil {
+			return err
 		}
 		a.app = &v
 	}
@@ -414,7 +414,7 @@ func (st *reportState) write(ctx context.Context, now time.Time) error {
 // queueHealthChanged writes a health transition's bus event to the outbox, in the report's
 // transaction. Its key (runtime, app, time, new health) makes a re-sent report publish nothing
 // twice.
-func queueHealthChanged(ctx context.Context, tx *store.Tx, rt store.Runtime, ev preparedEvent, now time.Time) error {
+func queueHealthChanged(ctx context.Context, tx *store.Tx, rt Runtime, ev preparedEvent, now time.Time) error {
 	h := HealthChanged{AccountID: rt.AccountID, RuntimeID: rt.ID, Runtime: rt.Name, Application: ev.app, From: ev.from,
 		To: ev.row.Health, Message: ev.row.HealthMessage, Revision: ev.row.Revision, At: ev.at}
 	payload, err := json.Marshal(h)
@@ -431,7 +431,7 @@ func queueHealthChanged(ctx context.Context, tx *store.Tx, rt store.Runtime, ev 
 }
 
 // queueSyncFinished writes the sync's bus event to the outbox, in the report's transaction.
-func queueSyncFinished(ctx context.Context, tx *store.Tx, rt store.Runtime, a *appState, sync *runtimev1.SyncRecord, rec store.ApplicationSync, now time.Time) error {
+func queueSyncFinished(ctx context.Context, tx *store.Tx, rt Runtime, a *appState, sync *runtimev1.SyncRecord, rec store.ApplicationSync, now time.Time) error {
 	ev := SyncFinished{AccountID: rt.AccountID, RuntimeID: rt.ID, Runtime: rt.Name, Application: rec.App, SyncID: rec.SyncID,
 		Revision: sync.Revision, Phase: sync.Phase, Message: sync.Message, InitiatedBy: sync.InitiatedBy, User: sync.User, Commit: sync.Commit,
 		StartedAt: sync.StartedAt, FinishedAt: sync.FinishedAt}

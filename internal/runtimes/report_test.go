@@ -31,12 +31,13 @@ func newTestService(db *store.DB) *Service {
 
 // seedRuntime creates a tunnel runtime in account (created on first use), and returns the
 // runtime and its token.
-func seedRuntime(t *testing.T, s *Service, account, name string) (store.Runtime, string) {
+func seedRuntime(t *testing.T, s *Service, account, name string) (Runtime, string) {
 	t.Helper()
 	ctx := context.Background()
 	id := "acc_" + account
-	if _, err := s.db.GetAccount(ctx, id); err != nil {
-		if err := s.db.CreateAccount(ctx, store.Account{ID: id, Name: account, CreatedAt: time.Now()}); err != nil {
+	db := s.db.(*store.DB)
+	if _, err := db.GetAccount(ctx, id); err != nil {
+		if err := db.CreateAccount(ctx, store.Account{ID: id, Name: account, CreatedAt: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -63,6 +64,24 @@ func names(apps []store.Application) string {
 		out = append(out, a.Name+":"+a.Health)
 	}
 	return strings.Join(out, " ")
+}
+
+func appNames(apps []Application) string {
+	var out []string
+	for _, a := range apps {
+		out = append(out, a.Name+":"+a.Health)
+	}
+	return strings.Join(out, " ")
+}
+
+// deployment returns the sync a record holds, failing t when it does not decode.
+func deployment(t *testing.T, r store.ApplicationSync) Deployment {
+	t.Helper()
+	d, err := deploymentFromRow(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 func TestReportAppliesSnapshotAndEvents(t *testing.T) {
@@ -111,12 +130,12 @@ func TestReportAppliesSnapshotAndEvents(t *testing.T) {
 			t.Fatalf("after the events: %s", got)
 		}
 		syncs, _ := db.ListSyncs(ctx, rt.AccountID, rt.ID, "jobs", paging.Page{})
-		if len(syncs) != 1 || syncs[0].SyncID != 1 || syncs[0].CommitAuthor != "Ann" || DecodeSync(syncs[0]).Changed[0].Name != "jobs" {
+		if len(syncs) != 1 || syncs[0].SyncID != 1 || syncs[0].CommitAuthor != "Ann" || deployment(t, syncs[0]).Changed[0].Name != "jobs" {
 			t.Fatalf("syncs = %+v (the dry run is no deployment)", syncs)
 		}
 		// The dry run started last, so it is the operation shown.
 		jobs, _ := db.GetApplication(ctx, rt.AccountID, "edge", "jobs")
-		if a, err := DecodeApplication(jobs); err != nil || a.Operation == nil || !a.Operation.DryRun {
+		if a, err := applicationFromRow(jobs); err != nil || a.Operation == nil || !a.Operation.DryRun {
 			t.Fatalf("operation = %+v, %v", a.Operation, err)
 		}
 		out, _ := db.OutboxBatch(ctx, 10)
@@ -331,11 +350,11 @@ func TestReportOperationAndOddValues(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, _ := DecodeApplication(row)
+		a, _ := applicationFromRow(row)
 		if a.Operation == nil || a.Operation.Phase != "Failed" || a.HealthMessage != odd.HealthMessage || row.HealthMessage != "back-off restarting\nfailed container" {
 			t.Fatalf("stored %+v, operation %+v", row, a.Operation)
 		}
-		if ss, _ := db.ListSyncs(ctx, rt.AccountID, rt.ID, "web", paging.Page{}); len(ss) != 1 || DecodeSync(ss[0]).Message != "hook\x00 failed" {
+		if ss, _ := db.ListSyncs(ctx, rt.AccountID, rt.ID, "web", paging.Page{}); len(ss) != 1 || deployment(t, ss[0]).Message != "hook\x00 failed" {
 			t.Fatalf("syncs = %+v", ss)
 		}
 	})

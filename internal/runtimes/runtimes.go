@@ -9,11 +9,16 @@
 // records, published on the bus once each. Live detail (the resource tree) is read from the
 // runtime through its tunnel, and verified git push webhooks are passed on to the account's
 // runtimes so that their applications refresh at once.
+//
+// Its services hand out its own types (Runtime, Application, Deployment, AppCounts), decoded
+// from the store's rows in one place each; the API layers only map them to their wire types.
+// Store lists what it needs of the store.
 package runtimes
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -50,7 +55,23 @@ var ErrCDOnly = fmt.Errorf("hosted runtimes are CD only: run CI and workflows on
 
 var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$`)
 
-// Info is what a runtime last reported.
+// Runtime is a registered runtime with what it last reported. Its token is not part of it:
+// Register, CreateHosted and RotateToken return a new one once.
+type Runtime struct {
+	ID, AccountID, Name string
+	Type                string // TypeHybrid or TypeHosted
+	AccessMode          string // AccessTunnel or AccessIngress
+	IngressURL          string // ingress mode: the URL its app-proxy is reachable at
+	Repo                string // its installation repository
+	Version             string // the version it last reported
+	Status              string // StatusInstalling, StatusHealthy, StatusDegraded or StatusDisconnected
+	// Info is what its last heartbeat reported: empty before the first.
+	Info
+	LastHeartbeat time.Time // zero before the first heartbeat
+	CreatedAt     time.Time
+}
+
+// Info is what a runtime last reported in a heartbeat. It is stored as JSON.
 type Info struct {
 	Capabilities []string              `json:"capabilities,omitempty"`
 	Components   []runtimev1.Component `json:"components,omitempty"`
@@ -58,23 +79,45 @@ type Info struct {
 	GitSources   []string              `json:"gitSources,omitempty"`
 }
 
-// DecodeInfo returns a runtime's last report.
-func DecodeInfo(r store.Runtime) Info {
-	var i Info
-	json.Unmarshal([]byte(r.Info), &i)
-	return i
+// runtimeFromRow returns the runtime a row holds. When its stored report does not decode, the
+// error says so and the runtime has everything but Info: what needs no report (deleting it,
+// marking it disconnected, authenticating it) can go on.
+func runtimeFromRow(r store.Runtime) (Runtime, error) {
+	rt := Runtime{ID: r.ID, AccountID: r.AccountID, Name: r.Name, Type: r.Type, AccessMode: r.AccessMode, IngressURL: r.IngressURL,
+		Repo: r.Repo, Version: r.Version, Status: r.Status, LastHeartbeat: r.LastHeartbeat, CreatedAt: r.CreatedAt}
+	if r.Info == "" {
+		return rt, nil
+	}
+	if err := json.Unmarshal([]byte(r.Info), &rt.Info); err != nil {
+		rt.Info = Info{}
+		return rt, fmt.Errorf("runtime %s: stored report: %w", r.Name, err)
+	}
+	return rt, nil
+}
+
+// runtimesFromRows returns the runtimes rows hold; a report that does not decode is an error.
+func runtimesFromRows(rows []store.Runtime) ([]Runtime, error) {
+	out := make([]Runtime, 0, len(rows))
+	for _, r := range rows {
+		rt, err := runtimeFromRow(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rt)
+	}
+	return out, nil
 }
 
 // Provisioner runs hosted runtimes. The in-process one serves `freshet up` and single-node
 // servers; a Kubernetes one can follow behind the same interface.
 type Provisioner interface {
-	Provision(ctx context.Context, rt store.Runtime, token string) error
-	Deprovision(ctx context.Context, rt store.Runtime) error
+	Provision(ctx context.Context, rt Runtime, token string) error
+	Deprovision(ctx context.Context, rt Runtime) error
 }
 
 // Service is the runtime registry.
 type Service struct {
-	db          *store.DB
+	db          Store
 	audit       *audit.Log
 	keys        *secrets.Keyring
 	log         *slog.Logger
@@ -82,13 +125,14 @@ type Service struct {
 	provisioner Provisioner
 	tunnel      Tunnel
 	// onDisconnect is called with a runtime the sweeper marked disconnected.
-	onDisconnect func(store.Runtime)
+	onDisconnect func(Runtime)
 	// onEvents is called after a report queued bus events in the outbox.
 	onEvents func()
 }
 
-// New returns the registry. keys encrypt the accounts' GitOps webhook secrets.
-func New(db *store.DB, a *audit.Log, keys *secrets.Keyring, log *slog.Logger) *Service {
+// New returns the registry (db is a *store.DB). keys encrypt the accounts' GitOps webhook
+// secrets.
+func New(db Store, a *audit.Log, keys *secrets.Keyring, log *slog.Logger) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -140,7 +184,7 @@ func validate(in *RegisterInput) error {
 }
 
 // Register registers a hybrid runtime in p's account and returns its token, shown once.
-func (s *Service) Register(ctx context.Context, p rbac.Principal, in RegisterInput) (rt store.Runtime, tok string, err error) {
+func (s *Service) Register(ctx context.Context, p rbac.Principal, in RegisterInput) (rt Runtime, tok string, err error) {
 	e := audit.Start(ctx, p, "runtime.register", "runtime", "")
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.ManageRuntimes); err != nil {
@@ -152,29 +196,30 @@ func (s *Service) Register(ctx context.Context, p rbac.Principal, in RegisterInp
 	return s.create(ctx, p.AccountID, TypeHybrid, in, e)
 }
 
-func (s *Service) create(ctx context.Context, accountID, typ string, in RegisterInput, e *audit.Entry) (store.Runtime, string, error) {
+func (s *Service) create(ctx context.Context, accountID, typ string, in RegisterInput, e *audit.Entry) (Runtime, string, error) {
 	minted := token.Runtime.New()
 	now := s.now()
-	rt := store.Runtime{ID: store.NewID(store.PrefixRuntime), AccountID: accountID, Name: in.Name, Type: typ, AccessMode: in.AccessMode,
+	row := store.Runtime{ID: store.NewID(store.PrefixRuntime), AccountID: accountID, Name: in.Name, Type: typ, AccessMode: in.AccessMode,
 		IngressURL: in.IngressHost, Repo: in.Repo, TokenPrefix: minted.ID, TokenHash: minted.Hash, Status: StatusInstalling,
 		Info: "{}", CreatedAt: now}
-	e.Resource(rt.ID)
+	e.Resource(row.ID)
 	e.Detail("%s runtime %q (%s)", typ, in.Name, in.AccessMode)
 	err := s.db.Tx(ctx, func(tx *store.Tx) error {
-		if err := tx.CreateRuntime(ctx, rt); err != nil {
+		if err := tx.CreateRuntime(ctx, row); err != nil {
 			return err
 		}
 		return e.Commit(ctx, tx)
 	})
 	if err != nil {
-		return store.Runtime{}, "", err
+		return Runtime{}, "", err
 	}
-	return rt, minted.Token, nil
+	rt, err := runtimeFromRow(row)
+	return rt, minted.Token, err
 }
 
 // CreateHosted provisions p's account's hosted runtime: run by the platform, CD only, one per
 // account.
-func (s *Service) CreateHosted(ctx context.Context, p rbac.Principal, name string) (rt store.Runtime, err error) {
+func (s *Service) CreateHosted(ctx context.Context, p rbac.Principal, name string) (rt Runtime, err error) {
 	e := audit.Start(ctx, p, "runtime.create-hosted", "runtime", "")
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.ManageRuntimes); err != nil {
@@ -205,25 +250,33 @@ func (s *Service) CreateHosted(ctx context.Context, p rbac.Principal, name strin
 	}
 	if err := s.provisioner.Provision(ctx, rt, token); err != nil {
 		s.db.DeleteRuntime(context.WithoutCancel(ctx), rt.AccountID, rt.ID)
-		return store.Runtime{}, fmt.Errorf("provision hosted runtime: %w", err)
+		return Runtime{}, fmt.Errorf("provision hosted runtime: %w", err)
 	}
 	return rt, nil
 }
 
 // List returns p's account's runtimes.
-func (s *Service) List(ctx context.Context, p rbac.Principal) ([]store.Runtime, error) {
+func (s *Service) List(ctx context.Context, p rbac.Principal) ([]Runtime, error) {
 	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
 		return nil, err
 	}
-	return s.db.ListRuntimes(ctx, p.AccountID)
+	rows, err := s.db.ListRuntimes(ctx, p.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	return runtimesFromRows(rows)
 }
 
 // Get returns a runtime by ID or name.
-func (s *Service) Get(ctx context.Context, p rbac.Principal, ref string) (store.Runtime, error) {
+func (s *Service) Get(ctx context.Context, p rbac.Principal, ref string) (Runtime, error) {
 	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
-		return store.Runtime{}, err
+		return Runtime{}, err
 	}
-	return s.db.GetRuntime(ctx, p.AccountID, ref)
+	row, err := s.db.GetRuntime(ctx, p.AccountID, ref)
+	if err != nil {
+		return Runtime{}, err
+	}
+	return runtimeFromRow(row)
 }
 
 // RotateToken gives a runtime a new token; the old one stops working at once.
@@ -255,10 +308,11 @@ func (s *Service) Delete(ctx context.Context, p rbac.Principal, ref string) (err
 	if err := rbac.Allow(p, rbac.ManageRuntimes); err != nil {
 		return err
 	}
-	rt, err := s.db.GetRuntime(ctx, p.AccountID, ref)
+	row, err := s.db.GetRuntime(ctx, p.AccountID, ref)
 	if err != nil {
 		return err
 	}
+	rt, _ := runtimeFromRow(row) // deleting it needs no report
 	e.Resource(rt.ID)
 	if rt.Type == TypeHosted && s.provisioner != nil {
 		if err := s.provisioner.Deprovision(ctx, rt); err != nil {
@@ -273,23 +327,29 @@ func (s *Service) Delete(ctx context.Context, p rbac.Principal, ref string) (err
 	})
 }
 
-// Authenticate resolves a runtime token. Any failure is ErrUnauthenticated.
-func (s *Service) Authenticate(ctx context.Context, tok string) (store.Runtime, error) {
+// Authenticate resolves a runtime token. Any failure is ErrUnauthenticated. A runtime whose
+// stored report does not decode still authenticates (without Info), so that its next heartbeat
+// replaces the report.
+func (s *Service) Authenticate(ctx context.Context, tok string) (Runtime, error) {
 	unauth := fmt.Errorf("invalid runtime token: %w", errdefs.ErrUnauthenticated)
 	id, secret, ok := token.Runtime.Parse(tok)
 	if !ok {
-		return store.Runtime{}, unauth
+		return Runtime{}, unauth
 	}
-	rt, err := s.db.RuntimeByPrefix(ctx, id)
-	if err != nil || !token.Verify(rt.TokenHash, secret) {
-		return store.Runtime{}, unauth
+	row, err := s.db.RuntimeByPrefix(ctx, id)
+	if err != nil || !token.Verify(row.TokenHash, secret) {
+		return Runtime{}, unauth
+	}
+	rt, err := runtimeFromRow(row)
+	if err != nil {
+		s.log.Warn("runtime authenticated without its last report", "runtime", rt.Name, "account", rt.AccountID, "err", err)
 	}
 	return rt, nil
 }
 
 // Heartbeat records a runtime's report and returns its new status: healthy when every
 // enabled component is, degraded otherwise.
-func (s *Service) Heartbeat(ctx context.Context, rt store.Runtime, hb runtimev1.HeartbeatRequest) (string, error) {
+func (s *Service) Heartbeat(ctx context.Context, rt Runtime, hb runtimev1.HeartbeatRequest) (string, error) {
 	if hb.Protocol != runtimev1.ProtocolVersion {
 		return "", errdefs.Invalid("protocol", fmt.Sprint(hb.Protocol), fmt.Sprintf("is not supported: this server speaks runtime protocol %d", runtimev1.ProtocolVersion))
 	}
@@ -318,7 +378,7 @@ func (s *Service) Heartbeat(ctx context.Context, rt store.Runtime, hb runtimev1.
 
 // MarkDisconnected marks a runtime disconnected now (its tunnel dropped, or its heartbeats
 // stopped) and audits it.
-func (s *Service) MarkDisconnected(ctx context.Context, rt store.Runtime, why string) error {
+func (s *Service) MarkDisconnected(ctx context.Context, rt Runtime, why string) error {
 	if rt.Status == StatusDisconnected {
 		return nil
 	}
@@ -340,8 +400,22 @@ func (s *Service) MarkDisconnected(ctx context.Context, rt store.Runtime, why st
 	return nil
 }
 
+// MarkDisconnectedID is MarkDisconnected for account's runtime id (a runtime deregistered
+// meanwhile is left alone).
+func (s *Service) MarkDisconnectedID(ctx context.Context, accountID, id, why string) error {
+	row, err := s.db.GetRuntime(ctx, accountID, id)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	rt, _ := runtimeFromRow(row) // marking it needs no report
+	return s.MarkDisconnected(ctx, rt, why)
+}
+
 // SetDisconnectHook sets a function called for each runtime the sweeper marks disconnected.
-func (s *Service) SetDisconnectHook(f func(store.Runtime)) { s.onDisconnect = f }
+func (s *Service) SetDisconnectHook(f func(Runtime)) { s.onDisconnect = f }
 
 // Sweep marks runtimes without a recent heartbeat disconnected, until ctx ends.
 func (s *Service) Sweep(ctx context.Context, every time.Duration) error {
@@ -358,7 +432,8 @@ func (s *Service) Sweep(ctx context.Context, every time.Duration) error {
 			s.log.Warn("sweep runtimes", "err", err)
 			continue
 		}
-		for _, rt := range stale {
+		for _, row := range stale {
+			rt, _ := runtimeFromRow(row) // marking it needs no report
 			s.MarkDisconnected(ctx, rt, "no heartbeat since "+rt.LastHeartbeat.Format(time.RFC3339))
 		}
 	}

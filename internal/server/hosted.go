@@ -12,7 +12,6 @@ import (
 	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/gitops/host"
 	"github.com/freshet-dev/freshet/internal/runtimes"
-	"github.com/freshet-dev/freshet/internal/store"
 	"github.com/freshet-dev/freshet/internal/version"
 )
 
@@ -37,7 +36,7 @@ func newInProcessProvisioner(s *Server, log *slog.Logger) *inProcessProvisioner 
 	return p
 }
 
-func (p *inProcessProvisioner) Provision(ctx context.Context, rt store.Runtime, token string) error {
+func (p *inProcessProvisioner) Provision(ctx context.Context, rt runtimes.Runtime, token string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.ctx == nil {
@@ -71,7 +70,7 @@ func (p *inProcessProvisioner) start(id, token string) error {
 	return nil
 }
 
-func (p *inProcessProvisioner) Deprovision(_ context.Context, rt store.Runtime) error {
+func (p *inProcessProvisioner) Deprovision(_ context.Context, rt runtimes.Runtime) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.pending, rt.ID)

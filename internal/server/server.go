@@ -110,6 +110,9 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	}
 	s.pipes.SetCronHook(s.cron.Reload)
 	s.dispatch = pipeline.NewDispatcher(s.pipes, s.bus.Conn(), log.With("component", "dispatcher"))
+	if opts.RunnerLeaseTTL > 0 {
+		s.dispatch.SetLeaseTTL(opts.RunnerLeaseTTL)
+	}
 	s.runtimes = runtimes.New(s.db, s.audit, keys, log.With("component", "runtimes"))
 	s.runtimes.SetProvisioner(newInProcessProvisioner(s, log.With("component", "hosted-runtimes")))
 	s.runtimes.SetEventsHook(s.outbox.Kick)
@@ -117,7 +120,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 		s.Close()
 		return nil, fmt.Errorf("tunnel: %w", err)
 	}
-	s.runtimes.SetTunnel(s.tunnel)
+	s.runtimes.SetTunnel(runtimeTunnel{s.tunnel})
 	// Verified pushes to CI triggers' webhooks also reach the account's GitOps runtimes.
 	s.pipes.SetPushHook(func(ctx context.Context, accountID string, evs []webhook.Event) {
 		var ns []runtimes.Notification

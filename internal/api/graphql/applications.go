@@ -14,7 +14,6 @@ import (
 	"github.com/freshet-dev/freshet/internal/api/httpx"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/runtimes"
-	"github.com/freshet-dev/freshet/internal/store"
 )
 
 type applicationFilterInput struct {
@@ -59,11 +58,7 @@ func (r *resolver) Applications(ctx context.Context, args struct {
 	nodes := make([]*applicationResolver, 0, len(apps))
 	last := ""
 	for _, a := range apps {
-		ar, err := r.newApplication(a)
-		if err != nil {
-			return connection[*applicationResolver]{}, wrap(err)
-		}
-		nodes = append(nodes, ar)
+		nodes = append(nodes, r.newApplication(a))
 		last = a.ID
 	}
 	return newConnection(nodes, page, last), nil
@@ -120,27 +115,22 @@ func (r *resolver) Application(ctx context.Context, args struct{ Runtime, Name s
 	if err != nil {
 		return nil, wrap(err)
 	}
-	return r.newApplication(a)
+	return r.newApplication(a), nil
 }
 
-func (r *resolver) newApplication(row store.Application) (*applicationResolver, error) {
-	a, err := runtimes.DecodeApplication(row)
-	if err != nil {
-		return nil, wrap(err)
-	}
-	return &applicationResolver{rts: r.runtimes, row: row, a: a}, nil
+func (r *resolver) newApplication(a runtimes.Application) *applicationResolver {
+	return &applicationResolver{rts: r.runtimes, a: a}
 }
 
 type applicationResolver struct {
 	rts *runtimes.Service
-	row store.Application
-	a   runtimev1.Application
+	a   runtimes.Application
 }
 
-func (a *applicationResolver) ID() gql.ID        { return gql.ID(a.row.ID) }
-func (a *applicationResolver) Runtime() string   { return a.row.Runtime }
-func (a *applicationResolver) RuntimeID() gql.ID { return gql.ID(a.row.RuntimeID) }
-func (a *applicationResolver) Name() string      { return a.row.Name }
+func (a *applicationResolver) ID() gql.ID        { return gql.ID(a.a.ID) }
+func (a *applicationResolver) Runtime() string   { return a.a.Runtime }
+func (a *applicationResolver) RuntimeID() gql.ID { return gql.ID(a.a.RuntimeID) }
+func (a *applicationResolver) Name() string      { return a.a.Name }
 func (a *applicationResolver) Project() string   { return a.a.Project }
 func (a *applicationResolver) RepoURL() string   { return a.a.RepoURL }
 func (a *applicationResolver) Path() *string     { return strPtr(a.a.Path) }
@@ -160,7 +150,7 @@ func (a *applicationResolver) Commit() *commitResolver {
 	return newCommit(a.a.Commit)
 }
 func (a *applicationResolver) ReconciledAt() *string { return timeStr(a.a.ReconciledAt) }
-func (a *applicationResolver) UpdatedAt() string     { return a.row.UpdatedAt.Format(time.RFC3339Nano) }
+func (a *applicationResolver) UpdatedAt() string     { return a.a.UpdatedAt.Format(time.RFC3339Nano) }
 
 func (a *applicationResolver) Labels() []labelResolver {
 	out := make([]labelResolver, 0, len(a.a.Labels))
@@ -237,15 +227,15 @@ func (a *applicationResolver) History(ctx context.Context, args pageArgs) (conne
 	if err != nil {
 		return connection[syncResolver]{}, wrap(err)
 	}
-	recs, err := a.rts.ListSyncs(ctx, p, a.row, page)
+	deps, err := a.rts.ListSyncs(ctx, p, a.a, page)
 	if err != nil {
 		return connection[syncResolver]{}, wrap(err)
 	}
-	nodes := make([]syncResolver, len(recs))
+	nodes := make([]syncResolver, len(deps))
 	last := ""
-	for i, rec := range recs {
-		nodes[i] = syncResolver{runtimes.DecodeSync(rec)}
-		last = strconv.FormatInt(rec.SyncID, 10)
+	for i, d := range deps {
+		nodes[i] = syncResolver{d.SyncRecord}
+		last = strconv.FormatInt(d.ID, 10)
 	}
 	return newConnection(nodes, page, last), nil
 }
@@ -257,7 +247,7 @@ func (a *applicationResolver) Tree(ctx context.Context) (*[]*treeResolver, error
 	if err != nil {
 		return nil, wrap(err)
 	}
-	nodes, err := a.rts.Tree(ctx, p, a.row)
+	nodes, err := a.rts.Tree(ctx, p, a.a)
 	if err != nil {
 		return nil, wrap(err)
 	}

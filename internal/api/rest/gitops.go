@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/freshet-dev/freshet/internal/api/httpx"
-	"github.com/freshet-dev/freshet/internal/runtimes"
 	"github.com/freshet-dev/freshet/internal/webhook"
 )
 
@@ -20,6 +19,19 @@ type GitOpsWebhook struct {
 	URLs map[string]string `json:"urls"`
 	// Secret is set only in the answer that set it: it is shown once.
 	Secret string `json:"secret,omitempty"`
+}
+
+// GitOpsWebhookResult is what a GitOps webhook delivery led to.
+type GitOpsWebhookResult struct {
+	Notifications []GitOpsNotification `json:"notifications"`
+	// Reason says why nothing is notified.
+	Reason string `json:"reason,omitempty"`
+}
+
+// GitOpsNotification is what the account's runtimes are told of a push.
+type GitOpsNotification struct {
+	RepoURL  string `json:"repoURL"`
+	Revision string `json:"revision"` // the branch or tag name, or the full ref
 }
 
 func gitopsWebhookURLs(r *http.Request, accountID string) map[string]string {
@@ -77,18 +89,15 @@ func (a *API) gitopsWebhookDelivery(w http.ResponseWriter, r *http.Request) erro
 	}
 	res, err := a.runtimes.HandleWebhook(r.Context(), r.PathValue("provider"), r.PathValue("account"), r.Header, body)
 	if errors.Is(err, webhook.ErrUnsupportedEvent) {
-		httpx.WriteJSON(w, http.StatusAccepted, map[string]any{"notifications": []runtimes.Notification{}, "reason": err.Error()})
+		httpx.WriteJSON(w, http.StatusAccepted, GitOpsWebhookResult{Notifications: []GitOpsNotification{}, Reason: err.Error()})
 		return nil
 	}
 	if err != nil {
 		return err
 	}
-	out := map[string]any{"notifications": res.Notifications}
-	if res.Notifications == nil {
-		out["notifications"] = []runtimes.Notification{}
-	}
-	if res.Reason != "" {
-		out["reason"] = res.Reason
+	out := GitOpsWebhookResult{Notifications: make([]GitOpsNotification, 0, len(res.Notifications)), Reason: res.Reason}
+	for _, n := range res.Notifications {
+		out.Notifications = append(out.Notifications, GitOpsNotification{RepoURL: n.RepoURL, Revision: n.Revision})
 	}
 	httpx.WriteJSON(w, http.StatusAccepted, out)
 	return nil

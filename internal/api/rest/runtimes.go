@@ -6,19 +6,17 @@ import (
 	"github.com/freshet-dev/freshet/client"
 	"github.com/freshet-dev/freshet/internal/api/httpx"
 	"github.com/freshet-dev/freshet/internal/runtimes"
-	"github.com/freshet-dev/freshet/internal/store"
 )
 
-// ToRuntime converts a stored runtime to its API form.
-func ToRuntime(rt store.Runtime) client.Runtime {
-	info := runtimes.DecodeInfo(rt)
+// ToRuntime converts a runtime to its API form.
+func ToRuntime(rt runtimes.Runtime) client.Runtime {
 	out := client.Runtime{ID: rt.ID, Name: rt.Name, Type: rt.Type, AccessMode: rt.AccessMode, IngressURL: rt.IngressURL, Repo: rt.Repo,
-		Version: rt.Version, Status: rt.Status, LastHeartbeat: timePtr(rt.LastHeartbeat), Capabilities: info.Capabilities,
-		GitSources: info.GitSources, CreatedAt: rt.CreatedAt}
-	for _, c := range info.Components {
+		Version: rt.Version, Status: rt.Status, LastHeartbeat: timePtr(rt.LastHeartbeat), Capabilities: rt.Capabilities,
+		GitSources: rt.GitSources, CreatedAt: rt.CreatedAt}
+	for _, c := range rt.Components {
 		out.Components = append(out.Components, client.RuntimeComponent{Name: c.Name, Health: c.Health, Message: c.Message, Version: c.Version})
 	}
-	for _, c := range info.Clusters {
+	for _, c := range rt.Clusters {
 		out.Clusters = append(out.Clusters, client.RuntimeCluster{Name: c.Name, Server: c.Server, Health: c.Health})
 	}
 	return out

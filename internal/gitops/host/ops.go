@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/freshet-dev/freshet/api/appproxyv1"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gitops/app"
 	"github.com/freshet-dev/freshet/internal/gitops/engine"
@@ -320,11 +321,7 @@ func (h *Host) ProviderRepos(ctx context.Context, provider, baseURL, owner, toke
 }
 
 // AddedCluster is what AddCluster answers.
-type AddedCluster struct {
-	Name    string `json:"name"`
-	Server  string `json:"server"`
-	Version string `json:"version"`
-}
+type AddedCluster = appproxyv1.AddedCluster
 
 // AddCluster keeps a managed cluster's credential after checking it reaches the cluster.
 func (h *Host) AddCluster(ctx context.Context, c Caller, cred ClusterCredential) (AddedCluster, error) {

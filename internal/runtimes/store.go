@@ -1,0 +1,51 @@
+package runtimes
+
+import (
+	"context"
+	"time"
+
+	"github.com/freshet-dev/freshet/internal/paging"
+	"github.com/freshet-dev/freshet/internal/store"
+)
+
+// Store is what the registry reads and writes outside its transactions. *store.DB implements
+// it. Every method but RuntimeByPrefix, RuntimeHeartbeat and StaleRuntimes is scoped to one
+// account; a runtime or application of another account is errdefs.ErrNotFound.
+type Store interface {
+	// Tx runs fn in a transaction and commits when fn returns nil; audit records written
+	// through tx commit with the change.
+	Tx(ctx context.Context, fn func(tx *store.Tx) error) error
+
+	// ListRuntimes returns account's runtimes by name.
+	ListRuntimes(ctx context.Context, accountID string) ([]store.Runtime, error)
+	// GetRuntime returns account's runtime by ID or name.
+	GetRuntime(ctx context.Context, accountID, idOrName string) (store.Runtime, error)
+	// DeleteRuntime deregisters account's runtime id, with its applications and their syncs.
+	DeleteRuntime(ctx context.Context, accountID, id string) error
+	// RuntimeByPrefix finds the runtime whose token has ID prefix, of any account.
+	RuntimeByPrefix(ctx context.Context, prefix string) (store.Runtime, error)
+	// RuntimeHeartbeat records runtime id's heartbeat at t: its version, status and Info
+	// (JSON).
+	RuntimeHeartbeat(ctx context.Context, id, version, status, info string, t time.Time) error
+	// StaleRuntimes lists the runtimes of all accounts not marked disconnected whose last
+	// heartbeat is older than t.
+	StaleRuntimes(ctx context.Context, t time.Time) ([]store.Runtime, error)
+
+	// ListApplications returns account's applications that pass f, in the order they were
+	// first reported; page.After is the last ID of the previous page.
+	ListApplications(ctx context.Context, accountID string, f store.AppFilter, page paging.Page) ([]store.Application, error)
+	// CountApplications counts account's applications that pass f by health and by sync.
+	CountApplications(ctx context.Context, accountID string, f store.AppFilter) (store.AppCounts, error)
+	// GetApplication returns account's application name of the runtime with ID or name
+	// runtime.
+	GetApplication(ctx context.Context, accountID, runtime, name string) (store.Application, error)
+	// ListSyncs returns the recorded syncs of account's application app of runtime runtimeID,
+	// newest first; page.After is the sync ID the previous page ended with.
+	ListSyncs(ctx context.Context, accountID, runtimeID, app string, page paging.Page) ([]store.ApplicationSync, error)
+
+	// GetGitOpsWebhook returns account's GitOps webhook secret (encrypted), ErrNotFound when
+	// none is set.
+	GetGitOpsWebhook(ctx context.Context, accountID string) (store.GitOpsWebhook, error)
+}
+
+var _ Store = (*store.DB)(nil)
