@@ -271,6 +271,12 @@ func TestInvitations(t *testing.T) {
 			invited.Member.Name != "Al" || invited.Member.Role != rbac.Viewer || len(invited.Password) != len(fresh.Password) || invited.Member.CreatedAt.IsZero() {
 			t.Fatalf("invited = %+v; new user = %+v", invited, fresh)
 		}
+		// What creation answers is what a read gives.
+		for _, created := range []Member{fresh.Member, invited.Member} {
+			if got, err := s.GetUser(ctx, bAdmin, created.ID); err != nil || got != created {
+				t.Fatalf("created %+v, read %+v, %v", created, got, err)
+			}
+		}
 		if _, err := s.CreateUser(ctx, bAdmin, CreateUserInput{Email: "alice@acme.test", Role: "admin"}); !errors.Is(err, errdefs.ErrConflict) {
 			t.Fatalf("inviting twice: %v, want conflict", err)
 		}
