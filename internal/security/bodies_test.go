@@ -61,7 +61,7 @@ var laxTargeted = []struct {
 	{"POST /api/v1/runners", `{"name":"r1","labels":{"":"x"}}`, "labels", ""},
 	{"POST /api/v1/runners", `{"name":"r2","labels":{"os":"linux","os":"windows"}}`, "labels.os", ""},
 	{"POST /api/v1/pipelines", `{"project":"b-project","name":"p2","spec":"version: '1.0'\nsteps:\n  a:\n    commands: [\"true\"]\n","config":{"runnerLabels":{"os":"a","os":"b"}}}`, "config.runnerLabels.os", ""},
-	{"POST /api/v1/pipelines", `{"project":"b-project","name":"p3","spec":"version: '1.0'\nsteps:\n  a:\n    commands: [\"true\"]\n","config":{"runnerLabels":{"":"x"}}}`, "config.runnerLabels", "internal/pipeline: Config.Validate does not check runnerLabels keys"},
+	{"POST /api/v1/pipelines", `{"project":"b-project","name":"p3","spec":"version: '1.0'\nsteps:\n  a:\n    commands: [\"true\"]\n","config":{"runnerLabels":{"":"x"}}}`, "config.runnerLabels", ""},
 	{"PUT /api/v1/contexts/{name}", `{"values":{"A":"1","A":"2"}}`, "values.A", ""},
 	{"POST /api/graphql", `{"query":"{ me { role } }","query":"{ users { nodes { email } } }"}`, "query", ""},
 	{"POST /api/graphql", `{"query":"{ me { role } }","variables":{"a":1,"a":2}}`, "variables.a", ""},
