@@ -78,11 +78,16 @@ type Service struct {
 	onPush func(ctx context.Context, accountID string, evs []webhook.Event)
 	// specs reads pipeline specs kept in git; nil when not configured.
 	specs SpecSource
+	// decoy verifies deliveries to triggers that do not exist (HandleWebhook).
+	decoy decoy
+	// recentPushes are the payloads of deliveries already passed to onPush.
+	recentPushes *webhook.Recent
 }
 
 // New returns a Service. db is the *store.DB (see Store).
 func New(db Store, a *audit.Log, keys Keyring, log *slog.Logger) *Service {
-	return &Service{db: db, audit: a, keys: keys, log: log, now: time.Now, queued: func() {}}
+	return &Service{db: db, audit: a, keys: keys, log: log, now: time.Now, queued: func() {},
+		decoy: newDecoy(keys), recentPushes: webhook.NewRecent(webhook.ReplayWindow, 0)}
 }
 
 // SpecSource reads a file from a git repository at a revision (a branch, tag or SHA; empty

@@ -34,6 +34,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/store"
 	"github.com/freshet-dev/freshet/internal/token"
+	"github.com/freshet-dev/freshet/internal/webhook"
 )
 
 // Runtime types, access modes and statuses.
@@ -128,6 +129,10 @@ type Service struct {
 	onDisconnect func(Runtime)
 	// onEvents is called after a report queued bus events in the outbox.
 	onEvents func()
+	// decoy verifies deliveries to accounts without a GitOps webhook (HandleWebhook).
+	decoy decoy
+	// recentPushes are the payloads of GitOps webhook deliveries already notified.
+	recentPushes *webhook.Recent
 }
 
 // New returns the registry (db is a *store.DB). keys encrypt the accounts' GitOps webhook
@@ -136,7 +141,8 @@ func New(db Store, a *audit.Log, keys *secrets.Keyring, log *slog.Logger) *Servi
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{db: db, audit: a, keys: keys, log: log, now: time.Now}
+	return &Service{db: db, audit: a, keys: keys, log: log, now: time.Now,
+		decoy: newDecoy(keys), recentPushes: webhook.NewRecent(webhook.ReplayWindow, 0)}
 }
 
 // SetProvisioner sets how hosted runtimes run.

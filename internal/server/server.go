@@ -259,6 +259,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	})
 	g.Go(func() error { return s.sweepSessions(gctx) })
+	g.Go(func() error { return s.pipes.SweepDeliveries(gctx, 0) })
 	g.Go(func() error { return s.relay.Run(gctx) })
 	g.Go(func() error { return s.outbox.Run(gctx) })
 	g.Go(func() error { return s.dispatch.Run(gctx) })
