@@ -47,6 +47,21 @@ type Service struct {
 	now     func() time.Time
 	byEmail *failureLimiter
 	byIP    *failureLimiter
+	// onRevoke is told of committed changes that may shrink a user's access (SetRevokeHook).
+	onRevoke func(accountID, userID string)
+}
+
+// SetRevokeHook sets a function called after every committed change that may shrink what a
+// user can reach in an account — an API key revoked, a session ended or moved to another
+// account, a membership removed or its role changed — with the account and the user, so that
+// streams opened with the old access end at once. It must not block.
+func (s *Service) SetRevokeHook(f func(accountID, userID string)) { s.onRevoke = f }
+
+// revoked tells the revoke hook, if any, once err (the change's outcome) is nil.
+func (s *Service) revoked(err error, accountID, userID string) {
+	if err == nil && s.onRevoke != nil {
+		s.onRevoke(accountID, userID)
+	}
 }
 
 // New returns a Service on db that audits to a.
@@ -214,6 +229,7 @@ func (s *Service) Logout(ctx context.Context, p rbac.Principal) (err error) {
 	if p.SessionID == "" {
 		return errdefs.Invalid("session", "", "is absent: log out ends a session; API keys are revoked instead")
 	}
+	defer func() { s.revoked(err, p.AccountID, p.UserID) }()
 	return s.db.Tx(ctx, func(tx *store.Tx) error {
 		if err := tx.DeleteSession(ctx, p.SessionID); err != nil {
 			return err
@@ -304,6 +320,7 @@ func (s *Service) SwitchAccount(ctx context.Context, p rbac.Principal, account s
 				}
 				return e.Commit(ctx, tx)
 			})
+			s.revoked(err, p.AccountID, p.UserID) // the session left p's account
 			return np, err
 		}
 	}
