@@ -154,7 +154,7 @@ func TestWebhookReplay(t *testing.T) {
 			}
 		}
 	}
-	attack(t, "webhooks: replayed signed push to the GitOps webhook (notified again)", tries, notified, worst)
+	attack(t, "webhooks: replayed push to GitOps webhook (notified again)", tries, notified, worst)
 }
 
 // An unauthenticated prober must not tell "this trigger (account) exists, but my signature is

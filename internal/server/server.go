@@ -52,6 +52,7 @@ type Server struct {
 	db       *store.DB
 	bus      *bus.Bus
 	identity *identity.Service
+	access   *httpx.Access
 	audit    *audit.Log
 	rest     *rest.API
 	relay    *events.Relay
@@ -88,6 +89,11 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	s.relay = events.NewRelay(s.db, s.bus, log.With("component", "events"))
 	s.outbox = events.NewOutboxRelay(s.db, s.bus, log.With("component", "outbox"))
 	s.identity = identity.New(s.db, s.audit, log)
+	s.access = httpx.NewAccess(s.identity, 0, log.With("component", "access"))
+	if err := s.watchRevocations(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("revocations: %w", err)
+	}
 	keys, err := LoadKeyring(opts)
 	if err != nil {
 		s.Close()
@@ -127,7 +133,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 		s.runtimes.NotifyPush(ctx, accountID, ns)
 	})
 	s.rest = rest.New(rest.Deps{Identity: s.identity, Audit: s.audit, Pipelines: s.pipes, Dispatcher: s.dispatch, Runtimes: s.runtimes, Log: log,
-		SecureCookies: opts.TLSCert != ""})
+		SecureCookies: opts.TLSCert != "", Access: s.access})
 	gql, err := graphql.New(s.identity, s.audit, s.runtimes, log)
 	if err != nil {
 		s.Close()
