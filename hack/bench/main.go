@@ -281,7 +281,7 @@ func seed(ctx context.Context, dsn string, users int) error {
 		return err
 	}
 	defer db.Close()
-	id := identity.New(db, nil, nil)
+	id := identity.New(identity.Deps{Store: db})
 	res, err := id.Provision(ctx, "bench", "admin@bench.test", adminPassword)
 	if err != nil {
 		return err

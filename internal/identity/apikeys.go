@@ -138,11 +138,14 @@ func (s *Service) RevokeAPIKey(ctx context.Context, p rbac.Principal, id string)
 	if err := rbac.Allow(p, rbac.ManageAPIKeys); err != nil {
 		return err
 	}
+	var owner string
+	defer func() { s.revoked(err, p.AccountID, owner) }()
 	return s.db.Tx(ctx, func(tx *store.Tx) error {
 		k, err := tx.GetAPIKey(ctx, p.AccountID, id)
 		if err != nil {
 			return err
 		}
+		owner = k.UserID
 		if owner := ownerFilter(p); owner != "" && k.UserID != owner {
 			return fmt.Errorf("api key %q: %w", id, errdefs.ErrNotFound)
 		}

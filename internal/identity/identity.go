@@ -50,13 +50,38 @@ type Service struct {
 	byEmail *failureLimiter
 	byIP    *failureLimiter
 	hasher  *hasher
+	// onRevoke is told of committed changes that may shrink a user's access (Deps.OnRevoke).
+	onRevoke func(accountID, userID string)
 }
 
-// New returns a Service on db that audits to a.
-func New(db Store, a *audit.Log, log *slog.Logger) *Service {
-	return &Service{db: db, audit: a, log: log, now: time.Now,
+// revoked tells OnRevoke, if any, once err (the change's outcome) is nil.
+func (s *Service) revoked(err error, accountID, userID string) {
+	if err == nil && s.onRevoke != nil {
+		s.onRevoke(accountID, userID)
+	}
+}
+
+// Deps is what a Service is built from.
+type Deps struct {
+	Store Store      // the *store.DB
+	Audit *audit.Log // records every change
+	Log   *slog.Logger
+	// OnRevoke is called after every committed change that may shrink what a user can reach in
+	// an account — an API key revoked, a session ended or moved to another account, a
+	// membership removed or its role changed — with the account and the user, so that streams
+	// opened with the old access end at once. It must not block.
+	OnRevoke func(accountID, userID string)
+}
+
+// New returns a Service built from d.
+func New(d Deps) *Service {
+	log := d.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{db: d.Store, audit: d.Audit, log: log, now: time.Now,
 		byEmail: newFailureLimiter(maxFailuresPerEmail), byIP: newFailureLimiter(maxFailuresPerIP),
-		hasher: newHasher(maxConcurrentHashes, hashQueueWait)}
+		hasher: newHasher(maxConcurrentHashes, hashQueueWait), onRevoke: d.OnRevoke}
 }
 
 // BootstrapResult says what Bootstrap did.
@@ -243,6 +268,7 @@ func (s *Service) Logout(ctx context.Context, p rbac.Principal) (err error) {
 	if p.SessionID == "" {
 		return errdefs.Invalid("session", "", "is absent: log out ends a session; API keys are revoked instead")
 	}
+	defer func() { s.revoked(err, p.AccountID, p.UserID) }()
 	return s.db.Tx(ctx, func(tx *store.Tx) error {
 		if err := tx.DeleteSession(ctx, p.SessionID); err != nil {
 			return err
@@ -333,6 +359,7 @@ func (s *Service) SwitchAccount(ctx context.Context, p rbac.Principal, account s
 				}
 				return e.Commit(ctx, tx)
 			})
+			s.revoked(err, p.AccountID, p.UserID) // the session left p's account
 			return np, err
 		}
 	}

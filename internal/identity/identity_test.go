@@ -158,7 +158,7 @@ func TestParseAPIKeyTTL(t *testing.T) {
 func newService(t *testing.T, db *store.DB) (*Service, *time.Time) {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
-	s := New(db, audit.NewLog(db, log), log)
+	s := New(Deps{Store: db, Audit: audit.NewLog(db, log), Log: log})
 	now := time.Now()
 	s.now = func() time.Time { return now }
 	return s, &now

@@ -220,6 +220,7 @@ func (s *Service) SetUserRole(ctx context.Context, p rbac.Principal, id, roleNam
 		}
 		return e.Commit(ctx, tx)
 	})
+	s.revoked(err, p.AccountID, id)
 	if err != nil {
 		return m, err
 	}
@@ -234,6 +235,7 @@ func (s *Service) DeleteUser(ctx context.Context, p rbac.Principal, id string) (
 	if err := rbac.Allow(p, rbac.ManageUsers); err != nil {
 		return err
 	}
+	defer func() { s.revoked(err, p.AccountID, id) }()
 	return s.db.Tx(ctx, func(tx *store.Tx) error {
 		m, err := tx.GetMember(ctx, p.AccountID, id)
 		if errors.Is(err, errdefs.ErrNotFound) {

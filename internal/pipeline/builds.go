@@ -30,6 +30,9 @@ type RunInput struct {
 	// the same key queues nothing and returns ErrDuplicate with the first build. The record is
 	// written in the build's own transaction, so a crash cannot leave one without the other.
 	DedupKey string
+	// PayloadDigest, when set with DedupKey, also makes the build once per (TriggerID,
+	// PayloadDigest): a webhook payload replayed under another delivery id is a duplicate too.
+	PayloadDigest string
 }
 
 // ErrDuplicate is returned (wrapped in a *DuplicateError) when a build was already queued for
@@ -129,7 +132,7 @@ func (s *Service) queue(ctx context.Context, pl store.Pipeline, in RunInput, by 
 			}
 		}
 		if in.DedupKey != "" {
-			prev, err := tx.RecordDelivery(ctx, in.TriggerID, in.DedupKey, b.ID, now)
+			prev, err := tx.RecordDelivery(ctx, store.Delivery{TriggerID: in.TriggerID, DeliveryID: in.DedupKey, PayloadDigest: in.PayloadDigest, BuildID: b.ID, CreatedAt: now})
 			if errors.Is(err, errdefs.ErrConflict) {
 				return &DuplicateError{BuildID: prev}
 			}

@@ -77,6 +77,10 @@ type Service struct {
 	onPush func(ctx context.Context, accountID string, evs []webhook.Event)
 	// specs reads pipeline specs kept in git; nil when not configured.
 	specs SpecSource
+	// decoy verifies deliveries to triggers that do not exist (HandleWebhook).
+	decoy webhook.Decoy
+	// recentPushes are the payloads of deliveries already passed to onPush.
+	recentPushes *webhook.Recent
 }
 
 // Deps is what a Service is built from.
@@ -105,7 +109,8 @@ func New(d Deps) *Service {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Service{db: d.Store, audit: d.Audit, keys: d.Keys, log: log, now: time.Now, queued: func() {},
-		baseURL: strings.TrimRight(d.BaseURL, "/"), specs: d.Specs, onCronChange: d.OnCronChange, onPush: d.OnPush}
+		baseURL: strings.TrimRight(d.BaseURL, "/"), specs: d.Specs, onCronChange: d.OnCronChange, onPush: d.OnPush,
+		decoy: webhook.NewDecoy(d.Keys), recentPushes: webhook.NewRecent(webhook.ReplayWindow, 0)}
 }
 
 // SpecSource reads a file from a git repository at a revision (a branch, tag or SHA; empty

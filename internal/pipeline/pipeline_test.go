@@ -28,7 +28,7 @@ type fixture struct {
 	p    rbac.Principal
 }
 
-func newFixture(t *testing.T, db *store.DB) fixture {
+func newFixture(t *testing.T, db *store.DB, edit ...func(*pipeline.Deps)) fixture {
 	t.Helper()
 	keys, err := secrets.GenerateKeyFile(filepath.Join(t.TempDir(), "master.key"))
 	if err != nil {
@@ -39,7 +39,11 @@ func newFixture(t *testing.T, db *store.DB) fixture {
 	if err := db.CreateAccount(context.Background(), acct); err != nil {
 		t.Fatal(err)
 	}
-	return fixture{db: db, keys: keys, svc: pipeline.New(pipeline.Deps{Store: db, Audit: audit.NewLog(db, log), Keys: keys, Log: log}),
+	deps := pipeline.Deps{Store: db, Audit: audit.NewLog(db, log), Keys: keys, Log: log}
+	for _, e := range edit {
+		e(&deps)
+	}
+	return fixture{db: db, keys: keys, svc: pipeline.New(deps),
 		p: rbac.Principal{AccountID: acct.ID, Email: "admin@acme.test", Role: rbac.Admin}}
 }
 

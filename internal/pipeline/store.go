@@ -30,6 +30,10 @@ type Store interface {
 	ListTriggers(ctx context.Context, accountID, pipelineID string) ([]store.Trigger, error)
 	TriggerByID(ctx context.Context, id string) (store.Trigger, error)
 	TriggersOfType(ctx context.Context, typ string) ([]store.Trigger, error)
+	// FindDelivery returns the build an earlier webhook delivery to a trigger, by delivery ID
+	// or payload digest, created; DeleteDeliveriesBefore forgets deliveries older than t.
+	FindDelivery(ctx context.Context, triggerID, deliveryID, payloadDigest string) (string, error)
+	DeleteDeliveriesBefore(ctx context.Context, t time.Time) (int64, error)
 
 	// Builds, their steps and logs.
 	GetBuild(ctx context.Context, accountID, id string) (store.Build, error)

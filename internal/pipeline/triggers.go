@@ -182,42 +182,57 @@ func (s *Service) DeleteTrigger(ctx context.Context, p rbac.Principal, id string
 // WebhookResult says what a webhook delivery did.
 type WebhookResult struct {
 	Builds    []Build
-	Duplicate bool   // the delivery was seen before; Builds are the ones it created then
+	Duplicate bool   // the delivery was handled before; Builds are the ones it created then
 	Reason    string // why nothing was built
 }
 
-// ErrTriggerMismatch is wrapped by webhook deliveries that name a trigger of another provider.
+// ErrTriggerMismatch is wrapped by verified webhook deliveries addressed to a trigger of
+// another provider (with errdefs.ErrInvalid).
 var ErrTriggerMismatch = errors.New("trigger is for another provider")
 
+// deliverySweepInterval is how often webhook deliveries older than webhook.ReplayWindow are
+// forgotten (SweepDeliveries).
+const deliverySweepInterval = time.Hour
+
 // HandleWebhook verifies a delivery against the trigger's secret, matches it, and queues a
-// build for each matching event. A redelivery (same delivery ID) creates nothing new.
+// build for each matching event. A delivery handled before — the same delivery ID, or the same
+// payload (webhook.Digest) within webhook.ReplayWindow — creates nothing new and is answered as
+// a duplicate with the builds it created then.
+//
+// Every delivery not verified with the secret of a git trigger of this ID — no such trigger, a
+// cron trigger, a trigger of a deleted pipeline, a missing, malformed or wrong signature — is
+// answered with the same webhook.Unauthenticated error, after the same work: a delivery for a
+// trigger that does not exist is checked against a decoy secret. Only a delivery signed with
+// the trigger's secret learns that it was sent to the wrong provider's URL.
 func (s *Service) HandleWebhook(ctx context.Context, provider, triggerID string, h http.Header, body []byte) (WebhookResult, error) {
 	var res WebhookResult
 	prov, err := webhook.ParseProvider(provider)
 	if err != nil {
 		return res, errdefs.Invalid("provider", provider, "is not github, gitlab, gitea or bitbucket")
 	}
-	t, err := s.db.TriggerByID(ctx, triggerID)
-	if err != nil || t.Type != TriggerGit {
-		// Say the same for "no such trigger" and "bad signature": neither tells a prober anything.
-		return res, webhook.ErrSignature
+	t, cfg, secret, err := s.webhookTrigger(ctx, triggerID)
+	if err != nil {
+		return res, err
 	}
-	cfg, err := decodeTriggerConfig(t)
+	evs, err := webhook.ParseAll(prov, h, body, secret)
+	if t == nil || errors.Is(err, webhook.ErrSignature) {
+		why := "no git trigger has this ID"
+		if t != nil {
+			why = err.Error()
+		}
+		s.log.Debug("webhook delivery refused", "provider", prov, "trigger", triggerID, "reason", why)
+		return res, webhook.Unauthenticated(prov)
+	}
 	if err != nil {
 		return res, err
 	}
 	if cfg.Provider != string(prov) {
-		return res, fmt.Errorf("trigger %s expects %s deliveries: %w", triggerID, cfg.Provider, errdefs.ErrInvalid)
+		return res, fmt.Errorf("trigger %s takes %s deliveries, not %s: use the payload URL shown with the trigger: %w: %w", triggerID, cfg.Provider, prov, ErrTriggerMismatch, errdefs.ErrInvalid)
 	}
-	secret, err := s.keys.Decrypt(t.SecretEnc, webhookAAD(t.AccountID, t.ID))
-	if err != nil {
-		return res, err
-	}
-	evs, err := webhook.ParseAll(prov, h, body, string(secret))
-	if err != nil {
-		return res, err
-	}
-	if s.onPush != nil {
+	digest := webhook.Digest(prov, t.ID, body)
+	if s.onPush != nil && s.recentPushes.First(digest, s.now()) {
+		// A replayed push would make every runtime of the account refresh again: harmless, but
+		// each replay costs a request per runtime. Within the window it is told once.
 		s.onPush(ctx, t.AccountID, evs)
 	}
 	pl, err := s.db.GetPipeline(ctx, t.AccountID, t.PipelineID)
@@ -225,7 +240,7 @@ func (s *Service) HandleWebhook(ctx context.Context, provider, triggerID string,
 		return res, err
 	}
 	var reasons []string
-	for _, ev := range evs {
+	for i, ev := range evs {
 		if ev.Kind == webhook.KindPing {
 			reasons = append(reasons, "ping")
 			continue
@@ -234,7 +249,11 @@ func (s *Service) HandleWebhook(ctx context.Context, provider, triggerID string,
 			reasons = append(reasons, why)
 			continue
 		}
-		b, dup, err := s.queueDelivery(ctx, pl, t, ev)
+		d := digest
+		if i > 0 { // a Bitbucket push of several refs: one event per ref, as with the delivery id
+			d = fmt.Sprintf("%s#%d", digest, i+1)
+		}
+		b, dup, err := s.queueDelivery(ctx, pl, *t, ev, d)
 		if err != nil {
 			return res, err
 		}
@@ -247,27 +266,93 @@ func (s *Service) HandleWebhook(ctx context.Context, provider, triggerID string,
 	return res, nil
 }
 
-// queueDelivery queues the build of one event unless its delivery was handled before.
-func (s *Service) queueDelivery(ctx context.Context, pl store.Pipeline, t store.Trigger, ev webhook.Event) (Build, bool, error) {
+// webhookTrigger returns the git trigger id names, its config and its webhook secret — or, when
+// there is no git trigger of that ID, nil and a decoy secret, found with the same work.
+func (s *Service) webhookTrigger(ctx context.Context, id string) (*store.Trigger, TriggerConfig, string, error) {
+	t, err := s.db.TriggerByID(ctx, id)
+	if errors.Is(err, errdefs.ErrNotFound) || (err == nil && t.Type != TriggerGit) {
+		return nil, TriggerConfig{}, s.decoy.Open(s.keys), nil
+	}
+	if err != nil {
+		return nil, TriggerConfig{}, "", err
+	}
+	cfg, err := decodeTriggerConfig(t)
+	if err != nil {
+		return nil, TriggerConfig{}, "", err
+	}
+	if cfg.Git == nil {
+		return nil, TriggerConfig{}, "", fmt.Errorf("git trigger %s has no git settings", t.ID)
+	}
+	secret, err := s.keys.Decrypt(t.SecretEnc, webhookAAD(t.AccountID, t.ID))
+	if err != nil {
+		return nil, TriggerConfig{}, "", err
+	}
+	return &t, cfg, string(secret), nil
+}
+
+// queueDelivery queues the build of one event unless its delivery — by delivery ID or by payload
+// digest — was handled before; then it returns the build that delivery created, and true.
+func (s *Service) queueDelivery(ctx context.Context, pl store.Pipeline, t store.Trigger, ev webhook.Event, digest string) (Build, bool, error) {
 	in := runInputFromEvent(ev, t.ID)
-	in.DedupKey = ev.DeliveryID
+	in.DedupKey, in.PayloadDigest = ev.DeliveryID, digest
 	if in.DedupKey == "" {
-		in.DedupKey = string(ev.Provider) + ":" + ev.Ref + ":" + ev.SHA // no id: the same push is the same delivery
+		in.DedupKey = "sha256:" + digest // no id: the payload names the delivery
+	}
+	// A redelivery or replay is answered from its record before the spec is read or anything
+	// is written; the record written with the build below settles races between replicas.
+	prev, err := s.db.FindDelivery(ctx, t.ID, in.DedupKey, digest)
+	if err == nil {
+		return s.earlierBuild(ctx, pl, t, prev)
+	}
+	if !errors.Is(err, errdefs.ErrNotFound) {
+		return Build{}, false, err
 	}
 	e := audit.System(ctx, t.AccountID, "build.run", "build", "")
 	b, err := s.queue(ctx, pl, in, fmt.Sprintf("%s webhook (%s)", ev.Provider, orUnknown(ev.Sender.Login)), e)
 	var dup *DuplicateError
 	if errors.As(err, &dup) {
 		// A redelivery: no audit record, nothing changed.
-		prev, err := s.db.GetBuild(ctx, t.AccountID, dup.BuildID)
-		if err != nil {
-			return Build{}, true, err
-		}
-		b, err := toBuild(prev, fullName(pl), nil)
-		return b, true, err
+		return s.earlierBuild(ctx, pl, t, dup.BuildID)
 	}
 	s.audit.Finish(ctx, e, err)
 	return b, false, err
+}
+
+// earlierBuild is the build an earlier delivery created, for the answer to a duplicate.
+func (s *Service) earlierBuild(ctx context.Context, pl store.Pipeline, t store.Trigger, id string) (Build, bool, error) {
+	prev, err := s.db.GetBuild(ctx, t.AccountID, id)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		return Build{ID: id, AccountID: t.AccountID, PipelineID: pl.ID, Pipeline: fullName(pl)}, true, nil // deleted since
+	}
+	if err != nil {
+		return Build{}, true, err
+	}
+	b, err := toBuild(prev, fullName(pl), nil)
+	return b, true, err
+}
+
+// SweepDeliveries forgets, every interval (0: hourly), the webhook deliveries recorded longer
+// than webhook.ReplayWindow ago, until ctx ends. Every replica may run it.
+func (s *Service) SweepDeliveries(ctx context.Context, interval time.Duration) error {
+	if interval <= 0 {
+		interval = deliverySweepInterval
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			n, err := s.db.DeleteDeliveriesBefore(ctx, s.now().Add(-webhook.ReplayWindow))
+			switch {
+			case err != nil && ctx.Err() == nil:
+				s.log.Warn("sweep old webhook deliveries", "err", err)
+			case n > 0:
+				s.log.Debug("swept old webhook deliveries", "count", n)
+			}
+		}
+	}
 }
 
 func orUnknown(s string) string {

@@ -172,39 +172,65 @@ func (s *Service) SetWebhookSecret(ctx context.Context, p rbac.Principal, secret
 // WebhookResult is what a GitOps webhook delivery led to.
 type WebhookResult struct {
 	Notifications []Notification
-	// Reason says why nothing is notified (a ping, a pull request event, ...).
+	// Reason says why nothing is notified (a ping, a pull request event, a replay, ...).
 	Reason string
+	// Duplicate: the same payload was handled within webhook.ReplayWindow; nothing is notified.
+	Duplicate bool
 	// Done is closed when the notifications have been sent (or failed).
 	Done <-chan struct{}
 }
 
 // HandleWebhook verifies a git provider's delivery to accountID's GitOps webhook with the
 // account's secret and passes pushes on to the account's runtimes (NotifyPush). An unknown
-// account, an account without a secret and a wrong signature are all webhook.ErrSignature:
-// none tells a prober anything.
+// account, an account without a secret and a missing or wrong signature are all answered with
+// the same webhook.Unauthenticated error, after the same work (a decoy secret stands in for the
+// one that does not exist): none tells a prober anything.
+//
+// A payload handled before (webhook.Digest, within webhook.ReplayWindow, on this replica) is
+// answered as a duplicate and notifies nothing. A replay could do no harm beyond that work — a
+// refresh reads the repository as it is now, whatever revision the payload names — so this
+// filter is kept in memory rather than in the database: after a restart, or on another replica,
+// a replay makes the runtimes refresh once more.
 func (s *Service) HandleWebhook(ctx context.Context, provider, accountID string, h http.Header, body []byte) (WebhookResult, error) {
 	var res WebhookResult
 	prov, err := webhook.ParseProvider(provider)
 	if err != nil {
 		return res, err
 	}
-	w, err := s.db.GetGitOpsWebhook(ctx, accountID)
-	if errors.Is(err, errdefs.ErrNotFound) {
-		return res, webhook.ErrSignature
-	}
-	if err != nil {
-		return res, err
-	}
 	if s.keys == nil {
 		return res, fmt.Errorf("this server has no master key to read webhook secrets with: %w", errdefs.ErrUnavailable)
 	}
-	secret, err := s.keys.Decrypt(w.SecretEnc, webhookSecretAAD(accountID))
-	if err != nil {
-		return res, fmt.Errorf("GitOps webhook secret of account %s: %w", accountID, err)
+	var secret string
+	known := false
+	w, err := s.db.GetGitOpsWebhook(ctx, accountID)
+	switch {
+	case errors.Is(err, errdefs.ErrNotFound):
+		secret = s.decoy.Open(s.keys) // the same work as for a real secret
+	case err != nil:
+		return res, err
+	default:
+		plain, err := s.keys.Decrypt(w.SecretEnc, webhookSecretAAD(accountID))
+		if err != nil {
+			return res, fmt.Errorf("GitOps webhook secret of account %s: %w", accountID, err)
+		}
+		secret, known = string(plain), true
 	}
-	evs, err := webhook.ParseAll(prov, h, body, string(secret))
+	evs, err := webhook.ParseAll(prov, h, body, secret)
+	if !known || errors.Is(err, webhook.ErrSignature) {
+		why := "the account has no GitOps webhook"
+		if known {
+			why = err.Error()
+		}
+		s.log.Debug("GitOps webhook delivery refused", "provider", prov, "account", accountID, "reason", why)
+		return res, webhook.Unauthenticated(prov)
+	}
 	if err != nil {
 		return res, err
+	}
+	if !s.recentPushes.First(webhook.Digest(prov, "gitops:"+accountID, body), s.now()) {
+		res.Duplicate, res.Reason = true, "this payload was handled before: nothing to notify"
+		res.Done = closedChan()
+		return res, nil
 	}
 	for _, ev := range evs {
 		res.Notifications = append(res.Notifications, PushNotifications(ev)...)
@@ -214,6 +240,12 @@ func (s *Service) HandleWebhook(ctx context.Context, provider, accountID string,
 	}
 	res.Done = s.NotifyPush(ctx, accountID, res.Notifications)
 	return res, nil
+}
+
+func closedChan() <-chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
 }
 
 // Reencrypter re-encrypts a ciphertext under the current primary key. secrets.Keyring has it.

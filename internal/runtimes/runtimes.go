@@ -34,6 +34,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/store"
 	"github.com/freshet-dev/freshet/internal/token"
+	"github.com/freshet-dev/freshet/internal/webhook"
 )
 
 // Runtime types, access modes and statuses.
@@ -126,6 +127,10 @@ type Service struct {
 	tunnel      Tunnel
 	// onEvents is called after a report queued bus events in the outbox.
 	onEvents func()
+	// decoy verifies deliveries to accounts without a GitOps webhook (HandleWebhook).
+	decoy webhook.Decoy
+	// recentPushes are the payloads of GitOps webhook deliveries already notified.
+	recentPushes *webhook.Recent
 }
 
 // Deps is what the registry is built from.
@@ -150,8 +155,13 @@ func New(d Deps) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	var sealer webhook.Keyring // a nil *secrets.Keyring must stay a nil interface
+	if d.Keys != nil {
+		sealer = d.Keys
+	}
 	return &Service{db: d.Store, audit: d.Audit, keys: d.Keys, log: log, now: time.Now,
-		provisioner: d.Provisioner, tunnel: d.Tunnel, onEvents: d.OnEvents}
+		provisioner: d.Provisioner, tunnel: d.Tunnel, onEvents: d.OnEvents,
+		decoy: webhook.NewDecoy(sealer), recentPushes: webhook.NewRecent(webhook.ReplayWindow, 0)}
 }
 
 // RegisterInput registers a hybrid runtime.

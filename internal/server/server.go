@@ -53,6 +53,7 @@ type Server struct {
 	db       *store.DB
 	bus      *bus.Bus
 	identity *identity.Service
+	access   *httpx.Access
 	audit    *audit.Log
 	rest     *rest.API
 	relay    *events.Relay
@@ -99,7 +100,12 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	s.audit = audit.NewLog(s.db, log)
 	s.relay = events.NewRelay(s.db, s.bus, log.With("component", "events"))
 	s.outbox = events.NewOutboxRelay(s.db, s.bus, log.With("component", "outbox"))
-	s.identity = identity.New(s.db, s.audit, log)
+	s.identity = identity.New(identity.Deps{Store: s.db, Audit: s.audit, Log: log, OnRevoke: s.revoked})
+	s.access = httpx.NewAccess(s.identity, 0, log.With("component", "access"))
+	if err := s.watchRevocations(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("revocations: %w", err)
+	}
 	keys, err := LoadKeyring(opts)
 	if err != nil {
 		s.Close()
@@ -152,7 +158,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	s.runtimes = runtimes.New(runtimes.Deps{Store: s.db, Audit: s.audit, Keys: keys, Log: log.With("component", "runtimes"),
 		Provisioner: s.hosted, Tunnel: runtimeTunnel{s.tunnel}, OnEvents: s.outbox.Kick})
 	s.rest = rest.New(rest.Deps{Identity: s.identity, Audit: s.audit, Pipelines: s.pipes, Dispatcher: s.dispatch, Runtimes: s.runtimes, Log: log,
-		SecureCookies: opts.TLSCert != ""})
+		SecureCookies: opts.TLSCert != "", Access: s.access})
 	gql, err := graphql.New(s.identity, s.audit, s.runtimes, log)
 	if err != nil {
 		s.Close()
@@ -265,6 +271,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	})
 	g.Go(func() error { return s.sweepSessions(gctx) })
+	g.Go(func() error { return s.pipes.SweepDeliveries(gctx, 0) })
 	g.Go(func() error { return s.relay.Run(gctx) })
 	g.Go(func() error { return s.outbox.Run(gctx) })
 	g.Go(func() error { return s.dispatch.Run(gctx) })

@@ -56,6 +56,15 @@ func (s *Server) newTunnel(log *slog.Logger) (*tunnel.Server, error) {
 			}
 			return rbac.Allow(p, rbac.ReadRuntimes)
 		},
+		// A WebSocket or event stream through the tunnel ends when its caller loses access.
+		Hold: func(r *http.Request, rt tunnel.Runtime) (context.Context, func()) {
+			return s.access.Hold(r, func(_ context.Context, p rbac.Principal) error {
+				if p.AccountID != rt.AccountID {
+					return fmt.Errorf("runtime %s: %w", rt.Name, errdefs.ErrNotFound)
+				}
+				return rbac.Allow(p, rbac.ReadRuntimes)
+			})
+		},
 		OnDenied: func(r *http.Request, rt tunnel.Runtime, err error) {
 			p, _ := httpx.Principal(r.Context())
 			e := audit.Start(r.Context(), p, "runtime.proxy", "runtime", rt.ID)

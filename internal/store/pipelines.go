@@ -315,18 +315,55 @@ func (q *Queries) DeleteTrigger(ctx context.Context, accountID, id string) error
 	return affected(res, "trigger", id)
 }
 
-// RecordDelivery remembers that a webhook delivery created buildID. It answers the build of an
-// earlier record of the same delivery and ErrConflict when the delivery was seen before.
-func (q *Queries) RecordDelivery(ctx context.Context, triggerID, deliveryID, buildID string, at time.Time) (string, error) {
-	_, err := q.exec(ctx, `INSERT INTO webhook_deliveries (trigger_id, delivery_id, build_id, created_at) VALUES (?, ?, ?, ?)`, triggerID, deliveryID, buildID, micros(at))
-	if errors.Is(err, errdefs.ErrConflict) {
-		var prev string
-		if qerr := q.queryRow(ctx, `SELECT build_id FROM webhook_deliveries WHERE trigger_id = ? AND delivery_id = ?`, triggerID, deliveryID).Scan(&prev); qerr != nil {
-			return "", qerr
-		}
-		return prev, err
+// Delivery is a webhook delivery (or a cron fire) that queued a build: once per trigger and
+// delivery ID, and once per trigger and payload digest when PayloadDigest is set.
+type Delivery struct {
+	TriggerID  string
+	DeliveryID string // the provider's delivery id, or another key that names the event once
+	// PayloadDigest is the identity of the verified payload (webhook.Digest); empty for keys
+	// that have none (cron fires).
+	PayloadDigest string
+	BuildID       string
+	CreatedAt     time.Time
+}
+
+// RecordDelivery remembers that a webhook delivery created d.BuildID. When the trigger has a
+// record of the same delivery ID, or of the same payload digest, it records nothing and answers
+// the build of that earlier record and ErrConflict. It changes nothing in a failed state: it is
+// safe inside a transaction on PostgreSQL.
+func (q *Queries) RecordDelivery(ctx context.Context, d Delivery) (string, error) {
+	res, err := q.exec(ctx, `INSERT INTO webhook_deliveries (trigger_id, delivery_id, payload_digest, build_id, created_at) VALUES (?, ?, ?, ?, ?)
+		ON CONFLICT DO NOTHING`, d.TriggerID, d.DeliveryID, d.PayloadDigest, d.BuildID, micros(d.CreatedAt))
+	if err != nil {
+		return "", err
 	}
-	return "", err
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		return "", err
+	}
+	prev, err := q.FindDelivery(ctx, d.TriggerID, d.DeliveryID, d.PayloadDigest)
+	if err != nil {
+		return "", err
+	}
+	return prev, fmt.Errorf("delivery %q of trigger %s was handled before, as build %s: %w", d.DeliveryID, d.TriggerID, prev, errdefs.ErrConflict)
+}
+
+// FindDelivery returns the build an earlier delivery to triggerID with deliveryID, or with
+// payloadDigest when it is not empty, created. ErrNotFound when there is none.
+func (q *Queries) FindDelivery(ctx context.Context, triggerID, deliveryID, payloadDigest string) (string, error) {
+	var prev string
+	err := q.queryRow(ctx, `SELECT build_id FROM webhook_deliveries WHERE trigger_id = ? AND (delivery_id = ? OR (payload_digest <> '' AND payload_digest = ?))
+		ORDER BY created_at LIMIT 1`, triggerID, deliveryID, payloadDigest).Scan(&prev)
+	return prev, notFound(err, "webhook delivery", deliveryID)
+}
+
+// DeleteDeliveriesBefore forgets the webhook deliveries (records with a payload digest)
+// recorded before t, and reports how many. Cron fires' records are kept.
+func (q *Queries) DeleteDeliveriesBefore(ctx context.Context, t time.Time) (int64, error) {
+	res, err := q.exec(ctx, `DELETE FROM webhook_deliveries WHERE payload_digest <> '' AND created_at < ?`, micros(t))
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 const buildCols = `id, account_id, pipeline_id, number, status, trigger_type, trigger_id, triggered_by, repo, branch, sha,

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"testing"
 	"time"
@@ -106,6 +107,79 @@ func TestPipelinesAreReadWithTheirProjectsName(t *testing.T) {
 		}
 		if got, err := db.PipelineNames(ctx, a.ID, []string{apiCI.ID, webCI.ID}); err != nil || !maps.Equal(got, map[string]string{webCI.ID: "web/ci"}) {
 			t.Fatalf("PipelineNames after deleting project api = %v, %v", got, err)
+		}
+	})
+}
+
+// A webhook delivery is recorded once per trigger by its delivery ID and once by its payload
+// digest; a repeat by either answers the first build and ErrConflict, inside a transaction too
+// (on PostgreSQL a failed insert would poison it); cron keys have no digest and never collide by
+// it; sweeping forgets old webhook deliveries but keeps cron fires.
+func TestWebhookDeliveriesAreOnceByIDAndByPayload(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		t0 := time.Now().Add(-time.Hour)
+		first := store.Delivery{TriggerID: "trg_1", DeliveryID: "d-1", PayloadDigest: "digest-1", BuildID: "bld_1", CreatedAt: t0}
+		if prev, err := db.RecordDelivery(ctx, first); err != nil || prev != "" {
+			t.Fatalf("first delivery: %q, %v", prev, err)
+		}
+		for name, d := range map[string]store.Delivery{
+			"same delivery id":        {TriggerID: "trg_1", DeliveryID: "d-1", PayloadDigest: "digest-2", BuildID: "bld_2", CreatedAt: t0},
+			"same payload, new id":    {TriggerID: "trg_1", DeliveryID: "d-2", PayloadDigest: "digest-1", BuildID: "bld_2", CreatedAt: t0},
+			"same payload, digest id": {TriggerID: "trg_1", DeliveryID: "sha256:digest-1", PayloadDigest: "digest-1", BuildID: "bld_2", CreatedAt: t0},
+		} {
+			err := db.Tx(ctx, func(tx *store.Tx) error {
+				prev, err := tx.RecordDelivery(ctx, d)
+				if !errors.Is(err, errdefs.ErrConflict) || prev != "bld_1" {
+					t.Errorf("%s: %q, %v; want bld_1 and ErrConflict", name, prev, err)
+				}
+				// The transaction is still usable after the refused insert.
+				_, err = tx.FindDelivery(ctx, "trg_1", "d-1", "")
+				return err
+			})
+			if err != nil {
+				t.Fatalf("%s: the transaction failed after the refused insert: %v", name, err)
+			}
+		}
+		if prev, err := db.FindDelivery(ctx, "trg_1", "another-id", "digest-1"); err != nil || prev != "bld_1" {
+			t.Fatalf("FindDelivery by digest = %q, %v", prev, err)
+		}
+		if _, err := db.FindDelivery(ctx, "trg_1", "another-id", "another-digest"); !errors.Is(err, errdefs.ErrNotFound) {
+			t.Fatalf("FindDelivery of nothing: %v", err)
+		}
+		// The same payload to another trigger is another delivery.
+		if _, err := db.RecordDelivery(ctx, store.Delivery{TriggerID: "trg_2", DeliveryID: "d-1", PayloadDigest: "digest-1", BuildID: "bld_3", CreatedAt: t0}); err != nil {
+			t.Fatalf("same payload to another trigger: %v", err)
+		}
+		// Cron fires: no digest, distinct keys, same trigger.
+		for i, key := range []string{"cron:trg_c:2024-01-01T00:00:00Z", "cron:trg_c:2024-01-01T01:00:00Z"} {
+			if _, err := db.RecordDelivery(ctx, store.Delivery{TriggerID: "trg_c", DeliveryID: key, BuildID: fmt.Sprint("bld_c", i), CreatedAt: t0}); err != nil {
+				t.Fatalf("cron key %s: %v", key, err)
+			}
+		}
+		if prev, err := db.RecordDelivery(ctx, store.Delivery{TriggerID: "trg_c", DeliveryID: "cron:trg_c:2024-01-01T00:00:00Z", BuildID: "bld_x", CreatedAt: t0}); !errors.Is(err, errdefs.ErrConflict) || prev != "bld_c0" {
+			t.Fatalf("a cron key again: %q, %v", prev, err)
+		}
+		// A newer delivery survives the sweep; older webhook deliveries go, cron fires stay.
+		if _, err := db.RecordDelivery(ctx, store.Delivery{TriggerID: "trg_1", DeliveryID: "d-new", PayloadDigest: "digest-new", BuildID: "bld_4", CreatedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		n, err := db.DeleteDeliveriesBefore(ctx, t0.Add(time.Minute))
+		if err != nil || n != 2 {
+			t.Fatalf("DeleteDeliveriesBefore = %d, %v; want the 2 old webhook deliveries", n, err)
+		}
+		if _, err := db.FindDelivery(ctx, "trg_1", "d-1", "digest-1"); !errors.Is(err, errdefs.ErrNotFound) {
+			t.Fatalf("a swept delivery is still found: %v", err)
+		}
+		if prev, err := db.FindDelivery(ctx, "trg_1", "d-new", ""); err != nil || prev != "bld_4" {
+			t.Fatalf("the new delivery: %q, %v", prev, err)
+		}
+		if prev, err := db.FindDelivery(ctx, "trg_c", "cron:trg_c:2024-01-01T01:00:00Z", ""); err != nil || prev != "bld_c1" {
+			t.Fatalf("a cron fire was swept: %q, %v", prev, err)
+		}
+		// After the sweep the payload can be recorded again (the window has passed).
+		if _, err := db.RecordDelivery(ctx, first); err != nil {
+			t.Fatalf("the swept delivery again: %v", err)
 		}
 	})
 }

@@ -100,7 +100,20 @@ func (s *Server) serveProxy(w http.ResponseWriter, r *http.Request) {
 	if !s.authorize(w, r, rt) {
 		return
 	}
+	r, release := s.hold(r, rt)
+	defer release()
 	s.route(w, r, rt, p, "/"+escRest, s.opts.PathPrefix+escRef)
+}
+
+// hold serves r, once authorized for rt, with a context that ends when its caller loses access
+// (Options.Hold). Everything the request leads to — the exchange through the tunnel or the hop,
+// an upgraded connection — ends with it.
+func (s *Server) hold(r *http.Request, rt Runtime) (*http.Request, func()) {
+	if s.opts.Hold == nil {
+		return r, func() {}
+	}
+	ctx, release := s.opts.Hold(r, rt)
+	return r.WithContext(ctx), release
 }
 
 // HostRouter serves requests for {account}-{runtime}.{TunnelDomain} through that runtime's
@@ -138,6 +151,8 @@ func (s *Server) HostRouter(next http.Handler) http.Handler {
 		if !s.authorize(w, r, rt) {
 			return
 		}
+		r, release := s.hold(r, rt)
+		defer release()
 		s.route(w, r, rt, p, r.URL.EscapedPath(), "")
 	})
 }
@@ -471,6 +486,9 @@ func (s *Server) pipeRaw(w http.ResponseWriter, r *http.Request, resp *http.Resp
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Time{})
+	// A hijacked connection outlives the request's context unless closed with it: the caller
+	// may have lost access (Options.Hold).
+	defer context.AfterFunc(r.Context(), func() { conn.Close() })()
 	up := make(chan struct{})
 	go func() {
 		defer close(up)
@@ -503,6 +521,7 @@ func (s *Server) pipe101(w http.ResponseWriter, r *http.Request, resp *http.Resp
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Time{})
+	defer context.AfterFunc(r.Context(), func() { conn.Close(); rwc.Close() })() // as in pipeRaw
 	fmt.Fprintf(brw, "HTTP/1.1 %s\r\n", resp.Status)
 	resp.Header.Write(brw)
 	brw.WriteString("\r\n")

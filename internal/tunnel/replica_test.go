@@ -20,6 +20,12 @@ import (
 // replica starts a control-plane replica announcing over its own connection to the shared NATS.
 func replica(t *testing.T, b *bus.Bus, id string, secret []byte) *cp {
 	t.Helper()
+	return replicaWith(t, b, id, secret, nil)
+}
+
+// replicaWith is replica with edit applied to its options.
+func replicaWith(t *testing.T, b *bus.Bus, id string, secret []byte, edit func(*tunnel.Options)) *cp {
+	t.Helper()
 	nc, err := nats.Connect(b.ClientURL(), nats.Name("replica-"+id))
 	if err != nil {
 		t.Fatal(err)
@@ -30,6 +36,9 @@ func replica(t *testing.T, b *bus.Bus, id string, secret []byte) *cp {
 		o.ReplicaID = id
 		o.HopSecret = secret
 		o.PresenceInterval = 200 * time.Millisecond
+		if edit != nil {
+			edit(o)
+		}
 	})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

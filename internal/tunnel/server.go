@@ -107,6 +107,12 @@ type Options struct {
 	// Principal returns the authenticated caller of a proxied request (default: the principal
 	// httpx.Authenticate put in the request context). Its identity is what the runtime sees.
 	Principal func(r *http.Request) (rbac.Principal, error)
+	// Hold optionally watches the caller's access while a proxied request is served (an event
+	// stream or a WebSocket may stay open for hours): it returns the context to serve r with,
+	// which ends when the caller may no longer reach rt, and release, called when the request is
+	// done. The control plane passes httpx.Access.Hold. Without it a request is authorized once,
+	// when it starts.
+	Hold func(r *http.Request, rt Runtime) (ctx context.Context, release func())
 	// Resolve optionally turns the {runtime} of /runtimes/{runtime}/… into a runtime from
 	// the control plane's records (so an unknown name is 404 and a disconnected runtime is
 	// still authorized before the 502). Without it, {runtime} is a connected runtime's ID or

@@ -13,7 +13,14 @@
 //
 // Events carry the provider's delivery id ([Event.DeliveryID]) so that a redelivered webhook
 // creates no second build, and name themselves the way Codefresh triggers do
-// ([Event.CodefreshName]: push.heads, push.tags, pullrequest.opened, release, …).
+// ([Event.CodefreshName]: push.heads, push.tags, pullrequest.opened, release, …). The delivery
+// id is not signed, so callers also remember a verified payload's identity ([Digest]) for
+// [ReplayWindow]: a signed body replayed under another id is a duplicate too ([Recent] is the
+// in-memory form, for actions whose repetition is harmless but costly).
+//
+// Every delivery not verified with the secret of the webhook it names gets one answer,
+// [Unauthenticated], which depends on the provider in the URL only; a handler verifies
+// deliveries to webhooks that do not exist with a [Decoy] secret, so that it does the same work.
 //
 // [Trigger] is the git trigger of a pipeline in the Codefresh shape (repo, events, branchRegex
 // with branchRegexInput, pullRequestTargetBranchRegex, modifiedFilesGlob); [Trigger.Validate]

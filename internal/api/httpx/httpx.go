@@ -1,6 +1,7 @@
 // Package httpx holds what the REST and GraphQL APIs share at the HTTP edge: one mapping from
 // domain errors to status codes and the error body, strict JSON decoding that names the bad
-// field, request IDs, client addresses, cursors, and authentication of every request.
+// field, request IDs, client addresses, cursors, authentication of every request, and the
+// re-check of long-lived requests' access (Access: a stream ends when its caller loses access).
 package httpx
 
 import (

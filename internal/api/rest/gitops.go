@@ -26,6 +26,8 @@ type GitOpsWebhookResult struct {
 	Notifications []GitOpsNotification `json:"notifications"`
 	// Reason says why nothing is notified.
 	Reason string `json:"reason,omitempty"`
+	// Duplicate: the same payload was handled before (a redelivery or a replay).
+	Duplicate bool `json:"duplicate,omitempty"`
 }
 
 // GitOpsNotification is what the account's runtimes are told of a push.
@@ -95,7 +97,7 @@ func (a *API) gitopsWebhookDelivery(w http.ResponseWriter, r *http.Request) erro
 	if err != nil {
 		return err
 	}
-	out := GitOpsWebhookResult{Notifications: make([]GitOpsNotification, 0, len(res.Notifications)), Reason: res.Reason}
+	out := GitOpsWebhookResult{Notifications: make([]GitOpsNotification, 0, len(res.Notifications)), Reason: res.Reason, Duplicate: res.Duplicate}
 	for _, n := range res.Notifications {
 		out.Notifications = append(out.Notifications, GitOpsNotification{RepoURL: n.RepoURL, Revision: n.Revision})
 	}

@@ -1,7 +1,9 @@
 package rest
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -294,7 +296,8 @@ func (a *API) denyBuild(w http.ResponseWriter, r *http.Request) error {
 }
 
 // buildLogs answers the log as text, or with follow=1 (or Accept: text/event-stream) as
-// server-sent events: "log" events {offset, data (base64)} and a final "end" event {status}.
+// server-sent events: "log" events {offset, data (base64)} and a final "end" event {status} —
+// or, when the caller loses access while following, an "error" event (the error body) instead.
 func (a *API) buildLogs(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	var offset int64
@@ -331,7 +334,10 @@ func (a *API) buildLogs(w http.ResponseWriter, r *http.Request) error {
 		}
 		return rc.Flush()
 	}
-	err := a.dispatch.Follow(r.Context(), principal(r), r.PathValue("id"), offset,
+	// The stream lasts as long as the build; it ends when the caller loses access meanwhile.
+	ctx, release := a.access.Hold(r, func(_ context.Context, p rbac.Principal) error { return rbac.Allow(p, rbac.ReadPipelines) })
+	defer release()
+	err := a.dispatch.Follow(ctx, principal(r), r.PathValue("id"), offset,
 		func(off int64, data []byte) error {
 			return send("log", map[string]any{"offset": off, "data": data})
 		},
@@ -342,6 +348,10 @@ func (a *API) buildLogs(w http.ResponseWriter, r *http.Request) error {
 			}
 			return rc.Flush()
 		})
+	if cause := context.Cause(ctx); errors.Is(cause, httpx.ErrAccessEnded) {
+		err = cause
+		send("error", errdefs.Body{Error: errdefs.Public(cause, httpx.RequestID(r.Context()))})
+	}
 	if err != nil {
 		a.log.Debug("log follow ended", "build", r.PathValue("id"), "err", err)
 	}

@@ -37,6 +37,7 @@ type API struct {
 	runtimes  *runtimes.Service
 	log       *slog.Logger
 	secure    bool // cookies get the Secure attribute (the server speaks TLS)
+	access    *httpx.Access
 }
 
 // Deps are the services the REST API serves.
@@ -49,11 +50,13 @@ type Deps struct {
 	Log        *slog.Logger
 	// SecureCookies marks session cookies Secure (the server speaks TLS).
 	SecureCookies bool
+	// Access ends streams (a followed log) whose caller lost access.
+	Access *httpx.Access
 }
 
 // New returns the REST API over the given services.
 func New(d Deps) *API {
-	return &API{id: d.Identity, audit: d.Audit, pipelines: d.Pipelines, dispatch: d.Dispatcher, runtimes: d.Runtimes, log: d.Log, secure: d.SecureCookies}
+	return &API{id: d.Identity, audit: d.Audit, pipelines: d.Pipelines, dispatch: d.Dispatcher, runtimes: d.Runtimes, log: d.Log, secure: d.SecureCookies, access: d.Access}
 }
 
 // Routes lists every REST endpoint.
