@@ -86,4 +86,5 @@ clean:
 	rm -rf bin
 
 -include hack/devcluster/devcluster.mk
+-include hack/ctrenv/ctrenv.mk
 -include web/web.mk
