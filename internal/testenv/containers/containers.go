@@ -103,7 +103,7 @@ const (
 	envState   = "FRESHET_CONTAINERS_STATE"
 )
 
-// InstallHint says how to get what the tests need; it is part of every skip message.
+// InstallHint says how to get what the tests need; every skip message says it.
 const InstallHint = "install the Debian packages with `make containers-deps` (apt-get as root: podman runc conmon netavark aardvark-dns iptables catatonit docker-registry busybox-static)"
 
 // ErrUnavailable means this machine cannot run the container environment: packages are
@@ -254,11 +254,15 @@ func Engine(t testing.TB) *EngineInstance {
 
 func unavailable(t testing.TB, err error) {
 	t.Helper()
+	msg := err.Error()
+	if !strings.Contains(msg, "make containers-deps") {
+		msg += "; " + InstallHint
+	}
 	switch {
 	case errors.Is(err, ErrUnavailable) && os.Getenv(EnvRequire) == "1":
-		t.Fatalf("%v (%s=1 forbids skipping): %s", err, EnvRequire, InstallHint)
+		t.Fatalf("%s (%s=1 forbids skipping)", msg, EnvRequire)
 	case errors.Is(err, ErrUnavailable):
-		t.Skipf("skipping: real container tests need them: %v; %s", err, InstallHint)
+		t.Skipf("skipping real container tests: %s", msg)
 	default:
 		t.Fatalf("container test environment: %v", err)
 	}
@@ -398,7 +402,8 @@ func Teardown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), downTimeout)
 	defer cancel()
 	for i := len(started) - 1; i >= 0; i-- { // the engine before the registry it pulls from
-		if _, err := e.run(ctx, started[i][0], "down", "--name", started[i][1], "--purge"); err != nil {
+		// ErrUnavailable: this machine could not start it in the first place.
+		if _, err := e.run(ctx, started[i][0], "down", "--name", started[i][1], "--purge"); err != nil && !errors.Is(err, ErrUnavailable) {
 			errs = append(errs, err)
 		}
 	}
