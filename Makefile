@@ -20,7 +20,8 @@ up: web build
 	./$(BIN) up
 
 ## test: vet, lint and every test with the race detector (PostgreSQL suites run when
-## FRESHET_TEST_POSTGRES is set; Kubernetes suites when the devcluster binaries are built)
+## FRESHET_TEST_POSTGRES is set; Kubernetes suites when the devcluster binaries are built;
+## container suites when `make containers-deps` installed their Debian packages, as root)
 test: vet web
 	$(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory devcluster-test
@@ -96,4 +97,5 @@ clean:
 	rm -rf bin
 
 -include hack/devcluster/devcluster.mk
+-include hack/ctrenv/ctrenv.mk
 -include web/web.mk
