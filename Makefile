@@ -7,7 +7,7 @@ STATICCHECK_VERSION ?= v0.8.2
 FUZZTIME ?= 20s
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build up test test-short lint vet fmt bench bench-gitops faults generate check fuzz security clean
+.PHONY: all build up test test-deps test-short lint vet fmt bench bench-gitops faults generate check fuzz security clean
 
 all: build
 
@@ -22,10 +22,14 @@ up: web build
 ## test: vet, lint and every test with the race detector (PostgreSQL suites run when
 ## FRESHET_TEST_POSTGRES is set; Kubernetes suites when the devcluster binaries are built;
 ## container suites when `make containers-deps` installed their Debian packages, as root)
-test: vet web
-	$(GO) test -race -count=1 -timeout 20m ./...
+test: vet web test-deps
+	FRESHET_CTRENV_TOOL=$(abspath $(CTRENV)) $(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory devcluster-test
 	$(MAKE) --no-print-directory web-test
+
+## test-deps: what the suites need besides Go modules and npm packages: the loopback Kubernetes
+## binaries (built once, cached outside the clone) and Debian's container packages (apt-get)
+test-deps: devcluster-build containers-deps
 
 ## test-short: the unit tests only, fast
 test-short:
