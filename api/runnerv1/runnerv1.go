@@ -118,6 +118,29 @@ type Job struct {
 	Attempt     int               `json:"attempt"`
 	LogOffset   int64             `json:"logOffset"` // where the log continues
 	Steps       []StepState       `json:"steps,omitempty"`
+	// Registries are the container registries the build may pull from and push to: the
+	// registry contexts its pipeline uses and the account's default registry. Their passwords
+	// are among Secrets.
+	Registries []Registry `json:"registries,omitempty"`
+}
+
+// Registry is a container registry a build may use: a registry context of its account.
+type Registry struct {
+	Name     string `json:"name"`               // the context's name, as steps name it (registry: NAME)
+	URL      string `json:"url"`                // host[:port] and an optional path prefix, e.g. ghcr.io/acme
+	Username string `json:"username,omitempty"` // empty: anonymous, or a token in Password
+	Password string `json:"password,omitempty"` // a password or token
+	CA       string `json:"ca,omitempty"`       // PEM certificates to trust, for a registry with a private CA
+	Default  bool   `json:"default,omitempty"`  // the account's default registry: where build steps push unless told otherwise
+}
+
+// Image is an image a step pushed, as the registry stored it.
+type Image struct {
+	Registry   string   `json:"registry"`   // the registry context's name
+	Repository string   `json:"repository"` // the full repository, e.g. ghcr.io/acme/app
+	Tags       []string `json:"tags"`
+	Digest     string   `json:"digest"` // the manifest digest, sha256:…
+	Size       int64    `json:"size"`   // bytes: the config and every layer, compressed
 }
 
 // StepState is a step's state as the control plane knows it.
@@ -152,10 +175,11 @@ type HeartbeatResponse struct {
 	Approved map[string]string `json:"approved,omitempty"` // build → step approved or denied ("approved"/"denied")
 }
 
-// StepUpdate reports a step's state.
+// StepUpdate reports a step's state, with the images it pushed once it has finished.
 type StepUpdate struct {
 	Lease
-	Step StepState `json:"step"`
+	Step   StepState `json:"step"`
+	Images []Image   `json:"images,omitempty"`
 }
 
 // LogChunk is a piece of a build's log starting at Offset.
