@@ -153,11 +153,33 @@ func startDaemon(bin string, args []string, logPath, pidPath string, env []strin
 	}
 	// Not waited for: the daemon outlives devcluster and is reparented to init.
 	_ = cmd.Process.Release()
+	// Start returns as soon as the child's close-on-exec pipe closes, while the kernel may still
+	// be replacing its command line: until it shows bin, the process cannot be recognised as
+	// ours (processAlive), so a stop right now would leave it running. Wait for the exec.
+	waitExec(p, bin, execWait)
 	if err := writeFileAtomic(pidPath, []byte(p.String()), 0o644); err != nil {
 		_ = syscall.Kill(p.PID, syscall.SIGKILL)
 		return pidFile{}, err
 	}
 	return p, nil
+}
+
+// execWait bounds how long startDaemon waits for a started process to show its program.
+const execWait = 5 * time.Second
+
+// waitExec waits, up to timeout, until the process p shows bin as its argv[0], or is gone.
+func waitExec(p pidFile, bin string, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) && sameProcessRunning(p) {
+		cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.PID))
+		if err != nil {
+			return
+		}
+		if argv0, _, _ := bytes.Cut(cmdline, []byte{0}); string(argv0) == bin {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // stopProcesses sends SIGTERM to every live process, waits up to grace for them to exit and
