@@ -71,6 +71,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReport$$' -fuzztime $(FUZZTIME) ./internal/runtimes/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeApplication -fuzztime $(FUZZTIME) ./internal/gitops/app/
 	$(GO) test -run '^$$' -fuzz FuzzGitSourceInput -fuzztime $(FUZZTIME) ./internal/gitops/host/
+	$(GO) test -run '^$$' -fuzz '^FuzzGraphQLGuard$$' -fuzztime $(FUZZTIME) ./internal/gqlguard/
 	for f in FuzzDecodeHeads FuzzClientSession FuzzServeSession; do \
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./internal/tunnel/wire/ || exit 1; done
 
