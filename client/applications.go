@@ -7,376 +7,84 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
-	"time"
+
+	"github.com/freshet-dev/freshet/api/appproxyv1"
 )
 
-// The types below are the JSON shapes of a runtime's app-proxy (docs/appproxy.md): an
-// application's spec is an Argo CD Application, its status what the runtime's GitOps engine
-// reports. Options this package does not model field by field (Helm, Kustomize, retry, ...)
-// are kept as raw JSON, so an Application read and written back loses nothing.
-
-// Application is a GitOps application of a runtime.
-type Application struct {
-	Name string `json:"name"`
-	// File is the application's file in the runtime's installation repository.
-	File string `json:"file,omitempty"`
-	// Spec is nil when the runtime no longer has the application's file (it is being removed).
-	Spec   *ApplicationManifest `json:"spec,omitempty"`
-	Status AppStatus            `json:"status"`
-}
-
-// AppSpec returns the application's spec, or a zero one when Spec is nil.
-func (a Application) AppSpec() AppSpec {
-	if a.Spec == nil {
-		return AppSpec{}
-	}
-	return a.Spec.Spec
-}
-
-// ApplicationManifest is an argoproj.io/v1alpha1 Application.
-type ApplicationManifest struct {
-	APIVersion string      `json:"apiVersion"`
-	Kind       string      `json:"kind"`
-	Metadata   AppMetadata `json:"metadata"`
-	Spec       AppSpec     `json:"spec"`
-}
-
-// AppMetadata is an Application's metadata.
-type AppMetadata struct {
-	Name        string            `json:"name"`
-	Namespace   string            `json:"namespace,omitempty"`
-	Labels      map[string]string `json:"labels,omitempty"`
-	Annotations map[string]string `json:"annotations,omitempty"`
-	Finalizers  []string          `json:"finalizers,omitempty"`
-}
-
-// AppSpec is an Application's spec.
-type AppSpec struct {
-	Source               *AppSource             `json:"source,omitempty"`
-	Sources              []AppSource            `json:"sources,omitempty"`
-	Destination          AppDestination         `json:"destination"`
-	Project              string                 `json:"project"`
-	SyncPolicy           *AppSyncPolicy         `json:"syncPolicy,omitempty"`
-	IgnoreDifferences    []AppIgnoreDifferences `json:"ignoreDifferences,omitempty"`
-	Info                 []AppInfo              `json:"info,omitempty"`
-	RevisionHistoryLimit *int64                 `json:"revisionHistoryLimit,omitempty"`
-}
-
-// EffectiveSource is the source the application renders: spec.source, or the first of
-// spec.sources; nil when there is none.
-func (s AppSpec) EffectiveSource() *AppSource {
-	switch {
-	case s.Source != nil:
-		return s.Source
-	case len(s.Sources) > 0:
-		return &s.Sources[0]
-	}
-	return nil
-}
-
-// AppSource is where an application's manifests come from.
-type AppSource struct {
-	RepoURL        string          `json:"repoURL"`
-	Path           string          `json:"path,omitempty"`
-	TargetRevision string          `json:"targetRevision,omitempty"`
-	Chart          string          `json:"chart,omitempty"`
-	Ref            string          `json:"ref,omitempty"`
-	Name           string          `json:"name,omitempty"`
-	Helm           json.RawMessage `json:"helm,omitempty"`
-	Kustomize      json.RawMessage `json:"kustomize,omitempty"`
-	Directory      json.RawMessage `json:"directory,omitempty"`
-}
-
-// AppDestination is the cluster (an API server URL, or the name of a cluster registered to
-// the runtime) and namespace an application deploys to.
-type AppDestination struct {
-	Server    string `json:"server,omitempty"`
-	Name      string `json:"name,omitempty"`
-	Namespace string `json:"namespace,omitempty"`
-}
-
-// AppSyncPolicy controls when and how an application syncs.
-type AppSyncPolicy struct {
-	Automated                *AppSyncPolicyAutomated `json:"automated,omitempty"`
-	SyncOptions              []string                `json:"syncOptions,omitempty"`
-	Retry                    json.RawMessage         `json:"retry,omitempty"`
-	ManagedNamespaceMetadata json.RawMessage         `json:"managedNamespaceMetadata,omitempty"`
-}
-
-// IsAutomated reports whether automated sync is on (automated set and not enabled: false).
-func (p *AppSyncPolicy) IsAutomated() bool {
-	return p != nil && p.Automated != nil && (p.Automated.Enabled == nil || *p.Automated.Enabled)
-}
-
-// AppSyncPolicyAutomated turns on automated sync.
-type AppSyncPolicyAutomated struct {
-	Prune      bool  `json:"prune,omitempty"`
-	SelfHeal   bool  `json:"selfHeal,omitempty"`
-	AllowEmpty bool  `json:"allowEmpty,omitempty"`
-	Enabled    *bool `json:"enabled,omitempty"`
-}
-
-// AppIgnoreDifferences names parts of live objects that diffs ignore.
-type AppIgnoreDifferences struct {
-	Group                 string   `json:"group,omitempty"`
-	Kind                  string   `json:"kind"`
-	Name                  string   `json:"name,omitempty"`
-	Namespace             string   `json:"namespace,omitempty"`
-	JSONPointers          []string `json:"jsonPointers,omitempty"`
-	JQPathExpressions     []string `json:"jqPathExpressions,omitempty"`
-	ManagedFieldsManagers []string `json:"managedFieldsManagers,omitempty"`
-}
-
-// AppInfo is a free-form name/value shown with an application.
-type AppInfo struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
-}
+// The app-proxy's types (docs/appproxy.md) are api/appproxyv1's: an application's spec is an
+// Argo CD Application, its status what the runtime's GitOps engine reports. Options the
+// contract does not model field by field (Helm, Kustomize, retry, ...) are kept as raw JSON, so
+// an Application read and written back loses nothing.
+type (
+	Application            = appproxyv1.Application
+	ApplicationManifest    = appproxyv1.ApplicationManifest
+	AppMetadata            = appproxyv1.AppMetadata
+	AppSpec                = appproxyv1.AppSpec
+	AppSource              = appproxyv1.AppSource
+	AppDestination         = appproxyv1.AppDestination
+	AppSyncPolicy          = appproxyv1.AppSyncPolicy
+	AppSyncPolicyAutomated = appproxyv1.AppSyncPolicyAutomated
+	AppIgnoreDifferences   = appproxyv1.AppIgnoreDifferences
+	AppInfo                = appproxyv1.AppInfo
+	AppStatus              = appproxyv1.AppStatus
+	Health                 = appproxyv1.Health
+	CommitInfo             = appproxyv1.CommitInfo
+	SourceLocation         = appproxyv1.SourceLocation
+	AppCondition           = appproxyv1.AppCondition
+	ResourceKey            = appproxyv1.ResourceKey
+	AppResource            = appproxyv1.AppResource
+	ResourceDiff           = appproxyv1.ResourceDiff
+	SyncRequest            = appproxyv1.SyncRequest
+	SyncResult             = appproxyv1.SyncResult
+	ResourceResult         = appproxyv1.ResourceResult
+	HookResult             = appproxyv1.HookResult
+	HistoryEntry           = appproxyv1.HistoryEntry
+	RollbackResult         = appproxyv1.RollbackResult
+	TreeNode               = appproxyv1.TreeNode
+)
 
 // Sync statuses (AppStatus.Sync, AppResource.Status, TreeNode.Sync).
 const (
-	SyncStatusSynced    = "Synced"
-	SyncStatusOutOfSync = "OutOfSync"
-	SyncStatusUnknown   = "Unknown"
+	SyncStatusSynced    = appproxyv1.SyncStatusSynced
+	SyncStatusOutOfSync = appproxyv1.SyncStatusOutOfSync
+	SyncStatusUnknown   = appproxyv1.SyncStatusUnknown
 )
 
 // Health statuses (Health.Status), from best to worst.
 const (
-	HealthHealthy     = "Healthy"
-	HealthSuspended   = "Suspended"
-	HealthProgressing = "Progressing"
-	HealthMissing     = "Missing"
-	HealthDegraded    = "Degraded"
-	HealthUnknown     = "Unknown"
+	HealthHealthy     = appproxyv1.HealthHealthy
+	HealthSuspended   = appproxyv1.HealthSuspended
+	HealthProgressing = appproxyv1.HealthProgressing
+	HealthMissing     = appproxyv1.HealthMissing
+	HealthDegraded    = appproxyv1.HealthDegraded
+	HealthUnknown     = appproxyv1.HealthUnknown
 )
 
 // Operation phases (SyncResult.Phase, HistoryEntry.Phase).
 const (
-	PhaseRunning   = "Running"
-	PhaseSucceeded = "Succeeded"
-	PhaseFailed    = "Failed"
-	PhaseError     = "Error"
+	PhaseRunning   = appproxyv1.PhaseRunning
+	PhaseSucceeded = appproxyv1.PhaseSucceeded
+	PhaseFailed    = appproxyv1.PhaseFailed
+	PhaseError     = appproxyv1.PhaseError
 )
 
 // Diff statuses (ResourceDiff.Status).
 const (
-	DiffSynced          = "Synced"
-	DiffOutOfSync       = "OutOfSync"
-	DiffMissing         = "Missing"
-	DiffRequiresPruning = "RequiresPruning"
+	DiffSynced          = appproxyv1.DiffSynced
+	DiffOutOfSync       = appproxyv1.DiffOutOfSync
+	DiffMissing         = appproxyv1.DiffMissing
+	DiffRequiresPruning = appproxyv1.DiffRequiresPruning
 )
 
-// AppStatus is what a runtime's GitOps engine knows about an application.
-type AppStatus struct {
-	Name    string `json:"name"`
-	Project string `json:"project"`
-	// Sync is Synced, OutOfSync, or Unknown when the comparison failed.
-	Sync string `json:"sync"`
-	// Revision is the commit the application was compared with (its target revision resolved).
-	Revision       string         `json:"revision,omitempty"`
-	TargetRevision string         `json:"targetRevision,omitempty"`
-	Commit         *CommitInfo    `json:"commit,omitempty"`
-	SourceType     string         `json:"sourceType,omitempty"`
-	Health         Health         `json:"health"`
-	Resources      []AppResource  `json:"resources,omitempty"`
-	Conditions     []AppCondition `json:"conditions,omitempty"`
-	// Operation is the running sync, or the last one.
-	Operation *SyncResult `json:"operation,omitempty"`
-	// AutoSyncDisabled: a rollback switched automated sync off.
-	AutoSyncDisabled bool      `json:"autoSyncDisabled,omitempty"`
-	ReconciledAt     time.Time `json:"reconciledAt"`
-}
-
-// Health is the health of an application or of one object.
-type Health struct {
-	Status  string `json:"status"`
-	Message string `json:"message,omitempty"`
-}
-
-// CommitInfo describes a git commit.
-type CommitInfo struct {
-	SHA            string    `json:"sha"`
-	Author         string    `json:"author"`
-	AuthorEmail    string    `json:"authorEmail,omitempty"`
-	AuthorTime     time.Time `json:"authorTime"`
-	Committer      string    `json:"committer,omitempty"`
-	CommitterEmail string    `json:"committerEmail,omitempty"`
-	CommitTime     time.Time `json:"commitTime"`
-	Message        string    `json:"message"`
-	Parents        []string  `json:"parents,omitempty"`
-}
-
-// Subject is the first line of the commit message.
-func (c *CommitInfo) Subject() string {
-	s, _, _ := strings.Cut(c.Message, "\n")
-	return strings.TrimSpace(s)
-}
-
-// SourceLocation is the manifest file (relative to the repository root) and line an object
-// or a problem comes from; Line is 0 when unknown (Helm, Kustomize).
-type SourceLocation struct {
-	File string `json:"file,omitempty"`
-	Line int    `json:"line,omitempty"`
-}
-
-func (l SourceLocation) String() string {
-	switch {
-	case l.File == "":
-		return ""
-	case l.Line > 0:
-		return l.File + ":" + strconv.Itoa(l.Line)
-	}
-	return l.File
-}
-
-// AppCondition is a problem or warning on an application (ComparisonError, SyncError,
-// InvalidSpecError, ...).
-type AppCondition struct {
-	Type    string         `json:"type"`
-	Message string         `json:"message"`
-	Source  SourceLocation `json:"source,omitzero"`
-	Since   time.Time      `json:"since"`
-}
-
-// ResourceKey names a Kubernetes object.
-type ResourceKey struct {
-	Group     string `json:"group,omitempty"`
-	Kind      string `json:"kind"`
-	Namespace string `json:"namespace,omitempty"`
-	Name      string `json:"name"`
-}
-
-// String is KIND/NAME, or KIND/NAMESPACE/NAME, with the kind qualified by its group
-// (Deployment.apps/default/web).
-func (k ResourceKey) String() string {
-	gk := k.Kind
-	if k.Group != "" {
-		gk += "." + k.Group
-	}
-	if k.Namespace == "" {
-		return gk + "/" + k.Name
-	}
-	return gk + "/" + k.Namespace + "/" + k.Name
-}
-
-// AppResource is one managed resource of an application.
-type AppResource struct {
-	ResourceKey
-	Version string `json:"version"`
-	Status  string `json:"status"`
-	// Health is nil for hooks.
-	Health          *Health        `json:"health,omitempty"`
-	RequiresPruning bool           `json:"requiresPruning,omitempty"`
-	Hook            bool           `json:"hook,omitempty"`
-	SyncWave        int            `json:"syncWave,omitempty"`
-	Source          SourceLocation `json:"source,omitzero"`
-	Message         string         `json:"message,omitempty"`
-}
-
-// ResourceDiff is one resource's comparison with git.
-type ResourceDiff struct {
-	ResourceKey
-	Version string         `json:"version"`
-	Status  string         `json:"status"` // Synced, OutOfSync, Missing, RequiresPruning
-	Source  SourceLocation `json:"source,omitzero"`
-	// Diff is a unified diff from the live object to the desired one; "" when Synced.
-	Diff    string `json:"diff,omitempty"`
-	Message string `json:"message,omitempty"`
-}
-
-// SyncRequest starts a sync.
-type SyncRequest struct {
-	// Revision to sync to instead of the target revision.
-	Revision string `json:"revision,omitempty"`
-	Prune    bool   `json:"prune,omitempty"`
-	DryRun   bool   `json:"dryRun,omitempty"`
-	// Resources limits the sync to these resources: "KIND/NAME" or "GROUP/KIND/NAMESPACE/NAME".
-	Resources []string `json:"resources,omitempty"`
-	// Options are sync options for this sync ("CreateNamespace=true", ...).
-	Options []string `json:"options,omitempty"`
-}
-
-// SyncResult is one sync operation.
-type SyncResult struct {
-	Revision    string           `json:"revision"`
-	Phase       string           `json:"phase"` // Running, Succeeded, Failed, Error
-	Message     string           `json:"message,omitempty"`
-	Resources   []ResourceResult `json:"resources,omitempty"`
-	Hooks       []HookResult     `json:"hooks,omitempty"`
-	DryRun      bool             `json:"dryRun,omitempty"`
-	Prune       bool             `json:"prune,omitempty"`
-	InitiatedBy string           `json:"initiatedBy"`    // user, automated, selfHeal, rollback
-	User        string           `json:"user,omitempty"` // who asked, for user syncs and rollbacks
-	StartedAt   time.Time        `json:"startedAt"`
-	FinishedAt  time.Time        `json:"finishedAt,omitzero"`
-	// Temporary: a failed sync whose cause may go away; retries only retry those.
-	Temporary bool `json:"temporary,omitempty"`
-}
-
-// ResourceResult is what a sync did to one resource: created, configured, unchanged,
-// pruned, pruneSkipped, skipped or failed.
-type ResourceResult struct {
-	ResourceKey
-	Version string `json:"version"`
-	Result  string `json:"result"`
-	Wave    int    `json:"wave"`
-	Message string `json:"message,omitempty"`
-}
-
-// HookResult is one hook a sync ran.
-type HookResult struct {
-	ResourceKey
-	Version string `json:"version"`
-	Type    string `json:"type"` // PreSync, Sync, PostSync, SyncFail, Skip
-	Wave    int    `json:"wave"`
-	Phase   string `json:"phase"`
-	Message string `json:"message,omitempty"`
-	Deleted bool   `json:"deleted,omitempty"`
-}
-
-// HistoryEntry is one recorded sync (dry runs are not recorded).
-type HistoryEntry struct {
-	ID          int64            `json:"id"`
-	Revision    string           `json:"revision"`
-	Source      AppSource        `json:"source"`
-	Commit      *CommitInfo      `json:"commit,omitempty"`
-	Phase       string           `json:"phase"`
-	Message     string           `json:"message,omitempty"`
-	Changed     []ResourceResult `json:"changed,omitempty"`
-	InitiatedBy string           `json:"initiatedBy"`
-	User        string           `json:"user,omitempty"`
-	StartedAt   time.Time        `json:"startedAt"`
-	FinishedAt  time.Time        `json:"finishedAt"`
-	Duration    time.Duration    `json:"duration"`
-}
-
-// RollbackResult is the outcome of a rollback.
-type RollbackResult struct {
-	Result *SyncResult  `json:"result"`
-	Entry  HistoryEntry `json:"entry"`
-	// AutoSyncDisabled: automated sync was on and the rollback switched it off, as Argo CD
-	// does, so that the application stays at the rolled-back revision.
-	AutoSyncDisabled bool `json:"autoSyncDisabled,omitempty"`
-}
-
-// TreeNode is a live object of an application's resource tree: a managed resource, with the
-// objects it owns (through owner references) as children.
-type TreeNode struct {
-	ResourceKey
-	Version   string      `json:"version"`
-	UID       string      `json:"uid"`
-	Health    Health      `json:"health"`
-	Sync      string      `json:"sync,omitempty"` // managed resources only
-	CreatedAt time.Time   `json:"createdAt"`
-	Images    []string    `json:"images,omitempty"` // Pods
-	Children  []*TreeNode `json:"children,omitempty"`
+// proxyPath is a runtime's app-proxy REST API, reached through the control plane.
+func proxyPath(runtime string) string {
+	return "/runtimes/" + url.PathEscape(runtime) + appproxyv1.Prefix
 }
 
 // appsPath is the app-proxy's applications collection of a runtime, reached through the
 // control plane.
 func appsPath(runtime string) string {
-	return "/runtimes/" + url.PathEscape(runtime) + "/app-proxy/api/v1/applications"
+	return proxyPath(runtime) + "applications"
 }
 
 func appPath(runtime, name string) string {
@@ -463,9 +171,7 @@ func (c *Client) SyncApplication(ctx context.Context, runtime, name string, r Sy
 
 // TerminateSync stops an application's running sync; it reports whether one was running.
 func (c *Client) TerminateSync(ctx context.Context, runtime, name string) (bool, error) {
-	var out struct {
-		Terminated bool `json:"terminated"`
-	}
+	var out appproxyv1.TerminateResult
 	err := c.do(ctx, http.MethodPost, appPath(runtime, name)+"/terminate", nil, struct{}{}, &out)
 	return out.Terminated, err
 }
@@ -473,7 +179,7 @@ func (c *Client) TerminateSync(ctx context.Context, runtime, name string) (bool,
 // SetAutoSync switches an application's automated sync back on after a rollback (or off).
 func (c *Client) SetAutoSync(ctx context.Context, runtime, name string, enabled bool) (Application, error) {
 	var out Application
-	err := c.do(ctx, http.MethodPost, appPath(runtime, name)+"/auto-sync", nil, map[string]bool{"enabled": enabled}, &out)
+	err := c.do(ctx, http.MethodPost, appPath(runtime, name)+"/auto-sync", nil, appproxyv1.AutoSyncRequest{Enabled: enabled}, &out)
 	return out, err
 }
 
@@ -487,10 +193,7 @@ func (c *Client) ApplicationHistory(ctx context.Context, runtime, name string) (
 // RollbackApplication syncs an application to the revision of history entry id. Like
 // SyncApplication, it returns when the sync has ended.
 func (c *Client) RollbackApplication(ctx context.Context, runtime, name string, id int64, prune bool) (RollbackResult, error) {
-	body, err := json.Marshal(struct {
-		ID    int64 `json:"id"`
-		Prune bool  `json:"prune"`
-	}{id, prune})
+	body, err := json.Marshal(appproxyv1.RollbackRequest{ID: id, Prune: prune})
 	if err != nil {
 		return RollbackResult{}, err
 	}

@@ -4,33 +4,24 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+
+	"github.com/freshet-dev/freshet/api/appproxyv1"
 )
 
-// Cluster is a cluster a runtime deploys to: its own ("in-cluster") or a managed one. Its
-// credentials stay in the runtime.
-type Cluster struct {
-	Name   string `json:"name"`
-	Server string `json:"server"`
-}
-
-// ClusterCredential hands a managed cluster's access to a runtime (AddCluster). The control
-// plane only passes it through its tunnel; it never stores it.
-type ClusterCredential struct {
-	Name   string `json:"name"`
-	Server string `json:"server"`
-	CAData []byte `json:"caData,omitempty"`
-	Token  string `json:"token"`
-}
-
-// AddedCluster is what a runtime answers to AddCluster.
-type AddedCluster struct {
-	Name    string `json:"name"`
-	Server  string `json:"server"`
-	Version string `json:"version"` // the cluster's Kubernetes version, as the runtime reached it
-}
+// Clusters (docs/appproxy.md) are api/appproxyv1's.
+type (
+	// Cluster is a cluster a runtime deploys to: its own ("in-cluster") or a managed one. Its
+	// credentials stay in the runtime.
+	Cluster = appproxyv1.Cluster
+	// ClusterCredential hands a managed cluster's access to a runtime (AddCluster). The control
+	// plane only passes it through its tunnel; it never stores it.
+	ClusterCredential = appproxyv1.ClusterCredential
+	// AddedCluster is what a runtime answers to AddCluster.
+	AddedCluster = appproxyv1.AddedCluster
+)
 
 func clustersPath(runtime string) string {
-	return "/runtimes/" + url.PathEscape(runtime) + "/app-proxy/api/v1/clusters"
+	return proxyPath(runtime) + "clusters"
 }
 
 // ListClusters lists the clusters of a runtime.

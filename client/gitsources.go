@@ -4,40 +4,28 @@ import (
 	"context"
 	"net/http"
 	"net/url"
-	"time"
+
+	"github.com/freshet-dev/freshet/api/appproxyv1"
 )
 
-// GitSource is a directory of Applications in a repository that a runtime loads
-// (app-of-apps); it lives in the runtime's installation repository as git-sources/<name>.yaml.
-type GitSource struct {
-	APIVersion string            `json:"apiVersion"`
-	Kind       string            `json:"kind"`
-	Metadata   GitSourceMetadata `json:"metadata"`
-	Spec       GitSourceSpec     `json:"spec"`
-}
-
-// GitSourceMetadata names a Git Source.
-type GitSourceMetadata struct {
-	Name string `json:"name"`
-}
-
-// GitSourceSpec says where a Git Source's applications are.
-type GitSourceSpec struct {
-	RepoURL        string         `json:"repoURL"`
-	Path           string         `json:"path,omitempty"`
-	TargetRevision string         `json:"targetRevision,omitempty"`
-	Include        string         `json:"include,omitempty"`
-	Exclude        string         `json:"exclude,omitempty"`
-	Destination    AppDestination `json:"destination,omitzero"`
-}
+// Git Sources (docs/appproxy.md) are api/appproxyv1's.
+type (
+	// GitSource is a directory of Applications in a repository that a runtime loads
+	// (app-of-apps); it lives in the runtime's installation repository as git-sources/<name>.yaml.
+	GitSource         = appproxyv1.GitSource
+	GitSourceMetadata = appproxyv1.GitSourceMetadata
+	GitSourceSpec     = appproxyv1.GitSourceSpec
+	// ProviderRepo is a repository a git provider lists.
+	ProviderRepo = appproxyv1.ProviderRepo
+)
 
 // NewGitSource returns a Git Source with its kind set.
 func NewGitSource(name string, spec GitSourceSpec) GitSource {
-	return GitSource{APIVersion: "freshet.dev/v1", Kind: "GitSource", Metadata: GitSourceMetadata{Name: name}, Spec: spec}
+	return appproxyv1.NewGitSource(name, spec)
 }
 
 func gitSourcesPath(runtime string) string {
-	return "/runtimes/" + url.PathEscape(runtime) + "/app-proxy/api/v1/git-sources"
+	return proxyPath(runtime) + "git-sources"
 }
 
 // ListGitSources lists a runtime's Git Sources.
@@ -71,17 +59,6 @@ func (c *Client) DeleteGitSource(ctx context.Context, runtime, name string) erro
 	return c.do(ctx, http.MethodDelete, gitSourcesPath(runtime)+"/"+url.PathEscape(name), nil, nil, nil)
 }
 
-// ProviderRepo is a repository a git provider lists.
-type ProviderRepo struct {
-	Name          string    `json:"name"`
-	FullName      string    `json:"fullName"`
-	CloneURL      string    `json:"cloneUrl"`
-	SSHURL        string    `json:"sshUrl,omitempty"`
-	DefaultBranch string    `json:"defaultBranch,omitempty"`
-	Private       bool      `json:"private"`
-	UpdatedAt     time.Time `json:"updatedAt,omitzero"`
-}
-
 // ListProviderRepos asks a runtime to list repositories through a git provider's API
 // (github, gitlab or gitea; baseURL for self-hosted ones), with token used for that call only.
 func (c *Client) ListProviderRepos(ctx context.Context, runtime, provider, baseURL, owner, token string) (List[ProviderRepo], error) {
@@ -93,6 +70,6 @@ func (c *Client) ListProviderRepos(ctx context.Context, runtime, provider, baseU
 	if owner != "" {
 		q.Set("owner", owner)
 	}
-	err := c.doWith(ctx, http.MethodGet, "/runtimes/"+url.PathEscape(runtime)+"/app-proxy/api/v1/git/repositories", q, http.Header{"X-Git-Token": {token}}, nil, &out)
+	err := c.doWith(ctx, http.MethodGet, proxyPath(runtime)+"git/repositories", q, http.Header{appproxyv1.GitTokenHeader: {token}}, nil, &out)
 	return out, err
 }

@@ -189,5 +189,5 @@ type RegisterRuntimeRequest struct {
 // RegisteredRuntime is a runtime with its token, shown once.
 type RegisteredRuntime struct {
 	Runtime
-	Token string `json:"token,omitempty"`
+	Token string `json:"token"`
 }

@@ -39,5 +39,8 @@ export default defineConfig({
   test: {
     include: ['src/**/*.test.{ts,tsx}'],
     environment: 'node',
+    // The API types' check against the Go wire types is a type check (src/api/wire.test.ts):
+    // npm test runs it too, not only npm run build.
+    typecheck: { enabled: true, include: ['src/api/wire.test.ts'] },
   },
 });

@@ -5,6 +5,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -55,5 +56,47 @@ func TestEveryInternalPackageHasADocComment(t *testing.T) {
 	}
 	if _, err := os.Stat("../../docs/architecture.md"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// docs/architecture.md names every package of the module, and README.md links every document
+// under docs/: the map and the index stay true as packages and documents are added.
+func TestTheMapNamesEveryPackageAndTheIndexEveryDoc(t *testing.T) {
+	arch, err := os.ReadFile("../../docs/architecture.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "list", "-e", "-f", "{{.ImportPath}}", "./...")
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	n := 0
+	for _, p := range strings.Fields(string(out)) {
+		rel, ok := strings.CutPrefix(p, module)
+		if !ok {
+			continue
+		}
+		n++
+		if !strings.Contains(string(arch), "`"+rel+"`") {
+			t.Errorf("docs/architecture.md does not name package %s (as `%s`, with what it provides)", rel, rel)
+		}
+	}
+	if n < 40 {
+		t.Fatalf("listed only %d packages", n)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("no docs: %v", err)
+	}
+	for _, d := range docs {
+		if name := "docs/" + filepath.Base(d); !strings.Contains(string(readme), "("+name+")") {
+			t.Errorf("README.md does not link %s: add it to the documentation list", name)
+		}
 	}
 }

@@ -32,6 +32,8 @@ import (
 	"github.com/freshet-dev/freshet/internal/gitops/engine"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/gitops/host"
+	"github.com/freshet-dev/freshet/internal/gitops/repourl"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 	tunnelclient "github.com/freshet-dev/freshet/internal/tunnel/client"
 )
 
@@ -68,6 +70,12 @@ type Options struct {
 	// IngressAuthTTL: how long a caller's token checked with the control plane is trusted on
 	// the runtime's ingress (default 30 s).
 	IngressAuthTTL time.Duration
+	// Policy decides which repositories, git providers and cluster API servers the runtime's
+	// users may make it reach. nil is a runtime in its customer's own network (hybrid): any
+	// address and provider, file:// anywhere but DataDir. Runtimes inside the control plane
+	// (hosted ones, `freshet up`'s) get the operator's policy. Either way the installation
+	// repository is allowed.
+	Policy *netpolicy.Policy
 }
 
 // BindFlags registers the options on fs.
@@ -191,8 +199,15 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	policy := opts.Policy
+	if policy == nil {
+		policy = netpolicy.Unrestricted(opts.DataDir)
+	}
+	if u, err := repourl.Parse(opts.InstallRepo.URL); err == nil && u.Scheme == "file" {
+		policy = policy.WithOwnRepo(u.Path)
+	}
 	gh, err := host.New(host.Options{Dir: opts.DataDir, InstallRepo: opts.InstallRepo, InCluster: kube, Engine: opts.Engine,
-		ClusterStore: store, Sink: r.sendReport, Logger: log})
+		ClusterStore: store, Sink: r.sendReport, Logger: log, Policy: policy})
 	if err != nil {
 		return nil, fmt.Errorf("gitops: %w", err)
 	}

@@ -9,22 +9,17 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/freshet-dev/freshet/client"
+	"github.com/freshet-dev/freshet/internal/agent"
 	"github.com/freshet-dev/freshet/internal/config"
-	"github.com/freshet-dev/freshet/internal/runner"
-	"github.com/freshet-dev/freshet/internal/runner/executor"
-	kubeexec "github.com/freshet-dev/freshet/internal/runner/executor/kubernetes"
-	"github.com/freshet-dev/freshet/internal/runner/executor/local"
 	"github.com/freshet-dev/freshet/internal/server"
-	"github.com/freshet-dev/freshet/internal/version"
 )
 
 // EnvRunnerToken holds the runner token for `freshet runner`.
 const EnvRunnerToken = "FRESHET_RUNNER_TOKEN"
 
 func (a *app) runnerCommand() *cobra.Command {
-	var opts runner.Options
-	var kubeOpts kubeexec.Options
-	var logFormat, logLevel, workDir string
+	var opts agent.RunnerOptions
+	var logFormat, logLevel string
 	cmd := &cobra.Command{
 		Use:   "runner --server URL --token T [--executor local|kubernetes]",
 		Short: "Run CI builds on this machine (and manage runners: register, list, delete)",
@@ -46,24 +41,7 @@ func (a *app) runnerCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			var exec executor.Executor
-			switch opts.Executor {
-			case "local":
-				if workDir == "" {
-					workDir = os.TempDir()
-				}
-				if exec, err = local.New(local.Options{Root: workDir}); err != nil {
-					return err
-				}
-			case "kubernetes":
-				if exec, err = kubeexec.New(kubeOpts); err != nil {
-					return err
-				}
-			default:
-				return fmt.Errorf("--executor %q: use local or kubernetes", opts.Executor)
-			}
-			opts.Version = version.Version
-			r, err := runner.New(opts, exec, nil, log)
+			r, err := agent.NewRunner(opts, log)
 			if err != nil {
 				return err
 			}
@@ -72,8 +50,6 @@ func (a *app) runnerCommand() *cobra.Command {
 		},
 	}
 	opts.BindFlags(cmd.Flags())
-	cmd.Flags().StringVar(&workDir, "work-dir", "", "where the local executor makes build workspaces (default: the temp dir)")
-	kubeOpts.BindFlags(cmd.Flags())
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 

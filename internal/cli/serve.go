@@ -4,22 +4,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/spf13/cobra"
 
-	"github.com/freshet-dev/freshet/internal/agent"
 	"github.com/freshet-dev/freshet/internal/config"
-	"github.com/freshet-dev/freshet/internal/gitops/engine"
-	"github.com/freshet-dev/freshet/internal/gitops/git"
-	"github.com/freshet-dev/freshet/internal/gitops/host"
-	"github.com/freshet-dev/freshet/internal/runner"
-	localexec "github.com/freshet-dev/freshet/internal/runner/executor/local"
 	"github.com/freshet-dev/freshet/internal/server"
 	"github.com/freshet-dev/freshet/internal/store"
-	"github.com/freshet-dev/freshet/internal/version"
 )
 
 func (a *app) upCommand() *cobra.Command {
@@ -42,7 +32,7 @@ func (a *app) serverCommand() *cobra.Command {
 func (a *app) serveCommand(use string, local bool, short, long string) *cobra.Command {
 	var opts server.Options
 	var configFile string
-	var kube kubeFlags
+	var up server.LocalOptions
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
@@ -52,106 +42,39 @@ func (a *app) serveCommand(use string, local bool, short, long string) *cobra.Co
 			if err := config.Apply(cmd.Flags(), configFile, "config"); err != nil {
 				return err
 			}
-			return a.serve(cmd.Context(), opts, local, kube)
+			return a.serve(cmd.Context(), opts, local, up)
 		},
 	}
 	opts.BindFlags(cmd.Flags(), local)
 	if local {
-		cmd.Flags().StringVar(&kube.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster the local runtime deploys to as in-cluster (default: KUBECONFIG, ~/.kube/config)")
-		cmd.Flags().StringVar(&kube.context, "context", "", "kubeconfig context (default: the current context)")
-		kube.engine.BindFlags(cmd.Flags())
+		cmd.Flags().StringVar(&up.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster the local runtime deploys to as in-cluster (default: KUBECONFIG, ~/.kube/config)")
+		cmd.Flags().StringVar(&up.Context, "context", "", "kubeconfig context (default: the current context)")
+		up.Engine.BindFlags(cmd.Flags())
 	}
 	cmd.Flags().StringVar(&configFile, "config", os.Getenv("FRESHET_CONFIG"), "YAML config file with settings named like the flags (env FRESHET_CONFIG)")
 	return cmd
 }
 
-// kubeFlags are `freshet up`'s settings for its in-process runtime.
-type kubeFlags struct {
-	kubeconfig, context string
-	engine              engine.Options
-}
-
-func (a *app) serve(ctx context.Context, opts server.Options, local bool, kube kubeFlags) error {
+func (a *app) serve(ctx context.Context, opts server.Options, local bool, up server.LocalOptions) error {
 	log, err := server.NewLogger(a.stderr, opts.LogFormat, opts.LogLevel)
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
-		return fmt.Errorf("data-dir %s: %w", opts.DataDir, err)
-	}
-	srv, err := server.New(ctx, opts, log)
-	if err != nil {
-		return err
-	}
-	if err := srv.Listen(); err != nil {
-		srv.Close()
-		return err
-	}
-	boot, err := srv.Bootstrap(ctx)
-	if err != nil {
-		srv.Close()
-		return err
-	}
-	url := srv.URL()
-	log.Info("freshet is ready", "url", url, "data_dir", opts.DataDir, "database", store.Redact(opts.DSN()), "mode", use(local))
-	fmt.Fprintf(a.stdout, "Freshet is running at %s\n", url)
-	if boot.Created {
-		fmt.Fprintf(a.stdout, "Created account %q with admin %s\n", boot.Account.Name, boot.Email)
-		if boot.Password != "" {
-			fmt.Fprintf(a.stdout, "Admin password (shown once): %s\n", boot.Password)
+	ready := func(r server.Ready) {
+		log.Info("freshet is ready", "url", r.URL, "data_dir", opts.DataDir, "database", store.Redact(opts.DSN()), "mode", use(local))
+		fmt.Fprintf(a.stdout, "Freshet is running at %s\n", r.URL)
+		if r.Boot.Created {
+			fmt.Fprintf(a.stdout, "Created account %q with admin %s\n", r.Boot.Account.Name, r.Boot.Email)
+			if r.Boot.Password != "" {
+				fmt.Fprintf(a.stdout, "Admin password (shown once): %s\n", r.Boot.Password)
+			}
+			fmt.Fprintf(a.stdout, "Log in with: freshet login --server %s --username %s\n", r.URL, r.Boot.Email)
 		}
-		fmt.Fprintf(a.stdout, "Log in with: freshet login --server %s --username %s\n", url, boot.Email)
 	}
-	if !local {
-		return srv.Run(ctx)
+	if local {
+		return server.Up(ctx, opts, up, log, ready)
 	}
-	// freshet up: an in-process runner with the local executor, dialing this server over loopback.
-	token, err := srv.LocalRunnerToken(ctx)
-	if err != nil {
-		srv.Close()
-		return fmt.Errorf("local runner: %w", err)
-	}
-	workDir := filepath.Join(opts.DataDir, "builds")
-	if err := os.MkdirAll(workDir, 0o700); err != nil {
-		srv.Close()
-		return err
-	}
-	exec, err := localexec.New(localexec.Options{Root: workDir})
-	if err != nil {
-		srv.Close()
-		return err
-	}
-	r, err := runner.New(runner.Options{Server: url, Token: token, Name: "local", Executor: "local", Concurrency: runner.DefaultConcurrency,
-		Transport: runner.TransportStream, Version: version.Version}, exec, nil, log.With("component", "runner"))
-	if err != nil {
-		srv.Close()
-		return err
-	}
-	// And the in-process runtime "local".
-	rtToken, err := srv.LocalRuntimeToken(ctx)
-	if err != nil {
-		srv.Close()
-		return fmt.Errorf("local runtime: %w", err)
-	}
-	// Its installation repository is a local one in the data dir: `freshet app create` commits there.
-	rtDir := filepath.Join(opts.DataDir, "runtime")
-	repoURL, err := host.InitLocalRepo(filepath.Join(rtDir, "installation.git"))
-	if err != nil {
-		srv.Close()
-		return err
-	}
-	rt, err := agent.New(agent.Options{Server: url, Token: rtToken, AccessMode: "tunnel", Version: version.Version,
-		Kubeconfig: kube.kubeconfig, Context: kube.context, DataDir: rtDir, InstallRepo: git.Repo{URL: repoURL}, Engine: kube.engine},
-		nil, log.With("component", "runtime"))
-	if err != nil {
-		srv.Close()
-		return err
-	}
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return srv.Run(gctx) })
-	g.Go(func() error { return r.Run(gctx) })
-	g.Go(func() error { return rt.Run(gctx) })
-	return g.Wait()
+	return server.Serve(ctx, opts, log, ready)
 }
 
 func use(local bool) string {

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -44,34 +43,36 @@ func (e *DuplicateError) Error() string { return "already queued as build " + e.
 func (e *DuplicateError) Unwrap() error { return ErrDuplicate }
 
 // Run queues a build of the pipeline named by ref (ID or project/name).
-func (s *Service) Run(ctx context.Context, p rbac.Principal, ref string, in RunInput) (b store.Build, err error) {
+func (s *Service) Run(ctx context.Context, p rbac.Principal, ref string, in RunInput) (_ Build, err error) {
 	e := audit.Start(ctx, p, "build.run", "build", "")
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.RunPipelines); err != nil {
-		return b, err
+		return Build{}, err
 	}
-	pl, err := s.ResolvePipeline(ctx, p, ref)
+	pl, err := s.resolvePipeline(ctx, p.AccountID, ref)
 	if err != nil {
-		return b, err
+		return Build{}, err
 	}
 	if in.TriggerType == "" {
 		in.TriggerType = "manual"
 	}
-	b, err = s.queue(ctx, pl, in, p.Actor(), e)
-	return b, err
+	return s.queue(ctx, pl, in, p.Actor(), e)
 }
 
 // queue creates a queued build of pl and records e in the same transaction.
-func (s *Service) queue(ctx context.Context, pl store.Pipeline, in RunInput, by string, e *audit.Entry) (store.Build, error) {
+func (s *Service) queue(ctx context.Context, pl store.Pipeline, in RunInput, by string, e *audit.Entry) (Build, error) {
 	for k := range in.Variables {
 		if !varNameRE.MatchString(k) {
-			return store.Build{}, errdefs.Invalid("variables", k, "is not a variable name: use letters, digits and '_', not starting with a digit")
+			return Build{}, errdefs.Invalid("variables", k, "is not a variable name: use letters, digits and '_', not starting with a digit")
 		}
 	}
 	if len(in.SHA) > 64 || len(in.Branch) > 255 {
-		return store.Build{}, errdefs.Invalid("branch", in.Branch, "is too long")
+		return Build{}, errdefs.Invalid("branch", in.Branch, "is too long")
 	}
-	cfg := decodeConfig(pl.Config)
+	cfg, err := decodeConfig(pl)
+	if err != nil {
+		return Build{}, err
+	}
 	now := s.now()
 	specYAML, reason := pl.SpecYAML, ""
 	if pl.SpecRepo != "" {
@@ -100,7 +101,7 @@ func (s *Service) queue(ctx context.Context, pl store.Pipeline, in RunInput, by 
 	}
 	e.Resource(b.ID)
 	var older []store.Build
-	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		if cfg.TerminateOlder && b.Branch != "" {
 			active, err := tx.ActiveBuilds(ctx, pl.AccountID, pl.ID)
 			if err != nil {
@@ -140,7 +141,7 @@ func (s *Service) queue(ctx context.Context, pl store.Pipeline, in RunInput, by 
 		return e.Commit(ctx, tx)
 	})
 	if err != nil {
-		return store.Build{}, err
+		return Build{}, err
 	}
 	for _, o := range older {
 		if err := s.terminate(ctx, o, fmt.Sprintf("terminated by newer build #%d of branch %s", b.Number, b.Branch)); err != nil {
@@ -148,7 +149,7 @@ func (s *Service) queue(ctx context.Context, pl store.Pipeline, in RunInput, by 
 		}
 	}
 	s.queued()
-	return b, nil
+	return toBuild(b, fullName(pl), nil)
 }
 
 func orEmpty(m map[string]string) map[string]string {
@@ -158,50 +159,62 @@ func orEmpty(m map[string]string) map[string]string {
 	return m
 }
 
-// BuildDetail is a build with its steps and pipeline names.
-type BuildDetail struct {
-	store.Build
-	Steps    []store.BuildStep
-	Pipeline string // project/name
-}
-
 // GetBuild returns a build of p's account with its steps.
-func (s *Service) GetBuild(ctx context.Context, p rbac.Principal, id string) (BuildDetail, error) {
+func (s *Service) GetBuild(ctx context.Context, p rbac.Principal, id string) (Build, error) {
 	if err := rbac.Allow(p, rbac.ReadPipelines); err != nil {
-		return BuildDetail{}, err
+		return Build{}, err
 	}
 	b, err := s.db.GetBuild(ctx, p.AccountID, id)
 	if err != nil {
-		return BuildDetail{}, err
+		return Build{}, err
 	}
 	steps, err := s.db.ListSteps(ctx, b.ID)
 	if err != nil {
-		return BuildDetail{}, err
+		return Build{}, err
 	}
-	return BuildDetail{Build: b, Steps: steps, Pipeline: s.pipelineName(ctx, b.AccountID, b.PipelineID)}, nil
-}
-
-func (s *Service) pipelineName(ctx context.Context, accountID, pipelineID string) string {
-	pl, err := s.db.GetPipeline(ctx, accountID, pipelineID)
+	names, err := s.db.PipelineNames(ctx, b.AccountID, []string{b.PipelineID})
 	if err != nil {
-		return pipelineID
+		return Build{}, err
 	}
-	return s.ProjectName(ctx, accountID, pl.ProjectID) + "/" + pl.Name
+	return toBuild(b, names[b.PipelineID], steps)
 }
 
-// ListBuilds lists builds newest first; pipeline (ID or project/name) narrows it.
-func (s *Service) ListBuilds(ctx context.Context, p rbac.Principal, pipeline string, f store.BuildFilter, page paging.Page) ([]store.Build, error) {
+// ListBuilds lists builds newest first, without their steps.
+func (s *Service) ListBuilds(ctx context.Context, p rbac.Principal, f BuildFilter, page paging.Page) ([]Build, error) {
 	if err := rbac.Allow(p, rbac.ReadPipelines); err != nil {
 		return nil, err
 	}
-	if pipeline != "" {
-		pl, err := s.ResolvePipeline(ctx, p, pipeline)
+	sf := store.BuildFilter{Status: f.Status, Branch: f.Branch}
+	if f.Pipeline != "" {
+		pl, err := s.resolvePipeline(ctx, p.AccountID, f.Pipeline)
 		if err != nil {
 			return nil, err
 		}
-		f.PipelineID = pl.ID
+		sf.PipelineID = pl.ID
 	}
-	return s.db.ListBuilds(ctx, p.AccountID, f, page)
+	rows, err := s.db.ListBuilds(ctx, p.AccountID, sf, page)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	seen := map[string]bool{}
+	for _, b := range rows {
+		if !seen[b.PipelineID] {
+			seen[b.PipelineID] = true
+			ids = append(ids, b.PipelineID)
+		}
+	}
+	names, err := s.db.PipelineNames(ctx, p.AccountID, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Build, len(rows))
+	for i, r := range rows {
+		if out[i], err = toBuild(r, names[r.PipelineID], nil); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // Cancel terminates a build: a queued one at once, a running one by telling its runner, which
@@ -238,24 +251,25 @@ func (s *Service) terminate(ctx context.Context, b store.Build, reason string) e
 
 // Restart queues a new build like an earlier one. With fromFailed, steps that succeeded in the
 // earlier build are skipped (their results are kept in the new build's variables).
-func (s *Service) Restart(ctx context.Context, p rbac.Principal, id string, fromFailed bool) (b store.Build, err error) {
+func (s *Service) Restart(ctx context.Context, p rbac.Principal, id string, fromFailed bool) (_ Build, err error) {
 	if err := rbac.Allow(p, rbac.RunPipelines); err != nil {
-		return store.Build{}, err
+		return Build{}, err
 	}
 	old, err := s.db.GetBuild(ctx, p.AccountID, id)
 	if err != nil {
-		return store.Build{}, err
+		return Build{}, err
 	}
 	if Active(old.Status) {
-		return store.Build{}, fmt.Errorf("build %s is still %s: cancel it first: %w", id, old.Status, errdefs.ErrConflict)
+		return Build{}, fmt.Errorf("build %s is still %s: cancel it first: %w", id, old.Status, errdefs.ErrConflict)
 	}
-	var vars map[string]string
-	json.Unmarshal([]byte(old.Variables), &vars)
-	vars = orEmpty(vars)
+	vars, err := decodeMap(old.Variables)
+	if err != nil {
+		return Build{}, fmt.Errorf("build %s: decode variables: %w", old.ID, err)
+	}
 	if fromFailed {
 		steps, err := s.db.ListSteps(ctx, old.ID)
 		if err != nil {
-			return store.Build{}, err
+			return Build{}, err
 		}
 		var done []string
 		for _, st := range steps {
@@ -271,7 +285,7 @@ func (s *Service) Restart(ctx context.Context, p rbac.Principal, id string, from
 		Variables: vars, TriggerType: "restart", TriggerID: old.TriggerID, RestartOf: old.ID}
 	pl, err := s.db.GetPipeline(ctx, p.AccountID, old.PipelineID)
 	if err != nil {
-		return store.Build{}, err
+		return Build{}, err
 	}
 	return s.queue(ctx, pl, in, p.Actor(), e)
 }
@@ -338,18 +352,17 @@ const (
 // TruncationMarker ends a log cut at MaxLogBytes.
 var TruncationMarker = []byte("\n[freshet] log truncated: the build's log reached " + strconv.Itoa(MaxLogBytes>>20) + " MiB\n")
 
-// ReadLog returns up to max bytes of a build's log from offset, and the build's state.
-func (s *Service) ReadLog(ctx context.Context, p rbac.Principal, id string, offset int64, max int) ([]byte, store.Build, error) {
+// ReadLog returns up to max bytes of a build's log from offset.
+func (s *Service) ReadLog(ctx context.Context, p rbac.Principal, id string, offset int64, max int) ([]byte, error) {
 	if err := rbac.Allow(p, rbac.ReadPipelines); err != nil {
-		return nil, store.Build{}, err
+		return nil, err
 	}
 	if offset < 0 {
-		return nil, store.Build{}, errdefs.Invalid("offset", strconv.FormatInt(offset, 10), "must be 0 or more")
+		return nil, errdefs.Invalid("offset", strconv.FormatInt(offset, 10), "must be 0 or more")
 	}
 	b, err := s.db.GetBuild(ctx, p.AccountID, id)
 	if err != nil {
-		return nil, b, err
+		return nil, err
 	}
-	data, err := s.db.ReadLog(ctx, b.ID, offset, max)
-	return data, b, err
+	return s.db.ReadLog(ctx, b.ID, offset, max)
 }

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
 
@@ -19,15 +18,9 @@ const (
 	ContextSecret = "secret"
 )
 
-// MaskedValue replaces secret values in listings.
+// MaskedValue replaces secret values (of secret contexts and encrypted pipeline variables)
+// in what the Service returns. A pipeline update that sends it back keeps the stored value.
 const MaskedValue = "*****"
-
-// Context is shared configuration: key/value pairs a pipeline can reference. Secret contexts'
-// values are encrypted at rest and come back masked unless decrypted explicitly.
-type Context struct {
-	store.ConfigContext
-	Values map[string]string
-}
 
 func contextAAD(accountID, name, key string) []byte {
 	return secrets.AAD(accountID, "context", name, key)
@@ -39,8 +32,9 @@ const (
 	maxContextBytes      = 1 << 20
 )
 
-// PutContext creates (create=true) or replaces a context.
-func (s *Service) PutContext(ctx context.Context, p rbac.Principal, name, typ string, values map[string]string, create bool) (c store.ConfigContext, err error) {
+// PutContext creates (create=true) or replaces a context, and returns it with secret values
+// masked.
+func (s *Service) PutContext(ctx context.Context, p rbac.Principal, name, typ string, values map[string]string, create bool) (_ Context, err error) {
 	action := "context.update"
 	if create {
 		action = "context.create"
@@ -48,55 +42,63 @@ func (s *Service) PutContext(ctx context.Context, p rbac.Principal, name, typ st
 	e := audit.Start(ctx, p, action, "context", name)
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.ManageContexts); err != nil {
-		return c, err
+		return Context{}, err
 	}
 	if err := validName("name", name); err != nil {
-		return c, err
+		return Context{}, err
 	}
 	if !create {
 		old, err := s.db.GetContext(ctx, p.AccountID, name)
 		if err != nil {
-			return c, err
+			return Context{}, err
 		}
 		typ = old.Type
 	}
 	if typ != ContextConfig && typ != ContextSecret {
-		return c, errdefs.Invalid("type", typ, "is not config or secret")
+		return Context{}, errdefs.Invalid("type", typ, "is not config or secret")
 	}
 	if len(values) == 0 {
-		return c, errdefs.Invalid("values", "", "is empty: give at least one KEY=VALUE")
+		return Context{}, errdefs.Invalid("values", "", "is empty: give at least one KEY=VALUE")
 	}
 	stored := map[string]string{}
 	total := 0
 	for k, v := range values {
 		total += len(k) + len(v)
 		if len(v) > maxContextValueBytes {
-			return c, errdefs.Invalid("values."+k, "", fmt.Sprintf("is larger than %d KiB", maxContextValueBytes>>10))
+			return Context{}, errdefs.Invalid("values."+k, "", fmt.Sprintf("is larger than %d KiB", maxContextValueBytes>>10))
 		}
 		if total > maxContextBytes {
-			return c, errdefs.Invalid("values", "", fmt.Sprintf("add up to more than %d KiB", maxContextBytes>>10))
+			return Context{}, errdefs.Invalid("values", "", fmt.Sprintf("add up to more than %d KiB", maxContextBytes>>10))
 		}
 		if !varNameRE.MatchString(k) {
-			return c, errdefs.Invalid("values", k, "is not a variable name: use letters, digits and '_', not starting with a digit")
+			return Context{}, errdefs.Invalid("values", k, "is not a variable name: use letters, digits and '_', not starting with a digit")
 		}
 		if typ == ContextSecret {
 			ct, err := s.keys.Encrypt([]byte(v), contextAAD(p.AccountID, name, k))
 			if err != nil {
-				return c, err
+				return Context{}, err
 			}
 			v = ct
 		}
 		stored[k] = v
 	}
 	now := s.now()
-	c = store.ConfigContext{ID: store.NewID(store.PrefixContext), AccountID: p.AccountID, Name: name, Type: typ, Data: encodeJSON(stored), CreatedAt: now, UpdatedAt: now}
+	c := store.ConfigContext{ID: store.NewID(store.PrefixContext), AccountID: p.AccountID, Name: name, Type: typ, Data: encodeJSON(stored), CreatedAt: now, UpdatedAt: now}
 	e.Detail("%s context with keys %v", typ, sortedKeys(values))
-	return c, s.db.Tx(ctx, func(tx *store.Tx) error {
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		if err := tx.PutContext(ctx, c, create); err != nil {
+			return err
+		}
+		// Read it back: a replaced context keeps its ID and creation time.
+		if c, err = tx.GetContext(ctx, p.AccountID, name); err != nil {
 			return err
 		}
 		return e.Commit(ctx, tx)
 	})
+	if err != nil {
+		return Context{}, err
+	}
+	return maskedContext(c)
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -119,20 +121,11 @@ func (s *Service) ListContexts(ctx context.Context, p rbac.Principal) ([]Context
 	}
 	out := make([]Context, len(cs))
 	for i, c := range cs {
-		out[i] = Context{ConfigContext: c, Values: masked(c)}
-	}
-	return out, nil
-}
-
-func masked(c store.ConfigContext) map[string]string {
-	var vals map[string]string
-	json.Unmarshal([]byte(c.Data), &vals)
-	if c.Type == ContextSecret {
-		for k := range vals {
-			vals[k] = MaskedValue
+		if out[i], err = maskedContext(c); err != nil {
+			return nil, err
 		}
 	}
-	return vals
+	return out, nil
 }
 
 // GetContext returns a context. Secret values are masked unless decrypt is set, which needs the
@@ -146,7 +139,7 @@ func (s *Service) GetContext(ctx context.Context, p rbac.Principal, name string,
 		if err != nil {
 			return out, err
 		}
-		return Context{ConfigContext: c, Values: masked(c)}, nil
+		return maskedContext(c)
 	}
 	e := audit.Start(ctx, p, "context.decrypt", "context", name)
 	defer func() { s.audit.Finish(ctx, e, err) }()
@@ -161,14 +154,14 @@ func (s *Service) GetContext(ctx context.Context, p rbac.Principal, name string,
 	if err != nil {
 		return out, err
 	}
-	return Context{ConfigContext: c, Values: vals}, s.db.Tx(ctx, func(tx *store.Tx) error { return e.Commit(ctx, tx) })
+	return toContext(c, vals), s.db.Tx(ctx, func(tx *store.Tx) error { return e.Commit(ctx, tx) })
 }
 
 // contextValues returns c's values in plain text.
 func (s *Service) contextValues(c store.ConfigContext) (map[string]string, error) {
-	var vals map[string]string
-	if err := json.Unmarshal([]byte(c.Data), &vals); err != nil {
-		return nil, fmt.Errorf("context %s: %w", c.Name, err)
+	vals, err := contextData(c)
+	if err != nil {
+		return nil, err
 	}
 	if c.Type == ContextSecret {
 		for k, v := range vals {

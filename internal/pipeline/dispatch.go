@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,7 +37,7 @@ const (
 // bus. The database decides: a build is claimed by exactly one Accept.
 type Dispatcher struct {
 	svc  *Service
-	db   *store.DB
+	db   Store
 	log  *slog.Logger
 	nc   *nats.Conn
 	now  func() time.Time
@@ -55,7 +56,7 @@ type Dispatcher struct {
 }
 
 type session struct {
-	runner   store.Runner
+	runner   Runner
 	info     runnerv1.ConnectRequest
 	msgs     chan runnerv1.ServerMessage
 	running  map[string]bool   // builds this runner holds a lease on
@@ -70,7 +71,7 @@ func NewDispatcher(svc *Service, nc *nats.Conn, log *slog.Logger) *Dispatcher {
 	d := &Dispatcher{svc: svc, db: svc.db, log: log, nc: nc, now: time.Now, wake: make(chan struct{}, 1), done: make(chan struct{}),
 		sessions: map[*session]struct{}{}, offers: map[string]time.Time{}, polls: map[string]*session{}}
 	d.leaseTTL.Store(int64(runnerv1.LeaseTTL))
-	svc.SetDispatcherHook(d.Wake)
+	svc.queued = d.Wake
 	return d
 }
 
@@ -198,7 +199,10 @@ func (d *Dispatcher) dispatch(ctx context.Context) error {
 			if err != nil {
 				continue // deleted meanwhile
 			}
-			cfg = decodeConfig(pl.Config)
+			if cfg, err = decodeConfig(pl); err != nil {
+				d.failQueued(ctx, b, err)
+				continue
+			}
 			configs[b.PipelineID] = cfg
 		}
 		branchKey := b.PipelineID + "\x00" + b.Branch
@@ -206,8 +210,11 @@ func (d *Dispatcher) dispatch(ctx context.Context) error {
 			(cfg.BranchConcurrency > 0 && perBranch[branchKey] >= cfg.BranchConcurrency) {
 			continue
 		}
-		var want map[string]string
-		json.Unmarshal([]byte(b.Labels), &want)
+		want, err := runnerLabels(b)
+		if err != nil {
+			d.failQueued(ctx, b, err)
+			continue
+		}
 		var best *session
 		bestFree := 0
 		for s := range d.sessions {
@@ -232,6 +239,24 @@ func (d *Dispatcher) dispatch(ctx context.Context) error {
 	return nil
 }
 
+// runnerLabels returns the labels a runner needs to take b.
+func runnerLabels(b store.Build) (map[string]string, error) {
+	want, err := decodeMap(b.Labels)
+	if err != nil {
+		return nil, fmt.Errorf("build %s: decode runner labels: %w", b.ID, err)
+	}
+	return want, nil
+}
+
+// failQueued fails a queued build that cannot run (its stored data cannot be read, a context
+// was deleted, a secret cannot be decrypted) instead of letting it bounce between runners.
+func (d *Dispatcher) failQueued(ctx context.Context, b store.Build, reason error) {
+	if _, err := d.db.SetBuildStatus(ctx, b.AccountID, b.ID, "", []string{StatusQueued}, StatusFailed, reason.Error(), d.now()); err != nil && ctx.Err() == nil {
+		d.log.Warn("fail build", "build", b.ID, "err", err)
+	}
+	d.publishState(b.ID)
+}
+
 // send queues m for s without blocking; it reports false when s's queue is full.
 func (d *Dispatcher) send(s *session, m runnerv1.ServerMessage) bool {
 	select {
@@ -253,9 +278,12 @@ func (d *Dispatcher) reap(ctx context.Context) error {
 		if err != nil {
 			continue
 		}
-		cfg := decodeConfig(pl.Config)
 		reason := fmt.Sprintf("runner stopped renewing its lease (attempt %d)", b.Attempt)
-		requeue := cfg.OnLeaseExpiry != "fail" && b.Attempt < cfg.maxAttempts() && b.Status != StatusTerminating
+		cfg, err := decodeConfig(pl)
+		if err != nil {
+			reason += "; not requeued: " + err.Error()
+		}
+		requeue := err == nil && cfg.OnLeaseExpiry != "fail" && b.Attempt < cfg.maxAttempts() && b.Status != StatusTerminating
 		if requeue {
 			ok, err := d.db.RequeueBuild(ctx, b.AccountID, b.ID, b.LeaseID, reason+"; requeued")
 			if err != nil || !ok {
@@ -327,7 +355,7 @@ func (d *Dispatcher) publishState(buildID string) {
 }
 
 // register adds a session for runner r.
-func (d *Dispatcher) register(ctx context.Context, r store.Runner, info runnerv1.ConnectRequest) (*session, error) {
+func (d *Dispatcher) register(ctx context.Context, r Runner, info runnerv1.ConnectRequest) (*session, error) {
 	if info.Protocol < runnerv1.MinProtocolVersion || info.Protocol > runnerv1.ProtocolVersion {
 		return nil, errdefs.Invalid("protocol", strconv.Itoa(info.Protocol),
 			fmt.Sprintf("is not supported: this server speaks runner protocol %d to %d; upgrade the runner", runnerv1.MinProtocolVersion, runnerv1.ProtocolVersion))
@@ -335,11 +363,9 @@ func (d *Dispatcher) register(ctx context.Context, r store.Runner, info runnerv1
 	if info.Concurrency < 1 {
 		info.Concurrency = 1
 	}
-	labels := map[string]string{}
-	json.Unmarshal([]byte(r.Labels), &labels)
-	for k, v := range info.Labels {
-		labels[k] = v
-	}
+	labels := map[string]string{} // registered ∪ announced
+	maps.Copy(labels, r.Labels)
+	maps.Copy(labels, info.Labels)
 	s := &session{runner: r, info: info, msgs: make(chan runnerv1.ServerMessage, 256), running: map[string]bool{},
 		offered: map[string]bool{}, canceled: map[string]bool{}, labels: labels}
 	// After a reconnect the runner says what it still runs: keep those leases with it.
@@ -403,7 +429,7 @@ func (d *Dispatcher) Connected() map[string]bool {
 }
 
 // accept claims build id for runner r under a new lease and returns the job.
-func (d *Dispatcher) accept(ctx context.Context, r store.Runner, id string) (runnerv1.Job, error) {
+func (d *Dispatcher) accept(ctx context.Context, r Runner, id string) (runnerv1.Job, error) {
 	b, err := d.db.GetBuild(ctx, r.AccountID, id) // a runner sees only its own account's builds
 	if err != nil {
 		return runnerv1.Job{}, err
@@ -411,16 +437,17 @@ func (d *Dispatcher) accept(ctx context.Context, r store.Runner, id string) (run
 	if b.Status != StatusQueued {
 		return runnerv1.Job{}, fmt.Errorf("build %s is %s, not queued: %w", id, b.Status, errdefs.ErrConflict)
 	}
-	var want map[string]string
-	json.Unmarshal([]byte(b.Labels), &want)
+	want, err := runnerLabels(b)
+	if err != nil {
+		d.failQueued(ctx, b, err)
+		return runnerv1.Job{}, err
+	}
 	labels := map[string]string{}
-	json.Unmarshal([]byte(r.Labels), &labels)
+	maps.Copy(labels, r.Labels)
 	d.mu.Lock()
 	for s := range d.sessions {
 		if s.runner.ID == r.ID {
-			for k, v := range s.labels {
-				labels[k] = v
-			}
+			maps.Copy(labels, s.labels)
 		}
 	}
 	d.mu.Unlock()
@@ -429,10 +456,7 @@ func (d *Dispatcher) accept(ctx context.Context, r store.Runner, id string) (run
 	}
 	job, err := d.svc.job(ctx, b)
 	if err != nil {
-		// A build that cannot be prepared (a context was deleted, a secret cannot be decrypted)
-		// fails now instead of bouncing between runners.
-		d.db.SetBuildStatus(ctx, b.AccountID, b.ID, "", []string{StatusQueued}, StatusFailed, err.Error(), d.now())
-		d.publishState(b.ID)
+		d.failQueued(ctx, b, err)
 		return runnerv1.Job{}, err
 	}
 	now := d.now()
@@ -460,7 +484,7 @@ func (d *Dispatcher) accept(ctx context.Context, r store.Runner, id string) (run
 }
 
 // heartbeat renews r's leases and says which builds to stop, cancel or continue after approval.
-func (d *Dispatcher) heartbeat(ctx context.Context, r store.Runner, leases []runnerv1.Lease) (runnerv1.HeartbeatResponse, error) {
+func (d *Dispatcher) heartbeat(ctx context.Context, r Runner, leases []runnerv1.Lease) (runnerv1.HeartbeatResponse, error) {
 	expires := d.now().Add(d.ttl())
 	resp := runnerv1.HeartbeatResponse{Expiry: expires}
 	for _, l := range leases {
@@ -497,7 +521,7 @@ func (d *Dispatcher) heartbeat(ctx context.Context, r store.Runner, leases []run
 }
 
 // holds checks that r holds lease on build and returns the build.
-func (d *Dispatcher) holds(ctx context.Context, r store.Runner, l runnerv1.Lease) (store.Build, error) {
+func (d *Dispatcher) holds(ctx context.Context, r Runner, l runnerv1.Lease) (store.Build, error) {
 	b, err := d.db.GetBuild(ctx, r.AccountID, l.BuildID)
 	if err != nil {
 		return b, err
@@ -510,7 +534,7 @@ func (d *Dispatcher) holds(ctx context.Context, r store.Runner, l runnerv1.Lease
 
 var errLeaseLost = fmt.Errorf("lease lost: %w", errdefs.ErrConflict)
 
-func (d *Dispatcher) updateStep(ctx context.Context, r store.Runner, u runnerv1.StepUpdate) error {
+func (d *Dispatcher) updateStep(ctx context.Context, r Runner, u runnerv1.StepUpdate) error {
 	b, err := d.holds(ctx, r, u.Lease)
 	if err != nil {
 		return err
@@ -532,7 +556,7 @@ func (d *Dispatcher) updateStep(ctx context.Context, r store.Runner, u runnerv1.
 	return err
 }
 
-func (d *Dispatcher) appendLog(ctx context.Context, r store.Runner, c runnerv1.LogChunk) (int64, error) {
+func (d *Dispatcher) appendLog(ctx context.Context, r Runner, c runnerv1.LogChunk) (int64, error) {
 	b, err := d.holds(ctx, r, c.Lease)
 	if err != nil {
 		return 0, err
@@ -550,7 +574,7 @@ func (d *Dispatcher) appendLog(ctx context.Context, r store.Runner, c runnerv1.L
 	return size, nil
 }
 
-func (d *Dispatcher) complete(ctx context.Context, r store.Runner, c runnerv1.CompleteRequest) error {
+func (d *Dispatcher) complete(ctx context.Context, r Runner, c runnerv1.CompleteRequest) error {
 	b, err := d.holds(ctx, r, c.Lease)
 	if err != nil {
 		return err
@@ -579,7 +603,7 @@ const pollSessionTTL = 2 * runnerv1.PollWait
 
 // pollSession returns runner r's long-poll session, creating it on the first poll and
 // dropping sessions whose runner stopped polling.
-func (d *Dispatcher) pollSession(ctx context.Context, r store.Runner, info runnerv1.ConnectRequest) (*session, error) {
+func (d *Dispatcher) pollSession(ctx context.Context, r Runner, info runnerv1.ConnectRequest) (*session, error) {
 	now := d.now()
 	d.mu.Lock()
 	var stale []*session

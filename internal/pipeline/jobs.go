@@ -2,17 +2,14 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/freshet-dev/freshet/api/runnerv1"
+	"github.com/freshet-dev/freshet/internal/pipeline/spec"
 	"github.com/freshet-dev/freshet/internal/store"
 )
-
-var tagUnsafe = regexp.MustCompile(`[^a-z0-9_.-]`)
 
 // job assembles what a runner needs for build b: the spec, every variable resolved (built-in
 // CF_* variables, pipeline variables, contexts, the run's variables — later ones win), and the
@@ -22,24 +19,23 @@ func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) 
 	if err != nil {
 		return runnerv1.Job{}, err
 	}
-	project := s.ProjectName(ctx, b.AccountID, pl.ProjectID)
-	cfg := decodeConfig(pl.Config)
+	cfg, err := decodeConfig(pl)
+	if err != nil {
+		return runnerv1.Job{}, err
+	}
 	vars := map[string]string{}
 	var secrets []string
 
 	owner, repo, _ := strings.Cut(b.Repo, "/")
-	short := b.SHA
-	if len(short) > 7 {
-		short = short[:7]
-	}
+	short, tag := spec.ShortRevision(b.SHA), spec.BranchTagNormalized(b.Branch)
 	for k, v := range map[string]string{
 		"CF_BUILD_ID": b.ID, "CF_BUILD_NUMBER": strconv.FormatInt(b.Number, 10),
 		"CF_BUILD_TIMESTAMP": strconv.FormatInt(b.CreatedAt.UnixMilli(), 10), "CF_BUILD_TRIGGER": b.TriggerType,
 		"CF_BUILD_INITIATOR": b.TriggeredBy, "CF_BUILD_URL": s.baseURL + "/builds/" + b.ID,
-		"CF_BRANCH": b.Branch, "CF_BRANCH_TAG_NORMALIZED": tagUnsafe.ReplaceAllString(strings.ToLower(b.Branch), "_"),
+		"CF_BRANCH": b.Branch, "CF_BRANCH_TAG_NORMALIZED": tag, "CF_BRANCH_TAG_NORMALIZED_LOWER_CASE": strings.ToLower(tag),
 		"CF_REVISION": b.SHA, "CF_SHORT_REVISION": short, "CF_REPO_OWNER": owner, "CF_REPO_NAME": repo,
 		"CF_COMMIT_MESSAGE": b.CommitMessage, "CF_COMMIT_AUTHOR": b.CommitAuthor,
-		"CF_PIPELINE_NAME": project + "/" + pl.Name, "CF_PROJECT_NAME": project, "CF_ACCOUNT": b.AccountID,
+		"CF_PIPELINE_NAME": fullName(pl), "CF_PROJECT_NAME": pl.ProjectName, "CF_ACCOUNT": b.AccountID,
 	} {
 		vars[k] = v
 	}
@@ -71,8 +67,10 @@ func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) 
 			}
 		}
 	}
-	var runVars map[string]string
-	json.Unmarshal([]byte(b.Variables), &runVars)
+	runVars, err := decodeMap(b.Variables)
+	if err != nil {
+		return runnerv1.Job{}, fmt.Errorf("build %s: decode variables: %w", b.ID, err)
+	}
 	for k, v := range runVars {
 		vars[k] = v
 	}
@@ -80,6 +78,6 @@ func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) 
 	if err != nil {
 		return runnerv1.Job{}, err
 	}
-	return runnerv1.Job{BuildID: b.ID, Number: b.Number, Pipeline: project + "/" + pl.Name, SpecYAML: b.SpecYAML,
+	return runnerv1.Job{BuildID: b.ID, Number: b.Number, Pipeline: fullName(pl), SpecYAML: b.SpecYAML,
 		Variables: vars, Secrets: secrets, LogOffset: b.LogSize, Steps: steps}, nil
 }

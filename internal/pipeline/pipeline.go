@@ -2,14 +2,16 @@
 // triggers, builds and their steps and logs, shared configuration and secrets (contexts), and
 // runners. It queues builds; the Dispatcher hands them to runners under leases over the runner
 // protocol (api/runnerv1).
+//
+// The Service returns the package's own types (types.go): decoded, with secret values masked,
+// carrying the names they are shown by. The store's rows are their storage form and are
+// converted in one place. The package declares the Store it uses (store.go).
 package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -59,13 +61,13 @@ type Keyring interface {
 
 // Service is the pipeline service.
 type Service struct {
-	db    *store.DB
+	db    Store
 	audit *audit.Log
 	keys  Keyring
 	log   *slog.Logger
 	now   func() time.Time
 	// queued is called after a build is queued or a build's state changes in a way the
-	// dispatcher must see (the Dispatcher's Wake).
+	// dispatcher must see: the Wake of the Dispatcher made for this Service.
 	queued func()
 	// baseURL is the server's public URL, for CF_BUILD_URL.
 	baseURL string
@@ -77,25 +79,43 @@ type Service struct {
 	specs SpecSource
 }
 
-// New returns a Service.
-func New(db *store.DB, a *audit.Log, keys Keyring, log *slog.Logger) *Service {
-	return &Service{db: db, audit: a, keys: keys, log: log, now: time.Now, queued: func() {}}
+// Deps is what a Service is built from.
+type Deps struct {
+	Store Store      // the *store.DB
+	Audit *audit.Log // records every change
+	Keys  Keyring    // encrypts secret values at rest
+	Log   *slog.Logger
+	// Specs reads pipelines' specs kept in git; nil: a pipeline's specRepo is refused.
+	Specs SpecSource
+	// BaseURL is the URL users reach the server at, for links in builds (CF_BUILD_URL).
+	BaseURL string
+	// OnCronChange is called when cron triggers are created or deleted (the cron executor's
+	// Reload); it must not block.
+	OnCronChange func()
+	// OnPush is called with the events of every verified webhook delivery (whether or not a
+	// trigger fires), before builds are queued, so that pushes also reach the account's GitOps
+	// runtimes; it must not block.
+	OnPush func(ctx context.Context, accountID string, evs []webhook.Event)
+}
+
+// New returns a Service built from d. Its dispatcher is made with NewDispatcher.
+func New(d Deps) *Service {
+	log := d.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Service{db: d.Store, audit: d.Audit, keys: d.Keys, log: log, now: time.Now, queued: func() {},
+		baseURL: strings.TrimRight(d.BaseURL, "/"), specs: d.Specs, onCronChange: d.OnCronChange, onPush: d.OnPush}
 }
 
 // SpecSource reads a file from a git repository at a revision (a branch, tag or SHA; empty
-// means the default branch) and says which commit it read.
+// means the default branch) and says which commit it read. CheckRepoURL refuses, naming
+// field, a URL that is not a clone URL or that the operator's policy does not allow (a local
+// path, a private address); ReadSpec applies the same policy.
 type SpecSource interface {
+	CheckRepoURL(field, repoURL string) error
 	ReadSpec(ctx context.Context, repoURL string, creds map[string]string, revision, path string) (data []byte, sha string, err error)
 }
-
-// SetSpecSource lets pipelines keep their spec in git.
-func (s *Service) SetSpecSource(src SpecSource) { s.specs = src }
-
-// SetDispatcherHook sets the function called when there is new work for runners.
-func (s *Service) SetDispatcherHook(f func()) { s.queued = f }
-
-// SetBaseURL sets the server URL used in CF_BUILD_URL.
-func (s *Service) SetBaseURL(u string) { s.baseURL = strings.TrimRight(u, "/") }
 
 func validName(field, v string) error {
 	if !nameRE.MatchString(v) {
@@ -165,52 +185,57 @@ func variableAAD(accountID, key string) []byte {
 	return secrets.AAD(accountID, "pipeline-variable", key)
 }
 
-func decodeConfig(s string) Config {
-	var c Config
-	json.Unmarshal([]byte(s), &c)
-	return c
-}
-
-func encodeJSON(v any) string {
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
 // CreateProject creates a project in p's account.
-func (s *Service) CreateProject(ctx context.Context, p rbac.Principal, name string) (pr store.Project, err error) {
+func (s *Service) CreateProject(ctx context.Context, p rbac.Principal, name string) (_ Project, err error) {
 	e := audit.Start(ctx, p, "project.create", "project", "")
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.ManagePipelines); err != nil {
-		return pr, err
+		return Project{}, err
 	}
 	if err := validName("name", name); err != nil {
-		return pr, err
+		return Project{}, err
 	}
-	pr = store.Project{ID: store.NewID(store.PrefixProject), AccountID: p.AccountID, Name: name, CreatedAt: s.now()}
+	pr := store.Project{ID: store.NewID(store.PrefixProject), AccountID: p.AccountID, Name: name, CreatedAt: s.now()}
 	e.Resource(pr.ID)
 	e.Detail("%q", name)
-	return pr, s.db.Tx(ctx, func(tx *store.Tx) error {
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		if err := tx.CreateProject(ctx, pr); err != nil {
 			return err
 		}
 		return e.Commit(ctx, tx)
 	})
+	if err != nil {
+		return Project{}, err
+	}
+	return toProject(pr), nil
 }
 
 // ListProjects lists p's account's projects.
-func (s *Service) ListProjects(ctx context.Context, p rbac.Principal, page paging.Page) ([]store.Project, error) {
+func (s *Service) ListProjects(ctx context.Context, p rbac.Principal, page paging.Page) ([]Project, error) {
 	if err := rbac.Allow(p, rbac.ReadPipelines); err != nil {
 		return nil, err
 	}
-	return s.db.ListProjects(ctx, p.AccountID, page)
+	rows, err := s.db.ListProjects(ctx, p.AccountID, page)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Project, len(rows))
+	for i, r := range rows {
+		out[i] = toProject(r)
+	}
+	return out, nil
 }
 
 // GetProject returns a project by ID or name.
-func (s *Service) GetProject(ctx context.Context, p rbac.Principal, ref string) (store.Project, error) {
+func (s *Service) GetProject(ctx context.Context, p rbac.Principal, ref string) (Project, error) {
 	if err := rbac.Allow(p, rbac.ReadPipelines); err != nil {
-		return store.Project{}, err
+		return Project{}, err
 	}
-	return s.db.GetProject(ctx, p.AccountID, ref)
+	pr, err := s.db.GetProject(ctx, p.AccountID, ref)
+	if err != nil {
+		return Project{}, err
+	}
+	return toProject(pr), nil
 }
 
 // DeleteProject deletes a project with its pipelines and builds.
@@ -248,45 +273,53 @@ type PipelineInput struct {
 }
 
 // CreatePipeline creates a pipeline; its spec must parse.
-func (s *Service) CreatePipeline(ctx context.Context, p rbac.Principal, in PipelineInput) (pl store.Pipeline, err error) {
+func (s *Service) CreatePipeline(ctx context.Context, p rbac.Principal, in PipelineInput) (_ Pipeline, err error) {
 	e := audit.Start(ctx, p, "pipeline.create", "pipeline", "")
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.ManagePipelines); err != nil {
-		return pl, err
+		return Pipeline{}, err
 	}
 	if err := s.checkPipelineInput(ctx, p, &in); err != nil {
-		return pl, err
+		return Pipeline{}, err
 	}
 	pr, err := s.db.GetProject(ctx, p.AccountID, in.Project)
 	if err != nil {
-		return pl, fmt.Errorf("project: %w", err)
+		return Pipeline{}, fmt.Errorf("project: %w", err)
 	}
 	now := s.now()
-	pl = store.Pipeline{ID: store.NewID(store.PrefixPipeline), AccountID: p.AccountID, ProjectID: pr.ID, Name: in.Name,
+	pl := store.Pipeline{ID: store.NewID(store.PrefixPipeline), AccountID: p.AccountID, ProjectID: pr.ID, ProjectName: pr.Name, Name: in.Name,
 		SpecYAML: in.SpecYAML, SpecRepo: in.SpecRepo, SpecPath: in.SpecPath, Config: encodeJSON(in.Config), CreatedAt: now, UpdatedAt: now}
 	e.Resource(pl.ID)
 	e.Detail("%s/%s", pr.Name, in.Name)
-	return pl, s.db.Tx(ctx, func(tx *store.Tx) error {
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		if err := tx.CreatePipeline(ctx, pl); err != nil {
 			return err
 		}
 		return e.Commit(ctx, tx)
 	})
+	if err != nil {
+		return Pipeline{}, err
+	}
+	return toPipeline(pl)
 }
 
 // UpdatePipeline replaces a pipeline's spec and config.
-func (s *Service) UpdatePipeline(ctx context.Context, p rbac.Principal, ref string, in PipelineInput) (pl store.Pipeline, err error) {
+func (s *Service) UpdatePipeline(ctx context.Context, p rbac.Principal, ref string, in PipelineInput) (_ Pipeline, err error) {
 	e := audit.Start(ctx, p, "pipeline.update", "pipeline", ref)
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.ManagePipelines); err != nil {
-		return pl, err
+		return Pipeline{}, err
 	}
-	if pl, err = s.ResolvePipeline(ctx, p, ref); err != nil {
-		return pl, err
+	pl, err := s.resolvePipeline(ctx, p.AccountID, ref)
+	if err != nil {
+		return Pipeline{}, err
 	}
 	in.Name = pl.Name
 	// A client that read the pipeline got encrypted values masked; sending them back keeps them.
-	old := decodeConfig(pl.Config)
+	old, err := decodeConfig(pl)
+	if err != nil {
+		return Pipeline{}, err
+	}
 	for i, v := range in.Config.Variables {
 		if v.Encrypted && v.Value == MaskedValue {
 			for _, ov := range old.Variables {
@@ -298,16 +331,20 @@ func (s *Service) UpdatePipeline(ctx context.Context, p rbac.Principal, ref stri
 		}
 	}
 	if err := s.checkPipelineInput(ctx, p, &in); err != nil {
-		return pl, err
+		return Pipeline{}, err
 	}
 	e.Resource(pl.ID)
 	pl.SpecYAML, pl.SpecRepo, pl.SpecPath, pl.Config, pl.UpdatedAt = in.SpecYAML, in.SpecRepo, in.SpecPath, encodeJSON(in.Config), s.now()
-	return pl, s.db.Tx(ctx, func(tx *store.Tx) error {
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		if err := tx.UpdatePipeline(ctx, pl); err != nil {
 			return err
 		}
 		return e.Commit(ctx, tx)
 	})
+	if err != nil {
+		return Pipeline{}, err
+	}
+	return toPipeline(pl)
 }
 
 func (s *Service) checkPipelineInput(ctx context.Context, p rbac.Principal, in *PipelineInput) error {
@@ -321,14 +358,14 @@ func (s *Service) checkPipelineInput(ctx context.Context, p rbac.Principal, in *
 	case in.SpecRepo != "" && strings.TrimSpace(in.SpecYAML) != "":
 		return errdefs.Invalid("specRepo", in.SpecRepo, "and spec are both set: keep the spec inline or in git, not both")
 	case in.SpecRepo != "":
-		if u, err := url.Parse(in.SpecRepo); err != nil || u.Host == "" && !strings.HasPrefix(in.SpecRepo, "git@") {
-			return errdefs.Invalid("specRepo", in.SpecRepo, "is not a clone URL (https://…, ssh://… or git@host:owner/repo)")
+		if s.specs == nil {
+			return errdefs.Invalid("specRepo", in.SpecRepo, "cannot be used: this server has no git access configured")
+		}
+		if err := s.specs.CheckRepoURL("specRepo", in.SpecRepo); err != nil {
+			return err
 		}
 		if in.SpecPath == "" {
 			in.SpecPath = "codefresh.yml"
-		}
-		if s.specs == nil {
-			return errdefs.Invalid("specRepo", in.SpecRepo, "cannot be used: this server has no git access configured")
 		}
 		if in.Config.SpecContext != "" {
 			if _, err := s.db.GetContext(ctx, p.AccountID, in.Config.SpecContext); err != nil {
@@ -416,22 +453,31 @@ func shortSHA(s string) string {
 }
 
 // ResolvePipeline finds a pipeline by ID or by "project/name".
-func (s *Service) ResolvePipeline(ctx context.Context, p rbac.Principal, ref string) (store.Pipeline, error) {
+func (s *Service) ResolvePipeline(ctx context.Context, p rbac.Principal, ref string) (Pipeline, error) {
 	if err := rbac.Allow(p, rbac.ReadPipelines); err != nil {
-		return store.Pipeline{}, err
+		return Pipeline{}, err
 	}
+	pl, err := s.resolvePipeline(ctx, p.AccountID, ref)
+	if err != nil {
+		return Pipeline{}, err
+	}
+	return toPipeline(pl)
+}
+
+// resolvePipeline finds account's stored pipeline by ID or by "project/name".
+func (s *Service) resolvePipeline(ctx context.Context, accountID, ref string) (store.Pipeline, error) {
 	if project, name, ok := strings.Cut(ref, "/"); ok {
-		pr, err := s.db.GetProject(ctx, p.AccountID, project)
+		pr, err := s.db.GetProject(ctx, accountID, project)
 		if err != nil {
 			return store.Pipeline{}, fmt.Errorf("pipeline %q: %w", ref, errdefs.ErrNotFound)
 		}
-		return s.db.GetPipelineByName(ctx, p.AccountID, pr.ID, name)
+		return s.db.GetPipelineByName(ctx, accountID, pr.ID, name)
 	}
-	return s.db.GetPipeline(ctx, p.AccountID, ref)
+	return s.db.GetPipeline(ctx, accountID, ref)
 }
 
 // ListPipelines lists pipelines, of one project when project is set.
-func (s *Service) ListPipelines(ctx context.Context, p rbac.Principal, project string, page paging.Page) ([]store.Pipeline, error) {
+func (s *Service) ListPipelines(ctx context.Context, p rbac.Principal, project string, page paging.Page) ([]Pipeline, error) {
 	if err := rbac.Allow(p, rbac.ReadPipelines); err != nil {
 		return nil, err
 	}
@@ -443,7 +489,11 @@ func (s *Service) ListPipelines(ctx context.Context, p rbac.Principal, project s
 		}
 		projectID = pr.ID
 	}
-	return s.db.ListPipelines(ctx, p.AccountID, projectID, page)
+	rows, err := s.db.ListPipelines(ctx, p.AccountID, projectID, page)
+	if err != nil {
+		return nil, err
+	}
+	return toPipelines(rows)
 }
 
 // DeletePipeline deletes a pipeline with its triggers and builds.
@@ -453,7 +503,7 @@ func (s *Service) DeletePipeline(ctx context.Context, p rbac.Principal, ref stri
 	if err := rbac.Allow(p, rbac.ManagePipelines); err != nil {
 		return err
 	}
-	pl, err := s.ResolvePipeline(ctx, p, ref)
+	pl, err := s.resolvePipeline(ctx, p.AccountID, ref)
 	if err != nil {
 		return err
 	}
@@ -464,13 +514,4 @@ func (s *Service) DeletePipeline(ctx context.Context, p rbac.Principal, ref stri
 		}
 		return e.Commit(ctx, tx)
 	})
-}
-
-// ProjectName returns the name of a project of p's account, for display.
-func (s *Service) ProjectName(ctx context.Context, accountID, projectID string) string {
-	pr, err := s.db.GetProject(ctx, accountID, projectID)
-	if err != nil {
-		return projectID
-	}
-	return pr.Name
 }

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/freshet-dev/freshet/internal/store"
@@ -27,9 +26,9 @@ func ReencryptSecrets(ctx context.Context, tx *store.Tx, k Reencrypter) (int, er
 			if c.Type != ContextSecret {
 				continue
 			}
-			var vals map[string]string
-			if err := json.Unmarshal([]byte(c.Data), &vals); err != nil {
-				return fmt.Errorf("context %s: %w", c.Name, err)
+			vals, err := contextData(c)
+			if err != nil {
+				return err
 			}
 			n := 0
 			for key, v := range vals {
@@ -54,7 +53,10 @@ func ReencryptSecrets(ctx context.Context, tx *store.Tx, k Reencrypter) (int, er
 			return err
 		}
 		for _, p := range pls {
-			cfg := decodeConfig(p.Config)
+			cfg, err := decodeConfig(p)
+			if err != nil {
+				return err
+			}
 			n := 0
 			for i, v := range cfg.Variables {
 				if !v.Encrypted {

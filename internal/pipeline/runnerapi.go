@@ -35,10 +35,10 @@ func (a *RunnerAPI) Register(mux *http.ServeMux) {
 	mux.Handle(runnerv1.ProcedureComplete, connect.NewUnaryHandler(runnerv1.ProcedureComplete, a.complete, opts...))
 }
 
-func (a *RunnerAPI) runner(ctx context.Context, h http.Header) (store.Runner, error) {
+func (a *RunnerAPI) runner(ctx context.Context, h http.Header) (Runner, error) {
 	scheme, tok, _ := strings.Cut(h.Get("Authorization"), " ")
 	if !strings.EqualFold(scheme, "Bearer") {
-		return store.Runner{}, errdefs.ConnectError(errdefs.ErrUnauthenticated)
+		return Runner{}, errdefs.ConnectError(errdefs.ErrUnauthenticated)
 	}
 	r, err := a.svc.AuthenticateRunner(ctx, strings.TrimSpace(tok))
 	return r, errdefs.ConnectError(err)

@@ -17,23 +17,23 @@ import (
 var labelRE = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9._/-]{0,61}[a-zA-Z0-9])?$`)
 
 // RegisterRunner registers a runner in p's account and returns its token, shown once.
-func (s *Service) RegisterRunner(ctx context.Context, p rbac.Principal, name string, labels map[string]string) (r store.Runner, tok string, err error) {
+func (s *Service) RegisterRunner(ctx context.Context, p rbac.Principal, name string, labels map[string]string) (_ Runner, tok string, err error) {
 	e := audit.Start(ctx, p, "runner.register", "runner", "")
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.ManageRunners); err != nil {
-		return r, "", err
+		return Runner{}, "", err
 	}
 	if err := validName("name", name); err != nil {
-		return r, "", err
+		return Runner{}, "", err
 	}
 	for k, v := range labels {
 		if !labelRE.MatchString(k) || len(v) > 63 {
-			return r, "", errdefs.Invalid("labels", k+"="+v, "is not a valid label: keys are 1-63 letters, digits, '.', '/', '_' or '-'; values up to 63 characters")
+			return Runner{}, "", errdefs.Invalid("labels", k+"="+v, "is not a valid label: keys are 1-63 letters, digits, '.', '/', '_' or '-'; values up to 63 characters")
 		}
 	}
 	minted := token.Runner.New()
 	now := s.now()
-	r = store.Runner{ID: store.NewID(store.PrefixRunner), AccountID: p.AccountID, Name: name, TokenPrefix: minted.ID,
+	r := store.Runner{ID: store.NewID(store.PrefixRunner), AccountID: p.AccountID, Name: name, TokenPrefix: minted.ID,
 		TokenHash: minted.Hash, Labels: encodeJSON(orEmpty(labels)), Info: "{}", CreatedAt: now}
 	e.Resource(r.ID)
 	e.Detail("%q", name)
@@ -43,15 +43,29 @@ func (s *Service) RegisterRunner(ctx context.Context, p rbac.Principal, name str
 		}
 		return e.Commit(ctx, tx)
 	})
-	return r, minted.Token, err
+	if err != nil {
+		return Runner{}, "", err
+	}
+	out, err := toRunner(r)
+	return out, minted.Token, err
 }
 
 // ListRunners lists p's account's runners.
-func (s *Service) ListRunners(ctx context.Context, p rbac.Principal) ([]store.Runner, error) {
+func (s *Service) ListRunners(ctx context.Context, p rbac.Principal) ([]Runner, error) {
 	if err := rbac.Allow(p, rbac.ReadRunners); err != nil {
 		return nil, err
 	}
-	return s.db.ListRunners(ctx, p.AccountID)
+	rows, err := s.db.ListRunners(ctx, p.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Runner, len(rows))
+	for i, r := range rows {
+		if out[i], err = toRunner(r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // DeleteRunner deletes a runner; its token stops working and its connections are closed.
@@ -92,17 +106,17 @@ func (s *Service) DrainRunner(ctx context.Context, p rbac.Principal, ref string,
 }
 
 // AuthenticateRunner resolves a runner token.
-func (s *Service) AuthenticateRunner(ctx context.Context, tok string) (store.Runner, error) {
+func (s *Service) AuthenticateRunner(ctx context.Context, tok string) (Runner, error) {
 	unauth := fmt.Errorf("invalid runner token: %w", errdefs.ErrUnauthenticated)
 	id, secret, ok := token.Runner.Parse(tok)
 	if !ok {
-		return store.Runner{}, unauth
+		return Runner{}, unauth
 	}
 	r, err := s.db.RunnerByPrefix(ctx, id)
 	if err != nil || !token.Verify(r.TokenHash, secret) {
-		return store.Runner{}, unauth
+		return Runner{}, unauth
 	}
-	return r, nil
+	return toRunner(r)
 }
 
 // EnsureRunner returns the token of runner name in account, reusing the one saved in

@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -45,7 +44,8 @@ type TriggerInput struct {
 	Secret string // git: the webhook secret; empty: one is generated and returned once
 }
 
-// CronTriggers lists every account's cron triggers as schedules, for the cron executor.
+// CronTriggers lists every account's cron triggers as schedules, for the cron executor. A trigger
+// whose stored config cannot be read is logged and left out.
 func (s *Service) CronTriggers(ctx context.Context) ([]cron.Schedule, error) {
 	ts, err := s.db.TriggersOfType(ctx, TriggerCron)
 	if err != nil {
@@ -53,7 +53,12 @@ func (s *Service) CronTriggers(ctx context.Context) ([]cron.Schedule, error) {
 	}
 	out := make([]cron.Schedule, 0, len(ts))
 	for _, t := range ts {
-		cfg := DecodeTriggerConfig(t)
+		cfg, err := decodeTriggerConfig(t)
+		if err != nil {
+			// One unreadable trigger must not stop every other account's schedules.
+			s.log.Error("cron trigger skipped: its stored config cannot be read", "trigger", t.ID, "account", t.AccountID, "err", err)
+			continue
+		}
 		out = append(out, cron.Schedule{ID: t.ID, AccountID: t.AccountID, PipelineID: t.PipelineID, Expression: cfg.Expression,
 			Timezone: cfg.Timezone, Branch: cfg.Branch, Variables: cfg.Variables, LastFired: t.CreatedAt})
 	}
@@ -66,54 +71,54 @@ func webhookAAD(accountID, triggerID string) []byte {
 
 // CreateTrigger adds a git or cron trigger to a pipeline. For git triggers it returns the
 // webhook secret (generated when not given), which is shown once and stored encrypted.
-func (s *Service) CreateTrigger(ctx context.Context, p rbac.Principal, pipelineRef string, in TriggerInput) (t store.Trigger, secret string, err error) {
+func (s *Service) CreateTrigger(ctx context.Context, p rbac.Principal, pipelineRef string, in TriggerInput) (_ Trigger, secret string, err error) {
 	e := audit.Start(ctx, p, "trigger.create", "trigger", "")
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.ManagePipelines); err != nil {
-		return t, "", err
+		return Trigger{}, "", err
 	}
-	pl, err := s.ResolvePipeline(ctx, p, pipelineRef)
+	pl, err := s.resolvePipeline(ctx, p.AccountID, pipelineRef)
 	if err != nil {
-		return t, "", err
+		return Trigger{}, "", err
 	}
-	t = store.Trigger{ID: store.NewID(store.PrefixTrigger), AccountID: p.AccountID, PipelineID: pl.ID, Type: in.Type, CreatedAt: s.now()}
+	t := store.Trigger{ID: store.NewID(store.PrefixTrigger), AccountID: p.AccountID, PipelineID: pl.ID, Type: in.Type, CreatedAt: s.now()}
 	cfg := in.Config
 	switch in.Type {
 	case TriggerGit:
 		if _, err := webhook.ParseProvider(cfg.Provider); err != nil {
-			return t, "", errdefs.Invalid("provider", cfg.Provider, "is not a git provider: use github, gitlab, gitea or bitbucket")
+			return Trigger{}, "", errdefs.Invalid("provider", cfg.Provider, "is not a git provider: use github, gitlab, gitea or bitbucket")
 		}
 		if cfg.Git == nil {
-			return t, "", errdefs.Invalid("git", "", "is required for a git trigger: give at least repo and events")
+			return Trigger{}, "", errdefs.Invalid("git", "", "is required for a git trigger: give at least repo and events")
 		}
 		if err := cfg.Git.Validate(); err != nil {
-			return t, "", err
+			return Trigger{}, "", err
 		}
 		secret = in.Secret
 		if secret == "" {
 			secret = token.Random(32)
 		}
 		if len(secret) < 16 {
-			return t, "", errdefs.Invalid("secret", "", "is shorter than 16 characters: use a long random secret, or leave it empty to have one generated")
+			return Trigger{}, "", errdefs.Invalid("secret", "", "is shorter than 16 characters: use a long random secret, or leave it empty to have one generated")
 		}
 		if t.SecretEnc, err = s.keys.Encrypt([]byte(secret), webhookAAD(p.AccountID, t.ID)); err != nil {
-			return t, "", err
+			return Trigger{}, "", err
 		}
 		cfg.Expression, cfg.Timezone, cfg.Branch, cfg.Variables = "", "", "", nil
 		e.Detail("git trigger %s %s %v", cfg.Provider, cfg.Git.Repo, cfg.Git.Events)
 	case TriggerCron:
 		if err := cron.Validate(cfg.Expression, cfg.Timezone); err != nil {
-			return t, "", err
+			return Trigger{}, "", err
 		}
 		for k := range cfg.Variables {
 			if !varNameRE.MatchString(k) {
-				return t, "", errdefs.Invalid("variables", k, "is not a variable name")
+				return Trigger{}, "", errdefs.Invalid("variables", k, "is not a variable name")
 			}
 		}
 		cfg.Provider, cfg.Git = "", nil
 		e.Detail("cron trigger %q branch %q", cfg.Expression, cfg.Branch)
 	default:
-		return t, "", errdefs.Invalid("type", in.Type, "is not a trigger type: use git or cron (manual runs need no trigger)")
+		return Trigger{}, "", errdefs.Invalid("type", in.Type, "is not a trigger type: use git or cron (manual runs need no trigger)")
 	}
 	t.Config = encodeJSON(cfg)
 	e.Resource(t.ID)
@@ -123,26 +128,36 @@ func (s *Service) CreateTrigger(ctx context.Context, p rbac.Principal, pipelineR
 		}
 		return e.Commit(ctx, tx)
 	})
-	if err == nil && in.Type == TriggerCron {
+	if err != nil {
+		return Trigger{}, "", err
+	}
+	if in.Type == TriggerCron {
 		s.cronChanged()
 	}
-	return t, secret, err
-}
-
-// DecodeTriggerConfig returns a stored trigger's settings.
-func DecodeTriggerConfig(t store.Trigger) TriggerConfig {
-	var c TriggerConfig
-	json.Unmarshal([]byte(t.Config), &c)
-	return c
+	out, err := toTrigger(t)
+	return out, secret, err
 }
 
 // ListTriggers lists a pipeline's triggers.
-func (s *Service) ListTriggers(ctx context.Context, p rbac.Principal, pipelineRef string) ([]store.Trigger, error) {
-	pl, err := s.ResolvePipeline(ctx, p, pipelineRef)
+func (s *Service) ListTriggers(ctx context.Context, p rbac.Principal, pipelineRef string) ([]Trigger, error) {
+	if err := rbac.Allow(p, rbac.ReadPipelines); err != nil {
+		return nil, err
+	}
+	pl, err := s.resolvePipeline(ctx, p.AccountID, pipelineRef)
 	if err != nil {
 		return nil, err
 	}
-	return s.db.ListTriggers(ctx, p.AccountID, pl.ID)
+	rows, err := s.db.ListTriggers(ctx, p.AccountID, pl.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Trigger, len(rows))
+	for i, r := range rows {
+		if out[i], err = toTrigger(r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // DeleteTrigger deletes a trigger.
@@ -166,7 +181,7 @@ func (s *Service) DeleteTrigger(ctx context.Context, p rbac.Principal, id string
 
 // WebhookResult says what a webhook delivery did.
 type WebhookResult struct {
-	Builds    []store.Build
+	Builds    []Build
 	Duplicate bool   // the delivery was seen before; Builds are the ones it created then
 	Reason    string // why nothing was built
 }
@@ -187,7 +202,10 @@ func (s *Service) HandleWebhook(ctx context.Context, provider, triggerID string,
 		// Say the same for "no such trigger" and "bad signature": neither tells a prober anything.
 		return res, webhook.ErrSignature
 	}
-	cfg := DecodeTriggerConfig(t)
+	cfg, err := decodeTriggerConfig(t)
+	if err != nil {
+		return res, err
+	}
 	if cfg.Provider != string(prov) {
 		return res, fmt.Errorf("trigger %s expects %s deliveries: %w", triggerID, cfg.Provider, errdefs.ErrInvalid)
 	}
@@ -230,7 +248,7 @@ func (s *Service) HandleWebhook(ctx context.Context, provider, triggerID string,
 }
 
 // queueDelivery queues the build of one event unless its delivery was handled before.
-func (s *Service) queueDelivery(ctx context.Context, pl store.Pipeline, t store.Trigger, ev webhook.Event) (store.Build, bool, error) {
+func (s *Service) queueDelivery(ctx context.Context, pl store.Pipeline, t store.Trigger, ev webhook.Event) (Build, bool, error) {
 	in := runInputFromEvent(ev, t.ID)
 	in.DedupKey = ev.DeliveryID
 	if in.DedupKey == "" {
@@ -240,8 +258,13 @@ func (s *Service) queueDelivery(ctx context.Context, pl store.Pipeline, t store.
 	b, err := s.queue(ctx, pl, in, fmt.Sprintf("%s webhook (%s)", ev.Provider, orUnknown(ev.Sender.Login)), e)
 	var dup *DuplicateError
 	if errors.As(err, &dup) {
-		prev, gerr := s.db.GetBuild(ctx, t.AccountID, dup.BuildID)
-		return prev, true, gerr // a redelivery: no audit record, nothing changed
+		// A redelivery: no audit record, nothing changed.
+		prev, err := s.db.GetBuild(ctx, t.AccountID, dup.BuildID)
+		if err != nil {
+			return Build{}, true, err
+		}
+		b, err := toBuild(prev, fullName(pl), nil)
+		return b, true, err
 	}
 	s.audit.Finish(ctx, e, err)
 	return b, false, err
@@ -291,7 +314,10 @@ func (s *Service) FireCron(ctx context.Context, triggerID, key string, scheduled
 	if err != nil {
 		return err
 	}
-	cfg := DecodeTriggerConfig(t)
+	cfg, err := decodeTriggerConfig(t)
+	if err != nil {
+		return err
+	}
 	vars := map[string]string{"CF_CRON_SCHEDULED_TIME": scheduled.UTC().Format(time.RFC3339)}
 	for k, v := range cfg.Variables {
 		vars[k] = v
@@ -309,14 +335,4 @@ func (s *Service) cronChanged() {
 	if s.onCronChange != nil {
 		s.onCronChange()
 	}
-}
-
-// SetCronHook sets the function called when cron triggers change.
-func (s *Service) SetCronHook(f func()) { s.onCronChange = f }
-
-// SetPushHook sets a function called with the events of every verified webhook delivery
-// (whether or not a trigger fires), before builds are queued: the server passes pushes on to
-// the account's GitOps runtimes. It must not block.
-func (s *Service) SetPushHook(f func(ctx context.Context, accountID string, evs []webhook.Event)) {
-	s.onPush = f
 }

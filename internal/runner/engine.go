@@ -1,17 +1,21 @@
 package runner
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/freshet-dev/freshet/api/runnerv1"
+	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/pipeline/spec"
 	"github.com/freshet-dev/freshet/internal/runner/executor"
 )
@@ -41,6 +45,10 @@ type engine struct {
 	report    func(runnerv1.StepState) // records a step's state with the control plane
 	flush     func()                   // pushes out log output held back by the masker
 	approvals <-chan string            // "approved" or "denied" for the waiting step
+	// done holds the final states of steps that finished in an earlier attempt of this build on
+	// this runner (the control plane lost track of it meanwhile): they are reported as they
+	// ended and not run again.
+	done map[string]runnerv1.StepState
 
 	mu        sync.Mutex
 	vars      map[string]string
@@ -69,6 +77,36 @@ func newEngine(job runnerv1.Job, p *spec.Pipeline, exec executor.Executor, ws ex
 		}
 	}
 	return e
+}
+
+// variables returns the build's variables as the steps so far left them (with their exports).
+func (e *engine) variables() map[string]string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return maps.Clone(e.vars)
+}
+
+// resultOf is the result a recorded final status stands for.
+func resultOf(status string) spec.Result {
+	switch status {
+	case stSuccess:
+		return spec.ResultSuccess
+	case stSkipped:
+		return spec.ResultSkipped
+	case stTerminated:
+		return spec.ResultTerminated
+	}
+	return spec.ResultFailure
+}
+
+// sortStates orders step states as the pipeline lists its steps.
+func sortStates(states []runnerv1.StepState) {
+	slices.SortStableFunc(states, func(a, b runnerv1.StepState) int {
+		if c := cmp.Compare(a.Position, b.Position); c != 0 {
+			return c
+		}
+		return a.FinishedAt.Compare(b.FinishedAt)
+	})
 }
 
 // logf writes a runner notice line to the build log.
@@ -237,6 +275,16 @@ func (e *engine) runParallelMode(ctx context.Context, steps []*spec.Step) {
 func (e *engine) runStep(ctx context.Context, st *spec.Step) spec.Result {
 	pos := e.positions[st.Name]
 	state := runnerv1.StepState{Name: st.Name, Stage: st.Stage, Position: pos}
+	if prev, ok := e.done[st.Name]; ok {
+		res := resultOf(prev.Status)
+		e.setResult(st.Name, res)
+		e.report(prev)
+		e.logf("step %s: %s in an earlier attempt on this runner; kept, not run again", st.Name, prev.Status)
+		if res == spec.ResultFailure && st.FailFast {
+			e.fail(fmt.Sprintf("step %s failed: %s", st.Name, prev.Message))
+		}
+		return res
+	}
 	if e.skip[st.Name] {
 		e.setResult(st.Name, spec.ResultSuccess)
 		state.Status, state.Message = stSkipped, "succeeded in the build this one restarts"
@@ -311,6 +359,45 @@ func (e *engine) execute(ctx context.Context, st *spec.Step, record bool) (spec.
 	}
 	e.logf("step %s: %s (%s)%s", st.Name, state.Status, state.FinishedAt.Sub(state.StartedAt).Round(time.Millisecond), suffix(msg))
 	return res, msg
+}
+
+// interpChecked interpolates field s, checking each value it puts in with check, which says
+// what is wrong with a value ("" for nothing).
+func (e *engine) interpChecked(field, s string, check func(string) string) (string, error) {
+	var errs []error
+	out := spec.Interpolate(s, func(name string) (string, bool) {
+		v, ok := e.lookup(name)
+		if ok {
+			if msg := check(v); msg != "" {
+				errs = append(errs, errdefs.Invalid(field, s, fmt.Sprintf("the value of ${{%s}} %s", name, msg)))
+			}
+		}
+		return v, ok
+	})
+	return out, errors.Join(errs...)
+}
+
+// imageValue checks a value put into an image reference.
+func imageValue(v string) string {
+	for _, c := range v {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._-/:@", c)) {
+			return fmt.Sprintf("has %q, which cannot be part of an image reference (letters, digits, '.', '_', '-', '/', ':', '@'): use ${{CF_BRANCH_TAG_NORMALIZED}} for a branch", c)
+		}
+	}
+	return ""
+}
+
+// pathValue checks a value put into a path: it may not climb out of the directory it is put in.
+func pathValue(v string) string {
+	if strings.ContainsRune(v, 0) {
+		return "has a NUL byte"
+	}
+	for el := range strings.SplitSeq(v, "/") {
+		if el == ".." {
+			return "has a '..' path element: a variable cannot move a directory out of where the pipeline puts it"
+		}
+	}
+	return ""
 }
 
 func suffix(msg string) string {
@@ -440,8 +527,13 @@ func (e *engine) approval(ctx context.Context, st *spec.Step) (spec.Result, int,
 	return spec.ResultDenied, 1, 1, "denied"
 }
 
-// executorStep turns a freestyle or git-clone step into what the executor runs, with every
-// ${{VAR}} interpolated and the build's variables in the environment.
+// executorStep turns a freestyle or git-clone step into what the executor runs, with the
+// build's variables in the environment. In shell commands (commands, cmd, and the script of an
+// entry point such as [sh, -c, …]) every ${{VAR}} becomes a reference to an environment
+// variable that the shell reads as data (spec.InterpolateShell), so no value from git or a
+// webhook is ever parsed as shell code. Other fields get the values themselves, checked for
+// what the field can hold: image and working directory refuse values that could not be part
+// of an image reference or that climb out of a directory with "..".
 func (e *engine) executorStep(st *spec.Step) (executor.Step, error) {
 	e.mu.Lock()
 	env := make([]executor.EnvVar, 0, len(e.vars)+len(st.Env))
@@ -452,19 +544,49 @@ func (e *engine) executorStep(st *spec.Step) (executor.Step, error) {
 	for _, v := range st.Env {
 		env = append(env, executor.EnvVar{Name: v.Name, Value: e.interp(v.Value)})
 	}
-	s := executor.Step{Name: st.Name, Image: e.interp(st.Image), Shell: st.Shell, WorkingDir: e.interp(st.WorkingDir),
-		Env: env, Timeout: st.Timeout.Duration}
-	for _, c := range st.Commands {
-		s.Commands = append(s.Commands, e.interp(c))
+	image, imageErr := e.interpChecked("image", st.Image, imageValue)
+	wd, wdErr := e.interpChecked("working_directory", st.WorkingDir, pathValue)
+	if err := errors.Join(imageErr, wdErr); err != nil {
+		return executor.Step{}, err
 	}
-	for _, c := range st.EntryPoint {
-		s.EntryPoint = append(s.EntryPoint, e.interp(c))
+	s := executor.Step{Name: st.Name, Image: image, Shell: st.Shell, WorkingDir: wd, Timeout: st.Timeout.Duration}
+	var shellVars []spec.ShellVar
+	add := func(cmds []string, vars []spec.ShellVar, err error) ([]string, error) {
+		shellVars = append(shellVars, vars...)
+		return cmds, err
 	}
-	if len(s.Commands) == 0 && len(st.Cmd) > 0 {
-		for _, c := range st.Cmd {
-			s.Commands = append(s.Commands, e.interp(c))
+	var err error
+	switch {
+	case len(st.Commands) > 0: // entry_point and cmd are ignored (Lint warns)
+		s.Commands, err = add(spec.InterpolateShell("commands", st.Commands, e.lookup))
+	default:
+		if len(st.Cmd) > 0 {
+			s.Commands, err = add(spec.InterpolateShell("cmd", st.Cmd, e.lookup))
+		}
+		script := spec.ShellScriptArg(st.EntryPoint)
+		for i, a := range st.EntryPoint {
+			if i != script {
+				s.EntryPoint = append(s.EntryPoint, e.interp(a))
+				continue
+			}
+			// The script of sh -c is shell too. Padded with empty lines so that an error
+			// names entry_point[i].
+			lines := append(make([]string, i), a)
+			out, serr := add(spec.InterpolateShell("entry_point", lines, e.lookup))
+			if serr != nil {
+				err = errors.Join(err, serr)
+				continue
+			}
+			s.EntryPoint = append(s.EntryPoint, out[i])
 		}
 	}
+	if err != nil {
+		return executor.Step{}, err
+	}
+	for _, v := range shellVars { // last: nothing the pipeline sets can change them
+		env = append(env, executor.EnvVar{Name: v.Name, Value: v.Value})
+	}
+	s.Env = env
 	if st.Type != spec.TypeGitClone {
 		return s, nil
 	}
@@ -479,6 +601,9 @@ func (e *engine) executorStep(st *spec.Step) (executor.Step, error) {
 	rev := e.interp(st.Revision)
 	if rev == "" {
 		rev, _ = e.lookup("CF_REVISION")
+	}
+	if strings.HasPrefix(rev, "-") {
+		return s, errdefs.Invalid("revision", rev, "is not a branch, tag or commit: none starts with '-'")
 	}
 	dir := path.Join(s.WorkingDir, spec.CloneDir(repo))
 	if s.WorkingDir == "" {

@@ -16,17 +16,22 @@ import (
 	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/store"
-	"github.com/freshet-dev/freshet/internal/tunnel"
 )
 
-// Tunnel reaches connected runtimes: *tunnel.Server. Do sends req to rt as p and returns the
-// runtime's answer (see tunnel.Server.Do); a runtime without a tunnel is an error wrapping
-// tunnel.ErrNotConnected.
+// Tunnel reaches connected runtimes (the control plane's tunnel server, adapted in the wiring
+// place). Do sends req to the runtime rt as p and returns the runtime's answer; when the runtime
+// has no tunnel the error wraps ErrNotConnected.
 type Tunnel interface {
-	Do(ctx context.Context, rt tunnel.Runtime, p rbac.Principal, req *http.Request) (*http.Response, error)
+	Do(ctx context.Context, rt TunnelRuntime, p rbac.Principal, req *http.Request) (*http.Response, error)
 }
 
-var _ Tunnel = (*tunnel.Server)(nil)
+// TunnelRuntime names the runtime a Tunnel request goes to.
+type TunnelRuntime struct {
+	ID, AccountID, Name string
+}
+
+// ErrNotConnected is what a Tunnel answers for a runtime that has no tunnel open.
+var ErrNotConnected = errors.New("runtime not connected")
 
 // Bounds of reading a runtime's live data.
 const (
@@ -287,8 +292,8 @@ func (s *Service) callRuntime(ctx context.Context, p rbac.Principal, accountID, 
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
-	resp, err := s.tunnel.Do(ctx, tunnel.Runtime{ID: runtimeID, AccountID: accountID, Name: runtimeName}, p, req)
-	if errors.Is(err, tunnel.ErrNotConnected) {
+	resp, err := s.tunnel.Do(ctx, TunnelRuntime{ID: runtimeID, AccountID: accountID, Name: runtimeName}, p, req)
+	if errors.Is(err, ErrNotConnected) {
 		return &kindError{fmt.Sprintf("runtime %s is disconnected: this is live data, read from the runtime; retry when it reconnects", runtimeName),
 			[]error{ErrDisconnected, errdefs.ErrUnavailable}}
 	}

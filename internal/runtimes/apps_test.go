@@ -23,7 +23,6 @@ import (
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/store"
 	"github.com/freshet-dev/freshet/internal/store/storetest"
-	"github.com/freshet-dev/freshet/internal/tunnel"
 	"github.com/freshet-dev/freshet/internal/webhook"
 )
 
@@ -31,17 +30,17 @@ import (
 type fakeTunnel struct {
 	mu   sync.Mutex
 	seen []sent
-	do   func(rt tunnel.Runtime, req *http.Request) (*http.Response, error)
+	do   func(rt TunnelRuntime, req *http.Request) (*http.Response, error)
 }
 
 type sent struct {
-	rt   tunnel.Runtime
+	rt   TunnelRuntime
 	p    rbac.Principal
 	req  *http.Request
 	body string
 }
 
-func (f *fakeTunnel) Do(ctx context.Context, rt tunnel.Runtime, p rbac.Principal, req *http.Request) (*http.Response, error) {
+func (f *fakeTunnel) Do(ctx context.Context, rt TunnelRuntime, p rbac.Principal, req *http.Request) (*http.Response, error) {
 	b, _ := io.ReadAll(req.Body)
 	f.mu.Lock()
 	f.seen = append(f.seen, sent{rt, p, req, string(b)})
@@ -84,15 +83,15 @@ func TestTreeFromTheRuntime(t *testing.T) {
 	if _, err := s.Tree(ctx, p, web); !errors.Is(err, errdefs.ErrUnavailable) {
 		t.Fatalf("without a tunnel: %v", err)
 	}
-	ft := &fakeTunnel{do: func(tunnel.Runtime, *http.Request) (*http.Response, error) {
-		return nil, fmt.Errorf("runtime edge is not connected: %w", tunnel.ErrNotConnected)
+	ft := &fakeTunnel{do: func(TunnelRuntime, *http.Request) (*http.Response, error) {
+		return nil, fmt.Errorf("runtime edge is not connected: %w", ErrNotConnected)
 	}}
-	s.SetTunnel(ft)
+	s.tunnel = ft
 	if _, err := s.Tree(ctx, p, web); !errors.Is(err, ErrDisconnected) || !strings.Contains(err.Error(), "edge is disconnected") {
 		t.Fatalf("disconnected: %v", err)
 	}
 	// Connected: the app-proxy's tree, asked as the caller.
-	ft.do = func(_ tunnel.Runtime, req *http.Request) (*http.Response, error) {
+	ft.do = func(_ TunnelRuntime, req *http.Request) (*http.Response, error) {
 		return answer(200, `{"items":[{"kind":"Deployment","namespace":"web","name":"web","version":"v1","group":"apps","uid":"u1",
 			"health":{"status":"Progressing","message":"1 of 2 updated"},"sync":"Synced","createdAt":"2026-01-02T03:04:05Z",
 			"children":[{"kind":"ReplicaSet","name":"web-1","version":"v1","uid":"u2","health":{"status":"Healthy"},"createdAt":"2026-01-02T03:04:05Z",
@@ -110,13 +109,13 @@ func TestTreeFromTheRuntime(t *testing.T) {
 		t.Fatalf("sent %s %s as %+v to %+v", last.req.Method, last.req.URL, last.p, last.rt)
 	}
 	// The runtime's error is the error, of its kind.
-	ft.do = func(tunnel.Runtime, *http.Request) (*http.Response, error) {
+	ft.do = func(TunnelRuntime, *http.Request) (*http.Response, error) {
 		return answer(404, `{"error":{"code":"not_found","message":"application \"web\" not found"}}`)
 	}
 	if _, err := s.Tree(ctx, p, web); !errors.Is(err, errdefs.ErrNotFound) || !strings.Contains(err.Error(), `application "web" not found`) {
 		t.Fatalf("runtime's 404: %v", err)
 	}
-	ft.do = func(tunnel.Runtime, *http.Request) (*http.Response, error) { return answer(200, `<html>`) }
+	ft.do = func(TunnelRuntime, *http.Request) (*http.Response, error) { return answer(200, `<html>`) }
 	if _, err := s.Tree(ctx, p, web); !errors.Is(err, errdefs.ErrUnavailable) {
 		t.Fatalf("garbage answer: %v", err)
 	}
@@ -181,13 +180,13 @@ func TestGitOpsWebhookNotifiesConnectedRuntimes(t *testing.T) {
 	edge, _ := seedRuntime(t, s, "acme", "edge")
 	hub, _ := seedRuntime(t, s, "acme", "hub")
 	other, _ := seedRuntime(t, s, "globex", "edge")
-	ft := &fakeTunnel{do: func(rt tunnel.Runtime, req *http.Request) (*http.Response, error) {
+	ft := &fakeTunnel{do: func(rt TunnelRuntime, req *http.Request) (*http.Response, error) {
 		if rt.ID == hub.ID {
-			return nil, fmt.Errorf("not connected: %w", tunnel.ErrNotConnected)
+			return nil, fmt.Errorf("not connected: %w", ErrNotConnected)
 		}
 		return answer(200, `{"refreshed":1}`)
 	}}
-	s.SetTunnel(ft)
+	s.tunnel = ft
 	admin := rbac.Principal{AccountID: edge.AccountID, UserID: "usr_a", Email: "a@acme.test", Role: rbac.Admin}
 
 	// Nothing is accepted before the account has a secret.

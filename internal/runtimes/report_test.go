@@ -26,7 +26,7 @@ import (
 var discard = slog.New(slog.DiscardHandler)
 
 func newTestService(db *store.DB) *Service {
-	return New(db, audit.NewLog(db, discard), secrets.Generate(), discard)
+	return New(Deps{Store: db, Audit: audit.NewLog(db, discard), Keys: secrets.Generate(), Log: discard})
 }
 
 // seedRuntime creates a tunnel runtime in account (created on first use), and returns the
@@ -89,7 +89,7 @@ func TestReportAppliesSnapshotAndEvents(t *testing.T) {
 		ctx := context.Background()
 		s := newTestService(db)
 		kicks := 0
-		s.SetEventsHook(func() { kicks++ })
+		s.onEvents = func() { kicks++ }
 		rt, _ := seedRuntime(t, s, "acme", "edge")
 		list := func() []store.Application {
 			t.Helper()

@@ -29,7 +29,7 @@ func TestWebhookSecretSurvivesKeyRotation(t *testing.T) {
 	}
 	db := storetest.Open(t, store.SQLite)
 	log := slog.New(slog.DiscardHandler)
-	s := runtimes.New(db, audit.NewLog(db, log), keys, log)
+	s := runtimes.New(runtimes.Deps{Store: db, Audit: audit.NewLog(db, log), Keys: keys, Log: log})
 	acct := store.Account{ID: store.NewID(store.PrefixAccount), Name: "acme", CreatedAt: time.Now()}
 	if err := db.CreateAccount(ctx, acct); err != nil {
 		t.Fatal(err)

@@ -124,31 +124,35 @@ type Service struct {
 	now         func() time.Time
 	provisioner Provisioner
 	tunnel      Tunnel
-	// onDisconnect is called with a runtime the sweeper marked disconnected.
-	onDisconnect func(Runtime)
 	// onEvents is called after a report queued bus events in the outbox.
 	onEvents func()
 }
 
-// New returns the registry (db is a *store.DB). keys encrypt the accounts' GitOps webhook
-// secrets.
-func New(db Store, a *audit.Log, keys *secrets.Keyring, log *slog.Logger) *Service {
+// Deps is what the registry is built from.
+type Deps struct {
+	Store Store            // the *store.DB
+	Audit *audit.Log       // records every change
+	Keys  *secrets.Keyring // encrypts the accounts' GitOps webhook secrets
+	Log   *slog.Logger
+	// Provisioner runs hosted runtimes; nil: none can be created.
+	Provisioner Provisioner
+	// Tunnel reaches connected runtimes (resource trees, push notifications); nil: those
+	// answer that the runtime is unreachable.
+	Tunnel Tunnel
+	// OnEvents is called after a report queued bus events (finished syncs) in the outbox, to
+	// wake the outbox relay; it must not block.
+	OnEvents func()
+}
+
+// New returns the registry built from d.
+func New(d Deps) *Service {
+	log := d.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{db: db, audit: a, keys: keys, log: log, now: time.Now}
+	return &Service{db: d.Store, audit: d.Audit, keys: d.Keys, log: log, now: time.Now,
+		provisioner: d.Provisioner, tunnel: d.Tunnel, onEvents: d.OnEvents}
 }
-
-// SetProvisioner sets how hosted runtimes run.
-func (s *Service) SetProvisioner(p Provisioner) { s.provisioner = p }
-
-// SetTunnel sets how the control plane reaches connected runtimes (resource trees, push
-// notifications). Without it those answer that the runtime is unreachable.
-func (s *Service) SetTunnel(t Tunnel) { s.tunnel = t }
-
-// SetEventsHook sets a function called after a report queued bus events (finished syncs) in
-// the outbox, to wake the outbox relay. It must not block.
-func (s *Service) SetEventsHook(f func()) { s.onEvents = f }
 
 // RegisterInput registers a hybrid runtime.
 type RegisterInput struct {
@@ -394,9 +398,6 @@ func (s *Service) MarkDisconnected(ctx context.Context, rt Runtime, why string) 
 		return err
 	}
 	s.log.Warn("runtime disconnected", "runtime", rt.Name, "account", rt.AccountID, "why", why)
-	if s.onDisconnect != nil {
-		s.onDisconnect(rt)
-	}
 	return nil
 }
 
@@ -413,9 +414,6 @@ func (s *Service) MarkDisconnectedID(ctx context.Context, accountID, id, why str
 	rt, _ := runtimeFromRow(row) // marking it needs no report
 	return s.MarkDisconnected(ctx, rt, why)
 }
-
-// SetDisconnectHook sets a function called for each runtime the sweeper marks disconnected.
-func (s *Service) SetDisconnectHook(f func(Runtime)) { s.onDisconnect = f }
 
 // Sweep marks runtimes without a recent heartbeat disconnected, until ctx ends.
 func (s *Service) Sweep(ctx context.Context, every time.Duration) error {

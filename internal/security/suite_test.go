@@ -14,6 +14,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/server/servertest"
 	"github.com/freshet-dev/freshet/internal/store"
 	"github.com/freshet-dev/freshet/internal/store/storetest"
+	"github.com/freshet-dev/freshet/internal/testenv/kube"
 )
 
 // row is one line of the suite's table: an attack category and what it tried.
@@ -50,9 +51,10 @@ func attack(t testing.TB, category string, n, succeeded int, worst time.Duration
 }
 
 // TestMain runs the attacks and prints the table: one "SECURITY|category|attempts|successes|worst"
-// line per category, which `make security` formats.
+// line per category, which `make security` formats. Attacks that need a cluster share the
+// loopback one (internal/testenv/kube), stopped when the attacks are done.
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := kube.Run(m)
 	tableMu.Lock()
 	cats := make([]string, 0, len(table))
 	for c := range table {

@@ -16,6 +16,7 @@ import (
 	"github.com/freshet-dev/freshet/client"
 	"github.com/freshet-dev/freshet/internal/runner"
 	"github.com/freshet-dev/freshet/internal/runner/executor/local"
+	"github.com/freshet-dev/freshet/internal/server"
 	"github.com/freshet-dev/freshet/internal/server/servertest"
 	"github.com/freshet-dev/freshet/internal/store"
 	"github.com/freshet-dev/freshet/internal/testenv/gitserver"
@@ -471,7 +472,8 @@ func TestRunnerLabelsSelectRunners(t *testing.T) {
 
 func TestSpecFromGitAtTheBuildsRevision(t *testing.T) {
 	ctx := context.Background()
-	s := servertest.Start(t, store.SQLite)
+	// The test's git server is on loopback, which the operator must allow for tenants' URLs.
+	s := servertest.StartWith(t, store.SQLite, servertest.Config{Edit: func(o *server.Options) { o.Net.PrivateNetworks = []string{"loopback"} }})
 	startRunner(t, s, registerRunner(t, s.Admin, "r1"), "r1", nil)
 	git := gitserver.New(t, gitserver.WithBasicAuth("bot", "bot-token-123"))
 	repo := git.NewRepo("svc")
@@ -610,5 +612,77 @@ func TestConcurrencyTerminateOlderAndRestartFromFailed(t *testing.T) {
 	}
 	if done.RestartOf != failed.ID {
 		t.Fatalf("restartOf = %q", done.RestartOf)
+	}
+}
+
+// The API shows pipelines by their project's name with encrypted variables masked, keeps a
+// secret the client sends back masked, and names each listed build by its pipeline.
+func TestPipelineAPIShowsNamesAndMasksSecrets(t *testing.T) {
+	for _, d := range storetest_backends() {
+		t.Run(string(d), func(t *testing.T) {
+			ctx := context.Background()
+			s := servertest.Start(t, d)
+			for _, p := range []string{"web", "api"} {
+				if _, err := s.Admin.CreateProject(ctx, p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			const secret = "hunter2-but-longer"
+			cfg := client.PipelineConfig{Variables: []client.Variable{{Key: "PLAIN", Value: "shown"}, {Key: "TOKEN", Value: secret, Encrypted: true}}}
+			created, err := s.Admin.CreatePipeline(ctx, client.PipelineRequest{Project: "web", Name: "ci", Spec: isolationSpec, Config: cfg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Admin.CreatePipeline(ctx, client.PipelineRequest{Project: "api", Name: "deploy", Spec: isolationSpec}); err != nil {
+				t.Fatal(err)
+			}
+			check := func(what string, p client.Pipeline) {
+				t.Helper()
+				v := p.Config.Variables
+				if p.Project != "web" || p.FullName != "web/ci" || len(v) != 2 || v[0].Value != "shown" || v[1].Value != "*****" || !v[1].Encrypted {
+					t.Fatalf("%s = %+v", what, p)
+				}
+			}
+			check("created", created)
+			list, err := s.Admin.ListPipelines(ctx, "", client.ListOptions{})
+			if err != nil || len(list.Items) != 2 || list.Items[1].FullName != "api/deploy" {
+				t.Fatalf("ListPipelines = %+v, %v", list.Items, err)
+			}
+			check("listed", list.Items[0])
+			got, err := s.Admin.GetPipeline(ctx, "web/ci")
+			if err != nil {
+				t.Fatal(err)
+			}
+			updated, err := s.Admin.UpdatePipeline(ctx, "web/ci", client.PipelineRequest{Spec: isolationSpec, Config: got.Config})
+			if err != nil {
+				t.Fatal(err)
+			}
+			check("updated", updated)
+
+			// The secret survived the round trip: a build gets it (and masks it in its log).
+			spec := "version: '1.0'\nsteps:\n  show:\n    commands: [\"test \\\"$TOKEN\\\" = " + secret + " && echo token-ok\"]\n"
+			if _, err := s.Admin.UpdatePipeline(ctx, "web/ci", client.PipelineRequest{Spec: spec, Config: got.Config}); err != nil {
+				t.Fatal(err)
+			}
+			startRunner(t, s, registerRunner(t, s.Admin, "r1"), "r1", nil)
+			b, err := s.Admin.RunPipeline(ctx, "web/ci", client.RunRequest{Branch: "main"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if final := waitBuild(t, s.Admin, b.ID, 30*time.Second, "success", "failed", "terminated"); final.Status != "success" {
+				log, _ := s.Admin.BuildLog(ctx, b.ID, 0)
+				t.Fatalf("build %s: %s\n%s", final.Status, final.Reason, log)
+			}
+			if _, err := s.Admin.RunPipeline(ctx, "api/deploy", client.RunRequest{}); err != nil {
+				t.Fatal(err)
+			}
+			builds, err := s.Admin.ListBuilds(ctx, client.BuildFilter{})
+			if err != nil || len(builds.Items) != 2 {
+				t.Fatalf("ListBuilds = %+v, %v", builds.Items, err)
+			}
+			if n0, n1 := builds.Items[0].Name, builds.Items[1].Name; n0 != "api/deploy #1" || n1 != "web/ci #1" {
+				t.Fatalf("listed builds are named %q and %q, want api/deploy #1 and web/ci #1", n0, n1)
+			}
+		})
 	}
 }

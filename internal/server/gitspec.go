@@ -5,15 +5,25 @@ import (
 	"regexp"
 
 	"github.com/freshet-dev/freshet/internal/gitops/git"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/pipeline"
 )
 
 var fullSHA = regexp.MustCompile(`^[0-9a-fA-F]{40}$`)
 
-// gitSpecs reads pipeline specs kept in git through a shared repo cache.
-type gitSpecs struct{ cache *git.Cache }
+// gitSpecs reads pipeline specs kept in git through a shared repo cache, where the operator's
+// policy allows.
+type gitSpecs struct {
+	cache  *git.Cache
+	policy *netpolicy.Policy
+}
 
 var _ pipeline.SpecSource = gitSpecs{}
+
+// CheckRepoURL refuses a repository URL the operator's policy does not allow.
+func (g gitSpecs) CheckRepoURL(field, repoURL string) error {
+	return g.policy.CheckRepoURL(field, repoURL)
+}
 
 // ReadSpec reads path at revision (the default branch when empty). creds may hold GIT_TOKEN,
 // or GIT_USERNAME and GIT_PASSWORD.

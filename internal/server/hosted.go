@@ -31,9 +31,7 @@ type inProcessProvisioner struct {
 var _ runtimes.Provisioner = (*inProcessProvisioner)(nil)
 
 func newInProcessProvisioner(s *Server, log *slog.Logger) *inProcessProvisioner {
-	p := &inProcessProvisioner{s: s, log: log, running: map[string]context.CancelFunc{}, pending: map[string]string{}}
-	s.hosted = p
-	return p
+	return &inProcessProvisioner{s: s, log: log, running: map[string]context.CancelFunc{}, pending: map[string]string{}}
 }
 
 func (p *inProcessProvisioner) Provision(ctx context.Context, rt runtimes.Runtime, token string) error {
@@ -49,14 +47,15 @@ func (p *inProcessProvisioner) Provision(ctx context.Context, rt runtimes.Runtim
 // start runs an agent for a hosted runtime; p.mu is held.
 func (p *inProcessProvisioner) start(id, token string) error {
 	// A hosted runtime deploys only to clusters the customer registers, never to the platform's
-	// own; its installation repository is a local one under the data dir.
+	// own; its installation repository is a local one under the data dir. It reaches what the
+	// operator's policy allows tenants' URLs to reach, and of the data dir only that repository.
 	dir := filepath.Join(p.s.opts.DataDir, "hosted", id)
 	repoURL, err := host.InitLocalRepo(filepath.Join(dir, "installation.git"))
 	if err != nil {
 		return err
 	}
 	a, err := agent.New(agent.Options{Server: p.s.URL(), Token: token, AccessMode: runtimes.AccessTunnel, Version: version.Version, CDOnly: true,
-		NoInCluster: true, DataDir: dir, InstallRepo: git.Repo{URL: repoURL}}, &http.Client{}, p.log.With("runtime", id))
+		NoInCluster: true, DataDir: dir, InstallRepo: git.Repo{URL: repoURL}, Policy: p.s.policy}, &http.Client{}, p.log.With("runtime", id))
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/events"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/identity"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/pipeline"
 	"github.com/freshet-dev/freshet/internal/runtimes"
 	"github.com/freshet-dev/freshet/internal/secrets"
@@ -63,21 +64,32 @@ type Server struct {
 	elector  *cron.Elector
 	cron     *cron.Executor
 	hosted   *inProcessProvisioner
+	policy   *netpolicy.Policy // the operator's, for URLs from tenants
 	handler  http.Handler
 	metrics  *prometheus.Registry
 	ln       net.Listener
 	ready    atomic.Bool
 }
 
-// New opens the database (applying migrations) and the bus, and builds the services. Nothing
-// listens until Run. The caller must Run or Close the server.
+// New binds the listen address, opens the database (applying migrations) and the bus, and
+// builds every service with what it depends on. Nothing is served until Run; the caller must
+// Run or Close the server.
 func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
+	if err := os.MkdirAll(opts.DataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("data-dir %s: %w", opts.DataDir, err)
+	}
 	s := &Server{opts: opts, log: log, metrics: prometheus.NewRegistry()}
-	var err error
+	// Bind first: the server's URL is part of what the services are built with.
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", opts.Listen, err)
+	}
+	s.ln = ln
 	if s.db, err = store.Open(ctx, opts.DSN(), log); err != nil {
+		ln.Close()
 		return nil, err
 	}
 	if s.bus, err = bus.Open(ctx, bus.Options{URL: opts.NATS, DataDir: filepath.Join(opts.DataDir, "nats")}, log.With("component", "bus")); err != nil {
@@ -93,13 +105,32 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
-	s.pipes = pipeline.New(s.db, s.audit, keys, log.With("component", "pipelines"))
-	cache, err := git.NewCache(filepath.Join(opts.DataDir, "git"), git.Options{})
+	if s.policy, err = opts.Net.Policy(opts.DataDir); err != nil {
+		s.Close()
+		return nil, err
+	}
+	cache, err := git.NewCache(filepath.Join(opts.DataDir, "git"), git.Options{Policy: s.policy})
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("git cache: %w", err)
 	}
-	s.pipes.SetSpecSource(gitSpecs{cache: cache})
+	baseURL := opts.PublicURL
+	if baseURL == "" {
+		baseURL = s.URL()
+	}
+	// The hooks below call components built after the pipeline service; they run only once
+	// requests are served, when every component exists.
+	s.pipes = pipeline.New(pipeline.Deps{Store: s.db, Audit: s.audit, Keys: keys, Log: log.With("component", "pipelines"),
+		Specs: gitSpecs{cache: cache, policy: s.policy}, BaseURL: baseURL,
+		OnCronChange: func() { s.cron.Reload() },
+		// Verified pushes to CI triggers' webhooks also reach the account's GitOps runtimes.
+		OnPush: func(ctx context.Context, accountID string, evs []webhook.Event) {
+			var ns []runtimes.Notification
+			for _, ev := range evs {
+				ns = append(ns, runtimes.PushNotifications(ev)...)
+			}
+			s.runtimes.NotifyPush(ctx, accountID, ns)
+		}})
 	s.elector = cron.NewElector(s.db, cron.LeaseName, "", opts.Cron.LeaseTTL, log.With("component", "cron"))
 	fire := func(ctx context.Context, sc cron.Schedule, at time.Time) error {
 		return s.pipes.FireCron(ctx, sc.ID, cron.FireKey(sc.ID, at), at)
@@ -108,24 +139,18 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
-	s.pipes.SetCronHook(s.cron.Reload)
 	s.dispatch = pipeline.NewDispatcher(s.pipes, s.bus.Conn(), log.With("component", "dispatcher"))
-	s.runtimes = runtimes.New(s.db, s.audit, keys, log.With("component", "runtimes"))
-	s.runtimes.SetProvisioner(newInProcessProvisioner(s, log.With("component", "hosted-runtimes")))
-	s.runtimes.SetEventsHook(s.outbox.Kick)
+	if opts.RunnerLeaseTTL > 0 {
+		s.dispatch.SetLeaseTTL(opts.RunnerLeaseTTL)
+	}
+	// The tunnel authenticates and resolves runtimes through the registry built next.
 	if s.tunnel, err = s.newTunnel(log.With("component", "tunnel")); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("tunnel: %w", err)
 	}
-	s.runtimes.SetTunnel(s.tunnel)
-	// Verified pushes to CI triggers' webhooks also reach the account's GitOps runtimes.
-	s.pipes.SetPushHook(func(ctx context.Context, accountID string, evs []webhook.Event) {
-		var ns []runtimes.Notification
-		for _, ev := range evs {
-			ns = append(ns, runtimes.PushNotifications(ev)...)
-		}
-		s.runtimes.NotifyPush(ctx, accountID, ns)
-	})
+	s.hosted = newInProcessProvisioner(s, log.With("component", "hosted-runtimes"))
+	s.runtimes = runtimes.New(runtimes.Deps{Store: s.db, Audit: s.audit, Keys: keys, Log: log.With("component", "runtimes"),
+		Provisioner: s.hosted, Tunnel: runtimeTunnel{s.tunnel}, OnEvents: s.outbox.Kick})
 	s.rest = rest.New(rest.Deps{Identity: s.identity, Audit: s.audit, Pipelines: s.pipes, Dispatcher: s.dispatch, Runtimes: s.runtimes, Log: log,
 		SecureCookies: opts.TLSCert != ""})
 	gql, err := graphql.New(s.identity, s.audit, s.runtimes, log)
@@ -160,24 +185,8 @@ func LoadKeyring(opts Options) (*secrets.Keyring, error) {
 	return kr, err
 }
 
-// Listen binds the listen address. Run calls it if the caller has not.
-func (s *Server) Listen() error {
-	if s.ln != nil {
-		return nil
-	}
-	ln, err := net.Listen("tcp", s.opts.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", s.opts.Listen, err)
-	}
-	s.ln = ln
-	return nil
-}
-
-// URL is the base URL clients reach the server at, once listening.
+// URL is the base URL of the listen address.
 func (s *Server) URL() string {
-	if s.ln == nil {
-		return ""
-	}
 	addr := s.ln.Addr().(*net.TCPAddr)
 	host := addr.IP.String()
 	if addr.IP.IsUnspecified() {
@@ -231,9 +240,6 @@ func (s *Server) DB() *store.DB { return s.db }
 // finish for up to ShutdownTimeout, and closes the bus and the database.
 func (s *Server) Run(ctx context.Context) error {
 	defer s.Close()
-	if err := s.Listen(); err != nil {
-		return err
-	}
 	// HTTP/1.1, and HTTP/2 under TLS. No cleartext HTTP/2: runners' streams work over HTTP/1.1,
 	// the tunnel does its own upgrade, and h2c's preface check holds new connections open in a
 	// way that stalls graceful shutdown.
@@ -275,14 +281,14 @@ func (s *Server) Run(ctx context.Context) error {
 		s.log.Info("shutting down", "timeout", s.opts.ShutdownTimeout)
 		return srv.Shutdown(sctx)
 	})
-	s.pipes.SetBaseURL(s.URL())
 	s.ready.Store(true)
 	return g.Wait()
 }
 
-// Close releases the bus and the database.
+// Close releases the listener, the bus and the database.
 func (s *Server) Close() error {
 	var errs []error
+	s.ln.Close() // already closed when Run served on it; URL still answers from it
 	if s.bus != nil {
 		errs = append(errs, s.bus.Close())
 		s.bus = nil

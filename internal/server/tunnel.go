@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/rbac"
+	"github.com/freshet-dev/freshet/internal/runtimes"
 	"github.com/freshet-dev/freshet/internal/tunnel"
 )
 
@@ -107,4 +109,18 @@ func (s *Server) newTunnel(log *slog.Logger) (*tunnel.Server, error) {
 		opts.AdvertiseURL = s.opts.AdvertiseURL
 	}
 	return tunnel.NewServer(opts)
+}
+
+// runtimeTunnel adapts the tunnel server to what the runtimes domain consumes, so the domain
+// depends on its own interface rather than on the tunnel package.
+type runtimeTunnel struct{ t *tunnel.Server }
+
+var _ runtimes.Tunnel = runtimeTunnel{}
+
+func (a runtimeTunnel) Do(ctx context.Context, rt runtimes.TunnelRuntime, p rbac.Principal, req *http.Request) (*http.Response, error) {
+	resp, err := a.t.Do(ctx, tunnel.Runtime{ID: rt.ID, AccountID: rt.AccountID, Name: rt.Name}, p, req)
+	if errors.Is(err, tunnel.ErrNotConnected) {
+		return nil, fmt.Errorf("%w: %w", runtimes.ErrNotConnected, err)
+	}
+	return resp, err
 }

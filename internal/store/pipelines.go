@@ -34,6 +34,9 @@ type Pipeline struct {
 	SpecRepo, SpecPath             string // spec read from this repo path at the triggering revision
 	Config                         string
 	CreatedAt, UpdatedAt           time.Time
+	// ProjectName is the name of the pipeline's project. Reads fill it (joined from projects, so
+	// a listing costs one query); writes ignore it.
+	ProjectName string
 }
 
 // Trigger starts builds of a pipeline. Config is JSON owned by the pipeline package.
@@ -138,12 +141,34 @@ func (q *Queries) DeleteProject(ctx context.Context, accountID, id string) error
 
 const pipelineCols = `id, account_id, project_id, name, spec_yaml, spec_repo, spec_path, config, created_at, updated_at`
 
+// selectPipelines reads pipelines (alias p) with their project's name (alias pr); callers add
+// the WHERE clause.
+const selectPipelines = `SELECT p.id, p.account_id, p.project_id, p.name, p.spec_yaml, p.spec_repo, p.spec_path, p.config,
+	p.created_at, p.updated_at, pr.name FROM pipelines p JOIN projects pr ON pr.id = p.project_id`
+
 func scanPipeline(s interface{ Scan(...any) error }) (Pipeline, error) {
 	var p Pipeline
 	var created, updated int64
-	err := s.Scan(&p.ID, &p.AccountID, &p.ProjectID, &p.Name, &p.SpecYAML, &p.SpecRepo, &p.SpecPath, &p.Config, &created, &updated)
+	err := s.Scan(&p.ID, &p.AccountID, &p.ProjectID, &p.Name, &p.SpecYAML, &p.SpecRepo, &p.SpecPath, &p.Config, &created, &updated, &p.ProjectName)
 	p.CreatedAt, p.UpdatedAt = fromMicros(created), fromMicros(updated)
 	return p, err
+}
+
+func (q *Queries) listPipelines(ctx context.Context, query string, args ...any) ([]Pipeline, error) {
+	rows, err := q.query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Pipeline
+	for rows.Next() {
+		p, err := scanPipeline(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
 }
 
 // CreatePipeline inserts a pipeline.
@@ -168,7 +193,7 @@ func (q *Queries) UpdatePipeline(ctx context.Context, p Pipeline) error {
 
 // GetPipeline returns account's pipeline by ID.
 func (q *Queries) GetPipeline(ctx context.Context, accountID, id string) (Pipeline, error) {
-	p, err := scanPipeline(q.queryRow(ctx, `SELECT `+pipelineCols+` FROM pipelines WHERE account_id = ? AND id = ?`, accountID, id))
+	p, err := scanPipeline(q.queryRow(ctx, selectPipelines+` WHERE p.account_id = ? AND p.id = ?`, accountID, id))
 	if err != nil {
 		return Pipeline{}, notFound(err, "pipeline", id)
 	}
@@ -177,7 +202,7 @@ func (q *Queries) GetPipeline(ctx context.Context, accountID, id string) (Pipeli
 
 // GetPipelineByName returns the pipeline named name in account's project.
 func (q *Queries) GetPipelineByName(ctx context.Context, accountID, projectID, name string) (Pipeline, error) {
-	p, err := scanPipeline(q.queryRow(ctx, `SELECT `+pipelineCols+` FROM pipelines WHERE account_id = ? AND project_id = ? AND name = ?`, accountID, projectID, name))
+	p, err := scanPipeline(q.queryRow(ctx, selectPipelines+` WHERE p.account_id = ? AND p.project_id = ? AND p.name = ?`, accountID, projectID, name))
 	if err != nil {
 		return Pipeline{}, notFound(err, "pipeline", name)
 	}
@@ -186,19 +211,33 @@ func (q *Queries) GetPipelineByName(ctx context.Context, accountID, projectID, n
 
 // ListPipelines returns one page of account's pipelines, of one project when projectID is set.
 func (q *Queries) ListPipelines(ctx context.Context, accountID, projectID string, p paging.Page) ([]Pipeline, error) {
-	rows, err := q.query(ctx, `SELECT `+pipelineCols+` FROM pipelines WHERE account_id = ? AND (? = '' OR project_id = ?) AND id > ? ORDER BY id LIMIT ?`,
+	return q.listPipelines(ctx, selectPipelines+` WHERE p.account_id = ? AND (? = '' OR p.project_id = ?) AND p.id > ? ORDER BY p.id LIMIT ?`,
 		accountID, projectID, projectID, p.After, p.Size())
+}
+
+// PipelineNames returns the full names ("project/name") of account's pipelines among ids, by
+// ID, in one query. IDs of other accounts' or deleted pipelines are absent from the map.
+func (q *Queries) PipelineNames(ctx context.Context, accountID string, ids []string) (map[string]string, error) {
+	out := map[string]string{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	args := []any{accountID}
+	for _, id := range ids {
+		args = append(args, id)
+	}
+	rows, err := q.query(ctx, `SELECT p.id, pr.name, p.name FROM pipelines p JOIN projects pr ON pr.id = p.project_id
+		WHERE p.account_id = ? AND p.id IN (?`+repeat(", ?", len(ids)-1)+`)`, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []Pipeline
 	for rows.Next() {
-		pl, err := scanPipeline(rows)
-		if err != nil {
+		var id, project, name string
+		if err := rows.Scan(&id, &project, &name); err != nil {
 			return nil, err
 		}
-		out = append(out, pl)
+		out[id] = project + "/" + name
 	}
 	return out, rows.Err()
 }
@@ -725,20 +764,7 @@ func (q *Queries) RunningCounts(ctx context.Context) ([]RunningCount, error) {
 
 // AllPipelines returns every account's pipelines, for master-key rotation only.
 func (q *Queries) AllPipelines(ctx context.Context) ([]Pipeline, error) {
-	rows, err := q.query(ctx, `SELECT `+pipelineCols+` FROM pipelines ORDER BY id`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Pipeline
-	for rows.Next() {
-		p, err := scanPipeline(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
+	return q.listPipelines(ctx, selectPipelines+` ORDER BY p.id`)
 }
 
 // SetTriggerSecret replaces a trigger's encrypted secret (master-key rotation).

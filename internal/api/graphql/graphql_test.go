@@ -91,7 +91,7 @@ func newHandler(t testing.TB) (*graphql.Handler, rbac.Principal) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := graphql.New(id, a, runtimes.New(db, a, secrets.Generate(), nil), nil)
+	h, err := graphql.New(id, a, runtimes.New(runtimes.Deps{Store: db, Audit: a, Keys: secrets.Generate()}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

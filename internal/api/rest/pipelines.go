@@ -13,23 +13,22 @@ import (
 	"github.com/freshet-dev/freshet/internal/pipeline"
 	"github.com/freshet-dev/freshet/internal/pipeline/spec"
 	"github.com/freshet-dev/freshet/internal/rbac"
-	"github.com/freshet-dev/freshet/internal/store"
 )
 
-func toProject(p store.Project) client.Project {
+func toProject(p pipeline.Project) client.Project {
 	return client.Project{ID: p.ID, Name: p.Name, CreatedAt: p.CreatedAt}
 }
 
-func (a *API) toPipeline(r *http.Request, p store.Pipeline) client.Pipeline {
-	var cfg client.PipelineConfig
-	json.Unmarshal([]byte(p.Config), &cfg)
-	for i, v := range cfg.Variables {
-		if v.Encrypted {
-			cfg.Variables[i].Value = pipeline.MaskedValue
-		}
+// toPipeline maps a pipeline, its encrypted variables already masked by the service.
+func toPipeline(p pipeline.Pipeline) client.Pipeline {
+	c := p.Config
+	cfg := client.PipelineConfig{Contexts: c.Contexts, RunnerLabels: c.RunnerLabels, Concurrency: c.Concurrency,
+		BranchConcurrency: c.BranchConcurrency, TerminateOlder: c.TerminateOlder, MaxAttempts: c.MaxAttempts,
+		OnLeaseExpiry: c.OnLeaseExpiry, SpecContext: c.SpecContext}
+	for _, v := range c.Variables {
+		cfg.Variables = append(cfg.Variables, client.Variable{Key: v.Key, Value: v.Value, Encrypted: v.Encrypted})
 	}
-	project := a.pipelines.ProjectName(r.Context(), p.AccountID, p.ProjectID)
-	return client.Pipeline{ID: p.ID, Name: p.Name, Project: project, FullName: project + "/" + p.Name, Spec: p.SpecYAML,
+	return client.Pipeline{ID: p.ID, Name: p.Name, Project: p.Project, FullName: p.FullName(), Spec: p.SpecYAML,
 		SpecRepo: p.SpecRepo, SpecPath: p.SpecPath, Config: cfg,
 		CreatedAt: p.CreatedAt, UpdatedAt: p.UpdatedAt}
 }
@@ -41,16 +40,16 @@ func timePtr(t time.Time) *time.Time {
 	return &t
 }
 
-// ToBuild converts a stored build (and its steps) to its API form.
-func ToBuild(b store.Build, pipelineName string, steps []store.BuildStep) client.Build {
-	out := client.Build{ID: b.ID, Name: fmt.Sprintf("%s #%d", pipelineName, b.Number), Number: b.Number, PipelineID: b.PipelineID, Pipeline: pipelineName,
+// ToBuild converts a build (and its steps, when it has them) to its API form.
+func ToBuild(b pipeline.Build) client.Build {
+	out := client.Build{ID: b.ID, Name: fmt.Sprintf("%s #%d", b.Pipeline, b.Number), Number: b.Number, PipelineID: b.PipelineID, Pipeline: b.Pipeline,
 		Status: b.Status, Reason: b.Reason, Trigger: b.TriggerType, TriggeredBy: b.TriggeredBy, Repo: b.Repo, Branch: b.Branch, SHA: b.SHA,
 		Message: b.CommitMessage, RunnerID: b.RunnerID, Attempt: b.Attempt, RestartOf: b.RestartOf, LogSize: b.LogSize, CreatedAt: b.CreatedAt,
 		StartedAt: timePtr(b.StartedAt), FinishedAt: timePtr(b.FinishedAt)}
 	if out.Pipeline == "" {
 		out.Name = fmt.Sprintf("#%d", b.Number)
 	}
-	for _, s := range steps {
+	for _, s := range b.Steps {
 		out.Steps = append(out.Steps, client.Step{Name: s.Name, Stage: s.Stage, Status: s.Status, ExitCode: s.ExitCode, Attempts: s.Attempts,
 			Message: s.Message, StartedAt: timePtr(s.StartedAt), FinishedAt: timePtr(s.FinishedAt)})
 	}
@@ -130,7 +129,7 @@ func (a *API) listPipelines(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := client.List[client.Pipeline]{Items: []client.Pipeline{}}
 	for _, p := range ps {
-		out.Items = append(out.Items, a.toPipeline(r, p))
+		out.Items = append(out.Items, toPipeline(p))
 	}
 	if len(ps) > 0 {
 		out.NextCursor = httpx.NextCursor(page, len(ps), ps[len(ps)-1].ID)
@@ -151,7 +150,7 @@ func (a *API) createPipeline(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusCreated, a.toPipeline(r, p))
+	httpx.WriteJSON(w, http.StatusCreated, toPipeline(p))
 	return nil
 }
 
@@ -186,7 +185,7 @@ func (a *API) getPipeline(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, a.toPipeline(r, p))
+	httpx.WriteJSON(w, http.StatusOK, toPipeline(p))
 	return nil
 }
 
@@ -199,7 +198,7 @@ func (a *API) updatePipeline(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusOK, a.toPipeline(r, p))
+	httpx.WriteJSON(w, http.StatusOK, toPipeline(p))
 	return nil
 }
 
@@ -225,11 +224,11 @@ func (a *API) runPipeline(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) writeBuild(w http.ResponseWriter, r *http.Request, id string, status int) error {
-	d, err := a.pipelines.GetBuild(r.Context(), principal(r), id)
+	b, err := a.pipelines.GetBuild(r.Context(), principal(r), id)
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, status, ToBuild(d.Build, d.Pipeline, d.Steps))
+	httpx.WriteJSON(w, status, ToBuild(b))
 	return nil
 }
 
@@ -239,19 +238,14 @@ func (a *API) listBuilds(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	q := r.URL.Query()
-	bs, err := a.pipelines.ListBuilds(r.Context(), principal(r), q.Get("pipeline"), store.BuildFilter{Status: q.Get("status"), Branch: q.Get("branch")}, page)
+	f := pipeline.BuildFilter{Pipeline: q.Get("pipeline"), Status: q.Get("status"), Branch: q.Get("branch")}
+	bs, err := a.pipelines.ListBuilds(r.Context(), principal(r), f, page)
 	if err != nil {
 		return err
 	}
 	out := client.List[client.Build]{Items: []client.Build{}}
-	names := map[string]string{}
 	for _, b := range bs {
-		if _, ok := names[b.PipelineID]; !ok {
-			if p, err := a.pipelines.ResolvePipeline(r.Context(), principal(r), b.PipelineID); err == nil {
-				names[b.PipelineID] = a.pipelines.ProjectName(r.Context(), p.AccountID, p.ProjectID) + "/" + p.Name
-			}
-		}
-		out.Items = append(out.Items, ToBuild(b, names[b.PipelineID], nil))
+		out.Items = append(out.Items, ToBuild(b))
 	}
 	if len(bs) > 0 {
 		out.NextCursor = httpx.NextCursor(page, len(bs), bs[len(bs)-1].ID)
@@ -313,7 +307,7 @@ func (a *API) buildLogs(w http.ResponseWriter, r *http.Request) error {
 	}
 	follow := q.Get("follow") == "1" || q.Get("follow") == "true" || r.Header.Get("Accept") == "text/event-stream"
 	if !follow {
-		data, _, err := a.pipelines.ReadLog(r.Context(), principal(r), r.PathValue("id"), offset, pipeline.MaxLogBytes+len(pipeline.TruncationMarker))
+		data, err := a.pipelines.ReadLog(r.Context(), principal(r), r.PathValue("id"), offset, pipeline.MaxLogBytes+len(pipeline.TruncationMarker))
 		if err != nil {
 			return err
 		}
@@ -376,10 +370,7 @@ func (a *API) createContext(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
-	if _, err := a.pipelines.PutContext(r.Context(), principal(r), in.Name, in.Type, in.Values, true); err != nil {
-		return err
-	}
-	c, err := a.pipelines.GetContext(r.Context(), principal(r), in.Name, false)
+	c, err := a.pipelines.PutContext(r.Context(), principal(r), in.Name, in.Type, in.Values, true)
 	if err != nil {
 		return err
 	}
@@ -402,10 +393,7 @@ func (a *API) updateContext(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
-	if _, err := a.pipelines.PutContext(r.Context(), principal(r), r.PathValue("name"), in.Type, in.Values, false); err != nil {
-		return err
-	}
-	c, err := a.pipelines.GetContext(r.Context(), principal(r), r.PathValue("name"), false)
+	c, err := a.pipelines.PutContext(r.Context(), principal(r), r.PathValue("name"), in.Type, in.Values, false)
 	if err != nil {
 		return err
 	}
@@ -421,10 +409,9 @@ func (a *API) deleteContext(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (a *API) toRunner(rn store.Runner, connected map[string]bool) client.Runner {
-	out := client.Runner{ID: rn.ID, Name: rn.Name, CreatedAt: rn.CreatedAt, LastSeen: timePtr(rn.LastSeen), Connected: connected[rn.ID]}
-	json.Unmarshal([]byte(rn.Labels), &out.Labels)
-	json.Unmarshal([]byte(rn.Info), &out.Info)
+func toRunner(rn pipeline.Runner, connected map[string]bool) client.Runner {
+	out := client.Runner{ID: rn.ID, Name: rn.Name, Labels: rn.Labels, Info: rn.Info, CreatedAt: rn.CreatedAt, LastSeen: timePtr(rn.LastSeen),
+		Connected: connected[rn.ID]}
 	if !out.Connected && !rn.LastSeen.IsZero() && time.Since(rn.LastSeen) < 30*time.Second {
 		out.Connected = true // connected to another replica
 	}
@@ -439,7 +426,7 @@ func (a *API) listRunners(w http.ResponseWriter, r *http.Request) error {
 	connected := a.dispatch.Connected()
 	out := client.List[client.Runner]{Items: []client.Runner{}}
 	for _, rn := range rs {
-		out.Items = append(out.Items, a.toRunner(rn, connected))
+		out.Items = append(out.Items, toRunner(rn, connected))
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
@@ -454,7 +441,7 @@ func (a *API) registerRunner(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusCreated, client.RegisteredRunner{Runner: a.toRunner(rn, nil), Token: token})
+	httpx.WriteJSON(w, http.StatusCreated, client.RegisteredRunner{Runner: toRunner(rn, nil), Token: token})
 	return nil
 }
 

@@ -8,12 +8,11 @@ import (
 	"github.com/freshet-dev/freshet/client"
 	"github.com/freshet-dev/freshet/internal/api/httpx"
 	"github.com/freshet-dev/freshet/internal/pipeline"
-	"github.com/freshet-dev/freshet/internal/store"
 	"github.com/freshet-dev/freshet/internal/webhook"
 )
 
-func (a *API) toTrigger(r *http.Request, t store.Trigger) client.Trigger {
-	cfg := pipeline.DecodeTriggerConfig(t)
+func toTrigger(r *http.Request, t pipeline.Trigger) client.Trigger {
+	cfg := t.Config
 	out := client.Trigger{ID: t.ID, Type: t.Type, Provider: cfg.Provider, Expression: cfg.Expression, Timezone: cfg.Timezone,
 		Branch: cfg.Branch, Variables: cfg.Variables, CreatedAt: t.CreatedAt}
 	if g := cfg.Git; g != nil {
@@ -44,7 +43,7 @@ func (a *API) listTriggers(w http.ResponseWriter, r *http.Request) error {
 	}
 	out := client.List[client.Trigger]{Items: []client.Trigger{}}
 	for _, t := range ts {
-		out.Items = append(out.Items, a.toTrigger(r, t))
+		out.Items = append(out.Items, toTrigger(r, t))
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
@@ -65,7 +64,7 @@ func (a *API) createTrigger(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := client.CreatedTrigger{Trigger: a.toTrigger(r, t)}
+	out := client.CreatedTrigger{Trigger: toTrigger(r, t)}
 	if in.Secret == "" {
 		out.Secret = secret // generated: shown once
 	}

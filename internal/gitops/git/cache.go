@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 )
 
 // Defaults for Options.
@@ -53,6 +54,10 @@ type Options struct {
 	MaxCheckoutBytes int64
 	MaxFileBytes     int64
 	PushAttempts     int
+	// Policy decides which repository URLs may be used and which addresses may be connected
+	// to (see netpolicy); nil allows everything. The control plane and hosted runtimes pass
+	// the operator's policy for URLs from tenants.
+	Policy *netpolicy.Policy
 }
 
 // Validate rejects nonsensical options.
@@ -102,9 +107,10 @@ type Stats struct {
 
 // Cache is the shared on-disk store of repositories. It is safe for concurrent use.
 type Cache struct {
-	dir  string
-	opts Options
-	log  *slog.Logger
+	dir       string
+	opts      Options
+	log       *slog.Logger
+	sshPolicy string // the id ssh dials Options.Policy by
 
 	mu    sync.Mutex
 	repos map[string]*repoEntry // by cache key
@@ -163,11 +169,16 @@ func NewCache(dir string, opts Options) (*Cache, error) {
 	if err := os.MkdirAll(filepath.Join(abs, "tmp"), 0o755); err != nil {
 		return nil, fmt.Errorf("git cache dir: %w", err)
 	}
-	return &Cache{
+	c := &Cache{
 		dir: abs, opts: opts, log: opts.Logger,
 		repos: map[string]*repoEntry{},
 		snaps: map[string]*snapEntry{},
-	}, nil
+	}
+	if opts.Policy != nil {
+		installPolicyTransports()
+		c.sshPolicy = registerSSHPolicy(opts.Policy)
+	}
+	return c, nil
 }
 
 // Dir is the cache's root directory.
@@ -178,10 +189,14 @@ func (c *Cache) Stats() Stats {
 	return Stats{LsRemotes: c.lsRemotes.Load(), Fetches: c.fetches.Load(), Checkouts: c.checkouts.Load(), Pushes: c.pushes.Load()}
 }
 
-// entry returns the cache entry for repo's URL, creating it on first use.
+// entry returns the cache entry for repo's URL, creating it on first use. A URL the policy
+// refuses has none.
 func (c *Cache) entry(rawURL string) (*repoEntry, error) {
 	norm, err := NormalizeURL(rawURL)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.checkURL(rawURL); err != nil {
 		return nil, err
 	}
 	key := cacheKey(norm)
@@ -229,7 +244,7 @@ func (c *Cache) Invalidate(repoURL string) {
 // context ends.
 func (c *Cache) shared(ctx context.Context, key string, fn func(context.Context) (any, error)) (any, error) {
 	ch := c.flights.DoChan(key, func() (any, error) {
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.Timeout)
+		fctx, cancel := context.WithTimeout(c.policyContext(context.WithoutCancel(ctx)), c.opts.Timeout)
 		defer cancel()
 		return fn(fctx)
 	})
@@ -361,7 +376,7 @@ func (c *Cache) advertise(ctx context.Context, e *repoEntry, repo Repo) (*advert
 		return a, nil
 	})
 	if err != nil {
-		return nil, classify("ls-remote", repo.URL, err)
+		return nil, classifyRemote("ls-remote", repo.URL, err)
 	}
 	return v.(*advertisement), nil
 }
@@ -378,13 +393,13 @@ func (e *repoEntry) cachedRefs(ttl time.Duration) *advertisement {
 func (c *Cache) lsRemote(ctx context.Context, repo Repo) (*advertisement, error) {
 	c.lsRemotes.Add(1)
 	start := time.Now()
-	tr, err := c.transportOptions(repo)
+	tr, err := c.transportOptions(ctx, repo)
 	if err != nil {
 		return nil, err
 	}
 	remote := gogit.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{tr.url}})
 	refs, err := remote.ListContext(ctx, &gogit.ListOptions{
-		Auth: tr.auth, CABundle: tr.caBundle, InsecureSkipTLS: tr.insecure, PeelingOption: gogit.AppendPeeled,
+		Auth: tr.auth, CABundle: tr.caBundle, InsecureSkipTLS: tr.insecure, PeelingOption: gogit.AppendPeeled, ProxyOptions: tr.proxy,
 	})
 	if errors.Is(err, errEmptyRemote) {
 		refs, err = nil, nil
@@ -485,18 +500,18 @@ func (c *Cache) fetch(ctx context.Context, e *repoEntry, repo Repo) error {
 	_, err := c.shared(ctx, "fetch:"+e.key, func(ctx context.Context) (any, error) {
 		return nil, c.doFetch(ctx, e, repo, fetchRefSpecs, true)
 	})
-	return classify("fetch", repo.URL, err)
+	return classifyRemote("fetch", repo.URL, err)
 }
 
 func (c *Cache) fetchCommit(ctx context.Context, e *repoEntry, repo Repo, sha string) error {
 	_, err := c.shared(ctx, "fetch:"+e.key+":"+sha, func(ctx context.Context) (any, error) {
 		return nil, c.doFetch(ctx, e, repo, []config.RefSpec{config.RefSpec(sha + ":refs/freshet/commits/" + sha)}, false)
 	})
-	return classify("fetch", repo.URL, err)
+	return classifyRemote("fetch", repo.URL, err)
 }
 
 func (c *Cache) doFetch(ctx context.Context, e *repoEntry, repo Repo, specs []config.RefSpec, prune bool) error {
-	tr, err := c.transportOptions(repo)
+	tr, err := c.transportOptions(ctx, repo)
 	if err != nil {
 		return err
 	}
@@ -510,7 +525,7 @@ func (c *Cache) doFetch(ctx context.Context, e *repoEntry, repo Repo, specs []co
 	start := time.Now()
 	remote := gogit.NewRemote(r.Storer, &config.RemoteConfig{Name: "origin", URLs: []string{tr.url}})
 	err = remote.FetchContext(ctx, &gogit.FetchOptions{
-		RefSpecs: specs, Auth: tr.auth, CABundle: tr.caBundle, InsecureSkipTLS: tr.insecure,
+		RefSpecs: specs, Auth: tr.auth, CABundle: tr.caBundle, InsecureSkipTLS: tr.insecure, ProxyOptions: tr.proxy,
 		Force: true, Prune: prune, Tags: gogit.NoTags,
 	})
 	if errors.Is(err, gogit.NoErrAlreadyUpToDate) || errors.Is(err, errEmptyRemote) {

@@ -23,4 +23,11 @@
 // verification skip), ssh (private key, known_hosts), and file:// or an absolute path for a
 // local repository (under `freshet up` the installation repository lives in the data dir); the
 // file transport runs the git binary's upload-pack and receive-pack.
+//
+// With Options.Policy set (the control plane and hosted runtimes set the operator's), every
+// URL is checked before anything is read, and every connection when it is made (redirects,
+// names resolving to refused addresses); local paths are handed to git with their symlinks
+// resolved, as checked. An Error's text then keeps only what this process knows about a
+// network failure — its kind, an HTTP status, a refused or timed-out connection — never what
+// the server sent, which may be an internal service's page.
 package git

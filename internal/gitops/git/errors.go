@@ -4,13 +4,18 @@ import (
 	"context"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/pktline"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 )
 
 // kind is one class of git failure. It unwraps to the errdefs kind the API edge maps to a code.
@@ -48,6 +53,9 @@ var (
 	ErrConflict error = &kind{"conflict", errdefs.ErrConflict}
 	// ErrFileNotFound: ReadFile found no file at that path.
 	ErrFileNotFound error = &kind{"file not found", errdefs.ErrNotFound}
+	// ErrNotAllowed: the operator's policy (Options.Policy) refuses the URL or the address it
+	// leads to (a loopback, private or link-local address, a redirect to one, a local path).
+	ErrNotAllowed error = &kind{"not allowed by this server's network policy", errdefs.ErrInvalid}
 )
 
 // Error is a failed git operation on one repository.
@@ -56,6 +64,10 @@ type Error struct {
 	URL  string // the repository URL, credentials removed
 	Kind error  // one of the Err* kinds of this package
 	Err  error  // the underlying cause, if any
+
+	// remote: Err came from talking to a server over the network, so its text may carry
+	// what the server sent; Error prints only what this process knows (causeText).
+	remote bool
 }
 
 func (e *Error) Error() string {
@@ -68,9 +80,17 @@ func (e *Error) Error() string {
 	}
 	b.WriteString(": ")
 	b.WriteString(e.Kind.Error())
-	if e.Err != nil {
+	detail := ""
+	switch {
+	case e.Err == nil:
+	case e.remote:
+		detail = causeText(e.URL, e.Err)
+	default:
+		detail = redactText(e.Err.Error())
+	}
+	if detail != "" {
 		b.WriteString(": ")
-		b.WriteString(redactText(e.Err.Error()))
+		b.WriteString(detail)
 	}
 	return b.String()
 }
@@ -97,16 +117,69 @@ func IsTemporary(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded)
 }
 
-// classify wraps a go-git or network error into an *Error with the right kind.
+// classify wraps a go-git or local error into an *Error with the right kind.
 func classify(op, url string, err error) error {
 	if err == nil {
 		return nil
 	}
 	var already *Error
-	if errors.As(err, &already) || errors.Is(err, errdefs.ErrInvalid) {
+	if errors.As(err, &already) || errors.Is(err, errdefs.ErrInvalid) && !netpolicy.IsRefused(err) {
 		return err
 	}
 	return &Error{Op: op, URL: redactURL(url), Kind: kindOf(err), Err: err}
+}
+
+// classifyRemote is classify for an exchange with the repository's server: for a network URL
+// the error's text keeps only what this process knows, never what the server sent.
+func classifyRemote(op, url string, err error) error {
+	err = classify(op, url, err)
+	var e *Error
+	if errors.As(err, &e) && e.Err != nil && isNetworkURL(url) {
+		e.remote = true
+	}
+	return err
+}
+
+func isNetworkURL(raw string) bool {
+	u, err := parseRepoURL(raw)
+	return err == nil && u.Scheme != "file"
+}
+
+// causeText describes the cause of a failed exchange with a network repository without
+// anything the server sent: go-git puts error pages, unexpected answers and the server's own
+// messages into its errors' text (an internal service's answer would reach the tenant), so
+// only the kinds this process can name are described.
+func causeText(url string, err error) string {
+	if !isNetworkURL(url) {
+		return redactText(err.Error())
+	}
+	var (
+		httpErr    *githttp.Err
+		already    *Error
+		unexpected *plumbing.UnexpectedError
+		permanent  *plumbing.PermanentError
+		notGit     *packp.ErrUnexpectedData
+	)
+	// go-git's wrappers do not unwrap.
+	if errors.As(err, &unexpected) {
+		err = unexpected.Err
+	} else if errors.As(err, &permanent) {
+		err = permanent.Err
+	}
+	switch {
+	case errors.As(err, &already):
+		return already.Error()
+	case errors.As(err, &httpErr):
+		return fmt.Sprintf("the server answered HTTP %d", httpErr.StatusCode())
+	case errors.As(err, &notGit), errors.Is(err, pktline.ErrInvalidPktLen):
+		return "the server's answer is not the git protocol"
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
+		errors.Is(err, transport.ErrRepositoryNotFound), errors.Is(err, transport.ErrEmptyRemoteRepository):
+		return "" // the kind says it; go-git appends the server's answer to these
+	case errors.Is(err, plumbing.ErrReferenceNotFound), errors.Is(err, plumbing.ErrObjectNotFound):
+		return err.Error()
+	}
+	return redactText(netpolicy.Describe(err))
 }
 
 func kindOf(err error) error {
@@ -118,6 +191,9 @@ func kindOf(err error) error {
 	)
 	msg := err.Error()
 	switch {
+	// Some go-git paths flatten errors to text (%s): a refusal is then known by its words.
+	case netpolicy.IsRefused(err), strings.Contains(msg, "connection to ") && strings.Contains(msg, " refused: "):
+		return ErrNotAllowed
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed),
 		errors.Is(err, transport.ErrInvalidAuthMethod):
 		return ErrAuthentication

@@ -28,9 +28,10 @@ type transportOpts struct {
 	auth     transport.AuthMethod
 	caBundle []byte
 	insecure bool
+	proxy    transport.ProxyOptions
 }
 
-func (c *Cache) transportOptions(repo Repo) (transportOpts, error) {
+func (c *Cache) transportOptions(ctx context.Context, repo Repo) (transportOpts, error) {
 	u, err := parseRepoURL(repo.URL)
 	if err != nil {
 		return transportOpts{}, err
@@ -43,7 +44,11 @@ func (c *Cache) transportOptions(repo Repo) (transportOpts, error) {
 	if err != nil {
 		return transportOpts{}, err
 	}
-	return transportOpts{url: remoteURL(repo.URL), auth: auth, caBundle: repo.Credentials.CABundle, insecure: repo.Credentials.InsecureSkipTLSVerify}, nil
+	tr := transportOpts{url: remoteURL(repo.URL), auth: auth, caBundle: repo.Credentials.CABundle, insecure: repo.Credentials.InsecureSkipTLSVerify}
+	if err := c.pin(ctx, &tr, u); err != nil {
+		return transportOpts{}, classifyRemote("connect", repo.URL, err)
+	}
+	return tr, nil
 }
 
 // remoteURL is the URL handed to go-git: as given, less trailing slashes (which make

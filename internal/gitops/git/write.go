@@ -96,7 +96,7 @@ func (c *Cache) Commit(ctx context.Context, repo Repo, req CommitRequest) (PushR
 	if err != nil {
 		return PushResult{}, err
 	}
-	tr, err := c.transportOptions(repo)
+	tr, err := c.transportOptions(ctx, repo)
 	if err != nil {
 		return PushResult{}, err
 	}
@@ -152,7 +152,7 @@ func (c *Cache) commitOnce(ctx context.Context, e *repoEntry, repo Repo, tr tran
 		}
 	}
 
-	pctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	pctx, cancel := context.WithTimeout(c.policyContext(ctx), c.opts.Timeout)
 	defer cancel()
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -210,15 +210,15 @@ func (c *Cache) commitOnce(ctx context.Context, e *repoEntry, repo Repo, tr tran
 	remote := gogit.NewRemote(r.Storer, &config.RemoteConfig{Name: "origin", URLs: []string{tr.url}})
 	err = remote.PushContext(pctx, &gogit.PushOptions{
 		RefSpecs: []config.RefSpec{config.RefSpec(local.String() + ":refs/heads/" + branch)},
-		Auth:     tr.auth, CABundle: tr.caBundle, InsecureSkipTLS: tr.insecure,
+		Auth:     tr.auth, CABundle: tr.caBundle, InsecureSkipTLS: tr.insecure, ProxyOptions: tr.proxy,
 	})
 	c.log.Debug("git push", logKeyRepo, redactURL(repo.URL), logKeySHA, h.String(), logKeyDuration, time.Since(start), "error", err)
 	if err != nil {
 		k := kindOf(err)
-		if k == ErrAuthentication || k == ErrRepositoryNotFound || k == ErrTLS || k == ErrHostKey || k == ErrInvalidRepository {
-			return PushResult{}, classify("push", repo.URL, err)
+		if k == ErrAuthentication || k == ErrRepositoryNotFound || k == ErrTLS || k == ErrHostKey || k == ErrInvalidRepository || k == ErrNotAllowed {
+			return PushResult{}, classifyRemote("push", repo.URL, err)
 		}
-		return PushResult{}, fmt.Errorf("%w: %v", errPushRejected, redactText(err.Error()))
+		return PushResult{}, fmt.Errorf("%w: %s", errPushRejected, causeText(repo.URL, err))
 	}
 	_ = r.Storer.SetReference(plumbing.NewHashReference(plumbing.ReferenceName("refs/remotes/origin/"+branch), h))
 	e.refsMu.Lock()

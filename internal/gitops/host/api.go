@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/freshet-dev/freshet/api/appproxyv1"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gitops/app"
 	"github.com/freshet-dev/freshet/internal/gitops/engine"
@@ -17,15 +18,16 @@ import (
 )
 
 // APIPrefix is where the applications API is mounted on the app-proxy.
-const APIPrefix = "/app-proxy/api/v1/"
+const APIPrefix = appproxyv1.Prefix
 
 // GitTokenHeader carries the caller's git provider token for GET git/repositories.
-const GitTokenHeader = "X-Git-Token"
+const GitTokenHeader = appproxyv1.GitTokenHeader
 
 // maxBody bounds request bodies (an Application is at most 1 MiB, as the decoder's limit).
 const maxBody = 1 << 20
 
-// Application is the API's view of an application.
+// Application is an application with its spec and status as the engine has them. The API
+// answers it as an appproxyv1.Application (wireApplication), whose JSON is this type's.
 type Application struct {
 	Name   string           `json:"name"`
 	File   string           `json:"file,omitempty"`      // where it is defined (apps/<name>.yaml, or its Git Source's file)
@@ -35,13 +37,7 @@ type Application struct {
 }
 
 // SyncRequest is the body of a sync.
-type SyncRequest struct {
-	Revision  string   `json:"revision,omitempty"`
-	Prune     bool     `json:"prune,omitempty"`
-	DryRun    bool     `json:"dryRun,omitempty"`
-	Resources []string `json:"resources,omitempty"` // KIND/NAME or GROUP/KIND/NAMESPACE/NAME
-	Options   []string `json:"options,omitempty"`
-}
+type SyncRequest = appproxyv1.SyncRequest
 
 // Handler serves the REST API (see docs/appproxy.md) and GraphQL at /app-proxy/api/graphql.
 // Requests must carry the caller's identity as the control plane's tunnel (or the ingress
@@ -77,20 +73,19 @@ func (h *Host) routes(mux *http.ServeMux) {
 			}
 		})
 	}
-	items := func(v any) map[string]any { return map[string]any{"items": v} }
 	ok := func(v any, err error) (int, any, error) { return http.StatusOK, v, err }
 	none := func(err error) (int, any, error) { return http.StatusNoContent, nil, err }
 
-	handle("GET "+APIPrefix+"applications", func(*http.Request) (int, any, error) { return ok(items(h.Applications()), nil) })
+	handle("GET "+APIPrefix+"applications", func(*http.Request) (int, any, error) { return ok(items(wireApplications(h.Applications())), nil) })
 	handle("POST "+APIPrefix+"applications", func(r *http.Request) (int, any, error) {
 		data, err := readBody(r)
 		if err != nil {
 			return 0, nil, err
 		}
 		a, err := h.CreateApplication(r.Context(), callerOf(r), data, queryBool(r, "upsert"), r.URL.Query().Get("gitSource"))
-		return http.StatusCreated, a, err
+		return http.StatusCreated, wireApplication(a), err
 	})
-	handle("GET "+APIPrefix+"applications/{name}", func(r *http.Request) (int, any, error) { return ok(h.Application(r.PathValue("name"))) })
+	handle("GET "+APIPrefix+"applications/{name}", func(r *http.Request) (int, any, error) { return okApp(h.Application(r.PathValue("name"))) })
 	handle("DELETE "+APIPrefix+"applications/{name}", func(r *http.Request) (int, any, error) {
 		cascade := true
 		if v := r.URL.Query().Get("cascade"); v != "" {
@@ -103,62 +98,56 @@ func (h *Host) routes(mux *http.ServeMux) {
 		return none(h.DeleteApplication(r.Context(), callerOf(r), r.PathValue("name"), cascade))
 	})
 	handle("POST "+APIPrefix+"applications/{name}/refresh", func(r *http.Request) (int, any, error) {
-		return ok(h.RefreshApplication(r.Context(), callerOf(r), r.PathValue("name"), queryBool(r, "hard")))
+		return okApp(h.RefreshApplication(r.Context(), callerOf(r), r.PathValue("name"), queryBool(r, "hard")))
 	})
 	handle("GET "+APIPrefix+"applications/{name}/diff", func(r *http.Request) (int, any, error) {
 		d, err := h.eng.Diff(r.Context(), r.PathValue("name"))
-		return ok(items(nonNil(d)), err)
+		return ok(items(wireDiffs(d)), err)
 	})
 	handle("POST "+APIPrefix+"applications/{name}/sync", func(r *http.Request) (int, any, error) {
-		var req SyncRequest
+		var req appproxyv1.SyncRequest
 		if err := decodeBody(r, &req); err != nil {
 			return 0, nil, err
 		}
-		return ok(h.SyncApplication(r.Context(), callerOf(r), r.PathValue("name"), req))
+		res, err := h.SyncApplication(r.Context(), callerOf(r), r.PathValue("name"), req)
+		return ok(wireSync(res), err)
 	})
 	handle("POST "+APIPrefix+"applications/{name}/terminate", func(r *http.Request) (int, any, error) {
 		t, err := h.TerminateSync(callerOf(r), r.PathValue("name"))
-		return ok(map[string]bool{"terminated": t}, err)
+		return ok(appproxyv1.TerminateResult{Terminated: t}, err)
 	})
 	handle("GET "+APIPrefix+"applications/{name}/history", func(r *http.Request) (int, any, error) {
 		hist, err := h.eng.History(r.PathValue("name"))
-		return ok(items(nonNil(hist)), err)
+		return ok(items(wireHistory(hist)), err)
 	})
 	handle("POST "+APIPrefix+"applications/{name}/rollback", func(r *http.Request) (int, any, error) {
-		var req struct {
-			ID    int64 `json:"id"`
-			Prune bool  `json:"prune"`
-		}
+		var req appproxyv1.RollbackRequest
 		if err := decodeBody(r, &req); err != nil {
 			return 0, nil, err
 		}
-		return ok(h.RollbackApplication(r.Context(), callerOf(r), r.PathValue("name"), req.ID, req.Prune))
+		res, err := h.RollbackApplication(r.Context(), callerOf(r), r.PathValue("name"), req.ID, req.Prune)
+		return ok(wireRollback(res), err)
 	})
 	handle("POST "+APIPrefix+"applications/{name}/auto-sync", func(r *http.Request) (int, any, error) {
-		var req struct {
-			Enabled bool `json:"enabled"`
-		}
+		var req appproxyv1.AutoSyncRequest
 		if err := decodeBody(r, &req); err != nil {
 			return 0, nil, err
 		}
-		return ok(h.SetAutoSync(callerOf(r), r.PathValue("name"), req.Enabled))
+		return okApp(h.SetAutoSync(callerOf(r), r.PathValue("name"), req.Enabled))
 	})
 	handle("GET "+APIPrefix+"applications/{name}/tree", func(r *http.Request) (int, any, error) {
 		t, err := h.eng.Tree(r.Context(), r.PathValue("name"))
-		return ok(items(nonNil(t)), err)
+		return ok(items(wireTree(t)), err)
 	})
 	handle("POST "+APIPrefix+"notify", func(r *http.Request) (int, any, error) {
-		var req struct {
-			RepoURL  string `json:"repoURL"`
-			Revision string `json:"revision"`
-		}
+		var req appproxyv1.NotifyRequest
 		if err := decodeBody(r, &req); err != nil {
 			return 0, nil, err
 		}
 		n, err := h.NotifyPush(callerOf(r), req.RepoURL, req.Revision)
-		return ok(map[string]int{"refreshed": n}, err)
+		return ok(appproxyv1.NotifyResult{Refreshed: n}, err)
 	})
-	handle("GET "+APIPrefix+"git-sources", func(*http.Request) (int, any, error) { return ok(items(h.GitSources()), nil) })
+	handle("GET "+APIPrefix+"git-sources", func(*http.Request) (int, any, error) { return ok(items(wireGitSources(h.GitSources())), nil) })
 	handle("POST "+APIPrefix+"git-sources", func(r *http.Request) (int, any, error) {
 		data, err := readBody(r)
 		if err != nil {
@@ -166,32 +155,52 @@ func (h *Host) routes(mux *http.ServeMux) {
 		}
 		upsert := queryBool(r, "upsert")
 		g, err := h.PutGitSource(r.Context(), callerOf(r), data, upsert)
-		if upsert {
-			return ok(g, err)
+		if err != nil {
+			return 0, nil, err
 		}
-		return http.StatusCreated, g, err
+		if upsert {
+			return ok(wireGitSource(g), nil)
+		}
+		return http.StatusCreated, wireGitSource(g), nil
 	})
-	handle("GET "+APIPrefix+"git-sources/{name}", func(r *http.Request) (int, any, error) { return ok(h.GitSource(r.PathValue("name"))) })
+	handle("GET "+APIPrefix+"git-sources/{name}", func(r *http.Request) (int, any, error) {
+		g, err := h.GitSource(r.PathValue("name"))
+		if err != nil {
+			return 0, nil, err
+		}
+		return ok(wireGitSource(g), nil)
+	})
 	handle("DELETE "+APIPrefix+"git-sources/{name}", func(r *http.Request) (int, any, error) {
 		return none(h.DeleteGitSource(r.Context(), callerOf(r), r.PathValue("name")))
 	})
 	handle("GET "+APIPrefix+"git/repositories", func(r *http.Request) (int, any, error) {
 		q := r.URL.Query()
 		repos, err := h.ProviderRepos(r.Context(), q.Get("provider"), q.Get("baseURL"), q.Get("owner"), r.Header.Get(GitTokenHeader))
-		return ok(items(nonNil(repos)), err)
+		return ok(items(wireRepos(repos)), err)
 	})
-	handle("GET "+APIPrefix+"clusters", func(*http.Request) (int, any, error) { return ok(items(h.Clusters()), nil) })
+	handle("GET "+APIPrefix+"clusters", func(*http.Request) (int, any, error) { return ok(items(wireClusters(h.Clusters())), nil) })
 	handle("POST "+APIPrefix+"clusters", func(r *http.Request) (int, any, error) {
-		var cred ClusterCredential
+		var cred appproxyv1.ClusterCredential
 		if err := decodeBody(r, &cred); err != nil {
 			return 0, nil, err
 		}
-		a, err := h.AddCluster(r.Context(), callerOf(r), cred)
+		a, err := h.AddCluster(r.Context(), callerOf(r), ClusterCredential{Name: cred.Name, Server: cred.Server, CAData: cred.CAData, Token: cred.Token})
 		return http.StatusCreated, a, err
 	})
 	handle("DELETE "+APIPrefix+"clusters/{name}", func(r *http.Request) (int, any, error) {
 		return none(h.RemoveCluster(r.Context(), callerOf(r), r.PathValue("name")))
 	})
+}
+
+// items is a List of the API's type.
+func items[T any](v []T) appproxyv1.List[T] { return appproxyv1.List[T]{Items: nonNil(v)} }
+
+// okApp answers an application.
+func okApp(a Application, err error) (int, any, error) {
+	if err != nil {
+		return 0, nil, err
+	}
+	return http.StatusOK, wireApplication(a), nil
 }
 
 func queryBool(r *http.Request, name string) bool {

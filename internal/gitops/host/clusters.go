@@ -22,6 +22,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gitops/app"
 	"github.com/freshet-dev/freshet/internal/gitops/engine"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 )
 
 // ClusterCredential is a managed cluster's access: kept by the runtime only, never sent to
@@ -198,13 +199,36 @@ func (h *Host) loadClusters(ctx context.Context) error {
 		return fmt.Errorf("managed clusters: %w", err)
 	}
 	for _, c := range cs {
-		h.clusters.Add(c.Name, c.Server, c.Config())
+		h.clusters.Add(c.Name, c.Server, h.clusterConfig(c))
 	}
 	return nil
 }
 
 // Clusters lists the runtime's clusters (names and servers, no credentials).
 func (h *Host) Clusters() []engine.ClusterRef { return h.clusters.List() }
+
+// clusterConfig is c's REST config, connecting only where the runtime's policy allows.
+func (h *Host) clusterConfig(c ClusterCredential) *rest.Config {
+	cfg := c.Config()
+	if h.opts.Policy != nil {
+		cfg.Dial = h.opts.Policy.DialContext
+	}
+	return cfg
+}
+
+// clusterError describes a failed call to a cluster's API server with what this process knows
+// (a status and its reason, a refused or failed connection), never the body of the answer:
+// the server URL comes from a user and may name something that is not a cluster.
+func clusterError(err error) string {
+	var st apierrors.APIStatus
+	if errors.As(err, &st) {
+		return fmt.Sprintf("the API server answered HTTP %d (%s)", st.Status().Code, st.Status().Reason)
+	}
+	if d := netpolicy.Describe(err); d != "" {
+		return d
+	}
+	return "the answer is not a Kubernetes API server's"
+}
 
 func withTimeout(cfg *rest.Config) *rest.Config {
 	cfg.Timeout = 15 * time.Second
@@ -270,6 +294,8 @@ func (h *Host) probe(ctx context.Context, r engine.ClusterRef) error {
 	if err != nil {
 		return err
 	}
-	_, err = kc.Discovery().ServerVersion()
-	return err
+	if _, err = kc.Discovery().ServerVersion(); err != nil {
+		return errors.New(clusterError(err))
+	}
+	return nil
 }

@@ -10,96 +10,10 @@ import (
 
 	gql "github.com/graph-gophers/graphql-go"
 
+	"github.com/freshet-dev/freshet/api/appproxyv1"
 	"github.com/freshet-dev/freshet/internal/errdefs"
-	"github.com/freshet-dev/freshet/internal/gitops/engine"
 	"github.com/freshet-dev/freshet/internal/gqlguard"
 )
-
-// GraphQLSchema is the app-proxy's GraphQL API (POST /app-proxy/api/graphql). Typed fields
-// cover what lists and filters need; JSON fields carry the engine's full objects, the same as
-// the REST API's (docs/appproxy.md).
-const GraphQLSchema = `
-schema { query: Query mutation: Mutation }
-
-"Any JSON value: the engine's objects, as the REST API returns them."
-scalar JSON
-
-type Query {
-  "Every application of this runtime, by name."
-  applications: [Application!]!
-  application(name: String!): Application
-  gitSources: [GitSource!]!
-  clusters: [Cluster!]!
-}
-
-type Mutation {
-  "Commit an Application (YAML or JSON) to the installation repository, or into a Git Source."
-  createApplication(manifest: String!, upsert: Boolean, gitSource: String): Application!
-  deleteApplication(name: String!, cascade: Boolean): Boolean!
-  refreshApplication(name: String!, hard: Boolean): Application!
-  "Sync and wait for the result (engine SyncResult)."
-  syncApplication(name: String!, revision: String, prune: Boolean, dryRun: Boolean, resources: [String!]): JSON!
-  terminateSync(name: String!): Boolean!
-  "Sync to a history entry's revision; automated sync is switched off (engine RollbackResult)."
-  rollbackApplication(name: String!, id: Int!, prune: Boolean): JSON!
-  setAutoSync(name: String!, enabled: Boolean!): Application!
-  createGitSource(manifest: String!, upsert: Boolean): GitSource!
-  deleteGitSource(name: String!): Boolean!
-}
-
-type Application {
-  name: String!
-  project: String!
-  "Where it is defined: apps/<name>.yaml, or its Git Source's file."
-  file: String
-  gitSource: String
-  repoUrl: String
-  path: String
-  targetRevision: String
-  destination: Destination!
-  syncStatus: String!
-  healthStatus: String!
-  healthMessage: String
-  revision: String
-  conditions: [Condition!]!
-  "The Argo CD Application."
-  spec: JSON
-  "The engine's AppStatus."
-  status: JSON!
-  "Recorded syncs, oldest first."
-  history: JSON!
-  "Live resources with their children (Deployment → ReplicaSet → Pod)."
-  tree: JSON!
-  "Unified diff per resource, live → desired."
-  diff: JSON!
-}
-
-type Destination {
-  server: String
-  name: String
-  namespace: String
-}
-
-type Condition {
-  type: String!
-  message: String!
-}
-
-type GitSource {
-  name: String!
-  repoUrl: String!
-  path: String
-  targetRevision: String
-  include: String
-  exclude: String
-  destination: Destination!
-}
-
-type Cluster {
-  name: String!
-  server: String!
-}
-`
 
 // JSON is the schema's JSON scalar.
 type JSON struct{ V any }
@@ -158,7 +72,7 @@ func (h *Host) graphqlLimits() gqlguard.Limits {
 }
 
 func (h *Host) graphqlHandler() http.Handler {
-	guard := gqlguard.MustNew(GraphQLSchema, &gqlRoot{h: h}, h.graphqlLimits(), gql.UseFieldResolvers())
+	guard := gqlguard.MustNew(appproxyv1.GraphQLSchema, &gqlRoot{h: h}, h.graphqlLimits(), gql.UseFieldResolvers())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Query         string         `json:"query"`
@@ -209,7 +123,7 @@ func (q *gqlRoot) GitSources() []*gqlGitSource {
 	return out
 }
 
-func (q *gqlRoot) Clusters() []engine.ClusterRef { return q.h.Clusters() }
+func (q *gqlRoot) Clusters() []appproxyv1.Cluster { return wireClusters(q.h.Clusters()) }
 
 func (q *gqlRoot) CreateApplication(ctx context.Context, args struct {
 	Manifest  string
@@ -254,7 +168,7 @@ func (q *gqlRoot) SyncApplication(ctx context.Context, args struct {
 		req.Resources = *args.Resources
 	}
 	res, err := q.h.SyncApplication(ctx, callerFrom(ctx), args.Name, req)
-	return JSON{res}, err
+	return JSON{wireSync(res)}, err
 }
 
 func (q *gqlRoot) TerminateSync(ctx context.Context, args struct{ Name string }) (bool, error) {
@@ -267,7 +181,7 @@ func (q *gqlRoot) RollbackApplication(ctx context.Context, args struct {
 	Prune *bool
 }) (JSON, error) {
 	res, err := q.h.RollbackApplication(ctx, callerFrom(ctx), args.Name, int64(args.ID), deref(args.Prune))
-	return JSON{res}, err
+	return JSON{wireRollback(res)}, err
 }
 
 func (q *gqlRoot) SetAutoSync(ctx context.Context, args struct {
@@ -340,20 +254,20 @@ func (r *gqlApp) Spec() *JSON {
 	if r.a.Spec == nil {
 		return nil
 	}
-	return &JSON{r.a.Spec}
+	return &JSON{wireManifest(r.a.Spec)}
 }
-func (r *gqlApp) Status() JSON { return JSON{r.a.Status} }
+func (r *gqlApp) Status() JSON { return JSON{wireStatus(r.a.Status)} }
 func (r *gqlApp) History() (JSON, error) {
 	h, err := r.h.eng.History(r.a.Name)
-	return JSON{nonNil(h)}, err
+	return JSON{wireHistory(h)}, err
 }
 func (r *gqlApp) Tree(ctx context.Context) (JSON, error) {
 	t, err := r.h.eng.Tree(ctx, r.a.Name)
-	return JSON{nonNil(t)}, err
+	return JSON{wireTree(t)}, err
 }
 func (r *gqlApp) Diff(ctx context.Context) (JSON, error) {
 	d, err := r.h.eng.Diff(ctx, r.a.Name)
-	return JSON{nonNil(d)}, err
+	return JSON{wireDiffs(d)}, err
 }
 
 type gqlDestination struct{ Server, Name, Namespace *string }

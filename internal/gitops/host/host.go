@@ -35,6 +35,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/gitops/render"
 	"github.com/freshet-dev/freshet/internal/gitops/repourl"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 )
 
 // Installation repository layout.
@@ -72,6 +73,11 @@ type Options struct {
 	// ReloadInterval: how often the installation repository is read (DefaultReloadInterval).
 	ReloadInterval time.Duration
 	Logger         *slog.Logger
+	// Policy decides which URLs the runtime's users may make it use — repositories, git
+	// provider APIs, managed clusters' API servers — and which addresses it may connect to
+	// for them (nil: all). A hosted runtime gets the control plane operator's, which allows
+	// its own installation repository.
+	Policy *netpolicy.Policy
 }
 
 // Host is a running GitOps engine with its application loader.
@@ -120,7 +126,7 @@ func New(opts Options) (*Host, error) {
 			return nil, errdefs.Invalid("installRepo", opts.InstallRepo.URL, err.Error())
 		}
 	}
-	cache, err := git.NewCache(filepath.Join(opts.Dir, "git"), git.Options{Logger: opts.Logger.With("component", "git")})
+	cache, err := git.NewCache(filepath.Join(opts.Dir, "git"), git.Options{Logger: opts.Logger.With("component", "git"), Policy: opts.Policy})
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
 	"strconv"
 	"time"
@@ -11,11 +12,13 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
+	"github.com/freshet-dev/freshet/api/appproxyv1"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gitops/app"
 	"github.com/freshet-dev/freshet/internal/gitops/engine"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/gitops/providers"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 )
 
 // The operations below are what both the REST API (api.go) and the GraphQL API (graphql.go)
@@ -92,6 +95,9 @@ func (h *Host) CreateApplication(ctx context.Context, c Caller, data []byte, ups
 	}
 	a, err := app.DecodeApplication(data)
 	if err != nil {
+		return Application{}, err
+	}
+	if err := h.checkSources(ctx, a); err != nil {
 		return Application{}, err
 	}
 	name := a.Metadata.Name
@@ -285,6 +291,11 @@ func (h *Host) PutGitSource(ctx context.Context, c Caller, data []byte, upsert b
 	if err != nil {
 		return nil, err
 	}
+	if h.opts.Policy != nil {
+		if err := h.opts.Policy.CheckRepoURLNow(ctx, "spec.repoURL", g.Spec.RepoURL); err != nil {
+			return nil, err
+		}
+	}
 	content, err := yaml.Marshal(g)
 	if err != nil {
 		return nil, err
@@ -309,10 +320,38 @@ func (h *Host) DeleteGitSource(ctx context.Context, c Caller, name string) error
 	return h.Load(ctx)
 }
 
+// checkSources refuses, before it is committed, an application whose repositories the
+// runtime's policy does not allow (the cache would refuse to read them anyway).
+func (h *Host) checkSources(ctx context.Context, a *app.Application) error {
+	if h.opts.Policy == nil {
+		return nil
+	}
+	if s := a.Spec.Source; s != nil {
+		if err := h.opts.Policy.CheckRepoURLNow(ctx, "spec.source.repoURL", s.RepoURL); err != nil {
+			return err
+		}
+	}
+	for i, s := range a.Spec.Sources {
+		if err := h.opts.Policy.CheckRepoURLNow(ctx, fmt.Sprintf("spec.sources[%d].repoURL", i), s.RepoURL); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ProviderRepos lists repositories through a git provider's API with the caller's token (used
 // for this call only, never kept): for picking a Git Source's or an application's repository.
 func (h *Host) ProviderRepos(ctx context.Context, provider, baseURL, owner, token string) ([]providers.Repo, error) {
-	c, err := providers.New(provider, baseURL, token, nil)
+	var hc *http.Client
+	if p := h.opts.Policy; p != nil {
+		if baseURL != "" {
+			if err := p.CheckProviderURL("baseURL", baseURL); err != nil {
+				return nil, err
+			}
+		}
+		hc = p.HTTPClient(providers.DefaultTimeout)
+	}
+	c, err := providers.New(provider, baseURL, token, hc)
 	if err != nil {
 		return nil, err
 	}
@@ -320,11 +359,7 @@ func (h *Host) ProviderRepos(ctx context.Context, provider, baseURL, owner, toke
 }
 
 // AddedCluster is what AddCluster answers.
-type AddedCluster struct {
-	Name    string `json:"name"`
-	Server  string `json:"server"`
-	Version string `json:"version"`
-}
+type AddedCluster = appproxyv1.AddedCluster
 
 // AddCluster keeps a managed cluster's credential after checking it reaches the cluster.
 func (h *Host) AddCluster(ctx context.Context, c Caller, cred ClusterCredential) (AddedCluster, error) {
@@ -337,13 +372,21 @@ func (h *Host) AddCluster(ctx context.Context, c Caller, cred ClusterCredential)
 	if err := cred.Validate(); err != nil {
 		return AddedCluster{}, err
 	}
-	kc, err := kubernetes.NewForConfig(withTimeout(cred.Config()))
+	if h.opts.Policy != nil {
+		if err := h.opts.Policy.CheckServerURL("server", cred.Server); err != nil {
+			return AddedCluster{}, err
+		}
+	}
+	kc, err := kubernetes.NewForConfig(withTimeout(h.clusterConfig(cred)))
 	if err != nil {
 		return AddedCluster{}, errdefs.Invalid("server", cred.Server, err.Error())
 	}
 	v, err := kc.Discovery().ServerVersion()
+	if refused := (*netpolicy.Error)(nil); errors.As(err, &refused) {
+		return AddedCluster{}, errdefs.Invalid("server", cred.Server, refused.Error())
+	}
 	if err != nil {
-		return AddedCluster{}, fmt.Errorf("cluster %s at %s does not answer with this credential: %v: %w", cred.Name, cred.Server, err, errdefs.ErrInvalid)
+		return AddedCluster{}, fmt.Errorf("cluster %s at %s does not answer with this credential: %s: %w", cred.Name, cred.Server, clusterError(err), errdefs.ErrInvalid)
 	}
 	cred.CreatedAt = time.Now().UTC()
 	if err := h.opts.ClusterStore.Put(ctx, cred); err != nil {
@@ -352,7 +395,7 @@ func (h *Host) AddCluster(ctx context.Context, c Caller, cred ClusterCredential)
 	if old := h.clusters.Remove(cred.Name); old != "" {
 		h.eng.ForgetCluster(old)
 	}
-	h.clusters.Add(cred.Name, cred.Server, cred.Config())
+	h.clusters.Add(cred.Name, cred.Server, h.clusterConfig(cred))
 	h.mu.Lock()
 	if h.clusterHealth == nil {
 		h.clusterHealth = map[string]string{}

@@ -1,6 +1,9 @@
 // Package providers lists git repositories through the APIs of GitHub, GitLab and Gitea, so a
 // runtime can offer the repositories a user may pick for a Git Source or an application. The
-// user's token is used for the call and never kept.
+// user's token is used for the call and never kept, and never leaves the API's origin (no
+// redirect or next page to another host is followed). Errors say what happened — a status,
+// a refused connection — never what the server's body said: a base URL comes from the caller
+// and may point at a service that must not be read through this one.
 package providers
 
 import (
@@ -17,6 +20,7 @@ import (
 	"time"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 )
 
 // Providers.
@@ -52,12 +56,19 @@ type Client struct {
 	hc    *http.Client
 }
 
+// DefaultTimeout bounds one listing call when New gets no client.
+const DefaultTimeout = 30 * time.Second
+
 // New returns a client for provider kind at baseURL (empty: github.com's or gitlab.com's
-// API; Gitea needs its URL), authenticated with token.
+// API; Gitea needs its URL), authenticated with token, calling through hc (nil: a plain client
+// with DefaultTimeout; a runtime passes one whose connections its network policy checks).
+// Redirects are followed only within baseURL's origin.
 func New(kind, baseURL, token string, hc *http.Client) (*Client, error) {
 	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
+		hc = &http.Client{Timeout: DefaultTimeout}
 	}
+	own := *hc
+	hc = &own
 	switch kind {
 	case GitHub:
 		if baseURL == "" {
@@ -81,7 +92,16 @@ func New(kind, baseURL, token string, hc *http.Client) (*Client, error) {
 	if token == "" {
 		return nil, errdefs.Invalid("token", "", "is required: a personal access token of the provider")
 	}
-	return &Client{kind: kind, base: strings.TrimRight(baseURL, "/"), token: token, hc: hc}, nil
+	base := strings.TrimRight(baseURL, "/")
+	hc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		// The token is in our own headers (PRIVATE-TOKEN, Authorization): net/http would carry
+		// the custom ones to any host.
+		if len(via) >= 5 || !sameOrigin(req.URL.String(), base) {
+			return fmt.Errorf("%s API redirected to another host: %w", kind, errdefs.ErrUnavailable)
+		}
+		return nil
+	}
+	return &Client{kind: kind, base: base, token: token, hc: hc}, nil
 }
 
 // ListRepos lists the repositories of owner (an organisation, group or user), or with owner ""
@@ -140,19 +160,19 @@ func (c *Client) list(ctx context.Context, first string) ([]Repo, error) {
 		req.Header.Set("Accept", "application/json")
 		resp, err := c.hc.Do(req)
 		if err != nil {
-			return nil, fmt.Errorf("%s API: %w: %w", c.kind, err, errdefs.ErrUnavailable)
+			return nil, c.connError(err)
 		}
 		body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 		resp.Body.Close()
 		if err != nil {
-			return nil, fmt.Errorf("%s API: %w: %w", c.kind, err, errdefs.ErrUnavailable)
+			return nil, c.connError(err)
 		}
-		if err := c.status(resp, body); err != nil {
+		if err := c.status(resp); err != nil {
 			return nil, err
 		}
 		repos, err := c.decode(body)
 		if err != nil {
-			return nil, fmt.Errorf("%s API answered something that is not a repository list: %w", c.kind, err)
+			return nil, fmt.Errorf("%s API at %s answered something that is not a repository list (%d bytes): %w", c.kind, c.base, len(body), errdefs.ErrUnavailable)
 		}
 		out = append(out, repos...)
 		next = ""
@@ -166,7 +186,7 @@ func (c *Client) list(ctx context.Context, first string) ([]Repo, error) {
 			next = u.String()
 		}
 		if next != "" && !sameOrigin(next, c.base) {
-			return nil, fmt.Errorf("%s API: next page %q is on another host", c.kind, next)
+			return nil, fmt.Errorf("%s API: the next page is on another host; not followed (the token stays with %s)", c.kind, c.base)
 		}
 	}
 	if len(out) > MaxRepos {
@@ -193,32 +213,53 @@ func (c *Client) authorize(req *http.Request) {
 	}
 }
 
-// status turns an error answer into an error that says what to do.
-func (c *Client) status(resp *http.Response, body []byte) error {
+// connError describes a failed call: a connection the runtime's network policy refused is the
+// caller's bad baseURL; anything else is described without what the server sent.
+func (c *Client) connError(err error) error {
+	var refused *netpolicy.Error
+	if errors.As(err, &refused) {
+		return errdefs.Invalid("baseURL", c.base, refused.Error())
+	}
+	if errors.Is(err, errdefs.ErrUnavailable) { // our own redirect refusal
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			return ue.Err
+		}
+		return err
+	}
+	detail := netpolicy.Describe(err)
+	if detail == "" {
+		detail = "the connection failed"
+	}
+	return fmt.Errorf("%s API at %s: %s: %w", c.kind, c.base, detail, errdefs.ErrUnavailable)
+}
+
+// status turns an error answer into an error that says what to do. The body is not quoted: the
+// status and the documented rate-limit headers say enough.
+func (c *Client) status(resp *http.Response) error {
 	if resp.StatusCode < 300 {
 		return nil
 	}
-	var msg struct {
-		Message string `json:"message"`
-		Error   string `json:"error"`
-	}
-	_ = json.Unmarshal(body, &msg)
-	detail := strings.TrimSpace(msg.Message + " " + msg.Error)
+	code := fmt.Sprintf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
 	switch {
 	case resp.StatusCode == http.StatusUnauthorized:
-		return fmt.Errorf("%s refused the token (%s): check it and its expiry: %w", c.kind, detail, errdefs.ErrForbidden)
+		return fmt.Errorf("%s refused the token (%s): check it and its expiry: %w", c.kind, code, errdefs.ErrForbidden)
 	case resp.StatusCode == http.StatusForbidden && (resp.Header.Get("X-RateLimit-Remaining") == "0" || resp.Header.Get("RateLimit-Remaining") == "0"):
 		return fmt.Errorf("%s rate limit reached (resets at %s): %w", c.kind, resetTime(resp), errdefs.ErrUnavailable)
 	case resp.StatusCode == http.StatusTooManyRequests:
-		return fmt.Errorf("%s rate limit reached (retry after %s): %w", c.kind, resp.Header.Get("Retry-After"), errdefs.ErrUnavailable)
+		after := "a while"
+		if n, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
+			after = (time.Duration(n) * time.Second).String()
+		}
+		return fmt.Errorf("%s rate limit reached (retry after %s): %w", c.kind, after, errdefs.ErrUnavailable)
 	case resp.StatusCode == http.StatusForbidden:
-		return fmt.Errorf("%s: the token may not list these repositories (%s): %w", c.kind, detail, errdefs.ErrForbidden)
+		return fmt.Errorf("%s: the token may not list these repositories (%s): %w", c.kind, code, errdefs.ErrForbidden)
 	case resp.StatusCode == http.StatusNotFound:
-		return fmt.Errorf("%s: %s: %w", c.kind, detail, errdefs.ErrNotFound)
+		return fmt.Errorf("%s: %s: %w", c.kind, code, errdefs.ErrNotFound)
 	case resp.StatusCode >= 500:
-		return fmt.Errorf("%s API answered %s: %w", c.kind, resp.Status, errdefs.ErrUnavailable)
+		return fmt.Errorf("%s API answered %s: %w", c.kind, code, errdefs.ErrUnavailable)
 	}
-	return fmt.Errorf("%s API answered %s (%s)", c.kind, resp.Status, detail)
+	return fmt.Errorf("%s API answered %s", c.kind, code)
 }
 
 func resetTime(resp *http.Response) string {

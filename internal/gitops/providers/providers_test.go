@@ -98,7 +98,10 @@ func TestGitHubErrorsSayWhatToDo(t *testing.T) {
 		},
 	})
 	c, _ := providers.New(providers.GitHub, rec.srv.URL, "expired", nil)
-	if _, err := c.ListRepos(context.Background(), ""); !errors.Is(err, errdefs.ErrForbidden) || !strings.Contains(err.Error(), "Bad credentials") {
+	// The status says it; the body is not quoted (a base URL may name a service whose answers
+	// must not be read through the runtime).
+	if _, err := c.ListRepos(context.Background(), ""); !errors.Is(err, errdefs.ErrForbidden) || !strings.Contains(err.Error(), "refused the token") ||
+		strings.Contains(err.Error(), "Bad credentials") {
 		t.Errorf("bad token: %v", err)
 	}
 	if _, err := c.ListRepos(context.Background(), "limited"); !errors.Is(err, errdefs.ErrUnavailable) || !strings.Contains(err.Error(), "rate limit") {
@@ -171,5 +174,40 @@ func TestNextPageOnAnotherHostIsRefused(t *testing.T) {
 	c, _ := providers.New(providers.GitHub, rec.srv.URL, "t", nil)
 	if _, err := c.ListRepos(context.Background(), ""); err == nil || !strings.Contains(err.Error(), "another host") {
 		t.Errorf("next page elsewhere: %v", err)
+	}
+}
+
+// A redirect to another host is not followed: the token (in PRIVATE-TOKEN, which net/http
+// would forward) stays with the provider.
+func TestRedirectToAnotherHostIsRefused(t *testing.T) {
+	other := serve(t, nil)
+	rec := serve(t, map[string]func(http.ResponseWriter, *http.Request){
+		"/api/v4/projects": func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, other.srv.URL+"/steal", http.StatusFound)
+		},
+	})
+	c, _ := providers.New(providers.GitLab, rec.srv.URL, "glpat-secret", nil)
+	if _, err := c.ListRepos(context.Background(), ""); !errors.Is(err, errdefs.ErrUnavailable) || !strings.Contains(err.Error(), "another host") {
+		t.Errorf("redirect elsewhere: %v", err)
+	}
+	if len(other.paths) != 0 {
+		t.Fatalf("the other host got %v (auth %v)", other.paths, other.auth)
+	}
+}
+
+// Whatever a base URL answers, its body does not reach the error.
+func TestErrorsDoNotQuoteTheBody(t *testing.T) {
+	const secret = "internal-admin-page-4f2a"
+	for _, status := range []int{200, 401, 403, 404, 418, 500} {
+		rec := serve(t, map[string]func(http.ResponseWriter, *http.Request){
+			"/api/v1/user/repos": func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(status)
+				w.Write([]byte(`{"message": "` + secret + `", "error": "` + secret + `"} <html>` + secret))
+			},
+		})
+		c, _ := providers.New(providers.Gitea, rec.srv.URL, "t", nil)
+		if _, err := c.ListRepos(context.Background(), ""); err == nil || strings.Contains(err.Error(), secret) {
+			t.Errorf("HTTP %d: %v", status, err)
+		}
 	}
 }

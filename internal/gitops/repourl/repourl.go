@@ -68,11 +68,12 @@ func Parse(raw string) (*url.URL, error) {
 			return nil, errdefs.Invalid("repoURL", Redact(raw), "has no host")
 		}
 	case "file":
-		if u.Host != "" && u.Host != "localhost" {
-			return nil, errdefs.Invalid("repoURL", raw, "file URLs must be file:///absolute/path")
+		// No host at all, not even localhost: file://localhost/… once slipped past a check
+		// that refused file URLs with a host, and reached the control plane's own disk.
+		if u.Host != "" || u.Opaque != "" || !strings.HasPrefix(u.Path, "/") {
+			return nil, errdefs.Invalid("repoURL", Redact(raw), "is not a local repository URL: file URLs must be file:///absolute/path, without a host (not even localhost)")
 		}
-		u.Host = ""
-		u.Path = path.Clean("/" + u.Path)
+		u.Path = path.Clean(u.Path)
 	default:
 		return nil, errdefs.Invalid("repoURL", Redact(raw), "has unsupported scheme "+u.Scheme+"; want https, http, ssh, git or file")
 	}

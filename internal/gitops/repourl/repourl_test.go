@@ -29,3 +29,18 @@ func TestParse(t *testing.T) {
 		t.Errorf("Parse(scp) = %v, %v", u, err)
 	}
 }
+
+// A file URL names a path on this machine, with no host: file://localhost/… once slipped
+// past a check that refused only other hosts.
+func TestParseRefusesFileURLsWithAHost(t *testing.T) {
+	for _, raw := range []string{"file://localhost/etc", "file://LOCALHOST/data/x.git", "file://example.com/x", "file://127.0.0.1/x"} {
+		if u, err := repourl.Parse(raw); err == nil {
+			t.Errorf("Parse(%q) = %v", raw, u)
+		}
+	}
+	for raw, want := range map[string]string{"file:///srv/git/x.git": "/srv/git/x.git", "/srv/git/../git/x": "/srv/git/x", "file:////srv/x": "/srv/x"} {
+		if u, err := repourl.Parse(raw); err != nil || u.Path != want || u.Host != "" {
+			t.Errorf("Parse(%q) = %v, %v; want path %s", raw, u, err, want)
+		}
+	}
+}

@@ -8,9 +8,11 @@
 // and condition expressions, so a runner can receive the plan over the wire.
 //
 // Execution-time helpers live here too, because they belong to the dialect rather than to any
-// runner: [Interpolate] expands ${{VAR}} references, [BuiltinVariables] lists the CF_* variables a
-// runner must provide, [When.Evaluate] decides whether a step runs, [Retry.Delays] gives the retry
-// schedule, and [ParseExports] reads the file that cf_export writes.
+// runner: [InterpolateShell] turns ${{VAR}} references in shell commands into environment
+// variables the shell reads as data, [Interpolate] expands them in other fields,
+// [BuiltinVariables] lists the CF_* variables a runner must provide, [When.Evaluate] decides
+// whether a step runs, [Retry.Delays] gives the retry schedule, and [ParseExports] reads the
+// file that cf_export writes.
 //
 // docs/pipelines-spec.md is the user-facing reference of the dialect; keep it true when the
 // behaviour here changes.

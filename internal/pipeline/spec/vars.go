@@ -12,7 +12,8 @@ var varRef = regexp.MustCompile(`\$\{\{([A-Za-z0-9_][A-Za-z0-9_.\-]*)\}\}`)
 // Interpolate replaces every ${{NAME}} in s with vars(NAME). A reference whose variable is
 // unknown (vars returns false) stays as written, as in Codefresh, so `${{MY_VAR}}` can be
 // tested for presence. Substitution is a single pass: a value that itself contains ${{X}} is
-// not expanded again. A nil vars leaves s unchanged.
+// not expanded again. A nil vars leaves s unchanged. Values become part of the text: for shell
+// commands use InterpolateShell, which keeps them out of it.
 func Interpolate(s string, vars func(name string) (string, bool)) string {
 	if vars == nil || !strings.Contains(s, "${{") {
 		return s

@@ -18,6 +18,8 @@ func FuzzMask(f *testing.F) {
 	f.Add([]byte("x日本語の秘密y日本語の"), []byte{1, 18}, "", []byte{5}, uint8(3))
 	f.Add([]byte("c3VwZXJzZWNyZXQ= dXNyOnN1cGVyc2VjcmV0 p%40ss"), []byte{}, "supersecret,p@ss", []byte{4, 9}, uint8(8|3))
 	f.Add([]byte("one\ntwo\nthree\n"), []byte{0, 7, 4, 9}, "two\nthree", []byte{}, uint8(8|16))
+	// encodeURIComponent, lower-case percent, JSON and hex forms.
+	f.Add([]byte(`u=p%40ss%20w%2frd!'()x j=p@ss w/rd\"x h=70407373207720 P=p%40ss+w%2Frd%21%27`), []byte{}, `p@ss w/rd!'()x,p@ss w/rd"x,p@ss w`, []byte{5, 11, 2}, uint8(8|3))
 	long := bytes.Repeat([]byte("0123456789abcdefghijklmnopqrstuvwxyz"), 20)
 	f.Add(append(append(bytes.Clone(long), " and "...), long[:250]...), []byte{0, 200}, "", []byte{100, 37}, uint8(64|3))
 

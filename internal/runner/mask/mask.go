@@ -56,7 +56,8 @@ func WithMinLength(n int) Option { return func(c *config) { c.minLen = max(n, 1)
 // WithReplacement sets what replaces each masked run (default DefaultReplacement).
 func WithReplacement(s string) Option { return func(c *config) { c.replacement = s } }
 
-// WithoutEncodings masks each secret as written only, not its base64, URL-encoded or per-line forms.
+// WithoutEncodings masks each secret as written only, not its base64, hex, URL-encoded, JSON or
+// per-line forms.
 func WithoutEncodings() Option { return func(c *config) { c.encodings = false } }
 
 // flusher is what Flush passes on to, when the underlying writer has it.
@@ -93,11 +94,13 @@ type span struct {
 // Each secret of at least the minimum length (DefaultMinLength bytes unless WithMinLength says
 // otherwise) is masked as written, and also — unless WithoutEncodings — with surrounding white
 // space trimmed, line by line when it has several lines, in base64 (standard and URL alphabets,
-// alone or inside longer encoded data, when the encoded form is at least 8 characters), and
-// URL-encoded (query and path escaping). Empty, too short and white-space-only secrets are ignored.
-// A form longer than 256 bytes is masked as consecutive 256-byte pieces, so a complete occurrence
-// is masked whole and a truncated one up to its last complete piece; the encoded forms of the
-// largest secrets are dropped once all encoded forms together pass 1 MiB.
+// alone or inside longer encoded data, when the encoded form is at least 8 characters), in hex
+// (lower and upper case, at least 8 characters), percent-encoded as Go, Python, JavaScript and
+// Java do it (with upper- and lower-case hex digits), and escaped as a JSON string (Go,
+// JavaScript, Python). Empty, too short and white-space-only secrets are ignored. A form longer
+// than 256 bytes is masked as consecutive 256-byte pieces, so a complete occurrence is masked
+// whole and a truncated one up to its last complete piece; secrets get their encoded forms
+// smallest first while all encoded forms together stay within 1 MiB.
 func New(w io.Writer, secrets []string, opts ...Option) *Writer {
 	c := config{minLen: DefaultMinLength, replacement: DefaultReplacement, encodings: true}
 	for _, o := range opts {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -127,7 +128,9 @@ func TestMask(t *testing.T) {
 		{"url encoded", []string{"p@ss w/rd&x"}, nil, "q=p%40ss+w%2Frd%26x path=p@ss%20w%2Frd&x", "q=**** path=****"},
 		{"without encodings", []string{"supersecret"}, []Option{WithoutEncodings()}, b64("supersecret") + " supersecret", b64("supersecret") + " ****"},
 		{"multi-line secret, line by line", []string{"-----BEGIN KEY-----\nAAAAline1\nBBBBline2\n-----END KEY-----\n"}, nil,
-			`{"key": "-----BEGIN KEY-----\nAAAAline1\nBBBBline2\n-----END KEY-----\n"}`, `{"key": "****\n****\n****\n****\n"}`},
+			`{"key": "-----BEGIN KEY-----\nAAAAline1\nBBBBline2\n-----END KEY-----\n"}`, `{"key": "****"}`},
+		{"multi-line secret, one line printed", []string{"-----BEGIN KEY-----\nAAAAline1\nBBBBline2\n-----END KEY-----\n"}, nil,
+			"AAAAline1 and BBBBline2", "**** and ****"},
 		{"custom replacement", []string{"hunter22"}, []Option{WithReplacement("[masked]")}, "p=hunter22", "p=[masked]"},
 	}
 	for _, tt := range tests {
@@ -449,5 +452,62 @@ func TestEncodedFormsBudget(t *testing.T) {
 	}
 	if total > 4*maxEncodedBytes {
 		t.Errorf("patterns total %d bytes", total)
+	}
+}
+
+// TestEncodedForms masks a secret as each common encoder writes it (strings produced by the
+// real Python, Node.js and Java functions named).
+func TestEncodedForms(t *testing.T) {
+	const secret = `p@ss w/rd&x!'()*~é"\;`
+	forms := map[string]string{
+		"Python quote(safe='')":          `p%40ss%20w%2Frd%26x%21%27%28%29%2A~%C3%A9%22%5C%3B`,
+		"Python quote()":                 `p%40ss%20w/rd%26x%21%27%28%29%2A~%C3%A9%22%5C%3B`,
+		"Python quote_plus(safe='')":     `p%40ss+w%2Frd%26x%21%27%28%29%2A~%C3%A9%22%5C%3B`,
+		"JavaScript encodeURIComponent":  `p%40ss%20w%2Frd%26x!'()*~%C3%A9%22%5C%3B`,
+		"JavaScript encodeURI":           `p@ss%20w/rd&x!'()*~%C3%A9%22%5C;`,
+		"Java URLEncoder":                `p%40ss+w%2Frd%26x%21%27%28%29*%7E%C3%A9%22%5C%3B`,
+		"lower-case hex":                 `p%40ss%20w%2frd%26x%21%27%28%29%2a~%c3%a9%22%5c%3b`,
+		"lower-case encodeURIComponent":  `p%40ss%20w%2frd%26x!'()*~%c3%a9%22%5c%3b`,
+		"Go url.PathEscape":              `p@ss%20w%2Frd&x%21%27%28%29%2A~%C3%A9%22%5C%3B`,
+		"hex (xxd -p)":                   `7040737320772f72642678212728292a7ec3a9225c3b`,
+		"HEX":                            `7040737320772F72642678212728292A7EC3A9225C3B`,
+		"JSON.stringify":                 `p@ss w/rd&x!'()*~é\"\\;`,
+		"Python json.dumps":              `p@ss w/rd&x!'()*~\u00e9\"\\;`,
+		"Go encoding/json":               `p@ss w/rd\u0026x!'()*~é\"\\;`,
+		"base64 url alphabet, unpadded":  strings.TrimRight(base64.URLEncoding.EncodeToString([]byte(secret)), "="),
+		"base64 (standard alphabet)":     b64(secret),
+		"Go url.QueryEscape (same as +)": url.QueryEscape(secret),
+	}
+	for name, form := range forms {
+		got := maskAll(t, []string{secret}, []string{"a " + form + " b"})
+		if got != "a **** b" && !(strings.HasPrefix(name, "base64 url") && got == "a ****"+form[len(form)-1:]+" b") {
+			t.Errorf("%s: %q masked as %q", name, form, got)
+		}
+	}
+}
+
+// TestEncodedFormsBudgetRandom: a large secret whose encoded forms would pass the budget gets
+// none (its literal form is still masked), and the small secrets keep theirs.
+func TestEncodedFormsBudgetRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	big := make([]byte, 200<<10)
+	for i := range big {
+		big[i] = byte('!' + rng.IntN('~'-'!'+1))
+	}
+	small := "token-one-1234"
+	pats := patterns([]string{string(big), small}, DefaultMinLength, true)
+	total := 0
+	for _, p := range pats {
+		total += len(p)
+	}
+	if total > maxEncodedBytes+len(big)+maxPatternLen {
+		t.Errorf("patterns total %d bytes, want at most the budget and the literal forms", total)
+	}
+	var buf bytes.Buffer
+	w := New(&buf, []string{string(big), small})
+	fmt.Fprintf(w, "%s %s %s", big, b64(small), url.PathEscape(small+" x"))
+	w.Close()
+	if got := buf.String(); !strings.HasPrefix(got, "**** **** ") {
+		t.Errorf("masked %q…", got[:min(len(got), 40)])
 	}
 }

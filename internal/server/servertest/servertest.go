@@ -81,11 +81,6 @@ func StartWith(t testing.TB, d store.Dialect, cfg Config) *Server {
 		cancel()
 		t.Fatalf("start server: %v", err)
 	}
-	if err := srv.Listen(); err != nil {
-		cancel()
-		srv.Close()
-		t.Fatal(err)
-	}
 	if _, err := srv.Bootstrap(ctx); err != nil {
 		cancel()
 		srv.Close()

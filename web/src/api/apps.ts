@@ -6,7 +6,7 @@ import { gql } from './graphql';
 
 const seg = encodeURIComponent;
 
-// ─── The engine's types (internal/gitops/engine/types.go), as the app-proxy sends them ───
+// ─── The app-proxy's types (api/appproxyv1), checked against its golden JSON by wire.test.ts ───
 
 export type SyncCode = 'Synced' | 'OutOfSync' | 'Unknown';
 export const syncCodes: readonly SyncCode[] = ['Synced', 'OutOfSync', 'Unknown'];
@@ -25,13 +25,8 @@ export interface HealthResult {
   message?: string;
 }
 
-/**
- * A place in the source repository. The engine sends render.Location without JSON tags, so
- * the fields arrive capitalised; the lower-case ones are read too, should that change.
- */
+/** A place in the source repository: a file and its line (0 or absent when unknown). */
 export interface SourceLocation {
-  File?: string;
-  Line?: number;
   file?: string;
   line?: number;
 }
@@ -40,16 +35,19 @@ export interface CommitInfo {
   sha: string;
   author: string;
   authorEmail?: string;
-  authorTime?: string;
-  commitTime?: string;
+  authorTime: string;
+  committer?: string;
+  committerEmail?: string;
+  commitTime: string;
   message: string;
+  parents?: string[];
 }
 
 export interface Condition {
   type: string;
   message: string;
   source?: SourceLocation;
-  since?: string;
+  since: string;
 }
 
 export interface ResourceStatus extends ResourceKey {
@@ -90,6 +88,8 @@ export interface SyncResult {
   dryRun?: boolean;
   prune?: boolean;
   initiatedBy: string;
+  /** Who asked, for user syncs and rollbacks. */
+  user?: string;
   startedAt: string;
   finishedAt?: string;
   temporary?: boolean;
@@ -116,6 +116,12 @@ export interface AppSource {
   path?: string;
   targetRevision?: string;
   chart?: string;
+  ref?: string;
+  name?: string;
+  /** Helm, Kustomize and directory options: Argo CD's, not modelled here. */
+  helm?: unknown;
+  kustomize?: unknown;
+  directory?: unknown;
 }
 
 export interface Destination {
@@ -124,29 +130,80 @@ export interface Destination {
   namespace?: string;
 }
 
-/** The Argo CD Application (internal/gitops/app/types.go), the parts the UI reads. */
+export interface AppMetadata {
+  name: string;
+  namespace?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  finalizers?: string[];
+}
+
+export interface AppSyncPolicyAutomated {
+  prune?: boolean;
+  selfHeal?: boolean;
+  allowEmpty?: boolean;
+  enabled?: boolean;
+}
+
+export interface AppSyncPolicy {
+  automated?: AppSyncPolicyAutomated;
+  syncOptions?: string[];
+  /** Argo CD's, not modelled here. */
+  retry?: unknown;
+  managedNamespaceMetadata?: unknown;
+}
+
+/** Parts of live objects that diffs ignore. */
+export interface AppIgnoreDifferences {
+  group?: string;
+  kind: string;
+  name?: string;
+  namespace?: string;
+  jsonPointers?: string[];
+  jqPathExpressions?: string[];
+  managedFieldsManagers?: string[];
+}
+
+/** A free-form name/value shown with an application. */
+export interface AppInfo {
+  name: string;
+  value: string;
+}
+
+export interface AppSpec {
+  source?: AppSource;
+  sources?: AppSource[];
+  destination: Destination;
+  project: string;
+  syncPolicy?: AppSyncPolicy;
+  ignoreDifferences?: AppIgnoreDifferences[];
+  info?: AppInfo[];
+  revisionHistoryLimit?: number;
+}
+
+/** The Argo CD Application (appproxyv1.ApplicationManifest). */
 export interface ApplicationSpec {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> };
-  spec: {
-    source?: AppSource;
-    sources?: AppSource[];
-    destination: Destination;
-    project: string;
-    syncPolicy?: {
-      automated?: { prune?: boolean; selfHeal?: boolean; allowEmpty?: boolean; enabled?: boolean };
-      syncOptions?: string[];
-    };
-  };
+  metadata: AppMetadata;
+  spec: AppSpec;
 }
 
 /** An application as the app-proxy answers it. */
 export interface ProxyApplication {
   name: string;
+  /** Where it is defined: apps/<name>.yaml, or its Git Source's file. */
   file?: string;
+  /** The Git Source it comes from. */
+  gitSource?: string;
+  /** Absent while the runtime removes the application. */
   spec?: ApplicationSpec;
   status: AppStatus;
+}
+
+/** A collection the app-proxy answers. */
+export interface ProxyList<T> {
+  items: T[];
 }
 
 export interface ResourceDiff extends ResourceKey {
@@ -162,12 +219,13 @@ export interface ResourceDiff extends ResourceKey {
 export interface HistoryEntry {
   id: number;
   revision: string;
-  source?: AppSource;
+  source: AppSource;
   commit?: CommitInfo;
   phase: OperationPhase | string;
   message?: string;
   changed?: ResourceResult[];
   initiatedBy: string;
+  user?: string;
   startedAt: string;
   finishedAt: string;
   /** Nanoseconds (a Go time.Duration). */
@@ -180,15 +238,23 @@ export interface TreeNode extends ResourceKey {
   health: HealthResult;
   /** Managed resources only. */
   sync?: string;
+  /** Always sent; absent on the placeholders lib/appTree.ts adds. */
   createdAt?: string;
   images?: string[];
   children?: TreeNode[];
 }
 
+export interface RollbackRequest {
+  /** The history entry. */
+  id: number;
+  prune: boolean;
+}
+
 export interface RollbackResult {
   result: SyncResult;
   entry: HistoryEntry;
-  autoSyncDisabled: boolean;
+  /** Automated sync was on and the rollback switched it off. */
+  autoSyncDisabled?: boolean;
 }
 
 export interface SyncRequest {
@@ -197,22 +263,33 @@ export interface SyncRequest {
   dryRun?: boolean;
   /** GROUP/KIND/NAMESPACE/NAME (KIND/NAME also works). */
   resources?: string[];
+  /** Sync options for this sync ("CreateNamespace=true", ...). */
+  options?: string[];
+}
+
+export interface AutoSyncRequest {
+  enabled: boolean;
+}
+
+export interface TerminateResult {
+  /** Whether a sync was running. */
+  terminated: boolean;
 }
 
 /** The app-proxy's applications API on one runtime. */
 export const appProxy = {
   base: (runtime: string) => `/runtimes/${seg(runtime)}/app-proxy/api/v1/applications`,
-  list: (runtime: string, signal?: AbortSignal) => request<{ items: ProxyApplication[] }>(appProxy.base(runtime), { signal }),
+  list: (runtime: string, signal?: AbortSignal) => request<ProxyList<ProxyApplication>>(appProxy.base(runtime), { signal }),
   get: (runtime: string, name: string, signal?: AbortSignal) => request<ProxyApplication>(`${appProxy.base(runtime)}/${seg(name)}`, { signal }),
-  diff: (runtime: string, name: string, signal?: AbortSignal) => request<{ items: ResourceDiff[] }>(`${appProxy.base(runtime)}/${seg(name)}/diff`, { signal }),
-  tree: (runtime: string, name: string, signal?: AbortSignal) => request<{ items: TreeNode[] }>(`${appProxy.base(runtime)}/${seg(name)}/tree`, { signal }),
-  history: (runtime: string, name: string, signal?: AbortSignal) => request<{ items: HistoryEntry[] }>(`${appProxy.base(runtime)}/${seg(name)}/history`, { signal }),
+  diff: (runtime: string, name: string, signal?: AbortSignal) => request<ProxyList<ResourceDiff>>(`${appProxy.base(runtime)}/${seg(name)}/diff`, { signal }),
+  tree: (runtime: string, name: string, signal?: AbortSignal) => request<ProxyList<TreeNode>>(`${appProxy.base(runtime)}/${seg(name)}/tree`, { signal }),
+  history: (runtime: string, name: string, signal?: AbortSignal) => request<ProxyList<HistoryEntry>>(`${appProxy.base(runtime)}/${seg(name)}/history`, { signal }),
   sync: (runtime: string, name: string, body: SyncRequest) => request<SyncResult>(`${appProxy.base(runtime)}/${seg(name)}/sync`, { method: 'POST', body }),
   refresh: (runtime: string, name: string, hard: boolean) =>
     request<ProxyApplication>(`${appProxy.base(runtime)}/${seg(name)}/refresh`, { method: 'POST', query: { hard: hard ? 'true' : undefined } }),
   rollback: (runtime: string, name: string, id: number, prune: boolean) =>
-    request<RollbackResult>(`${appProxy.base(runtime)}/${seg(name)}/rollback`, { method: 'POST', body: { id, prune } }),
-  terminate: (runtime: string, name: string) => request<{ terminated: boolean }>(`${appProxy.base(runtime)}/${seg(name)}/terminate`, { method: 'POST' }),
+    request<RollbackResult>(`${appProxy.base(runtime)}/${seg(name)}/rollback`, { method: 'POST', body: { id, prune } satisfies RollbackRequest }),
+  terminate: (runtime: string, name: string) => request<TerminateResult>(`${appProxy.base(runtime)}/${seg(name)}/terminate`, { method: 'POST' }),
   remove: (runtime: string, name: string, cascade: boolean) =>
     request<void>(`${appProxy.base(runtime)}/${seg(name)}`, { method: 'DELETE', query: { cascade: String(cascade) } }),
   /** Commits an Application (YAML as typed) to the installation repository, or to a Git Source's. */
@@ -220,7 +297,7 @@ export const appProxy = {
     request<ProxyApplication>(appProxy.base(runtime), { method: 'POST', raw: manifest, rawType: 'application/yaml', query: { gitSource: gitSource || undefined } }),
   /** Switches automated sync back on (or off); a rollback switches it off. */
   setAutoSync: (runtime: string, name: string, enabled: boolean) =>
-    request<ProxyApplication>(`${appProxy.base(runtime)}/${seg(name)}/auto-sync`, { method: 'POST', body: { enabled } }),
+    request<ProxyApplication>(`${appProxy.base(runtime)}/${seg(name)}/auto-sync`, { method: 'POST', body: { enabled } satisfies AutoSyncRequest }),
 };
 
 // ─── The account-wide list (GraphQL) ───

@@ -5,6 +5,7 @@ import type {
   Build,
   BuildFilter,
   ConfigContext,
+  ContextRequest,
   ContextType,
   CreatedTrigger,
   ListOptions,
@@ -12,7 +13,9 @@ import type {
   Pipeline,
   PipelineRequest,
   Project,
+  RegisterRunnerRequest,
   RegisteredRunner,
+  RestartRequest,
   RunRequest,
   Runner,
   Trigger,
@@ -49,7 +52,7 @@ export const builds = {
     request<Page<Build>>(`${v1}/builds`, { query: { limit: f.limit, after: f.after, pipeline: f.pipeline, status: f.status, branch: f.branch }, signal }),
   get: (id: string, signal?: AbortSignal) => request<Build>(`${v1}/builds/${seg(id)}`, { signal }),
   cancel: (id: string) => request<Build>(`${v1}/builds/${seg(id)}/cancel`, { method: 'POST' }),
-  restart: (id: string, fromFailed = false) => request<Build>(`${v1}/builds/${seg(id)}/restart`, { method: 'POST', body: fromFailed ? { fromFailed } : {} }),
+  restart: (id: string, fromFailed = false) => request<Build>(`${v1}/builds/${seg(id)}/restart`, { method: 'POST', body: (fromFailed ? { fromFailed } : {}) satisfies RestartRequest }),
   approve: (id: string) => request<Build>(`${v1}/builds/${seg(id)}/approve`, { method: 'POST' }),
   deny: (id: string) => request<Build>(`${v1}/builds/${seg(id)}/deny`, { method: 'POST' }),
   /** The raw log (ANSI escapes included), for download. */
@@ -59,12 +62,12 @@ export const builds = {
 export const contexts = {
   list: (signal?: AbortSignal) => request<{ items: ConfigContext[] }>(`${v1}/contexts`, { signal }),
   get: (name: string, decrypt = false, signal?: AbortSignal) => request<ConfigContext>(`${v1}/contexts/${seg(name)}`, { query: { decrypt: decrypt ? 'true' : undefined }, signal }),
-  create: (name: string, type: ContextType, values: Record<string, string>) => request<ConfigContext>(`${v1}/contexts`, { method: 'POST', body: { name, type, values } }),
+  create: (name: string, type: ContextType, values: Record<string, string>) => request<ConfigContext>(`${v1}/contexts`, { method: 'POST', body: { name, type, values } satisfies ContextRequest }),
   remove: (name: string) => request<void>(`${v1}/contexts/${seg(name)}`, { method: 'DELETE' }),
 };
 
 export const runners = {
   list: (signal?: AbortSignal) => request<{ items: Runner[] }>(`${v1}/runners`, { signal }),
-  register: (name: string, labels: Record<string, string>) => request<RegisteredRunner>(`${v1}/runners`, { method: 'POST', body: { name, labels } }),
+  register: (name: string, labels: Record<string, string>) => request<RegisteredRunner>(`${v1}/runners`, { method: 'POST', body: { name, labels } satisfies RegisterRunnerRequest }),
   remove: (ref: string) => request<void>(`${v1}/runners/${seg(ref)}`, { method: 'DELETE' }),
 };

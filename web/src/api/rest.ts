@@ -7,10 +7,12 @@ import type {
   AuditEvent,
   AuditFilter,
   CreateAPIKeyRequest,
+  CreateAccountRequest,
   CreateUserRequest,
   CreatedAPIKey,
   CreatedUser,
   ListOptions,
+  LoginRequest,
   LoginResponse,
   Me,
   Page,
@@ -18,6 +20,8 @@ import type {
   RegisteredRuntime,
   Role,
   Runtime,
+  SwitchAccountRequest,
+  UpdateUserRequest,
   User,
 } from './types';
 
@@ -26,23 +30,27 @@ const seg = encodeURIComponent;
 
 export const auth = {
   login: (email: string, password: string, account?: string) =>
-    request<LoginResponse>(`${v1}/auth/login`, { method: 'POST', body: account ? { email, password, account } : { email, password }, quiet401: true }),
+    request<LoginResponse>(`${v1}/auth/login`, {
+      method: 'POST',
+      body: (account ? { email, password, account } : { email, password }) satisfies LoginRequest,
+      quiet401: true,
+    }),
   logout: () => request<void>(`${v1}/auth/logout`, { method: 'POST', quiet401: true }),
-  switchAccount: (account: string) => request<Me>(`${v1}/auth/switch-account`, { method: 'POST', body: { account } }),
+  switchAccount: (account: string) => request<Me>(`${v1}/auth/switch-account`, { method: 'POST', body: { account } satisfies SwitchAccountRequest }),
   /** The caller; quiet, because a 401 here just means "not logged in yet". */
   me: (signal?: AbortSignal) => request<Me>(`${v1}/me`, { signal, quiet401: true }),
 };
 
 export const accounts = {
   current: (signal?: AbortSignal) => request<Account>(`${v1}/account`, { signal }),
-  create: (name: string) => request<Account>(`${v1}/accounts`, { method: 'POST', body: { name } }),
+  create: (name: string) => request<Account>(`${v1}/accounts`, { method: 'POST', body: { name } satisfies CreateAccountRequest }),
 };
 
 export const users = {
   list: (o: ListOptions = {}, signal?: AbortSignal) => request<Page<User>>(`${v1}/users`, { query: { limit: o.limit, after: o.after }, signal }),
   get: (id: string, signal?: AbortSignal) => request<User>(`${v1}/users/${seg(id)}`, { signal }),
   create: (body: CreateUserRequest) => request<CreatedUser>(`${v1}/users`, { method: 'POST', body }),
-  setRole: (id: string, role: Role) => request<User>(`${v1}/users/${seg(id)}`, { method: 'PATCH', body: { role } }),
+  setRole: (id: string, role: Role) => request<User>(`${v1}/users/${seg(id)}`, { method: 'PATCH', body: { role } satisfies UpdateUserRequest }),
   remove: (id: string) => request<void>(`${v1}/users/${seg(id)}`, { method: 'DELETE' }),
 };
 

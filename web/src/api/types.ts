@@ -1,5 +1,6 @@
-// Types of the public API, mirroring client/types.go and api/openapi.yaml. Times are RFC 3339
-// strings on the wire.
+// Types of the public API, mirroring client/types.go, client/pipelines.go and api/openapi.yaml
+// (wire.test.ts checks them against the Go types' golden JSON). Times are RFC 3339 strings on
+// the wire.
 
 export type Role = 'admin' | 'member' | 'viewer';
 export const roles: readonly Role[] = ['admin', 'member', 'viewer'];
@@ -128,11 +129,27 @@ export interface AuditFilter {
   until?: string;
 }
 
+export interface LoginRequest {
+  email: string;
+  password: string;
+  /** ID or name; default: the user's first account. */
+  account?: string;
+}
+
 export interface LoginResponse {
   token: string;
   csrfToken: string;
   expiresAt: string;
   me: Me;
+}
+
+export interface CreateAccountRequest {
+  name: string;
+}
+
+export interface SwitchAccountRequest {
+  /** ID or name. */
+  account: string;
 }
 
 export interface CreateUserRequest {
@@ -144,6 +161,10 @@ export interface CreateUserRequest {
 
 export interface CreatedUser extends User {
   password?: string;
+}
+
+export interface UpdateUserRequest {
+  role: Role;
 }
 
 export interface CreateAPIKeyRequest {
@@ -176,6 +197,8 @@ export interface PipelineConfig {
   terminateOlder?: boolean;
   maxAttempts?: number;
   onLeaseExpiry?: '' | 'requeue' | 'fail';
+  /** Credentials for specRepo: a context with GIT_TOKEN or GIT_USERNAME/GIT_PASSWORD. */
+  specContext?: string;
 }
 
 export interface Pipeline {
@@ -185,6 +208,9 @@ export interface Pipeline {
   /** project/name */
   fullName: string;
   spec: string;
+  /** Where the spec is kept in git instead, read at each build's revision. */
+  specRepo?: string;
+  specPath?: string;
   config: PipelineConfig;
   createdAt: string;
   updatedAt: string;
@@ -193,7 +219,9 @@ export interface Pipeline {
 export interface PipelineRequest {
   project?: string;
   name?: string;
-  spec: string;
+  spec?: string;
+  specRepo?: string;
+  specPath?: string;
   config: PipelineConfig;
 }
 
@@ -242,6 +270,11 @@ export interface Build {
   startedAt?: string;
   finishedAt?: string;
   steps?: BuildStep[];
+}
+
+export interface RestartRequest {
+  /** Only the failed steps and what follows them. */
+  fromFailed?: boolean;
 }
 
 export interface BuildFilter {
@@ -305,6 +338,12 @@ export interface ConfigContext {
   updatedAt: string;
 }
 
+export interface ContextRequest {
+  name?: string;
+  type?: ContextType;
+  values: Record<string, string>;
+}
+
 export interface Runner {
   id: string;
   name: string;
@@ -313,6 +352,11 @@ export interface Runner {
   connected: boolean;
   lastSeen?: string;
   createdAt: string;
+}
+
+export interface RegisterRunnerRequest {
+  name: string;
+  labels?: Record<string, string>;
 }
 
 export interface RegisteredRunner extends Runner {

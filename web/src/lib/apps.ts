@@ -84,8 +84,17 @@ export function resourceId(k: ResourceKey): string {
   return `${k.group ?? ''}/${k.kind}/${k.namespace ?? ''}/${k.name}`;
 }
 
+/**
+ * Go's field names for a SourceLocation, which the UI was written to read too. Runtimes send
+ * file and line (api/appproxyv1.SourceLocation); these are still read, but no runtime sends them.
+ */
+interface LegacyLocation {
+  File?: string;
+  Line?: number;
+}
+
 /** "web/deploy.yaml:12", "chart/values.yaml", or "" when the place is not known. */
-export function locationLabel(loc: SourceLocation | undefined): string {
+export function locationLabel(loc: (SourceLocation & LegacyLocation) | undefined): string {
   const file = loc?.File ?? loc?.file ?? '';
   const line = loc?.Line ?? loc?.line ?? 0;
   if (!file) return '';

@@ -1,0 +1,150 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/freshet-dev/freshet/api/runnerv1"
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/pipeline/spec"
+	"github.com/freshet-dev/freshet/internal/runner/executor"
+	"github.com/freshet-dev/freshet/internal/runner/executor/local"
+)
+
+// stepOf compiles a one-step pipeline and returns an engine over vars and its step.
+func stepOf(t *testing.T, yaml string, vars map[string]string) (*engine, *spec.Step) {
+	t.Helper()
+	p, err := spec.Parse([]byte("version: '1.0'\nsteps:\n  s:\n" + yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(runnerv1.Job{BuildID: "b1", Variables: vars}, p, nil, executor.Workspace{Path: "/ws"}, nil, func(runnerv1.StepState) {}, nil)
+	return e, p.Step("s")
+}
+
+func envOf(s executor.Step) map[string]string {
+	m := map[string]string{}
+	for _, v := range s.Env {
+		m[v.Name] = v.Value
+	}
+	return m
+}
+
+func TestExecutorStepKeepsValuesOutOfScripts(t *testing.T) {
+	const branch = `main$(touch${IFS}/tmp/x)"'`
+	vars := map[string]string{"CF_BRANCH": branch, "FRESHET_VAR_CF_BRANCH": "overridden?"}
+	e, st := stepOf(t, `    environment: [FRESHET_VAR_CF_BRANCH=mine]
+    entry_point: [bash, -x]
+    commands:
+      - echo ${{CF_BRANCH}} "${{CF_BRANCH}}" '${{CF_BRANCH}}' ${{UNKNOWN}}
+`, vars)
+	s, err := e.executorStep(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `echo "${FRESHET_VAR_CF_BRANCH}" "${FRESHET_VAR_CF_BRANCH}" ''"${FRESHET_VAR_CF_BRANCH}"'' ${{UNKNOWN}}`
+	if len(s.Commands) != 1 || s.Commands[0] != want {
+		t.Errorf("commands = %q, want %q", s.Commands, want)
+	}
+	if s.EntryPoint != nil {
+		t.Errorf("entry point %q kept with commands (documented as ignored)", s.EntryPoint)
+	}
+	// The step's own environment and the pipeline's variables cannot change what a reference reads.
+	merged := executor.MergeEnv(nil, s.Env)
+	if got := envOf(executor.Step{Env: merged})["FRESHET_VAR_CF_BRANCH"]; got != branch {
+		t.Errorf("FRESHET_VAR_CF_BRANCH = %q, want the branch", got)
+	}
+}
+
+func TestExecutorStepShellEntryPoint(t *testing.T) {
+	e, st := stepOf(t, `    entry_point: [sh, -c, 'echo "${{CF_COMMIT_MESSAGE}}" ${{CF_BRANCH}}', arg0, '${{CF_BRANCH}}']
+`, map[string]string{"CF_BRANCH": "a b", "CF_COMMIT_MESSAGE": `x"; id; "`})
+	s, err := e.executorStep(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"sh", "-c", `echo "${FRESHET_VAR_CF_COMMIT_MESSAGE}" "${FRESHET_VAR_CF_BRANCH}"`, "arg0", "a b"}
+	if strings.Join(s.EntryPoint, "|") != strings.Join(want, "|") {
+		t.Errorf("entry point = %q, want %q", s.EntryPoint, want)
+	}
+	env := envOf(s)
+	if env["FRESHET_VAR_CF_COMMIT_MESSAGE"] != `x"; id; "` || env["FRESHET_VAR_CF_BRANCH"] != "a b" {
+		t.Errorf("env = %v", env)
+	}
+}
+
+func TestExecutorStepRefusesValues(t *testing.T) {
+	vars := map[string]string{"CF_REPO_NAME": "../..", "CF_BRANCH": "x y", "BAD": "a[$(id)]", "REV": "--upload-pack=touch /tmp/x",
+		"OK": "app", "CF_BRANCH_TAG_NORMALIZED": "feature_x"}
+	tests := []struct{ yaml, field string }{
+		{"    working_directory: ${{CF_VOLUME_PATH}}/${{CF_REPO_NAME}}\n    commands: [pwd]\n", "working_directory"},
+		{"    working_directory: sub/${{CF_REPO_NAME}}/x\n    commands: [pwd]\n", "working_directory"},
+		{"    image: repo/app:${{CF_BRANCH}}\n    commands: [pwd]\n", "image"},
+		{"    commands: ['echo $(( ${{BAD}} + 1 ))']\n", "commands[0]"},
+		{"    cmd: [echo, 'let n=${{BAD}}']\n", "cmd[1]"},
+		{"    entry_point: [bash, -c, 'echo $(( ${{BAD}} ))']\n", "entry_point[2]"},
+		{"    type: git-clone\n    repo: https://git.example/a/b.git\n    revision: ${{REV}}\n", "revision"},
+		{"    type: git-clone\n    repo: https://git.example/a/b.git\n    working_directory: ${{CF_VOLUME_PATH}}/${{CF_REPO_NAME}}\n", "working_directory"},
+	}
+	for _, tt := range tests {
+		e, st := stepOf(t, tt.yaml, vars)
+		_, err := e.executorStep(st)
+		var fe *errdefs.FieldError
+		if !errors.As(err, &fe) || fe.Field != tt.field {
+			t.Errorf("%s: err = %v, want one for %s", tt.yaml, err, tt.field)
+		}
+	}
+	for _, ok := range []string{
+		"    working_directory: ${{CF_VOLUME_PATH}}/${{OK}}/..\n    commands: [pwd]\n",
+		"    image: repo/app:${{CF_BRANCH_TAG_NORMALIZED}}\n    commands: [pwd]\n",
+		"    entry_point: [printf, '%s\\n', '${{BAD}}', '--name=${{CF_BRANCH}}']\n",
+	} {
+		e, st := stepOf(t, ok, vars)
+		if _, err := e.executorStep(st); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+}
+
+// A step whose commands cannot be rewritten fails before anything runs, with the reason in the
+// log and the step's message.
+func TestEngineFailsRefusedStep(t *testing.T) {
+	dir := t.TempDir()
+	exec, err := local.New(local.Options{Root: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ws, err := exec.Prepare(ctx, executor.Build{ID: "b1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exec.Cleanup(ctx, ws)
+	mark := filepath.Join(dir, "pwned")
+	p, err := spec.Parse([]byte("version: '1.0'\nsteps:\n  s:\n    commands: ['echo $(( ${{N}} ))', 'touch " + mark + "']\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	var states []runnerv1.StepState
+	e := newEngine(runnerv1.Job{BuildID: "b1", Variables: map[string]string{"N": "a[$(touch " + mark + ")]"}}, p, exec, ws, &log,
+		func(s runnerv1.StepState) { states = append(states, s) }, nil)
+	runCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	status, reason := e.run(runCtx)
+	if status != stFailed || !strings.Contains(reason, "commands[0]") {
+		t.Errorf("build %s (%s), want failed for commands[0]", status, reason)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Error("the step ran")
+	}
+	if !strings.Contains(log.String(), "${{N}}") || strings.Contains(log.String(), "touch "+mark+")]") {
+		t.Errorf("log:\n%s", log.String())
+	}
+}

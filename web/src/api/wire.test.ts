@@ -1,0 +1,274 @@
+// The UI's types of the API against the Go wire types. api/wire_test.go writes one golden file
+// per Go type to api/testdata/wire ({"full": every field set, "zero": the zero value, i.e. what
+// is always sent}); `wire` below pairs each with the TypeScript type the UI reads or sends it
+// as, and the type checker (npm run build, and npm test through Vitest's typecheck) refuses
+// drift either way:
+//   - a field Go sends that the TS type lacks, or a TS field Go never sends;
+//   - a TS field required that Go leaves out when empty, or optional that Go always sends
+//     (unless the pairing allows it);
+//   - a string, number, boolean, list or object where Go sends another kind of value.
+// The message names the field: Argument of type '"no drift"' is not assignable to parameter of
+// type '"drift: appproxyv1.SyncResult.user: Go sends it, the TS type lacks it"'. The tests below
+// fail when a golden file is paired with nothing (a new Go type) or with another file's name.
+import { readFileSync, readdirSync } from 'node:fs';
+import { describe, expect, test } from 'vitest';
+import type * as apps from './apps';
+import type * as gitops from './gitops';
+import type * as t from './types';
+
+import client_Account from '../../../api/testdata/wire/client.Account.json';
+import client_AccountMembership from '../../../api/testdata/wire/client.AccountMembership.json';
+import client_User from '../../../api/testdata/wire/client.User.json';
+import client_Me from '../../../api/testdata/wire/client.Me.json';
+import client_APIKey from '../../../api/testdata/wire/client.APIKey.json';
+import client_CreatedAPIKey from '../../../api/testdata/wire/client.CreatedAPIKey.json';
+import client_AuditEvent from '../../../api/testdata/wire/client.AuditEvent.json';
+import client_List from '../../../api/testdata/wire/client.List.json';
+import client_LoginRequest from '../../../api/testdata/wire/client.LoginRequest.json';
+import client_LoginResponse from '../../../api/testdata/wire/client.LoginResponse.json';
+import client_CreateAccountRequest from '../../../api/testdata/wire/client.CreateAccountRequest.json';
+import client_SwitchAccountRequest from '../../../api/testdata/wire/client.SwitchAccountRequest.json';
+import client_CreateUserRequest from '../../../api/testdata/wire/client.CreateUserRequest.json';
+import client_CreatedUser from '../../../api/testdata/wire/client.CreatedUser.json';
+import client_UpdateUserRequest from '../../../api/testdata/wire/client.UpdateUserRequest.json';
+import client_CreateAPIKeyRequest from '../../../api/testdata/wire/client.CreateAPIKeyRequest.json';
+import client_Runtime from '../../../api/testdata/wire/client.Runtime.json';
+import client_RuntimeComponent from '../../../api/testdata/wire/client.RuntimeComponent.json';
+import client_RuntimeCluster from '../../../api/testdata/wire/client.RuntimeCluster.json';
+import client_RegisterRuntimeRequest from '../../../api/testdata/wire/client.RegisterRuntimeRequest.json';
+import client_RegisteredRuntime from '../../../api/testdata/wire/client.RegisteredRuntime.json';
+import client_Project from '../../../api/testdata/wire/client.Project.json';
+import client_PipelineConfig from '../../../api/testdata/wire/client.PipelineConfig.json';
+import client_Variable from '../../../api/testdata/wire/client.Variable.json';
+import client_Pipeline from '../../../api/testdata/wire/client.Pipeline.json';
+import client_PipelineRequest from '../../../api/testdata/wire/client.PipelineRequest.json';
+import client_RunRequest from '../../../api/testdata/wire/client.RunRequest.json';
+import client_Build from '../../../api/testdata/wire/client.Build.json';
+import client_Step from '../../../api/testdata/wire/client.Step.json';
+import client_RestartRequest from '../../../api/testdata/wire/client.RestartRequest.json';
+import client_Context from '../../../api/testdata/wire/client.Context.json';
+import client_ContextRequest from '../../../api/testdata/wire/client.ContextRequest.json';
+import client_Runner from '../../../api/testdata/wire/client.Runner.json';
+import client_RegisterRunnerRequest from '../../../api/testdata/wire/client.RegisterRunnerRequest.json';
+import client_RegisteredRunner from '../../../api/testdata/wire/client.RegisteredRunner.json';
+import client_GitTrigger from '../../../api/testdata/wire/client.GitTrigger.json';
+import client_Trigger from '../../../api/testdata/wire/client.Trigger.json';
+import client_TriggerRequest from '../../../api/testdata/wire/client.TriggerRequest.json';
+import client_CreatedTrigger from '../../../api/testdata/wire/client.CreatedTrigger.json';
+import appproxyv1_List from '../../../api/testdata/wire/appproxyv1.List.json';
+import appproxyv1_Application from '../../../api/testdata/wire/appproxyv1.Application.json';
+import appproxyv1_ApplicationManifest from '../../../api/testdata/wire/appproxyv1.ApplicationManifest.json';
+import appproxyv1_AppMetadata from '../../../api/testdata/wire/appproxyv1.AppMetadata.json';
+import appproxyv1_AppSpec from '../../../api/testdata/wire/appproxyv1.AppSpec.json';
+import appproxyv1_AppSource from '../../../api/testdata/wire/appproxyv1.AppSource.json';
+import appproxyv1_AppDestination from '../../../api/testdata/wire/appproxyv1.AppDestination.json';
+import appproxyv1_AppSyncPolicy from '../../../api/testdata/wire/appproxyv1.AppSyncPolicy.json';
+import appproxyv1_AppSyncPolicyAutomated from '../../../api/testdata/wire/appproxyv1.AppSyncPolicyAutomated.json';
+import appproxyv1_AppIgnoreDifferences from '../../../api/testdata/wire/appproxyv1.AppIgnoreDifferences.json';
+import appproxyv1_AppInfo from '../../../api/testdata/wire/appproxyv1.AppInfo.json';
+import appproxyv1_AppStatus from '../../../api/testdata/wire/appproxyv1.AppStatus.json';
+import appproxyv1_Health from '../../../api/testdata/wire/appproxyv1.Health.json';
+import appproxyv1_CommitInfo from '../../../api/testdata/wire/appproxyv1.CommitInfo.json';
+import appproxyv1_SourceLocation from '../../../api/testdata/wire/appproxyv1.SourceLocation.json';
+import appproxyv1_AppCondition from '../../../api/testdata/wire/appproxyv1.AppCondition.json';
+import appproxyv1_ResourceKey from '../../../api/testdata/wire/appproxyv1.ResourceKey.json';
+import appproxyv1_AppResource from '../../../api/testdata/wire/appproxyv1.AppResource.json';
+import appproxyv1_ResourceDiff from '../../../api/testdata/wire/appproxyv1.ResourceDiff.json';
+import appproxyv1_SyncRequest from '../../../api/testdata/wire/appproxyv1.SyncRequest.json';
+import appproxyv1_SyncResult from '../../../api/testdata/wire/appproxyv1.SyncResult.json';
+import appproxyv1_ResourceResult from '../../../api/testdata/wire/appproxyv1.ResourceResult.json';
+import appproxyv1_HookResult from '../../../api/testdata/wire/appproxyv1.HookResult.json';
+import appproxyv1_HistoryEntry from '../../../api/testdata/wire/appproxyv1.HistoryEntry.json';
+import appproxyv1_RollbackRequest from '../../../api/testdata/wire/appproxyv1.RollbackRequest.json';
+import appproxyv1_RollbackResult from '../../../api/testdata/wire/appproxyv1.RollbackResult.json';
+import appproxyv1_AutoSyncRequest from '../../../api/testdata/wire/appproxyv1.AutoSyncRequest.json';
+import appproxyv1_TerminateResult from '../../../api/testdata/wire/appproxyv1.TerminateResult.json';
+import appproxyv1_TreeNode from '../../../api/testdata/wire/appproxyv1.TreeNode.json';
+import appproxyv1_GitSource from '../../../api/testdata/wire/appproxyv1.GitSource.json';
+import appproxyv1_GitSourceMetadata from '../../../api/testdata/wire/appproxyv1.GitSourceMetadata.json';
+import appproxyv1_GitSourceSpec from '../../../api/testdata/wire/appproxyv1.GitSourceSpec.json';
+import appproxyv1_ProviderRepo from '../../../api/testdata/wire/appproxyv1.ProviderRepo.json';
+import appproxyv1_Cluster from '../../../api/testdata/wire/appproxyv1.Cluster.json';
+import appproxyv1_NotifyRequest from '../../../api/testdata/wire/appproxyv1.NotifyRequest.json';
+import appproxyv1_NotifyResult from '../../../api/testdata/wire/appproxyv1.NotifyResult.json';
+import appproxyv1_ClusterCredential from '../../../api/testdata/wire/appproxyv1.ClusterCredential.json';
+import appproxyv1_AddedCluster from '../../../api/testdata/wire/appproxyv1.AddedCluster.json';
+
+const wireDir = new URL('../../../api/testdata/wire/', import.meta.url);
+
+/** A golden file: the Go type with every field set, and its zero value. */
+interface Golden {
+  full: object;
+  zero: object;
+}
+
+type IsAny<T> = 0 extends 1 & T ? true : false;
+
+/** The keys of T that are not optional. */
+type RequiredKeys<T> = { [K in keyof T]-?: {} extends Pick<T, K> ? never : K }[keyof T];
+
+/** What is wrong with TS type T for the value J Go sends at path P (never: nothing). */
+type ValueDrift<T, J, P extends string> =
+  IsAny<T> extends true
+    ? never
+    : unknown extends T
+      ? never // unknown: JSON the UI does not model
+      : [J] extends [null]
+        ? never
+        : [J] extends [string]
+          ? [NonNullable<T>] extends [string]
+            ? never
+            : `${P}: Go sends a string`
+          : [J] extends [number]
+            ? [NonNullable<T>] extends [number]
+              ? never
+              : `${P}: Go sends a number`
+            : [J] extends [boolean]
+              ? [NonNullable<T>] extends [boolean]
+                ? never
+                : `${P}: Go sends a boolean`
+              : J extends readonly (infer JE)[]
+                ? NonNullable<T> extends readonly (infer TE)[]
+                  ? ValueDrift<TE, JE, `${P}[]`>
+                  : `${P}: Go sends a list`
+                : [NonNullable<T>] extends [object]
+                  ? KeyDrift<NonNullable<T>, J, P>
+                  : `${P}: Go sends an object`;
+
+/**
+ * The keys Go sends against TS type T: each must be in T, with a value of the right kind. A map
+ * (Record<string, V>) takes any key.
+ */
+type KeyDrift<T, J, P extends string> = string extends keyof T
+  ? { [K in keyof J & string]: ValueDrift<T[string & keyof T], J[K], `${P}.${K}`> }[keyof J & string]
+  : { [K in keyof J & string]: K extends keyof T ? ValueDrift<T[K], J[K], `${P}.${K}`> : `${P}.${K}: Go sends it, the TS type lacks it` }[keyof J & string];
+
+/**
+ * Drift between TS type T and the golden file J of Go type N: KeyDrift over the full value
+ * (nested types are checked for what Go sends; their own golden files check the rest), and at
+ * the top every TS field must be sent, and be required exactly when Go always sends it.
+ */
+type Drift<N extends string, T, J extends Golden, Optional = never> =
+  | KeyDrift<T, J['full'], N>
+  | { [K in Exclude<keyof T & string, keyof J['full']>]: `${N}.${K}: the TS type has it, Go never sends it` }[Exclude<keyof T & string, keyof J['full']>]
+  | { [K in RequiredKeys<T> & string]: K extends keyof J['zero'] ? never : `${N}.${K}: TS requires it, Go leaves it out when empty` }[RequiredKeys<T> & string]
+  | {
+      [K in Exclude<keyof J['zero'] & string, Optional>]: K extends RequiredKeys<T> ? never : `${N}.${K}: Go always sends it, TS has it optional`;
+    }[Exclude<keyof J['zero'] & string, Optional>];
+
+/** The drift as a union of messages (not an alias), for the compiler to print. */
+type Messages<D> = [D] extends [never] ? 'no drift' : `drift: ${D & string}`;
+
+/**
+ * Pairs Go type name's golden file with TS type T; 'no drift' type-checks only when they agree.
+ * Optional names fields Go always sends that T may leave optional, because the UI builds such
+ * values itself too.
+ */
+function pair<T, Optional extends keyof T = never>() {
+  return <const N extends string, J extends Golden>(name: N, golden: J, ok: Messages<Drift<N, T, J, Optional>>) => ({
+    name,
+    golden,
+    ok,
+  });
+}
+
+const wire = [
+  pair<t.Account>()('client.Account', client_Account, 'no drift'),
+  pair<t.AccountMembership>()('client.AccountMembership', client_AccountMembership, 'no drift'),
+  pair<t.User>()('client.User', client_User, 'no drift'),
+  pair<t.Me>()('client.Me', client_Me, 'no drift'),
+  pair<t.APIKey>()('client.APIKey', client_APIKey, 'no drift'),
+  pair<t.CreatedAPIKey>()('client.CreatedAPIKey', client_CreatedAPIKey, 'no drift'),
+  pair<t.AuditEvent>()('client.AuditEvent', client_AuditEvent, 'no drift'),
+  pair<t.Page<t.Account>>()('client.List', client_List, 'no drift'),
+  pair<t.LoginRequest>()('client.LoginRequest', client_LoginRequest, 'no drift'),
+  pair<t.LoginResponse>()('client.LoginResponse', client_LoginResponse, 'no drift'),
+  pair<t.CreateAccountRequest>()('client.CreateAccountRequest', client_CreateAccountRequest, 'no drift'),
+  pair<t.SwitchAccountRequest>()('client.SwitchAccountRequest', client_SwitchAccountRequest, 'no drift'),
+  pair<t.CreateUserRequest>()('client.CreateUserRequest', client_CreateUserRequest, 'no drift'),
+  pair<t.CreatedUser>()('client.CreatedUser', client_CreatedUser, 'no drift'),
+  pair<t.UpdateUserRequest>()('client.UpdateUserRequest', client_UpdateUserRequest, 'no drift'),
+  pair<t.CreateAPIKeyRequest>()('client.CreateAPIKeyRequest', client_CreateAPIKeyRequest, 'no drift'),
+  pair<t.Runtime>()('client.Runtime', client_Runtime, 'no drift'),
+  pair<t.RuntimeComponent>()('client.RuntimeComponent', client_RuntimeComponent, 'no drift'),
+  pair<t.RuntimeCluster>()('client.RuntimeCluster', client_RuntimeCluster, 'no drift'),
+  pair<t.RegisterRuntimeRequest>()('client.RegisterRuntimeRequest', client_RegisterRuntimeRequest, 'no drift'),
+  pair<t.RegisteredRuntime>()('client.RegisteredRuntime', client_RegisteredRuntime, 'no drift'),
+  pair<t.Project>()('client.Project', client_Project, 'no drift'),
+  pair<t.PipelineConfig>()('client.PipelineConfig', client_PipelineConfig, 'no drift'),
+  pair<t.PipelineVariable>()('client.Variable', client_Variable, 'no drift'),
+  pair<t.Pipeline>()('client.Pipeline', client_Pipeline, 'no drift'),
+  pair<t.PipelineRequest>()('client.PipelineRequest', client_PipelineRequest, 'no drift'),
+  pair<t.RunRequest>()('client.RunRequest', client_RunRequest, 'no drift'),
+  pair<t.Build>()('client.Build', client_Build, 'no drift'),
+  pair<t.BuildStep>()('client.Step', client_Step, 'no drift'),
+  pair<t.RestartRequest>()('client.RestartRequest', client_RestartRequest, 'no drift'),
+  pair<t.ConfigContext>()('client.Context', client_Context, 'no drift'),
+  pair<t.ContextRequest>()('client.ContextRequest', client_ContextRequest, 'no drift'),
+  pair<t.Runner>()('client.Runner', client_Runner, 'no drift'),
+  pair<t.RegisterRunnerRequest>()('client.RegisterRunnerRequest', client_RegisterRunnerRequest, 'no drift'),
+  pair<t.RegisteredRunner>()('client.RegisteredRunner', client_RegisteredRunner, 'no drift'),
+  pair<t.GitTrigger>()('client.GitTrigger', client_GitTrigger, 'no drift'),
+  pair<t.Trigger>()('client.Trigger', client_Trigger, 'no drift'),
+  pair<t.TriggerRequest>()('client.TriggerRequest', client_TriggerRequest, 'no drift'),
+  pair<t.CreatedTrigger>()('client.CreatedTrigger', client_CreatedTrigger, 'no drift'),
+  pair<apps.ProxyList<gitops.ClusterRef>>()('appproxyv1.List', appproxyv1_List, 'no drift'),
+  pair<apps.ProxyApplication>()('appproxyv1.Application', appproxyv1_Application, 'no drift'),
+  pair<apps.ApplicationSpec>()('appproxyv1.ApplicationManifest', appproxyv1_ApplicationManifest, 'no drift'),
+  pair<apps.AppMetadata>()('appproxyv1.AppMetadata', appproxyv1_AppMetadata, 'no drift'),
+  pair<apps.AppSpec>()('appproxyv1.AppSpec', appproxyv1_AppSpec, 'no drift'),
+  pair<apps.AppSource>()('appproxyv1.AppSource', appproxyv1_AppSource, 'no drift'),
+  pair<apps.Destination>()('appproxyv1.AppDestination', appproxyv1_AppDestination, 'no drift'),
+  pair<apps.AppSyncPolicy>()('appproxyv1.AppSyncPolicy', appproxyv1_AppSyncPolicy, 'no drift'),
+  pair<apps.AppSyncPolicyAutomated>()('appproxyv1.AppSyncPolicyAutomated', appproxyv1_AppSyncPolicyAutomated, 'no drift'),
+  pair<apps.AppIgnoreDifferences>()('appproxyv1.AppIgnoreDifferences', appproxyv1_AppIgnoreDifferences, 'no drift'),
+  pair<apps.AppInfo>()('appproxyv1.AppInfo', appproxyv1_AppInfo, 'no drift'),
+  pair<apps.AppStatus>()('appproxyv1.AppStatus', appproxyv1_AppStatus, 'no drift'),
+  pair<apps.HealthResult>()('appproxyv1.Health', appproxyv1_Health, 'no drift'),
+  pair<apps.CommitInfo>()('appproxyv1.CommitInfo', appproxyv1_CommitInfo, 'no drift'),
+  pair<apps.SourceLocation>()('appproxyv1.SourceLocation', appproxyv1_SourceLocation, 'no drift'),
+  pair<apps.Condition>()('appproxyv1.AppCondition', appproxyv1_AppCondition, 'no drift'),
+  pair<apps.ResourceKey>()('appproxyv1.ResourceKey', appproxyv1_ResourceKey, 'no drift'),
+  pair<apps.ResourceStatus>()('appproxyv1.AppResource', appproxyv1_AppResource, 'no drift'),
+  pair<apps.ResourceDiff>()('appproxyv1.ResourceDiff', appproxyv1_ResourceDiff, 'no drift'),
+  pair<apps.SyncRequest>()('appproxyv1.SyncRequest', appproxyv1_SyncRequest, 'no drift'),
+  pair<apps.SyncResult>()('appproxyv1.SyncResult', appproxyv1_SyncResult, 'no drift'),
+  pair<apps.ResourceResult>()('appproxyv1.ResourceResult', appproxyv1_ResourceResult, 'no drift'),
+  pair<apps.HookResult>()('appproxyv1.HookResult', appproxyv1_HookResult, 'no drift'),
+  pair<apps.HistoryEntry>()('appproxyv1.HistoryEntry', appproxyv1_HistoryEntry, 'no drift'),
+  pair<apps.RollbackRequest>()('appproxyv1.RollbackRequest', appproxyv1_RollbackRequest, 'no drift'),
+  pair<apps.RollbackResult>()('appproxyv1.RollbackResult', appproxyv1_RollbackResult, 'no drift'),
+  pair<apps.AutoSyncRequest>()('appproxyv1.AutoSyncRequest', appproxyv1_AutoSyncRequest, 'no drift'),
+  pair<apps.TerminateResult>()('appproxyv1.TerminateResult', appproxyv1_TerminateResult, 'no drift'),
+  // lib/appTree.ts adds the managed resources the live tree lacks, with no creation time.
+  pair<apps.TreeNode, 'createdAt'>()('appproxyv1.TreeNode', appproxyv1_TreeNode, 'no drift'),
+  pair<gitops.GitSource>()('appproxyv1.GitSource', appproxyv1_GitSource, 'no drift'),
+  pair<gitops.GitSourceMetadata>()('appproxyv1.GitSourceMetadata', appproxyv1_GitSourceMetadata, 'no drift'),
+  pair<gitops.GitSourceSpec>()('appproxyv1.GitSourceSpec', appproxyv1_GitSourceSpec, 'no drift'),
+  pair<gitops.ProviderRepo>()('appproxyv1.ProviderRepo', appproxyv1_ProviderRepo, 'no drift'),
+  pair<gitops.ClusterRef>()('appproxyv1.Cluster', appproxyv1_Cluster, 'no drift'),
+];
+
+/** Go types the UI neither reads nor sends, and why. */
+const notInTheUI: Record<string, { golden: Golden; why: string }> = {
+  'appproxyv1.NotifyRequest': { golden: appproxyv1_NotifyRequest, why: 'the control plane sends it to a runtime after a verified push webhook' },
+  'appproxyv1.NotifyResult': { golden: appproxyv1_NotifyResult, why: 'what a runtime answers the control plane to a NotifyRequest' },
+  'appproxyv1.ClusterCredential': { golden: appproxyv1_ClusterCredential, why: '`freshet cluster add` hands a service account token to a runtime; the UI does not' },
+  'appproxyv1.AddedCluster': { golden: appproxyv1_AddedCluster, why: 'the answer to a ClusterCredential' },
+};
+
+describe('the UI types against the Go wire types (api/testdata/wire)', () => {
+  test('every golden file is paired with a TypeScript type, or said not to be used', () => {
+    const files = readdirSync(wireDir).filter((f) => f.endsWith('.json')).map((f) => f.slice(0, -'.json'.length)).sort();
+    const named = [...wire.map((w) => w.name), ...Object.keys(notInTheUI)].sort();
+    expect(named).toEqual(files);
+    expect(new Set(named).size).toBe(named.length);
+  });
+
+  test('each pairing names its own golden file', () => {
+    const all = [...wire, ...Object.entries(notInTheUI).map(([name, v]) => ({ name, golden: v.golden }))];
+    for (const { name, golden } of all) {
+      expect(golden, name).toEqual(JSON.parse(readFileSync(new URL(`${name}.json`, wireDir), 'utf8')));
+    }
+  });
+});
