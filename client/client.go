@@ -244,6 +244,25 @@ func (c *Client) DeleteUser(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/api/v1/users/"+url.PathEscape(id), nil, nil, nil)
 }
 
+// ListInvitations lists the invitations to other accounts the caller's user has not answered.
+func (c *Client) ListInvitations(ctx context.Context) (List[Invitation], error) {
+	var out List[Invitation]
+	err := c.do(ctx, http.MethodGet, "/api/v1/invitations", nil, nil, &out)
+	return out, err
+}
+
+// AcceptInvitation joins the account that invited the caller's user (a session only).
+func (c *Client) AcceptInvitation(ctx context.Context, id string) (AccountMembership, error) {
+	var out AccountMembership
+	err := c.do(ctx, http.MethodPost, "/api/v1/invitations/"+url.PathEscape(id)+"/accept", nil, struct{}{}, &out)
+	return out, err
+}
+
+// DeclineInvitation declines an invitation of the caller's user (a session only).
+func (c *Client) DeclineInvitation(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodPost, "/api/v1/invitations/"+url.PathEscape(id)+"/decline", nil, struct{}{}, nil)
+}
+
 // CreateAPIKey creates an API key; the token is in the result only.
 func (c *Client) CreateAPIKey(ctx context.Context, r CreateAPIKeyRequest) (CreatedAPIKey, error) {
 	var out CreatedAPIKey

@@ -108,10 +108,23 @@ type CreateUserRequest struct {
 	Password string `json:"password,omitempty"`
 }
 
-// CreatedUser is a new member; Password is set once when the server generated it.
+// CreatedUser is a new member; Password is set once when the server generated it. When the
+// email already had a login, the user was invited instead and joins on accepting; the answer
+// looks the same (and the password is not theirs to use).
 type CreatedUser struct {
 	User
 	Password string `json:"password,omitempty"`
+}
+
+// Invitation asks the caller's user to join another account (an admin there added their
+// email). Only the invited user sees it, and accepts or declines it.
+type Invitation struct {
+	ID        string    `json:"id"`
+	Account   Account   `json:"account"`
+	Role      string    `json:"role"`
+	InvitedBy string    `json:"invitedBy"`
+	CreatedAt time.Time `json:"createdAt"`
+	ExpiresAt time.Time `json:"expiresAt"`
 }
 
 // UpdateUserRequest changes a member.

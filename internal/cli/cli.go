@@ -89,7 +89,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.AddCommand(
 		a.upCommand(), a.serverCommand(),
 		a.loginCommand(), a.logoutCommand(), a.configCommand(),
-		a.accountCommand(), a.userCommand(), a.apikeyCommand(), a.auditCommand(),
+		a.accountCommand(), a.userCommand(), a.invitationCommand(), a.apikeyCommand(), a.auditCommand(),
 		a.projectCommand(), a.pipelineCommand(), a.buildCommand(), a.contextCommand(), a.runnerCommand(),
 		a.masterKeyCommand(), a.runtimeCommand(), a.appCommand(), a.clusterCommand(), a.gitSourceCommand(),
 		a.versionCommand(),

@@ -359,3 +359,42 @@ func (a *app) auditCommand() *cobra.Command {
 	cmd.AddCommand(list)
 	return cmd
 }
+
+func (a *app) invitationCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "invitation", Aliases: []string{"invitations"}, Short: "Answer invitations to join other accounts"}
+	var listOut string
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List your invitations to other accounts",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			invs, err := c.ListInvitations(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return printData(a.stdout, listOut, invs.Items, func(tw *tabwriter.Writer) {
+				row(tw, "ID", "ACCOUNT", "ROLE", "INVITED BY", "EXPIRES")
+				for _, i := range invs.Items {
+					row(tw, i.ID, i.Account.Name, i.Role, i.InvitedBy, i.ExpiresAt)
+				}
+			})
+		},
+	}
+	addOutputFlag(list, &listOut)
+	accept := a.actionCommand("accept ID", "Join the account that invited you (needs a login session)", func(ctx context.Context, c *client.Client, id string) (string, error) {
+		m, err := c.AcceptInvitation(ctx, id)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("Joined account %s as %s; switch to it with 'freshet account use %s'.", m.Name, m.Role, m.Name), nil
+	})
+	decline := a.actionCommand("decline ID", "Decline an invitation (needs a login session)", func(ctx context.Context, c *client.Client, id string) (string, error) {
+		return "Declined invitation " + id + ".", c.DeclineInvitation(ctx, id)
+	})
+	cmd.AddCommand(list, accept, decline)
+	return cmd
+}

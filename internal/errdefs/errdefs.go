@@ -9,6 +9,7 @@ package errdefs
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Sentinel error kinds.
@@ -47,6 +48,21 @@ func Invalid(field, v, reason string) error {
 		v = v[:maxValue] + "…"
 	}
 	return &FieldError{Field: field, Value: v, Reason: reason}
+}
+
+// RetryAfterError is an error that says when the request may be tried again (a rate limit).
+// WriteHTTP answers it with a Retry-After header.
+type RetryAfterError struct {
+	Err   error
+	After time.Duration
+}
+
+func (e *RetryAfterError) Error() string { return e.Err.Error() }
+func (e *RetryAfterError) Unwrap() error { return e.Err }
+
+// RetryAfter returns err carrying when to try again.
+func RetryAfter(err error, after time.Duration) error {
+	return &RetryAfterError{Err: err, After: after}
 }
 
 // Code returns the stable machine-readable code for err's kind, as sent in API error bodies.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
 )
@@ -73,6 +74,10 @@ func Public(err error, requestID string) Detail {
 // the caller can log what a client was not told.
 func WriteHTTP(w http.ResponseWriter, err error, requestID string) int {
 	status := HTTPStatus(err)
+	var ra *RetryAfterError
+	if errors.As(err, &ra) {
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(ra.After.Seconds())))))
+	}
 	WriteJSON(w, status, Body{Error: Public(err, requestID)})
 	return status
 }

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -80,5 +81,22 @@ func TestErrorsChooseTheirStatus(t *testing.T) {
 	err := fmt.Errorf("proxy: %w", gateway{})
 	if got := errdefs.HTTPStatus(err); got != http.StatusBadGateway {
 		t.Errorf("HTTPStatus = %d, want 502", got)
+	}
+}
+
+func TestRateLimitsSayWhenToRetry(t *testing.T) {
+	for _, c := range []struct {
+		after time.Duration
+		want  string
+	}{{0, "1"}, {300 * time.Millisecond, "1"}, {time.Second, "1"}, {90*time.Second + time.Millisecond, "91"}} {
+		err := errdefs.RetryAfter(fmt.Errorf("too many logins: %w", errdefs.ErrRateLimited), c.after)
+		rec := httptest.NewRecorder()
+		if status := errdefs.WriteHTTP(rec, fmt.Errorf("login: %w", err), ""); status != 429 || rec.Header().Get("Retry-After") != c.want {
+			t.Errorf("after %s: %d, Retry-After %q, want 429 and %q", c.after, status, rec.Header().Get("Retry-After"), c.want)
+		}
+	}
+	rec := httptest.NewRecorder()
+	if errdefs.WriteHTTP(rec, errdefs.ErrRateLimited, ""); rec.Header().Get("Retry-After") != "" {
+		t.Error("Retry-After without a time to say")
 	}
 }

@@ -3,6 +3,7 @@ package identity
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/freshet-dev/freshet/internal/audit"
@@ -13,12 +14,56 @@ import (
 	"github.com/freshet-dev/freshet/internal/token"
 )
 
+// MinAPIKeyTTL is the shortest lifetime an expiring API key may have: shorter ones are typos
+// ("0.5ns", "30ms") that would make a key no one could use — or, rounded to zero, one that
+// never expires.
+const MinAPIKeyTTL = time.Minute
+
 // CreateAPIKeyInput describes a new API key.
 type CreateAPIKeyInput struct {
 	Name string
 	Role string // empty: the caller's role
-	// ExpiresIn is the key's lifetime: nil means DefaultAPIKeyTTL, 0 means it never expires.
+	// ExpiresIn is the key's lifetime: nil means DefaultAPIKeyTTL, 0 means it never expires;
+	// otherwise at least MinAPIKeyTTL, in whole seconds.
 	ExpiresIn *time.Duration
+}
+
+const ttlHint = "give a duration of at least 1m in whole seconds, such as 720h or 90m, or 0 for a key that never expires"
+
+// ParseAPIKeyTTL reads an API key's lifetime as the API sends it (a Go duration, field
+// expiresIn): "" is the default (nil), a literal zero ("0", "0s") is never, anything else must
+// be a whole number of seconds of at least MinAPIKeyTTL. A value that only rounds to zero
+// ("0.5ns") is refused rather than taken as never.
+func ParseAPIKeyTTL(s string) (*time.Duration, error) {
+	if s == "" {
+		return nil, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return nil, errdefs.Invalid("expiresIn", s, "is not a duration: "+ttlHint)
+	}
+	if d == 0 && strings.ContainsAny(s, "123456789") {
+		return nil, errdefs.Invalid("expiresIn", s, "is shorter than a nanosecond: "+ttlHint)
+	}
+	if err := checkTTL(s, d); err != nil {
+		return nil, err
+	}
+	return &d, nil
+}
+
+// checkTTL refuses negative, sub-second and too-short lifetimes; 0 (never) passes.
+func checkTTL(s string, d time.Duration) error {
+	switch {
+	case d < 0:
+		return errdefs.Invalid("expiresIn", s, "is negative: "+ttlHint)
+	case d == 0:
+		return nil
+	case d%time.Second != 0:
+		return errdefs.Invalid("expiresIn", s, "is not a whole number of seconds: "+ttlHint)
+	case d < MinAPIKeyTTL:
+		return errdefs.Invalid("expiresIn", s, "is shorter than 1m: "+ttlHint)
+	}
+	return nil
 }
 
 // CreateAPIKey creates an API key for p's user in p's account and returns it with its token,
@@ -45,8 +90,8 @@ func (s *Service) CreateAPIKey(ctx context.Context, p rbac.Principal, in CreateA
 	if in.ExpiresIn != nil {
 		ttl = *in.ExpiresIn
 	}
-	if ttl < 0 {
-		return APIKey{}, "", errdefs.Invalid("expiresIn", ttl.String(), "is negative: give a duration such as 720h, or 0 for a key that never expires")
+	if err := checkTTL(ttl.String(), ttl); err != nil {
+		return APIKey{}, "", err
 	}
 	now := s.now()
 	minted := token.APIKey.New()

@@ -1,11 +1,13 @@
-// Package identity manages accounts (tenants), users and their memberships, API keys and login
-// sessions, and resolves every request's credentials to an rbac.Principal.
+// Package identity manages accounts (tenants), users and their memberships, invitations to
+// further accounts, API keys and login sessions, and resolves every request's credentials to an
+// rbac.Principal.
 //
-// Passwords are hashed with argon2id; API keys and session tokens are random secrets stored as
-// SHA-256 hashes and shown once. Every change is audited in the transaction that makes it.
+// Passwords are hashed with argon2id, a bounded number at once (hasher); API keys and session
+// tokens are random secrets stored as SHA-256 hashes and shown once. Every change is audited in
+// the transaction that makes it.
 //
-// The service returns the package's own types (Account, Member, APIKey, Me), never store rows:
-// password and token hashes stay inside it. It reads the database through Store.
+// The service returns the package's own types (Account, Member, APIKey, Invitation, Me), never
+// store rows: password and token hashes stay inside it. It reads the database through Store.
 package identity
 
 import (
@@ -47,12 +49,14 @@ type Service struct {
 	now     func() time.Time
 	byEmail *failureLimiter
 	byIP    *failureLimiter
+	hasher  *hasher
 }
 
 // New returns a Service on db that audits to a.
 func New(db Store, a *audit.Log, log *slog.Logger) *Service {
 	return &Service{db: db, audit: a, log: log, now: time.Now,
-		byEmail: newFailureLimiter(maxFailuresPerEmail), byIP: newFailureLimiter(maxFailuresPerIP)}
+		byEmail: newFailureLimiter(maxFailuresPerEmail), byIP: newFailureLimiter(maxFailuresPerIP),
+		hasher: newHasher(maxConcurrentHashes, hashQueueWait)}
 }
 
 // BootstrapResult says what Bootstrap did.
@@ -92,7 +96,7 @@ func (s *Service) Provision(ctx context.Context, accountName, email, password st
 	} else if err := validatePassword("admin-password", password); err != nil {
 		return BootstrapResult{}, err
 	}
-	hash, err := HashPassword(password)
+	hash, err := s.hasher.hash(ctx, password)
 	if err != nil {
 		return BootstrapResult{}, err
 	}
@@ -135,7 +139,11 @@ var errBadCredentials = fmt.Errorf("invalid email or password: %w", errdefs.ErrU
 
 // Login checks email and password and opens a session in account (an account ID or name the
 // user belongs to; empty means the user's first account). Failures say nothing about which part
-// was wrong, and repeated failures per email and per source address are refused for a while.
+// was wrong, and take as long for an unknown email as for a known one. Repeated failures per
+// email and per source address are refused for a while: each attempt counts as a failure from
+// before its password is checked until it turns out right, so parallel attempts cannot get past
+// the limit. Password checks are bounded (see hasher): when the server is checking too many at
+// once, the attempt is refused with ErrRateLimited and counts for nothing.
 func (s *Service) Login(ctx context.Context, email, password, account string) (res LoginResult, err error) {
 	email = strings.ToLower(strings.TrimSpace(email))
 	e := audit.Start(ctx, rbac.Principal{Email: email}, "auth.login", "session", "")
@@ -143,26 +151,38 @@ func (s *Service) Login(ctx context.Context, email, password, account string) (r
 
 	now := s.now()
 	ip := audit.MetaFrom(ctx).SourceIP
-	for _, c := range []struct {
+	type reservation struct {
 		l   *failureLimiter
 		key string
-	}{{s.byEmail, email}, {s.byIP, ip}} {
-		if blocked, wait := c.l.blocked(c.key, now); blocked && c.key != "" {
-			return LoginResult{}, fmt.Errorf("too many failed logins: try again in %s: %w", wait.Round(time.Second), errdefs.ErrRateLimited)
-		}
 	}
-	fail := func() (LoginResult, error) {
-		s.byEmail.fail(email, now)
-		if ip != "" {
-			s.byIP.fail(ip, now)
+	var held []reservation
+	release := func() {
+		for _, r := range held {
+			r.l.release(r.key, now)
 		}
-		return LoginResult{}, errBadCredentials
+		held = nil
 	}
+	for _, r := range []reservation{{s.byEmail, email}, {s.byIP, ip}} {
+		if r.key == "" {
+			continue
+		}
+		if ok, wait := r.l.reserve(r.key, now); !ok {
+			release()
+			return LoginResult{}, errdefs.RetryAfter(fmt.Errorf("too many failed logins: try again in %s: %w", wait.Round(time.Second), errdefs.ErrRateLimited), wait)
+		}
+		held = append(held, r)
+	}
+	// From here on, an attempt whose password was not found wrong gives its reservations back.
+	wrong := false
+	defer func() {
+		if !wrong {
+			release()
+		}
+	}()
+	// An unknown email is looked up, and its (dummy) password checked, like a known one.
 	u, err := s.db.UserByEmail(ctx, email)
-	if errors.Is(err, errdefs.ErrNotFound) {
-		CheckPassword(dummyHash, password)
-		return fail()
-	} else if err != nil {
+	known := err == nil
+	if err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 		return LoginResult{}, err
 	}
 	ms, err := s.db.MembershipsOf(ctx, u.ID)
@@ -172,8 +192,17 @@ func (s *Service) Login(ctx context.Context, email, password, account string) (r
 	if len(ms) > 0 {
 		e.Account(ms[0].Account.ID) // failures are recorded in the user's first account
 	}
-	if !CheckPassword(u.PasswordHash, password) {
-		return fail()
+	hash := u.PasswordHash
+	if !known {
+		hash = dummyHash
+	}
+	ok, err := s.hasher.check(ctx, hash, password)
+	if err != nil {
+		return LoginResult{}, err
+	}
+	if !ok || !known {
+		wrong = true
+		return LoginResult{}, errBadCredentials
 	}
 	var m *store.Membership
 	for i := range ms {
@@ -342,7 +371,9 @@ func (s *Service) Account(ctx context.Context, p rbac.Principal) (Account, error
 	return accountOf(a), nil
 }
 
-// CountMembers returns how many users p's account has with each role.
+// CountMembers returns how many members p's account has with each role. Pending invitations
+// are not counted: before serving this to an account's users, count them too (ListUsers shows
+// them as users), or the difference tells invited logins from new ones.
 func (s *Service) CountMembers(ctx context.Context, p rbac.Principal) (map[rbac.Role]int, error) {
 	if err := rbac.Allow(p, rbac.ReadAccount); err != nil {
 		return nil, err

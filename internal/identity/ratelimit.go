@@ -14,7 +14,10 @@ const (
 	maxTrackedKeys      = 100_000
 )
 
-// failureLimiter counts recent login failures per key (an email or a source address).
+// failureLimiter counts recent login failures per key (an email or a source address). An
+// attempt is counted before its password is checked (reserve) and taken back when the password
+// turns out right (release), so parallel attempts cannot all pass the check while the slow
+// hashes of the first ones are still running.
 type failureLimiter struct {
 	mu   sync.Mutex
 	max  int
@@ -25,31 +28,52 @@ func newFailureLimiter(max int) *failureLimiter {
 	return &failureLimiter{max: max, hits: map[string][]time.Time{}}
 }
 
-// blocked reports whether key has used up its failures and, if so, when it may try again.
-func (l *failureLimiter) blocked(key string, now time.Time) (bool, time.Duration) {
+// reserve counts an attempt for key at now, if key has failures left; otherwise it reports how
+// long until it has.
+func (l *failureLimiter) reserve(key string, now time.Time) (ok bool, wait time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	h := l.prune(key, now)
-	if len(h) < l.max {
-		return false, 0
+	if len(h) >= l.max {
+		return false, h[0].Add(loginWindow).Sub(now)
 	}
-	return true, h[0].Add(loginWindow).Sub(now)
+	l.bound(now)
+	l.hits[key] = append(h, now)
+	return true, 0
 }
 
-func (l *failureLimiter) fail(key string, now time.Time) {
+// release takes back the attempt reserved for key at t: it was not a failure.
+func (l *failureLimiter) release(key string, t time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.hits) >= maxTrackedKeys { // bounded memory under a spray of keys: forget the old
-		for k := range l.hits {
-			if len(l.prune(k, now)) == 0 {
-				delete(l.hits, k)
-			}
-		}
-		if len(l.hits) >= maxTrackedKeys {
-			l.hits = map[string][]time.Time{}
+	h := l.hits[key]
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].Equal(t) {
+			h = append(h[:i], h[i+1:]...)
+			break
 		}
 	}
-	l.hits[key] = append(l.prune(key, now), now)
+	if len(h) == 0 {
+		delete(l.hits, key)
+	} else {
+		l.hits[key] = h
+	}
+}
+
+// bound keeps memory bounded under a spray of keys: at maxTrackedKeys it forgets keys without
+// recent failures, and everything if that is not enough.
+func (l *failureLimiter) bound(now time.Time) {
+	if len(l.hits) < maxTrackedKeys {
+		return
+	}
+	for k := range l.hits {
+		if len(l.prune(k, now)) == 0 {
+			delete(l.hits, k)
+		}
+	}
+	if len(l.hits) >= maxTrackedKeys {
+		l.hits = map[string][]time.Time{}
+	}
 }
 
 func (l *failureLimiter) reset(key string) {

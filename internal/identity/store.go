@@ -35,6 +35,14 @@ type Store interface {
 	ListAPIKeys(ctx context.Context, accountID, userID string, p paging.Page) ([]store.APIKey, error)
 	// TouchAPIKey records that key id was used at t.
 	TouchAPIKey(ctx context.Context, id string, t time.Time) error
+	// PendingInvitation returns accountID's unexpired invitation of userID.
+	PendingInvitation(ctx context.Context, accountID, userID string, now time.Time) (store.Invitation, error)
+	// InvitationByMember returns accountID's unexpired invitation known there as memberID.
+	InvitationByMember(ctx context.Context, accountID, memberID string, now time.Time) (store.Invitation, error)
+	// ListInvitations returns one page of accountID's unexpired invitations ordered by member ID.
+	ListInvitations(ctx context.Context, accountID string, now time.Time, p paging.Page) ([]store.Invitation, error)
+	// InvitationsOf lists userID's unexpired invitations, oldest first.
+	InvitationsOf(ctx context.Context, userID string, now time.Time) ([]store.Invitation, error)
 	// SessionByHash returns the session whose token hashes to hash.
 	SessionByHash(ctx context.Context, hash string) (store.Session, error)
 }

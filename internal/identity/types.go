@@ -60,6 +60,16 @@ type APIKey struct {
 	LastUsedAt time.Time // zero: never used
 }
 
+// Invitation asks a user to join another account, as the invited user sees it.
+type Invitation struct {
+	ID        string
+	Account   Account
+	Role      rbac.Role
+	InvitedBy string // who invited: an email, or an email and API key name
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
 // Me describes the calling user.
 type Me struct {
 	User        User
@@ -107,4 +117,15 @@ func apiKeyOf(k store.APIKey, now time.Time) APIKey {
 		out.Status = APIKeyExpired
 	}
 	return out
+}
+
+func invitationOf(i store.Invitation) Invitation {
+	return Invitation{ID: i.ID, Account: Account{ID: i.AccountID, Name: i.AccountName, CreatedAt: i.AccountCreatedAt}, Role: rbac.Role(i.Role),
+		InvitedBy: i.InvitedBy, CreatedAt: i.CreatedAt, ExpiresAt: i.ExpiresAt}
+}
+
+// invitedMember is an invitation as the inviting account sees it: a member under the ID it has
+// there, with the name that account gave.
+func invitedMember(i store.Invitation) Member {
+	return Member{User: User{ID: i.MemberID, Email: i.Email, Name: i.Name, CreatedAt: i.CreatedAt}, Role: rbac.Role(i.Role), JoinedAt: i.CreatedAt}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
@@ -25,11 +27,18 @@ type CreateUserInput struct {
 type CreateUserResult struct {
 	Member   Member
 	Password string
-	Existing bool // the user already existed in another account and was added to this one
 }
 
-// CreateUser adds a user to p's account. A user who already exists in another account is added
-// as a member; their password cannot be set from here.
+// InvitationTTL is how long an invitation can be accepted.
+const InvitationTTL = 7 * 24 * time.Hour
+
+// CreateUser adds a user to p's account. An email that has no login yet becomes a new user and
+// a member at once. An email that already has one (in another account) gets an invitation
+// instead: the user becomes a member only by accepting it (AcceptInvitation), and their
+// password is never set from here. Both answer alike — the same member shape (an invitation is
+// listed, read, changed and removed as a member under an ID of p's account's own), a generated
+// password when none was given, the same password hashing time and the same audit record — so
+// an admin cannot use user creation to learn which emails other accounts have.
 func (s *Service) CreateUser(ctx context.Context, p rbac.Principal, in CreateUserInput) (res CreateUserResult, err error) {
 	e := audit.Start(ctx, p, "user.create", "user", "")
 	defer func() { s.audit.Finish(ctx, e, err) }()
@@ -57,50 +66,74 @@ func (s *Service) CreateUser(ctx context.Context, p rbac.Principal, in CreateUse
 		}
 	}
 	e.Detail("%s as %s", in.Email, role)
+	alreadyMember := fmt.Errorf("email: %q is already a member of this account: %w", in.Email, errdefs.ErrConflict)
+	// Both kinds take the same steps — the same lookups, a password hash, a transaction of three
+	// writes, no read-back — so they also take the same time.
 	existing, err := s.db.UserByEmail(ctx, in.Email)
-	switch {
-	case err == nil:
-		if in.Password != "" {
-			return res, fmt.Errorf("email: %q already has a Freshet login; add them without a password: %w", in.Email, errdefs.ErrConflict)
-		}
-		res.Existing = true
-	case errors.Is(err, errdefs.ErrNotFound):
-		pw := in.Password
-		if pw == "" {
-			pw = GeneratePassword()
-			res.Password = pw
-		}
-		hash, err := HashPassword(pw)
-		if err != nil {
-			return res, err
-		}
-		existing = store.User{ID: store.NewID(store.PrefixUser), Email: in.Email, Name: in.Name, PasswordHash: hash, CreatedAt: s.now()}
-	default:
+	found := err == nil
+	if err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 		return res, err
 	}
-	e.Resource(existing.ID)
-	err = s.db.Tx(ctx, func(tx *store.Tx) error {
-		if !res.Existing {
-			if err := tx.CreateUser(ctx, existing); err != nil {
-				return err
-			}
-		}
-		if err := tx.AddMember(ctx, p.AccountID, existing.ID, string(role), s.now()); err != nil {
-			if errors.Is(err, errdefs.ErrConflict) {
-				return fmt.Errorf("email: %q is already a member of this account: %w", in.Email, errdefs.ErrConflict)
-			}
-			return err
-		}
-		return e.Commit(ctx, tx)
-	})
+	if _, err := s.db.GetMember(ctx, p.AccountID, existing.ID); err == nil {
+		return res, alreadyMember
+	} else if !errors.Is(err, errdefs.ErrNotFound) {
+		return res, err
+	}
+	if _, err := s.db.PendingInvitation(ctx, p.AccountID, existing.ID, s.now()); err == nil {
+		return res, alreadyMember // the account sees its invitations as members
+	} else if !errors.Is(err, errdefs.ErrNotFound) {
+		return res, err
+	}
+	pw := in.Password
+	if pw == "" {
+		pw = GeneratePassword()
+		res.Password = pw
+	}
+	// Hashed either way: an invitation throws the hash away.
+	hash, err := s.hasher.hash(ctx, pw)
 	if err != nil {
 		return CreateUserResult{}, err
 	}
-	res.Member, err = s.member(ctx, p.AccountID, existing.ID)
-	return res, err
+	now := s.now()
+	// As the store gives times back: microseconds, UTC.
+	stored := time.UnixMicro(now.UnixMicro()).UTC()
+	res.Member = Member{User: User{ID: store.NewID(store.PrefixUser), Email: in.Email, Name: in.Name, CreatedAt: stored}, Role: role, JoinedAt: stored}
+	e.Resource(res.Member.ID)
+	if !found {
+		u := store.User{ID: res.Member.ID, Email: in.Email, Name: in.Name, PasswordHash: hash, CreatedAt: now}
+		err = s.db.Tx(ctx, func(tx *store.Tx) error {
+			if err := tx.CreateUser(ctx, u); err != nil {
+				return err
+			}
+			if err := tx.AddMember(ctx, p.AccountID, u.ID, string(role), now); err != nil {
+				return err
+			}
+			return e.Commit(ctx, tx)
+		})
+	} else {
+		inv := store.Invitation{ID: store.NewID(store.PrefixInvitation), MemberID: res.Member.ID, AccountID: p.AccountID,
+			UserID: existing.ID, Name: in.Name, Role: string(role), InvitedBy: p.Actor(), CreatedAt: now, ExpiresAt: now.Add(InvitationTTL)}
+		err = s.db.Tx(ctx, func(tx *store.Tx) error {
+			if _, err := tx.DeleteExpiredInvitations(ctx, now); err != nil {
+				return err
+			}
+			if err := tx.CreateInvitation(ctx, inv); err != nil {
+				if errors.Is(err, errdefs.ErrConflict) {
+					return alreadyMember
+				}
+				return err
+			}
+			return e.Commit(ctx, tx)
+		})
+	}
+	if err != nil {
+		return CreateUserResult{}, err
+	}
+	return res, nil
 }
 
-// ListUsers returns one page of p's account's users.
+// ListUsers returns one page of p's account's users: its members and, as members under their
+// IDs there, the users it has invited who have not answered yet.
 func (s *Service) ListUsers(ctx context.Context, p rbac.Principal, page paging.Page) ([]Member, error) {
 	if err := rbac.Allow(p, rbac.ReadUsers); err != nil {
 		return nil, err
@@ -109,7 +142,19 @@ func (s *Service) ListUsers(ctx context.Context, p rbac.Principal, page paging.P
 	if err != nil {
 		return nil, err
 	}
-	return membersOf(ms), nil
+	invs, err := s.db.ListInvitations(ctx, p.AccountID, s.now(), page)
+	if err != nil {
+		return nil, err
+	}
+	out := membersOf(ms)
+	for _, inv := range invs {
+		out = append(out, invitedMember(inv))
+	}
+	slices.SortFunc(out, func(a, b Member) int { return strings.Compare(a.ID, b.ID) })
+	if n := page.Size(); len(out) > n {
+		out = out[:n]
+	}
+	return out, nil
 }
 
 // GetUser returns a user of p's account.
@@ -120,8 +165,18 @@ func (s *Service) GetUser(ctx context.Context, p rbac.Principal, id string) (Mem
 	return s.member(ctx, p.AccountID, id)
 }
 
-func (s *Service) member(ctx context.Context, accountID, userID string) (Member, error) {
-	m, err := s.db.GetMember(ctx, accountID, userID)
+// member returns accountID's member id, or its invitation known there as id.
+func (s *Service) member(ctx context.Context, accountID, id string) (Member, error) {
+	m, err := s.db.GetMember(ctx, accountID, id)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		inv, ierr := s.db.InvitationByMember(ctx, accountID, id, s.now())
+		if ierr == nil {
+			return invitedMember(inv), nil
+		}
+		if !errors.Is(ierr, errdefs.ErrNotFound) {
+			return Member{}, ierr
+		}
+	}
 	if err != nil {
 		return Member{}, err
 	}
@@ -142,6 +197,16 @@ func (s *Service) SetUserRole(ctx context.Context, p rbac.Principal, id, roleNam
 	e.Detail("role %s", role)
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		cur, err := tx.GetMember(ctx, p.AccountID, id)
+		if errors.Is(err, errdefs.ErrNotFound) {
+			// An invitation offers the role; it counts for no admin until it is accepted.
+			if _, ierr := tx.InvitationByMember(ctx, p.AccountID, id, s.now()); ierr != nil {
+				return ierr
+			}
+			if err := tx.SetInvitationRole(ctx, p.AccountID, id, string(role)); err != nil {
+				return err
+			}
+			return e.Commit(ctx, tx)
+		}
 		if err != nil {
 			return err
 		}
@@ -171,6 +236,17 @@ func (s *Service) DeleteUser(ctx context.Context, p rbac.Principal, id string) (
 	}
 	return s.db.Tx(ctx, func(tx *store.Tx) error {
 		m, err := tx.GetMember(ctx, p.AccountID, id)
+		if errors.Is(err, errdefs.ErrNotFound) {
+			inv, ierr := tx.InvitationByMember(ctx, p.AccountID, id, s.now())
+			if ierr != nil {
+				return ierr
+			}
+			e.Detail("%s", inv.Email)
+			if err := tx.DeleteInvitation(ctx, inv.ID); err != nil {
+				return err
+			}
+			return e.Commit(ctx, tx)
+		}
 		if err != nil {
 			return err
 		}

@@ -148,28 +148,36 @@ type Variable struct {
 
 var varNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// Validate checks c, naming the first bad field.
+// Validate checks c, naming the first bad field by its path in a pipeline request (config.…).
 func (c *Config) Validate() error {
 	for i, v := range c.Variables {
 		if !varNameRE.MatchString(v.Key) {
-			return errdefs.Invalid(fmt.Sprintf("variables[%d].key", i), v.Key, "is not a variable name: use letters, digits and '_', not starting with a digit")
+			return errdefs.Invalid(fmt.Sprintf("config.variables[%d].key", i), v.Key, "is not a variable name: use letters, digits and '_', not starting with a digit")
 		}
 	}
 	for i, n := range c.Contexts {
-		if err := validName(fmt.Sprintf("contexts[%d]", i), n); err != nil {
+		if err := validName(fmt.Sprintf("config.contexts[%d]", i), n); err != nil {
 			return err
 		}
 	}
-	if c.Concurrency < 0 || c.BranchConcurrency < 0 {
-		return errdefs.Invalid("concurrency", fmt.Sprint(c.Concurrency), "must be 0 (unlimited) or more")
+	for k, v := range c.RunnerLabels {
+		if err := validLabel("config.runnerLabels", k, v); err != nil {
+			return err
+		}
+	}
+	if c.Concurrency < 0 {
+		return errdefs.Invalid("config.concurrency", fmt.Sprint(c.Concurrency), "must be 0 (unlimited) or more")
+	}
+	if c.BranchConcurrency < 0 {
+		return errdefs.Invalid("config.branchConcurrency", fmt.Sprint(c.BranchConcurrency), "must be 0 (unlimited) or more")
 	}
 	if c.MaxAttempts < 0 || c.MaxAttempts > 10 {
-		return errdefs.Invalid("maxAttempts", fmt.Sprint(c.MaxAttempts), "must be from 1 to 10 (0: the default, 2)")
+		return errdefs.Invalid("config.maxAttempts", fmt.Sprint(c.MaxAttempts), "must be from 1 to 10 (0: the default, 2)")
 	}
 	switch c.OnLeaseExpiry {
 	case "", "requeue", "fail":
 	default:
-		return errdefs.Invalid("onLeaseExpiry", c.OnLeaseExpiry, "is not requeue or fail")
+		return errdefs.Invalid("config.onLeaseExpiry", c.OnLeaseExpiry, "is not requeue or fail")
 	}
 	return nil
 }
@@ -388,12 +396,12 @@ func (s *Service) checkPipelineInput(ctx context.Context, p rbac.Principal, in *
 	}
 	for i, name := range in.Config.Contexts {
 		if _, err := s.db.GetContext(ctx, p.AccountID, name); err != nil {
-			return errdefs.Invalid(fmt.Sprintf("contexts[%d]", i), name, "is not a context of this account")
+			return errdefs.Invalid(fmt.Sprintf("config.contexts[%d]", i), name, "is not a context of this account")
 		}
 	}
 	for i, v := range in.Config.Variables {
 		if v.Encrypted && v.Value == MaskedValue {
-			return errdefs.Invalid(fmt.Sprintf("variables[%d].value", i), "", "is the mask of a value, not a value: give the secret")
+			return errdefs.Invalid(fmt.Sprintf("config.variables[%d].value", i), "", "is the mask of a value, not a value: give the secret")
 		}
 		if v.Encrypted {
 			ct, err := s.keys.Encrypt([]byte(v.Value), variableAAD(p.AccountID, v.Key))

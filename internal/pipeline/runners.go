@@ -16,6 +16,14 @@ import (
 
 var labelRE = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9._/-]{0,61}[a-zA-Z0-9])?$`)
 
+// validLabel checks one label of a runner or of the runners a pipeline selects, naming field.
+func validLabel(field, k, v string) error {
+	if !labelRE.MatchString(k) || len(v) > 63 {
+		return errdefs.Invalid(field, k+"="+v, "is not a valid label: keys are 1-63 letters, digits, '.', '/', '_' or '-'; values up to 63 characters")
+	}
+	return nil
+}
+
 // RegisterRunner registers a runner in p's account and returns its token, shown once.
 func (s *Service) RegisterRunner(ctx context.Context, p rbac.Principal, name string, labels map[string]string) (_ Runner, tok string, err error) {
 	e := audit.Start(ctx, p, "runner.register", "runner", "")
@@ -27,8 +35,8 @@ func (s *Service) RegisterRunner(ctx context.Context, p rbac.Principal, name str
 		return Runner{}, "", err
 	}
 	for k, v := range labels {
-		if !labelRE.MatchString(k) || len(v) > 63 {
-			return Runner{}, "", errdefs.Invalid("labels", k+"="+v, "is not a valid label: keys are 1-63 letters, digits, '.', '/', '_' or '-'; values up to 63 characters")
+		if err := validLabel("labels", k, v); err != nil {
+			return Runner{}, "", err
 		}
 	}
 	minted := token.Runner.New()

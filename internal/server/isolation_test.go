@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -30,6 +32,8 @@ type tenants struct {
 
 	aProject, aPipeline, aBuild, aRunner, aTrigger, aRuntime string
 	aAccount, aWebhookAt                                     string
+	alice                                                    *client.Client // A's member
+	aInvitation                                              string         // alice's invitation to a third account
 }
 
 const aSecretValue = "a-secret-value-xyz-123"
@@ -72,6 +76,19 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 	if bme, _ := s.Client(tn.bKey).Me(ctx); bme.Account.ID != b.ID || len(bme.Accounts) != 1 {
 		t.Fatalf("eve's key is not in B alone: %+v", bme)
 	}
+	// A third account invites A's member: the invitation is alice's, and B must not reach it.
+	if _, err := s.Identity().Provision(ctx, "charlie", "carl@charlie.test", "carl-password"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Login(t, "carl@charlie.test", "carl-password").CreateUser(ctx, client.CreateUserRequest{Email: "alice@first.test", Role: "viewer"}); err != nil {
+		t.Fatal(err)
+	}
+	tn.alice = s.Login(t, "alice@first.test", "alice-password")
+	invs, err := tn.alice.ListInvitations(ctx)
+	if err != nil || len(invs.Items) != 1 {
+		t.Fatalf("alice's invitations: %+v, %v", invs, err)
+	}
+	tn.aInvitation = invs.Items[0].ID
 
 	// A's CI objects: a project, a pipeline using a secret context, a queued build, a runner.
 	pr, err := s.Admin.CreateProject(ctx, "alpha")
@@ -125,7 +142,7 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 	tn.aAuditSize = len(audit.Items)
 	tn.aOnly = []string{aMe.Account.ID, aMe.User.ID, aMe.User.Email, alice.ID, alice.Email, k.ID, k.Prefix, k.Token,
 		pr.ID, pl.ID, bl.ID, rn.ID, rn.Token, aSecretValue, trg.ID, trg.Secret, art.ID, art.Token,
-		aApps[0].ID, "a-shop-web", "a-secret-repo", "a-team-label", "a-payments", "a-project-x", aHookSecret}
+		aApps[0].ID, "a-shop-web", "a-secret-repo", "a-team-label", "a-payments", "a-project-x", aHookSecret, tn.aInvitation}
 	for _, e := range audit.Items {
 		tn.aOnly = append(tn.aOnly, e.ID)
 	}
@@ -173,6 +190,12 @@ func (tn *tenants) unchanged(t *testing.T) {
 	}
 	if _, err := tn.aAdmin.Me(ctx); err != nil {
 		t.Errorf("A's admin session ended: %v", err)
+	}
+	if me, err := tn.alice.Me(ctx); err != nil || len(me.Accounts) != 1 {
+		t.Errorf("A's member joined another account: %+v, %v", me.Accounts, err)
+	}
+	if invs, err := tn.alice.ListInvitations(ctx); err != nil || !slices.ContainsFunc(invs.Items, func(i client.Invitation) bool { return i.ID == tn.aInvitation }) {
+		t.Errorf("alice's invitation changed: %+v, %v", invs, err)
 	}
 	if b, err := tn.aAdmin.GetBuild(ctx, tn.aBuild); err != nil || b.Status != "queued" {
 		t.Errorf("A's build changed: %+v, %v", b.Status, err)
@@ -268,12 +291,32 @@ var restCases = map[string]restCase{
 		return raw(t, tn, "GET", "/api/v1/users?limit=1000", tn.bKey, "")
 	},
 	"POST /api/v1/users": func(t *testing.T, tn *tenants) (int, string) {
-		// Trying to take over A's member by setting a password: refused.
+		// Adding A's member with a password: an invitation that answers like a new user, sets no
+		// password and makes alice a member of nothing (unchanged checks that) until she accepts.
 		st, body := raw(t, tn, "POST", "/api/v1/users", tn.bKey, `{"email":"alice@first.test","role":"admin","password":"taken-over-1"}`)
-		expect(t, "set the password of A's user", st, 409)
+		expect(t, "add A's user to B", st, 201)
 		if _, err := client.New(tn.s.URL).Login(context.Background(), client.LoginRequest{Email: "alice@first.test", Password: "taken-over-1"}); err == nil {
 			t.Error("B set the password of A's user")
 		}
+		nst, nbody := raw(t, tn, "POST", "/api/v1/users", tn.bKey, `{"email":"zed@bravo.test","role":"admin","password":"zed-password-1"}`)
+		if nst != st || !sameKeys(body, nbody) {
+			t.Errorf("adding A's user answers %d %s; adding a new one %d %s", st, body, nst, nbody)
+		}
+		return st, body
+	},
+	"GET /api/v1/invitations": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "GET", "/api/v1/invitations", tn.bKey, "")
+		expect(t, "B's own invitations", st, 200)
+		return st, body
+	},
+	"POST /api/v1/invitations/{id}/accept": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "POST", "/api/v1/invitations/"+tn.aInvitation+"/accept", tn.bSession, `{}`)
+		expect(t, "accept alice's invitation", st, 404)
+		return st, body
+	},
+	"POST /api/v1/invitations/{id}/decline": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "POST", "/api/v1/invitations/"+tn.aInvitation+"/decline", tn.bSession, `{}`)
+		expect(t, "decline alice's invitation", st, 404)
 		return st, body
 	},
 	"GET /api/v1/users/{id}": func(t *testing.T, tn *tenants) (int, string) {
@@ -437,7 +480,7 @@ func init() {
 
 // gqlCases attack each GraphQL query field from account B.
 var gqlCases = map[string]string{
-	"me":          `{ me { user { id email } account { id name } role accounts { id name role } } }`,
+	"me":          `{ me { user { id email } account { id name } role accounts { id name role } invitations { id account { id name } role invitedBy } } }`,
 	"account":     `{ account { id name createdAt } }`,
 	"users":       `{ users(first: 1000) { nodes { id email name role } pageInfo { endCursor hasNextPage } } }`,
 	"apiKeys":     `{ apiKeys(first: 1000) { nodes { id name prefix userId } } }`,
@@ -556,6 +599,15 @@ func testTenantIsolation(t *testing.T, d store.Dialect) {
 			t.Errorf("A's audit log has B's action %+v", e)
 		}
 	}
+}
+
+// sameKeys reports whether two JSON objects have the same fields.
+func sameKeys(a, b string) bool {
+	var x, y map[string]any
+	if json.Unmarshal([]byte(a), &x) != nil || json.Unmarshal([]byte(b), &y) != nil {
+		return false
+	}
+	return slices.Equal(slices.Sorted(maps.Keys(x)), slices.Sorted(maps.Keys(y)))
 }
 
 func contains(list []string, s string) bool {

@@ -214,12 +214,40 @@ func (r *resolver) Runtime(ctx context.Context, args struct{ Name string }) (*ru
 	return &runtimeResolver{rest.ToRuntime(rt)}, nil
 }
 
-type meResolver struct{ client.Me }
+type meResolver struct {
+	client.Me
+	id *identity.Service
+}
 
 func (m meResolver) User() userResolver     { return userResolver{m.Me.User} }
 func (m meResolver) Account() accountR      { return accountR{m.Me.Account} }
 func (m meResolver) Role() string           { return m.Me.Role }
 func (m meResolver) Accounts() []membership { return toMemberships(m.Me.Accounts) }
+
+func (m meResolver) Invitations(ctx context.Context) ([]invitationResolver, error) {
+	p, err := httpx.Principal(ctx)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	invs, err := m.id.ListInvitations(ctx, p)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	out := make([]invitationResolver, len(invs))
+	for i, inv := range invs {
+		out[i] = invitationResolver{rest.ToInvitation(inv)}
+	}
+	return out, nil
+}
+
+type invitationResolver struct{ i client.Invitation }
+
+func (i invitationResolver) ID() gql.ID        { return gql.ID(i.i.ID) }
+func (i invitationResolver) Account() accountR { return accountR{i.i.Account} }
+func (i invitationResolver) Role() string      { return i.i.Role }
+func (i invitationResolver) InvitedBy() string { return i.i.InvitedBy }
+func (i invitationResolver) CreatedAt() string { return i.i.CreatedAt.Format(time.RFC3339Nano) }
+func (i invitationResolver) ExpiresAt() string { return i.i.ExpiresAt.Format(time.RFC3339Nano) }
 
 type membership struct{ client.AccountMembership }
 
@@ -342,7 +370,7 @@ func (r *resolver) Me(ctx context.Context) (meResolver, error) {
 	if err != nil {
 		return meResolver{}, wrap(err)
 	}
-	return meResolver{rest.ToMe(me, p)}, nil
+	return meResolver{rest.ToMe(me, p), r.id}, nil
 }
 
 func (r *resolver) Account(ctx context.Context) (accountR, error) {

@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -50,10 +51,24 @@ func DecodeJSON(r *http.Request, v any) error {
 	return Unmarshal(body, v)
 }
 
-// Unmarshal is DecodeJSON's strict decoding of a body already read.
+// Unmarshal is DecodeJSON's strict decoding of a body already read. Besides what encoding/json
+// refuses, it refuses a body that is not a JSON object (null, a string, an array…) and an object
+// that names one field twice at any depth — including twice in different letter case where the
+// field is a struct field, which encoding/json matches case-insensitively — since the two
+// values would be read differently by different parsers, and the last one silently wins here.
 func Unmarshal(body []byte, v any) error {
-	if len(bytes.TrimSpace(body)) == 0 {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
 		return errdefs.Invalid("body", "", "is empty: send a JSON object")
+	}
+	if trimmed[0] != '{' {
+		if err := json.Unmarshal(trimmed, new(any)); err != nil {
+			return jsonError(err) // not JSON at all: say where it breaks
+		}
+		return errdefs.Invalid("body", shorten(trimmed), "is not a JSON object: send one object, {…}")
+	}
+	if err := duplicateKeys(body, reflect.TypeOf(v)); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -67,6 +82,162 @@ func Unmarshal(body []byte, v any) error {
 		return errdefs.Invalid("body", "", "has data after the JSON object: send exactly one object")
 	}
 	return nil
+}
+
+// shorten is a bad body as an error shows it.
+func shorten(b []byte) string {
+	const max = 40
+	if len(b) > max {
+		return string(b[:max]) + "…"
+	}
+	return string(b)
+}
+
+// duplicateKeys walks body's tokens and returns a *errdefs.FieldError naming the first key an
+// object has twice, as a dotted path (config.runnerLabels.os, steps[1].name). t is the type the
+// body decodes into: where it makes the object a struct, keys that differ only in letter case
+// are the same field to encoding/json and count as duplicates too. A body that is not valid JSON
+// passes here; the decoder reports it with its position.
+func duplicateKeys(body []byte, t reflect.Type) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := walkValue(dec, "", t); err != nil && !errors.Is(err, errSyntax) {
+		return err
+	}
+	return nil
+}
+
+// errSyntax stops the duplicate walk at malformed JSON, which the decoder reports instead.
+var errSyntax = errors.New("syntax")
+
+// walkObject reads an object's members after its '{' up to and including its '}'.
+func walkObject(dec *json.Decoder, path string, t reflect.Type) error {
+	t = deref(t)
+	isStruct := t != nil && t.Kind() == reflect.Struct
+	seen := map[string]bool{}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return errSyntax
+		}
+		if tok == json.Delim('}') {
+			return nil
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return errSyntax
+		}
+		name := key
+		if isStruct {
+			name = strings.ToLower(key)
+		}
+		field := joinPath(path, key)
+		if seen[name] {
+			return errdefs.Invalid(field, "", "appears twice in one object: send each field once")
+		}
+		seen[name] = true
+		if err := walkValue(dec, field, childType(t, key)); err != nil {
+			return err
+		}
+	}
+}
+
+// walkValue reads one value, descending into objects and arrays.
+func walkValue(dec *json.Decoder, path string, t reflect.Type) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return errSyntax
+	}
+	switch tok {
+	case json.Delim('{'):
+		return walkObject(dec, path, t)
+	case json.Delim('['):
+		var elem reflect.Type
+		if t = deref(t); t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		for i := 0; dec.More(); i++ {
+			if err := walkValue(dec, fmt.Sprintf("%s[%d]", path, i), elem); err != nil {
+				return err
+			}
+		}
+		if _, err := dec.Token(); err != nil { // ']'
+			return errSyntax
+		}
+	}
+	return nil
+}
+
+// joinPath extends a field's dotted path by key; an empty key is shown as "".
+func joinPath(path, key string) string {
+	if key == "" {
+		key = `""`
+	}
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func deref(t reflect.Type) reflect.Type {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
+}
+
+// childType is the type encoding/json decodes key of an object of type t into, or nil when
+// that is not known (an interface, an unknown field).
+func childType(t reflect.Type, key string) reflect.Type {
+	t = deref(t)
+	if t == nil {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Map:
+		return t.Elem()
+	case reflect.Struct:
+		var fold reflect.Type
+		for _, f := range visibleFields(t) {
+			if f.name == key {
+				return f.typ
+			}
+			if fold == nil && strings.EqualFold(f.name, key) {
+				fold = f.typ
+			}
+		}
+		return fold
+	}
+	return nil
+}
+
+type jsonField struct {
+	name string
+	typ  reflect.Type
+}
+
+// visibleFields lists the JSON names of t's fields as encoding/json sees them, with the
+// fields of embedded structs promoted.
+func visibleFields(t reflect.Type) []jsonField {
+	var out []jsonField
+	for _, f := range reflect.VisibleFields(t) {
+		if !f.IsExported() && !f.Anonymous {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" && deref(f.Type).Kind() == reflect.Struct {
+			continue // its fields are listed themselves
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out = append(out, jsonField{name: name, typ: f.Type})
+	}
+	return out
 }
 
 func jsonError(err error) error {

@@ -178,6 +178,36 @@ func (a *API) deleteUser(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+func (a *API) listInvitations(w http.ResponseWriter, r *http.Request) error {
+	invs, err := a.id.ListInvitations(r.Context(), principal(r))
+	if err != nil {
+		return err
+	}
+	out := client.List[client.Invitation]{Items: make([]client.Invitation, 0, len(invs))}
+	for _, i := range invs {
+		out.Items = append(out.Items, ToInvitation(i))
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (a *API) acceptInvitation(w http.ResponseWriter, r *http.Request) error {
+	m, err := a.id.AcceptInvitation(r.Context(), principal(r), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, client.AccountMembership{ID: m.Account.ID, Name: m.Account.Name, Role: string(m.Role)})
+	return nil
+}
+
+func (a *API) declineInvitation(w http.ResponseWriter, r *http.Request) error {
+	if err := a.id.DeclineInvitation(r.Context(), principal(r), r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
 func (a *API) listAPIKeys(w http.ResponseWriter, r *http.Request) error {
 	page, err := httpx.PageParams(r)
 	if err != nil {
@@ -203,13 +233,9 @@ func (a *API) createAPIKey(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
-	var expires *time.Duration
-	if in.ExpiresIn != "" {
-		d, err := time.ParseDuration(in.ExpiresIn)
-		if err != nil {
-			return errdefs.Invalid("expiresIn", in.ExpiresIn, "is not a duration: use a form like 720h or 30m, or 0 for never")
-		}
-		expires = &d
+	expires, err := identity.ParseAPIKeyTTL(in.ExpiresIn)
+	if err != nil {
+		return err
 	}
 	k, token, err := a.id.CreateAPIKey(r.Context(), principal(r), identity.CreateAPIKeyInput{Name: in.Name, Role: in.Role, ExpiresIn: expires})
 	if err != nil {

@@ -72,6 +72,9 @@ func (a *API) Routes() []Route {
 		{Method: "GET", Path: "/api/v1/users/{id}", Handler: a.getUser},
 		{Method: "PATCH", Path: "/api/v1/users/{id}", Handler: a.updateUser},
 		{Method: "DELETE", Path: "/api/v1/users/{id}", Handler: a.deleteUser},
+		{Method: "GET", Path: "/api/v1/invitations", Handler: a.listInvitations},
+		{Method: "POST", Path: "/api/v1/invitations/{id}/accept", Handler: a.acceptInvitation},
+		{Method: "POST", Path: "/api/v1/invitations/{id}/decline", Handler: a.declineInvitation},
 		{Method: "GET", Path: "/api/v1/apikeys", Handler: a.listAPIKeys},
 		{Method: "POST", Path: "/api/v1/apikeys", Handler: a.createAPIKey},
 		{Method: "DELETE", Path: "/api/v1/apikeys/{id}", Handler: a.revokeAPIKey},
@@ -162,6 +165,12 @@ func ToUser(m identity.Member) client.User {
 // ToAccount converts an account to its API form.
 func ToAccount(a identity.Account) client.Account {
 	return client.Account{ID: a.ID, Name: a.Name, CreatedAt: a.CreatedAt}
+}
+
+// ToInvitation converts an invitation to its API form.
+func ToInvitation(i identity.Invitation) client.Invitation {
+	return client.Invitation{ID: i.ID, Account: ToAccount(i.Account), Role: string(i.Role), InvitedBy: i.InvitedBy,
+		CreatedAt: i.CreatedAt, ExpiresAt: i.ExpiresAt}
 }
 
 // ToAPIKey converts an API key to its API form.

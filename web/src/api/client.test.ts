@@ -3,7 +3,7 @@ import { ApiError, buildQuery, errorFromResponse, fieldError, readCookie, reques
 import { gql } from './graphql';
 import { appProxy } from './apps';
 import { runtimeProxy } from './gitops';
-import { audit, users } from './rest';
+import { audit, invitations, users } from './rest';
 
 type Call = { url: string; init: RequestInit };
 let calls: Call[];
@@ -103,6 +103,18 @@ describe('request', () => {
     respond(200, { id: 'x' });
     await users.get('a/b');
     expect(calls[1].url).toBe('/api/v1/users/a%2Fb');
+  });
+
+  it('answers invitations with a POST to the invitation, CSRF token included', async () => {
+    respond(200, { id: 'acc_1', name: 'bravo', role: 'viewer' });
+    expect(await invitations.accept('inv/1')).toEqual({ id: 'acc_1', name: 'bravo', role: 'viewer' });
+    respond(204);
+    await invitations.decline('inv_2');
+    expect(calls.map((c) => [c.init.method, c.url])).toEqual([
+      ['POST', '/api/v1/invitations/inv%2F1/accept'],
+      ['POST', '/api/v1/invitations/inv_2/decline'],
+    ]);
+    expect((calls[0].init.headers as Record<string, string>)['X-CSRF-Token']).toBe('abc=123');
   });
 });
 

@@ -4,6 +4,7 @@ import type {
   APIKey,
   Build,
   Account,
+  AccountMembership,
   AuditEvent,
   AuditFilter,
   CreateAPIKeyRequest,
@@ -11,6 +12,7 @@ import type {
   CreateUserRequest,
   CreatedAPIKey,
   CreatedUser,
+  Invitation,
   ListOptions,
   LoginRequest,
   LoginResponse,
@@ -52,6 +54,13 @@ export const users = {
   create: (body: CreateUserRequest) => request<CreatedUser>(`${v1}/users`, { method: 'POST', body }),
   setRole: (id: string, role: Role) => request<User>(`${v1}/users/${seg(id)}`, { method: 'PATCH', body: { role } satisfies UpdateUserRequest }),
   remove: (id: string) => request<void>(`${v1}/users/${seg(id)}`, { method: 'DELETE' }),
+};
+
+/** The caller's invitations to other accounts; answered from a login session only. */
+export const invitations = {
+  list: (signal?: AbortSignal) => request<{ items: Invitation[] }>(`${v1}/invitations`, { signal }),
+  accept: (id: string) => request<AccountMembership>(`${v1}/invitations/${seg(id)}/accept`, { method: 'POST' }),
+  decline: (id: string) => request<void>(`${v1}/invitations/${seg(id)}/decline`, { method: 'POST' }),
 };
 
 export const apiKeys = {

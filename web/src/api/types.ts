@@ -25,6 +25,16 @@ export interface User {
   createdAt: string;
 }
 
+/** An invitation of the caller's user to join another account (GET /api/v1/invitations). */
+export interface Invitation {
+  id: string;
+  account: Account;
+  role: Role;
+  invitedBy: string;
+  createdAt: string;
+  expiresAt: string;
+}
+
 export interface Me {
   user: User;
   account: Account;

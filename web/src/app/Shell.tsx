@@ -1,6 +1,8 @@
 import { useEffect, useState, type ReactNode } from 'react';
 import { errorMessage } from '../api/client';
+import { invitations } from '../api/rest';
 import { Menu } from '../components/Menu';
+import { useResource } from '../lib/useResource';
 import { Link, navigate, useLocation } from './router';
 import { nav } from './routes';
 import { useMe, useSession } from './session';
@@ -13,6 +15,9 @@ export function Shell({ title, children }: { title: string; children: ReactNode 
   const theme = useTheme();
   const { pathname } = useLocation();
   const [notice, setNotice] = useState<{ text: string; error?: boolean }>();
+  // Invitations to other accounts, offered in the account menu; answered in Settings.
+  const pending = useResource((signal) => invitations.list(signal), [me]);
+  const invited = pending.data?.items.length ?? 0;
 
   useEffect(() => {
     document.title = `${title} · ${me.account.name} · Freshet`;
@@ -85,17 +90,22 @@ export function Shell({ title, children }: { title: string; children: ReactNode 
               </>
             }
             heading="Switch account"
-            items={me.accounts.map((a) => ({
-              key: a.id,
-              label: (
-                <span className="menu-account">
-                  <span>{a.name}</span>
-                  <span className="muted small">{a.role}</span>
-                </span>
-              ),
-              checked: a.id === me.account.id,
-              onSelect: () => void doSwitch(a.id, a.name),
-            }))}
+            items={[
+              ...me.accounts.map((a) => ({
+                key: a.id,
+                label: (
+                  <span className="menu-account">
+                    <span>{a.name}</span>
+                    <span className="muted small">{a.role}</span>
+                  </span>
+                ),
+                checked: a.id === me.account.id,
+                onSelect: () => void doSwitch(a.id, a.name),
+              })),
+              ...(invited > 0
+                ? [{ key: 'invitations', label: <span data-testid="pending-invitations">{invited === 1 ? '1 invitation to answer…' : `${invited} invitations to answer…`}</span>, onSelect: () => navigate('/settings') }]
+                : []),
+            ]}
           />
           <div className="topbar-right">
             <button

@@ -350,7 +350,9 @@ function IssueItem({ issue, onJump }: { issue: LintIssue; onJump: () => void }) 
 function SettingsForm({ form, onChange, errors, serverError, readOnly }: { form: PipelineForm; onChange: (f: PipelineForm) => void; errors: FormErrors; serverError?: unknown; readOnly?: boolean }) {
   const ctxs = useResource((signal) => contextsApi.list(signal), []);
   const set = <K extends keyof PipelineForm>(k: K, v: PipelineForm[K]) => onChange({ ...form, [k]: v });
-  const serverFieldError = (f: string) => (serverError instanceof ApiError && serverError.field?.startsWith(f) ? serverError.message : undefined);
+  // The server names settings by their path in the request (config.concurrency, config.variables[0].key).
+  const serverFieldError = (f: string) =>
+    serverError instanceof ApiError && serverError.field?.replace(/^config\./, '').startsWith(f) ? serverError.message : undefined;
   const known = new Set(ctxs.data?.items.map((c) => c.name));
   const missing = form.contexts.filter((c) => ctxs.data && !known.has(c));
   return (

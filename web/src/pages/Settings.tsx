@@ -1,15 +1,18 @@
 import { useState, type FormEvent } from 'react';
 import { fieldError } from '../api/client';
-import { accounts } from '../api/rest';
-import type { Account } from '../api/types';
+import { accounts, invitations } from '../api/rest';
+import type { Account, Invitation } from '../api/types';
 import { useMe, useSession } from '../app/session';
 import { setTheme, useTheme } from '../app/theme';
 import { StatusBadge } from '../components/Badge';
 import { Field } from '../components/Field';
 import { PageHeader } from '../components/PageHeader';
+import { ResourceTable, actionsColumn, timeColumn } from '../components/ResourceTable';
+import { RowDangerButton } from '../components/RowDangerButton';
 import { SettingsNav } from '../components/SettingsNav';
-import { ErrorNote } from '../components/States';
+import { ErrorNote, Flash } from '../components/States';
 import { formatTime } from '../lib/format';
+import { useResource } from '../lib/useResource';
 import * as v from '../lib/validate';
 
 export default function Settings() {
@@ -56,6 +59,8 @@ export default function Settings() {
         {me.role === 'admin' && <CreateAccount />}
       </section>
 
+      <Invitations />
+
       <section className="panel" aria-labelledby="s-appearance">
         <h2 id="s-appearance">Appearance</h2>
         <fieldset className="radio-row">
@@ -79,6 +84,73 @@ export default function Settings() {
         </ul>
       </section>
     </div>
+  );
+}
+
+/**
+ * Invitations of the user to other accounts (an admin there added their email). Accepting makes
+ * them a member there; only the user's own browser session can answer.
+ */
+function Invitations() {
+  const me = useMe();
+  const { refresh } = useSession();
+  const list = useResource((signal) => invitations.list(signal), []);
+  const [busy, setBusy] = useState<string>();
+  const [error, setError] = useState<unknown>();
+  const [done, setDone] = useState<string>();
+  const answer = async (inv: Invitation, accept: boolean) => {
+    setBusy(inv.id);
+    setError(undefined);
+    try {
+      if (accept) {
+        const m = await invitations.accept(inv.id);
+        setDone(`Joined ${m.name} as ${m.role}. Switch to it with the account menu.`);
+        refresh(); // the account menu lists the account joined
+      } else {
+        await invitations.decline(inv.id);
+        setDone(`Declined the invitation to ${inv.account.name}.`);
+        refresh(); // the account menu stops offering it
+      }
+      list.reload();
+    } catch (e) {
+      setError(e);
+    } finally {
+      setBusy(undefined);
+    }
+  };
+  return (
+    <section className="panel" aria-labelledby="s-invitations" id="invitations">
+      <h2 id="s-invitations">Invitations</h2>
+      <p className="muted">Admins of other accounts can invite you with your email; you join only if you accept.</p>
+      <Flash text={done} onDone={() => setDone(undefined)} />
+      {error !== undefined && <ErrorNote error={error} />}
+      <ResourceTable
+        list={list}
+        placeholder={{ label: 'Loading invitations', rows: 1 }}
+        empty={{ title: 'No invitations' }}
+        className="table table-compact"
+        rowKey={(i) => i.id}
+        rowProps={(i) => ({ 'data-testid': `invitation-${i.account.name}` })}
+        columns={[
+          { header: 'Account', cellClassName: 'strong', cell: (i) => i.account.name },
+          { header: 'Role', cell: (i) => <StatusBadge value={i.role} /> },
+          { header: 'Invited by', cellClassName: 'muted', cell: (i) => i.invitedBy },
+          timeColumn('Expires', (i: Invitation) => i.expiresAt),
+          actionsColumn((i: Invitation) =>
+            me.via === 'session' ? (
+              <>
+                <button type="button" className="button button-small" disabled={busy === i.id} onClick={() => void answer(i, true)} aria-label={`Accept the invitation to ${i.account.name}`}>
+                  Accept
+                </button>{' '}
+                <RowDangerButton label="Decline" ariaLabel={`Decline the invitation to ${i.account.name}`} onClick={() => void answer(i, false)} />
+              </>
+            ) : (
+              <span className="muted small">Answer from a browser session</span>
+            ),
+          ),
+        ]}
+      />
+    </section>
   );
 }
 
