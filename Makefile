@@ -85,6 +85,8 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzReport$$' -fuzztime $(FUZZTIME) ./internal/runtimes/
 	$(GO) test -run '^$$' -fuzz FuzzDecodeApplication -fuzztime $(FUZZTIME) ./internal/gitops/app/
 	$(GO) test -run '^$$' -fuzz FuzzGitSourceInput -fuzztime $(FUZZTIME) ./internal/gitops/host/
+	$(GO) test -run '^$$' -fuzz '^FuzzGraphQLGuard$$' -fuzztime $(FUZZTIME) ./internal/gqlguard/
+	$(GO) test -run '^$$' -fuzz '^FuzzGraphQL$$' -fuzztime $(FUZZTIME) ./internal/api/graphql/
 	$(GO) test -run '^$$' -fuzz FuzzCheckRepoURL -fuzztime $(FUZZTIME) ./internal/netpolicy/
 	for f in FuzzDecodeHeads FuzzClientSession FuzzServeSession; do \
 		$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) ./internal/tunnel/wire/ || exit 1; done

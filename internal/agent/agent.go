@@ -212,7 +212,9 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 		return nil, fmt.Errorf("gitops: %w", err)
 	}
 	r.gitops = gh
-	r.AppProxy.Handle(host.APIPrefix, gh.Handler())
+	api := gh.Handler()
+	r.AppProxy.Handle(host.APIPrefix, api)
+	r.AppProxy.Handle("POST /app-proxy/api/graphql", api) // docs/appproxy.md, "GraphQL"
 	return r, nil
 }
 

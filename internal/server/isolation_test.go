@@ -487,7 +487,7 @@ var gqlCases = map[string]string{
 	"auditEvents": `{ auditEvents(first: 1000) { nodes { id actor actorId action resourceId detail } } }`,
 	"runtimes":    `{ runtimes { id name type status components { name health } clusters { name server } } }`,
 	"runtime":     `{ byName: runtime(name: "a-runtime") { id name } byID: runtime(name: "RUNTIME_ID") { id name } }`,
-	"applications": `{ all: applications(first: 1000) { nodes { id name runtime runtimeId project repoUrl labels { key value } } }
+	"applications": `{ all: applications(first: 500) { nodes { id name runtime runtimeId project repoUrl labels { key value } } }
 		byRuntime: applications(filter: {runtime: "RUNTIME_ID"}) { nodes { id name } }
 		byName: applications(filter: {runtime: "a-runtime", labels: ["a-team-label=a-payments"], search: "shop"}) { nodes { id name } } }`,
 	"applicationCounts": `{ all: applicationCounts { total health { status count } sync { status count } }

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"time"
 
 	gql "github.com/graph-gophers/graphql-go"
 
 	"github.com/freshet-dev/freshet/api/appproxyv1"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/gqlguard"
 )
 
 // JSON is the schema's JSON scalar.
@@ -30,8 +32,47 @@ func (j JSON) MarshalJSON() ([]byte, error) { return json.Marshal(j.V) }
 
 type callerKey struct{}
 
+// graphqlLimits bound one GraphQL request (gqlguard; docs/appproxy.md, "Limits"): gqlguard's
+// defaults but for these.
+func (h *Host) graphqlLimits() gqlguard.Limits {
+	return gqlguard.Limits{
+		MaxLength: 32 << 10,
+		MaxDepth:  8, // the schema's deepest path is 3
+		// A cost unit is about 2 µs. Measured (internal/security's app-proxy tests, and a real
+		// cluster for trees and diffs) and rounded up:
+		Weights: map[string]int{
+			// The engine's whole objects as JSON: about 0.5 ms an application for the three,
+			// answered through the tunnel.
+			"Application.spec": 100, "Application.status": 100, "Application.history": 100,
+			// A tree or a diff renders the application's manifests and reads its live objects:
+			// 3–5 ms for a small application.
+			"Application.tree": 2000, "Application.diff": 3000,
+			// A mutation commits to git or syncs a cluster: ten in one request at most.
+			"Mutation.*": 2500,
+		},
+		// The lists hold what the runtime holds.
+		Lengths: func(field string) int {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			switch field {
+			case "Query.applications":
+				return len(h.apps)
+			case "Query.gitSources":
+				return len(h.sources)
+			}
+			return 0
+		},
+		// A query reads the engine's state, or renders and reads a cluster for a tree or a
+		// diff, whose client gives up after 60 s.
+		Timeout: 70 * time.Second,
+		// syncApplication waits for the sync, which the engine bounds itself (hooks 15 min,
+		// health 5 min): the deadline must not cut a sync short.
+		MutationTimeout: 30 * time.Minute,
+	}
+}
+
 func (h *Host) graphqlHandler() http.Handler {
-	schema := gql.MustParseSchema(appproxyv1.GraphQLSchema, &gqlRoot{h: h}, gql.UseFieldResolvers(), gql.MaxDepth(8), gql.MaxQueryLength(32<<10))
+	guard := gqlguard.MustNew(appproxyv1.GraphQLSchema, &gqlRoot{h: h}, h.graphqlLimits(), gql.UseFieldResolvers())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			Query         string         `json:"query"`
@@ -43,7 +84,7 @@ func (h *Host) graphqlHandler() http.Handler {
 			return
 		}
 		ctx := context.WithValue(r.Context(), callerKey{}, callerOf(r))
-		resp := schema.Exec(ctx, req.Query, req.OperationName, req.Variables)
+		resp := guard.Exec(ctx, req.Query, req.OperationName, req.Variables)
 		writeJSON(w, http.StatusOK, resp)
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/freshet-dev/freshet/api/appproxyv1"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gitops/host"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
@@ -62,7 +63,7 @@ func TestHostAppliesItsPolicy(t *testing.T) {
 		}
 	}
 	for _, server := range []string{"https://127.0.0.1:" + port, "https://[::1]:" + port, "https://169.254.169.254", "https://k8s.evil.test:" + port, "https://localhost:" + port} {
-		body, _ := json.Marshal(host.ClusterCredential{Name: "edge", Server: server, Token: "t", Insecure: true})
+		body, _ := json.Marshal(appproxyv1.ClusterCredential{Name: "edge", Server: server, Token: "t"})
 		code, field, out := call("POST", "clusters", string(body), nil)
 		if code != http.StatusBadRequest || field != "server" {
 			t.Errorf("server %s: %d %s %s", server, code, field, out)
