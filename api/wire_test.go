@@ -37,6 +37,7 @@ var wireTypes = map[string]any{
 	"client.Me":                     client.Me{},
 	"client.APIKey":                 client.APIKey{},
 	"client.CreatedAPIKey":          client.CreatedAPIKey{},
+	"client.Invitation":             client.Invitation{},
 	"client.AuditEvent":             client.AuditEvent{},
 	"client.List":                   client.List[client.Account]{},
 	"client.LoginRequest":           client.LoginRequest{},

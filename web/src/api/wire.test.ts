@@ -30,6 +30,7 @@ import client_CreateAccountRequest from '../../../api/testdata/wire/client.Creat
 import client_SwitchAccountRequest from '../../../api/testdata/wire/client.SwitchAccountRequest.json';
 import client_CreateUserRequest from '../../../api/testdata/wire/client.CreateUserRequest.json';
 import client_CreatedUser from '../../../api/testdata/wire/client.CreatedUser.json';
+import client_Invitation from '../../../api/testdata/wire/client.Invitation.json';
 import client_UpdateUserRequest from '../../../api/testdata/wire/client.UpdateUserRequest.json';
 import client_CreateAPIKeyRequest from '../../../api/testdata/wire/client.CreateAPIKeyRequest.json';
 import client_Runtime from '../../../api/testdata/wire/client.Runtime.json';
@@ -187,6 +188,7 @@ const wire = [
   pair<t.SwitchAccountRequest>()('client.SwitchAccountRequest', client_SwitchAccountRequest, 'no drift'),
   pair<t.CreateUserRequest>()('client.CreateUserRequest', client_CreateUserRequest, 'no drift'),
   pair<t.CreatedUser>()('client.CreatedUser', client_CreatedUser, 'no drift'),
+  pair<t.Invitation>()('client.Invitation', client_Invitation, 'no drift'),
   pair<t.UpdateUserRequest>()('client.UpdateUserRequest', client_UpdateUserRequest, 'no drift'),
   pair<t.CreateAPIKeyRequest>()('client.CreateAPIKeyRequest', client_CreateAPIKeyRequest, 'no drift'),
   pair<t.Runtime>()('client.Runtime', client_Runtime, 'no drift'),
