@@ -7,7 +7,7 @@ STATICCHECK_VERSION ?= v0.8.2
 FUZZTIME ?= 20s
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build up test test-short lint vet fmt bench bench-gitops generate check fuzz security clean
+.PHONY: all build up test test-short lint vet fmt bench bench-gitops faults generate check fuzz security clean
 
 all: build
 
@@ -57,6 +57,15 @@ security:
 	printf '%-58s %9s %10s %8s\n' "attack" "attempts" "successes" "worst"; \
 	grep '^SECURITY|' .security.out | awk -F'|' '{ printf "%-58s %9s %10s %8s\n", $$2, $$3, $$4, $$5 }'; \
 	grep -E '^(--- FAIL|FAIL|ok)' .security.out; rm -f .security.out; exit $$status
+
+## faults: the fault suite (real processes killed mid-work; PostgreSQL when FRESHET_TEST_POSTGRES
+## is set); prints its measurements as a table (see docs/benchmarks.md, "Faults")
+faults:
+	@log=$$(mktemp); $(GO) test -count=1 -v -timeout 10m -run Fault ./internal/faults/ > $$log 2>&1; status=$$?; \
+	grep -E '^(--- |ok|FAIL|panic)' $$log; [ $$status -eq 0 ] || grep -vE '^(=== |    .*level=)' $$log | tail -40; \
+	echo; printf '%-5s | %-84s | %s\n' item what value; \
+	grep -o 'FAULT|.*' $$log | awk -F'|' '{ printf "%-5s | %-84s | %s\n", $$2, $$3, $$4 }'; \
+	rm -f $$log; exit $$status
 
 ## fuzz: run each fuzz target for FUZZTIME
 fuzz:

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -301,11 +302,25 @@ type LogEvent struct {
 }
 
 // FollowLog streams a build's log from offset over server-sent events until the build ends
-// and the whole log was sent, calling fn for each event. It resumes from the last offset when
-// the connection breaks.
+// and the whole log was sent, calling fn for each event (each byte once, in order).
+//
+// When the connection breaks or the control plane is away (a restart, a deploy, a proxy's
+// 502/503/504 meanwhile), it reconnects from the last byte received, with backoff up to
+// followMaxBackoff, for as long as ctx lives: a follow outlasts any outage. It returns when the
+// build ended, when ctx ends, when fn fails, or when the server refuses the follow for good (a
+// 4xx other than 408 and 429: the build does not exist, the token is not valid).
 func (c *Client) FollowLog(ctx context.Context, id string, offset int64, fn func(LogEvent) error) error {
 	h := &http.Client{Transport: c.http.Transport} // no overall timeout: a follow lasts as long as the build
-	for attempt := 0; ; attempt++ {
+	failures := 0
+	for {
+		if failures > 0 {
+			wait := min(followFirstBackoff<<min(failures-1, 6), followMaxBackoff)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait):
+			}
+		}
 		req, err := c.newRequest(ctx, http.MethodGet, "/api/v1/builds/"+pathEscape(id)+"/logs?follow=1&offset="+strconv.FormatInt(offset, 10), nil)
 		if err != nil {
 			return err
@@ -313,31 +328,56 @@ func (c *Client) FollowLog(ctx context.Context, id string, offset int64, fn func
 		req.Header.Set("Accept", "text/event-stream")
 		resp, err := h.Do(req)
 		if err != nil {
-			if ctx.Err() != nil || attempt >= 5 {
-				return err
+			if ctx.Err() != nil {
+				return ctx.Err()
 			}
-			time.Sleep(time.Duration(attempt+1) * 200 * time.Millisecond)
+			failures++
 			continue
 		}
 		if resp.StatusCode >= 400 {
-			defer resp.Body.Close()
-			return readError(resp)
+			if !retryableStatus(resp.StatusCode) {
+				defer resp.Body.Close()
+				return readError(resp)
+			}
+			resp.Body.Close()
+			failures++
+			continue
 		}
+		var fnErr error
 		done, err := readSSE(resp.Body, func(ev LogEvent) error {
 			if !ev.Done {
 				offset = ev.Offset + int64(len(ev.Data))
 			}
-			return fn(ev)
+			fnErr = fn(ev)
+			return fnErr
 		})
 		resp.Body.Close()
-		if done || ctx.Err() != nil {
+		switch {
+		case fnErr != nil:
+			return fnErr
+		case done, errors.Is(err, errBadEvent):
 			return err
+		case ctx.Err() != nil:
+			return ctx.Err()
 		}
-		if err != nil && attempt >= 5 {
-			return err
-		}
+		failures = 1 // connected, then cut: reconnect after the first backoff
 	}
 }
+
+// Reconnect backoff of FollowLog: doubling from the first to the cap (variables for tests).
+var (
+	followFirstBackoff = 200 * time.Millisecond
+	followMaxBackoff   = 5 * time.Second
+)
+
+// retryableStatus reports whether an HTTP status may go away by asking again: the server or a
+// proxy in front of it is restarting or overloaded, or the request timed out.
+func retryableStatus(code int) bool {
+	return code >= 500 || code == http.StatusTooManyRequests || code == http.StatusRequestTimeout
+}
+
+// errBadEvent is a log event that does not decode: a server bug, not worth reconnecting for.
+var errBadEvent = errors.New("bad log event")
 
 func readSSE(r io.Reader, fn func(LogEvent) error) (done bool, err error) {
 	sc := bufio.NewScanner(r)
@@ -358,7 +398,7 @@ func readSSE(r io.Reader, fn func(LogEvent) error) (done bool, err error) {
 					Data   []byte `json:"data"`
 				}
 				if err := json.Unmarshal([]byte(data), &m); err != nil {
-					return false, fmt.Errorf("bad log event: %w", err)
+					return false, fmt.Errorf("%w: %w", errBadEvent, err)
 				}
 				if err := fn(LogEvent{Offset: m.Offset, Data: m.Data}); err != nil {
 					return false, err

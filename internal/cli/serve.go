@@ -122,7 +122,7 @@ func (a *app) serve(ctx context.Context, opts server.Options, local bool, kube k
 		return err
 	}
 	r, err := runner.New(runner.Options{Server: url, Token: token, Name: "local", Executor: "local", Concurrency: runner.DefaultConcurrency,
-		Transport: runner.TransportStream, Version: version.Version}, exec, nil, log.With("component", "runner"))
+		Transport: runner.TransportStream, Version: version.Version, ShutdownTimeout: opts.ShutdownTimeout}, exec, nil, log.With("component", "runner"))
 	if err != nil {
 		srv.Close()
 		return err

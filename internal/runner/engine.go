@@ -1,12 +1,14 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"maps"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -41,6 +43,10 @@ type engine struct {
 	report    func(runnerv1.StepState) // records a step's state with the control plane
 	flush     func()                   // pushes out log output held back by the masker
 	approvals <-chan string            // "approved" or "denied" for the waiting step
+	// done holds the final states of steps that finished in an earlier attempt of this build on
+	// this runner (the control plane lost track of it meanwhile): they are reported as they
+	// ended and not run again.
+	done map[string]runnerv1.StepState
 
 	mu        sync.Mutex
 	vars      map[string]string
@@ -69,6 +75,36 @@ func newEngine(job runnerv1.Job, p *spec.Pipeline, exec executor.Executor, ws ex
 		}
 	}
 	return e
+}
+
+// variables returns the build's variables as the steps so far left them (with their exports).
+func (e *engine) variables() map[string]string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return maps.Clone(e.vars)
+}
+
+// resultOf is the result a recorded final status stands for.
+func resultOf(status string) spec.Result {
+	switch status {
+	case stSuccess:
+		return spec.ResultSuccess
+	case stSkipped:
+		return spec.ResultSkipped
+	case stTerminated:
+		return spec.ResultTerminated
+	}
+	return spec.ResultFailure
+}
+
+// sortStates orders step states as the pipeline lists its steps.
+func sortStates(states []runnerv1.StepState) {
+	slices.SortStableFunc(states, func(a, b runnerv1.StepState) int {
+		if c := cmp.Compare(a.Position, b.Position); c != 0 {
+			return c
+		}
+		return a.FinishedAt.Compare(b.FinishedAt)
+	})
 }
 
 // logf writes a runner notice line to the build log.
@@ -237,6 +273,16 @@ func (e *engine) runParallelMode(ctx context.Context, steps []*spec.Step) {
 func (e *engine) runStep(ctx context.Context, st *spec.Step) spec.Result {
 	pos := e.positions[st.Name]
 	state := runnerv1.StepState{Name: st.Name, Stage: st.Stage, Position: pos}
+	if prev, ok := e.done[st.Name]; ok {
+		res := resultOf(prev.Status)
+		e.setResult(st.Name, res)
+		e.report(prev)
+		e.logf("step %s: %s in an earlier attempt on this runner; kept, not run again", st.Name, prev.Status)
+		if res == spec.ResultFailure && st.FailFast {
+			e.fail(fmt.Sprintf("step %s failed: %s", st.Name, prev.Message))
+		}
+		return res
+	}
 	if e.skip[st.Name] {
 		e.setResult(st.Name, spec.ResultSuccess)
 		state.Status, state.Message = stSkipped, "succeeded in the build this one restarts"

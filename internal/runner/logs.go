@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"sync"
 	"time"
@@ -28,26 +29,27 @@ var (
 	longLineMarker  = []byte(" [freshet: line cut at " + strconv.Itoa(MaxLineBytes>>10) + " KiB]\n")
 )
 
-// uploader buffers a build's log and ships it in order.
+// uploader buffers a build's log and ships it in order under the job's lease. It never drops
+// a line because the control plane refused or did not answer: lines stay buffered and are sent
+// again for as long as the job holds its lease (across outages, and under a new lease when the
+// job is taken up again). Only the control plane's log size limit ends shipping.
 type uploader struct {
 	c     *protoClient
-	lease runnerv1.Lease
+	lease *leaseBox
+	log   *slog.Logger
 
 	mu        sync.Mutex
 	buf       bytes.Buffer
-	offset    int64 // where buf starts in the build's log
-	written   int64 // bytes accepted by Write in total, from the start of the log
+	offset    int64  // where buf starts in the build's log
+	gen       uint64 // bumped by rebase: a chunk in flight then belongs to the old lease
+	written   int64  // bytes accepted by Write in total, from the start of the log
 	truncated bool
+	full      bool // the control plane refused more: the log is at its size limit
 	kick      chan struct{}
-	done      chan struct{}
-	stopped   chan struct{}
-	lastErr   error
 }
 
-func newUploader(c *protoClient, lease runnerv1.Lease, offset int64) *uploader {
-	u := &uploader{c: c, lease: lease, offset: offset, written: offset, kick: make(chan struct{}, 1),
-		done: make(chan struct{}), stopped: make(chan struct{})}
-	return u
+func newUploader(c *protoClient, lease *leaseBox, offset int64, log *slog.Logger) *uploader {
+	return &uploader{c: c, lease: lease, log: log, offset: offset, written: offset, kick: make(chan struct{}, 1)}
 }
 
 // Write buffers p. Past MaxLogBytes it writes the truncation marker once and drops the rest.
@@ -71,107 +73,153 @@ func (u *uploader) Write(p []byte) (int, error) {
 	full := u.buf.Len() >= flushBytes
 	u.mu.Unlock()
 	if full {
-		select {
-		case u.kick <- struct{}{}:
-		default:
-		}
+		u.wake()
 	}
 	return n, nil
 }
 
-// run ships chunks until close is called and everything was sent (or ctx ends).
+func (u *uploader) wake() {
+	select {
+	case u.kick <- struct{}{}:
+	default:
+	}
+}
+
+// pending is how many bytes wait to be shipped.
+func (u *uploader) pending() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.full {
+		return 0
+	}
+	return u.buf.Len()
+}
+
+// rebase continues the log at offset (under a new lease, whose log starts where the control
+// plane's ends); what is buffered is sent there.
+func (u *uploader) rebase(offset int64) {
+	u.mu.Lock()
+	u.offset = offset
+	u.gen++
+	u.mu.Unlock()
+	u.wake()
+}
+
+// run ships chunks every flushInterval (or when flushBytes are buffered) until ctx ends.
 func (u *uploader) run(ctx context.Context) {
-	defer close(u.stopped)
 	t := time.NewTicker(flushInterval)
 	defer t.Stop()
 	for {
-		closing := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-u.kick:
 		case <-t.C:
-		case <-u.done:
-			closing = true
 		}
 		for u.flush(ctx) {
 		}
-		if closing {
-			return
+	}
+}
+
+// drain waits until everything buffered was shipped, or ctx ends.
+func (u *uploader) drain(ctx context.Context) error {
+	for u.pending() > 0 {
+		u.wake()
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	return nil
 }
 
 // flush sends one chunk; it reports whether more is buffered.
 func (u *uploader) flush(ctx context.Context) bool {
 	u.mu.Lock()
-	if u.buf.Len() == 0 {
+	if u.buf.Len() == 0 || u.full {
 		u.mu.Unlock()
 		return false
 	}
 	n := min(u.buf.Len(), 1<<20)
 	data := append([]byte(nil), u.buf.Bytes()[:n]...)
-	offset := u.offset
+	offset, gen := u.offset, u.gen
 	u.mu.Unlock()
 
-	backoff := 100 * time.Millisecond
+	backoff := deliverFirstBackoff
 	for {
-		ack, err := unary(ctx, u.c.token, u.c.appendLog, &runnerv1.LogChunk{Lease: u.lease, Offset: offset, Data: data})
-		if err == nil && ack.Size >= offset+int64(len(data)) {
-			break
-		}
-		var ce *connect.Error
-		if errors.As(err, &ce) {
-			switch ce.Code() {
-			case connect.CodeFailedPrecondition:
-				if s := ce.Meta().Get("X-Log-Size"); s != "" {
-					if size, perr := strconv.ParseInt(s, 10, 64); perr == nil && size >= offset+int64(len(data)) {
-						goto stored // an earlier attempt was stored after all
-					}
-				}
-				u.setErr(err) // the lease is gone: stop shipping
+		lease, held, changed := u.lease.get()
+		if !held { // the lease is in doubt: keep the lines until the job has it (or a new one)
+			select {
+			case <-ctx.Done():
 				return false
-			case connect.CodeResourceExhausted, connect.CodePermissionDenied, connect.CodeUnauthenticated, connect.CodeNotFound:
-				u.setErr(err)
-				return false
+			case <-changed:
+				return true
 			}
 		}
+		ack, err := unary(ctx, u.c.token, u.c.appendLog, &runnerv1.LogChunk{Lease: lease, Offset: offset, Data: data})
+		size := int64(-1) // where the control plane's log ends, when it said
+		switch {
+		case err == nil:
+			size = ack.Size
+		case connect.CodeOf(err) == connect.CodeResourceExhausted:
+			u.mu.Lock()
+			u.full = true
+			u.buf.Reset()
+			u.mu.Unlock()
+			u.log.Warn("build log refused: it is at the control plane's size limit", "build", lease.BuildID, "err", err)
+			return false
+		default:
+			var ce *connect.Error
+			if errors.As(err, &ce) && ce.Code() == connect.CodeFailedPrecondition {
+				if s, perr := strconv.ParseInt(ce.Meta().Get("X-Log-Size"), 10, 64); perr == nil {
+					size = s
+				}
+			}
+		}
+		if size >= 0 {
+			end := offset + int64(len(data))
+			switch {
+			case size >= end: // stored (maybe by an earlier attempt whose answer was lost)
+				return u.advance(gen, int64(len(data)))
+			case size > offset: // the first part is stored: send the rest
+				return u.advance(gen, size-offset)
+			default: // the log ends before this chunk: send from where it ends
+				u.mu.Lock()
+				if u.gen == gen {
+					u.offset = size
+				}
+				u.mu.Unlock()
+				u.log.Warn("the control plane's build log ends before the chunk; sending from its end", "build", lease.BuildID, "offset", offset, "log_size", size)
+				return true
+			}
+		}
+		// Refused with no size (the lease, or the control plane, is in trouble) or no answer:
+		// keep the lines and try again; the heartbeats decide whether the lease is still held.
 		if ctx.Err() != nil {
 			return false
 		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(backoff):
+		u.log.Debug("ship build log; retrying", "build", lease.BuildID, "offset", offset, "bytes", len(data), "err", err, "in", backoff)
+		backoff = deliverWait(ctx, backoff, changed)
+		u.mu.Lock()
+		rebased := u.gen != gen
+		u.mu.Unlock()
+		if rebased {
+			return true
 		}
-		backoff = min(backoff*2, 5*time.Second)
 	}
-stored:
-	u.mu.Lock()
-	u.buf.Next(len(data))
-	u.offset += int64(len(data))
-	more := u.buf.Len() > 0
-	u.mu.Unlock()
-	return more
 }
 
-func (u *uploader) setErr(err error) {
-	u.mu.Lock()
-	u.lastErr = err
-	u.buf.Reset()
-	u.mu.Unlock()
-}
-
-// close flushes what is buffered and stops; it waits at most until ctx ends.
-func (u *uploader) close(ctx context.Context) error {
-	close(u.done)
-	select {
-	case <-u.stopped:
-	case <-ctx.Done():
-	}
+// advance drops n shipped bytes from the buffer, unless it was rebased meanwhile; it reports
+// whether more is buffered.
+func (u *uploader) advance(gen uint64, n int64) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.lastErr
+	if u.gen == gen {
+		u.buf.Next(int(n))
+		u.offset += n
+	}
+	return u.buf.Len() > 0
 }
 
 // lineLimiter cuts lines longer than MaxLineBytes.

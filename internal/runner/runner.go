@@ -4,6 +4,12 @@
 // with heartbeats, runs their steps with an executor, masks secrets in the log and ships it in
 // offset-addressed chunks, and reports steps and results.
 //
+// What it owes the control plane (log lines, step states, a build's result) it keeps until the
+// control plane has it, across outages: nothing is dropped because delivery took long. A build
+// whose lease it could not renew is suspended, not forgotten: its running step stops, what the
+// finished steps did is kept, and the build resumes — only its unfinished steps run — when the
+// control plane renews the lease or gives the requeued build back (see job).
+//
 // The runner imports no control-plane package: it speaks api/runnerv1 only.
 package runner
 
@@ -38,10 +44,13 @@ const (
 
 // Defaults.
 const (
-	DefaultConcurrency   = 2
-	maxReconnectBackoff  = 30 * time.Second
-	streamFailuresToPoll = 3
-	fenceMargin          = 3 * time.Second // stop a job this long before its unrenewed lease expires (at most a tenth of the lease)
+	DefaultConcurrency = 2
+	// DefaultShutdownTimeout is how long a runner takes at most to stop after SIGTERM.
+	DefaultShutdownTimeout = 10 * time.Second
+	maxReconnectBackoff    = 30 * time.Second
+	streamFailuresToPoll   = 3
+	streamRetryInterval    = time.Minute     // while auto polls, how often it tries the stream again
+	fenceMargin            = 3 * time.Second // stop a job this long before its unrenewed lease expires (at most a tenth of the lease)
 )
 
 // Options configure a runner.
@@ -55,6 +64,9 @@ type Options struct {
 	Transport    string
 	PollInterval time.Duration // for TransportInterval
 	Version      string
+	// ShutdownTimeout bounds how long Run takes to return once its context ends: steps are
+	// stopped and what the logs hold is shipped until then (0 means DefaultShutdownTimeout).
+	ShutdownTimeout time.Duration
 }
 
 // BindFlags registers the options on fs.
@@ -68,6 +80,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringToStringVar(&o.Labels, "labels", nil, "labels pipelines select runners by, k=v,k=v")
 	fs.StringVar(&o.Transport, "transport", TransportAuto, "how offers arrive: auto, stream, poll (long-poll) or interval (poll every --poll-interval)")
 	fs.DurationVar(&o.PollInterval, "poll-interval", 3*time.Second, "with --transport interval: how often to ask for work")
+	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "on SIGINT/SIGTERM: how long to take at most to stop steps and ship their logs before exiting")
 }
 
 // Validate names the first bad option.
@@ -79,6 +92,8 @@ func (o *Options) Validate() error {
 		return fmt.Errorf("--token: not a runner token (they start with frn_; create one with 'freshet runner register')")
 	case o.Concurrency < 1 || o.Concurrency > 256:
 		return fmt.Errorf("--concurrency %d: use 1 to 256", o.Concurrency)
+	case o.ShutdownTimeout < 0:
+		return fmt.Errorf("--shutdown-timeout %s: must not be negative (0 means %s)", o.ShutdownTimeout, DefaultShutdownTimeout)
 	}
 	switch o.Transport {
 	case TransportAuto, TransportStream, TransportPoll:
@@ -99,10 +114,11 @@ type Runner struct {
 	exec executor.Executor
 	log  *slog.Logger
 
-	mu       sync.Mutex
-	jobs     map[string]*job
-	draining bool
-	wg       sync.WaitGroup
+	mu         sync.Mutex
+	jobs       map[string]*job
+	draining   bool
+	stoppingBy time.Time // set when Run's context ended: the shutdown deadline
+	wg         sync.WaitGroup
 }
 
 // New returns a runner that runs builds with exec.
@@ -113,30 +129,84 @@ func New(opts Options, exec executor.Executor, hc *http.Client, log *slog.Logger
 	if hc == nil {
 		hc = &http.Client{}
 	}
+	if opts.ShutdownTimeout == 0 {
+		opts.ShutdownTimeout = DefaultShutdownTimeout
+	}
 	return &Runner{opts: opts, c: newProtoClient(opts.Server, opts.Token, hc), exec: exec, log: log, jobs: map[string]*job{}}, nil
 }
 
-// Run takes and runs builds until ctx ends. On return no step of this runner runs any more;
-// builds it held are left to their leases (the control plane requeues or fails them).
+// Run takes and runs builds until ctx ends. Then it stops every step and ships what the logs
+// hold, returning within Options.ShutdownTimeout; builds it held are left to their leases (the
+// control plane requeues or fails them).
 func (r *Runner) Run(ctx context.Context) error {
+	if sw, ok := r.exec.(sweeper); ok {
+		swept, err := sw.Sweep(ctx)
+		if err != nil {
+			r.log.Warn("clean up what earlier runs left", "err", err)
+		}
+		if len(swept) > 0 {
+			r.log.Info("cleaned up builds an earlier run of a runner left behind", "workspaces", swept)
+		}
+	}
 	hbCtx, stopHB := context.WithCancel(ctx)
 	defer stopHB()
 	go r.heartbeats(hbCtx)
 	err := r.receive(ctx)
+	deadline := time.Now().Add(r.opts.ShutdownTimeout)
 	r.mu.Lock()
+	r.stoppingBy = deadline
 	for _, jb := range r.jobs {
 		jb.stop(errShutdown)
+		jb.abandoned.Do(func() { close(jb.abandon) })
 	}
 	r.mu.Unlock()
-	r.wg.Wait()
+	stopped := make(chan struct{})
+	go func() {
+		r.wg.Wait()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(time.Until(deadline)):
+		// Steps still in their kill grace die with the process (the executor ties them to it).
+		r.log.Warn("shutdown timeout: exiting with builds still stopping", "timeout", r.opts.ShutdownTimeout)
+	}
 	return err
 }
 
+// shutdownDeadline is when Run returns once its context ended (in ShutdownTimeout from now
+// until then).
+func (r *Runner) shutdownDeadline() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.stoppingBy.IsZero() {
+		return time.Now().Add(r.opts.ShutdownTimeout)
+	}
+	return r.stoppingBy
+}
+
+// sweeper is an executor that can clean up what runners that are gone left behind (workspaces,
+// step processes) before this runner takes builds.
+type sweeper interface {
+	Sweep(ctx context.Context) ([]string, error)
+}
+
 // receive takes messages from the control plane until ctx ends.
+//
+// With TransportAuto it streams, and falls back to long-polling only when streaming itself is
+// broken: a stream that fails while the control plane answers other calls (a proxy that buffers
+// or cuts streams). A stream that fails because the control plane is away does not count: an
+// outage ends with the runner back on its stream. Once polling, it tries the stream again every
+// streamRetryInterval, and a stream that comes up clears the count.
 func (r *Runner) receive(ctx context.Context) error {
 	backoff := 250 * time.Millisecond
 	streamFailures := 0
+	var polling time.Time // when auto fell back to polling
 	for ctx.Err() == nil {
+		if r.opts.Transport == TransportAuto && streamFailures >= streamFailuresToPoll && time.Since(polling) >= streamRetryInterval {
+			streamFailures = streamFailuresToPoll - 1 // one more try; a failure polls again
+			r.log.Info("trying the stream again after polling", "for", time.Since(polling).Round(time.Second))
+		}
 		useStream := r.opts.Transport == TransportStream || (r.opts.Transport == TransportAuto && streamFailures < streamFailuresToPoll)
 		var err error
 		var got bool
@@ -151,6 +221,9 @@ func (r *Runner) receive(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		if useStream && got {
+			streamFailures = 0
+		}
 		if err == nil {
 			backoff = 250 * time.Millisecond
 			continue
@@ -161,8 +234,12 @@ func (r *Runner) receive(ctx context.Context) error {
 		if got {
 			backoff = 250 * time.Millisecond
 		}
-		if useStream && !got {
+		if useStream && !got && r.opts.Transport == TransportAuto && r.reachable(ctx) {
 			streamFailures++
+			if streamFailures == streamFailuresToPoll {
+				polling = time.Now()
+				r.log.Warn("the stream keeps failing while the control plane answers; long-polling instead", "err", err, "retry_stream_in", streamRetryInterval)
+			}
 		}
 		wait := backoff/2 + rand.N(backoff/2+1) // jitter
 		r.log.Warn("connection to the control plane failed; retrying", "err", err, "in", wait.Round(time.Millisecond), "stream", useStream)
@@ -174,6 +251,15 @@ func (r *Runner) receive(ctx context.Context) error {
 		backoff = min(backoff*2, maxReconnectBackoff)
 	}
 	return nil
+}
+
+// reachable reports whether the control plane answers a call other than the stream: a
+// heartbeat without leases, which creates no session and changes nothing.
+func (r *Runner) reachable(ctx context.Context) bool {
+	hctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := unary(hctx, r.c.token, r.c.heartbeat, &runnerv1.HeartbeatRequest{})
+	return err == nil
 }
 
 func isAuthError(err error) bool {
@@ -274,9 +360,13 @@ func (r *Runner) handle(ctx context.Context, m runnerv1.ServerMessage) {
 	case runnerv1.KindOffer:
 		r.mu.Lock()
 		full := r.draining || len(r.jobs) >= r.opts.Concurrency
-		_, have := r.jobs[m.BuildID]
+		jb := r.jobs[m.BuildID]
 		r.mu.Unlock()
-		if full || have {
+		if jb != nil { // requeued while suspended here: take it up again
+			go jb.reclaim(ctx)
+			return
+		}
+		if full {
 			return
 		}
 		job, err := unary(ctx, r.c.token, r.c.accept, &runnerv1.AcceptRequest{BuildID: m.BuildID})
@@ -301,8 +391,7 @@ func (r *Runner) handle(ctx context.Context, m runnerv1.ServerMessage) {
 }
 
 func (r *Runner) start(ctx context.Context, j runnerv1.Job) {
-	jb := &job{r: r, j: j, lease: runnerv1.Lease{BuildID: j.BuildID, LeaseID: j.LeaseID}, log: r.log,
-		approvals: make(chan string, 1), done: make(chan struct{}), expiry: j.LeaseExpiry, accepted: time.Now()}
+	jb := newJob(r, j)
 	r.mu.Lock()
 	r.jobs[j.BuildID] = jb
 	r.mu.Unlock()
@@ -319,23 +408,37 @@ func (r *Runner) start(ctx context.Context, j runnerv1.Job) {
 }
 
 // heartbeatEvery is how often leases are renewed: a third of the shortest time a held lease has
-// left, within bounds, so leases of any length the control plane grants stay renewed.
+// left, within bounds, so leases of any length the control plane grants stay renewed. With
+// only suspended builds (whose leases have run out) it is suspendedHeartbeat.
 func (r *Runner) heartbeatEvery() time.Duration {
 	every := runnerv1.LeaseTTL / 3
 	now := time.Now()
 	r.mu.Lock()
+	active := 0
 	for _, jb := range r.jobs {
+		if jb.isSuspended() {
+			continue
+		}
+		active++
 		if left := jb.leaseExpiry().Sub(now) / 3; left < every {
 			every = left
 		}
+	}
+	if active == 0 && len(r.jobs) > 0 {
+		every = suspendedHeartbeat
 	}
 	r.mu.Unlock()
 	return max(every, 100*time.Millisecond)
 }
 
+// suspendedHeartbeat is how often a runner with only suspended builds asks after them.
+const suspendedHeartbeat = time.Second
+
 // heartbeats renews leases (see heartbeatEvery), stops builds whose lease is gone or cancelled,
 // delivers approval decisions, and stops any build whose lease it could not renew in time
-// (so a build the control plane requeues never runs twice at once).
+// (so a build the control plane requeues never runs twice at once). Suspended builds are in
+// every heartbeat too: a renewal resumes them, a lost lease makes the runner ask for the build
+// again.
 func (r *Runner) heartbeats(ctx context.Context) {
 	fence := time.NewTicker(100 * time.Millisecond)
 	defer fence.Stop()
@@ -354,9 +457,12 @@ func (r *Runner) heartbeats(ctx context.Context) {
 		r.mu.Lock()
 		var leases []runnerv1.Lease
 		jobs := map[string]*job{}
+		sent := map[string]string{} // build → the lease this heartbeat is about
 		for id, jb := range r.jobs {
-			leases = append(leases, jb.lease)
+			l, _, _ := jb.lease.get()
+			leases = append(leases, l)
 			jobs[id] = jb
+			sent[id] = l.LeaseID
 		}
 		r.mu.Unlock()
 		if len(leases) == 0 {
@@ -373,7 +479,7 @@ func (r *Runner) heartbeats(ctx context.Context) {
 		for _, id := range resp.Lost {
 			lost[id] = true
 			if jb := jobs[id]; jb != nil {
-				jb.stop(errLeaseLost)
+				jb.onLost(ctx, sent[id])
 			}
 		}
 		for _, id := range resp.Cancel {
@@ -391,42 +497,24 @@ func (r *Runner) heartbeats(ctx context.Context) {
 		}
 		for id, jb := range jobs {
 			if !lost[id] {
-				jb.setExpiry(resp.Expiry)
+				jb.onRenewed(sent[id], resp.Expiry)
 			}
 		}
 	}
 }
 
+// fenceExpired stops every running build whose lease was not renewed in time.
 func (r *Runner) fenceExpired() {
 	now := time.Now()
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	var late []*job
 	for _, jb := range r.jobs {
-		margin := min(fenceMargin, jb.j.LeaseExpiry.Sub(jb.accepted)/10)
-		if now.After(jb.leaseExpiry().Add(-margin)) {
-			jb.stop(errLeaseLost)
+		if at, ok := jb.fenceAt(); ok && now.After(at) {
+			late = append(late, jb)
 		}
 	}
-}
-
-// retry calls f until it succeeds, fails permanently or ctx ends.
-func (r *Runner) retry(ctx context.Context, what string, f func(context.Context) error) {
-	backoff := 100 * time.Millisecond
-	for {
-		err := f(ctx)
-		if err == nil {
-			return
-		}
-		if permanent(err) || ctx.Err() != nil {
-			r.log.Warn(what, "err", err)
-			return
-		}
-		select {
-		case <-ctx.Done():
-			r.log.Warn(what, "err", err)
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 3*time.Second)
+	r.mu.Unlock()
+	for _, jb := range late {
+		jb.stop(errLeaseLost)
 	}
 }

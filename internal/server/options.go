@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/freshet-dev/freshet/api/runnerv1"
 	"github.com/freshet-dev/freshet/internal/cron"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/identity"
@@ -20,6 +21,7 @@ const (
 	DefaultServerListen    = ":8080"
 	DefaultShutdownTimeout = 10 * time.Second
 	dbFileName             = "freshet.db"
+	minRunnerLeaseTTL      = 2 * time.Second
 )
 
 // Options configures the control plane. Every field is a flag, a FRESHET_* variable and a key
@@ -40,6 +42,10 @@ type Options struct {
 	MasterKeyFile   string
 	AdvertiseURL    string
 	Cron            cron.Options
+	// RunnerLeaseTTL is how long a build's lease lasts without a runner's heartbeat (0 means
+	// runnerv1.LeaseTTL). A build whose runner went silent is requeued about this long after
+	// its last heartbeat.
+	RunnerLeaseTTL time.Duration
 }
 
 // DefaultDataDir is $XDG_DATA_HOME/freshet, or ~/.local/share/freshet.
@@ -72,6 +78,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet, local bool) {
 	fs.StringVar(&o.AdminPassword, "admin-password", "", "password of the first admin (default: generated and printed once); prefer FRESHET_ADMIN_PASSWORD")
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "how long to let requests finish on SIGINT/SIGTERM")
 	o.Cron.BindFlags(fs)
+	fs.DurationVar(&o.RunnerLeaseTTL, "runner-lease-ttl", runnerv1.LeaseTTL, "how long a build's lease lasts without a heartbeat from its runner (at least 2s); a silent runner's builds are requeued after about this long")
 	fs.StringVar(&o.AdvertiseURL, "advertise-url", "", "the URL other replicas reach this one at (needed with FRESHET_TUNNEL_HOP_SECRET to forward tunnel requests between replicas)")
 	fs.StringVar(&o.MasterKeyFile, "master-key-file", "", "file of the master keys that encrypt secrets (default: FRESHET_MASTER_KEY, else master.key in --data-dir, created on first start)")
 }
@@ -107,6 +114,9 @@ func (o *Options) Validate() error {
 	}
 	if o.ShutdownTimeout <= 0 {
 		return errdefs.Invalid("shutdown-timeout", o.ShutdownTimeout.String(), "must be positive")
+	}
+	if o.RunnerLeaseTTL != 0 && o.RunnerLeaseTTL < minRunnerLeaseTTL {
+		return errdefs.Invalid("runner-lease-ttl", o.RunnerLeaseTTL.String(), "must be at least "+minRunnerLeaseTTL.String()+" (runners renew leases every third of it)")
 	}
 	if err := o.Cron.Validate(); err != nil {
 		return err

@@ -110,6 +110,9 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	}
 	s.pipes.SetCronHook(s.cron.Reload)
 	s.dispatch = pipeline.NewDispatcher(s.pipes, s.bus.Conn(), log.With("component", "dispatcher"))
+	if opts.RunnerLeaseTTL > 0 {
+		s.dispatch.SetLeaseTTL(opts.RunnerLeaseTTL)
+	}
 	s.runtimes = runtimes.New(s.db, s.audit, keys, log.With("component", "runtimes"))
 	s.runtimes.SetProvisioner(newInProcessProvisioner(s, log.With("component", "hosted-runtimes")))
 	s.runtimes.SetEventsHook(s.outbox.Kick)

@@ -313,7 +313,10 @@ func (s *Session) flush() {
 	}
 }
 
-// keepalive pings a silent connection and drops it when the ping goes unanswered.
+// keepalive pings a connection silent for PingInterval and drops it when the ping goes
+// unanswered for PingTimeout. Every wait is counted from the last frame read, also after an
+// answered ping, so a connection that dies silently is dropped at most PingInterval+PingTimeout
+// after the last frame it carried.
 func (s *Session) keepalive() {
 	t := time.NewTimer(s.cfg.PingInterval)
 	defer t.Stop()
@@ -338,11 +341,15 @@ func (s *Session) keepalive() {
 			return
 		case <-t.C:
 		}
-		if s.lastRead.Load() < sent {
+		last := s.lastRead.Load()
+		if last < sent {
 			s.fail(fmt.Errorf("no answer to a ping within %s", s.cfg.PingTimeout))
 			return
 		}
-		t.Reset(s.cfg.PingInterval)
+		// The next ping is due PingInterval after the last frame (the answer, or a later one),
+		// not after this check: waiting a whole interval from here would let a death right after
+		// the answer go unnoticed for PingInterval+2×PingTimeout.
+		t.Reset(max(s.cfg.PingInterval-time.Duration(time.Now().UnixNano()-last), 0))
 	}
 }
 

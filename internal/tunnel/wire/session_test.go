@@ -18,6 +18,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -618,4 +619,62 @@ func TestCheckFieldNameKnowsCanonicalForm(t *testing.T) {
 	if valid, _ := checkFieldName("Bad Name"); valid {
 		t.Error(`"Bad Name" is valid`)
 	}
+}
+
+// A connection that dies silently is dropped within PingInterval+PingTimeout of the last frame
+// it carried, however the death falls against the ping cycle: also right after a ping was
+// answered, when the next ping used to wait a whole interval from the answer's deadline (20 s
+// instead of 15 s with the defaults).
+func TestSilentDeathWithinIntervalPlusTimeout(t *testing.T) {
+	for _, freezeAt := range []time.Duration{
+		time.Second,                              // before any ping
+		PingInterval + time.Millisecond,          // just after the first pings were answered
+		PingInterval + PingTimeout + time.Second, // after the answer's deadline passed
+	} {
+		t.Run(freezeAt.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				a, b := net.Pipe()
+				peer := &freezable{Conn: b}
+				rt := ServeSession(peer, http.NotFoundHandler(), context.Background(), Config{})
+				cp := NewClientSession(a, Config{})
+				defer cp.Close()
+				defer rt.Close()
+				time.Sleep(freezeAt)
+				synctest.Wait() // every answer due has been read
+				peer.frozen.Store(true)
+				frozen := time.Now()
+				select {
+				case <-cp.Done():
+				case <-time.After(time.Minute):
+					t.Fatal("the session outlived a silent peer by a minute")
+				}
+				if took := time.Since(frozen); took > PingInterval+PingTimeout {
+					t.Errorf("silent death noticed after %s, want at most %s", took, PingInterval+PingTimeout)
+				}
+			})
+		})
+	}
+}
+
+// freezable is a connection whose network can be made to drop everything without a FIN: once
+// frozen, what it reads is discarded and what it writes goes nowhere.
+type freezable struct {
+	net.Conn
+	frozen atomic.Bool
+}
+
+func (f *freezable) Read(p []byte) (int, error) {
+	for {
+		n, err := f.Conn.Read(p)
+		if !f.frozen.Load() || err != nil {
+			return n, err
+		}
+	}
+}
+
+func (f *freezable) Write(p []byte) (int, error) {
+	if f.frozen.Load() {
+		return len(p), nil
+	}
+	return f.Conn.Write(p)
 }

@@ -117,6 +117,62 @@ describe('followLog', () => {
     expect(urls.map((u) => u.split('offset=')[1])).toEqual(['0', '4', '4']);
   });
 
+  it('outlasts an outage of any length: refused connections and 502s, then resumes from its offset', async () => {
+    const answers: (() => Response)[] = [() => sseResponse([logEvent(0, 'one\n')], new TypeError('network'))];
+    // The control plane is away for 40 attempts: the browser cannot connect, or a proxy answers 502.
+    for (let i = 0; i < 40; i++) {
+      answers.push(i % 2 ? () => new Response('<html>Bad Gateway</html>', { status: 502 }) : () => { throw new TypeError('Failed to fetch'); });
+    }
+    answers.push(() => sseResponse([logEvent(4, 'two\n'), endEvent('success')]));
+    const urls: string[] = [];
+    const states: FollowState[] = [];
+    let text = '';
+    let end = '';
+    await followLog('b', {
+      onData: (_o, b) => (text += new TextDecoder().decode(b)),
+      onEnd: (s) => (end = s),
+      onState: (s) => states.push(s),
+      signal: new AbortController().signal,
+      fetch: async (url) => (urls.push(url), answers.shift()!()),
+      backoff: [1],
+    });
+    expect(text).toBe('one\ntwo\n');
+    expect(end).toBe('success');
+    expect(urls).toHaveLength(42);
+    expect(urls.slice(1).every((u) => u.endsWith('offset=4'))).toBe(true);
+    expect(states.filter((s) => s === 'failed')).toEqual([]);
+    expect(states.slice(-2)).toEqual(['live', 'ended']);
+  });
+
+  it('waits the first backoff again after a connection came up', async () => {
+    const waits: number[] = [];
+    const answers = [
+      () => new Response('', { status: 503 }),
+      () => new Response('', { status: 503 }),
+      () => new Response('', { status: 503 }),
+      () => sseResponse([': ping\n\n']), // up, then closed before any byte or the end
+      () => new Response('', { status: 503 }),
+      () => sseResponse([logEvent(0, 'b'), endEvent('success')]),
+    ];
+    const realSetTimeout = globalThis.setTimeout;
+    const spy = vi.spyOn(globalThis, 'setTimeout').mockImplementation(((fn: () => void, ms?: number) => {
+      waits.push(ms ?? 0);
+      return realSetTimeout(fn, 0);
+    }) as typeof setTimeout);
+    try {
+      await followLog('b', {
+        onData: () => {},
+        onEnd: () => {},
+        signal: new AbortController().signal,
+        fetch: async () => answers.shift()!(),
+        backoff: [10, 20, 40, 80],
+      });
+    } finally {
+      spy.mockRestore();
+    }
+    expect(waits).toEqual([10, 20, 40, 10, 20]);
+  });
+
   it('stops with the error on a 404, without retrying', async () => {
     const fetch = vi.fn(async () => new Response('{"error":{"code":"not_found","message":"build bld_x not found"}}', { status: 404 }));
     const states: FollowState[] = [];

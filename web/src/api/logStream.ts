@@ -107,8 +107,10 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
 
 /**
  * Follows a build's log until it ends, the signal aborts, or the server refuses (4xx other than
- * 429). Network failures and dropped streams reconnect from the last offset, with backoff.
- * Resolves with the next offset wanted.
+ * 408 and 429). Network failures, 5xx answers (a proxy in front of a restarting control plane)
+ * and dropped streams reconnect from the last offset, with backoff, for as long as it takes:
+ * there is no retry budget to run out of during an outage. A connection that comes up resets the
+ * backoff. Resolves with the next offset wanted.
  */
 export async function followLog(buildId: string, o: FollowOptions): Promise<number> {
   const doFetch = o.fetch ?? ((url: string, init: RequestInit) => fetch(url, init));
@@ -118,7 +120,6 @@ export async function followLog(buildId: string, o: FollowOptions): Promise<numb
   o.onState?.('connecting');
   while (!o.signal.aborted) {
     let ended = false;
-    let got = false;
     try {
       const res = await doFetch(`/api/v1/builds/${encodeURIComponent(buildId)}/logs?follow=1&offset=${have}`, {
         headers: { Accept: 'text/event-stream' },
@@ -129,7 +130,7 @@ export async function followLog(buildId: string, o: FollowOptions): Promise<numb
       if (!res.ok) {
         const err = await errorFromResponse(res);
         if (err.status === 401) notifyUnauthenticated(err);
-        if (err.status >= 400 && err.status < 500 && err.status !== 429) {
+        if (err.status >= 400 && err.status < 500 && err.status !== 408 && err.status !== 429) {
           o.onState?.('failed', err);
           throw err;
         }
@@ -137,6 +138,7 @@ export async function followLog(buildId: string, o: FollowOptions): Promise<numb
       }
       if (!res.body) throw new RetryableError(new Error('the log stream has no body'));
       o.onState?.('live');
+      failures = 0; // connected: the next drop waits the first backoff again
       const reader = res.body.getReader();
       const decoder = new TextDecoder();
       const parser = new SSEParser((m) => {
@@ -150,7 +152,6 @@ export async function followLog(buildId: string, o: FollowOptions): Promise<numb
             at = have;
           }
           have = at + bytes.length;
-          got = true;
           if (bytes.length) o.onData(at, bytes);
         } else if (m.event === 'end') {
           ended = true;
@@ -172,7 +173,6 @@ export async function followLog(buildId: string, o: FollowOptions): Promise<numb
         o.onState?.('ended');
         return have;
       }
-      if (got) failures = 0;
       throw new RetryableError(new Error('the log stream closed before the build ended'));
     } catch (e) {
       if (o.signal.aborted || (e as { name?: string })?.name === 'AbortError') break;

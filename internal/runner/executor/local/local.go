@@ -9,7 +9,10 @@
 // environment — PATH, HOME, TMPDIR, LANG, the variables named in Options.PassEnv, then the step's
 // own — never from the runner's (it holds the runner's token). Every process of a step also
 // carries ProcessTagEnv, so that processes that leave the process group (setsid, daemons) are
-// found and killed too. See docs/executors.md.
+// found and killed too. On Linux a step dies with its runner: its main process has a parent-death
+// signal and a watchdog in its process group kills the group and the build's tagged processes
+// when the runner dies, even by SIGKILL. Sweep, called at runner start, cleans up the build
+// directories (and their processes) of runners that are gone. See docs/executors.md.
 package local
 
 import (
@@ -47,6 +50,7 @@ const (
 	tmpDir       = "tmp"       // TMPDIR
 	binDir       = "bin"       // cf_export, first in PATH
 	scriptsDir   = "scripts"   // the steps' scripts
+	ownerFile    = "owner"     // "<pid> <start time>" of the runner process that made the directory
 	maxIDInName  = 40          // how much of a build ID goes into the directory name
 )
 
@@ -118,15 +122,19 @@ func (l *Local) Prepare(ctx context.Context, b executor.Build) (executor.Workspa
 	if err != nil {
 		return executor.Workspace{}, fmt.Errorf("prepare workspace for build %s: %w", b.ID, err)
 	}
-	if err := populate(bd); err != nil {
+	if err := populate(bd, owner()); err != nil {
 		_ = removeAll(bd)
 		return executor.Workspace{}, fmt.Errorf("prepare workspace for build %s: %w", b.ID, err)
 	}
 	return executor.Workspace{BuildID: b.ID, Path: filepath.Join(bd, workspaceDir), Handle: bd}, nil
 }
 
-// populate makes the subdirectories of a new build directory bd and their files.
-func populate(bd string) error {
+// populate makes the subdirectories of a new build directory bd and their files; owner names
+// the process that made it.
+func populate(bd, owner string) error {
+	if err := os.WriteFile(filepath.Join(bd, ownerFile), []byte(owner), 0o600); err != nil {
+		return err
+	}
 	for _, d := range []string{workspaceDir, homeDir, tmpDir, binDir, scriptsDir} {
 		if err := os.Mkdir(filepath.Join(bd, d), 0o700); err != nil {
 			return err
@@ -243,7 +251,7 @@ func (l *Local) execute(ctx context.Context, s executor.Step, argv []string, env
 		Dir:         dir,
 		Stdout:      pw, // one pipe for both: the kernel keeps their order
 		Stderr:      pw,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		SysProcAttr: stepAttr(),
 	}
 	err = cmd.Start()
 	pw.Close()
@@ -256,6 +264,12 @@ func (l *Local) execute(ctx context.Context, s executor.Step, argv []string, env
 		return 0, false, false, fmt.Errorf("start %s: %w", argv[0], err)
 	}
 	pgid := cmd.Process.Pid
+	build, _, _ := strings.Cut(tag, "/")
+	if reapWatchdog, err := startWatchdog(pgid, build+"/", pathOf(env)); err != nil {
+		o.notice("no watchdog for this step (it may outlive a runner that crashes): %v", err)
+	} else {
+		go reapWatchdog()
+	}
 	isStep := func(t string) bool { return t == tag }
 	// The step's processes are not older than its main process (read before it can exit: it
 	// cannot be reaped until Wait).
@@ -404,6 +418,56 @@ func (l *Local) Cleanup(ctx context.Context, ws executor.Workspace) error {
 		return fmt.Errorf("clean up %s: %w", bd, err)
 	}
 	return nil
+}
+
+// Sweep cleans up what earlier runs left under Root: every build directory whose owner — the
+// runner process that prepared it — is no longer running, and every process still tagged with
+// it (steps of a runner that crashed: those that left the step's process group, or all of them
+// where there is no parent-death signal). Directories of live runners sharing Root are left
+// alone. A runner calls it once at start, before it takes builds. It returns the build
+// directories removed.
+func (l *Local) Sweep(ctx context.Context) ([]string, error) {
+	entries, err := os.ReadDir(l.opts.Root)
+	if err != nil {
+		return nil, fmt.Errorf("sweep %s: %w", l.opts.Root, err)
+	}
+	var swept []string
+	var errs []error
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), dirPrefix) {
+			continue
+		}
+		bd := filepath.Join(l.opts.Root, e.Name())
+		if b, err := os.ReadFile(filepath.Join(bd, ownerFile)); err == nil && ownerAlive(string(b)) {
+			continue
+		}
+		if err := l.Cleanup(ctx, executor.Workspace{Path: filepath.Join(bd, workspaceDir), Handle: bd}); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		swept = append(swept, e.Name())
+	}
+	return swept, errors.Join(errs...)
+}
+
+// owner identifies this process for a build directory's owner file: its PID and start time
+// (PIDs are reused; the pair is not).
+func owner() string {
+	pid := os.Getpid()
+	return fmt.Sprintf("%d %d\n", pid, startTime(pid))
+}
+
+// ownerAlive reports whether the process an owner file names still runs.
+func ownerAlive(s string) bool {
+	var pid int
+	var start uint64
+	if n, _ := fmt.Sscanf(s, "%d %d", &pid, &start); n != 2 || pid <= 0 {
+		return false
+	}
+	if err := syscall.Kill(pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
+		return false // no such process (EPERM: it exists, as another user's)
+	}
+	return start == 0 || startTime(pid) == start
 }
 
 // buildDir checks that ws was made by this executor and returns its build directory. With

@@ -29,6 +29,10 @@ const testGrace = 300 * time.Millisecond
 const testBound = 10 * time.Second
 
 func TestMain(m *testing.M) {
+	if root := os.Getenv(envFakeRunner); root != "" {
+		fakeRunner(root)
+		return
+	}
 	code := m.Run()
 	if code == 0 {
 		if err := checkGoroutines(); err != nil {
@@ -644,5 +648,151 @@ func TestParseStat(t *testing.T) {
 	}
 	if _, ok := parseStat([]byte("garbage")); ok {
 		t.Error("parseStat accepted garbage")
+	}
+}
+
+// envFakeRunner makes the test binary a runner that runs one step and waits to be killed: the
+// value is the executor's Root.
+const envFakeRunner = "FRESHET_LOCAL_TEST_FAKE_RUNNER"
+
+// fakeRunner runs a step that starts a child in its process group and a daemon that leaves it
+// (setsid); both write their PID to the workspace, then loop.
+func fakeRunner(root string) {
+	l, err := New(Options{Root: root})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	ws, err := l.Prepare(context.Background(), executor.Build{ID: "fake"})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	_, err = l.Run(context.Background(), ws, executor.Step{Name: "s", Commands: []string{
+		`setsid sh -c 'echo $$ > daemon.pid; while :; do sleep 0.05; done' > /dev/null 2>&1 &`,
+		`sh -c 'echo $$ > child.pid; while :; do sleep 0.05; done'`,
+	}}, io.Discard)
+	fmt.Fprintln(os.Stderr, "the step ended:", err)
+	os.Exit(2)
+}
+
+// TestStepsDieWithTheirRunner: when the runner process is SIGKILLed, its step's processes die
+// too — the child in the step's group and the daemon that left it — instead of running on as
+// orphans.
+func TestStepsDieWithTheirRunner(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("parent-death signals are Linux's")
+	}
+	root := t.TempDir()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := exec.Command(self)
+	runner.Env = append(os.Environ(), envFakeRunner+"="+root)
+	var stderr bytes.Buffer
+	runner.Stderr = &stderr
+	if err := runner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	deadline := time.Now().Add(testBound)
+	for len(pids) < 2 {
+		if time.Now().After(deadline) {
+			runner.Process.Kill()
+			runner.Wait()
+			t.Fatalf("the step did not start its processes: %s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+		pids = pids[:0]
+		for _, name := range []string{"child.pid", "daemon.pid"} {
+			matches, _ := filepath.Glob(filepath.Join(root, "freshet-*", workspaceDir, name))
+			if len(matches) == 1 {
+				if b, err := os.ReadFile(matches[0]); err == nil {
+					if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+						pids = append(pids, pid)
+					}
+				}
+			}
+		}
+	}
+	t.Cleanup(func() {
+		for _, pid := range pids {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	runner.Process.Kill()
+	runner.Wait()
+	deadline = time.Now().Add(testBound)
+	for {
+		var left []int
+		for _, pid := range pids {
+			if alive(pid) {
+				left = append(left, pid)
+			}
+		}
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("step processes %v outlived their runner by %s", left, testBound)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestSweepCleansUpDeadRunnersBuilds: Sweep removes the build directories of runners that are
+// gone, with the processes still tagged with them, and leaves a live runner's alone.
+func TestSweepCleansUpDeadRunnersBuilds(t *testing.T) {
+	l := newLocal(t, Options{})
+	dead, err := l.Prepare(context.Background(), executor.Build{ID: "dead"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A runner that is gone: no process has this PID and start time.
+	if err := os.WriteFile(filepath.Join(dead.Handle, ownerFile), []byte("999999999 1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	orphan := exec.Command("sleep", "30")
+	orphan.Env = []string{ProcessTagEnv + "=" + filepath.Base(dead.Handle) + "/1"}
+	orphan.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := orphan.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan struct{})
+	go func() { orphan.Wait(); close(waited) }()
+	t.Cleanup(func() { orphan.Process.Kill(); <-waited })
+	live, err := l.Prepare(context.Background(), executor.Build{ID: "live"}) // this process's
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := filepath.Join(l.opts.Root, dirPrefix+"old-123") // made before owner files existed
+	if err := os.MkdirAll(filepath.Join(old, workspaceDir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+
+	swept, err := l.Sweep(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(swept)
+	if want := []string{filepath.Base(dead.Handle), filepath.Base(old)}; !slices.Equal(swept, want) {
+		t.Errorf("swept %v, want %v", swept, want)
+	}
+	select {
+	case <-waited:
+	case <-time.After(testBound):
+		t.Error("the dead runner's step process survived the sweep")
+	}
+	for _, d := range []string{dead.Handle, old} {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s after the sweep: %v", d, err)
+		}
+	}
+	if _, err := os.Stat(live.Path); err != nil {
+		t.Errorf("the live runner's workspace was swept: %v", err)
+	}
+	if err := l.Cleanup(context.Background(), live); err != nil {
+		t.Fatal(err)
 	}
 }

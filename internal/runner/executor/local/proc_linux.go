@@ -3,7 +3,9 @@ package local
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"strconv"
+	"syscall"
 )
 
 // process is a live process found in /proc.
@@ -104,4 +106,43 @@ func lookupEnv(environ []byte, name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// stepAttr is how a step's main process starts: leading a new process group, and SIGKILLed by
+// the kernel when the runner dies (the parent-death signal; its own children are the
+// watchdog's).
+func stepAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// watchdogScript waits; when the runner dies (its parent-death signal, SIGUSR1) it SIGKILLs
+// every process tagged with the build's prefix (those that left the group) and then its own
+// process group, which is the step's. It ignores SIGTERM: a step being stopped gets its grace
+// period, and the watchdog dies with the group at the end of every step.
+const watchdogScript = `trap '' TERM INT HUP
+sweep() {
+	for d in /proc/[0-9]*; do
+		p=${d#/proc/}
+		[ "$p" = "$$" ] && continue
+		case "$(tr '\0' '\n' < "$d/environ" 2>/dev/null)" in
+		*"FRESHET_PROCESS_TAG=$FRESHET_WATCHDOG_PREFIX"*) kill -s KILL "$p" 2>/dev/null ;;
+		esac
+	done
+}
+trap 'sweep; kill -s KILL 0' USR1
+while :; do sleep 3600 & wait $!; done
+`
+
+// startWatchdog starts a process in the step's process group pgid that kills the step's
+// processes (the group, and those tagged with prefix) when the runner dies, even by SIGKILL.
+// Run does not wait for it: it dies with the group when the step ends. It returns a function
+// that reaps it.
+func startWatchdog(pgid int, prefix, path string) (func(), error) {
+	cmd := exec.Command("/bin/sh", "-c", watchdogScript)
+	cmd.Env = []string{"PATH=" + path, "FRESHET_WATCHDOG_PREFIX=" + prefix, "LANG=C"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid, Pdeathsig: syscall.SIGUSR1}
+	if err := cmd.Start(); err != nil {
+		return func() {}, err
+	}
+	return func() { _ = cmd.Wait() }, nil
 }
