@@ -343,12 +343,18 @@ func scanBuild(s interface{ Scan(...any) error }) (Build, error) {
 	return b, err
 }
 
-// CreateBuild inserts b with the pipeline's next build number, which it sets on b.
+// CreateBuild inserts b with the pipeline's next build number, which it sets on b. The number
+// is taken from the pipeline's counter with one atomic UPDATE, so concurrent builds of a
+// pipeline get consecutive numbers (on PostgreSQL the pipeline's row stays locked until the
+// transaction ends; SQLite has one writer). Call it on the Tx that queues the build: a build
+// that rolls back gives its number back.
 func (q *Queries) CreateBuild(ctx context.Context, b *Build) error {
-	if err := q.queryRow(ctx, `SELECT COALESCE(MAX(number), 0) + 1 FROM builds WHERE pipeline_id = ?`, b.PipelineID).Scan(&b.Number); err != nil {
-		return err
+	err := q.queryRow(ctx, `UPDATE pipelines SET last_build_number = last_build_number + 1 WHERE account_id = ? AND id = ?
+		RETURNING last_build_number`, b.AccountID, b.PipelineID).Scan(&b.Number)
+	if err != nil {
+		return notFound(err, "pipeline", b.PipelineID)
 	}
-	_, err := q.exec(ctx, `INSERT INTO builds (`+buildCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = q.exec(ctx, `INSERT INTO builds (`+buildCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		b.ID, b.AccountID, b.PipelineID, b.Number, b.Status, b.TriggerType, b.TriggerID, b.TriggeredBy, b.Repo, b.Branch, b.SHA,
 		b.CommitMessage, b.CommitAuthor, b.Variables, b.SpecYAML, b.Labels, b.RunnerID, b.LeaseID, micros(b.LeaseExpires), b.Attempt, b.RestartOf, b.Reason, b.LogSize,
 		micros(b.CreatedAt), micros(b.StartedAt), micros(b.FinishedAt))
