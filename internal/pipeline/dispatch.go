@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -565,6 +566,9 @@ func (d *Dispatcher) appendLog(ctx context.Context, r Runner, c runnerv1.LogChun
 		return b.LogSize, fmt.Errorf("build log is over %d bytes: %w", MaxLogBytes, errdefs.ErrTooLarge)
 	}
 	size, err := d.db.AppendLog(ctx, b.ID, c.Offset, c.Data)
+	if errors.Is(err, store.ErrLogMismatch) {
+		d.log.Warn("a runner's log chunk differs from the stored log", "build", b.ID, "runner", r.ID, "offset", c.Offset, "bytes", len(c.Data), "err", err)
+	}
 	if err != nil {
 		return size, err
 	}

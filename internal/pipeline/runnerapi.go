@@ -156,13 +156,19 @@ func (a *RunnerAPI) appendLog(ctx context.Context, req *connect.Request[runnerv1
 		return nil, err
 	}
 	size, err := a.d.appendLog(ctx, r, *req.Msg)
-	if err != nil {
-		if errors.Is(err, store.ErrLogOffset) {
-			// Tell the runner where the log ends so it can resend from there.
-			e := connect.NewError(connect.CodeFailedPrecondition, err)
-			e.Meta().Set("X-Log-Size", formatInt(size))
-			return nil, e
-		}
+	switch {
+	case err == nil:
+	case errors.Is(err, store.ErrLogOffset):
+		// Tell the runner where the log ends so it can resend from there.
+		e := connect.NewError(connect.CodeFailedPrecondition, err)
+		e.Meta().Set("X-Log-Size", formatInt(size))
+		return nil, e
+	case errors.Is(err, store.ErrLogMismatch):
+		// Not a lost lease (FailedPrecondition without a size) and not stored: the bytes at
+		// that offset are someone else's. No size, so the runner does not take its lines for
+		// stored.
+		return nil, connect.NewError(connect.CodeAlreadyExists, err)
+	default:
 		return nil, errdefs.ConnectError(err)
 	}
 	return connect.NewResponse(&runnerv1.LogAck{Size: size}), nil

@@ -147,3 +147,117 @@ func TestBuildNumbersContinueAfterMigration(t *testing.T) {
 		})
 	}
 }
+
+// A build's log: chunks are appended at the offset where the log ends; a chunk sent again is
+// answered as stored; one that starts inside the log and runs past its end, or leaves a gap,
+// gets the log's size; one that differs from what it overlaps is a conflict. A chunk an older
+// version stored without the size (an append interrupted between its two statements) is not
+// part of the log, and the next append at its offset takes its place.
+func TestAppendLog(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		a, _ := seed(t, db, "acme")
+		p := createPipeline(t, db, a.ID, createProject(t, db, a.ID, "web").ID, "ci")
+		b, err := queueBuild(ctx, db, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps := []struct {
+			offset  int64
+			data    string
+			size    int64
+			wantErr error
+		}{
+			{0, "aaa", 3, nil},
+			{0, "aaa", 3, nil}, // sent again
+			{3, "bbbb", 7, nil},
+			{0, "aaabb", 7, nil}, // spans two stored chunks, all stored
+			{2, "ab", 7, nil},
+			{3, "bbbbcc", 7, store.ErrLogOffset}, // its first 4 bytes are stored
+			{0, "aab", 7, store.ErrLogMismatch},
+			{5, "bx", 7, store.ErrLogMismatch},
+			{5, "bXcc", 7, store.ErrLogMismatch}, // differs in the stored part
+			{9, "dd", 7, store.ErrLogOffset},     // a gap
+			{7, "cc", 9, nil},
+		}
+		for _, s := range steps {
+			size, err := db.AppendLog(ctx, b.ID, s.offset, []byte(s.data))
+			if size != s.size || !errors.Is(err, s.wantErr) || (s.wantErr == nil && err != nil) {
+				t.Fatalf("AppendLog(%d, %q) = %d, %v; want %d, %v", s.offset, s.data, size, err, s.size, s.wantErr)
+			}
+		}
+		if _, err := db.AppendLog(ctx, b.ID, 0, []byte("x")); !errors.Is(err, errdefs.ErrConflict) {
+			t.Fatalf("a conflicting chunk is a conflict for the API's error mapping: %v", err)
+		}
+		// Chunks left without the size that covers them: one that differs from what comes, one
+		// identical to it.
+		for _, o := range []struct {
+			pos  int
+			data string
+		}{{9, "zz"}, {11, "ee"}} {
+			if err := db.Exec(ctx, `INSERT INTO build_log_chunks (build_id, position, data) VALUES (?, ?, ?)`, b.ID, o.pos, []byte(o.data)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if log, err := db.ReadLog(ctx, b.ID, 0, 1<<20); err != nil || string(log) != "aaabbbbcc" {
+			t.Fatalf("ReadLog with stray chunks = %q, %v", log, err)
+		}
+		for _, s := range []struct {
+			offset int64
+			data   string
+			size   int64
+		}{{9, "dd", 11}, {11, "ee", 13}} {
+			if size, err := db.AppendLog(ctx, b.ID, s.offset, []byte(s.data)); size != s.size || err != nil {
+				t.Fatalf("AppendLog(%d, %q) over a stray chunk = %d, %v; want %d", s.offset, s.data, size, err, s.size)
+			}
+		}
+		if log, err := db.ReadLog(ctx, b.ID, 0, 1<<20); err != nil || string(log) != "aaabbbbccddee" {
+			t.Fatalf("ReadLog = %q, %v", log, err)
+		}
+		if log, err := db.ReadLog(ctx, b.ID, 8, 1<<20); err != nil || string(log) != "cddee" {
+			t.Fatalf("ReadLog from 8 = %q, %v", log, err)
+		}
+		if _, err := db.AppendLog(ctx, "bld_missing", 0, []byte("x")); !errors.Is(err, errdefs.ErrNotFound) {
+			t.Fatalf("AppendLog to a missing build: %v, want ErrNotFound", err)
+		}
+	})
+}
+
+// Uploads of one log racing each other (a retry sent while the first attempt is still being
+// stored) all succeed and store each byte once.
+func TestAppendLogConcurrentRetries(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		a, _ := seed(t, db, "acme")
+		p := createPipeline(t, db, a.ID, createProject(t, db, a.ID, "web").ID, "ci")
+		b, err := queueBuild(ctx, db, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want strings.Builder
+		var chunks []string
+		for i := range 40 {
+			c := strings.Repeat(string(rune('a'+i%26)), 1+i%7) + "\n"
+			chunks = append(chunks, c)
+			want.WriteString(c)
+		}
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				offset := int64(0)
+				for _, c := range chunks {
+					size, err := db.AppendLog(ctx, b.ID, offset, []byte(c))
+					if err != nil || size < offset+int64(len(c)) {
+						t.Errorf("AppendLog(%d, %q) = %d, %v", offset, c, size, err)
+						return
+					}
+					offset += int64(len(c))
+				}
+			})
+		}
+		wg.Wait()
+		if log, err := db.ReadLog(ctx, b.ID, 0, 1<<20); err != nil || string(log) != want.String() {
+			t.Fatalf("ReadLog = %q, %v; want %q", log, err, want.String())
+		}
+	})
+}
