@@ -93,6 +93,29 @@ func TestBuildNumbersAreConsecutiveUnderConcurrency(t *testing.T) {
 	})
 }
 
+// migrateBefore applies this binary's migrations older than version to db.
+func migrateBefore(t *testing.T, db *store.DB, version string) {
+	t.Helper()
+	before := fstest.MapFS{}
+	entries, err := os.ReadDir("migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Name() >= version {
+			break
+		}
+		data, err := os.ReadFile("migrations/" + e.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		before["migrations/"+e.Name()] = &fstest.MapFile{Data: data}
+	}
+	if err := db.MigrateFS(context.Background(), before); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Migrating a database whose pipelines have builds already continues their numbers after the
 // highest one.
 func TestBuildNumbersContinueAfterMigration(t *testing.T) {
@@ -104,25 +127,7 @@ func TestBuildNumbersContinueAfterMigration(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer db.Close()
-			all := os.DirFS(".")
-			before := fstest.MapFS{}
-			entries, err := os.ReadDir("migrations")
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, e := range entries {
-				if e.Name() >= "0007" {
-					break
-				}
-				data, err := os.ReadFile("migrations/" + e.Name())
-				if err != nil {
-					t.Fatal(err)
-				}
-				before["migrations/"+e.Name()] = &fstest.MapFile{Data: data}
-			}
-			if err := db.MigrateFS(ctx, before); err != nil {
-				t.Fatal(err)
-			}
+			migrateBefore(t, db, "0007")
 			a, _ := seed(t, db, "acme")
 			pr := createProject(t, db, a.ID, "web")
 			used, fresh := createPipeline(t, db, a.ID, pr.ID, "used"), createPipeline(t, db, a.ID, pr.ID, "fresh")
@@ -135,7 +140,7 @@ func TestBuildNumbersContinueAfterMigration(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if err := db.MigrateFS(ctx, all); err != nil {
+			if err := db.MigrateFS(ctx, os.DirFS(".")); err != nil {
 				t.Fatal(err)
 			}
 			if b, err := queueBuild(ctx, db, used); err != nil || b.Number != 8 {
