@@ -85,10 +85,11 @@ func (a *RunnerAPI) poll(ctx context.Context, req *connect.Request[runnerv1.Poll
 	if err != nil {
 		return nil, err
 	}
-	s, err := a.d.pollSession(ctx, r, req.Msg.ConnectRequest)
+	s, err := a.d.pollSession(ctx, r, *req.Msg)
 	if err != nil {
 		return nil, errdefs.ConnectError(err)
 	}
+	defer func() { a.d.pollDone(s, ctx.Err() != nil) }()
 	wait := runnerv1.PollWait
 	if req.Msg.NoWait {
 		wait = 0

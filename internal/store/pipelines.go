@@ -428,6 +428,13 @@ func (q *Queries) ExpiredLeases(ctx context.Context, t time.Time) ([]Build, erro
 		AND lease_id <> '' AND lease_expires < ? ORDER BY id`, micros(t))
 }
 
+// LeasedBuilds lists account's builds that runnerID holds a lease on (running, waiting for
+// approval or terminating), oldest first.
+func (q *Queries) LeasedBuilds(ctx context.Context, accountID, runnerID string) ([]Build, error) {
+	return q.scanBuilds(ctx, `SELECT `+buildCols+` FROM builds WHERE account_id = ? AND runner_id = ?
+		AND status IN ('running', 'pending-approval', 'terminating') AND lease_id <> '' ORDER BY id`, accountID, runnerID)
+}
+
 // ClaimBuild gives a queued build of account to runnerID under a new lease. It reports false
 // when the build is no longer queued: exactly one claim of a queued build succeeds.
 func (q *Queries) ClaimBuild(ctx context.Context, accountID, buildID, runnerID, leaseID string, expires, now time.Time) (bool, error) {
@@ -829,6 +836,26 @@ func (q *Queries) RunningCounts(ctx context.Context) ([]RunningCount, error) {
 			return nil, err
 		}
 		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// RunnerLeases lists the builds each runner holds a lease on (running, waiting for approval
+// or terminating), by runner ID, across accounts: the dispatcher's count of its runners' load.
+func (q *Queries) RunnerLeases(ctx context.Context) (map[string][]string, error) {
+	rows, err := q.query(ctx, `SELECT runner_id, id FROM builds WHERE status IN ('running', 'pending-approval', 'terminating')
+		AND lease_id <> '' ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string][]string{}
+	for rows.Next() {
+		var runner, id string
+		if err := rows.Scan(&runner, &id); err != nil {
+			return nil, err
+		}
+		out[runner] = append(out[runner], id)
 	}
 	return out, rows.Err()
 }
