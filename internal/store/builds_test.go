@@ -266,3 +266,51 @@ func TestAppendLogConcurrentRetries(t *testing.T) {
 		}
 	})
 }
+
+// The dispatcher's view of runners' load: the builds each runner holds a lease on, across
+// accounts (RunnerLeases), and one runner's within its account (LeasedBuilds). Queued and
+// finished builds hold none.
+func TestRunnerLeases(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		a, _ := seed(t, db, "acme")
+		b, _ := seed(t, db, "globex")
+		pa := createPipeline(t, db, a.ID, createProject(t, db, a.ID, "web").ID, "ci")
+		pb := createPipeline(t, db, b.ID, createProject(t, db, b.ID, "web").ID, "ci")
+		now := time.Now()
+		claim := func(p store.Pipeline, runner string) store.Build {
+			t.Helper()
+			bl, err := queueBuild(ctx, db, p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if runner != "" {
+				if ok, err := db.ClaimBuild(ctx, p.AccountID, bl.ID, runner, store.NewID(store.PrefixLease), now.Add(time.Minute), now); !ok || err != nil {
+					t.Fatalf("ClaimBuild = %v, %v", ok, err)
+				}
+			}
+			return bl
+		}
+		r1a, r1b := claim(pa, "run_1"), claim(pa, "run_1")
+		r2 := claim(pb, "run_2")
+		claim(pa, "") // queued
+		done := claim(pa, "run_1")
+		if ok, err := db.SetBuildStatus(ctx, a.ID, done.ID, "", nil, "success", "", now); !ok || err != nil {
+			t.Fatalf("SetBuildStatus = %v, %v", ok, err)
+		}
+		leases, err := db.RunnerLeases(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(leases) != 2 || !slices.Equal(leases["run_1"], []string{r1a.ID, r1b.ID}) || !slices.Equal(leases["run_2"], []string{r2.ID}) {
+			t.Fatalf("RunnerLeases = %v", leases)
+		}
+		got, err := db.LeasedBuilds(ctx, a.ID, "run_1")
+		if err != nil || len(got) != 2 || got[0].ID != r1a.ID || got[1].ID != r1b.ID {
+			t.Fatalf("LeasedBuilds(acme, run_1) = %+v, %v", got, err)
+		}
+		if got, err := db.LeasedBuilds(ctx, b.ID, "run_1"); err != nil || len(got) != 0 {
+			t.Fatalf("LeasedBuilds(globex, run_1) = %+v, %v; want none", got, err)
+		}
+	})
+}
