@@ -3,6 +3,8 @@ package faults
 import (
 	"context"
 	"fmt"
+	"io"
+	"log"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -47,7 +49,7 @@ func TestFaultLogAppendsCutAndKilledMidWrite(t *testing.T) {
 	target, _ := url.Parse(cp.url)
 	proxy := &cuttingProxy{next: httputil.NewSingleHostReverseProxy(target)}
 	proxy.next.FlushInterval = -1
-	proxy.next.ErrorLog = nil
+	proxy.next.ErrorLog = log.New(io.Discard, "", 0) // the cuts it makes
 	front := httptest.NewServer(proxy)
 	t.Cleanup(front.Close) // after the runner is gone: Close waits for its stream
 	reg, err := cp.admin.RegisterRunner(t.Context(), runnerRequest("r1"))
