@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -174,57 +175,69 @@ func TestRelayRepublishIsDeduplicated(t *testing.T) {
 	}
 }
 
-// Records are published whatever order their transactions commit in. 16 writers take a
-// record's ID, wait a little (the rest of the change) and commit, through two database handles
-// with a relay each (two replicas), the relays woken after every commit: every record reaches
-// the stream, once. A relay that published IDs after a cursor skipped the records that committed
-// after a later ID had gone out.
-func TestRelayPublishesRecordsCommittedOutOfIDOrder(t *testing.T) {
+// Records and outbox events are published whatever order their transactions commit in. 16
+// writers take a record's ID, wait a little (the rest of the change) and commit it with an
+// outbox event, through two database handles with both relays each (two replicas), the relays
+// woken after every commit: every record and every event reaches the stream, once. A relay that
+// published IDs after a cursor skipped the records that committed after a later ID had gone
+// out.
+func TestRelaysPublishWhatCommitsOutOfIDOrder(t *testing.T) {
 	for _, d := range storetest.Backends() {
 		t.Run(string(d), func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			dsn := storetest.DSN(t, d)
 			b := openBus(t)
-			var relays []*Relay
-			var dbs []*store.DB
+			type replica struct {
+				db     *store.DB
+				audit  *Relay
+				outbox *OutboxRelay
+			}
+			var replicas []replica
+			rctx, stop := context.WithCancel(ctx)
 			var running sync.WaitGroup
+			defer func() { stop(); running.Wait() }()
 			for range 2 {
 				db, err := store.Open(ctx, dsn, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
 				t.Cleanup(func() { db.Close() })
-				r := NewRelay(db, b, nil)
-				r.poll = 20 * time.Millisecond
-				dbs, relays = append(dbs, db), append(relays, r)
+				r := replica{db: db, audit: NewRelay(db, b, nil), outbox: NewOutboxRelay(db, b, nil)}
+				r.audit.poll = 20 * time.Millisecond
+				running.Go(func() { r.audit.Run(rctx) })
+				running.Go(func() { r.outbox.Run(rctx) })
+				replicas = append(replicas, r)
 			}
-			rctx, stop := context.WithCancel(ctx)
-			for _, r := range relays {
-				running.Go(func() { r.Run(rctx) })
-			}
-			defer func() { stop(); running.Wait() }()
 
 			const writers, each = 16, 40
 			var wg sync.WaitGroup
 			for w := range writers {
-				db, r := dbs[w%2], relays[w%2]
+				r := replicas[w%2]
 				wg.Go(func() {
 					for range each {
 						e := store.AuditEvent{ID: store.NewID(store.PrefixAudit), AccountID: "acc_a", Actor: "a@b.c", Action: "project.create",
 							ResourceType: "project", Result: "success", CreatedAt: time.Now()}
 						time.Sleep(time.Duration(rand.N(3000)) * time.Microsecond) // the rest of the change
-						if err := db.Tx(ctx, func(tx *store.Tx) error { return tx.InsertAudit(ctx, e) }); err != nil {
+						err := r.db.Tx(ctx, func(tx *store.Tx) error {
+							if err := tx.InsertAudit(ctx, e); err != nil {
+								return err
+							}
+							return tx.InsertOutbox(ctx, store.OutboxMessage{AccountID: "acc_a", Subject: DomainSubject("acc_a", "test", "happened"),
+								Key: "test-happened/" + e.ID, Payload: `{"n":1}`, CreatedAt: e.CreatedAt})
+						})
+						if err != nil {
 							t.Error(err)
 							return
 						}
-						r.Kick()
+						r.audit.Kick()
+						r.outbox.Kick()
 					}
 				})
 			}
 			seen := map[string]int{}
 			var mu sync.Mutex
-			sub, err := bus.Subscribe(ctx, b, "count", bus.SubjectRoot+".*.audit.>", func(_ context.Context, m bus.Message[Event]) error {
+			sub, err := bus.Subscribe(ctx, b, "count", bus.SubjectRoot+".>", func(_ context.Context, m bus.Message[json.RawMessage]) error {
 				mu.Lock()
 				seen[m.Key]++
 				mu.Unlock()
@@ -244,16 +257,20 @@ func TestRelayPublishesRecordsCommittedOutOfIDOrder(t *testing.T) {
 				}
 				return distinct, delivered
 			}
+			const want = 2 * writers * each
 			deadline := time.Now().Add(30 * time.Second)
-			for n, _ := total(); n < writers*each && time.Now().Before(deadline); n, _ = total() {
+			for n, _ := total(); n < want && time.Now().Before(deadline); n, _ = total() {
 				time.Sleep(50 * time.Millisecond)
 			}
 			time.Sleep(500 * time.Millisecond) // a duplicate would arrive by now
-			if distinct, delivered := total(); distinct != writers*each || delivered != distinct {
-				t.Fatalf("%d of %d records published, %d deliveries", distinct, writers*each, delivered)
+			if distinct, delivered := total(); distinct != want || delivered != distinct {
+				t.Fatalf("%d of %d records and events published, %d deliveries", distinct, want, delivered)
 			}
-			if left, err := dbs[0].UnpublishedAudit(ctx, 10); err != nil || len(left) != 0 {
-				t.Fatalf("still queued: %d, %v", len(left), err)
+			if left, err := replicas[0].db.UnpublishedAudit(ctx, 10); err != nil || len(left) != 0 {
+				t.Fatalf("records still queued: %d, %v", len(left), err)
+			}
+			if left, err := replicas[0].db.OutboxBatch(ctx, 10); err != nil || len(left) != 0 {
+				t.Fatalf("events still queued: %d, %v", len(left), err)
 			}
 		})
 	}
