@@ -65,7 +65,7 @@ type session struct {
 	offered  map[string]bool   // builds offered and not yet accepted
 	canceled map[string]bool   // cancels already sent
 	labels   map[string]string // the runner's labels: registered ∪ announced
-	// missed counts offers that expired unaccepted since the runner last accepted one: a
+	// missed counts offers that expired unaccepted since the runner last took a build: a
 	// session whose runner is gone without the server knowing (a silent network) misses them,
 	// so dispatch prefers others.
 	missed int
@@ -215,6 +215,11 @@ func (d *Dispatcher) dispatch(ctx context.Context) error {
 				running[id] = true
 			} else {
 				delete(s.claimed, id)
+			}
+		}
+		for id := range running {
+			if !s.running[id] { // it took a build, through whichever replica: it is there
+				s.missed = 0
 			}
 		}
 		s.running = running
