@@ -1,13 +1,16 @@
 // Package events turns committed changes into API events on the bus. Audit records are the
 // outbox: every successful or refused API call writes one in the same transaction as its change,
-// and the Relay publishes them, in order, to the subject
+// and queues it for the Relay in that transaction; the Relay publishes queued records, oldest
+// first, to the subject
 //
 //	freshet.<account>.audit.<action>      e.g. freshet.acc_01….audit.user.create
 //
-// with the record's ID as the idempotency key. Delivery is at-least-once: the relay advances its
-// cursor only after the stream has stored a batch, and a record published twice (after a crash,
-// or by two replicas) is stored once within the bus's duplicate window and carries the same key
-// for consumers that keep a ledger.
+// with the record's ID as the idempotency key, and takes them off the queue once the stream has
+// stored them. So every committed record is published, whatever order concurrent transactions
+// commit in (a cursor over IDs skipped records that committed after a later ID had been
+// published). Delivery is at-least-once, and once in effect: a record published twice (after a
+// crash, or by two replicas relaying at once) is stored once within the bus's duplicate window
+// and carries the same key for consumers that keep a ledger.
 //
 // Domain events (a finished GitOps sync, say) go through the outbox table instead: the domain
 // package writes the event, its subject and its key in the transaction of the change
@@ -20,7 +23,6 @@ import (
 	"time"
 
 	"github.com/freshet-dev/freshet/internal/bus"
-	"github.com/freshet-dev/freshet/internal/store"
 )
 
 // Relay defaults.
@@ -53,7 +55,7 @@ func Subject(accountID, action string) string {
 
 // Relay publishes audit records to the bus.
 type Relay struct {
-	db    *store.DB
+	db    Store
 	bus   *bus.Bus
 	log   *slog.Logger
 	poll  time.Duration
@@ -62,7 +64,7 @@ type Relay struct {
 }
 
 // NewRelay returns a relay from db to b.
-func NewRelay(db *store.DB, b *bus.Bus, log *slog.Logger) *Relay {
+func NewRelay(db Store, b *bus.Bus, log *slog.Logger) *Relay {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -115,25 +117,24 @@ func runLoop(ctx context.Context, log *slog.Logger, what string, poll time.Durat
 
 // Once publishes one batch of unpublished records and reports how many it published.
 func (r *Relay) Once(ctx context.Context) (int, error) {
-	cursor, err := r.db.RelayCursor(ctx, RelayName)
-	if err != nil {
-		return 0, err
-	}
-	evs, err := r.db.AuditAfter(ctx, cursor, r.batch)
+	evs, err := r.db.UnpublishedAudit(ctx, r.batch)
 	if err != nil || len(evs) == 0 {
 		return 0, err
 	}
-	for i, e := range evs {
+	done := make([]string, 0, len(evs))
+	var perr error
+	for _, e := range evs {
 		msg := Event{ID: e.ID, AccountID: e.AccountID, Time: e.CreatedAt, ActorID: e.ActorID, Actor: e.Actor, Action: e.Action,
 			ResourceType: e.ResourceType, ResourceID: e.ResourceID, Result: e.Result, RequestID: e.RequestID}
-		if err := bus.Publish(ctx, r.bus, Subject(e.AccountID, e.Action), e.ID, msg); err != nil {
-			if i > 0 { // keep what was stored
-				if aerr := r.db.AdvanceRelayCursor(ctx, RelayName, evs[i-1].ID); aerr != nil {
-					r.log.Warn("advance relay cursor", "err", aerr)
-				}
-			}
-			return i, err
+		if perr = bus.Publish(ctx, r.bus, Subject(e.AccountID, e.Action), e.ID, msg); perr != nil {
+			break
+		}
+		done = append(done, e.ID)
+	}
+	if len(done) > 0 { // keep what was stored
+		if err := r.db.MarkAuditPublished(ctx, done...); err != nil {
+			return len(done), err
 		}
 	}
-	return len(evs), r.db.AdvanceRelayCursor(ctx, RelayName, evs[len(evs)-1].ID)
+	return len(done), perr
 }

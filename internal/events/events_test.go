@@ -2,7 +2,11 @@ package events
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -106,22 +110,40 @@ func TestRelayPublishesEveryRecordOnceInOrder(t *testing.T) {
 	})
 }
 
+// failingStore is db whose MarkAuditPublished fails while fail is set: a relay that dies
+// between publishing and taking records off the queue.
+type failingStore struct {
+	Store
+	fail func() bool
+}
+
+func (f failingStore) MarkAuditPublished(ctx context.Context, ids ...string) error {
+	if f.fail() {
+		return errors.New("the relay died")
+	}
+	return f.Store.MarkAuditPublished(ctx, ids...)
+}
+
 func TestRelayRepublishIsDeduplicated(t *testing.T) {
 	db := storetest.Open(t, store.SQLite)
 	ctx := context.Background()
 	b := openBus(t)
-	r := NewRelay(db, b, nil)
+	dies := true
+	r := NewRelay(failingStore{Store: db, fail: func() bool { return dies }}, b, nil)
 	for range 4 {
 		insert(t, db, "acc_a", "apikey.create")
 	}
-	if n, err := r.Once(ctx); n != 4 || err != nil {
-		t.Fatalf("Once = %d, %v", n, err)
+	// Published, but the relay dies before the records leave the queue…
+	if n, err := r.Once(ctx); n != 4 || err == nil {
+		t.Fatalf("Once = %d, %v; want 4 published and the failure", n, err)
 	}
-	// A crash after publishing but before the cursor moved: the records go out again…
-	r2 := NewRelay(db, b, nil)
-	resetCursor(t, db)
-	if n, err := r2.Once(ctx); n != 4 || err != nil {
+	// …so they go out again…
+	dies = false
+	if n, err := NewRelay(db, b, nil).Once(ctx); n != 4 || err != nil {
 		t.Fatalf("republish = %d, %v", n, err)
+	}
+	if n, err := r.Once(ctx); n != 0 || err != nil {
+		t.Fatalf("a third pass published %d, %v", n, err)
 	}
 	// …and the stream still holds each once.
 	got := make(chan string, 10)
@@ -153,17 +175,104 @@ func TestRelayRepublishIsDeduplicated(t *testing.T) {
 	}
 }
 
-func TestRelayCursorNeverMovesBack(t *testing.T) {
-	db := storetest.Open(t, store.SQLite)
-	ctx := context.Background()
-	if err := db.AdvanceRelayCursor(ctx, "x", "aud_2"); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.AdvanceRelayCursor(ctx, "x", "aud_1"); err != nil {
-		t.Fatal(err)
-	}
-	if pos, _ := db.RelayCursor(ctx, "x"); pos != "aud_2" {
-		t.Fatalf("cursor = %s, want aud_2", pos)
+// Records and outbox events are published whatever order their transactions commit in. 16
+// writers take a record's ID, wait a little (the rest of the change) and commit it with an
+// outbox event, through two database handles with both relays each (two replicas), the relays
+// woken after every commit: every record and every event reaches the stream, once. A relay that
+// published IDs after a cursor skipped the records that committed after a later ID had gone
+// out.
+func TestRelaysPublishWhatCommitsOutOfIDOrder(t *testing.T) {
+	for _, d := range storetest.Backends() {
+		t.Run(string(d), func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			dsn := storetest.DSN(t, d)
+			b := openBus(t)
+			type replica struct {
+				db     *store.DB
+				audit  *Relay
+				outbox *OutboxRelay
+			}
+			var replicas []replica
+			rctx, stop := context.WithCancel(ctx)
+			var running sync.WaitGroup
+			defer func() { stop(); running.Wait() }()
+			for range 2 {
+				db, err := store.Open(ctx, dsn, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { db.Close() })
+				r := replica{db: db, audit: NewRelay(db, b, nil), outbox: NewOutboxRelay(db, b, nil)}
+				r.audit.poll = 20 * time.Millisecond
+				running.Go(func() { r.audit.Run(rctx) })
+				running.Go(func() { r.outbox.Run(rctx) })
+				replicas = append(replicas, r)
+			}
+
+			const writers, each = 16, 40
+			var wg sync.WaitGroup
+			for w := range writers {
+				r := replicas[w%2]
+				wg.Go(func() {
+					for range each {
+						e := store.AuditEvent{ID: store.NewID(store.PrefixAudit), AccountID: "acc_a", Actor: "a@b.c", Action: "project.create",
+							ResourceType: "project", Result: "success", CreatedAt: time.Now()}
+						time.Sleep(time.Duration(rand.N(3000)) * time.Microsecond) // the rest of the change
+						err := r.db.Tx(ctx, func(tx *store.Tx) error {
+							if err := tx.InsertAudit(ctx, e); err != nil {
+								return err
+							}
+							return tx.InsertOutbox(ctx, store.OutboxMessage{AccountID: "acc_a", Subject: DomainSubject("acc_a", "test", "happened"),
+								Key: "test-happened/" + e.ID, Payload: `{"n":1}`, CreatedAt: e.CreatedAt})
+						})
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						r.audit.Kick()
+						r.outbox.Kick()
+					}
+				})
+			}
+			seen := map[string]int{}
+			var mu sync.Mutex
+			sub, err := bus.Subscribe(ctx, b, "count", bus.SubjectRoot+".>", func(_ context.Context, m bus.Message[json.RawMessage]) error {
+				mu.Lock()
+				seen[m.Key]++
+				mu.Unlock()
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer sub.Stop()
+			wg.Wait()
+			total := func() (distinct, delivered int) {
+				mu.Lock()
+				defer mu.Unlock()
+				for _, n := range seen {
+					distinct++
+					delivered += n
+				}
+				return distinct, delivered
+			}
+			const want = 2 * writers * each
+			deadline := time.Now().Add(30 * time.Second)
+			for n, _ := total(); n < want && time.Now().Before(deadline); n, _ = total() {
+				time.Sleep(50 * time.Millisecond)
+			}
+			time.Sleep(500 * time.Millisecond) // a duplicate would arrive by now
+			if distinct, delivered := total(); distinct != want || delivered != distinct {
+				t.Fatalf("%d of %d records and events published, %d deliveries", distinct, want, delivered)
+			}
+			if left, err := replicas[0].db.UnpublishedAudit(ctx, 10); err != nil || len(left) != 0 {
+				t.Fatalf("records still queued: %d, %v", len(left), err)
+			}
+			if left, err := replicas[0].db.OutboxBatch(ctx, 10); err != nil || len(left) != 0 {
+				t.Fatalf("events still queued: %d, %v", len(left), err)
+			}
+		})
 	}
 }
 
@@ -183,12 +292,5 @@ func TestRunStopsWithContext(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("Run did not stop")
-	}
-}
-
-func resetCursor(t *testing.T, db *store.DB) {
-	t.Helper()
-	if err := db.ResetRelayCursor(context.Background(), RelayName); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -22,7 +22,7 @@ func DomainSubject(accountID, domain, event string) string {
 // the bus drops what it stored within its duplicate window (the key is the event's identity),
 // and consumers that keep a ledger drop the rest. Two replicas relaying at once do the same.
 type OutboxRelay struct {
-	db    *store.DB
+	db    Store
 	bus   *bus.Bus
 	log   *slog.Logger
 	batch int
@@ -30,7 +30,7 @@ type OutboxRelay struct {
 }
 
 // NewOutboxRelay returns a relay from db's outbox to b.
-func NewOutboxRelay(db *store.DB, b *bus.Bus, log *slog.Logger) *OutboxRelay {
+func NewOutboxRelay(db Store, b *bus.Bus, log *slog.Logger) *OutboxRelay {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}

@@ -3,9 +3,11 @@ package pipeline
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,9 +23,9 @@ import (
 
 // Live (non-persistent) subjects.
 const (
-	subjectWake    = "freshet-live.dispatch.wake"
-	subjectLogs    = "freshet-live.logs."   // + build ID
-	subjectBuilds  = "freshet-live.builds." // + build ID: state changed
+	subjectWake    = "freshet-live.dispatch.wake" // data: empty, or "<runner> <build>" when a build's Complete freed the runner's slot
+	subjectLogs    = "freshet-live.logs."         // + build ID
+	subjectBuilds  = "freshet-live.builds."       // + build ID: state changed
 	subjectDrain   = "freshet-live.runners.drain"
 	offerTTL       = 5 * time.Second // an offer not accepted by then goes to another runner
 	reapInterval   = 500 * time.Millisecond
@@ -62,8 +64,42 @@ type session struct {
 	running  map[string]bool   // builds this runner holds a lease on
 	offered  map[string]bool   // builds offered and not yet accepted
 	canceled map[string]bool   // cancels already sent
-	lastPoll time.Time         // long-poll sessions only
 	labels   map[string]string // the runner's labels: registered ∪ announced
+	// missed counts offers that expired unaccepted since the runner last took a build: a
+	// session whose runner is gone without the server knowing (a silent network) misses them,
+	// so dispatch prefers others.
+	missed int
+	// claimed is when builds were accepted through this replica (running counts them until
+	// the database's count does).
+	claimed map[string]time.Time
+	// freed holds the slots of builds that ended with Complete (build → when) for
+	// slotFreeDelay: the runner frees a slot once it has the answer and drops an offer that
+	// arrives before (which then waits out offerTTL), so a freed slot is offered a moment later.
+	freed map[string]time.Time
+
+	// Poll sessions only.
+	poll     bool
+	noWait   bool      // the runner polls on an interval, not a long poll
+	polling  int       // polls in flight
+	lastPoll time.Time // when the last poll began or ended
+}
+
+// away reports whether s is a long-poll session whose runner is not polling: it would not see
+// an offer until it polls again (if it ever does).
+func (s *session) away(now time.Time) bool {
+	return s.poll && !s.noWait && s.polling == 0 && now.Sub(s.lastPoll) > longPollGap
+}
+
+// expired reports whether s is a poll session whose runner stopped polling.
+func (s *session) expired(now time.Time) bool {
+	if !s.poll || s.polling > 0 {
+		return false
+	}
+	ttl := pollSessionTTL
+	if !s.noWait {
+		ttl = longPollSessionTTL
+	}
+	return now.Sub(s.lastPoll) > ttl
 }
 
 // NewDispatcher returns a dispatcher for svc's builds; nc carries live wake-ups and logs.
@@ -101,7 +137,12 @@ func (d *Dispatcher) wakeLocal() {
 func (d *Dispatcher) Run(ctx context.Context) error {
 	defer close(d.done)
 	if d.nc != nil {
-		sub, err := d.nc.Subscribe(subjectWake, func(*nats.Msg) { d.wakeLocal() })
+		sub, err := d.nc.Subscribe(subjectWake, func(m *nats.Msg) {
+			if runner, build, ok := strings.Cut(string(m.Data), " "); ok {
+				d.slotFreed(runner, build)
+			}
+			d.wakeLocal()
+		})
 		if err != nil {
 			return fmt.Errorf("subscribe to dispatcher wake-ups: %w", err)
 		}
@@ -145,11 +186,54 @@ func labelsMatch(runner, want map[string]string) bool {
 
 // dispatch offers queued builds to free runners and pushes cancels of terminating builds.
 func (d *Dispatcher) dispatch(ctx context.Context) error {
+	d.expirePolls()
+	d.mu.Lock()
+	idle := len(d.sessions) == 0
+	d.mu.Unlock()
+	if idle {
+		return nil
+	}
+	// What each runner runs, from the database: a build accepted or completed through another
+	// replica counts too.
+	snapshot := d.now()
+	leases, err := d.db.RunnerLeases(ctx)
+	if err != nil {
+		return err
+	}
 	terminating, err := d.db.BuildsWithStatus(ctx, StatusTerminating, queueScanLimit)
 	if err != nil {
 		return err
 	}
 	d.mu.Lock()
+	for s := range d.sessions {
+		running := map[string]bool{}
+		for _, id := range leases[s.runner.ID] {
+			running[id] = true
+		}
+		for id, at := range s.claimed {
+			if at.After(snapshot) { // accepted here after the query
+				running[id] = true
+			} else {
+				delete(s.claimed, id)
+			}
+		}
+		for id := range running {
+			if !s.running[id] { // it took a build, through whichever replica: it is there
+				s.missed = 0
+			}
+		}
+		s.running = running
+		for id := range s.canceled {
+			if !running[id] {
+				delete(s.canceled, id)
+			}
+		}
+		for id, at := range s.freed {
+			if snapshot.Sub(at) >= slotFreeDelay || running[id] {
+				delete(s.freed, id)
+			}
+		}
+	}
 	for _, b := range terminating {
 		for s := range d.sessions {
 			if s.running[b.ID] && !s.canceled[b.ID] {
@@ -159,14 +243,16 @@ func (d *Dispatcher) dispatch(ctx context.Context) error {
 			}
 		}
 	}
-	idle := len(d.sessions) == 0
 	d.mu.Unlock()
-	if idle {
-		return nil
-	}
 	queued, err := d.db.QueuedBuilds(ctx, queueScanLimit)
 	if err != nil || len(queued) == 0 {
 		return err
+	}
+	// An offered build that is no longer queued was taken (through any replica) or ended: its
+	// offer no longer holds a slot.
+	stillQueued := make(map[string]bool, len(queued))
+	for _, b := range queued {
+		stillQueued[b.ID] = true
 	}
 	counts, err := d.db.RunningCounts(ctx)
 	if err != nil {
@@ -181,11 +267,22 @@ func (d *Dispatcher) dispatch(ctx context.Context) error {
 	now := d.now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	for id := range d.offers {
+		if !stillQueued[id] {
+			delete(d.offers, id)
+			for s := range d.sessions {
+				delete(s.offered, id)
+			}
+		}
+	}
 	for id, exp := range d.offers {
 		if now.After(exp) {
 			delete(d.offers, id)
 			for s := range d.sessions {
-				delete(s.offered, id)
+				if s.offered[id] {
+					s.missed++
+					delete(s.offered, id)
+				}
 			}
 		}
 	}
@@ -215,13 +312,16 @@ func (d *Dispatcher) dispatch(ctx context.Context) error {
 			d.failQueued(ctx, b, err)
 			continue
 		}
+		// The runner that missed the fewest offers (a live one), then the one with the most
+		// free slots; never a long-poll session whose runner is not polling.
 		var best *session
 		bestFree := 0
 		for s := range d.sessions {
-			if s.runner.AccountID != b.AccountID || !labelsMatch(s.labels, want) {
+			if s.runner.AccountID != b.AccountID || !labelsMatch(s.labels, want) || s.away(now) {
 				continue
 			}
-			if free := s.info.Concurrency - len(s.running) - len(s.offered); free > bestFree {
+			free := s.info.Concurrency - len(s.running) - len(s.offered) - len(s.freed)
+			if free > 0 && (best == nil || s.missed < best.missed || s.missed == best.missed && free > bestFree) {
 				best, bestFree = s, free
 			}
 		}
@@ -274,41 +374,48 @@ func (d *Dispatcher) reap(ctx context.Context) error {
 		return err
 	}
 	for _, b := range expired {
-		pl, err := d.db.GetPipeline(ctx, b.AccountID, b.PipelineID)
-		if err != nil {
-			continue
-		}
-		reason := fmt.Sprintf("runner stopped renewing its lease (attempt %d)", b.Attempt)
-		cfg, err := decodeConfig(pl)
-		if err != nil {
-			reason += "; not requeued: " + err.Error()
-		}
-		requeue := err == nil && cfg.OnLeaseExpiry != "fail" && b.Attempt < cfg.maxAttempts() && b.Status != StatusTerminating
-		if requeue {
-			ok, err := d.db.RequeueBuild(ctx, b.AccountID, b.ID, b.LeaseID, reason+"; requeued")
-			if err != nil || !ok {
-				continue
-			}
-			d.appendMarker(ctx, b, fmt.Sprintf("[freshet] %s; the build was requeued", reason))
-		} else {
-			status := StatusFailed
-			if b.Status == StatusTerminating {
-				status = StatusTerminated
-			}
-			ok, err := d.db.SetBuildStatus(ctx, b.AccountID, b.ID, b.LeaseID, nil, status, reason, d.now())
-			if err != nil || !ok {
-				continue
-			}
-			d.appendMarker(ctx, b, "[freshet] "+reason+"; the build "+status)
-		}
-		d.log.Info("lease expired", "build", b.ID, "requeued", requeue)
-		d.forget(b.ID)
-		d.publishState(b.ID)
+		d.endLease(ctx, b, "runner stopped renewing its lease")
 	}
 	if len(expired) > 0 {
 		d.wakeLocal()
 	}
 	return nil
+}
+
+// endLease takes b from the runner that holds its lease, because of why: it requeues the build
+// or, per the pipeline's onLeaseExpiry and maxAttempts (or when it was being terminated), ends
+// it, and says so in its log. Nothing changes if the lease changed meanwhile.
+func (d *Dispatcher) endLease(ctx context.Context, b store.Build, why string) {
+	pl, err := d.db.GetPipeline(ctx, b.AccountID, b.PipelineID)
+	if err != nil {
+		return
+	}
+	reason := fmt.Sprintf("%s (attempt %d)", why, b.Attempt)
+	cfg, err := decodeConfig(pl)
+	if err != nil {
+		reason += "; not requeued: " + err.Error()
+	}
+	requeue := err == nil && cfg.OnLeaseExpiry != "fail" && b.Attempt < cfg.maxAttempts() && b.Status != StatusTerminating
+	if requeue {
+		ok, err := d.db.RequeueBuild(ctx, b.AccountID, b.ID, b.LeaseID, reason+"; requeued")
+		if err != nil || !ok {
+			return
+		}
+		d.appendMarker(ctx, b, fmt.Sprintf("[freshet] %s; the build was requeued", reason))
+	} else {
+		status := StatusFailed
+		if b.Status == StatusTerminating {
+			status = StatusTerminated
+		}
+		ok, err := d.db.SetBuildStatus(ctx, b.AccountID, b.ID, b.LeaseID, nil, status, reason, d.now())
+		if err != nil || !ok {
+			return
+		}
+		d.appendMarker(ctx, b, "[freshet] "+reason+"; the build "+status)
+	}
+	d.log.Info("lease ended", "build", b.ID, "why", why, "requeued", requeue)
+	d.forget(b.ID)
+	d.publishState(b.ID)
 }
 
 func (d *Dispatcher) appendMarker(ctx context.Context, b store.Build, line string) {
@@ -331,6 +438,7 @@ func (d *Dispatcher) forget(buildID string) {
 		delete(s.running, buildID)
 		delete(s.offered, buildID)
 		delete(s.canceled, buildID)
+		delete(s.claimed, buildID)
 	}
 }
 
@@ -367,12 +475,25 @@ func (d *Dispatcher) register(ctx context.Context, r Runner, info runnerv1.Conne
 	maps.Copy(labels, r.Labels)
 	maps.Copy(labels, info.Labels)
 	s := &session{runner: r, info: info, msgs: make(chan runnerv1.ServerMessage, 256), running: map[string]bool{},
-		offered: map[string]bool{}, canceled: map[string]bool{}, labels: labels}
-	// After a reconnect the runner says what it still runs: keep those leases with it.
-	for _, id := range info.Running {
-		if b, err := d.db.GetBuild(ctx, r.AccountID, id); err == nil && b.RunnerID == r.ID && Active(b.Status) {
-			s.running[id] = true
+		offered: map[string]bool{}, canceled: map[string]bool{}, claimed: map[string]time.Time{}, freed: map[string]time.Time{}, labels: labels}
+	// After a reconnect the runner says what it still runs: those leases stay with it. Any other
+	// build it holds a lease on it does not run (it restarted, or never heard that Accept
+	// succeeded): give those back now rather than when their leases expire.
+	leased, err := d.db.LeasedBuilds(ctx, r.AccountID, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	released := false
+	for _, b := range leased {
+		if slices.Contains(info.Running, b.ID) {
+			s.running[b.ID] = true
+			continue
 		}
+		d.endLease(ctx, b, "runner "+r.Name+" connected again without it")
+		released = true
+	}
+	if released {
+		d.Wake()
 	}
 	infoJSON, _ := json.Marshal(map[string]any{"version": info.Version, "hostname": info.Hostname, "executors": info.Executors,
 		"concurrency": info.Concurrency, "protocol": info.Protocol, "labels": info.Labels})
@@ -422,8 +543,11 @@ func (d *Dispatcher) Connected() map[string]bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	out := map[string]bool{}
+	now := d.now()
 	for s := range d.sessions {
-		out[s.runner.ID] = true
+		if !s.away(now) {
+			out[s.runner.ID] = true
+		}
 	}
 	return out
 }
@@ -476,6 +600,8 @@ func (d *Dispatcher) accept(ctx context.Context, r Runner, id string) (runnerv1.
 		delete(s.offered, b.ID)
 		if s.runner.ID == r.ID {
 			s.running[b.ID] = true
+			s.claimed[b.ID] = d.now()
+			s.missed = 0
 		}
 	}
 	d.mu.Unlock()
@@ -565,6 +691,9 @@ func (d *Dispatcher) appendLog(ctx context.Context, r Runner, c runnerv1.LogChun
 		return b.LogSize, fmt.Errorf("build log is over %d bytes: %w", MaxLogBytes, errdefs.ErrTooLarge)
 	}
 	size, err := d.db.AppendLog(ctx, b.ID, c.Offset, c.Data)
+	if errors.Is(err, store.ErrLogMismatch) {
+		d.log.Warn("a runner's log chunk differs from the stored log", "build", b.ID, "runner", r.ID, "offset", c.Offset, "bytes", len(c.Data), "err", err)
+	}
 	if err != nil {
 		return size, err
 	}
@@ -594,45 +723,110 @@ func (d *Dispatcher) complete(ctx context.Context, r Runner, c runnerv1.Complete
 	}
 	d.forget(b.ID)
 	d.publishState(b.ID)
+	// Wake every replica (the build's pipeline has a slot more), saying whose slot was freed:
+	// the replica holding the runner's stream may not be this one.
+	d.slotFreed(r.ID, b.ID)
+	if d.nc != nil {
+		d.nc.Publish(subjectWake, []byte(r.ID+" "+b.ID))
+	}
 	d.wakeLocal()
 	return nil
 }
 
-// pollSessionTTL is how long a long-poll session outlives its last poll.
-const pollSessionTTL = 2 * runnerv1.PollWait
+// slotFreeDelay is how long after Complete the runner's freed slot is offered again.
+const slotFreeDelay = 250 * time.Millisecond
 
-// pollSession returns runner r's long-poll session, creating it on the first poll and
-// dropping sessions whose runner stopped polling.
-func (d *Dispatcher) pollSession(ctx context.Context, r Runner, info runnerv1.ConnectRequest) (*session, error) {
+// slotFreed holds the slot build freed on runnerID's sessions here for slotFreeDelay, then
+// wakes the dispatcher to offer it.
+func (d *Dispatcher) slotFreed(runnerID, buildID string) {
 	now := d.now()
+	held := false
 	d.mu.Lock()
-	var stale []*session
-	for id, s := range d.polls {
-		if now.Sub(s.lastPoll) > pollSessionTTL {
-			stale = append(stale, s)
-			delete(d.polls, id)
+	for s := range d.sessions {
+		if s.runner.ID == runnerID {
+			if _, ok := s.freed[buildID]; !ok {
+				s.freed[buildID] = now
+				held = true
+			}
 		}
 	}
+	d.mu.Unlock()
+	if held {
+		time.AfterFunc(slotFreeDelay, d.wakeLocal)
+	}
+}
+
+// Poll sessions. A long-polling runner has a poll in flight but for the moment between two
+// polls: one with none for longPollGap is away (offered nothing), and after longPollSessionTTL
+// it is gone. A runner that polls on an interval (NoWait) keeps its session pollSessionTTL
+// after its last poll. The dispatcher drops expired sessions itself, every dispatchTick.
+const (
+	longPollGap        = 3 * time.Second
+	longPollSessionTTL = 10 * time.Second
+	pollSessionTTL     = 2 * runnerv1.PollWait
+)
+
+// pollSession returns runner r's poll session, creating it on the first poll, and counts a poll
+// in flight on it until pollDone.
+func (d *Dispatcher) pollSession(ctx context.Context, r Runner, req runnerv1.PollRequest) (*session, error) {
+	d.expirePolls()
+	now := d.now()
+	d.mu.Lock()
 	s, ok := d.polls[r.ID]
 	if ok {
-		s.lastPoll = now
+		s.polling++
+		s.lastPoll, s.noWait = now, req.NoWait
 	}
 	d.mu.Unlock()
-	for _, st := range stale {
-		d.unregister(st)
-	}
 	if ok {
 		return s, nil
 	}
-	s, err := d.register(ctx, r, info)
+	s, err := d.register(ctx, r, req.ConnectRequest)
 	if err != nil {
 		return nil, err
 	}
 	d.mu.Lock()
-	s.lastPoll = now
+	if old := d.polls[r.ID]; old != nil { // two first polls at once: keep the other's session
+		old.polling++
+		old.lastPoll = now
+		d.mu.Unlock()
+		d.unregister(s)
+		return old, nil
+	}
+	s.poll, s.noWait, s.polling, s.lastPoll = true, req.NoWait, 1, now
 	d.polls[r.ID] = s
 	d.mu.Unlock()
 	return s, nil
+}
+
+// pollDone ends a poll that pollSession counted. A poll the runner abandoned (it went away in
+// the middle: it died, or its network did) leaves the session away at once.
+func (d *Dispatcher) pollDone(s *session, abandoned bool) {
+	d.mu.Lock()
+	s.polling--
+	s.lastPoll = d.now()
+	if abandoned {
+		s.lastPoll = s.lastPoll.Add(-longPollGap)
+	}
+	d.mu.Unlock()
+}
+
+// expirePolls drops the poll sessions whose runner stopped polling.
+func (d *Dispatcher) expirePolls() {
+	now := d.now()
+	d.mu.Lock()
+	var stale []*session
+	for id, s := range d.polls {
+		if s.expired(now) {
+			stale = append(stale, s)
+			delete(d.polls, id)
+		}
+	}
+	d.mu.Unlock()
+	for _, s := range stale {
+		d.log.Debug("poll session expired", "runner", s.runner.Name, "last_poll", s.lastPoll)
+		d.unregister(s)
+	}
 }
 
 func formatInt(n int64) string { return strconv.FormatInt(n, 10) }

@@ -85,10 +85,11 @@ func (a *RunnerAPI) poll(ctx context.Context, req *connect.Request[runnerv1.Poll
 	if err != nil {
 		return nil, err
 	}
-	s, err := a.d.pollSession(ctx, r, req.Msg.ConnectRequest)
+	s, err := a.d.pollSession(ctx, r, *req.Msg)
 	if err != nil {
 		return nil, errdefs.ConnectError(err)
 	}
+	defer func() { a.d.pollDone(s, ctx.Err() != nil) }()
 	wait := runnerv1.PollWait
 	if req.Msg.NoWait {
 		wait = 0
@@ -156,13 +157,19 @@ func (a *RunnerAPI) appendLog(ctx context.Context, req *connect.Request[runnerv1
 		return nil, err
 	}
 	size, err := a.d.appendLog(ctx, r, *req.Msg)
-	if err != nil {
-		if errors.Is(err, store.ErrLogOffset) {
-			// Tell the runner where the log ends so it can resend from there.
-			e := connect.NewError(connect.CodeFailedPrecondition, err)
-			e.Meta().Set("X-Log-Size", formatInt(size))
-			return nil, e
-		}
+	switch {
+	case err == nil:
+	case errors.Is(err, store.ErrLogOffset):
+		// Tell the runner where the log ends so it can resend from there.
+		e := connect.NewError(connect.CodeFailedPrecondition, err)
+		e.Meta().Set("X-Log-Size", formatInt(size))
+		return nil, e
+	case errors.Is(err, store.ErrLogMismatch):
+		// Not a lost lease (FailedPrecondition without a size) and not stored: the bytes at
+		// that offset are someone else's. No size, so the runner does not take its lines for
+		// stored.
+		return nil, connect.NewError(connect.CodeAlreadyExists, err)
+	default:
 		return nil, errdefs.ConnectError(err)
 	}
 	return connect.NewResponse(&runnerv1.LogAck{Size: size}), nil

@@ -51,6 +51,8 @@ type Store interface {
 	ClaimBuild(ctx context.Context, accountID, buildID, runnerID, leaseID string, expires, now time.Time) (bool, error)
 	RenewLease(ctx context.Context, accountID, buildID, leaseID string, expires time.Time) (string, bool, error)
 	ExpiredLeases(ctx context.Context, t time.Time) ([]store.Build, error)
+	LeasedBuilds(ctx context.Context, accountID, runnerID string) ([]store.Build, error)
+	RunnerLeases(ctx context.Context) (map[string][]string, error)
 	RequeueBuild(ctx context.Context, accountID, buildID, leaseID, reason string) (bool, error)
 
 	// Contexts.

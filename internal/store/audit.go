@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
 
@@ -37,15 +35,25 @@ type AuditFilter struct {
 	Until        time.Time
 }
 
-// InsertAudit writes one audit record. Call it on the Tx that makes the change it records.
+// InsertAudit writes one audit record and queues it for the event relay (UnpublishedAudit).
+// Call it on the Tx that makes the change it records.
 func (q *Queries) InsertAudit(ctx context.Context, e AuditEvent) error {
 	_, err := q.exec(ctx, `INSERT INTO audit_events (id, account_id, actor_id, actor, action, resource_type, resource_id,
 		request_id, source_ip, result, detail, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		e.ID, e.AccountID, e.ActorID, e.Actor, e.Action, e.ResourceType, e.ResourceID, e.RequestID, e.SourceIP, e.Result, e.Detail, micros(e.CreatedAt))
+	if err == nil {
+		_, err = q.exec(ctx, `INSERT INTO audit_unpublished (id) VALUES (?)`, e.ID)
+	}
 	if err != nil {
 		return fmt.Errorf("write audit record %s: %w", e.Action, err)
 	}
 	return nil
+}
+
+// InsertAudit writes one record outside any change (a denied or failed call) and queues it for
+// the event relay, both in one transaction.
+func (db *DB) InsertAudit(ctx context.Context, e AuditEvent) error {
+	return db.Tx(ctx, func(tx *Tx) error { return tx.InsertAudit(ctx, e) })
 }
 
 // ListAudit returns account's audit records, newest first. p.After is the last ID of the
@@ -110,11 +118,14 @@ func (q *Queries) ListAudit(ctx context.Context, accountID string, f AuditFilter
 	return out, rows.Err()
 }
 
-// AuditAfter returns up to limit audit records of every account with IDs after afterID, oldest
-// first. It is the outbox read of the event relay, not a tenant query: never serve it to users.
-func (q *Queries) AuditAfter(ctx context.Context, afterID string, limit int) ([]AuditEvent, error) {
-	rows, err := q.query(ctx, `SELECT id, account_id, actor_id, actor, action, resource_type, resource_id, request_id, source_ip, result, detail, created_at
-		FROM audit_events WHERE id > ? ORDER BY id LIMIT ?`, afterID, limit)
+// UnpublishedAudit returns up to limit audit records of every account that the event relay has
+// not published, oldest first. A record is queued in its own transaction, whatever the order in
+// which records with earlier IDs commit, so none is passed over. It is the relay's read, not a
+// tenant query: never serve it to users.
+func (q *Queries) UnpublishedAudit(ctx context.Context, limit int) ([]AuditEvent, error) {
+	rows, err := q.query(ctx, `SELECT a.id, a.account_id, a.actor_id, a.actor, a.action, a.resource_type, a.resource_id, a.request_id,
+		a.source_ip, a.result, a.detail, a.created_at
+		FROM audit_unpublished u JOIN audit_events a ON a.id = u.id ORDER BY u.id LIMIT ?`, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -133,27 +144,8 @@ func (q *Queries) AuditAfter(ctx context.Context, afterID string, limit int) ([]
 	return out, rows.Err()
 }
 
-// RelayCursor returns how far relay name has published ("" before the first record).
-func (q *Queries) RelayCursor(ctx context.Context, name string) (string, error) {
-	var pos string
-	err := q.queryRow(ctx, `SELECT position FROM relay_cursors WHERE name = ?`, name).Scan(&pos)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil
-	}
-	return pos, err
-}
-
-// AdvanceRelayCursor moves relay name forward to pos; it never moves a cursor back, so two
-// replicas relaying at once cannot lose each other's progress.
-func (q *Queries) AdvanceRelayCursor(ctx context.Context, name, pos string) error {
-	_, err := q.exec(ctx, `INSERT INTO relay_cursors (name, position) VALUES (?, ?)
-		ON CONFLICT (name) DO UPDATE SET position = excluded.position WHERE relay_cursors.position < excluded.position`, name, pos)
-	return err
-}
-
-// ResetRelayCursor forgets relay name's progress, so it publishes everything again (operators
-// use it to replay events; duplicates within the bus's window are dropped).
-func (q *Queries) ResetRelayCursor(ctx context.Context, name string) error {
-	_, err := q.exec(ctx, `DELETE FROM relay_cursors WHERE name = ?`, name)
-	return err
+// MarkAuditPublished takes published records off the relay's queue. Marking one twice (two
+// relays) is not an error.
+func (q *Queries) MarkAuditPublished(ctx context.Context, ids ...string) error {
+	return q.deleteIDs(ctx, "audit_unpublished", ids)
 }

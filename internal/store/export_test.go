@@ -15,3 +15,10 @@ func (db *DB) MigrateFS(ctx context.Context, fsys fs.FS) error { return db.migra
 
 // SplitStatements exposes splitStatements.
 var SplitStatements = splitStatements
+
+// Exec runs one statement outside the query methods, for tests that set up rows the methods
+// cannot make (an older schema's, a half-written one's).
+func (db *DB) Exec(ctx context.Context, query string, args ...any) error {
+	_, err := db.exec(ctx, query, args...)
+	return err
+}

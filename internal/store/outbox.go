@@ -49,13 +49,18 @@ func (q *Queries) OutboxBatch(ctx context.Context, limit int) ([]OutboxMessage, 
 
 // DeleteOutbox forgets published messages. Deleting one twice (two relays) is not an error.
 func (q *Queries) DeleteOutbox(ctx context.Context, ids ...string) error {
+	return q.deleteIDs(ctx, "outbox", ids)
+}
+
+// deleteIDs deletes the rows of table with the IDs, 500 to a statement.
+func (q *Queries) deleteIDs(ctx context.Context, table string, ids []string) error {
 	for len(ids) > 0 {
 		n := min(len(ids), 500)
 		args := make([]any, n)
 		for i, id := range ids[:n] {
 			args[i] = id
 		}
-		if _, err := q.exec(ctx, `DELETE FROM outbox WHERE id IN (?`+repeat(", ?", n-1)+`)`, args...); err != nil {
+		if _, err := q.exec(ctx, `DELETE FROM `+table+` WHERE id IN (?`+repeat(", ?", n-1)+`)`, args...); err != nil {
 			return err
 		}
 		ids = ids[n:]

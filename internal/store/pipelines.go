@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -380,12 +381,18 @@ func scanBuild(s interface{ Scan(...any) error }) (Build, error) {
 	return b, err
 }
 
-// CreateBuild inserts b with the pipeline's next build number, which it sets on b.
+// CreateBuild inserts b with the pipeline's next build number, which it sets on b. The number
+// is taken from the pipeline's counter with one atomic UPDATE, so concurrent builds of a
+// pipeline get consecutive numbers (on PostgreSQL the pipeline's row stays locked until the
+// transaction ends; SQLite has one writer). Call it on the Tx that queues the build: a build
+// that rolls back gives its number back.
 func (q *Queries) CreateBuild(ctx context.Context, b *Build) error {
-	if err := q.queryRow(ctx, `SELECT COALESCE(MAX(number), 0) + 1 FROM builds WHERE pipeline_id = ?`, b.PipelineID).Scan(&b.Number); err != nil {
-		return err
+	err := q.queryRow(ctx, `UPDATE pipelines SET last_build_number = last_build_number + 1 WHERE account_id = ? AND id = ?
+		RETURNING last_build_number`, b.AccountID, b.PipelineID).Scan(&b.Number)
+	if err != nil {
+		return notFound(err, "pipeline", b.PipelineID)
 	}
-	_, err := q.exec(ctx, `INSERT INTO builds (`+buildCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err = q.exec(ctx, `INSERT INTO builds (`+buildCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		b.ID, b.AccountID, b.PipelineID, b.Number, b.Status, b.TriggerType, b.TriggerID, b.TriggeredBy, b.Repo, b.Branch, b.SHA,
 		b.CommitMessage, b.CommitAuthor, b.Variables, b.SpecYAML, b.Labels, b.RunnerID, b.LeaseID, micros(b.LeaseExpires), b.Attempt, b.RestartOf, b.Reason, b.LogSize,
 		micros(b.CreatedAt), micros(b.StartedAt), micros(b.FinishedAt))
@@ -456,6 +463,13 @@ func (q *Queries) QueuedBuilds(ctx context.Context, limit int) ([]Build, error) 
 func (q *Queries) ExpiredLeases(ctx context.Context, t time.Time) ([]Build, error) {
 	return q.scanBuilds(ctx, `SELECT `+buildCols+` FROM builds WHERE status IN ('running', 'pending-approval', 'terminating')
 		AND lease_id <> '' AND lease_expires < ? ORDER BY id`, micros(t))
+}
+
+// LeasedBuilds lists account's builds that runnerID holds a lease on (running, waiting for
+// approval or terminating), oldest first.
+func (q *Queries) LeasedBuilds(ctx context.Context, accountID, runnerID string) ([]Build, error) {
+	return q.scanBuilds(ctx, `SELECT `+buildCols+` FROM builds WHERE account_id = ? AND runner_id = ?
+		AND status IN ('running', 'pending-approval', 'terminating') AND lease_id <> '' ORDER BY id`, accountID, runnerID)
 }
 
 // ClaimBuild gives a queued build of account to runnerID under a new lease. It reports false
@@ -571,39 +585,103 @@ func (q *Queries) ListSteps(ctx context.Context, buildID string) ([]BuildStep, e
 	return out, rows.Err()
 }
 
-// ErrLogOffset is returned by AppendLog when a chunk does not start where the log ends.
+// ErrLogOffset is returned by AppendLog when a chunk does not start where the log ends (and
+// its beginning is not stored already): the size returned with it is where the log ends.
 var ErrLogOffset = errors.New("log chunk offset does not match the log size")
 
-// AppendLog adds data at offset to a build's log. A chunk that was already stored (same offset,
-// a retried upload) changes nothing and succeeds; a chunk that would leave a gap or overlap fails
-// with ErrLogOffset and the current size.
-func (q *Queries) AppendLog(ctx context.Context, buildID string, offset int64, data []byte) (size int64, err error) {
-	if err := q.queryRow(ctx, `SELECT log_size FROM builds WHERE id = ?`, buildID).Scan(&size); err != nil {
-		return 0, notFound(err, "build", buildID)
-	}
-	if offset+int64(len(data)) <= size {
-		var n int
-		if err := q.queryRow(ctx, `SELECT COUNT(*) FROM build_log_chunks WHERE build_id = ? AND position = ?`, buildID, offset).Scan(&n); err != nil {
-			return 0, err
-		}
-		if n == 1 {
-			return size, nil // retried upload
-		}
-	}
-	if offset != size {
-		return size, fmt.Errorf("%w: got %d, log has %d bytes", ErrLogOffset, offset, size)
-	}
-	if _, err := q.exec(ctx, `INSERT INTO build_log_chunks (build_id, position, data) VALUES (?, ?, ?)`, buildID, offset, data); err != nil {
-		return 0, err
-	}
-	size += int64(len(data))
-	_, err = q.exec(ctx, `UPDATE builds SET log_size = ? WHERE id = ?`, size, buildID)
+// ErrLogMismatch is returned by AppendLog when a chunk overlaps stored bytes that differ from
+// it: the writer's log is not the stored one, and resending will not change that.
+var ErrLogMismatch = fmt.Errorf("log chunk differs from the log stored at its offset: %w", errdefs.ErrConflict)
+
+// AppendLog adds data at offset to a build's log and returns the log's new size. The chunk and
+// the log's size are written in one transaction: a chunk is stored whole, with the size that
+// covers it, or not at all. A chunk that is already stored (a retried upload whose answer was
+// lost) changes nothing and succeeds. A chunk whose beginning is stored and whose end is not
+// fails with ErrLogOffset and the size, as does one that would leave a gap; one that differs
+// from the stored bytes it overlaps fails with ErrLogMismatch.
+func (db *DB) AppendLog(ctx context.Context, buildID string, offset int64, data []byte) (size int64, err error) {
+	err = db.Tx(ctx, func(tx *Tx) error {
+		size, err = tx.appendLog(ctx, buildID, offset, data)
+		return err
+	})
 	return size, err
 }
 
+func (q *Queries) appendLog(ctx context.Context, buildID string, offset int64, data []byte) (int64, error) {
+	end := offset + int64(len(data))
+	if len(data) > 0 {
+		// Only the append that finds the log ending at offset moves it (on PostgreSQL the row
+		// stays locked until commit, so concurrent appends of one build queue here).
+		res, err := q.exec(ctx, `UPDATE builds SET log_size = ? WHERE id = ? AND log_size = ?`, end, buildID, offset)
+		if err != nil {
+			return 0, err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return 0, err
+		} else if n == 1 {
+			// Nothing at or past offset belongs to the log. A chunk there was left by an append
+			// that stored its chunk and not the size (before both were one transaction).
+			if _, err := q.exec(ctx, `DELETE FROM build_log_chunks WHERE build_id = ? AND position >= ?`, buildID, offset); err != nil {
+				return 0, err
+			}
+			if _, err := q.exec(ctx, `INSERT INTO build_log_chunks (build_id, position, data) VALUES (?, ?, ?)`, buildID, offset, data); err != nil {
+				return 0, err
+			}
+			return end, nil
+		}
+	}
+	var size int64
+	if err := q.queryRow(ctx, `SELECT log_size FROM builds WHERE id = ?`, buildID).Scan(&size); err != nil {
+		return 0, notFound(err, "build", buildID)
+	}
+	if offset > size {
+		return size, fmt.Errorf("%w: the chunk starts at byte %d, the log has %d bytes", ErrLogOffset, offset, size)
+	}
+	if len(data) == 0 {
+		return size, nil
+	}
+	stored, err := q.readLogRange(ctx, buildID, offset, min(end, size))
+	if err != nil {
+		return 0, err
+	}
+	if !bytes.Equal(stored, data[:len(stored)]) {
+		return size, fmt.Errorf("%w: bytes %d to %d of build %s", ErrLogMismatch, offset, min(end, size), buildID)
+	}
+	if end > size {
+		return size, fmt.Errorf("%w: the chunk's first %d bytes are stored, the log has %d bytes", ErrLogOffset, size-offset, size)
+	}
+	return size, nil // stored already
+}
+
+// readLogRange returns bytes from to to of a build's stored log.
+func (q *Queries) readLogRange(ctx context.Context, buildID string, from, to int64) ([]byte, error) {
+	rows, err := q.query(ctx, `SELECT position, data FROM build_log_chunks WHERE build_id = ? AND position < ? AND position + LENGTH(data) > ?
+		ORDER BY position`, buildID, to, from)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make([]byte, 0, to-from)
+	for rows.Next() {
+		var pos int64
+		var data []byte
+		if err := rows.Scan(&pos, &data); err != nil {
+			return nil, err
+		}
+		lo, hi := max(from-pos, 0), min(to-pos, int64(len(data)))
+		if pos+lo != from+int64(len(out)) { // a hole: cannot happen in a log written by AppendLog
+			return nil, fmt.Errorf("build %s: the stored log has no bytes at %d", buildID, from+int64(len(out)))
+		}
+		out = append(out, data[lo:hi]...)
+	}
+	return out, rows.Err()
+}
+
 // ReadLog returns a build's log from offset, at most max bytes (in whole chunks, at least one).
+// Only what the log's size covers is read.
 func (q *Queries) ReadLog(ctx context.Context, buildID string, offset int64, max int) ([]byte, error) {
-	rows, err := q.query(ctx, `SELECT position, data FROM build_log_chunks WHERE build_id = ? AND position + LENGTH(data) > ? ORDER BY position`, buildID, offset)
+	rows, err := q.query(ctx, `SELECT position, data FROM build_log_chunks WHERE build_id = ? AND position + LENGTH(data) > ?
+		AND position < (SELECT log_size FROM builds WHERE id = ?) ORDER BY position`, buildID, offset, buildID)
 	if err != nil {
 		return nil, err
 	}
@@ -795,6 +873,26 @@ func (q *Queries) RunningCounts(ctx context.Context) ([]RunningCount, error) {
 			return nil, err
 		}
 		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// RunnerLeases lists the builds each runner holds a lease on (running, waiting for approval
+// or terminating), by runner ID, across accounts: the dispatcher's count of its runners' load.
+func (q *Queries) RunnerLeases(ctx context.Context) (map[string][]string, error) {
+	rows, err := q.query(ctx, `SELECT runner_id, id FROM builds WHERE status IN ('running', 'pending-approval', 'terminating')
+		AND lease_id <> '' ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string][]string{}
+	for rows.Next() {
+		var runner, id string
+		if err := rows.Scan(&runner, &id); err != nil {
+			return nil, err
+		}
+		out[runner] = append(out[runner], id)
 	}
 	return out, rows.Err()
 }
