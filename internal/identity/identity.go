@@ -84,6 +84,22 @@ func New(d Deps) *Service {
 		hasher: newHasher(maxConcurrentHashes, hashQueueWait), onRevoke: d.OnRevoke}
 }
 
+// SweepInterval is how often the control plane runs SweepExpired.
+const SweepInterval = 10 * time.Minute
+
+// SweepExpired deletes expired sessions and invitations (every read ignores them already; this
+// keeps the tables small) and reports how many of each went.
+func (s *Service) SweepExpired(ctx context.Context) (sessions, invitations int64, err error) {
+	now := s.now()
+	if sessions, err = s.db.DeleteExpiredSessions(ctx, now); err != nil {
+		return 0, 0, fmt.Errorf("sweep expired sessions: %w", err)
+	}
+	if invitations, err = s.db.DeleteExpiredInvitations(ctx, now); err != nil {
+		return sessions, 0, fmt.Errorf("sweep expired invitations: %w", err)
+	}
+	return sessions, invitations, nil
+}
+
 // BootstrapResult says what Bootstrap did.
 type BootstrapResult struct {
 	Created  bool // false: the database already had an account

@@ -418,3 +418,39 @@ func TestInvitations(t *testing.T) {
 		}
 	})
 }
+
+// Expired sessions and invitations are swept on their own schedule, not by the calls that add
+// users (which must cost the same whatever the email); an expired invitation is replaced by a
+// new one all the same.
+func TestSweepExpiredSessionsAndInvitations(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		s, now := newService(t, db)
+		if _, err := s.Provision(ctx, "acme", "admin@acme.test", "admin-password"); err != nil {
+			t.Fatal(err)
+		}
+		b, err := s.Provision(ctx, "globex", "admin@globex.test", "admin-password")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Login(ctx, "admin@acme.test", "admin-password", ""); err != nil {
+			t.Fatal(err)
+		}
+		bAdmin := rbac.Principal{AccountID: b.Account.ID, Email: "admin@globex.test", Role: rbac.Admin}
+		if _, err := s.CreateUser(ctx, bAdmin, CreateUserInput{Email: "admin@acme.test", Role: "member"}); err != nil {
+			t.Fatal(err)
+		}
+		if sessions, invitations, err := s.SweepExpired(ctx); err != nil || sessions != 0 || invitations != 0 {
+			t.Fatalf("SweepExpired before anything expired = %d, %d, %v", sessions, invitations, err)
+		}
+		*now = now.Add(InvitationTTL + time.Minute)
+		// The expired invitation does not stop a new one.
+		if _, err := s.CreateUser(ctx, bAdmin, CreateUserInput{Email: "admin@acme.test", Role: "viewer"}); err != nil {
+			t.Fatalf("invite again after the first expired: %v", err)
+		}
+		*now = now.Add(max(SessionTTL, InvitationTTL) + time.Minute)
+		if sessions, invitations, err := s.SweepExpired(ctx); err != nil || sessions != 1 || invitations != 1 {
+			t.Fatalf("SweepExpired after both expired = %d sessions, %d invitations, %v; want 1 and 1", sessions, invitations, err)
+		}
+	})
+}

@@ -45,6 +45,10 @@ type Store interface {
 	InvitationsOf(ctx context.Context, userID string, now time.Time) ([]store.Invitation, error)
 	// SessionByHash returns the session whose token hashes to hash.
 	SessionByHash(ctx context.Context, hash string) (store.Session, error)
+	// DeleteExpiredSessions removes sessions that expired before t and reports how many.
+	DeleteExpiredSessions(ctx context.Context, t time.Time) (int64, error)
+	// DeleteExpiredInvitations removes invitations that expired at or before t and reports how many.
+	DeleteExpiredInvitations(ctx context.Context, t time.Time) (int64, error)
 }
 
 var _ Store = (*store.DB)(nil)

@@ -67,8 +67,9 @@ func (s *Service) CreateUser(ctx context.Context, p rbac.Principal, in CreateUse
 	}
 	e.Detail("%s as %s", in.Email, role)
 	alreadyMember := fmt.Errorf("email: %q is already a member of this account: %w", in.Email, errdefs.ErrConflict)
-	// Both kinds take the same steps — the same lookups, a password hash, a transaction of three
-	// writes, no read-back — so they also take the same time.
+	// Both kinds take the same steps — the same lookups, a password hash, a transaction of a few
+	// writes (no sweep of expired invitations: the server sweeps them on its own), no read-back —
+	// so they also take the same time.
 	existing, err := s.db.UserByEmail(ctx, in.Email)
 	found := err == nil
 	if err != nil && !errors.Is(err, errdefs.ErrNotFound) {
@@ -114,9 +115,6 @@ func (s *Service) CreateUser(ctx context.Context, p rbac.Principal, in CreateUse
 		inv := store.Invitation{ID: store.NewID(store.PrefixInvitation), MemberID: res.Member.ID, AccountID: p.AccountID,
 			UserID: existing.ID, Name: in.Name, Role: string(role), InvitedBy: p.Actor(), CreatedAt: now, ExpiresAt: now.Add(InvitationTTL)}
 		err = s.db.Tx(ctx, func(tx *store.Tx) error {
-			if _, err := tx.DeleteExpiredInvitations(ctx, now); err != nil {
-				return err
-			}
 			if err := tx.CreateInvitation(ctx, inv); err != nil {
 				if errors.Is(err, errdefs.ErrConflict) {
 					return alreadyMember

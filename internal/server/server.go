@@ -270,7 +270,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		return err
 	})
-	g.Go(func() error { return s.sweepSessions(gctx) })
+	g.Go(func() error { return s.sweepExpired(gctx) })
 	g.Go(func() error { return s.pipes.SweepDeliveries(gctx, 0) })
 	g.Go(func() error { return s.relay.Run(gctx) })
 	g.Go(func() error { return s.outbox.Run(gctx) })
@@ -307,21 +307,19 @@ func (s *Server) Close() error {
 	return errors.Join(errs...)
 }
 
-// sessionSweepInterval is how often expired sessions are deleted.
-const sessionSweepInterval = 10 * time.Minute
-
-func (s *Server) sweepSessions(ctx context.Context) error {
-	t := time.NewTicker(sessionSweepInterval)
+// sweepExpired has identity delete expired sessions and invitations every SweepInterval.
+func (s *Server) sweepExpired(ctx context.Context) error {
+	t := time.NewTicker(identity.SweepInterval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-			if n, err := s.db.DeleteExpiredSessions(ctx, time.Now()); err != nil {
-				s.log.Warn("sweep expired sessions", "err", err)
-			} else if n > 0 {
-				s.log.Debug("swept expired sessions", "count", n)
+			if sessions, invitations, err := s.identity.SweepExpired(ctx); err != nil {
+				s.log.Warn("sweep expired sessions and invitations", "err", err)
+			} else if sessions+invitations > 0 {
+				s.log.Debug("swept expired sessions and invitations", "sessions", sessions, "invitations", invitations)
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/paging"
 )
 
@@ -28,14 +29,24 @@ type Invitation struct {
 	ExpiresAt        time.Time
 }
 
-// CreateInvitation stores a new invitation. A user has at most one invitation per account: a
-// second is ErrConflict (delete expired ones first with DeleteExpiredInvitations).
+// CreateInvitation stores a new invitation. A user has at most one pending invitation per
+// account: a second is ErrConflict; an expired one is replaced.
 func (q *Queries) CreateInvitation(ctx context.Context, inv Invitation) error {
-	_, err := q.exec(ctx, `INSERT INTO invitations (id, member_id, account_id, user_id, name, role, invited_by, created_at, expires_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	// An expired invitation of the same user to the same account is replaced in the same
+	// statement; a pending one stays and the new one is a conflict.
+	res, err := q.exec(ctx, `INSERT INTO invitations (id, member_id, account_id, user_id, name, role, invited_by, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (account_id, user_id) DO UPDATE SET id = excluded.id, member_id = excluded.member_id, name = excluded.name,
+			role = excluded.role, invited_by = excluded.invited_by, created_at = excluded.created_at, expires_at = excluded.expires_at
+		WHERE invitations.expires_at <= excluded.created_at`,
 		inv.ID, inv.MemberID, inv.AccountID, inv.UserID, inv.Name, inv.Role, inv.InvitedBy, micros(inv.CreatedAt), micros(inv.ExpiresAt))
 	if err != nil {
 		return fmt.Errorf("create invitation: %w", err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("create invitation: %w", err)
+	} else if n == 0 {
+		return fmt.Errorf("create invitation: a pending invitation of user %s to account %s: %w", inv.UserID, inv.AccountID, errdefs.ErrConflict)
 	}
 	return nil
 }

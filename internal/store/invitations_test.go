@@ -82,12 +82,27 @@ func TestInvitations(t *testing.T) {
 			t.Fatalf("a lists b's invitations: %+v", page)
 		}
 
-		// Expired rows are swept; a fresh invitation to c fits again.
-		if n, err := db.DeleteExpiredInvitations(ctx, later); err != nil || n != 1 {
-			t.Fatalf("DeleteExpiredInvitations = %d, %v", n, err)
+		// An expired invitation is replaced by a new one in place, with no sweep first (adding a
+		// user must cost the same whatever the email); the sweep then finds nothing of c's.
+		again := inv(c, time.Hour)
+		again.CreatedAt, again.ExpiresAt = later, later.Add(time.Hour)
+		if err := db.CreateInvitation(ctx, again); err != nil {
+			t.Fatalf("invitation over the expired one: %v", err)
+		}
+		if got, err := db.InvitationOf(ctx, alice.ID, again.ID, later); err != nil || got.AccountID != c.ID || !got.ExpiresAt.Equal(again.ExpiresAt) {
+			t.Fatalf("the new invitation to c: %+v, %v", got, err)
+		}
+		if n, err := db.DeleteExpiredInvitations(ctx, later); err != nil || n != 0 {
+			t.Fatalf("DeleteExpiredInvitations = %d, %v; want 0 (c's expired one was replaced)", n, err)
+		}
+		if n, err := db.DeleteExpiredInvitations(ctx, later.Add(2*time.Hour)); err != nil || n != 2 {
+			t.Fatalf("DeleteExpiredInvitations after every invitation expired = %d, %v; want 2", n, err)
 		}
 		if err := db.CreateInvitation(ctx, inv(c, time.Hour)); err != nil {
-			t.Fatalf("invitation after the expired one was swept: %v", err)
+			t.Fatalf("invitation after the expired ones were swept: %v", err)
+		}
+		if err := db.CreateInvitation(ctx, toB); err != nil {
+			t.Fatal(err)
 		}
 		if err := db.DeleteInvitation(ctx, toB.ID); err != nil {
 			t.Fatal(err)

@@ -19,6 +19,9 @@ import (
 	"github.com/freshet-dev/freshet/internal/store/storetest"
 )
 
+// readyWait bounds how long StartWith waits for a started server to answer.
+const readyWait = 60 * time.Second
+
 // AdminPassword is the password of every test server's first admin.
 const AdminPassword = "correct-horse-battery"
 
@@ -101,10 +104,12 @@ func StartWith(t testing.TB, d store.Dialect, cfg Config) *Server {
 	})
 	s := &Server{Server: srv, URL: srv.URL(), AdminEmail: opts.AdminEmail, HTTP: cfg.HTTP}
 	c := s.anon()
-	deadline := time.Now().Add(5 * time.Second)
+	// A generous bound: on a busy machine under -race a start can take seconds; a server that
+	// never answers still fails the test.
+	deadline := time.Now().Add(readyWait)
 	for c.Health(ctx) != nil {
 		if time.Now().After(deadline) {
-			t.Fatal("server not ready within 5s")
+			t.Fatalf("server not ready within %s", readyWait)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
