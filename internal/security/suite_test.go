@@ -52,8 +52,12 @@ func attack(t testing.TB, category string, n, succeeded int, worst time.Duration
 
 // TestMain runs the attacks and prints the table: one "SECURITY|category|attempts|successes|worst"
 // line per category, which `make security` formats. Attacks that need a cluster share the
-// loopback one (internal/testenv/kube), stopped when the attacks are done.
+// loopback one (internal/testenv/kube), stopped when the attacks are done. Started with
+// envUpChild, the test binary is `freshet up` instead (see runner_test.go).
 func TestMain(m *testing.M) {
+	if os.Getenv(envUpChild) != "" {
+		os.Exit(runUpChild())
+	}
 	code := kube.Run(m)
 	tableMu.Lock()
 	cats := make([]string, 0, len(table))
