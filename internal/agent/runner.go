@@ -21,6 +21,8 @@ type RunnerOptions struct {
 	runner.Options
 	// WorkDir is where the local executor makes build workspaces (default: the temp dir).
 	WorkDir string
+	// Local configures the local executor (its Root is WorkDir).
+	Local local.Options
 	// Kubernetes configures the kubernetes executor.
 	Kubernetes kubeexec.Options
 }
@@ -29,6 +31,7 @@ type RunnerOptions struct {
 func (o *RunnerOptions) BindFlags(fs *pflag.FlagSet) {
 	o.Options.BindFlags(fs)
 	fs.StringVar(&o.WorkDir, "work-dir", "", "where the local executor makes build workspaces (default: the temp dir)")
+	o.Local.BindFlags(fs)
 	o.Kubernetes.BindFlags(fs)
 }
 
@@ -38,6 +41,10 @@ func NewRunner(o RunnerOptions, log *slog.Logger) (*runner.Runner, error) {
 	exec, err := newExecutor(o)
 	if err != nil {
 		return nil, err
+	}
+	if l, ok := exec.(*local.Local); ok {
+		uid, gid := l.StepUser()
+		log.Info("local executor", "isolation", l.Isolation(), "step_uid", uid, "step_gid", gid)
 	}
 	o.Version = version.Version
 	return runner.New(o.Options, exec, nil, log)
@@ -53,7 +60,9 @@ func newExecutor(o RunnerOptions) (executor.Executor, error) {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return nil, fmt.Errorf("work-dir %s: %w", dir, err)
 		}
-		return local.New(local.Options{Root: dir})
+		opts := o.Local
+		opts.Root = dir
+		return local.New(opts)
 	case "kubernetes":
 		return kubeexec.New(o.Kubernetes)
 	}

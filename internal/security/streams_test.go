@@ -251,7 +251,7 @@ func TestRevokedCredentialEndsLogStream(t *testing.T) {
 	}, follow(t, base, key.Token, build, "revoked key"))
 
 	// A session, logged out.
-	sess := login(t, tn, "alice@first.test", "alice-password")
+	sess := sessionToken(t, tn.s.URL, "alice@first.test", "alice-password")
 	check(revokedStreamBound, func() {
 		if err := tn.s.Client(sess).Logout(ctx); err != nil {
 			t.Fatal(err)
@@ -262,7 +262,7 @@ func TestRevokedCredentialEndsLogStream(t *testing.T) {
 	if _, err := tn.aAdmin.CreateAccount(ctx, "charlie"); err != nil {
 		t.Fatal(err)
 	}
-	sess = login(t, tn, tn.s.AdminEmail, servertest.AdminPassword)
+	sess = sessionToken(t, tn.s.URL, tn.s.AdminEmail, servertest.AdminPassword)
 	check(revokedStreamBound, func() {
 		if _, err := tn.s.Client(sess).SwitchAccount(ctx, "charlie"); err != nil {
 			t.Fatal(err)
@@ -273,7 +273,7 @@ func TestRevokedCredentialEndsLogStream(t *testing.T) {
 	if _, err := tn.aAdmin.CreateUser(ctx, client.CreateUserRequest{Email: "carol@first.test", Role: "viewer", Password: "carol-password"}); err != nil {
 		t.Fatal(err)
 	}
-	carolSess := login(t, tn, "carol@first.test", "carol-password")
+	carolSess := sessionToken(t, tn.s.URL, "carol@first.test", "carol-password")
 	carolKey, err := tn.s.Client(carolSess).CreateAPIKey(ctx, client.CreateAPIKeyRequest{Name: "carol"})
 	if err != nil {
 		t.Fatal(err)
@@ -318,16 +318,6 @@ func TestRevokedCredentialEndsLogStream(t *testing.T) {
 	}
 
 	attack(t, "streams: log stream outlives its caller's access", tries, open, worst)
-}
-
-// login returns a new session token of email.
-func login(t *testing.T, tn *tenants, email, password string) string {
-	t.Helper()
-	res, err := client.New(tn.s.URL).Login(context.Background(), client.LoginRequest{Email: email, Password: password})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.Token
 }
 
 // A stream is held by the replica its client reached; the key may be revoked on another. The

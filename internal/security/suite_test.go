@@ -52,8 +52,12 @@ func attack(t testing.TB, category string, n, succeeded int, worst time.Duration
 
 // TestMain runs the attacks and prints the table: one "SECURITY|category|attempts|successes|worst"
 // line per category, which `make security` formats. Attacks that need a cluster share the
-// loopback one (internal/testenv/kube), stopped when the attacks are done.
+// loopback one (internal/testenv/kube), stopped when the attacks are done. Started with
+// envUpChild, the test binary is `freshet up` instead (see runner_test.go).
 func TestMain(m *testing.M) {
+	if os.Getenv(envUpChild) != "" {
+		os.Exit(runUpChild())
+	}
 	code := kube.Run(m)
 	tableMu.Lock()
 	cats := make([]string, 0, len(table))
@@ -105,4 +109,14 @@ func startTenants(t *testing.T, cfg servertest.Config) *tenants {
 		t.Fatalf("B's admin is not in B alone: %+v, %v", me, err)
 	}
 	return tn
+}
+
+// sessionToken logs email in at the server at url and returns the new session's token.
+func sessionToken(t testing.TB, url, email, password string) string {
+	t.Helper()
+	res, err := client.New(url).Login(context.Background(), client.LoginRequest{Email: email, Password: password})
+	if err != nil {
+		t.Fatalf("login %s: %v", email, err)
+	}
+	return res.Token
 }

@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 
 	"golang.org/x/sync/errgroup"
@@ -14,6 +16,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/gitops/host"
 	"github.com/freshet-dev/freshet/internal/identity"
 	"github.com/freshet-dev/freshet/internal/runner"
+	localexec "github.com/freshet-dev/freshet/internal/runner/executor/local"
 	"github.com/freshet-dev/freshet/internal/version"
 )
 
@@ -39,17 +42,30 @@ type LocalOptions struct {
 	Kubeconfig string // the cluster the runtime "local" deploys to as in-cluster (default: KUBECONFIG, ~/.kube/config)
 	Context    string // its kubeconfig context (default: the current one)
 	Engine     engine.Options
+	// InsecureLocalSteps runs the local runner's steps as the server's own user, seeing what it
+	// sees (its data dir, its process): only for a server whose members may all read its data.
+	// Without it the steps are isolated (local.IsolationAuto), and Up refuses to start where
+	// they cannot be.
+	InsecureLocalSteps bool
 }
 
 // Up runs everything in one process (`freshet up`) until ctx ends: the control plane, the
 // runner "local" with the local executor and the runtime "local", both dialing the control
-// plane over loopback with tokens kept in the data dir. ready is called as in Serve.
+// plane over loopback with tokens kept in the data dir. ready is called as in Serve. The
+// runner's steps run isolated from the server (see localSteps).
 func Up(ctx context.Context, opts Options, local LocalOptions, log *slog.Logger, ready func(Ready)) error {
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	steps, err := localSteps(opts.DataDir, local.InsecureLocalSteps, log)
+	if err != nil {
+		return err
+	}
 	srv, err := start(ctx, opts, log, ready)
 	if err != nil {
 		return err
 	}
-	r, rt, err := srv.localAgents(ctx, local, log)
+	r, rt, err := srv.localAgents(ctx, local, steps, log)
 	if err != nil {
 		srv.Close()
 		return err
@@ -77,8 +93,38 @@ func start(ctx context.Context, opts Options, log *slog.Logger, ready func(Ready
 	return srv, nil
 }
 
-// localAgents builds `freshet up`'s in-process runner and runtime.
-func (s *Server) localAgents(ctx context.Context, local LocalOptions, log *slog.Logger) (*runner.Runner, *agent.Runtime, error) {
+// localSteps returns how `freshet up`'s runner runs steps, having tried it. Members' steps must
+// not reach the server's data: they run isolated (localexec.IsolationAuto) with the data dir
+// hidden, and the data dir is closed to every other user. Where that cannot be, Up refuses
+// before the first start prints the admin's password, which a refusal must not waste.
+func localSteps(dataDir string, insecure bool, log *slog.Logger) (localexec.Options, error) {
+	dir, err := closeDataDir(dataDir, log)
+	if err != nil {
+		return localexec.Options{}, fmt.Errorf("local runner: %w", err)
+	}
+	builds := filepath.Join(dir, "builds")
+	if err := os.MkdirAll(builds, 0o700); err != nil {
+		return localexec.Options{}, fmt.Errorf("local runner: work dir %s: %w", builds, err)
+	}
+	steps := localexec.Options{Root: builds, Isolation: localexec.IsolationAuto, Hide: []string{dir}}
+	if insecure {
+		steps.Isolation = localexec.IsolationNone
+		log.Warn("the local runner's steps run as the server's own user, not isolated: any member who can run a pipeline can read the data dir, its master key and database (--insecure-local-steps)")
+	}
+	_, err = localexec.New(steps)
+	if errors.Is(err, localexec.ErrIsolationUnavailable) {
+		return steps, fmt.Errorf("local runner: %w. freshet up does not run members' steps unisolated by default; "+
+			"if every member may read this server's data (its master key, database and admin password), start it with --insecure-local-steps", err)
+	}
+	if err != nil {
+		return steps, fmt.Errorf("local runner: %w", err)
+	}
+	return steps, nil
+}
+
+// localAgents builds `freshet up`'s in-process runner, running steps as localSteps said, and
+// runtime.
+func (s *Server) localAgents(ctx context.Context, local LocalOptions, steps localexec.Options, log *slog.Logger) (*runner.Runner, *agent.Runtime, error) {
 	token, err := s.LocalRunnerToken(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("local runner: %w", err)
@@ -86,7 +132,8 @@ func (s *Server) localAgents(ctx context.Context, local LocalOptions, log *slog.
 	r, err := agent.NewRunner(agent.RunnerOptions{
 		Options: runner.Options{Server: s.URL(), Token: token, Name: "local", Executor: "local", Concurrency: runner.DefaultConcurrency,
 			Transport: runner.TransportStream, ShutdownTimeout: s.opts.ShutdownTimeout},
-		WorkDir: filepath.Join(s.opts.DataDir, "builds"),
+		WorkDir: steps.Root,
+		Local:   steps,
 	}, log.With("component", "runner"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("local runner: %w", err)
@@ -111,4 +158,28 @@ func (s *Server) localAgents(ctx context.Context, local LocalOptions, log *slog.
 		return nil, nil, fmt.Errorf("local runtime: %w", err)
 	}
 	return r, rt, nil
+}
+
+// closeDataDir creates the data dir (mode 0700), or makes an existing one readable by its owner
+// only, and returns it as an absolute path: whatever is inside is then out of reach of every
+// other user, steps included.
+func closeDataDir(dir string, log *slog.Logger) (string, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("data-dir %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("data-dir %s: %w", dir, err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return "", fmt.Errorf("data-dir %s: %w", dir, err)
+	}
+	if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+		if err := os.Chmod(dir, 0o700); err != nil {
+			return "", fmt.Errorf("data-dir %s has mode %04o, open to other users, and cannot be closed: %w", dir, perm, err)
+		}
+		log.Warn("the data dir was open to other users: made it mode 0700", "data_dir", dir, "mode", fmt.Sprintf("%04o", perm))
+	}
+	return dir, nil
 }

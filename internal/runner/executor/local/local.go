@@ -1,6 +1,8 @@
 // Package local is the executor that runs a build's steps as processes on the runner's own host,
-// in a per-build directory. It is what `freshet up` uses; it isolates nothing but the environment
-// and the process tree, so it is meant for trusted pipelines.
+// in a per-build directory. It is what `freshet up` uses. Without isolation (the default) it
+// isolates nothing but the environment and the process tree, so it is meant for trusted
+// pipelines; with Options.Isolation each step runs as an unprivileged user in namespaces of its
+// own that hide the runner's processes, the other builds and the paths it is told to hide.
 //
 // Prepare makes a build directory (mode 0700) under Options.Root holding the workspace
 // (CF_VOLUME_PATH), a HOME and a TMPDIR shared by the build's steps, and a bin directory with
@@ -12,7 +14,15 @@
 // found and killed too. On Linux a step dies with its runner: its main process has a parent-death
 // signal and a watchdog in its process group kills the group and the build's tagged processes
 // when the runner dies, even by SIGKILL. Sweep, called at runner start, cleans up the build
-// directories (and their processes) of runners that are gone. See docs/executors.md.
+// directories (and their processes) of runners that are gone.
+//
+// An isolated step (Linux only) is started through a helper, the runner's executable started
+// again in new mount and PID namespaces (and a user namespace when the runner is not root):
+// Root is covered but for the step's own build directory, so are Options.Hide (and, without
+// root, the runner's home), /tmp, /var/tmp and /dev/shm are empty, /proc shows the step's own
+// processes only, and the step runs as Options.User (as root) or as the runner's user without
+// any capability (in a user namespace). New tries it once and fails with
+// ErrIsolationUnavailable, saying why, when the host does not allow it. See docs/executors.md.
 package local
 
 import (
@@ -51,6 +61,8 @@ const (
 	binDir       = "bin"       // cf_export, first in PATH
 	scriptsDir   = "scripts"   // the steps' scripts
 	ownerFile    = "owner"     // "<pid> <start time>" of the runner process that made the directory
+	passwdFile   = "passwd"    // IsolationUser, a step user without an account: the step's /etc/passwd
+	groupFile    = "group"     // and its /etc/group
 	maxIDInName  = 40          // how much of a build ID goes into the directory name
 )
 
@@ -76,13 +88,19 @@ type Local struct {
 	lang     string
 	passEnv  []executor.EnvVar
 	sequence atomic.Uint64 // numbers the steps run, for their process tags
+	// With isolation: the steps' user (IsolationNamespaces: the runner's own) and what covers
+	// the host in their view.
+	user   stepUser
+	mounts []sandboxMount
 }
 
 // Interface guard.
 var _ executor.Executor = (*Local)(nil)
 
 // New returns a local executor. It reads the runner's LANG and the variables named in
-// opts.PassEnv once, here.
+// opts.PassEnv once, here. With isolation it resolves IsolationAuto and the step user, and runs
+// a trial step in the sandbox: ErrIsolationUnavailable says why steps cannot be isolated here
+// and what would allow it.
 func New(opts Options) (*Local, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -104,11 +122,80 @@ func New(opts Options) (*Local, error) {
 			l.passEnv = append(l.passEnv, executor.EnvVar{Name: name, Value: v})
 		}
 	}
+	if err := l.isolate(); err != nil {
+		return nil, err
+	}
 	return l, nil
+}
+
+// isolate resolves the isolation mode and the step user, and tries the sandbox.
+func (l *Local) isolate() error {
+	mode, euid := l.opts.Isolation, os.Geteuid()
+	if mode == IsolationAuto {
+		mode = IsolationNamespaces
+		if euid == 0 {
+			mode = IsolationUser
+		}
+	}
+	l.opts.Isolation = mode
+	if mode == IsolationNone {
+		return nil
+	}
+	if l.opts.User != "" && mode != IsolationUser {
+		return fmt.Errorf("%w: User = %q: only isolation %s runs steps as another user (isolation is %s)", ErrInvalidOptions, l.opts.User, IsolationUser, mode)
+	}
+	if l.opts.Root = realPath(l.opts.Root); l.opts.Root == "/" {
+		return fmt.Errorf("%w: Root = %q: isolated steps cannot have the whole file system hidden from them", ErrInvalidOptions, l.opts.Root)
+	}
+	hide := append([]string{l.opts.Root}, l.opts.Hide...)
+	switch mode {
+	case IsolationUser:
+		if euid != 0 {
+			return fmt.Errorf("%w: isolation %s: the runner must run as root to start steps as another user (it runs as UID %d); use isolation %s",
+				ErrIsolationUnavailable, mode, euid, IsolationNamespaces)
+		}
+		su, err := resolveUser(l.opts.User, euid)
+		if err != nil {
+			return err
+		}
+		l.user = su
+		// The step's build directory is bound back at its own path: a directory on the way
+		// that the step's user may not enter (root's home, mode 0700) is covered too, which
+		// hides nothing the user could see, and gives the path to the build directory.
+		if d := closedAncestor(l.opts.Root, su); d != "" {
+			hide = append(hide, d)
+		}
+	case IsolationNamespaces:
+		if euid == 0 {
+			return fmt.Errorf("%w: isolation %s: the runner runs as root, and its steps would keep root's UID on the host's files; use isolation %s",
+				ErrIsolationUnavailable, mode, IsolationUser)
+		}
+		l.user = stepUser{uid: euid, gid: os.Getegid()}
+		// Steps have the runner's UID: what only that UID may read must be out of sight.
+		if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) && filepath.Clean(home) != "/" {
+			hide = append(hide, home)
+		}
+		hide = append(hide, runtimeDirs(euid)...)
+	}
+	l.mounts = sandboxMounts(hide)
+	return l.probe()
 }
 
 // Name returns "local".
 func (l *Local) Name() string { return Name }
+
+// Isolation returns how steps are isolated: IsolationNone, IsolationUser or
+// IsolationNamespaces (IsolationAuto resolved).
+func (l *Local) Isolation() Isolation { return l.opts.Isolation }
+
+// StepUser returns the UID and GID isolated steps run as on the host (the runner's own with
+// IsolationNone and IsolationNamespaces).
+func (l *Local) StepUser() (uid, gid int) {
+	if l.opts.Isolation == IsolationNone {
+		return os.Geteuid(), os.Getegid()
+	}
+	return l.user.uid, l.user.gid
+}
 
 // Prepare makes the build directory and its workspace.
 func (l *Local) Prepare(ctx context.Context, b executor.Build) (executor.Workspace, error) {
@@ -123,6 +210,10 @@ func (l *Local) Prepare(ctx context.Context, b executor.Build) (executor.Workspa
 		return executor.Workspace{}, fmt.Errorf("prepare workspace for build %s: %w", b.ID, err)
 	}
 	if err := populate(bd, owner()); err != nil {
+		_ = removeAll(bd)
+		return executor.Workspace{}, fmt.Errorf("prepare workspace for build %s: %w", b.ID, err)
+	}
+	if err := l.handOver(bd); err != nil {
 		_ = removeAll(bd)
 		return executor.Workspace{}, fmt.Errorf("prepare workspace for build %s: %w", b.ID, err)
 	}
@@ -146,6 +237,47 @@ func populate(bd, owner string) error {
 	return os.WriteFile(filepath.Join(bd, workspaceDir, executor.ExportFile), nil, 0o600)
 }
 
+// handOver gives a new build directory to the step user of IsolationUser: its subdirectories and
+// their files become the user's; the build directory itself stays the runner's (mode 0711), so
+// that a step cannot touch the owner file or the passwd and group files written there for a
+// user without an account.
+func (l *Local) handOver(bd string) error {
+	if l.opts.Isolation != IsolationUser {
+		return nil
+	}
+	for _, d := range []string{workspaceDir, homeDir, tmpDir, binDir, scriptsDir} {
+		err := filepath.WalkDir(filepath.Join(bd, d), func(p string, _ fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, l.user.uid, l.user.gid)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	if l.user.passwd != nil {
+		if err := os.WriteFile(filepath.Join(bd, passwdFile), l.user.passwd, 0o644); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(bd, groupFile), l.user.group, 0o644); err != nil {
+			return err
+		}
+	}
+	return os.Chmod(bd, 0o711)
+}
+
+// sandboxConfig is what the helper needs to start a step of build directory bd ("" for the
+// probe) in the sandbox.
+func (l *Local) sandboxConfig(bd string, argv, env []string, dir string, makeDir bool) sandboxConfig {
+	cfg := sandboxConfig{Mode: l.opts.Isolation, UID: l.user.uid, GID: l.user.gid, Mounts: l.mounts,
+		BuildDir: bd, Argv: argv, Env: env, Dir: dir, MakeDir: makeDir}
+	if bd != "" && l.user.passwd != nil {
+		cfg.Passwd, cfg.Group = filepath.Join(bd, passwdFile), filepath.Join(bd, groupFile)
+	}
+	return cfg
+}
+
 // Run runs the step as a process group on the host. See executor.Executor for the contract.
 func (l *Local) Run(ctx context.Context, ws executor.Workspace, s executor.Step, out io.Writer) (executor.Result, error) {
 	var res executor.Result
@@ -164,13 +296,24 @@ func (l *Local) Run(ctx context.Context, ws executor.Workspace, s executor.Step,
 	if err != nil {
 		return res, fmt.Errorf("step %q: %w", s.Name, err)
 	}
-	if inWorkspace {
+	makeDir := false
+	switch isolated := l.opts.Isolation != IsolationNone; {
+	case inWorkspace && isolated:
+		// Made by the sandbox, as the step's user: the workspace is the step's, and so are the
+		// symbolic links in it.
+		makeDir = true
+	case inWorkspace:
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return res, fmt.Errorf("step %q: working directory: %w", s.Name, err)
 		}
-	} else if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return res, fmt.Errorf("step %q: %w: %w", s.Name, executor.ErrInvalidStep, errdefs.Invalid("working_directory", s.WorkingDir,
-			"is not a directory on the runner's host (a path outside the workspace must exist)"))
+	case isolated:
+		// Looked up in the step's view, as its user: the runner's would tell the step about
+		// paths it may not see.
+	default:
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return res, fmt.Errorf("step %q: %w: %w", s.Name, executor.ErrInvalidStep, errdefs.Invalid("working_directory", s.WorkingDir,
+				"is not a directory on the runner's host (a path outside the workspace must exist)"))
+		}
 	}
 	if ctx.Err() != nil {
 		res.Canceled = true
@@ -195,7 +338,12 @@ func (l *Local) Run(ctx context.Context, ws executor.Workspace, s executor.Step,
 		}
 		script = f.Name()
 		defer os.Remove(script)
-		_, err = f.WriteString(s.Script())
+		if l.opts.Isolation == IsolationUser {
+			err = f.Chown(l.user.uid, l.user.gid)
+		}
+		if err == nil {
+			_, err = f.WriteString(s.Script())
+		}
 		if cerr := f.Close(); err == nil {
 			err = cerr
 		}
@@ -212,10 +360,10 @@ func (l *Local) Run(ctx context.Context, ws executor.Workspace, s executor.Step,
 
 	start := time.Now()
 	var runErr error
-	res.ExitCode, res.TimedOut, res.Canceled, runErr = l.execute(ctx, s, argv, env, dir, tag, o)
+	res.ExitCode, res.TimedOut, res.Canceled, runErr = l.execute(ctx, s, argv, env, dir, makeDir, bd, tag, o)
 	res.Duration = time.Since(start)
 
-	exports, perr := readExports(ws.Path)
+	exports, perr := l.readExports(ws.Path)
 	res.Exports = exports
 	if perr != nil && fileSize(filepath.Join(ws.Path, executor.ExportFile)) != exportsBefore {
 		// Report bad lines in the step that changed the file, not in every later one.
@@ -234,34 +382,31 @@ func (l *Local) Run(ctx context.Context, ws executor.Workspace, s executor.Step,
 
 // execute starts argv and waits for it as described on executor.Executor.Run. It returns the exit
 // code and how the step was stopped; the error is for infrastructure failures only.
-func (l *Local) execute(ctx context.Context, s executor.Step, argv []string, env []executor.EnvVar, dir, tag string, o *output) (code int, timedOut, canceled bool, err error) {
-	prog, err := lookPath(argv[0], pathOf(env), dir)
-	if err != nil {
-		o.notice("%s: %v (PATH=%s)", argv[0], err, pathOf(env))
-		return exitCodeFor(err), false, false, nil
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return 0, false, false, fmt.Errorf("output pipe: %w", err)
-	}
-	cmd := &exec.Cmd{
-		Path:        prog,
-		Args:        argv,
-		Env:         executor.Environ(env),
-		Dir:         dir,
-		Stdout:      pw, // one pipe for both: the kernel keeps their order
-		Stderr:      pw,
-		SysProcAttr: stepAttr(),
-	}
-	err = cmd.Start()
-	pw.Close()
-	if err != nil {
-		pr.Close()
-		if code := exitCodeFor(err); code != 0 {
-			o.notice("%s: %v", argv[0], err)
-			return code, false, false, nil
+func (l *Local) execute(ctx context.Context, s executor.Step, argv []string, env []executor.EnvVar, dir string, makeDir bool, bd, tag string, o *output) (code int, timedOut, canceled bool, err error) {
+	var cmd *exec.Cmd
+	var pr *os.File
+	if l.opts.Isolation == IsolationNone {
+		if cmd, pr, code, err = l.start(argv, env, dir, o); cmd == nil {
+			return code, false, false, err
 		}
-		return 0, false, false, fmt.Errorf("start %s: %w", argv[0], err)
+	} else {
+		var pw *os.File
+		if pr, pw, err = os.Pipe(); err != nil {
+			return 0, false, false, fmt.Errorf("output pipe: %w", err)
+		}
+		var st sandboxStatus
+		cmd, st, err = startSandbox(l.sandboxConfig(bd, argv, executor.Environ(env), dir, makeDir), pw, tag)
+		pw.Close()
+		if err != nil {
+			pr.Close()
+			return 0, false, false, err
+		}
+		if st.Exit != 0 { // the program could not be started; the helper exits with its code
+			_ = cmd.Wait()
+			pr.Close()
+			o.notice("%s", st.Notice)
+			return st.Exit, false, false, nil
+		}
 	}
 	pgid := cmd.Process.Pid
 	build, _, _ := strings.Cut(tag, "/")
@@ -321,6 +466,40 @@ func (l *Local) execute(ctx context.Context, s executor.Step, argv []string, env
 		return code, timedOut, canceled, fmt.Errorf("%d processes survived SIGKILL: %s", len(left), describe(left))
 	}
 	return code, timedOut, canceled, nil
+}
+
+// start starts argv as the runner's user, writing to a new pipe it returns with the process.
+// A program that cannot be started is an exit code (and a notice) without a process.
+func (l *Local) start(argv []string, env []executor.EnvVar, dir string, o *output) (*exec.Cmd, *os.File, int, error) {
+	prog, err := lookPath(argv[0], pathOf(env), dir)
+	if err != nil {
+		o.notice("%s: %v (PATH=%s)", argv[0], err, pathOf(env))
+		return nil, nil, exitCodeFor(err), nil
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, nil, 0, fmt.Errorf("output pipe: %w", err)
+	}
+	cmd := &exec.Cmd{
+		Path:        prog,
+		Args:        argv,
+		Env:         executor.Environ(env),
+		Dir:         dir,
+		Stdout:      pw, // one pipe for both: the kernel keeps their order
+		Stderr:      pw,
+		SysProcAttr: stepAttr(),
+	}
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		pr.Close()
+		if code := exitCodeFor(err); code != 0 {
+			o.notice("%s: %v", argv[0], err)
+			return nil, nil, code, nil
+		}
+		return nil, nil, 0, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	return cmd, pr, 0, nil
 }
 
 // stop ends a running step: SIGTERM to all of its processes, SIGKILL after the grace period. It
@@ -568,9 +747,16 @@ func exitCode(ps *os.ProcessState) int {
 	return ps.ExitCode()
 }
 
-// readExports parses the workspace's export file; a missing file has no exports.
-func readExports(workspace string) ([]executor.EnvVar, error) {
-	f, err := os.Open(filepath.Join(workspace, executor.ExportFile))
+// readExports parses the workspace's export file; a missing file has no exports. An isolated
+// step owns its workspace, so the file is read only if it is a regular file (not a link to one
+// of the runner's files, not a FIFO) of the step's user.
+func (l *Local) readExports(workspace string) ([]executor.EnvVar, error) {
+	name := filepath.Join(workspace, executor.ExportFile)
+	flags := os.O_RDONLY
+	if l.opts.Isolation != IsolationNone {
+		flags |= syscall.O_NOFOLLOW | syscall.O_NONBLOCK
+	}
+	f, err := os.OpenFile(name, flags, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -578,6 +764,15 @@ func readExports(workspace string) ([]executor.EnvVar, error) {
 		return nil, err
 	}
 	defer f.Close()
+	if l.opts.Isolation != IsolationNone {
+		fi, err := f.Stat()
+		if err != nil {
+			return nil, err
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); !fi.Mode().IsRegular() || !ok || int(st.Uid) != l.user.uid {
+			return nil, fmt.Errorf("%s is not a regular file of the step's user: not read", executor.ExportFile)
+		}
+	}
 	return executor.ParseExports(f)
 }
 

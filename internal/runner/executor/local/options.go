@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
 	"github.com/freshet-dev/freshet/internal/runner/executor"
 )
 
@@ -41,6 +43,78 @@ type Options struct {
 	// example SSL_CERT_FILE or HTTPS_PROXY). Nothing else of the runner's environment reaches a
 	// step: it may hold the runner's token.
 	PassEnv []string
+	// Isolation is how steps are kept from the runner's host (default IsolationNone). See
+	// Isolation's values and docs/executors.md.
+	Isolation Isolation
+	// User is the user steps run as with IsolationUser: a name, a UID, or UID:GID (default:
+	// the user DefaultUser when /etc/passwd has it, else DefaultUID:DefaultGID). It must not be
+	// root or the runner's own user.
+	User string
+	// Hide lists absolute paths that isolated steps must not see: each directory is covered by
+	// an empty file system, each file by /dev/null (Root is always hidden, but for the step's own
+	// build directory). `freshet up` hides its data dir.
+	Hide []string
+}
+
+// Isolation is how the local executor keeps a step from the runner's host.
+type Isolation string
+
+// The isolation modes.
+const (
+	// IsolationNone runs steps as the runner's own user, seeing what it sees: for trusted
+	// pipelines only. The zero value means it.
+	IsolationNone Isolation = "none"
+	// IsolationUser (the runner must be root) runs each step as an unprivileged user of its own
+	// (Options.User, no supplementary groups), in new mount and PID namespaces: the step sees
+	// no other process, not Root beyond its own build, not Options.Hide, and gets an empty /tmp.
+	IsolationUser Isolation = "user"
+	// IsolationNamespaces (the runner must not be root) runs each step as the runner's user in
+	// new user, mount and PID namespaces: as IsolationUser, and the runner's home directory
+	// is hidden too. It needs unprivileged user namespaces.
+	IsolationNamespaces Isolation = "namespaces"
+	// IsolationAuto is IsolationUser when the runner is root, IsolationNamespaces otherwise.
+	IsolationAuto Isolation = "auto"
+)
+
+// isolations are the valid values of Options.Isolation (besides "").
+var isolations = []Isolation{IsolationNone, IsolationUser, IsolationNamespaces, IsolationAuto}
+
+// BindFlags registers the flags of the options `freshet runner` exposes (Root is --work-dir,
+// registered by the runner).
+func (o *Options) BindFlags(fs *pflag.FlagSet) {
+	fs.Var((*isolationFlag)(&o.Isolation), "isolation", "how the local executor isolates steps from this host: none (steps run as this user and see what it sees), "+
+		"user (as root: each step as an unprivileged user in its own mount and PID namespaces), namespaces (as another user: in unprivileged user namespaces) or auto (user as root, else namespaces)")
+	fs.StringVar(&o.User, "build-user", "", "with --isolation user: the user steps run as, NAME, UID or UID:GID (default: "+DefaultUser+" if it exists, else "+
+		fmt.Sprintf("%d:%d", DefaultUID, DefaultGID)+")")
+	fs.StringSliceVar(&o.Hide, "hide-path", nil, "with --isolation: an absolute path isolated steps must not see (repeatable; the work dir is always hidden)")
+}
+
+// isolationFlag is Options.Isolation as a flag value.
+type isolationFlag Isolation
+
+func (f *isolationFlag) String() string {
+	if *f == "" {
+		return string(IsolationNone)
+	}
+	return string(*f)
+}
+
+func (f *isolationFlag) Set(s string) error {
+	if !slices.Contains(isolations, Isolation(s)) {
+		return fmt.Errorf("%q is not one of %s", s, isolationNames())
+	}
+	*f = isolationFlag(s)
+	return nil
+}
+
+func (f *isolationFlag) Type() string { return "mode" }
+
+func isolationNames() string {
+	names := make([]string, len(isolations))
+	for i, m := range isolations {
+		names[i] = string(m)
+	}
+	return strings.Join(names, ", ")
 }
 
 // Validate reports every invalid field, naming the field, its value and what is valid.
@@ -66,6 +140,19 @@ func (o *Options) Validate() error {
 			bad(fmt.Sprintf("PassEnv[%d]", i), name, "is set by the executor; names it sets ("+strings.Join(reservedEnv, ", ")+") cannot be passed (use Path for PATH)")
 		}
 	}
+	if o.Isolation != "" && !slices.Contains(isolations, o.Isolation) {
+		bad("Isolation", o.Isolation, "must be one of "+isolationNames()+" (empty means none)")
+	}
+	if o.User != "" {
+		if _, _, _, err := parseUser(o.User); err != nil {
+			bad("User", o.User, err.Error())
+		}
+	}
+	for i, p := range o.Hide {
+		if !filepath.IsAbs(p) || filepath.Clean(p) == "/" {
+			bad(fmt.Sprintf("Hide[%d]", i), p, "must be an absolute path other than /")
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -83,6 +170,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Path == "" {
 		o.Path = DefaultPath
+	}
+	if o.Isolation == "" {
+		o.Isolation = IsolationNone
 	}
 	return o
 }
