@@ -1,0 +1,631 @@
+// Package container is the executor that runs every step in its image through the Docker
+// Engine API, which Docker serves and Podman serves too (`podman system service`), so one
+// implementation serves users of either engine. It speaks the plain API through
+// github.com/moby/moby/client (the version negotiated with the engine): whatever an engine
+// needs of its own (Podman's runtime, ulimits, trusted registries) belongs in the engine's
+// configuration, not here.
+//
+// A build's workspace is a volume mounted at /codefresh/volume (CF_VOLUME_PATH) in every step
+// container. A step is one container: its commands become a script that the step's shell runs
+// (Codefresh's `commands`), or, without commands, the image runs with entry_point as its
+// ENTRYPOINT and cmd as its CMD. The script and cf_export are copied into the container before
+// it starts (under /codefresh/freshet, with cf_export on PATH), so any image with a POSIX shell
+// runs commands. Images are pulled as the step's pull policy says, with the credentials of the
+// registry whose host the image names. A step is stopped with SIGTERM and, after the kill grace,
+// SIGKILL; the engine's init process (HostConfig.Init) is PID 1 so that the step's own processes
+// get the signals as they would on a host. Image pull failures and OOM kills end the step with a
+// one-line notice naming the image.
+//
+// Everything the executor makes — volumes, containers, networks — carries LabelManaged, the
+// build's ID (LabelBuild), the workspace (LabelWorkspace) and the runner's name (LabelRunner):
+// Cleanup removes a build's by its workspace label, Sweep what this runner's earlier runs left.
+//
+// It also builds and pushes images (executor.ImageBuilder, the engine's build API with a
+// context read from the workspace) and runs service containers (executor.ServiceRunner). See
+// docs/executors.md.
+package container
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/runner/executor"
+)
+
+// Name is the container executor's name.
+const Name = "container"
+
+// Where things are inside a step container.
+const (
+	// VolumePath is where the workspace volume is mounted (CF_VOLUME_PATH), as on Codefresh.
+	VolumePath = "/codefresh/volume"
+	// ToolsDir holds what the executor copies into every step container: bin/cf_export and
+	// the step's script.
+	ToolsDir   = "/codefresh/freshet"
+	toolsBin   = ToolsDir + "/bin"
+	scriptPath = ToolsDir + "/step.sh"
+	// DefaultPath is a step's PATH (before toolsBin) when its image sets none.
+	DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+)
+
+// Labels on what the executor makes.
+const (
+	LabelManaged   = "dev.freshet.managed"
+	LabelBuild     = "dev.freshet.build"
+	LabelWorkspace = "dev.freshet.workspace"
+	LabelRunner    = "dev.freshet.runner"
+	LabelStep      = "dev.freshet.step"
+	LabelRole      = "dev.freshet.role" // step, service, readiness, helper, network
+)
+
+const (
+	namePrefix  = "freshet-"
+	maxIDInName = 40
+	// killSettleTimeout bounds how long Run waits for a SIGKILLed container to be reported gone.
+	killSettleTimeout = 10 * time.Second
+	// outputDrainMax bounds how long Run waits for the rest of the output after the container
+	// exited.
+	outputDrainMax = 10 * time.Second
+	// apiTimeout bounds single engine calls that should be quick (create, inspect, remove).
+	apiTimeout = 2 * time.Minute
+)
+
+// Container runs steps in containers. Create it with New.
+type Container struct {
+	opts     Options
+	host     string
+	cli      *client.Client
+	sequence atomic.Uint64
+
+	mu      sync.Mutex
+	exports map[string]int64 // workspace → size of its export file after the last step
+	helper  string           // the helper image's ID, once imported
+}
+
+// Interface guards.
+var (
+	_ executor.Executor      = (*Container)(nil)
+	_ executor.ImageBuilder  = (*Container)(nil)
+	_ executor.ServiceRunner = (*Container)(nil)
+)
+
+// New returns a container executor for the engine Detect finds for opts.Host; it fails with
+// ErrNoEngine when none answers.
+func New(ctx context.Context, opts Options) (*Container, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	opts = opts.withDefaults()
+	host, err := Detect(ctx, opts.Host)
+	if err != nil {
+		return nil, err
+	}
+	cli, err := client.New(client.WithHost(host))
+	if err != nil {
+		return nil, fmt.Errorf("container engine %s: %w", host, err)
+	}
+	return &Container{opts: opts, host: host, cli: cli, exports: map[string]int64{}}, nil
+}
+
+// Name returns "container".
+func (c *Container) Name() string { return Name }
+
+// Host returns the engine's address.
+func (c *Container) Host() string { return c.host }
+
+// Close closes the connection to the engine.
+func (c *Container) Close() error { return c.cli.Close() }
+
+// labels are the labels of everything made for workspace vol of build id.
+func (c *Container) labels(id, vol, role string) map[string]string {
+	return map[string]string{LabelManaged: "true", LabelBuild: id, LabelWorkspace: vol, LabelRunner: c.opts.Runner, LabelRole: role}
+}
+
+// Prepare creates the build's workspace volume.
+func (c *Container) Prepare(ctx context.Context, b executor.Build) (executor.Workspace, error) {
+	if err := ctx.Err(); err != nil {
+		return executor.Workspace{}, err
+	}
+	if b.ID == "" {
+		return executor.Workspace{}, fmt.Errorf("prepare workspace: %w", errdefs.Invalid("build.id", "", "is required"))
+	}
+	vol := namePrefix + sanitize(b.ID) + "-" + randomSuffix()
+	labels := c.labels(b.ID, vol, "workspace")
+	for k, v := range b.Labels {
+		if _, ok := labels[k]; !ok {
+			labels[k] = v
+		}
+	}
+	if _, err := c.cli.VolumeCreate(ctx, client.VolumeCreateOptions{Name: vol, Labels: labels}); err != nil {
+		return executor.Workspace{}, fmt.Errorf("prepare workspace for build %s: create volume on %s: %w", b.ID, c.host, err)
+	}
+	return executor.Workspace{BuildID: b.ID, Path: VolumePath, Handle: vol}, nil
+}
+
+// checkWorkspace checks that ws was made by this executor and still exists.
+func (c *Container) checkWorkspace(ctx context.Context, ws executor.Workspace, mustExist bool) error {
+	if !strings.HasPrefix(ws.Handle, namePrefix) || ws.Path != VolumePath || strings.ContainsAny(ws.Handle, "/ ") {
+		return fmt.Errorf("workspace %q (path %q): %w: not made by the container executor", ws.Handle, ws.Path, executor.ErrNoWorkspace)
+	}
+	if !mustExist {
+		return nil
+	}
+	if _, err := c.cli.VolumeInspect(ctx, ws.Handle, client.VolumeInspectOptions{}); err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return fmt.Errorf("workspace %q: %w", ws.Handle, executor.ErrNoWorkspace)
+		}
+		return fmt.Errorf("workspace %q: %w", ws.Handle, err)
+	}
+	return nil
+}
+
+// Run runs the step in a container of its image. See executor.Executor for the contract.
+func (c *Container) Run(ctx context.Context, ws executor.Workspace, s executor.Step, out io.Writer) (executor.Result, error) {
+	var res executor.Result
+	if err := s.Validate(); err != nil {
+		return res, fmt.Errorf("step %q: %w", s.Name, err)
+	}
+	if s.Image == "" {
+		return res, fmt.Errorf("step %q: %w: %w", s.Name, executor.ErrInvalidStep, errdefs.Invalid("image", "",
+			"is required: the container executor runs every step in its image"))
+	}
+	dir, _, err := executor.ResolveWorkingDir(ws.Path, s.WorkingDir)
+	if err != nil {
+		return res, fmt.Errorf("step %q: %w", s.Name, err)
+	}
+	if ctx.Err() != nil {
+		res.Canceled = true
+		return res, nil
+	}
+	if err := c.checkWorkspace(ctx, ws, true); err != nil {
+		return res, fmt.Errorf("step %q: %w", s.Name, err)
+	}
+	if out == nil {
+		out = io.Discard
+	}
+	o := &output{w: out}
+	start := time.Now()
+	res, err = c.run(ctx, ws, s, dir, "step", o)
+	res.Duration = time.Since(start)
+	if res.Message != "" {
+		o.notice("%s", res.Message)
+	}
+	if err != nil {
+		return res, fmt.Errorf("step %q: %w", s.Name, err)
+	}
+	if o.err != nil {
+		return res, fmt.Errorf("step %q: write output: %w", s.Name, o.err)
+	}
+	return res, nil
+}
+
+// run runs s in a container: pull, create, copy the tools in, attach, start, wait (stopping it
+// on cancel or timeout), read the exports, remove. Failures of the step itself are in the
+// Result (Message says why when the exit code cannot); the error is for the engine's.
+func (c *Container) run(ctx context.Context, ws executor.Workspace, s executor.Step, dir, role string, o *output) (executor.Result, error) {
+	var res executor.Result
+	env, msg, err := c.ensureImage(ctx, s.Image, s.PullPolicy, s.Registries, o)
+	if err != nil || msg != "" {
+		if ctx.Err() != nil {
+			res.Canceled = true
+			return res, nil
+		}
+		res.ExitCode, res.Message = 125, msg
+		return res, err
+	}
+
+	script := ""
+	if len(s.Commands) > 0 {
+		// One stream for stdout and stderr, as on a host: their order is kept (the engine
+		// reads two pipes, which it may interleave differently). The export file must exist
+		// for the steps that read it; only a running container can write into the volume (an
+		// engine may not copy into the volume of a container that has not started).
+		script = "exec 2>&1\n" + `: >>"$` + executor.VolumePathEnv + `/` + executor.ExportFile + `" 2>/dev/null || true` + "\n" + s.Script()
+	}
+	argv := s.Command(scriptPath)
+	cfg := &container.Config{
+		Image:      s.Image,
+		Env:        executor.Environ(c.stepEnv(env, s.Env, ws)),
+		WorkingDir: dir,
+		Labels:     c.labels(ws.BuildID, ws.Handle, role),
+	}
+	cfg.Labels[LabelStep] = s.Name
+	if len(s.Commands) > 0 {
+		cfg.Entrypoint, cfg.Cmd = argv[:1], argv[1:]
+	} else {
+		cfg.Entrypoint, cfg.Cmd = s.EntryPoint, s.Cmd
+	}
+	init := true
+	hc := &container.HostConfig{
+		Init:   &init,
+		Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: ws.Handle, Target: VolumePath}},
+	}
+	var nc *network.NetworkingConfig
+	if len(s.Networks) > 0 {
+		hc.NetworkMode = container.NetworkMode(s.Networks[0])
+	}
+	name := fmt.Sprintf("%s-%d-%s", ws.Handle, c.sequence.Add(1), sanitizeName(s.Name))
+	created, err := c.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: hc, NetworkingConfig: nc})
+	if err != nil {
+		if ctx.Err() != nil {
+			res.Canceled = true
+			return res, nil
+		}
+		return res, fmt.Errorf("create container of %s: %w", s.Image, err)
+	}
+	id := created.ID
+	defer c.remove(id)
+	for _, n := range s.Networks[min(1, len(s.Networks)):] {
+		if _, err := c.cli.NetworkConnect(ctx, n, client.NetworkConnectOptions{Container: id}); err != nil {
+			return res, fmt.Errorf("connect the step's container to network %s: %w", n, err)
+		}
+	}
+	if _, err := c.cli.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: "/", Content: tools(script)}); err != nil {
+		return res, fmt.Errorf("copy the step's script into its container: %w", err)
+	}
+
+	attach, err := c.cli.ContainerAttach(ctx, id, client.ContainerAttachOptions{Stream: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return res, fmt.Errorf("attach to the container of %s: %w", s.Image, err)
+	}
+	defer attach.Close()
+	waitCtx, stopWait := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopWait()
+	wait := c.cli.ContainerWait(waitCtx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+
+	if ctx.Err() != nil {
+		res.Canceled = true
+		return res, nil
+	}
+	if _, err := c.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		if ctx.Err() != nil {
+			res.Canceled = true
+			return res, nil
+		}
+		if code := startFailureCode(err); code != 0 {
+			res.ExitCode = code
+			res.Message = fmt.Sprintf("%s in image %s: %s", firstOr(argv, "the image's command"), s.Image, oneLine(err.Error()))
+			return res, nil
+		}
+		return res, fmt.Errorf("start the container of %s: %w", s.Image, err)
+	}
+
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		w := o.stream()
+		_, _ = stdcopy.StdCopy(w, w, attach.Reader)
+	}()
+
+	var timeout <-chan time.Time
+	if s.Timeout > 0 {
+		t := time.NewTimer(s.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var code int64 = -1
+	var waitErr error
+	select {
+	case r := <-wait.Result:
+		code = r.StatusCode
+	case waitErr = <-wait.Error:
+	case <-ctx.Done():
+		res.Canceled = true
+	case <-timeout:
+		res.TimedOut = true
+	}
+	if res.Canceled || res.TimedOut {
+		code, waitErr = c.stop(id, wait)
+	}
+	select {
+	case <-copied:
+	case <-time.After(outputDrainMax):
+		attach.Close()
+		<-copied
+	}
+	o.endStream()
+	if waitErr != nil {
+		return res, fmt.Errorf("wait for the container of %s: %w", s.Image, waitErr)
+	}
+	res.ExitCode = int(code)
+
+	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), apiTimeout)
+	defer cancel()
+	if in, err := c.cli.ContainerInspect(ictx, id, client.ContainerInspectOptions{}); err == nil && in.Container.State != nil && in.Container.State.OOMKilled {
+		res.Message = fmt.Sprintf("the container of %s was killed: out of memory", s.Image)
+	}
+	exports, changed, perr := c.readExports(ictx, id, ws)
+	res.Exports = exports
+	if perr != nil && changed {
+		for _, e := range splitJoined(perr) {
+			o.notice("ignored: %v", e)
+		}
+	}
+	return res, nil
+}
+
+// stop stops a running container: SIGTERM, SIGKILL after the grace period. It returns the exit
+// code the engine reports.
+func (c *Container) stop(id string, wait client.ContainerWaitResult) (int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.opts.KillGrace+killSettleTimeout+apiTimeout)
+	defer cancel()
+	_, _ = c.cli.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "SIGTERM"})
+	grace := time.NewTimer(c.opts.KillGrace)
+	defer grace.Stop()
+	select {
+	case r := <-wait.Result:
+		return r.StatusCode, nil
+	case err := <-wait.Error:
+		return -1, err
+	case <-grace.C:
+	}
+	_, _ = c.cli.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: "SIGKILL"})
+	settle := time.NewTimer(killSettleTimeout)
+	defer settle.Stop()
+	select {
+	case r := <-wait.Result:
+		return r.StatusCode, nil
+	case err := <-wait.Error:
+		return -1, err
+	case <-settle.C:
+		return 137, fmt.Errorf("the container did not exit within %s of SIGKILL", killSettleTimeout)
+	}
+}
+
+// remove removes a container and whatever still runs in it.
+func (c *Container) remove(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
+	defer cancel()
+	_, _ = c.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+}
+
+// stepEnv is a step's environment: the image's PATH with the tools' directory added, the
+// step's own variables, then CF_VOLUME_PATH. Other variables of the image stay as the image
+// sets them (the engine merges them).
+func (c *Container) stepEnv(imageEnv []string, stepEnv []executor.EnvVar, ws executor.Workspace) []executor.EnvVar {
+	p := DefaultPath
+	for _, kv := range imageEnv {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			p = v
+		}
+	}
+	base := []executor.EnvVar{{Name: "PATH", Value: p + ":" + toolsBin}}
+	return executor.MergeEnv(base, stepEnv, executor.EnvVar{Name: executor.VolumePathEnv, Value: ws.Path})
+}
+
+// tools is the tar copied into every step container: cf_export and the script (if any).
+func tools(script string) *bytes.Buffer {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	now := time.Now()
+	dir := func(name string) {
+		_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: 0o755, ModTime: now})
+	}
+	file := func(name, content string, mode int64) {
+		_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: int64(len(content)), ModTime: now})
+		_, _ = tw.Write([]byte(content))
+	}
+	dir("codefresh")
+	dir(strings.TrimPrefix(ToolsDir, "/"))
+	dir(strings.TrimPrefix(toolsBin, "/"))
+	file(strings.TrimPrefix(toolsBin, "/")+"/"+executor.CFExportCommand, executor.CFExportScript, 0o755)
+	if script != "" {
+		file(strings.TrimPrefix(scriptPath, "/"), script, 0o644)
+	}
+	_ = tw.Close()
+	return &buf
+}
+
+// readExports reads the workspace's export file through the exited container id. changed
+// reports whether the file changed size since the last step of the workspace.
+func (c *Container) readExports(ctx context.Context, id string, ws executor.Workspace) (vars []executor.EnvVar, changed bool, err error) {
+	r, err := c.cli.CopyFromContainer(ctx, id, client.CopyFromContainerOptions{SourcePath: VolumePath + "/" + executor.ExportFile})
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("read %s: %w", executor.ExportFile, err)
+	}
+	defer r.Content.Close()
+	tr := tar.NewReader(r.Content)
+	h, err := tr.Next()
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s: %w", executor.ExportFile, err)
+	}
+	c.mu.Lock()
+	changed = c.exports[ws.Handle] != h.Size
+	c.exports[ws.Handle] = h.Size
+	c.mu.Unlock()
+	vars, err = executor.ParseExports(tr)
+	return vars, changed, err
+}
+
+// Cleanup removes the workspace's containers, networks and volume.
+func (c *Container) Cleanup(ctx context.Context, ws executor.Workspace) error {
+	if err := c.checkWorkspace(ctx, ws, false); err != nil {
+		return fmt.Errorf("clean up: %w", err)
+	}
+	err := c.removeLabeled(ctx, LabelWorkspace+"="+ws.Handle)
+	c.mu.Lock()
+	delete(c.exports, ws.Handle)
+	c.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("clean up workspace %s: %w", ws.Handle, err)
+	}
+	return nil
+}
+
+// Sweep removes what earlier runs of this runner (by its name) left on the engine: containers,
+// networks and volumes of builds it no longer runs. A runner calls it once at start, before it
+// takes builds. It returns the workspaces removed.
+func (c *Container) Sweep(ctx context.Context) ([]string, error) {
+	f := client.Filters{}.Add("label", LabelManaged+"=true", LabelRunner+"="+c.opts.Runner)
+	vols, err := c.cli.VolumeList(ctx, client.VolumeListOptions{Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("sweep %s: %w", c.host, err)
+	}
+	var swept []string
+	for _, v := range vols.Items {
+		swept = append(swept, v.Name)
+	}
+	if err := c.removeLabeled(ctx, LabelManaged+"=true", LabelRunner+"="+c.opts.Runner); err != nil {
+		return swept, fmt.Errorf("sweep %s: %w", c.host, err)
+	}
+	return swept, nil
+}
+
+// removeLabeled removes every container, then network, then volume carrying all labels.
+func (c *Container) removeLabeled(ctx context.Context, labels ...string) error {
+	f := client.Filters{}.Add("label", labels...)
+	var errs []error
+	cs, err := c.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return err
+	}
+	for _, ct := range cs.Items {
+		if _, err := c.cli.ContainerRemove(ctx, ct.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove container %s: %w", ct.ID[:min(12, len(ct.ID))], err))
+		}
+	}
+	ns, err := c.cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for _, n := range ns.Items {
+		if _, err := c.cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove network %s: %w", n.Name, err))
+		}
+	}
+	vs, err := c.cli.VolumeList(ctx, client.VolumeListOptions{Filters: f})
+	if err != nil {
+		return errors.Join(append(errs, err)...)
+	}
+	for _, v := range vs.Items {
+		if _, err := c.cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove volume %s: %w", v.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Leftovers lists, for tests and benchmarks, the containers still running and the volumes and
+// networks that still exist for workspace ws (every workspace of this runner when ws is empty).
+func (c *Container) Leftovers(ctx context.Context, ws string) (running, stored []string, err error) {
+	label := LabelWorkspace + "=" + ws
+	if ws == "" {
+		label = LabelRunner + "=" + c.opts.Runner
+	}
+	f := client.Filters{}.Add("label", label)
+	cs, err := c.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, ct := range cs.Items {
+		what := "container " + strings.Join(ct.Names, ",") + " (" + string(ct.State) + ")"
+		if ct.State == container.StateRunning || ct.State == container.StateCreated || ct.State == container.StatePaused {
+			running = append(running, what)
+		} else {
+			stored = append(stored, what)
+		}
+	}
+	vs, err := c.cli.VolumeList(ctx, client.VolumeListOptions{Filters: f})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, v := range vs.Items {
+		stored = append(stored, "volume "+v.Name)
+	}
+	ns, err := c.cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, n := range ns.Items {
+		stored = append(stored, "network "+n.Name)
+	}
+	return running, stored, nil
+}
+
+// startFailureCode maps an engine's failure to start a command to a shell's exit code: 127
+// when the program does not exist, 126 when it cannot be executed; 0 for other errors.
+func startFailureCode(err error) int {
+	msg := strings.ToLower(err.Error())
+	switch {
+	case strings.Contains(msg, "not found") || strings.Contains(msg, "no such file"):
+		return executor.ExitCodeNotFound
+	case strings.Contains(msg, "permission denied") || strings.Contains(msg, "exec format error"):
+		return executor.ExitCodeNotFound - 1
+	}
+	return 0
+}
+
+func firstOr(argv []string, def string) string {
+	if len(argv) > 0 {
+		return argv[0]
+	}
+	return def
+}
+
+// oneLine returns s on one line, shortened.
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+func splitJoined(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// sanitize keeps the characters of an ID that are valid in a volume or container name.
+func sanitize(id string) string {
+	b := []byte(id)
+	if len(b) > maxIDInName {
+		b = b[:maxIDInName]
+	}
+	for i, ch := range b {
+		if !(ch == '-' || ch == '_' || ch == '.' || ch >= 'a' && ch <= 'z' || ch >= 'A' && ch <= 'Z' || ch >= '0' && ch <= '9') {
+			b[i] = '_'
+		}
+	}
+	if len(b) == 0 || b[0] == '.' || b[0] == '-' || b[0] == '_' {
+		b = append([]byte("x"), b...)
+	}
+	return string(b)
+}
+
+func sanitizeName(s string) string {
+	const maxStep = 30
+	if len(s) > maxStep {
+		s = s[:maxStep]
+	}
+	return sanitize(s)
+}
+
+func randomSuffix() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

@@ -1,0 +1,122 @@
+package container
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/freshet-dev/freshet/internal/runner/executor"
+	"github.com/freshet-dev/freshet/internal/runner/executor/executortest"
+	"github.com/freshet-dev/freshet/internal/testenv/containers"
+)
+
+func TestMain(m *testing.M) { containers.Main(m) }
+
+// testGrace is the kill grace of the executors under test.
+const testGrace = time.Second
+
+// env is the shared engine and registry with the test images pulled.
+type env struct {
+	reg *containers.RegistryInstance
+	eng *containers.EngineInstance
+	cli *client.Client
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{reg: containers.Registry(t), eng: containers.Engine(t)}
+	e.cli = e.eng.Client(t)
+	return e
+}
+
+// pull pulls test images so that steps with the default pull policy find them.
+func (e *env) pull(t *testing.T, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		resp, err := e.cli.ImagePull(ctx, e.reg.Ref(n), client.ImagePullOptions{RegistryAuth: e.reg.RegistryAuth()})
+		if err == nil {
+			err = resp.Wait(ctx)
+		}
+		cancel()
+		if err != nil {
+			t.Fatalf("pull %s: %v", n, err)
+		}
+	}
+}
+
+// registry is the test registry as a job carries it.
+func (e *env) registry() executor.Registry {
+	return executor.Registry{Name: "loopback", URL: e.reg.Addr, Username: e.reg.Username, Password: e.reg.Password, CA: string(e.reg.CACert)}
+}
+
+func (e *env) executor(t *testing.T, opts Options) *Container {
+	t.Helper()
+	if opts.Host == "" {
+		opts.Host = e.eng.Host
+	}
+	if opts.KillGrace == 0 {
+		opts.KillGrace = testGrace
+	}
+	if opts.Runner == "" {
+		opts.Runner = "test-" + t.Name()
+	}
+	c, err := New(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// leftovers is the contract suite's hook: what the engine still has with the workspace's
+// label, asked through a client of its own.
+func (e *env) leftovers(t *testing.T, ws executor.Workspace) (running, stored []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	f := client.Filters{}.Add("label", LabelWorkspace+"="+ws.Handle)
+	cs, err := e.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs.Items {
+		if c.State == "running" || c.State == "created" || c.State == "paused" {
+			running = append(running, c.Names[0]+" "+string(c.State))
+		} else {
+			stored = append(stored, c.Names[0]+" "+string(c.State))
+		}
+	}
+	vs, err := e.cli.VolumeList(ctx, client.VolumeListOptions{Filters: client.Filters{}.Add("name", ws.Handle)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vs.Items {
+		if v.Name == ws.Handle {
+			stored = append(stored, "volume "+v.Name)
+		}
+	}
+	ns, err := e.cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range ns.Items {
+		stored = append(stored, "network "+n.Name)
+	}
+	return running, stored
+}
+
+// TestContract runs every case of the executor contract on a real engine (Podman's Docker API
+// here), with steps in the busybox test image.
+func TestContract(t *testing.T) {
+	e := newEnv(t)
+	e.pull(t, containers.ImageBusybox)
+	executortest.Run(t, func(t *testing.T) executor.Executor { return e.executor(t, Options{}) }, executortest.Options{
+		Image:     e.reg.Ref(containers.ImageBusybox),
+		KillGrace: testGrace,
+		Slack:     5 * time.Second,
+		Leftovers: e.leftovers,
+	})
+}
