@@ -189,6 +189,9 @@ func (e *engine) tagsOf(tags []string, def string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
+		if t == DefaultImageTag && strings.Contains(v, "${{") {
+			v = DefaultPushTag // a build without a branch
+		}
 		if v == "" || len(v) > 128 || tagValue(v) != "" || strings.Contains(v, "${{") {
 			return nil, errdefs.Invalid(fmt.Sprintf("tags[%d]", i), v, "is not a tag: 1 to 128 letters, digits, '.', '_' or '-'")
 		}

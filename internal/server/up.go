@@ -42,7 +42,8 @@ type LocalOptions struct {
 }
 
 // Up runs everything in one process (`freshet up`) until ctx ends: the control plane, the
-// runner "local" with the local executor and the runtime "local", both dialing the control
+// runner "local" (the container executor when a container engine answers, else the local
+// executor) and the runtime "local", both dialing the control
 // plane over loopback with tokens kept in the data dir. ready is called as in Serve.
 func Up(ctx context.Context, opts Options, local LocalOptions, log *slog.Logger, ready func(Ready)) error {
 	srv, err := start(ctx, opts, log, ready)
@@ -84,7 +85,7 @@ func (s *Server) localAgents(ctx context.Context, local LocalOptions, log *slog.
 		return nil, nil, fmt.Errorf("local runner: %w", err)
 	}
 	r, err := agent.NewRunner(agent.RunnerOptions{
-		Options: runner.Options{Server: s.URL(), Token: token, Name: "local", Executor: "local", Concurrency: runner.DefaultConcurrency,
+		Options: runner.Options{Server: s.URL(), Token: token, Name: "local", Executor: "", Concurrency: runner.DefaultConcurrency,
 			Transport: runner.TransportStream, ShutdownTimeout: s.opts.ShutdownTimeout},
 		WorkDir: filepath.Join(s.opts.DataDir, "builds"),
 	}, log.With("component", "runner"))

@@ -210,8 +210,8 @@ func (c *Container) helperImage(ctx context.Context) (string, error) {
 	return c.helper, nil
 }
 
-// contextTar rewrites the archive the engine gives of the context directory into a build
-// context (paths relative to it), counting its size against limit and keeping the Dockerfile.
+// contextTar rewrites the archive the engine gives of the context directory's contents into a
+// build context (clean relative paths), counting its size against limit and keeping the Dockerfile.
 type contextTar struct {
 	src        *tar.Reader
 	limit      int64
@@ -234,12 +234,9 @@ func (t *contextTar) copy(w io.Writer) error {
 		if err != nil {
 			return err
 		}
+		// The engine archives the directory's contents (SourcePath ends in /.): names are
+		// relative to it, with or without a leading ./ or /.
 		name := strings.TrimPrefix(path.Clean("/"+h.Name), "/")
-		if i := strings.IndexByte(name, '/'); i >= 0 {
-			name = name[i+1:]
-		} else {
-			continue // the directory itself
-		}
 		if name == "" || name == "." {
 			continue
 		}
