@@ -193,7 +193,7 @@ func (e *engine) tagsOf(tags []string, def string) ([]string, error) {
 			v = DefaultPushTag // a build without a branch
 		}
 		if v == "" || len(v) > 128 || tagValue(v) != "" || strings.Contains(v, "${{") {
-			return nil, errdefs.Invalid(fmt.Sprintf("tags[%d]", i), v, "is not a tag: 1 to 128 letters, digits, '.', '_' or '-'")
+			return nil, errdefs.Invalid(fmt.Sprintf("tags[%d]", i), t, fmt.Sprintf("is %q once its variables are put in, which is not a tag: 1 to 128 letters, digits, '.', '_' or '-'", v))
 		}
 		if !slices.Contains(out, v) {
 			out = append(out, v)
