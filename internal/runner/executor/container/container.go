@@ -8,9 +8,9 @@
 // A build's workspace is a volume mounted at /codefresh/volume (CF_VOLUME_PATH) in every step
 // container. A step is one container: its commands become a script that the step's shell runs
 // (Codefresh's `commands`), or, without commands, the image runs with entry_point as its
-// ENTRYPOINT and cmd as its CMD. The script and cf_export are copied into the container before
-// it starts (under /codefresh/freshet, with cf_export on PATH), so any image with a POSIX shell
-// runs commands. Images are pulled as the step's pull policy says, with the credentials of the
+// ENTRYPOINT and cmd as its CMD. A short sh bootstrap writes the script and cf_export into the
+// container (under /codefresh/freshet, with cf_export on PATH), so any image with a POSIX sh runs
+// commands. Images are pulled as the step's pull policy says, with the credentials of the
 // registry whose host the image names. A step is stopped with SIGTERM and, after the kill grace,
 // SIGKILL; the engine's init process (HostConfig.Init) is PID 1 so that the step's own processes
 // get the signals as they would on a host. Image pull failures and OOM kills end the step with a
@@ -27,13 +27,13 @@ package container
 
 import (
 	"archive/tar"
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -57,14 +57,35 @@ const Name = "container"
 const (
 	// VolumePath is where the workspace volume is mounted (CF_VOLUME_PATH), as on Codefresh.
 	VolumePath = "/codefresh/volume"
-	// ToolsDir holds what the executor copies into every step container: bin/cf_export and
-	// the step's script.
+	// ToolsDir is where a step's script and cf_export (bin/cf_export, added to PATH) are
+	// written in its container; an image whose user cannot create it gets them under $TMPDIR
+	// or /tmp.
 	ToolsDir   = "/codefresh/freshet"
-	toolsBin   = ToolsDir + "/bin"
 	scriptPath = ToolsDir + "/step.sh"
-	// DefaultPath is a step's PATH (before toolsBin) when its image sets none.
-	DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	// maxScript bounds a step's script: it travels in an environment variable, which Linux
+	// limits to 128 KiB.
+	maxScript = 120 << 10
 )
+
+// The variables that carry a step's script and cf_export into its container; bootstrap
+// removes them before the script runs.
+const (
+	envScript   = "FRESHET_STEP_SCRIPT"
+	envCFExport = "FRESHET_CF_EXPORT"
+)
+
+// bootstrap is the sh script a commands step's container starts with: it writes the step's
+// script and cf_export into the container (the engine could copy them in before the start, but
+// Podman 4.3 then sometimes fails to mount the container's storage when many start at once),
+// puts cf_export on PATH and runs the script with the step's shell ("$@").
+const bootstrap = `d=` + ToolsDir + `
+if ! mkdir -p "$d/bin" 2>/dev/null; then d="${TMPDIR:-/tmp}/.freshet-$$"; mkdir -p "$d/bin" || exit 126; fi
+printf '%s' "$` + envCFExport + `" >"$d/bin/cf_export" && chmod 755 "$d/bin/cf_export" && printf '%s' "$` + envScript + `" >"$d/step.sh" || exit 126
+unset ` + envCFExport + ` ` + envScript + `
+PATH="${PATH:-/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin}:$d/bin"
+export PATH
+exec "$@" "$d/step.sh"
+`
 
 // Labels on what the executor makes.
 const (
@@ -222,7 +243,7 @@ func (c *Container) Run(ctx context.Context, ws executor.Workspace, s executor.S
 // Result (Message says why when the exit code cannot); the error is for the engine's.
 func (c *Container) run(ctx context.Context, ws executor.Workspace, s executor.Step, dir, role string, o *output) (executor.Result, error) {
 	var res executor.Result
-	env, msg, err := c.ensureImage(ctx, s.Image, s.PullPolicy, s.Registries, o)
+	msg, err := c.ensureImage(ctx, s.Image, s.PullPolicy, s.Registries, o)
 	if err != nil || msg != "" {
 		if ctx.Err() != nil {
 			res.Canceled = true
@@ -232,27 +253,31 @@ func (c *Container) run(ctx context.Context, ws executor.Workspace, s executor.S
 		return res, err
 	}
 
-	script := ""
-	if len(s.Commands) > 0 {
-		// One stream for stdout and stderr, as on a host: their order is kept (the engine
-		// reads two pipes, which it may interleave differently). The export file must exist
-		// for the steps that read it; only a running container can write into the volume (an
-		// engine may not copy into the volume of a container that has not started).
-		script = "exec 2>&1\n" + `: >>"$` + executor.VolumePathEnv + `/` + executor.ExportFile + `" 2>/dev/null || true` + "\n" + s.Script()
-	}
-	argv := s.Command(scriptPath)
 	cfg := &container.Config{
 		Image:      s.Image,
-		Env:        executor.Environ(c.stepEnv(env, s.Env, ws)),
 		WorkingDir: dir,
 		Labels:     c.labels(ws.BuildID, ws.Handle, role),
 	}
 	cfg.Labels[LabelStep] = s.Name
+	env := executor.MergeEnv(nil, s.Env, executor.EnvVar{Name: executor.VolumePathEnv, Value: ws.Path})
 	if len(s.Commands) > 0 {
-		cfg.Entrypoint, cfg.Cmd = argv[:1], argv[1:]
+		// One stream for stdout and stderr, as on a host: their order is kept (the engine
+		// reads two pipes, which it may interleave differently). The export file must exist
+		// for the steps that read it; only a running container can write into the volume.
+		script := "exec 2>&1\n" + `: >>"$` + executor.VolumePathEnv + `/` + executor.ExportFile + `" 2>/dev/null || true` + "\n" + s.Script()
+		if len(script) > maxScript {
+			return res, fmt.Errorf("%w: %w", executor.ErrInvalidStep, errdefs.Invalid("commands", s.Name,
+				fmt.Sprintf("make a script of %d bytes; the container executor passes at most %d (put a longer script in a file in the workspace and run that)", len(script), maxScript)))
+		}
+		argv := s.Command(scriptPath)
+		cfg.Entrypoint = []string{"sh", "-c", bootstrap, "freshet-step"}
+		cfg.Cmd = argv[:len(argv)-1]
+		env = append(env, executor.EnvVar{Name: envScript, Value: script}, executor.EnvVar{Name: envCFExport, Value: executor.CFExportScript})
 	} else {
 		cfg.Entrypoint, cfg.Cmd = s.EntryPoint, s.Cmd
 	}
+	cfg.Env = executor.Environ(env)
+	argv := append(slices.Clone(cfg.Entrypoint), cfg.Cmd...)
 	init := true
 	hc := &container.HostConfig{
 		Init:   &init,
@@ -278,15 +303,21 @@ func (c *Container) run(ctx context.Context, ws executor.Workspace, s executor.S
 			return res, fmt.Errorf("connect the step's container to network %s: %w", n, err)
 		}
 	}
-	if _, err := c.cli.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: "/", Content: tools(script)}); err != nil {
-		return res, fmt.Errorf("copy the step's script into its container: %w", err)
-	}
 
+	// The output: attached before the start, so nothing is missed. Podman 4.3 refuses some
+	// attaches with 409 when many containers start at once; the container's log, followed
+	// from its start, then carries the same bytes (later by the log driver's delay).
+	var stream io.ReadCloser
 	attach, err := c.cli.ContainerAttach(ctx, id, client.ContainerAttachOptions{Stream: true, Stdout: true, Stderr: true})
-	if err != nil {
+	switch {
+	case err == nil:
+		stream = attach.Conn
+		defer attach.Close()
+	case cerrdefs.IsConflict(err) || strings.Contains(err.Error(), "409"):
+		o.notice("the engine refused to attach to the container (%s): its output comes from its log", oneLine(err.Error()))
+	default:
 		return res, fmt.Errorf("attach to the container of %s: %w", s.Image, err)
 	}
-	defer attach.Close()
 	waitCtx, stopWait := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopWait()
 	wait := c.cli.ContainerWait(waitCtx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
@@ -308,11 +339,23 @@ func (c *Container) run(ctx context.Context, ws executor.Workspace, s executor.S
 		return res, fmt.Errorf("start the container of %s: %w", s.Image, err)
 	}
 
+	var reader io.Reader
+	if stream != nil {
+		reader = attach.Reader
+	} else {
+		logs, err := c.cli.ContainerLogs(waitCtx, id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Follow: true})
+		if err != nil {
+			c.stop(id, wait)
+			return res, fmt.Errorf("follow the log of the container of %s: %w", s.Image, err)
+		}
+		stream, reader = logs, logs
+		defer logs.Close()
+	}
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
 		w := o.stream()
-		_, _ = stdcopy.StdCopy(w, w, attach.Reader)
+		_, _ = stdcopy.StdCopy(w, w, reader)
 	}()
 
 	var timeout <-chan time.Time
@@ -338,7 +381,7 @@ func (c *Container) run(ctx context.Context, ws executor.Workspace, s executor.S
 	select {
 	case <-copied:
 	case <-time.After(outputDrainMax):
-		attach.Close()
+		stream.Close()
 		<-copied
 	}
 	o.endStream()
@@ -395,43 +438,6 @@ func (c *Container) remove(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
 	_, _ = c.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-}
-
-// stepEnv is a step's environment: the image's PATH with the tools' directory added, the
-// step's own variables, then CF_VOLUME_PATH. Other variables of the image stay as the image
-// sets them (the engine merges them).
-func (c *Container) stepEnv(imageEnv []string, stepEnv []executor.EnvVar, ws executor.Workspace) []executor.EnvVar {
-	p := DefaultPath
-	for _, kv := range imageEnv {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			p = v
-		}
-	}
-	base := []executor.EnvVar{{Name: "PATH", Value: p + ":" + toolsBin}}
-	return executor.MergeEnv(base, stepEnv, executor.EnvVar{Name: executor.VolumePathEnv, Value: ws.Path})
-}
-
-// tools is the tar copied into every step container: cf_export and the script (if any).
-func tools(script string) *bytes.Buffer {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	now := time.Now()
-	dir := func(name string) {
-		_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: 0o755, ModTime: now})
-	}
-	file := func(name, content string, mode int64) {
-		_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: int64(len(content)), ModTime: now})
-		_, _ = tw.Write([]byte(content))
-	}
-	dir("codefresh")
-	dir(strings.TrimPrefix(ToolsDir, "/"))
-	dir(strings.TrimPrefix(toolsBin, "/"))
-	file(strings.TrimPrefix(toolsBin, "/")+"/"+executor.CFExportCommand, executor.CFExportScript, 0o755)
-	if script != "" {
-		file(strings.TrimPrefix(scriptPath, "/"), script, 0o644)
-	}
-	_ = tw.Close()
-	return &buf
 }
 
 // readExports reads the workspace's export file through the exited container id. changed
@@ -563,10 +569,14 @@ func (c *Container) Leftovers(ctx context.Context, ws string) (running, stored [
 	return running, stored, nil
 }
 
-// startFailureCode maps an engine's failure to start a command to a shell's exit code: 127
-// when the program does not exist, 126 when it cannot be executed; 0 for other errors.
+// startFailureCode maps an engine's failure to start a container's command to a shell's exit
+// code: 127 when the program does not exist, 126 when it cannot be executed; 0 for any other
+// error (the engine's, not the step's).
 func startFailureCode(err error) int {
 	msg := strings.ToLower(err.Error())
+	if !strings.Contains(msg, "exec") && !strings.Contains(msg, "oci runtime") {
+		return 0
+	}
 	switch {
 	case strings.Contains(msg, "not found") || strings.Contains(msg, "no such file"):
 		return executor.ExitCodeNotFound

@@ -2,6 +2,7 @@ package container
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,4 +120,39 @@ func TestContract(t *testing.T) {
 		Slack:     5 * time.Second,
 		Leftovers: e.leftovers,
 	})
+}
+
+// TestPullPolicyAndCredentials: an image is pulled with the credentials of the registry its
+// host names; without them the step fails with one line naming the image; Never does not pull.
+func TestPullPolicyAndCredentials(t *testing.T) {
+	e := newEnv(t)
+	c := e.executor(t, Options{})
+	ctx := context.Background()
+	ws, err := c.Prepare(ctx, executor.Build{ID: "pull"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Cleanup(ctx, ws)
+	image := e.reg.Ref(containers.ImageNonRoot)
+	_, _ = e.cli.ImageRemove(ctx, image, client.ImageRemoveOptions{Force: true})
+	run := func(st executor.Step) (executor.Result, string) {
+		var out executortest.Buffer
+		res, err := c.Run(ctx, ws, st, &out)
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		return res, out.String()
+	}
+	res, out := run(executor.Step{Name: "never", Image: image, PullPolicy: executor.PullNever})
+	if res.ExitCode == 0 || !strings.Contains(res.Message, image) || !strings.Contains(res.Message, "Never") {
+		t.Errorf("Never with the image absent: %+v\n%s", res, out)
+	}
+	res, out = run(executor.Step{Name: "anonymous", Image: image})
+	if res.ExitCode == 0 || !strings.Contains(res.Message, image) || !strings.Contains(res.Message, "could not be pulled") || strings.Contains(res.Message, "\n") {
+		t.Errorf("without credentials: %+v\n%s", res, out)
+	}
+	res, out = run(executor.Step{Name: "with-credentials", Image: image, Registries: []executor.Registry{e.registry()}})
+	if !res.Succeeded() || !strings.Contains(out, "uid=1000(freshet)") || !strings.Contains(out, "registry loopback") {
+		t.Errorf("with credentials: %+v\n%s", res, out)
+	}
 }

@@ -32,31 +32,23 @@ func pullPolicy(image, p string) string {
 	return executor.PullAlways
 }
 
-// ensureImage makes image present on the engine as policy says and returns its environment
-// (its configuration's Env). A message says why the image cannot be had (the step fails with
+// ensureImage makes image present on the engine as policy says. A message says why the image cannot be had (the step fails with
 // it); an error is the engine's failure.
-func (c *Container) ensureImage(ctx context.Context, image, policy string, regs []executor.Registry, o *output) (env []string, msg string, err error) {
+func (c *Container) ensureImage(ctx context.Context, image, policy string, regs []executor.Registry, o *output) (msg string, err error) {
 	policy = pullPolicy(image, policy)
 	if policy != executor.PullAlways {
-		in, err := c.cli.ImageInspect(ctx, image)
+		_, err := c.cli.ImageInspect(ctx, image)
 		if err == nil {
-			return in.Config.Env, "", nil
+			return "", nil
 		}
 		if !cerrdefs.IsNotFound(err) {
-			return nil, "", fmt.Errorf("inspect image %s: %w", image, err)
+			return "", fmt.Errorf("inspect image %s: %w", image, err)
 		}
 		if policy == executor.PullNever {
-			return nil, fmt.Sprintf("image %s is not on the engine, and its pull_policy is Never", image), nil
+			return fmt.Sprintf("image %s is not on the engine, and its pull_policy is Never", image), nil
 		}
 	}
-	if msg := c.pull(ctx, image, regs, o); msg != "" {
-		return nil, msg, nil
-	}
-	in, err := c.cli.ImageInspect(ctx, image)
-	if err != nil {
-		return nil, "", fmt.Errorf("inspect image %s after pulling it: %w", image, err)
-	}
-	return in.Config.Env, "", nil
+	return c.pull(ctx, image, regs, o), nil
 }
 
 // pull pulls image with the credentials of the registry its host matches; it returns why it

@@ -46,14 +46,13 @@ func (c *Container) StartServices(ctx context.Context, ws executor.Workspace, se
 	}()
 	ids := map[string]string{}
 	for _, svc := range set.Services {
-		env, msg, err := c.ensureImage(ctx, svc.Image, svc.PullPolicy, set.Registries, o)
+		msg, err := c.ensureImage(ctx, svc.Image, svc.PullPolicy, set.Registries, o)
 		if err != nil {
 			return "", "", fmt.Errorf("service %s: %w", svc.Name, err)
 		}
 		if msg != "" {
 			return "", fmt.Sprintf("service %s: %s", svc.Name, msg), nil
 		}
-		_ = env
 		l := c.labels(ws.BuildID, ws.Handle, "service")
 		l[LabelNetwork], l[LabelStep] = netName, svc.Name
 		init := true
