@@ -469,7 +469,7 @@ func (c *Container) Cleanup(ctx context.Context, ws executor.Workspace) error {
 	if err := c.checkWorkspace(ctx, ws, false); err != nil {
 		return fmt.Errorf("clean up: %w", err)
 	}
-	err := c.removeLabeled(ctx, LabelWorkspace+"="+ws.Handle)
+	err := c.removeLabeled(ctx, LabelWorkspace, ws.Handle)
 	c.mu.Lock()
 	delete(c.exports, ws.Handle)
 	c.mu.Unlock()
@@ -483,30 +483,48 @@ func (c *Container) Cleanup(ctx context.Context, ws executor.Workspace) error {
 // networks and volumes of builds it no longer runs. A runner calls it once at start, before it
 // takes builds. It returns the workspaces removed.
 func (c *Container) Sweep(ctx context.Context) ([]string, error) {
-	f := client.Filters{}.Add("label", LabelManaged+"=true", LabelRunner+"="+c.opts.Runner)
+	f := client.Filters{}.Add("label", LabelRunner+"="+c.opts.Runner)
 	vols, err := c.cli.VolumeList(ctx, client.VolumeListOptions{Filters: f})
 	if err != nil {
 		return nil, fmt.Errorf("sweep %s: %w", c.host, err)
 	}
 	var swept []string
 	for _, v := range vols.Items {
-		swept = append(swept, v.Name)
+		if v.Labels[LabelManaged] == "true" && v.Labels[LabelRunner] == c.opts.Runner {
+			swept = append(swept, v.Name)
+		}
 	}
-	if err := c.removeLabeled(ctx, LabelManaged+"=true", LabelRunner+"="+c.opts.Runner); err != nil {
+	if err := c.removeLabeled(ctx, LabelRunner, c.opts.Runner, LabelManaged, "true"); err != nil {
 		return swept, fmt.Errorf("sweep %s: %w", c.host, err)
 	}
 	return swept, nil
 }
 
-// removeLabeled removes every container, then network, then volume carrying all labels.
-func (c *Container) removeLabeled(ctx context.Context, labels ...string) error {
-	f := client.Filters{}.Add("label", labels...)
+// removeLabeled removes every container, then network, then volume carrying label key=value
+// and, when also is set, also's key=value. (The engine is asked for one label only: Podman 4.3
+// matches any, not all, of several label filters.)
+func (c *Container) removeLabeled(ctx context.Context, key, value string, also ...string) error {
+	f := client.Filters{}.Add("label", key+"="+value)
+	match := func(labels map[string]string) bool {
+		if labels[key] != value {
+			return false
+		}
+		for i := 0; i+1 < len(also); i += 2 {
+			if labels[also[i]] != also[i+1] {
+				return false
+			}
+		}
+		return true
+	}
 	var errs []error
 	cs, err := c.cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
 		return err
 	}
 	for _, ct := range cs.Items {
+		if !match(ct.Labels) {
+			continue
+		}
 		if _, err := c.cli.ContainerRemove(ctx, ct.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove container %s: %w", ct.ID[:min(12, len(ct.ID))], err))
 		}
@@ -516,6 +534,9 @@ func (c *Container) removeLabeled(ctx context.Context, labels ...string) error {
 		return errors.Join(append(errs, err)...)
 	}
 	for _, n := range ns.Items {
+		if !match(n.Labels) {
+			continue
+		}
 		if _, err := c.cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove network %s: %w", n.Name, err))
 		}
@@ -525,6 +546,9 @@ func (c *Container) removeLabeled(ctx context.Context, labels ...string) error {
 		return errors.Join(append(errs, err)...)
 	}
 	for _, v := range vs.Items {
+		if !match(v.Labels) {
+			continue
+		}
 		if _, err := c.cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true}); err != nil && !cerrdefs.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("remove volume %s: %w", v.Name, err))
 		}

@@ -156,3 +156,64 @@ func TestPullPolicyAndCredentials(t *testing.T) {
 		t.Errorf("with credentials: %+v\n%s", res, out)
 	}
 }
+
+// TestSweep: a new executor with the runner's name removes what an earlier one left (a running
+// step container, a service network, the workspace volume), and nothing of another runner's.
+func TestSweep(t *testing.T) {
+	e := newEnv(t)
+	e.pull(t, containers.ImageBusybox)
+	image := e.reg.Ref(containers.ImageBusybox)
+	ctx := context.Background()
+	left := e.executor(t, Options{Runner: "sweep-me"})
+	other := e.executor(t, Options{Runner: "sweep-other"})
+	ws, err := left.Prepare(ctx, executor.Build{ID: "crashed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep, err := other.Prepare(ctx, executor.Build{ID: "alive"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Cleanup(ctx, keep)
+	network, msg, err := left.StartServices(ctx, ws, executor.ServiceSet{Name: "svc", Services: []executor.Service{{Name: "web", Image: e.reg.Ref(containers.ImageServer)}}}, nil)
+	if err != nil || msg != "" {
+		e.pull(t, containers.ImageServer)
+		network, msg, err = left.StartServices(ctx, ws, executor.ServiceSet{Name: "svc", Services: []executor.Service{{Name: "web", Image: e.reg.Ref(containers.ImageServer)}}}, nil)
+		if err != nil || msg != "" {
+			t.Fatalf("start services: %q %v", msg, err)
+		}
+	}
+	// A step still running when its runner died.
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	var out executortest.Buffer
+	go func() {
+		defer close(done)
+		_, _ = left.Run(runCtx, ws, executor.Step{Name: "sleeper", Image: image, Commands: []string{"echo up", "sleep 60"}, Networks: []string{network}}, &out)
+	}()
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(out.String(), "up") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the step did not start: %s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if running, stored := e.leftovers(t, ws); len(running) < 2 || len(stored) < 2 {
+		t.Fatalf("before the sweep: running %v, stored %v; want the step and the service running, the volume and network stored", running, stored)
+	}
+	swept, err := e.executor(t, Options{Runner: "sweep-me"}).Sweep(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(swept) != 1 || swept[0] != ws.Handle {
+		t.Errorf("swept %v, want [%s]", swept, ws.Handle)
+	}
+	if running, stored := e.leftovers(t, ws); len(running)+len(stored) > 0 {
+		t.Errorf("after the sweep: running %v, stored %v", running, stored)
+	}
+	if _, stored := e.leftovers(t, keep); len(stored) == 0 {
+		t.Error("the sweep removed another runner's workspace")
+	}
+	stop()
+	<-done
+}
