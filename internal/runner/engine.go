@@ -435,9 +435,9 @@ func (e *engine) work(ctx context.Context, st *spec.Step) (res spec.Result, exit
 	case spec.TypePendingApproval:
 		return e.approval(ctx, st)
 	case spec.TypeBuild:
-		return e.build(ctx, st)
+		return e.withRetry(ctx, st, e.build)
 	case spec.TypePush:
-		return e.push(ctx, st)
+		return e.withRetry(ctx, st, e.push)
 	}
 	step, err := e.executorStep(st)
 	if err != nil {
@@ -488,6 +488,27 @@ func (e *engine) work(ctx context.Context, st *spec.Step) (res spec.Result, exit
 		select {
 		case <-ctx.Done():
 			return spec.ResultTerminated, exitCode, attempt, "terminated"
+		case <-time.After(d):
+		}
+	}
+}
+
+// withRetry runs a build or push step's work as its retry says.
+func (e *engine) withRetry(ctx context.Context, st *spec.Step, once func(context.Context, *spec.Step) (spec.Result, int, int, string)) (spec.Result, int, int, string) {
+	delays, runs := st.Retry.Delays(), st.Retry.Runs()
+	for attempt := 1; ; attempt++ {
+		if runs > 1 {
+			e.logf("step %s (%s) attempt %d/%d", st.Name, st.Type, attempt, runs)
+		}
+		res, code, _, msg := once(ctx, st)
+		if res != spec.ResultFailure || attempt >= runs {
+			return res, code, attempt, msg
+		}
+		d := delays[min(attempt-1, len(delays)-1)]
+		e.logf("step %s failed (%s); retrying in %s", st.Name, msg, d)
+		select {
+		case <-ctx.Done():
+			return spec.ResultTerminated, code, attempt, "terminated"
 		case <-time.After(d):
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -169,5 +171,47 @@ func TestEngineFailsRefusedStep(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "${{N}}") || strings.Contains(log.String(), "touch "+mark+")]") {
 		t.Errorf("log:\n%s", log.String())
+	}
+}
+
+// builderFunc is an executor with an image builder whose Build and Push are functions (the
+// engine's retry of build steps needs no engine to be tested).
+type builderFunc struct {
+	executor.Executor
+	build func() executor.BuildResult
+}
+
+func (b builderFunc) Build(context.Context, executor.Workspace, executor.BuildSpec, io.Writer) (executor.BuildResult, error) {
+	return b.build(), nil
+}
+
+func (b builderFunc) Push(context.Context, executor.PushSpec, io.Writer) (executor.PushResult, error) {
+	return executor.PushResult{Message: "not here"}, nil
+}
+
+// A build step is retried as its retry says.
+func TestBuildStepRetries(t *testing.T) {
+	exec, err := local.New(local.Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	b := builderFunc{Executor: exec, build: func() executor.BuildResult {
+		calls++
+		if calls < 3 {
+			return executor.BuildResult{Message: fmt.Sprintf("build failed (%d)", calls)}
+		}
+		return executor.BuildResult{ImageID: "sha256:abc"}
+	}}
+	p, err := spec.Parse([]byte("version: '1.0'\nsteps:\n  b:\n    type: build\n    image_name: app\n    disable_push: true\n    retry: {maxAttempts: 2, delay: 0.01}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	var final runnerv1.StepState
+	e := newEngine(runnerv1.Job{BuildID: "b1"}, p, b, executor.Workspace{Path: "/ws"}, &log, func(s runnerv1.StepState) { final = s }, nil)
+	status, reason := e.run(context.Background())
+	if status != stSuccess || calls != 3 || final.Attempts != 3 || e.variables()["b.imageId"] != "sha256:abc" {
+		t.Errorf("build %s (%s) after %d calls, state %+v; log:\n%s", status, reason, calls, final, log.String())
 	}
 }
