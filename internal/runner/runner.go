@@ -135,6 +135,9 @@ func New(opts Options, exec executor.Executor, hc *http.Client, log *slog.Logger
 	return &Runner{opts: opts, c: newProtoClient(opts.Server, opts.Token, hc), exec: exec, log: log, jobs: map[string]*job{}}, nil
 }
 
+// ExecutorName is the name of the executor the runner runs steps with.
+func (r *Runner) ExecutorName() string { return r.exec.Name() }
+
 // Run takes and runs builds until ctx ends. Then it stops every step and ships what the logs
 // hold, returning within Options.ShutdownTimeout; builds it held are left to their leases (the
 // control plane requeues or fails them).
