@@ -7,7 +7,7 @@ STATICCHECK_VERSION ?= v0.8.2
 FUZZTIME ?= 20s
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build up test test-deps test-short lint vet fmt bench bench-gitops faults generate check fuzz security clean
+.PHONY: all build up test test-deps test-short lint vet fmt bench bench-gitops bench-containers faults generate check fuzz security clean
 
 all: build
 
@@ -48,6 +48,12 @@ bench: build
 	$(GO) run ./hack/bench --binary $(BIN)
 	$(GO) run ./internal/tunnel/bench
 	$(MAKE) --no-print-directory bench-gitops
+	$(MAKE) --no-print-directory bench-containers
+
+## bench-containers: the container executor on the loopback engine: step start against plain
+## podman run, a rebuild from the layer cache, 20 concurrent builds of 20 steps (leaks counted)
+bench-containers:
+	FRESHET_CONTAINERS_BENCH=1 FRESHET_TEST_CONTAINERS=1 $(GO) test -count=1 -run 'TestBench' -v -timeout 40m ./internal/runner/executor/container/ | grep -E '^(BENCH|--- |ok|FAIL)'
 
 ## bench-gitops: the GitOps engine against the loopback cluster: first sync, refresh of 100 and
 ## 1,000 apps, webhook to Synced (engine alone, and through freshet up's control plane and tunnel)

@@ -59,7 +59,7 @@ func ciBench(bin string, pickups, baselinePickups int) error {
 		}
 		work := filepath.Join(dir, name)
 		os.MkdirAll(work, 0o700)
-		cmd := exec.Command(bin, append([]string{"runner", "--server", base, "--work-dir", work, "--log-level", "warn", "--labels", "bench=" + name}, args...)...)
+		cmd := exec.Command(bin, append([]string{"runner", "--server", base, "--executor", "local", "--work-dir", work, "--log-level", "warn", "--labels", "bench=" + name}, args...)...)
 		cmd.Env = append(os.Environ(), "FRESHET_RUNNER_TOKEN="+reg.Token)
 		if err := cmd.Start(); err != nil {
 			return nil, err

@@ -21,7 +21,7 @@ func (a *app) runnerCommand() *cobra.Command {
 	var opts agent.RunnerOptions
 	var logFormat, logLevel string
 	cmd := &cobra.Command{
-		Use:   "runner --server URL --token T [--executor local|kubernetes]",
+		Use:   "runner --server URL --token T [--executor container|local|kubernetes]",
 		Short: "Run CI builds on this machine (and manage runners: register, list, delete)",
 		Long: "Without a subcommand, runs the runner agent: it dials the control plane, takes builds for its\n" +
 			"account and runs them with its executor. Register one first with 'freshet runner register NAME'.\n" +
@@ -45,7 +45,7 @@ func (a *app) runnerCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			log.Info("freshet runner starting", "server", opts.Server, "executor", opts.Executor, "concurrency", opts.Concurrency)
+			log.Info("freshet runner starting", "server", opts.Server, "executor", r.ExecutorName(), "concurrency", opts.Concurrency)
 			return r.Run(cmd.Context())
 		},
 	}

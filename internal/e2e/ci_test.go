@@ -68,7 +68,7 @@ func TestControlPlaneRestartMidBuild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, runLog := startProc(t, []string{"FRESHET_RUNNER_TOKEN=" + reg.Token}, "runner", "--server", url, "--work-dir", t.TempDir(), "--log-level", "debug")
+	_, runLog := startProc(t, []string{"FRESHET_RUNNER_TOKEN=" + reg.Token}, "runner", "--server", url, "--executor", "local", "--work-dir", t.TempDir(), "--log-level", "debug")
 	admin.CreateProject(ctx, "p")
 	const lines = 80
 	spec := fmt.Sprintf("version: '1.0'\nsteps:\n  count:\n    commands:\n      - 'for i in $(seq 1 %d); do echo \"line $i\"; sleep 0.05; done'\n", lines)

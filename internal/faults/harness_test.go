@@ -229,7 +229,7 @@ func (cp *controlPlane) runner(name, workDir string, extra ...string) (*proc, []
 	if workDir == "" {
 		workDir = cp.t.TempDir()
 	}
-	args := append([]string{"runner", "--server", cp.url, "--work-dir", workDir, "--log-level", "debug"}, extra...)
+	args := append([]string{"runner", "--server", cp.url, "--executor", "local", "--work-dir", workDir, "--log-level", "debug"}, extra...)
 	env := []string{"FRESHET_RUNNER_TOKEN=" + reg.Token}
 	return start(cp.t, "runner "+name, env, args...), append(env, args...)
 }

@@ -138,7 +138,7 @@ func TestFaultRefusedAppendsKeepLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	start(t, "runner r1", []string{"FRESHET_RUNNER_TOKEN=" + reg.Token}, "runner", "--server", front.URL, "--work-dir", t.TempDir(), "--log-level", "debug")
+	start(t, "runner r1", []string{"FRESHET_RUNNER_TOKEN=" + reg.Token}, "runner", "--server", front.URL, "--executor", "local", "--work-dir", t.TempDir(), "--log-level", "debug")
 	const lines = 100
 	ref := cp.pipeline("count", fmt.Sprintf("version: '1.0'\nsteps:\n  count:\n    commands:\n      - 'for i in $(seq 1 %d); do echo \"line $i\"; sleep 0.02; done'\n", lines))
 	b := cp.run(ref, nil)

@@ -51,6 +51,8 @@ type engine struct {
 	done map[string]runnerv1.StepState
 
 	mu        sync.Mutex
+	images    map[string][]runnerv1.Image // what each build or push step pushed
+	networks  []string                    // the networks of the pipeline's services, joined by every step
 	vars      map[string]string
 	results   map[string]spec.Result
 	positions map[string]int
@@ -63,7 +65,8 @@ type engine struct {
 func newEngine(job runnerv1.Job, p *spec.Pipeline, exec executor.Executor, ws executor.Workspace, out io.Writer,
 	report func(runnerv1.StepState), approvals <-chan string) *engine {
 	e := &engine{job: job, p: p, exec: exec, ws: ws, out: out, report: report, approvals: approvals,
-		vars: maps.Clone(job.Variables), results: map[string]spec.Result{}, positions: map[string]int{}, skip: map[string]bool{}}
+		vars: maps.Clone(job.Variables), results: map[string]spec.Result{}, positions: map[string]int{}, skip: map[string]bool{},
+		images: map[string][]runnerv1.Image{}}
 	if e.vars == nil {
 		e.vars = map[string]string{}
 	}
@@ -147,6 +150,23 @@ func (e *engine) fail(reason string) {
 
 // run runs the pipeline and returns the build's status and, when it did not succeed, why.
 func (e *engine) run(ctx context.Context) (string, string) {
+	if problems := e.lint(); len(problems) > 0 {
+		for _, p := range problems {
+			e.logf("%s", p)
+		}
+		return stFailed, strings.Join(problems, "; ")
+	}
+	if e.p.Services != nil {
+		network, stop, msg := e.startServices(ctx, "pipeline", e.p.Services)
+		if msg != "" {
+			e.logf("services: %s", msg)
+			return stFailed, "services: " + msg
+		}
+		defer stop()
+		e.mu.Lock()
+		e.networks = append(e.networks, network)
+		e.mu.Unlock()
+	}
 	if h := e.p.Hooks.OnElected; h != nil {
 		if !e.runHook(ctx, "on_elected", h) {
 			e.fail("the on_elected hook failed")
@@ -414,13 +434,27 @@ func (e *engine) work(ctx context.Context, st *spec.Step) (res spec.Result, exit
 		return e.parallel(ctx, st)
 	case spec.TypePendingApproval:
 		return e.approval(ctx, st)
-	case spec.TypeBuild, spec.TypePush:
-		return spec.ResultFailure, 1, 1, fmt.Sprintf("%s steps need an image builder; the %s executor has none: run this pipeline on a runner with one", st.Type, e.exec.Name())
+	case spec.TypeBuild:
+		return e.withRetry(ctx, st, e.build)
+	case spec.TypePush:
+		return e.withRetry(ctx, st, e.push)
 	}
 	step, err := e.executorStep(st)
 	if err != nil {
 		e.logf("step %s: %v", st.Name, err)
 		return spec.ResultFailure, 1, 1, err.Error()
+	}
+	if st.Services != nil && len(st.Services.Composition) > 0 {
+		network, stop, msg := e.startServices(ctx, st.Name, st.Services)
+		if msg != "" {
+			if ctx.Err() != nil {
+				return spec.ResultTerminated, 0, 1, "terminated"
+			}
+			e.logf("step %s: services: %s", st.Name, msg)
+			return spec.ResultFailure, 1, 1, "services: " + msg
+		}
+		defer stop()
+		step.Networks = append(step.Networks, network)
 	}
 	delays := st.Retry.Delays()
 	runs := st.Retry.Runs()
@@ -434,6 +468,8 @@ func (e *engine) work(ctx context.Context, st *spec.Step) (res spec.Result, exit
 			return spec.ResultTerminated, r.ExitCode, attempt, "terminated"
 		case r.TimedOut:
 			msg, exitCode = fmt.Sprintf("timed out after %s", step.Timeout), r.ExitCode
+		case r.Message != "":
+			msg, exitCode = r.Message, r.ExitCode
 		case r.ExitCode != 0:
 			msg, exitCode = fmt.Sprintf("exit code %d", r.ExitCode), r.ExitCode
 		default:
@@ -452,6 +488,27 @@ func (e *engine) work(ctx context.Context, st *spec.Step) (res spec.Result, exit
 		select {
 		case <-ctx.Done():
 			return spec.ResultTerminated, exitCode, attempt, "terminated"
+		case <-time.After(d):
+		}
+	}
+}
+
+// withRetry runs a build or push step's work as its retry says.
+func (e *engine) withRetry(ctx context.Context, st *spec.Step, once func(context.Context, *spec.Step) (spec.Result, int, int, string)) (spec.Result, int, int, string) {
+	delays, runs := st.Retry.Delays(), st.Retry.Runs()
+	for attempt := 1; ; attempt++ {
+		if runs > 1 {
+			e.logf("step %s (%s) attempt %d/%d", st.Name, st.Type, attempt, runs)
+		}
+		res, code, _, msg := once(ctx, st)
+		if res != spec.ResultFailure || attempt >= runs {
+			return res, code, attempt, msg
+		}
+		d := delays[min(attempt-1, len(delays)-1)]
+		e.logf("step %s failed (%s); retrying in %s", st.Name, msg, d)
+		select {
+		case <-ctx.Done():
+			return spec.ResultTerminated, code, attempt, "terminated"
 		case <-time.After(d):
 		}
 	}
@@ -549,7 +606,11 @@ func (e *engine) executorStep(st *spec.Step) (executor.Step, error) {
 	if err := errors.Join(imageErr, wdErr); err != nil {
 		return executor.Step{}, err
 	}
-	s := executor.Step{Name: st.Name, Image: image, Shell: st.Shell, WorkingDir: wd, Timeout: st.Timeout.Duration}
+	s := executor.Step{Name: st.Name, Image: image, Shell: st.Shell, WorkingDir: wd, Timeout: st.Timeout.Duration,
+		PullPolicy: st.PullPolicy, Registries: e.registries()}
+	e.mu.Lock()
+	s.Networks = slices.Clone(e.networks)
+	e.mu.Unlock()
 	var shellVars []spec.ShellVar
 	add := func(cmds []string, vars []spec.ShellVar, err error) ([]string, error) {
 		shellVars = append(shellVars, vars...)
@@ -560,24 +621,32 @@ func (e *engine) executorStep(st *spec.Step) (executor.Step, error) {
 	case len(st.Commands) > 0: // entry_point and cmd are ignored (Lint warns)
 		s.Commands, err = add(spec.InterpolateShell("commands", st.Commands, e.lookup))
 	default:
-		if len(st.Cmd) > 0 {
-			s.Commands, err = add(spec.InterpolateShell("cmd", st.Cmd, e.lookup))
-		}
-		script := spec.ShellScriptArg(st.EntryPoint)
-		for i, a := range st.EntryPoint {
-			if i != script {
-				s.EntryPoint = append(s.EntryPoint, e.interp(a))
-				continue
+		// entry_point is the image's ENTRYPOINT and cmd its CMD, both argument vectors, as in
+		// Codefresh and Docker. Values go in as they are, except in the script of a shell's -c
+		// (sh -c 'script' written across entry_point and cmd), which is shell code.
+		argv := append(slices.Clone(st.EntryPoint), st.Cmd...)
+		script := spec.ShellScriptArg(argv)
+		for i, a := range argv {
+			field, fi := "entry_point", i
+			if i >= len(st.EntryPoint) {
+				field, fi = "cmd", i-len(st.EntryPoint)
 			}
-			// The script of sh -c is shell too. Padded with empty lines so that an error
-			// names entry_point[i].
-			lines := append(make([]string, i), a)
-			out, serr := add(spec.InterpolateShell("entry_point", lines, e.lookup))
-			if serr != nil {
-				err = errors.Join(err, serr)
-				continue
+			v := e.interp(a)
+			if i == script {
+				// Padded with empty lines so that an error names field[fi].
+				lines := append(make([]string, fi), a)
+				out, serr := add(spec.InterpolateShell(field, lines, e.lookup))
+				if serr != nil {
+					err = errors.Join(err, serr)
+					continue
+				}
+				v = out[fi]
 			}
-			s.EntryPoint = append(s.EntryPoint, out[i])
+			if i < len(st.EntryPoint) {
+				s.EntryPoint = append(s.EntryPoint, v)
+			} else {
+				s.Cmd = append(s.Cmd, v)
+			}
 		}
 	}
 	if err != nil {

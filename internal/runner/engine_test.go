@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -62,6 +64,27 @@ func TestExecutorStepKeepsValuesOutOfScripts(t *testing.T) {
 	}
 }
 
+// entry_point and cmd are the image's ENTRYPOINT and CMD, argument vectors as Codefresh and
+// Docker take them: values go in as data.
+func TestExecutorStepEntryPointAndCmd(t *testing.T) {
+	e, st := stepOf(t, "    image: app\n    entry_point: [/app/server, --flag]\n    cmd: [--name, '${{CF_BRANCH}}']\n    pull_policy: Never\n",
+		map[string]string{"CF_BRANCH": "a b; id"})
+	s, err := e.executorStep(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(s.EntryPoint, "|") != "/app/server|--flag" || strings.Join(s.Cmd, "|") != "--name|a b; id" || len(s.Commands) != 0 {
+		t.Errorf("entry point %q, cmd %q, commands %q", s.EntryPoint, s.Cmd, s.Commands)
+	}
+	if s.PullPolicy != "Never" {
+		t.Errorf("pull policy %q", s.PullPolicy)
+	}
+	e, st = stepOf(t, "    image: app\n    cmd: [sh, -c, 'echo ${{CF_BRANCH}}']\n", map[string]string{"CF_BRANCH": "x"})
+	if s, err = e.executorStep(st); err != nil || strings.Join(s.Cmd, "|") != `sh|-c|echo "${FRESHET_VAR_CF_BRANCH}"` || s.EntryPoint != nil {
+		t.Errorf("cmd with a shell script: %q, %v", s.Cmd, err)
+	}
+}
+
 func TestExecutorStepShellEntryPoint(t *testing.T) {
 	e, st := stepOf(t, `    entry_point: [sh, -c, 'echo "${{CF_COMMIT_MESSAGE}}" ${{CF_BRANCH}}', arg0, '${{CF_BRANCH}}']
 `, map[string]string{"CF_BRANCH": "a b", "CF_COMMIT_MESSAGE": `x"; id; "`})
@@ -87,7 +110,8 @@ func TestExecutorStepRefusesValues(t *testing.T) {
 		{"    working_directory: sub/${{CF_REPO_NAME}}/x\n    commands: [pwd]\n", "working_directory"},
 		{"    image: repo/app:${{CF_BRANCH}}\n    commands: [pwd]\n", "image"},
 		{"    commands: ['echo $(( ${{BAD}} + 1 ))']\n", "commands[0]"},
-		{"    cmd: [echo, 'let n=${{BAD}}']\n", "cmd[1]"},
+		{"    cmd: [sh, -c, 'let n=${{BAD}}']\n", "cmd[2]"},
+		{"    entry_point: [sh, -c]\n    cmd: ['echo $(( ${{BAD}} ))']\n", "cmd[0]"},
 		{"    entry_point: [bash, -c, 'echo $(( ${{BAD}} ))']\n", "entry_point[2]"},
 		{"    type: git-clone\n    repo: https://git.example/a/b.git\n    revision: ${{REV}}\n", "revision"},
 		{"    type: git-clone\n    repo: https://git.example/a/b.git\n    working_directory: ${{CF_VOLUME_PATH}}/${{CF_REPO_NAME}}\n", "working_directory"},
@@ -104,6 +128,7 @@ func TestExecutorStepRefusesValues(t *testing.T) {
 		"    working_directory: ${{CF_VOLUME_PATH}}/${{OK}}/..\n    commands: [pwd]\n",
 		"    image: repo/app:${{CF_BRANCH_TAG_NORMALIZED}}\n    commands: [pwd]\n",
 		"    entry_point: [printf, '%s\\n', '${{BAD}}', '--name=${{CF_BRANCH}}']\n",
+		"    cmd: [echo, 'let n=${{BAD}}']\n",
 	} {
 		e, st := stepOf(t, ok, vars)
 		if _, err := e.executorStep(st); err != nil {
@@ -146,5 +171,47 @@ func TestEngineFailsRefusedStep(t *testing.T) {
 	}
 	if !strings.Contains(log.String(), "${{N}}") || strings.Contains(log.String(), "touch "+mark+")]") {
 		t.Errorf("log:\n%s", log.String())
+	}
+}
+
+// builderFunc is an executor with an image builder whose Build and Push are functions (the
+// engine's retry of build steps needs no engine to be tested).
+type builderFunc struct {
+	executor.Executor
+	build func() executor.BuildResult
+}
+
+func (b builderFunc) Build(context.Context, executor.Workspace, executor.BuildSpec, io.Writer) (executor.BuildResult, error) {
+	return b.build(), nil
+}
+
+func (b builderFunc) Push(context.Context, executor.PushSpec, io.Writer) (executor.PushResult, error) {
+	return executor.PushResult{Message: "not here"}, nil
+}
+
+// A build step is retried as its retry says.
+func TestBuildStepRetries(t *testing.T) {
+	exec, err := local.New(local.Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	b := builderFunc{Executor: exec, build: func() executor.BuildResult {
+		calls++
+		if calls < 3 {
+			return executor.BuildResult{Message: fmt.Sprintf("build failed (%d)", calls)}
+		}
+		return executor.BuildResult{ImageID: "sha256:abc"}
+	}}
+	p, err := spec.Parse([]byte("version: '1.0'\nsteps:\n  b:\n    type: build\n    image_name: app\n    disable_push: true\n    retry: {maxAttempts: 2, delay: 0.01}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	var final runnerv1.StepState
+	e := newEngine(runnerv1.Job{BuildID: "b1"}, p, b, executor.Workspace{Path: "/ws"}, &log, func(s runnerv1.StepState) { final = s }, nil)
+	status, reason := e.run(context.Background())
+	if status != stSuccess || calls != 3 || final.Attempts != 3 || e.variables()["b.imageId"] != "sha256:abc" {
+		t.Errorf("build %s (%s) after %d calls, state %+v; log:\n%s", status, reason, calls, final, log.String())
 	}
 }

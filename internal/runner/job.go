@@ -53,13 +53,14 @@ type job struct {
 	reclaiming bool
 	completed  bool                          // every step has run: only reporting is left
 	finished   map[string]runnerv1.StepState // final states of the steps that finished
+	images     map[string][]runnerv1.Image   // what the finished steps pushed
 }
 
 func newJob(r *Runner, j runnerv1.Job) *job {
 	lease := newLeaseBox(runnerv1.Lease{BuildID: j.BuildID, LeaseID: j.LeaseID})
 	jb := &job{r: r, j: j, lease: lease, log: r.log, approvals: make(chan string, 1), done: make(chan struct{}),
 		resume: make(chan runnerv1.Job, 1), abandon: make(chan struct{}), accepted: time.Now(), expiry: j.LeaseExpiry,
-		finished: map[string]runnerv1.StepState{}}
+		finished: map[string]runnerv1.StepState{}, images: map[string][]runnerv1.Image{}}
 	jb.rep = newReporter(r.c, lease, r.log)
 	jb.up = newUploader(r.c, lease, j.LogOffset, r.log)
 	return jb
@@ -189,7 +190,7 @@ func (jb *job) reclaim(ctx context.Context) {
 
 // record keeps a step state for the control plane and, when final, for a later resume. A step
 // terminated because the lease was lost or the runner stops is not final: it runs again.
-func (jb *job) record(ctx context.Context, s runnerv1.StepState) {
+func (jb *job) record(ctx context.Context, s runnerv1.StepState, images []runnerv1.Image) {
 	cause := context.Cause(ctx)
 	if s.Status == stTerminated && (errors.Is(cause, errLeaseLost) || errors.Is(cause, errShutdown) || errors.Is(cause, context.Canceled)) {
 		return
@@ -198,9 +199,18 @@ func (jb *job) record(ctx context.Context, s runnerv1.StepState) {
 	case stSuccess, stFailed, stSkipped:
 		jb.mu.Lock()
 		jb.finished[s.Name] = s
+		if len(images) > 0 {
+			jb.images[s.Name] = images
+		}
 		jb.mu.Unlock()
 	}
-	jb.rep.push(s)
+	jb.rep.push(s, images...)
+}
+
+func (jb *job) finishedImages() map[string][]runnerv1.Image {
+	jb.mu.Lock()
+	defer jb.mu.Unlock()
+	return maps.Clone(jb.images)
 }
 
 func (jb *job) finishedStates() map[string]runnerv1.StepState {
@@ -255,9 +265,11 @@ func (jb *job) run(parent context.Context) {
 				fmt.Fprintf(out, "\x1b[36m[freshet]\x1b[0m build %s #%d (attempt %d) on runner %s, executor %s\n",
 					j.Pipeline, j.Number, j.Attempt, jb.r.opts.Name, jb.r.exec.Name())
 				stepsCtx := ctx
-				e := newEngine(j, p, jb.r.exec, ws, out, func(s runnerv1.StepState) { jb.record(stepsCtx, s) }, jb.approvals)
+				var e *engine
+				e = newEngine(j, p, jb.r.exec, ws, out, func(s runnerv1.StepState) { jb.record(stepsCtx, s, e.imagesOf(s)) }, jb.approvals)
 				e.flush = func() { masked.Flush() }
 				e.done = jb.finishedStates()
+				e.images = jb.finishedImages()
 				if vars != nil {
 					e.vars = maps.Clone(vars)
 					e.vars[executor.VolumePathEnv] = ws.Path
@@ -400,6 +412,7 @@ func (jb *job) resumeWith(next runnerv1.Job, out io.Writer) {
 	for _, s := range jb.finished {
 		replay = append(replay, s)
 	}
+	images := maps.Clone(jb.images)
 	jb.mu.Unlock()
 	if !same {
 		jb.rep.reset()
@@ -407,7 +420,7 @@ func (jb *job) resumeWith(next runnerv1.Job, out io.Writer) {
 		if completed { // nothing runs again: report every step as it ended
 			sortStates(replay)
 			for _, s := range replay {
-				jb.rep.push(s)
+				jb.rep.push(s, images[s.Name]...)
 			}
 		}
 	}

@@ -78,22 +78,23 @@ type reporter struct {
 }
 
 type stepEntry struct {
-	state runnerv1.StepState
-	seq   uint64
+	state  runnerv1.StepState
+	images []runnerv1.Image // what the step pushed, with its final state
+	seq    uint64
 }
 
 func newReporter(c *protoClient, lease *leaseBox, log *slog.Logger) *reporter {
 	return &reporter{c: c, lease: lease, log: log, states: map[string]stepEntry{}, kick: make(chan struct{}, 1)}
 }
 
-// push queues s.
-func (r *reporter) push(s runnerv1.StepState) {
+// push queues s, with the images the step pushed when s is its final state.
+func (r *reporter) push(s runnerv1.StepState, images ...runnerv1.Image) {
 	r.mu.Lock()
 	if _, waiting := r.states[s.Name]; !waiting {
 		r.order = append(r.order, s.Name)
 	}
 	r.seq++
-	r.states[s.Name] = stepEntry{state: s, seq: r.seq}
+	r.states[s.Name] = stepEntry{state: s, images: images, seq: r.seq}
 	r.mu.Unlock()
 	select {
 	case r.kick <- struct{}{}:
@@ -141,7 +142,7 @@ func (r *reporter) run(ctx context.Context) {
 			}
 			continue
 		}
-		_, err := unary(ctx, r.c.token, r.c.updateStep, &runnerv1.StepUpdate{Lease: lease, Step: e.state})
+		_, err := unary(ctx, r.c.token, r.c.updateStep, &runnerv1.StepUpdate{Lease: lease, Step: e.state, Images: e.images})
 		if err != nil && connect.CodeOf(err) != connect.CodeInvalidArgument {
 			if ctx.Err() == nil {
 				r.log.Debug("report step state; retrying", "step", e.state.Name, "status", e.state.Status, "err", err, "in", backoff)

@@ -75,7 +75,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Server, "server", "", "control plane URL (env FRESHET_SERVER)")
 	fs.StringVar(&o.Token, "token", "", "runner token from 'freshet runner register' (env FRESHET_RUNNER_TOKEN)")
 	fs.StringVar(&o.Name, "name", host, "name shown in build logs")
-	fs.StringVar(&o.Executor, "executor", "local", "executor: local or kubernetes")
+	fs.StringVar(&o.Executor, "executor", "", "executor: container (steps in their images through Docker or Podman), local (steps as host processes) or kubernetes (a pod per step); default: container when a container engine answers, else local")
 	fs.IntVar(&o.Concurrency, "concurrency", DefaultConcurrency, "builds run at once")
 	fs.StringToStringVar(&o.Labels, "labels", nil, "labels pipelines select runners by, k=v,k=v")
 	fs.StringVar(&o.Transport, "transport", TransportAuto, "how offers arrive: auto, stream, poll (long-poll) or interval (poll every --poll-interval)")
@@ -134,6 +134,9 @@ func New(opts Options, exec executor.Executor, hc *http.Client, log *slog.Logger
 	}
 	return &Runner{opts: opts, c: newProtoClient(opts.Server, opts.Token, hc), exec: exec, log: log, jobs: map[string]*job{}}, nil
 }
+
+// ExecutorName is the name of the executor the runner runs steps with.
+func (r *Runner) ExecutorName() string { return r.exec.Name() }
 
 // Run takes and runs builds until ctx ends. Then it stops every step and ships what the logs
 // hold, returning within Options.ShutdownTimeout; builds it held are left to their leases (the

@@ -90,7 +90,7 @@ func injForms() []injForm {
 		{"herestring", "bash_forms", "      - cat <<< @@herestring@@${{CF_BRANCH}}@@/herestring@@", exactly},
 		{"environment", "", "environment: ['MSG=${{CF_COMMIT_MESSAGE}}']\n    commands:\n      - printf '@@environment@@%s@@/environment@@\\n' \"$MSG\"", exactly},
 		{"entrypoint", "", "entry_point: [sh, -c, 'printf \"@@entrypoint@@%s@@/entrypoint@@\\n\" ${{CF_BRANCH}}']", exactly},
-		{"cmd", "", "cmd: ['printf \"@@cmd@@%s@@/cmd@@\\n\" \"${{CF_COMMIT_MESSAGE}}\"']", exactly},
+		{"cmd", "", "entry_point: [sh, -c]\n    cmd: ['printf \"@@cmd@@%s@@/cmd@@\\n\" \"${{CF_COMMIT_MESSAGE}}\"']", exactly},
 		{"arith", "", "shell: bash\n    commands:\n      - echo \"@@arith@\"\"@$(( ${{CF_BRANCH}} ))@@/arith@@\"", arith},
 		{"let", "", "shell: bash\n    commands:\n      - let n=${{CF_COMMIT_MESSAGE}}+0 || true; echo \"@@let@\"\"@$n@@/let@@\"", arith},
 		{"when", "", "when:\n      condition:\n        all:\n          isMain: '\"${{CF_BRANCH}}\" == \"main\"'\n    commands:\n      - echo @@when@@ran@@/when@@",

@@ -50,9 +50,10 @@ type LocalOptions struct {
 }
 
 // Up runs everything in one process (`freshet up`) until ctx ends: the control plane, the
-// runner "local" with the local executor and the runtime "local", both dialing the control
-// plane over loopback with tokens kept in the data dir. ready is called as in Serve. The
-// runner's steps run isolated from the server (see localSteps).
+// runner "local" and the runtime "local", both dialing the control plane over loopback with
+// tokens kept in the data dir. The runner runs steps in their images when a container engine
+// answers, and otherwise on this host, isolated from the server (see localSteps). ready is
+// called as in Serve.
 func Up(ctx context.Context, opts Options, local LocalOptions, log *slog.Logger, ready func(Ready)) error {
 	if err := opts.Validate(); err != nil {
 		return err
@@ -130,7 +131,7 @@ func (s *Server) localAgents(ctx context.Context, local LocalOptions, steps loca
 		return nil, nil, fmt.Errorf("local runner: %w", err)
 	}
 	r, err := agent.NewRunner(agent.RunnerOptions{
-		Options: runner.Options{Server: s.URL(), Token: token, Name: "local", Executor: "local", Concurrency: runner.DefaultConcurrency,
+		Options: runner.Options{Server: s.URL(), Token: token, Name: "local", Executor: "", Concurrency: runner.DefaultConcurrency,
 			Transport: runner.TransportStream, ShutdownTimeout: s.opts.ShutdownTimeout},
 		WorkDir: steps.Root,
 		Local:   steps,

@@ -236,7 +236,7 @@ func (c *compiler) root(n *yaml.Node) {
 		case slices.Contains(rootFields, e.name):
 			fields[e.name] = e
 		case e.name == "services":
-			c.errorf(e.key, e.name, "", "is not supported: Freshet has no service containers; start what the steps need from a step's commands")
+			c.p.Services = c.compileServices(e.val, e.name, true)
 		default:
 			c.unknownField(e, "", "the pipeline's root", rootFields)
 		}
@@ -405,7 +405,7 @@ type hookCtx struct {
 var commonFields = []string{"type", "title", "description", "stage", "fail_fast", "strict_fail_fast", "when"}
 
 var fieldsByType = map[StepType][]string{
-	TypeFreestyle:       concat(commonFields, "retry", "timeout", "hooks", "image", "commands", "cmd", "entry_point", "shell", "environment", "working_directory"),
+	TypeFreestyle:       concat(commonFields, "retry", "timeout", "hooks", "image", "commands", "cmd", "entry_point", "shell", "environment", "working_directory", "pull_policy", "services"),
 	TypeGitClone:        concat(commonFields, "retry", "timeout", "hooks", "repo", "revision", "git", "depth", "credentials", "working_directory", "arguments"),
 	TypeBuild:           concat(commonFields, "retry", "timeout", "hooks", "image_name", "tag", "tags", "dockerfile", "working_directory", "build_arguments", "target", "no_cache", "registry", "disable_push", "platform", "arguments"),
 	TypePush:            concat(commonFields, "retry", "timeout", "hooks", "candidate", "tag", "tags", "image_name", "registry", "arguments"),
@@ -463,7 +463,7 @@ var ignoredEverywhere = map[string]string{
 
 var unsupportedFields = map[string]string{
 	"volumes":  "is not supported: every step sees the shared workspace at ${{CF_VOLUME_PATH}}; use paths under it",
-	"services": "is not supported: Freshet has no service containers; start what the step needs in its commands",
+	"services": "is not supported here: service containers run beside freestyle steps (or, on the pipeline's root, beside every step)",
 	"scale":    "is not supported: write a parallel step with one step per variant",
 	"matrix":   "is not supported: write a parallel step with one step per combination",
 }
@@ -692,6 +692,10 @@ func (st *stepCompile) field(f kv, fp string) {
 		s.Shell = v
 	case "environment":
 		s.Env = c.compileEnv(f.val, fp)
+	case "pull_policy":
+		s.PullPolicy = c.compilePullPolicy(f.val, fp)
+	case "services":
+		s.Services = c.compileServices(f.val, fp, false)
 	case "working_directory":
 		s.WorkingDir, _ = c.str(f.val, fp)
 	case "repo":

@@ -58,6 +58,8 @@ type Pipeline struct {
 	SuccessCriteria *SuccessCriteria `json:"successCriteria,omitempty"`
 	Steps           []*Step          `json:"steps"`
 	Hooks           Hooks            `json:"hooks,omitzero"`
+	// Services run beside every step of the build (the root's services).
+	Services *Services `json:"services,omitempty"`
 	// Warnings are the non-fatal problems Lint reports, kept so an API can show them.
 	Warnings []Issue `json:"warnings,omitempty"`
 }
@@ -86,13 +88,15 @@ type Step struct {
 	Hooks          Hooks    `json:"hooks,omitzero"`
 
 	// freestyle (and the image/commands part of hook steps)
-	Image      string   `json:"image,omitempty"`
-	Commands   []string `json:"commands,omitempty"`   // shell lines, run with `set -e` in Shell
-	Cmd        []string `json:"cmd,omitempty"`        // arguments to the image's entry point
-	EntryPoint []string `json:"entryPoint,omitempty"` // replaces the image's entry point
-	Shell      string   `json:"shell,omitempty"`      // sh or bash; set when Commands is
-	WorkingDir string   `json:"workingDirectory,omitempty"`
-	Env        []EnvVar `json:"environment,omitempty"`
+	Image      string    `json:"image,omitempty"`
+	Commands   []string  `json:"commands,omitempty"`   // shell lines, run with `set -e` in Shell
+	Cmd        []string  `json:"cmd,omitempty"`        // arguments to the image's entry point
+	EntryPoint []string  `json:"entryPoint,omitempty"` // replaces the image's entry point
+	Shell      string    `json:"shell,omitempty"`      // sh or bash; set when Commands is
+	WorkingDir string    `json:"workingDirectory,omitempty"`
+	Env        []EnvVar  `json:"environment,omitempty"`
+	PullPolicy string    `json:"pullPolicy,omitempty"` // Always, IfNotPresent or Never; empty: the executor's default
+	Services   *Services `json:"services,omitempty"`   // service containers beside this step
 
 	// git-clone (WorkingDir above is the parent directory of the clone)
 	Repo        string       `json:"repo,omitempty"`

@@ -101,9 +101,24 @@ type Step struct {
 	Shell string
 	// EntryPoint, when set, is run instead of Shell. With Commands, the script's path is
 	// appended as its last argument (so EntryPoint is the interpreter, for example
-	// ["bash", "-x"]); without Commands it is the whole command line. With neither, kubernetes
-	// runs the image's default command and the local executor returns ErrInvalidStep.
+	// ["bash", "-x"]); without Commands it replaces the image's ENTRYPOINT, as Codefresh's
+	// entry_point does. With neither EntryPoint nor Cmd, container executors run the image's
+	// default command and the local executor returns ErrInvalidStep.
 	EntryPoint []string
+	// Cmd, without Commands, replaces the image's CMD (its arguments to the entry point), as
+	// Codefresh's cmd does: an argument vector, not a script. Executors that run no image run
+	// EntryPoint followed by Cmd. Ignored with Commands.
+	Cmd []string
+	// PullPolicy says when a container executor pulls Image: PullAlways, PullIfNotPresent or
+	// PullNever; empty means PullAlways for an image without a tag or tagged latest, and
+	// PullIfNotPresent otherwise (as Kubernetes does).
+	PullPolicy string
+	// Registries are the credentials a container executor pulls Image with: the one whose
+	// host matches the image's registry is used.
+	Registries []Registry
+	// Networks are networks of service containers (ServiceRunner.StartServices) the step's
+	// container joins, so that it reaches the services by name.
+	Networks []string
 	// WorkingDir is where the step starts: empty for the workspace root, a relative path inside
 	// the workspace (created if missing), or an absolute path (used as is). See
 	// ResolveWorkingDir.
@@ -139,6 +154,26 @@ type Result struct {
 	// Exports are the variables in the workspace's ExportFile after the step ended (written by
 	// this or any earlier step, see ParseExports), for the runner to add to later steps' Env.
 	Exports []EnvVar
+	// Message, when set, is the executor's one-line reason for the step's failure where the exit
+	// code alone would not say it (an image that could not be pulled, a container killed for
+	// lack of memory). It names the image. The executor also wrote it to the output as a notice.
+	Message string
+}
+
+// Pull policies (Step.PullPolicy).
+const (
+	PullAlways       = "Always"
+	PullIfNotPresent = "IfNotPresent"
+	PullNever        = "Never"
+)
+
+// Registry is a container registry and the credentials to use with it.
+type Registry struct {
+	Name     string // the registry context's name, for messages
+	URL      string // host[:port] and an optional path prefix
+	Username string
+	Password string
+	CA       string // PEM certificates to trust (the engine must trust them too for its pulls)
 }
 
 // Succeeded reports whether the step ran to completion with exit code 0. A step that was killed

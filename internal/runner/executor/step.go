@@ -31,6 +31,16 @@ func (s Step) Validate() error {
 			bad(fmt.Sprintf("entry_point[%d]", i), a, "must not contain a NUL byte")
 		}
 	}
+	for i, a := range s.Cmd {
+		if strings.ContainsRune(a, 0) {
+			bad(fmt.Sprintf("cmd[%d]", i), a, "must not contain a NUL byte")
+		}
+	}
+	switch s.PullPolicy {
+	case "", PullAlways, PullIfNotPresent, PullNever:
+	default:
+		bad("pull_policy", s.PullPolicy, "must be Always, IfNotPresent or Never")
+	}
 	for i, c := range s.Commands {
 		if strings.ContainsRune(c, 0) {
 			bad(fmt.Sprintf("commands[%d]", i), c, "must not contain a NUL byte")
@@ -77,12 +87,12 @@ func (s Step) Script() string {
 }
 
 // Command returns the step's command line, given where the executor stored Script: Shell and the
-// script; or EntryPoint followed by the script; or, without commands, EntryPoint alone (nil when
-// the step has neither: the image's default command).
+// script; or EntryPoint followed by the script; or, without commands, EntryPoint followed by Cmd
+// (nil when the step has neither: the image's default command).
 func (s Step) Command(scriptPath string) []string {
 	switch {
 	case len(s.Commands) == 0:
-		return slices.Clone(s.EntryPoint)
+		return append(slices.Clone(s.EntryPoint), s.Cmd...)
 	case len(s.EntryPoint) > 0:
 		return append(slices.Clone(s.EntryPoint), scriptPath)
 	default:
