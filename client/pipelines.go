@@ -98,6 +98,23 @@ type Build struct {
 	StartedAt   *time.Time `json:"startedAt,omitempty"`
 	FinishedAt  *time.Time `json:"finishedAt,omitempty"`
 	Steps       []Step     `json:"steps,omitempty"`
+	// Images are the images the build's steps pushed (GetBuild only).
+	Images []Image `json:"images,omitempty"`
+}
+
+// Image is an image a build step pushed to a registry, with the build's commit.
+type Image struct {
+	ID         string    `json:"id"`
+	BuildID    string    `json:"buildId"`
+	Step       string    `json:"step"`
+	Registry   string    `json:"registry"`   // the registry context's name
+	Repository string    `json:"repository"` // the full repository, e.g. ghcr.io/acme/app
+	Tags       []string  `json:"tags"`
+	Digest     string    `json:"digest"` // the manifest digest, sha256:…
+	Size       int64     `json:"size"`   // bytes: the config and every layer, compressed
+	SHA        string    `json:"sha,omitempty"`
+	Branch     string    `json:"branch,omitempty"`
+	CreatedAt  time.Time `json:"createdAt"`
 }
 
 // Step is a build step's state.
@@ -123,21 +140,38 @@ type RestartRequest struct {
 	FromFailed bool `json:"fromFailed,omitempty"`
 }
 
-// Context is shared configuration or secrets; secret values come back masked.
+// Context is shared configuration, secrets or a container registry; secret values and registry
+// passwords come back masked.
 type Context struct {
 	ID        string            `json:"id"`
 	Name      string            `json:"name"`
-	Type      string            `json:"type"` // config or secret
-	Values    map[string]string `json:"values"`
+	Type      string            `json:"type"`   // config, secret or registry
+	Values    map[string]string `json:"values"` // config and secret contexts; empty for a registry
+	Registry  *RegistryContext  `json:"registry,omitempty"`
 	CreatedAt time.Time         `json:"createdAt"`
 	UpdatedAt time.Time         `json:"updatedAt"`
 }
 
-// ContextRequest creates or replaces a context.
+// RegistryContext is a registry context's container registry.
+type RegistryContext struct {
+	// URL is host[:port] and an optional path prefix, as image references write it:
+	// ghcr.io/acme, 127.0.0.1:5000.
+	URL      string `json:"url"`
+	Username string `json:"username,omitempty"`
+	// Password is a password or token. Answers mask it ("*****") unless decrypted; a request
+	// that sends the mask back keeps the stored one, as long as the URL and CA stay the same.
+	Password string `json:"password,omitempty"`
+	CA       string `json:"ca,omitempty"`      // PEM certificates to trust, for a registry with a private CA
+	Default  bool   `json:"default,omitempty"` // the account's default registry (at most one)
+}
+
+// ContextRequest creates or replaces a context: values for a config or secret context, registry
+// for a registry context.
 type ContextRequest struct {
-	Name   string            `json:"name,omitempty"`
-	Type   string            `json:"type,omitempty"`
-	Values map[string]string `json:"values"`
+	Name     string            `json:"name,omitempty"`
+	Type     string            `json:"type,omitempty"`
+	Values   map[string]string `json:"values,omitempty"`
+	Registry *RegistryContext  `json:"registry,omitempty"`
 }
 
 // Runner is a registered runner.

@@ -302,7 +302,7 @@ func (a *app) buildCommand() *cobra.Command {
 	list.Flags().StringVar(&branch, "branch", "", "only builds of this branch")
 	list.Flags().IntVar(&max, "limit", 50, "list at most this many (0: all)")
 	addOutputFlag(list, &out)
-	get := &cobra.Command{Use: "get ID", Short: "Show a build and its steps", Args: cobra.ExactArgs(1),
+	get := &cobra.Command{Use: "get ID", Short: "Show a build, its steps and the images they pushed", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {
@@ -321,6 +321,25 @@ func (a *app) buildCommand() *cobra.Command {
 			row(tw, "STEP", "STAGE", "STATUS", "EXIT", "ATTEMPTS", "MESSAGE")
 			for _, s := range b.Steps {
 				row(tw, s.Name, s.Stage, s.Status, s.ExitCode, s.Attempts, s.Message)
+			}
+			if err := tw.Flush(); err != nil || len(b.Images) == 0 {
+				return err
+			}
+			// The images the steps pushed: one line per tag (by digest when untagged).
+			tw = tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw)
+			row(tw, "IMAGE", "DIGEST", "SIZE", "STEP", "REGISTRY")
+			for _, im := range b.Images {
+				refs := make([]string, 0, len(im.Tags))
+				for _, t := range im.Tags {
+					refs = append(refs, im.Repository+":"+t)
+				}
+				if len(refs) == 0 {
+					refs = append(refs, im.Repository)
+				}
+				for _, ref := range refs {
+					row(tw, ref, shortDigest(im.Digest), byteSize(im.Size), im.Step, im.Registry)
+				}
 			}
 			return tw.Flush()
 		}}
@@ -376,6 +395,29 @@ func (a *app) buildCommand() *cobra.Command {
 	return cmd
 }
 
+// shortDigest is a digest as images are usually shown: the algorithm and 12 hex digits.
+func shortDigest(d string) string {
+	alg, hex, ok := strings.Cut(d, ":")
+	if !ok || len(hex) <= 12 {
+		return d
+	}
+	return alg + ":" + hex[:12]
+}
+
+// byteSize is n bytes in the largest unit that keeps it ≥ 1 (powers of 1024, as registries and
+// docker count image sizes).
+func byteSize(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, i := float64(n)/unit, 0
+	for f >= unit && i < 4 {
+		f, i = f/unit, i+1
+	}
+	return fmt.Sprintf("%.1f %ciB", f, "KMGTP"[i])
+}
+
 func duration(b client.Build) string {
 	if b.StartedAt == nil {
 		return "-"
@@ -388,10 +430,11 @@ func duration(b client.Build) string {
 }
 
 func (a *app) contextCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "context", Aliases: []string{"contexts"}, Short: "Manage shared configuration and secrets"}
+	cmd := &cobra.Command{Use: "context", Aliases: []string{"contexts"}, Short: "Manage shared configuration, secrets and container registries"}
 	var typ, file, out string
 	var kvs []string
 	var decrypt bool
+	var reg registryFlags
 	values := func() (map[string]string, error) {
 		vals, err := parseKV("kv", kvs)
 		if err != nil {
@@ -414,8 +457,28 @@ func (a *app) contextCommand() *cobra.Command {
 		}
 		return vals, nil
 	}
-	create := &cobra.Command{Use: "create NAME --type config|secret --kv K=V… [-f file.yaml]", Short: "Create a context", Args: cobra.ExactArgs(1),
+	create := &cobra.Command{
+		Use: "create NAME --type config|secret --kv K=V… [-f file.yaml]\n" +
+			"  freshet context create registry NAME --url URL [--username U] [--password-stdin | --password P] [--default] [--ca-file FILE]",
+		Short: "Create a context: configuration or secrets (--type), or a container registry",
+		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			if len(args) == 2 {
+				if args[0] != "registry" {
+					return usageError("create %s %s: give NAME, or registry NAME for a registry context", args[0], args[1])
+				}
+				name, typ = args[1], "registry"
+			}
+			if typ == "registry" {
+				if len(kvs) > 0 || file != "" {
+					return usageError("a registry context has no values: give --url, --username and --password instead of --kv or -f")
+				}
+				return a.createRegistry(cmd, &reg, name)
+			}
+			if set := reg.changed(cmd.Flags()); len(set) > 0 {
+				return usageError("%s: only for registry contexts (freshet context create registry NAME --url URL …)", strings.Join(set, ", "))
+			}
 			vals, err := values()
 			if err != nil {
 				return err
@@ -424,23 +487,51 @@ func (a *app) contextCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			ctxv, err := c.CreateContext(cmd.Context(), client.ContextRequest{Name: args[0], Type: typ, Values: vals})
+			ctxv, err := c.CreateContext(cmd.Context(), client.ContextRequest{Name: name, Type: typ, Values: vals})
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "Created %s context %s with %d keys.\n", ctxv.Type, ctxv.Name, len(ctxv.Values))
 			return nil
 		}}
-	create.Flags().StringVar(&typ, "type", "config", "config or secret (secret values are encrypted and masked)")
+	create.Flags().StringVar(&typ, "type", "config", "config or secret (secret values are encrypted and masked); registry is the same as create registry NAME")
 	create.Flags().StringArrayVar(&kvs, "kv", nil, "a value K=V (repeatable)")
 	create.Flags().StringVarP(&file, "file", "f", "", "a YAML mapping of KEY: value")
-	update := &cobra.Command{Use: "update NAME --kv K=V… [-f file.yaml]", Short: "Replace a context's values", Args: cobra.ExactArgs(1),
+	reg.BindFlags(create.Flags())
+	update := &cobra.Command{
+		Use: "update NAME --kv K=V… [-f file.yaml]\n" +
+			"  freshet context update NAME [--url URL] [--username U] [--password-stdin | --password P] [--default[=false]] [--ca-file FILE]",
+		Short: "Replace a context's values, or change a registry context (the password is kept unless the URL changes)",
+		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			vals, err := values()
+			c, err := a.client()
 			if err != nil {
 				return err
 			}
-			c, err := a.client()
+			if set := reg.changed(cmd.Flags()); len(set) > 0 {
+				if len(kvs) > 0 || file != "" {
+					return usageError("%s with --kv or -f: a registry context has no values, other contexts no registry", strings.Join(set, ", "))
+				}
+				cur, err := c.GetContext(cmd.Context(), args[0], false)
+				if err != nil {
+					return err
+				}
+				if cur.Registry == nil {
+					return usageError("%s: context %s is a %s context; these flags are only for registry contexts", strings.Join(set, ", "), args[0], cur.Type)
+				}
+				// The password comes back masked: sent back so, the server keeps the stored one.
+				r := *cur.Registry
+				if err := reg.apply(a, cmd.Flags(), &r); err != nil {
+					return err
+				}
+				updated, err := c.UpdateContext(cmd.Context(), args[0], client.ContextRequest{Registry: &r})
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(a.stdout, "Updated registry context %s: %s.\n", args[0], registrySummary(updated.Registry))
+				return nil
+			}
+			vals, err := values()
 			if err != nil {
 				return err
 			}
@@ -452,10 +543,15 @@ func (a *app) contextCommand() *cobra.Command {
 		}}
 	update.Flags().StringArrayVar(&kvs, "kv", nil, "a value K=V (repeatable)")
 	update.Flags().StringVarP(&file, "file", "f", "", "a YAML mapping of KEY: value")
+	reg.BindFlags(update.Flags())
 	printContexts := func(v any, cs []client.Context) error {
 		return printData(a.stdout, out, v, func(tw *tabwriter.Writer) {
 			row(tw, "NAME", "TYPE", "KEYS", "UPDATED")
 			for _, c := range cs {
+				if c.Registry != nil {
+					row(tw, c.Name, c.Type, registrySummary(c.Registry), c.UpdatedAt)
+					continue
+				}
 				keys := make([]string, 0, len(c.Values))
 				for k := range c.Values {
 					keys = append(keys, k)
@@ -464,7 +560,7 @@ func (a *app) contextCommand() *cobra.Command {
 			}
 		})
 	}
-	list := &cobra.Command{Use: "list", Short: "List contexts (secret values masked)", Args: cobra.NoArgs,
+	list := &cobra.Command{Use: "list", Short: "List contexts (secret values and registry passwords masked)", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := a.client()
 			if err != nil {
@@ -477,7 +573,7 @@ func (a *app) contextCommand() *cobra.Command {
 			return printContexts(l.Items, l.Items)
 		}}
 	addOutputFlag(list, &out)
-	get := &cobra.Command{Use: "get NAME [--decrypt]", Short: "Show a context; --decrypt shows secret values (admins; audited)", Args: cobra.ExactArgs(1),
+	get := &cobra.Command{Use: "get NAME [--decrypt]", Short: "Show a context; --decrypt shows secret values and a registry's password (admins; audited)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {
@@ -487,19 +583,27 @@ func (a *app) contextCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if out == outTable {
-				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				row(tw, "KEY", "VALUE")
-				keys := make([]string, 0, len(ctxv.Values))
-				for k := range ctxv.Values {
-					keys = append(keys, k)
-				}
-				for _, k := range sorted(keys) {
-					row(tw, k, ctxv.Values[k])
-				}
+			if out != outTable {
+				return printData(a.stdout, out, ctxv, nil)
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			row(tw, "KEY", "VALUE")
+			if r := ctxv.Registry; r != nil {
+				row(tw, "url", r.URL)
+				row(tw, "username", r.Username)
+				row(tw, "password", r.Password)
+				row(tw, "ca", caSummary(r.CA))
+				row(tw, "default", r.Default)
 				return tw.Flush()
 			}
-			return printData(a.stdout, out, ctxv, nil)
+			keys := make([]string, 0, len(ctxv.Values))
+			for k := range ctxv.Values {
+				keys = append(keys, k)
+			}
+			for _, k := range sorted(keys) {
+				row(tw, k, ctxv.Values[k])
+			}
+			return tw.Flush()
 		}}
 	get.Flags().BoolVar(&decrypt, "decrypt", false, "show secret values in plain text")
 	addOutputFlag(get, &out)

@@ -179,7 +179,18 @@ func (s *Service) GetBuild(ctx context.Context, p rbac.Principal, id string) (Bu
 	if err != nil {
 		return Build{}, err
 	}
-	return toBuild(b, names[b.PipelineID], steps)
+	imgs, err := s.db.ListBuildImages(ctx, b.AccountID, b.ID)
+	if err != nil {
+		return Build{}, err
+	}
+	out, err := toBuild(b, names[b.PipelineID], steps)
+	if err != nil {
+		return Build{}, err
+	}
+	for _, im := range imgs {
+		out.Images = append(out.Images, toImage(im))
+	}
+	return out, nil
 }
 
 // ListBuilds lists builds newest first, without their steps.

@@ -14,16 +14,24 @@ import (
 
 // Context types.
 const (
-	ContextConfig = "config"
-	ContextSecret = "secret"
+	ContextConfig   = "config"
+	ContextSecret   = "secret"
+	ContextRegistry = "registry" // a container registry's address and credentials (registries.go)
 )
 
-// MaskedValue replaces secret values (of secret contexts and encrypted pipeline variables)
-// in what the Service returns. A pipeline update that sends it back keeps the stored value.
+// MaskedValue replaces secret values (of secret contexts, registry passwords and encrypted
+// pipeline variables) in what the Service returns. An update that sends it back keeps the
+// stored value.
 const MaskedValue = "*****"
 
 func contextAAD(accountID, name, key string) []byte {
 	return secrets.AAD(accountID, "context", name, key)
+}
+
+// sealed reports whether a context of type typ keeps the value of key encrypted: every value of
+// a secret context, a registry context's password.
+func sealed(typ, key string) bool {
+	return typ == ContextSecret || typ == ContextRegistry && key == registryPassword
 }
 
 // Limits on context values, so a secret cannot bloat builds or the log masker.
@@ -32,9 +40,21 @@ const (
 	maxContextBytes      = 1 << 20
 )
 
+// ContextInput is what a context is created or replaced with.
+type ContextInput struct {
+	// Type is ContextConfig, ContextSecret or ContextRegistry. A replaced context keeps its type.
+	Type string
+	// Values are a config or secret context's KEY=VALUE pairs.
+	Values map[string]string
+	// Registry is a registry context's registry. On replace, a Password of MaskedValue keeps
+	// the stored password, as long as the URL and CA stay the same.
+	Registry *Registry
+}
+
 // PutContext creates (create=true) or replaces a context, and returns it with secret values
-// masked.
-func (s *Service) PutContext(ctx context.Context, p rbac.Principal, name, typ string, values map[string]string, create bool) (_ Context, err error) {
+// masked. A registry context with Registry.Default becomes the account's default registry in
+// the same transaction, in place of the one before; replaced without it, it stops being it.
+func (s *Service) PutContext(ctx context.Context, p rbac.Principal, name string, in ContextInput, create bool) (_ Context, err error) {
 	action := "context.update"
 	if create {
 		action = "context.create"
@@ -47,44 +67,45 @@ func (s *Service) PutContext(ctx context.Context, p rbac.Principal, name, typ st
 	if err := validName("name", name); err != nil {
 		return Context{}, err
 	}
+	typ := in.Type
+	var old *store.ConfigContext
 	if !create {
-		old, err := s.db.GetContext(ctx, p.AccountID, name)
+		o, err := s.db.GetContext(ctx, p.AccountID, name)
 		if err != nil {
 			return Context{}, err
 		}
-		typ = old.Type
+		typ, old = o.Type, &o
 	}
-	if typ != ContextConfig && typ != ContextSecret {
-		return Context{}, errdefs.Invalid("type", typ, "is not config or secret")
-	}
-	if len(values) == 0 {
-		return Context{}, errdefs.Invalid("values", "", "is empty: give at least one KEY=VALUE")
-	}
-	stored := map[string]string{}
-	total := 0
-	for k, v := range values {
-		total += len(k) + len(v)
-		if len(v) > maxContextValueBytes {
-			return Context{}, errdefs.Invalid("values."+k, "", fmt.Sprintf("is larger than %d KiB", maxContextValueBytes>>10))
+	var data string
+	switch typ {
+	case ContextConfig, ContextSecret:
+		if in.Registry != nil {
+			return Context{}, errdefs.Invalid("registry", "", "is only for contexts of type registry; this one is "+typ+": give values")
 		}
-		if total > maxContextBytes {
-			return Context{}, errdefs.Invalid("values", "", fmt.Sprintf("add up to more than %d KiB", maxContextBytes>>10))
+		if data, err = s.sealValues(p.AccountID, name, typ, in.Values); err != nil {
+			return Context{}, err
 		}
-		if !varNameRE.MatchString(k) {
-			return Context{}, errdefs.Invalid("values", k, "is not a variable name: use letters, digits and '_', not starting with a digit")
+		e.Detail("%s context with keys %v", typ, sortedKeys(in.Values))
+	case ContextRegistry:
+		if len(in.Values) > 0 {
+			return Context{}, errdefs.Invalid("values", "", "are not used by a registry context: give registry.url, registry.username and registry.password")
 		}
-		if typ == ContextSecret {
-			ct, err := s.keys.Encrypt([]byte(v), contextAAD(p.AccountID, name, k))
-			if err != nil {
-				return Context{}, err
-			}
-			v = ct
+		if in.Registry == nil {
+			return Context{}, errdefs.Invalid("registry", "", "is required for a registry context: give at least registry.url")
 		}
-		stored[k] = v
+		if data, err = s.sealRegistry(p.AccountID, name, *in.Registry, old); err != nil {
+			return Context{}, err
+		}
+		def := ""
+		if in.Registry.Default {
+			def = ", the account's default"
+		}
+		e.Detail("registry context for %s%s", in.Registry.URL, def)
+	default:
+		return Context{}, errdefs.Invalid("type", typ, "is not config, secret or registry")
 	}
 	now := s.now()
-	c := store.ConfigContext{ID: store.NewID(store.PrefixContext), AccountID: p.AccountID, Name: name, Type: typ, Data: encodeJSON(stored), CreatedAt: now, UpdatedAt: now}
-	e.Detail("%s context with keys %v", typ, sortedKeys(values))
+	c := store.ConfigContext{ID: store.NewID(store.PrefixContext), AccountID: p.AccountID, Name: name, Type: typ, Data: data, CreatedAt: now, UpdatedAt: now}
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		if err := tx.PutContext(ctx, c, create); err != nil {
 			return err
@@ -93,12 +114,54 @@ func (s *Service) PutContext(ctx context.Context, p rbac.Principal, name, typ st
 		if c, err = tx.GetContext(ctx, p.AccountID, name); err != nil {
 			return err
 		}
+		if typ == ContextRegistry {
+			if in.Registry.Default {
+				err = tx.SetDefaultContext(ctx, p.AccountID, c.ID)
+			} else {
+				err = tx.UnsetDefaultContext(ctx, p.AccountID, c.ID)
+			}
+			if err != nil {
+				return err
+			}
+			c.Default = in.Registry.Default
+		}
 		return e.Commit(ctx, tx)
 	})
 	if err != nil {
 		return Context{}, err
 	}
 	return maskedContext(c)
+}
+
+// sealValues checks a config or secret context's values and returns them as stored: JSON, each
+// secret value encrypted.
+func (s *Service) sealValues(accountID, name, typ string, values map[string]string) (string, error) {
+	if len(values) == 0 {
+		return "", errdefs.Invalid("values", "", "is empty: give at least one KEY=VALUE")
+	}
+	stored := map[string]string{}
+	total := 0
+	for k, v := range values {
+		total += len(k) + len(v)
+		if len(v) > maxContextValueBytes {
+			return "", errdefs.Invalid("values."+k, "", fmt.Sprintf("is larger than %d KiB", maxContextValueBytes>>10))
+		}
+		if total > maxContextBytes {
+			return "", errdefs.Invalid("values", "", fmt.Sprintf("add up to more than %d KiB", maxContextBytes>>10))
+		}
+		if !varNameRE.MatchString(k) {
+			return "", errdefs.Invalid("values", k, "is not a variable name: use letters, digits and '_', not starting with a digit")
+		}
+		if sealed(typ, k) {
+			ct, err := s.keys.Encrypt([]byte(v), contextAAD(accountID, name, k))
+			if err != nil {
+				return "", err
+			}
+			v = ct
+		}
+		stored[k] = v
+	}
+	return encodeJSON(stored), nil
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -163,14 +226,15 @@ func (s *Service) contextValues(c store.ConfigContext) (map[string]string, error
 	if err != nil {
 		return nil, err
 	}
-	if c.Type == ContextSecret {
-		for k, v := range vals {
-			pt, err := s.keys.Decrypt(v, contextAAD(c.AccountID, c.Name, k))
-			if err != nil {
-				return nil, fmt.Errorf("decrypt context %s key %s: %w", c.Name, k, err)
-			}
-			vals[k] = string(pt)
+	for k, v := range vals {
+		if !sealed(c.Type, k) {
+			continue
 		}
+		pt, err := s.keys.Decrypt(v, contextAAD(c.AccountID, c.Name, k))
+		if err != nil {
+			return nil, fmt.Errorf("decrypt context %s key %s: %w", c.Name, k, err)
+		}
+		vals[k] = string(pt)
 	}
 	return vals, nil
 }

@@ -669,10 +669,18 @@ func (d *Dispatcher) updateStep(ctx context.Context, r Runner, u runnerv1.StepUp
 	if st.Name == "" {
 		return errdefs.Invalid("step.name", "", "is required")
 	}
+	if err := checkImages(u.Images); err != nil {
+		return err
+	}
 	err = d.db.UpsertStep(ctx, store.BuildStep{BuildID: b.ID, Name: st.Name, Position: st.Position, Stage: st.Stage, Status: st.Status,
 		ExitCode: st.ExitCode, Attempts: st.Attempts, Message: st.Message, StartedAt: st.StartedAt, FinishedAt: st.FinishedAt})
 	if err != nil {
 		return err
+	}
+	if len(u.Images) > 0 {
+		if err := d.svc.recordImages(ctx, r, u.Lease, b, st.Name, u.Images); err != nil {
+			return err
+		}
 	}
 	switch st.Status {
 	case StatusPendingApproval:

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -12,8 +13,10 @@ import (
 )
 
 // job assembles what a runner needs for build b: the spec, every variable resolved (built-in
-// CF_* variables, pipeline variables, contexts, the run's variables — later ones win), and the
-// secret values to mask. Secrets are decrypted here, at hand-over, and never stored in the build.
+// CF_* variables, pipeline variables, contexts, the run's variables — later ones win), the
+// registries it may use (the pipeline's registry contexts, in its order, then the account's
+// default registry), and the secret values to mask (registry passwords among them). Secrets are
+// decrypted here, at hand-over, and never stored in the build.
 func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) {
 	pl, err := s.db.GetPipeline(ctx, b.AccountID, b.PipelineID)
 	if err != nil {
@@ -51,10 +54,19 @@ func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) 
 		}
 		vars[v.Key] = val
 	}
+	var registries []runnerv1.Registry
 	for _, name := range cfg.Contexts {
 		c, err := s.db.GetContext(ctx, b.AccountID, name)
 		if err != nil {
 			return runnerv1.Job{}, fmt.Errorf("context %s: %w", name, err)
+		}
+		if c.Type == ContextRegistry {
+			reg, err := s.jobRegistry(c)
+			if err != nil {
+				return runnerv1.Job{}, err
+			}
+			registries = append(registries, reg)
+			continue
 		}
 		vals, err := s.contextValues(c)
 		if err != nil {
@@ -65,6 +77,21 @@ func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) 
 			if c.Type == ContextSecret {
 				secrets = append(secrets, v)
 			}
+		}
+	}
+	// The account's default registry comes too, where build steps push unless told otherwise.
+	if def, ok, err := s.defaultRegistry(ctx, b.AccountID); err != nil {
+		return runnerv1.Job{}, fmt.Errorf("default registry: %w", err)
+	} else if ok && !slices.ContainsFunc(registries, func(r runnerv1.Registry) bool { return r.Name == def.Name }) {
+		reg, err := s.jobRegistry(def)
+		if err != nil {
+			return runnerv1.Job{}, err
+		}
+		registries = append(registries, reg)
+	}
+	for _, r := range registries {
+		if r.Password != "" {
+			secrets = append(secrets, r.Password)
 		}
 	}
 	runVars, err := decodeMap(b.Variables)
@@ -79,5 +106,5 @@ func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) 
 		return runnerv1.Job{}, err
 	}
 	return runnerv1.Job{BuildID: b.ID, Number: b.Number, Pipeline: fullName(pl), SpecYAML: b.SpecYAML,
-		Variables: vars, Secrets: secrets, LogOffset: b.LogSize, Steps: steps}, nil
+		Variables: vars, Secrets: secrets, LogOffset: b.LogSize, Steps: steps, Registries: registries}, nil
 }

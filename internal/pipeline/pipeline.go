@@ -1,7 +1,7 @@
 // Package pipeline is the CI half of the control plane: projects, pipelines and their
-// triggers, builds and their steps and logs, shared configuration and secrets (contexts), and
-// runners. It queues builds; the Dispatcher hands them to runners under leases over the runner
-// protocol (api/runnerv1).
+// triggers, builds with their steps, logs and the images they pushed, shared configuration,
+// secrets and container registries (contexts), and runners. It queues builds; the Dispatcher
+// hands them to runners under leases over the runner protocol (api/runnerv1).
 //
 // The Service returns the package's own types (types.go): decoded, with secret values masked,
 // carrying the names they are shown by. The store's rows are their storage form and are
@@ -381,8 +381,12 @@ func (s *Service) checkPipelineInput(ctx context.Context, p rbac.Principal, in *
 			in.SpecPath = "codefresh.yml"
 		}
 		if in.Config.SpecContext != "" {
-			if _, err := s.db.GetContext(ctx, p.AccountID, in.Config.SpecContext); err != nil {
+			c, err := s.db.GetContext(ctx, p.AccountID, in.Config.SpecContext)
+			if err != nil {
 				return errdefs.Invalid("config.specContext", in.Config.SpecContext, "is not a context of this account")
+			}
+			if c.Type == ContextRegistry {
+				return errdefs.Invalid("config.specContext", in.Config.SpecContext, "is a registry context: give a config or secret context with GIT_TOKEN, or GIT_USERNAME and GIT_PASSWORD")
 			}
 		}
 		// Check now that the spec can be read and compiles on the default branch.

@@ -132,11 +132,11 @@ func TestServiceReturnsDecodedMaskedNamedTypes(t *testing.T) {
 			t.Fatalf("ListBuilds(api/deploy) = %+v, %v", builds, err)
 		}
 
-		c, err := f.svc.PutContext(ctx, f.p, "creds", pipeline.ContextSecret, map[string]string{"KEY": secret}, true)
+		c, err := f.svc.PutContext(ctx, f.p, "creds", pipeline.ContextInput{Type: pipeline.ContextSecret, Values: map[string]string{"KEY": secret}}, true)
 		if err != nil || c.Values["KEY"] != pipeline.MaskedValue || c.Type != pipeline.ContextSecret {
 			t.Fatalf("PutContext = %+v, %v", c, err)
 		}
-		updatedCtx, err := f.svc.PutContext(ctx, f.p, "creds", "", map[string]string{"KEY": secret + "2"}, false)
+		updatedCtx, err := f.svc.PutContext(ctx, f.p, "creds", pipeline.ContextInput{Values: map[string]string{"KEY": secret + "2"}}, false)
 		if err != nil || updatedCtx.ID != c.ID || !updatedCtx.CreatedAt.Equal(c.CreatedAt) || updatedCtx.Values["KEY"] != pipeline.MaskedValue {
 			t.Fatalf("PutContext(update) = %+v, %v; created %+v", updatedCtx, err, c)
 		}
@@ -166,7 +166,7 @@ func TestUndecodableStoredJSONIsAnError(t *testing.T) {
 			Config: pipeline.TriggerConfig{Expression: "0 * * * *"}}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := f.svc.PutContext(ctx, f.p, "creds", pipeline.ContextConfig, map[string]string{"A": "b"}, true); err != nil {
+		if _, err := f.svc.PutContext(ctx, f.p, "creds", pipeline.ContextInput{Type: pipeline.ContextConfig, Values: map[string]string{"A": "b"}}, true); err != nil {
 			t.Fatal(err)
 		}
 		err := db.Tx(ctx, func(tx *store.Tx) error {

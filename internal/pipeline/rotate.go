@@ -12,8 +12,8 @@ type Reencrypter interface {
 	Reencrypt(ciphertext string, aad []byte) (string, bool, error)
 }
 
-// ReencryptSecrets rewrites the CI secrets — secret contexts, encrypted pipeline variables and
-// triggers' webhook secrets — under k's primary key in tx, and reports how many values changed.
+// ReencryptSecrets rewrites the CI secrets — secret contexts, registry contexts' passwords,
+// encrypted pipeline variables and triggers' webhook secrets — under k's primary key in tx, and reports how many values changed.
 // The control plane's ReencryptSecrets runs it beside the other domains' in one transaction.
 func ReencryptSecrets(ctx context.Context, tx *store.Tx, k Reencrypter) (int, error) {
 	changed := 0
@@ -23,7 +23,7 @@ func ReencryptSecrets(ctx context.Context, tx *store.Tx, k Reencrypter) (int, er
 			return err
 		}
 		for _, c := range ctxs {
-			if c.Type != ContextSecret {
+			if c.Type != ContextSecret && c.Type != ContextRegistry {
 				continue
 			}
 			vals, err := contextData(c)
@@ -32,6 +32,9 @@ func ReencryptSecrets(ctx context.Context, tx *store.Tx, k Reencrypter) (int, er
 			}
 			n := 0
 			for key, v := range vals {
+				if !sealed(c.Type, key) {
+					continue
+				}
 				out, ch, err := k.Reencrypt(v, contextAAD(c.AccountID, c.Name, key))
 				if err != nil {
 					return fmt.Errorf("context %s key %s: %w", c.Name, key, err)

@@ -55,9 +55,13 @@ type Store interface {
 	RunnerLeases(ctx context.Context) (map[string][]string, error)
 	RequeueBuild(ctx context.Context, accountID, buildID, leaseID, reason string) (bool, error)
 
-	// Contexts.
+	// Contexts. DefaultContext is the account's default registry (ErrNotFound: none).
 	GetContext(ctx context.Context, accountID, name string) (store.ConfigContext, error)
 	ListContexts(ctx context.Context, accountID string) ([]store.ConfigContext, error)
+	DefaultContext(ctx context.Context, accountID string) (store.ConfigContext, error)
+
+	// Images that builds' steps pushed.
+	ListBuildImages(ctx context.Context, accountID, buildID string) ([]store.BuildImage, error)
 
 	// Runners. RunnerByPrefix authenticates a token, so it is not scoped to an account.
 	ListRunners(ctx context.Context, accountID string) ([]store.Runner, error)

@@ -63,6 +63,19 @@ type Build struct {
 	CreatedAt                 time.Time
 	StartedAt, FinishedAt     time.Time // zero until then
 	Steps                     []Step    // set by GetBuild only
+	Images                    []Image   // the images its steps pushed; set by GetBuild only
+}
+
+// Image is an image a build step pushed, as its runner reported it, with the build's commit.
+type Image struct {
+	ID, BuildID, Step string
+	Registry          string // the registry context's name
+	Repository        string // the full repository, e.g. ghcr.io/acme/app
+	Tags              []string
+	Digest            string // the manifest digest, sha256:…
+	Size              int64  // bytes: the config and every layer, compressed
+	SHA, Branch       string // the build's commit and branch
+	CreatedAt         time.Time
 }
 
 // Step is the state of one step of a build.
@@ -81,13 +94,26 @@ type Runner struct {
 	LastSeen, CreatedAt time.Time      // LastSeen is zero until it connects
 }
 
-// Context is shared configuration: key/value pairs a pipeline can reference. Secret contexts'
-// values are encrypted at rest and come back masked unless decrypted explicitly.
+// Context is shared configuration: key/value pairs a pipeline can reference, or a container
+// registry its builds may use. Secret contexts' values and registry passwords are encrypted at
+// rest and come back masked unless decrypted explicitly.
 type Context struct {
 	ID, AccountID, Name  string
-	Type                 string // ContextConfig or ContextSecret
-	Values               map[string]string
+	Type                 string            // ContextConfig, ContextSecret or ContextRegistry
+	Values               map[string]string // config and secret contexts; empty for a registry
+	Registry             *Registry         // registry contexts only
 	CreatedAt, UpdatedAt time.Time
+}
+
+// Registry is a registry context's container registry.
+type Registry struct {
+	// URL is host[:port] and an optional path prefix, as image references name the registry:
+	// ghcr.io/acme, 127.0.0.1:5000.
+	URL      string
+	Username string // empty: anonymous, or a token in Password
+	Password string // a password or token; MaskedValue when set and not decrypted, empty when none
+	CA       string // PEM certificates to trust, for a registry with a private CA
+	Default  bool   // the account's default registry: build steps push there unless told otherwise
 }
 
 // BuildFilter narrows a build listing; empty fields match every build.
@@ -179,6 +205,15 @@ func toBuild(r store.Build, pipeline string, steps []store.BuildStep) (Build, er
 	return b, nil
 }
 
+func toImage(r store.BuildImage) Image {
+	tags := r.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	return Image{ID: r.ID, BuildID: r.BuildID, Step: r.Step, Registry: r.Registry, Repository: r.Repository, Tags: tags, Digest: r.Digest,
+		Size: r.Size, SHA: r.SHA, Branch: r.Branch, CreatedAt: r.CreatedAt}
+}
+
 // decodeMap decodes a stored JSON object of strings; an empty column or null is an empty map.
 func decodeMap(s string) (map[string]string, error) {
 	var m map[string]string
@@ -211,8 +246,15 @@ func toRunner(r store.Runner) (Runner, error) {
 }
 
 // toContext returns a stored context with the given values (masked or decrypted by the caller).
+// A registry context's values are its registry's fields.
 func toContext(r store.ConfigContext, values map[string]string) Context {
-	return Context{ID: r.ID, AccountID: r.AccountID, Name: r.Name, Type: r.Type, Values: values, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+	c := Context{ID: r.ID, AccountID: r.AccountID, Name: r.Name, Type: r.Type, Values: values, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+	if r.Type == ContextRegistry {
+		c.Registry = &Registry{URL: values[registryURL], Username: values[registryUsername], Password: values[registryPassword],
+			CA: values[registryCA], Default: r.Default}
+		c.Values = map[string]string{}
+	}
+	return c
 }
 
 // contextData decodes a stored context's values, secret ones as ciphertext.
@@ -230,8 +272,8 @@ func maskedContext(r store.ConfigContext) (Context, error) {
 	if err != nil {
 		return Context{}, err
 	}
-	if r.Type == ContextSecret {
-		for k := range vals {
+	for k := range vals {
+		if sealed(r.Type, k) {
 			vals[k] = MaskedValue
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/freshet-dev/freshet/client"
 	"github.com/freshet-dev/freshet/internal/server/servertest"
@@ -37,6 +38,16 @@ type tenants struct {
 }
 
 const aSecretValue = "a-secret-value-xyz-123"
+
+// A's registry context, the account's default: its password, URL and user are A's alone.
+const (
+	aRegistryPassword = "a-registry-password-789"
+	aRegistryURL      = "a-registry.example/a-team"
+	aRegistryUser     = "a-registry-user"
+	aImageRepo        = aRegistryURL + "/a-secret-image"
+)
+
+var aImageDigest = "sha256:" + strings.Repeat("a1", 32)
 
 const isolationSpec = "version: '1.0'\nsteps:\n  one:\n    commands: [\"echo one\"]\n"
 
@@ -98,6 +109,10 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 	if _, err := s.Admin.CreateContext(ctx, client.ContextRequest{Name: "a-secret", Type: "secret", Values: map[string]string{"TOKEN": aSecretValue}}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := s.Admin.CreateContext(ctx, client.ContextRequest{Name: "a-registry", Type: "registry",
+		Registry: &client.RegistryContext{URL: aRegistryURL, Username: aRegistryUser, Password: aRegistryPassword, Default: true}}); err != nil {
+		t.Fatal(err)
+	}
 	pl, err := s.Admin.CreatePipeline(ctx, client.PipelineRequest{Project: "alpha", Name: "p1", Spec: isolationSpec,
 		Config: client.PipelineConfig{Contexts: []string{"a-secret"}}})
 	if err != nil {
@@ -121,6 +136,15 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 		t.Fatal(err)
 	}
 	tn.aProject, tn.aPipeline, tn.aBuild, tn.aRunner, tn.aTrigger, tn.aRuntime = pr.ID, pl.ID, bl.ID, rn.ID, trg.ID, art.ID
+	// An image A's build pushed (recorded as the runner protocol records it; the build stays
+	// queued for the checks below).
+	if _, err := s.DB().PutBuildImage(ctx, store.BuildImage{ID: store.NewID(store.PrefixImage), AccountID: aMe.Account.ID, BuildID: bl.ID, Step: "one",
+		Registry: "a-registry", Repository: aImageRepo, Tags: []string{"a-tag"}, Digest: aImageDigest, Size: 1, Branch: "main", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := s.Admin.GetBuild(ctx, bl.ID); err != nil || len(b.Images) != 1 {
+		t.Fatalf("A's build images: %+v, %v", b.Images, err)
+	}
 	tn.aAccount = aMe.Account.ID
 	// A's runtime reports an application with a deployment; A has a GitOps webhook secret.
 	reportApps(t, s.URL, art.Token, aReport())
@@ -141,7 +165,8 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 	}
 	tn.aAuditSize = len(audit.Items)
 	tn.aOnly = []string{aMe.Account.ID, aMe.User.ID, aMe.User.Email, alice.ID, alice.Email, k.ID, k.Prefix, k.Token,
-		pr.ID, pl.ID, bl.ID, rn.ID, rn.Token, aSecretValue, trg.ID, trg.Secret, art.ID, art.Token,
+		pr.ID, pl.ID, bl.ID, rn.ID, rn.Token, aSecretValue, aRegistryPassword, aRegistryURL, aRegistryUser, aImageRepo, aImageDigest,
+		trg.ID, trg.Secret, art.ID, art.Token,
 		aApps[0].ID, "a-shop-web", "a-secret-repo", "a-team-label", "a-payments", "a-project-x", aHookSecret, tn.aInvitation}
 	for _, e := range audit.Items {
 		tn.aOnly = append(tn.aOnly, e.ID)
@@ -205,6 +230,13 @@ func (tn *tenants) unchanged(t *testing.T) {
 	}
 	if c, err := tn.aAdmin.GetContext(ctx, "a-secret", true); err != nil || c.Values["TOKEN"] != aSecretValue {
 		t.Errorf("A's secret changed: %v", err)
+	}
+	if c, err := tn.aAdmin.GetContext(ctx, "a-registry", true); err != nil || c.Registry == nil ||
+		*c.Registry != (client.RegistryContext{URL: aRegistryURL, Username: aRegistryUser, Password: aRegistryPassword, Default: true}) {
+		t.Errorf("A's registry changed: %+v, %v", c.Registry, err)
+	}
+	if b, err := tn.aAdmin.GetBuild(ctx, tn.aBuild); err != nil || len(b.Images) != 1 || b.Images[0].Digest != aImageDigest {
+		t.Errorf("A's build images changed: %+v, %v", b.Images, err)
 	}
 	if rs, err := tn.aAdmin.ListRunners(ctx); err != nil || len(rs.Items) != 1 {
 		t.Errorf("A's runners changed: %+v, %v", rs.Items, err)
@@ -356,6 +388,22 @@ var restCases = map[string]restCase{
 	},
 }
 
+// both runs every case and answers the first status with every body.
+func both(cases ...restCase) restCase {
+	return func(t *testing.T, tn *tenants) (int, string) {
+		var st int
+		var bodies []string
+		for i, c := range cases {
+			s, b := c(t, tn)
+			if i == 0 {
+				st = s
+			}
+			bodies = append(bodies, b)
+		}
+		return st, strings.Join(bodies, "\n")
+	}
+}
+
 func init() {
 	notFound := func(method, path, body string) restCase {
 		return func(t *testing.T, tn *tenants) (int, string) {
@@ -389,9 +437,12 @@ func init() {
 		"GET /api/v1/contexts": func(t *testing.T, tn *tenants) (int, string) {
 			return raw(t, tn, "GET", "/api/v1/contexts", tn.bKey, "")
 		},
-		"GET /api/v1/contexts/{name}":                notFound("GET", "/api/v1/contexts/a-secret?decrypt=true", ""),
-		"PUT /api/v1/contexts/{name}":                notFound("PUT", "/api/v1/contexts/a-secret", `{"values":{"TOKEN":"stolen"}}`),
-		"DELETE /api/v1/contexts/{name}":             notFound("DELETE", "/api/v1/contexts/a-secret", ""),
+		"GET /api/v1/contexts/{name}": both(notFound("GET", "/api/v1/contexts/a-secret?decrypt=true", ""),
+			notFound("GET", "/api/v1/contexts/a-registry?decrypt=true", ""), notFound("GET", "/api/v1/contexts/a-registry", "")),
+		"PUT /api/v1/contexts/{name}": both(notFound("PUT", "/api/v1/contexts/a-secret", `{"values":{"TOKEN":"stolen"}}`),
+			// Pointing A's registry (and its stored password) at B's host.
+			notFound("PUT", "/api/v1/contexts/a-registry", `{"registry":{"url":"b-host.example","password":"*****","default":true}}`)),
+		"DELETE /api/v1/contexts/{name}":             both(notFound("DELETE", "/api/v1/contexts/a-secret", ""), notFound("DELETE", "/api/v1/contexts/a-registry", "")),
 		"GET /api/v1/pipelines/{pipeline}/triggers":  notFound("GET", "/api/v1/pipelines/{pipeline}/triggers", ""),
 		"POST /api/v1/pipelines/{pipeline}/triggers": notFound("POST", "/api/v1/pipelines/{pipeline}/triggers", `{"type":"cron","expression":"@hourly"}`),
 		"DELETE /api/v1/triggers/{id}":               notFound("DELETE", "/api/v1/triggers/{trigger}", ""),
@@ -442,7 +493,10 @@ func init() {
 		"POST /api/v1/contexts": func(t *testing.T, tn *tenants) (int, string) {
 			st, out := raw(t, tn, "POST", "/api/v1/contexts", tn.bKey, `{"name":"b-secret","type":"secret","values":{"TOKEN":"b-own"}}`)
 			expect(t, "B's own context", st, 201)
-			return st, out
+			// B's own default registry: A's stays A's default (unchanged checks).
+			st2, out2 := raw(t, tn, "POST", "/api/v1/contexts", tn.bKey, `{"name":"b-registry","type":"registry","registry":{"url":"b-registry.example","default":true}}`)
+			expect(t, "B's own default registry", st2, 201)
+			return st, out + out2
 		},
 		"POST /api/v1/runners": func(t *testing.T, tn *tenants) (int, string) {
 			st, out := raw(t, tn, "POST", "/api/v1/runners", tn.bKey, `{"name":"a-runner"}`)

@@ -15,10 +15,9 @@ import (
 	"github.com/freshet-dev/freshet/internal/store/storetest"
 )
 
-// callRunner makes one runner-protocol call with token.
-func callRunner[Req, Resp any](t *testing.T, s *servertest.Server, token, procedure string, msg *Req) (*Resp, error) {
-	t.Helper()
-	c := connect.NewClient[Req, Resp](http.DefaultClient, s.URL+procedure, connect.WithCodec(runnerv1.Codec{}))
+// callRunner makes one runner-protocol call to the control plane at url as the runner token.
+func callRunner[Req, Resp any](url, token, procedure string, msg *Req) (*Resp, error) {
+	c := connect.NewClient[Req, Resp](http.DefaultClient, url+procedure, connect.WithCodec(runnerv1.Codec{}))
 	req := connect.NewRequest(msg)
 	req.Header().Set("Authorization", "Bearer "+token)
 	resp, err := c.CallUnary(context.Background(), req)
@@ -48,13 +47,13 @@ func TestAppendLogAnswers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			job, err := callRunner[runnerv1.AcceptRequest, runnerv1.Job](t, s, token, runnerv1.ProcedureAccept, &runnerv1.AcceptRequest{BuildID: b.ID})
+			job, err := callRunner[runnerv1.AcceptRequest, runnerv1.Job](s.URL, token, runnerv1.ProcedureAccept, &runnerv1.AcceptRequest{BuildID: b.ID})
 			if err != nil {
 				t.Fatal(err)
 			}
 			lease := runnerv1.Lease{BuildID: b.ID, LeaseID: job.LeaseID}
 			appendLog := func(offset int64, data string) (int64, error) {
-				ack, err := callRunner[runnerv1.LogChunk, runnerv1.LogAck](t, s, token, runnerv1.ProcedureAppendLog,
+				ack, err := callRunner[runnerv1.LogChunk, runnerv1.LogAck](s.URL, token, runnerv1.ProcedureAppendLog,
 					&runnerv1.LogChunk{Lease: lease, Offset: offset, Data: []byte(data)})
 				if err != nil {
 					return -1, err
@@ -83,7 +82,7 @@ func TestAppendLogAnswers(t *testing.T) {
 			if connect.CodeOf(err) != connect.CodeFailedPrecondition || logSize(err) != strconv.FormatInt(off+7, 10) {
 				t.Fatalf("a chunk past the end: %v (size %q); want FailedPrecondition with the size %d", err, logSize(err), off+7)
 			}
-			if _, err := callRunner[runnerv1.CompleteRequest, runnerv1.Empty](t, s, token, runnerv1.ProcedureComplete,
+			if _, err := callRunner[runnerv1.CompleteRequest, runnerv1.Empty](s.URL, token, runnerv1.ProcedureComplete,
 				&runnerv1.CompleteRequest{Lease: lease, Status: "success"}); err != nil {
 				t.Fatal(err)
 			}

@@ -80,11 +80,14 @@ type Runner struct {
 	LastSeen, CreatedAt                         time.Time
 }
 
-// ConfigContext is shared configuration or secrets. Data is JSON; secret values in it are
-// encrypted by the caller.
+// ConfigContext is shared configuration, secrets or a container registry's credentials. Data is
+// JSON owned by the pipeline package; secret values in it are encrypted by the caller.
 type ConfigContext struct {
 	ID, AccountID, Name, Type, Data string
 	CreatedAt, UpdatedAt            time.Time
+	// Default is whether the context is its account's default registry (registry_defaults).
+	// Reads fill it; PutContext ignores it: SetDefaultContext and UnsetDefaultContext change it.
+	Default bool
 }
 
 // CreateProject inserts a project.
@@ -792,19 +795,23 @@ func (q *Queries) PutContext(ctx context.Context, c ConfigContext, create bool) 
 	return affected(res, "context", c.Name)
 }
 
-const contextCols = `id, account_id, name, type, data, created_at, updated_at`
+const contextCols = `c.id, c.account_id, c.name, c.type, c.data, c.created_at, c.updated_at,
+	CASE WHEN d.context_id IS NULL THEN 0 ELSE 1 END`
+
+const selectContexts = `SELECT ` + contextCols + ` FROM contexts c LEFT JOIN registry_defaults d ON d.context_id = c.id`
 
 func scanContext(s interface{ Scan(...any) error }) (ConfigContext, error) {
 	var c ConfigContext
 	var created, updated int64
-	err := s.Scan(&c.ID, &c.AccountID, &c.Name, &c.Type, &c.Data, &created, &updated)
-	c.CreatedAt, c.UpdatedAt = fromMicros(created), fromMicros(updated)
+	var def int
+	err := s.Scan(&c.ID, &c.AccountID, &c.Name, &c.Type, &c.Data, &created, &updated, &def)
+	c.CreatedAt, c.UpdatedAt, c.Default = fromMicros(created), fromMicros(updated), def == 1
 	return c, err
 }
 
 // GetContext returns account's context by name.
 func (q *Queries) GetContext(ctx context.Context, accountID, name string) (ConfigContext, error) {
-	c, err := scanContext(q.queryRow(ctx, `SELECT `+contextCols+` FROM contexts WHERE account_id = ? AND name = ?`, accountID, name))
+	c, err := scanContext(q.queryRow(ctx, selectContexts+` WHERE c.account_id = ? AND c.name = ?`, accountID, name))
 	if err != nil {
 		return ConfigContext{}, notFound(err, "context", name)
 	}
@@ -813,12 +820,12 @@ func (q *Queries) GetContext(ctx context.Context, accountID, name string) (Confi
 
 // ListContexts returns account's contexts by name.
 func (q *Queries) ListContexts(ctx context.Context, accountID string) ([]ConfigContext, error) {
-	return q.listContexts(ctx, `SELECT `+contextCols+` FROM contexts WHERE account_id = ? ORDER BY name`, accountID)
+	return q.listContexts(ctx, selectContexts+` WHERE c.account_id = ? ORDER BY c.name`, accountID)
 }
 
 // AllContexts returns every account's contexts, for master-key rotation only.
 func (q *Queries) AllContexts(ctx context.Context) ([]ConfigContext, error) {
-	return q.listContexts(ctx, `SELECT `+contextCols+` FROM contexts ORDER BY id`)
+	return q.listContexts(ctx, selectContexts+` ORDER BY c.id`)
 }
 
 func (q *Queries) listContexts(ctx context.Context, query string, args ...any) ([]ConfigContext, error) {
@@ -838,13 +845,42 @@ func (q *Queries) listContexts(ctx context.Context, query string, args ...any) (
 	return out, rows.Err()
 }
 
-// DeleteContext deletes account's context.
+// DeleteContext deletes account's context (and with it the account's default registry, if it
+// was that).
 func (q *Queries) DeleteContext(ctx context.Context, accountID, name string) error {
 	res, err := q.exec(ctx, `DELETE FROM contexts WHERE account_id = ? AND name = ?`, accountID, name)
 	if err != nil {
 		return err
 	}
 	return affected(res, "context", name)
+}
+
+// DefaultContext returns account's default registry context, or ErrNotFound when it has none.
+func (q *Queries) DefaultContext(ctx context.Context, accountID string) (ConfigContext, error) {
+	c, err := scanContext(q.queryRow(ctx, selectContexts+` WHERE c.account_id = ? AND d.account_id = ?`, accountID, accountID))
+	if err != nil {
+		return ConfigContext{}, notFound(err, "default registry of account", accountID)
+	}
+	return c, nil
+}
+
+// SetDefaultContext makes account's context contextID the account's default registry, in place
+// of the one before: one statement, so no reader ever sees two defaults or, while switching,
+// none. The caller checks that the context is a registry.
+func (q *Queries) SetDefaultContext(ctx context.Context, accountID, contextID string) error {
+	res, err := q.exec(ctx, `INSERT INTO registry_defaults (account_id, context_id)
+		SELECT account_id, id FROM contexts WHERE account_id = ? AND id = ?
+		ON CONFLICT (account_id) DO UPDATE SET context_id = excluded.context_id`, accountID, contextID)
+	if err != nil {
+		return err
+	}
+	return affected(res, "context", contextID)
+}
+
+// UnsetDefaultContext leaves account without a default registry if contextID is it.
+func (q *Queries) UnsetDefaultContext(ctx context.Context, accountID, contextID string) error {
+	_, err := q.exec(ctx, `DELETE FROM registry_defaults WHERE account_id = ? AND context_id = ?`, accountID, contextID)
+	return err
 }
 
 // BuildsWithStatus lists builds of all accounts in status, oldest first, for the dispatcher.

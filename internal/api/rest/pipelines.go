@@ -55,6 +55,10 @@ func ToBuild(b pipeline.Build) client.Build {
 		out.Steps = append(out.Steps, client.Step{Name: s.Name, Stage: s.Stage, Status: s.Status, ExitCode: s.ExitCode, Attempts: s.Attempts,
 			Message: s.Message, StartedAt: timePtr(s.StartedAt), FinishedAt: timePtr(s.FinishedAt)})
 	}
+	for _, im := range b.Images {
+		out.Images = append(out.Images, client.Image{ID: im.ID, BuildID: im.BuildID, Step: im.Step, Registry: im.Registry, Repository: im.Repository,
+			Tags: im.Tags, Digest: im.Digest, Size: im.Size, SHA: im.SHA, Branch: im.Branch, CreatedAt: im.CreatedAt})
+	}
 	return out
 }
 
@@ -358,8 +362,22 @@ func (a *API) buildLogs(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// toContext maps a context, its secret values and registry password already masked by the
+// service (or decrypted, when that was asked for).
 func toContext(c pipeline.Context) client.Context {
-	return client.Context{ID: c.ID, Name: c.Name, Type: c.Type, Values: c.Values, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
+	out := client.Context{ID: c.ID, Name: c.Name, Type: c.Type, Values: c.Values, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt}
+	if r := c.Registry; r != nil {
+		out.Registry = &client.RegistryContext{URL: r.URL, Username: r.Username, Password: r.Password, CA: r.CA, Default: r.Default}
+	}
+	return out
+}
+
+func contextInput(in client.ContextRequest) pipeline.ContextInput {
+	out := pipeline.ContextInput{Type: in.Type, Values: in.Values}
+	if r := in.Registry; r != nil {
+		out.Registry = &pipeline.Registry{URL: r.URL, Username: r.Username, Password: r.Password, CA: r.CA, Default: r.Default}
+	}
+	return out
 }
 
 func (a *API) listContexts(w http.ResponseWriter, r *http.Request) error {
@@ -380,7 +398,7 @@ func (a *API) createContext(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
-	c, err := a.pipelines.PutContext(r.Context(), principal(r), in.Name, in.Type, in.Values, true)
+	c, err := a.pipelines.PutContext(r.Context(), principal(r), in.Name, contextInput(in), true)
 	if err != nil {
 		return err
 	}
@@ -403,7 +421,7 @@ func (a *API) updateContext(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
-	c, err := a.pipelines.PutContext(r.Context(), principal(r), r.PathValue("name"), in.Type, in.Values, false)
+	c, err := a.pipelines.PutContext(r.Context(), principal(r), r.PathValue("name"), contextInput(in), false)
 	if err != nil {
 		return err
 	}

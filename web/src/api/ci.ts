@@ -15,6 +15,7 @@ import type {
   Project,
   RegisterRunnerRequest,
   RegisteredRunner,
+  RegistryContext,
   RestartRequest,
   RunRequest,
   Runner,
@@ -63,6 +64,10 @@ export const contexts = {
   list: (signal?: AbortSignal) => request<{ items: ConfigContext[] }>(`${v1}/contexts`, { signal }),
   get: (name: string, decrypt = false, signal?: AbortSignal) => request<ConfigContext>(`${v1}/contexts/${seg(name)}`, { query: { decrypt: decrypt ? 'true' : undefined }, signal }),
   create: (name: string, type: ContextType, values: Record<string, string>) => request<ConfigContext>(`${v1}/contexts`, { method: 'POST', body: { name, type, values } satisfies ContextRequest }),
+  createRegistry: (name: string, registry: RegistryContext) =>
+    request<ConfigContext>(`${v1}/contexts`, { method: 'POST', body: { name, type: 'registry', registry } satisfies ContextRequest }),
+  /** Replaces a registry context's registry; its masked password sent back keeps the stored one while the URL and CA stay. */
+  updateRegistry: (name: string, registry: RegistryContext) => request<ConfigContext>(`${v1}/contexts/${seg(name)}`, { method: 'PUT', body: { registry } satisfies ContextRequest }),
   remove: (name: string) => request<void>(`${v1}/contexts/${seg(name)}`, { method: 'DELETE' }),
 };
 

@@ -280,6 +280,27 @@ export interface Build {
   startedAt?: string;
   finishedAt?: string;
   steps?: BuildStep[];
+  /** The images the build's steps pushed (GET /api/v1/builds/{id} only). */
+  images?: BuildImage[];
+}
+
+/** An image a build step pushed to a registry, with the build's commit. */
+export interface BuildImage {
+  id: string;
+  buildId: string;
+  step: string;
+  /** The registry context's name. */
+  registry: string;
+  /** The full repository, e.g. ghcr.io/acme/app. */
+  repository: string;
+  tags: string[];
+  /** The manifest digest, sha256:… */
+  digest: string;
+  /** Bytes: the config and every layer, compressed. */
+  size: number;
+  sha?: string;
+  branch?: string;
+  createdAt: string;
 }
 
 export interface RestartRequest {
@@ -337,21 +358,37 @@ export interface CreatedTrigger extends Trigger {
   secret?: string;
 }
 
-export type ContextType = 'config' | 'secret';
+export type ContextType = 'config' | 'secret' | 'registry';
 
 export interface ConfigContext {
   id: string;
   name: string;
   type: ContextType;
+  /** Config and secret contexts' values; empty for a registry. */
   values: Record<string, string>;
+  registry?: RegistryContext;
   createdAt: string;
   updatedAt: string;
+}
+
+/** A registry context's container registry. */
+export interface RegistryContext {
+  /** host[:port] and an optional path prefix, e.g. ghcr.io/acme. */
+  url: string;
+  username?: string;
+  /** Masked ("*****") unless decrypted; sent back masked, it keeps the stored one while the URL and CA stay. */
+  password?: string;
+  /** PEM certificates to trust. */
+  ca?: string;
+  /** The account's default registry. */
+  default?: boolean;
 }
 
 export interface ContextRequest {
   name?: string;
   type?: ContextType;
-  values: Record<string, string>;
+  values?: Record<string, string>;
+  registry?: RegistryContext;
 }
 
 export interface Runner {

@@ -20,6 +20,7 @@ import client_Account from '../../../api/testdata/wire/client.Account.json';
 import client_AccountMembership from '../../../api/testdata/wire/client.AccountMembership.json';
 import client_User from '../../../api/testdata/wire/client.User.json';
 import client_Me from '../../../api/testdata/wire/client.Me.json';
+import client_Invitation from '../../../api/testdata/wire/client.Invitation.json';
 import client_APIKey from '../../../api/testdata/wire/client.APIKey.json';
 import client_CreatedAPIKey from '../../../api/testdata/wire/client.CreatedAPIKey.json';
 import client_AuditEvent from '../../../api/testdata/wire/client.AuditEvent.json';
@@ -30,7 +31,6 @@ import client_CreateAccountRequest from '../../../api/testdata/wire/client.Creat
 import client_SwitchAccountRequest from '../../../api/testdata/wire/client.SwitchAccountRequest.json';
 import client_CreateUserRequest from '../../../api/testdata/wire/client.CreateUserRequest.json';
 import client_CreatedUser from '../../../api/testdata/wire/client.CreatedUser.json';
-import client_Invitation from '../../../api/testdata/wire/client.Invitation.json';
 import client_UpdateUserRequest from '../../../api/testdata/wire/client.UpdateUserRequest.json';
 import client_CreateAPIKeyRequest from '../../../api/testdata/wire/client.CreateAPIKeyRequest.json';
 import client_Runtime from '../../../api/testdata/wire/client.Runtime.json';
@@ -46,9 +46,11 @@ import client_PipelineRequest from '../../../api/testdata/wire/client.PipelineRe
 import client_RunRequest from '../../../api/testdata/wire/client.RunRequest.json';
 import client_Build from '../../../api/testdata/wire/client.Build.json';
 import client_Step from '../../../api/testdata/wire/client.Step.json';
+import client_Image from '../../../api/testdata/wire/client.Image.json';
 import client_RestartRequest from '../../../api/testdata/wire/client.RestartRequest.json';
 import client_Context from '../../../api/testdata/wire/client.Context.json';
 import client_ContextRequest from '../../../api/testdata/wire/client.ContextRequest.json';
+import client_RegistryContext from '../../../api/testdata/wire/client.RegistryContext.json';
 import client_Runner from '../../../api/testdata/wire/client.Runner.json';
 import client_RegisterRunnerRequest from '../../../api/testdata/wire/client.RegisterRunnerRequest.json';
 import client_RegisteredRunner from '../../../api/testdata/wire/client.RegisteredRunner.json';
@@ -178,6 +180,7 @@ const wire = [
   pair<t.AccountMembership>()('client.AccountMembership', client_AccountMembership, 'no drift'),
   pair<t.User>()('client.User', client_User, 'no drift'),
   pair<t.Me>()('client.Me', client_Me, 'no drift'),
+  pair<t.Invitation>()('client.Invitation', client_Invitation, 'no drift'),
   pair<t.APIKey>()('client.APIKey', client_APIKey, 'no drift'),
   pair<t.CreatedAPIKey>()('client.CreatedAPIKey', client_CreatedAPIKey, 'no drift'),
   pair<t.AuditEvent>()('client.AuditEvent', client_AuditEvent, 'no drift'),
@@ -188,7 +191,6 @@ const wire = [
   pair<t.SwitchAccountRequest>()('client.SwitchAccountRequest', client_SwitchAccountRequest, 'no drift'),
   pair<t.CreateUserRequest>()('client.CreateUserRequest', client_CreateUserRequest, 'no drift'),
   pair<t.CreatedUser>()('client.CreatedUser', client_CreatedUser, 'no drift'),
-  pair<t.Invitation>()('client.Invitation', client_Invitation, 'no drift'),
   pair<t.UpdateUserRequest>()('client.UpdateUserRequest', client_UpdateUserRequest, 'no drift'),
   pair<t.CreateAPIKeyRequest>()('client.CreateAPIKeyRequest', client_CreateAPIKeyRequest, 'no drift'),
   pair<t.Runtime>()('client.Runtime', client_Runtime, 'no drift'),
@@ -204,9 +206,11 @@ const wire = [
   pair<t.RunRequest>()('client.RunRequest', client_RunRequest, 'no drift'),
   pair<t.Build>()('client.Build', client_Build, 'no drift'),
   pair<t.BuildStep>()('client.Step', client_Step, 'no drift'),
+  pair<t.BuildImage>()('client.Image', client_Image, 'no drift'),
   pair<t.RestartRequest>()('client.RestartRequest', client_RestartRequest, 'no drift'),
   pair<t.ConfigContext>()('client.Context', client_Context, 'no drift'),
   pair<t.ContextRequest>()('client.ContextRequest', client_ContextRequest, 'no drift'),
+  pair<t.RegistryContext>()('client.RegistryContext', client_RegistryContext, 'no drift'),
   pair<t.Runner>()('client.Runner', client_Runner, 'no drift'),
   pair<t.RegisterRunnerRequest>()('client.RegisterRunnerRequest', client_RegisterRunnerRequest, 'no drift'),
   pair<t.RegisteredRunner>()('client.RegisteredRunner', client_RegisteredRunner, 'no drift'),

@@ -1,16 +1,18 @@
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { builds, pipelines } from '../api/ci';
-import type { Build as BuildT, BuildStep } from '../api/types';
+import type { Build as BuildT, BuildImage, BuildStep } from '../api/types';
 import { Link, navigate } from '../app/router';
 import { useMe } from '../app/session';
 import { BuildGraph } from '../components/BuildGraph';
 import { BuildLog, type BuildLogHandle } from '../components/BuildLog';
 import { BuildStatusBadge, Duration } from '../components/BuildStatus';
 import { ConfirmDialog } from '../components/ConfirmDialog';
+import { DataTable } from '../components/ResourceTable';
 import { ErrorNote, ErrorState, Flash, LoadingRows } from '../components/States';
 import { canRestartFromFailed, isActive, shortSha, statusLabel } from '../lib/builds';
 import { formatTime, relativeTime } from '../lib/format';
 import { pipelinePathOf } from '../lib/pipelineRefs';
+import { byteSize, imageRows, shortDigest } from '../lib/registry';
 import { specOutline } from '../lib/specOutline';
 import { useNow } from '../lib/useNow';
 import { useResource } from '../lib/useResource';
@@ -70,8 +72,38 @@ export default function Build({ params }: { params: Record<string, string> }) {
           <BuildGraph steps={b.steps ?? []} outline={outline} active={active} now={now} onSelect={select} />
         )}
       </section>
+      {b.images && b.images.length > 0 && <ImagesPanel images={b.images} />}
       <BuildLog key={b.id} ref={log} buildId={b.id} fileName={`${b.name.replace(/[^\w.-]+/g, '_')}.log`} onEnd={() => build.reload({ quiet: true })} />
     </div>
+  );
+}
+
+/** The images the build's steps pushed: a row per tag. */
+function ImagesPanel({ images }: { images: BuildImage[] }) {
+  return (
+    <section className="panel panel-wide" aria-labelledby="images-title" data-testid="build-images">
+      <h2 id="images-title">Images</h2>
+      <DataTable
+        className="table table-compact"
+        rows={imageRows(images)}
+        rowKey={(r) => r.key}
+        rowProps={(r) => ({ 'data-testid': `image-${r.ref}` })}
+        columns={[
+          { header: 'Image', cellClassName: 'break-all', cell: (r) => <code>{r.ref}</code> },
+          {
+            header: 'Digest',
+            cell: (r) => (
+              <code title={r.image.digest} className="muted">
+                {shortDigest(r.image.digest)}
+              </code>
+            ),
+          },
+          { header: 'Size', className: 'col-num', cell: (r) => byteSize(r.image.size) },
+          { header: 'Step', cell: (r) => r.image.step },
+          { header: 'Registry', cell: (r) => r.image.registry },
+        ]}
+      />
+    </section>
   );
 }
 

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { fieldError } from '../api/client';
 import { contexts } from '../api/ci';
-import type { ConfigContext, ContextType } from '../api/types';
+import type { ConfigContext, ContextType, RegistryContext } from '../api/types';
 import { href, navigate, useLocation } from '../app/router';
 import { useMe } from '../app/session';
 import { Badge } from '../components/Badge';
@@ -17,6 +17,7 @@ import { ErrorNote, Flash, LoadingRows } from '../components/States';
 import { formatTime } from '../lib/format';
 import { isBlank, mapFromRows, validateRows, type KVRow } from '../lib/kv';
 import { resourceNameError } from '../lib/pipelineRefs';
+import { registryUrlError } from '../lib/registry';
 import { useResource } from '../lib/useResource';
 import { RowDangerButton } from '../components/RowDangerButton';
 
@@ -45,8 +46,9 @@ export default function Contexts() {
       />
       <SettingsNav />
       <p className="muted">
-        Contexts hold shared configuration and secrets; pipelines that use a context get its values as variables. Secret values are encrypted at rest and always shown masked; admins may reveal them, and
-        each reveal is recorded in the audit log.
+        Contexts hold shared configuration and secrets; pipelines that use a context get its values as variables. Registry contexts hold a container registry&apos;s address and credentials, for the
+        builds of pipelines that use them (and every build, for the account&apos;s default registry). Secret values and registry passwords are encrypted at rest and always shown masked; admins may
+        reveal them, and each reveal is recorded in the audit log.
       </p>
       <Flash text={done} onDone={() => setDone(undefined)} />
       <ResourceTable
@@ -69,21 +71,27 @@ export default function Contexts() {
               </button>
             ),
           },
-          { header: 'Type', cell: (c) => <Badge tone={c.type === 'secret' ? 'warning' : 'neutral'}>{c.type}</Badge> },
+          { header: 'Type', cell: (c) => <Badge tone={typeTone(c.type)}>{c.type}</Badge> },
           {
-            header: 'Keys',
+            header: 'Keys or registry',
             cellClassName: 'ellipsis-cell',
-            cell: (c) => (
-              <span className="chips">
-                {Object.keys(c.values)
-                  .sort()
-                  .map((k) => (
-                    <code key={k} className="chip">
-                      {k}
-                    </code>
-                  ))}
-              </span>
-            ),
+            cell: (c) =>
+              c.registry ? (
+                <span data-testid={`registry-${c.name}`}>
+                  <code>{c.registry.url}</code>
+                  {c.registry.username && <span className="muted"> as {c.registry.username}</span>} {c.registry.default && <Badge tone="success">default</Badge>}
+                </span>
+              ) : (
+                <span className="chips">
+                  {Object.keys(c.values)
+                    .sort()
+                    .map((k) => (
+                      <code key={k} className="chip">
+                        {k}
+                      </code>
+                    ))}
+                </span>
+              ),
           },
           timeColumn('Updated', (c: ConfigContext) => c.updatedAt),
           actionsColumn((c: ConfigContext) => (
@@ -91,6 +99,27 @@ export default function Contexts() {
               <button type="button" className="button button-small" onClick={() => show(c.name)} aria-label={`Show values of ${c.name}`}>
                 Values
               </button>{' '}
+              {canManage && c.registry && !c.registry.default && (
+                <>
+                  <button
+                    type="button"
+                    className="button button-small"
+                    aria-label={`Make ${c.name} the default registry`}
+                    onClick={async () => {
+                      try {
+                        // The masked password sent back keeps the stored one: the URL and CA are unchanged.
+                        await contexts.updateRegistry(c.name, { ...c.registry!, default: true });
+                        setDone(`${c.name} is now the default registry.`);
+                      } catch (e) {
+                        setDone(`Could not make ${c.name} the default registry: ${e instanceof Error ? e.message : String(e)}`);
+                      }
+                      list.reload();
+                    }}
+                  >
+                    Make default
+                  </button>{' '}
+                </>
+              )}
               {canManage && <RowDangerButton label="Delete" ariaLabel={`Delete context ${c.name}`} onClick={() => setDeleting(c)} />}
             </>
           )),
@@ -127,11 +156,29 @@ export default function Contexts() {
   );
 }
 
+function typeTone(type: ContextType | string) {
+  return type === 'secret' ? 'warning' : type === 'registry' ? 'info' : 'neutral';
+}
+
+/** A registry context's fields as the values dialog lists them. */
+function registryValues(r: RegistryContext): Record<string, string> {
+  const certs = (r.ca?.match(/-----BEGIN CERTIFICATE-----/g) ?? []).length;
+  return {
+    url: r.url,
+    username: r.username || '—',
+    password: r.password || '— (none)',
+    ca: certs === 0 ? '—' : certs === 1 ? '1 certificate' : `${certs} certificates`,
+    default: r.default ? 'yes: builds push here unless told otherwise' : 'no',
+  };
+}
+
 function ValuesDialog({ name, admin, onClose }: { name: string; admin: boolean; onClose: () => void }) {
   const [decrypt, setDecrypt] = useState(false);
   const res = useResource((signal) => contexts.get(name, decrypt, signal), [name, decrypt]);
   const c = res.data;
-  const secret = c?.type === 'secret';
+  const secret = c?.type === 'secret' || !!c?.registry?.password;
+  const values = c ? (c.registry ? registryValues(c.registry) : c.values) : {};
+  const keys = c?.registry ? Object.keys(values) : Object.keys(values).sort();
   return (
     <Dialog
       open
@@ -158,7 +205,7 @@ function ValuesDialog({ name, admin, onClose }: { name: string; admin: boolean; 
       ) : (
         <>
           <p className="muted small">
-            <Badge tone={secret ? 'warning' : 'neutral'}>{c.type}</Badge> · created {formatTime(c.createdAt)} · updated {formatTime(c.updatedAt)}
+            <Badge tone={typeTone(c.type)}>{c.type}</Badge> · created {formatTime(c.createdAt)} · updated {formatTime(c.updatedAt)}
           </p>
           {secret && (
             <p className="muted small">
@@ -168,11 +215,11 @@ function ValuesDialog({ name, admin, onClose }: { name: string; admin: boolean; 
           <DataTable
             className="table table-compact"
             busy={res.loading}
-            rows={Object.keys(c.values).sort()}
+            rows={keys}
             rowKey={(k) => k}
             columns={[
               { header: 'Key', cell: (k) => <code>{k}</code> },
-              { header: 'Value', cellClassName: 'break-all', cell: (k) => <code data-testid={`value-${k}`}>{c.values[k]}</code> },
+              { header: 'Value', cellClassName: 'break-all', cell: (k) => <code data-testid={`value-${k}`}>{values[k]}</code> },
             ]}
           />
         </>
@@ -185,21 +232,38 @@ function CreateDialog({ onClose, onCreated }: { onClose: () => void; onCreated: 
   const [name, setName] = useState('');
   const [type, setType] = useState<ContextType>('secret');
   const [rows, setRows] = useState<KVRow[]>([{ key: '', value: '' }]);
-  const [local, setLocal] = useState<{ name?: string; values?: string }>({});
+  const [registry, setRegistry] = useState<RegistryContext>({ url: '', username: '', password: '', ca: '', default: false });
+  const [local, setLocal] = useState<{ name?: string; values?: string; url?: string; password?: string }>({});
   const [rowErrors, setRowErrors] = useState<(string | undefined)[]>([]);
   const [error, setError] = useState<unknown>();
   const [busy, setBusy] = useState(false);
+  const isRegistry = type === 'registry';
+  const edit = (patch: Partial<RegistryContext>) => setRegistry((r) => ({ ...r, ...patch }));
   const submit = async (e: FormEvent) => {
     e.preventDefault();
-    const errs = { name: resourceNameError(name, 'Name'), values: rows.every(isBlank) ? 'Give at least one KEY=VALUE.' : undefined };
-    const re = validateRows(rows, 'variable');
+    const errs = isRegistry
+      ? {
+          name: resourceNameError(name, 'Name'),
+          url: registryUrlError(registry.url),
+          password: registry.username && !registry.password ? 'Give the password or token for this user.' : undefined,
+        }
+      : { name: resourceNameError(name, 'Name'), values: rows.every(isBlank) ? 'Give at least one KEY=VALUE.' : undefined };
+    const re = isRegistry ? [] : validateRows(rows, 'variable');
     setLocal(errs);
     setRowErrors(re);
     setError(undefined);
-    if (errs.name || errs.values || re.some(Boolean)) return;
+    if (Object.values(errs).some(Boolean) || re.some(Boolean)) return;
     setBusy(true);
     try {
-      const c = await contexts.create(name, type, mapFromRows(rows));
+      const c = isRegistry
+        ? await contexts.createRegistry(name, {
+            url: registry.url.trim(),
+            username: registry.username || undefined,
+            password: registry.password || undefined,
+            ca: registry.ca?.trim() ? registry.ca : undefined,
+            default: registry.default || undefined,
+          })
+        : await contexts.create(name, type, mapFromRows(rows));
       onClose();
       onCreated(c);
     } catch (err) {
@@ -208,6 +272,7 @@ function CreateDialog({ onClose, onCreated }: { onClose: () => void; onCreated: 
       setBusy(false);
     }
   };
+  const shownElsewhere = ['name', 'registry.url', 'registry.username', 'registry.password', 'registry.ca'].some((f) => fieldError(error, f));
   return (
     <FormDialog
       title="New context"
@@ -231,11 +296,39 @@ function CreateDialog({ onClose, onCreated }: { onClose: () => void; onCreated: 
           <label className="radio">
             <input type="radio" name="type" value="config" checked={type === 'config'} onChange={() => setType('config')} /> Config <span className="muted small">plain</span>
           </label>
+          <label className="radio">
+            <input type="radio" name="type" value="registry" checked={isRegistry} onChange={() => setType('registry')} /> Registry <span className="muted small">container images</span>
+          </label>
         </fieldset>
       </div>
-      <KeyValueRows label="Values" rows={rows} onChange={setRows} errors={rowErrors} secret={type === 'secret'} hint="Paste KEY=VALUE lines (a .env file) to fill several rows." />
-      {local.values && <div className="field-error">{local.values}</div>}
-      {error !== undefined && !fieldError(error, 'name') && <ErrorNote error={error} />}
+      {isRegistry ? (
+        <>
+          <Field label="Registry URL" error={local.url ?? fieldError(error, 'registry.url')} hint={<>host[:port] and an optional path, no scheme: <code>ghcr.io/acme</code>, <code>127.0.0.1:5000</code></>}>
+            <input type="text" name="url" value={registry.url} onChange={(e) => edit({ url: e.target.value })} autoComplete="off" spellCheck={false} placeholder="ghcr.io/acme" />
+          </Field>
+          <div className="form-row">
+            <Field label="Username" error={fieldError(error, 'registry.username')} hint="Empty for anonymous access, or a token alone.">
+              <input type="text" name="username" value={registry.username} onChange={(e) => edit({ username: e.target.value })} autoComplete="off" spellCheck={false} />
+            </Field>
+            <Field label="Password or token" error={local.password ?? fieldError(error, 'registry.password')} hint="Encrypted at rest, masked in logs.">
+              <input type="password" name="password" value={registry.password} onChange={(e) => edit({ password: e.target.value })} autoComplete="new-password" />
+            </Field>
+          </div>
+          <Field label="CA certificates (optional)" error={fieldError(error, 'registry.ca')} hint="PEM, for a registry with a private certificate authority.">
+            <textarea name="ca" rows={4} value={registry.ca} onChange={(e) => edit({ ca: e.target.value })} spellCheck={false} placeholder="-----BEGIN CERTIFICATE-----" />
+          </Field>
+          <label className="check">
+            <input type="checkbox" name="default" checked={!!registry.default} onChange={(e) => edit({ default: e.target.checked })} /> The account&apos;s default registry{' '}
+            <span className="muted small">builds push here unless told otherwise; replaces the current default</span>
+          </label>
+        </>
+      ) : (
+        <>
+          <KeyValueRows label="Values" rows={rows} onChange={setRows} errors={rowErrors} secret={type === 'secret'} hint="Paste KEY=VALUE lines (a .env file) to fill several rows." />
+          {local.values && <div className="field-error">{local.values}</div>}
+        </>
+      )}
+      {error !== undefined && !shownElsewhere && <ErrorNote error={error} />}
     </FormDialog>
   );
 }
