@@ -1,6 +1,12 @@
 package server_test
 
 import (
+	"slices"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	gcrname "github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+
 	"context"
 	"fmt"
 	"io"
@@ -71,9 +77,8 @@ steps:
     cmd: [from, the, image]
   image:
     type: build
-    image_name: freshet-e2e/app
+    image_name: freshet-e2e/app-` + string(d) + `
     tag: e2e
-    disable_push: true
   run_it:
     image: ${{image}}
   with_db:
@@ -87,6 +92,11 @@ steps:
         commands: ['wget -q -O /dev/null http://db:` + fmt.Sprint(containers.ServerPort) + `/']
 `
 			if _, err := s.Admin.CreateProject(ctx, "app"); err != nil {
+				t.Fatal(err)
+			}
+			// The build step pushes to the account's default registry, with its credentials.
+			if _, err := s.Admin.CreateContext(ctx, client.ContextRequest{Name: "loopback", Type: "registry", Registry: &client.RegistryContext{
+				URL: reg.Addr, Username: reg.Username, Password: reg.Password, CA: string(reg.CACert), Default: true}}); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := s.Admin.CreatePipeline(ctx, client.PipelineRequest{Project: "app", Name: "ctr", Spec: yml}); err != nil {
@@ -111,6 +121,26 @@ steps:
 				if st := stepByName(final, name); st.Status != "success" {
 					t.Errorf("step %s = %+v", name, st)
 				}
+			}
+			// The push is recorded on the build as the registry stored it, once.
+			got, err := s.Admin.GetBuild(ctx, b.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			repo := reg.Ref("freshet-e2e/app-" + string(d))
+			if len(got.Images) != 1 || got.Images[0].Repository != repo || got.Images[0].Registry != "loopback" || got.Images[0].Step != "image" ||
+				!slices.Contains(got.Images[0].Tags, "e2e") || !strings.HasPrefix(got.Images[0].Digest, "sha256:") || got.Images[0].Size <= 0 || got.Images[0].Branch != "main" {
+				t.Fatalf("images on the build = %+v, want one push of %s:e2e", got.Images, repo)
+			}
+			ref, err := gcrname.ParseReference(repo + "@" + got.Images[0].Digest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := remote.Head(ref, remote.WithAuth(&authn.Basic{Username: reg.Username, Password: reg.Password}), remote.WithTransport(reg.HTTPClient().Transport)); err != nil {
+				t.Fatalf("the recorded digest is not in the registry: %v", err)
+			}
+			if strings.Contains(log, reg.Password) {
+				t.Error("the registry password is in the build log")
 			}
 			// Nothing of the build is left on the engine.
 			deadline := time.Now().Add(30 * time.Second)
