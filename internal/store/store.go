@@ -207,17 +207,26 @@ func (q *Queries) queryRow(ctx context.Context, query string, args ...any) *sql.
 	return q.ex.QueryRowContext(ctx, rebind(q.d, query), args...)
 }
 
-// mapErr turns unique-constraint violations into errdefs.ErrConflict.
+// mapErr turns unique-constraint violations into errdefs.ErrConflict. Their message is the
+// conflict alone: the driver's text (table, constraint, SQLSTATE) stays in the chain for
+// errors.As but never reaches a client through Error().
 func (q *Queries) mapErr(err error) error {
 	if err == nil {
 		return nil
 	}
 	msg := err.Error()
 	if strings.Contains(msg, "UNIQUE constraint failed") || strings.Contains(msg, "SQLSTATE 23505") {
-		return fmt.Errorf("%w: %w", errdefs.ErrConflict, err)
+		return conflictError{driver: err}
 	}
 	return err
 }
+
+// conflictError is a unique-constraint violation: errdefs.ErrConflict, with the driver's error
+// kept for errors.As.
+type conflictError struct{ driver error }
+
+func (conflictError) Error() string     { return errdefs.ErrConflict.Error() }
+func (e conflictError) Unwrap() []error { return []error{errdefs.ErrConflict, e.driver} }
 
 // rebind turns '?' placeholders into PostgreSQL's $1, $2, … Queries in this package never put a
 // literal '?' inside a string.

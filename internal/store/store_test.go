@@ -65,6 +65,8 @@ func TestAccountsAndMembers(t *testing.T) {
 		dup := store.User{ID: store.NewID(store.PrefixUser), Email: "ADMIN@acme.test", PasswordHash: "x", CreatedAt: time.Now()}
 		if err := db.CreateUser(ctx, dup); !errors.Is(err, errdefs.ErrConflict) {
 			t.Fatalf("duplicate email: err = %v, want ErrConflict", err)
+		} else if msg := strings.ToLower(err.Error()); strings.Contains(msg, "constraint") || strings.Contains(msg, "sqlstate") || strings.Contains(msg, "users") {
+			t.Fatalf("duplicate email: message %q carries the driver's text, which clients would see", err)
 		}
 		// Tenant scoping: a's user is not a member of b.
 		if _, err := db.GetMember(ctx, b.ID, u.ID); !errors.Is(err, errdefs.ErrNotFound) {
