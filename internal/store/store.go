@@ -116,6 +116,13 @@ func parseDSN(dsn string) (d Dialect, driver, conn string, err error) {
 			return "", "", "", fmt.Errorf("create database directory: %w", err)
 		}
 	}
+	// The file holds password hashes and encrypted secrets: only its owner reads it. SQLite
+	// gives its -wal and -shm files the database file's mode.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return "", "", "", fmt.Errorf("open database file: %w", err)
+	}
+	f.Close()
 	q := url.Values{}
 	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", sqliteBusyTimeout.Milliseconds()))
 	q.Add("_pragma", "journal_mode(WAL)")

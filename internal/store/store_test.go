@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -397,6 +399,32 @@ func TestOpenErrors(t *testing.T) {
 	}
 	if msg := err.Error(); !contains(msg, "xxxxx") || contains(msg, "secret") {
 		t.Fatalf("error does not redact the password: %s", msg)
+	}
+}
+
+// TestSQLiteFilesArePrivate: the database holds password hashes and encrypted secrets; a new
+// SQLite file and its write-ahead log are readable by their owner only, whatever the umask.
+func TestSQLiteFilesArePrivate(t *testing.T) {
+	ctx := context.Background()
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	path := filepath.Join(t.TempDir(), "data", "freshet.db")
+	db, err := store.Open(ctx, path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.CreateAccount(ctx, store.Account{ID: store.NewID(store.PrefixAccount), Name: "acme", CreatedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{path, path + "-wal", filepath.Dir(path)} {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			t.Errorf("%s has mode %v: others can read it", p, perm)
+		}
 	}
 }
 
