@@ -202,17 +202,21 @@ func (e *engine) tagsOf(tags []string, def string) ([]string, error) {
 	return out, nil
 }
 
+// imageStepFailed ends a build or push step with msg (logged), or as terminated when its
+// context ended: the step's result, exit code, attempts and reason.
+func (e *engine) imageStepFailed(ctx context.Context, st *spec.Step, msg string) (spec.Result, int, int, string) {
+	if ctx.Err() != nil {
+		return spec.ResultTerminated, 0, 1, "terminated"
+	}
+	e.logf("step %s: %s", st.Name, msg)
+	return spec.ResultFailure, 1, 1, msg
+}
+
 // build runs a build step: the engine builds the image, and, unless disable_push, pushes it to
 // the registry the step names or the default one.
 func (e *engine) build(ctx context.Context, st *spec.Step) (spec.Result, int, int, string) {
 	b := st.Build
-	fail := func(msg string) (spec.Result, int, int, string) {
-		if ctx.Err() != nil {
-			return spec.ResultTerminated, 0, 1, "terminated"
-		}
-		e.logf("step %s: %s", st.Name, msg)
-		return spec.ResultFailure, 1, 1, msg
-	}
+	fail := func(msg string) (spec.Result, int, int, string) { return e.imageStepFailed(ctx, st, msg) }
 	builder, ok := e.exec.(executor.ImageBuilder)
 	if !ok || b == nil {
 		return fail(fmt.Sprintf("a build step needs a container engine: the %s executor has none", e.exec.Name()))
@@ -312,13 +316,7 @@ func (e *engine) pushAll(ctx context.Context, builder executor.ImageBuilder, ste
 // the registry the step names, or the default one.
 func (e *engine) push(ctx context.Context, st *spec.Step) (spec.Result, int, int, string) {
 	p := st.Push
-	fail := func(msg string) (spec.Result, int, int, string) {
-		if ctx.Err() != nil {
-			return spec.ResultTerminated, 0, 1, "terminated"
-		}
-		e.logf("step %s: %s", st.Name, msg)
-		return spec.ResultFailure, 1, 1, msg
-	}
+	fail := func(msg string) (spec.Result, int, int, string) { return e.imageStepFailed(ctx, st, msg) }
 	builder, ok := e.exec.(executor.ImageBuilder)
 	if !ok || p == nil {
 		return fail(fmt.Sprintf("a push step needs a container engine: the %s executor has none", e.exec.Name()))
