@@ -12,15 +12,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshet-dev/freshet/internal/testenv/proc"
+
 	"github.com/freshet-dev/freshet/client"
 )
 
 // startProc starts the freshet binary with args and env, logging to a buffer.
-func startProc(t *testing.T, env []string, args ...string) (*exec.Cmd, *syncBuffer) {
+func startProc(t *testing.T, env []string, args ...string) (*exec.Cmd, *proc.Buffer) {
 	t.Helper()
 	cmd := exec.Command(binary, args...)
 	cmd.Env = append(os.Environ(), env...)
-	out := &syncBuffer{}
+	out := &proc.Buffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -34,7 +36,7 @@ func startProc(t *testing.T, env []string, args ...string) (*exec.Cmd, *syncBuff
 	return cmd, out
 }
 
-func waitReady(t *testing.T, url string, log *syncBuffer) {
+func waitReady(t *testing.T, url string, log *proc.Buffer) {
 	t.Helper()
 	c := client.New(url)
 	deadline := time.Now().Add(20 * time.Second)
@@ -52,7 +54,7 @@ func waitReady(t *testing.T, url string, log *syncBuffer) {
 func TestControlPlaneRestartMidBuild(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	port := freePort(t)
+	port := proc.FreePort(t)
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
 	serverArgs := []string{"server", "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--data-dir", filepath.Join(dir, "data"), "--log-level", "warn"}
 	env := []string{"FRESHET_ADMIN_PASSWORD=restart-password-1"}
@@ -134,7 +136,7 @@ func TestMasterKeyRotation(t *testing.T) {
 	home := t.TempDir()
 	data := filepath.Join(home, "data")
 	env := []string{"FRESHET_CLI_CONFIG=" + filepath.Join(home, "c.yaml"), "FRESHET_SERVER=", "FRESHET_TOKEN="}
-	in := startUp(t, data, freePort(t), "FRESHET_ADMIN_PASSWORD=rotate-password-1")
+	in := startUp(t, data, proc.FreePort(t), "FRESHET_ADMIN_PASSWORD=rotate-password-1")
 	mustCLI(t, env, "login", "--server", in.url, "-u", "admin@freshet.local", "-p", "rotate-password-1")
 	mustCLI(t, env, "context", "create", "vault", "--type", "secret", "--kv", "API_KEY=k-123456789", "--kv", "OTHER=o-987654321")
 	mustCLI(t, env, "project", "create", "p")
@@ -159,7 +161,7 @@ func TestMasterKeyRotation(t *testing.T) {
 	if bytes.Equal(before, after) || keyLines != 1 {
 		t.Fatalf("key file not rotated to one new key:\n%s", after)
 	}
-	in2 := startUp(t, data, freePort(t))
+	in2 := startUp(t, data, proc.FreePort(t))
 	env2 := append(env[:len(env):len(env)], "FRESHET_SERVER="+in2.url)
 	if out := mustCLI(t, env2, "context", "get", "vault", "--decrypt", "-o", "json"); !strings.Contains(out, "k-123456789") || !strings.Contains(out, "o-987654321") {
 		t.Fatalf("secret unreadable after rotation: %s", out)

@@ -15,73 +15,40 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/freshet-dev/freshet/internal/testenv/kube"
+	"github.com/freshet-dev/freshet/internal/testenv/proc"
 )
 
 var binary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "freshet-e2e-bin")
+	bin, cleanup, err := proc.BuildFreshet()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "freshet")
-	build := exec.Command("go", "build", "-o", binary, "github.com/freshet-dev/freshet/cmd/freshet")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build freshet:", err)
-		os.Exit(1)
-	}
+	binary = bin
 	code := kube.Run(m) // stops the loopback clusters the GitOps tests started
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
-}
-
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// syncBuffer is a bytes.Buffer that exec's copying goroutine and the test may share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // instance is a running `freshet up`.
 type instance struct {
 	url     string
 	cmd     *exec.Cmd
-	stdout  *syncBuffer
-	stderr  *syncBuffer
+	stdout  *proc.Buffer
+	stderr  *proc.Buffer
 	dataDir string
 }
 
 func startUp(t *testing.T, dataDir string, port int, extraEnv ...string) *instance {
 	t.Helper()
-	in := &instance{url: fmt.Sprintf("http://127.0.0.1:%d", port), stdout: &syncBuffer{}, stderr: &syncBuffer{}, dataDir: dataDir}
+	in := &instance{url: fmt.Sprintf("http://127.0.0.1:%d", port), stdout: &proc.Buffer{}, stderr: &proc.Buffer{}, dataDir: dataDir}
 	in.cmd = exec.Command(binary, "up", "--data-dir", dataDir, "--listen", fmt.Sprintf("127.0.0.1:%d", port))
 	in.cmd.Env = append(os.Environ(), extraEnv...)
 	in.cmd.Stdout, in.cmd.Stderr = in.stdout, in.stderr
@@ -155,7 +122,7 @@ func TestUserJourney(t *testing.T) {
 	home := t.TempDir()
 	cfg := filepath.Join(home, "config.yaml")
 	env := []string{"FRESHET_CLI_CONFIG=" + cfg, "FRESHET_SERVER=", "FRESHET_TOKEN="}
-	in := startUp(t, filepath.Join(home, "data"), freePort(t))
+	in := startUp(t, filepath.Join(home, "data"), proc.FreePort(t))
 
 	// The first start prints the URL and the admin credentials once.
 	pw := regexp.MustCompile(`Admin password \(shown once\): (\S+)`).FindStringSubmatch(in.stdout.String())
@@ -238,7 +205,7 @@ func TestUserJourney(t *testing.T) {
 
 	// Restart: the data and the login survive; no second admin is created.
 	in.stop(t)
-	in2 := startUp(t, in.dataDir, freePort(t))
+	in2 := startUp(t, in.dataDir, proc.FreePort(t))
 	if strings.Contains(in2.stdout.String(), "Admin password") {
 		t.Fatalf("restart created credentials again:\n%s", in2.stdout)
 	}
@@ -250,7 +217,7 @@ func TestUserJourney(t *testing.T) {
 
 func TestAdminPasswordFromEnvAndBadStarts(t *testing.T) {
 	home := t.TempDir()
-	in := startUp(t, filepath.Join(home, "data"), freePort(t), "FRESHET_ADMIN_PASSWORD=from-the-env-1")
+	in := startUp(t, filepath.Join(home, "data"), proc.FreePort(t), "FRESHET_ADMIN_PASSWORD=from-the-env-1")
 	if strings.Contains(in.stdout.String(), "Admin password") {
 		t.Fatal("printed a password it was given")
 	}

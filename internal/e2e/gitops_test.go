@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshet-dev/freshet/internal/testenv/proc"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -95,7 +97,7 @@ func TestGitOpsApp(t *testing.T) {
 
 	home := t.TempDir()
 	env := []string{"FRESHET_CLI_CONFIG=" + filepath.Join(home, "cli.yaml"), "FRESHET_SERVER=", "FRESHET_TOKEN=", "FRESHET_RUNTIME="}
-	in := startUp(t, filepath.Join(home, "data"), freePort(t), "FRESHET_ADMIN_PASSWORD=gitops-password-1", "KUBECONFIG="+kc.Kubeconfig)
+	in := startUp(t, filepath.Join(home, "data"), proc.FreePort(t), "FRESHET_ADMIN_PASSWORD=gitops-password-1", "KUBECONFIG="+kc.Kubeconfig)
 	mustCLI(t, env, "login", "--server", in.url, "-u", "admin@freshet.local", "-p", "gitops-password-1")
 
 	// The local runtime dials the control plane after it is ready: wait until it answers.
@@ -263,7 +265,7 @@ func TestPushWebhookToSynced(t *testing.T) {
 	repo := gitserver.New(t).NewRepo("hook")
 	repo.Commit("main", map[string]string{"app/config.yaml": guestbookConfig("v0")}, "v0")
 	home := t.TempDir()
-	in := startUp(t, filepath.Join(home, "data"), freePort(t), "FRESHET_ADMIN_PASSWORD=webhook-password-1", "KUBECONFIG="+kc.Kubeconfig)
+	in := startUp(t, filepath.Join(home, "data"), proc.FreePort(t), "FRESHET_ADMIN_PASSWORD=webhook-password-1", "KUBECONFIG="+kc.Kubeconfig)
 	ctx := context.Background()
 	login, err := client.New(in.url).Login(ctx, client.LoginRequest{Email: "admin@freshet.local", Password: "webhook-password-1"})
 	if err != nil {

@@ -1,15 +1,12 @@
 package faults
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,26 +14,21 @@ import (
 	"github.com/freshet-dev/freshet/client"
 	"github.com/freshet-dev/freshet/internal/store"
 	"github.com/freshet-dev/freshet/internal/store/storetest"
+	testproc "github.com/freshet-dev/freshet/internal/testenv/proc"
 )
 
 // binary is the freshet binary TestMain built.
 var binary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "freshet-faults-bin")
+	bin, cleanup, err := testproc.BuildFreshet()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	binary = filepath.Join(dir, "freshet")
-	build := exec.Command("go", "build", "-o", binary, "github.com/freshet-dev/freshet/cmd/freshet")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build freshet:", err)
-		os.Exit(1)
-	}
+	binary = bin
 	code := m.Run()
-	os.RemoveAll(dir)
+	cleanup()
 	os.Exit(code)
 }
 
@@ -58,29 +50,11 @@ func backend() string {
 	return "sqlite"
 }
 
-// syncBuffer collects a process's output; the process and the test share it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // proc is a running freshet process.
 type proc struct {
 	name string
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *testproc.Buffer
 	done chan struct{}
 	err  error // the exit status, once done is closed
 }
@@ -88,7 +62,7 @@ type proc struct {
 // start runs the freshet binary with args; the process is killed when the test ends.
 func start(t *testing.T, name string, env []string, args ...string) *proc {
 	t.Helper()
-	p := &proc{name: name, cmd: exec.Command(binary, args...), out: &syncBuffer{}, done: make(chan struct{})}
+	p := &proc{name: name, cmd: exec.Command(binary, args...), out: &testproc.Buffer{}, done: make(chan struct{})}
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {
@@ -147,16 +121,6 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	}
 }
 
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 const adminPassword = "faults-password-1"
 
 // controlPlane is a `freshet server` (or `freshet up`) that a test can kill and start again on
@@ -176,7 +140,7 @@ type controlPlane struct {
 func newControlPlane(t *testing.T, mode string, extra ...string) *controlPlane {
 	t.Helper()
 	dir := t.TempDir()
-	port := freePort(t)
+	port := testproc.FreePort(t)
 	cp := &controlPlane{t: t, url: fmt.Sprintf("http://127.0.0.1:%d", port),
 		env: []string{"FRESHET_ADMIN_PASSWORD=" + adminPassword, "FRESHET_SERVER=", "FRESHET_TOKEN="}}
 	cp.args = []string{mode, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--data-dir", filepath.Join(dir, "data"), "--log-level", "debug"}

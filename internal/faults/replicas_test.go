@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	testproc "github.com/freshet-dev/freshet/internal/testenv/proc"
+
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -41,7 +43,7 @@ func natsServer(t *testing.T) string {
 // its own port and data dir, logged in as the same admin.
 func (cp *controlPlane) replica() *controlPlane {
 	cp.t.Helper()
-	port := freePort(cp.t)
+	port := testproc.FreePort(cp.t)
 	r := &controlPlane{t: cp.t, url: fmt.Sprintf("http://127.0.0.1:%d", port), env: cp.env, args: slices.Clone(cp.args)}
 	for i := 0; i+1 < len(r.args); i++ {
 		switch r.args[i] {

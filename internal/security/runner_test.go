@@ -15,10 +15,11 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/freshet-dev/freshet/internal/testenv/proc"
 
 	"github.com/freshet-dev/freshet/client"
 	"github.com/freshet-dev/freshet/internal/cli"
@@ -45,24 +46,7 @@ type upServer struct {
 	cmd     *exec.Cmd
 	url     string
 	dataDir string
-	out     *lockedBuffer
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	out     *proc.Buffer
 }
 
 var runningAt = regexp.MustCompile(`Freshet is running at (http://\S+)`)
@@ -101,7 +85,7 @@ func startUp(t *testing.T, uid int, password string, extra ...string) (*upServer
 			t.Fatal(err)
 		}
 	}
-	up := &upServer{dataDir: filepath.Join(home, "data"), out: &lockedBuffer{}}
+	up := &upServer{dataDir: filepath.Join(home, "data"), out: &proc.Buffer{}}
 	args := append([]string{"up", "--data-dir", up.dataDir, "--listen", "127.0.0.1:0"}, extra...)
 	up.cmd = exec.Command(bin, args...)
 	up.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "TMPDIR=" + home, "LANG=C.UTF-8",

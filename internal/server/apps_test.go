@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -18,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/freshet-dev/freshet/internal/testenv/proc"
 
 	"connectrpc.com/connect"
 
@@ -356,24 +357,6 @@ func TestApplicationsEndToEnd(t *testing.T) {
 	}
 }
 
-// lockedBuffer is a log sink shared by goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // The real runtime (freshet runtime's agent with its GitOps engine) reports an application from
 // its installation repository, and its app-proxy answers for the tree through the tunnel.
 func TestRealRuntimeReportsApplications(t *testing.T) {
@@ -415,7 +398,7 @@ func TestRealRuntimeReportsApplications(t *testing.T) {
 	gitDo(src, "commit", "-m", "web")
 	gitDo(src, "push", "origin", "main")
 
-	var logs lockedBuffer
+	var logs proc.Buffer
 	a, err := agent.New(agent.Options{Server: s.URL, Token: reg.Token, AccessMode: "tunnel", Version: "test", DataDir: t.TempDir(),
 		InstallRepo: git.Repo{URL: "file://" + bare}, NoInCluster: true}, nil, slog.New(slog.NewTextHandler(&logs, nil)))
 	if err != nil {
