@@ -399,6 +399,9 @@ func TestLargeBodiesStream(t *testing.T) {
 	a := newApp()
 	startRuntime(t, c, "token-a", a, nil)
 	hc := httpClient(t)
+	// 100 MiB each way under the race detector on a loaded machine takes far longer than the
+	// usual per-request bound; this one is still bounded.
+	hc.Timeout = 5 * time.Minute
 	const size = 100 << 20
 
 	var ms runtime.MemStats
@@ -408,6 +411,14 @@ func TestLargeBodiesStream(t *testing.T) {
 	var peak atomic.Uint64
 	stop := make(chan struct{})
 	sampled := make(chan struct{})
+	defer func() {
+		select {
+		case <-stop:
+		default:
+			close(stop) // a failed request ends the test early: stop the sampler
+		}
+		<-sampled
+	}()
 	go func() {
 		defer close(sampled)
 		var m runtime.MemStats
