@@ -26,6 +26,9 @@ func Normalize(raw string) (string, error) {
 		return "", err
 	}
 	host := strings.ToLower(u.Hostname())
+	if strings.Contains(host, ":") { // an IPv6 literal keeps its brackets, or the port is ambiguous
+		host = "[" + host + "]"
+	}
 	if p := u.Port(); p != "" && !(u.Scheme == "https" && p == "443" || u.Scheme == "http" && p == "80" || u.Scheme == "ssh" && p == "22") {
 		host += ":" + p
 	}
