@@ -153,7 +153,6 @@ var noFuzzTarget = map[string]string{
 	"internal/store/storetest":           "test helper",
 	"internal/testenv/containers":        "test helper",
 	"internal/testenv/kube":              "test helper",
-	"internal/tunnel":                    "operator options, replica presence from the bus, the hop timestamp (signed, HMAC checked; the frames are FuzzServeSession's)",
 	"internal/tunnel/bench":              "benchmark tool",
 	"internal/tunnel/client":             "the runtime's side: the server URL from its own options; frames are fuzzed in tunnel/wire",
 	"internal/webui":                     "the development server URL from the environment",

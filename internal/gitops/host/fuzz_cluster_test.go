@@ -101,3 +101,32 @@ func TestClusterCredentialValidate(t *testing.T) {
 		t.Errorf("CA data without a certificate: %v", err)
 	}
 }
+
+// FuzzSyncResource feeds arbitrary sync resource selectors (the resources of a sync request,
+// API input) to parseResource: it never panics, an accepted key has a kind and a name and no
+// part holding "/", and written back in the shortest form it parses to the same key.
+func FuzzSyncResource(f *testing.F) {
+	for _, s := range []string{"Deployment/web", "ConfigMap/ns/cfg", "apps/Deployment/ns/web", "/Deployment//web", "a", "a/", "/a", "a//b",
+		"a/b/c/d/e", "apps/Deployment//web", "//", "g/k/n/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		k, err := parseResource(s)
+		if err != nil {
+			return
+		}
+		if k.Kind == "" || k.Name == "" || strings.Contains(k.Group+k.Kind+k.Namespace+k.Name, "/") {
+			t.Fatalf("%q accepted as %+v", s, k)
+		}
+		back := k.Kind + "/" + k.Name
+		switch {
+		case k.Group != "":
+			back = k.Group + "/" + k.Kind + "/" + k.Namespace + "/" + k.Name
+		case k.Namespace != "":
+			back = k.Kind + "/" + k.Namespace + "/" + k.Name
+		}
+		if again, err := parseResource(back); err != nil || again != k {
+			t.Fatalf("%q parses to %+v; written back as %q it parses to %+v, %v", s, k, back, again, err)
+		}
+	})
+}
