@@ -47,14 +47,19 @@ func loadCLIConfig() (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &File{path: path}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return f, nil
+		return &File{path: path}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
+	return parseCLIConfig(path, data)
+}
+
+// parseCLIConfig decodes the config file at path from data; errors name the path.
+func parseCLIConfig(path string, data []byte) (*File, error) {
+	f := &File{path: path}
 	if err := yaml.Unmarshal(data, f); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/nats-io/nats.go"
 
@@ -665,13 +667,10 @@ func (d *Dispatcher) updateStep(ctx context.Context, r Runner, u runnerv1.StepUp
 	if err != nil {
 		return err
 	}
-	st := u.Step
-	if st.Name == "" {
-		return errdefs.Invalid("step.name", "", "is required")
-	}
-	if err := checkImages(u.Images); err != nil {
+	if err := checkStepUpdate(&u); err != nil {
 		return err
 	}
+	st := u.Step
 	err = d.db.UpsertStep(ctx, store.BuildStep{BuildID: b.ID, Name: st.Name, Position: st.Position, Stage: st.Stage, Status: st.Status,
 		ExitCode: st.ExitCode, Attempts: st.Attempts, Message: st.Message, StartedAt: st.StartedAt, FinishedAt: st.FinishedAt})
 	if err != nil {
@@ -694,6 +693,9 @@ func (d *Dispatcher) appendLog(ctx context.Context, r Runner, c runnerv1.LogChun
 	b, err := d.holds(ctx, r, c.Lease)
 	if err != nil {
 		return 0, err
+	}
+	if c.Offset < 0 {
+		return b.LogSize, errdefs.Invalid("offset", strconv.FormatInt(c.Offset, 10), "is negative: give the byte offset where the chunk starts in the build's log")
 	}
 	if c.Offset+int64(len(c.Data)) > MaxLogBytes+int64(len(TruncationMarker)) {
 		return b.LogSize, fmt.Errorf("build log is over %d bytes: %w", MaxLogBytes, errdefs.ErrTooLarge)
@@ -838,3 +840,46 @@ func (d *Dispatcher) expirePolls() {
 }
 
 func formatInt(n int64) string { return strconv.FormatInt(n, 10) }
+
+// Runner step reports are stored as the runner sends them, after checkStepUpdate.
+const (
+	maxStepFieldBytes   = 256      // a step's name, stage and status
+	maxStepMessageBytes = 16 << 10 // a step's message, cut beyond
+	maxStepCount        = 1 << 20  // position and attempts
+)
+
+// stepStatuses are the statuses a runner may report for a step.
+var stepStatuses = []string{"pending", StatusRunning, StatusSuccess, StatusFailed, "skipped", StatusTerminated, StatusPendingApproval}
+
+// checkStepUpdate checks a runner's step report before it is stored, naming the field at fault,
+// and makes its message storable: invalid UTF-8 and NULs (which PostgreSQL refuses) become
+// U+FFFD and a message longer than maxStepMessageBytes is cut.
+func checkStepUpdate(u *runnerv1.StepUpdate) error {
+	st := &u.Step
+	for _, f := range []struct{ name, v string }{{"step.name", st.Name}, {"step.stage", st.Stage}, {"step.status", st.Status}} {
+		switch {
+		case len(f.v) > maxStepFieldBytes:
+			return errdefs.Invalid(f.name, f.v, fmt.Sprintf("is longer than %d bytes", maxStepFieldBytes))
+		case !utf8.ValidString(f.v) || strings.ContainsRune(f.v, 0):
+			return errdefs.Invalid(f.name, strings.ToValidUTF8(f.v, "\uFFFD"), "holds a NUL or invalid UTF-8")
+		}
+	}
+	switch {
+	case st.Name == "":
+		return errdefs.Invalid("step.name", "", "is required")
+	case !slices.Contains(stepStatuses, st.Status):
+		return errdefs.Invalid("step.status", st.Status, "is not one of "+strings.Join(stepStatuses, ", "))
+	case st.Position < 0 || st.Position > maxStepCount:
+		return errdefs.Invalid("step.position", strconv.Itoa(st.Position), fmt.Sprintf("is not from 0 to %d", maxStepCount))
+	case st.Attempts < 0 || st.Attempts > maxStepCount:
+		return errdefs.Invalid("step.attempts", strconv.Itoa(st.Attempts), fmt.Sprintf("is not from 0 to %d", maxStepCount))
+	case st.ExitCode < math.MinInt32 || st.ExitCode > math.MaxInt32:
+		return errdefs.Invalid("step.exitCode", strconv.Itoa(st.ExitCode), "is not a 32-bit exit code")
+	}
+	msg := strings.ReplaceAll(strings.ToValidUTF8(st.Message, "\uFFFD"), "\x00", "\uFFFD")
+	if len(msg) > maxStepMessageBytes {
+		msg = strings.ToValidUTF8(msg[:maxStepMessageBytes], "")
+	}
+	st.Message = msg
+	return checkImages(u.Images)
+}

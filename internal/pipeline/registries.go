@@ -84,6 +84,11 @@ func checkRegistryURL(field, v string, needPath bool) error {
 				}
 			}
 		}
+		// Image references read a first component without '.', ':' or capitals, other than
+		// localhost, as a Docker Hub path: registry/app is docker.io/registry/app.
+		if !hasPort && !strings.Contains(host, ".") && host != "localhost" && strings.ToLower(host) == host {
+			return errdefs.Invalid(field, v, fmt.Sprintf("has host %q, which image references read as a Docker Hub namespace: give a host with a '.' or a port (registry.internal, registry:5000), or localhost", host))
+		}
 	}
 	if n, err := strconv.Atoi(port); hasPort && (!portRE.MatchString(port) || err != nil || n > 65535) {
 		return errdefs.Invalid(field, v, fmt.Sprintf("has port %q: give a number from 1 to 65535", port))

@@ -14,6 +14,10 @@ import (
 	"github.com/freshet-dev/freshet/internal/store"
 )
 
+// MaxRunnerMessageBytes bounds one runner protocol message as received: the largest is a log
+// chunk, which runners send up to 1 MiB at a time (base64 in JSON).
+const MaxRunnerMessageBytes = 4 << 20
+
 // RunnerAPI serves the runner protocol (api/runnerv1) over ConnectRPC.
 type RunnerAPI struct {
 	svc *Service
@@ -25,7 +29,9 @@ func NewRunnerAPI(svc *Service, d *Dispatcher) *RunnerAPI { return &RunnerAPI{sv
 
 // Register mounts the protocol's procedures on mux.
 func (a *RunnerAPI) Register(mux *http.ServeMux) {
-	opts := []connect.HandlerOption{connect.WithCodec(runnerv1.Codec{})}
+	// Bodies are read before the runner token is checked: the read limit keeps an
+	// unauthenticated client from making the server buffer an unbounded message.
+	opts := []connect.HandlerOption{connect.WithCodec(runnerv1.Codec{}), connect.WithReadMaxBytes(MaxRunnerMessageBytes)}
 	mux.Handle(runnerv1.ProcedureConnect, connect.NewServerStreamHandler(runnerv1.ProcedureConnect, a.connect, opts...))
 	mux.Handle(runnerv1.ProcedurePoll, connect.NewUnaryHandler(runnerv1.ProcedurePoll, a.poll, opts...))
 	mux.Handle(runnerv1.ProcedureAccept, connect.NewUnaryHandler(runnerv1.ProcedureAccept, a.accept, opts...))

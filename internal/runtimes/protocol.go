@@ -16,10 +16,16 @@ import (
 	"github.com/freshet-dev/freshet/internal/rbac"
 )
 
+// MaxHeartbeatBytes bounds a runtime's heartbeat as received (its components, clusters and Git
+// Sources).
+const MaxHeartbeatBytes = 1 << 20
+
 // RegisterProtocol mounts the runtime protocol on mux. It authenticates runtime tokens itself.
 func (s *Service) RegisterProtocol(mux *http.ServeMux) {
 	opts := []connect.HandlerOption{connect.WithCodec(runnerv1.Codec{})}
-	mux.Handle(runtimev1.ProcedureHeartbeat, connect.NewUnaryHandler(runtimev1.ProcedureHeartbeat, s.heartbeatRPC, opts...))
+	// Every message is read before the runtime token is checked: each has a read limit.
+	mux.Handle(runtimev1.ProcedureHeartbeat, connect.NewUnaryHandler(runtimev1.ProcedureHeartbeat, s.heartbeatRPC,
+		append(opts, connect.WithReadMaxBytes(MaxHeartbeatBytes))...))
 	mux.Handle(runtimev1.ProcedureReport, connect.NewUnaryHandler(runtimev1.ProcedureReport, s.reportRPC,
 		append(opts, connect.WithReadMaxBytes(MaxReportBytes))...))
 	mux.Handle(runtimev1.ProcedureAudit, connect.NewUnaryHandler(runtimev1.ProcedureAudit, s.auditRPC,

@@ -273,12 +273,13 @@ func EncodeCursor(lastID string) string {
 	return base64.RawURLEncoding.EncodeToString([]byte(lastID))
 }
 
-// DecodeCursor reverses EncodeCursor, naming field when the cursor is not one of ours.
+// DecodeCursor reverses EncodeCursor, naming field when the cursor is not one of ours: only the
+// exact string EncodeCursor makes is accepted.
 func DecodeCursor(field, c string) (string, error) {
 	if c == "" {
 		return "", nil
 	}
-	b, err := base64.RawURLEncoding.DecodeString(c)
+	b, err := base64.RawURLEncoding.Strict().DecodeString(c) // strict: one cursor per ID, no stray bits
 	if err != nil || len(b) == 0 || len(b) > 64 || !printable(b) {
 		return "", errdefs.Invalid(field, c, "is not a cursor returned by this API")
 	}

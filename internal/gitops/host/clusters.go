@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,14 +56,21 @@ func (c ClusterCredential) Validate() error {
 		return errdefs.Invalid("token", "", "is required")
 	}
 	u, err := url.Parse(c.Server)
-	if err != nil || u.Scheme != "https" || u.Host == "" {
-		return errdefs.Invalid("server", c.Server, "is not the cluster's https:// API server URL")
+	if err != nil || !strings.EqualFold(u.Scheme, "https") || u.Hostname() == "" || u.User != nil {
+		return errdefs.Invalid("server", c.Server, "is not the cluster's https:// API server URL (https://HOST[:PORT], no credentials)")
 	}
-	if c.Server == engine.InClusterServer {
-		return errdefs.Invalid("server", c.Server, "is the runtime's own cluster")
+	if inClusterHosts[strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")] {
+		return errdefs.Invalid("server", c.Server, "is the runtime's own cluster ("+engine.InClusterName+")")
+	}
+	if len(c.CAData) > 0 && !x509.NewCertPool().AppendCertsFromPEM(c.CAData) {
+		return errdefs.Invalid("caData", "", "holds no PEM certificate: give the cluster's CA certificates in PEM")
 	}
 	return nil
 }
+
+// inClusterHosts are the names of the runtime's own API server, in any case, port or form.
+var inClusterHosts = map[string]bool{"kubernetes": true, "kubernetes.default": true, "kubernetes.default.svc": true,
+	"kubernetes.default.svc.cluster.local": true}
 
 // ClusterStore keeps managed clusters' credentials where the runtime lives.
 type ClusterStore interface {

@@ -293,6 +293,9 @@ func parseImageOverride(s string) (types.Image, error) {
 	nm, tag := ref, ""
 	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
 		nm, tag = ref[:i], ref[i+1:]
+		if tag == "" {
+			return img, fmt.Errorf("%q has ':' but no tag after it", s)
+		}
 	}
 	if renamed {
 		img.Name, img.NewName = name, nm
@@ -300,8 +303,13 @@ func parseImageOverride(s string) (types.Image, error) {
 		img.Name = nm
 	}
 	img.NewTag, img.Digest = tag, digest
-	if img.Name == "" {
+	switch {
+	case img.Name == "":
 		return img, fmt.Errorf("no image name")
+	case strings.Contains(img.Name, "@"):
+		return img, fmt.Errorf("image name %q holds '@': write name=newName@digest", img.Name)
+	case renamed && img.NewName == "":
+		return img, fmt.Errorf("no new image name after '=': write name=newName[:tag][@digest], or name[:tag][@digest]")
 	}
 	return img, nil
 }

@@ -9,6 +9,7 @@ import (
 	"path"
 	"regexp"
 	"strings"
+	"unicode"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
 )
@@ -18,7 +19,7 @@ var scpLike = regexp.MustCompile(`^(?:([^@/:]+)@)?([A-Za-z0-9.\-]+):([^/].*|/.*)
 // Normalize returns the canonical form of a repository URL, used as the cache key and for
 // matching an application's repoURL against AppProject sourceRepos and webhook payloads:
 // scheme and host lower-cased, credentials and default ports dropped, a trailing "/" or ".git"
-// removed, and scp-like addresses (git@host:org/repo) turned into ssh://git@host/org/repo.
+// removed, the path escaped canonically, and scp-like addresses (git@host:org/repo) turned into ssh://git@host/org/repo.
 // Absolute paths become file:// URLs.
 func Normalize(raw string) (string, error) {
 	u, err := Parse(raw)
@@ -26,15 +27,31 @@ func Normalize(raw string) (string, error) {
 		return "", err
 	}
 	host := strings.ToLower(u.Hostname())
+	if strings.Contains(host, ":") { // an IPv6 literal keeps its brackets, or the port is ambiguous
+		host = "[" + host + "]"
+	}
 	if p := u.Port(); p != "" && !(u.Scheme == "https" && p == "443" || u.Scheme == "http" && p == "80" || u.Scheme == "ssh" && p == "22") {
 		host += ":" + p
 	}
 	if u.Scheme == "ssh" && u.User != nil && u.User.Username() != "" {
-		host = u.User.Username() + "@" + host
+		host = url.User(u.User.Username()).String() + "@" + host
 	}
-	p := strings.TrimSuffix(strings.TrimRight(u.Path, "/"), ".git")
-	p = strings.TrimRight(p, "/")
-	return u.Scheme + "://" + host + p, nil
+	// Trailing "/", ".git" and white space go until none is left, so that the normalized
+	// form normalizes to itself (Parse trims white space around the whole URL).
+	p := u.Path
+	for {
+		q := strings.TrimSuffix(strings.TrimRightFunc(p, func(r rune) bool { return r == '/' || unicode.IsSpace(r) }), ".git")
+		if q == p {
+			break
+		}
+		p = q
+	}
+	if p == "" && u.Scheme == "file" {
+		p = "/" // file:// alone has no path, and Parse refuses it
+	}
+	// The path is escaped canonically from its decoded form: "%74" and "t" normalize alike (a
+	// sourceRepos deny cannot be side-stepped by escaping), and the result parses back.
+	return u.Scheme + "://" + host + (&url.URL{Path: p}).EscapedPath(), nil
 }
 
 // Parse parses raw, accepting scp-like ssh addresses and absolute paths.
@@ -64,7 +81,7 @@ func Parse(raw string) (*url.URL, error) {
 	u.Scheme = strings.ToLower(u.Scheme)
 	switch u.Scheme {
 	case "https", "http", "ssh", "git":
-		if u.Host == "" {
+		if u.Hostname() == "" { // not u.Host: "ssh://:" has a port and no host
 			return nil, errdefs.Invalid("repoURL", Redact(raw), "has no host")
 		}
 	case "file":
@@ -93,7 +110,7 @@ func Redact(raw string) string {
 	return u.String()
 }
 
-var userinfoInText = regexp.MustCompile(`(://[^/:@\s]+):[^@/\s]+@`)
+var userinfoInText = regexp.MustCompile(`(://[^/:@\n]*):[^@/\n]+@`) // an empty user, or one with spaces, too
 
 // RedactText masks credentials embedded in URLs inside free text (error messages).
 func RedactText(s string) string {

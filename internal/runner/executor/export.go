@@ -86,7 +86,7 @@ printf '%s' "$lines" >>"$file"
 `
 
 // ParseExports reads an ExportFile: one NAME=VALUE per line, the value taken literally (no quotes
-// or escapes are interpreted). Empty lines and lines starting with '#' are skipped. A name that
+// or escapes are interpreted; carriage returns at the end of a line are dropped). Empty lines and lines starting with '#' are skipped. A name that
 // appears several times keeps its first position and its last value. Lines that are not a valid
 // assignment are left out and reported in the error (one per line, joined); the variables
 // returned are valid either way. Only the first MaxExportFileSize bytes are read; a larger file is
@@ -108,7 +108,9 @@ func ParseExports(r io.Reader) ([]EnvVar, error) {
 	n := 0
 	for line := range bytes.Lines(data) {
 		n++
-		line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+		// Every \r before the line end goes, not just one of a CRLF: a value cannot end in \r,
+		// so the variables read are the ones a NAME=VALUE file of them reads back as.
+		line = bytes.TrimRight(bytes.TrimSuffix(line, []byte("\n")), "\r")
 		if len(line) == 0 || line[0] == '#' {
 			continue
 		}
