@@ -25,9 +25,9 @@ import (
 
 // Live (non-persistent) subjects.
 const (
-	subjectWake    = "freshet-live.dispatch.wake" // data: empty, or "<runner> <build>" when a build's Complete freed the runner's slot
-	subjectLogs    = "freshet-live.logs."         // + build ID
-	subjectBuilds  = "freshet-live.builds."       // + build ID: state changed
+	subjectWake    = "freshet-live.dispatch.wake"
+	subjectLogs    = "freshet-live.logs."   // + build ID
+	subjectBuilds  = "freshet-live.builds." // + build ID: state changed
 	subjectDrain   = "freshet-live.runners.drain"
 	offerTTL       = 5 * time.Second // an offer not accepted by then goes to another runner
 	reapInterval   = 500 * time.Millisecond
@@ -74,10 +74,6 @@ type session struct {
 	// claimed is when builds were accepted through this replica (running counts them until
 	// the database's count does).
 	claimed map[string]time.Time
-	// freed holds the slots of builds that ended with Complete (build → when) for
-	// slotFreeDelay: the runner frees a slot once it has the answer and drops an offer that
-	// arrives before (which then waits out offerTTL), so a freed slot is offered a moment later.
-	freed map[string]time.Time
 
 	// Poll sessions only.
 	poll     bool
@@ -139,12 +135,7 @@ func (d *Dispatcher) wakeLocal() {
 func (d *Dispatcher) Run(ctx context.Context) error {
 	defer close(d.done)
 	if d.nc != nil {
-		sub, err := d.nc.Subscribe(subjectWake, func(m *nats.Msg) {
-			if runner, build, ok := strings.Cut(string(m.Data), " "); ok {
-				d.slotFreed(runner, build)
-			}
-			d.wakeLocal()
-		})
+		sub, err := d.nc.Subscribe(subjectWake, func(*nats.Msg) { d.wakeLocal() })
 		if err != nil {
 			return fmt.Errorf("subscribe to dispatcher wake-ups: %w", err)
 		}
@@ -228,11 +219,6 @@ func (d *Dispatcher) dispatch(ctx context.Context) error {
 		for id := range s.canceled {
 			if !running[id] {
 				delete(s.canceled, id)
-			}
-		}
-		for id, at := range s.freed {
-			if snapshot.Sub(at) >= slotFreeDelay || running[id] {
-				delete(s.freed, id)
 			}
 		}
 	}
@@ -322,7 +308,7 @@ func (d *Dispatcher) dispatch(ctx context.Context) error {
 			if s.runner.AccountID != b.AccountID || !labelsMatch(s.labels, want) || s.away(now) {
 				continue
 			}
-			free := s.info.Concurrency - len(s.running) - len(s.offered) - len(s.freed)
+			free := s.info.Concurrency - len(s.running) - len(s.offered)
 			if free > 0 && (best == nil || s.missed < best.missed || s.missed == best.missed && free > bestFree) {
 				best, bestFree = s, free
 			}
@@ -477,7 +463,7 @@ func (d *Dispatcher) register(ctx context.Context, r Runner, info runnerv1.Conne
 	maps.Copy(labels, r.Labels)
 	maps.Copy(labels, info.Labels)
 	s := &session{runner: r, info: info, msgs: make(chan runnerv1.ServerMessage, 256), running: map[string]bool{},
-		offered: map[string]bool{}, canceled: map[string]bool{}, claimed: map[string]time.Time{}, freed: map[string]time.Time{}, labels: labels}
+		offered: map[string]bool{}, canceled: map[string]bool{}, claimed: map[string]time.Time{}, labels: labels}
 	// After a reconnect the runner says what it still runs: those leases stay with it. Any other
 	// build it holds a lease on it does not run (it restarted, or never heard that Accept
 	// succeeded): give those back now rather than when their leases expire.
@@ -733,37 +719,12 @@ func (d *Dispatcher) complete(ctx context.Context, r Runner, c runnerv1.Complete
 	}
 	d.forget(b.ID)
 	d.publishState(b.ID)
-	// Wake every replica (the build's pipeline has a slot more), saying whose slot was freed:
-	// the replica holding the runner's stream may not be this one.
-	d.slotFreed(r.ID, b.ID)
-	if d.nc != nil {
-		d.nc.Publish(subjectWake, []byte(r.ID+" "+b.ID))
-	}
-	d.wakeLocal()
+	// Wake every replica (the runner has a slot more): the replica holding the runner's stream
+	// may not be this one. The runner counts the slot free from when it sent Complete, and
+	// takes up an offer that reached it while its slots were all taken once one frees, so an
+	// offer now is taken at once.
+	d.Wake()
 	return nil
-}
-
-// slotFreeDelay is how long after Complete the runner's freed slot is offered again.
-const slotFreeDelay = 250 * time.Millisecond
-
-// slotFreed holds the slot build freed on runnerID's sessions here for slotFreeDelay, then
-// wakes the dispatcher to offer it.
-func (d *Dispatcher) slotFreed(runnerID, buildID string) {
-	now := d.now()
-	held := false
-	d.mu.Lock()
-	for s := range d.sessions {
-		if s.runner.ID == runnerID {
-			if _, ok := s.freed[buildID]; !ok {
-				s.freed[buildID] = now
-				held = true
-			}
-		}
-	}
-	d.mu.Unlock()
-	if held {
-		time.AfterFunc(slotFreeDelay, d.wakeLocal)
-	}
 }
 
 // Poll sessions. A long-polling runner has a poll in flight but for the moment between two

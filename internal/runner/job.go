@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -42,6 +43,7 @@ type job struct {
 	resume    chan runnerv1.Job // the job again: the same lease renewed, or a new one
 	abandon   chan struct{}     // closed when the build is no longer this runner's to resume
 	abandoned sync.Once
+	reporting atomic.Bool // its steps are over and its Complete sent: it holds no slot
 
 	mu         sync.Mutex
 	j          runnerv1.Job
@@ -317,6 +319,10 @@ func (jb *job) attempt(parent context.Context) (context.Context, context.CancelC
 	return ctx, cancel
 }
 
+// isReporting reports whether the job sent (or is sending) its Complete: its steps are over
+// and it no longer holds one of the runner's slots.
+func (jb *job) isReporting() bool { return jb.reporting.Load() }
+
 func (jb *job) isCompleted() bool {
 	jb.mu.Lock()
 	defer jb.mu.Unlock()
@@ -340,6 +346,9 @@ func (jb *job) complete(ctx context.Context, status, reason string) bool {
 	for {
 		lease, held, changed := jb.lease.get()
 		if held {
+			if !jb.reporting.Swap(true) { // from here the control plane may free the slot
+				jb.r.slotFreed()
+			}
 			_, err := unary(ctx, jb.r.c.token, jb.r.c.complete, &runnerv1.CompleteRequest{Lease: lease, Status: status, Reason: reason})
 			if err == nil {
 				return true

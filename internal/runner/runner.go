@@ -114,8 +114,14 @@ type Runner struct {
 	exec executor.Executor
 	log  *slog.Logger
 
+	// takeMu makes taking an offer one step: the slot check, the accept and the start.
+	takeMu sync.Mutex
+	// freed is signalled when a slot frees: offers held while every slot was taken are taken up.
+	freed chan struct{}
+
 	mu         sync.Mutex
 	jobs       map[string]*job
+	held       map[string]time.Time // offers that came while every slot was taken → when
 	draining   bool
 	stoppingBy time.Time // set when Run's context ended: the shutdown deadline
 	wg         sync.WaitGroup
@@ -132,7 +138,8 @@ func New(opts Options, exec executor.Executor, hc *http.Client, log *slog.Logger
 	if opts.ShutdownTimeout == 0 {
 		opts.ShutdownTimeout = DefaultShutdownTimeout
 	}
-	return &Runner{opts: opts, c: newProtoClient(opts.Server, opts.Token, hc), exec: exec, log: log, jobs: map[string]*job{}}, nil
+	return &Runner{opts: opts, c: newProtoClient(opts.Server, opts.Token, hc), exec: exec, log: log,
+		jobs: map[string]*job{}, held: map[string]time.Time{}, freed: make(chan struct{}, 1)}, nil
 }
 
 // ExecutorName is the name of the executor the runner runs steps with.
@@ -154,6 +161,7 @@ func (r *Runner) Run(ctx context.Context) error {
 	hbCtx, stopHB := context.WithCancel(ctx)
 	defer stopHB()
 	go r.heartbeats(hbCtx)
+	go r.takeHeldOffers(hbCtx)
 	err := r.receive(ctx)
 	deadline := time.Now().Add(r.opts.ShutdownTimeout)
 	r.mu.Lock()
@@ -362,22 +370,13 @@ func (r *Runner) handle(ctx context.Context, m runnerv1.ServerMessage) {
 	switch m.Kind {
 	case runnerv1.KindOffer:
 		r.mu.Lock()
-		full := r.draining || len(r.jobs) >= r.opts.Concurrency
 		jb := r.jobs[m.BuildID]
 		r.mu.Unlock()
 		if jb != nil { // requeued while suspended here: take it up again
 			go jb.reclaim(ctx)
 			return
 		}
-		if full {
-			return
-		}
-		job, err := unary(ctx, r.c.token, r.c.accept, &runnerv1.AcceptRequest{BuildID: m.BuildID})
-		if err != nil {
-			r.log.Debug("offer not taken", "build", m.BuildID, "err", err) // another runner was faster
-			return
-		}
-		r.start(ctx, *job)
+		r.take(ctx, m.BuildID)
 	case runnerv1.KindCancel:
 		r.mu.Lock()
 		jb := r.jobs[m.BuildID]
@@ -393,6 +392,89 @@ func (r *Runner) handle(ctx context.Context, m runnerv1.ServerMessage) {
 	}
 }
 
+// heldOfferTTL is how long an offer that came while every slot was taken is kept to take up
+// when one frees: the control plane's offers expire (and go to another runner) after 5 s.
+const heldOfferTTL = 5 * time.Second
+
+// take accepts the offered build and starts it when a slot is free, else holds the offer until
+// one frees. The control plane counts an offer against the runner's free slots until it is
+// accepted or expires, so an offer dropped here would keep a slot idle until then: its view
+// of this runner's builds can lag (an accept through another replica), and a build frees its
+// slot here when it sends Complete, which can cross an offer on its way.
+func (r *Runner) take(ctx context.Context, buildID string) {
+	r.takeMu.Lock()
+	defer r.takeMu.Unlock()
+	r.mu.Lock()
+	if r.draining {
+		r.mu.Unlock()
+		return
+	}
+	if r.busy() >= r.opts.Concurrency {
+		r.held[buildID] = time.Now()
+		r.mu.Unlock()
+		return
+	}
+	delete(r.held, buildID)
+	r.mu.Unlock()
+	job, err := unary(ctx, r.c.token, r.c.accept, &runnerv1.AcceptRequest{BuildID: buildID})
+	if err != nil {
+		r.log.Debug("offer not taken", "build", buildID, "err", err) // another runner was faster
+		return
+	}
+	r.start(ctx, *job)
+}
+
+// slotFreed says a slot may have freed.
+func (r *Runner) slotFreed() {
+	select {
+	case r.freed <- struct{}{}:
+	default:
+	}
+}
+
+// takeHeldOffers takes up held offers, oldest first, whenever a slot frees, until ctx ends.
+func (r *Runner) takeHeldOffers(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-r.freed:
+		}
+		for {
+			r.mu.Lock()
+			id, oldest := "", time.Time{}
+			for b, at := range r.held {
+				switch {
+				case time.Since(at) > heldOfferTTL:
+					delete(r.held, b)
+				case id == "" || at.Before(oldest):
+					id, oldest = b, at
+				}
+			}
+			full := r.draining || r.busy() >= r.opts.Concurrency
+			r.mu.Unlock()
+			if id == "" || full || ctx.Err() != nil {
+				break
+			}
+			r.take(ctx, id)
+		}
+	}
+}
+
+// busy counts the builds that hold a slot: every job but those that sent their Complete. The
+// control plane frees the slot when it takes Complete and may offer the next build before the
+// answer is back here, or while the finished build's workspace is being removed; such an
+// offer is taken. r.mu is held.
+func (r *Runner) busy() int {
+	n := 0
+	for _, jb := range r.jobs {
+		if !jb.isReporting() {
+			n++
+		}
+	}
+	return n
+}
+
 func (r *Runner) start(ctx context.Context, j runnerv1.Job) {
 	jb := newJob(r, j)
 	r.mu.Lock()
@@ -406,6 +488,7 @@ func (r *Runner) start(ctx context.Context, j runnerv1.Job) {
 		r.mu.Lock()
 		delete(r.jobs, j.BuildID)
 		r.mu.Unlock()
+		r.slotFreed()
 		r.log.Info("build finished", "build", j.BuildID)
 	}()
 }

@@ -26,6 +26,14 @@ import (
 // called (stop kills its steps, like a runner process dying) or the test ends.
 func startRunner(t *testing.T, s *servertest.Server, token, name string, labels map[string]string) (stop func()) {
 	t.Helper()
+	return startRunnerWith(t, runner.Options{Server: s.URL, Token: token, Name: name, Executor: "local", Concurrency: 4,
+		Labels: labels, Transport: runner.TransportAuto})
+}
+
+// startRunnerWith is startRunner with the runner's options given whole.
+func startRunnerWith(t *testing.T, opts runner.Options) (stop func()) {
+	t.Helper()
+	name := opts.Name
 	exec, err := local.New(local.Options{Root: t.TempDir(), KillGrace: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -34,8 +42,7 @@ func startRunner(t *testing.T, s *servertest.Server, token, name string, labels 
 	if testing.Verbose() {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug})).With("runner", name)
 	}
-	r, err := runner.New(runner.Options{Server: s.URL, Token: token, Name: name, Executor: "local", Concurrency: 4,
-		Labels: labels, Transport: runner.TransportAuto}, exec, nil, log)
+	r, err := runner.New(opts, exec, nil, log)
 	if err != nil {
 		t.Fatal(err)
 	}
