@@ -147,7 +147,7 @@ func TestPodSpec(t *testing.T) {
 	if pod.Annotations[AnnotationBuildID] != "build-42" || pod.Annotations[AnnotationStepName] != "Build & Test" {
 		t.Errorf("annotations %v: want the build ID and the step name as they are", pod.Annotations)
 	}
-	if pod.Annotations[annotationScript] != step.Script() || pod.Annotations[annotationCFExport] != executor.CFExportScript {
+	if pod.Annotations[annotationScript] != mergeStderr+step.Script() || pod.Annotations[annotationCFExport] != executor.CFExportScript {
 		t.Errorf("the script and cf_export annotations are not the step's script and executor.CFExportScript")
 	}
 	spec := pod.Spec
