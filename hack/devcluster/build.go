@@ -383,7 +383,7 @@ func aptInstall(ctx context.Context, logf func(string, ...any), pkgs ...string) 
 		return nil
 	}
 	if os.Geteuid() != 0 {
-		return fmt.Errorf("Debian packages %s are missing: run `sudo apt-get install %s`", strings.Join(missing, ", "), strings.Join(missing, " "))
+		return fmt.Errorf("the Debian packages %s are missing: run `sudo apt-get install %s`", strings.Join(missing, ", "), strings.Join(missing, " "))
 	}
 	apt := func(args ...string) error {
 		cmd := exec.CommandContext(ctx, "apt-get", args...)

@@ -168,7 +168,7 @@ func RunnerObjects(o RunnerOptions) ([]Object, error) {
 		args = append(args, "--labels", strings.Join(kv, ","))
 	}
 	for _, a := range o.ExecutorArgs {
-		args = append(args, a)
+		args = append(args, a) // []any: one by one
 	}
 	podLabels := map[string]any{"app.kubernetes.io/name": RunnerName, InstanceLabel: o.Name}
 	podSpec := map[string]any{
