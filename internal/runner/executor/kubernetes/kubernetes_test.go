@@ -43,6 +43,7 @@ func TestContract(t *testing.T) {
 		opts.NoExecution = ""
 		opts.Slack = 15 * time.Second // pod start-up, image pulls, volume attachment
 		opts.Image = e.image()
+		opts.UnorderedStreams = "the container runtime logs stdout and stderr as two streams and copies each separately"
 	}
 	executortest.Run(t, func(t *testing.T) executor.Executor { return boundClaims{e.executor(t, Options{}), t, e} }, opts)
 	checkNoGoroutines(t)
@@ -147,7 +148,7 @@ func TestPodSpec(t *testing.T) {
 	if pod.Annotations[AnnotationBuildID] != "build-42" || pod.Annotations[AnnotationStepName] != "Build & Test" {
 		t.Errorf("annotations %v: want the build ID and the step name as they are", pod.Annotations)
 	}
-	if pod.Annotations[annotationScript] != mergeStderr+step.Script() || pod.Annotations[annotationCFExport] != executor.CFExportScript {
+	if pod.Annotations[annotationScript] != step.Script() || pod.Annotations[annotationCFExport] != executor.CFExportScript {
 		t.Errorf("the script and cf_export annotations are not the step's script and executor.CFExportScript")
 	}
 	spec := pod.Spec

@@ -77,7 +77,7 @@ var helperResources = corev1.ResourceRequirements{
 // podFor returns the pod that runs step s in ws, whose claim is pvc; workDir is the resolved
 // working directory, to be created by InitContainer when inWorkspace.
 func (k *Kubernetes) podFor(ws executor.Workspace, pvc *corev1.PersistentVolumeClaim, s executor.Step, workDir string, inWorkspace bool) (*corev1.Pod, error) {
-	script := podScript(s)
+	script := s.Script()
 	if len(script) > maxScriptBytes {
 		return nil, fmt.Errorf("%w: %w", executor.ErrInvalidStep, errdefs.Invalid("commands", "",
 			fmt.Sprintf("are %d bytes; the kubernetes executor takes at most %d (put long scripts in a file in the repository)", len(script), maxScriptBytes)))
@@ -213,22 +213,6 @@ func annotationFile(name, key string) corev1.DownwardAPIVolumeFile {
 
 // escape protects s from the kubelet's $(VAR) expansion in env values and commands: "$$" stands
 // for "$", so every "$" doubled reads back as s.
-// mergeStderr is the first line of a step's script when a shell runs it: the container runtime
-// logs stdout and stderr as two streams, and copies them into the log separately, so a line
-// written to stdout after a burst on stderr could come first in the log. With stderr on stdout
-// the log keeps the order the step wrote in, as a terminal (and the local executor) shows it.
-const mergeStderr = "exec 2>&1\n"
-
-// podScript is the step's script as its pod runs it: with mergeStderr first when the step's
-// shell runs it (not when an entry point such as python interprets it).
-func podScript(s executor.Step) string {
-	script := s.Script()
-	if script == "" || len(s.EntryPoint) > 0 {
-		return script
-	}
-	return mergeStderr + script
-}
-
 func escape(s string) string {
 	return strings.ReplaceAll(s, "$", "$$")
 }
