@@ -16,6 +16,7 @@
 //	ctrenv deps [--check]                                  # install the Debian packages when missing
 //	ctrenv registry up|down|env|status [--name dev] [--json] [--tls=false] [--purge]
 //	ctrenv test-images [--registry dev] [--json]
+//	ctrenv builder-image [--registry dev]
 //	ctrenv engine up|down|env|status|trust [--name dev] [--registry dev] [--json] [--purge]
 //	ctrenv image [--image REF] [--registry dev] [--oci-layout FILE] [--push=false]
 //	             [--platform linux/amd64,linux/arm64] [--base scratch|busybox] [--version V]
@@ -65,6 +66,7 @@ commands:
   deps          install the Debian packages the environment needs when missing (apt-get, as root)
   registry      up | down | env | status: a loopback distribution registry with htpasswd auth and TLS
   test-images   build the busybox-based test images (cached) and push them to a registry
+  builder-image make freshet-test/buildah:v1 (Debian's buildah and its libraries on the busybox base) and push it
   engine        up | down | env | status | trust: Podman's Docker API service on a unix socket
   image         build the freshet image (static binary on a minimal base); push it and/or write
                 an OCI layout tarball
@@ -86,6 +88,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = cmdRegistry(ctx, rest, stdout, stderr)
 	case "test-images":
 		err = cmdTestImages(ctx, rest, stdout, stderr)
+	case "builder-image":
+		err = cmdBuilderImage(ctx, rest, stdout, stderr)
 	case "engine":
 		err = cmdEngine(ctx, rest, stdout, stderr)
 	case "image":

@@ -30,10 +30,11 @@ const (
 	testImageNonRoot    = "freshet-test/nonroot:v1"
 	testImageServer     = "freshet-test/server:v1"
 	testImageMultiLayer = "freshet-test/multilayer:v1"
+	testImagePause      = "freshet-test/pause:v1"
 )
 
 // testImageRecipe is part of the cache key: change it whenever a recipe below changes.
-const testImageRecipe = "freshet-test-images/1"
+const testImageRecipe = "freshet-test-images/2"
 
 // annotationRefName names an image in an OCI layout's index.json.
 const annotationRefName = "org.opencontainers.image.ref.name"
@@ -83,6 +84,12 @@ func testImageSpecs() []testImageSpec {
 			},
 			config: v1.Config{Env: env, Cmd: []string{"sh", "-c", "cat /opt/*.txt"}},
 		},
+		// The real node's sandbox ("pause") image: pid 1 sleeps until SIGTERM or SIGINT, as
+		// Kubernetes' pause does (which is C, and there is no registry to pull it from here).
+		{name: testImagePause, config: v1.Config{
+			Env:        env,
+			Entrypoint: []string{"sh", "-c", `trap "exit 0" TERM INT; while :; do sleep 3600 & wait $!; done`},
+		}},
 	}
 }
 

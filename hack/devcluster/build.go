@@ -27,6 +27,7 @@ const (
 	binKCM       = "kube-controller-manager"
 	binScheduler = "kube-scheduler"
 	binKwok      = "kwok"
+	binKubelet   = "kubelet"
 )
 
 var kubeBinaries = []string{binAPIServer, binKCM, binScheduler}
@@ -53,6 +54,7 @@ func cmdBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("build", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	force := fs.Bool("force", false, "rebuild every binary even if a valid one is cached")
+	realNode := fs.Bool("real-node", false, "also build the kubelet and install containerd, runc and the CNI plugins (Debian) for a real node")
 	if err := fs.Parse(args); err != nil {
 		return exitError{code: exitUsage}
 	}
@@ -64,7 +66,7 @@ func cmdBuild(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	t0 := time.Now()
-	if err := b.build(ctx, *force); err != nil {
+	if err := b.build(ctx, *force, *realNode); err != nil {
 		return err
 	}
 	fmt.Fprintf(stderr, "devcluster: binaries ready in %s (%s)\n", b.bin, time.Since(t0).Round(time.Millisecond))
@@ -107,7 +109,7 @@ func (b *builder) logf(format string, args ...any) {
 	fmt.Fprintf(b.log, "devcluster %s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
 }
 
-func (b *builder) build(ctx context.Context, force bool) error {
+func (b *builder) build(ctx context.Context, force, realNode bool) error {
 	if err := os.MkdirAll(b.bin, 0o755); err != nil {
 		return err
 	}
@@ -128,8 +130,17 @@ func (b *builder) build(ctx context.Context, force bool) error {
 	if err := b.ensureEtcd(ctx); err != nil {
 		return err
 	}
+	if realNode {
+		if err := aptInstall(ctx, b.logf, realNodePackages...); err != nil {
+			return err
+		}
+	}
 	var kube []string
-	for _, n := range kubeBinaries {
+	wanted := kubeBinaries
+	if realNode {
+		wanted = append(append([]string(nil), kubeBinaries...), binKubelet)
+	}
+	for _, n := range wanted {
 		if err := checkBinary(filepath.Join(b.bin, n), n); force || err != nil {
 			if err != nil && !errors.Is(err, os.ErrNotExist) {
 				b.logf("%s: rebuilding: %v", n, err)
@@ -346,6 +357,34 @@ func (b *builder) aptInstallEtcd(ctx context.Context) error {
 	if os.Geteuid() != 0 {
 		return fmt.Errorf("%s is missing: run `sudo apt-get install %s` or set %s to an etcd binary", debianEtcd, debianEtcdPkg, EnvEtcd)
 	}
+	return aptInstall(ctx, b.logf, debianEtcdPkg)
+}
+
+// realNodePackages are the Debian packages a real node needs besides the kubelet: the
+// container runtime (containerd and runc) and the CNI plugins (bridge, host-local, loopback).
+var realNodePackages = []string{"containerd", "runc", "containernetworking-plugins", "iptables", "conntrack"}
+
+// missingPackages lists the packages of pkgs that dpkg does not report installed.
+func missingPackages(pkgs ...string) []string {
+	var missing []string
+	for _, p := range pkgs {
+		out, err := exec.Command("dpkg-query", "-W", "-f=${db:Status-Status}", p).Output()
+		if err != nil || strings.TrimSpace(string(out)) != "installed" {
+			missing = append(missing, p)
+		}
+	}
+	return missing
+}
+
+// aptInstall installs whichever of pkgs is missing with a non-interactive apt-get (as root).
+func aptInstall(ctx context.Context, logf func(string, ...any), pkgs ...string) error {
+	missing := missingPackages(pkgs...)
+	if len(missing) == 0 {
+		return nil
+	}
+	if os.Geteuid() != 0 {
+		return fmt.Errorf("the Debian packages %s are missing: run `sudo apt-get install %s`", strings.Join(missing, ", "), strings.Join(missing, " "))
+	}
 	apt := func(args ...string) error {
 		cmd := exec.CommandContext(ctx, "apt-get", args...)
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
@@ -355,8 +394,8 @@ func (b *builder) aptInstallEtcd(ctx context.Context) error {
 		}
 		return nil
 	}
-	install := []string{"install", "-y", "-q", "--no-install-recommends", debianEtcdPkg}
-	b.logf("installing Debian %s with apt-get", debianEtcdPkg)
+	install := append([]string{"install", "-y", "-q", "--no-install-recommends"}, missing...)
+	logf("installing Debian %s with apt-get", strings.Join(missing, ", "))
 	if err := apt(install...); err != nil {
 		// Package lists may be missing or old: refresh once and retry.
 		if err := apt("update", "-q"); err != nil {

@@ -52,8 +52,13 @@ func (in *instance) down(ctx context.Context, purge bool) (int, error) {
 		return 0, err
 	}
 	defer unlock()
+	// The real node first: its kubelet would restart the pods that stopRealNode kills.
+	if pf, err := in.running(compKubelet); err == nil {
+		stopProcesses([]pidFile{pf}, in.marker(), 10*time.Second)
+	}
+	in.stopRealNode(ctx)
 	var procs []pidFile
-	for _, comp := range append(slices.Clone(components), compWatchdog) {
+	for _, comp := range append(slices.Clone(allComponents), compWatchdog) {
 		pf, err := in.running(comp)
 		if err == nil && pf.PID != os.Getpid() {
 			procs = append(procs, pf)
@@ -61,10 +66,12 @@ func (in *instance) down(ctx context.Context, purge bool) (int, error) {
 	}
 	stopProcesses(procs, in.marker(), 10*time.Second)
 	n := len(procs) + in.stopOrphans()
-	for _, comp := range append(slices.Clone(components), compWatchdog) {
+	for _, comp := range append(slices.Clone(allComponents), compWatchdog) {
 		_ = os.Remove(in.pidPath(comp))
 	}
-	for _, d := range []string{"etcd-data", "run"} {
+	in.cleanupRealNode()
+	// The kubelet's pods go with etcd's data; containerd's image store stays (a cache).
+	for _, d := range []string{"etcd-data", "run", "kubelet"} {
 		if err := os.RemoveAll(in.path(d)); err != nil {
 			return n, err
 		}
@@ -106,7 +113,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		res.Server = in.serverURL()
 	}
 	var down []string
-	for _, comp := range components {
+	for _, comp := range in.components() {
 		cs := in.inspect(comp)
 		res.Components = append(res.Components, cs)
 		if !cs.Running {
@@ -145,7 +152,7 @@ func cmdStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if !res.Running {
 		msg := fmt.Sprintf("not running: %s", strings.Join(down, ", "))
-		if len(down) < len(components) {
+		if len(down) < len(in.components()) {
 			msg += fmt.Sprintf(" (run `devcluster up --name %s` to restart what is missing)", in.name)
 		}
 		return exitError{code: exitNotRunning, err: errors.New(msg)}

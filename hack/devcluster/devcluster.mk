@@ -19,11 +19,24 @@ DEVCLUSTER_SRC   := $(wildcard $(DEVCLUSTER_DIR)/*.go) $(DEVCLUSTER_DIR)/go.mod 
 $(DEVCLUSTER): $(DEVCLUSTER_SRC)
 	cd $(DEVCLUSTER_DIR) && GOWORK=off $(GO) build -o $(abspath $(DEVCLUSTER)) .
 
-devcluster-build: $(DEVCLUSTER)
-	$(DEVCLUSTER) build
+# REAL_NODE=1: also a real node (kubelet on Debian's containerd and runc) beside the kwok node,
+# pulling from the loopback registry $(REGISTRY_NAME) (started, with the test images and the
+# pause image pushed); needs root. Remembered by the instance until `devcluster down --purge`.
+REAL_NODE        ?=
 
-devcluster: devcluster-build
+devcluster-build: $(DEVCLUSTER)
+	$(DEVCLUSTER) build $(if $(REAL_NODE),--real-node)
+
+devcluster: devcluster-build $(if $(REAL_NODE),test-images)
+ifeq ($(REAL_NODE),)
 	@$(DEVCLUSTER) up --name $(DEVCLUSTER_NAME)
+else
+	@eval "$$($(CTRENV) registry env --name $(REGISTRY_NAME))" && \
+	FRESHET_DEVCLUSTER_REGISTRY_PASSWORD="$$REGISTRY_PASSWORD" $(DEVCLUSTER) up --name $(DEVCLUSTER_NAME) --timeout 5m \
+		--real-node --registry "$$REGISTRY" --registry-user "$$REGISTRY_USER" \
+		--registry-password-env FRESHET_DEVCLUSTER_REGISTRY_PASSWORD --registry-ca "$$REGISTRY_CA_FILE" \
+		--pause-image "$$REGISTRY/freshet-test/pause:v1"
+endif
 	@echo 'use it:  eval "$$($(DEVCLUSTER) env --name $(DEVCLUSTER_NAME))" && kubectl get nodes'
 
 devcluster-status: $(DEVCLUSTER)

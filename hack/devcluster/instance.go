@@ -42,6 +42,7 @@ var componentPorts = map[string][]string{
 	compAPIServer: {portAPIServer},
 	compKCM:       {portKCM},
 	compScheduler: {portScheduler},
+	compKubelet:   {portKubelet, portKubeletHealthz},
 }
 
 // Fixed cluster facts.
@@ -58,6 +59,8 @@ const (
 type state struct {
 	Name  string         `json:"name"`
 	Ports map[string]int `json:"ports"`
+	// RealNode, when set, gives the instance a real node (kubelet, containerd) beside kwok's.
+	RealNode *realNodeConf `json:"realNode,omitempty"`
 }
 
 // instance is one named control plane: its directories and remembered ports.
@@ -120,7 +123,7 @@ func (in *instance) saveState() error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(in.path("state.json"), append(b, '\n'), 0o644)
+	return writeFileAtomic(in.path("state.json"), append(b, '\n'), 0o600) // may hold the real node's registry password
 }
 
 // writeConfigs (re)writes every kubeconfig and the kwok config for the current ports.
@@ -144,7 +147,10 @@ func (in *instance) writeConfigs() error {
 			return err
 		}
 	}
-	return writeFileAtomic(in.path("conf", "kwok.yaml"), kwokStages, 0o644)
+	if err := writeFileAtomic(in.path("conf", "kwok.yaml"), kwokStages, 0o644); err != nil {
+		return err
+	}
+	return in.writeRealNodeConfigs()
 }
 
 // args returns the command line of a component.
@@ -171,7 +177,11 @@ func (in *instance) args(comp string) []string {
 			"--endpoint-reconciler-type=none",
 			"--tls-cert-file=" + pki(pkiAPIServer+".crt"), "--tls-private-key-file=" + pki(pkiAPIServer+".key"),
 			"--client-ca-file=" + pki(pkiCA+".crt"),
-			"--authorization-mode=RBAC",
+			// Node: the real node's kubelet (system:node:NAME) may read what its pods need.
+			"--authorization-mode=Node,RBAC",
+			// pods/log, exec and port-forward reach the real node's kubelet on 127.0.0.1.
+			"--kubelet-client-certificate=" + pki(pkiAdmin+".crt"), "--kubelet-client-key=" + pki(pkiAdmin+".key"),
+			"--kubelet-preferred-address-types=InternalIP",
 			"--service-account-issuer=" + serviceAccountIs,
 			"--service-account-key-file=" + pki(pkiSA+".pub"),
 			"--service-account-signing-key-file=" + pki(pkiSA+".key"),
@@ -203,13 +213,19 @@ func (in *instance) args(comp string) []string {
 			"--leader-elect=false", "--profiling=false",
 		}
 	case compKwok:
-		return []string{
-			"--kubeconfig=" + in.componentKubeconfig(compKwok), "--master=" + in.serverURL(),
-			"--config=" + in.path("conf", "kwok.yaml"),
-			"--manage-all-nodes=true",
-			"--cidr=" + podCIDR, "--node-ip=" + fakeNodeIP,
-			"--node-lease-duration-seconds=40",
+		manage := []string{"--manage-all-nodes=true"}
+		if in.st.RealNode != nil {
+			// Only the fake node: the real node's kubelet runs its own pods.
+			manage = []string{"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake"}
 		}
+		return append([]string{
+			"--kubeconfig=" + in.componentKubeconfig(compKwok), "--master=" + in.serverURL(),
+			"--config=" + in.path("conf", "kwok.yaml")},
+			append(manage,
+				"--cidr="+podCIDR, "--node-ip="+fakeNodeIP,
+				"--node-lease-duration-seconds=40")...)
+	case compContainerd, compKubelet:
+		return in.realNodeArgs(comp)
 	}
 	panic("unknown component " + comp)
 }
@@ -332,8 +348,8 @@ func (in *instance) assignPorts(comp string, forceNew bool) (changed bool, err e
 func (in *instance) stopOrphans() int {
 	known := map[int]bool{}
 	var bins []string
-	for _, comp := range components {
-		bins = append(bins, filepath.Join(in.bin, comp))
+	for _, comp := range allComponents {
+		bins = append(bins, in.binPath(comp))
 		if pf, err := in.running(comp); err == nil {
 			known[pf.PID] = true
 		}

@@ -52,7 +52,7 @@ var clientIdentities = []clientIdentity{
 // instant.
 func ensurePKI(dir string) error {
 	if _, err := os.Stat(filepath.Join(dir, pkiKwok+".crt")); err == nil {
-		return nil // written last; present means complete
+		return ensureNodeCert(dir) // written last; present means complete (but for the node's, added later)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
@@ -119,7 +119,44 @@ func ensurePKI(dir string) error {
 			return err
 		}
 	}
-	return nil
+	return ensureNodeCert(dir)
+}
+
+// nodeIdentity is the real node's kubelet: the Node authorizer and NodeRestriction know it by
+// this user and group.
+var nodeIdentity = clientIdentity{file: pkiNode, user: "system:node:" + realNodeName, groups: []string{"system:nodes"}}
+
+// ensureNodeCert issues the real node's client certificate with the instance's CA unless it
+// exists (instances made before the real node existed lack it).
+func ensureNodeCert(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, pkiNode+".crt")); err == nil {
+		return nil
+	}
+	caPEM, err := os.ReadFile(filepath.Join(dir, pkiCA+".crt"))
+	if err != nil {
+		return err
+	}
+	keyPEM, err := os.ReadFile(filepath.Join(dir, pkiCA+".key"))
+	if err != nil {
+		return err
+	}
+	cb, _ := pem.Decode(caPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return fmt.Errorf("no PEM block in %s or its key", filepath.Join(dir, pkiCA+".crt"))
+	}
+	ca, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return err
+	}
+	caKey, err := x509.ParseECPrivateKey(kb.Bytes)
+	if err != nil {
+		return err
+	}
+	return issue(dir, pkiNode, ca, caKey, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: nodeIdentity.user, Organization: nodeIdentity.groups},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
 }
 
 func newKey() (*ecdsa.PrivateKey, error) {

@@ -49,6 +49,13 @@ func cmdUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cf.bind(fs, true)
 	timeout := fs.Duration("timeout", defaultUpTimeout, "give up if the instance is not ready after this long")
 	watchPID := fs.Int("down-when-exits", 0, "run `down --purge` for this instance when the process with this pid exits (used by test helpers)")
+	realNode := fs.Bool("real-node", false, "also run a real node (kubelet on containerd and runc) beside the kwok node; remembered by the instance")
+	var rn realNodeConf
+	fs.StringVar(&rn.Registry, "registry", "", "real node: HOST:PORT of the registry it pulls from")
+	fs.StringVar(&rn.Username, "registry-user", "", "real node: user name for --registry")
+	passwordEnv := fs.String("registry-password-env", "", "real node: name of the environment variable holding the password for --registry")
+	fs.StringVar(&rn.CAFile, "registry-ca", "", "real node: CA certificate file for --registry (HTTPS)")
+	fs.StringVar(&rn.PauseImage, "pause-image", "", "real node: the sandbox (pause) image, pullable by the node (required with --real-node)")
 	if err := fs.Parse(args); err != nil {
 		return exitError{code: exitUsage}
 	}
@@ -58,6 +65,35 @@ func cmdUp(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	in, err := openInstance(cf.name)
 	if err != nil {
 		return exitError{code: exitUsage, err: err}
+	}
+	if *realNode {
+		if rn.PauseImage == "" {
+			return exitError{code: exitUsage, err: errors.New("--real-node needs --pause-image (make devcluster REAL_NODE=1 pushes one to the loopback registry)")}
+		}
+		if *passwordEnv != "" {
+			rn.Password = os.Getenv(*passwordEnv)
+			if rn.Password == "" {
+				return exitError{code: exitUsage, err: fmt.Errorf("--registry-password-env %s: the variable is empty or not set", *passwordEnv)}
+			}
+		}
+		if rn.CAFile != "" {
+			if rn.CAFile, err = filepath.Abs(rn.CAFile); err != nil {
+				return exitError{code: exitUsage, err: err}
+			}
+		}
+		if os.Geteuid() != 0 {
+			return exitError{code: exitUsage, err: errors.New("--real-node: the kubelet and containerd need root")}
+		}
+		if missing := missingPackages(realNodePackages...); len(missing) > 0 {
+			return exitError{code: exitNoBinaries, err: fmt.Errorf("%w: Debian packages %s are missing; install them with: devcluster build --real-node",
+				errNoBinaries, strings.Join(missing, ", "))}
+		}
+		in.st.RealNode = &rn
+	}
+	if in.st.RealNode != nil {
+		if err := checkBinary(filepath.Join(in.bin, binKubelet), binKubelet); err != nil {
+			return exitError{code: exitNoBinaries, err: fmt.Errorf("%w: kubelet missing or invalid in %s; build it with: devcluster build --real-node", errNoBinaries, in.bin)}
+		}
 	}
 	if missing := missingBinaries(in.bin); len(missing) > 0 {
 		return exitError{code: exitNoBinaries, err: fmt.Errorf("%w: %s missing or invalid in %s; build them with: %s",
@@ -110,7 +146,7 @@ func (in *instance) up(ctx context.Context, logf func(string, ...any)) (*upResul
 
 	// Stale pid files: the process is gone (crashed, killed, machine rebooted) or the pid now
 	// belongs to someone else. Remove them so nothing acts on a foreign pid.
-	for _, comp := range components {
+	for _, comp := range in.components() {
 		if cs := in.inspect(comp); cs.Stale {
 			logf("%s: removing stale pid file (pid %d is not a running %s of this instance)", comp, cs.PID, comp)
 			_ = os.Remove(in.pidPath(comp))
@@ -122,7 +158,15 @@ func (in *instance) up(ctx context.Context, logf func(string, ...any)) (*upResul
 		logf("stopped %d process(es) of this instance that had no pid file", n)
 	}
 
-	for _, comp := range components {
+	if in.st.RealNode != nil {
+		if err := in.prepareCgroups(); err != nil {
+			return nil, err
+		}
+		if err := in.ensureBridge(ctx); err != nil {
+			return nil, fmt.Errorf("real node's bridge: %w", err)
+		}
+	}
+	for _, comp := range in.components() {
 		if err := in.reconcile(ctx, comp, res, logf); err != nil {
 			return nil, err
 		}
@@ -170,7 +214,7 @@ func (in *instance) reconcile(ctx context.Context, comp string, res *upResult, l
 		}
 		offset := fileSize(in.logPath(comp))
 		t0 := time.Now()
-		pf, err := startDaemon(filepath.Join(in.bin, comp), in.args(comp), in.logPath(comp), in.pidPath(comp), daemonEnv())
+		pf, err := startDaemon(in.binPath(comp), in.args(comp), in.logPath(comp), in.pidPath(comp), daemonEnv())
 		if err != nil {
 			return err
 		}
@@ -258,6 +302,12 @@ func (in *instance) waitStarted(ctx context.Context, comp string, pf pidFile) er
 		timeout, check = 60*time.Second, func(ctx context.Context) error {
 			return httpOK(ctx, insecureClient, "https://"+loopback+":"+p(port)+"/healthz")
 		}
+	case compContainerd:
+		timeout, check = 30*time.Second, in.checkContainerd
+	case compKubelet:
+		timeout, check = 60*time.Second, func(ctx context.Context) error {
+			return httpOK(ctx, plainClient, "http://"+loopback+":"+p(portKubeletHealthz)+"/healthz")
+		}
 	case compKwok:
 		// kwok serves nothing; it counts as started when it is still alive after a moment.
 		// waitReady proves it works: only kwok makes the node Ready.
@@ -298,12 +348,15 @@ func (in *instance) waitReady(ctx context.Context) error {
 	defer cancel()
 	var last error
 	for {
-		for _, comp := range components {
+		for _, comp := range in.components() {
 			if _, err := in.running(comp); err != nil {
 				return fmt.Errorf("%s stopped while waiting for the cluster to become ready; see %s", comp, in.logPath(comp))
 			}
 		}
-		if last = in.checkReady(ctx, c); last == nil {
+		if last = in.checkReady(ctx, c); last == nil && in.st.RealNode != nil {
+			last = in.checkRealNodeReady(ctx)
+		}
+		if last == nil {
 			return nil
 		}
 		select {

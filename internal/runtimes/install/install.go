@@ -1,4 +1,5 @@
-// Package install installs a hybrid runtime into a Kubernetes cluster from the CLI: pre-checks,
+// Package install installs a hybrid runtime (Installer) or a runner (RunnerInstaller) into a
+// Kubernetes cluster from the CLI. For a runtime: pre-checks,
 // registration with the control plane, the installation repository's layout, the runtime's
 // manifests by server-side apply, then a wait until the runtime reports healthy. Every step
 // is idempotent, so running it again continues where an interrupted run stopped.
@@ -446,6 +447,12 @@ func (in *Installer) apply(ctx context.Context, mo manifests.Options) (string, e
 	if err != nil {
 		return "", err
 	}
+	return in.applyObjects(ctx, objs, mo.Name)
+}
+
+// applyObjects server-side applies objs in order. A Namespace among them that exists and is not
+// the instance's (its InstanceLabel) is left alone.
+func (in *Installer) applyObjects(ctx context.Context, objs []manifests.Object, instance string) (string, error) {
 	var names []string
 	for _, o := range objs {
 		u := &unstructured.Unstructured{Object: toJSONMap(o)}
@@ -462,7 +469,7 @@ func (in *Installer) apply(ctx context.Context, mo manifests.Options) (string, e
 			// A namespace that exists and is not ours stays the user's: uninstall must not
 			// delete it.
 			live, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
-			if err == nil && live.GetLabels()[manifests.InstanceLabel] != mo.Name {
+			if err == nil && live.GetLabels()[manifests.InstanceLabel] != instance {
 				continue
 			}
 		}

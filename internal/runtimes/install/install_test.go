@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,10 +28,21 @@ import (
 	"github.com/freshet-dev/freshet/internal/runtimes/manifests"
 	"github.com/freshet-dev/freshet/internal/server/servertest"
 	"github.com/freshet-dev/freshet/internal/store"
+	"github.com/freshet-dev/freshet/internal/testenv/containers"
 	"github.com/freshet-dev/freshet/internal/testenv/kube"
 )
 
-func TestMain(m *testing.M) { kube.Main(m) }
+// TestMain stops the clusters, then the registry the real-node test starts.
+func TestMain(m *testing.M) {
+	code := kube.Run(m)
+	if err := containers.Teardown(); err != nil {
+		fmt.Fprintf(os.Stderr, "containers teardown: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 type world struct {
 	cluster *kube.Cluster

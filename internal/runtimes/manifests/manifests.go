@@ -1,7 +1,9 @@
 // Package manifests generates the Kubernetes objects a hybrid runtime runs from: its
 // Namespace, ServiceAccount and RBAC, the Secret with its token, the Deployment running
 // `freshet runtime`, the app-proxy Service and, in ingress mode, an Ingress. `freshet runtime
-// manifests` prints them; the installer applies them with server-side apply.
+// manifests` prints them; the installer applies them with server-side apply. It also makes a
+// runner's objects (RunnerObjects: `freshet runner install`), with the Role its caller hands
+// in (the kubernetes executor's).
 package manifests
 
 import (
@@ -56,16 +58,7 @@ func (o *Options) Validate() error {
 	if o.Namespace == "" {
 		o.Namespace = DefaultNamespace
 	}
-	if o.Image == "" {
-		o.Image = DefaultImage
-	}
-	if !strings.Contains(o.Image[strings.LastIndex(o.Image, "/")+1:], ":") && !strings.Contains(o.Image, "@") {
-		tag := o.Version
-		if tag == "" || tag == "dev" {
-			tag = "latest"
-		}
-		o.Image += ":" + tag
-	}
+	o.Image = defaultImage(o.Image, o.Version)
 	switch {
 	case !dns1123.MatchString(o.Name):
 		return errdefs.Invalid("name", o.Name, "is not a runtime name (lowercase letters, digits and '-')")

@@ -80,6 +80,8 @@ const (
 	// ImageMultiLayer: MultiLayerLayers layers; layer 3 deletes a file of layer 2 (a
 	// whiteout); CMD cat /opt/*.txt prints MultiLayerOutput.
 	ImageMultiLayer = "freshet-test/multilayer:v1"
+	// ImagePause: pid 1 sleeps until SIGTERM or SIGINT; the real node's sandbox image.
+	ImagePause = "freshet-test/pause:v1"
 )
 
 // What the test images do.
@@ -94,7 +96,7 @@ const (
 )
 
 // TestImages lists every test image name.
-var TestImages = []string{ImageBusybox, ImageEcho, ImageNonRoot, ImageServer, ImageMultiLayer}
+var TestImages = []string{ImageBusybox, ImageEcho, ImageNonRoot, ImageServer, ImageMultiLayer, ImagePause}
 
 // Environment variables the helper reads.
 const (

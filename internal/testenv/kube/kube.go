@@ -24,6 +24,8 @@
 //   - FRESHET_DEVCLUSTER_TOOL: a prebuilt devcluster binary; otherwise it is built from
 //     hack/devcluster with the go command.
 //   - FRESHET_DEVCLUSTER_CACHE: where the devcluster binaries are cached (see docs/testing.md).
+//   - FRESHET_TEST_REAL_NODE=1: RealNode starts a cluster with a real node (kubelet,
+//     containerd, runc); without it, tests that need one skip.
 //
 // Without built binaries the tests skip with a message saying how to build them:
 // `make devcluster-build`. Should the test binary die without running Main's teardown, a
@@ -63,7 +65,29 @@ const (
 	EnvRequire    = "FRESHET_TEST_KUBE"
 	EnvTool       = "FRESHET_DEVCLUSTER_TOOL"
 	envState      = "FRESHET_DEVCLUSTER_STATE"
+	EnvRealNode   = "FRESHET_TEST_REAL_NODE"
 )
+
+// The real node (RealNode): its name, and the label and taint that keep ordinary pods off it.
+// A pod runs there when it selects RealNodeLabel=true and tolerates RealNodeTaint.
+const (
+	RealNodeName  = "real-node-0"
+	RealNodeLabel = "freshet.dev/real-node"
+	RealNodeTaint = "freshet.dev/real-node"
+)
+
+// RealNodePlacement returns the node selector and toleration that put a pod on the real node.
+func RealNodePlacement() (map[string]string, []corev1.Toleration) {
+	return map[string]string{RealNodeLabel: "true"},
+		[]corev1.Toleration{{Key: RealNodeTaint, Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule}}
+}
+
+// NodeRegistry is the registry a real node pulls from: its address (HOST:PORT), the
+// credentials the node uses, the CA certificate file it trusts, and the pause image.
+type NodeRegistry struct {
+	Addr, Username, Password, CAFile string
+	PauseImage                       string // a reference the node can pull
+}
 
 // BuildHint says how to get the binaries; it is part of every skip message.
 const BuildHint = "build them with `make devcluster-build` (once per machine; several minutes cold, then cached), or point " + EnvKubeconfig + " at a cluster"
@@ -103,11 +127,39 @@ func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.config) }
 // Host is the apiserver URL.
 func (c *Cluster) Host() string { return c.config.Host }
 
-var shared struct {
+var shared, realNode struct {
 	once    sync.Once
 	cluster *Cluster
 	err     error
 }
+
+// RealNode returns this test binary's cluster with a real node (RealNodeName: a kubelet on
+// containerd and runc, pulling from reg) beside the kwok node, starting it on first use (the
+// first call's reg is used). It skips the test unless FRESHET_TEST_REAL_NODE=1, and fails it
+// when the cluster does not start.
+func RealNode(t testing.TB, reg NodeRegistry) *Cluster {
+	t.Helper()
+	if os.Getenv(EnvRealNode) != "1" {
+		t.Skipf("skipping: needs a real Kubernetes node; set %s=1 (root; `make devcluster-build REAL_NODE=1` builds the kubelet, see docs/testing.md)", EnvRealNode)
+	}
+	realNode.once.Do(func() {
+		e, err := getEnv()
+		if err != nil {
+			realNode.err = err
+			return
+		}
+		realNode.cluster, realNode.err = e.up("real", []string{envRegistryPassword + "=" + reg.Password}, "--real-node", "--timeout", "5m",
+			"--registry", reg.Addr, "--registry-user", reg.Username, "--registry-password-env", envRegistryPassword,
+			"--registry-ca", reg.CAFile, "--pause-image", reg.PauseImage)
+	})
+	if realNode.err != nil {
+		t.Fatalf("kubernetes test cluster with a real node: %v", realNode.err)
+	}
+	return realNode.cluster
+}
+
+// envRegistryPassword hands the registry password to devcluster (not on its command line).
+const envRegistryPassword = "FRESHET_DEVCLUSTER_REGISTRY_PASSWORD"
 
 // env is the devcluster tool and state root of this test binary's instances.
 type env struct {
@@ -183,7 +235,7 @@ func Shared(t testing.TB) *Cluster {
 			shared.err = err
 			return
 		}
-		shared.cluster, shared.err = e.up("shared")
+		shared.cluster, shared.err = e.up("shared", nil)
 	})
 	if shared.err != nil {
 		unavailable(t, shared.err)
@@ -203,7 +255,7 @@ func New(t testing.TB) *Cluster {
 	e.n++
 	name := fmt.Sprintf("extra-%d", e.n)
 	e.mu.Unlock()
-	c, err := e.up(name)
+	c, err := e.up(name, nil)
 	if err != nil {
 		unavailable(t, err)
 	}
@@ -310,8 +362,13 @@ func repoRoot() (string, error) {
 const toolExitNoBinaries = 3
 
 func (e *env) run(ctx context.Context, args ...string) ([]byte, error) {
+	return e.runEnv(ctx, nil, args...)
+}
+
+// runEnv runs the tool with extraEnv added to its environment.
+func (e *env) runEnv(ctx context.Context, extraEnv []string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, e.tool, args...)
-	cmd.Env = append(os.Environ(), envState+"="+e.stateRoot)
+	cmd.Env = append(append(os.Environ(), envState+"="+e.stateRoot), extraEnv...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -330,13 +387,13 @@ func (e *env) run(ctx context.Context, args ...string) ([]byte, error) {
 	return stdout.Bytes(), nil
 }
 
-func (e *env) up(name string) (*Cluster, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), upTimeout)
+func (e *env) up(name string, extraEnv []string, extra ...string) (*Cluster, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), upTimeout+2*time.Minute)
 	defer cancel()
 	e.mu.Lock()
 	e.instances = append(e.instances, name) // recorded first: a failed up still gets a down
 	e.mu.Unlock()
-	out, err := e.run(ctx, "up", "--name", name, "--json", "--down-when-exits", strconv.Itoa(os.Getpid()))
+	out, err := e.runEnv(ctx, extraEnv, append([]string{"up", "--name", name, "--json", "--down-when-exits", strconv.Itoa(os.Getpid())}, extra...)...)
 	if err != nil {
 		return nil, err
 	}

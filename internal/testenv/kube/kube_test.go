@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -25,10 +26,21 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/freshet-dev/freshet/internal/testenv/containers"
 	"github.com/freshet-dev/freshet/internal/testenv/kube"
 )
 
-func TestMain(m *testing.M) { kube.Main(m) }
+// TestMain stops the clusters, then the registry the real-node test starts.
+func TestMain(m *testing.M) {
+	code := kube.Run(m)
+	if err := containers.Teardown(); err != nil {
+		fmt.Fprintf(os.Stderr, "containers teardown: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 const fieldManager = "freshet-test"
 

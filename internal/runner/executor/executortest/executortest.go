@@ -57,6 +57,11 @@ type Options struct {
 	// subtests that observe what commands do are skipped with that reason, and only Name,
 	// InvalidStep and Cleanup run. The executor's steps must still end, and succeed.
 	NoExecution string
+	// UnorderedStreams, when set, says why the executor under test cannot keep the order
+	// between a step's stdout and stderr (a container runtime that logs them as two streams
+	// and copies each separately): ChattyStep then checks that no line is lost or duplicated
+	// and that each stream keeps its own order, not how the two interleave.
+	UnorderedStreams string
 }
 
 // Run runs the contract suite against the executors newExecutor returns (one per subtest).
@@ -633,9 +638,40 @@ func (s *suite) testChatty(t *testing.T) {
 		want.WriteByte('\n')
 	}
 	want.WriteString("done\n")
-	if got := StripNotices(out.String()); got != want.String() {
+	got := StripNotices(out.String())
+	if s.opts.UnorderedStreams != "" {
+		checkStreams(t, got, lines, s.opts.UnorderedStreams)
+		return
+	}
+	if got != want.String() {
 		gl := strings.Split(got, "\n")
 		t.Errorf("output has %d lines, want %d; first difference near %q", len(gl)-1, lines+1, firstDiff(got, want.String()))
+	}
+}
+
+// checkStreams checks ChattyStep's output when the two streams may interleave in any way: every
+// line once, stdout's (1..lines/2, then "done") and stderr's (the rest) each in order.
+func checkStreams(t *testing.T, got string, lines int, why string) {
+	t.Helper()
+	ls := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+	if len(ls) != lines+1 {
+		t.Errorf("output has %d lines, want %d (each stream in order; their interleaving is not checked: %s)", len(ls), lines+1, why)
+		return
+	}
+	nextOut, nextErr, done := 1, lines/2+1, false
+	for i, l := range ls {
+		n, err := strconv.Atoi(l)
+		switch {
+		case l == "done" && nextOut == lines/2+1 && !done:
+			done = true
+		case err == nil && n == nextOut && n <= lines/2 && !done:
+			nextOut++
+		case err == nil && n == nextErr:
+			nextErr++
+		default:
+			t.Errorf("line %d is %q: want stdout's %d (or done) or stderr's %d, each stream in order (%s)", i+1, l, nextOut, nextErr, why)
+			return
+		}
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/freshet-dev/freshet/internal/runner/executor"
+	"github.com/freshet-dev/freshet/internal/testenv/containers"
 	"github.com/freshet-dev/freshet/internal/testenv/kube"
 )
 
@@ -27,15 +28,30 @@ import (
 // container and serve no log. A pod annotated kube.AnnotationExitCode terminates with that code
 // (after kube.AnnotationRunDuration), which is how a step "ends" there.
 
-func TestMain(m *testing.M) { kube.Main(m) }
+// TestMain stops the clusters, then the registry the real node pulls from.
+func TestMain(m *testing.M) {
+	code := kube.Run(m)
+	if err := containers.Teardown(); err != nil {
+		fmt.Fprintf(os.Stderr, "containers teardown: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // envExecutes=1 says that the shared test cluster (FRESHET_TEST_KUBECONFIG) has nodes that run
 // containers and a storage provisioner: the contract suite then runs whole, and the tests that
 // rely on the kwok node's annotations are skipped. The loopback cluster does not.
 const envExecutes = "FRESHET_TEST_KUBE_EXECUTES"
 
-// executes reports whether the test cluster runs containers (envExecutes).
-func executes() bool { return os.Getenv(envExecutes) == "1" }
+// executes reports whether the test cluster runs containers (envExecutes, or the real node).
+func executes() bool { return os.Getenv(envExecutes) == "1" || realNode() }
+
+// realNode reports whether the tests run on the loopback cluster's real node
+// (FRESHET_TEST_REAL_NODE=1): a kubelet on containerd and runc, pulling the test images from
+// the loopback registry. The test volumes are then hostPath directories it really mounts.
+func realNode() bool { return os.Getenv(kube.EnvRealNode) == "1" }
 
 // kwokOnly skips a test that relies on the kwok node's annotations on a cluster that runs
 // containers.
@@ -55,24 +71,42 @@ const testGrace = time.Second
 
 // testEnv is a namespace on the shared loopback cluster with a volume provisioner.
 type testEnv struct {
-	c  *kube.Cluster
-	ns string
+	c   *kube.Cluster
+	ns  string
+	reg *containers.RegistryInstance // the registry the real node pulls from (real node only)
 }
 
 // newTestEnv returns a fresh namespace whose default service account exists and whose volume
 // claims get bound (the loopback cluster has no storage provisioner).
 func newTestEnv(t *testing.T) *testEnv {
 	t.Helper()
-	c := kube.Shared(t)
-	e := &testEnv{c: c, ns: c.Namespace(t)}
+	var c *kube.Cluster
+	e := &testEnv{}
+	if realNode() {
+		e.reg = containers.Registry(t)
+		c = kube.RealNode(t, kube.NodeRegistry{Addr: e.reg.Addr, Username: e.reg.Username, Password: e.reg.Password,
+			CAFile: e.reg.CAFile, PauseImage: e.reg.Ref(containers.ImagePause)})
+	} else {
+		c = kube.Shared(t)
+	}
+	e.c, e.ns = c, c.Namespace(t)
 	e.waitFor(t, "the namespace's default service account", func(ctx context.Context) (bool, error) {
 		_, err := c.Client.CoreV1().ServiceAccounts(e.ns).Get(ctx, "default", metav1.GetOptions{})
 		return err == nil, nil
 	})
-	if !executes() {
+	if !executes() || realNode() {
 		e.provisionVolumes(t)
 	}
 	return e
+}
+
+// image is the image the contract suite's steps run in: the busybox test image on the real
+// node, the suite's default elsewhere.
+func (e *testEnv) image() string {
+	if e.reg != nil {
+		return e.reg.Ref(containers.ImageBusybox)
+	}
+	return ""
 }
 
 // executor returns an executor for the namespace: opts with the cluster, the namespace, the test
@@ -86,6 +120,18 @@ func (e *testEnv) executor(t *testing.T, opts Options) *Kubernetes {
 	}
 	if opts.Annotations == nil && !executes() {
 		opts.Annotations = exitAfter("0", "")
+	}
+	if realNode() && opts.NodeSelector == nil {
+		opts.NodeSelector, opts.Tolerations = kube.RealNodePlacement()
+	}
+	if realNode() {
+		// Only the loopback registry's images exist here.
+		if opts.HelperImage == "" {
+			opts.HelperImage = e.image()
+		}
+		if opts.DefaultImage == "" {
+			opts.DefaultImage = e.image()
+		}
 	}
 	k, err := New(opts)
 	if err != nil {
@@ -188,9 +234,15 @@ func (e *testEnv) leftovers(t *testing.T, ws executor.Workspace) (running, store
 
 // provisionVolumes binds every claim made in the namespace to a new PersistentVolume, as a
 // storage provisioner would: the scheduler does not place a pod whose claim is unbound. The
-// volumes are hostPath volumes that nothing mounts (kwok runs no container); they are deleted
-// when the test ends.
+// volumes are hostPath volumes that nothing mounts on the kwok node; on the real node they are
+// directories under the test's temp dir (created by the kubelet). They are deleted when the
+// test ends.
 func (e *testEnv) provisionVolumes(t *testing.T) {
+	hostPath := &corev1.HostPathVolumeSource{Path: "/nonexistent/freshet-test"}
+	if realNode() {
+		dirOrCreate := corev1.HostPathDirectoryOrCreate
+		hostPath = &corev1.HostPathVolumeSource{Path: t.TempDir(), Type: &dirOrCreate}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() {
@@ -228,7 +280,7 @@ func (e *testEnv) provisionVolumes(t *testing.T) {
 					Capacity:                      maps.Clone(pvc.Spec.Resources.Requests),
 					ClaimRef:                      &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: e.ns, Name: pvc.Name, UID: pvc.UID},
 					PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
-					PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/nonexistent/freshet-test"}},
+					PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: hostPath.Path + "/" + pvc.Name, Type: hostPath.Type}},
 				},
 			}
 			if pvc.Spec.StorageClassName != nil {
@@ -279,7 +331,7 @@ func (e *testEnv) provisionVolumes(t *testing.T) {
 // executor, not about that.
 func (e *testEnv) waitBound(t *testing.T, ws executor.Workspace) {
 	t.Helper()
-	if executes() {
+	if executes() && !realNode() {
 		return
 	}
 	e.waitFor(t, "claim "+ws.Handle+" to be bound", func(ctx context.Context) (bool, error) {

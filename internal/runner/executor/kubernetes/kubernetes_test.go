@@ -42,6 +42,8 @@ func TestContract(t *testing.T) {
 	if executes() {
 		opts.NoExecution = ""
 		opts.Slack = 15 * time.Second // pod start-up, image pulls, volume attachment
+		opts.Image = e.image()
+		opts.UnorderedStreams = "the container runtime logs stdout and stderr as two streams and copies each separately"
 	}
 	executortest.Run(t, func(t *testing.T) executor.Executor { return boundClaims{e.executor(t, Options{}), t, e} }, opts)
 	checkNoGoroutines(t)

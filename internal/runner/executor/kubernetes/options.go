@@ -123,6 +123,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar((*string)(&o.AccessMode), "kube-access-mode", string(o.AccessMode), "access mode of the workspace volumes: ReadWriteOnce (default) or ReadWriteMany")
 	fs.StringVar(&o.ServiceAccount, "kube-service-account", o.ServiceAccount, "service account of the step pods (default: none, no API token)")
 	fs.StringToStringVar(&o.NodeSelector, "kube-node-selector", o.NodeSelector, "node selector of the step pods (key=value,...)")
+	fs.Var(&tolerationsFlag{&o.Tolerations}, "kube-toleration", "a toleration of the step pods, KEY[=VALUE]:EFFECT (repeatable; no VALUE: any value)")
 	fs.StringSliceVar(&o.ImagePullSecrets, "kube-image-pull-secret", o.ImagePullSecrets, "image pull secret for step images (repeatable)")
 	fs.StringToStringVar(&o.Labels, "kube-labels", o.Labels, "labels added to the build's pods and volumes (key=value,...)")
 	fs.StringVar(&o.DefaultImage, "kube-default-image", o.DefaultImage, "image of steps that name none (default "+DefaultImage+")")
@@ -258,4 +259,43 @@ func (o Options) withDefaults() Options {
 // pod without waiting for the kubelet).
 func (o Options) graceSeconds() int64 {
 	return max(1, int64((o.KillGrace+time.Second-1)/time.Second))
+}
+
+// tolerationsFlag parses --kube-toleration KEY[=VALUE]:EFFECT into Options.Tolerations.
+type tolerationsFlag struct{ ts *[]corev1.Toleration }
+
+func (f *tolerationsFlag) String() string {
+	if f.ts == nil {
+		return ""
+	}
+	var out []string
+	for _, t := range *f.ts {
+		s := t.Key
+		if t.Operator != corev1.TolerationOpExists {
+			s += "=" + t.Value
+		}
+		out = append(out, s+":"+string(t.Effect))
+	}
+	return strings.Join(out, ",")
+}
+
+func (f *tolerationsFlag) Type() string { return "KEY[=VALUE]:EFFECT" }
+
+func (f *tolerationsFlag) Set(v string) error {
+	kv, effect, ok := strings.Cut(v, ":")
+	switch corev1.TaintEffect(effect) {
+	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+	default:
+		ok = false
+	}
+	key, value, hasValue := strings.Cut(kv, "=")
+	if !ok || key == "" {
+		return fmt.Errorf("%w: kube-toleration = %q: want KEY[=VALUE]:EFFECT, EFFECT one of NoSchedule, PreferNoSchedule, NoExecute", ErrInvalidOptions, v)
+	}
+	t := corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffect(effect)}
+	if hasValue {
+		t.Operator, t.Value = corev1.TolerationOpEqual, value
+	}
+	*f.ts = append(*f.ts, t)
+	return nil
 }

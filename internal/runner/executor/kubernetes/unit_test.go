@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -348,5 +349,27 @@ func TestLogFollowerGivesUp(t *testing.T) {
 	}
 	if requests() < before+1 || l.err == nil || !strings.Contains(l.err.Error(), "could not find the requested resource") || buf.String() != "" {
 		t.Errorf("requests %d→%d, err %v, output %q; want one more attempt and its error", before, requests(), l.err, buf.String())
+	}
+}
+
+func TestTolerationFlag(t *testing.T) {
+	var o Options
+	fs := pflag.NewFlagSet("runner", pflag.ContinueOnError)
+	o.BindFlags(fs)
+	if err := fs.Parse([]string{"--kube-toleration", "freshet.dev/real-node=true:NoSchedule", "--kube-toleration=gpu:NoExecute"}); err != nil {
+		t.Fatal(err)
+	}
+	want := []corev1.Toleration{
+		{Key: "freshet.dev/real-node", Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule},
+		{Key: "gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+	}
+	if !slices.Equal(o.Tolerations, want) {
+		t.Errorf("tolerations = %+v, want %+v", o.Tolerations, want)
+	}
+	for _, bad := range []string{"gpu", "gpu:Never", ":NoSchedule", "=v:NoSchedule"} {
+		err := fs.Parse([]string{"--kube-toleration", bad})
+		if err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("--kube-toleration %q: %v, want an error naming it", bad, err)
+		}
 	}
 }
