@@ -215,7 +215,15 @@ func apiLatency(bin, backend, pgBase string, requests, users int) error {
 		return fmt.Errorf("seed: %w", err)
 	}
 	port := freePort()
-	cmd := exec.Command(bin, "server", "--data-dir", dir, "--db", dsn, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--log-level", "warn")
+	args := []string{"server", "--data-dir", dir, "--db", dsn, "--listen", fmt.Sprintf("127.0.0.1:%d", port), "--log-level", "warn"}
+	if backend == "postgres" { // a shared database wants keys every replica has: give one
+		keys := filepath.Join(dir, "master.key")
+		if out, err := exec.Command(bin, "master-key", "generate", keys).CombinedOutput(); err != nil {
+			return fmt.Errorf("master-key generate: %v: %s", err, out)
+		}
+		args = append(args, "--master-key-file", keys)
+	}
+	cmd := exec.Command(bin, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
