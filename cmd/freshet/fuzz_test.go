@@ -148,6 +148,7 @@ var noFuzzTarget = map[string]string{
 	"internal/runner/executor/container": "decodes the container engine's build stream (the engine's JSON, not the step's bytes) and operator options",
 	"internal/runner/executor/local":     "/proc/PID/stat of its own children and the sandbox's status pipe, written by Freshet",
 	"internal/runtimes/install":          "the installer's own manifests and the user's kubeconfig, read by client-go on the user's machine",
+	"internal/runtimes/manifests":        "its own embedded manifests (the executor's Role for runner install), not input",
 	"internal/server":                    "operator options and bus messages between replicas",
 	"internal/store":                     "its own rows and the operator's DSN",
 	"internal/store/storetest":           "test helper",
