@@ -546,56 +546,7 @@ func (in *Installer) Uninstall(ctx context.Context, name, namespace string) erro
 		if err != nil {
 			return "", err
 		}
-		slices.Reverse(objs)
-		n := 0
-		var gone []func() error
-		for _, o := range objs {
-			u := &unstructured.Unstructured{Object: toJSONMap(o)}
-			gvk := u.GroupVersionKind()
-			m, err := in.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-			if err != nil {
-				return "", err
-			}
-			ri := in.dyn.Resource(m.Resource).Namespace(u.GetNamespace())
-			if m.Scope.Name() != meta.RESTScopeNameNamespace {
-				ri = in.dyn.Resource(m.Resource).Namespace("")
-			}
-			live, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			if err != nil {
-				return "", err
-			}
-			// Only what this installer made: the namespace may hold other things only if the
-			// user put them there, and then it stays.
-			if live.GetLabels()[manifests.InstanceLabel] != name {
-				continue
-			}
-			prop := metav1.DeletePropagationForeground
-			if err := ri.Delete(ctx, u.GetName(), metav1.DeleteOptions{PropagationPolicy: &prop}); err != nil && !apierrors.IsNotFound(err) {
-				return "", fmt.Errorf("%s/%s: %w", gvk.Kind, u.GetName(), err)
-			}
-			gone = append(gone, func() error {
-				_, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
-				if apierrors.IsNotFound(err) {
-					return nil
-				}
-				return fmt.Errorf("%s/%s is still there", gvk.Kind, u.GetName())
-			})
-			n++
-		}
-		// Wait for them to go, so that an install right after does not meet them half-deleted.
-		deadline := time.Now().Add(uninstallWait)
-		for _, check := range gone {
-			for err := check(); err != nil; err = check() {
-				if time.Now().After(deadline) {
-					return "", fmt.Errorf("%w after %s", err, uninstallWait)
-				}
-				time.Sleep(200 * time.Millisecond)
-			}
-		}
-		return fmt.Sprintf("%d objects deleted", n), nil
+		return in.deleteInstance(ctx, objs, name)
 	})
 	if err != nil {
 		return err
@@ -607,6 +558,62 @@ func (in *Installer) Uninstall(ctx context.Context, name, namespace string) erro
 		}
 		return "", err
 	})
+}
+
+// deleteInstance deletes objs (in reverse order) that carry instance name's label, and waits
+// for them to go, so that an install right after does not meet them half-deleted. Objects
+// already gone are fine; one without the label was not made by the installer and stays.
+func (in *Installer) deleteInstance(ctx context.Context, objs []manifests.Object, name string) (string, error) {
+	slices.Reverse(objs)
+	n := 0
+	var gone []func() error
+	for _, o := range objs {
+		u := &unstructured.Unstructured{Object: toJSONMap(o)}
+		gvk := u.GroupVersionKind()
+		m, err := in.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return "", err
+		}
+		res := in.dyn.Resource(m.Resource).Namespace(u.GetNamespace())
+		if m.Scope.Name() != meta.RESTScopeNameNamespace {
+			res = in.dyn.Resource(m.Resource).Namespace("")
+		}
+		live, err := res.Get(ctx, u.GetName(), metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		// Only what this installer made: the namespace may hold other things only if the
+		// user put them there, and then it stays.
+		if live.GetLabels()[manifests.InstanceLabel] != name {
+			continue
+		}
+		prop := metav1.DeletePropagationForeground
+		if err := res.Delete(ctx, u.GetName(), metav1.DeleteOptions{PropagationPolicy: &prop}); err != nil && !apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("%s/%s: %w", gvk.Kind, u.GetName(), err)
+		}
+		gone = append(gone, func() error {
+			_, err := res.Get(ctx, u.GetName(), metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
+			return fmt.Errorf("%s/%s is still there", gvk.Kind, u.GetName())
+		})
+		n++
+	}
+	// Wait for them to go, so that an install right after does not meet them half-deleted.
+	deadline := time.Now().Add(uninstallWait)
+	for _, check := range gone {
+		for err := check(); err != nil; err = check() {
+			if time.Now().After(deadline) {
+				return "", fmt.Errorf("%w after %s", err, uninstallWait)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	return fmt.Sprintf("%d objects deleted", n), nil
 }
 
 // Upgrade applies the runtime's manifests again with a new image or version, keeping its

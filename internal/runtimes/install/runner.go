@@ -4,15 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 
 	"github.com/freshet-dev/freshet/client"
@@ -262,36 +258,7 @@ func (ri *RunnerInstaller) Uninstall(ctx context.Context, name, namespace string
 		if err != nil {
 			return "", err
 		}
-		slices.Reverse(objs)
-		n := 0
-		for _, o := range objs {
-			u := &unstructured.Unstructured{Object: toJSONMap(o)}
-			gvk := u.GroupVersionKind()
-			m, err := ri.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-			if err != nil {
-				return "", err
-			}
-			r := ri.dyn.Resource(m.Resource).Namespace(u.GetNamespace())
-			if m.Scope.Name() != meta.RESTScopeNameNamespace {
-				r = ri.dyn.Resource(m.Resource).Namespace("")
-			}
-			live, err := r.Get(ctx, u.GetName(), metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				continue
-			}
-			if err != nil {
-				return "", err
-			}
-			if live.GetLabels()[manifests.InstanceLabel] != name {
-				continue
-			}
-			prop := metav1.DeletePropagationForeground
-			if err := r.Delete(ctx, u.GetName(), metav1.DeleteOptions{PropagationPolicy: &prop}); err != nil && !apierrors.IsNotFound(err) {
-				return "", fmt.Errorf("%s/%s: %w", gvk.Kind, u.GetName(), err)
-			}
-			n++
-		}
-		return fmt.Sprintf("%d objects deleted", n), nil
+		return ri.deleteInstance(ctx, objs, name)
 	})
 	if err != nil {
 		return err
