@@ -512,24 +512,34 @@ func (in *Installer) waitHealthy(ctx context.Context, o Options) (string, error)
 		}
 		select {
 		case <-ctx.Done():
-			pods := in.podState(context.Background(), o)
+			pods := in.podState(context.Background(), o.Namespace, o.Name, "runtime")
 			return "", fmt.Errorf("not healthy after %s (last status %q; %s): see 'freshet runtime logs %s'", o.Wait, last, pods, o.Name)
 		case <-time.After(time.Second):
 		}
 	}
 }
 
-func (in *Installer) podState(ctx context.Context, o Options) string {
-	pods, err := in.kube.CoreV1().Pods(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: manifests.InstanceLabel + "=" + o.Name})
+// podState says in one line how the pods of instance name (a runtime or a runner, what) in
+// namespace are doing, with why a container waits, for an error that says what to look at.
+func (in *Installer) podState(ctx context.Context, namespace, name, what string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	pods, err := in.kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: manifests.InstanceLabel + "=" + name})
 	if err != nil {
 		return "pods: " + err.Error()
 	}
 	if len(pods.Items) == 0 {
-		return "no runtime pod yet"
+		return "no " + what + " pod yet"
 	}
 	var s []string
 	for _, p := range pods.Items {
-		s = append(s, p.Name+" "+string(p.Status.Phase))
+		st := string(p.Status.Phase)
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Waiting != nil {
+				st += " (" + cs.State.Waiting.Reason + ": " + cs.State.Waiting.Message + ")"
+			}
+		}
+		s = append(s, p.Name+" "+st)
 	}
 	return "pods: " + strings.Join(s, ", ")
 }

@@ -218,33 +218,10 @@ func (ri *RunnerInstaller) waitConnected(ctx context.Context, o RunnerOptions) (
 		}
 		select {
 		case <-ctx.Done():
-			return "", fmt.Errorf("not connected after %s (%s): see 'kubectl -n %s logs deploy/%s'", o.Wait, ri.runnerPods(o), o.Namespace, manifests.RunnerName)
+			return "", fmt.Errorf("not connected after %s (%s): see 'kubectl -n %s logs deploy/%s'", o.Wait, ri.podState(context.Background(), o.Namespace, o.Name, "runner"), o.Namespace, manifests.RunnerName)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-}
-
-func (ri *RunnerInstaller) runnerPods(o RunnerOptions) string {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	pods, err := ri.kube.CoreV1().Pods(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: manifests.InstanceLabel + "=" + o.Name})
-	if err != nil {
-		return "pods: " + err.Error()
-	}
-	if len(pods.Items) == 0 {
-		return "no runner pod yet"
-	}
-	var s []string
-	for _, p := range pods.Items {
-		st := string(p.Status.Phase)
-		for _, cs := range p.Status.ContainerStatuses {
-			if cs.State.Waiting != nil {
-				st += " (" + cs.State.Waiting.Reason + ": " + cs.State.Waiting.Message + ")"
-			}
-		}
-		s = append(s, p.Name+" "+st)
-	}
-	return "pods: " + strings.Join(s, ", ")
 }
 
 // Uninstall deletes the runner's objects (only those labelled as its own) and the runner's
