@@ -44,7 +44,7 @@ const (
 const installHint = "install them with `make containers-deps` (apt-get, as root)"
 
 func allPkgs() []debPkg {
-	return slices.Concat(registryPkgs, imagePkgs, enginePkgs)
+	return slices.Concat(registryPkgs, imagePkgs, enginePkgs, builderPkgs)
 }
 
 func cmdDeps(ctx context.Context, args []string, stdout, stderr io.Writer) error {

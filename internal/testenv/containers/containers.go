@@ -106,7 +106,7 @@ const (
 )
 
 // InstallHint says how to get what the tests need; every skip message says it.
-const InstallHint = "install the Debian packages with `make containers-deps` (apt-get as root: podman runc conmon netavark aardvark-dns iptables catatonit docker-registry busybox-static)"
+const InstallHint = "install the Debian packages with `make containers-deps` (apt-get as root: podman runc conmon netavark aardvark-dns iptables catatonit docker-registry busybox-static buildah)"
 
 // ErrUnavailable means this machine cannot run the container environment: packages are
 // missing, or the engine would need root.
@@ -225,6 +225,10 @@ var shared struct {
 	engOnce sync.Once
 	eng     *EngineInstance
 	engErr  error
+
+	builderOnce sync.Once
+	builder     string
+	builderErr  error
 }
 
 const sharedName = "shared"
@@ -239,6 +243,32 @@ func Registry(t testing.TB) *RegistryInstance {
 		unavailable(t, shared.regErr)
 	}
 	return shared.reg
+}
+
+// BuilderImage returns the reference of the builder image (`ctrenv builder-image`: Debian's
+// buildah on the busybox test base) in the shared registry, making and pushing it on first use.
+// Builder pods run it: `build` steps on Kubernetes.
+func (r *RegistryInstance) BuilderImage(t testing.TB) string {
+	t.Helper()
+	shared.builderOnce.Do(func() {
+		e, err := getEnv()
+		if err != nil {
+			shared.builderErr = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), upTimeout)
+		defer cancel()
+		out, err := e.run(ctx, "builder-image", "--registry", sharedName, "--install=false")
+		if err != nil {
+			shared.builderErr = err
+			return
+		}
+		shared.builder, _, _ = strings.Cut(strings.TrimSpace(string(out)), "@")
+	})
+	if shared.builderErr != nil {
+		unavailable(t, shared.builderErr)
+	}
+	return shared.builder
 }
 
 // Engine returns the engine shared by every test of this test binary, starting it (and the

@@ -1,11 +1,7 @@
 package kube_test
 
 import (
-	"bytes"
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,7 +22,7 @@ import (
 func TestRealNodeBuilderPod(t *testing.T) {
 	c, reg := realNodeCluster(t)
 	ns := c.Namespace(t)
-	builder := pushBuilderImage(t, reg)
+	builder := reg.BuilderImage(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	core := c.Client.CoreV1()
@@ -88,33 +84,4 @@ func runPod(t *testing.T, c *kube.Cluster, ns string, pod *corev1.Pod) (corev1.P
 		t.Fatalf("log of %s: %v", pod.Name, err)
 	}
 	return phase, string(log)
-}
-
-// pushBuilderImage makes the buildah image with the ctrenv tool (FRESHET_CTRENV_TOOL, or built
-// here) and pushes it to reg; it returns the reference.
-func pushBuilderImage(t *testing.T, reg *containers.RegistryInstance) string {
-	t.Helper()
-	tool := os.Getenv(containers.EnvTool)
-	if tool == "" {
-		root, err := filepath.Abs("../../..")
-		if err != nil {
-			t.Fatal(err)
-		}
-		tool = filepath.Join(t.TempDir(), "ctrenv")
-		cmd := exec.Command("go", "build", "-o", tool, "./hack/ctrenv")
-		cmd.Dir = root
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("build ctrenv: %v\n%s", err, b)
-		}
-	}
-	cmd := exec.Command(tool, "builder-image", "--registry", filepath.Base(reg.StateDir))
-	cmd.Env = append(os.Environ(), "FRESHET_CONTAINERS_STATE="+filepath.Dir(filepath.Dir(reg.StateDir)))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("ctrenv builder-image: %v\n%s", err, stderr.String())
-	}
-	ref, _, _ := strings.Cut(strings.TrimSpace(string(out)), "@")
-	return ref
 }

@@ -2,16 +2,12 @@ package container
 
 import (
 	"archive/tar"
-	"bufio"
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"path"
 	"regexp"
 	"strconv"
@@ -20,9 +16,6 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
-	"github.com/google/go-containerregistry/pkg/authn"
-	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/api/types/mount"
@@ -295,26 +288,10 @@ func (t *contextTar) instruction(step int) (int, string) {
 	t.mu.Lock()
 	content := t.content
 	t.mu.Unlock()
-	if step <= 0 || content == nil {
+	if content == nil {
 		return 0, ""
 	}
-	n, line := 0, 0
-	cont := false
-	sc := bufio.NewScanner(bytes.NewReader(content))
-	for sc.Scan() {
-		line++
-		text := strings.TrimSpace(sc.Text())
-		wasCont := cont
-		cont = strings.HasSuffix(text, `\`)
-		if wasCont || text == "" || strings.HasPrefix(text, "#") {
-			continue
-		}
-		n++
-		if n == step {
-			return line, strings.TrimSuffix(oneLine(text), `\`)
-		}
-	}
-	return 0, ""
+	return executor.DockerfileInstruction(content, step)
 }
 
 // buildStream reads the engine's build output: JSON messages whose stream text goes to out.
@@ -415,7 +392,7 @@ func (c *Container) Push(ctx context.Context, p executor.PushSpec, out io.Writer
 		}
 		return fail("push of %s to registry %s failed: %s", p.Target, p.Registry.Name, oneLine(pushErr))
 	}
-	d, size, err := remoteDigest(ctx, p.Target, p.Registry)
+	d, size, err := executor.RemoteManifest(ctx, p.Target, p.Registry)
 	if err != nil {
 		if digest == "" {
 			return fail("push of %s to registry %s: the registry does not show the pushed image: %s", p.Target, p.Registry.Name, oneLine(err.Error()))
@@ -427,43 +404,4 @@ func (c *Container) Push(ctx context.Context, p executor.PushSpec, out io.Writer
 	res.Digest, res.Size = d, size
 	o.notice("pushed %s@%s (%d bytes)", p.Target, d, size)
 	return res, nil
-}
-
-// remoteDigest reads the manifest of ref from its registry: its digest, and the size of its
-// config and layers.
-func remoteDigest(ctx context.Context, ref string, reg executor.Registry) (string, int64, error) {
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		return "", 0, err
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	if reg.CA != "" {
-		pool, err := x509.SystemCertPool()
-		if err != nil || pool == nil {
-			pool = x509.NewCertPool()
-		}
-		pool.AppendCertsFromPEM([]byte(reg.CA))
-		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	}
-	var auth authn.Authenticator = authn.Anonymous
-	if reg.Username != "" || reg.Password != "" {
-		auth = &authn.Basic{Username: reg.Username, Password: reg.Password}
-	}
-	desc, err := remote.Get(r, remote.WithContext(ctx), remote.WithAuth(auth), remote.WithTransport(tr))
-	if err != nil {
-		return "", 0, err
-	}
-	img, err := desc.Image()
-	if err != nil {
-		return desc.Digest.String(), 0, nil
-	}
-	m, err := img.Manifest()
-	if err != nil {
-		return desc.Digest.String(), 0, nil
-	}
-	size := m.Config.Size
-	for _, l := range m.Layers {
-		size += l.Size
-	}
-	return desc.Digest.String(), size, nil
 }

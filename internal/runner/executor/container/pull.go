@@ -110,7 +110,7 @@ func hostPath(u string) string {
 
 // encodeAuth is a registry's X-Registry-Auth value.
 func encodeAuth(r executor.Registry) string {
-	host, _, _ := strings.Cut(hostPath(r.URL), "/")
+	host := executor.RegistryHost(r.URL)
 	s, _ := authconfig.Encode(registry.AuthConfig{Username: r.Username, Password: r.Password, ServerAddress: host})
 	return s
 }
@@ -119,7 +119,7 @@ func encodeAuth(r executor.Registry) string {
 func authConfigs(regs []executor.Registry) map[string]registry.AuthConfig {
 	m := map[string]registry.AuthConfig{}
 	for _, r := range regs {
-		host, _, _ := strings.Cut(hostPath(r.URL), "/")
+		host := executor.RegistryHost(r.URL)
 		if host == "" || (r.Username == "" && r.Password == "") {
 			continue
 		}

@@ -90,6 +90,7 @@ type Kubernetes struct {
 
 	mu          sync.Mutex
 	exportsSeen map[string]string // claim name → the bad export lines last reported
+	images      images            // what build steps made, for push steps
 }
 
 // Interface guard.
@@ -278,6 +279,9 @@ func (k *Kubernetes) Cleanup(ctx context.Context, ws executor.Workspace) error {
 			return fmt.Errorf("clean up build %s: delete pod %s: %w", ws.BuildID, p.Name, err)
 		}
 	}
+	if err := k.deleteSecrets(ctx, ws.BuildID); err != nil {
+		return fmt.Errorf("clean up build %s: %w", ws.BuildID, err)
+	}
 	claims := k.client.CoreV1().PersistentVolumeClaims(k.namespace)
 	pvc, err := claims.Get(ctx, ws.Handle, metav1.GetOptions{})
 	switch {
@@ -298,6 +302,7 @@ func (k *Kubernetes) Cleanup(ctx context.Context, ws executor.Workspace) error {
 	k.mu.Lock()
 	delete(k.exportsSeen, ws.Handle)
 	k.mu.Unlock()
+	k.images.forget(ws.Handle)
 	return nil
 }
 

@@ -36,6 +36,8 @@ const (
 	// DefaultHelperImage runs the executor's two small helper containers in every step pod (see
 	// the package comment). It needs a POSIX sh, touch, mkdir, cat and sleep.
 	DefaultHelperImage = "busybox:1.37"
+	// DefaultBuilderImage runs build and push steps (buildah; see Options.BuilderImage).
+	DefaultBuilderImage = "quay.io/buildah/stable:latest"
 	// DefaultVolumeSize is the size the workspace volume claim requests.
 	DefaultVolumeSize = "10Gi"
 	// DefaultStartTimeout bounds how long a step's pod may take to start its step container
@@ -96,6 +98,14 @@ type Options struct {
 	DefaultImage string
 	// HelperImage runs the helper containers (default DefaultHelperImage).
 	HelperImage string
+	// BuilderImage runs build and push steps (default DefaultBuilderImage): an image with
+	// buildah and a POSIX sh (head, dirname, cat), whose storage is /var/lib/containers.
+	// Builder pods run privileged (buildah's chroot isolation mounts): the namespace must allow
+	// privileged pods for build steps.
+	BuilderImage string
+	// BuilderHostNetwork runs builder pods on their node's network, for registries that only
+	// the nodes reach (a registry on a node's loopback address).
+	BuilderHostNetwork bool
 	// KillGrace is the grace period of a stopped step's pod: SIGTERM, then SIGKILL after it
 	// (default executor.DefaultKillGrace). Kubernetes counts it in whole seconds: it is rounded
 	// up, to at least one second.
@@ -128,6 +138,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringToStringVar(&o.Labels, "kube-labels", o.Labels, "labels added to the build's pods and volumes (key=value,...)")
 	fs.StringVar(&o.DefaultImage, "kube-default-image", o.DefaultImage, "image of steps that name none (default "+DefaultImage+")")
 	fs.StringVar(&o.HelperImage, "kube-helper-image", o.HelperImage, "image of the helper containers (default "+DefaultHelperImage+")")
+	fs.StringVar(&o.BuilderImage, "kube-builder-image", o.BuilderImage, "image of the builder pods that run build and push steps, with buildah (default "+DefaultBuilderImage+")")
+	fs.BoolVar(&o.BuilderHostNetwork, "kube-builder-host-network", o.BuilderHostNetwork, "run builder pods on the node's network (registries only the nodes reach)")
 	fs.DurationVar(&o.KillGrace, "kube-kill-grace", o.KillGrace, "grace period of a stopped step's pod (default 10s)")
 	fs.DurationVar(&o.StartTimeout, "kube-start-timeout", o.StartTimeout, "how long a step's pod may take to start (default 5m)")
 }
@@ -200,7 +212,7 @@ func (o *Options) Validate() error {
 			bad("Annotations key", k, "is set by the executor; its own annotations ("+strings.Join(reservedAnnotations, ", ")+") cannot be configured")
 		}
 	}
-	for _, f := range []struct{ field, image string }{{"DefaultImage", o.DefaultImage}, {"HelperImage", o.HelperImage}} {
+	for _, f := range []struct{ field, image string }{{"DefaultImage", o.DefaultImage}, {"HelperImage", o.HelperImage}, {"BuilderImage", o.BuilderImage}} {
 		if strings.ContainsAny(f.image, " \t\n\x00") {
 			bad(f.field, f.image, "must be an image reference, without spaces")
 		}
@@ -242,6 +254,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.HelperImage == "" {
 		o.HelperImage = DefaultHelperImage
+	}
+	if o.BuilderImage == "" {
+		o.BuilderImage = DefaultBuilderImage
 	}
 	if o.KillGrace == 0 {
 		o.KillGrace = executor.DefaultKillGrace

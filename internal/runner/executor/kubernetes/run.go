@@ -65,19 +65,26 @@ func (k *Kubernetes) Run(ctx context.Context, ws executor.Workspace, s executor.
 	if err != nil {
 		return res, fmt.Errorf("step %q: %w", s.Name, err)
 	}
+	res, _, err = k.runPod(ctx, ws, s, pod, out)
+	return res, err
+}
+
+// runPod runs pod, made by podFor for s, to its end as Run does, and returns the pod's last
+// known state with the result (nil when the pod was never created).
+func (k *Kubernetes) runPod(ctx context.Context, ws executor.Workspace, s executor.Step, pod *corev1.Pod, out io.Writer) (executor.Result, *corev1.Pod, error) {
 	if out == nil {
 		out = io.Discard
 	}
 	r := &stepRun{k: k, ws: ws, step: s, out: &output{w: out}, start: time.Now()}
-	res, err = r.run(ctx, pod)
+	res, err := r.run(ctx, pod)
 	res.Duration = time.Since(r.start)
 	if err != nil {
-		return res, fmt.Errorf("step %q: %w", s.Name, err)
+		return res, r.last, fmt.Errorf("step %q: %w", s.Name, err)
 	}
 	if err := r.out.error(); err != nil {
-		return res, fmt.Errorf("step %q: write output: %w", s.Name, err)
+		return res, r.last, fmt.Errorf("step %q: write output: %w", s.Name, err)
 	}
-	return res, nil
+	return res, r.last, nil
 }
 
 // stepRun is one Run: the pod, what is known of it, and the goroutines that follow it.

@@ -1,0 +1,295 @@
+package kubernetes
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/freshet-dev/freshet/internal/runner/executor"
+	"github.com/freshet-dev/freshet/internal/testenv/containers"
+)
+
+// Build and push steps on Kubernetes: the arguments and the pod (no cluster), the builder
+// scripts against the real buildah on this machine with the loopback registry (the container
+// suites' gate), the registry Secret on the loopback apiserver, and the whole path through
+// builder pods on the real node (FRESHET_TEST_REAL_NODE=1).
+
+// hostileValue is a build argument that would run commands if any shell evaluated it.
+const hostileValue = "a;b $(touch /tmp/freshet-pwned) `id` 'q' \"d\" $HOME"
+
+func TestBuildArgs(t *testing.T) {
+	ws := executor.Workspace{BuildID: "b1", Path: "/codefresh/volume", Handle: ClaimName("b1")}
+	args, dir, msg := buildArgs(ws, executor.BuildSpec{ContextDir: "/codefresh/volume/app", Dockerfile: "docker/Dockerfile",
+		Tags: []string{"r.example/x:1", "r.example/x:2"}, BuildArgs: []executor.EnvVar{{Name: "MSG", Value: hostileValue}},
+		Target: "final", Platform: "linux/arm64/v8", NoCache: true,
+		Registries: []executor.Registry{{URL: "http://plain.example:5000"}}})
+	want := []string{"/codefresh/volume/app/docker/Dockerfile", "--tag", "r.example/x:1", "--tag", "r.example/x:2",
+		"--build-arg", "MSG=" + hostileValue, "--target", "final", "--platform", "linux/arm64/v8", "--no-cache", "--tls-verify=false"}
+	if msg != "" || dir != "/codefresh/volume/app" || !slices.Equal(args, want) {
+		t.Errorf("buildArgs = %q, %q, %q\nwant %q", args, dir, msg, want)
+	}
+	for _, c := range []struct {
+		b    executor.BuildSpec
+		want string
+	}{
+		{executor.BuildSpec{ContextDir: "/etc"}, "the build context /etc is outside the workspace (/codefresh/volume)"},
+		{executor.BuildSpec{ContextDir: "/codefresh/volume-other"}, "outside the workspace"},
+		{executor.BuildSpec{ContextDir: "/codefresh/volume", Dockerfile: "../Dockerfile"}, "dockerfile ../Dockerfile must be a path inside the build context /codefresh/volume"},
+		{executor.BuildSpec{ContextDir: "/codefresh/volume", Dockerfile: "/etc/passwd"}, "must be a path inside the build context"},
+		{executor.BuildSpec{ContextDir: "/codefresh/volume", Platform: "linux"}, `platform "linux": want os/arch or os/arch/variant`},
+	} {
+		if _, _, msg := buildArgs(ws, c.b); !strings.Contains(msg, c.want) {
+			t.Errorf("buildArgs(%+v) says %q, want %q", c.b, msg, c.want)
+		}
+	}
+}
+
+func TestBuilderPod(t *testing.T) {
+	k, err := NewWithClient(nil, Options{Namespace: "builds", BuilderImage: "reg.example/buildah:1", BuilderHostNetwork: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := executor.Workspace{BuildID: "b1", Path: DefaultWorkspacePath, Handle: ClaimName("b1")}
+	args, dir, _ := buildArgs(ws, executor.BuildSpec{ContextDir: ws.Path, Tags: []string{"r.example/x:1"},
+		BuildArgs: []executor.EnvVar{{Name: "MSG", Value: hostileValue}}})
+	step := executor.Step{Name: "build", Image: k.opts.BuilderImage, EntryPoint: []string{"sh", "-c", buildScript, "freshet-build"},
+		Cmd: append(args, dir)}
+	pvc := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: ws.Handle, Labels: k.labels(nil, ws.BuildID)}}
+	pod, err := k.podFor(ws, pvc, step, ws.Path, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "creds", Annotations: map[string]string{"freshet.dev/ca-127-0-0-1-5000": "127.0.0.1:5000"}},
+		Data: map[string][]byte{"auth.json": []byte("{}"), "ca-127-0-0-1-5000": []byte("PEM")}}
+	k.builderPod(pod, secret)
+	c := pod.Spec.Containers[0]
+	// The user's values are arguments of the fixed script, never part of it; "$" is doubled
+	// against the kubelet's $(VAR) expansion.
+	if len(c.Command) < 4 || c.Command[0] != "sh" || c.Command[1] != "-c" || c.Command[2] != escape(buildScript) || c.Command[3] != "freshet-build" {
+		t.Fatalf("command = %q", c.Command)
+	}
+	if !slices.Contains(c.Command, "MSG="+strings.ReplaceAll(hostileValue, "$", "$$")) {
+		t.Errorf("the build argument is not one escaped argument: %q", c.Command)
+	}
+	if c.Image != "reg.example/buildah:1" || c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
+		t.Errorf("builder container: image %q, security context %+v", c.Image, c.SecurityContext)
+	}
+	if !pod.Spec.HostNetwork || pod.Spec.DNSPolicy != corev1.DNSClusterFirstWithHostNet {
+		t.Errorf("host network %v, DNS policy %q", pod.Spec.HostNetwork, pod.Spec.DNSPolicy)
+	}
+	mounts := map[string]string{}
+	for _, m := range c.VolumeMounts {
+		mounts[m.MountPath] = m.Name
+	}
+	for _, p := range []string{ws.Path, storageDir, registryDir, certsDir} {
+		if mounts[p] == "" {
+			t.Errorf("nothing mounted at %s: %v", p, mounts)
+		}
+	}
+	for _, v := range pod.Spec.Volumes {
+		switch v.Name {
+		case "buildah-storage":
+			if v.EmptyDir == nil {
+				t.Errorf("buildah's storage is not an emptyDir: %+v", v.VolumeSource)
+			}
+		case "registry-certs":
+			if len(v.Secret.Items) != 1 || v.Secret.Items[0].Path != "127.0.0.1:5000/ca.crt" {
+				t.Errorf("CA items = %+v, want 127.0.0.1:5000/ca.crt", v.Secret.Items)
+			}
+		}
+	}
+	if _, err := k.Push(t.Context(), executor.PushSpec{Name: "push", Source: "never/built:1", Target: "r.example/x:1"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	res, _ := k.Push(t.Context(), executor.PushSpec{Name: "push", Source: "never/built:1", Target: "r.example/x:1"}, nil)
+	if !strings.Contains(res.Message, "image never/built:1 was not built by a build step of this build") {
+		t.Errorf("push of an image nothing built: %q", res.Message)
+	}
+}
+
+func TestBuildLog(t *testing.T) {
+	out := "STEP 1/3: FROM scratch\nSTEP 2/3: COPY a /a\n" +
+		"STEP 3/3: RUN exit 3\nerror running container: exit status 3\n" +
+		"Error: error building at STEP \"RUN exit 3\": error while running runtime: exit status 3\n"
+	var got bytes.Buffer
+	l := &buildLog{w: &got}
+	for i := 0; i < len(out); i += 7 { // in pieces that split lines
+		if _, err := l.Write([]byte(out[i:min(i+7, len(out))])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got.String() != out {
+		t.Errorf("the log is changed: %q", got.String())
+	}
+	if l.lastStep() != 3 || l.lastError() != `error building at STEP "RUN exit 3": error while running runtime: exit status 3` {
+		t.Errorf("step %d, error %q", l.lastStep(), l.lastError())
+	}
+}
+
+// scriptEnv runs the builder scripts on this machine with Debian's buildah as root: its
+// storage (vfs) and the scripts' files in a temporary directory.
+type scriptEnv struct {
+	dir, ws, storageConf string
+	reg                  *containers.RegistryInstance
+}
+
+func newScriptEnv(t *testing.T) *scriptEnv {
+	t.Helper()
+	reg := containers.Registry(t)
+	if _, err := exec.LookPath("buildah"); err != nil || os.Geteuid() != 0 {
+		if os.Getenv(containers.EnvRequire) == "1" {
+			t.Fatalf("the builder scripts need buildah and root (%s=1 forbids skipping): %s", containers.EnvRequire, containers.InstallHint)
+		}
+		t.Skipf("the builder scripts need buildah and root: %s", containers.InstallHint)
+	}
+	dir := t.TempDir()
+	e := &scriptEnv{dir: dir, ws: filepath.Join(dir, "ws"), storageConf: filepath.Join(dir, "storage.conf"), reg: reg}
+	conf := "[storage]\ndriver = \"vfs\"\nrunroot = \"" + filepath.Join(dir, "run") + "\"\ngraphroot = \"" + filepath.Join(dir, "storage") + "\"\n"
+	if err := os.WriteFile(e.storageConf, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(e.ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// run runs script (buildScript or pushScript, with its fixed files moved into the temporary
+// directory) with args and the archive path, and returns its exit code, its output and the
+// termination message it left.
+func (e *scriptEnv) run(t *testing.T, script, archive string, args ...string) (int, string, string) {
+	t.Helper()
+	term := filepath.Join(e.dir, "termination-log")
+	_ = os.Remove(term)
+	script = strings.NewReplacer(termLog, term, iidFile, filepath.Join(e.dir, "iid"), digestFile, filepath.Join(e.dir, "digest")).Replace(script)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", append([]string{"-c", script, "freshet-test"}, args...)...)
+	cmd.Env = append(os.Environ(), "CONTAINERS_STORAGE_CONF="+e.storageConf, archiveEnv+"="+archive)
+	cmd.Dir = e.dir
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run the script: %v", err)
+	}
+	msg, _ := os.ReadFile(term)
+	return code, string(out), string(msg)
+}
+
+func (e *scriptEnv) write(t *testing.T, files map[string]string) {
+	t.Helper()
+	for n, c := range files {
+		p := filepath.Join(e.ws, n)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestBuilderScripts runs the scripts a builder pod runs against the real buildah and the
+// loopback registry: a build whose argument would run commands in any shell that evaluated it,
+// the push of its archive (digest as the registry has it, the argument intact in the image), a
+// Dockerfile that fails at a line, a missing Dockerfile, and a registry that refuses the
+// credentials.
+func TestBuilderScripts(t *testing.T) {
+	e := newScriptEnv(t)
+	ws := executor.Workspace{BuildID: "b1", Path: e.ws, Handle: ClaimName("b1")}
+	e.write(t, map[string]string{
+		"app/Dockerfile": "FROM scratch\nARG MSG\nLABEL msg=\"${MSG}\"\nCOPY hello.txt /hello.txt\n",
+		"app/hello.txt":  "hello\n",
+		"bad/Dockerfile": "FROM scratch\n# a comment\n\nCOPY hello.txt \\\n  /hello.txt\nCOPY missing.txt /missing.txt\n",
+		"bad/hello.txt":  "hello\n",
+	})
+	_ = os.Remove("/tmp/freshet-pwned")
+	target := e.reg.Ref("freshet-test/script-built:" + strings.ToLower(t.Name()))
+	args, dir, msg := buildArgs(ws, executor.BuildSpec{ContextDir: filepath.Join(e.ws, "app"), Tags: []string{target},
+		BuildArgs: []executor.EnvVar{{Name: "MSG", Value: hostileValue}}})
+	if msg != "" {
+		t.Fatal(msg)
+	}
+	archive := filepath.Join(e.ws, imagesSubdir, "one.tar")
+	code, out, term := e.run(t, buildScript, archive, append(args, dir)...)
+	if code != 0 || !strings.HasPrefix(term, msgBuilt+"sha256:") {
+		t.Fatalf("build: exit %d, termination message %q\n%s", code, term, out)
+	}
+	if _, err := os.Stat(archive); err != nil {
+		t.Fatalf("the archive: %v", err)
+	}
+	if _, err := os.Stat("/tmp/freshet-pwned"); err == nil {
+		t.Fatal("a build argument ran as a command")
+	}
+
+	auth := filepath.Join(e.dir, "auth.json")
+	writeAuth(t, auth, e.reg.Addr, e.reg.Username, e.reg.Password)
+	code, out, term = e.run(t, pushScript, archive, target, "--authfile", auth, "--cert-dir", e.reg.CertDir)
+	if code != 0 || !strings.HasPrefix(term, msgPushed+"sha256:") {
+		t.Fatalf("push: exit %d, termination message %q\n%s", code, term, out)
+	}
+	reg := executor.Registry{Name: "loopback", URL: e.reg.Addr, Username: e.reg.Username, Password: e.reg.Password, CA: string(e.reg.CACert)}
+	digest, size, err := executor.RemoteManifest(t.Context(), target, reg)
+	if err != nil || digest != strings.TrimPrefix(term, msgPushed) || size <= 0 {
+		t.Errorf("the registry has %s (%d bytes, %v); the script said %q", digest, size, err, term)
+	}
+	ref, _ := name.ParseReference(target)
+	img, err := remote.Image(ref, remote.WithAuth(&authn.Basic{Username: e.reg.Username, Password: e.reg.Password}), remote.WithTransport(e.reg.HTTPClient().Transport))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil || cfg.Config.Labels["msg"] != hostileValue {
+		t.Errorf("the image's label msg = %q (%v), want the build argument %q", cfg.Config.Labels["msg"], err, hostileValue)
+	}
+
+	args, dir, _ = buildArgs(ws, executor.BuildSpec{ContextDir: filepath.Join(e.ws, "bad"), Tags: []string{target}})
+	var log bytes.Buffer
+	bl := &buildLog{w: &log}
+	code, out, term = e.run(t, buildScript, archive, append(args, dir)...)
+	_, _ = bl.Write([]byte(out))
+	if code == 0 || !strings.HasPrefix(term, msgFailed) {
+		t.Fatalf("failing build: exit %d, termination message %q\n%s", code, term, out)
+	}
+	line, instr := executor.DockerfileInstruction([]byte(strings.TrimPrefix(term, msgFailed)), bl.lastStep())
+	if line != 6 || instr != "COPY missing.txt /missing.txt" || !strings.Contains(bl.lastError(), "missing.txt") {
+		t.Errorf("failing build: line %d (%q), error %q; want line 6\n%s", line, instr, bl.lastError(), out)
+	}
+
+	args, dir, _ = buildArgs(ws, executor.BuildSpec{ContextDir: e.ws, Dockerfile: "nowhere/Dockerfile", Tags: []string{target}})
+	if code, out, term = e.run(t, buildScript, archive, append(args, dir)...); code != 66 || term != msgMissing {
+		t.Errorf("missing Dockerfile: exit %d, termination message %q\n%s", code, term, out)
+	}
+
+	writeAuth(t, auth, e.reg.Addr, e.reg.Username, "wrong-password")
+	code, out, term = e.run(t, pushScript, archive, target, "--authfile", auth, "--cert-dir", e.reg.CertDir)
+	bl = &buildLog{w: &log}
+	_, _ = bl.Write([]byte(out))
+	if code == 0 || term != "" || !strings.Contains(strings.ToLower(bl.lastError()), "unauthorized") {
+		t.Errorf("push with a wrong password: exit %d, termination message %q, error %q\n%s", code, term, bl.lastError(), out)
+	}
+}
+
+func writeAuth(t *testing.T, file, host, user, password string) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"auths": map[string]any{host: map[string]string{"auth": base64.StdEncoding.EncodeToString([]byte(user + ":" + password))}}})
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
