@@ -293,3 +293,150 @@ func writeAuth(t *testing.T, file, host, user, password string) {
 		t.Fatal(err)
 	}
 }
+
+// TestRealNodeBuildAndPush runs build and push steps through builder pods on the real node
+// (FRESHET_TEST_REAL_NODE=1): a Dockerfile written by a step into the workspace claim, built
+// FROM the loopback registry's busybox with a RUN, with a build argument that would run
+// commands in a shell; pushed with the registry's credentials and CA from a Secret; then a step
+// runs the built image. A Dockerfile failing at a line, a push whose credentials are refused,
+// and Cleanup leaving no pod, claim or Secret.
+func TestRealNodeBuildAndPush(t *testing.T) {
+	if !realNode() {
+		t.Skipf("set %s=1: builder pods need a node that runs containers", "FRESHET_TEST_REAL_NODE")
+	}
+	e := newTestEnv(t)
+	k := e.executor(t, Options{BuilderImage: e.reg.BuilderImage(t), BuilderHostNetwork: true})
+	ws := prepare(t, e, k, "images", nil)
+	reg := executor.Registry{Name: "loopback", URL: e.reg.Addr, Username: e.reg.Username, Password: e.reg.Password, CA: string(e.reg.CACert)}
+	base := e.reg.Ref(containers.ImageBusybox)
+	write := executor.Step{Name: "write", Image: e.image(),
+		Env: []executor.EnvVar{
+			{Name: "GOOD", Value: "FROM " + base + "\nARG MSG\nRUN printf '%s\\n' \"$MSG\" > /msg.txt\nCMD [\"cat\", \"/msg.txt\"]\n"},
+			{Name: "BAD", Value: "FROM " + base + "\n# comment\nRUN true\nRUN echo failing && exit 3\n"},
+		},
+		Commands: []string{`mkdir -p app bad && printf '%s' "$GOOD" > app/Dockerfile && printf '%s' "$BAD" > bad/Dockerfile`}}
+	if res, out, _ := run(t, k, ws, write); !res.Succeeded() {
+		t.Fatalf("write the Dockerfiles: %+v\n%s", res, out)
+	}
+	target := e.reg.Ref("freshet-test/k8s-built:" + e.ns)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	var log bytes.Buffer
+	b, err := k.Build(ctx, ws, executor.BuildSpec{Name: "build", ContextDir: ws.Path + "/app", Tags: []string{target},
+		BuildArgs: []executor.EnvVar{{Name: "MSG", Value: hostileValue}}, Registries: []executor.Registry{reg}}, &log)
+	if err != nil || b.Message != "" || !strings.HasPrefix(b.ImageID, "sha256:") {
+		t.Fatalf("Build: %+v %v\n%s", b, err, log.String())
+	}
+	t.Logf("build in a builder pod: %s", b.Duration)
+	log.Reset()
+	p, err := k.Push(ctx, executor.PushSpec{Name: "build", Source: target, Target: target, Registry: reg}, &log)
+	if err != nil || p.Message != "" || !strings.HasPrefix(p.Digest, "sha256:") || p.Size <= 0 {
+		t.Fatalf("Push: %+v %v\n%s", p, err, log.String())
+	}
+	if d, _, err := executor.RemoteManifest(ctx, target, reg); err != nil || d != p.Digest {
+		t.Errorf("the registry has %s (%v), Push said %s", d, err, p.Digest)
+	}
+	if res, out, _ := run(t, k, ws, executor.Step{Name: "run-built", Image: target}); !res.Succeeded() || !strings.Contains(out, hostileValue+"\n") {
+		t.Errorf("the built image's step: %+v, output %q, want the build argument %q", res, out, hostileValue)
+	}
+
+	log.Reset()
+	b, err = k.Build(ctx, ws, executor.BuildSpec{Name: "bad", ContextDir: ws.Path + "/bad", Tags: []string{target + "-bad"}, Registries: []executor.Registry{reg}}, &log)
+	if err != nil || !strings.Contains(b.Message, "at "+ws.Path+"/bad/Dockerfile line 4 (RUN echo failing && exit 3)") ||
+		!strings.Contains(log.String(), "failing") {
+		t.Errorf("a failing Dockerfile: %+v %v, want line 4 named\n%s", b, err, log.String())
+	}
+	log.Reset()
+	wrong := reg
+	wrong.Password = "wrong"
+	p, err = k.Push(ctx, executor.PushSpec{Name: "build", Source: target, Target: target, Registry: wrong}, &log)
+	if err != nil || !strings.Contains(p.Message, "push of "+target+" to registry loopback failed") || !strings.Contains(strings.ToLower(p.Message), "unauthorized") {
+		t.Errorf("a push with refused credentials: %+v %v\n%s", p, err, log.String())
+	}
+	if err := k.Cleanup(ctx, ws); err != nil {
+		t.Fatal(err)
+	}
+	running, stored := e.leftovers(t, ws)
+	secrets, err := e.c.Client.CoreV1().Secrets(e.ns).List(ctx, metav1.ListOptions{LabelSelector: BuildSelector(ws.BuildID)})
+	if err != nil || len(running)+len(stored)+len(secrets.Items) > 0 {
+		t.Errorf("left after Cleanup: %v %v %d secrets (%v)", running, stored, len(secrets.Items), err)
+	}
+	if _, ok := k.images.get(target); ok {
+		t.Error("Cleanup kept the build's images")
+	}
+}
+
+// TestBuilderSecret checks the registry Secret of a builder pod on the loopback apiserver: the
+// credentials as containers-auth.json, each CA under its host, the build's labels; deleted with
+// deleteSecret, and by Cleanup when a build left one.
+func TestBuilderSecret(t *testing.T) {
+	e := newTestEnv(t)
+	k := e.executor(t, Options{})
+	ws := prepare(t, e, k, "secrets", nil)
+	ctx := t.Context()
+	s, args, err := k.registrySecret(ctx, ws, "build", []executor.Registry{
+		{URL: "https://reg.example:5000/team", Username: "u", Password: "p:w", CA: "PEM-1"},
+		{URL: "plain.example", Username: "", Password: ""},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(args, []string{"--authfile", authFile}) {
+		t.Errorf("args = %q", args)
+	}
+	got, err := e.c.Client.CoreV1().Secrets(e.ns).Get(ctx, s.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var auth struct {
+		Auths map[string]struct{ Auth string }
+	}
+	if err := json.Unmarshal(got.Data["auth.json"], &auth); err != nil {
+		t.Fatal(err)
+	}
+	if len(auth.Auths) != 1 || auth.Auths["reg.example:5000/team"].Auth != base64.StdEncoding.EncodeToString([]byte("u:p:w")) {
+		t.Errorf("auth.json = %s", got.Data["auth.json"])
+	}
+	var cas []string
+	for key, v := range got.Data {
+		if strings.HasPrefix(key, "ca-") {
+			cas = append(cas, string(v))
+		}
+	}
+	if len(got.Data) != 2 || !slices.Equal(cas, []string{"PEM-1"}) {
+		t.Errorf("secret data = %q", got.Data)
+	}
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: StepContainer}}}}
+	k.builderPod(pod, got)
+	var certPaths []string
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == "registry-certs" {
+			for _, it := range v.Secret.Items {
+				certPaths = append(certPaths, it.Path)
+			}
+		}
+	}
+	if !slices.Equal(certPaths, []string{"reg.example:5000/ca.crt"}) {
+		t.Errorf("CA paths = %q", certPaths)
+	}
+	if got.Labels[LabelBuild] != labelValue(ws.BuildID) || got.Annotations[AnnotationBuildID] != ws.BuildID {
+		t.Errorf("labels %v annotations %v", got.Labels, got.Annotations)
+	}
+	k.deleteSecret(got)
+	if _, err := e.c.Client.CoreV1().Secrets(e.ns).Get(ctx, s.Name, metav1.GetOptions{}); err == nil {
+		t.Error("deleteSecret left the secret")
+	}
+	if _, _, err := k.registrySecret(ctx, ws, "left", []executor.Registry{{URL: "reg.example", Username: "u", Password: "p"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.Cleanup(ctx, ws); err != nil {
+		t.Fatal(err)
+	}
+	list, err := e.c.Client.CoreV1().Secrets(e.ns).List(ctx, metav1.ListOptions{LabelSelector: BuildSelector(ws.BuildID)})
+	if err != nil || len(list.Items) != 0 {
+		t.Errorf("Cleanup left %d secrets (%v)", len(list.Items), err)
+	}
+	if s, args, err := k.registrySecret(ctx, ws, "none", []executor.Registry{{URL: "anonymous.example"}}); s != nil || args != nil || err != nil {
+		t.Errorf("a registry without credentials or CA made a secret: %v %v %v", s, args, err)
+	}
+}
