@@ -12,6 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/freshet-dev/freshet/client"
 	"github.com/freshet-dev/freshet/internal/runtimes/install"
 	"github.com/freshet-dev/freshet/internal/runtimes/manifests"
 	"github.com/freshet-dev/freshet/internal/server/servertest"
@@ -23,7 +24,10 @@ import (
 // TestRunnerOnRealNode installs a runner whose pod runs on the loopback cluster's real node
 // from the project's own image (built with `ctrenv image`, as `make image` does, and pushed
 // to the loopback registry) and waits until it is connected to the control plane. The pod
-// uses its node's network: the test's control plane listens on the host's 127.0.0.1.
+// uses its node's network: the test's control plane listens on the host's 127.0.0.1. Then a
+// pipeline runs on it with only the installed Role: a step writes a Dockerfile into the
+// workspace claim, a build step builds it in a builder pod and pushes it to the account's
+// default registry, and a step runs the built image; the push is recorded on the build.
 func TestRunnerOnRealNode(t *testing.T) {
 	if os.Getenv(kube.EnvRealNode) != "1" {
 		kube.RealNode(t, kube.NodeRegistry{}) // skips, saying why
@@ -49,6 +53,8 @@ func TestRunnerOnRealNode(t *testing.T) {
 			"--kube-toleration=" + kube.RealNodeTaint + "=true:NoSchedule",
 			"--kube-helper-image=" + reg.Ref(containers.ImageBusybox),
 			"--kube-default-image=" + reg.Ref(containers.ImageBusybox),
+			"--kube-builder-image=" + reg.BuilderImage(t),
+			"--kube-builder-host-network",
 		}}}
 	if err := ri.Install(context.Background(), o); err != nil {
 		pods, _ := c.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
@@ -62,6 +68,7 @@ func TestRunnerOnRealNode(t *testing.T) {
 	if err != nil || len(pods.Items) != 1 || pods.Items[0].Spec.NodeName != kube.RealNodeName {
 		t.Fatalf("runner pods: %+v %v", pods, err)
 	}
+	buildOnRealNode(t, srv.Admin, reg)
 	if err := ri.Uninstall(context.Background(), "real", ns); err != nil {
 		t.Errorf("uninstall: %v\n%s", err, out.String())
 	}
@@ -102,4 +109,62 @@ func buildFreshetImage(t *testing.T, reg *containers.RegistryInstance) string {
 		t.Logf("ctrenv image output does not name %s:\n%s\n%s", ref, b, stderr.String())
 	}
 	return ref
+}
+
+// buildOnRealNode runs a pipeline with a build step on the installed runner and checks the
+// image it pushed.
+func buildOnRealNode(t *testing.T, admin *client.Client, reg *containers.RegistryInstance) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	busybox := reg.Ref(containers.ImageBusybox)
+	yml := `version: '1.0'
+steps:
+  write:
+    image: ` + busybox + `
+    commands:
+      - printf 'FROM ` + busybox + `\nRUN echo built-on-the-real-node > /msg\nCMD ["cat", "/msg"]\n' > Dockerfile
+  image:
+    type: build
+    image_name: freshet-e2e/real-node
+    tag: e2e
+  run_it:
+    image: ${{image}}
+`
+	if _, err := admin.CreateProject(ctx, "app"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreateContext(ctx, client.ContextRequest{Name: "loopback", Type: "registry", Registry: &client.RegistryContext{
+		URL: reg.Addr, Username: reg.Username, Password: reg.Password, CA: string(reg.CACert), Default: true}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.CreatePipeline(ctx, client.PipelineRequest{Project: "app", Name: "k8s", Spec: yml}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := admin.RunPipeline(ctx, "app/k8s", client.RunRequest{Branch: "main"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b.Status != "success" && b.Status != "failed" && b.Status != "terminated" {
+		if ctx.Err() != nil {
+			t.Fatalf("build %s still %s", b.ID, b.Status)
+		}
+		time.Sleep(500 * time.Millisecond)
+		if b, err = admin.GetBuild(ctx, b.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logBytes, _ := admin.BuildLog(ctx, b.ID, 0)
+	log := string(logBytes)
+	if b.Status != "success" || !strings.Contains(log, "built-on-the-real-node") {
+		t.Fatalf("build %s (%s); log:\n%s", b.Status, b.Reason, log)
+	}
+	repo := reg.Ref("freshet-e2e/real-node")
+	if len(b.Images) != 1 || b.Images[0].Repository != repo || !strings.HasPrefix(b.Images[0].Digest, "sha256:") || b.Images[0].Size <= 0 {
+		t.Fatalf("images on the build = %+v, want one push of %s:e2e", b.Images, repo)
+	}
+	if strings.Contains(log, reg.Password) {
+		t.Error("the registry password is in the build log")
+	}
+	t.Logf("build with a builder pod on the real node: %s", b.FinishedAt.Sub(b.CreatedAt))
 }

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/freshet-dev/freshet/internal/runner/executor"
@@ -143,11 +142,10 @@ func (k *Kubernetes) Build(ctx context.Context, ws executor.Workspace, b executo
 	step := executor.Step{Name: b.Name, Image: k.opts.BuilderImage, Timeout: b.Timeout,
 		EntryPoint: []string{"sh", "-c", buildScript, "freshet-build"},
 		Env:        []executor.EnvVar{{Name: archiveEnv, Value: archive}}}
-	secret, authArgs, err := k.registrySecret(ctx, ws, b.Name, b.Registries)
+	secret, authArgs, err := k.registrySecret(ws, b.Name, b.Registries)
 	if err != nil {
 		return res, fmt.Errorf("build %s: %w", b.Name, err)
 	}
-	defer k.deleteSecret(secret)
 	step.Cmd = append(append(args, authArgs...), dir)
 	o.notice("building %s from %s in a builder pod (%s)", image, dfPath, k.opts.BuilderImage)
 	tr := &buildLog{w: out}
@@ -252,11 +250,10 @@ func (k *Kubernetes) Push(ctx context.Context, p executor.PushSpec, out io.Write
 	step := executor.Step{Name: p.Name, Image: k.opts.BuilderImage,
 		EntryPoint: []string{"sh", "-c", pushScript, "freshet-push"},
 		Env:        []executor.EnvVar{{Name: archiveEnv, Value: img.archive}}}
-	secret, authArgs, err := k.registrySecret(ctx, img.ws, p.Name, []executor.Registry{p.Registry})
+	secret, authArgs, err := k.registrySecret(img.ws, p.Name, []executor.Registry{p.Registry})
 	if err != nil {
 		return res, fmt.Errorf("push %s: %w", p.Name, err)
 	}
-	defer k.deleteSecret(secret)
 	step.Cmd = append([]string{p.Target}, authArgs...)
 	if insecure([]executor.Registry{p.Registry}) {
 		step.Cmd = append(step.Cmd, "--tls-verify=false")
@@ -295,7 +292,10 @@ func (k *Kubernetes) Push(ctx context.Context, p executor.PushSpec, out io.Write
 
 // runBuilder runs step in a builder pod: a step pod whose container runs privileged (buildah's
 // chroot isolation mounts), with buildah's storage on an emptyDir, the registry Secret mounted,
-// and on the node's network when Options.BuilderHostNetwork.
+// and on the node's network when Options.BuilderHostNetwork. The Secret is created once the pod
+// exists, owned by it: the garbage collector deletes it with the pod, so the runner needs no
+// right to list, read or delete Secrets (the kubelet waits for the Secret before it starts the
+// container).
 func (k *Kubernetes) runBuilder(ctx context.Context, ws executor.Workspace, step executor.Step, secret *corev1.Secret, out io.Writer) (executor.Result, *corev1.Pod, error) {
 	pvc, err := k.claim(ctx, ws)
 	if err != nil {
@@ -309,7 +309,11 @@ func (k *Kubernetes) runBuilder(ctx context.Context, ws executor.Workspace, step
 		return executor.Result{}, nil, err
 	}
 	k.builderPod(pod, secret)
-	return k.runPod(ctx, ws, step, pod, out)
+	var created func(context.Context, *corev1.Pod) error
+	if secret != nil {
+		created = func(ctx context.Context, pod *corev1.Pod) error { return k.createSecret(ctx, secret, pod) }
+	}
+	return k.runPod(ctx, ws, step, pod, out, created)
 }
 
 // builderPod turns a step pod into a builder pod.
@@ -348,10 +352,10 @@ func (k *Kubernetes) builderPod(pod *corev1.Pod, secret *corev1.Secret) {
 	}
 }
 
-// registrySecret creates the Secret of one builder pod: the credentials of regs as
-// containers-auth.json, and their CAs. It returns nil when regs have neither, and the
-// arguments that point buildah at the credentials.
-func (k *Kubernetes) registrySecret(ctx context.Context, ws executor.Workspace, step string, regs []executor.Registry) (*corev1.Secret, []string, error) {
+// registrySecret returns the Secret of one builder pod (not created yet: see runBuilder): the
+// credentials of regs as containers-auth.json, and their CAs. It returns nil when regs have
+// neither, and the arguments that point buildah at the credentials.
+func (k *Kubernetes) registrySecret(ws executor.Workspace, step string, regs []executor.Registry) (*corev1.Secret, []string, error) {
 	type auth struct {
 		Auth string `json:"auth"`
 	}
@@ -389,50 +393,22 @@ func (k *Kubernetes) registrySecret(ctx context.Context, ws executor.Workspace, 
 	}
 	labels := k.labels(nil, ws.BuildID)
 	labels[LabelStep] = labelValue(step)
-	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{GenerateName: "freshet-" + dnsLabel(ws.BuildID, 24) + "-" + dnsLabel(step, 24) + "-",
-			Labels: labels, Annotations: annotations},
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "freshet-" + dnsLabel(ws.BuildID, 24) + "-" + dnsLabel(step, 20) + "-" + randomName(),
+			Namespace: k.namespace, Labels: labels, Annotations: annotations},
 		Type: corev1.SecretTypeOpaque,
 		Data: data,
-	}
+	}, args, nil
+}
+
+// createSecret creates s owned by pod, the builder pod that mounts it.
+func (k *Kubernetes) createSecret(ctx context.Context, s *corev1.Secret, pod *corev1.Pod) error {
+	s = s.DeepCopy()
+	s.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), apiTimeout)
 	defer cancel()
-	created, err := k.client.CoreV1().Secrets(k.namespace).Create(actx, s, metav1.CreateOptions{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("create the registry secret of the builder pod: %w", err)
-	}
-	return created, args, nil
-}
-
-// deleteSecret deletes a builder pod's Secret once the pod is gone (Cleanup deletes what is
-// left of a build's).
-func (k *Kubernetes) deleteSecret(s *corev1.Secret) {
-	if s == nil {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), apiTimeout)
-	defer cancel()
-	err := k.client.CoreV1().Secrets(k.namespace).Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
-	if err != nil && !apierrors.IsNotFound(err) {
-		k.opts.Logger.Warn("delete builder secret", "secret", s.Name, "namespace", k.namespace, "error", err)
-	}
-}
-
-// deleteSecrets deletes the builder Secrets left of build id (Cleanup).
-func (k *Kubernetes) deleteSecrets(ctx context.Context, id string) error {
-	secrets := k.client.CoreV1().Secrets(k.namespace)
-	list, err := secrets.List(ctx, metav1.ListOptions{LabelSelector: BuildSelector(id)})
-	if err != nil {
-		return fmt.Errorf("list secrets: %w", err)
-	}
-	for _, s := range list.Items {
-		if s.Annotations[AnnotationBuildID] != id {
-			continue
-		}
-		err := secrets.Delete(ctx, s.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &s.UID}})
-		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-			return fmt.Errorf("delete secret %s: %w", s.Name, err)
-		}
+	if _, err := k.client.CoreV1().Secrets(k.namespace).Create(actx, s, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create the registry secret of builder pod %s: %w", pod.Name, err)
 	}
 	return nil
 }

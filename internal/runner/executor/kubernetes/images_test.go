@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/freshet-dev/freshet/internal/runner/executor"
@@ -356,25 +357,30 @@ func TestRealNodeBuildAndPush(t *testing.T) {
 	if err := k.Cleanup(ctx, ws); err != nil {
 		t.Fatal(err)
 	}
-	running, stored := e.leftovers(t, ws)
-	secrets, err := e.c.Client.CoreV1().Secrets(e.ns).List(ctx, metav1.ListOptions{LabelSelector: BuildSelector(ws.BuildID)})
-	if err != nil || len(running)+len(stored)+len(secrets.Items) > 0 {
-		t.Errorf("left after Cleanup: %v %v %d secrets (%v)", running, stored, len(secrets.Items), err)
+	if running, stored := e.leftovers(t, ws); len(running)+len(stored) > 0 {
+		t.Errorf("left after Cleanup: %v %v", running, stored)
 	}
+	e.waitFor(t, "the garbage collector to delete the builder pods' secrets", func(ctx context.Context) (bool, error) {
+		secrets, err := e.c.Client.CoreV1().Secrets(e.ns).List(ctx, metav1.ListOptions{LabelSelector: BuildSelector(ws.BuildID)})
+		return err == nil && len(secrets.Items) == 0, err
+	})
 	if _, ok := k.images.get(target); ok {
 		t.Error("Cleanup kept the build's images")
 	}
 }
 
 // TestBuilderSecret checks the registry Secret of a builder pod on the loopback apiserver: the
-// credentials as containers-auth.json, each CA under its host, the build's labels; deleted with
-// deleteSecret, and by Cleanup when a build left one.
+// credentials as containers-auth.json, each CA under its host, the build's labels, created owned
+// by its pod, and deleted by the garbage collector with the pod.
 func TestBuilderSecret(t *testing.T) {
 	e := newTestEnv(t)
 	k := e.executor(t, Options{})
 	ws := prepare(t, e, k, "secrets", nil)
 	ctx := t.Context()
-	s, args, err := k.registrySecret(ctx, ws, "build", []executor.Registry{
+	if s, args, err := k.registrySecret(ws, "none", []executor.Registry{{URL: "anonymous.example"}}); s != nil || args != nil || err != nil {
+		t.Errorf("a registry without credentials or CA made a secret: %v %v %v", s, args, err)
+	}
+	secret, args, err := k.registrySecret(ws, "build", []executor.Registry{
 		{URL: "https://reg.example:5000/team", Username: "u", Password: "p:w", CA: "PEM-1"},
 		{URL: "plain.example", Username: "", Password: ""},
 	})
@@ -384,7 +390,20 @@ func TestBuilderSecret(t *testing.T) {
 	if !slices.Equal(args, []string{"--authfile", authFile}) {
 		t.Errorf("args = %q", args)
 	}
-	got, err := e.c.Client.CoreV1().Secrets(e.ns).Get(ctx, s.Name, metav1.GetOptions{})
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "owner", Annotations: exitAfter("0", "1h")},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: StepContainer, Image: "busybox"}}}}
+	if e.reg != nil {
+		pod.Annotations, pod.Spec.Containers[0].Image, pod.Spec.Containers[0].Command = nil, e.image(), []string{"sleep", "3600"}
+		pod.Spec.NodeSelector, pod.Spec.Tolerations = k.opts.NodeSelector, k.opts.Tolerations
+	}
+	pod, err = e.c.Client.CoreV1().Pods(e.ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := k.createSecret(ctx, secret, pod); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.c.Client.CoreV1().Secrets(e.ns).Get(ctx, secret.Name, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,10 +425,13 @@ func TestBuilderSecret(t *testing.T) {
 	if len(got.Data) != 2 || !slices.Equal(cas, []string{"PEM-1"}) {
 		t.Errorf("secret data = %q", got.Data)
 	}
-	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: StepContainer}}}}
-	k.builderPod(pod, got)
+	if len(got.OwnerReferences) != 1 || got.OwnerReferences[0].UID != pod.UID || got.OwnerReferences[0].Kind != "Pod" {
+		t.Errorf("owner references = %+v, want the pod %s", got.OwnerReferences, pod.UID)
+	}
+	b := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: StepContainer}}}}
+	k.builderPod(b, got)
 	var certPaths []string
-	for _, v := range pod.Spec.Volumes {
+	for _, v := range b.Spec.Volumes {
 		if v.Name == "registry-certs" {
 			for _, it := range v.Secret.Items {
 				certPaths = append(certPaths, it.Path)
@@ -422,21 +444,12 @@ func TestBuilderSecret(t *testing.T) {
 	if got.Labels[LabelBuild] != labelValue(ws.BuildID) || got.Annotations[AnnotationBuildID] != ws.BuildID {
 		t.Errorf("labels %v annotations %v", got.Labels, got.Annotations)
 	}
-	k.deleteSecret(got)
-	if _, err := e.c.Client.CoreV1().Secrets(e.ns).Get(ctx, s.Name, metav1.GetOptions{}); err == nil {
-		t.Error("deleteSecret left the secret")
-	}
-	if _, _, err := k.registrySecret(ctx, ws, "left", []executor.Registry{{URL: "reg.example", Username: "u", Password: "p"}}); err != nil {
+	zero := int64(0)
+	if err := e.c.Client.CoreV1().Pods(e.ns).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
 	}
-	if err := k.Cleanup(ctx, ws); err != nil {
-		t.Fatal(err)
-	}
-	list, err := e.c.Client.CoreV1().Secrets(e.ns).List(ctx, metav1.ListOptions{LabelSelector: BuildSelector(ws.BuildID)})
-	if err != nil || len(list.Items) != 0 {
-		t.Errorf("Cleanup left %d secrets (%v)", len(list.Items), err)
-	}
-	if s, args, err := k.registrySecret(ctx, ws, "none", []executor.Registry{{URL: "anonymous.example"}}); s != nil || args != nil || err != nil {
-		t.Errorf("a registry without credentials or CA made a secret: %v %v %v", s, args, err)
-	}
+	e.waitFor(t, "the garbage collector to delete the secret with its pod", func(ctx context.Context) (bool, error) {
+		_, err := e.c.Client.CoreV1().Secrets(e.ns).Get(ctx, secret.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
 }

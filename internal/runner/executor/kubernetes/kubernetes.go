@@ -279,9 +279,6 @@ func (k *Kubernetes) Cleanup(ctx context.Context, ws executor.Workspace) error {
 			return fmt.Errorf("clean up build %s: delete pod %s: %w", ws.BuildID, p.Name, err)
 		}
 	}
-	if err := k.deleteSecrets(ctx, ws.BuildID); err != nil {
-		return fmt.Errorf("clean up build %s: %w", ws.BuildID, err)
-	}
 	claims := k.client.CoreV1().PersistentVolumeClaims(k.namespace)
 	pvc, err := claims.Get(ctx, ws.Handle, metav1.GetOptions{})
 	switch {

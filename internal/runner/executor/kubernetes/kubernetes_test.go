@@ -577,7 +577,8 @@ func TestPrepareAndCleanup(t *testing.T) {
 }
 
 // TestRoleIsEnough runs a build as a service account bound to RoleYAML only: the Role grants all
-// the executor needs (including the pod log, which kwok then does not have) and no secrets.
+// the executor needs (including the pod log, which kwok then does not have) and, of secrets, only
+// their creation.
 func TestRoleIsEnough(t *testing.T) {
 	kwokOnly(t)
 	e := newTestEnv(t)
@@ -616,6 +617,18 @@ func TestRoleIsEnough(t *testing.T) {
 	})
 	if _, err := cs.CoreV1().Secrets(e.ns).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("list secrets as the runner: %v, want Forbidden", err)
+	}
+	// Builder pods' registry Secrets: created (owned by the pod), never read or deleted.
+	if _, err := cs.CoreV1().Secrets(e.ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "builder-creds"}}, metav1.CreateOptions{}); err != nil {
+		t.Errorf("create a secret as the runner: %v", err)
+	}
+	for verb, err := range map[string]error{
+		"get":    func() error { _, err := cs.CoreV1().Secrets(e.ns).Get(ctx, "builder-creds", metav1.GetOptions{}); return err }(),
+		"delete": cs.CoreV1().Secrets(e.ns).Delete(ctx, "builder-creds", metav1.DeleteOptions{}),
+	} {
+		if !apierrors.IsForbidden(err) {
+			t.Errorf("%s a secret as the runner: %v, want Forbidden", verb, err)
+		}
 	}
 	k, err := New(Options{RestConfig: cfg, Namespace: e.ns, KillGrace: testGrace, Annotations: exitAfter("0", "1s")})
 	if err != nil {

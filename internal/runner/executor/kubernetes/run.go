@@ -65,17 +65,18 @@ func (k *Kubernetes) Run(ctx context.Context, ws executor.Workspace, s executor.
 	if err != nil {
 		return res, fmt.Errorf("step %q: %w", s.Name, err)
 	}
-	res, _, err = k.runPod(ctx, ws, s, pod, out)
+	res, _, err = k.runPod(ctx, ws, s, pod, out, nil)
 	return res, err
 }
 
 // runPod runs pod, made by podFor for s, to its end as Run does, and returns the pod's last
 // known state with the result (nil when the pod was never created).
-func (k *Kubernetes) runPod(ctx context.Context, ws executor.Workspace, s executor.Step, pod *corev1.Pod, out io.Writer) (executor.Result, *corev1.Pod, error) {
+// created, when set, runs once the pod exists (with the pod as created); an error stops the pod.
+func (k *Kubernetes) runPod(ctx context.Context, ws executor.Workspace, s executor.Step, pod *corev1.Pod, out io.Writer, created func(context.Context, *corev1.Pod) error) (executor.Result, *corev1.Pod, error) {
 	if out == nil {
 		out = io.Discard
 	}
-	r := &stepRun{k: k, ws: ws, step: s, out: &output{w: out}, start: time.Now()}
+	r := &stepRun{k: k, ws: ws, step: s, out: &output{w: out}, start: time.Now(), created: created}
 	res, err := r.run(ctx, pod)
 	res.Duration = time.Since(r.start)
 	if err != nil {
@@ -92,8 +93,9 @@ type stepRun struct {
 	k     *Kubernetes
 	ws    executor.Workspace
 	step  executor.Step
-	out   *output
-	start time.Time
+	out     *output
+	start   time.Time
+	created func(context.Context, *corev1.Pod) error // see runPod
 
 	name   string
 	uid    *types.UID
@@ -125,6 +127,11 @@ func (r *stepRun) run(ctx context.Context, pod *corev1.Pod) (res executor.Result
 		r.k.watchPod(wctx, r.name, created.ResourceVersion, r.events)
 	}()
 	defer r.shutdown()
+	if r.created != nil {
+		if err := r.created(ctx, created); err != nil {
+			return r.stop(res, err)
+		}
+	}
 
 	// The step's timeout counts from its container's start (seen here): scheduling, volume
 	// attachment and image pulls are bounded by StartTimeout instead.
