@@ -623,7 +623,10 @@ func TestRoleIsEnough(t *testing.T) {
 		t.Errorf("create a secret as the runner: %v", err)
 	}
 	for verb, err := range map[string]error{
-		"get":    func() error { _, err := cs.CoreV1().Secrets(e.ns).Get(ctx, "builder-creds", metav1.GetOptions{}); return err }(),
+		"get": func() error {
+			_, err := cs.CoreV1().Secrets(e.ns).Get(ctx, "builder-creds", metav1.GetOptions{})
+			return err
+		}(),
 		"delete": cs.CoreV1().Secrets(e.ns).Delete(ctx, "builder-creds", metav1.DeleteOptions{}),
 	} {
 		if !apierrors.IsForbidden(err) {

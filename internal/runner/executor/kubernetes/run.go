@@ -90,9 +90,9 @@ func (k *Kubernetes) runPod(ctx context.Context, ws executor.Workspace, s execut
 
 // stepRun is one Run: the pod, what is known of it, and the goroutines that follow it.
 type stepRun struct {
-	k     *Kubernetes
-	ws    executor.Workspace
-	step  executor.Step
+	k       *Kubernetes
+	ws      executor.Workspace
+	step    executor.Step
 	out     *output
 	start   time.Time
 	created func(context.Context, *corev1.Pod) error // see runPod
