@@ -7,7 +7,7 @@ STATICCHECK_VERSION ?= v0.8.2
 FUZZTIME ?= 10s
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build up test test-deps test-short lint vet fmt bench bench-gitops bench-containers faults generate check fuzz security clean
+.PHONY: all build up test test-deps test-real-node test-short lint vet fmt bench bench-gitops bench-containers faults generate check fuzz security clean
 
 all: build
 
@@ -24,12 +24,23 @@ up: web build
 ## container suites when `make containers-deps` installed their Debian packages, as root)
 test: vet web test-deps
 	FRESHET_CTRENV_TOOL=$(abspath $(CTRENV)) $(GO) test -race -count=1 -timeout 20m ./...
+	$(MAKE) --no-print-directory test-real-node
 	$(MAKE) --no-print-directory devcluster-test
 	$(MAKE) --no-print-directory web-test
 
 ## test-deps: what the suites need besides Go modules and npm packages: the loopback Kubernetes
 ## binaries (built once, cached outside the clone) and Debian's container packages (apt-get)
+test-deps: REAL_NODE := 1
 test-deps: devcluster-build containers-deps
+
+## test-real-node: the tests on the loopback cluster's real node (kubelet, containerd, runc; root):
+## pods that really run, a builder pod, build and push steps through the kubernetes executor.
+## FULL=1 adds the executor's whole contract suite there (≈ 5 min) and a runner installed from
+## the freshet image (builds the image: minutes with a cold Go cache).
+test-real-node: test-deps
+	FRESHET_TEST_REAL_NODE=1 FRESHET_TEST_KUBE=1 FRESHET_CTRENV_TOOL=$(abspath $(CTRENV)) $(GO) test -race -count=1 -timeout 30m \
+		-run '^TestRealNode$(if $(FULL),|^TestContract$$|^TestRunnerOnRealNode$$)' \
+		./internal/testenv/kube/ ./internal/runner/executor/kubernetes/ $(if $(FULL),./internal/runtimes/install/)
 
 ## test-short: the unit tests only, fast
 test-short:

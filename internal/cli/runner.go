@@ -171,6 +171,7 @@ func (a *app) runnerInstallCommands() []*cobra.Command {
 	fl.StringArrayVar(&o.ExecutorArgs, "executor-arg", nil, "a flag for the kubernetes executor, --kube-NAME=VALUE (repeatable; e.g. --kube-node-selector=disk=ssd)")
 	fl.BoolVar(&o.HostNetwork, "host-network", false, "run the runner's pod on its node's network (a control plane only the node reaches)")
 	fl.StringToStringVar(&o.NodeSelector, "node-selector", nil, "node selector of the runner's pod (K=V,…)")
+	fl.StringToStringVar(&o.Env, "env", nil, "environment of the runner's container, K=V (repeatable; e.g. HTTPS_PROXY=…)")
 	fl.StringArrayVar(&tolerations, "toleration", nil, "a toleration of the runner's pod, KEY[=VALUE]:EFFECT (repeatable)")
 	fl.DurationVar(&o.Wait, "wait", 5*time.Minute, "how long to wait for the runner to connect (0: do not wait)")
 	fl.BoolVar(&dryRun, "dry-run", false, "print the manifests; register and apply nothing")

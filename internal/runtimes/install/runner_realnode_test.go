@@ -3,6 +3,7 @@ package install_test
 import (
 	"bytes"
 	"context"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,14 +40,23 @@ func TestRunnerOnRealNode(t *testing.T) {
 
 	srv := servertest.Start(t, store.SQLite)
 	ns := c.Namespace(t)
+	c.ProvisionVolumes(t, ns, t.TempDir()) // the builds' workspace claims
 	var out bytes.Buffer
 	ri, err := install.NewRunner(srv.Admin, c.RESTConfig(), &out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sel, _ := kube.RealNodePlacement()
+	api, err := url.Parse(c.RESTConfig().Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	apiHost, apiPort := api.Hostname(), api.Port()
 	o := install.RunnerOptions{Wait: 4 * time.Minute, RunnerOptions: manifests.RunnerOptions{
 		Name: "real", Namespace: ns, Image: image, HostNetwork: true, NodeSelector: sel,
+		// No kube-proxy here: the kubernetes Service's IP does not route, so the runner reaches
+		// the apiserver where it listens, on the host's loopback (its certificate names it).
+		Env:         map[string]string{"KUBERNETES_SERVICE_HOST": apiHost, "KUBERNETES_SERVICE_PORT": apiPort},
 		Tolerations: []manifests.Toleration{{Key: kube.RealNodeTaint, Value: "true", Effect: "NoSchedule"}},
 		ExecutorArgs: []string{
 			"--kube-node-selector=" + kube.RealNodeLabel + "=true",
@@ -54,7 +64,7 @@ func TestRunnerOnRealNode(t *testing.T) {
 			"--kube-helper-image=" + reg.Ref(containers.ImageBusybox),
 			"--kube-default-image=" + reg.Ref(containers.ImageBusybox),
 			"--kube-builder-image=" + reg.BuilderImage(t),
-			"--kube-builder-host-network",
+			"--kube-builder-host-network=true",
 		}}}
 	if err := ri.Install(context.Background(), o); err != nil {
 		pods, _ := c.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})

@@ -2,6 +2,8 @@ package manifests
 
 import (
 	"fmt"
+	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -48,7 +50,15 @@ type RunnerOptions struct {
 	// NodeSelector and Tolerations place the runner's own pod.
 	NodeSelector map[string]string
 	Tolerations  []Toleration
+	// Env is more environment of the runner's container, e.g. HTTP_PROXY and NO_PROXY for a
+	// runner behind a proxy, or KUBERNETES_SERVICE_HOST/PORT for a cluster whose kubernetes
+	// Service its pod cannot reach (the loopback test cluster has no kube-proxy). FRESHET_*
+	// variables are the installation's own.
+	Env map[string]string
 }
+
+// envName is a variable name the runner's container may be given.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Toleration is one toleration of the runner's pod.
 type Toleration struct {
@@ -77,6 +87,14 @@ func (o *RunnerOptions) Validate() error {
 		}
 		if strings.HasPrefix(a, "--kube-in-cluster") || strings.HasPrefix(a, "--kube-kubeconfig") || strings.HasPrefix(a, "--kube-context") {
 			return errdefs.Invalid("executor-arg", a, "is set by the installation (the runner uses its pod's service account)")
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(o.Env)) {
+		switch {
+		case !envName.MatchString(k):
+			return errdefs.Invalid("env", k, "is not an environment variable name (letters, digits and '_', not starting with a digit)")
+		case strings.HasPrefix(k, "FRESHET_"):
+			return errdefs.Invalid("env", k, "is set by the installation (FRESHET_* variables are the runner's own)")
 		}
 	}
 	for i, t := range o.Tolerations {
@@ -170,14 +188,18 @@ func RunnerObjects(o RunnerOptions) ([]Object, error) {
 	for _, a := range o.ExecutorArgs {
 		args = append(args, a) // []any: one by one
 	}
+	env := []any{map[string]any{"name": "FRESHET_RUNNER_TOKEN", "valueFrom": map[string]any{
+		"secretKeyRef": map[string]any{"name": RunnerTokenSecretName, "key": "token"}}}}
+	for _, k := range slices.Sorted(maps.Keys(o.Env)) {
+		env = append(env, map[string]any{"name": k, "value": o.Env[k]})
+	}
 	podLabels := map[string]any{"app.kubernetes.io/name": RunnerName, InstanceLabel: o.Name}
 	podSpec := map[string]any{
 		"serviceAccountName": RunnerName,
 		"securityContext":    map[string]any{"runAsNonRoot": true, "runAsUser": 65532, "seccompProfile": map[string]any{"type": "RuntimeDefault"}},
 		"containers": []any{map[string]any{
 			"name": "runner", "image": o.Image, "args": args,
-			"env": []any{map[string]any{"name": "FRESHET_RUNNER_TOKEN", "valueFrom": map[string]any{
-				"secretKeyRef": map[string]any{"name": RunnerTokenSecretName, "key": "token"}}}},
+			"env":       env,
 			"resources": map[string]any{"requests": map[string]any{"cpu": "50m", "memory": "64Mi"}, "limits": map[string]any{"memory": "512Mi"}},
 			"securityContext": map[string]any{"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
 				"capabilities": map[string]any{"drop": []any{"ALL"}}},
