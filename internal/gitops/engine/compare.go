@@ -337,6 +337,9 @@ func (e *Engine) repo(url string) git.Repo {
 // reusing the last one while the commit and the spec are unchanged and sharing renders
 // across applications.
 func (e *Engine) desiredFor(ctx context.Context, st *appState, a *app.Application, project *app.AppProject, cl *cluster, revision string, hard bool) (*desiredSet, error) {
+	if isMultiSource(a) {
+		return e.desiredMulti(ctx, st, a, project, cl, revision, hard)
+	}
 	src := a.EffectiveSource()
 	repo := e.repo(src.RepoURL)
 	rev := revision

@@ -405,7 +405,7 @@ func (e *Engine) Refresh(ctx context.Context, name string, hard bool) (AppStatus
 	st.mu.Lock()
 	a := st.app
 	st.mu.Unlock()
-	if src := a.EffectiveSource(); src != nil {
+	for _, src := range appSources(a) {
 		e.cache.Invalidate(src.RepoURL)
 	}
 	if hard {
@@ -416,10 +416,13 @@ func (e *Engine) Refresh(ctx context.Context, name string, hard bool) (AppStatus
 		st.cmpMu.Lock()
 		st.cmp = map[ResourceKey]*cmpEntry{}
 		st.cmpMu.Unlock()
-		if src := a.EffectiveSource(); src != nil {
+		for _, src := range appSources(a) {
 			if n, err := git.NormalizeURL(src.RepoURL); err == nil {
 				e.renders.drop(n + "\x00")
 			}
+		}
+		if isMultiSource(a) {
+			e.renders.drop("multi\x00")
 		}
 	}
 	status, _ := e.refresh(ctx, st, hard)
@@ -649,18 +652,18 @@ func (e *Engine) Notify(repoURL, revision string) int {
 	n := 0
 	for _, st := range states {
 		st.mu.Lock()
-		src := st.app.EffectiveSource()
+		srcs := appSources(st.app)
 		st.mu.Unlock()
-		if src == nil {
-			continue
-		}
-		if u, err := git.NormalizeURL(src.RepoURL); err != nil || u != norm {
-			continue
-		}
-		target := strings.TrimPrefix(strings.TrimPrefix(src.TargetRevision, "refs/heads/"), "refs/tags/")
-		if rev == "" || target == "" || target == "HEAD" || target == rev || strings.HasPrefix(revision, target) {
-			e.queue.Add(st.name)
-			n++
+		for _, src := range srcs {
+			if u, err := git.NormalizeURL(src.RepoURL); err != nil || u != norm {
+				continue
+			}
+			target := strings.TrimPrefix(strings.TrimPrefix(src.TargetRevision, "refs/heads/"), "refs/tags/")
+			if rev == "" || target == "" || target == "HEAD" || target == rev || strings.HasPrefix(revision, target) {
+				e.queue.Add(st.name)
+				n++
+				break
+			}
 		}
 	}
 	return n

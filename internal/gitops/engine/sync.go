@@ -121,6 +121,24 @@ func (e *Engine) runSync(ctx context.Context, st *appState, opts SyncOptions) *S
 // startRevision is the commit a sync to revision ("" for the app's target revision) goes to,
 // from the shared ref cache; the revision as named when it cannot be resolved.
 func (e *Engine) startRevision(ctx context.Context, a *app.Application, revision string) string {
+	if isMultiSource(a) {
+		revs, err := sourceRevisions(revision, len(a.Spec.Sources))
+		if err != nil {
+			return revision
+		}
+		for i, src := range a.Spec.Sources {
+			rev := revs[i]
+			if rev == "" {
+				rev = src.TargetRevision
+			}
+			if r, err := e.cache.Resolve(ctx, e.repo(src.RepoURL), rev); err == nil {
+				revs[i] = r.SHA
+			} else {
+				revs[i] = rev
+			}
+		}
+		return strings.Join(revs, ",")
+	}
 	src := a.EffectiveSource()
 	if src == nil {
 		return revision
