@@ -47,6 +47,9 @@ func TestAppOfAppsThroughTheAPI(t *testing.T) {
 	if owners["child"] != "root" || owners["root"] != "" {
 		t.Errorf("owners in the list: %v", owners)
 	}
+	if data, errs := w.gql("viewer", `{ application(name: "child") { name owner } }`, nil); len(errs) > 0 || data["application"].(map[string]any)["owner"] != "root" {
+		t.Errorf("GraphQL owner of child: %v %v", data, errs)
+	}
 	if code := w.call("member", "DELETE", "applications/child", "", &e); code != http.StatusConflict || !strings.Contains(e.Error.Message, `rendered by application "root"`) {
 		t.Errorf("deleting a child by name: %d %+v", code, e)
 	}
