@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/internal/gitops/engine"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
@@ -65,6 +68,26 @@ func TestAppOfAppsThroughTheAPI(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	w.waitApp("root", synced)
+
+	// Deleting the parent through the API (cascade, the default) deletes the child and its
+	// resources.
+	if code := w.call("member", "DELETE", "applications/root", "", nil); code != http.StatusNoContent {
+		t.Fatalf("delete root: %d", code)
+	}
+	if code := w.call("viewer", "GET", "applications/child", "", nil); code != http.StatusNotFound {
+		t.Errorf("child after its parent's cascading delete: %d", code)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		_, err := w.kc.CoreV1().ConfigMaps(w.ns).Get(context.Background(), "settings", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the child's ConfigMap survived the parent's cascading delete: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // A Git Source whose directory is a Helm chart renders its Applications; they are loaded as
