@@ -15,6 +15,9 @@ type Application struct {
 	File string `json:"file,omitempty"`
 	// GitSource is the Git Source the application comes from; "" for the installation repository.
 	GitSource string `json:"gitSource,omitempty"`
+	// Owner is the application whose manifests define this one (app of apps): it is created,
+	// updated and pruned by the owner's syncs. "" for an application defined in git.
+	Owner string `json:"owner,omitempty"`
 	// Spec is nil when the runtime no longer has the application's file (it is being removed).
 	Spec   *ApplicationManifest `json:"spec,omitempty"`
 	Status AppStatus            `json:"status"`
@@ -170,7 +173,9 @@ const (
 
 // AppStatus is what a runtime's GitOps engine knows about an application.
 type AppStatus struct {
-	Name    string `json:"name"`
+	Name string `json:"name"`
+	// Owner is the application whose manifests define this one (app of apps).
+	Owner   string `json:"owner,omitempty"`
 	Project string `json:"project"`
 	// Sync is Synced, OutOfSync, or Unknown when the comparison failed.
 	Sync string `json:"sync"`
@@ -385,13 +390,15 @@ type TerminateResult struct {
 // objects it owns (through owner references) as children (GET applications/{name}/tree).
 type TreeNode struct {
 	ResourceKey
-	Version   string      `json:"version"`
-	UID       string      `json:"uid"`
-	Health    Health      `json:"health"`
-	Sync      string      `json:"sync,omitempty"` // managed resources only
-	CreatedAt time.Time   `json:"createdAt"`
-	Images    []string    `json:"images,omitempty"` // Pods
-	Children  []*TreeNode `json:"children,omitempty"`
+	Version   string    `json:"version"`
+	UID       string    `json:"uid"`
+	Health    Health    `json:"health"`
+	Sync      string    `json:"sync,omitempty"` // managed resources only
+	CreatedAt time.Time `json:"createdAt"`
+	Images    []string  `json:"images,omitempty"` // Pods
+	// Hook: a hook object (a PostSync Job, say) a sync created and its delete policy kept.
+	Hook     bool        `json:"hook,omitempty"`
+	Children []*TreeNode `json:"children,omitempty"`
 }
 
 // NotifyRequest tells a runtime that a repository changed (POST notify): its applications

@@ -106,8 +106,11 @@ type AppEvent struct {
 // and show it without asking the runtime. Live detail (resource tree, diff) stays in the
 // runtime, behind its app-proxy.
 type Application struct {
-	Name           string            `json:"name"`
-	Project        string            `json:"project"`
+	Name    string `json:"name"`
+	Project string `json:"project"`
+	// Owner is the application whose manifests define this one (app of apps); "" for an
+	// application defined in git.
+	Owner          string            `json:"owner,omitempty"`
 	Labels         map[string]string `json:"labels,omitempty"`
 	RepoURL        string            `json:"repoUrl"`
 	Path           string            `json:"path,omitempty"`

@@ -631,7 +631,10 @@ func writeAppDetails(w io.Writer, runtime string, ap client.Application, tree []
 		target = "HEAD"
 	}
 	fmt.Fprintf(tw, "Name:\t%s\nRuntime:\t%s\nProject:\t%s\n", ap.Name, runtime, project(ap))
-	if ap.File != "" {
+	switch {
+	case ap.Owner != "":
+		fmt.Fprintf(tw, "Owner:\t%s (app of apps: rendered by it, created and pruned by its syncs)\n", ap.Owner)
+	case ap.File != "":
 		fmt.Fprintf(tw, "File:\t%s (installation repository)\n", ap.File)
 	}
 	fmt.Fprintf(tw, "Repo:\t%s\n", src.RepoURL)

@@ -427,8 +427,8 @@ func TestRealRuntimeReportsApplications(t *testing.T) {
 		t.Fatalf("the runtime's reports failed:\n%s", logs.String())
 	}
 
-	// Changes made through the app-proxy are audited in the runtime's account; reads are not.
 	tok := adminToken(t, s)
+	// Changes made through the app-proxy are audited in the runtime's account; reads are not.
 	for _, m := range []string{"GET", "POST"} {
 		path := "/runtimes/edge/app-proxy/api/v1/applications/web"
 		if m == "POST" {
@@ -448,5 +448,22 @@ func TestRealRuntimeReportsApplications(t *testing.T) {
 	}
 	if len(evs.Items) != 1 || !strings.Contains(evs.Items[0].Detail, "POST /app-proxy/api/v1/applications/web/refresh") || evs.Items[0].ResourceID != reg.ID {
 		t.Errorf("audit of app-proxy changes: %+v", evs.Items)
+	}
+
+	// The app-proxy's GraphQL endpoint (docs/appproxy.md) answers through the control plane's
+	// /runtimes/{runtime}/app-proxy/… route, as its REST API does.
+	{
+		req, _ := http.NewRequest("POST", s.URL+"/runtimes/edge/app-proxy/api/graphql", strings.NewReader(`{"query": "{ applications { name } }"}`))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"name":"web"`) {
+			t.Fatalf("app-proxy GraphQL through the control plane: %d %s", resp.StatusCode, body)
+		}
 	}
 }

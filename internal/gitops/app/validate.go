@@ -69,13 +69,20 @@ func knownOptions() string {
 	return strings.Join(keys, ", ")
 }
 
-// EffectiveSource is the one source to render: spec.source, or the only entry of
-// spec.sources.
+// EffectiveSource is the application's main source: spec.source, or the first entry of
+// spec.sources that is rendered (not only a $ref for the others' value files). A
+// multi-source application renders all its sources (the engine reads spec.sources); this one
+// is what a single-source view shows.
 func (a *Application) EffectiveSource() *Source {
 	if a.Spec.Source != nil {
 		return a.Spec.Source
 	}
-	if len(a.Spec.Sources) == 1 {
+	for i := range a.Spec.Sources {
+		if s := &a.Spec.Sources[i]; s.Ref == "" || s.Path != "" {
+			return s
+		}
+	}
+	if len(a.Spec.Sources) > 0 {
 		return &a.Spec.Sources[0]
 	}
 	return nil
@@ -92,9 +99,6 @@ func ParseDuration(s string) (time.Duration, error) {
 
 func (a *Application) validate(d *decoder) {
 	fail := func(p, value, reason string) { d.fail(p, d.line(p), value, reason) }
-	unsupported := func(p, value, reason string) {
-		d.add(&Error{Path: p, Line: d.line(p), Value: value, Reason: reason, Unsupported: true})
-	}
 	if a.APIVersion != APIVersion {
 		fail("apiVersion", a.APIVersion, "want "+APIVersion)
 	}
@@ -111,14 +115,26 @@ func (a *Application) validate(d *decoder) {
 		fail("spec.sources", "", "cannot be used together with spec.source; give one of them")
 	case s.Source == nil && len(s.Sources) == 0:
 		fail("spec.source", "", "is required (repoURL, path, targetRevision)")
-	case len(s.Sources) > 1:
-		unsupported("spec.sources", fmt.Sprint(len(s.Sources)), "multiple sources are not supported yet; use spec.source, or one entry in spec.sources")
 	}
 	if s.Source != nil {
-		validateSource(d, "spec.source", s.Source)
+		validateSource(d, "spec.source", s.Source, nil)
+	}
+	refs := map[string]int{}
+	for i, src := range s.Sources {
+		if src.Ref == "" {
+			continue
+		}
+		p := fmt.Sprintf("spec.sources[%d].ref", i)
+		if !refName.MatchString(src.Ref) {
+			fail(p, src.Ref, "is not a reference name (letters, digits, '-' and '_')")
+		} else if j, dup := refs[src.Ref]; dup {
+			fail(p, src.Ref, fmt.Sprintf("is also the ref of spec.sources[%d]; refs name one source each", j))
+		} else {
+			refs[src.Ref] = i
+		}
 	}
 	for i := range s.Sources {
-		validateSource(d, fmt.Sprintf("spec.sources[%d]", i), &s.Sources[i])
+		validateSource(d, fmt.Sprintf("spec.sources[%d]", i), &s.Sources[i], refs)
 	}
 	dst := s.Destination
 	switch {
@@ -188,7 +204,12 @@ func (a *Application) validate(d *decoder) {
 
 var semverish = regexp.MustCompile(`^v?\d+\.\d+(\.\d+)?([-+].*)?$`)
 
-func validateSource(d *decoder, p string, src *Source) {
+// refName is what a source's ref may be (it is written $ref/path in value files).
+var refName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// validateSource checks one source; refs are the ref names of the app's spec.sources (nil for
+// spec.source, where refs cannot be used).
+func validateSource(d *decoder, p string, src *Source, refs map[string]int) {
 	fail := func(fp, value, reason string) { d.fail(fp, d.line(fp), value, reason) }
 	unsupported := func(fp, value, reason string) {
 		d.add(&Error{Path: fp, Line: d.line(fp), Value: value, Reason: reason, Unsupported: true})
@@ -207,8 +228,8 @@ func validateSource(d *decoder, p string, src *Source) {
 	if src.Chart != "" {
 		unsupported(p+".chart", src.Chart, "charts from a Helm repository are not supported yet; point repoURL at a git repository and path at the chart directory")
 	}
-	if src.Ref != "" {
-		unsupported(p+".ref", src.Ref, "source references ($ref value files) need multiple sources, which are not supported yet")
+	if src.Ref != "" && refs == nil {
+		fail(p+".ref", src.Ref, "is only valid in an entry of spec.sources (a source other sources' $ref/ value files read)")
 	}
 	set := 0
 	for _, on := range []bool{src.Helm != nil, src.Kustomize != nil, src.Directory != nil} {
@@ -246,7 +267,12 @@ func validateSource(d *decoder, p string, src *Source) {
 			case strings.HasPrefix(vf, "http://") || strings.HasPrefix(vf, "https://"):
 				unsupported(fp, vf, "remote values files are not fetched; commit the file to the repository")
 			case strings.HasPrefix(vf, "$"):
-				unsupported(fp, vf, "$ref value files need multiple sources, which are not supported yet")
+				name, rest, _ := strings.Cut(vf[1:], "/")
+				if _, ok := refs[name]; !ok {
+					fail(fp, vf, fmt.Sprintf("names no source: $%s must be the ref of an entry of spec.sources (refs here: %s)", name, refList(refs)))
+				} else if rest == "" || path.IsAbs(rest) || strings.HasPrefix(path.Clean(rest), "..") {
+					fail(fp, vf, "must be $ref/path, a path inside the referenced source's repository")
+				}
 			case path.IsAbs(vf):
 				fail(fp, vf, "must be relative to the chart directory")
 			}
@@ -388,4 +414,16 @@ func containsFold(list []string, v string) bool {
 		}
 	}
 	return false
+}
+
+func refList(refs map[string]int) string {
+	if len(refs) == 0 {
+		return "none"
+	}
+	names := make([]string, 0, len(refs))
+	for n := range refs {
+		names = append(names, "$"+n)
+	}
+	sortStrings(names)
+	return strings.Join(names, ", ")
 }

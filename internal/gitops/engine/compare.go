@@ -53,6 +53,9 @@ type desiredObj struct {
 	wave      int
 	hookTypes []HookType
 	policies  []DeletePolicy
+	// child is set for an argoproj.io Application or AppProject: the engine creates it as
+	// its own application or project instead of applying it (app of apps).
+	child *childSpec
 }
 
 func (d *desiredObj) isHook() bool { return len(d.hookTypes) > 0 }
@@ -90,6 +93,8 @@ type resResult struct {
 	health  health.Result
 	message string
 	err     bool
+	// conflict: a child application's name is held by another application.
+	conflict bool
 }
 
 // comparison is an application's desired state compared with its cluster.
@@ -104,15 +109,20 @@ type comparison struct {
 	// temporary: the failure (conds) may go away by itself (network, timeouts).
 	temporary bool
 	failed    bool // no usable comparison
+	// syncGen is the app's sync generation when the comparison began.
+	syncGen uint64
 }
 
 // compare renders the app (revision "" means its target revision) and compares it with the
 // cluster. Failures become conditions on the comparison; it never returns nil.
 func (e *Engine) compare(ctx context.Context, st *appState, revision string, hard bool) *comparison {
 	st.mu.Lock()
-	a, project := st.app, st.project
+	a, project, owner, gen := st.app, st.project, st.owner, st.syncGen
 	st.mu.Unlock()
-	cmp := &comparison{sync: Unknown, health: health.Result{Status: health.Unknown}}
+	if owner != "" || project == nil {
+		project = e.resolveProject(a.Spec.Project)
+	}
+	cmp := &comparison{sync: Unknown, health: health.Result{Status: health.Unknown}, syncGen: gen}
 	fail := func(typ string, err error, temporary bool) *comparison {
 		c := Condition{Type: typ, Message: err.Error()}
 		var re *render.Error
@@ -154,6 +164,9 @@ func (e *Engine) compare(ctx context.Context, st *appState, revision string, har
 		cmp.conds = append(cmp.conds, Condition{Type: ConditionSpecWarning, Message: w})
 	}
 	cmp.conds = append(cmp.conds, unsupportedIgnores(a.Spec.IgnoreDifferences)...)
+	if a.Spec.SyncPolicy != nil {
+		cmp.conds = append(cmp.conds, ignoredOptionWarnings(a.Spec.SyncPolicy.SyncOptions, "spec.syncPolicy.syncOptions")...)
+	}
 
 	respect := a.Spec.SyncPolicy != nil && a.Spec.SyncPolicy.SyncOptions.Enabled("RespectIgnoreDifferences")
 	keys := make(map[ResourceKey]bool, len(ds.resources))
@@ -161,7 +174,16 @@ func (e *Engine) compare(ctx context.Context, st *appState, revision string, har
 	var src0 render.Location
 	for _, d := range ds.resources {
 		keys[d.key] = true
-		r := e.compareResource(ctx, st, cl, d, a.Spec.IgnoreDifferences, respect)
+		var r *resResult
+		if d.child != nil {
+			r = e.compareChild(st.name, d)
+			if r.conflict {
+				cmp.conds = append(cmp.conds, Condition{Type: ConditionInvalidSpec, Source: d.source,
+					Message: fmt.Sprintf("%s (%s): %s; it is not created", d.key, d.source, r.message)})
+			}
+		} else {
+			r = e.compareResource(ctx, st, cl, d, a.Spec.IgnoreDifferences, respect)
+		}
 		if r.err {
 			if len(compareErrs) == 0 {
 				src0 = d.source
@@ -180,6 +202,12 @@ func (e *Engine) compare(ctx context.Context, st *appState, revision string, har
 	// What the inventory lists and git no longer renders requires pruning.
 	for _, ref := range inv {
 		if keys[ref.ResourceKey] {
+			continue
+		}
+		if isChildRef(ref) {
+			if live := e.extraChild(st.name, ref); live != nil {
+				cmp.results = append(cmp.results, &resResult{ref: ref, live: live, status: DiffExtra, health: health.Result{Status: health.Healthy}})
+			}
 			continue
 		}
 		live := e.liveExtra(ctx, cl, ref)
@@ -258,9 +286,18 @@ func (e *Engine) inventoryFor(ctx context.Context, st *appState, cl *cluster) ([
 		return nil, err
 	}
 	st.mu.Lock()
-	defer st.mu.Unlock()
-	if st.inv == nil || st.invCluster != cl.host {
+	fresh := st.inv == nil || st.invCluster != cl.host
+	defer func() {
+		st.mu.Unlock()
+		if fresh && len(inv.Children) > 0 {
+			e.restoreChildren(st.name, inv.Children)
+		}
+	}()
+	if fresh {
 		st.inv, st.invCluster = inv, cl.host
+		if len(st.hooks) == 0 {
+			st.hooks = inv.Hooks
+		}
 		if len(st.history) == 0 && len(inv.History) > 0 {
 			// After a restart: history, and what automation needs to know of the last sync.
 			st.history = inv.History
@@ -300,6 +337,9 @@ func (e *Engine) repo(url string) git.Repo {
 // reusing the last one while the commit and the spec are unchanged and sharing renders
 // across applications.
 func (e *Engine) desiredFor(ctx context.Context, st *appState, a *app.Application, project *app.AppProject, cl *cluster, revision string, hard bool) (*desiredSet, error) {
+	if isMultiSource(a) {
+		return e.desiredMulti(ctx, st, a, project, cl, revision, hard)
+	}
 	src := a.EffectiveSource()
 	repo := e.repo(src.RepoURL)
 	rev := revision
@@ -380,7 +420,7 @@ func (e *Engine) desiredFor(ctx context.Context, st *appState, a *app.Applicatio
 
 func (ds *desiredSet) hasUnknownKinds() bool {
 	for _, d := range ds.resources {
-		if d.restMapping() == nil {
+		if d.child == nil && d.restMapping() == nil {
 			return true
 		}
 	}
@@ -408,6 +448,23 @@ func (e *Engine) prepare(cl *cluster, a *app.Application, project *app.AppProjec
 			continue // Skip hooks and Helm hooks Argo CD does not run (test, delete, rollback)
 		}
 		gvk := obj.GroupVersionKind()
+		if isArgoKind(gvk.Group, gvk.Kind) {
+			// App of apps: created as the engine's own applications, not applied.
+			d, cond := e.prepareChild(a, project, o, obj)
+			if cond != nil {
+				ds.forbidden = append(ds.forbidden, *cond)
+				continue
+			}
+			if i, dup := index[d.key]; dup {
+				ds.warnings = append(ds.warnings, Condition{Type: ConditionRepeatedResource, Source: o.Source,
+					Message: fmt.Sprintf("%s appears more than once (%s and %s); the last one is used", d.key, ds.resources[i].source, o.Source)})
+				ds.resources[i] = d
+				continue
+			}
+			index[d.key] = len(ds.resources)
+			ds.resources = append(ds.resources, d)
+			continue
+		}
 		d := &desiredObj{obj: obj, source: o.Source, wave: syncWave(obj), hookTypes: types}
 		if m, err := cl.mapping(gvk, false); err == nil {
 			d.mapping, d.namespaced = m, namespaced(m)
@@ -455,6 +512,10 @@ func (e *Engine) prepare(cl *cluster, a *app.Application, project *app.AppProjec
 		}
 		ann[AnnotationTrackingID] = trackingID(a.Metadata.Name, d.key)
 		obj.SetAnnotations(ann)
+		for _, w := range resourceOptionWarnings(obj, d.key) {
+			w.Source = o.Source
+			ds.warnings = append(ds.warnings, w)
+		}
 		d.hash = diff.Hash(obj.Object)
 		if d.isHook() {
 			d.policies = deletePolicies(obj)

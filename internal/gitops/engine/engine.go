@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
@@ -61,6 +62,8 @@ type Engine struct {
 	apps     map[string]*appState
 	byLabel  map[string]string
 	clusters map[string]*cluster
+	// projects are the AppProjects applications render (app of apps), by name.
+	projects map[string]*childProject
 
 	knownNamespaces sync.Map
 	queue           workqueue.TypedDelayingInterface[string]
@@ -99,6 +102,18 @@ type appState struct {
 	lastOp        *SyncResult
 	syncErr       string
 	removed       bool
+	// hooks are the hook objects syncs created and did not delete (their delete policy keeps
+	// them): shown in the resource tree, deleted with the app.
+	hooks []ObjRef
+	// syncGen counts sync starts and ends: a comparison begun under another generation
+	// predates a sync's effects and must not drive automation.
+	syncGen uint64
+	// owner is the application whose manifests define this one (app of apps; "" for an
+	// application defined in git), ownerObj the manifest as the owner rendered it and
+	// childHash its digest.
+	owner     string
+	ownerObj  *unstructured.Unstructured
+	childHash uint64
 
 	cmpMu sync.Mutex
 	cmp   map[ResourceKey]*cmpEntry
@@ -138,8 +153,9 @@ func New(opts Options) (*Engine, error) {
 		renders: newRenderCache(opts.RenderCacheSize, opts.RenderCacheTTL),
 		baseCtx: ctx, baseCancel: cancel,
 		apps: map[string]*appState{}, byLabel: map[string]string{}, clusters: map[string]*cluster{},
-		queue:   workqueue.NewTypedDelayingQueue[string](),
-		syncSem: make(chan struct{}, opts.SyncConcurrency),
+		projects: map[string]*childProject{},
+		queue:    workqueue.NewTypedDelayingQueue[string](),
+		syncSem:  make(chan struct{}, opts.SyncConcurrency),
 	}, nil
 }
 
@@ -202,13 +218,21 @@ func (e *Engine) Close() {
 
 // Upsert adds or updates an application; project nil means the built-in default project. A
 // changed spec is refreshed at once (when Run is running). Automated sync switched off by a
-// rollback stays off.
+// rollback stays off. An application another application owns (app of apps) is not replaced:
+// the error wraps ErrOwned.
 func (e *Engine) Upsert(a *app.Application, project *app.AppProject) error {
-	if a == nil || a.Metadata.Name == "" {
-		return errdefs.Invalid("metadata.name", "", "is required")
-	}
 	if project == nil {
 		project = app.NewDefaultProject()
+	}
+	return e.upsert(a, project, "", nil, 0)
+}
+
+// upsert adds or updates an application; owner is the application that renders it ("" for
+// one defined in git), with its manifest and digest. A child's project (nil) is resolved at
+// each comparison.
+func (e *Engine) upsert(a *app.Application, project *app.AppProject, owner string, ownerObj *unstructured.Unstructured, childHash uint64) error {
+	if a == nil || a.Metadata.Name == "" {
+		return errdefs.Invalid("metadata.name", "", "is required")
 	}
 	data, _ := json.Marshal(struct {
 		A *app.Application
@@ -220,14 +244,25 @@ func (e *Engine) Upsert(a *app.Application, project *app.AppProject) error {
 	name := a.Metadata.Name
 	e.mu.Lock()
 	st := e.apps[name]
+	if st != nil {
+		st.mu.Lock()
+		cur := st.owner
+		st.mu.Unlock()
+		if cur != owner {
+			e.mu.Unlock()
+			return fmt.Errorf("application %q: %s: %w", name, ownedMessage(KindApplication, name, cur), ErrOwned)
+		}
+	}
 	if st == nil {
 		st = &appState{name: name, label: appLabelValue(name), cmp: map[ResourceKey]*cmpEntry{}, condSince: map[string]time.Time{}}
-		st.status = AppStatus{Name: name, Sync: Unknown, Health: health.Result{Status: health.Unknown}}
+		st.status = AppStatus{Name: name, Owner: owner, Sync: Unknown, Health: health.Result{Status: health.Unknown}}
+		st.owner = owner
 		e.apps[name] = st
 		e.byLabel[st.label] = name
 	}
 	e.mu.Unlock()
 	st.mu.Lock()
+	st.ownerObj, st.childHash = ownerObj, childHash
 	changed := st.specDigest != digest
 	if st.app != nil && st.app.Spec.Destination != a.Spec.Destination {
 		st.desired, st.inv = nil, nil
@@ -257,6 +292,10 @@ func (e *Engine) Remove(ctx context.Context, name string, cascade bool) error {
 	}
 	a := st.app
 	st.mu.Unlock()
+	// Children first (app of apps): with cascade, their resources go too.
+	if err := e.removeChildren(ctx, name, cascade); err != nil {
+		return err
+	}
 	if cascade {
 		cl, err := e.clusterFor(ctx, a.Spec.Destination)
 		if err != nil {
@@ -269,6 +308,9 @@ func (e *Engine) Remove(ctx context.Context, name string, cascade bool) error {
 		fg := metav1DeletePropagationForeground()
 		var errs []error
 		for _, ref := range refs {
+			if isChildRef(ref) {
+				continue // removed above
+			}
 			m, err := cl.mapping(ref.GVK(), false)
 			if err != nil {
 				continue
@@ -286,6 +328,16 @@ func (e *Engine) Remove(ctx context.Context, name string, cascade bool) error {
 		}
 		if err := errors.Join(errs...); err != nil {
 			return err
+		}
+		st.mu.Lock()
+		hooks := append([]ObjRef(nil), st.hooks...)
+		st.mu.Unlock()
+		for _, ref := range hooks {
+			if m, err := cl.mapping(ref.GVK(), false); err == nil {
+				if err := deleteObject(ctx, cl, m, ref, fg); err != nil {
+					return err
+				}
+			}
 		}
 		if err := e.deleteInventory(ctx, cl, name); err != nil {
 			return err
@@ -341,27 +393,36 @@ func (e *Engine) List() []AppStatus {
 	return out
 }
 
-// Refresh compares an application with git and its cluster now and returns its status. A hard
-// refresh forgets cached refs, renders and comparisons first.
+// Refresh compares an application with git and its cluster now and returns its status. Any
+// refresh asks the repository where the target revision points now (cached refs are dropped,
+// as Argo CD resolves the revision on every refresh it is asked for); a hard refresh also
+// forgets cached renders and comparisons.
 func (e *Engine) Refresh(ctx context.Context, name string, hard bool) (AppStatus, error) {
 	st, err := e.get(name)
 	if err != nil {
 		return AppStatus{}, err
 	}
+	st.mu.Lock()
+	a := st.app
+	st.mu.Unlock()
+	for _, src := range appSources(a) {
+		e.cache.Invalidate(src.RepoURL)
+	}
 	if hard {
 		st.mu.Lock()
-		a := st.app
 		st.desired = nil
 		st.inv = nil
 		st.mu.Unlock()
 		st.cmpMu.Lock()
 		st.cmp = map[ResourceKey]*cmpEntry{}
 		st.cmpMu.Unlock()
-		if src := a.EffectiveSource(); src != nil {
-			e.cache.Invalidate(src.RepoURL)
+		for _, src := range appSources(a) {
 			if n, err := git.NormalizeURL(src.RepoURL); err == nil {
 				e.renders.drop(n + "\x00")
 			}
+		}
+		if isMultiSource(a) {
+			e.renders.drop("multi\x00")
 		}
 	}
 	status, _ := e.refresh(ctx, st, hard)
@@ -488,6 +549,9 @@ func (e *Engine) beginOp(st *appState, cancel context.CancelCauseFunc) bool {
 
 func (e *Engine) setOperation(st *appState, res *SyncResult) {
 	st.mu.Lock()
+	if st.op == nil {
+		st.syncGen++ // the sync starts
+	}
 	st.op = copyResult(res)
 	st.status.Operation = st.op
 	st.mu.Unlock()
@@ -588,18 +652,18 @@ func (e *Engine) Notify(repoURL, revision string) int {
 	n := 0
 	for _, st := range states {
 		st.mu.Lock()
-		src := st.app.EffectiveSource()
+		srcs := appSources(st.app)
 		st.mu.Unlock()
-		if src == nil {
-			continue
-		}
-		if u, err := git.NormalizeURL(src.RepoURL); err != nil || u != norm {
-			continue
-		}
-		target := strings.TrimPrefix(strings.TrimPrefix(src.TargetRevision, "refs/heads/"), "refs/tags/")
-		if rev == "" || target == "" || target == "HEAD" || target == rev || strings.HasPrefix(revision, target) {
-			e.queue.Add(st.name)
-			n++
+		for _, src := range srcs {
+			if u, err := git.NormalizeURL(src.RepoURL); err != nil || u != norm {
+				continue
+			}
+			target := strings.TrimPrefix(strings.TrimPrefix(src.TargetRevision, "refs/heads/"), "refs/tags/")
+			if rev == "" || target == "" || target == "HEAD" || target == rev || strings.HasPrefix(revision, target) {
+				e.queue.Add(st.name)
+				n++
+				break
+			}
 		}
 	}
 	return n
@@ -671,7 +735,7 @@ func (e *Engine) publish(ctx context.Context, st *appState, cmp *comparison) App
 	st.mu.Lock()
 	prev := st.status
 	a := st.app
-	s := AppStatus{Name: st.name, Project: a.Spec.Project, Sync: cmp.sync, Health: cmp.health, ReconciledAt: now,
+	s := AppStatus{Name: st.name, Owner: st.owner, Project: a.Spec.Project, Sync: cmp.sync, Health: cmp.health, ReconciledAt: now,
 		AutoSyncDisabled: st.autoSyncOff}
 	if src := a.EffectiveSource(); src != nil {
 		s.TargetRevision = src.TargetRevision
@@ -747,9 +811,14 @@ func (e *Engine) publish(ctx context.Context, st *appState, cmp *comparison) App
 	changed := digest != st.statusDigest
 	st.status, st.statusDigest = s, digest
 	removed := st.removed
+	owner := st.owner
 	st.mu.Unlock()
 	if removed {
 		return s
+	}
+	if changed && owner != "" {
+		// The owner shows this application's health and sync among its resources.
+		e.queue.AddAfter(owner, e.opts.EventDebounce)
 	}
 	if changed {
 		cp := s
@@ -821,6 +890,12 @@ func (e *Engine) automate(ctx context.Context, st *appState, cmp *comparison) ti
 	a := st.app
 	pol := a.Spec.SyncPolicy
 	if !pol.IsAutomated() || st.autoSyncOff || cmp.failed || st.opCancel != nil || st.removed {
+		return 0
+	}
+	if cmp.syncGen != st.syncGen {
+		// The comparison began before a sync started or ended: it may show the state the
+		// sync was changing (a self-heal of what the sync just did). The sync queues the
+		// app again when it ends.
 		return 0
 	}
 	if cmp.sync != OutOfSync || len(cmp.desired.forbidden) > 0 {
@@ -934,6 +1009,7 @@ func (e *Engine) finishSync(ctx context.Context, st *appState, run *syncRun, res
 	var entry *HistoryEntry
 	st.mu.Lock()
 	st.op, st.opCancel = nil, nil
+	st.syncGen++
 	st.lastOp = copyResult(res)
 	a := st.app
 	if !res.DryRun {
@@ -995,6 +1071,8 @@ func (e *Engine) finishSync(ctx context.Context, st *appState, run *syncRun, res
 	}
 	e.emit(ctx, Event{Type: EventSyncFinished, App: st.name, Sync: copyResult(res), History: entry})
 	e.refresh(context.WithoutCancel(ctx), st, false)
+	// Automation looks again with a comparison made after the sync (see syncGen).
+	e.queue.Add(st.name)
 }
 
 // syncRetryDelay follows syncPolicy.retry.backoff (Argo CD's defaults: 5s, factor 2, at most

@@ -29,6 +29,12 @@ const (
 	annotationInventoryApp    = "freshet.dev/app-name"
 	inventoryKeyResources     = "resources"
 	inventoryKeyHistory       = "history"
+	// inventoryKeyChildren holds the Applications and AppProjects the app renders (app of
+	// apps), as it last applied them, so they come back after a restart.
+	inventoryKeyChildren = "children"
+	// inventoryKeyHooks lists the hook objects syncs left in place (their delete policy keeps
+	// them), deleted with the app.
+	inventoryKeyHooks = "hooks"
 	// maxHistoryChanged bounds the resources recorded per history entry (the inventory must
 	// stay well under the 1 MiB ConfigMap limit).
 	maxHistoryChanged = 50
@@ -42,6 +48,8 @@ var (
 type inventory struct {
 	Resources []ObjRef
 	History   []HistoryEntry
+	Children  []json.RawMessage // read only: written from the engine's state
+	Hooks     []ObjRef          // read only: written from the engine's state
 }
 
 func inventoryName(app string) string {
@@ -100,6 +108,10 @@ func decodeInventory(obj *unstructured.Unstructured) *inventory {
 	if h := data[inventoryKeyHistory]; h != "" {
 		_ = json.Unmarshal([]byte(h), &inv.History)
 	}
+	inv.Hooks = decodeRefs(data[inventoryKeyHooks])
+	if c := data[inventoryKeyChildren]; c != "" {
+		_ = json.Unmarshal([]byte(c), &inv.Children)
+	}
 	return inv
 }
 
@@ -148,6 +160,17 @@ func (e *Engine) writeInventory(ctx context.Context, c *cluster, app string, inv
 	if err != nil {
 		return err
 	}
+	data := map[string]any{inventoryKeyResources: encodeRefs(inv.Resources), inventoryKeyHistory: string(hist)}
+	if children := e.childManifests(app); len(children) > 0 {
+		c, err := json.Marshal(children)
+		if err != nil {
+			return err
+		}
+		data[inventoryKeyChildren] = string(c)
+	}
+	if hooks := e.hookRefs(app); len(hooks) > 0 {
+		data[inventoryKeyHooks] = encodeRefs(hooks)
+	}
 	cm := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{
@@ -155,7 +178,7 @@ func (e *Engine) writeInventory(ctx context.Context, c *cluster, app string, inv
 			"labels":      map[string]any{labelInventory: appLabelValue(app)},
 			"annotations": map[string]any{annotationInventoryApp: app},
 		},
-		"data": map[string]any{inventoryKeyResources: encodeRefs(inv.Resources), inventoryKeyHistory: string(hist)},
+		"data": data,
 	}}
 	_, err = c.dyn.Resource(gvrConfigMap).Namespace(e.opts.InventoryNamespace).Apply(ctx, inventoryName(app), cm,
 		metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
@@ -163,6 +186,33 @@ func (e *Engine) writeInventory(ctx context.Context, c *cluster, app string, inv
 		return fmt.Errorf("write inventory of %s: %w", app, err)
 	}
 	return nil
+}
+
+// hookRefs are the hook objects an app's syncs left in place.
+func (e *Engine) hookRefs(app string) []ObjRef {
+	st, err := e.get(app)
+	if err != nil {
+		return nil
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return append([]ObjRef(nil), st.hooks...)
+}
+
+// trackHook records (or, deleted, forgets) a hook object a sync created.
+func (st *appState) trackHook(ref ObjRef, deleted bool) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	keep := st.hooks[:0:0]
+	for _, h := range st.hooks {
+		if h.ResourceKey != ref.ResourceKey {
+			keep = append(keep, h)
+		}
+	}
+	if !deleted {
+		keep = append(keep, ref)
+	}
+	st.hooks = keep
 }
 
 func (e *Engine) deleteInventory(ctx context.Context, c *cluster, app string) error {

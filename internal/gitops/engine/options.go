@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/gitops/app"
 	"github.com/freshet-dev/freshet/internal/gitops/engine/health"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/gitops/render"
@@ -63,8 +64,13 @@ type Options struct {
 	Clusters ClusterResolver
 	// Credentials returns the credentials for a repository URL (nil: anonymous).
 	Credentials func(repoURL string) git.Credentials
-	Reporter    Reporter
-	Logger      *slog.Logger
+	// Projects looks up an AppProject by name where applications are defined (the
+	// installation repository, Git Sources); nil or a nil answer means none is defined there.
+	// Child applications (app of apps) resolve their project through it, then through the
+	// AppProjects their parents render.
+	Projects func(name string) *app.AppProject
+	Reporter Reporter
+	Logger   *slog.Logger
 	// HealthRules are CEL health checks for custom kinds.
 	HealthRules []health.Rule
 

@@ -108,8 +108,9 @@ func trackingID(app string, k ResourceKey) string {
 	return fmt.Sprintf("%s:%s/%s:%s/%s", app, k.Group, k.Kind, k.Namespace, k.Name)
 }
 
-// syncWave is an object's wave: argocd.argoproj.io/sync-wave, else helm.sh/hook-weight for
-// Helm hooks, else 0.
+// syncWave is an object's wave: argocd.argoproj.io/sync-wave, else helm.sh/hook-weight, else
+// 0. As in Argo CD (gitops-engine's syncwaves.Wave), the Helm weight orders any object that
+// carries it, hook or not.
 func syncWave(obj *unstructured.Unstructured) int {
 	ann := obj.GetAnnotations()
 	if v, ok := ann[AnnotationSyncWave]; ok {
@@ -117,10 +118,8 @@ func syncWave(obj *unstructured.Unstructured) int {
 			return n
 		}
 	}
-	if _, ok := ann[AnnotationHelmHook]; ok {
-		if n, err := strconv.Atoi(strings.TrimSpace(ann[AnnotationHelmHookWeight])); err == nil {
-			return n
-		}
+	if n, err := strconv.Atoi(strings.TrimSpace(ann[AnnotationHelmHookWeight])); err == nil {
+		return n
 	}
 	return 0
 }
@@ -246,7 +245,8 @@ var kindOrder = func() map[string]int {
 	return m
 }()
 
-// sortForApply orders objects by wave, then kind order, then name.
+// sortForApply orders objects by wave, then kind order (unknown kinds by kind name), then
+// name.
 func sortForApply[T any](items []T, obj func(T) *unstructured.Unstructured) {
 	sort.SliceStable(items, func(i, j int) bool {
 		a, b := obj(items[i]), obj(items[j])
@@ -255,6 +255,11 @@ func sortForApply[T any](items []T, obj func(T) *unstructured.Unstructured) {
 		}
 		if ka, kb := kindOrder[a.GetKind()], kindOrder[b.GetKind()]; ka != kb {
 			return ka < kb
+		}
+		if a.GetKind() != b.GetKind() {
+			// Custom kinds by kind name, as gitops-engine orders them: an AppProject before
+			// the Applications that use it.
+			return a.GetKind() < b.GetKind()
 		}
 		return a.GetName() < b.GetName()
 	})

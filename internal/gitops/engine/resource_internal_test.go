@@ -39,6 +39,10 @@ func TestHookInfo(t *testing.T) {
 		{map[string]string{AnnotationHelmHook: "test"}, true, "", "BeforeHookCreation", 0},
 		// Argo's annotation wins over Helm's.
 		{map[string]string{AnnotationHook: "Sync", AnnotationHelmHook: "pre-install", AnnotationSyncWave: "3"}, true, "Sync", "BeforeHookCreation", 3},
+		// helm.sh/hook-weight orders a non-hook object into its wave too (gitops-engine's
+		// syncwaves.Wave); sync-wave wins over it.
+		{map[string]string{AnnotationHelmHookWeight: "-3"}, false, "", "BeforeHookCreation", -3},
+		{map[string]string{AnnotationHelmHookWeight: "-3", AnnotationSyncWave: "2"}, false, "", "BeforeHookCreation", 2},
 	}
 	for _, tt := range tests {
 		u := annotated("Job", "j", tt.ann)
@@ -189,5 +193,42 @@ func TestClusters(t *testing.T) {
 func TestIsTemporary(t *testing.T) {
 	if isTemporary(errdefs.Invalid("x", "", "bad")) || !isTemporary(context.DeadlineExceeded) || isTemporary(nil) {
 		t.Error("classification")
+	}
+}
+
+// Automation acts only on a comparison made after the last sync started or ended: one begun
+// while the first automated sync ran (a watch event mid-sync) saw what the sync had not
+// applied yet, and used to start a self-heal of the same revision right after it.
+func TestAutomateIgnoresComparisonOlderThanSync(t *testing.T) {
+	a, err := app.DecodeApplication([]byte(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: x}
+spec:
+  project: default
+  source: {repoURL: 'https://example.com/r.git', path: p}
+  destination: {server: 'https://kubernetes.default.svc', namespace: x}
+  syncPolicy: {automated: {selfHeal: true}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{opts: Options{SelfHealBase: time.Second, SelfHealMax: time.Minute, SelfHealWindow: time.Minute, SelfHealMaxPerWindow: 5, Now: time.Now}}
+	outOfSync := func(gen uint64) *comparison {
+		d := &desiredObj{}
+		return &comparison{sync: OutOfSync, syncGen: gen, desired: &desiredSet{sha: "abc", resources: []*desiredObj{d}},
+			results: []*resResult{{d: d, status: DiffOutOfSync}}}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); e.bg.Wait() }()
+	// The first automated sync of abc has just succeeded (generation 2: started, ended).
+	st := &appState{name: "x", app: a, syncGen: 2, last: lastSync{revision: "abc", phase: PhaseSucceeded}}
+	e.automate(ctx, st, outOfSync(1))
+	if st.opCancel != nil {
+		t.Fatal("a comparison begun during the sync started a self-heal")
+	}
+	// A comparison made after the sync that still finds drift heals.
+	e.automate(ctx, st, outOfSync(2))
+	if st.opCancel == nil {
+		t.Fatal("real drift after the sync was not healed")
 	}
 }

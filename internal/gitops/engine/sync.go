@@ -46,6 +46,9 @@ type applied struct {
 	key ResourceKey
 	gvr schema.GroupVersionResource
 	rv  string
+	// child is a child application (app of apps), applied at `at`.
+	child string
+	at    time.Time
 }
 
 type syncRun struct {
@@ -73,6 +76,8 @@ func (e *Engine) runSync(ctx context.Context, st *appState, opts SyncOptions) *S
 	a := st.app
 	st.mu.Unlock()
 	res := &SyncResult{Phase: PhaseRunning, DryRun: opts.DryRun, Prune: opts.Prune, InitiatedBy: opts.InitiatedBy, User: opts.User, StartedAt: e.now()}
+	// A running sync shows the commit it goes to from its start (the comparison confirms it).
+	res.Revision = e.startRevision(ctx, a, opts.Revision)
 	e.setOperation(st, res)
 	e.emit(ctx, Event{Type: EventSyncStarted, App: st.name, Sync: copyResult(res)})
 
@@ -113,6 +118,41 @@ func (e *Engine) runSync(ctx context.Context, st *appState, opts SyncOptions) *S
 	return copyResult(res)
 }
 
+// startRevision is the commit a sync to revision ("" for the app's target revision) goes to,
+// from the shared ref cache; the revision as named when it cannot be resolved.
+func (e *Engine) startRevision(ctx context.Context, a *app.Application, revision string) string {
+	if isMultiSource(a) {
+		revs, err := sourceRevisions(revision, len(a.Spec.Sources))
+		if err != nil {
+			return revision
+		}
+		for i, src := range a.Spec.Sources {
+			rev := revs[i]
+			if rev == "" {
+				rev = src.TargetRevision
+			}
+			if r, err := e.cache.Resolve(ctx, e.repo(src.RepoURL), rev); err == nil {
+				revs[i] = r.SHA
+			} else {
+				revs[i] = rev
+			}
+		}
+		return strings.Join(revs, ",")
+	}
+	src := a.EffectiveSource()
+	if src == nil {
+		return revision
+	}
+	if revision == "" {
+		revision = src.TargetRevision
+	}
+	r, err := e.cache.Resolve(ctx, e.repo(src.RepoURL), revision)
+	if err != nil {
+		return revision
+	}
+	return r.SHA
+}
+
 func (r *syncRun) fail(phase OperationPhase, temporary bool, format string, args ...any) error {
 	r.res.Phase = phase
 	r.res.Message = fmt.Sprintf(format, args...)
@@ -132,7 +172,10 @@ func (r *syncRun) execute(ctx context.Context) error {
 		return r.fail(PhaseError, cmp.temporary, "%s", strings.Join(msgs, "; "))
 	}
 	r.cl = cmp.cl
-	r.res.Revision = cmp.desired.sha
+	if r.res.Revision != cmp.desired.sha {
+		r.res.Revision = cmp.desired.sha
+		e.setOperation(r.st, r.res)
+	}
 	if len(cmp.desired.forbidden) > 0 {
 		msgs := make([]string, 0, len(cmp.desired.forbidden))
 		for _, c := range cmp.desired.forbidden {
@@ -178,6 +221,14 @@ func (r *syncRun) execute(ctx context.Context) error {
 			continue
 		}
 		applies = append(applies, rr)
+	}
+	// A child application whose name another application holds fails the sync before
+	// anything is applied.
+	for _, rr := range applies {
+		if rr.conflict {
+			r.record(rr.ref, ResultFailed, rr.d.wave, rr.message)
+			return r.fail(PhaseFailed, false, "%s (%s): %s", rr.d.key, rr.d.source, rr.message)
+		}
 	}
 	if selective && len(applies)+len(prunes)+len(pruneLast) == 0 {
 		return r.fail(PhaseFailed, false, "none of the selected resources is part of the application")
@@ -329,6 +380,19 @@ func (r *syncRun) mappingFor(ctx context.Context, gvk schema.GroupVersionKind) (
 
 func (r *syncRun) apply(ctx context.Context, rr *resResult) (*applied, error) {
 	d := rr.d
+	if d.child != nil {
+		at := r.e.now()
+		code, err := r.e.applyChild(r.st.name, d, r.opts.DryRun)
+		if err != nil {
+			r.record(d.ref, ResultFailed, d.wave, err.Error())
+			return nil, r.fail(PhaseFailed, false, "%s (%s): %v", d.key, d.source, err)
+		}
+		r.record(d.ref, code, d.wave, "")
+		if r.opts.DryRun || d.child.kind != KindApplication {
+			return nil, nil
+		}
+		return &applied{key: d.key, child: d.key.Name, at: at}, nil
+	}
 	m := d.restMapping()
 	if m == nil {
 		var err error
@@ -423,6 +487,16 @@ func (r *syncRun) prune(ctx context.Context, rr *resResult, wave int) error {
 		r.record(rr.ref, ResultPruneSkipped, wave, "requires pruning; prune is disabled")
 		return nil
 	}
+	if isChildRef(rr.ref) {
+		if !r.opts.DryRun {
+			if err := r.e.removeChild(ctx, r.st.name, rr.ref); err != nil {
+				r.record(rr.ref, ResultFailed, wave, err.Error())
+				return r.fail(PhaseFailed, isTemporary(err), "prune %s: %v", rr.ref.ResourceKey, err)
+			}
+		}
+		r.record(rr.ref, ResultPruned, wave, "")
+		return nil
+	}
 	m, err := r.cl.mapping(rr.ref.GVK(), false)
 	if err != nil {
 		r.record(rr.ref, ResultFailed, wave, err.Error())
@@ -456,6 +530,12 @@ func (r *syncRun) waitHealthy(ctx context.Context, wave int, objs []applied) err
 	for {
 		var pending []string
 		for _, a := range objs {
+			if a.child != "" {
+				if wait, why := r.e.childPending(a.child, a.at); wait {
+					pending = append(pending, fmt.Sprintf("%s (%s)", a.key, why))
+				}
+				continue
+			}
 			live, ok := r.cl.cached(a.gvr, a.key.Namespace, a.key.Name)
 			if !ok || !rvAtLeast(live.GetResourceVersion(), a.rv) {
 				pending = append(pending, a.key.String()+" (not observed yet)")
@@ -486,6 +566,9 @@ func (r *syncRun) waitCaughtUp(ctx context.Context) {
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		behind := false
 		for _, a := range r.applied {
+			if a.child != "" {
+				continue
+			}
 			live, ok := r.cl.cached(a.gvr, a.key.Namespace, a.key.Name)
 			if !ok || !rvAtLeast(live.GetResourceVersion(), a.rv) {
 				behind = true
@@ -555,6 +638,7 @@ func (r *syncRun) runHook(ctx context.Context, h *desiredObj, typ HookType) Hook
 		if err := deleteAndWait(ctx, ri, obj.GetName(), r.e.opts.PollStep); err != nil {
 			return failed("delete the previous %s: %v", h.key, err)
 		}
+		r.st.trackHook(h.ref, true)
 	}
 	var created *unstructured.Unstructured
 	if generated {
@@ -566,6 +650,9 @@ func (r *syncRun) runHook(ctx context.Context, h *desiredObj, typ HookType) Hook
 		return failed("%s", dryRunMessage(err))
 	}
 	hr.Name = created.GetName()
+	hookRef := h.ref
+	hookRef.Name = hr.Name
+	r.st.trackHook(hookRef, false)
 	if _, err := r.cl.ensureWatch(ctx, m.Resource); err != nil {
 		return failed("%v", err)
 	}
@@ -595,6 +682,9 @@ func (r *syncRun) runHook(ctx context.Context, h *desiredObj, typ HookType) Hook
 		err := ri.Delete(dctx, hr.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
 		dcancel()
 		hr.Deleted = err == nil || apierrors.IsNotFound(err)
+		if hr.Deleted {
+			r.st.trackHook(hookRef, true)
+		}
 	}
 	return hr
 }

@@ -49,12 +49,32 @@ func (e *Engine) Tree(ctx context.Context, name string) ([]*TreeNode, error) {
 			continue
 		}
 		n := e.node(r.live)
+		if r.d != nil && r.d.child != nil {
+			n.Health = r.health // a child application: its own health
+		}
 		n.Sync = Synced
 		if r.status != DiffSynced {
 			n.Sync = OutOfSync
 		}
 		roots = append(roots, n)
 		if ns := r.live.GetNamespace(); ns != "" {
+			namespaces[ns] = true
+		}
+	}
+	// Hook objects syncs left in place (a PostSync Job, say), as Argo CD shows them.
+	for _, ref := range e.hookRefs(name) {
+		m, err := cmp.cl.mapping(ref.GVK(), false)
+		if err != nil {
+			continue
+		}
+		live, err := cmp.cl.resource(m, ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+		if err != nil {
+			continue // gone (deleted by hand, or by its TTL)
+		}
+		n := e.node(live)
+		n.Hook = true
+		roots = append(roots, n)
+		if ns := live.GetNamespace(); ns != "" {
 			namespaces[ns] = true
 		}
 	}

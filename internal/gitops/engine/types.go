@@ -65,7 +65,10 @@ type Condition struct {
 
 // AppStatus is what the engine knows about one application, as reported to the control plane.
 type AppStatus struct {
-	Name    string `json:"name"`
+	Name string `json:"name"`
+	// Owner is the application whose manifests define this one (app of apps); "" for an
+	// application defined in git.
+	Owner   string `json:"owner,omitempty"`
 	Project string `json:"project"`
 	// Sync: Synced, OutOfSync, or Unknown when the comparison failed.
 	Sync SyncCode `json:"sync"`
@@ -236,5 +239,6 @@ type TreeNode struct {
 	Sync      SyncCode      `json:"sync,omitempty"` // managed resources only
 	CreatedAt time.Time     `json:"createdAt"`
 	Images    []string      `json:"images,omitempty"` // Pods
+	Hook      bool          `json:"hook,omitempty"`   // a hook object a sync created
 	Children  []*TreeNode   `json:"children,omitempty"`
 }

@@ -32,6 +32,7 @@ type Application struct {
 	Name   string           `json:"name"`
 	File   string           `json:"file,omitempty"`      // where it is defined (apps/<name>.yaml, or its Git Source's file)
 	Source string           `json:"gitSource,omitempty"` // the Git Source it comes from
+	Owner  string           `json:"owner,omitempty"`     // the application that renders it (app of apps)
 	Spec   *app.Application `json:"spec,omitempty"`
 	Status engine.AppStatus `json:"status"`
 }

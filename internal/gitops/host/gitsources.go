@@ -3,10 +3,13 @@ package host
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -16,7 +19,9 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gitops/app"
+	"github.com/freshet-dev/freshet/internal/gitops/engine"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
+	"github.com/freshet-dev/freshet/internal/gitops/render"
 	"github.com/freshet-dev/freshet/internal/gitops/repourl"
 )
 
@@ -138,6 +143,16 @@ func (h *Host) loadGitSource(ctx context.Context, g *GitSource) (map[string]load
 	projects := map[string]*app.AppProject{}
 	var errs []string
 	dir := g.dir()
+	isRendered := rendered(snap.Dir, dir)
+	h.mu.Lock()
+	if h.renderedSources == nil {
+		h.renderedSources = map[string]bool{}
+	}
+	h.renderedSources[g.Metadata.Name] = isRendered
+	h.mu.Unlock()
+	if isRendered {
+		return h.loadRenderedSource(ctx, g, snap)
+	}
 	for _, f := range yamlFiles(snap.Dir, dir) {
 		rel := strings.TrimPrefix(strings.TrimPrefix(f, dir), "/")
 		if (include != nil && !include.Match(rel)) || (exclude != nil && exclude.Match(rel)) {
@@ -166,6 +181,61 @@ func (h *Host) loadGitSource(ctx context.Context, g *GitSource) (map[string]load
 				projects[d.AppProject.Metadata.Name] = d.AppProject
 			}
 		}
+	}
+	return apps, projects, errs, nil
+}
+
+// rendered reports whether a Git Source's directory is a Helm chart or a Kustomization: its
+// Applications are what it renders (as an app-of-apps parent's would be).
+func rendered(root, dir string) bool {
+	for _, f := range []string{"Chart.yaml", "kustomization.yaml", "kustomization.yml", "Kustomization"} {
+		if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(dir), f)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// loadRenderedSource renders a Git Source's Helm chart or Kustomization (release name: the
+// source's name; namespace: its destination's) and loads the Applications and AppProjects it
+// renders; other kinds are reported and ignored. A render error is the source's error: its
+// applications stay as they were.
+func (h *Host) loadRenderedSource(ctx context.Context, g *GitSource, snap *git.Snapshot) (map[string]loadedApp, map[string]*app.AppProject, []string, error) {
+	res, err := h.renderer.Render(ctx, render.Request{Root: snap.Dir, Source: app.Source{RepoURL: g.Spec.RepoURL, Path: g.dir()},
+		AppName: g.Metadata.Name, Namespace: g.Spec.Destination.Namespace, Revision: snap.SHA})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	apps := map[string]loadedApp{}
+	projects := map[string]*app.AppProject{}
+	var errs []string
+	for _, o := range res.Objects {
+		at := fmt.Sprintf("git-source %s: %s", g.Metadata.Name, o.Source)
+		gvk := o.Object.GroupVersionKind()
+		if gvk.Group != engine.ArgoGroup || (gvk.Kind != app.KindApp && gvk.Kind != app.KindAppProject) {
+			errs = append(errs, fmt.Sprintf("%s: %s %s is not an Application or AppProject; ignored (deploy it through an application's path)", at, gvk.Kind, o.Object.GetName()))
+			continue
+		}
+		data, err := json.Marshal(o.Object.Object)
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", at, err))
+			continue
+		}
+		if gvk.Kind == app.KindAppProject {
+			p, err := app.DecodeAppProject(data)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("%s: %v", at, err))
+				continue
+			}
+			projects[p.Metadata.Name] = p
+			continue
+		}
+		a, err := app.DecodeApplication(withDestination(data, g.Spec.Destination))
+		if err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", at, err))
+			continue
+		}
+		apps[a.Metadata.Name] = loadedApp{app: a, file: at, source: g.Metadata.Name, path: o.Source.File}
 	}
 	return apps, projects, errs, nil
 }

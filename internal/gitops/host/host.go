@@ -85,6 +85,7 @@ type Host struct {
 	opts     Options
 	log      *slog.Logger
 	cache    *git.Cache
+	renderer *render.Renderer // renders Git Sources that are Helm charts or Kustomizations
 	eng      *engine.Engine
 	clusters *engine.Clusters
 	rep      *reporter
@@ -95,6 +96,10 @@ type Host struct {
 	mu      sync.Mutex
 	apps    map[string]loadedApp // by name
 	sources map[string]*GitSource
+	// projects are the AppProjects of the last load (installation repository and Git Sources).
+	projects map[string]*app.AppProject
+	// renderedSources are the Git Sources whose directory is a Helm chart or a Kustomization.
+	renderedSources map[string]bool
 	// clusterHealth is each cluster's health at the last probe, by name.
 	clusterHealth map[string]string
 	loadErrs      []string // problems of the last load, by file
@@ -147,14 +152,19 @@ func New(opts Options) (*Host, error) {
 	}
 	h.rep = newReporter(opts.Sink, opts.Logger.With("component", "gitops-report"))
 	h.rep.spec = func(name string) *app.Application {
-		la, _ := h.loaded(name)
-		return la.app
+		if la, ok := h.loaded(name); ok {
+			return la.app
+		}
+		a, _ := h.eng.Spec(name) // a child application (app of apps)
+		return a
 	}
 	eo := opts.Engine
+	h.renderer = renderer
 	eo.Cache, eo.Renderer, eo.Clusters, eo.Reporter, eo.Logger = cache, renderer, clusters, h.rep, opts.Logger.With("component", "gitops")
 	if opts.Credentials != nil {
 		eo.Credentials = opts.Credentials
 	}
+	eo.Projects = h.project
 	if eo.Credentials == nil && opts.InstallRepo.URL != "" {
 		// Apps in the installation repository itself use its credentials.
 		installKey, _ := repourl.Normalize(opts.InstallRepo.URL)
@@ -289,7 +299,10 @@ func (h *Host) Load(ctx context.Context) error {
 			apps[an] = la
 		}
 	}
-	h.apply(ctx, apps, func(la loadedApp) bool { return keep(la) || failedSources[la.source] }, projects, snap.SHA)
+	h.mu.Lock()
+	h.projects = projects
+	h.mu.Unlock()
+	problems = append(problems, h.apply(ctx, apps, func(la loadedApp) bool { return keep(la) || failedSources[la.source] }, projects, snap.SHA)...)
 	h.mu.Lock()
 	h.sources = sources
 	h.loadErrs = problems
@@ -304,7 +317,8 @@ func (h *Host) Load(ctx context.Context) error {
 // apply upserts apps (with their projects) and removes the loaded apps that are gone, except
 // those keep accepts (their file exists but does not decode now, or their Git Source's
 // repository does not answer): they keep their previous state.
-func (h *Host) apply(ctx context.Context, apps map[string]loadedApp, keep func(loadedApp) bool, projects map[string]*app.AppProject, sha string) {
+func (h *Host) apply(ctx context.Context, apps map[string]loadedApp, keep func(loadedApp) bool, projects map[string]*app.AppProject, sha string) []string {
+	var problems []string
 	h.mu.Lock()
 	old := h.apps
 	// The new specs are visible before the engine hears of them, so that its first report of an
@@ -318,11 +332,12 @@ func (h *Host) apply(ctx context.Context, apps map[string]loadedApp, keep func(l
 	h.mu.Unlock()
 	next := make(map[string]loadedApp, len(apps))
 	for name, la := range apps {
-		next[name] = la
 		if err := h.eng.Upsert(la.app, projectFor(la.app, projects)); err != nil {
 			h.log.Warn("application not loaded", "app", name, "file", la.file, "err", err)
+			problems = append(problems, fmt.Sprintf("%s: application not loaded: %v", la.file, err))
 			continue
 		}
+		next[name] = la
 		// A spec change the engine's status does not show (labels, say) is reported here.
 		if prev, ok := old[name]; ok && !sameSpec(prev.app, la.app) {
 			if st, err := h.eng.Status(name); err == nil {
@@ -346,6 +361,15 @@ func (h *Host) apply(ctx context.Context, apps map[string]loadedApp, keep func(l
 	h.mu.Lock()
 	h.apps, h.loadedAt, h.revision = next, time.Now(), sha
 	h.mu.Unlock()
+	return problems
+}
+
+// project is an AppProject defined in the installation repository or a Git Source (nil when
+// none is), for the engine's child applications.
+func (h *Host) project(name string) *app.AppProject {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.projects[name]
 }
 
 // sameSpec reports whether two loaded Applications are the same document.
@@ -499,7 +523,11 @@ func (h *Host) snapshot() []runtimev1.Application {
 	h.mu.Unlock()
 	var out []runtimev1.Application
 	for _, st := range h.eng.List() {
-		out = append(out, toReport(specs[st.Name], st))
+		spec := specs[st.Name]
+		if spec == nil {
+			spec, _ = h.eng.Spec(st.Name)
+		}
+		out = append(out, toReport(spec, st))
 	}
 	return out
 }

@@ -57,8 +57,19 @@ func (h *Host) Application(name string) (Application, error) {
 	if err != nil {
 		return Application{}, err
 	}
-	la, _ := h.loaded(name)
-	return Application{Name: name, File: la.file, Source: la.source, Spec: la.app, Status: st}, nil
+	return h.application(st), nil
+}
+
+// application is an app's status with what the loader knows of it; an application another
+// one renders (app of apps) has the spec the engine runs and its owner.
+func (h *Host) application(st engine.AppStatus) Application {
+	la, _ := h.loaded(st.Name)
+	a := Application{Name: st.Name, File: la.file, Source: la.source, Spec: la.app, Status: st, Owner: st.Owner}
+	if a.Spec == nil && st.Owner != "" {
+		a.Spec, _ = h.eng.Spec(st.Name)
+		a.File = "application " + st.Owner
+	}
+	return a
 }
 
 // Applications returns every application, sorted by name.
@@ -67,8 +78,7 @@ func (h *Host) Applications() []Application {
 	sort.Slice(sts, func(i, j int) bool { return sts[i].Name < sts[j].Name })
 	items := make([]Application, 0, len(sts))
 	for _, st := range sts {
-		la, _ := h.loaded(st.Name)
-		items = append(items, Application{Name: st.Name, File: la.file, Source: la.source, Spec: la.app, Status: st})
+		items = append(items, h.application(st))
 	}
 	return items
 }
@@ -101,6 +111,9 @@ func (h *Host) CreateApplication(ctx context.Context, c Caller, data []byte, ups
 		return Application{}, err
 	}
 	name := a.Metadata.Name
+	if owner, err := h.eng.Owner(name); err == nil && owner != "" {
+		return Application{}, fmt.Errorf("application %q is rendered by application %q (app of apps): change it in %q's source: %w", name, owner, owner, errdefs.ErrConflict)
+	}
 	file, source := AppsDir+"/"+name+".yaml", gitSource
 	h.mu.Lock()
 	existing, exists := h.apps[name]
@@ -108,6 +121,8 @@ func (h *Host) CreateApplication(ctx context.Context, c Caller, data []byte, ups
 	switch {
 	case exists && !upsert:
 		return Application{}, fmt.Errorf("application %q exists (%s); use upsert to replace it: %w", name, existing.file, errdefs.ErrConflict)
+	case exists && existing.source != "" && h.isRenderedSource(existing.source):
+		return Application{}, fmt.Errorf("application %q is rendered by Git Source %q (a Helm chart or Kustomization): change it there in git: %w", name, existing.source, errdefs.ErrConflict)
 	case exists:
 		file, source = existing.file, existing.source
 		if source != "" {
@@ -115,6 +130,8 @@ func (h *Host) CreateApplication(ctx context.Context, c Caller, data []byte, ups
 		}
 	case source != "" && g == nil:
 		return Application{}, errdefs.Invalid("gitSource", source, "is not a Git Source of this runtime")
+	case source != "" && h.isRenderedSource(source):
+		return Application{}, errdefs.Invalid("gitSource", source, "renders its applications (its directory is a Helm chart or a Kustomization): add the application to its templates or resources in git")
 	case source != "":
 		file = g.sourcePath(name)
 	}
@@ -147,6 +164,12 @@ func (h *Host) CreateApplication(ctx context.Context, c Caller, data []byte, ups
 	return h.Application(name)
 }
 
+func (h *Host) isRenderedSource(name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.renderedSources[name]
+}
+
 // DeleteApplication removes an application's file (a commit) and the app; cascade deletes its
 // resources too.
 func (h *Host) DeleteApplication(ctx context.Context, c Caller, name string, cascade bool) error {
@@ -159,7 +182,13 @@ func (h *Host) DeleteApplication(ctx context.Context, c Caller, name string, cas
 	defer h.loadMu.Unlock()
 	la, ok := h.loaded(name)
 	if !ok {
+		if owner, err := h.eng.Owner(name); err == nil && owner != "" {
+			return fmt.Errorf("application %q is rendered by application %q (app of apps): remove it from %q's source, or delete %q: %w", name, owner, owner, owner, errdefs.ErrConflict)
+		}
 		return fmt.Errorf("application %q: %w", name, errdefs.ErrNotFound)
+	}
+	if la.source != "" && h.isRenderedSource(la.source) {
+		return fmt.Errorf("application %q is rendered by Git Source %q (a Helm chart or Kustomization): remove it there in git: %w", name, la.source, errdefs.ErrConflict)
 	}
 	var err error
 	if la.source != "" {

@@ -17,7 +17,7 @@ import (
 // TestWireJSON proves that the JSON is the engine's, byte for byte.
 
 func wireApplication(a Application) appproxyv1.Application {
-	return appproxyv1.Application{Name: a.Name, File: a.File, GitSource: a.Source, Spec: wireManifest(a.Spec), Status: wireStatus(a.Status)}
+	return appproxyv1.Application{Name: a.Name, File: a.File, GitSource: a.Source, Owner: a.Owner, Spec: wireManifest(a.Spec), Status: wireStatus(a.Status)}
 }
 
 func wireApplications(as []Application) []appproxyv1.Application {
@@ -86,7 +86,7 @@ func rawJSON[T any](v *T) json.RawMessage {
 
 func wireStatus(st engine.AppStatus) appproxyv1.AppStatus {
 	out := appproxyv1.AppStatus{
-		Name: st.Name, Project: st.Project, Sync: string(st.Sync), Revision: st.Revision, TargetRevision: st.TargetRevision,
+		Name: st.Name, Owner: st.Owner, Project: st.Project, Sync: string(st.Sync), Revision: st.Revision, TargetRevision: st.TargetRevision,
 		Commit: wireCommit(st.Commit), SourceType: string(st.SourceType), Health: wireHealth(st.Health),
 		Operation: wireSync(st.Operation), AutoSyncDisabled: st.AutoSyncDisabled, ReconciledAt: st.ReconciledAt,
 	}
@@ -166,7 +166,7 @@ func wireTree(ns []*engine.TreeNode) []*appproxyv1.TreeNode {
 	for _, n := range ns {
 		w := &appproxyv1.TreeNode{
 			ResourceKey: appproxyv1.ResourceKey(n.ResourceKey), Version: n.Version, UID: n.UID, Health: wireHealth(n.Health),
-			Sync: string(n.Sync), CreatedAt: n.CreatedAt, Images: n.Images,
+			Sync: string(n.Sync), CreatedAt: n.CreatedAt, Images: n.Images, Hook: n.Hook,
 		}
 		if len(n.Children) > 0 {
 			w.Children = wireTree(n.Children)

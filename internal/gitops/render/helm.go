@@ -48,6 +48,14 @@ func (j *job) helm(ctx context.Context) (*Result, error) {
 
 	vals := map[string]any{}
 	for i, vf := range h.ValueFiles {
+		if strings.HasPrefix(vf, "$") {
+			m, err := j.refValues(i, vf, h.IgnoreMissingValueFiles, res)
+			if err != nil {
+				return nil, err
+			}
+			mergeValues(vals, m)
+			continue
+		}
 		p := filepath.Join(j.dir, filepath.FromSlash(vf))
 		file := j.rel(p)
 		if !within(j.root, filepath.Clean(p)) {
@@ -377,4 +385,35 @@ func copyValues(m map[string]any) map[string]any {
 		return m
 	}
 	return out
+}
+
+// refValues reads a value file of another source of the application ($ref/path, Argo CD's
+// multi-source form) from that source's checkout.
+func (j *job) refValues(i int, vf string, ignoreMissing bool, res *Result) (map[string]any, error) {
+	name, rest, _ := strings.Cut(vf[1:], "/")
+	root, ok := j.req.Refs[name]
+	if !ok {
+		return nil, newError(ErrNotFound, vf, 0, "spec.source.helm.valueFiles[%d]: $%s is the ref of no source of the application", i, name)
+	}
+	p := filepath.Join(root, filepath.FromSlash(rest))
+	if rest == "" || !within(root, filepath.Clean(p)) {
+		return nil, newError(ErrNotFound, vf, 0, "spec.source.helm.valueFiles[%d] points outside the repository of $%s", i, name)
+	}
+	if _, err := os.Stat(p); err != nil {
+		if ignoreMissing {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("values file %s does not exist; ignored (ignoreMissingValueFiles)", vf))
+			return nil, nil
+		}
+		return nil, newError(ErrNotFound, vf, 0, "spec.source.helm.valueFiles[%d]: values file does not exist in the source $%s", i, name)
+	}
+	data, err := j.readFileIn(root, p, vf)
+	if err != nil {
+		return nil, err
+	}
+	m, err := chartutil.ReadValues(data)
+	if err != nil {
+		line, msg := yamlErrorLine(err)
+		return nil, newError(ErrInvalidManifest, vf, line, "values file is not valid YAML: %s", msg)
+	}
+	return m, nil
 }

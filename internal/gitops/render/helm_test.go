@@ -274,3 +274,33 @@ func TestHelmErrors(t *testing.T) {
 		t.Errorf("helm repository chart: %v", re)
 	}
 }
+
+// $ref value files (multi-source applications) come from the referenced source's checkout,
+// and only from inside it.
+func TestHelmRefValueFiles(t *testing.T) {
+	root, _, _ := checkout(t, helmRepo)
+	vroot, _, _ := checkout(t, map[string]string{"envs/prod.yaml": "replicaCount: 7\n", "secret.txt": "x"})
+	r := newRenderer(t, render.Options{})
+	refs := map[string]string{"values": vroot}
+	res := renderOK(t, r, render.Request{Root: root, AppName: "x", Refs: refs, Source: helmSrc(&app.HelmSource{ValueFiles: []string{"$values/envs/prod.yaml"}})})
+	found := false
+	for _, o := range res.Objects {
+		if o.Object.GetKind() == "Deployment" {
+			n, _, _ := unstructuredInt(o.Object.Object, "spec", "replicas")
+			found = n == 7
+		}
+	}
+	if !found {
+		t.Error("the $values file's replicaCount is not in the Deployment")
+	}
+	for _, tc := range []struct{ vf, want string }{
+		{"$values/../" + "etc/passwd", "outside the repository of $values"},
+		{"$other/envs/prod.yaml", "$other is the ref of no source"},
+		{"$values/envs/nope.yaml", "does not exist in the source $values"},
+	} {
+		re := renderErr(t, r, render.Request{Root: root, AppName: "x", Refs: refs, Source: helmSrc(&app.HelmSource{ValueFiles: []string{tc.vf}})})
+		if !errors.Is(re, render.ErrNotFound) || !strings.Contains(re.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.vf, re, tc.want)
+		}
+	}
+}

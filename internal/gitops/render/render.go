@@ -132,6 +132,9 @@ type Request struct {
 	// empty means DefaultKubeVersion and the API versions client-go knows.
 	KubeVersion string
 	APIVersions []string
+	// Refs are the checkouts of a multi-source application's ref sources, by ref name: Helm
+	// value files written $ref/path are read from them.
+	Refs map[string]string
 }
 
 // Object is one rendered Kubernetes object and where it came from.
@@ -421,22 +424,26 @@ func (b *budget) take(file string, n int64) error {
 }
 
 // readFile reads a file inside the repository under the budget.
-func (j *job) readFile(p string) ([]byte, error) {
+func (j *job) readFile(p string) ([]byte, error) { return j.readFileIn(j.root, p, j.rel(p)) }
+
+// readFileIn reads p, which must stay inside root (symlinks resolved), under the render's
+// input budget; name is how errors show it.
+func (j *job) readFileIn(root, p, name string) ([]byte, error) {
 	real, err := filepath.EvalSymlinks(p)
 	if err != nil {
-		return nil, newError(ErrNotFound, j.rel(p), 0, "no such file in the repository")
+		return nil, newError(ErrNotFound, name, 0, "no such file in the repository")
 	}
-	if !within(j.root, real) {
-		return nil, newError(ErrNotFound, j.rel(p), 0, "points outside the repository")
+	if !within(root, real) {
+		return nil, newError(ErrNotFound, name, 0, "points outside the repository")
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
-		return nil, newError(ErrNotFound, j.rel(p), 0, "%v", err)
+		return nil, newError(ErrNotFound, name, 0, "%v", err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, newError(ErrNotFound, j.rel(p), 0, "is not a regular file")
+		return nil, newError(ErrNotFound, name, 0, "is not a regular file")
 	}
-	if err := j.budget.take(j.rel(p), fi.Size()); err != nil {
+	if err := j.budget.take(name, fi.Size()); err != nil {
 		return nil, err
 	}
 	return os.ReadFile(real)

@@ -8,7 +8,9 @@
 // are Suspended, a LoadBalancer Service or an Ingress without an address is Progressing, a
 // failed Pod is Degraded, an unbound PVC is Progressing (Lost: Degraded). Any other kind is
 // assessed by a configured CEL rule (see Rule) or else by kstatus' generic conditions
-// (Ready, Reconciling, Stalled, observedGeneration); a kind with no status at all is Healthy.
+// (Ready, Reconciling, Stalled, observedGeneration); a kind with no status at all is Healthy,
+// except kinds whose controller always writes one (an Argo Rollout), which are Progressing
+// until it has.
 package health
 
 import (
@@ -100,6 +102,38 @@ var builtin = map[string]func(*unstructured.Unstructured) Result{
 	"batch/Job":                           job,
 	"batch/CronJob":                       cronJob,
 	"autoscaling/HorizontalPodAutoscaler": hpa,
+	"argoproj.io/Rollout":                 rollout,
+}
+
+// rollout follows Argo CD's built-in health check for Argo Rollouts
+// (resource_customizations/argoproj.io/Rollout/health.lua): until the controller has observed
+// the Rollout it is Progressing — a Rollout with no status is not Healthy, whatever kstatus'
+// generic rules would say of an object without status; then its status.phase decides (Paused
+// is Suspended).
+func rollout(obj *unstructured.Unstructured) Result {
+	if _, ok := obj.Object["status"].(map[string]any); !ok {
+		return Result{Status: Progressing, Message: "Waiting for rollout spec update to be observed"}
+	}
+	// observedGeneration is a number in current Argo Rollouts (a hash string in old ones,
+	// which says nothing comparable).
+	if gen := obj.GetGeneration(); gen > 0 && integer(obj, gen, "status", "observedGeneration") < gen {
+		return Result{Status: Progressing, Message: "Waiting for rollout spec update to be observed"}
+	}
+	msg := str(obj, "status", "message")
+	switch str(obj, "status", "phase") {
+	case "Healthy":
+		return Result{Status: Healthy, Message: msg}
+	case "Paused":
+		return Result{Status: Suspended, Message: msg}
+	case "Degraded":
+		return Result{Status: Degraded, Message: msg}
+	case "Progressing":
+		return Result{Status: Progressing, Message: msg}
+	}
+	if boolean(obj, "spec", "paused") {
+		return Result{Status: Suspended, Message: "Rollout is paused"}
+	}
+	return Result{Status: Progressing, Message: "Waiting for rollout to report its phase"}
 }
 
 // fromKstatus maps kstatus onto Argo CD's statuses.

@@ -49,6 +49,12 @@ func TestAssess(t *testing.T) {
 		want health.Status
 		msg  string // substring of the message
 	}{
+		// Argo Rollout: no status is not Healthy (Argo CD's built-in check).
+		{"rollout without status", "apiVersion: argoproj.io/v1alpha1\nkind: Rollout\nmetadata: {name: r, generation: 1}\nspec: {replicas: 1}\n", health.Progressing, "observed"},
+		{"rollout not observed", "apiVersion: argoproj.io/v1alpha1\nkind: Rollout\nmetadata: {name: r, generation: 2}\nspec: {}\nstatus: {observedGeneration: 1, phase: Healthy}\n", health.Progressing, "observed"},
+		{"rollout healthy", "apiVersion: argoproj.io/v1alpha1\nkind: Rollout\nmetadata: {name: r, generation: 2}\nspec: {}\nstatus: {observedGeneration: 2, phase: Healthy}\n", health.Healthy, ""},
+		{"rollout paused", "apiVersion: argoproj.io/v1alpha1\nkind: Rollout\nmetadata: {name: r, generation: 2}\nspec: {}\nstatus: {observedGeneration: 2, phase: Paused, message: CanaryPauseStep}\n", health.Suspended, "CanaryPauseStep"},
+		{"rollout degraded", "apiVersion: argoproj.io/v1alpha1\nkind: Rollout\nmetadata: {name: r, generation: 2}\nspec: {}\nstatus: {observedGeneration: 2, phase: Degraded, message: ProgressDeadlineExceeded}\n", health.Degraded, "Deadline"},
 		// Deployment
 		{"deployment available", `apiVersion: apps/v1
 kind: Deployment

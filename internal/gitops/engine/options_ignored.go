@@ -1,0 +1,50 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/freshet-dev/freshet/internal/gitops/app"
+)
+
+// ignoredOptions are sync options Argo CD defines that the engine accepts but does not act
+// on, with what happens instead; the values that would make a difference are listed.
+var ignoredOptions = []struct {
+	key, value, why string
+}{
+	{"Validate", "false", "objects are always applied server-side, and the API server validates them"},
+	{"ServerSideApply", "false", "objects are always applied server-side"},
+	{"FailOnSharedResource", "true", "not implemented: an object another application applies is taken over"},
+	{"Force", "true", "not implemented: Replace=true replaces without deleting first"},
+	{"Prune", "confirm", "not implemented: the prune happens without confirmation"},
+	{"Delete", "confirm", "not implemented: the delete happens without confirmation"},
+	{"ClientSideApplyMigration", "true", "not needed: objects are never applied client-side"},
+}
+
+// ignoredOptionWarnings names each accepted-but-ignored option in opts; where says whose
+// options they are ("spec.syncPolicy.syncOptions", or a resource's annotation).
+func ignoredOptionWarnings(opts app.SyncOptions, where string) []Condition {
+	var out []Condition
+	for _, o := range ignoredOptions {
+		if v, ok := opts.Get(o.key); ok && strings.EqualFold(v, o.value) {
+			out = append(out, Condition{Type: ConditionUnsupported, Message: fmt.Sprintf("%s: %s=%s is ignored: %s", where, o.key, v, o.why)})
+		}
+	}
+	return out
+}
+
+// resourceOptionWarnings are ignoredOptionWarnings for an object's
+// argocd.argoproj.io/sync-options annotation.
+func resourceOptionWarnings(obj *unstructured.Unstructured, key ResourceKey) []Condition {
+	v, ok := obj.GetAnnotations()[AnnotationSyncOptions]
+	if !ok {
+		return nil
+	}
+	var opts app.SyncOptions
+	for _, o := range strings.Split(v, ",") {
+		opts = append(opts, strings.TrimSpace(o))
+	}
+	return ignoredOptionWarnings(opts, key.String()+" "+AnnotationSyncOptions)
+}
