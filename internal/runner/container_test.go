@@ -173,6 +173,68 @@ steps:
 	}
 }
 
+// TestContainerInlineDockerfile builds Codefresh's inline form (dockerfile: {content: …}) with
+// the context's own Dockerfile shadowed, lowercases the tag (tag_policy: lowercase) and names a
+// cache image (cache_from: the image the first build pushed); a line of the inline Dockerfile
+// that fails is reported as such.
+func TestContainerInlineDockerfile(t *testing.T) {
+	reg := containers.Registry(t)
+	busybox := reg.Ref(containers.ImageBusybox)
+	repo := fmt.Sprintf("freshet-runner-test/inline-%d", time.Now().UnixNano())
+	r := runOnEngine(t, `version: '1.0'
+steps:
+  prepare:
+    image: `+busybox+`
+    commands: ["echo 'FROM scratch' > Dockerfile", "echo from-the-context > msg.txt"]
+  build:
+    type: build
+    image_name: `+repo+`
+    tag: Feature-X
+    tag_policy: lowercase
+    dockerfile:
+      content: |
+        FROM `+busybox+`
+        COPY msg.txt /msg.txt
+        CMD ["cat", "/msg.txt"]
+  again:
+    type: build
+    image_name: `+repo+`
+    tag: again
+    cache_from: ['`+reg.Addr+"/"+repo+`:feature-x']
+    dockerfile:
+      content: |
+        FROM `+busybox+`
+        COPY msg.txt /msg.txt
+        CMD ["cat", "/msg.txt"]
+  run_built:
+    image: ${{build}}
+  broken:
+    type: build
+    image_name: `+repo+`
+    disable_push: true
+    dockerfile:
+      content: |
+        FROM `+busybox+`
+        # a comment
+        RUN echo inline-broken && exit 4
+`, nil)
+	if r.status != stFailed || !strings.Contains(r.reason, "step broken failed") ||
+		!strings.Contains(r.reason, "the inline dockerfile line 3 (RUN echo inline-broken && exit 4)") {
+		t.Fatalf("build %s (%s), want the broken step to fail at line 3 of the inline dockerfile; log:\n%s", r.status, r.reason, r.log)
+	}
+	for _, name := range []string{"prepare", "build", "again", "run_built"} {
+		if r.states[name].Status != "success" {
+			t.Errorf("step %s: %+v", name, r.states[name])
+		}
+	}
+	if !strings.Contains(r.log, "from-the-context\n") {
+		t.Errorf("the built image did not run:\n%s", r.log)
+	}
+	if built := r.images["build"]; len(built) != 1 || strings.Join(built[0].Tags, ",") != "feature-x" {
+		t.Errorf("build pushed %+v, want the tag lowercased", built)
+	}
+}
+
 // TestContainerBadInput: each bad input fails its step with one line naming the image,
 // registry, or file and line, and the log keeps what the step printed.
 func TestContainerBadInput(t *testing.T) {

@@ -230,6 +230,20 @@ func (e *engine) build(ctx context.Context, st *spec.Step) (spec.Result, int, in
 	if err != nil {
 		return fail(err.Error())
 	}
+	if b.TagPolicy == spec.TagPolicyLowercase {
+		for i := range tags {
+			tags[i] = strings.ToLower(tags[i])
+		}
+		tags = slices.Compact(tags)
+	}
+	var cacheFrom []string
+	for i, c := range b.CacheFrom {
+		v, err := e.interpChecked(fmt.Sprintf("cache_from[%d]", i), c, imageValue)
+		if err != nil {
+			return fail(err.Error())
+		}
+		cacheFrom = append(cacheFrom, v)
+	}
 	wd, err := e.interpChecked("working_directory", st.WorkingDir, pathValue)
 	if err != nil {
 		return fail(err.Error())
@@ -263,8 +277,11 @@ func (e *engine) build(ctx context.Context, st *spec.Step) (spec.Result, int, in
 			refs = append(refs, imageRef("", repo, t))
 		}
 	}
-	bs := executor.BuildSpec{Name: st.Name, ContextDir: dir, Dockerfile: dockerfile, Tags: refs, Target: e.interp(b.Target),
-		Platform: e.interp(b.Platform), NoCache: b.NoCache, Registries: e.registries(), Timeout: st.Timeout.Duration}
+	// An inline Dockerfile is used as written: variables are not put into it (build_arguments
+	// carry values into a build).
+	bs := executor.BuildSpec{Name: st.Name, ContextDir: dir, Dockerfile: dockerfile, DockerfileContent: b.DockerfileContent,
+		Tags: refs, Target: e.interp(b.Target), Platform: e.interp(b.Platform), NoCache: b.NoCache, CacheFrom: cacheFrom,
+		Registries: e.registries(), Timeout: st.Timeout.Duration}
 	for _, a := range b.BuildArgs {
 		bs.BuildArgs = append(bs.BuildArgs, executor.EnvVar{Name: a.Name, Value: e.interp(a.Value)})
 	}

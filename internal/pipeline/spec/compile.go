@@ -407,7 +407,7 @@ var commonFields = []string{"type", "title", "description", "stage", "fail_fast"
 var fieldsByType = map[StepType][]string{
 	TypeFreestyle:       concat(commonFields, "retry", "timeout", "hooks", "image", "commands", "cmd", "entry_point", "shell", "environment", "working_directory", "pull_policy", "services"),
 	TypeGitClone:        concat(commonFields, "retry", "timeout", "hooks", "repo", "revision", "git", "depth", "credentials", "working_directory", "arguments"),
-	TypeBuild:           concat(commonFields, "retry", "timeout", "hooks", "image_name", "tag", "tags", "dockerfile", "working_directory", "build_arguments", "target", "no_cache", "registry", "disable_push", "platform", "arguments"),
+	TypeBuild:           concat(commonFields, "retry", "timeout", "hooks", "image_name", "tag", "tags", "dockerfile", "working_directory", "build_arguments", "target", "no_cache", "registry", "disable_push", "platform", "arguments", "cache_from", "tag_policy"),
 	TypePush:            concat(commonFields, "retry", "timeout", "hooks", "candidate", "tag", "tags", "image_name", "registry", "arguments"),
 	TypeParallel:        concat(commonFields, "timeout", "steps", "success_criteria"),
 	TypePendingApproval: concat(commonFields, "timeout"),
@@ -434,11 +434,9 @@ var ignoredFields = map[StepType]map[string]string{
 	},
 	TypeBuild: {
 		"no_cf_cache":       "there is no Codefresh layer cache",
-		"tag_policy":        "tags are used as written",
 		"registry_contexts": "the builder uses its own registry credentials",
 		"buildkit":          builderDecides,
 		"buildx":            builderDecides,
-		"cache_from":        builderDecides,
 		"progress":          builderDecides,
 		"provider":          builderDecides,
 		"ssh":               "build secrets are not passed",
@@ -714,7 +712,7 @@ func (st *stepCompile) field(f kv, fp string) {
 		}
 	case "credentials":
 		s.Credentials = c.compileCredentials(f.val, fp)
-	case "image_name", "tag", "tags", "dockerfile", "build_arguments", "target", "no_cache", "registry", "disable_push", "platform", "candidate":
+	case "image_name", "tag", "tags", "dockerfile", "build_arguments", "target", "no_cache", "registry", "disable_push", "platform", "candidate", "cache_from", "tag_policy":
 		st.imageField(f, fp)
 	case "steps":
 		st.stepsNode = f.val
@@ -773,10 +771,35 @@ func (st *stepCompile) imageField(f kv, fp string) {
 		}
 	case "dockerfile":
 		if f.val != nil && f.val.Kind == yaml.MappingNode {
-			c.errorf(f.val, fp, "", "with inline content is not supported: give the path of a Dockerfile")
+			// Codefresh's inline form: dockerfile: {content: "FROM …"}.
+			for _, e := range c.entries(f.val, fp) {
+				switch e.name {
+				case "content":
+					b.DockerfileContent, _ = c.str(e.val, join(fp, "content"))
+					if strings.TrimSpace(b.DockerfileContent) == "" {
+						c.errorf(e.val, join(fp, "content"), "", "is empty: give the Dockerfile's text")
+					}
+				default:
+					c.unknownField(e, fp, "an inline dockerfile", []string{"content"})
+				}
+			}
+			if b.DockerfileContent == "" && len(f.val.Content) == 0 {
+				c.errorf(f.val, fp, "", "is an empty mapping: give a path, or {content: <the Dockerfile's text>}")
+			}
 			return
 		}
 		b.Dockerfile, _ = c.str(f.val, fp)
+	case "cache_from":
+		b.CacheFrom, _ = c.strList(f.val, fp, false)
+	case "tag_policy":
+		v, ok := c.str(f.val, fp)
+		switch {
+		case !ok:
+		case v == TagPolicyOriginal || v == TagPolicyLowercase:
+			b.TagPolicy = v
+		default:
+			c.errorf(f.val, fp, v, "is not a tag policy: use %s (the default) or %s", TagPolicyOriginal, TagPolicyLowercase)
+		}
 	case "build_arguments":
 		b.BuildArgs = c.compileEnv(f.val, fp)
 	case "target":

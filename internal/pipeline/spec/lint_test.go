@@ -164,3 +164,42 @@ func TestLintParallelModeWithoutDependencies(t *testing.T) {
 		t.Errorf("Lint = %v, want %v", got, want)
 	}
 }
+
+// TestBuildStepInFull covers the build fields Codefresh documents beyond the basics: an inline
+// Dockerfile, cache_from and tag_policy, and their invalid forms.
+func TestBuildStepInFull(t *testing.T) {
+	p, err := Parse([]byte(`version: '1.0'
+steps:
+  image:
+    type: build
+    image_name: acme/api
+    tag: Feature-X
+    tag_policy: lowercase
+    cache_from: [reg.example/acme/api:cache, reg.example/acme/base]
+    dockerfile:
+      content: |
+        FROM busybox
+        RUN echo inline
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := p.Steps[0].Build
+	if b.DockerfileContent != "FROM busybox\nRUN echo inline\n" || b.TagPolicy != TagPolicyLowercase ||
+		!slices.Equal(b.CacheFrom, []string{"reg.example/acme/api:cache", "reg.example/acme/base"}) {
+		t.Errorf("build = %+v", b)
+	}
+	for _, c := range []struct{ field, want string }{
+		{"tag_policy: upper", `steps.image.tag_policy: "upper" is not a tag policy: use original (the default) or lowercase`},
+		{"cache_from: {a: b}", "steps.image.cache_from: is a mapping: it must be a list of strings"},
+		{"dockerfile: {contents: x}", "steps.image.dockerfile.contents: is not a field of an inline dockerfile (did you mean content?): valid fields are content"},
+		{"dockerfile: {content: ''}", "steps.image.dockerfile.content: is empty: give the Dockerfile's text"},
+		{"dockerfile: {}", "steps.image.dockerfile: is an empty mapping: give a path, or {content: <the Dockerfile's text>}"},
+	} {
+		src := "version: '1.0'\nsteps:\n  image:\n    type: build\n    image_name: acme/api\n    " + c.field + "\n"
+		_, err := Parse([]byte(src))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Parse error %v, want %q", c.field, err, c.want)
+		}
+	}
+}

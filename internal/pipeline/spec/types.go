@@ -148,16 +148,29 @@ const (
 
 // Build is what a build step asks for.
 type Build struct {
-	ImageName   string   `json:"imageName"`
-	Tags        []string `json:"tags,omitempty"`
-	Dockerfile  string   `json:"dockerfile,omitempty"`
-	BuildArgs   []EnvVar `json:"buildArguments,omitempty"`
-	Target      string   `json:"target,omitempty"`
-	NoCache     bool     `json:"noCache,omitempty"`
-	Registry    string   `json:"registry,omitempty"`
-	DisablePush bool     `json:"disablePush,omitempty"`
-	Platform    string   `json:"platform,omitempty"`
+	ImageName  string   `json:"imageName"`
+	Tags       []string `json:"tags,omitempty"`
+	Dockerfile string   `json:"dockerfile,omitempty"`
+	// DockerfileContent is an inline Dockerfile (`dockerfile: {content: …}`), used instead of
+	// a file of the build context.
+	DockerfileContent string   `json:"dockerfileContent,omitempty"`
+	BuildArgs         []EnvVar `json:"buildArguments,omitempty"`
+	// CacheFrom are images whose layers the build may reuse (`cache_from`).
+	CacheFrom []string `json:"cacheFrom,omitempty"`
+	// TagPolicy is "original" (tags as written, the default) or "lowercase".
+	TagPolicy   string `json:"tagPolicy,omitempty"`
+	Target      string `json:"target,omitempty"`
+	NoCache     bool   `json:"noCache,omitempty"`
+	Registry    string `json:"registry,omitempty"`
+	DisablePush bool   `json:"disablePush,omitempty"`
+	Platform    string `json:"platform,omitempty"`
 }
+
+// Tag policies of a build step (`tag_policy`).
+const (
+	TagPolicyOriginal  = "original"
+	TagPolicyLowercase = "lowercase"
+)
 
 // Push is what a push step asks for.
 type Push struct {

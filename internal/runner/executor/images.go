@@ -30,6 +30,11 @@ type BuildSpec struct {
 	ContextDir string
 	// Dockerfile is the Dockerfile's path, relative to ContextDir (default "Dockerfile").
 	Dockerfile string
+	// DockerfileContent, when set, is the Dockerfile itself (an inline Dockerfile), used
+	// instead of a file of the context; Dockerfile is then ignored.
+	DockerfileContent string
+	// CacheFrom are images whose layers the build may reuse.
+	CacheFrom []string
 	// Tags are the full references the image gets (registry/repository:tag), the first one
 	// being the image's name for messages.
 	Tags      []string
@@ -41,6 +46,10 @@ type BuildSpec struct {
 	Registries []Registry
 	Timeout    time.Duration // 0: no limit
 }
+
+// InlineDockerfileName is the name an inline Dockerfile (BuildSpec.DockerfileContent) gets in a
+// build's context, replacing a file of that name.
+const InlineDockerfileName = ".freshet-inline.Dockerfile"
 
 // BuildResult is how a build ended.
 type BuildResult struct {

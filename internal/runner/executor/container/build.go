@@ -60,7 +60,10 @@ func (c *Container) Build(ctx context.Context, ws executor.Workspace, b executor
 		dockerfile = "Dockerfile"
 	}
 	dockerfile = path.Clean(dockerfile)
-	if path.IsAbs(dockerfile) || dockerfile == ".." || strings.HasPrefix(dockerfile, "../") {
+	dfName := path.Join(dir, dockerfile) // for messages
+	if b.DockerfileContent != "" {
+		dockerfile, dfName = executor.InlineDockerfileName, "the inline dockerfile"
+	} else if path.IsAbs(dockerfile) || dockerfile == ".." || strings.HasPrefix(dockerfile, "../") {
 		return fail("build of %s: dockerfile %s must be a path inside the build context %s", image, b.Dockerfile, dir)
 	}
 	if b.Timeout > 0 {
@@ -83,12 +86,15 @@ func (c *Container) Build(ctx context.Context, ws executor.Workspace, b executor
 	}
 	defer src.Content.Close()
 	ctxTar := &contextTar{src: tar.NewReader(src.Content), limit: c.opts.MaxContextSize, dockerfile: dockerfile}
+	if b.DockerfileContent != "" {
+		ctxTar.inline = []byte(b.DockerfileContent)
+	}
 	pr, pw := io.Pipe()
 	go func() { pw.CloseWithError(ctxTar.copy(pw)) }()
 
 	opts := client.ImageBuildOptions{
 		Tags: b.Tags, Dockerfile: dockerfile, Target: b.Target, NoCache: b.NoCache, Remove: true, ForceRemove: true,
-		BuildArgs: map[string]*string{}, AuthConfigs: authConfigs(b.Registries),
+		BuildArgs: map[string]*string{}, AuthConfigs: authConfigs(b.Registries), CacheFrom: b.CacheFrom,
 		Labels: map[string]string{LabelManaged: "true", LabelRunner: c.opts.Runner},
 	}
 	for _, a := range b.BuildArgs {
@@ -102,7 +108,7 @@ func (c *Container) Build(ctx context.Context, ws executor.Workspace, b executor
 		}
 		opts.Platforms = []ocispec.Platform{p}
 	}
-	o.notice("building %s from %s/%s", image, dir, dockerfile)
+	o.notice("building %s from %s in %s", image, dfName, dir)
 	resp, err := c.cli.ImageBuild(ctx, pr, opts)
 	if err != nil {
 		pr.CloseWithError(err)
@@ -136,9 +142,9 @@ func (c *Container) Build(ctx context.Context, ws executor.Workspace, b executor
 		}
 		where := ""
 		if line, instr := ctxTar.instruction(st.step); line > 0 {
-			where = fmt.Sprintf(" at %s line %d (%s)", path.Join(dir, dockerfile), line, instr)
+			where = fmt.Sprintf(" at %s line %d (%s)", dfName, line, instr)
 		} else if !ctxTar.sawDockerfile() {
-			where = fmt.Sprintf(": %s not found in the build context", path.Join(dir, dockerfile))
+			where = fmt.Sprintf(": %s not found in the build context", dfName)
 		}
 		return fail("build of %s failed%s: %s", image, where, oneLine(why))
 	}
@@ -209,6 +215,7 @@ type contextTar struct {
 	src        *tar.Reader
 	limit      int64
 	dockerfile string
+	inline     []byte // an inline Dockerfile, added to the context as dockerfile
 
 	mu      sync.Mutex
 	size    int64
@@ -222,6 +229,17 @@ func (t *contextTar) copy(w io.Writer) error {
 	for {
 		h, err := t.src.Next()
 		if err == io.EOF {
+			if t.inline != nil {
+				if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: t.dockerfile, Mode: 0o644, Size: int64(len(t.inline)), ModTime: time.Unix(0, 0)}); err != nil {
+					return err
+				}
+				if _, err := tw.Write(t.inline); err != nil {
+					return err
+				}
+				t.mu.Lock()
+				t.content, t.seen = t.inline, true
+				t.mu.Unlock()
+			}
 			return tw.Close()
 		}
 		if err != nil {
@@ -230,7 +248,7 @@ func (t *contextTar) copy(w io.Writer) error {
 		// The engine archives the directory's contents (SourcePath ends in /.): names are
 		// relative to it, with or without a leading ./ or /.
 		name := strings.TrimPrefix(path.Clean("/"+h.Name), "/")
-		if name == "" || name == "." {
+		if name == "" || name == "." || (t.inline != nil && name == t.dockerfile) {
 			continue
 		}
 		t.mu.Lock()

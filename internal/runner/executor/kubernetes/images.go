@@ -31,15 +31,17 @@ var _ executor.ImageBuilder = (*Kubernetes)(nil)
 const (
 	// registryDir holds auth.json, the credentials of the registries a builder pod uses
 	// (containers-auth.json(5), from a Secret of the step's own).
-	registryDir  = "/freshet-registry"
-	authFile     = registryDir + "/auth.json"
-	certsDir     = "/etc/containers/certs.d" // <host>/ca.crt: the registries' CAs, same Secret
-	storageDir   = "/var/lib/containers"     // buildah's storage: an emptyDir (no overlay on overlay)
-	iidFile      = "/tmp/freshet-iid"
-	digestFile   = "/tmp/freshet-digest"
-	termLog      = "/dev/termination-log"
-	archiveEnv   = "FRESHET_ARCHIVE"
-	imagesSubdir = ".freshet/images" // in the workspace: the built images, as OCI archives
+	registryDir   = "/freshet-registry"
+	authFile      = registryDir + "/auth.json"
+	certsDir      = "/etc/containers/certs.d" // <host>/ca.crt: the registries' CAs, same Secret
+	storageDir    = "/var/lib/containers"     // buildah's storage: an emptyDir (no overlay on overlay)
+	iidFile       = "/tmp/freshet-iid"
+	inlineFile    = "/tmp/freshet-inline.Dockerfile" // an inline Dockerfile, written from dockerfileEnv
+	dockerfileEnv = "FRESHET_DOCKERFILE"
+	digestFile    = "/tmp/freshet-digest"
+	termLog       = "/dev/termination-log"
+	archiveEnv    = "FRESHET_ARCHIVE"
+	imagesSubdir  = ".freshet/images" // in the workspace: the built images, as OCI archives
 )
 
 // Termination messages of the builder scripts (the kubelet keeps the first 4 KiB).
@@ -56,6 +58,7 @@ const (
 // push steps of the build find it.
 const buildScript = `set -e
 df=$1; shift
+if [ -n "${` + dockerfileEnv + `:-}" ]; then printf '%s\n' "$` + dockerfileEnv + `" > "$df"; fi
 if [ ! -f "$df" ]; then printf '` + msgMissing + `' > ` + termLog + `; exit 66; fi
 if ! buildah bud --isolation chroot --iidfile ` + iidFile + ` -f "$df" "$@"; then
   { printf 'failed\n'; head -c 3800 "$df"; } > ` + termLog + `
@@ -137,11 +140,17 @@ func (k *Kubernetes) Build(ctx context.Context, ws executor.Workspace, b executo
 	if msg != "" {
 		return fail("build of %s: %s", image, msg)
 	}
-	dfPath := args[0]
+	dfPath := args[0] // for messages
+	if b.DockerfileContent != "" {
+		dfPath = "the inline dockerfile"
+	}
 	archive := path.Join(ws.Path, imagesSubdir, randomName()+".tar")
 	step := executor.Step{Name: b.Name, Image: k.opts.BuilderImage, Timeout: b.Timeout,
 		EntryPoint: []string{"sh", "-c", buildScript, "freshet-build"},
 		Env:        []executor.EnvVar{{Name: archiveEnv, Value: archive}}}
+	if b.DockerfileContent != "" {
+		step.Env = append(step.Env, executor.EnvVar{Name: dockerfileEnv, Value: b.DockerfileContent})
+	}
 	secret, authArgs, err := k.registrySecret(ws, b.Name, b.Registries)
 	if err != nil {
 		return res, fmt.Errorf("build %s: %w", b.Name, err)
@@ -201,10 +210,14 @@ func buildArgs(ws executor.Workspace, b executor.BuildSpec) (args []string, dir,
 		dockerfile = "Dockerfile"
 	}
 	dockerfile = path.Clean(dockerfile)
-	if path.IsAbs(dockerfile) || dockerfile == ".." || strings.HasPrefix(dockerfile, "../") {
+	switch {
+	case b.DockerfileContent != "":
+		args = []string{inlineFile}
+	case path.IsAbs(dockerfile) || dockerfile == ".." || strings.HasPrefix(dockerfile, "../"):
 		return nil, "", fmt.Sprintf("dockerfile %s must be a path inside the build context %s", b.Dockerfile, dir)
+	default:
+		args = []string{path.Join(dir, dockerfile)}
 	}
-	args = []string{path.Join(dir, dockerfile)}
 	for _, t := range b.Tags {
 		args = append(args, "--tag", t)
 	}
@@ -222,6 +235,12 @@ func buildArgs(ws executor.Workspace, b executor.BuildSpec) (args []string, dir,
 	}
 	if b.NoCache {
 		args = append(args, "--no-cache")
+	}
+	if len(b.CacheFrom) > 0 {
+		args = append(args, "--layers")
+		for _, c := range b.CacheFrom {
+			args = append(args, "--cache-from", c)
+		}
 	}
 	if insecure(b.Registries) {
 		args = append(args, "--tls-verify=false")

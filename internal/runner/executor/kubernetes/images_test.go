@@ -146,6 +146,7 @@ func TestBuildLog(t *testing.T) {
 type scriptEnv struct {
 	dir, ws, storageConf string
 	reg                  *containers.RegistryInstance
+	env                  []string // more environment for the next run
 }
 
 func newScriptEnv(t *testing.T) *scriptEnv {
@@ -180,7 +181,8 @@ func (e *scriptEnv) run(t *testing.T, script, archive string, args ...string) (i
 	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "sh", append([]string{"-c", script, "freshet-test"}, args...)...)
-	cmd.Env = append(os.Environ(), "CONTAINERS_STORAGE_CONF="+e.storageConf, archiveEnv+"="+archive)
+	cmd.Env = append(append(os.Environ(), "CONTAINERS_STORAGE_CONF="+e.storageConf, archiveEnv+"="+archive), e.env...)
+	e.env = nil
 	cmd.Dir = e.dir
 	out, err := cmd.CombinedOutput()
 	code := 0
@@ -271,6 +273,19 @@ func TestBuilderScripts(t *testing.T) {
 	line, instr := executor.DockerfileInstruction([]byte(strings.TrimPrefix(term, msgFailed)), bl.lastStep())
 	if line != 6 || instr != "COPY missing.txt /missing.txt" || !strings.Contains(bl.lastError(), "missing.txt") {
 		t.Errorf("failing build: line %d (%q), error %q; want line 6\n%s", line, instr, bl.lastError(), out)
+	}
+
+	// An inline Dockerfile: written by the script from the environment, the context's own
+	// Dockerfile not used.
+	inline := "FROM scratch\nCOPY hello.txt /inline.txt\n"
+	args, dir, _ = buildArgs(ws, executor.BuildSpec{ContextDir: filepath.Join(e.ws, "app"), DockerfileContent: inline, Tags: []string{target + "-inline"}})
+	if args[0] != inlineFile {
+		t.Fatalf("inline build arguments: %q", args)
+	}
+	args[0] = filepath.Join(e.dir, "inline.Dockerfile")
+	e.env = []string{dockerfileEnv + "=" + inline}
+	if code, out, term = e.run(t, buildScript, filepath.Join(e.ws, imagesSubdir, "inline.tar"), append(args, dir)...); code != 0 || !strings.HasPrefix(term, msgBuilt) || !strings.Contains(out, "COPY hello.txt /inline.txt") {
+		t.Errorf("inline Dockerfile: exit %d, termination message %q\n%s", code, term, out)
 	}
 
 	args, dir, _ = buildArgs(ws, executor.BuildSpec{ContextDir: e.ws, Dockerfile: "nowhere/Dockerfile", Tags: []string{target}})
