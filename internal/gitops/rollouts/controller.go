@@ -48,9 +48,11 @@ const (
 
 // Options configure a Controller.
 type Options struct {
-	Workers int
-	Resync  time.Duration
-	Logger  *slog.Logger
+	// Namespace limits the controller to one namespace; empty watches every namespace.
+	Namespace string
+	Workers   int
+	Resync    time.Duration
+	Logger    *slog.Logger
 	// Now is the clock (time.Now when nil); tests set it.
 	Now func() time.Time
 	// OnEvent, when set, receives the rollout's step transitions and phase changes (the
@@ -106,13 +108,13 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Controller{kube: kc, dyn: dyn, opts: opts, log: opts.Logger,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig[string](&jittered{workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryBaseDelay, retryMaxDelay)},
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "rollouts"})}, nil
+	return &Controller{kube: kc, dyn: dyn, opts: opts, log: opts.Logger}, nil
 }
 
 // jittered spreads retries: ±20 % around the exponential backoff.
-type jittered struct{ workqueue.TypedRateLimiter[string] }
+type jittered struct {
+	workqueue.TypedRateLimiter[string]
+}
 
 func (j *jittered) When(key string) time.Duration {
 	d := j.TypedRateLimiter.When(key)
@@ -120,11 +122,15 @@ func (j *jittered) When(key string) time.Duration {
 }
 
 // Run installs the CRDs, watches Rollouts and their ReplicaSets, and reconciles until ctx ends.
+// It may be called again after it returned an error.
 func (c *Controller) Run(ctx context.Context) error {
 	if err := EnsureCRDs(ctx, c.dyn); err != nil {
 		return err
 	}
-	dynf := dynamicinformer.NewDynamicSharedInformerFactory(c.dyn, c.opts.Resync)
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig[string](
+		&jittered{workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryBaseDelay, retryMaxDelay)},
+		workqueue.TypedRateLimitingQueueConfig[string]{})
+	dynf := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.dyn, c.opts.Resync, c.opts.Namespace, nil)
 	ri := dynf.ForResource(RolloutsResource)
 	c.rollouts = ri.Lister()
 	if _, err := ri.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -134,7 +140,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	kf := informers.NewSharedInformerFactoryWithOptions(c.kube, c.opts.Resync, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+	kf := informers.NewSharedInformerFactoryWithOptions(c.kube, c.opts.Resync, informers.WithNamespace(c.opts.Namespace), informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = PodTemplateHashLabel // only ReplicaSets of Rollouts
 	}))
 	rsi := kf.Apps().V1().ReplicaSets()
@@ -169,6 +175,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	<-ctx.Done()
 	c.queue.ShutDown()
 	wg.Wait()
+	c.mu.Lock()
+	c.started = false
+	c.mu.Unlock()
 	return nil
 }
 

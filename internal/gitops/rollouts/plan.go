@@ -18,17 +18,17 @@ import (
 // plan is what one reconcile decides, computed without I/O from the Rollout, its ReplicaSets and
 // the time: the controller applies it, then writes Status once.
 type plan struct {
-	create    *appsv1.ReplicaSet         // the new revision's ReplicaSet, to be created
-	scale     map[string]int32           // ReplicaSet name → spec.replicas
-	annotate  map[string]map[string]*string // ReplicaSet name → annotations to set (nil value: remove)
-	remove    []string                   // ReplicaSets beyond revisionHistoryLimit
-	services  []serviceSwitch            // Service selectors to point at a revision
-	restart   bool                       // restartAt is due: the controller restarts pods
-	status    RolloutStatus
-	requeue   time.Duration // when a timer (pause, deadline, delay) needs another look; 0: none
-	events    []string      // step transitions and phase changes, for logs and reports
-	newRS     *appsv1.ReplicaSet
-	stableRS  *appsv1.ReplicaSet
+	create   *appsv1.ReplicaSet            // the new revision's ReplicaSet, to be created
+	scale    map[string]int32              // ReplicaSet name → spec.replicas
+	annotate map[string]map[string]*string // ReplicaSet name → annotations to set (nil value: remove)
+	remove   []string                      // ReplicaSets beyond revisionHistoryLimit
+	services []serviceSwitch               // Service selectors to point at a revision
+	restart  bool                          // restartAt is due: the controller restarts pods
+	status   RolloutStatus
+	requeue  time.Duration // when a timer (pause, deadline, delay) needs another look; 0: none
+	events   []string      // step transitions and phase changes, for logs and reports
+	newRS    *appsv1.ReplicaSet
+	stableRS *appsv1.ReplicaSet
 }
 
 type serviceSwitch struct {
@@ -300,7 +300,9 @@ func canarySteps(ro *Rollout) []CanaryStep {
 }
 
 // paused reports whether step progress is held: spec.paused, or a pause condition.
-func paused(ro *Rollout, st *RolloutStatus) bool { return ro.Spec.Paused || len(st.PauseConditions) > 0 }
+func paused(ro *Rollout, st *RolloutStatus) bool {
+	return ro.Spec.Paused || len(st.PauseConditions) > 0
+}
 
 func hasPause(st *RolloutStatus, r PauseReason) (PauseCondition, bool) {
 	for _, c := range st.PauseConditions {

@@ -100,6 +100,7 @@ var builtin = map[string]func(*unstructured.Unstructured) Result{
 	"batch/Job":                           job,
 	"batch/CronJob":                       cronJob,
 	"autoscaling/HorizontalPodAutoscaler": hpa,
+	"argoproj.io/Rollout":                 rollout,
 }
 
 // fromKstatus maps kstatus onto Argo CD's statuses.
@@ -195,6 +196,29 @@ func deployment(obj *unstructured.Unstructured) Result {
 		return Result{Status: Degraded, Message: fmt.Sprintf("Deployment %q exceeded its progress deadline", obj.GetName())}
 	}
 	return fromKstatus(obj)
+}
+
+// rollout follows Argo CD's health check of Argo Rollouts' Rollout: the status.phase the
+// controller writes, once it has observed the current generation (status.observedGeneration
+// is a string there); Paused is Suspended.
+func rollout(obj *unstructured.Unstructured) Result {
+	st, ok := obj.Object["status"].(map[string]any)
+	if !ok {
+		return Result{Status: Progressing, Message: "Waiting for rollout to finish: status has not been reconciled."}
+	}
+	if og, _ := st["observedGeneration"].(string); og != "" && og != fmt.Sprint(obj.GetGeneration()) {
+		return Result{Status: Progressing, Message: "Waiting for rollout spec update to be observed"}
+	}
+	msg := str(obj, "status", "message")
+	switch str(obj, "status", "phase") {
+	case "Paused":
+		return Result{Status: Suspended, Message: "Rollout is paused"}
+	case "Degraded":
+		return Result{Status: Degraded, Message: msg}
+	case "Healthy":
+		return Result{Status: Healthy, Message: msg}
+	}
+	return Result{Status: Progressing, Message: msg}
 }
 
 func replicaSet(obj *unstructured.Unstructured) Result {
