@@ -30,7 +30,7 @@ func computeBlueGreen(w world, p *plan, st *RolloutStatus, all []*appsv1.Replica
 			activeRS = rs
 		}
 	}
-	p.services = append(p.services, serviceSwitch{bg.ActiveService, active, "activeService"})
+	p.services = append(p.services, serviceSwitch{bg.ActiveService, active, "blueGreen.activeService"})
 	delay := DefaultScaleDownDelaySeconds
 	if bg.ScaleDownDelaySeconds != nil {
 		delay = *bg.ScaleDownDelaySeconds
@@ -42,7 +42,7 @@ func computeBlueGreen(w world, p *plan, st *RolloutStatus, all []*appsv1.Replica
 		p.setScale(newRS, want)
 		p.setAnnotation(newRS, ScaleDownDeadlineAnnotation, nil)
 		if bg.PreviewService != "" {
-			p.services = append(p.services, serviceSwitch{bg.PreviewService, newHash, "previewService"})
+			p.services = append(p.services, serviceSwitch{bg.PreviewService, newHash, "blueGreen.previewService"})
 			st.BlueGreen.PreviewSelector = newHash
 		}
 		// Every other revision still running goes after the delay.
@@ -80,7 +80,7 @@ func computeBlueGreen(w world, p *plan, st *RolloutStatus, all []*appsv1.Replica
 			}
 		}
 		if bg.PreviewService != "" {
-			p.services = append(p.services, serviceSwitch{bg.PreviewService, active, "previewService"})
+			p.services = append(p.services, serviceSwitch{bg.PreviewService, active, "blueGreen.previewService"})
 			st.BlueGreen.PreviewSelector = active
 		}
 		return
@@ -96,7 +96,7 @@ func computeBlueGreen(w world, p *plan, st *RolloutStatus, all []*appsv1.Replica
 		return
 	}
 	if bg.PreviewService != "" {
-		p.services = append(p.services, serviceSwitch{bg.PreviewService, newHash, "previewService"})
+		p.services = append(p.services, serviceSwitch{bg.PreviewService, newHash, "blueGreen.previewService"})
 		st.BlueGreen.PreviewSelector = newHash
 	}
 	if ro.Spec.Paused {
@@ -139,7 +139,7 @@ func computeBlueGreen(w world, p *plan, st *RolloutStatus, all []*appsv1.Replica
 	}
 	st.BlueGreen.ActiveSelector, st.StableRS, p.stableRS = newHash, newHash, newRS
 	st.BlueGreen.ScaleUpPreviewCheckPoint, st.PromoteFull = false, false
-	p.services[0] = serviceSwitch{bg.ActiveService, newHash, "activeService"}
+	p.services[0] = serviceSwitch{bg.ActiveService, newHash, "blueGreen.activeService"}
 	if activeRS != nil {
 		v := w.now.Add(time.Duration(delay) * time.Second).UTC().Format(time.RFC3339)
 		p.setAnnotation(activeRS, ScaleDownDeadlineAnnotation, &v)

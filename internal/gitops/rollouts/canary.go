@@ -67,10 +67,10 @@ func computeCanary(w world, p *plan, st *RolloutStatus, all []*appsv1.ReplicaSet
 		canaryHash = st.StableRS
 	}
 	if c.CanaryService != "" {
-		p.services = append(p.services, serviceSwitch{c.CanaryService, canaryHash, "canaryService"})
+		p.services = append(p.services, serviceSwitch{c.CanaryService, canaryHash, "canary.canaryService"})
 	}
 	if c.StableService != "" {
-		p.services = append(p.services, serviceSwitch{c.StableService, st.StableRS, "stableService"})
+		p.services = append(p.services, serviceSwitch{c.StableService, st.StableRS, "canary.stableService"})
 	}
 
 	if fully || st.Abort || ro.Spec.Paused || idx >= n {

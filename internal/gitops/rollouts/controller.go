@@ -40,6 +40,16 @@ const (
 	retryMaxDelay  = time.Minute
 )
 
+// errStaleCache: the informer's cache lags behind a change this controller made; the reconcile
+// is tried again shortly without writing anything. errCollision: a ReplicaSet the Rollout does
+// not own has the new revision's name.
+var (
+	errStaleCache = errors.New("rollouts: cache behind the cluster")
+	errCollision  = errors.New("rollouts: ReplicaSet name collision")
+)
+
+const staleRetry = 100 * time.Millisecond
+
 // Log keys.
 const (
 	logRollout = "rollout"
@@ -217,6 +227,9 @@ func (c *Controller) next(ctx context.Context) bool {
 	}
 	defer c.queue.Done(key)
 	after, err := c.reconcile(ctx, key)
+	if ctx.Err() != nil {
+		return true // shutting down
+	}
 	switch {
 	case err == nil:
 		c.queue.Forget(key)
@@ -270,13 +283,35 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	}
 	p := compute(world{ro: ro, rss: rss, now: now})
 	status, err := c.carryOut(ctx, ro, p)
+	if ctx.Err() != nil {
+		return 0, ctx.Err()
+	}
+	switch {
+	case errors.Is(err, errStaleCache):
+		return staleRetry, nil // nothing written: the cache catches up first
+	case errors.Is(err, errCollision):
+		// Another object holds the new revision's name: a new hash, as Kubernetes' Deployment does.
+		status, err = ro.Status.deepCopy(), nil
+		n := int32(1)
+		if status.CollisionCount != nil {
+			n = *status.CollisionCount + 1
+		}
+		status.CollisionCount = &n
+		p.requeue = staleRetry
+	}
 	if err != nil {
 		// The plan's status assumed every change went through: keep the previous one, with the
 		// error in its message.
-		status = ro.Status
+		status = ro.Status.deepCopy()
+		removeCondition(&status, ConditionInvalidSpec) // the spec is valid now
+		status.Phase, _ = Calculate(&ro.Spec, &status)
 		status.Message = "ReconciliationError: " + err.Error()
 	}
 	if werr := c.writeStatus(ctx, u, ro, status); werr != nil {
+		if apierrors.IsConflict(werr) && err == nil {
+			c.log.Debug("rollout changed meanwhile; again", logRollout, key)
+			return staleRetry, nil // the cache was behind: decide again on the newer object
+		}
 		return 0, errors.Join(err, werr)
 	}
 	if err != nil {
@@ -359,7 +394,7 @@ func (c *Controller) putStatus(ctx context.Context, u *unstructured.Unstructured
 	obj.Object["status"] = m
 	_, err = c.dyn.Resource(RolloutsResource).Namespace(u.GetNamespace()).UpdateStatus(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
 	if err != nil {
-		return fmt.Errorf("write status: %w", err)
+		return fmt.Errorf("write status: %w", err) // a conflict stays recognisable (apierrors.IsConflict)
 	}
 	return nil
 }
@@ -384,15 +419,33 @@ func (c *Controller) replicaSets(ro *Rollout) ([]*appsv1.ReplicaSet, error) {
 // history clean-up. It stops at the first error.
 func (c *Controller) apply(ctx context.Context, ro *Rollout, p *plan) error {
 	rsc := c.kube.AppsV1().ReplicaSets(ro.Namespace)
+	// Every Service the strategy names must exist (and be this Rollout's to switch) before any
+	// ReplicaSet changes: nothing is left half-switched.
+	svcs := map[string]*corev1.Service{}
+	for _, s := range p.services {
+		svc, err := c.kube.CoreV1().Services(ro.Namespace).Get(ctx, s.name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("service %q (spec.strategy.%s) does not exist", s.name, s.role)
+		}
+		if err != nil {
+			return fmt.Errorf("read service %s: %w", s.name, err)
+		}
+		if owner := svc.Annotations[ManagedByAnnotation]; owner != "" && owner != ro.Name {
+			return fmt.Errorf("service %q (spec.strategy.%s) is managed by Rollout %q", s.name, s.role, owner)
+		}
+		svcs[s.name] = svc
+	}
 	if p.create != nil {
-		if _, err := rsc.Create(ctx, p.create, metav1.CreateOptions{FieldManager: FieldManager}); err != nil {
-			if apierrors.IsAlreadyExists(err) {
-				// Not in the cache yet, or someone else's: the next reconcile tells which.
-				return fmt.Errorf("create ReplicaSet %s: %w", p.create.Name, err)
+		if _, err := rsc.Create(ctx, p.create, metav1.CreateOptions{FieldManager: FieldManager}); apierrors.IsAlreadyExists(err) {
+			cur, gerr := rsc.Get(ctx, p.create.Name, metav1.GetOptions{})
+			if gerr != nil {
+				return fmt.Errorf("read ReplicaSet %s: %w", p.create.Name, gerr)
 			}
-			if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-				return fmt.Errorf("create ReplicaSet %s (spec.template): %w", p.create.Name, err)
+			if ref := metav1.GetControllerOf(cur); ref != nil && ref.UID == ro.UID {
+				return errStaleCache // ours, not in the cache yet
 			}
+			return errCollision
+		} else if err != nil {
 			return fmt.Errorf("create ReplicaSet %s: %w", p.create.Name, err)
 		}
 	}
@@ -431,7 +484,7 @@ func (c *Controller) apply(ctx context.Context, ro *Rollout, p *plan) error {
 		}
 	}
 	for _, s := range p.services {
-		if err := c.switchService(ctx, ro, s); err != nil {
+		if err := c.switchService(ctx, ro, svcs[s.name], s); err != nil {
 			return err
 		}
 	}
@@ -453,17 +506,7 @@ func (c *Controller) isDown(ro *Rollout, p *plan, name string) bool {
 }
 
 // switchService points a Service's selector at a revision's pods.
-func (c *Controller) switchService(ctx context.Context, ro *Rollout, s serviceSwitch) error {
-	svc, err := c.kube.CoreV1().Services(ro.Namespace).Get(ctx, s.name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("service %q (spec.strategy.%s) does not exist", s.name, s.role)
-	}
-	if err != nil {
-		return fmt.Errorf("read service %s: %w", s.name, err)
-	}
-	if owner := svc.Annotations[ManagedByAnnotation]; owner != "" && owner != ro.Name {
-		return fmt.Errorf("service %q (spec.strategy.%s) is managed by Rollout %q", s.name, s.role, owner)
-	}
+func (c *Controller) switchService(ctx context.Context, ro *Rollout, svc *corev1.Service, s serviceSwitch) error {
 	if svc.Spec.Selector[PodTemplateHashLabel] == s.hash && svc.Annotations[ManagedByAnnotation] == ro.Name {
 		return nil
 	}

@@ -463,6 +463,7 @@ func TestBlueGreenOnAPIServer(t *testing.T) {
 
 func TestInvalidRolloutChangesNothing(t *testing.T) {
 	e := newEnv(t)
+	e.service("web-canary", "web")
 	y := strings.Replace(canary("registry.local/web:1"), "setWeight: 50", "setWeight: 150", 1)
 	e.apply(y)
 	ro := e.waitPhase("web", rollouts.PhaseDegraded, -1)
@@ -474,8 +475,17 @@ func TestInvalidRolloutChangesNothing(t *testing.T) {
 	if got, _ := e.replicaSets("web"); got != "" {
 		t.Fatalf("an invalid rollout made ReplicaSets: %s", got)
 	}
-	// Fixed, it runs.
+	// Fixed, it runs — once its stable Service exists: till then the error is in the message
+	// and the Rollout is retried.
 	e.apply(canary("registry.local/web:1"))
+	e.waitFor("the missing Service named", 30*time.Second, func() (bool, string) {
+		ro := e.rollout("web")
+		return ro.Status.Message == `ReconciliationError: service "web-stable" (spec.strategy.canary.stableService) does not exist`, ro.Status.Message
+	})
+	if got, _ := e.replicaSets("web"); got != "" {
+		t.Fatalf("ReplicaSets made while a Service is missing: %s", got)
+	}
+	e.service("web-stable", "web")
 	e.waitPhase("web", rollouts.PhaseHealthy, 4)
 }
 
@@ -550,4 +560,10 @@ func TestCRDsPrintArgoColumns(t *testing.T) {
 	if _, err := e.c.Dynamic.Resource(rollouts.AnalysisTemplatesResource).Namespace(e.ns).Create(e.ctx, &u, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("AnalysisTemplate: %v", err)
 	}
+}
+
+func replace(s, old, new string) string { return strings.ReplaceAll(s, old, new) }
+
+func unstructuredString(obj map[string]any, fields ...string) (string, bool, error) {
+	return unstructured.NestedString(obj, fields...)
 }

@@ -26,6 +26,24 @@ var (
 // remaining step (and, blue-green, any pause) at once. Otherwise: a paused Rollout (spec.paused,
 // a pause step, a blue-green pause) resumes; a canary that is not paused skips its current step.
 func (c *Controller) Promote(ctx context.Context, namespace, name string, full bool) error {
+	return onConflict(func() error { return c.promote(ctx, namespace, name, full) })
+}
+
+// onConflict runs op again (up to 5 times) when the Rollout changed between its read and its
+// write — the controller writes status often — so each attempt decides on what it read.
+func onConflict(op func() error) error {
+	var err error
+	for range 5 {
+		if err = op(); !errors.Is(err, errChanged) {
+			return err
+		}
+	}
+	return err
+}
+
+var errChanged = errors.New("changed meanwhile")
+
+func (c *Controller) promote(ctx context.Context, namespace, name string, full bool) error {
 	ro, err := c.get(ctx, namespace, name)
 	if err != nil {
 		return err
@@ -62,35 +80,41 @@ func (c *Controller) Promote(ctx context.Context, namespace, name string, full b
 // Abort stops an update: traffic and scale return to the stable revision (phase Degraded,
 // reason RolloutAborted) until Retry or a new revision.
 func (c *Controller) Abort(ctx context.Context, namespace, name string) error {
-	ro, err := c.get(ctx, namespace, name)
-	if err != nil {
-		return err
-	}
-	if ro.Status.StableRS == ro.Status.CurrentPodHash {
-		return fmt.Errorf("abort %s/%s: no update in progress: %w", namespace, name, ErrNothingToDo)
-	}
-	return c.patch(ctx, ro, true, map[string]any{"status": map[string]any{"abort": true}})
+	return onConflict(func() error {
+		ro, err := c.get(ctx, namespace, name)
+		if err != nil {
+			return err
+		}
+		if ro.Status.StableRS == ro.Status.CurrentPodHash {
+			return fmt.Errorf("abort %s/%s: no update in progress: %w", namespace, name, ErrNothingToDo)
+		}
+		return c.patch(ctx, ro, true, map[string]any{"status": map[string]any{"abort": true}})
+	})
 }
 
 // Retry starts an aborted update again from its first step.
 func (c *Controller) Retry(ctx context.Context, namespace, name string) error {
-	ro, err := c.get(ctx, namespace, name)
-	if err != nil {
-		return err
-	}
-	if !ro.Status.Abort {
-		return fmt.Errorf("retry %s/%s: not aborted: %w", namespace, name, ErrNothingToDo)
-	}
-	return c.patch(ctx, ro, true, map[string]any{"status": map[string]any{"abort": false, "pauseConditions": nil, "controllerPause": false}})
+	return onConflict(func() error {
+		ro, err := c.get(ctx, namespace, name)
+		if err != nil {
+			return err
+		}
+		if !ro.Status.Abort {
+			return fmt.Errorf("retry %s/%s: not aborted: %w", namespace, name, ErrNothingToDo)
+		}
+		return c.patch(ctx, ro, true, map[string]any{"status": map[string]any{"abort": false, "pauseConditions": nil, "controllerPause": false}})
+	})
 }
 
 // Pause sets spec.paused; Resume clears it (Promote of a manually paused Rollout does too).
 func (c *Controller) Pause(ctx context.Context, namespace, name string, pause bool) error {
-	ro, err := c.get(ctx, namespace, name)
-	if err != nil {
-		return err
-	}
-	return c.patch(ctx, ro, false, map[string]any{"spec": map[string]any{"paused": pause}})
+	return onConflict(func() error {
+		ro, err := c.get(ctx, namespace, name)
+		if err != nil {
+			return err
+		}
+		return c.patch(ctx, ro, false, map[string]any{"spec": map[string]any{"paused": pause}})
+	})
 }
 
 // Get returns a Rollout as the API server has it.
@@ -131,7 +155,7 @@ func (c *Controller) patch(ctx context.Context, ro *Rollout, status bool, body m
 	}
 	_, err = c.dyn.Resource(RolloutsResource).Namespace(ro.Namespace).Patch(ctx, ro.Name, types.MergePatchType, b, metav1.PatchOptions{FieldManager: FieldManager}, sub...)
 	if apierrors.IsConflict(err) {
-		return fmt.Errorf("rollout %s/%s changed meanwhile; try again: %w", ro.Namespace, ro.Name, errors.Join(errdefs.ErrConflict, err))
+		return fmt.Errorf("rollout %s/%s: %w: %w", ro.Namespace, ro.Name, errChanged, errors.Join(errdefs.ErrConflict, err))
 	}
 	if err != nil {
 		return fmt.Errorf("update rollout %s/%s: %w", ro.Namespace, ro.Name, err)
