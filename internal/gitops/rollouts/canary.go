@@ -116,6 +116,7 @@ func computeCanary(w world, p *plan, st *RolloutStatus, all []*appsv1.ReplicaSet
 		removePause(st, PauseReasonCanaryPauseStep)
 		st.ControllerPause = false
 		p.events = append(p.events, fmt.Sprintf("step %d/%d completed (%s)", idx, n, stepString(step)))
+		p.advanced = true
 		p.after(time.Millisecond) // the next step's objects, at once
 	}
 }

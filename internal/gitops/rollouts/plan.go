@@ -27,6 +27,7 @@ type plan struct {
 	status   RolloutStatus
 	requeue  time.Duration // when a timer (pause, deadline, delay) needs another look; 0: none
 	events   []string      // step transitions and phase changes, for logs and reports
+	advanced bool          // a canary step completed
 	newRS    *appsv1.ReplicaSet
 	stableRS *appsv1.ReplicaSet
 }
@@ -164,8 +165,26 @@ func sortedCopy(s []string) []string {
 	return out
 }
 
-// compute decides one reconcile of w. The Rollout's spec has been validated.
+// compute decides one reconcile of w. The Rollout's spec has been validated. When a step
+// completes without any object to change for it (a pause ends, a promote), the next step is
+// decided in the same reconcile: its objects are written at once, not one status round trip
+// later.
 func compute(w world) *plan {
+	p := computeOnce(w)
+	for range 8 {
+		if !p.advanced || p.create != nil || len(p.scale) > 0 || len(p.annotate) > 0 || len(p.remove) > 0 {
+			return p
+		}
+		ro := *w.ro
+		ro.Status = p.status
+		next := computeOnce(world{ro: &ro, rss: w.rss, now: w.now})
+		next.events = append(p.events, next.events...)
+		p = next
+	}
+	return p
+}
+
+func computeOnce(w world) *plan {
 	ro := w.ro
 	p := &plan{scale: map[string]int32{}, annotate: map[string]map[string]*string{}}
 	prev := ro.Status
