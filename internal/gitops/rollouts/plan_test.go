@@ -136,11 +136,11 @@ func TestCanaryStepsByReplicaShare(t *testing.T) {
 		// A new image: 25 % is one of four replicas, with one surge pod and none unavailable.
 		s.ro.Spec.Template.Spec.Containers[0].Image = "web:2"
 		s.ro.Generation = 2
-		p := s.step(time.Now())
+		s.step(time.Now())
 		if s.counts() != "1=4 2=1" {
 			t.Fatalf("first scale-up: %s", s.counts())
 		}
-		p = s.settle(time.Now())
+		p := s.settle(time.Now())
 		if got := idx(s.ro.Status); got != 1 || s.counts() != "1=3 2=1" || s.ro.Status.Phase != PhasePaused {
 			t.Fatalf("at the pause: step %d, %s, phase %s", got, s.counts(), s.ro.Status.Phase)
 		}
