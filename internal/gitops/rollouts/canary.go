@@ -102,7 +102,7 @@ func computeCanary(w world, p *plan, st *RolloutStatus, all []*appsv1.ReplicaSet
 				p.after(end.Sub(w.now))
 			}
 		}
-	default: // setWeight, setCanaryScale: done once both sides are at their counts and available
+	default: // setWeight: done once both sides are at their counts and available
 		done = newCount == desiredNew && specReplicas(newRS) == desiredNew && newRS.Status.AvailableReplicas >= desiredNew &&
 			(stableRS == nil || (stableCount == desiredStable && specReplicas(stableRS) == desiredStable && stableRS.Status.AvailableReplicas >= desiredStable)) &&
 			replicasOf(others, p) == 0
@@ -129,8 +129,6 @@ func stepString(s CanaryStep) string {
 		return "pause: " + s.Pause.Duration.String()
 	case s.Pause != nil:
 		return "pause"
-	case s.SetCanaryScale != nil:
-		return "setCanaryScale"
 	}
 	return "step"
 }
@@ -157,32 +155,14 @@ func currentWeight(steps []CanaryStep, idx int32) int32 {
 }
 
 // canaryCounts is the number of new and stable replicas the current step asks for: the weight's
-// share of spec.replicas for the canary (rounded up), the rest stable; setCanaryScale sets the
-// canary's count apart from the weight. An aborted update goes back to all stable.
+// share of spec.replicas for the canary (rounded up), the rest stable. An aborted update goes
+// back to all stable.
 func canaryCounts(ro *Rollout, st *RolloutStatus, idx, want int32) (int32, int32) {
 	if st.Abort {
 		return 0, want
 	}
-	steps := ro.Spec.Strategy.Canary.Steps
-	weight := currentWeight(steps, idx)
-	newCount := int32(math.Ceil(float64(want) * float64(weight) / 100))
-	// setCanaryScale: the last one at or before idx, unless a setWeight came after it... as
-	// Argo Rollouts, a setCanaryScale holds until the end or a matchTrafficWeight.
-	for i := min(idx, int32(len(steps))-1); i >= 0; i-- {
-		s := steps[i].SetCanaryScale
-		if s == nil {
-			continue
-		}
-		switch {
-		case s.MatchTrafficWeight:
-		case s.Replicas != nil:
-			newCount = min(*s.Replicas, want)
-		case s.Weight != nil:
-			newCount = int32(math.Ceil(float64(want) * float64(*s.Weight) / 100))
-		}
-		break
-	}
-	return newCount, want - min(int32(math.Ceil(float64(want)*float64(weight)/100)), want)
+	newCount := min(int32(math.Ceil(float64(want)*float64(currentWeight(ro.Spec.Strategy.Canary.Steps, idx))/100)), want)
+	return newCount, want - newCount
 }
 
 // canaryScale is Argo Rollouts' basic-canary arithmetic (CalculateReplicaCountsForBasicCanary):

@@ -567,3 +567,34 @@ func replace(s, old, new string) string { return strings.ReplaceAll(s, old, new)
 func unstructuredString(obj map[string]any, fields ...string) (string, bool, error) {
 	return unstructured.NestedString(obj, fields...)
 }
+
+func TestMinReadySeconds(t *testing.T) {
+	e := newEnv(t)
+	e.apply(`
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: slow}
+spec:
+  replicas: 1
+  minReadySeconds: 3
+  selector: {matchLabels: {app: slow}}
+  template:
+    metadata: {labels: {app: slow}}
+    spec: {containers: [{name: slow, image: "registry.local/slow:1"}]}
+  strategy: {canary: {}}
+`)
+	var hash string
+	e.waitFor("a Ready pod", 60*time.Second, func() (bool, string) {
+		hash = e.rollout("slow").Status.CurrentPodHash
+		return hash != "" && e.readyPods(hash) == 1, ""
+	})
+	ready := time.Now()
+	ro := e.waitPhase("slow", rollouts.PhaseHealthy, -1)
+	if d := time.Since(ready); d < 2*time.Second {
+		t.Fatalf("Healthy %v after the pod was Ready, before minReadySeconds (3)", d)
+	}
+	_, rss := e.replicaSets("slow")
+	if rs := rss["1"]; rs == nil || rs.Spec.MinReadySeconds != 3 || ro.Status.AvailableReplicas != 1 {
+		t.Fatalf("ReplicaSet %+v, available %d", rs, ro.Status.AvailableReplicas)
+	}
+}

@@ -123,7 +123,7 @@ func validateStep(f string, st CanaryStep) error {
 	}
 	switch {
 	case len(set) == 0:
-		return errdefs.Invalid(f, "", "names no step: use setWeight, pause or setCanaryScale")
+		return errdefs.Invalid(f, "", "names no step: use setWeight or pause")
 	case len(set) > 1:
 		return errdefs.Invalid(f, strings.Join(sortedCopy(set), ", "), "must hold exactly one step")
 	}
@@ -137,24 +137,10 @@ func validateStep(f string, st CanaryStep) error {
 			return errdefs.Invalid(f+".pause.duration", st.Pause.Duration.String(), err.Error())
 		}
 	case st.SetCanaryScale != nil:
-		s := st.SetCanaryScale
-		n := 0
-		for _, ok := range []bool{s.Weight != nil, s.Replicas != nil, s.MatchTrafficWeight} {
-			if ok {
-				n++
-			}
-		}
-		if n != 1 {
-			return errdefs.Invalid(f+".setCanaryScale", "", "must set exactly one of weight, replicas and matchTrafficWeight")
-		}
-		if s.Weight != nil && (*s.Weight < 0 || *s.Weight > 100) {
-			return errdefs.Invalid(f+".setCanaryScale.weight", strconv.Itoa(int(*s.Weight)), "must be 0 to 100")
-		}
-		if s.Replicas != nil && *s.Replicas < 0 {
-			return errdefs.Invalid(f+".setCanaryScale.replicas", strconv.Itoa(int(*s.Replicas)), "must be 0 or more")
-		}
+		// As in Argo Rollouts: the canary's scale apart from its weight needs a traffic router.
+		return errdefs.Invalid(f+".setCanaryScale", "", "requires spec.strategy.canary.trafficRouting (as in Argo Rollouts), which is not supported yet")
 	default:
-		return errdefs.Invalid(f+"."+set[0], "", "is not supported yet (supported steps: setWeight, pause, setCanaryScale)")
+		return errdefs.Invalid(f+"."+set[0], "", "is not supported yet (supported steps: setWeight, pause)")
 	}
 	return nil
 }

@@ -6,7 +6,7 @@
 // watches Rollouts and the ReplicaSets they own, and reconciles each Rollout: one ReplicaSet per
 // revision, named and labelled with the rollouts-pod-template-hash of its pod template;
 // revisionHistoryLimit, minReadySeconds, progressDeadlineSeconds (and progressDeadlineAbort),
-// paused, restartAt; the canary strategy (setWeight, pause, setCanaryScale steps, maxSurge and
+// paused, restartAt; the canary strategy (setWeight and pause steps, maxSurge and
 // maxUnavailable, the weight as the share of replicas, canaryService/stableService selectors)
 // and the blue-green strategy (activeService, previewService, autoPromotionEnabled,
 // autoPromotionSeconds, previewReplicaCount, scaleDownDelaySeconds, abortScaleDownDelaySeconds).

@@ -346,6 +346,7 @@ func TestInvalidSpecNamesTheField(t *testing.T) {
 		{`{"op":"pause"}`, "spec.strategy.canary.steps[1].pause.duration"},
 		{`{"op":"selector"}`, "spec.template.metadata.labels"},
 		{`{"op":"both"}`, "spec.strategy"},
+		{`{"op":"canaryscale"}`, "spec.strategy.canary.steps[1].setCanaryScale"},
 	} {
 		ro, err := decodeYAML(t, canaryYAML)
 		if err != nil {
@@ -365,6 +366,9 @@ func TestInvalidSpecNamesTheField(t *testing.T) {
 			c.Steps[1].Pause.Duration = &d
 		case strings.Contains(tc.edit, "selector"):
 			ro.Spec.Template.Labels = map[string]string{"app": "other"}
+		case strings.Contains(tc.edit, "canaryscale"):
+			two := int32(2)
+			c.Steps[1] = CanaryStep{SetCanaryScale: &SetCanaryScale{Replicas: &two}}
 		case strings.Contains(tc.edit, "both"):
 			ro.Spec.Strategy.BlueGreen = &BlueGreenStrategy{ActiveService: "a"}
 		}
@@ -382,5 +386,53 @@ func TestPodTemplateHashIsStable(t *testing.T) {
 	one := int32(1)
 	if h1 != h2 || h1 == PodTemplateHash(&tpl, &one) || h1 == "" {
 		t.Fatalf("hashes %s %s %s", h1, h2, PodTemplateHash(&tpl, &one))
+	}
+}
+
+func TestManualPauseHoldsSteps(t *testing.T) {
+	ro, err := decodeYAML(t, canaryYAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &sim{ro: ro, svc: map[string]string{}}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.settle(now)
+	s.ro.Spec.Template.Spec.Containers[0].Image = "web:2"
+	s.settle(now)
+	// spec.paused holds the steps: a pause that ends meanwhile does not move it on.
+	s.ro.Spec.Paused = true
+	s.settle(now.Add(time.Hour))
+	if idx(s.ro.Status) != 1 || s.ro.Status.Phase != PhasePaused || s.ro.Status.Message != "manually paused" {
+		t.Fatalf("spec.paused: step %d, %s %q", idx(s.ro.Status), s.ro.Status.Phase, s.ro.Status.Message)
+	}
+	s.ro.Spec.Paused = false
+	s.settle(now.Add(time.Hour))
+	if idx(s.ro.Status) != 3 || s.counts() != "1=2 2=2" {
+		t.Fatalf("resumed: step %d, %s", idx(s.ro.Status), s.counts())
+	}
+}
+
+func TestBlueGreenAbortScalesPreviewDownAfterDelay(t *testing.T) {
+	ro, _ := decodeYAML(t, blueGreenYAML)
+	ro.Spec.Strategy.BlueGreen.PreviewReplicaCount = nil
+	d := int32(10)
+	ro.Spec.Strategy.BlueGreen.AbortScaleDownDelaySeconds = &d
+	s := &sim{ro: ro, svc: map[string]string{}}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.settle(now)
+	blue := s.ro.Status.StableRS
+	s.ro.Spec.Template.Spec.Containers[0].Image = "shop:2"
+	s.settle(now)
+	s.ro.Status.Abort = true
+	p := s.settle(now)
+	if s.ro.Status.Phase != PhaseDegraded || s.svc["shop-active"] != blue || s.svc["shop-preview"] != blue || p.requeue != 10*time.Second {
+		t.Fatalf("aborted: %s, services %v, requeue %v", s.ro.Status.Phase, s.svc, p.requeue)
+	}
+	if s.counts() != "1=3 2=3" {
+		t.Fatalf("the preview went before abortScaleDownDelaySeconds: %s", s.counts())
+	}
+	s.settle(now.Add(10 * time.Second))
+	if s.counts() != "1=3 2=0" {
+		t.Fatalf("after abortScaleDownDelaySeconds: %s", s.counts())
 	}
 }

@@ -108,7 +108,8 @@ type RolloutPause struct {
 	Duration *intstr.IntOrString `json:"duration,omitempty"`
 }
 
-// SetCanaryScale sets the canary's scale apart from the traffic weight.
+// SetCanaryScale sets the canary's scale apart from the traffic weight. Argo Rollouts allows it
+// only with trafficRouting, which is not built: a step using it is refused.
 type SetCanaryScale struct {
 	Weight             *int32 `json:"weight,omitempty"`
 	Replicas           *int32 `json:"replicas,omitempty"`
