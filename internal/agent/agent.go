@@ -219,7 +219,7 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 	}
 	r.gitops = gh
 	if kube != nil && !opts.NoRollouts {
-		if r.rollouts, err = rollouts.New(kube, rollouts.Options{Logger: log.With("component", "rollouts")}); err != nil {
+		if r.rollouts, err = rollouts.New(kube, rollouts.Options{Logger: log.With("component", "rollouts"), Policy: policy}); err != nil {
 			return nil, fmt.Errorf("rollouts: %w", err)
 		}
 		r.SetComponent(runtimev1.Component{Name: "rollouts", Health: runtimev1.ComponentDegraded, Message: "starting", Version: opts.Version})

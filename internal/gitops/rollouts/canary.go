@@ -83,6 +83,27 @@ func computeCanary(w world, p *plan, st *RolloutStatus, all []*appsv1.ReplicaSet
 	step := steps[idx]
 	done := false
 	switch {
+	case step.Analysis != nil:
+		a := w.analysis
+		st.Canary.CurrentStepAnalysisRunStatus = a
+		switch {
+		case a == nil:
+		case a.Status == AnalysisSuccessful:
+			done = true
+		case a.Status == AnalysisFailed || a.Status == AnalysisError:
+			st.Abort = true // the next reconcile returns scale and traffic to stable
+			p.events = append(p.events, fmt.Sprintf("analysis %s %s: aborting", a.Name, a.Status))
+			p.after(time.Millisecond)
+		case a.Status == AnalysisInconclusive:
+			_, has := hasPause(st, PauseReasonInconclusive)
+			switch {
+			case !has && st.ControllerPause:
+				done = true // promoted past the inconclusive run
+			case !has:
+				st.PauseConditions = append(st.PauseConditions, PauseCondition{Reason: PauseReasonInconclusive, StartTime: metav1.NewTime(w.now)})
+				st.ControllerPause = true
+			}
+		}
 	case step.Pause != nil:
 		d, _ := pauseDuration(step.Pause)
 		pc, has := hasPause(st, PauseReasonCanaryPauseStep)
@@ -114,7 +135,9 @@ func computeCanary(w world, p *plan, st *RolloutStatus, all []*appsv1.ReplicaSet
 		idx++
 		st.CurrentStepIndex = &idx
 		removePause(st, PauseReasonCanaryPauseStep)
+		removePause(st, PauseReasonInconclusive)
 		st.ControllerPause = false
+		st.Canary.CurrentStepAnalysisRunStatus = nil
 		p.events = append(p.events, fmt.Sprintf("step %d/%d completed (%s)", idx, n, stepString(step)))
 		p.advanced = true
 		p.after(time.Millisecond) // the next step's objects, at once
@@ -129,6 +152,8 @@ func stepString(s CanaryStep) string {
 		return "pause: " + s.Pause.Duration.String()
 	case s.Pause != nil:
 		return "pause"
+	case s.Analysis != nil:
+		return "analysis"
 	}
 	return "step"
 }

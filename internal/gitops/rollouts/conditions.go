@@ -84,7 +84,11 @@ func conditions(w world, p *plan, st *RolloutStatus, prev RolloutStatus, created
 	prog := getCondition(st, ConditionProgressing)
 	switch {
 	case st.Abort:
-		setCondition(st, now, ConditionProgressing, corev1.ConditionFalse, reasonAborted, fmt.Sprintf("Rollout aborted update to revision %d", revisionOf(p.newRS)))
+		msg := fmt.Sprintf("Rollout aborted update to revision %d", revisionOf(p.newRS))
+		if a := st.Canary.CurrentStepAnalysisRunStatus; a != nil && a.Message != "" {
+			msg += ": " + a.Message
+		}
+		setCondition(st, now, ConditionProgressing, corev1.ConditionFalse, reasonAborted, msg)
 	case isPaused:
 		setCondition(st, now, ConditionProgressing, corev1.ConditionUnknown, reasonPaused, messagePaused)
 	case complete:

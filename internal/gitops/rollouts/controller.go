@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 )
 
 // Defaults of the controller.
@@ -65,6 +66,9 @@ type Options struct {
 	Logger    *slog.Logger
 	// Now is the clock (time.Now when nil); tests set it.
 	Now func() time.Time
+	// Policy decides which addresses analysis web metrics may reach (netpolicy.Unrestricted
+	// when nil: a runtime in its customer's network).
+	Policy *netpolicy.Policy
 	// OnEvent, when set, receives the rollout's step transitions and phase changes (the
 	// runtime turns them into reports to the control plane).
 	OnEvent func(Event)
@@ -117,6 +121,9 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Policy == nil {
+		opts.Policy = netpolicy.Unrestricted()
 	}
 	return &Controller{kube: kc, dyn: dyn, opts: opts, log: opts.Logger}, nil
 }
@@ -281,7 +288,14 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	if err != nil {
 		return 0, err
 	}
-	p := compute(world{ro: ro, rss: rss, now: now})
+	analysis, next, err := c.runAnalysis(ctx, ro, now)
+	if err != nil {
+		return 0, err
+	}
+	p := compute(world{ro: ro, rss: rss, now: now, analysis: analysis})
+	if next > 0 {
+		p.after(next)
+	}
 	status, err := c.carryOut(ctx, ro, p)
 	if ctx.Err() != nil {
 		return 0, ctx.Err()

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -597,4 +599,97 @@ spec:
 	if rs := rss["1"]; rs == nil || rs.Spec.MinReadySeconds != 3 || ro.Status.AvailableReplicas != 1 {
 		t.Fatalf("ReplicaSet %+v, available %d", rs, ro.Status.AvailableReplicas)
 	}
+}
+
+// TestCanaryAnalysisWebMetric runs an inline analysis step with a web metric against an HTTP
+// server the test controls: passing, the steps go on; failing, the update is aborted back to
+// stable, with the metric named; retried once the metric passes, it completes.
+func TestCanaryAnalysisWebMetric(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	rate := 0.99
+	var hashes []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		hashes = append(hashes, r.URL.Query().Get("canary"))
+		fmt.Fprintf(w, `{"data": {"successRate": %v}}`, rate)
+	}))
+	t.Cleanup(srv.Close)
+	setRate := func(v float64) { mu.Lock(); rate = v; mu.Unlock() }
+
+	tpl := `{"apiVersion":"argoproj.io/v1alpha1","kind":"AnalysisTemplate","metadata":{"name":"success-rate"},
+	  "spec":{"args":[{"name":"canary-hash"},{"name":"threshold","value":"0.95"}],
+	    "metrics":[{"name":"success-rate","interval":"200ms","count":3,"failureLimit":0,
+	      "successCondition":"result >= {{args.threshold}}",
+	      "provider":{"web":{"url":"` + srv.URL + `/rate?canary={{args.canary-hash}}","jsonPath":"{$.data.successRate}"}}}]}}`
+	var u unstructured.Unstructured
+	if err := u.UnmarshalJSON([]byte(tpl)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.Dynamic.Resource(rollouts.AnalysisTemplatesResource).Namespace(e.ns).Create(e.ctx, &u, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ro := func(image string) string {
+		return `
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: api}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: api}}
+  template:
+    metadata: {labels: {app: api}}
+    spec: {containers: [{name: api, image: "` + image + `"}]}
+  strategy:
+    canary:
+      maxSurge: 1
+      maxUnavailable: 0
+      steps:
+      - setWeight: 25
+      - analysis:
+          templates: [{templateName: success-rate}]
+          args: [{name: canary-hash, valueFrom: {podTemplateHashValue: Latest}}]
+      - setWeight: 50
+`
+	}
+	e.apply(ro("registry.local/api:1"))
+	e.waitPhase("api", rollouts.PhaseHealthy, 3)
+
+	// Passing: three measurements, then the next steps.
+	e.apply(ro("registry.local/api:2"))
+	done := e.waitPhase("api", rollouts.PhaseHealthy, 3)
+	runName := "api-" + done.Status.CurrentPodHash + "-1"
+	run, err := e.c.Dynamic.Resource(rollouts.AnalysisRunsResource).Namespace(e.ns).Get(e.ctx, runName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("AnalysisRun %s: %v", runName, err)
+	}
+	phase, _, _ := unstructured.NestedString(run.Object, "status", "phase")
+	results, _, _ := unstructured.NestedSlice(run.Object, "status", "metricResults")
+	if phase != "Successful" || len(results) != 1 || results[0].(map[string]any)["count"] != int64(3) {
+		t.Fatalf("run %s: phase %s, results %v", runName, phase, results)
+	}
+	mu.Lock()
+	if len(hashes) == 0 || hashes[len(hashes)-1] != done.Status.CurrentPodHash {
+		t.Errorf("the metric's URL got canary=%v, want the Latest hash %s", hashes, done.Status.CurrentPodHash)
+	}
+	mu.Unlock()
+
+	// Failing: the update is aborted, scale and selectors back to stable, the metric named.
+	setRate(0.5)
+	e.apply(ro("registry.local/api:3"))
+	failed := e.waitPhase("api", rollouts.PhaseDegraded, 0)
+	if !strings.Contains(failed.Status.Message, `RolloutAborted: Rollout aborted update to revision 3: Metric "success-rate" assessed Failed`) {
+		t.Fatalf("aborted: %q", failed.Status.Message)
+	}
+	e.waitRS("api", "1:0/0 2:4/4 3:0/0")
+
+	// Fixed, and retried: measured afresh, and through.
+	setRate(0.99)
+	if err := e.ctrl.Retry(e.ctx, e.ns, "api"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitPhase("api", rollouts.PhaseHealthy, 3)
+	e.waitRS("api", "1:0/0 2:0/0 3:4/4")
+	t.Logf("status trail:\n  %s", e.log)
 }

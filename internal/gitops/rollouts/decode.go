@@ -123,7 +123,7 @@ func validateStep(f string, st CanaryStep) error {
 	}
 	switch {
 	case len(set) == 0:
-		return errdefs.Invalid(f, "", "names no step: use setWeight or pause")
+		return errdefs.Invalid(f, "", "names no step: use setWeight, pause or analysis")
 	case len(set) > 1:
 		return errdefs.Invalid(f, strings.Join(sortedCopy(set), ", "), "must hold exactly one step")
 	}
@@ -136,11 +136,34 @@ func validateStep(f string, st CanaryStep) error {
 		if _, err := pauseDuration(st.Pause); err != nil {
 			return errdefs.Invalid(f+".pause.duration", st.Pause.Duration.String(), err.Error())
 		}
+	case st.Analysis != nil:
+		a := st.Analysis
+		if len(a.Templates) == 0 {
+			return errdefs.Invalid(f+".analysis.templates", "", "must name at least one template")
+		}
+		for i, t := range a.Templates {
+			if t.TemplateName == "" {
+				return errdefs.Invalid(fmt.Sprintf("%s.analysis.templates[%d].templateName", f, i), "", "is required")
+			}
+		}
+		for i, arg := range a.Args {
+			af := fmt.Sprintf("%s.analysis.args[%d]", f, i)
+			switch {
+			case arg.Name == "":
+				return errdefs.Invalid(af+".name", "", "is required")
+			case arg.ValueFrom != nil && arg.ValueFrom.PodTemplateHashValue != nil:
+				if v := *arg.ValueFrom.PodTemplateHashValue; v != "Stable" && v != "Latest" {
+					return errdefs.Invalid(af+".valueFrom.podTemplateHashValue", v, "must be Stable or Latest")
+				}
+			case arg.ValueFrom != nil:
+				return errdefs.Invalid(af+".valueFrom", "", "is not supported yet (supported: value, podTemplateHashValue)")
+			}
+		}
 	case st.SetCanaryScale != nil:
 		// As in Argo Rollouts: the canary's scale apart from its weight needs a traffic router.
 		return errdefs.Invalid(f+".setCanaryScale", "", "requires spec.strategy.canary.trafficRouting (as in Argo Rollouts), which is not supported yet")
 	default:
-		return errdefs.Invalid(f+"."+set[0], "", "is not supported yet (supported steps: setWeight, pause)")
+		return errdefs.Invalid(f+"."+set[0], "", "is not supported yet (supported steps: setWeight, pause, analysis)")
 	}
 	return nil
 }

@@ -6,7 +6,8 @@
 // watches Rollouts and the ReplicaSets they own, and reconciles each Rollout: one ReplicaSet per
 // revision, named and labelled with the rollouts-pod-template-hash of its pod template;
 // revisionHistoryLimit, minReadySeconds, progressDeadlineSeconds (and progressDeadlineAbort),
-// paused, restartAt; the canary strategy (setWeight and pause steps, maxSurge and
+// paused, restartAt; the canary strategy (setWeight, pause and analysis steps — AnalysisRuns of
+// web metrics judged with expr-lang — maxSurge and
 // maxUnavailable, the weight as the share of replicas, canaryService/stableService selectors)
 // and the blue-green strategy (activeService, previewService, autoPromotionEnabled,
 // autoPromotionSeconds, previewReplicaCount, scaleDownDelaySeconds, abortScaleDownDelaySeconds).
@@ -21,5 +22,6 @@
 // plan out) carried out by the controller, which then writes the status once. A spec that does
 // not validate is a permanent error: the InvalidSpec condition names the field, and nothing is
 // changed in the cluster. API errors are temporary and retried with backoff and jitter. Traffic
-// routers, analysis, experiments and workloadRef are refused by name until they are built.
+// routers, other metric providers, experiments and workloadRef are refused by name until they
+// are built.
 package rollouts

@@ -102,6 +102,9 @@ func (c *Controller) Retry(ctx context.Context, namespace, name string) error {
 		if !ro.Status.Abort {
 			return fmt.Errorf("retry %s/%s: not aborted: %w", namespace, name, ErrNothingToDo)
 		}
+		if err := c.deleteFailedRuns(ctx, ro); err != nil {
+			return err
+		}
 		return c.patch(ctx, ro, true, map[string]any{"status": map[string]any{"abort": false, "pauseConditions": nil, "controllerPause": false}})
 	})
 }

@@ -41,6 +41,9 @@ type world struct {
 	ro  *Rollout
 	rss []*appsv1.ReplicaSet // owned by ro
 	now time.Time
+	// analysis is the current analysis step's run, as the controller last advanced it (nil: not
+	// started or not an analysis step).
+	analysis *RolloutAnalysisRunStatus
 }
 
 func (p *plan) after(d time.Duration) {
@@ -177,7 +180,7 @@ func compute(w world) *plan {
 		}
 		ro := *w.ro
 		ro.Status = p.status
-		next := computeOnce(world{ro: &ro, rss: w.rss, now: w.now})
+		next := computeOnce(world{ro: &ro, rss: w.rss, now: w.now}) // a new step: no analysis run yet
 		next.events = append(p.events, next.events...)
 		p = next
 	}
@@ -225,6 +228,7 @@ func computeOnce(w world) *plan {
 	if st.CurrentPodHash != hash || st.CurrentStepHash != sh {
 		st.PauseConditions, st.ControllerPause, st.Abort, st.AbortedAt, st.PromoteFull = nil, false, false, nil, false
 		st.BlueGreen.ScaleUpPreviewCheckPoint = false
+		st.Canary.CurrentStepAnalysisRunStatus = nil
 		if ro.Spec.Strategy.Canary != nil && len(steps) > 0 {
 			idx := int32(0)
 			if hash == st.StableRS {

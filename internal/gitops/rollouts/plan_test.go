@@ -342,7 +342,7 @@ func TestInvalidSpecNamesTheField(t *testing.T) {
 	for _, tc := range []struct{ edit, field string }{
 		{`{"op":"weight"}`, "spec.strategy.canary.steps[0].setWeight"},
 		{`{"op":"unknown"}`, "spec.strategy.canary.steps[1]"},
-		{`{"op":"analysis"}`, "spec.strategy.canary.steps[1].analysis"},
+		{`{"op":"analysis"}`, "spec.strategy.canary.steps[1].analysis.templates"},
 		{`{"op":"pause"}`, "spec.strategy.canary.steps[1].pause.duration"},
 		{`{"op":"selector"}`, "spec.template.metadata.labels"},
 		{`{"op":"both"}`, "spec.strategy"},
@@ -360,7 +360,7 @@ func TestInvalidSpecNamesTheField(t *testing.T) {
 		case strings.Contains(tc.edit, "unknown"):
 			c.Steps[1] = CanaryStep{}
 		case strings.Contains(tc.edit, "analysis"):
-			c.Steps[1] = CanaryStep{Analysis: map[string]any{"templates": []any{}}}
+			c.Steps[1] = CanaryStep{Analysis: &RolloutAnalysis{}}
 		case strings.Contains(tc.edit, "pause"):
 			d := intstr.FromString("soon")
 			c.Steps[1].Pause.Duration = &d

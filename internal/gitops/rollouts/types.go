@@ -92,14 +92,14 @@ type TrafficRouting map[string]any
 
 // CanaryStep is one step; exactly one field is set.
 type CanaryStep struct {
-	SetWeight      *int32          `json:"setWeight,omitempty"`
-	Pause          *RolloutPause   `json:"pause,omitempty"`
-	SetCanaryScale *SetCanaryScale `json:"setCanaryScale,omitempty"`
-	Analysis       map[string]any  `json:"analysis,omitempty"`
-	Experiment     map[string]any  `json:"experiment,omitempty"`
-	SetHeaderRoute map[string]any  `json:"setHeaderRoute,omitempty"`
-	SetMirrorRoute map[string]any  `json:"setMirrorRoute,omitempty"`
-	Plugin         map[string]any  `json:"plugin,omitempty"`
+	SetWeight      *int32           `json:"setWeight,omitempty"`
+	Pause          *RolloutPause    `json:"pause,omitempty"`
+	SetCanaryScale *SetCanaryScale  `json:"setCanaryScale,omitempty"`
+	Analysis       *RolloutAnalysis `json:"analysis,omitempty"`
+	Experiment     map[string]any   `json:"experiment,omitempty"`
+	SetHeaderRoute map[string]any   `json:"setHeaderRoute,omitempty"`
+	SetMirrorRoute map[string]any   `json:"setMirrorRoute,omitempty"`
+	Plugin         map[string]any   `json:"plugin,omitempty"`
 }
 
 // RolloutPause pauses for Duration (seconds as a number, or "30s", "5m", "1h"), or until
@@ -149,6 +149,7 @@ type PauseReason string
 const (
 	PauseReasonCanaryPauseStep PauseReason = "CanaryPauseStep"
 	PauseReasonBlueGreenPause  PauseReason = "BlueGreenPause"
+	PauseReasonInconclusive    PauseReason = "InconclusiveAnalysisRun"
 )
 
 // PauseCondition is one reason the Rollout is paused, and since when.
@@ -211,7 +212,8 @@ type RolloutStatus struct {
 // CanaryStatus is status.canary (weights are written only with traffic routing, which this
 // controller does not do yet).
 type CanaryStatus struct {
-	Weights *TrafficWeights `json:"weights,omitempty"`
+	CurrentStepAnalysisRunStatus *RolloutAnalysisRunStatus `json:"currentStepAnalysisRunStatus,omitempty"`
+	Weights                      *TrafficWeights           `json:"weights,omitempty"`
 }
 
 // TrafficWeights is status.canary.weights.
