@@ -1,7 +1,6 @@
 package rollouts
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -483,16 +482,4 @@ func (r *AnalysisRun) step(ctx context.Context, client *http.Client, now time.Ti
 		return 0
 	}
 	return next
-}
-
-// encode is the run as the API server takes it.
-func (r *AnalysisRun) encode() (map[string]any, error) {
-	b, err := json.Marshal(r)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	return m, d.Decode(&m)
 }

@@ -169,7 +169,7 @@ func DryRun(cp ControlPlane, o Options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	y, err := manifests.YAML(objs)
+	y, err := manifests.YAML(append(rollouts.CRDs(), objs...)) // install applies the CRDs first
 	if err != nil {
 		return err
 	}

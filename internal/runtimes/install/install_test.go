@@ -89,8 +89,8 @@ func TestInstallResumeWaitAndUninstall(t *testing.T) {
 	if err := install.DryRun(w.srv.Admin, o, &dry); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(dry.String(), "kind: Deployment") || strings.Contains(dry.String(), "frt_") {
-		t.Errorf("dry run output lacks the Deployment or shows a token:\n%s", dry.String())
+	if !strings.Contains(dry.String(), "kind: Deployment") || !strings.Contains(dry.String(), "name: rollouts.argoproj.io") || strings.Contains(dry.String(), "frt_") {
+		t.Errorf("dry run output lacks the Deployment or the Rollout CRD, or shows a token:\n%s", dry.String())
 	}
 	if _, err := w.srv.Admin.GetRuntime(ctx, name); !client.IsStatus(err, 404) {
 		t.Fatalf("after a dry run the runtime exists: %v", err)
