@@ -78,8 +78,9 @@ func conditions(w world, p *plan, st *RolloutStatus, prev RolloutStatus, created
 		(ro.Spec.Strategy.BlueGreen != nil && st.BlueGreen.ActiveSelector == st.CurrentPodHash ||
 			ro.Spec.Strategy.Canary != nil && st.Replicas == want)
 	isPaused := paused(ro, st)
-	moved := created || prev.CurrentPodHash != st.CurrentPodHash || prev.UpdatedReplicas != st.UpdatedReplicas ||
-		prev.AvailableReplicas != st.AvailableReplicas || prev.ReadyReplicas != st.ReadyReplicas || prev.Replicas != st.Replicas ||
+	// Progress, for progressDeadlineSeconds: a new revision, a scale decision, a step, a change
+	// of availability. Pods that fail and are replaced change the other counts without progress.
+	moved := created || prev.CurrentPodHash != st.CurrentPodHash || prev.AvailableReplicas != st.AvailableReplicas ||
 		!equalIndex(prev.CurrentStepIndex, st.CurrentStepIndex) || len(p.scale) > 0 || prev.StableRS != st.StableRS
 	prog := getCondition(st, ConditionProgressing)
 	switch {

@@ -693,3 +693,43 @@ spec:
 	e.waitRS("api", "1:0/0 2:0/0 3:4/4")
 	t.Logf("status trail:\n  %s", e.log)
 }
+
+func TestProgressDeadlineAbort(t *testing.T) {
+	e := newEnv(t)
+	doc := func(image, annotations string) string {
+		return `
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: crash}
+spec:
+  replicas: 2
+  minReadySeconds: 2
+  progressDeadlineSeconds: 4
+  progressDeadlineAbort: true
+  selector: {matchLabels: {app: crash}}
+  template:
+    metadata:
+      labels: {app: crash}
+      annotations: ` + annotations + `
+    spec: {containers: [{name: crash, image: "` + image + `"}]}
+  strategy:
+    canary:
+      steps: [{setWeight: 50}, {pause: {}}]
+`
+	}
+	e.apply(doc("registry.local/crash:1", "{}"))
+	stable := e.waitPhase("crash", rollouts.PhaseHealthy, 2).Status.StableRS
+	// The new revision's pods fail at once (kwok ends them with exit code 1): no progress.
+	e.apply(doc("registry.local/crash:2", `{devcluster.freshet.dev/exit-code: "1"}`))
+	e.waitFor("aborted after the deadline", 60*time.Second, func() (bool, string) {
+		ro := e.rollout("crash")
+		return ro.Status.Phase == rollouts.PhaseDegraded && ro.Status.Abort && strings.HasPrefix(ro.Status.Message, "RolloutAborted: "), ro.Status.Message
+	})
+	if !e.log.saw("crash Degraded step=0 ProgressDeadlineExceeded") {
+		t.Errorf("the status never showed ProgressDeadlineExceeded; trail:\n  %s", e.log)
+	}
+	e.waitRS("crash", "1:2/2 2:0/0")
+	if e.rollout("crash").Status.StableRS != stable {
+		t.Fatal("stable changed")
+	}
+}
