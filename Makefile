@@ -7,7 +7,7 @@ STATICCHECK_VERSION ?= v0.8.2
 FUZZTIME ?= 10s
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build up test test-deps test-real-node test-short lint vet fmt bench bench-gitops bench-containers faults generate check fuzz security clean
+.PHONY: all build up test test-deps test-real-node test-short lint vet fmt bench bench-gitops bench-rollouts bench-containers faults generate check fuzz security clean
 
 all: build
 
@@ -59,6 +59,7 @@ bench: build
 	$(GO) run ./hack/bench --binary $(BIN)
 	$(GO) run ./internal/tunnel/bench
 	$(MAKE) --no-print-directory bench-gitops
+	$(MAKE) --no-print-directory bench-rollouts
 	$(MAKE) --no-print-directory bench-containers
 
 ## bench-containers: the container executor on the loopback engine: step start against plain
@@ -73,6 +74,11 @@ bench-gitops: devcluster-build
 	FRESHET_TEST_KUBE=1 FRESHET_ENGINE_BENCH=$${FRESHET_ENGINE_BENCH:-100,1000} $(GO) test -count=1 -run 'TestRefreshBenchmark|TestWebhookToSynced$$' -v -timeout 40m ./internal/gitops/engine/ | grep -E '^(BENCH|--- |ok|FAIL)'
 	FRESHET_TEST_KUBE=1 FRESHET_ENGINE_BENCH_APP_OF_APPS=$${FRESHET_ENGINE_BENCH_APP_OF_APPS:-500} $(GO) test -count=1 -run 'TestAppOfAppsBenchmark' -v -timeout 20m ./internal/gitops/engine/ | grep -E '^(BENCH|--- |ok|FAIL)'
 	FRESHET_TEST_KUBE=1 $(GO) test -count=1 -run 'TestPushWebhookToSynced' -v ./internal/e2e/ | grep -E '^(BENCH|--- |ok|FAIL)'
+
+## bench-rollouts: the Rollouts controller against the loopback cluster: promote → next step's
+## objects written (p50/p99), 100 Rollouts through a 5-step canary (wall, CPU-s, RSS)
+bench-rollouts: devcluster-build
+	FRESHET_TEST_KUBE=1 FRESHET_ROLLOUTS_BENCH=1 $(GO) test -count=1 -run 'TestReactionTime|TestManyRollouts' -v -timeout 40m ./internal/gitops/rollouts/ | grep -E '^(BENCH|--- |ok|FAIL)'
 
 ## security: the attack suite against real servers (also part of `make test`); prints one row per
 ## attack category: attempts, successes (must be 0) and the worst latency under abusive input

@@ -33,6 +33,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/gitops/host"
 	"github.com/freshet-dev/freshet/internal/gitops/repourl"
+	"github.com/freshet-dev/freshet/internal/gitops/rollouts"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
 	tunnelclient "github.com/freshet-dev/freshet/internal/tunnel/client"
 )
@@ -66,7 +67,10 @@ type Options struct {
 	// NoInCluster: the runtime's own cluster is not a destination (hosted runtimes: their
 	// cluster is the platform's).
 	NoInCluster bool
-	Engine      engine.Options
+	// NoRollouts: do not run the Argo Rollouts controller in the runtime's own cluster (it runs
+	// by default, and installs its CRDs there).
+	NoRollouts bool
+	Engine     engine.Options
 	// IngressAuthTTL: how long a caller's token checked with the control plane is trusted on
 	// the runtime's ingress (default 30 s).
 	IngressAuthTTL time.Duration
@@ -93,6 +97,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.GitUsername, "git-username", "", "user name for the installation repository (with --git-token; default x-access-token)")
 	fs.StringVar(&o.GitToken, "git-token", "", "token for the installation repository (env FRESHET_GIT_TOKEN)")
 	fs.StringVar(&o.GitTokenFile, "git-token-file", "", "file holding the installation repository token (a mounted Secret)")
+	fs.BoolVar(&o.NoRollouts, "no-rollouts", false, "do not run the Argo Rollouts controller (Rollout CRDs and reconciliation) in the runtime's cluster")
 	o.Engine.BindFlags(fs)
 }
 
@@ -151,10 +156,11 @@ type Runtime struct {
 	AppProxy  *appproxy.Handler
 	heartbeat time.Duration
 
-	tunnel  *tunnelclient.Client
-	gitops  *host.Host
-	report  *connect.Client[runtimev1.ReportRequest, runtimev1.ReportResponse]
-	failing bool // the last heartbeat failed
+	tunnel   *tunnelclient.Client
+	gitops   *host.Host
+	rollouts *rollouts.Controller
+	report   *connect.Client[runtimev1.ReportRequest, runtimev1.ReportResponse]
+	failing  bool // the last heartbeat failed
 
 	ingressOnce sync.Once
 	ingress     http.Handler
@@ -212,6 +218,12 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 		return nil, fmt.Errorf("gitops: %w", err)
 	}
 	r.gitops = gh
+	if kube != nil && !opts.NoRollouts {
+		if r.rollouts, err = rollouts.New(kube, rollouts.Options{Logger: log.With("component", "rollouts"), Policy: policy}); err != nil {
+			return nil, fmt.Errorf("rollouts: %w", err)
+		}
+		r.SetComponent(runtimev1.Component{Name: "rollouts", Health: runtimev1.ComponentDegraded, Message: "starting", Version: opts.Version})
+	}
 	api := gh.Handler()
 	r.AppProxy.Handle(host.APIPrefix, api)
 	r.AppProxy.Handle("POST /app-proxy/api/graphql", api) // docs/appproxy.md, "GraphQL"
@@ -220,6 +232,34 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 
 // GitOps is the runtime's GitOps host.
 func (r *Runtime) GitOps() *host.Host { return r.gitops }
+
+// Rollouts is the runtime's Argo Rollouts controller, nil without a cluster or with NoRollouts.
+func (r *Runtime) Rollouts() *rollouts.Controller { return r.rollouts }
+
+// runRollouts runs the Rollouts controller until ctx ends. A failure (the cluster unreachable,
+// no right to install CRDs) leaves the component degraded and is retried with backoff: the
+// rest of the runtime keeps working.
+func (r *Runtime) runRollouts(ctx context.Context) {
+	backoff := time.Second
+	for ctx.Err() == nil {
+		err := r.rollouts.Run(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		msg := "stopped"
+		if err != nil {
+			msg = err.Error()
+		}
+		r.SetComponent(runtimev1.Component{Name: "rollouts", Health: runtimev1.ComponentDegraded, Message: msg, Version: r.opts.Version})
+		wait := backoff/2 + rand.N(backoff/2+1)
+		r.log.Warn("rollouts controller failed; retrying", "err", err, "in", wait.Round(time.Millisecond))
+		backoff = min(backoff*2, 5*time.Minute)
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+	}
+}
 
 // kubeConfig loads the runtime's own cluster: an explicit kubeconfig (which must load), the
 // in-cluster config inside a Pod, else KUBECONFIG or ~/.kube/config. No config at all is nil.
@@ -312,6 +352,9 @@ func (r *Runtime) Run(ctx context.Context) error {
 			errc <- fmt.Errorf("gitops: %w", err)
 		}
 	}()
+	if r.rollouts != nil {
+		go r.runRollouts(ctx)
+	}
 	if r.opts.AccessMode == "tunnel" {
 		tc, err := tunnelclient.New(tunnelclient.Options{ServerURL: r.opts.Server, Token: r.opts.Token, Handler: r.AppProxy, Log: r.log.With("component", "tunnel")})
 		if err != nil {
@@ -376,6 +419,9 @@ func (r *Runtime) beat(ctx context.Context) error {
 		r.SetComponent(c)
 	}
 	r.SetComponent(r.gitops.Health())
+	if r.rollouts != nil && r.rollouts.Healthy() {
+		r.SetComponent(runtimev1.Component{Name: "rollouts", Health: runtimev1.ComponentHealthy, Version: r.opts.Version})
+	}
 	r.mu.Lock()
 	req := runtimev1.HeartbeatRequest{Protocol: runtimev1.ProtocolVersion, Version: r.opts.Version, AccessMode: r.opts.AccessMode,
 		IngressURL: r.opts.IngressURL, Capabilities: []string{"cd"}}

@@ -35,6 +35,7 @@ import (
 	"github.com/freshet-dev/freshet/client"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
+	"github.com/freshet-dev/freshet/internal/gitops/rollouts"
 	"github.com/freshet-dev/freshet/internal/runtimes/manifests"
 )
 
@@ -168,7 +169,7 @@ func DryRun(cp ControlPlane, o Options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	y, err := manifests.YAML(objs)
+	y, err := manifests.YAML(append(rollouts.CRDs(), objs...)) // install applies the CRDs first
 	if err != nil {
 		return err
 	}
@@ -212,6 +213,7 @@ func (in *Installer) Install(ctx context.Context, o Options) error {
 			rt, token, s, err = in.register(ctx, o)
 			return s, err
 		}},
+		{"Argo Rollouts CRDs", func() (string, error) { return in.rolloutCRDs(ctx) }},
 		{"manifests", func() (string, error) { return in.apply(ctx, o.manifestOptions(rt.ID, token)) }},
 	}
 	for _, s := range steps {
@@ -256,6 +258,7 @@ func needed(o Options) []permission {
 		{"apps", "deployments", "create", "the runtime's Deployment"},
 		{"rbac.authorization.k8s.io", "clusterroles", "create", "the runtime's ClusterRole"},
 		{"rbac.authorization.k8s.io", "clusterrolebindings", "create", "the runtime's ClusterRoleBinding"},
+		{"apiextensions.k8s.io", "customresourcedefinitions", "create", "the Argo Rollouts CRDs (Rollout, AnalysisTemplate, …)"},
 		// The ClusterRole grants everything (the GitOps engine applies whatever apps declare):
 		// only someone who has everything may grant it.
 		{"*", "*", "*", "granting the runtime cluster-wide rights (the GitOps engine applies any kind): cluster-admin"},
@@ -439,6 +442,20 @@ func (in *Installer) fromRepo(ctx context.Context, o *Options) (string, error) {
 	set(&o.IngressHost, rc.Spec.IngressHost)
 	set(&o.Server, rc.Spec.Server)
 	return "runtime " + o.Name, nil
+}
+
+// rolloutCRDs installs the CRDs of Argo Rollouts' kinds, which the runtime's Rollouts controller
+// serves (it applies them at start as well). Uninstall leaves them: deleting a CRD deletes every
+// Rollout in the cluster.
+func (in *Installer) rolloutCRDs(ctx context.Context) (string, error) {
+	if err := rollouts.EnsureCRDs(ctx, in.dyn); err != nil {
+		return "", err
+	}
+	var names []string
+	for _, c := range rollouts.CRDs() {
+		names = append(names, c["metadata"].(map[string]any)["name"].(string))
+	}
+	return strings.Join(names, ", "), nil
 }
 
 // apply server-side applies the runtime's objects in order.

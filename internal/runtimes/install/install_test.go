@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,8 +89,8 @@ func TestInstallResumeWaitAndUninstall(t *testing.T) {
 	if err := install.DryRun(w.srv.Admin, o, &dry); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(dry.String(), "kind: Deployment") || strings.Contains(dry.String(), "frt_") {
-		t.Errorf("dry run output lacks the Deployment or shows a token:\n%s", dry.String())
+	if !strings.Contains(dry.String(), "kind: Deployment") || !strings.Contains(dry.String(), "name: rollouts.argoproj.io") || strings.Contains(dry.String(), "frt_") {
+		t.Errorf("dry run output lacks the Deployment or the Rollout CRD, or shows a token:\n%s", dry.String())
 	}
 	if _, err := w.srv.Admin.GetRuntime(ctx, name); !client.IsStatus(err, 404) {
 		t.Fatalf("after a dry run the runtime exists: %v", err)
@@ -108,6 +109,10 @@ func TestInstallResumeWaitAndUninstall(t *testing.T) {
 		t.Fatalf("token Secret: %v %v", sec, err)
 	}
 	token := string(sec.Data["token"])
+	// The Argo Rollouts CRDs are served: Rollouts apply as they are.
+	if rl, err := w.kc.Discovery().ServerResourcesForGroupVersion("argoproj.io/v1alpha1"); err != nil || !servesRollouts(rl) {
+		t.Errorf("argoproj.io/v1alpha1 after install: %v %v\n%s", rl, err, w.out)
+	}
 	dep, err := w.kc.AppsV1().Deployments(w.ns).Get(ctx, "freshet-runtime", metav1.GetOptions{})
 	if err != nil || !strings.Contains(strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " "), "--repo "+w.repo) {
 		t.Fatalf("Deployment: %v %v", dep, err)
@@ -264,4 +269,13 @@ func TestInstallRefusals(t *testing.T) {
 	if _, err := w.srv.Admin.GetRuntime(ctx, "no-rights"); !client.IsStatus(err, 404) {
 		t.Errorf("a refused install registered the runtime: %v", err)
 	}
+}
+
+func servesRollouts(rl *metav1.APIResourceList) bool {
+	for _, r := range rl.APIResources {
+		if r.Name == "rollouts" && slices.Contains(r.ShortNames, "ro") {
+			return true
+		}
+	}
+	return false
 }

@@ -105,37 +105,6 @@ var builtin = map[string]func(*unstructured.Unstructured) Result{
 	"argoproj.io/Rollout":                 rollout,
 }
 
-// rollout follows Argo CD's built-in health check for Argo Rollouts
-// (resource_customizations/argoproj.io/Rollout/health.lua): until the controller has observed
-// the Rollout it is Progressing — a Rollout with no status is not Healthy, whatever kstatus'
-// generic rules would say of an object without status; then its status.phase decides (Paused
-// is Suspended).
-func rollout(obj *unstructured.Unstructured) Result {
-	if _, ok := obj.Object["status"].(map[string]any); !ok {
-		return Result{Status: Progressing, Message: "Waiting for rollout spec update to be observed"}
-	}
-	// observedGeneration is a number in current Argo Rollouts (a hash string in old ones,
-	// which says nothing comparable).
-	if gen := obj.GetGeneration(); gen > 0 && integer(obj, gen, "status", "observedGeneration") < gen {
-		return Result{Status: Progressing, Message: "Waiting for rollout spec update to be observed"}
-	}
-	msg := str(obj, "status", "message")
-	switch str(obj, "status", "phase") {
-	case "Healthy":
-		return Result{Status: Healthy, Message: msg}
-	case "Paused":
-		return Result{Status: Suspended, Message: msg}
-	case "Degraded":
-		return Result{Status: Degraded, Message: msg}
-	case "Progressing":
-		return Result{Status: Progressing, Message: msg}
-	}
-	if boolean(obj, "spec", "paused") {
-		return Result{Status: Suspended, Message: "Rollout is paused"}
-	}
-	return Result{Status: Progressing, Message: "Waiting for rollout to report its phase"}
-}
-
 // fromKstatus maps kstatus onto Argo CD's statuses.
 func fromKstatus(obj *unstructured.Unstructured) Result {
 	r, err := kstatus.Compute(obj)
@@ -229,6 +198,44 @@ func deployment(obj *unstructured.Unstructured) Result {
 		return Result{Status: Degraded, Message: fmt.Sprintf("Deployment %q exceeded its progress deadline", obj.GetName())}
 	}
 	return fromKstatus(obj)
+}
+
+// rollout follows Argo CD's health check of Argo Rollouts' Rollout: the status.phase the
+// controller writes, once it has observed the current generation (status.observedGeneration
+// is a string there); Paused is Suspended.
+func rollout(obj *unstructured.Unstructured) Result {
+	st, ok := obj.Object["status"].(map[string]any)
+	if !ok {
+		// Never Healthy before the controller reports (kstatus would call it Healthy).
+		return Result{Status: Progressing, Message: "Waiting for rollout to finish: status has not been reconciled (spec update to be observed)."}
+	}
+	// observedGeneration is a string in Argo Rollouts' status (the generation's number); some
+	// writers use a number.
+	og := ""
+	switch v := st["observedGeneration"].(type) {
+	case string:
+		og = v
+	case int64:
+		og = fmt.Sprint(v)
+	case float64:
+		og = fmt.Sprint(int64(v))
+	}
+	if og != "" && og != fmt.Sprint(obj.GetGeneration()) {
+		return Result{Status: Progressing, Message: "Waiting for rollout spec update to be observed"}
+	}
+	msg := str(obj, "status", "message")
+	switch str(obj, "status", "phase") {
+	case "Paused":
+		if msg != "" {
+			return Result{Status: Suspended, Message: "Rollout is paused: " + msg}
+		}
+		return Result{Status: Suspended, Message: "Rollout is paused"}
+	case "Degraded":
+		return Result{Status: Degraded, Message: msg}
+	case "Healthy":
+		return Result{Status: Healthy, Message: msg}
+	}
+	return Result{Status: Progressing, Message: msg}
 }
 
 func replicaSet(obj *unstructured.Unstructured) Result {

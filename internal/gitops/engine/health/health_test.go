@@ -276,6 +276,26 @@ metadata: {name: w, generation: 1}
 status:
   observedGeneration: 1
   conditions: [{type: Stalled, status: "True", message: quota}]`, health.Degraded, "quota"},
+		// Argo Rollouts' Rollout: Argo CD's rules over status.phase.
+		{"rollout paused", `apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: r, generation: 2}
+status: {observedGeneration: "2", phase: Paused, message: CanaryPauseStep}`, health.Suspended, "Rollout is paused"},
+		{"rollout aborted", `apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: r, generation: 2}
+status: {observedGeneration: "2", phase: Degraded, message: "RolloutAborted: Rollout aborted update to revision 2"}`, health.Degraded, "RolloutAborted"},
+		{"rollout healthy", `apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: r, generation: 2}
+status: {observedGeneration: "2", phase: Healthy}`, health.Healthy, ""},
+		{"rollout not observed", `apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: r, generation: 3}
+status: {observedGeneration: "2", phase: Healthy}`, health.Progressing, "spec update to be observed"},
+		{"rollout without status", `apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: r, generation: 1}`, health.Progressing, "not been reconciled"},
 		{"being deleted", `apiVersion: v1
 kind: ConfigMap
 metadata: {name: c, deletionTimestamp: "` + now + `"}`, health.Progressing, "deletion"},

@@ -1,0 +1,169 @@
+package rollouts_test
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/freshet-dev/freshet/internal/gitops/rollouts"
+)
+
+// TestReactionTime measures (FRESHET_ROLLOUTS_BENCH=1, against the loopback cluster) the time
+// from Promote returning to the next step's ReplicaSet scale being written, as seen by a watch:
+// the issue's "condition met → next step's objects written". docs/benchmarks.md has the figures.
+func TestReactionTime(t *testing.T) {
+	if os.Getenv("FRESHET_ROLLOUTS_BENCH") == "" {
+		t.Skip("a measurement: set FRESHET_ROLLOUTS_BENCH=1")
+	}
+	e := newEnv(t)
+	e.service("web-canary", "web")
+	e.service("web-stable", "web")
+	const y = `
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: web}
+spec:
+  replicas: 10
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: "IMAGE"}]}
+  strategy:
+    canary:
+      canaryService: web-canary
+      stableService: web-stable
+      maxSurge: 10
+      maxUnavailable: 10
+      steps: [{setWeight: 10}, {pause: {}}, {setWeight: 20}, {pause: {}}, {setWeight: 30}, {pause: {}}, {setWeight: 40}, {pause: {}}, {setWeight: 50}, {pause: {}}]
+`
+	img := func(i int) string { return replace(y, "IMAGE", fmt.Sprintf("registry.local/web:%d", i)) }
+	e.apply(img(0))
+	e.waitPhase("web", rollouts.PhaseHealthy, 10)
+	var samples []time.Duration
+	for rev := 1; rev <= 8; rev++ {
+		e.apply(img(rev))
+		e.waitPhase("web", rollouts.PhasePaused, 1)
+		for step := int32(1); step < 9; step += 2 {
+			want := int32(step/2+2) * 1 // setWeight (step/2+2)*10 of 10 replicas
+			w, err := e.c.Client.AppsV1().ReplicaSets(e.ns).Watch(e.ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := e.ctrl.Promote(e.ctx, e.ns, "web", false); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			hash := e.rollout("web").Status.CurrentPodHash
+			for ev := range w.ResultChan() {
+				rs, ok := ev.Object.(*appsv1.ReplicaSet)
+				if ok && ev.Type == watch.Modified && rs.Labels[rollouts.PodTemplateHashLabel] == hash && *rs.Spec.Replicas >= want {
+					samples = append(samples, time.Since(start))
+					break
+				}
+			}
+			w.Stop()
+			e.waitPhase("web", rollouts.PhasePaused, step+2)
+		}
+		if err := e.ctrl.Promote(e.ctx, e.ns, "web", true); err != nil {
+			t.Fatal(err)
+		}
+		e.waitPhase("web", rollouts.PhaseHealthy, 10)
+	}
+	slices.Sort(samples)
+	p := func(q float64) time.Duration { return samples[int(q*float64(len(samples)-1))] }
+	fmt.Printf("BENCH rollouts: promote → next step's ReplicaSet scale written: n=%d p50=%v p99=%v max=%v\n", len(samples), p(0.5).Round(time.Millisecond), p(0.99).Round(time.Millisecond), samples[len(samples)-1].Round(time.Millisecond))
+}
+
+// TestManyRollouts runs (FRESHET_ROLLOUTS_BENCH=1) N Rollouts at once through a 5-step canary
+// with timed pauses and reports the wall time, the controller's CPU seconds and the process RSS.
+// The wall time is bound by the cluster: every step makes the kube-controller-manager create and
+// delete pods and kwok ready them. One replica each, replaced in place (maxSurge 0): the kwok
+// node takes 110 pods, so 100 Rollouts of two replicas, or with surge pods, would leave pods
+// Pending for want of room, not of the controller.
+func TestManyRollouts(t *testing.T) {
+	if os.Getenv("FRESHET_ROLLOUTS_BENCH") == "" {
+		t.Skip("a measurement: set FRESHET_ROLLOUTS_BENCH=1")
+	}
+	n := 100 // FRESHET_ROLLOUTS_BENCH=N runs N instead
+	if v, err := strconv.Atoi(os.Getenv("FRESHET_ROLLOUTS_BENCH")); err == nil && v > 1 {
+		n = v
+	}
+	e := newEnv(t)
+	const y = `
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: NAME}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: NAME}}
+  template:
+    metadata: {labels: {app: NAME}}
+    spec: {containers: [{name: web, image: "IMAGE"}]}
+  strategy:
+    canary:
+      maxSurge: 0
+      maxUnavailable: 1
+      steps: [{setWeight: 20}, {pause: {duration: 1}}, {setWeight: 60}, {pause: {duration: 1}}, {setWeight: 100}]
+`
+	doc := func(i int, img string) string {
+		return replace(replace(y, "NAME", fmt.Sprintf("r%03d", i)), "IMAGE", img)
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { e.apply(doc(i, "registry.local/web:1")) })
+	}
+	wg.Wait()
+	waitAll := func(what string) {
+		e.waitFor(what, 30*time.Minute, func() (bool, string) {
+			list, err := e.c.Dynamic.Resource(rollouts.RolloutsResource).Namespace(e.ns).List(e.ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			healthy := 0
+			for _, u := range list.Items {
+				ph, _, _ := unstructuredString(u.Object, "status", "phase")
+				og, _, _ := unstructuredString(u.Object, "status", "observedGeneration")
+				if ph == "Healthy" && og == fmt.Sprint(u.GetGeneration()) {
+					healthy++
+				}
+			}
+			return healthy == n, fmt.Sprintf("%d/%d healthy", healthy, n)
+		})
+	}
+	waitAll("first revisions")
+	cpu0 := cpuSeconds()
+	start := time.Now()
+	for i := range n {
+		wg.Go(func() { e.apply(doc(i, "registry.local/web:2")) })
+	}
+	wg.Wait()
+	time.Sleep(time.Second) // let every Rollout leave Healthy before waiting for it again
+	waitAll("second revisions through 5 steps")
+	wall := time.Since(start)
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	fmt.Printf("BENCH rollouts: %d Rollouts × 5-step canary: wall %v, test process CPU %.1f s (controller, client, watches), RSS %d MiB, Go heap %d MiB\n",
+		n, wall.Round(100*time.Millisecond), cpuSeconds()-cpu0, maxRSS()>>20, ms.HeapAlloc>>20)
+}
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
+func maxRSS() int64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Maxrss << 10
+}

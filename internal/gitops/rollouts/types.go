@@ -1,0 +1,239 @@
+package rollouts
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// The API group and version of Argo Rollouts' kinds, and the labels and annotations Argo Rollouts
+// puts on the objects it manages (the same names, so tools written for Argo Rollouts read them).
+const (
+	Group   = "argoproj.io"
+	Version = "v1alpha1"
+
+	// PodTemplateHashLabel on a ReplicaSet, its selector and its pods names the revision's
+	// pod-template hash; Services are pointed at a revision through it.
+	PodTemplateHashLabel = "rollouts-pod-template-hash"
+	// RevisionAnnotation on a ReplicaSet (and the Rollout) is the revision number.
+	RevisionAnnotation = "rollout.argoproj.io/revision"
+	// ScaleDownDeadlineAnnotation on a ReplicaSet is when it is to be scaled to zero (RFC 3339).
+	ScaleDownDeadlineAnnotation = "argo-rollouts.argoproj.io/scale-down-deadline"
+	// ManagedByAnnotation on a Service names the Rollout that switches its selector.
+	ManagedByAnnotation = "argo-rollouts.argoproj.io/managed-by-rollouts"
+)
+
+// Defaults, as Argo Rollouts has them.
+const (
+	DefaultReplicas                   = int32(1)
+	DefaultRevisionHistoryLimit       = int32(10)
+	DefaultProgressDeadlineSeconds    = int32(600)
+	DefaultScaleDownDelaySeconds      = int32(30)
+	DefaultAbortScaleDownDelaySeconds = int32(30)
+	defaultMaxSurge                   = "25%"
+	defaultMaxUnavailable             = "25%"
+)
+
+// Rollout is Argo Rollouts' Rollout: the fields this controller reads and writes. Fields it does
+// not know are kept in the object (the CRD preserves them) and left alone.
+type Rollout struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	Spec              RolloutSpec   `json:"spec"`
+	Status            RolloutStatus `json:"status,omitempty"`
+}
+
+// RolloutSpec is the desired state.
+type RolloutSpec struct {
+	Replicas                *int32                 `json:"replicas,omitempty"`
+	Selector                *metav1.LabelSelector  `json:"selector,omitempty"`
+	Template                corev1.PodTemplateSpec `json:"template"`
+	WorkloadRef             *ObjectRef             `json:"workloadRef,omitempty"`
+	MinReadySeconds         int32                  `json:"minReadySeconds,omitempty"`
+	Strategy                Strategy               `json:"strategy"`
+	RevisionHistoryLimit    *int32                 `json:"revisionHistoryLimit,omitempty"`
+	Paused                  bool                   `json:"paused,omitempty"`
+	ProgressDeadlineSeconds *int32                 `json:"progressDeadlineSeconds,omitempty"`
+	ProgressDeadlineAbort   bool                   `json:"progressDeadlineAbort,omitempty"`
+	RestartAt               *metav1.Time           `json:"restartAt,omitempty"`
+}
+
+// ObjectRef points at a workload whose pod template a Rollout uses (not supported yet: a
+// Rollout naming one gets an InvalidSpec condition).
+type ObjectRef struct {
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	Name       string `json:"name,omitempty"`
+	ScaleDown  string `json:"scaleDown,omitempty"`
+}
+
+// Strategy holds exactly one of Canary and BlueGreen.
+type Strategy struct {
+	Canary    *CanaryStrategy    `json:"canary,omitempty"`
+	BlueGreen *BlueGreenStrategy `json:"blueGreen,omitempty"`
+}
+
+// CanaryStrategy shifts a share of the replicas to the new revision step by step.
+type CanaryStrategy struct {
+	CanaryService  string              `json:"canaryService,omitempty"`
+	StableService  string              `json:"stableService,omitempty"`
+	Steps          []CanaryStep        `json:"steps,omitempty"`
+	TrafficRouting *TrafficRouting     `json:"trafficRouting,omitempty"`
+	MaxUnavailable *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+	MaxSurge       *intstr.IntOrString `json:"maxSurge,omitempty"`
+	// AbortScaleDownDelaySeconds applies with traffic routing only (as in Argo Rollouts).
+	AbortScaleDownDelaySeconds *int32 `json:"abortScaleDownDelaySeconds,omitempty"`
+	DynamicStableScale         bool   `json:"dynamicStableScale,omitempty"`
+}
+
+// TrafficRouting is recognised but not implemented yet: a Rollout using it is refused with a
+// clear condition rather than run without its traffic split.
+type TrafficRouting map[string]any
+
+// CanaryStep is one step; exactly one field is set.
+type CanaryStep struct {
+	SetWeight      *int32           `json:"setWeight,omitempty"`
+	Pause          *RolloutPause    `json:"pause,omitempty"`
+	SetCanaryScale *SetCanaryScale  `json:"setCanaryScale,omitempty"`
+	Analysis       *RolloutAnalysis `json:"analysis,omitempty"`
+	Experiment     map[string]any   `json:"experiment,omitempty"`
+	SetHeaderRoute map[string]any   `json:"setHeaderRoute,omitempty"`
+	SetMirrorRoute map[string]any   `json:"setMirrorRoute,omitempty"`
+	Plugin         map[string]any   `json:"plugin,omitempty"`
+}
+
+// RolloutPause pauses for Duration (seconds as a number, or "30s", "5m", "1h"), or until
+// promoted when Duration is absent.
+type RolloutPause struct {
+	Duration *intstr.IntOrString `json:"duration,omitempty"`
+}
+
+// SetCanaryScale sets the canary's scale apart from the traffic weight. Argo Rollouts allows it
+// only with trafficRouting, which is not built: a step using it is refused.
+type SetCanaryScale struct {
+	Weight             *int32 `json:"weight,omitempty"`
+	Replicas           *int32 `json:"replicas,omitempty"`
+	MatchTrafficWeight bool   `json:"matchTrafficWeight,omitempty"`
+}
+
+// BlueGreenStrategy runs the new revision beside the active one and switches the active
+// Service's selector at promotion.
+type BlueGreenStrategy struct {
+	ActiveService              string              `json:"activeService"`
+	PreviewService             string              `json:"previewService,omitempty"`
+	PreviewReplicaCount        *int32              `json:"previewReplicaCount,omitempty"`
+	AutoPromotionEnabled       *bool               `json:"autoPromotionEnabled,omitempty"`
+	AutoPromotionSeconds       int32               `json:"autoPromotionSeconds,omitempty"`
+	MaxUnavailable             *intstr.IntOrString `json:"maxUnavailable,omitempty"`
+	ScaleDownDelaySeconds      *int32              `json:"scaleDownDelaySeconds,omitempty"`
+	AbortScaleDownDelaySeconds *int32              `json:"abortScaleDownDelaySeconds,omitempty"`
+	PrePromotionAnalysis       map[string]any      `json:"prePromotionAnalysis,omitempty"`
+	PostPromotionAnalysis      map[string]any      `json:"postPromotionAnalysis,omitempty"`
+}
+
+// Phase is the status.phase Argo Rollouts writes.
+type Phase string
+
+// The phases.
+const (
+	PhaseHealthy     Phase = "Healthy"
+	PhaseDegraded    Phase = "Degraded"
+	PhaseProgressing Phase = "Progressing"
+	PhasePaused      Phase = "Paused"
+)
+
+// PauseReason says why a Rollout is paused.
+type PauseReason string
+
+// The pause reasons this controller sets.
+const (
+	PauseReasonCanaryPauseStep PauseReason = "CanaryPauseStep"
+	PauseReasonBlueGreenPause  PauseReason = "BlueGreenPause"
+	PauseReasonInconclusive    PauseReason = "InconclusiveAnalysisRun"
+)
+
+// PauseCondition is one reason the Rollout is paused, and since when.
+type PauseCondition struct {
+	Reason    PauseReason `json:"reason"`
+	StartTime metav1.Time `json:"startTime"`
+}
+
+// ConditionType is the type of a status condition.
+type ConditionType string
+
+// The condition types.
+const (
+	ConditionInvalidSpec    ConditionType = "InvalidSpec"
+	ConditionAvailable      ConditionType = "Available"
+	ConditionProgressing    ConditionType = "Progressing"
+	ConditionReplicaFailure ConditionType = "ReplicaFailure"
+	ConditionPaused         ConditionType = "Paused"
+	ConditionCompleted      ConditionType = "Completed"
+	ConditionHealthy        ConditionType = "Healthy"
+)
+
+// Condition is a status condition as Argo Rollouts writes it.
+type Condition struct {
+	Type               ConditionType          `json:"type"`
+	Status             corev1.ConditionStatus `json:"status"`
+	LastUpdateTime     metav1.Time            `json:"lastUpdateTime"`
+	LastTransitionTime metav1.Time            `json:"lastTransitionTime"`
+	Reason             string                 `json:"reason"`
+	Message            string                 `json:"message"`
+}
+
+// RolloutStatus is what the controller writes, field for field as Argo Rollouts does.
+type RolloutStatus struct {
+	Abort              bool             `json:"abort,omitempty"`
+	PauseConditions    []PauseCondition `json:"pauseConditions,omitempty"`
+	ControllerPause    bool             `json:"controllerPause,omitempty"`
+	AbortedAt          *metav1.Time     `json:"abortedAt,omitempty"`
+	CurrentPodHash     string           `json:"currentPodHash,omitempty"`
+	CurrentStepHash    string           `json:"currentStepHash,omitempty"`
+	Replicas           int32            `json:"replicas,omitempty"`
+	UpdatedReplicas    int32            `json:"updatedReplicas,omitempty"`
+	ReadyReplicas      int32            `json:"readyReplicas,omitempty"`
+	AvailableReplicas  int32            `json:"availableReplicas,omitempty"`
+	CurrentStepIndex   *int32           `json:"currentStepIndex,omitempty"`
+	CollisionCount     *int32           `json:"collisionCount,omitempty"`
+	ObservedGeneration string           `json:"observedGeneration,omitempty"`
+	Conditions         []Condition      `json:"conditions,omitempty"`
+	Canary             CanaryStatus     `json:"canary,omitempty"`
+	BlueGreen          BlueGreenStatus  `json:"blueGreen,omitempty"`
+	HPAReplicas        int32            `json:"HPAReplicas,omitempty"`
+	Selector           string           `json:"selector,omitempty"`
+	StableRS           string           `json:"stableRS,omitempty"`
+	RestartedAt        *metav1.Time     `json:"restartedAt,omitempty"`
+	PromoteFull        bool             `json:"promoteFull,omitempty"`
+	Phase              Phase            `json:"phase,omitempty"`
+	Message            string           `json:"message,omitempty"`
+}
+
+// CanaryStatus is status.canary (weights are written only with traffic routing, which this
+// controller does not do yet).
+type CanaryStatus struct {
+	CurrentStepAnalysisRunStatus *RolloutAnalysisRunStatus `json:"currentStepAnalysisRunStatus,omitempty"`
+	Weights                      *TrafficWeights           `json:"weights,omitempty"`
+}
+
+// TrafficWeights is status.canary.weights.
+type TrafficWeights struct {
+	Canary WeightDestination `json:"canary"`
+	Stable WeightDestination `json:"stable"`
+}
+
+// WeightDestination is one side of the split.
+type WeightDestination struct {
+	Weight          int32  `json:"weight"`
+	ServiceName     string `json:"serviceName,omitempty"`
+	PodTemplateHash string `json:"podTemplateHash,omitempty"`
+}
+
+// BlueGreenStatus is status.blueGreen.
+type BlueGreenStatus struct {
+	PreviewSelector string `json:"previewSelector,omitempty"`
+	ActiveSelector  string `json:"activeSelector,omitempty"`
+	// ScaleUpPreviewCheckPoint: promotion has begun, and a preview run with
+	// previewReplicaCount is being scaled to spec.replicas before the active Service switches.
+	ScaleUpPreviewCheckPoint bool `json:"scaleUpPreviewCheckPoint,omitempty"`
+}
