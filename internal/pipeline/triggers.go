@@ -81,6 +81,10 @@ func (s *Service) CreateTrigger(ctx context.Context, p rbac.Principal, pipelineR
 	if err != nil {
 		return Trigger{}, "", err
 	}
+	// A trigger is part of its pipeline: adding one changes the pipeline.
+	if err := rbac.Authorize(p, rbac.ActUpdate, pipelineResource(pl)); err != nil {
+		return Trigger{}, "", err
+	}
 	t := store.Trigger{ID: store.NewID(store.PrefixTrigger), AccountID: p.AccountID, PipelineID: pl.ID, Type: in.Type, CreatedAt: s.now()}
 	cfg := in.Config
 	switch in.Type {
@@ -145,6 +149,9 @@ func (s *Service) ListTriggers(ctx context.Context, p rbac.Principal, pipelineRe
 	}
 	pl, err := s.resolvePipeline(ctx, p.AccountID, pipelineRef)
 	if err != nil {
+		return nil, err
+	}
+	if err := rbac.Authorize(p, rbac.ActRead, pipelineResource(pl)); err != nil {
 		return nil, err
 	}
 	rows, err := s.db.ListTriggers(ctx, p.AccountID, pl.ID)

@@ -160,7 +160,9 @@ func (s *Service) ListApplications(ctx context.Context, p rbac.Principal, f AppF
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.db.ListApplications(ctx, p.AccountID, sf, page)
+	rows, err := visibleApps(page, p, func(pg paging.Page) ([]store.Application, error) {
+		return s.db.ListApplications(ctx, p.AccountID, sf, pg)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -200,13 +202,16 @@ func (s *Service) GetApplication(ctx context.Context, p rbac.Principal, runtime,
 	if err != nil {
 		return Application{}, err
 	}
+	if err := rbac.Authorize(p, rbac.ActRead, appRowResource(row)); err != nil {
+		return Application{}, err
+	}
 	return applicationFromRow(row)
 }
 
 // ListSyncs returns the deployments of p's account's application app, newest first.
 // page.After is the ID of the sync the previous page ended with (decimal).
 func (s *Service) ListSyncs(ctx context.Context, p rbac.Principal, app Application, page paging.Page) ([]Deployment, error) {
-	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
+	if err := rbac.Authorize(p, rbac.ActRead, app.resource()); err != nil {
 		return nil, err
 	}
 	rows, err := s.db.ListSyncs(ctx, p.AccountID, app.RuntimeID, app.Name, page)
@@ -249,7 +254,7 @@ type TreeHealth struct {
 // Tree reads the live resource tree of p's account's application app from its runtime's
 // app-proxy, through the tunnel, as p. A runtime without a tunnel is ErrDisconnected.
 func (s *Service) Tree(ctx context.Context, p rbac.Principal, app Application) ([]*TreeNode, error) {
-	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
+	if err := rbac.Authorize(p, rbac.ActRead, app.resource()); err != nil {
 		return nil, err
 	}
 	if app.AccountID != p.AccountID {
