@@ -32,6 +32,7 @@ type PipelineConfig struct {
 	MaxAttempts       int               `json:"maxAttempts,omitempty"`
 	OnLeaseExpiry     string            `json:"onLeaseExpiry,omitempty"`
 	SpecContext       string            `json:"specContext,omitempty"` // credentials for specRepo: GIT_TOKEN or GIT_USERNAME/GIT_PASSWORD
+	Tags              []string          `json:"tags,omitempty"`        // what attribute-based rules match the pipeline (and its builds) by
 }
 
 // Variable is a pipeline variable; encrypted values come back masked.

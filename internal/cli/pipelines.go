@@ -153,6 +153,7 @@ func (a *app) pipelineCommand() *cobra.Command {
 	fs.IntVar(&cfg.Concurrency, "concurrency", 0, "builds of this pipeline at once (0: unlimited)")
 	fs.IntVar(&cfg.BranchConcurrency, "branch-concurrency", 0, "builds of one branch at once (0: unlimited)")
 	fs.BoolVar(&cfg.TerminateOlder, "terminate-older", false, "a new build of a branch terminates its older builds")
+	fs.StringArrayVar(&cfg.Tags, "tag", nil, "a tag attribute-based rules match the pipeline and its builds by (repeatable)")
 	fs.Bool("replace", false, "replace an existing pipeline's spec and settings")
 	fs.StringArrayVar(&triggers, "trigger", nil, "add a trigger: 'type=git;provider=github;repo=OWNER/NAME;events=push.heads' or 'type=cron;expression=0 3 * * *;branch=main' (repeatable)")
 

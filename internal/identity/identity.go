@@ -53,6 +53,7 @@ type Service struct {
 	// onRevoke is told of committed changes that may shrink a user's access (Deps.OnRevoke).
 	onRevoke func(accountID, userID string)
 	policies policyCache
+	describe Describer
 }
 
 // revoked tells OnRevoke, if any, once err (the change's outcome) is nil.
@@ -72,6 +73,8 @@ type Deps struct {
 	// membership removed or its role changed — with the account and the user, so that streams
 	// opened with the old access end at once. It must not block.
 	OnRevoke func(accountID, userID string)
+	// Describe reads a resource's attributes for Explain.
+	Describe Describer
 }
 
 // New returns a Service built from d.
@@ -83,7 +86,7 @@ func New(d Deps) *Service {
 	return &Service{db: d.Store, audit: d.Audit, log: log, now: time.Now,
 		byEmail: newFailureLimiter(maxFailuresPerEmail), byIP: newFailureLimiter(maxFailuresPerIP),
 		hasher: newHasher(maxConcurrentHashes, hashQueueWait), onRevoke: d.OnRevoke,
-		policies: policyCache{accounts: map[string]*accountPolicy{}}}
+		policies: policyCache{accounts: map[string]*accountPolicy{}}, describe: d.Describe}
 }
 
 // SweepInterval is how often the control plane runs SweepExpired.

@@ -379,11 +379,16 @@ func (s *Service) DeleteRule(ctx context.Context, p rbac.Principal, id string) (
 	return err
 }
 
+// Describer describes the resource of kind k named name in accountID as rules see it, from
+// the domain that owns it; ErrNotFound when there is none.
+type Describer func(ctx context.Context, accountID string, k rbac.Kind, name string) (rbac.Resource, error)
+
 // Explain answers whether user (an email or user ID; empty: p's own user) may take action on
-// res in p's account, and why. res carries the attributes the resource has (the API edge reads
-// them from the domain that owns it). Anyone may ask about themselves; asking about another
-// member takes the right to manage rules.
-func (s *Service) Explain(ctx context.Context, p rbac.Principal, user, action string, res rbac.Resource) (Explanation, error) {
+// resource (KIND/NAME) in p's account, and why. The resource's attributes are read from the
+// domain that holds it (Deps.Describe); a resource the control plane does not hold (clusters,
+// gitsources live in runtimes) is described by attrs. Anyone may ask about themselves; asking
+// about another member takes the right to manage rules.
+func (s *Service) Explain(ctx context.Context, p rbac.Principal, user, action, resource string, attrs rbac.Attributes) (Explanation, error) {
 	if err := rbac.Allow(p, rbac.ReadAccount); err != nil {
 		return Explanation{}, err
 	}
@@ -391,8 +396,19 @@ func (s *Service) Explain(ctx context.Context, p rbac.Principal, user, action st
 	if err != nil {
 		return Explanation{}, err
 	}
-	if _, err := rbac.ParseKind("resource", string(res.Kind)); err != nil {
+	kind, name, ok := strings.Cut(resource, "/")
+	if !ok || name == "" {
+		return Explanation{}, errdefs.Invalid("resource", resource, "is not KIND/NAME (like pipelines/web/deploy or applications/RUNTIME/APP)")
+	}
+	k, err := rbac.ParseKind("resource", kind)
+	if err != nil {
 		return Explanation{}, err
+	}
+	res := rbac.Resource{Kind: k, Name: name, Attrs: attrs}
+	if s.describe != nil && k != rbac.KindClusters && k != rbac.KindGitSources {
+		if res, err = s.describe(ctx, p.AccountID, k, name); err != nil {
+			return Explanation{}, fmt.Errorf("resource %s: %w", resource, err)
+		}
 	}
 	if user == "" {
 		user = p.UserID

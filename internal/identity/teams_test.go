@@ -86,14 +86,14 @@ func TestTeamsAndRulesReachAuthenticate(t *testing.T) {
 		if err != nil || len(teams) != 1 || len(teams[0].Members) != 1 || teams[0].Members[0].Email != "dana@acme.test" {
 			t.Fatalf("ListTeams = %+v, %v", teams, err)
 		}
-		ex, err := s.Explain(ctx, ap, "dana@acme.test", "run", prod)
+		ex, err := s.Explain(ctx, ap, "dana@acme.test", "run", "pipelines/web/deploy", prod.Attrs)
 		if err != nil || !ex.Allowed || ex.Rule == nil || ex.Rule.ID != rule.ID || ex.User != "dana@acme.test" {
 			t.Fatalf("Explain = %+v, %v", ex, err)
 		}
-		if _, err := s.Explain(ctx, dana.Principal, "admin@acme.test", "run", prod); !errors.Is(err, errdefs.ErrForbidden) {
+		if _, err := s.Explain(ctx, dana.Principal, "admin@acme.test", "run", "pipelines/web/deploy", prod.Attrs); !errors.Is(err, errdefs.ErrForbidden) {
 			t.Fatalf("a member explained another user's rights: %v", err)
 		}
-		if ex, err := s.Explain(ctx, dana.Principal, "", "delete", prod); err != nil || ex.Allowed {
+		if ex, err := s.Explain(ctx, dana.Principal, "", "delete", "pipelines/web/deploy", prod.Attrs); err != nil || ex.Allowed {
 			t.Fatalf("dana explains her own delete: %+v, %v", ex, err)
 		}
 		if err := s.RemoveTeamMember(ctx, ap, "release", dana.Principal.UserID); err != nil {

@@ -26,7 +26,7 @@ func toPipeline(p pipeline.Pipeline) client.Pipeline {
 	c := p.Config
 	cfg := client.PipelineConfig{Contexts: c.Contexts, RunnerLabels: c.RunnerLabels, Concurrency: c.Concurrency,
 		BranchConcurrency: c.BranchConcurrency, TerminateOlder: c.TerminateOlder, MaxAttempts: c.MaxAttempts,
-		OnLeaseExpiry: c.OnLeaseExpiry, SpecContext: c.SpecContext}
+		OnLeaseExpiry: c.OnLeaseExpiry, SpecContext: c.SpecContext, Tags: c.Tags}
 	for _, v := range c.Variables {
 		cfg.Variables = append(cfg.Variables, client.Variable{Key: v.Key, Value: v.Value, Encrypted: v.Encrypted})
 	}
@@ -117,7 +117,7 @@ func (a *API) deleteProject(w http.ResponseWriter, r *http.Request) error {
 func pipelineInput(in client.PipelineRequest) pipeline.PipelineInput {
 	cfg := pipeline.Config{Contexts: in.Config.Contexts, RunnerLabels: in.Config.RunnerLabels, Concurrency: in.Config.Concurrency,
 		BranchConcurrency: in.Config.BranchConcurrency, TerminateOlder: in.Config.TerminateOlder, MaxAttempts: in.Config.MaxAttempts,
-		OnLeaseExpiry: in.Config.OnLeaseExpiry, SpecContext: in.Config.SpecContext}
+		OnLeaseExpiry: in.Config.OnLeaseExpiry, SpecContext: in.Config.SpecContext, Tags: in.Config.Tags}
 	for _, v := range in.Config.Variables {
 		cfg.Variables = append(cfg.Variables, pipeline.Variable{Key: v.Key, Value: v.Value, Encrypted: v.Encrypted})
 	}

@@ -209,6 +209,8 @@ export interface PipelineConfig {
   onLeaseExpiry?: '' | 'requeue' | 'fail';
   /** Credentials for specRepo: a context with GIT_TOKEN or GIT_USERNAME/GIT_PASSWORD. */
   specContext?: string;
+  /** What attribute-based rules match the pipeline (and its builds) by. */
+  tags?: string[];
 }
 
 export interface Pipeline {

@@ -96,6 +96,13 @@ import appproxyv1_NotifyRequest from '../../../api/testdata/wire/appproxyv1.Noti
 import appproxyv1_NotifyResult from '../../../api/testdata/wire/appproxyv1.NotifyResult.json';
 import appproxyv1_ClusterCredential from '../../../api/testdata/wire/appproxyv1.ClusterCredential.json';
 import appproxyv1_AddedCluster from '../../../api/testdata/wire/appproxyv1.AddedCluster.json';
+import client_AuthzExplanation from '../../../api/testdata/wire/client.AuthzExplanation.json';
+import client_CreateRuleRequest from '../../../api/testdata/wire/client.CreateRuleRequest.json';
+import client_CreateTeamRequest from '../../../api/testdata/wire/client.CreateTeamRequest.json';
+import client_Rule from '../../../api/testdata/wire/client.Rule.json';
+import client_Team from '../../../api/testdata/wire/client.Team.json';
+import client_TeamMember from '../../../api/testdata/wire/client.TeamMember.json';
+import client_TeamMemberRequest from '../../../api/testdata/wire/client.TeamMemberRequest.json';
 
 const wireDir = new URL('../../../api/testdata/wire/', import.meta.url);
 
@@ -261,6 +268,13 @@ const notInTheUI: Record<string, { golden: Golden; why: string }> = {
   'appproxyv1.NotifyResult': { golden: appproxyv1_NotifyResult, why: 'what a runtime answers the control plane to a NotifyRequest' },
   'appproxyv1.ClusterCredential': { golden: appproxyv1_ClusterCredential, why: '`freshet cluster add` hands a service account token to a runtime; the UI does not' },
   'appproxyv1.AddedCluster': { golden: appproxyv1_AddedCluster, why: 'the answer to a ClusterCredential' },
+  'client.AuthzExplanation': { golden: client_AuthzExplanation, why: '`freshet authz explain`' },
+  'client.CreateRuleRequest': { golden: client_CreateRuleRequest, why: '`freshet rule create`' },
+  'client.CreateTeamRequest': { golden: client_CreateTeamRequest, why: '`freshet team create`' },
+  'client.Rule': { golden: client_Rule, why: 'attribute-based rules are managed through the CLI and API (`freshet rule`); the UI has no page for them yet' },
+  'client.Team': { golden: client_Team, why: 'teams are managed through the CLI and API (`freshet team`); the UI has no page for them yet' },
+  'client.TeamMember': { golden: client_TeamMember, why: 'part of a Team' },
+  'client.TeamMemberRequest': { golden: client_TeamMemberRequest, why: '`freshet team add-member`' },
 };
 
 describe('the UI types against the Go wire types (api/testdata/wire)', () => {
