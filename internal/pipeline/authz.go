@@ -109,3 +109,19 @@ func visiblePage[T any](page paging.Page, list func(paging.Page) ([]T, error), i
 		page.After = id(rows[len(rows)-1])
 	}
 }
+
+// MayReadBuild reports (nil) whether p may still read build id: what a held log stream checks
+// again while it stays open.
+func (s *Service) MayReadBuild(ctx context.Context, p rbac.Principal, id string) error {
+	if err := rbac.Allow(p, rbac.ReadPipelines); err != nil {
+		return err
+	}
+	if !p.Bound(rbac.KindBuilds) {
+		return nil
+	}
+	b, err := s.db.GetBuild(ctx, p.AccountID, id)
+	if err != nil {
+		return err
+	}
+	return s.authorizeBuild(ctx, p, rbac.ActRead, b)
+}

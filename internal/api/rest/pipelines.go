@@ -339,7 +339,8 @@ func (a *API) buildLogs(w http.ResponseWriter, r *http.Request) error {
 		return rc.Flush()
 	}
 	// The stream lasts as long as the build; it ends when the caller loses access meanwhile.
-	ctx, release := a.access.Hold(r, func(_ context.Context, p rbac.Principal) error { return rbac.Allow(p, rbac.ReadPipelines) })
+	id := r.PathValue("id")
+	ctx, release := a.access.Hold(r, func(ctx context.Context, p rbac.Principal) error { return a.pipelines.MayReadBuild(ctx, p, id) })
 	defer release()
 	err := a.dispatch.Follow(ctx, principal(r), r.PathValue("id"), offset,
 		func(off int64, data []byte) error {
