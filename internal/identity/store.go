@@ -55,6 +55,10 @@ type Store interface {
 	ListRules(ctx context.Context, accountID string, p paging.Page) ([]store.Rule, error)
 	// AllRules returns every rule of accountID, to build the account's policy.
 	AllRules(ctx context.Context, accountID string) ([]store.Rule, error)
+	// SessionsOf lists userID's unexpired sessions in every account, oldest first.
+	SessionsOf(ctx context.Context, userID string, now time.Time) ([]store.Session, error)
+	// PasswordResetByID returns the password reset token with public id.
+	PasswordResetByID(ctx context.Context, id string) (store.PasswordReset, error)
 	// DeleteExpiredSessions removes sessions that expired before t and reports how many.
 	DeleteExpiredSessions(ctx context.Context, t time.Time) (int64, error)
 	// DeleteExpiredInvitations removes invitations that expired at or before t and reports how many.
