@@ -80,6 +80,10 @@ var wireTypes = map[string]any{
 	"client.Rule":                   client.Rule{},
 	"client.CreateRuleRequest":      client.CreateRuleRequest{},
 	"client.AuthzExplanation":       client.AuthzExplanation{},
+	"client.ChangePasswordRequest":  client.ChangePasswordRequest{},
+	"client.PasswordResetToken":     client.PasswordResetToken{},
+	"client.ResetPasswordRequest":   client.ResetPasswordRequest{},
+	"client.Session":                client.Session{},
 
 	"appproxyv1.List":                   appproxyv1.List[appproxyv1.Cluster]{},
 	"appproxyv1.Application":            appproxyv1.Application{},

@@ -160,3 +160,62 @@ func (c *Client) ExplainAuthz(ctx context.Context, r ExplainRequest) (AuthzExpla
 	err := c.do(ctx, http.MethodGet, "/api/v1/authz/explain", q, nil, &out)
 	return out, err
 }
+
+// ChangePasswordRequest changes the caller's password (from a login session).
+type ChangePasswordRequest struct {
+	CurrentPassword string `json:"currentPassword"`
+	NewPassword     string `json:"newPassword"`
+}
+
+// PasswordResetToken is a one-time token with which a user sets a new password; shown once to
+// the admin who issued it.
+type PasswordResetToken struct {
+	Token     string    `json:"token"`
+	UserID    string    `json:"userId"`
+	Email     string    `json:"email"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// ResetPasswordRequest sets a new password with a reset token (no login).
+type ResetPasswordRequest struct {
+	Token       string `json:"token"`
+	NewPassword string `json:"newPassword"`
+}
+
+// Session is one of the caller's login sessions (never its token).
+type Session struct {
+	ID        string    `json:"id"`
+	Account   Account   `json:"account"`
+	CreatedAt time.Time `json:"createdAt"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	Current   bool      `json:"current"` // the session of this request
+}
+
+// ChangePassword changes the caller's password; the caller's other sessions end.
+func (c *Client) ChangePassword(ctx context.Context, r ChangePasswordRequest) error {
+	return c.do(ctx, http.MethodPost, "/api/v1/me/password", nil, r, nil)
+}
+
+// IssuePasswordReset makes a one-time reset token for a member (ID or email) of the account.
+func (c *Client) IssuePasswordReset(ctx context.Context, user string) (PasswordResetToken, error) {
+	var out PasswordResetToken
+	err := c.do(ctx, http.MethodPost, "/api/v1/users/"+url.PathEscape(user)+"/password-reset", nil, struct{}{}, &out)
+	return out, err
+}
+
+// ResetPassword sets a new password with a reset token; needs no credentials.
+func (c *Client) ResetPassword(ctx context.Context, r ResetPasswordRequest) error {
+	return c.do(ctx, http.MethodPost, "/api/v1/auth/password-reset", nil, r, nil)
+}
+
+// ListSessions lists the caller's login sessions in every account.
+func (c *Client) ListSessions(ctx context.Context) (List[Session], error) {
+	var out List[Session]
+	err := c.do(ctx, http.MethodGet, "/api/v1/me/sessions", nil, nil, &out)
+	return out, err
+}
+
+// RevokeSession ends one of the caller's sessions.
+func (c *Client) RevokeSession(ctx context.Context, id string) error {
+	return c.do(ctx, http.MethodDelete, "/api/v1/me/sessions/"+url.PathEscape(id), nil, nil, nil)
+}

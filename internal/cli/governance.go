@@ -1,12 +1,16 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/freshet-dev/freshet/client"
 )
@@ -210,4 +214,152 @@ func (a *app) authzCommand() *cobra.Command {
 	addOutputFlag(explain, &out)
 	cmd.AddCommand(explain)
 	return cmd
+}
+
+// passwdCommand is `freshet user passwd`: change one's password, or set one with a reset token.
+func (a *app) passwdCommand() *cobra.Command {
+	var current, next, resetToken string
+	var fromStdin bool
+	cmd := &cobra.Command{
+		Use:   "passwd [--reset-token T]",
+		Short: "Change your password (your other sessions end), or set one with a reset token an admin gave you",
+		Long: "Asks for your current and new password (at a prompt, or two lines on standard input with\n" +
+			"--password-stdin). With --reset-token it asks only for the new one and needs no login:\n" +
+			"give --server (or FRESHET_SERVER) instead. Every session of the user ends after a reset.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var err error
+			ask := a.passwordAsker(fromStdin)
+			if resetToken == "" && current == "" {
+				if current, err = ask("Current password"); err != nil {
+					return err
+				}
+			}
+			if next == "" {
+				if next, err = ask("New password"); err != nil {
+					return err
+				}
+			}
+			if resetToken != "" {
+				server := a.server
+				if server == "" {
+					server = os.Getenv(EnvServer)
+				}
+				if server == "" {
+					c, err := a.client()
+					if err != nil {
+						return usageError("--reset-token needs --server URL (or %s)", EnvServer)
+					}
+					server = c.BaseURL()
+				}
+				if err := client.New(server).ResetPassword(cmd.Context(), client.ResetPasswordRequest{Token: resetToken, NewPassword: next}); err != nil {
+					return err
+				}
+				fmt.Fprintln(a.stdout, "Password set; log in with it ('freshet login').")
+				return nil
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			if err := c.ChangePassword(cmd.Context(), client.ChangePasswordRequest{CurrentPassword: current, NewPassword: next}); err != nil {
+				return err
+			}
+			fmt.Fprintln(a.stdout, "Password changed; your other sessions have ended.")
+			return nil
+		},
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&resetToken, "reset-token", "", "a password reset token (fpr_…) from an admin")
+	fs.BoolVar(&fromStdin, "password-stdin", false, "read the passwords from standard input (current, then new; one per line)")
+	fs.StringVar(&current, "current-password", "", "your current password (asked for when omitted)")
+	fs.StringVar(&next, "new-password", "", "the new password (asked for when omitted)")
+	return cmd
+}
+
+// resetPasswordCommand is `freshet user reset-password USER` (admins).
+func (a *app) resetPasswordCommand() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "reset-password USER",
+		Short: "Issue a one-time password reset token for a member (email or ID); valid 24 hours",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			r, err := c.IssuePasswordReset(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			if out != outTable {
+				return printData(a.stdout, out, r, nil)
+			}
+			fmt.Fprintf(a.stdout, "Reset token for %s (shown once, valid until %s):\n%s\n", r.Email, r.ExpiresAt.Format(time.RFC3339), r.Token)
+			fmt.Fprintf(a.stdout, "They set a new password with: freshet user passwd --server %s --reset-token %s\n", c.BaseURL(), r.Token)
+			return nil
+		},
+	}
+	addOutputFlag(cmd, &out)
+	return cmd
+}
+
+func (a *app) sessionCommand() *cobra.Command {
+	cmd := &cobra.Command{Use: "session", Aliases: []string{"sessions"}, Short: "List and end your login sessions"}
+	var out string
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "Your unexpired login sessions, in every account",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			l, err := c.ListSessions(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return printData(a.stdout, out, l.Items, func(tw *tabwriter.Writer) {
+				row(tw, "CURRENT", "ID", "ACCOUNT", "CREATED", "EXPIRES")
+				for _, s := range l.Items {
+					cur := ""
+					if s.Current {
+						cur = "*"
+					}
+					row(tw, cur, s.ID, s.Account.Name, s.CreatedAt, s.ExpiresAt)
+				}
+			})
+		},
+	}
+	addOutputFlag(list, &out)
+	revoke := a.actionCommand("revoke ID", "End one of your sessions", func(ctx context.Context, c *client.Client, id string) (string, error) {
+		return "Ended session " + id + ".", c.RevokeSession(ctx, id)
+	})
+	cmd.AddCommand(list, revoke)
+	return cmd
+}
+
+// passwordAsker returns a function that asks for one password after another: at a prompt
+// without echo on a terminal, else one line each from standard input (one reader for all, so
+// the second line is not lost in the first one's buffer).
+func (a *app) passwordAsker(fromStdin bool) func(prompt string) (string, error) {
+	if f, ok := a.stdin.(*os.File); ok && !fromStdin && term.IsTerminal(int(f.Fd())) {
+		return func(prompt string) (string, error) {
+			fmt.Fprint(a.stderr, prompt+": ")
+			b, err := term.ReadPassword(int(f.Fd()))
+			fmt.Fprintln(a.stderr)
+			return string(b), err
+		}
+	}
+	r := bufio.NewReader(a.stdin)
+	return func(prompt string) (string, error) {
+		line, err := r.ReadString('\n')
+		line = strings.TrimRight(line, "\r\n")
+		if line == "" && err != nil {
+			return "", fmt.Errorf("no %s: type it at the prompt, or pipe it with --password-stdin", strings.ToLower(prompt))
+		}
+		return line, nil
+	}
 }

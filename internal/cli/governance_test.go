@@ -77,3 +77,57 @@ func TestTeamRuleAndAuthzCommands(t *testing.T) {
 		t.Fatalf("rule list after delete: %q", out)
 	}
 }
+
+// both is runIn's output and error output together.
+func both(code int, out, errs string) (int, string) { return code, out + errs }
+
+func TestPasswdResetAndSessionCommands(t *testing.T) {
+	s := servertest.Start(t, store.SQLite)
+	ctx := context.Background()
+	if _, err := s.Admin.CreateUser(ctx, client.CreateUserRequest{Email: "kim@first.test", Role: "member", Password: "kim-password-1"}); err != nil {
+		t.Fatal(err)
+	}
+	login := func(pw string) (string, error) {
+		res, err := client.New(s.URL).Login(ctx, client.LoginRequest{Email: "kim@first.test", Password: pw})
+		return res.Token, err
+	}
+	kim, err := login("kim-password-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := login("kim-password-1")
+	if code, out := both(runIn(t, s.URL, kim, "", "session", "list")); code != 0 || strings.Count(out, "ses_") != 2 || !strings.Contains(out, "*") {
+		t.Fatalf("session list: %d %s", code, out)
+	}
+	if code, out := both(runIn(t, s.URL, kim, "wrong-password\nkim-password-2\n", "user", "passwd", "--password-stdin")); code == 0 || !strings.Contains(out, "currentPassword") {
+		t.Fatalf("passwd with a wrong current password: %d %s", code, out)
+	}
+	if code, out := both(runIn(t, s.URL, kim, "kim-password-1\nkim-password-2\n", "user", "passwd", "--password-stdin")); code != 0 || !strings.Contains(out, "Password changed") {
+		t.Fatalf("passwd: %d %s", code, out)
+	}
+	if _, err := s.Client(other).Me(ctx); err == nil {
+		t.Fatal("the other session survived the password change")
+	}
+	if _, err := login("kim-password-2"); err != nil {
+		t.Fatalf("login with the new password: %v", err)
+	}
+	admin, err := s.Admin.CreateAPIKey(ctx, client.CreateAPIKeyRequest{Name: "cli"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out := both(runIn(t, s.URL, admin.Token, "", "user", "reset-password", "kim@first.test"))
+	i := strings.Index(out, "fpr_")
+	if code != 0 || i < 0 {
+		t.Fatalf("reset-password: %d %s", code, out)
+	}
+	tok := strings.Fields(out[i:])[0]
+	if code, out := both(runIn(t, s.URL, "", "kim-password-3\n", "user", "passwd", "--reset-token", tok, "--password-stdin")); code != 0 || !strings.Contains(out, "Password set") {
+		t.Fatalf("passwd --reset-token: %d %s", code, out)
+	}
+	if _, err := login("kim-password-3"); err != nil {
+		t.Fatalf("login after the reset: %v", err)
+	}
+	if code, out := both(runIn(t, s.URL, "", "kim-password-4\n", "user", "passwd", "--reset-token", tok, "--password-stdin")); code == 0 || !strings.Contains(out, "invalid, used or expired") {
+		t.Fatalf("a reset token used twice: %d %s", code, out)
+	}
+}

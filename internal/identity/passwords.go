@@ -52,7 +52,16 @@ func (s *Service) ChangePassword(ctx context.Context, p rbac.Principal, current,
 	if err != nil {
 		return err
 	}
+	// A wrong current password is a failed login for the email: whoever holds a stolen session
+	// guesses no faster here than at the login.
+	now := s.now()
+	if ok, wait := s.byEmail.reserve(u.Email, now); !ok {
+		return errdefs.RetryAfter(fmt.Errorf("too many failed password checks: try again in %s: %w", wait.Round(time.Second), errdefs.ErrRateLimited), wait)
+	}
 	ok, err := s.hasher.check(ctx, u.PasswordHash, current)
+	if err != nil || ok {
+		s.byEmail.release(u.Email, now)
+	}
 	if err != nil {
 		return err
 	}
@@ -120,7 +129,7 @@ func (s *Service) IssuePasswordReset(ctx context.Context, p rbac.Principal, user
 		return PasswordReset{}, err
 	}
 	if len(ms) > 1 {
-		return PasswordReset{}, errdefs.Invalid("user", user, fmt.Sprintf("belongs to %d accounts: only an account a user belongs to alone may reset their password; they can change it themselves ('freshet user passwd')", len(ms)))
+		return PasswordReset{}, errdefs.Invalid("user", user, "cannot be reset by this account: the login is not this account's alone; the user can change the password themselves ('freshet user passwd')")
 	}
 	minted := token.PasswordReset.New()
 	now := s.now()

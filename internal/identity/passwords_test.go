@@ -51,6 +51,14 @@ func TestPasswordChangeResetAndSessions(t *testing.T) {
 		if err := s.ChangePassword(ctx, p1, "lee-password-123", "lee-new-password"); err != nil {
 			t.Fatal(err)
 		}
+		// Wrong current passwords count as failed logins of the email.
+		for i := 0; i < maxFailuresPerEmail; i++ {
+			s.ChangePassword(ctx, p1, "wrong-password-1", "lee-other-password")
+		}
+		if err := s.ChangePassword(ctx, p1, "lee-new-password", "lee-other-password"); !errors.Is(err, errdefs.ErrRateLimited) {
+			t.Fatalf("guess %d: %v, want ErrRateLimited", maxFailuresPerEmail+1, err)
+		}
+		s.byEmail.reset("lee@acme.test")
 		if _, err := s.Authenticate(ctx, two.Token); !errors.Is(err, errdefs.ErrUnauthenticated) {
 			t.Fatalf("the other session survived a password change: %v", err)
 		}

@@ -36,6 +36,7 @@ type tenants struct {
 	alice                                                    *client.Client // A's member
 	aInvitation                                              string         // alice's invitation to a third account
 	aTeam, aRule                                             string         // A's team (alice is in it) and its rule
+	aSession                                                 string         // the ID of A's admin's session
 }
 
 const aSecretValue = "a-secret-value-xyz-123"
@@ -114,6 +115,11 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 		t.Fatal(err)
 	}
 	tn.aTeam, tn.aRule = team.ID, rule.ID
+	sessions, err := s.Admin.ListSessions(ctx)
+	if err != nil || len(sessions.Items) != 1 {
+		t.Fatalf("A's admin's sessions: %+v, %v", sessions, err)
+	}
+	tn.aSession = sessions.Items[0].ID
 
 	// A's CI objects: a project, a pipeline using a secret context, a queued build, a runner.
 	pr, err := s.Admin.CreateProject(ctx, "alpha")
@@ -180,7 +186,7 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 	tn.aAuditSize = len(audit.Items)
 	tn.aOnly = []string{aMe.Account.ID, aMe.User.ID, aMe.User.Email, alice.ID, alice.Email, k.ID, k.Prefix, k.Token,
 		pr.ID, pl.ID, bl.ID, rn.ID, rn.Token, aSecretValue, aRegistryPassword, aRegistryURL, aRegistryUser, aImageRepo, aImageDigest,
-		trg.ID, trg.Secret, art.ID, art.Token, tn.aTeam, "a-team-secret", tn.aRule, "a-rt-attr",
+		trg.ID, trg.Secret, art.ID, art.Token, tn.aTeam, "a-team-secret", tn.aRule, "a-rt-attr", tn.aSession,
 		aApps[0].ID, "a-shop-web", "a-secret-repo", "a-team-label", "a-payments", "a-project-x", aHookSecret, tn.aInvitation}
 	for _, e := range audit.Items {
 		tn.aOnly = append(tn.aOnly, e.ID)
@@ -399,6 +405,31 @@ var restCases = map[string]restCase{
 		expect(t, "revoke A's key", st, 404)
 		return st, body
 	},
+	"POST /api/v1/me/password": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "POST", "/api/v1/me/password", tn.bSession, `{"currentPassword":"alice-password","newPassword":"taken-over-1"}`)
+		expect(t, "change a password with A's member's password", st, 400)
+		return st, body
+	},
+	"GET /api/v1/me/sessions": func(t *testing.T, tn *tenants) (int, string) {
+		return raw(t, tn, "GET", "/api/v1/me/sessions", tn.bKey, "")
+	},
+	"DELETE /api/v1/me/sessions/{id}": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "DELETE", "/api/v1/me/sessions/"+tn.aSession, tn.bKey, "")
+		expect(t, "end A's admin's session", st, 404)
+		return st, body
+	},
+	"POST /api/v1/users/{id}/password-reset": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "POST", "/api/v1/users/"+tn.aMemberID+"/password-reset", tn.bKey, `{}`)
+		expect(t, "reset A's member's password", st, 400, 404)
+		st2, body2 := raw(t, tn, "POST", "/api/v1/users/alice@first.test/password-reset", tn.bKey, `{}`)
+		expect(t, "reset A's member's password by email", st2, 400, 404)
+		return st, body + body2
+	},
+	"POST /api/v1/auth/password-reset": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "POST", "/api/v1/auth/password-reset", "", `{"token":"fpr_aaaaaaaa_`+strings.Repeat("a", 40)+`","newPassword":"taken-over-1"}`)
+		expect(t, "a made-up reset token", st, 401)
+		return st, body
+	},
 	"GET /api/v1/teams": func(t *testing.T, tn *tenants) (int, string) {
 		return raw(t, tn, "GET", "/api/v1/teams?limit=1000", tn.bKey, "")
 	},
@@ -613,6 +644,7 @@ var gqlCases = map[string]string{
 	"apiKeys":     `{ apiKeys(first: 1000) { nodes { id name prefix userId } } }`,
 	"auditEvents": `{ auditEvents(first: 1000) { nodes { id actor actorId action resourceId detail } } }`,
 	"teams":       `{ teams(first: 1000) { nodes { id name members { userId email } } } }`,
+	"sessions":    `{ sessions { id account { id name } current } }`,
 	"rules":       `{ rules(first: 1000) { nodes { id team user action kind runtime summary } } }`,
 	// B's own decisions name nothing of A's rules (A's rule governs gitsources in A only); asking
 	// about A's member or A's pipeline is refused (the REST case checks how).

@@ -132,3 +132,27 @@ func (r *resolver) AuthzExplain(ctx context.Context, args struct {
 	}
 	return explanationResolver{rest.ToExplanation(ex)}, nil
 }
+
+type sessionResolver struct{ s client.Session }
+
+func (s sessionResolver) ID() gql.ID        { return gql.ID(s.s.ID) }
+func (s sessionResolver) Account() accountR { return accountR{s.s.Account} }
+func (s sessionResolver) CreatedAt() string { return s.s.CreatedAt.Format(time.RFC3339Nano) }
+func (s sessionResolver) ExpiresAt() string { return s.s.ExpiresAt.Format(time.RFC3339Nano) }
+func (s sessionResolver) Current() bool     { return s.s.Current }
+
+func (r *resolver) Sessions(ctx context.Context) ([]sessionResolver, error) {
+	p, err := httpx.Principal(ctx)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	ss, err := r.id.ListSessions(ctx, p)
+	if err != nil {
+		return nil, wrap(err)
+	}
+	out := make([]sessionResolver, len(ss))
+	for i, s := range ss {
+		out[i] = sessionResolver{rest.ToSession(s)}
+	}
+	return out, nil
+}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/freshet-dev/freshet/client"
 	"github.com/freshet-dev/freshet/internal/api/httpx"
+	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/identity"
 	"github.com/freshet-dev/freshet/internal/rbac"
 )
@@ -168,5 +169,67 @@ func (a *API) explainAuthz(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusOK, ToExplanation(ex))
+	return nil
+}
+
+// ToSession converts a session to its API form.
+func ToSession(s identity.Session) client.Session {
+	return client.Session{ID: s.ID, Account: ToAccount(s.Account), CreatedAt: s.CreatedAt, ExpiresAt: s.ExpiresAt, Current: s.Current}
+}
+
+func (a *API) changePassword(w http.ResponseWriter, r *http.Request) error {
+	var in client.ChangePasswordRequest
+	if err := httpx.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	if err := a.id.ChangePassword(r.Context(), principal(r), in.CurrentPassword, in.NewPassword); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (a *API) issuePasswordReset(w http.ResponseWriter, r *http.Request) error {
+	res, err := a.id.IssuePasswordReset(r.Context(), principal(r), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusCreated, client.PasswordResetToken{Token: res.Token, UserID: res.UserID, Email: res.Email, ExpiresAt: res.ExpiresAt})
+	return nil
+}
+
+func (a *API) resetPassword(w http.ResponseWriter, r *http.Request) error {
+	var in client.ResetPasswordRequest
+	if err := httpx.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	if in.Token == "" {
+		return errdefs.Invalid("token", "", "is required: the reset token an admin gave you")
+	}
+	if err := a.id.ResetPassword(r.Context(), in.Token, in.NewPassword); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (a *API) listSessions(w http.ResponseWriter, r *http.Request) error {
+	ss, err := a.id.ListSessions(r.Context(), principal(r))
+	if err != nil {
+		return err
+	}
+	out := client.List[client.Session]{Items: make([]client.Session, 0, len(ss))}
+	for _, s := range ss {
+		out.Items = append(out.Items, ToSession(s))
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (a *API) revokeSession(w http.ResponseWriter, r *http.Request) error {
+	if err := a.id.RevokeSession(r.Context(), principal(r), r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -97,6 +97,10 @@ import appproxyv1_NotifyResult from '../../../api/testdata/wire/appproxyv1.Notif
 import appproxyv1_ClusterCredential from '../../../api/testdata/wire/appproxyv1.ClusterCredential.json';
 import appproxyv1_AddedCluster from '../../../api/testdata/wire/appproxyv1.AddedCluster.json';
 import client_AuthzExplanation from '../../../api/testdata/wire/client.AuthzExplanation.json';
+import client_ChangePasswordRequest from '../../../api/testdata/wire/client.ChangePasswordRequest.json';
+import client_PasswordResetToken from '../../../api/testdata/wire/client.PasswordResetToken.json';
+import client_ResetPasswordRequest from '../../../api/testdata/wire/client.ResetPasswordRequest.json';
+import client_Session from '../../../api/testdata/wire/client.Session.json';
 import client_CreateRuleRequest from '../../../api/testdata/wire/client.CreateRuleRequest.json';
 import client_CreateTeamRequest from '../../../api/testdata/wire/client.CreateTeamRequest.json';
 import client_Rule from '../../../api/testdata/wire/client.Rule.json';
@@ -269,6 +273,10 @@ const notInTheUI: Record<string, { golden: Golden; why: string }> = {
   'appproxyv1.ClusterCredential': { golden: appproxyv1_ClusterCredential, why: '`freshet cluster add` hands a service account token to a runtime; the UI does not' },
   'appproxyv1.AddedCluster': { golden: appproxyv1_AddedCluster, why: 'the answer to a ClusterCredential' },
   'client.AuthzExplanation': { golden: client_AuthzExplanation, why: '`freshet authz explain`' },
+  'client.ChangePasswordRequest': { golden: client_ChangePasswordRequest, why: '`freshet user passwd`; the UI has no password page yet' },
+  'client.PasswordResetToken': { golden: client_PasswordResetToken, why: '`freshet user reset-password` (admins)' },
+  'client.ResetPasswordRequest': { golden: client_ResetPasswordRequest, why: '`freshet user passwd --reset-token`' },
+  'client.Session': { golden: client_Session, why: '`freshet session list`' },
   'client.CreateRuleRequest': { golden: client_CreateRuleRequest, why: '`freshet rule create`' },
   'client.CreateTeamRequest': { golden: client_CreateTeamRequest, why: '`freshet team create`' },
   'client.Rule': { golden: client_Rule, why: 'attribute-based rules are managed through the CLI and API (`freshet rule`); the UI has no page for them yet' },
