@@ -7,9 +7,11 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/freshet-dev/freshet/client"
 	"github.com/freshet-dev/freshet/internal/server/servertest"
+	"github.com/freshet-dev/freshet/internal/store"
 	"github.com/freshet-dev/freshet/internal/store/storetest"
 )
 
@@ -152,5 +154,76 @@ func TestRulesThroughTheAPI(t *testing.T) {
 				t.Fatalf("mo's pipelines after leaving the team: %+v, %v", ps.Items, err)
 			}
 		})
+	}
+}
+
+// Requests to a runtime's app-proxy through the tunnel meet the same rules: the control plane
+// decides before forwarding (403 from it), and what a rule allows reaches the runtime (which
+// answers for itself: 404 for an application it does not have).
+func TestRulesThroughTheTunnel(t *testing.T) {
+	ctx := context.Background()
+	s := servertest.Start(t, store.SQLite)
+	reg, err := s.Admin.RegisterRuntime(ctx, client.RegisterRuntimeRequest{Name: "edge", AccessMode: "tunnel"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stop := startRuntime(t, s, reg.Token)
+	defer stop()
+	waitRuntime(t, s.Admin, "edge", 10*time.Second, "healthy")
+	if _, err := s.Admin.CreateUser(ctx, client.CreateUserRequest{Email: "ops@first.test", Role: "member", Password: "ops-password-1"}); err != nil {
+		t.Fatal(err)
+	}
+	ops := s.Login(t, "ops@first.test", "ops-password-1")
+	key, err := ops.CreateAPIKey(ctx, client.CreateAPIKeyRequest{Name: "ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(method, path string) int {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			st, _, _ := call(t, method, s.URL+"/runtimes/edge"+path, key.Token, []byte(`{}`))
+			if st != http.StatusBadGateway || time.Now().After(deadline) { // the tunnel may still be coming up
+				return st
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// No rules: the role decides, and the runtime answers.
+	if st := get("GET", "/app-proxy/api/v1/applications/shop"); st != http.StatusNotFound {
+		t.Fatalf("before rules: %d, want the runtime's 404", st)
+	}
+	if _, err := s.Admin.CreateRule(ctx, client.CreateRuleRequest{User: "ops@first.test", Action: "read", Kind: "applications", Runtime: "edge"}); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		method, path string
+		want         int
+	}{
+		{"GET", "/app-proxy/api/v1/applications/shop", http.StatusNotFound},        // read: allowed, forwarded
+		{"GET", "/app-proxy/api/v1/applications", http.StatusOK},                   // list: allowed (runtime-wide rule)
+		{"POST", "/app-proxy/api/v1/applications/shop/sync", http.StatusForbidden}, // sync: no rule
+		{"DELETE", "/app-proxy/api/v1/applications/shop", http.StatusForbidden},    // delete: no rule
+		{"POST", "/app-proxy/api/graphql", http.StatusForbidden},                   // not described by rules
+	}
+	for _, c := range cases {
+		if st := get(c.method, c.path); st != c.want {
+			t.Errorf("%s %s: %d, want %d", c.method, c.path, st, c.want)
+		}
+	}
+	// A rule for one namespace cannot decide for an application the control plane has no copy
+	// of (its namespace is unknown), so it refuses.
+	if _, err := s.Admin.CreateRule(ctx, client.CreateRuleRequest{User: "ops@first.test", Action: "sync", Kind: "applications", Namespace: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	if st := get("POST", "/app-proxy/api/v1/applications/shop/sync"); st != http.StatusForbidden {
+		t.Fatalf("sync with a namespace rule and no known namespace: %d", st)
+	}
+	// Runtimes governed too, with no rule for ops: the runtime is out of reach altogether.
+	if _, err := s.Admin.CreateRule(ctx, client.CreateRuleRequest{User: "ops@first.test", Action: "read", Kind: "runtimes", Runtime: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	if st := get("GET", "/app-proxy/api/v1/applications/shop"); st != http.StatusForbidden {
+		t.Fatalf("a runtime no rule lets ops read: %d", st)
 	}
 }
