@@ -174,6 +174,21 @@ func (s *Service) DeleteTrigger(ctx context.Context, p rbac.Principal, id string
 	if err := rbac.Allow(p, rbac.ManagePipelines); err != nil {
 		return err
 	}
+	if p.Bound(rbac.KindPipelines) {
+		// Removing a trigger changes its pipeline. Another account's trigger is left to the
+		// delete below, which does not find it.
+		if t, err := s.db.TriggerByID(ctx, id); err == nil && t.AccountID == p.AccountID {
+			pl, err := s.db.GetPipeline(ctx, p.AccountID, t.PipelineID)
+			if err != nil {
+				return err
+			}
+			if err := rbac.Authorize(p, rbac.ActUpdate, pipelineResource(pl)); err != nil {
+				return err
+			}
+		} else if err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+			return err
+		}
+	}
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		if err := tx.DeleteTrigger(ctx, p.AccountID, id); err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/client"
 	"github.com/freshet-dev/freshet/internal/server/servertest"
 	"github.com/freshet-dev/freshet/internal/store"
@@ -100,6 +101,15 @@ func TestRulesThroughTheAPI(t *testing.T) {
 			// Retagging into prod is an update, which no rule allows mo.
 			if _, err := mo.UpdatePipeline(ctx, "web/deploy", client.PipelineRequest{Spec: isolationSpec, Config: client.PipelineConfig{Tags: []string{"prod"}}}); status(err) != http.StatusForbidden {
 				t.Fatalf("mo updated a pipeline: %v", err)
+			}
+			// Removing a trigger changes its pipeline: no update rule, no removal.
+			trg, err := admin.CreateTrigger(ctx, "web/deploy", client.TriggerRequest{Type: "git", Provider: "github",
+				Git: &client.GitTrigger{Repo: "acme/app", Events: []string{"push.heads"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := mo.DeleteTrigger(ctx, trg.ID); status(err) != http.StatusForbidden {
+				t.Fatalf("mo deleted a trigger of a pipeline no rule lets mo update: %v", err)
 			}
 			// Admins are not bound by rules.
 			if ps, err := admin.ListPipelines(ctx, "", client.ListOptions{}); err != nil || len(ps.Items) != 3 {
@@ -225,5 +235,55 @@ func TestRulesThroughTheTunnel(t *testing.T) {
 	}
 	if st := get("GET", "/app-proxy/api/v1/applications/shop"); st != http.StatusForbidden {
 		t.Fatalf("a runtime no rule lets ops read: %d", st)
+	}
+}
+
+// Applications as the control plane holds them: lists, counts and reads keep to what a rule of
+// namespace and cluster lets the caller read.
+func TestRulesOnReportedApplications(t *testing.T) {
+	ctx := context.Background()
+	s := servertest.Start(t, store.SQLite)
+	reg, err := s.Admin.RegisterRuntime(ctx, client.RegisterRuntimeRequest{Name: "edge"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Unix(1700000000, 0).UTC()
+	var apps []runtimev1.Application
+	for _, a := range []struct{ name, ns, health string }{{"shop", "web", "Healthy"}, {"cart", "web", "Degraded"}, {"db", "data", "Healthy"}} {
+		apps = append(apps, runtimev1.Application{Name: a.name, RepoURL: "https://git.example/acme/apps.git", Path: a.name,
+			DestName: "prod", DestNamespace: a.ns, Sync: "Synced", Health: a.health, ReconciledAt: at})
+	}
+	reportApps(t, s.URL, reg.Token, runtimev1.ReportRequest{Snapshot: true, Applications: apps})
+	if _, err := s.Admin.CreateUser(ctx, client.CreateUserRequest{Email: "web@first.test", Role: "viewer", Password: "web-password-1"}); err != nil {
+		t.Fatal(err)
+	}
+	viewer := s.Login(t, "web@first.test", "web-password-1")
+	if _, err := s.Admin.CreateRule(ctx, client.CreateRuleRequest{User: "web@first.test", Action: "read", Kind: "applications", Cluster: "prod", Namespace: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	var out struct {
+		Applications struct{ Nodes []struct{ Name string } }
+		Counts       struct {
+			Total  int
+			Health []struct {
+				Status string
+				Count  int
+			}
+		} `json:"applicationCounts"`
+		Db *struct{ Name string } `json:"db"`
+	}
+	err = viewer.GraphQL(ctx, `{ applications(first: 1) { nodes { name } } applicationCounts { total health { status count } } }`, nil, &out)
+	if err != nil || len(out.Applications.Nodes) != 1 || out.Counts.Total != 2 {
+		t.Fatalf("viewer's applications and counts: %+v, %v", out, err)
+	}
+	if err := viewer.GraphQL(ctx, `{ db: application(runtime: "edge", name: "db") { name } }`, nil, &out); err == nil || out.Db != nil {
+		t.Fatalf("the viewer read an application in another namespace: %+v, %v", out.Db, err)
+	}
+	if err := s.Admin.GraphQL(ctx, `{ applicationCounts { total } }`, nil, &out); err != nil || out.Counts.Total != 3 {
+		t.Fatalf("admin's count: %+v, %v", out.Counts, err)
+	}
+	ex, err := s.Admin.ExplainAuthz(ctx, client.ExplainRequest{User: "web@first.test", Action: "read", Resource: "applications/edge/db"})
+	if err != nil || ex.Allowed || ex.Namespace != "data" || ex.Cluster != "prod" {
+		t.Fatalf("explain of the db application: %+v, %v", ex, err)
 	}
 }
