@@ -54,6 +54,7 @@ var wireTypes = map[string]any{
 	"client.RegisterRuntimeRequest": client.RegisterRuntimeRequest{},
 	"client.RegisteredRuntime":      client.RegisteredRuntime{},
 	"client.Project":                client.Project{},
+	"client.ProjectRequest":         client.ProjectRequest{},
 	"client.PipelineConfig":         client.PipelineConfig{},
 	"client.Variable":               client.Variable{},
 	"client.Pipeline":               client.Pipeline{},

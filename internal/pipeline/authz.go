@@ -14,8 +14,8 @@ import (
 // by name, pipelines by project/name with their tags, builds with their pipeline's tags,
 // contexts by name.
 
-func projectResource(name string) rbac.Resource {
-	return rbac.Resource{Kind: rbac.KindProjects, Name: name}
+func projectResource(pr store.Project) rbac.Resource {
+	return rbac.Resource{Kind: rbac.KindProjects, Name: pr.Name, Attrs: rbac.Attributes{Tags: pr.Tags}}
 }
 
 func contextResource(name string) rbac.Resource {
@@ -61,7 +61,7 @@ func (s *Service) Resource(ctx context.Context, accountID string, k rbac.Kind, n
 		if err != nil {
 			return rbac.Resource{}, err
 		}
-		return projectResource(pr.Name), nil
+		return projectResource(pr), nil
 	case rbac.KindPipelines:
 		pl, err := s.resolvePipeline(ctx, accountID, name)
 		if err != nil {

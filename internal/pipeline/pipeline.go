@@ -212,8 +212,8 @@ func variableAAD(accountID, key string) []byte {
 	return secrets.AAD(accountID, "pipeline-variable", key)
 }
 
-// CreateProject creates a project in p's account.
-func (s *Service) CreateProject(ctx context.Context, p rbac.Principal, name string) (_ Project, err error) {
+// CreateProject creates a project in p's account, with tags for attribute-based rules.
+func (s *Service) CreateProject(ctx context.Context, p rbac.Principal, name string, tags ...string) (_ Project, err error) {
 	e := audit.Start(ctx, p, "project.create", "project", "")
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.ManagePipelines); err != nil {
@@ -222,10 +222,18 @@ func (s *Service) CreateProject(ctx context.Context, p rbac.Principal, name stri
 	if err := validName("name", name); err != nil {
 		return Project{}, err
 	}
-	if err := rbac.Authorize(p, rbac.ActCreate, projectResource(name)); err != nil {
+	if len(tags) > maxTags {
+		return Project{}, errdefs.Invalid("tags", fmt.Sprint(len(tags)), fmt.Sprintf("are more than %d tags", maxTags))
+	}
+	for i, t := range tags {
+		if err := rbac.ValidateTag(fmt.Sprintf("tags[%d]", i), t); err != nil {
+			return Project{}, err
+		}
+	}
+	pr := store.Project{ID: store.NewID(store.PrefixProject), AccountID: p.AccountID, Name: name, Tags: tags, CreatedAt: s.now()}
+	if err := rbac.Authorize(p, rbac.ActCreate, projectResource(pr)); err != nil {
 		return Project{}, err
 	}
-	pr := store.Project{ID: store.NewID(store.PrefixProject), AccountID: p.AccountID, Name: name, CreatedAt: s.now()}
 	e.Resource(pr.ID)
 	e.Detail("%q", name)
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
@@ -248,7 +256,7 @@ func (s *Service) ListProjects(ctx context.Context, p rbac.Principal, page pagin
 	rows, err := visiblePage(page, func(pg paging.Page) ([]store.Project, error) { return s.db.ListProjects(ctx, p.AccountID, pg) },
 		func(r store.Project) string { return r.ID },
 		func(rows []store.Project) ([]store.Project, error) {
-			return slices.DeleteFunc(rows, func(r store.Project) bool { return !rbac.Visible(p, projectResource(r.Name)) }), nil
+			return slices.DeleteFunc(rows, func(r store.Project) bool { return !rbac.Visible(p, projectResource(r)) }), nil
 		})
 	if err != nil {
 		return nil, err
@@ -269,7 +277,7 @@ func (s *Service) GetProject(ctx context.Context, p rbac.Principal, ref string) 
 	if err != nil {
 		return Project{}, err
 	}
-	if err := rbac.Authorize(p, rbac.ActRead, projectResource(pr.Name)); err != nil {
+	if err := rbac.Authorize(p, rbac.ActRead, projectResource(pr)); err != nil {
 		return Project{}, err
 	}
 	return toProject(pr), nil
@@ -289,7 +297,7 @@ func (s *Service) DeleteProject(ctx context.Context, p rbac.Principal, ref strin
 		}
 		e.Resource(pr.ID)
 		e.Detail("%q", pr.Name)
-		if err := rbac.Authorize(p, rbac.ActDelete, projectResource(pr.Name)); err != nil {
+		if err := rbac.Authorize(p, rbac.ActDelete, projectResource(pr)); err != nil {
 			return err
 		}
 		if err := tx.DeleteProject(ctx, p.AccountID, pr.ID); err != nil {

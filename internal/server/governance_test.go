@@ -45,6 +45,12 @@ func TestRulesThroughTheAPI(t *testing.T) {
 			if _, err := admin.CreateProject(ctx, "web"); err != nil {
 				t.Fatal(err)
 			}
+			if _, err := admin.CreateProject(ctx, "payments", "pci"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := admin.CreateProject(ctx, "bad", "-x"); status(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "tags[0]") {
+				t.Fatalf("a project with a bad tag: %v", err)
+			}
 			for _, p := range []struct {
 				name string
 				tags []string
@@ -102,6 +108,16 @@ func TestRulesThroughTheAPI(t *testing.T) {
 			if _, err := mo.UpdatePipeline(ctx, "web/deploy", client.PipelineRequest{Spec: isolationSpec, Config: client.PipelineConfig{Tags: []string{"prod"}}}); status(err) != http.StatusForbidden {
 				t.Fatalf("mo updated a pipeline: %v", err)
 			}
+			// Projects by their tags: a rule for pci projects, and mo reads no other.
+			if _, err := admin.CreateRule(ctx, client.CreateRuleRequest{Team: "release", Action: "read", Kind: "projects", Tags: []string{"pci"}}); err != nil {
+				t.Fatal(err)
+			}
+			if prs, err := mo.ListProjects(ctx, client.ListOptions{}); err != nil || len(prs.Items) != 1 || prs.Items[0].Name != "payments" || prs.Items[0].Tags[0] != "pci" {
+				t.Fatalf("mo's projects: %+v, %v", prs, err)
+			}
+			if _, err := mo.GetProject(ctx, "web"); status(err) != http.StatusForbidden {
+				t.Fatalf("mo read an untagged project: %v", err)
+			}
 			// Removing a trigger changes its pipeline: no update rule, no removal.
 			trg, err := admin.CreateTrigger(ctx, "web/deploy", client.TriggerRequest{Type: "git", Provider: "github",
 				Git: &client.GitTrigger{Repo: "acme/app", Events: []string{"push.heads"}}})
@@ -132,7 +148,7 @@ func TestRulesThroughTheAPI(t *testing.T) {
 			}
 			err = moAPI.GraphQL(ctx, `{ authzExplain(action: "run", resource: "pipelines/web/test") { allowed reasons }
 				rules { nodes { summary } } teams { nodes { name members { email } } } }`, nil, &gq)
-			if err != nil || gq.AuthzExplain.Allowed || len(gq.Rules.Nodes) != 2 || gq.Teams.Nodes[0].Members[0].Email != "mo@first.test" {
+			if err != nil || gq.AuthzExplain.Allowed || len(gq.Rules.Nodes) != 3 || gq.Teams.Nodes[0].Members[0].Email != "mo@first.test" {
 				t.Fatalf("GraphQL: %+v, %v", gq, err)
 			}
 			if !slices.ContainsFunc(gq.AuthzExplain.Reasons, func(r string) bool { return strings.Contains(r, "has none of the tags prod") }) {

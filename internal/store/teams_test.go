@@ -136,3 +136,26 @@ func TestTeamsAndRules(t *testing.T) {
 		}
 	})
 }
+
+func TestProjectTags(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		a, _ := seed(t, db, "acme")
+		for _, p := range []store.Project{
+			{ID: store.NewID(store.PrefixProject), AccountID: a.ID, Name: "web", Tags: []string{"prod", "pci"}, CreatedAt: time.Now()},
+			{ID: store.NewID(store.PrefixProject), AccountID: a.ID, Name: "lab", CreatedAt: time.Now()},
+		} {
+			if err := db.CreateProject(ctx, p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := db.GetProject(ctx, a.ID, "web")
+		if err != nil || len(got.Tags) != 2 || got.Tags[1] != "pci" {
+			t.Fatalf("GetProject = %+v, %v", got, err)
+		}
+		list, err := db.ListProjects(ctx, a.ID, paging.Page{})
+		if err != nil || len(list) != 2 || len(list[1].Tags) != 0 {
+			t.Fatalf("ListProjects = %+v, %v", list, err)
+		}
+	})
+}

@@ -18,7 +18,7 @@ import (
 )
 
 func toProject(p pipeline.Project) client.Project {
-	return client.Project{ID: p.ID, Name: p.Name, CreatedAt: p.CreatedAt}
+	return client.Project{ID: p.ID, Name: p.Name, Tags: p.Tags, CreatedAt: p.CreatedAt}
 }
 
 // toPipeline maps a pipeline, its encrypted variables already masked by the service.
@@ -83,13 +83,11 @@ func (a *API) listProjects(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) createProject(w http.ResponseWriter, r *http.Request) error {
-	var in struct {
-		Name string `json:"name"`
-	}
+	var in client.ProjectRequest
 	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
-	p, err := a.pipelines.CreateProject(r.Context(), principal(r), in.Name)
+	p, err := a.pipelines.CreateProject(r.Context(), principal(r), in.Name, in.Tags...)
 	if err != nil {
 		return err
 	}

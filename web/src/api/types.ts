@@ -188,7 +188,14 @@ export interface CreateAPIKeyRequest {
 export interface Project {
   id: string;
   name: string;
+  /** What attribute-based rules match the project by. */
+  tags?: string[];
   createdAt: string;
+}
+
+export interface ProjectRequest {
+  name: string;
+  tags?: string[];
 }
 
 export interface PipelineVariable {

@@ -39,6 +39,7 @@ import client_RuntimeCluster from '../../../api/testdata/wire/client.RuntimeClus
 import client_RegisterRuntimeRequest from '../../../api/testdata/wire/client.RegisterRuntimeRequest.json';
 import client_RegisteredRuntime from '../../../api/testdata/wire/client.RegisteredRuntime.json';
 import client_Project from '../../../api/testdata/wire/client.Project.json';
+import client_ProjectRequest from '../../../api/testdata/wire/client.ProjectRequest.json';
 import client_PipelineConfig from '../../../api/testdata/wire/client.PipelineConfig.json';
 import client_Variable from '../../../api/testdata/wire/client.Variable.json';
 import client_Pipeline from '../../../api/testdata/wire/client.Pipeline.json';
@@ -210,6 +211,7 @@ const wire = [
   pair<t.RegisterRuntimeRequest>()('client.RegisterRuntimeRequest', client_RegisterRuntimeRequest, 'no drift'),
   pair<t.RegisteredRuntime>()('client.RegisteredRuntime', client_RegisteredRuntime, 'no drift'),
   pair<t.Project>()('client.Project', client_Project, 'no drift'),
+  pair<t.ProjectRequest>()('client.ProjectRequest', client_ProjectRequest, 'no drift'),
   pair<t.PipelineConfig>()('client.PipelineConfig', client_PipelineConfig, 'no drift'),
   pair<t.PipelineVariable>()('client.Variable', client_Variable, 'no drift'),
   pair<t.Pipeline>()('client.Pipeline', client_Pipeline, 'no drift'),
