@@ -114,6 +114,7 @@ func (s *Service) DeleteTeam(ctx context.Context, p rbac.Principal, ref string) 
 	if err := rbac.Allow(p, rbac.ManagePolicy); err != nil {
 		return err
 	}
+	defer func() { s.revoked(err, p.AccountID, "") }() // its members lose its rules
 	return s.db.Tx(ctx, func(tx *store.Tx) error {
 		t, err := tx.GetTeam(ctx, p.AccountID, ref)
 		if err != nil {
@@ -311,6 +312,9 @@ func (s *Service) CreateRule(ctx context.Context, p rbac.Principal, in RuleInput
 		e.Detail("%s", out.Describe())
 		return e.Commit(ctx, tx)
 	})
+	// A new rule may make its kind governed, which narrows what everyone in the account may
+	// reach: open streams there are checked again at once.
+	s.revoked(err, p.AccountID, "")
 	if err != nil {
 		return Rule{}, err
 	}

@@ -22,7 +22,8 @@ func TestTeamsAndRulesReachAuthenticate(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {
 		ctx := context.Background()
 		log := slog.New(slog.DiscardHandler)
-		s := New(Deps{Store: db, Audit: audit.NewLog(db, log), Log: log})
+		var heard []string
+		s := New(Deps{Store: db, Audit: audit.NewLog(db, log), Log: log, OnRevoke: func(a, u string) { heard = append(heard, u) }})
 		other := New(Deps{Store: db, Audit: audit.NewLog(db, log), Log: log}) // another replica
 		if _, err := s.Bootstrap(ctx, "acme", "admin@acme.test", "admin-password-123"); err != nil {
 			t.Fatal(err)
@@ -65,6 +66,9 @@ func TestTeamsAndRulesReachAuthenticate(t *testing.T) {
 		rule, err := s.CreateRule(ctx, ap, RuleInput{Team: "release", Action: "run", Kind: "pipelines", Tags: []string{"prod"}})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if len(heard) != 1 || heard[0] != "" {
+			t.Fatalf("a new rule re-checked %q, want every stream of the account", heard)
 		}
 		if rule.Subject != "team release" || rule.Describe() != "team release may run pipelines tagged prod" {
 			t.Fatalf("rule = %+v", rule)
