@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/freshet-dev/freshet/internal/rbac"
+	"golang.org/x/sync/singleflight"
 )
 
 // policyCache holds each account's rules compiled per user, with the account's policy version
@@ -17,6 +18,8 @@ import (
 type policyCache struct {
 	mu       sync.Mutex
 	accounts map[string]*accountPolicy
+	// loads makes the requests that find an account's rules stale at once share one load.
+	loads singleflight.Group
 }
 
 // accountPolicy is one account's rules, compiled: what binds each user named by a rule or a
@@ -42,9 +45,26 @@ func (s *Service) rulesFor(ctx context.Context, accountID, userID string, versio
 	if ap != nil && ap.version >= version {
 		return ap.rulesOf(userID), nil
 	}
-	ap, err := s.loadPolicy(ctx, accountID, version)
+	v, err, _ := s.policies.loads.Do(accountID, func() (any, error) {
+		// A load already done for this version (or a newer one) while this one waited serves.
+		s.policies.mu.Lock()
+		cur := s.policies.accounts[accountID]
+		s.policies.mu.Unlock()
+		if cur != nil && cur.version >= version {
+			return cur, nil
+		}
+		return s.loadPolicy(context.WithoutCancel(ctx), accountID, version)
+	})
 	if err != nil {
 		return nil, err
+	}
+	ap = v.(*accountPolicy)
+	if ap.version < version {
+		// A load for an older version was in flight when this request read its member: load
+		// again rather than act on rules older than that read.
+		if ap, err = s.loadPolicy(ctx, accountID, version); err != nil {
+			return nil, err
+		}
 	}
 	s.policies.mu.Lock()
 	if cur := s.policies.accounts[accountID]; cur == nil || cur.version < ap.version {
