@@ -160,6 +160,9 @@ func (r Rule) Validate() error {
 	if len(r.Tags) > 0 && !r.Kind.tagged() {
 		return errdefs.Invalid("tags", strings.Join(r.Tags, ","), fmt.Sprintf("do not apply to %s: tags describe projects, pipelines and builds", r.Kind))
 	}
+	if len(r.Tags) > MaxRuleTags {
+		return errdefs.Invalid("tags", fmt.Sprint(len(r.Tags)), fmt.Sprintf("are more than %d tags", MaxRuleTags))
+	}
 	for i, t := range r.Tags {
 		if err := ValidateTag(fmt.Sprintf("tags[%d]", i), t); err != nil {
 			return err
@@ -175,8 +178,11 @@ func (r Rule) Validate() error {
 	return nil
 }
 
-// MaxTagLen bounds a tag.
-const MaxTagLen = 63
+// Bounds of tags.
+const (
+	MaxTagLen   = 63 // characters of one tag
+	MaxRuleTags = 32 // tags one rule names
+)
 
 // ValidateTag checks one tag, for field.
 func ValidateTag(field, t string) error {

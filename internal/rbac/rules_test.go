@@ -25,6 +25,7 @@ func TestRuleValidate(t *testing.T) {
 		{"tags on runtimes", Rule{TeamID: "t", Action: ActRead, Kind: KindRuntimes, Tags: []string{"x"}}, "tags", "projects, pipelines and builds"},
 		{"namespace on pipelines", Rule{TeamID: "t", Action: ActRead, Kind: KindPipelines, Namespace: "web"}, "namespace", "applications"},
 		{"bad tag", Rule{TeamID: "t", Action: ActRead, Kind: KindPipelines, Tags: []string{"-x"}}, "tags[0]", "not a tag"},
+		{"too many tags", Rule{TeamID: "t", Action: ActRead, Kind: KindPipelines, Tags: make([]string, MaxRuleTags+1)}, "tags", "more than 32"},
 	}
 	for _, c := range cases {
 		err := c.rule.Validate()
