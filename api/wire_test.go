@@ -54,6 +54,7 @@ var wireTypes = map[string]any{
 	"client.RegisterRuntimeRequest": client.RegisterRuntimeRequest{},
 	"client.RegisteredRuntime":      client.RegisteredRuntime{},
 	"client.Project":                client.Project{},
+	"client.ProjectRequest":         client.ProjectRequest{},
 	"client.PipelineConfig":         client.PipelineConfig{},
 	"client.Variable":               client.Variable{},
 	"client.Pipeline":               client.Pipeline{},
@@ -73,6 +74,17 @@ var wireTypes = map[string]any{
 	"client.Trigger":                client.Trigger{},
 	"client.TriggerRequest":         client.TriggerRequest{},
 	"client.CreatedTrigger":         client.CreatedTrigger{},
+	"client.Team":                   client.Team{},
+	"client.TeamMember":             client.TeamMember{},
+	"client.CreateTeamRequest":      client.CreateTeamRequest{},
+	"client.TeamMemberRequest":      client.TeamMemberRequest{},
+	"client.Rule":                   client.Rule{},
+	"client.CreateRuleRequest":      client.CreateRuleRequest{},
+	"client.AuthzExplanation":       client.AuthzExplanation{},
+	"client.ChangePasswordRequest":  client.ChangePasswordRequest{},
+	"client.PasswordResetToken":     client.PasswordResetToken{},
+	"client.ResetPasswordRequest":   client.ResetPasswordRequest{},
+	"client.Session":                client.Session{},
 
 	"appproxyv1.List":                   appproxyv1.List[appproxyv1.Cluster]{},
 	"appproxyv1.Application":            appproxyv1.Application{},
@@ -116,13 +128,14 @@ var wireTypes = map[string]any{
 
 // notWire are struct types of those packages that are not JSON bodies of the API, and why.
 var notWire = map[string]string{
-	"client.Client":       "the client itself",
-	"client.Error":        "built from the error body {\"error\": {...}} and the HTTP status",
-	"client.GraphQLError": "GraphQL's own error format",
-	"client.ListOptions":  "query parameters",
-	"client.AuditFilter":  "query parameters",
-	"client.BuildFilter":  "query parameters",
-	"client.LogEvent":     "a server-sent event of the log stream, not JSON",
+	"client.Client":         "the client itself",
+	"client.Error":          "built from the error body {\"error\": {...}} and the HTTP status",
+	"client.GraphQLError":   "GraphQL's own error format",
+	"client.ListOptions":    "query parameters",
+	"client.AuditFilter":    "query parameters",
+	"client.BuildFilter":    "query parameters",
+	"client.LogEvent":       "a server-sent event of the log stream, not JSON",
+	"client.ExplainRequest": "query parameters",
 }
 
 // sources are the packages whose struct types must each be a wireType or notWire.

@@ -18,7 +18,14 @@ import (
 type Project struct {
 	ID        string    `json:"id"`
 	Name      string    `json:"name"`
+	Tags      []string  `json:"tags,omitempty"` // what attribute-based rules match the project by
 	CreatedAt time.Time `json:"createdAt"`
+}
+
+// ProjectRequest creates a project.
+type ProjectRequest struct {
+	Name string   `json:"name"`
+	Tags []string `json:"tags,omitempty"`
 }
 
 // PipelineConfig is a pipeline's settings besides its spec.
@@ -32,6 +39,7 @@ type PipelineConfig struct {
 	MaxAttempts       int               `json:"maxAttempts,omitempty"`
 	OnLeaseExpiry     string            `json:"onLeaseExpiry,omitempty"`
 	SpecContext       string            `json:"specContext,omitempty"` // credentials for specRepo: GIT_TOKEN or GIT_USERNAME/GIT_PASSWORD
+	Tags              []string          `json:"tags,omitempty"`        // what attribute-based rules match the pipeline (and its builds) by
 }
 
 // Variable is a pipeline variable; encrypted values come back masked.
@@ -199,10 +207,10 @@ type RegisteredRunner struct {
 
 func pathEscape(s string) string { return url.PathEscape(s) }
 
-// CreateProject creates a project.
-func (c *Client) CreateProject(ctx context.Context, name string) (Project, error) {
+// CreateProject creates a project, with tags for attribute-based rules.
+func (c *Client) CreateProject(ctx context.Context, name string, tags ...string) (Project, error) {
 	var out Project
-	err := c.do(ctx, http.MethodPost, "/api/v1/projects", nil, map[string]string{"name": name}, &out)
+	err := c.do(ctx, http.MethodPost, "/api/v1/projects", nil, ProjectRequest{Name: name, Tags: tags}, &out)
 	return out, err
 }
 

@@ -90,6 +90,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.upCommand(), a.serverCommand(),
 		a.loginCommand(), a.logoutCommand(), a.configCommand(),
 		a.accountCommand(), a.userCommand(), a.invitationCommand(), a.apikeyCommand(), a.auditCommand(),
+		a.teamCommand(), a.ruleCommand(), a.authzCommand(), a.sessionCommand(),
 		a.projectCommand(), a.pipelineCommand(), a.buildCommand(), a.contextCommand(), a.runnerCommand(),
 		a.masterKeyCommand(), a.runtimeCommand(), a.appCommand(), a.clusterCommand(), a.gitSourceCommand(),
 		a.versionCommand(),

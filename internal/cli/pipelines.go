@@ -20,25 +20,27 @@ func (a *app) projectCommand() *cobra.Command {
 	var out string
 	printProjects := func(v any, ps []client.Project) error {
 		return printData(a.stdout, out, v, func(tw *tabwriter.Writer) {
-			row(tw, "ID", "NAME", "CREATED")
+			row(tw, "ID", "NAME", "TAGS", "CREATED")
 			for _, p := range ps {
-				row(tw, p.ID, p.Name, p.CreatedAt)
+				row(tw, p.ID, p.Name, strings.Join(p.Tags, ","), p.CreatedAt)
 			}
 		})
 	}
-	create := &cobra.Command{Use: "create NAME", Short: "Create a project", Args: cobra.ExactArgs(1),
+	var projectTags []string
+	create := &cobra.Command{Use: "create NAME [--tag T]…", Short: "Create a project", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {
 				return err
 			}
-			p, err := c.CreateProject(cmd.Context(), args[0])
+			p, err := c.CreateProject(cmd.Context(), args[0], projectTags...)
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(a.stdout, "Created project %s (%s).\n", p.Name, p.ID)
 			return nil
 		}}
+	create.Flags().StringArrayVar(&projectTags, "tag", nil, "a tag attribute-based rules match the project by (repeatable)")
 	list := &cobra.Command{Use: "list", Short: "List projects", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := a.client()
@@ -153,6 +155,7 @@ func (a *app) pipelineCommand() *cobra.Command {
 	fs.IntVar(&cfg.Concurrency, "concurrency", 0, "builds of this pipeline at once (0: unlimited)")
 	fs.IntVar(&cfg.BranchConcurrency, "branch-concurrency", 0, "builds of one branch at once (0: unlimited)")
 	fs.BoolVar(&cfg.TerminateOlder, "terminate-older", false, "a new build of a branch terminates its older builds")
+	fs.StringArrayVar(&cfg.Tags, "tag", nil, "a tag attribute-based rules match the pipeline and its builds by (repeatable)")
 	fs.Bool("replace", false, "replace an existing pipeline's spec and settings")
 	fs.StringArrayVar(&triggers, "trigger", nil, "add a trigger: 'type=git;provider=github;repo=OWNER/NAME;events=push.heads' or 'type=cron;expression=0 3 * * *;branch=main' (repeatable)")
 

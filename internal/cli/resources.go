@@ -226,7 +226,7 @@ func (a *app) userCommand() *cobra.Command {
 	del := a.actionCommand("delete ID", "Remove a user from the account", func(ctx context.Context, c *client.Client, id string) (string, error) {
 		return "Removed user " + id + ".", c.DeleteUser(ctx, id)
 	})
-	cmd.AddCommand(create, list, get, update, del)
+	cmd.AddCommand(create, list, get, update, del, a.passwdCommand(), a.resetPasswordCommand())
 	return cmd
 }
 

@@ -52,6 +52,8 @@ type Service struct {
 	hasher  *hasher
 	// onRevoke is told of committed changes that may shrink a user's access (Deps.OnRevoke).
 	onRevoke func(accountID, userID string)
+	policies policyCache
+	describe Describer
 }
 
 // revoked tells OnRevoke, if any, once err (the change's outcome) is nil.
@@ -71,6 +73,8 @@ type Deps struct {
 	// membership removed or its role changed — with the account and the user, so that streams
 	// opened with the old access end at once. It must not block.
 	OnRevoke func(accountID, userID string)
+	// Describe reads a resource's attributes for Explain.
+	Describe Describer
 }
 
 // New returns a Service built from d.
@@ -81,7 +85,8 @@ func New(d Deps) *Service {
 	}
 	return &Service{db: d.Store, audit: d.Audit, log: log, now: time.Now,
 		byEmail: newFailureLimiter(maxFailuresPerEmail), byIP: newFailureLimiter(maxFailuresPerIP),
-		hasher: newHasher(maxConcurrentHashes, hashQueueWait), onRevoke: d.OnRevoke}
+		hasher: newHasher(maxConcurrentHashes, hashQueueWait), onRevoke: d.OnRevoke,
+		policies: policyCache{accounts: map[string]*accountPolicy{}}, describe: d.Describe}
 }
 
 // SweepInterval is how often the control plane runs SweepExpired.
@@ -327,9 +332,14 @@ func (s *Service) Authenticate(ctx context.Context, tok string) (rbac.Principal,
 				s.log.Warn("record api key use", "key", k.ID, "err", err)
 			}
 		}
-		// A key never grants more than its owner currently holds.
+		rules, err := s.rulesFor(ctx, k.AccountID, k.UserID, m.PolicyVersion)
+		if err != nil {
+			return rbac.Principal{}, err
+		}
+		// A key never grants more than its owner currently holds: the lower of the two roles,
+		// and the owner's rules.
 		return rbac.Principal{AccountID: k.AccountID, UserID: k.UserID, Email: m.Email,
-			Role: rbac.Role(k.Role).Min(rbac.Role(m.Role)), KeyID: k.ID, KeyName: k.Name}, nil
+			Role: rbac.Role(k.Role).Min(rbac.Role(m.Role)), KeyID: k.ID, KeyName: k.Name, Rules: rules}, nil
 	case strings.HasPrefix(tok, token.SessionPrefix):
 		sess, err := s.db.SessionByHash(ctx, token.Hash(tok))
 		if err != nil {
@@ -348,7 +358,11 @@ func (s *Service) Authenticate(ctx context.Context, tok string) (rbac.Principal,
 			}
 			return rbac.Principal{}, err
 		}
-		return rbac.Principal{AccountID: sess.AccountID, UserID: sess.UserID, Email: m.Email, Role: rbac.Role(m.Role), SessionID: sess.ID}, nil
+		rules, err := s.rulesFor(ctx, sess.AccountID, sess.UserID, m.PolicyVersion)
+		if err != nil {
+			return rbac.Principal{}, err
+		}
+		return rbac.Principal{AccountID: sess.AccountID, UserID: sess.UserID, Email: m.Email, Role: rbac.Role(m.Role), SessionID: sess.ID, Rules: rules}, nil
 	}
 	return rbac.Principal{}, unauth
 }

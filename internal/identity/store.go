@@ -45,6 +45,20 @@ type Store interface {
 	InvitationsOf(ctx context.Context, userID string, now time.Time) ([]store.Invitation, error)
 	// SessionByHash returns the session whose token hashes to hash.
 	SessionByHash(ctx context.Context, hash string) (store.Session, error)
+	// GetTeam returns accountID's team with ID or name ref.
+	GetTeam(ctx context.Context, accountID, ref string) (store.Team, error)
+	// ListTeams returns one page of accountID's teams ordered by ID.
+	ListTeams(ctx context.Context, accountID string, p paging.Page) ([]store.Team, error)
+	// TeamMembers lists the members of accountID's teams teamIDs (all teams when none).
+	TeamMembers(ctx context.Context, accountID string, teamIDs ...string) ([]store.TeamMember, error)
+	// ListRules returns one page of accountID's rules ordered by ID.
+	ListRules(ctx context.Context, accountID string, p paging.Page) ([]store.Rule, error)
+	// AllRules returns every rule of accountID, to build the account's policy.
+	AllRules(ctx context.Context, accountID string) ([]store.Rule, error)
+	// SessionsOf lists userID's unexpired sessions in every account, oldest first.
+	SessionsOf(ctx context.Context, userID string, now time.Time) ([]store.Session, error)
+	// PasswordResetByID returns the password reset token with public id.
+	PasswordResetByID(ctx context.Context, id string) (store.PasswordReset, error)
 	// DeleteExpiredSessions removes sessions that expired before t and reports how many.
 	DeleteExpiredSessions(ctx context.Context, t time.Time) (int64, error)
 	// DeleteExpiredInvitations removes invitations that expired at or before t and reports how many.

@@ -129,3 +129,35 @@ func invitationOf(i store.Invitation) Invitation {
 func invitedMember(i store.Invitation) Member {
 	return Member{User: User{ID: i.MemberID, Email: i.Email, Name: i.Name, CreatedAt: i.CreatedAt}, Role: rbac.Role(i.Role), JoinedAt: i.CreatedAt}
 }
+
+// Team is a named group of an account's members.
+type Team struct {
+	ID        string
+	Name      string
+	Members   []TeamMember
+	CreatedAt time.Time
+}
+
+// TeamMember is a member of a team.
+type TeamMember struct {
+	UserID  string
+	Email   string
+	AddedAt time.Time
+}
+
+// Rule is an attribute-based rule of an account.
+type Rule struct {
+	rbac.Rule
+	CreatedAt time.Time
+}
+
+// Explanation answers "why may (or may not) this user take this action on this resource".
+type Explanation struct {
+	User     string // the user's email
+	Action   rbac.Action
+	Resource rbac.Resource
+	rbac.Decision
+}
+
+// storedTime is t as the store gives times back: microseconds, UTC.
+func storedTime(t time.Time) time.Time { return time.UnixMicro(t.UnixMicro()).UTC() }

@@ -56,6 +56,9 @@ func (s *Service) Run(ctx context.Context, p rbac.Principal, ref string, in RunI
 	if err != nil {
 		return Build{}, err
 	}
+	if err := rbac.Authorize(p, rbac.ActRun, pipelineResource(pl)); err != nil {
+		return Build{}, err
+	}
 	if in.TriggerType == "" {
 		in.TriggerType = "manual"
 	}
@@ -171,6 +174,9 @@ func (s *Service) GetBuild(ctx context.Context, p rbac.Principal, id string) (Bu
 	if err != nil {
 		return Build{}, err
 	}
+	if err := s.authorizeBuild(ctx, p, rbac.ActRead, b); err != nil {
+		return Build{}, err
+	}
 	steps, err := s.db.ListSteps(ctx, b.ID)
 	if err != nil {
 		return Build{}, err
@@ -206,7 +212,29 @@ func (s *Service) ListBuilds(ctx context.Context, p rbac.Principal, f BuildFilte
 		}
 		sf.PipelineID = pl.ID
 	}
-	rows, err := s.db.ListBuilds(ctx, p.AccountID, sf, page)
+	tags := map[string][]string{} // of pipelines, read once each
+	rows, err := visiblePage(page, func(pg paging.Page) ([]store.Build, error) { return s.db.ListBuilds(ctx, p.AccountID, sf, pg) },
+		func(r store.Build) string { return r.ID },
+		func(rows []store.Build) ([]store.Build, error) {
+			if !p.Bound(rbac.KindBuilds) {
+				return rows, nil
+			}
+			out := rows[:0]
+			for _, b := range rows {
+				t, ok := tags[b.PipelineID]
+				if !ok {
+					res, err := s.buildResource(ctx, p, b)
+					if err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+						return nil, err
+					}
+					t, tags[b.PipelineID] = res.Attrs.Tags, res.Attrs.Tags
+				}
+				if rbac.Visible(p, rbac.Resource{Kind: rbac.KindBuilds, Name: b.ID, Attrs: rbac.Attributes{Tags: t}}) {
+					out = append(out, b)
+				}
+			}
+			return out, nil
+		})
 	if err != nil {
 		return nil, err
 	}
@@ -243,6 +271,9 @@ func (s *Service) Cancel(ctx context.Context, p rbac.Principal, id string) (err 
 	if err != nil {
 		return err
 	}
+	if err := s.authorizeBuild(ctx, p, rbac.ActTerminate, b); err != nil {
+		return err
+	}
 	if !Active(b.Status) {
 		return fmt.Errorf("build %s is already %s: %w", id, b.Status, errdefs.ErrConflict)
 	}
@@ -271,6 +302,9 @@ func (s *Service) Restart(ctx context.Context, p rbac.Principal, id string, from
 	}
 	old, err := s.db.GetBuild(ctx, p.AccountID, id)
 	if err != nil {
+		return Build{}, err
+	}
+	if err := s.authorizeBuild(ctx, p, rbac.ActRun, old); err != nil {
 		return Build{}, err
 	}
 	if Active(old.Status) {
@@ -318,6 +352,11 @@ func (s *Service) Approve(ctx context.Context, p rbac.Principal, id string, appr
 	e := audit.Start(ctx, p, action, "build", id)
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.ApproveBuilds); err != nil {
+		return err
+	}
+	if b, err := s.db.GetBuild(ctx, p.AccountID, id); err != nil {
+		return err
+	} else if err := s.authorizeBuild(ctx, p, rbac.ActApprove, b); err != nil {
 		return err
 	}
 	return s.db.Tx(ctx, func(tx *store.Tx) error {
@@ -376,6 +415,9 @@ func (s *Service) ReadLog(ctx context.Context, p rbac.Principal, id string, offs
 	}
 	b, err := s.db.GetBuild(ctx, p.AccountID, id)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.authorizeBuild(ctx, p, rbac.ActRead, b); err != nil {
 		return nil, err
 	}
 	return s.db.ReadLog(ctx, b.ID, offset, max)

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/freshet-dev/freshet/internal/audit"
@@ -65,6 +66,13 @@ func (s *Service) PutContext(ctx context.Context, p rbac.Principal, name string,
 		return Context{}, err
 	}
 	if err := validName("name", name); err != nil {
+		return Context{}, err
+	}
+	act := rbac.ActUpdate
+	if create {
+		act = rbac.ActCreate
+	}
+	if err := rbac.Authorize(p, act, contextResource(name)); err != nil {
 		return Context{}, err
 	}
 	typ := in.Type
@@ -182,6 +190,7 @@ func (s *Service) ListContexts(ctx context.Context, p rbac.Principal) ([]Context
 	if err != nil {
 		return nil, err
 	}
+	cs = slices.DeleteFunc(cs, func(c store.ConfigContext) bool { return !rbac.Visible(p, contextResource(c.Name)) })
 	out := make([]Context, len(cs))
 	for i, c := range cs {
 		if out[i], err = maskedContext(c); err != nil {
@@ -196,6 +205,9 @@ func (s *Service) ListContexts(ctx context.Context, p rbac.Principal) ([]Context
 func (s *Service) GetContext(ctx context.Context, p rbac.Principal, name string, decrypt bool) (out Context, err error) {
 	if !decrypt {
 		if err := rbac.Allow(p, rbac.ReadContexts); err != nil {
+			return out, err
+		}
+		if err := rbac.Authorize(p, rbac.ActRead, contextResource(name)); err != nil {
 			return out, err
 		}
 		c, err := s.db.GetContext(ctx, p.AccountID, name)
@@ -244,6 +256,9 @@ func (s *Service) DeleteContext(ctx context.Context, p rbac.Principal, name stri
 	e := audit.Start(ctx, p, "context.delete", "context", name)
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.ManageContexts); err != nil {
+		return err
+	}
+	if err := rbac.Authorize(p, rbac.ActDelete, contextResource(name)); err != nil {
 		return err
 	}
 	return s.db.Tx(ctx, func(tx *store.Tx) error {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -142,7 +143,12 @@ type Config struct {
 	// GIT_TOKEN, or GIT_USERNAME and GIT_PASSWORD.
 	SpecContext   string `json:"specContext,omitempty"`
 	OnLeaseExpiry string `json:"onLeaseExpiry,omitempty"` // requeue (default) or fail
+	// Tags describe the pipeline to attribute-based rules (and its builds, which carry them).
+	Tags []string `json:"tags,omitempty"`
 }
+
+// maxTags bounds a pipeline's tags.
+const maxTags = 32
 
 // Variable is a pipeline variable.
 type Variable struct {
@@ -176,6 +182,14 @@ func (c *Config) Validate() error {
 	if c.BranchConcurrency < 0 {
 		return errdefs.Invalid("config.branchConcurrency", fmt.Sprint(c.BranchConcurrency), "must be 0 (unlimited) or more")
 	}
+	if len(c.Tags) > maxTags {
+		return errdefs.Invalid("config.tags", fmt.Sprint(len(c.Tags)), fmt.Sprintf("are more than %d tags", maxTags))
+	}
+	for i, t := range c.Tags {
+		if err := rbac.ValidateTag(fmt.Sprintf("config.tags[%d]", i), t); err != nil {
+			return err
+		}
+	}
 	if c.MaxAttempts < 0 || c.MaxAttempts > 10 {
 		return errdefs.Invalid("config.maxAttempts", fmt.Sprint(c.MaxAttempts), "must be from 1 to 10 (0: the default, 2)")
 	}
@@ -198,8 +212,8 @@ func variableAAD(accountID, key string) []byte {
 	return secrets.AAD(accountID, "pipeline-variable", key)
 }
 
-// CreateProject creates a project in p's account.
-func (s *Service) CreateProject(ctx context.Context, p rbac.Principal, name string) (_ Project, err error) {
+// CreateProject creates a project in p's account, with tags for attribute-based rules.
+func (s *Service) CreateProject(ctx context.Context, p rbac.Principal, name string, tags ...string) (_ Project, err error) {
 	e := audit.Start(ctx, p, "project.create", "project", "")
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.ManagePipelines); err != nil {
@@ -208,7 +222,18 @@ func (s *Service) CreateProject(ctx context.Context, p rbac.Principal, name stri
 	if err := validName("name", name); err != nil {
 		return Project{}, err
 	}
-	pr := store.Project{ID: store.NewID(store.PrefixProject), AccountID: p.AccountID, Name: name, CreatedAt: s.now()}
+	if len(tags) > maxTags {
+		return Project{}, errdefs.Invalid("tags", fmt.Sprint(len(tags)), fmt.Sprintf("are more than %d tags", maxTags))
+	}
+	for i, t := range tags {
+		if err := rbac.ValidateTag(fmt.Sprintf("tags[%d]", i), t); err != nil {
+			return Project{}, err
+		}
+	}
+	pr := store.Project{ID: store.NewID(store.PrefixProject), AccountID: p.AccountID, Name: name, Tags: tags, CreatedAt: s.now()}
+	if err := rbac.Authorize(p, rbac.ActCreate, projectResource(pr)); err != nil {
+		return Project{}, err
+	}
 	e.Resource(pr.ID)
 	e.Detail("%q", name)
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
@@ -228,7 +253,11 @@ func (s *Service) ListProjects(ctx context.Context, p rbac.Principal, page pagin
 	if err := rbac.Allow(p, rbac.ReadPipelines); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.ListProjects(ctx, p.AccountID, page)
+	rows, err := visiblePage(page, func(pg paging.Page) ([]store.Project, error) { return s.db.ListProjects(ctx, p.AccountID, pg) },
+		func(r store.Project) string { return r.ID },
+		func(rows []store.Project) ([]store.Project, error) {
+			return slices.DeleteFunc(rows, func(r store.Project) bool { return !rbac.Visible(p, projectResource(r)) }), nil
+		})
 	if err != nil {
 		return nil, err
 	}
@@ -248,6 +277,9 @@ func (s *Service) GetProject(ctx context.Context, p rbac.Principal, ref string) 
 	if err != nil {
 		return Project{}, err
 	}
+	if err := rbac.Authorize(p, rbac.ActRead, projectResource(pr)); err != nil {
+		return Project{}, err
+	}
 	return toProject(pr), nil
 }
 
@@ -265,6 +297,9 @@ func (s *Service) DeleteProject(ctx context.Context, p rbac.Principal, ref strin
 		}
 		e.Resource(pr.ID)
 		e.Detail("%q", pr.Name)
+		if err := rbac.Authorize(p, rbac.ActDelete, projectResource(pr)); err != nil {
+			return err
+		}
 		if err := tx.DeleteProject(ctx, p.AccountID, pr.ID); err != nil {
 			return err
 		}
@@ -299,6 +334,10 @@ func (s *Service) CreatePipeline(ctx context.Context, p rbac.Principal, in Pipel
 	if err != nil {
 		return Pipeline{}, fmt.Errorf("project: %w", err)
 	}
+	if err := rbac.Authorize(p, rbac.ActCreate, rbac.Resource{Kind: rbac.KindPipelines, Name: pr.Name + "/" + in.Name,
+		Attrs: rbac.Attributes{Tags: in.Config.Tags}}); err != nil {
+		return Pipeline{}, err
+	}
 	now := s.now()
 	pl := store.Pipeline{ID: store.NewID(store.PrefixPipeline), AccountID: p.AccountID, ProjectID: pr.ID, ProjectName: pr.Name, Name: in.Name,
 		SpecYAML: in.SpecYAML, SpecRepo: in.SpecRepo, SpecPath: in.SpecPath, Config: encodeJSON(in.Config), CreatedAt: now, UpdatedAt: now}
@@ -327,6 +366,9 @@ func (s *Service) UpdatePipeline(ctx context.Context, p rbac.Principal, ref stri
 	if err != nil {
 		return Pipeline{}, err
 	}
+	if err := rbac.Authorize(p, rbac.ActUpdate, pipelineResource(pl)); err != nil {
+		return Pipeline{}, err
+	}
 	in.Name = pl.Name
 	// A client that read the pipeline got encrypted values masked; sending them back keeps them.
 	old, err := decodeConfig(pl)
@@ -344,6 +386,10 @@ func (s *Service) UpdatePipeline(ctx context.Context, p rbac.Principal, ref stri
 		}
 	}
 	if err := s.checkPipelineInput(ctx, p, &in); err != nil {
+		return Pipeline{}, err
+	}
+	// Nor may it be tagged into what the caller could not change.
+	if err := rbac.Authorize(p, rbac.ActUpdate, rbac.Resource{Kind: rbac.KindPipelines, Name: fullName(pl), Attrs: rbac.Attributes{Tags: in.Config.Tags}}); err != nil {
 		return Pipeline{}, err
 	}
 	e.Resource(pl.ID)
@@ -478,6 +524,9 @@ func (s *Service) ResolvePipeline(ctx context.Context, p rbac.Principal, ref str
 	if err != nil {
 		return Pipeline{}, err
 	}
+	if err := rbac.Authorize(p, rbac.ActRead, pipelineResource(pl)); err != nil {
+		return Pipeline{}, err
+	}
 	return toPipeline(pl)
 }
 
@@ -506,7 +555,13 @@ func (s *Service) ListPipelines(ctx context.Context, p rbac.Principal, project s
 		}
 		projectID = pr.ID
 	}
-	rows, err := s.db.ListPipelines(ctx, p.AccountID, projectID, page)
+	rows, err := visiblePage(page, func(pg paging.Page) ([]store.Pipeline, error) {
+		return s.db.ListPipelines(ctx, p.AccountID, projectID, pg)
+	},
+		func(r store.Pipeline) string { return r.ID },
+		func(rows []store.Pipeline) ([]store.Pipeline, error) {
+			return slices.DeleteFunc(rows, func(r store.Pipeline) bool { return !rbac.Visible(p, pipelineResource(r)) }), nil
+		})
 	if err != nil {
 		return nil, err
 	}
@@ -522,6 +577,9 @@ func (s *Service) DeletePipeline(ctx context.Context, p rbac.Principal, ref stri
 	}
 	pl, err := s.resolvePipeline(ctx, p.AccountID, ref)
 	if err != nil {
+		return err
+	}
+	if err := rbac.Authorize(p, rbac.ActDelete, pipelineResource(pl)); err != nil {
 		return err
 	}
 	e.Resource(pl.ID)

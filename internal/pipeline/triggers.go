@@ -81,6 +81,10 @@ func (s *Service) CreateTrigger(ctx context.Context, p rbac.Principal, pipelineR
 	if err != nil {
 		return Trigger{}, "", err
 	}
+	// A trigger is part of its pipeline: adding one changes the pipeline.
+	if err := rbac.Authorize(p, rbac.ActUpdate, pipelineResource(pl)); err != nil {
+		return Trigger{}, "", err
+	}
 	t := store.Trigger{ID: store.NewID(store.PrefixTrigger), AccountID: p.AccountID, PipelineID: pl.ID, Type: in.Type, CreatedAt: s.now()}
 	cfg := in.Config
 	switch in.Type {
@@ -147,6 +151,9 @@ func (s *Service) ListTriggers(ctx context.Context, p rbac.Principal, pipelineRe
 	if err != nil {
 		return nil, err
 	}
+	if err := rbac.Authorize(p, rbac.ActRead, pipelineResource(pl)); err != nil {
+		return nil, err
+	}
 	rows, err := s.db.ListTriggers(ctx, p.AccountID, pl.ID)
 	if err != nil {
 		return nil, err
@@ -166,6 +173,21 @@ func (s *Service) DeleteTrigger(ctx context.Context, p rbac.Principal, id string
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.ManagePipelines); err != nil {
 		return err
+	}
+	if p.Bound(rbac.KindPipelines) {
+		// Removing a trigger changes its pipeline. Another account's trigger is left to the
+		// delete below, which does not find it.
+		if t, err := s.db.TriggerByID(ctx, id); err == nil && t.AccountID == p.AccountID {
+			pl, err := s.db.GetPipeline(ctx, p.AccountID, t.PipelineID)
+			if err != nil {
+				return err
+			}
+			if err := rbac.Authorize(p, rbac.ActUpdate, pipelineResource(pl)); err != nil {
+				return err
+			}
+		} else if err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+			return err
+		}
 	}
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		if err := tx.DeleteTrigger(ctx, p.AccountID, id); err != nil {

@@ -16,6 +16,7 @@ import (
 // Project groups pipelines.
 type Project struct {
 	ID, AccountID, Name string
+	Tags                []string // what attribute-based rules match the project by
 	CreatedAt           time.Time
 }
 
@@ -124,7 +125,7 @@ type BuildFilter struct {
 }
 
 func toProject(r store.Project) Project {
-	return Project{ID: r.ID, AccountID: r.AccountID, Name: r.Name, CreatedAt: r.CreatedAt}
+	return Project{ID: r.ID, AccountID: r.AccountID, Name: r.Name, Tags: r.Tags, CreatedAt: r.CreatedAt}
 }
 
 // toPipeline decodes a stored pipeline and masks its encrypted variables.

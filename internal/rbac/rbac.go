@@ -66,6 +66,9 @@ type Principal struct {
 	KeyID     string // set when the caller used an API key
 	KeyName   string
 	SessionID string // set when the caller used a session
+	// Rules are the attribute-based rules that bind the user in the account (nil: none); see
+	// Authorize.
+	Rules *Rules
 }
 
 // Actor is how the principal appears in audit records.
@@ -87,6 +90,9 @@ const (
 	ReadAPIKeys   Permission = "apikeys.read" // own keys; admins see all
 	ManageAPIKeys Permission = "apikeys.manage"
 	ReadAudit     Permission = "audit.read"
+	// Teams and attribute-based rules.
+	ReadPolicy   Permission = "policy.read"
+	ManagePolicy Permission = "policy.manage"
 	// CreateAccounts lets an account's admins create further accounts (they become their admin).
 	CreateAccounts Permission = "accounts.create"
 	// Pipelines, builds, contexts and runners.
@@ -111,6 +117,8 @@ var minRole = map[Permission]Role{
 	ReadAPIKeys:     Viewer,
 	ManageAPIKeys:   Viewer,
 	ReadAudit:       Admin,
+	ReadPolicy:      Viewer,
+	ManagePolicy:    Admin,
 	CreateAccounts:  Admin,
 	ReadPipelines:   Viewer,
 	ManagePipelines: Member,

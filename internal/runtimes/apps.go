@@ -160,7 +160,9 @@ func (s *Service) ListApplications(ctx context.Context, p rbac.Principal, f AppF
 	if err != nil {
 		return nil, err
 	}
-	rows, err := s.db.ListApplications(ctx, p.AccountID, sf, page)
+	rows, err := visibleApps(page, p, func(pg paging.Page) ([]store.Application, error) {
+		return s.db.ListApplications(ctx, p.AccountID, sf, pg)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -184,6 +186,28 @@ func (s *Service) CountApplications(ctx context.Context, p rbac.Principal, f App
 	if err != nil {
 		return AppCounts{}, err
 	}
+	if p.Bound(rbac.KindApplications) {
+		// Counted here, over what the caller may read: the database counts every application.
+		out := AppCounts{Health: map[string]int{}, Sync: map[string]int{}}
+		page := paging.Page{Limit: paging.MaxLimit}
+		for {
+			rows, err := s.db.ListApplications(ctx, p.AccountID, sf, page)
+			if err != nil {
+				return AppCounts{}, err
+			}
+			for _, r := range rows {
+				if rbac.Visible(p, appRowResource(r)) {
+					out.Total++
+					out.Health[r.Health]++
+					out.Sync[r.Sync]++
+				}
+			}
+			if len(rows) < page.Size() {
+				return out, nil
+			}
+			page.After = rows[len(rows)-1].ID
+		}
+	}
 	n, err := s.db.CountApplications(ctx, p.AccountID, sf)
 	if err != nil {
 		return AppCounts{}, err
@@ -200,13 +224,16 @@ func (s *Service) GetApplication(ctx context.Context, p rbac.Principal, runtime,
 	if err != nil {
 		return Application{}, err
 	}
+	if err := rbac.Authorize(p, rbac.ActRead, appRowResource(row)); err != nil {
+		return Application{}, err
+	}
 	return applicationFromRow(row)
 }
 
 // ListSyncs returns the deployments of p's account's application app, newest first.
 // page.After is the ID of the sync the previous page ended with (decimal).
 func (s *Service) ListSyncs(ctx context.Context, p rbac.Principal, app Application, page paging.Page) ([]Deployment, error) {
-	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
+	if err := rbac.Authorize(p, rbac.ActRead, app.resource()); err != nil {
 		return nil, err
 	}
 	rows, err := s.db.ListSyncs(ctx, p.AccountID, app.RuntimeID, app.Name, page)
@@ -249,7 +276,7 @@ type TreeHealth struct {
 // Tree reads the live resource tree of p's account's application app from its runtime's
 // app-proxy, through the tunnel, as p. A runtime without a tunnel is ErrDisconnected.
 func (s *Service) Tree(ctx context.Context, p rbac.Principal, app Application) ([]*TreeNode, error) {
-	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
+	if err := rbac.Authorize(p, rbac.ActRead, app.resource()); err != nil {
 		return nil, err
 	}
 	if app.AccountID != p.AccountID {

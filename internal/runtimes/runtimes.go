@@ -24,6 +24,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -207,6 +208,9 @@ func (s *Service) Register(ctx context.Context, p rbac.Principal, in RegisterInp
 	if err := validate(&in); err != nil {
 		return rt, "", err
 	}
+	if err := rbac.Authorize(p, rbac.ActCreate, runtimeResource(in.Name)); err != nil {
+		return rt, "", err
+	}
 	return s.create(ctx, p.AccountID, TypeHybrid, in, e)
 }
 
@@ -249,6 +253,9 @@ func (s *Service) CreateHosted(ctx context.Context, p rbac.Principal, name strin
 	if err := validate(&in); err != nil {
 		return rt, err
 	}
+	if err := rbac.Authorize(p, rbac.ActCreate, runtimeResource(in.Name)); err != nil {
+		return rt, err
+	}
 	existing, err := s.db.ListRuntimes(ctx, p.AccountID)
 	if err != nil {
 		return rt, err
@@ -278,6 +285,7 @@ func (s *Service) List(ctx context.Context, p rbac.Principal) ([]Runtime, error)
 	if err != nil {
 		return nil, err
 	}
+	rows = slices.DeleteFunc(rows, func(r store.Runtime) bool { return !rbac.Visible(p, runtimeResource(r.Name)) })
 	return runtimesFromRows(rows)
 }
 
@@ -288,6 +296,9 @@ func (s *Service) Get(ctx context.Context, p rbac.Principal, ref string) (Runtim
 	}
 	row, err := s.db.GetRuntime(ctx, p.AccountID, ref)
 	if err != nil {
+		return Runtime{}, err
+	}
+	if err := rbac.Authorize(p, rbac.ActRead, runtimeResource(row.Name)); err != nil {
 		return Runtime{}, err
 	}
 	return runtimeFromRow(row)
@@ -307,6 +318,9 @@ func (s *Service) RotateToken(ctx context.Context, p rbac.Principal, ref string)
 			return err
 		}
 		e.Resource(rt.ID)
+		if err := rbac.Authorize(p, rbac.ActUpdate, runtimeResource(rt.Name)); err != nil {
+			return err
+		}
 		if err := tx.SetRuntimeToken(ctx, p.AccountID, rt.ID, minted.ID, minted.Hash); err != nil {
 			return err
 		}
@@ -328,6 +342,9 @@ func (s *Service) Delete(ctx context.Context, p rbac.Principal, ref string) (err
 	}
 	rt, _ := runtimeFromRow(row) // deleting it needs no report
 	e.Resource(rt.ID)
+	if err := rbac.Authorize(p, rbac.ActDelete, runtimeResource(row.Name)); err != nil {
+		return err
+	}
 	if rt.Type == TypeHosted && s.provisioner != nil {
 		if err := s.provisioner.Deprovision(ctx, rt); err != nil {
 			return fmt.Errorf("stop hosted runtime: %w", err)

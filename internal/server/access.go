@@ -1,11 +1,13 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 
 	"github.com/nats-io/nats.go"
 
 	"github.com/freshet-dev/freshet/internal/bus"
+	"github.com/freshet-dev/freshet/internal/rbac"
 )
 
 // subjectRevoked carries identity's revocations to every replica (core NATS, not stored): a
@@ -44,4 +46,14 @@ func (s *Server) revoked(accountID, userID string) {
 	if err := s.bus.Conn().Publish(subjectRevoked, data); err != nil {
 		s.log.Warn("publish revocation", "account", accountID, "user", userID, "err", err)
 	}
+}
+
+// describe reads a resource's attributes for authz explain from the domain that holds it. It
+// reads s.pipes and s.runtimes when called (by a request, after New built them).
+func (s *Server) describe(ctx context.Context, accountID string, k rbac.Kind, name string) (rbac.Resource, error) {
+	switch k {
+	case rbac.KindRuntimes, rbac.KindApplications:
+		return s.runtimes.Resource(ctx, accountID, k, name)
+	}
+	return s.pipes.Resource(ctx, accountID, k, name)
 }

@@ -35,6 +35,8 @@ type tenants struct {
 	aAccount, aWebhookAt                                     string
 	alice                                                    *client.Client // A's member
 	aInvitation                                              string         // alice's invitation to a third account
+	aTeam, aRule                                             string         // A's team (alice is in it) and its rule
+	aSession                                                 string         // the ID of A's admin's session
 }
 
 const aSecretValue = "a-secret-value-xyz-123"
@@ -100,6 +102,24 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 		t.Fatalf("alice's invitations: %+v, %v", invs, err)
 	}
 	tn.aInvitation = invs.Items[0].ID
+	// A's team, with alice, and a rule for it (on a kind nothing else here uses).
+	team, err := s.Admin.CreateTeam(ctx, "a-team-secret")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Admin.AddTeamMember(ctx, team.ID, "alice@first.test"); err != nil {
+		t.Fatal(err)
+	}
+	rule, err := s.Admin.CreateRule(ctx, client.CreateRuleRequest{Team: team.ID, Action: "read", Kind: "gitsources", Runtime: "a-rt-attr"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.aTeam, tn.aRule = team.ID, rule.ID
+	sessions, err := s.Admin.ListSessions(ctx)
+	if err != nil || len(sessions.Items) != 1 {
+		t.Fatalf("A's admin's sessions: %+v, %v", sessions, err)
+	}
+	tn.aSession = sessions.Items[0].ID
 
 	// A's CI objects: a project, a pipeline using a secret context, a queued build, a runner.
 	pr, err := s.Admin.CreateProject(ctx, "alpha")
@@ -166,7 +186,7 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 	tn.aAuditSize = len(audit.Items)
 	tn.aOnly = []string{aMe.Account.ID, aMe.User.ID, aMe.User.Email, alice.ID, alice.Email, k.ID, k.Prefix, k.Token,
 		pr.ID, pl.ID, bl.ID, rn.ID, rn.Token, aSecretValue, aRegistryPassword, aRegistryURL, aRegistryUser, aImageRepo, aImageDigest,
-		trg.ID, trg.Secret, art.ID, art.Token,
+		trg.ID, trg.Secret, art.ID, art.Token, tn.aTeam, "a-team-secret", tn.aRule, "a-rt-attr", tn.aSession,
 		aApps[0].ID, "a-shop-web", "a-secret-repo", "a-team-label", "a-payments", "a-project-x", aHookSecret, tn.aInvitation}
 	for _, e := range audit.Items {
 		tn.aOnly = append(tn.aOnly, e.ID)
@@ -258,6 +278,12 @@ func (tn *tenants) unchanged(t *testing.T) {
 	}
 	if st, hook, _ := call(t, "GET", tn.s.URL+"/api/v1/gitops/webhook", tn.aKeyToken, nil); st != 200 || hook["configured"] != true || hook["createdAt"] != tn.aWebhookAt {
 		t.Errorf("A's GitOps webhook changed: %d %v", st, hook)
+	}
+	if team, err := tn.aAdmin.GetTeam(ctx, tn.aTeam); err != nil || len(team.Members) != 1 || team.Members[0].UserID != tn.aMemberID {
+		t.Errorf("A's team changed: %+v, %v", team, err)
+	}
+	if rules, err := tn.aAdmin.ListRules(ctx, client.ListOptions{}); err != nil || len(rules.Items) != 1 || rules.Items[0].ID != tn.aRule {
+		t.Errorf("A's rules changed: %+v, %v", rules.Items, err)
 	}
 }
 
@@ -378,6 +404,84 @@ var restCases = map[string]restCase{
 		st, body := raw(t, tn, "DELETE", "/api/v1/apikeys/"+tn.aKeyID, tn.bKey, "")
 		expect(t, "revoke A's key", st, 404)
 		return st, body
+	},
+	"POST /api/v1/me/password": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "POST", "/api/v1/me/password", tn.bSession, `{"currentPassword":"alice-password","newPassword":"taken-over-1"}`)
+		expect(t, "change a password with A's member's password", st, 400)
+		return st, body
+	},
+	"GET /api/v1/me/sessions": func(t *testing.T, tn *tenants) (int, string) {
+		return raw(t, tn, "GET", "/api/v1/me/sessions", tn.bKey, "")
+	},
+	"DELETE /api/v1/me/sessions/{id}": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "DELETE", "/api/v1/me/sessions/"+tn.aSession, tn.bKey, "")
+		expect(t, "end A's admin's session", st, 404)
+		return st, body
+	},
+	"POST /api/v1/users/{id}/password-reset": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "POST", "/api/v1/users/"+tn.aMemberID+"/password-reset", tn.bKey, `{}`)
+		expect(t, "reset A's member's password", st, 400, 404)
+		st2, body2 := raw(t, tn, "POST", "/api/v1/users/alice@first.test/password-reset", tn.bKey, `{}`)
+		expect(t, "reset A's member's password by email", st2, 400, 404)
+		return st, body + body2
+	},
+	"POST /api/v1/auth/password-reset": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "POST", "/api/v1/auth/password-reset", "", `{"token":"fpr_aaaaaaaa_`+strings.Repeat("a", 40)+`","newPassword":"taken-over-1"}`)
+		expect(t, "a made-up reset token", st, 401)
+		return st, body
+	},
+	"GET /api/v1/teams": func(t *testing.T, tn *tenants) (int, string) {
+		return raw(t, tn, "GET", "/api/v1/teams?limit=1000", tn.bKey, "")
+	},
+	"POST /api/v1/teams": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "POST", "/api/v1/teams", tn.bKey, `{"name":"b-team"}`)
+		expect(t, "create a team in B", st, 201)
+		return st, body
+	},
+	"GET /api/v1/teams/{team}": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "GET", "/api/v1/teams/"+tn.aTeam, tn.bKey, "")
+		expect(t, "read A's team", st, 404)
+		return st, body
+	},
+	"DELETE /api/v1/teams/{team}": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "DELETE", "/api/v1/teams/"+tn.aTeam, tn.bKey, "")
+		expect(t, "delete A's team", st, 404)
+		return st, body
+	},
+	"POST /api/v1/teams/{team}/members": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "POST", "/api/v1/teams/"+tn.aTeam+"/members", tn.bKey, `{"user":"eve@bravo.test"}`)
+		expect(t, "join A's team", st, 404)
+		// B's own team cannot take A's member either.
+		st2, body2 := raw(t, tn, "POST", "/api/v1/teams/b-team/members", tn.bKey, `{"user":"`+tn.aMemberID+`"}`)
+		expect(t, "put A's member in B's team", st2, 400, 404)
+		return st, body + body2
+	},
+	"DELETE /api/v1/teams/{team}/members/{user}": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "DELETE", "/api/v1/teams/"+tn.aTeam+"/members/"+tn.aMemberID, tn.bKey, "")
+		expect(t, "take A's member out of A's team", st, 404)
+		return st, body
+	},
+	"GET /api/v1/rules": func(t *testing.T, tn *tenants) (int, string) {
+		return raw(t, tn, "GET", "/api/v1/rules?limit=1000", tn.bKey, "")
+	},
+	"POST /api/v1/rules": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "POST", "/api/v1/rules", tn.bKey, `{"team":"`+tn.aTeam+`","action":"read","kind":"pipelines"}`)
+		expect(t, "a rule for A's team", st, 400)
+		st2, body2 := raw(t, tn, "POST", "/api/v1/rules", tn.bKey, `{"user":"`+tn.aMemberID+`","action":"read","kind":"pipelines"}`)
+		expect(t, "a rule for A's member", st2, 400)
+		return st, body + body2
+	},
+	"DELETE /api/v1/rules/{id}": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "DELETE", "/api/v1/rules/"+tn.aRule, tn.bKey, "")
+		expect(t, "delete A's rule", st, 404)
+		return st, body
+	},
+	"GET /api/v1/authz/explain": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "GET", "/api/v1/authz/explain?action=read&resource=pipelines/"+tn.aPipeline+"&user="+tn.aMemberID, tn.bKey, "")
+		expect(t, "explain for A's member", st, 400, 404)
+		st2, body2 := raw(t, tn, "GET", "/api/v1/authz/explain?action=read&resource=pipelines/"+tn.aPipeline, tn.bKey, "")
+		expect(t, "explain on A's pipeline", st2, 404)
+		return st, body + body2
 	},
 	"GET /api/v1/audit": func(t *testing.T, tn *tenants) (int, string) {
 		me, _ := tn.aAdmin.Me(context.Background())
@@ -539,8 +643,15 @@ var gqlCases = map[string]string{
 	"users":       `{ users(first: 1000) { nodes { id email name role } pageInfo { endCursor hasNextPage } } }`,
 	"apiKeys":     `{ apiKeys(first: 1000) { nodes { id name prefix userId } } }`,
 	"auditEvents": `{ auditEvents(first: 1000) { nodes { id actor actorId action resourceId detail } } }`,
-	"runtimes":    `{ runtimes { id name type status components { name health } clusters { name server } } }`,
-	"runtime":     `{ byName: runtime(name: "a-runtime") { id name } byID: runtime(name: "RUNTIME_ID") { id name } }`,
+	"teams":       `{ teams(first: 1000) { nodes { id name members { userId email } } } }`,
+	"sessions":    `{ sessions { id account { id name } current } }`,
+	"rules":       `{ rules(first: 1000) { nodes { id team user action kind runtime summary } } }`,
+	// B's own decisions name nothing of A's rules (A's rule governs gitsources in A only); asking
+	// about A's member or A's pipeline is refused (the REST case checks how).
+	"authzExplain": `{ gitsources: authzExplain(action: "read", resource: "gitsources/a-rt-attr") { allowed governed reasons rule }
+		clusters: authzExplain(action: "delete", resource: "clusters/x") { allowed governed reasons } }`,
+	"runtimes": `{ runtimes { id name type status components { name health } clusters { name server } } }`,
+	"runtime":  `{ byName: runtime(name: "a-runtime") { id name } byID: runtime(name: "RUNTIME_ID") { id name } }`,
 	"applications": `{ all: applications(first: 500) { nodes { id name runtime runtimeId project repoUrl labels { key value } } }
 		byRuntime: applications(filter: {runtime: "RUNTIME_ID"}) { nodes { id name } }
 		byName: applications(filter: {runtime: "a-runtime", labels: ["a-team-label=a-payments"], search: "shop"}) { nodes { id name } } }`,

@@ -100,7 +100,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	s.audit = audit.NewLog(s.db, log)
 	s.relay = events.NewRelay(s.db, s.bus, log.With("component", "events"))
 	s.outbox = events.NewOutboxRelay(s.db, s.bus, log.With("component", "outbox"))
-	s.identity = identity.New(identity.Deps{Store: s.db, Audit: s.audit, Log: log, OnRevoke: s.revoked})
+	s.identity = identity.New(identity.Deps{Store: s.db, Audit: s.audit, Log: log, OnRevoke: s.revoked, Describe: s.describe})
 	s.access = httpx.NewAccess(s.identity, 0, log.With("component", "access"))
 	if err := s.watchRevocations(); err != nil {
 		s.Close()

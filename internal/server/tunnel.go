@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"strings"
 
 	"github.com/freshet-dev/freshet/internal/api/httpx"
 	"github.com/freshet-dev/freshet/internal/audit"
@@ -54,15 +53,22 @@ func (s *Server) newTunnel(log *slog.Logger) (*tunnel.Server, error) {
 			if p.AccountID != rt.AccountID {
 				return fmt.Errorf("runtime %s: %w", rt.Name, errdefs.ErrNotFound)
 			}
-			return rbac.Allow(p, rbac.ReadRuntimes)
+			if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
+				return err
+			}
+			return s.authorizeAppProxy(r.Context(), p, rt.Name, r.Method, runtimePath(r, rt.Name, rt.ID))
 		},
 		// A WebSocket or event stream through the tunnel ends when its caller loses access.
 		Hold: func(r *http.Request, rt tunnel.Runtime) (context.Context, func()) {
-			return s.access.Hold(r, func(_ context.Context, p rbac.Principal) error {
+			path := runtimePath(r, rt.Name, rt.ID)
+			return s.access.Hold(r, func(ctx context.Context, p rbac.Principal) error {
 				if p.AccountID != rt.AccountID {
 					return fmt.Errorf("runtime %s: %w", rt.Name, errdefs.ErrNotFound)
 				}
-				return rbac.Allow(p, rbac.ReadRuntimes)
+				if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
+					return err
+				}
+				return s.authorizeAppProxy(ctx, p, rt.Name, r.Method, path)
 			})
 		},
 		OnDenied: func(r *http.Request, rt tunnel.Runtime, err error) {
@@ -85,8 +91,7 @@ func (s *Server) newTunnel(log *slog.Logger) (*tunnel.Server, error) {
 			}
 			e := audit.Start(r.Context(), p, "runtime.app-proxy", "runtime", rt.ID)
 			e.Account(rt.AccountID)
-			path := strings.TrimPrefix(r.URL.Path, "/runtimes/"+rt.Name)
-			path = strings.TrimPrefix(path, "/runtimes/"+rt.ID)
+			path := runtimePath(r, rt.Name, rt.ID)
 			e.Detail("%s %s → %d (runtime %s)", r.Method, path, status, rt.Name)
 			var result error
 			switch {

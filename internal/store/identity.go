@@ -33,6 +33,9 @@ type Member struct {
 	AccountID string
 	Role      string
 	JoinedAt  time.Time
+	// PolicyVersion is the account's policy version when GetMember read it (see
+	// BumpPolicyVersion); other reads leave it zero.
+	PolicyVersion int64
 }
 
 // Membership is one account a user belongs to.
@@ -155,8 +158,9 @@ func (q *Queries) SetMemberRole(ctx context.Context, accountID, userID, role str
 func (q *Queries) GetMember(ctx context.Context, accountID, userID string) (Member, error) {
 	var m Member
 	var joined int64
-	u, err := scanUser(q.queryRow(ctx, `SELECT `+userCols+`, m.role, m.created_at FROM memberships m
-		JOIN users u ON u.id = m.user_id WHERE m.account_id = ? AND m.user_id = ?`, accountID, userID), &m.Role, &joined)
+	u, err := scanUser(q.queryRow(ctx, `SELECT `+userCols+`, m.role, m.created_at, a.policy_version FROM memberships m
+		JOIN users u ON u.id = m.user_id JOIN accounts a ON a.id = m.account_id WHERE m.account_id = ? AND m.user_id = ?`, accountID, userID),
+		&m.Role, &joined, &m.PolicyVersion)
 	if err != nil {
 		return Member{}, notFound(err, "user", userID)
 	}
@@ -202,6 +206,10 @@ func (q *Queries) RemoveMember(ctx context.Context, accountID, userID string) er
 		return err
 	}
 	if err := affected(res, "user", userID); err != nil {
+		return err
+	}
+	// Their team memberships and rules went with the membership.
+	if err := q.BumpPolicyVersion(ctx, accountID); err != nil {
 		return err
 	}
 	if _, err := q.exec(ctx, `DELETE FROM api_keys WHERE account_id = ? AND user_id = ?`, accountID, userID); err != nil {

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -25,6 +26,7 @@ const (
 // Project groups pipelines.
 type Project struct {
 	ID, AccountID, Name string
+	Tags                []string // for attribute-based rules
 	CreatedAt           time.Time
 }
 
@@ -92,24 +94,42 @@ type ConfigContext struct {
 
 // CreateProject inserts a project.
 func (q *Queries) CreateProject(ctx context.Context, p Project) error {
-	_, err := q.exec(ctx, `INSERT INTO projects (id, account_id, name, created_at) VALUES (?, ?, ?, ?)`, p.ID, p.AccountID, p.Name, micros(p.CreatedAt))
+	tags, err := json.Marshal(orNoTags(p.Tags))
+	if err != nil {
+		return err
+	}
+	_, err = q.exec(ctx, `INSERT INTO projects (id, account_id, name, tags, created_at) VALUES (?, ?, ?, ?, ?)`, p.ID, p.AccountID, p.Name, string(tags), micros(p.CreatedAt))
 	if errors.Is(err, errdefs.ErrConflict) {
 		return fmt.Errorf("name: project %q already exists: %w", p.Name, errdefs.ErrConflict)
 	}
 	return err
 }
 
+func orNoTags(t []string) []string {
+	if t == nil {
+		return []string{}
+	}
+	return t
+}
+
 func scanProject(s interface{ Scan(...any) error }) (Project, error) {
 	var p Project
 	var created int64
-	err := s.Scan(&p.ID, &p.AccountID, &p.Name, &created)
+	var tags string
+	err := s.Scan(&p.ID, &p.AccountID, &p.Name, &tags, &created)
+	if err != nil {
+		return p, err
+	}
 	p.CreatedAt = fromMicros(created)
-	return p, err
+	if err := json.Unmarshal([]byte(tags), &p.Tags); err != nil {
+		return p, fmt.Errorf("project %s: tags: %w", p.ID, err)
+	}
+	return p, nil
 }
 
 // GetProject finds account's project by ID or name.
 func (q *Queries) GetProject(ctx context.Context, accountID, idOrName string) (Project, error) {
-	p, err := scanProject(q.queryRow(ctx, `SELECT id, account_id, name, created_at FROM projects WHERE account_id = ? AND (id = ? OR name = ?)`, accountID, idOrName, idOrName))
+	p, err := scanProject(q.queryRow(ctx, `SELECT id, account_id, name, tags, created_at FROM projects WHERE account_id = ? AND (id = ? OR name = ?)`, accountID, idOrName, idOrName))
 	if err != nil {
 		return Project{}, notFound(err, "project", idOrName)
 	}
@@ -118,7 +138,7 @@ func (q *Queries) GetProject(ctx context.Context, accountID, idOrName string) (P
 
 // ListProjects returns one page of account's projects.
 func (q *Queries) ListProjects(ctx context.Context, accountID string, p paging.Page) ([]Project, error) {
-	rows, err := q.query(ctx, `SELECT id, account_id, name, created_at FROM projects WHERE account_id = ? AND id > ? ORDER BY id LIMIT ?`, accountID, p.After, p.Size())
+	rows, err := q.query(ctx, `SELECT id, account_id, name, tags, created_at FROM projects WHERE account_id = ? AND id > ? ORDER BY id LIMIT ?`, accountID, p.After, p.Size())
 	if err != nil {
 		return nil, err
 	}

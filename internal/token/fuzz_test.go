@@ -9,13 +9,13 @@ import (
 // accepts is exactly prefix+id+"_"+secret with the kind's lengths and alphabet, and a minted
 // token always parses back to its id and a secret that verifies against its hash.
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{APIKey.New().Token, Runner.New().Token, Runtime.New().Token, "fsk_", "fsk__", "fsk_abc_def",
+	for _, s := range []string{APIKey.New().Token, Runner.New().Token, Runtime.New().Token, PasswordReset.New().Token, "fsk_", "fsk__", "fsk_abc_def",
 		"frn_ABCDEFGH_" + strings.Repeat("a", 40), "fss_" + Random(40), "fsk_aaaaaaaa_" + strings.Repeat("a", 31) + "\x00",
 		"fsk_aaaaaaaa_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa_", "fsk_aaaa_aaaa_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "Bearer fsk_x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, tok string) {
-		for _, k := range []Kind{APIKey, Runner, Runtime} {
+		for _, k := range []Kind{APIKey, Runner, Runtime, PasswordReset} {
 			id, secret, ok := k.Parse(tok)
 			if !ok {
 				if id != "" || secret != "" {

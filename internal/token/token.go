@@ -1,7 +1,7 @@
 // Package token mints, parses and checks Freshet's bearer tokens, one way for every kind: API
-// keys, runner tokens, runtime tokens and session tokens.
+// keys, runner tokens, runtime tokens, password reset tokens and session tokens.
 //
-// A keyed token is "<kind prefix><id>_<secret>" (fsk_, frn_, frt_): the id finds the record and
+// A keyed token is "<kind prefix><id>_<secret>" (fsk_, frn_, frt_, fpr_): the id finds the record and
 // is shown in listings; the secret is stored only as its SHA-256 hash and checked in constant
 // time. A session token is "fss_<secret>" and is looked up by its hash. Secrets carry 160 bits
 // of randomness or more, so a fast hash is enough at rest. Tokens are shown once.
@@ -27,6 +27,8 @@ var (
 	APIKey  = Kind{Prefix: "fsk_", IDLen: 8, SecretLen: 32}
 	Runner  = Kind{Prefix: "frn_", IDLen: 8, SecretLen: 40}
 	Runtime = Kind{Prefix: "frt_", IDLen: 8, SecretLen: 40}
+	// PasswordReset is a one-time token an account admin issues so a user can set a new password.
+	PasswordReset = Kind{Prefix: "fpr_", IDLen: 8, SecretLen: 40}
 )
 
 // SessionPrefix starts every session token.

@@ -6,7 +6,7 @@ import (
 )
 
 func TestKeyedTokensRoundTrip(t *testing.T) {
-	for _, k := range []Kind{APIKey, Runner, Runtime} {
+	for _, k := range []Kind{APIKey, Runner, Runtime, PasswordReset} {
 		m := k.New()
 		id, secret, ok := k.Parse(m.Token)
 		if !ok || id != m.ID || !Verify(m.Hash, secret) || !k.Is(m.Token) {

@@ -18,7 +18,7 @@ import (
 )
 
 func toProject(p pipeline.Project) client.Project {
-	return client.Project{ID: p.ID, Name: p.Name, CreatedAt: p.CreatedAt}
+	return client.Project{ID: p.ID, Name: p.Name, Tags: p.Tags, CreatedAt: p.CreatedAt}
 }
 
 // toPipeline maps a pipeline, its encrypted variables already masked by the service.
@@ -26,7 +26,7 @@ func toPipeline(p pipeline.Pipeline) client.Pipeline {
 	c := p.Config
 	cfg := client.PipelineConfig{Contexts: c.Contexts, RunnerLabels: c.RunnerLabels, Concurrency: c.Concurrency,
 		BranchConcurrency: c.BranchConcurrency, TerminateOlder: c.TerminateOlder, MaxAttempts: c.MaxAttempts,
-		OnLeaseExpiry: c.OnLeaseExpiry, SpecContext: c.SpecContext}
+		OnLeaseExpiry: c.OnLeaseExpiry, SpecContext: c.SpecContext, Tags: c.Tags}
 	for _, v := range c.Variables {
 		cfg.Variables = append(cfg.Variables, client.Variable{Key: v.Key, Value: v.Value, Encrypted: v.Encrypted})
 	}
@@ -83,13 +83,11 @@ func (a *API) listProjects(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) createProject(w http.ResponseWriter, r *http.Request) error {
-	var in struct {
-		Name string `json:"name"`
-	}
+	var in client.ProjectRequest
 	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
-	p, err := a.pipelines.CreateProject(r.Context(), principal(r), in.Name)
+	p, err := a.pipelines.CreateProject(r.Context(), principal(r), in.Name, in.Tags...)
 	if err != nil {
 		return err
 	}
@@ -117,7 +115,7 @@ func (a *API) deleteProject(w http.ResponseWriter, r *http.Request) error {
 func pipelineInput(in client.PipelineRequest) pipeline.PipelineInput {
 	cfg := pipeline.Config{Contexts: in.Config.Contexts, RunnerLabels: in.Config.RunnerLabels, Concurrency: in.Config.Concurrency,
 		BranchConcurrency: in.Config.BranchConcurrency, TerminateOlder: in.Config.TerminateOlder, MaxAttempts: in.Config.MaxAttempts,
-		OnLeaseExpiry: in.Config.OnLeaseExpiry, SpecContext: in.Config.SpecContext}
+		OnLeaseExpiry: in.Config.OnLeaseExpiry, SpecContext: in.Config.SpecContext, Tags: in.Config.Tags}
 	for _, v := range in.Config.Variables {
 		cfg.Variables = append(cfg.Variables, pipeline.Variable{Key: v.Key, Value: v.Value, Encrypted: v.Encrypted})
 	}
@@ -339,7 +337,8 @@ func (a *API) buildLogs(w http.ResponseWriter, r *http.Request) error {
 		return rc.Flush()
 	}
 	// The stream lasts as long as the build; it ends when the caller loses access meanwhile.
-	ctx, release := a.access.Hold(r, func(_ context.Context, p rbac.Principal) error { return rbac.Allow(p, rbac.ReadPipelines) })
+	id := r.PathValue("id")
+	ctx, release := a.access.Hold(r, func(ctx context.Context, p rbac.Principal) error { return a.pipelines.MayReadBuild(ctx, p, id) })
 	defer release()
 	err := a.dispatch.Follow(ctx, principal(r), r.PathValue("id"), offset,
 		func(off int64, data []byte) error {

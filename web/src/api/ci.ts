@@ -13,6 +13,7 @@ import type {
   Pipeline,
   PipelineRequest,
   Project,
+  ProjectRequest,
   RegisterRunnerRequest,
   RegisteredRunner,
   RegistryContext,
@@ -29,7 +30,7 @@ const seg = encodeURIComponent;
 
 export const projects = {
   list: (o: ListOptions = {}, signal?: AbortSignal) => request<Page<Project>>(`${v1}/projects`, { query: { limit: o.limit, after: o.after }, signal }),
-  create: (name: string) => request<Project>(`${v1}/projects`, { method: 'POST', body: { name } }),
+  create: (name: string) => request<Project>(`${v1}/projects`, { method: 'POST', body: { name } satisfies ProjectRequest }),
   remove: (ref: string) => request<void>(`${v1}/projects/${seg(ref)}`, { method: 'DELETE' }),
 };
 

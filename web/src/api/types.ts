@@ -188,7 +188,14 @@ export interface CreateAPIKeyRequest {
 export interface Project {
   id: string;
   name: string;
+  /** What attribute-based rules match the project by. */
+  tags?: string[];
   createdAt: string;
+}
+
+export interface ProjectRequest {
+  name: string;
+  tags?: string[];
 }
 
 export interface PipelineVariable {
@@ -209,6 +216,8 @@ export interface PipelineConfig {
   onLeaseExpiry?: '' | 'requeue' | 'fail';
   /** Credentials for specRepo: a context with GIT_TOKEN or GIT_USERNAME/GIT_PASSWORD. */
   specContext?: string;
+  /** What attribute-based rules match the pipeline (and its builds) by. */
+  tags?: string[];
 }
 
 export interface Pipeline {

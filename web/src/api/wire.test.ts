@@ -39,6 +39,7 @@ import client_RuntimeCluster from '../../../api/testdata/wire/client.RuntimeClus
 import client_RegisterRuntimeRequest from '../../../api/testdata/wire/client.RegisterRuntimeRequest.json';
 import client_RegisteredRuntime from '../../../api/testdata/wire/client.RegisteredRuntime.json';
 import client_Project from '../../../api/testdata/wire/client.Project.json';
+import client_ProjectRequest from '../../../api/testdata/wire/client.ProjectRequest.json';
 import client_PipelineConfig from '../../../api/testdata/wire/client.PipelineConfig.json';
 import client_Variable from '../../../api/testdata/wire/client.Variable.json';
 import client_Pipeline from '../../../api/testdata/wire/client.Pipeline.json';
@@ -96,6 +97,17 @@ import appproxyv1_NotifyRequest from '../../../api/testdata/wire/appproxyv1.Noti
 import appproxyv1_NotifyResult from '../../../api/testdata/wire/appproxyv1.NotifyResult.json';
 import appproxyv1_ClusterCredential from '../../../api/testdata/wire/appproxyv1.ClusterCredential.json';
 import appproxyv1_AddedCluster from '../../../api/testdata/wire/appproxyv1.AddedCluster.json';
+import client_AuthzExplanation from '../../../api/testdata/wire/client.AuthzExplanation.json';
+import client_ChangePasswordRequest from '../../../api/testdata/wire/client.ChangePasswordRequest.json';
+import client_PasswordResetToken from '../../../api/testdata/wire/client.PasswordResetToken.json';
+import client_ResetPasswordRequest from '../../../api/testdata/wire/client.ResetPasswordRequest.json';
+import client_Session from '../../../api/testdata/wire/client.Session.json';
+import client_CreateRuleRequest from '../../../api/testdata/wire/client.CreateRuleRequest.json';
+import client_CreateTeamRequest from '../../../api/testdata/wire/client.CreateTeamRequest.json';
+import client_Rule from '../../../api/testdata/wire/client.Rule.json';
+import client_Team from '../../../api/testdata/wire/client.Team.json';
+import client_TeamMember from '../../../api/testdata/wire/client.TeamMember.json';
+import client_TeamMemberRequest from '../../../api/testdata/wire/client.TeamMemberRequest.json';
 
 const wireDir = new URL('../../../api/testdata/wire/', import.meta.url);
 
@@ -199,6 +211,7 @@ const wire = [
   pair<t.RegisterRuntimeRequest>()('client.RegisterRuntimeRequest', client_RegisterRuntimeRequest, 'no drift'),
   pair<t.RegisteredRuntime>()('client.RegisteredRuntime', client_RegisteredRuntime, 'no drift'),
   pair<t.Project>()('client.Project', client_Project, 'no drift'),
+  pair<t.ProjectRequest>()('client.ProjectRequest', client_ProjectRequest, 'no drift'),
   pair<t.PipelineConfig>()('client.PipelineConfig', client_PipelineConfig, 'no drift'),
   pair<t.PipelineVariable>()('client.Variable', client_Variable, 'no drift'),
   pair<t.Pipeline>()('client.Pipeline', client_Pipeline, 'no drift'),
@@ -261,6 +274,17 @@ const notInTheUI: Record<string, { golden: Golden; why: string }> = {
   'appproxyv1.NotifyResult': { golden: appproxyv1_NotifyResult, why: 'what a runtime answers the control plane to a NotifyRequest' },
   'appproxyv1.ClusterCredential': { golden: appproxyv1_ClusterCredential, why: '`freshet cluster add` hands a service account token to a runtime; the UI does not' },
   'appproxyv1.AddedCluster': { golden: appproxyv1_AddedCluster, why: 'the answer to a ClusterCredential' },
+  'client.AuthzExplanation': { golden: client_AuthzExplanation, why: '`freshet authz explain`' },
+  'client.ChangePasswordRequest': { golden: client_ChangePasswordRequest, why: '`freshet user passwd`; the UI has no password page yet' },
+  'client.PasswordResetToken': { golden: client_PasswordResetToken, why: '`freshet user reset-password` (admins)' },
+  'client.ResetPasswordRequest': { golden: client_ResetPasswordRequest, why: '`freshet user passwd --reset-token`' },
+  'client.Session': { golden: client_Session, why: '`freshet session list`' },
+  'client.CreateRuleRequest': { golden: client_CreateRuleRequest, why: '`freshet rule create`' },
+  'client.CreateTeamRequest': { golden: client_CreateTeamRequest, why: '`freshet team create`' },
+  'client.Rule': { golden: client_Rule, why: 'attribute-based rules are managed through the CLI and API (`freshet rule`); the UI has no page for them yet' },
+  'client.Team': { golden: client_Team, why: 'teams are managed through the CLI and API (`freshet team`); the UI has no page for them yet' },
+  'client.TeamMember': { golden: client_TeamMember, why: 'part of a Team' },
+  'client.TeamMemberRequest': { golden: client_TeamMemberRequest, why: '`freshet team add-member`' },
 };
 
 describe('the UI types against the Go wire types (api/testdata/wire)', () => {

@@ -1,0 +1,356 @@
+package rbac
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/freshet-dev/freshet/internal/errdefs"
+)
+
+// Attribute-based rules refine roles. A role is the coarse layer: it says which permissions a
+// member may hold at most. Once an account has a rule for a kind of resource, that kind is
+// governed: a member or viewer may act on a resource of the kind only when a rule lets them —
+// a rule of theirs or of a team they belong to, naming the action, the kind and attributes the
+// resource has. Admins are not bound by rules (they write them). Kinds no rule names stay
+// governed by roles alone.
+
+// Action is what a rule lets someone do.
+type Action string
+
+// Actions.
+const (
+	ActCreate    Action = "create"
+	ActRead      Action = "read"
+	ActUpdate    Action = "update"
+	ActDelete    Action = "delete"
+	ActRun       Action = "run"
+	ActApprove   Action = "approve"
+	ActSync      Action = "sync"
+	ActTerminate Action = "terminate"
+)
+
+// Actions lists every action, in the order messages name them.
+var Actions = []Action{ActCreate, ActRead, ActUpdate, ActDelete, ActRun, ActApprove, ActSync, ActTerminate}
+
+// Kind is a kind of resource rules can govern.
+type Kind string
+
+// Kinds.
+const (
+	KindProjects     Kind = "projects"
+	KindPipelines    Kind = "pipelines"
+	KindBuilds       Kind = "builds"
+	KindContexts     Kind = "contexts"
+	KindRuntimes     Kind = "runtimes"
+	KindClusters     Kind = "clusters"
+	KindApplications Kind = "applications"
+	KindGitSources   Kind = "gitsources"
+)
+
+// Kinds lists every kind, in the order messages name them.
+var Kinds = []Kind{KindProjects, KindPipelines, KindBuilds, KindContexts, KindRuntimes, KindClusters, KindApplications, KindGitSources}
+
+// coarse is the role permission each action on each kind needs. An action a kind does not
+// list does not apply to it.
+var coarse = map[Kind]map[Action]Permission{
+	KindProjects:     {ActCreate: ManagePipelines, ActRead: ReadPipelines, ActUpdate: ManagePipelines, ActDelete: ManagePipelines},
+	KindPipelines:    {ActCreate: ManagePipelines, ActRead: ReadPipelines, ActUpdate: ManagePipelines, ActDelete: ManagePipelines, ActRun: RunPipelines},
+	KindBuilds:       {ActRead: ReadPipelines, ActRun: RunPipelines, ActApprove: ApproveBuilds, ActTerminate: RunPipelines},
+	KindContexts:     {ActCreate: ManageContexts, ActRead: ReadContexts, ActUpdate: ManageContexts, ActDelete: ManageContexts},
+	KindRuntimes:     {ActCreate: ManageRuntimes, ActRead: ReadRuntimes, ActUpdate: ManageRuntimes, ActDelete: ManageRuntimes},
+	KindClusters:     {ActCreate: ManageRuntimes, ActRead: ReadRuntimes, ActDelete: ManageRuntimes},
+	KindApplications: {ActCreate: ReadRuntimes, ActRead: ReadRuntimes, ActUpdate: ReadRuntimes, ActDelete: ReadRuntimes, ActSync: ReadRuntimes, ActTerminate: ReadRuntimes},
+	KindGitSources:   {ActCreate: ReadRuntimes, ActRead: ReadRuntimes, ActUpdate: ReadRuntimes, ActDelete: ReadRuntimes},
+}
+
+// tagged kinds carry tags; gitops kinds carry runtime, cluster and namespace.
+func (k Kind) tagged() bool { return k == KindProjects || k == KindPipelines || k == KindBuilds }
+func (k Kind) gitops() bool {
+	return k == KindRuntimes || k == KindClusters || k == KindApplications || k == KindGitSources
+}
+
+func joinNames[T ~string](vs []T) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = string(v)
+	}
+	return strings.Join(s, ", ")
+}
+
+// ParseAction validates an action named by a user, for field.
+func ParseAction(field, s string) (Action, error) {
+	if a := Action(s); slices.Contains(Actions, a) {
+		return a, nil
+	}
+	return "", errdefs.Invalid(field, s, "is not an action: use one of "+joinNames(Actions))
+}
+
+// ParseKind validates a resource kind named by a user, for field.
+func ParseKind(field, s string) (Kind, error) {
+	if k := Kind(s); slices.Contains(Kinds, k) {
+		return k, nil
+	}
+	return "", errdefs.Invalid(field, s, "is not a resource kind: use one of "+joinNames(Kinds))
+}
+
+// ActionsOn lists the actions that apply to kind k.
+func ActionsOn(k Kind) []Action {
+	var out []Action
+	for _, a := range Actions {
+		if _, ok := coarse[k][a]; ok {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// Attributes describe a resource to rules: tags on projects, pipelines and builds (a build's
+// are its pipeline's); runtime, cluster and namespace on GitOps resources.
+type Attributes struct {
+	Tags      []string
+	Runtime   string
+	Cluster   string
+	Namespace string
+}
+
+// Resource is what an action is on.
+type Resource struct {
+	Kind  Kind
+	Name  string // for messages: project/pipeline, a build ID, a runtime's name
+	Attrs Attributes
+}
+
+func (r Resource) String() string {
+	if r.Name == "" {
+		return string(r.Kind)
+	}
+	return string(r.Kind) + "/" + r.Name
+}
+
+// Rule lets a team or a user take an action on resources of a kind that have its attributes.
+// Empty attributes match anything: a rule without attributes covers every resource of its kind.
+type Rule struct {
+	ID        string
+	TeamID    string // the team the rule is for, or
+	UserID    string // the user it is for
+	Subject   string // how messages name the team or user
+	Action    Action
+	Kind      Kind
+	Tags      []string // the resource has at least one of these tags
+	Runtime   string
+	Cluster   string
+	Namespace string
+}
+
+// Validate checks r's action, kind and attributes, naming the bad field.
+func (r Rule) Validate() error {
+	if _, err := ParseKind("kind", string(r.Kind)); err != nil {
+		return err
+	}
+	if _, err := ParseAction("action", string(r.Action)); err != nil {
+		return err
+	}
+	if _, ok := coarse[r.Kind][r.Action]; !ok {
+		return errdefs.Invalid("action", string(r.Action), fmt.Sprintf("does not apply to %s: use one of %s", r.Kind, joinNames(ActionsOn(r.Kind))))
+	}
+	if (r.TeamID == "") == (r.UserID == "") {
+		return errdefs.Invalid("team", r.TeamID, "or user must be set, not both: a rule is for one team or one user")
+	}
+	if len(r.Tags) > 0 && !r.Kind.tagged() {
+		return errdefs.Invalid("tags", strings.Join(r.Tags, ","), fmt.Sprintf("do not apply to %s: tags describe projects, pipelines and builds", r.Kind))
+	}
+	if len(r.Tags) > MaxRuleTags {
+		return errdefs.Invalid("tags", fmt.Sprint(len(r.Tags)), fmt.Sprintf("are more than %d tags", MaxRuleTags))
+	}
+	for i, t := range r.Tags {
+		if err := ValidateTag(fmt.Sprintf("tags[%d]", i), t); err != nil {
+			return err
+		}
+	}
+	if !r.Kind.gitops() {
+		for _, f := range []struct{ name, v string }{{"runtime", r.Runtime}, {"cluster", r.Cluster}, {"namespace", r.Namespace}} {
+			if f.v != "" {
+				return errdefs.Invalid(f.name, f.v, fmt.Sprintf("does not apply to %s: runtime, cluster and namespace describe runtimes, clusters, applications and gitsources", r.Kind))
+			}
+		}
+	}
+	return nil
+}
+
+// Bounds of tags.
+const (
+	MaxTagLen   = 63 // characters of one tag
+	MaxRuleTags = 32 // tags one rule names
+)
+
+// ValidateTag checks one tag, for field.
+func ValidateTag(field, t string) error {
+	ok := t != "" && len(t) <= MaxTagLen
+	for i := 0; ok && i < len(t); i++ {
+		c := t[i]
+		ok = c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || (i > 0 && (c == '-' || c == '_' || c == '.' || c == ':'))
+	}
+	if !ok {
+		return errdefs.Invalid(field, t, fmt.Sprintf("is not a tag: use 1-%d letters, digits, '-', '_', '.' or ':', starting with a letter or digit", MaxTagLen))
+	}
+	return nil
+}
+
+// match reports whether r's attributes hold for res (its action and kind are not checked);
+// it is Matches without the reason, for the path every request takes.
+func (r *Rule) match(res Resource) bool {
+	if len(r.Tags) > 0 && !slices.ContainsFunc(r.Tags, func(t string) bool { return slices.Contains(res.Attrs.Tags, t) }) {
+		return false
+	}
+	return (r.Runtime == "" || r.Runtime == res.Attrs.Runtime) && (r.Cluster == "" || r.Cluster == res.Attrs.Cluster) &&
+		(r.Namespace == "" || r.Namespace == res.Attrs.Namespace)
+}
+
+// Matches reports whether r's attributes hold for res (its action and kind are not checked),
+// and when not, why.
+func (r *Rule) Matches(res Resource) (bool, string) {
+	if r.match(res) {
+		return true, ""
+	}
+	if len(r.Tags) > 0 && !slices.ContainsFunc(r.Tags, func(t string) bool { return slices.Contains(res.Attrs.Tags, t) }) {
+		return false, fmt.Sprintf("%s has none of the tags %s", res, strings.Join(r.Tags, ", "))
+	}
+	for _, f := range []struct{ name, want, got string }{{"runtime", r.Runtime, res.Attrs.Runtime}, {"cluster", r.Cluster, res.Attrs.Cluster}, {"namespace", r.Namespace, res.Attrs.Namespace}} {
+		if f.want != "" && f.want != f.got {
+			return false, fmt.Sprintf("%s is in %s %q, not %q", res, f.name, f.got, f.want)
+		}
+	}
+	return true, ""
+}
+
+// Describe is r in one line: "team dev may run pipelines tagged prod".
+func (r *Rule) Describe() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s may %s %s", r.Subject, r.Action, r.Kind)
+	if len(r.Tags) > 0 {
+		fmt.Fprintf(&b, " tagged %s", strings.Join(r.Tags, " or "))
+	}
+	for _, f := range []struct{ name, v string }{{"runtime", r.Runtime}, {"cluster", r.Cluster}, {"namespace", r.Namespace}} {
+		if f.v != "" {
+			fmt.Fprintf(&b, " in %s %s", f.name, f.v)
+		}
+	}
+	return b.String()
+}
+
+// Rules are the rules that bind one user in one account: which kinds are governed there, and
+// the rules for the user and their teams. A value is shared by every request of the user and
+// never changed once built.
+type Rules struct {
+	governed map[Kind]bool
+	byKey    map[ruleKey][]*Rule
+}
+
+type ruleKey struct {
+	kind   Kind
+	action Action
+}
+
+// NewRules builds the Rules of a user from the kinds governed in the account and the rules for
+// the user or their teams.
+func NewRules(governed []Kind, rules []*Rule) *Rules {
+	rs := &Rules{governed: make(map[Kind]bool, len(governed)), byKey: make(map[ruleKey][]*Rule)}
+	for _, k := range governed {
+		rs.governed[k] = true
+	}
+	for _, r := range rules {
+		k := ruleKey{r.Kind, r.Action}
+		rs.byKey[k] = append(rs.byKey[k], r)
+	}
+	return rs
+}
+
+// Governed reports whether rules govern kind k in the account.
+func (rs *Rules) Governed(k Kind) bool { return rs != nil && rs.governed[k] }
+
+// Authorize returns nil if p may take action a on res: p's role holds the permission a needs on
+// res's kind, and — for a kind rules govern, unless p is an admin — a rule lets p. Otherwise it
+// returns an error wrapping errdefs.ErrForbidden that says which layer refused.
+func Authorize(p Principal, a Action, res Resource) error {
+	perm, ok := coarse[res.Kind][a]
+	if !ok {
+		return fmt.Errorf("action %s on %s: %w", a, res.Kind, errdefs.ErrForbidden)
+	}
+	if err := Allow(p, perm); err != nil {
+		return err
+	}
+	if p.Role == Admin || !p.Rules.Governed(res.Kind) {
+		return nil
+	}
+	for _, r := range p.Rules.byKey[ruleKey{res.Kind, a}] {
+		if r.match(res) {
+			return nil
+		}
+	}
+	return fmt.Errorf("no rule lets you %s %s (rules govern %s in this account; 'freshet authz explain' says why): %w", a, res, res.Kind, errdefs.ErrForbidden)
+}
+
+// Visible reports whether p may read res; lists keep only what it lets through.
+func Visible(p Principal, res Resource) bool { return Authorize(p, ActRead, res) == nil }
+
+// Decision is Explain's answer.
+type Decision struct {
+	Allowed    bool
+	Permission Permission // the role permission the action needs
+	Role       Role       // the caller's role
+	NeedRole   Role       // the least role that holds Permission
+	RoleOK     bool       // the role layer allows it
+	Governed   bool       // rules govern the kind in the account
+	Rule       *Rule      // the rule that allowed it, if one did
+	Reasons    []string   // each step of the decision, in order
+}
+
+// Explain says whether p may take action a on res, and why, step by step. It decides as
+// Authorize does.
+func Explain(p Principal, a Action, res Resource) Decision {
+	d := Decision{Role: p.Role}
+	perm, ok := coarse[res.Kind][a]
+	if !ok {
+		d.Reasons = append(d.Reasons, fmt.Sprintf("%s does not apply to %s (it takes %s)", a, res.Kind, joinNames(ActionsOn(res.Kind))))
+		return d
+	}
+	d.Permission, d.NeedRole = perm, minRole[perm]
+	d.RoleOK = Allow(p, perm) == nil
+	if !d.RoleOK {
+		d.Reasons = append(d.Reasons, fmt.Sprintf("role: %s needs %s, which needs role %s or higher; the role is %s", a, perm, d.NeedRole, orNone(p.Role)))
+		return d
+	}
+	d.Reasons = append(d.Reasons, fmt.Sprintf("role: %s needs %s, which role %s holds", a, perm, p.Role))
+	d.Governed = p.Rules.Governed(res.Kind)
+	switch {
+	case p.Role == Admin:
+		d.Allowed = true
+		d.Reasons = append(d.Reasons, "rules: admins are not bound by rules")
+		return d
+	case !d.Governed:
+		d.Allowed = true
+		d.Reasons = append(d.Reasons, fmt.Sprintf("rules: no rule names %s in this account, so the role decides", res.Kind))
+		return d
+	}
+	cands := p.Rules.byKey[ruleKey{res.Kind, a}]
+	if len(cands) == 0 {
+		d.Reasons = append(d.Reasons, fmt.Sprintf("rules: rules govern %s, and none for this user or their teams lets them %s %s", res.Kind, a, res.Kind))
+		return d
+	}
+	for _, r := range cands {
+		if ok, why := r.Matches(res); ok {
+			d.Allowed, d.Rule = true, r
+			d.Reasons = append(d.Reasons, fmt.Sprintf("rules: rule %s allows it (%s)", r.ID, r.Describe()))
+			return d
+		} else {
+			d.Reasons = append(d.Reasons, fmt.Sprintf("rules: rule %s (%s) does not match: %s", r.ID, r.Describe(), why))
+		}
+	}
+	d.Reasons = append(d.Reasons, "rules: no rule matches, so it is refused")
+	return d
+}
+
+// Bound reports whether rules bind p on kind k: rules govern k in p's account and p is not an
+// admin. Callers use it to skip reading attributes no rule will look at.
+func (p Principal) Bound(k Kind) bool { return p.Role != Admin && p.Rules.Governed(k) }

@@ -1,0 +1,100 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/rbac"
+)
+
+// appProxyAPI is the prefix of the app-proxy's REST API under a runtime's path.
+const appProxyAPI = "/app-proxy/api/v1/"
+
+// appProxyOperation names what a request to a runtime's app-proxy does, as rules see it: the
+// kind, the action and the resource's name ("" for a collection). ok is false for what rules
+// do not describe (the app-proxy's GraphQL, its version, notifications).
+func appProxyOperation(method, path string) (kind rbac.Kind, action rbac.Action, name string, ok bool) {
+	rest, found := strings.CutPrefix(path, appProxyAPI)
+	if !found {
+		return "", "", "", false
+	}
+	parts := strings.Split(strings.Trim(rest, "/"), "/")
+	switch parts[0] {
+	case "applications":
+		kind = rbac.KindApplications
+	case "git-sources":
+		kind = rbac.KindGitSources
+	case "git": // git/repositories: what a git source could read
+		return rbac.KindGitSources, rbac.ActRead, "", method == http.MethodGet
+	case "clusters":
+		kind = rbac.KindClusters
+	default:
+		return "", "", "", false
+	}
+	switch {
+	case len(parts) == 1 && method == http.MethodGet:
+		return kind, rbac.ActRead, "", true
+	case len(parts) == 1 && method == http.MethodPost:
+		return kind, rbac.ActCreate, "", true
+	case len(parts) == 2 && method == http.MethodGet:
+		return kind, rbac.ActRead, parts[1], true
+	case len(parts) == 2 && method == http.MethodDelete:
+		return kind, rbac.ActDelete, parts[1], true
+	case len(parts) == 3 && kind == rbac.KindApplications:
+		name = parts[1]
+		switch parts[2] {
+		case "diff", "history", "tree":
+			return kind, rbac.ActRead, name, method == http.MethodGet
+		case "refresh":
+			return kind, rbac.ActRead, name, method == http.MethodPost
+		case "sync", "rollback":
+			return kind, rbac.ActSync, name, method == http.MethodPost
+		case "terminate":
+			return kind, rbac.ActTerminate, name, method == http.MethodPost
+		case "auto-sync":
+			return kind, rbac.ActUpdate, name, method == http.MethodPost
+		}
+	}
+	return "", "", "", false
+}
+
+// authorizeAppProxy applies the account's rules to a request p sends to runtime rtName's
+// app-proxy through the tunnel (path is below the runtime's prefix). The role layer has been
+// checked already. An application's cluster and namespace come from the control plane's copy
+// of what the runtime reported; one the runtime has not reported (or a new one) is described by
+// its runtime alone.
+func (s *Server) authorizeAppProxy(ctx context.Context, p rbac.Principal, rtName, method, path string) error {
+	bound := p.Bound(rbac.KindApplications) || p.Bound(rbac.KindGitSources) || p.Bound(rbac.KindClusters)
+	if !bound {
+		return nil
+	}
+	kind, action, name, ok := appProxyOperation(method, path)
+	if !ok {
+		return fmt.Errorf("%s %s on runtime %s: rules govern GitOps resources in this account and do not describe this request (use the app-proxy's REST API, or the control plane's GraphQL for applications): %w",
+			method, path, rtName, errdefs.ErrForbidden)
+	}
+	res := rbac.Resource{Kind: kind, Name: rtName, Attrs: rbac.Attributes{Runtime: rtName}}
+	if name != "" {
+		res.Name = rtName + "/" + name
+	}
+	if kind == rbac.KindApplications && name != "" && p.Bound(kind) {
+		got, err := s.runtimes.Resource(ctx, p.AccountID, kind, rtName+"/"+name)
+		switch {
+		case err == nil:
+			res = got
+		case !errors.Is(err, errdefs.ErrNotFound):
+			return err
+		}
+	}
+	return rbac.Authorize(p, action, res)
+}
+
+// runtimePath is r's path below runtime rt's prefix (/runtimes/NAME or /runtimes/ID).
+func runtimePath(r *http.Request, name, id string) string {
+	path := strings.TrimPrefix(r.URL.Path, "/runtimes/"+name)
+	return strings.TrimPrefix(path, "/runtimes/"+id)
+}

@@ -1,0 +1,243 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/freshet-dev/freshet/internal/paging"
+)
+
+// ID prefixes of teams and rules.
+const (
+	PrefixTeam = "tm"
+	PrefixRule = "rul"
+)
+
+// Team is a named group of an account's members.
+type Team struct {
+	ID        string
+	AccountID string
+	Name      string
+	CreatedAt time.Time
+}
+
+// TeamMember is one member of a team.
+type TeamMember struct {
+	TeamID  string
+	UserID  string
+	Email   string
+	AddedAt time.Time
+}
+
+// Rule is a stored attribute-based rule. Attrs is JSON; TeamName and UserEmail are filled when
+// rules are read.
+type Rule struct {
+	ID        string
+	AccountID string
+	TeamID    string // set for a team's rule
+	UserID    string // set for a member's rule
+	TeamName  string
+	UserEmail string
+	Action    string
+	Kind      string
+	Attrs     string
+	CreatedAt time.Time
+}
+
+// BumpPolicyVersion marks accountID's teams or rules as changed.
+func (q *Queries) BumpPolicyVersion(ctx context.Context, accountID string) error {
+	_, err := q.exec(ctx, `UPDATE accounts SET policy_version = policy_version + 1 WHERE id = ?`, accountID)
+	return err
+}
+
+// PolicyVersion returns how many times accountID's teams or rules changed.
+func (q *Queries) PolicyVersion(ctx context.Context, accountID string) (int64, error) {
+	var v int64
+	err := q.queryRow(ctx, `SELECT policy_version FROM accounts WHERE id = ?`, accountID).Scan(&v)
+	if err != nil {
+		return 0, notFound(err, "account", accountID)
+	}
+	return v, nil
+}
+
+// CreateTeam inserts a team; a name taken in the account is ErrConflict.
+func (q *Queries) CreateTeam(ctx context.Context, t Team) error {
+	_, err := q.exec(ctx, `INSERT INTO teams (id, account_id, name, created_at) VALUES (?, ?, ?, ?)`, t.ID, t.AccountID, t.Name, micros(t.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("create team %q: %w", t.Name, err)
+	}
+	return nil
+}
+
+// GetTeam returns accountID's team with ID or name ref.
+func (q *Queries) GetTeam(ctx context.Context, accountID, ref string) (Team, error) {
+	var t Team
+	var created int64
+	err := q.queryRow(ctx, `SELECT id, account_id, name, created_at FROM teams WHERE account_id = ? AND (id = ? OR name = ?)`,
+		accountID, ref, ref).Scan(&t.ID, &t.AccountID, &t.Name, &created)
+	if err != nil {
+		return Team{}, notFound(err, "team", ref)
+	}
+	t.CreatedAt = fromMicros(created)
+	return t, nil
+}
+
+// ListTeams returns one page of accountID's teams ordered by ID.
+func (q *Queries) ListTeams(ctx context.Context, accountID string, p paging.Page) ([]Team, error) {
+	rows, err := q.query(ctx, `SELECT id, account_id, name, created_at FROM teams WHERE account_id = ? AND id > ? ORDER BY id LIMIT ?`,
+		accountID, p.After, p.Size())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Team
+	for rows.Next() {
+		var t Team
+		var created int64
+		if err := rows.Scan(&t.ID, &t.AccountID, &t.Name, &created); err != nil {
+			return nil, err
+		}
+		t.CreatedAt = fromMicros(created)
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// DeleteTeam deletes accountID's team id with its memberships and rules.
+func (q *Queries) DeleteTeam(ctx context.Context, accountID, id string) error {
+	res, err := q.exec(ctx, `DELETE FROM teams WHERE account_id = ? AND id = ?`, accountID, id)
+	if err != nil {
+		return err
+	}
+	return affected(res, "team", id)
+}
+
+// AddTeamMember puts userID (a member of accountID) in team teamID; a member already in the
+// team is ErrConflict.
+func (q *Queries) AddTeamMember(ctx context.Context, accountID, teamID, userID string, at time.Time) error {
+	_, err := q.exec(ctx, `INSERT INTO team_members (team_id, account_id, user_id, created_at) VALUES (?, ?, ?, ?)`,
+		teamID, accountID, userID, micros(at))
+	if err != nil {
+		return fmt.Errorf("add team member %s: %w", userID, err)
+	}
+	return nil
+}
+
+// RemoveTeamMember takes userID out of team teamID of accountID.
+func (q *Queries) RemoveTeamMember(ctx context.Context, accountID, teamID, userID string) error {
+	res, err := q.exec(ctx, `DELETE FROM team_members WHERE account_id = ? AND team_id = ? AND user_id = ?`, accountID, teamID, userID)
+	if err != nil {
+		return err
+	}
+	return affected(res, "team member", userID)
+}
+
+// TeamMembers lists the members of accountID's teams teamIDs (every team when teamIDs is
+// empty), by team and then user ID.
+func (q *Queries) TeamMembers(ctx context.Context, accountID string, teamIDs ...string) ([]TeamMember, error) {
+	query := `SELECT tm.team_id, tm.user_id, u.email, tm.created_at FROM team_members tm JOIN users u ON u.id = tm.user_id
+		WHERE tm.account_id = ?`
+	args := []any{accountID}
+	if len(teamIDs) > 0 {
+		query += ` AND tm.team_id IN (?` + repeat(",?", len(teamIDs)-1) + `)`
+		for _, id := range teamIDs {
+			args = append(args, id)
+		}
+	}
+	rows, err := q.query(ctx, query+` ORDER BY tm.team_id, tm.user_id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []TeamMember
+	for rows.Next() {
+		var m TeamMember
+		var at int64
+		if err := rows.Scan(&m.TeamID, &m.UserID, &m.Email, &at); err != nil {
+			return nil, err
+		}
+		m.AddedAt = fromMicros(at)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// CreateRule inserts a rule.
+func (q *Queries) CreateRule(ctx context.Context, r Rule) error {
+	_, err := q.exec(ctx, `INSERT INTO authz_rules (id, account_id, team_id, user_id, action, kind, attrs, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.AccountID, nullString(r.TeamID), nullString(r.UserID), r.Action, r.Kind, r.Attrs, micros(r.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("create rule: %w", err)
+	}
+	return nil
+}
+
+func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+const ruleSelect = `SELECT r.id, r.account_id, COALESCE(r.team_id, ''), COALESCE(r.user_id, ''), COALESCE(t.name, ''), COALESCE(u.email, ''),
+	r.action, r.kind, r.attrs, r.created_at FROM authz_rules r
+	LEFT JOIN teams t ON t.id = r.team_id LEFT JOIN users u ON u.id = r.user_id `
+
+func scanRule(s interface{ Scan(...any) error }) (Rule, error) {
+	var r Rule
+	var created int64
+	err := s.Scan(&r.ID, &r.AccountID, &r.TeamID, &r.UserID, &r.TeamName, &r.UserEmail, &r.Action, &r.Kind, &r.Attrs, &created)
+	r.CreatedAt = fromMicros(created)
+	return r, err
+}
+
+// ListRules returns one page of accountID's rules ordered by ID.
+func (q *Queries) ListRules(ctx context.Context, accountID string, p paging.Page) ([]Rule, error) {
+	rows, err := q.query(ctx, ruleSelect+`WHERE r.account_id = ? AND r.id > ? ORDER BY r.id LIMIT ?`, accountID, p.After, p.Size())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Rule
+	for rows.Next() {
+		r, err := scanRule(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// AllRules returns every rule of accountID, ordered by ID.
+func (q *Queries) AllRules(ctx context.Context, accountID string) ([]Rule, error) {
+	rows, err := q.query(ctx, ruleSelect+`WHERE r.account_id = ? ORDER BY r.id`, accountID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Rule
+	for rows.Next() {
+		r, err := scanRule(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// GetRule returns accountID's rule id.
+func (q *Queries) GetRule(ctx context.Context, accountID, id string) (Rule, error) {
+	r, err := scanRule(q.queryRow(ctx, ruleSelect+`WHERE r.account_id = ? AND r.id = ?`, accountID, id))
+	if err != nil {
+		return Rule{}, notFound(err, "rule", id)
+	}
+	return r, nil
+}
+
+// DeleteRule deletes accountID's rule id.
+func (q *Queries) DeleteRule(ctx context.Context, accountID, id string) error {
+	res, err := q.exec(ctx, `DELETE FROM authz_rules WHERE account_id = ? AND id = ?`, accountID, id)
+	if err != nil {
+		return err
+	}
+	return affected(res, "rule", id)
+}
