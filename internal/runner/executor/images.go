@@ -2,7 +2,10 @@ package executor
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"path"
+	"strings"
 	"time"
 )
 
@@ -45,6 +48,29 @@ type BuildSpec struct {
 	// Registries are the credentials for the base images' registries.
 	Registries []Registry
 	Timeout    time.Duration // 0: no limit
+}
+
+// Context checks b's build context and Dockerfile for a workspace seen by steps at volumePath:
+// the context directory (cleaned) must be inside the workspace, and the Dockerfile (default
+// "Dockerfile", cleaned) a relative path inside the context — unless b has an inline Dockerfile,
+// in which case dockerfile is "". msg says what is wrong, for the step's one-line failure.
+func (b BuildSpec) Context(volumePath string) (dir, dockerfile, msg string) {
+	dir = path.Clean(b.ContextDir)
+	if dir != volumePath && !strings.HasPrefix(dir, volumePath+"/") {
+		return "", "", fmt.Sprintf("the build context %s is outside the workspace (%s)", b.ContextDir, volumePath)
+	}
+	if b.DockerfileContent != "" {
+		return dir, "", ""
+	}
+	dockerfile = b.Dockerfile
+	if dockerfile == "" {
+		dockerfile = "Dockerfile"
+	}
+	dockerfile = path.Clean(dockerfile)
+	if path.IsAbs(dockerfile) || dockerfile == ".." || strings.HasPrefix(dockerfile, "../") {
+		return "", "", fmt.Sprintf("dockerfile %s must be a path inside the build context %s", b.Dockerfile, dir)
+	}
+	return dir, dockerfile, ""
 }
 
 // InlineDockerfileName is the name an inline Dockerfile (BuildSpec.DockerfileContent) gets in a

@@ -51,20 +51,13 @@ func (c *Container) Build(ctx context.Context, ws executor.Workspace, b executor
 		return res, fmt.Errorf("build %s: %w: no tag for the image", b.Name, executor.ErrInvalidStep)
 	}
 	image := b.Tags[0]
-	dir := path.Clean(b.ContextDir)
-	if dir != VolumePath && !strings.HasPrefix(dir, VolumePath+"/") {
-		return fail("build of %s: the build context %s is outside the workspace (%s)", image, b.ContextDir, VolumePath)
+	dir, dockerfile, msg := b.Context(VolumePath)
+	if msg != "" {
+		return fail("build of %s: %s", image, msg)
 	}
-	dockerfile := b.Dockerfile
-	if dockerfile == "" {
-		dockerfile = "Dockerfile"
-	}
-	dockerfile = path.Clean(dockerfile)
 	dfName := path.Join(dir, dockerfile) // for messages
-	if b.DockerfileContent != "" {
+	if dockerfile == "" {
 		dockerfile, dfName = executor.InlineDockerfileName, "the inline dockerfile"
-	} else if path.IsAbs(dockerfile) || dockerfile == ".." || strings.HasPrefix(dockerfile, "../") {
-		return fail("build of %s: dockerfile %s must be a path inside the build context %s", image, b.Dockerfile, dir)
 	}
 	if b.Timeout > 0 {
 		var cancel context.CancelFunc

@@ -201,20 +201,12 @@ func (k *Kubernetes) Build(ctx context.Context, ws executor.Workspace, b executo
 // buildah bud's options (without the credentials and the context directory, which is dir). msg
 // says what is wrong with b.
 func buildArgs(ws executor.Workspace, b executor.BuildSpec) (args []string, dir, msg string) {
-	dir = path.Clean(b.ContextDir)
-	if dir != ws.Path && !strings.HasPrefix(dir, ws.Path+"/") {
-		return nil, "", fmt.Sprintf("the build context %s is outside the workspace (%s)", b.ContextDir, ws.Path)
-	}
-	dockerfile := b.Dockerfile
-	if dockerfile == "" {
-		dockerfile = "Dockerfile"
-	}
-	dockerfile = path.Clean(dockerfile)
+	dir, dockerfile, msg := b.Context(ws.Path)
 	switch {
-	case b.DockerfileContent != "":
+	case msg != "":
+		return nil, "", msg
+	case dockerfile == "":
 		args = []string{inlineFile}
-	case path.IsAbs(dockerfile) || dockerfile == ".." || strings.HasPrefix(dockerfile, "../"):
-		return nil, "", fmt.Sprintf("dockerfile %s must be a path inside the build context %s", b.Dockerfile, dir)
 	default:
 		args = []string{path.Join(dir, dockerfile)}
 	}
