@@ -128,7 +128,10 @@ func (m *jsonnetImporter) Import(from, imported string) (jsonnet.Contents, strin
 	if from == "" {
 		return m.read(imported)
 	}
-	if imported == "" || path.IsAbs(imported) || filepath.IsAbs(imported) {
+	if imported == "" {
+		return jsonnet.Contents{}, "", errors.New("import of an empty path")
+	}
+	if path.IsAbs(imported) || filepath.IsAbs(imported) {
 		return m.refuse(from, imported, "absolute import paths are not allowed; import relative to the file or to a library path")
 	}
 	dirs := append([]string{path.Dir(from)}, m.libs...)
