@@ -5,7 +5,7 @@
 // value of the wrong type or an invalid value is an *Error naming the field path
 // ("spec.source.helm.parameters[0].name"), the line, the value and what would be valid. Argo CD
 // fields Freshet recognises but does not implement (config management plugins, Helm
-// repository charts, Jsonnet, sync windows, ...) are errors that unwrap to
+// repository charts, sync windows, ...) are errors that unwrap to
 // ErrUnsupported; recognised fields that are harmless to ignore (status, server-populated
 // metadata, kustomize.version, ...) become Warnings on the decoded object.
 //

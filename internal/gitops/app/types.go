@@ -170,10 +170,33 @@ type KustomizeSelector struct {
 // globs matched against paths relative to the source path ("*" also matches "/"; "{a,b}"
 // alternatives), as in Argo CD.
 type DirectorySource struct {
-	Recurse bool   `json:"recurse,omitempty"`
-	Include string `json:"include,omitempty"`
-	Exclude string `json:"exclude,omitempty"`
-	Jsonnet any    `json:"jsonnet,omitempty"` // recognised; non-empty is unsupported
+	Recurse bool           `json:"recurse,omitempty"`
+	Include string         `json:"include,omitempty"`
+	Exclude string         `json:"exclude,omitempty"`
+	Jsonnet *JsonnetSource `json:"jsonnet,omitempty"`
+}
+
+// JsonnetSource holds the options of the directory's .jsonnet files, as Argo CD's
+// directory.jsonnet: top-level arguments, external variables and library paths (relative to
+// the repository root).
+type JsonnetSource struct {
+	TLAs    []JsonnetVar `json:"tlas,omitempty"`
+	ExtVars []JsonnetVar `json:"extVars,omitempty"`
+	Libs    []string     `json:"libs,omitempty"`
+}
+
+// JsonnetVar is a top-level argument or external variable: a string Value, or Jsonnet code
+// when Code is set. $ARGOCD_APP_NAME and the other build variables in Value are substituted.
+type JsonnetVar struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+	Code  bool   `json:"code,omitempty"`
+}
+
+// HasVars reports whether the options pass any argument or variable: their values may name
+// the application ($ARGOCD_APP_NAME), so the render depends on it.
+func (j *JsonnetSource) HasVars() bool {
+	return j != nil && len(j.TLAs)+len(j.ExtVars) > 0
 }
 
 // Destination is the cluster and namespace an application deploys to: Server (an API server

@@ -241,8 +241,30 @@ func validateSource(d *decoder, p string, src *Source, refs map[string]int) {
 		fail(p, "", "sets more than one of helm, kustomize and directory; a source has one type")
 	}
 	if dir := src.Directory; dir != nil {
-		if dir.Jsonnet != nil && !isEmptyValue(dir.Jsonnet) {
-			unsupported(p+".directory.jsonnet", "", "Jsonnet is not supported; render to YAML or use Kustomize or Helm")
+		if js := dir.Jsonnet; js != nil {
+			jp := p + ".directory.jsonnet"
+			for _, vars := range []struct {
+				field string
+				list  []JsonnetVar
+			}{{"tlas", js.TLAs}, {"extVars", js.ExtVars}} {
+				seen := map[string]int{}
+				for i, v := range vars.list {
+					vp := fmt.Sprintf("%s.%s[%d]", jp, vars.field, i)
+					if v.Name == "" {
+						fail(vp+".name", "", "is required")
+					} else if first, dup := seen[v.Name]; dup {
+						fail(vp+".name", v.Name, fmt.Sprintf("is also the name of %s.%s[%d]", jp, vars.field, first))
+					} else {
+						seen[v.Name] = i
+					}
+				}
+			}
+			for i, lib := range js.Libs {
+				lp := fmt.Sprintf("%s.libs[%d]", jp, i)
+				if c := path.Clean(strings.TrimLeft(lib, "/")); strings.TrimSpace(lib) == "" || c == ".." || strings.HasPrefix(c, "../") {
+					fail(lp, lib, "must be a directory inside the repository, relative to its root (no ../)")
+				}
+			}
 		}
 		for _, g := range []struct{ field, glob string }{{"include", dir.Include}, {"exclude", dir.Exclude}} {
 			if g.glob != "" {
@@ -384,27 +406,6 @@ func validateMeta(d *decoder, m ObjectMeta) {
 			d.fail("metadata.namespace", d.line("metadata.namespace"), m.Namespace, "is not a valid namespace: "+msg)
 		}
 	}
-}
-
-func isEmptyValue(v any) bool {
-	switch x := v.(type) {
-	case nil:
-		return true
-	case map[string]any:
-		for _, val := range x {
-			if !isEmptyValue(val) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		return len(x) == 0
-	case string:
-		return x == ""
-	case bool:
-		return !x
-	}
-	return false
 }
 
 func containsFold(list []string, v string) bool {

@@ -370,7 +370,9 @@ func (e *Engine) desiredFor(ctx context.Context, st *appState, a *app.Applicatio
 	optsJSON, _ := json.Marshal(srcCopy)
 	key := normalized + "\x00" + resolved.SHA + "\x00" + string(optsJSON)
 	typ := src.ExplicitType()
-	perApp := typ == app.SourceTypeHelm || (src.Kustomize != nil && src.Kustomize.CommonAnnotationsEnvsubst)
+	// Jsonnet arguments may name the app ($ARGOCD_APP_NAME).
+	perApp := typ == app.SourceTypeHelm || (src.Kustomize != nil && src.Kustomize.CommonAnnotationsEnvsubst) ||
+		(src.Directory != nil && src.Directory.Jsonnet.HasVars())
 	var snap *git.Snapshot
 	defer func() {
 		if snap != nil {

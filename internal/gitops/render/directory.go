@@ -16,12 +16,12 @@ import (
 )
 
 // directory renders a plain directory of manifests, as Argo CD does: files ending in .yaml,
-// .yml or .json (in subdirectories too with recurse), filtered by the include and exclude
+// .yml, .json or .jsonnet (in subdirectories too with recurse), filtered by the include and exclude
 // globs (matched against the path relative to the app directory). Directories starting with
 // "." are skipped. A file that does not parse and does not look like a manifest (no
 // apiVersion, kind and metadata) is skipped, as is a YAML file none of whose documents is a
 // Kubernetes object; otherwise a bad document is an error naming the file and line.
-// Jsonnet files are unsupported.
+// A .jsonnet file is evaluated (see jsonnetFile); .libsonnet files are only imported.
 func (j *job) directory(ctx context.Context) (*Result, error) {
 	opts := j.req.Source.Directory
 	if opts == nil {
@@ -75,7 +75,7 @@ func (j *job) directory(ctx context.Context) (*Result, error) {
 		}
 		file := j.rel(p)
 		if ext == ".jsonnet" {
-			return newError(ErrUnsupported, file, 0, "Jsonnet is not supported; render it to YAML, or exclude it with spec.source.directory.exclude")
+			return j.jsonnetFile(file, out)
 		}
 		data, err := j.readFile(p)
 		if err != nil {

@@ -1,6 +1,6 @@
 // Package render turns an application's source, checked out in a snapshot directory, into the
-// Kubernetes objects it declares, as Argo CD's repo-server does: a plain directory of YAML and
-// JSON manifests, a Kustomize overlay (built in-process with sigs.k8s.io/kustomize/api, the
+// Kubernetes objects it declares, as Argo CD's repo-server does: a plain directory of YAML,
+// JSON and Jsonnet manifests (Jsonnet evaluated in-process with go-jsonnet), a Kustomize overlay (built in-process with sigs.k8s.io/kustomize/api, the
 // app's kustomize overrides applied the way `kustomize edit` would) or a Helm chart (templated
 // in-process with the Helm v3 SDK, like `helm template --include-crds`).
 //
@@ -181,8 +181,7 @@ var (
 	// ErrRemoteDependency: a Kustomize remote base or a Helm chart dependency would have to
 	// be fetched from the network.
 	ErrRemoteDependency = kind("remote dependency not fetched", errdefs.ErrInvalid)
-	// ErrUnsupported: a feature Freshet does not implement (Jsonnet files, Helm repository
-	// charts, multiple sources).
+	// ErrUnsupported: a feature Freshet does not implement (Helm repository charts).
 	ErrUnsupported = kind("not supported", errdefs.ErrInvalid)
 	// ErrTool: Kustomize or Helm failed (a template error, a bad kustomization).
 	ErrTool = kind("render failed", errdefs.ErrInvalid)
@@ -298,6 +297,7 @@ type job struct {
 	srcPath string // Source.Path cleaned, slash-separated, "" for the root
 	typ     app.SourceType
 	budget  *budget
+	jsonnet *jsonnetImporter // a directory render's, made at its first .jsonnet file
 }
 
 func (r *Renderer) prepare(req Request) (*job, error) {

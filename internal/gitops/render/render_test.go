@@ -180,7 +180,7 @@ func TestDirectoryInvalidManifests(t *testing.T) {
 		"syntax/bad.yaml":   "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bad\n  labels:\n\t  a: b\n",
 		"nokind/a.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\napiVersion: v1\nmetadata:\n  name: b\n",
 		"json/bad.json":     `{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"},}`,
-		"jsonnet/a.jsonnet": "{}",
+		"jsonnet/a.jsonnet": "{a: 1}",
 		"dup/a.yaml":        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  name: b\n",
 	})
 	r := newRenderer(t, render.Options{})
@@ -194,7 +194,7 @@ func TestDirectoryInvalidManifests(t *testing.T) {
 		{"syntax", render.ErrInvalidManifest, "syntax/bad.yaml", 6, "found character that cannot start any token"},
 		{"nokind", render.ErrInvalidManifest, "nokind/a.yaml", 6, "kind is missing"},
 		{"json", render.ErrInvalidManifest, "json/bad.json", 1, ""},
-		{"jsonnet", render.ErrUnsupported, "jsonnet/a.jsonnet", 0, "Jsonnet is not supported"},
+		{"jsonnet", render.ErrInvalidManifest, "jsonnet/a.jsonnet", 0, "apiVersion and kind are missing"},
 		{"dup", render.ErrInvalidManifest, "dup/a.yaml", 5, `"name" is repeated`},
 		{"missing", render.ErrNotFound, "missing", 0, "does not exist"},
 	} {
