@@ -97,6 +97,8 @@ export interface SyncResult {
 
 export interface AppStatus {
   name: string;
+  /** The owning application (app of apps). */
+  owner?: string;
   project: string;
   sync: SyncCode | string;
   revision?: string;
@@ -196,6 +198,8 @@ export interface ProxyApplication {
   file?: string;
   /** The Git Source it comes from. */
   gitSource?: string;
+  /** The application whose manifests define this one (app of apps); absent for one defined in git. */
+  owner?: string;
   /** Absent while the runtime removes the application. */
   spec?: ApplicationSpec;
   status: AppStatus;
@@ -241,6 +245,8 @@ export interface TreeNode extends ResourceKey {
   /** Always sent; absent on the placeholders lib/appTree.ts adds. */
   createdAt?: string;
   images?: string[];
+  /** A hook object (a PostSync Job, say) a sync created and its delete policy kept. */
+  hook?: boolean;
   children?: TreeNode[];
 }
 
