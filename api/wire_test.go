@@ -60,6 +60,8 @@ var wireTypes = map[string]any{
 	"client.Pipeline":               client.Pipeline{},
 	"client.PipelineRequest":        client.PipelineRequest{},
 	"client.RunRequest":             client.RunRequest{},
+	"client.LintIssue":              client.LintIssue{},
+	"client.LintResult":             client.LintResult{},
 	"client.Build":                  client.Build{},
 	"client.Step":                   client.Step{},
 	"client.Image":                  client.Image{},

@@ -74,6 +74,24 @@ type PipelineRequest struct {
 	Config   PipelineConfig `json:"config"`
 }
 
+// LintIssue is one problem POST /api/v1/pipelines/lint found in a spec. Line and Column are
+// 1-based (0 when the problem has no position); Field is the dotted path of the offending field
+// (steps.build.tag), empty for problems of the whole document.
+type LintIssue struct {
+	Line     int    `json:"line"`
+	Column   int    `json:"column"`
+	Field    string `json:"field,omitempty"`
+	Message  string `json:"message"`
+	Severity string `json:"severity"` // error or warning
+}
+
+// LintResult is the verdict of POST /api/v1/pipelines/lint: Valid is false when any issue is
+// an error; warnings leave a spec valid.
+type LintResult struct {
+	Valid  bool        `json:"valid"`
+	Issues []LintIssue `json:"issues"`
+}
+
 // RunRequest starts a build.
 type RunRequest struct {
 	Branch    string            `json:"branch,omitempty"`
@@ -237,6 +255,13 @@ func (c *Client) DeleteProject(ctx context.Context, ref string) error {
 func (c *Client) CreatePipeline(ctx context.Context, r PipelineRequest) (Pipeline, error) {
 	var out Pipeline
 	err := c.do(ctx, http.MethodPost, "/api/v1/pipelines", nil, r, &out)
+	return out, err
+}
+
+// LintPipeline checks a spec without saving it.
+func (c *Client) LintPipeline(ctx context.Context, spec string) (LintResult, error) {
+	var out LintResult
+	err := c.do(ctx, http.MethodPost, "/api/v1/pipelines/lint", nil, map[string]string{"spec": spec}, &out)
 	return out, err
 }
 

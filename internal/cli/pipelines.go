@@ -226,7 +226,7 @@ func (a *app) pipelineCommand() *cobra.Command {
 	rf.StringVar(&run.Repo, "repo", "", "repository owner/name (CF_REPO_OWNER, CF_REPO_NAME)")
 	rf.StringArrayVar(&runVars, "var", nil, "a variable K=V for this build (repeatable)")
 	rf.BoolVarP(&follow, "follow", "F", false, "stream the log until the build ends; exit non-zero unless it succeeds")
-	cmd.AddCommand(create, list, get, del, runCmd, a.triggerCommand())
+	cmd.AddCommand(create, list, get, del, runCmd, a.triggerCommand(), a.pipelineLintCommand())
 	return cmd
 }
 

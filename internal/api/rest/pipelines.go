@@ -170,17 +170,14 @@ func (a *API) lintPipeline(w http.ResponseWriter, r *http.Request) error {
 	if err := rbac.Allow(principal(r), rbac.ReadPipelines); err != nil {
 		return err
 	}
-	issues := spec.Lint([]byte(in.Spec))
-	if issues == nil {
-		issues = []spec.Issue{}
-	}
-	valid := true
-	for _, i := range issues {
+	out := client.LintResult{Valid: true, Issues: []client.LintIssue{}}
+	for _, i := range spec.Lint([]byte(in.Spec)) {
 		if i.Severity == spec.SeverityError {
-			valid = false
+			out.Valid = false
 		}
+		out.Issues = append(out.Issues, client.LintIssue{Line: i.Line, Column: i.Column, Field: i.Field, Message: i.Message, Severity: string(i.Severity)})
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"valid": valid, "issues": issues})
+	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
 }
 

@@ -453,6 +453,89 @@ var ignoredFields = map[StepType]map[string]string{
 	},
 }
 
+// checkIgnored checks the value of an accepted-but-ignored field as strictly as Codefresh's
+// validator does, so that a file Freshet accepts is one Codefresh accepts too.
+func (c *compiler) checkIgnored(t StepType, f kv, fp string) {
+	v := f.val
+	switch f.name {
+	case "no_cf_cache", "buildkit", "use_proxy", "exclude_blobs":
+		c.boolean(v, fp)
+	case "registry_context", "accessKeyId", "secretAccessKey", "roleArn", "region", "ssh":
+		c.text(v, fp)
+	case "registry_contexts", "secrets":
+		c.textList(v, fp, false)
+	case "progress":
+		if s, ok := c.text(v, fp); ok && s != "" && !slices.Contains(progressModes, s) {
+			c.errorf(v, fp, s, "is not a progress mode: use %s", choices(progressModes...))
+		}
+	case "credentials":
+		c.compileCredentials(v, fp)
+	case "buildx":
+		c.checkBuildx(v, fp)
+	case "provider":
+		if t == TypePush {
+			if s, ok := c.text(v, fp); ok && s != "" && s != "ecr" {
+				c.errorf(v, fp, s, "is not a push provider: the only one is ecr")
+			}
+			return
+		}
+		c.checkBuildProvider(v, fp)
+	}
+}
+
+var progressModes = []string{"auto", "plain", "tty"}
+
+// checkBuildx checks buildx: true/false, or {qemu: {image, platforms}, builder: {driver,
+// driver_opts}}.
+func (c *compiler) checkBuildx(v *yaml.Node, fp string) {
+	if v != nil && v.Kind == yaml.ScalarNode {
+		c.boolean(v, fp)
+		return
+	}
+	if !c.mapping(v, fp, "true, false or a mapping of qemu and builder") {
+		return
+	}
+	sub := map[string][]string{"qemu": {"image", "platforms"}, "builder": {"driver", "driver_opts"}}
+	for _, e := range c.entries(v, fp) {
+		ep := join(fp, e.name)
+		fields, ok := sub[e.name]
+		if !ok {
+			c.unknownField(e, fp, "buildx", []string{"qemu", "builder"})
+			continue
+		}
+		if isNull(e.val) || !c.mapping(e.val, ep, "a mapping of "+strings.Join(fields, " and ")) {
+			continue
+		}
+		for _, g := range c.entries(e.val, ep) {
+			if !slices.Contains(fields, g.name) {
+				c.unknownField(g, ep, "buildx."+e.name, fields)
+				continue
+			}
+			c.text(g.val, join(ep, g.name))
+		}
+	}
+}
+
+// checkBuildProvider checks a build's provider: {type: cf|gcb, arguments: {…}}.
+func (c *compiler) checkBuildProvider(v *yaml.Node, fp string) {
+	if !c.mapping(v, fp, "a mapping of type (cf or gcb) and arguments") {
+		return
+	}
+	for _, e := range c.entries(v, fp) {
+		ep := join(fp, e.name)
+		switch e.name {
+		case "type":
+			if s, ok := c.text(e.val, ep); ok && s != "cf" && s != "gcb" {
+				c.errorf(e.val, ep, s, "is not a build provider: use cf or gcb")
+			}
+		case "arguments":
+			c.mapping(e.val, ep, "a mapping of the provider's arguments")
+		default:
+			c.unknownField(e, fp, "a build provider", []string{"type", "arguments"})
+		}
+	}
+}
+
 var ignoredEverywhere = map[string]string{
 	"on_success": postStepOps, "on_fail": postStepOps, "on_finish": postStepOps,
 	"metadata":    "image metadata is not recorded",
@@ -569,6 +652,7 @@ func (c *compiler) compileStep(s *Step, e kv, depth int, hook *hookCtx) bool {
 			st.field(f, fp)
 		case ignoredFields[s.Type][f.name] != "":
 			c.warnf(f.key, fp, "", "is not used by Freshet: %s", ignoredFields[s.Type][f.name])
+			c.checkIgnored(s.Type, f, fp)
 		case ignoredEverywhere[f.name] != "" && s.Type != TypePendingApproval:
 			c.warnf(f.key, fp, "", "is not used by Freshet: %s", ignoredEverywhere[f.name])
 		case unsupportedFields[f.name] != "":
@@ -623,11 +707,11 @@ func (st *stepCompile) field(f kv, fp string) {
 	case "type":
 		// handled first
 	case "title":
-		s.Title, _ = c.str(f.val, fp)
+		s.Title, _ = c.text(f.val, fp)
 	case "description":
-		s.Description, _ = c.str(f.val, fp)
+		s.Description, _ = c.text(f.val, fp)
 	case "stage":
-		v, ok := c.str(f.val, fp)
+		v, ok := c.text(f.val, fp)
 		if !ok || v == "" {
 			return
 		}
@@ -668,7 +752,7 @@ func (st *stepCompile) field(f kv, fp string) {
 	case "hooks":
 		s.Hooks = c.compileHooks(f.val, fp)
 	case "image":
-		s.Image, st.image = c.str(f.val, fp)
+		s.Image, st.image = c.text(f.val, fp)
 	case "commands":
 		st.commands = true
 		s.Commands = c.compileCommands(f.val, fp)
@@ -679,7 +763,7 @@ func (st *stepCompile) field(f kv, fp string) {
 		st.entry = true
 		s.EntryPoint, _ = c.strList(f.val, fp, true)
 	case "shell":
-		v, ok := c.str(f.val, fp)
+		v, ok := c.text(f.val, fp)
 		if !ok {
 			return
 		}
@@ -695,13 +779,13 @@ func (st *stepCompile) field(f kv, fp string) {
 	case "services":
 		s.Services = c.compileServices(f.val, fp, false)
 	case "working_directory":
-		s.WorkingDir, _ = c.str(f.val, fp)
+		s.WorkingDir, _ = c.text(f.val, fp)
 	case "repo":
-		s.Repo, _ = c.str(f.val, fp)
+		s.Repo, _ = c.text(f.val, fp)
 	case "revision":
-		s.Revision, _ = c.str(f.val, fp)
+		s.Revision, _ = c.text(f.val, fp)
 	case "git":
-		s.GitContext, _ = c.str(f.val, fp)
+		s.GitContext, _ = c.text(f.val, fp)
 	case "depth":
 		if d, ok := c.integer(f.val, fp); ok {
 			if d < 0 {
@@ -741,14 +825,14 @@ func (st *stepCompile) imageField(f kv, fp string) {
 	b, p := st.build, st.push
 	switch f.name {
 	case "image_name":
-		v, _ := c.str(f.val, fp)
+		v, _ := c.text(f.val, fp)
 		if b != nil {
 			b.ImageName = v
 		} else {
 			p.ImageName = v
 		}
 	case "tag":
-		if v, ok := c.str(f.val, fp); ok && v != "" {
+		if v, ok := c.text(f.val, fp); ok && v != "" {
 			if b != nil {
 				b.Tags = append([]string{v}, b.Tags...)
 			} else {
@@ -756,14 +840,14 @@ func (st *stepCompile) imageField(f kv, fp string) {
 			}
 		}
 	case "tags":
-		v, _ := c.strList(f.val, fp, false)
+		v, _ := c.textList(f.val, fp, false)
 		if b != nil {
 			b.Tags = append(b.Tags, v...)
 		} else {
 			p.Tags = append(p.Tags, v...)
 		}
 	case "registry":
-		v, _ := c.str(f.val, fp)
+		v, _ := c.text(f.val, fp)
 		if b != nil {
 			b.Registry = v
 		} else {
@@ -775,7 +859,7 @@ func (st *stepCompile) imageField(f kv, fp string) {
 			for _, e := range c.entries(f.val, fp) {
 				switch e.name {
 				case "content":
-					b.DockerfileContent, _ = c.str(e.val, join(fp, "content"))
+					b.DockerfileContent, _ = c.text(e.val, join(fp, "content"))
 					if strings.TrimSpace(b.DockerfileContent) == "" {
 						c.errorf(e.val, join(fp, "content"), "", "is empty: give the Dockerfile's text")
 					}
@@ -788,11 +872,11 @@ func (st *stepCompile) imageField(f kv, fp string) {
 			}
 			return
 		}
-		b.Dockerfile, _ = c.str(f.val, fp)
+		b.Dockerfile, _ = c.text(f.val, fp)
 	case "cache_from":
-		b.CacheFrom, _ = c.strList(f.val, fp, false)
+		b.CacheFrom, _ = c.textList(f.val, fp, false)
 	case "tag_policy":
-		v, ok := c.str(f.val, fp)
+		v, ok := c.text(f.val, fp)
 		switch {
 		case !ok:
 		case v == TagPolicyOriginal || v == TagPolicyLowercase:
@@ -803,16 +887,39 @@ func (st *stepCompile) imageField(f kv, fp string) {
 	case "build_arguments":
 		b.BuildArgs = c.compileEnv(f.val, fp)
 	case "target":
-		b.Target, _ = c.str(f.val, fp)
+		b.Target, _ = c.text(f.val, fp)
 	case "no_cache":
 		b.NoCache, _ = c.boolean(f.val, fp)
 	case "disable_push":
 		b.DisablePush, _ = c.boolean(f.val, fp)
 	case "platform":
-		b.Platform, _ = c.str(f.val, fp)
+		if v, ok := c.text(f.val, fp); ok && v != "" {
+			if bad := badPlatform(v); bad != "" {
+				c.errorf(f.val, fp, v, "has %q, which is not a platform: write os/arch[/variant], several separated by commas (linux/amd64,linux/arm64)", bad)
+				return
+			}
+			b.Platform = v
+		}
 	case "candidate":
-		p.Candidate, _ = c.str(f.val, fp)
+		p.Candidate, _ = c.text(f.val, fp)
 	}
+}
+
+// platformRE is one os/arch[/variant] of a build's platform.
+var platformRE = regexp.MustCompile(`^[a-z0-9]+/[a-z0-9_]+(/[a-z0-9]+)?$`)
+
+// badPlatform returns the first item of a comma-separated platform list that is not
+// os/arch[/variant], or "". A value with a variable reference is checked at run time.
+func badPlatform(v string) string {
+	if strings.Contains(v, "${{") {
+		return ""
+	}
+	for _, p := range strings.Split(v, ",") {
+		if !platformRE.MatchString(strings.TrimSpace(p)) {
+			return p
+		}
+	}
+	return ""
 }
 
 // finish applies defaults and checks required fields once every field is read.

@@ -121,6 +121,7 @@ func (c *compiler) compileComposition(v *yaml.Node, path string) []Service {
 			continue
 		}
 		svc := Service{Name: e.name}
+		bad := false
 		val := c.deref(e.val)
 		if val == nil || !c.mapping(val, sp, "a service: a mapping with image (and environment, ports)") {
 			continue
@@ -129,7 +130,10 @@ func (c *compiler) compileComposition(v *yaml.Node, path string) []Service {
 			fp := join(sp, f.name)
 			switch f.name {
 			case "image":
-				svc.Image, _ = c.str(f.val, fp)
+				var ok bool
+				if svc.Image, ok = c.text(f.val, fp); !ok {
+					bad = true
+				}
 			case "environment":
 				svc.Env = c.compileEnv(f.val, fp)
 			case "ports":
@@ -144,7 +148,7 @@ func (c *compiler) compileComposition(v *yaml.Node, path string) []Service {
 				c.unknownField(f, sp, "a service", serviceFields)
 			}
 		}
-		if svc.Image == "" {
+		if svc.Image == "" && !bad { // a wrong image is reported already
 			c.errorf(e.key, join(sp, "image"), "", "is missing: a service needs the image it runs")
 			continue
 		}
@@ -188,6 +192,7 @@ func (c *compiler) compileReadiness(v *yaml.Node, path string) *Readiness {
 		return nil
 	}
 	r := &Readiness{}
+	badImage := false
 	seconds := func(f kv, fp string, min int) Duration {
 		n, ok := c.integer(f.val, fp)
 		if !ok {
@@ -203,7 +208,10 @@ func (c *compiler) compileReadiness(v *yaml.Node, path string) *Readiness {
 		fp := join(path, f.name)
 		switch f.name {
 		case "image":
-			r.Image, _ = c.str(f.val, fp)
+			var ok bool
+			if r.Image, ok = c.text(f.val, fp); !ok {
+				badImage = true
+			}
 		case "commands":
 			r.Commands = c.compileCommands(f.val, fp)
 		case "timeoutSeconds":
@@ -216,7 +224,7 @@ func (c *compiler) compileReadiness(v *yaml.Node, path string) *Readiness {
 			c.unknownField(f, path, "readiness", readinessFields)
 		}
 	}
-	if r.Image == "" {
+	if r.Image == "" && !badImage { // a wrong image is reported already
 		c.errorf(v, join(path, "image"), "", "is missing: the readiness check runs its commands in this image")
 	}
 	if len(r.Commands) == 0 {

@@ -261,13 +261,52 @@ func (c *compiler) checkRefs(v *yaml.Node, path, s string) {
 	}
 }
 
+// text is str for fields whose Codefresh schema type is string: a plain scalar that YAML reads
+// as a number, a boolean or a date (image: 123, tag: 1.0, revision: 2024-01-01) is refused, as
+// Codefresh's validator refuses it, with the quoted form to write instead. Quoted scalars and
+// null pass.
+func (c *compiler) text(v *yaml.Node, path string) (string, bool) {
+	if v != nil && v.Kind == yaml.ScalarNode && v.Style&(yaml.SingleQuotedStyle|yaml.DoubleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
+		if what := nonString(v.Tag); what != "" {
+			if !c.visit(v) {
+				return "", false
+			}
+			c.issue(v, path, v.Value, fmt.Sprintf("is %s, not a string: quote it ('%s'); Codefresh requires a string here", what, v.Value), SeverityError)
+			return "", false
+		}
+	}
+	return c.str(v, path)
+}
+
+// nonString names what YAML makes of a plain scalar with tag, or "" for a string.
+func nonString(tag string) string {
+	switch tag {
+	case "!!int", "!!float":
+		return "a number"
+	case "!!bool":
+		return "a boolean"
+	case "!!timestamp":
+		return "a date"
+	}
+	return ""
+}
+
 // strList reads a list of strings; a single string is a list of one when single is true.
 func (c *compiler) strList(v *yaml.Node, path string, single bool) ([]string, bool) {
+	return c.list(v, path, single, c.str)
+}
+
+// textList is strList whose items must be strings in YAML too (see text).
+func (c *compiler) textList(v *yaml.Node, path string, single bool) ([]string, bool) {
+	return c.list(v, path, single, c.text)
+}
+
+func (c *compiler) list(v *yaml.Node, path string, single bool, str func(*yaml.Node, string) (string, bool)) ([]string, bool) {
 	if v == nil {
 		return nil, false
 	}
 	if v.Kind == yaml.ScalarNode && single {
-		s, ok := c.str(v, path)
+		s, ok := str(v, path)
 		if !ok || v.Tag == "!!null" {
 			return nil, ok
 		}
@@ -293,7 +332,11 @@ func (c *compiler) strList(v *yaml.Node, path string, single bool) ([]string, bo
 			ok = false
 			continue
 		}
-		s, _ := c.str(item, index(path, i))
+		s, sok := str(item, index(path, i))
+		if !sok {
+			ok = false
+			continue
+		}
 		out = append(out, s)
 	}
 	return out, ok

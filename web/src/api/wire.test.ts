@@ -15,6 +15,7 @@ import { describe, expect, test } from 'vitest';
 import type * as apps from './apps';
 import type * as gitops from './gitops';
 import type * as t from './types';
+import type { LintIssue } from '../lib/lint';
 
 import client_Account from '../../../api/testdata/wire/client.Account.json';
 import client_AccountMembership from '../../../api/testdata/wire/client.AccountMembership.json';
@@ -44,6 +45,8 @@ import client_PipelineConfig from '../../../api/testdata/wire/client.PipelineCon
 import client_Variable from '../../../api/testdata/wire/client.Variable.json';
 import client_Pipeline from '../../../api/testdata/wire/client.Pipeline.json';
 import client_PipelineRequest from '../../../api/testdata/wire/client.PipelineRequest.json';
+import client_LintIssue from '../../../api/testdata/wire/client.LintIssue.json';
+import client_LintResult from '../../../api/testdata/wire/client.LintResult.json';
 import client_RunRequest from '../../../api/testdata/wire/client.RunRequest.json';
 import client_Build from '../../../api/testdata/wire/client.Build.json';
 import client_Step from '../../../api/testdata/wire/client.Step.json';
@@ -216,6 +219,8 @@ const wire = [
   pair<t.PipelineVariable>()('client.Variable', client_Variable, 'no drift'),
   pair<t.Pipeline>()('client.Pipeline', client_Pipeline, 'no drift'),
   pair<t.PipelineRequest>()('client.PipelineRequest', client_PipelineRequest, 'no drift'),
+  pair<LintIssue>()('client.LintIssue', client_LintIssue, 'no drift'),
+  pair<{ valid: boolean; issues: LintIssue[] }>()('client.LintResult', client_LintResult, 'no drift'),
   pair<t.RunRequest>()('client.RunRequest', client_RunRequest, 'no drift'),
   pair<t.Build>()('client.Build', client_Build, 'no drift'),
   pair<t.BuildStep>()('client.Step', client_Step, 'no drift'),
