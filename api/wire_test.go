@@ -73,6 +73,12 @@ var wireTypes = map[string]any{
 	"client.Trigger":                client.Trigger{},
 	"client.TriggerRequest":         client.TriggerRequest{},
 	"client.CreatedTrigger":         client.CreatedTrigger{},
+	"client.Deployment":             client.Deployment{},
+	"client.DeploymentCommit":       client.DeploymentCommit{},
+	"client.DeployedImage":          client.DeployedImage{},
+	"client.DORAMetric":             client.DORAMetric{},
+	"client.DORABucket":             client.DORABucket{},
+	"client.DORAReport":             client.DORAReport{},
 
 	"appproxyv1.List":                   appproxyv1.List[appproxyv1.Cluster]{},
 	"appproxyv1.Application":            appproxyv1.Application{},
@@ -116,13 +122,15 @@ var wireTypes = map[string]any{
 
 // notWire are struct types of those packages that are not JSON bodies of the API, and why.
 var notWire = map[string]string{
-	"client.Client":       "the client itself",
-	"client.Error":        "built from the error body {\"error\": {...}} and the HTTP status",
-	"client.GraphQLError": "GraphQL's own error format",
-	"client.ListOptions":  "query parameters",
-	"client.AuditFilter":  "query parameters",
-	"client.BuildFilter":  "query parameters",
-	"client.LogEvent":     "a server-sent event of the log stream, not JSON",
+	"client.Client":           "the client itself",
+	"client.Error":            "built from the error body {\"error\": {...}} and the HTTP status",
+	"client.GraphQLError":     "GraphQL's own error format",
+	"client.ListOptions":      "query parameters",
+	"client.AuditFilter":      "query parameters",
+	"client.BuildFilter":      "query parameters",
+	"client.DeploymentFilter": "query parameters",
+	"client.DORAQuery":        "query parameters",
+	"client.LogEvent":         "a server-sent event of the log stream, not JSON",
 }
 
 // sources are the packages whose struct types must each be a wireType or notWire.

@@ -92,6 +92,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.accountCommand(), a.userCommand(), a.invitationCommand(), a.apikeyCommand(), a.auditCommand(),
 		a.projectCommand(), a.pipelineCommand(), a.buildCommand(), a.contextCommand(), a.runnerCommand(),
 		a.masterKeyCommand(), a.runtimeCommand(), a.appCommand(), a.clusterCommand(), a.gitSourceCommand(),
+		a.deploymentsCommand(), a.doraCommand(), a.adminCommand(),
 		a.versionCommand(),
 	)
 	return root
