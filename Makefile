@@ -7,7 +7,7 @@ STATICCHECK_VERSION ?= v0.8.2
 FUZZTIME ?= 10s
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build up test test-deps test-short lint vet fmt bench bench-gitops bench-containers faults generate check fuzz security clean
+.PHONY: all build up test test-deps test-short lint vet fmt bench bench-gitops bench-containers bench-analytics faults generate check fuzz security clean
 
 all: build
 
@@ -49,6 +49,12 @@ bench: build
 	$(GO) run ./internal/tunnel/bench
 	$(MAKE) --no-print-directory bench-gitops
 	$(MAKE) --no-print-directory bench-containers
+	$(MAKE) --no-print-directory bench-analytics
+
+## bench-analytics: DORA reports over 1,000,000 deployment records of 10,000 applications
+## (SQLite, and PostgreSQL with FRESHET_TEST_POSTGRES), and event → visible in analytics
+bench-analytics:
+	$(GO) run ./hack/bench --only analytics
 
 ## bench-containers: the container executor on the loopback engine: step start against plain
 ## podman run, a rebuild from the layer cache, 20 concurrent builds of 20 steps (leaks counted)

@@ -439,6 +439,24 @@ func TestDORA(t *testing.T) {
 		if r.Deployments != 7 {
 			t.Errorf("runtime edge: %d deployments", r.Deployments)
 		}
+		r, _ = svc.DORA(ctx, p, analytics.Query{Filter: analytics.Filter{Runtime: "rt_1", Since: march.Since, Until: march.Until}})
+		if r.Deployments != 7 || r.LeadTimeForChanges.Value != 3*3600 {
+			t.Errorf("runtime rt_1: %d deployments, lead %v", r.Deployments, r.LeadTimeForChanges.Value)
+		}
+		// Ranges that do not start or end at midnight: whole days from the day statistics, the
+		// ends from the deployments.
+		r, _ = svc.DORA(ctx, p, analytics.Query{Filter: analytics.Filter{Since: day(2, 9, 0), Until: day(10, 12, 0)}})
+		if r.Deployments != 7 || r.FailedChanges != 3 || r.LeadTimeForChanges.Value != 3*3600 {
+			t.Errorf("2 March 09:00 to 10 March 12:00: %d deployments, %d failed, lead %v", r.Deployments, r.FailedChanges, r.LeadTimeForChanges.Value)
+		}
+		r, _ = svc.DORA(ctx, p, analytics.Query{Filter: analytics.Filter{Since: day(2, 11, 0), Until: day(10, 9, 0)}})
+		if r.Deployments != 5 || r.FailedChanges != 3 || r.LeadTimeForChanges.Value != 3*3600 { // leads 2, 3, 5 h
+			t.Errorf("2 March 11:00 to 10 March 09:00: %d deployments, %d failed, lead %v", r.Deployments, r.FailedChanges, r.LeadTimeForChanges.Value)
+		}
+		r, _ = svc.DORA(ctx, p, analytics.Query{Filter: analytics.Filter{Since: day(6, 10, 10), Until: day(6, 10, 30)}})
+		if r.Deployments != 1 || r.Series[0].Deployments != 1 {
+			t.Errorf("within one day: %+v", r)
+		}
 		r, _ = svc.DORA(ctx, p, analytics.Query{Filter: analytics.Filter{Runtime: "other", Since: march.Since, Until: march.Until}})
 		if r.Deployments != 0 || r.LeadTimeForChanges.Band != analytics.BandNone || r.DeploymentFrequency.Band != analytics.BandLow {
 			t.Errorf("another runtime: %+v", r)

@@ -121,33 +121,38 @@ func (s *Service) dora(ctx context.Context, accountID string, q Query, now time.
 	if err := q.normalize(now); err != nil {
 		return Report{}, err
 	}
+	var mask [8]bool // which failure masks are failed changes
+	for m := 1; m < 8; m++ {
+		mask[m] = (m&1 != 0 && slices.Contains(q.Failures, FailureSyncFailed)) ||
+			(m&2 != 0 && slices.Contains(q.Failures, FailureDegraded)) || (m&4 != 0 && slices.Contains(q.Failures, FailureRollback))
+	}
 	f := q.store()
-	kinds := store.FailureKinds{SyncFailed: slices.Contains(q.Failures, FailureSyncFailed),
-		Degraded: slices.Contains(q.Failures, FailureDegraded), Rollback: slices.Contains(q.Failures, FailureRollback)}
-	days, err := s.db.DORADays(ctx, accountID, f, kinds)
+	days, hist, err := s.aggregate(ctx, accountID, f)
 	if err != nil {
 		return Report{}, fmt.Errorf("dora: deployments: %w", err)
 	}
 	r := Report{Since: q.Since, Until: q.Until, Bucket: q.Bucket, Failures: q.Failures, FailureWindow: s.window}
-	var leadN int64
+	failures := make(map[int64]int64, len(days))
 	for _, d := range days {
 		r.Deployments += d.Deployments
 		r.Successful += d.Successful
-		r.FailedChanges += d.Failures
-		leadN += d.LeadCount
+		for m := 1; m < 8; m++ {
+			if mask[m] {
+				failures[d.Day] += d.Masks[m]
+				r.FailedChanges += d.Masks[m]
+			}
+		}
 	}
-	r.Series = buckets(days, q.Bucket, q.Since, q.Until)
+	r.Series = buckets(days, failures, q.Bucket, q.Since, q.Until)
 
 	rangeDays := q.Until.Sub(q.Since).Hours() / 24
 	perDay := float64(r.Successful) / rangeDays
 	r.DeploymentFrequency = Metric{Value: round(perDay, 3), Unit: UnitPerDay, Band: frequencyBand(perDay)}
 
 	r.LeadTimeForChanges = Metric{Unit: UnitSeconds, Band: BandNone}
-	if leadN > 0 {
-		med, err := s.db.MedianLeadTime(ctx, accountID, f, leadN)
-		if err != nil {
-			return Report{}, fmt.Errorf("dora: lead time: %w", err)
-		}
+	if med, ok, err := s.medianLead(ctx, accountID, f, hist); err != nil {
+		return Report{}, fmt.Errorf("dora: lead time: %w", err)
+	} else if ok {
 		r.LeadTimeForChanges = Metric{Value: round(med.Seconds(), 3), Unit: UnitSeconds, Band: leadTimeBand(med)}
 	}
 
@@ -179,6 +184,97 @@ func (s *Service) dora(ctx context.Context, accountID string, q Query, now time.
 	return r, nil
 }
 
+const dayLen = 24 * time.Hour
+
+// aggregate returns the day aggregates and the lead-time histogram of the deployments f
+// selects. The whole days of a range over the account, one runtime or one cluster come from
+// the day statistics the consumers keep; the rest (partial days at the range's ends, an
+// application, a runtime and a cluster at once) from the deployments.
+func (s *Service) aggregate(ctx context.Context, accountID string, f store.DeploymentFilter) ([]store.DORADay, map[int64]int64, error) {
+	first := f.Since.UTC().Truncate(dayLen)
+	if first.Before(f.Since) {
+		first = first.Add(dayLen)
+	}
+	end := f.Until.UTC().Truncate(dayLen)
+	if f.App != "" || (f.Runtime != "" && f.Cluster != "") || !first.Before(end) {
+		days, err := s.db.DORADays(ctx, accountID, f)
+		if err != nil {
+			return nil, nil, err
+		}
+		hist, err := s.db.LeadHistogram(ctx, accountID, f)
+		return days, hist, err
+	}
+	scopes := []string{""}
+	switch {
+	case f.Runtime != "" && strings.HasPrefix(f.Runtime, "rt_"):
+		scopes = []string{"runtime:" + f.Runtime}
+	case f.Runtime != "":
+		ids, err := s.db.RuntimeIDs(ctx, accountID, f.Runtime)
+		if err != nil {
+			return nil, nil, err
+		}
+		scopes = scopes[:0]
+		for _, id := range ids {
+			scopes = append(scopes, "runtime:"+id)
+		}
+	case f.Cluster != "":
+		scopes = []string{"cluster:" + f.Cluster}
+	}
+	fromDay, toDay := DayOf(first), DayOf(end)-1
+	days, err := s.db.StatsDays(ctx, accountID, scopes, fromDay, toDay)
+	if err != nil {
+		return nil, nil, err
+	}
+	hist, err := s.db.StatsLeadHistogram(ctx, accountID, scopes, fromDay, toDay)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, edge := range [][2]time.Time{{f.Since, first}, {end, f.Until}} {
+		if !edge[0].Before(edge[1]) {
+			continue
+		}
+		ef := f
+		ef.Since, ef.Until = edge[0], edge[1]
+		more, err := s.db.DORADays(ctx, accountID, ef)
+		if err != nil {
+			return nil, nil, err
+		}
+		days = append(days, more...)
+		h, err := s.db.LeadHistogram(ctx, accountID, ef)
+		if err != nil {
+			return nil, nil, err
+		}
+		for b, n := range h {
+			hist[b] += n
+		}
+	}
+	return days, hist, nil
+}
+
+// medianLead finds the (lower) median lead time: the bucket the histogram puts it in, then the
+// value at its rank within that bucket, read from the deployments.
+func (s *Service) medianLead(ctx context.Context, accountID string, f store.DeploymentFilter, hist map[int64]int64) (time.Duration, bool, error) {
+	var n int64
+	bs := make([]int64, 0, len(hist))
+	for b, c := range hist {
+		n += c
+		bs = append(bs, b)
+	}
+	if n == 0 {
+		return 0, false, nil
+	}
+	slices.Sort(bs)
+	k := (n - 1) / 2
+	for _, b := range bs {
+		if k < hist[b] {
+			d, err := s.db.LeadInBucket(ctx, accountID, f, b, k)
+			return d, err == nil, err
+		}
+		k -= hist[b]
+	}
+	return 0, false, nil
+}
+
 // bucketStart is the start of the bucket t falls in.
 func bucketStart(t time.Time, bucket string) time.Time {
 	t = t.UTC()
@@ -205,7 +301,7 @@ func nextBucket(t time.Time, bucket string) time.Time {
 
 // buckets folds the days SQL aggregated into the series' buckets, every bucket of the range
 // present (empty ones with zeros).
-func buckets(days []store.DORADay, bucket string, since, until time.Time) []Bucket {
+func buckets(days []store.DORADay, failures map[int64]int64, bucket string, since, until time.Time) []Bucket {
 	var out []Bucket
 	idx := map[time.Time]int{}
 	for b := bucketStart(since, bucket); b.Before(until); b = nextBucket(b, bucket) {
@@ -215,13 +311,13 @@ func buckets(days []store.DORADay, bucket string, since, until time.Time) []Buck
 	leadN := make([]int64, len(out))
 	leadSum := make([]time.Duration, len(out))
 	for _, d := range days {
-		i, ok := idx[bucketStart(d.Day, bucket)]
+		i, ok := idx[bucketStart(time.Unix(d.Day*86400, 0), bucket)]
 		if !ok {
 			continue
 		}
 		out[i].Deployments += d.Deployments
 		out[i].Successful += d.Successful
-		out[i].Failures += d.Failures
+		out[i].Failures += failures[d.Day]
 		leadN[i] += d.LeadCount
 		leadSum[i] += d.LeadSum
 	}

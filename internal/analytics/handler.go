@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"time"
 
@@ -224,6 +225,11 @@ func ApplySyncFinished(ctx context.Context, w writer, ev runtimes.SyncFinished, 
 	if ev.AccountID == "" || ev.RuntimeID == "" || ev.Application == "" || ev.FinishedAt.IsZero() {
 		return fmt.Errorf("%w: sync-finished without account, runtime, application or finish time", ErrBadEvent)
 	}
+	// What follows recomputes rows other events change too: one account's events apply one
+	// after the other.
+	if err := w.LockAnalytics(ctx, ev.AccountID); err != nil {
+		return err
+	}
 	d, err := deploymentRow(ctx, w, ev)
 	if err != nil {
 		return err
@@ -232,7 +238,29 @@ func ApplySyncFinished(ctx context.Context, w writer, ev runtimes.SyncFinished, 
 	if err != nil || !isNew {
 		return err
 	}
-	return w.RefreshDeploymentFailures(ctx, ev.AccountID, ev.RuntimeID, ev.Application, ev.FinishedAt.Add(-window), ev.FinishedAt.Add(window), window)
+	return refreshAround(ctx, w, ev.AccountID, ev.RuntimeID, ev.Application, ev.FinishedAt, window)
+}
+
+// refreshAround recomputes what followed the application's deployments that finished within
+// window of t, and the day statistics of the days they fall on.
+func refreshAround(ctx context.Context, w writer, accountID, runtimeID, app string, t time.Time, window time.Duration) error {
+	from, to := t.Add(-window), t.Add(window)
+	if err := w.RefreshDeploymentFailures(ctx, accountID, runtimeID, app, from, to, window); err != nil {
+		return err
+	}
+	return w.RefreshDeploymentStats(ctx, accountID, DayOf(from), DayOf(to))
+}
+
+// DayOf is t's day since 1970-01-01, UTC.
+func DayOf(t time.Time) int64 { return int64(math.Floor(float64(t.Unix()) / 86400)) }
+
+// LeadBucket is the lead-time bucket of d: 8 per doubling of the seconds, -1 for an unknown
+// (negative) lead time.
+func LeadBucket(d time.Duration) int64 {
+	if d < 0 {
+		return -1
+	}
+	return int64(math.Floor(8 * math.Log2(d.Seconds()+1)))
 }
 
 func deploymentRow(ctx context.Context, w writer, ev runtimes.SyncFinished) (store.Deployment, error) {
@@ -244,12 +272,13 @@ func deploymentRow(ctx context.Context, w writer, ev runtimes.SyncFinished) (sto
 	d := store.Deployment{ID: deploymentID(key, ev.FinishedAt), AccountID: ev.AccountID, EventKey: key, RuntimeID: ev.RuntimeID,
 		Runtime: ev.Runtime, App: ev.Application, Project: ev.Project, Cluster: cluster, Namespace: ev.DestNamespace,
 		Revision: ev.Revision, SyncID: ev.SyncID, Trigger: trigger(ev.InitiatedBy), InitiatedBy: ev.InitiatedBy, User: ev.User,
-		Result: result(ev.Phase), Message: truncate(ev.Message, 1000), StartedAt: ev.StartedAt, FinishedAt: ev.FinishedAt, LeadTime: -1, Images: "[]"}
+		Result: result(ev.Phase), Message: truncate(ev.Message, 1000), StartedAt: ev.StartedAt, FinishedAt: ev.FinishedAt, LeadTime: -1, LeadBucket: -1, Images: "[]"}
 	sha := ev.Revision
 	if c := ev.Commit; c != nil {
 		d.CommitAuthor, d.CommitMessage, d.CommitTime = c.Author, truncate(c.Message, 1000), c.Time
 		if !c.Time.IsZero() && !ev.FinishedAt.Before(c.Time) {
 			d.LeadTime = ev.FinishedAt.Sub(c.Time)
+			d.LeadBucket = LeadBucket(d.LeadTime)
 		}
 		if c.SHA != "" {
 			sha = c.SHA
@@ -280,6 +309,9 @@ func ApplyHealthChanged(ctx context.Context, w writer, ev runtimes.HealthChanged
 	if ev.AccountID == "" || ev.RuntimeID == "" || ev.Application == "" || ev.At.IsZero() || ev.To == "" {
 		return fmt.Errorf("%w: health-changed without account, runtime, application, time or health", ErrBadEvent)
 	}
+	if err := w.LockAnalytics(ctx, ev.AccountID); err != nil {
+		return err
+	}
 	cluster, _, err := w.AppCluster(ctx, ev.AccountID, ev.RuntimeID, ev.Application)
 	if err != nil {
 		return err
@@ -289,7 +321,7 @@ func ApplyHealthChanged(ctx context.Context, w writer, ev runtimes.HealthChanged
 	if err != nil || !isNew {
 		return err
 	}
-	return w.RefreshDeploymentFailures(ctx, ev.AccountID, ev.RuntimeID, ev.Application, ev.At.Add(-window), ev.At.Add(window), window)
+	return refreshAround(ctx, w, ev.AccountID, ev.RuntimeID, ev.Application, ev.At, window)
 }
 
 func truncate(s string, n int) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/freshet-dev/freshet/api/runtimev1"
@@ -66,6 +67,9 @@ func Rebuild(ctx context.Context, db Store, o RebuildOptions) (RebuildResult, er
 }
 
 func rebuildAccount(ctx context.Context, w writer, accountID string, o RebuildOptions) (int, error) {
+	if err := w.LockAnalytics(ctx, accountID); err != nil {
+		return 0, err
+	}
 	if o.Reset {
 		if err := w.DeleteDeployments(ctx, accountID); err != nil {
 			return 0, err
@@ -93,6 +97,9 @@ func rebuildAccount(ctx context.Context, w writer, accountID string, o RebuildOp
 		after = syncs[len(syncs)-1].ID
 	}
 	if err := w.RefreshAllDeploymentFailures(ctx, accountID, o.FailureWindow); err != nil {
+		return n, err
+	}
+	if err := w.RefreshDeploymentStats(ctx, accountID, math.MinInt32, math.MaxInt64/86400000000-1); err != nil {
 		return n, err
 	}
 	return n, w.RebuildActivity(ctx, accountID)
