@@ -338,7 +338,7 @@ func (q *Queries) DORADays(ctx context.Context, accountID string, f DeploymentFi
 }
 
 // StatsDays is DORADays for the whole days from fromDay to toDay (days since 1970-01-01) of
-// scopes ('', 'runtime:<id>', 'cluster:<cluster>'), summed, from deployment_stats.
+// scopes (”, 'runtime:<id>', 'cluster:<cluster>'), summed, from deployment_stats.
 func (q *Queries) StatsDays(ctx context.Context, accountID string, scopes []string, fromDay, toDay int64) ([]DORADay, error) {
 	if len(scopes) == 0 {
 		return nil, nil
