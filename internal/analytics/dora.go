@@ -127,6 +127,16 @@ func (s *Service) dora(ctx context.Context, accountID string, q Query, now time.
 			(m&2 != 0 && slices.Contains(q.Failures, FailureDegraded)) || (m&4 != 0 && slices.Contains(q.Failures, FailureRollback))
 	}
 	f := q.store()
+	if f.Runtime != "" && !strings.HasPrefix(f.Runtime, "rt_") { // a name: the runtimes it was
+		ids, err := s.db.RuntimeIDs(ctx, accountID, f.Runtime)
+		if err != nil {
+			return Report{}, fmt.Errorf("dora: runtime %s: %w", f.Runtime, err)
+		}
+		if len(ids) == 0 {
+			ids = []string{""} // none: no deployments
+		}
+		f.RuntimeIDs = ids
+	}
 	days, hist, err := s.aggregate(ctx, accountID, f)
 	if err != nil {
 		return Report{}, fmt.Errorf("dora: deployments: %w", err)
@@ -206,17 +216,13 @@ func (s *Service) aggregate(ctx context.Context, accountID string, f store.Deplo
 	}
 	scopes := []string{""}
 	switch {
-	case f.Runtime != "" && strings.HasPrefix(f.Runtime, "rt_"):
-		scopes = []string{"runtime:" + f.Runtime}
-	case f.Runtime != "":
-		ids, err := s.db.RuntimeIDs(ctx, accountID, f.Runtime)
-		if err != nil {
-			return nil, nil, err
-		}
+	case len(f.RuntimeIDs) > 0:
 		scopes = scopes[:0]
-		for _, id := range ids {
+		for _, id := range f.RuntimeIDs {
 			scopes = append(scopes, "runtime:"+id)
 		}
+	case f.Runtime != "":
+		scopes = []string{"runtime:" + f.Runtime}
 	case f.Cluster != "":
 		scopes = []string{"cluster:" + f.Cluster}
 	}

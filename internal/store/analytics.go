@@ -38,7 +38,10 @@ type Deployment struct {
 type DeploymentFilter struct {
 	App     string
 	Runtime string // the runtime's ID or name
-	Cluster string // the destination's cluster name or server URL
+	// RuntimeIDs, when set, are the runtimes Runtime names (see RuntimeIDs): they filter
+	// instead of Runtime, through the indexes on runtime IDs.
+	RuntimeIDs []string
+	Cluster    string // the destination's cluster name or server URL
 	// Since and Until bound the finish time: Since <= finished < Until.
 	Since, Until time.Time
 }
@@ -201,6 +204,11 @@ func deploymentWhere(f DeploymentFilter, query string, args []any) (string, []an
 		args = append(args, f.App)
 	}
 	switch {
+	case len(f.RuntimeIDs) > 0:
+		query += ` AND runtime_id IN (` + placeholders(len(f.RuntimeIDs)) + `)`
+		for _, id := range f.RuntimeIDs {
+			args = append(args, id)
+		}
 	case strings.HasPrefix(f.Runtime, PrefixRuntime+"_"): // runtime names have no '_'
 		query += ` AND runtime_id = ?`
 		args = append(args, f.Runtime)
@@ -338,7 +346,7 @@ func (q *Queries) DORADays(ctx context.Context, accountID string, f DeploymentFi
 }
 
 // StatsDays is DORADays for the whole days from fromDay to toDay (days since 1970-01-01) of
-// scopes (”, 'runtime:<id>', 'cluster:<cluster>'), summed, from deployment_stats.
+// scopes (the account's is empty; 'runtime:<id>', 'cluster:<cluster>'), summed, from deployment_stats.
 func (q *Queries) StatsDays(ctx context.Context, accountID string, scopes []string, fromDay, toDay int64) ([]DORADay, error) {
 	if len(scopes) == 0 {
 		return nil, nil
@@ -489,6 +497,11 @@ func (q *Queries) Incidents(ctx context.Context, accountID string, f DeploymentF
 		args = append(args, f.App)
 	}
 	switch {
+	case len(f.RuntimeIDs) > 0:
+		inner += ` AND d.runtime_id IN (` + placeholders(len(f.RuntimeIDs)) + `)`
+		for _, id := range f.RuntimeIDs {
+			args = append(args, id)
+		}
 	case strings.HasPrefix(f.Runtime, PrefixRuntime+"_"):
 		inner += ` AND d.runtime_id = ?`
 		args = append(args, f.Runtime)
