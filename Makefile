@@ -7,7 +7,7 @@ STATICCHECK_VERSION ?= v0.8.2
 FUZZTIME ?= 10s
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build up test test-deps test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-containers faults generate check fuzz security clean
+.PHONY: all build up test test-deps test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-containers bench-analytics faults generate check fuzz security clean
 
 all: build
 
@@ -62,10 +62,16 @@ bench: build
 	$(MAKE) --no-print-directory bench-rollouts
 	$(MAKE) --no-print-directory bench-containers
 	$(MAKE) --no-print-directory bench-lint
+	$(MAKE) --no-print-directory bench-analytics
 
 ## bench-lint: pipeline lint of 1,000 codefresh.yml files, median and p99 time per file
 bench-lint:
 	$(GO) test -count=1 -run '^$$' -bench Lint1000Files -benchtime 5x ./internal/pipeline/spec/ | grep -E '^(Benchmark|ok|FAIL)'
+
+## bench-analytics: DORA reports over 1,000,000 deployment records of 10,000 applications
+## (SQLite, and PostgreSQL with FRESHET_TEST_POSTGRES), and event → visible in analytics
+bench-analytics:
+	$(GO) run ./hack/bench --only analytics
 
 ## bench-containers: the container executor on the loopback engine: step start against plain
 ## podman run, a rebuild from the layer cache, 20 concurrent builds of 20 steps (leaks counted)

@@ -87,6 +87,12 @@ var wireTypes = map[string]any{
 	"client.PasswordResetToken":     client.PasswordResetToken{},
 	"client.ResetPasswordRequest":   client.ResetPasswordRequest{},
 	"client.Session":                client.Session{},
+	"client.Deployment":             client.Deployment{},
+	"client.DeploymentCommit":       client.DeploymentCommit{},
+	"client.DeployedImage":          client.DeployedImage{},
+	"client.DORAMetric":             client.DORAMetric{},
+	"client.DORABucket":             client.DORABucket{},
+	"client.DORAReport":             client.DORAReport{},
 
 	"appproxyv1.List":                   appproxyv1.List[appproxyv1.Cluster]{},
 	"appproxyv1.Application":            appproxyv1.Application{},
@@ -130,14 +136,16 @@ var wireTypes = map[string]any{
 
 // notWire are struct types of those packages that are not JSON bodies of the API, and why.
 var notWire = map[string]string{
-	"client.Client":         "the client itself",
-	"client.Error":          "built from the error body {\"error\": {...}} and the HTTP status",
-	"client.GraphQLError":   "GraphQL's own error format",
-	"client.ListOptions":    "query parameters",
-	"client.AuditFilter":    "query parameters",
-	"client.BuildFilter":    "query parameters",
-	"client.LogEvent":       "a server-sent event of the log stream, not JSON",
-	"client.ExplainRequest": "query parameters",
+	"client.Client":           "the client itself",
+	"client.Error":            "built from the error body {\"error\": {...}} and the HTTP status",
+	"client.GraphQLError":     "GraphQL's own error format",
+	"client.ListOptions":      "query parameters",
+	"client.AuditFilter":      "query parameters",
+	"client.BuildFilter":      "query parameters",
+	"client.LogEvent":         "a server-sent event of the log stream, not JSON",
+	"client.ExplainRequest":   "query parameters",
+	"client.DeploymentFilter": "query parameters",
+	"client.DORAQuery":        "query parameters",
 }
 
 // sources are the packages whose struct types must each be a wireType or notWire.

@@ -44,8 +44,24 @@ func main() {
 	users := flag.Int("users", 1000, "users to seed")
 	pickups := flag.Int("pickups", 200, "builds timed for pickup latency (streamed)")
 	baseline := flag.Int("baseline-pickups", 20, "builds timed for the 3 s polling baseline")
-	only := flag.String("only", "", "run one section: startup, api or ci")
+	only := flag.String("only", "", "run one section: startup, api, ci or analytics (analytics runs only when named)")
+	var ao analyticsOptions
+	flag.IntVar(&ao.deployments, "analytics-deployments", 1000000, "deployment records to load for the DORA queries")
+	flag.IntVar(&ao.apps, "analytics-apps", 10000, "applications the deployment records belong to")
+	flag.IntVar(&ao.queries, "analytics-queries", 100, "DORA reports timed per case")
+	flag.IntVar(&ao.events, "analytics-events", 300, "finished syncs timed from report to visible")
 	flag.Parse()
+	if *only == "analytics" {
+		pg := os.Getenv("FRESHET_BENCH_POSTGRES")
+		if pg == "" {
+			pg = os.Getenv("FRESHET_TEST_POSTGRES")
+		}
+		if err := analyticsBench(pg, ao); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(*binary, *runs, *requests, *users, *pickups, *baseline, *only); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)

@@ -178,6 +178,23 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 	}
 	tn.aWebhookAt, _ = hook["createdAt"].(string)
 	aHookSecret, _ := hook["secret"].(string)
+	// The deployment reaches A's analytics through the outbox, the bus and the consumers.
+	var aDeployment string
+	for deadline := time.Now().Add(20 * time.Second); aDeployment == ""; time.Sleep(20 * time.Millisecond) {
+		ds, err := s.Admin.ListDeployments(ctx, client.DeploymentFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ds.Items) == 1 && ds.Items[0].Application == "a-shop-web" {
+			aDeployment = ds.Items[0].ID
+		} else if time.Now().After(deadline) {
+			t.Fatalf("A's deployments: %+v", ds.Items)
+		}
+	}
+	nov := client.DORAQuery{Since: time.Date(2023, 11, 1, 0, 0, 0, 0, time.UTC), Until: time.Date(2023, 12, 1, 0, 0, 0, 0, time.UTC)}
+	if r, err := s.Admin.DORA(ctx, nov); err != nil || r.Deployments != 1 || r.Successful != 1 {
+		t.Fatalf("A's DORA report of November 2023 (the B cases query the same): %+v, %v", r, err)
+	}
 
 	audit, err := s.Admin.ListAudit(ctx, client.AuditFilter{ListOptions: client.ListOptions{Limit: 1000}})
 	if err != nil {
@@ -187,7 +204,7 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 	tn.aOnly = []string{aMe.Account.ID, aMe.User.ID, aMe.User.Email, alice.ID, alice.Email, k.ID, k.Prefix, k.Token,
 		pr.ID, pl.ID, bl.ID, rn.ID, rn.Token, aSecretValue, aRegistryPassword, aRegistryURL, aRegistryUser, aImageRepo, aImageDigest,
 		trg.ID, trg.Secret, art.ID, art.Token, tn.aTeam, "a-team-secret", tn.aRule, "a-rt-attr", tn.aSession,
-		aApps[0].ID, "a-shop-web", "a-secret-repo", "a-team-label", "a-payments", "a-project-x", aHookSecret, tn.aInvitation}
+		aApps[0].ID, "a-shop-web", "a-secret-repo", "a-team-label", "a-payments", "a-project-x", aHookSecret, tn.aInvitation, aDeployment}
 	for _, e := range audit.Items {
 		tn.aOnly = append(tn.aOnly, e.ID)
 	}
@@ -578,6 +595,16 @@ func init() {
 			expect(t, "B's own hosted runtime", st, 201)
 			return st, out
 		},
+		"GET /api/v1/deployments": func(t *testing.T, tn *tenants) (int, string) {
+			return raw(t, tn, "GET", "/api/v1/deployments?runtime="+tn.aRuntime+"&since=3650d", tn.bKey, "")
+		},
+		"GET /api/v1/dora": func(t *testing.T, tn *tenants) (int, string) {
+			st, body := raw(t, tn, "GET", "/api/v1/dora?runtime="+tn.aRuntime+"&since=2023-11-01T00:00:00Z&until=2023-12-01T00:00:00Z", tn.bKey, "")
+			if st == 200 && !strings.Contains(body, `"deployments":0`) {
+				t.Errorf("B's DORA report over A's runtime counts deployments: %s", body)
+			}
+			return st, body
+		},
 		"GET /api/v1/runners": func(t *testing.T, tn *tenants) (int, string) {
 			return raw(t, tn, "GET", "/api/v1/runners", tn.bKey, "")
 		},
@@ -659,6 +686,10 @@ var gqlCases = map[string]string{
 		byRuntime: applicationCounts(filter: {runtime: "RUNTIME_ID"}) { total } }`,
 	"application": `{ byName: application(runtime: "a-runtime", name: "a-shop-web") { id name repoUrl history { nodes { id } } tree { uid } }
 		byID: application(runtime: "RUNTIME_ID", name: "a-shop-web") { id name repoUrl history { nodes { id } } tree { uid } } }`,
+	"deployments": `{ all: deployments(first: 1000, filter: {since: "3650d"}) { nodes { id application runtime project } }
+		byRuntime: deployments(filter: {runtime: "RUNTIME_ID", application: "a-shop-web", since: "3650d"}) { nodes { id } } }`,
+	"dora": `{ dora(filter: {runtime: "RUNTIME_ID", since: "2023-11-01T00:00:00Z", until: "2023-12-01T00:00:00Z"}) { deployments successful
+		deploymentFrequency { value band } series { start deployments } } }`,
 }
 
 func TestTenantIsolation(t *testing.T) {
@@ -733,6 +764,9 @@ func testTenantIsolation(t *testing.T, d store.Dialect) {
 			}
 			if f.Name == "applications" && strings.Count(string(out), `"nodes":[]`) != 3 {
 				t.Errorf("B lists A's applications: %s", out)
+			}
+			if (f.Name == "deployments" && strings.Count(string(out), `"nodes":[]`) != 2) || (f.Name == "dora" && !strings.Contains(string(out), `"deployments":0`)) {
+				t.Errorf("B reads A's deployments: %s", out)
 			}
 			if f.Name == "applicationCounts" && strings.Count(string(out), `"total":0`) != 2 {
 				t.Errorf("B counts A's applications: %s", out)

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/freshet-dev/freshet/api/runnerv1"
+	"github.com/freshet-dev/freshet/internal/analytics"
 	"github.com/freshet-dev/freshet/internal/cron"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/identity"
@@ -51,6 +52,9 @@ type Options struct {
 	// runnerv1.LeaseTTL). A build whose runner went silent is requeued about this long after
 	// its last heartbeat.
 	RunnerLeaseTTL time.Duration
+	// AnalyticsFailureWindow is how long after a deployment degraded health or a rollback
+	// makes it a failed change (0 means analytics.DefaultFailureWindow).
+	AnalyticsFailureWindow time.Duration
 	// Net is the operator's policy for URLs from tenants: file:// repositories, private
 	// networks, git provider hosts (see netpolicy).
 	Net netpolicy.Options
@@ -87,6 +91,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet, local bool) {
 	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "how long to let requests finish on SIGINT/SIGTERM")
 	o.Cron.BindFlags(fs)
 	fs.DurationVar(&o.RunnerLeaseTTL, "runner-lease-ttl", runnerv1.LeaseTTL, "how long a build's lease lasts without a heartbeat from its runner (at least 2s); a silent runner's builds are requeued after about this long")
+	fs.DurationVar(&o.AnalyticsFailureWindow, "analytics-failure-window", analytics.DefaultFailureWindow, "how long after a deployment a transition to Degraded or a rollback makes it a failed change (1m to 168h)")
 	fs.StringVar(&o.PublicURL, "public-url", "", "the URL users reach Freshet at, for links in builds (CF_BUILD_URL) (default: the listen address's URL)")
 	fs.StringVar(&o.AdvertiseURL, "advertise-url", "", "the URL other replicas reach this one at (needed with FRESHET_TUNNEL_HOP_SECRET to forward tunnel requests between replicas)")
 	fs.StringVar(&o.MasterKeyFile, "master-key-file", "", "file of the master keys that encrypt secrets (default: FRESHET_MASTER_KEY, else master.key in --data-dir, created on first start)")
@@ -131,6 +136,9 @@ func (o *Options) Validate() error {
 	}
 	if o.RunnerLeaseTTL != 0 && o.RunnerLeaseTTL < minRunnerLeaseTTL {
 		return errdefs.Invalid("runner-lease-ttl", o.RunnerLeaseTTL.String(), "must be at least "+minRunnerLeaseTTL.String()+" (runners renew leases every third of it)")
+	}
+	if w := o.AnalyticsFailureWindow; w != 0 && (w < time.Minute || w > 7*24*time.Hour) {
+		return errdefs.Invalid("analytics-failure-window", w.String(), "must be between 1m and 168h")
 	}
 	if o.PublicURL != "" {
 		if u, err := url.Parse(o.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

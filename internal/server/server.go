@@ -25,6 +25,7 @@ import (
 
 	"github.com/freshet-dev/freshet/api/runnerv1"
 	"github.com/freshet-dev/freshet/api/runtimev1"
+	"github.com/freshet-dev/freshet/internal/analytics"
 	"github.com/freshet-dev/freshet/internal/api/graphql"
 	"github.com/freshet-dev/freshet/internal/api/httpx"
 	"github.com/freshet-dev/freshet/internal/api/rest"
@@ -58,6 +59,8 @@ type Server struct {
 	rest     *rest.API
 	relay    *events.Relay
 	outbox   *events.OutboxRelay
+	analyze  *analytics.Handler
+	stats    *analytics.Service
 	pipes    *pipeline.Service
 	dispatch *pipeline.Dispatcher
 	runtimes *runtimes.Service
@@ -157,9 +160,13 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	s.hosted = newInProcessProvisioner(s, log.With("component", "hosted-runtimes"))
 	s.runtimes = runtimes.New(runtimes.Deps{Store: s.db, Audit: s.audit, Keys: keys, Log: log.With("component", "runtimes"),
 		Provisioner: s.hosted, Tunnel: runtimeTunnel{s.tunnel}, OnEvents: s.outbox.Kick})
-	s.rest = rest.New(rest.Deps{Identity: s.identity, Audit: s.audit, Pipelines: s.pipes, Dispatcher: s.dispatch, Runtimes: s.runtimes, Log: log,
+	// Every replica runs the analytics consumers; their durable names make them share the work.
+	s.stats = analytics.New(analytics.Deps{Store: s.db, Log: log.With("component", "analytics"), FailureWindow: opts.AnalyticsFailureWindow})
+	s.analyze = analytics.NewHandler(analytics.HandlerDeps{Store: s.db, Bus: s.bus, Ledger: s.db.Ledger(), Log: log.With("component", "analytics"),
+		FailureWindow: opts.AnalyticsFailureWindow})
+	s.rest = rest.New(rest.Deps{Identity: s.identity, Audit: s.audit, Pipelines: s.pipes, Dispatcher: s.dispatch, Runtimes: s.runtimes, Analytics: s.stats, Log: log,
 		SecureCookies: opts.TLSCert != "", Access: s.access})
-	gql, err := graphql.New(s.identity, s.audit, s.runtimes, log)
+	gql, err := graphql.New(s.identity, s.audit, s.runtimes, s.stats, log)
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("graphql schema: %w", err)
@@ -274,6 +281,7 @@ func (s *Server) Run(ctx context.Context) error {
 	g.Go(func() error { return s.pipes.SweepDeliveries(gctx, 0) })
 	g.Go(func() error { return s.relay.Run(gctx) })
 	g.Go(func() error { return s.outbox.Run(gctx) })
+	g.Go(func() error { return s.analyze.Run(gctx) })
 	g.Go(func() error { return s.dispatch.Run(gctx) })
 	g.Go(func() error { return s.elector.Run(gctx) })
 	g.Go(func() error { return s.cron.Run(gctx) })

@@ -129,7 +129,12 @@ func TestBuildNumbersContinueAfterMigration(t *testing.T) {
 			defer db.Close()
 			migrateBefore(t, db, "0009")
 			a, _ := seed(t, db, "acme")
-			pr := createProject(t, db, a.ID, "web")
+			// The project as the schema before 0009 has it (later migrations add columns
+			// CreateProject writes).
+			pr := store.Project{ID: store.NewID(store.PrefixProject), AccountID: a.ID, Name: "web"}
+			if err := db.Exec(ctx, `INSERT INTO projects (id, account_id, name, created_at) VALUES (?, ?, ?, 0)`, pr.ID, pr.AccountID, pr.Name); err != nil {
+				t.Fatal(err)
+			}
 			used, fresh := createPipeline(t, db, a.ID, pr.ID, "used"), createPipeline(t, db, a.ID, pr.ID, "fresh")
 			for _, n := range []int{1, 2, 7} { // a gap: numbers deleted builds had stay used
 				cols := strings.Repeat(", ''", 14)

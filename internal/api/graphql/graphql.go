@@ -15,6 +15,7 @@ import (
 
 	"github.com/freshet-dev/freshet/api"
 	"github.com/freshet-dev/freshet/client"
+	"github.com/freshet-dev/freshet/internal/analytics"
 	"github.com/freshet-dev/freshet/internal/api/httpx"
 	"github.com/freshet-dev/freshet/internal/api/rest"
 	"github.com/freshet-dev/freshet/internal/audit"
@@ -43,12 +44,14 @@ const (
 	historyWeight     = 500  // one application's syncs: 1 ms
 	applicationWeight = 10   // each application read and decoded: 20–40 µs
 	treeWeight        = 2500 // an application's tree, read live from its runtime through the tunnel
+	doraWeight        = 4000 // a DORA report: aggregates over the range's deployments (docs/benchmarks.md)
 )
 
 // Limits are the bounds of one GraphQL request: gqlguard's defaults with the page sizes of
 // internal/paging and the weights of what reads storage or a runtime.
 func Limits() gqlguard.Limits {
-	w := map[string]int{"Query.applications": scanWeight, "Query.applicationCounts": scanWeight,
+	w := map[string]int{"Query.applications": scanWeight, "Query.applicationCounts": scanWeight, "Query.dora": doraWeight,
+		"Query.deployments": readWeight, "Deployment": applicationWeight,
 		"Application.history": historyWeight, "Application.tree": treeWeight, "Application": applicationWeight}
 	for _, f := range []string{"me", "account", "users", "apiKeys", "auditEvents", "runtimes", "runtime", "application"} {
 		w["Query."+f] = readWeight
@@ -64,8 +67,8 @@ type Handler struct {
 }
 
 // New parses the schema and binds it to the services.
-func New(id *identity.Service, a *audit.Log, rts *runtimes.Service, log *slog.Logger) (*Handler, error) {
-	g, err := gqlguard.New(api.GraphQLSchema, &resolver{id: id, audit: a, runtimes: rts}, Limits(), gql.UseFieldResolvers())
+func New(id *identity.Service, a *audit.Log, rts *runtimes.Service, stats *analytics.Service, log *slog.Logger) (*Handler, error) {
+	g, err := gqlguard.New(api.GraphQLSchema, &resolver{id: id, audit: a, runtimes: rts, analytics: stats}, Limits(), gql.UseFieldResolvers())
 	if err != nil {
 		return nil, err
 	}
@@ -130,9 +133,10 @@ func wrap(err error) error {
 }
 
 type resolver struct {
-	id       *identity.Service
-	audit    *audit.Log
-	runtimes *runtimes.Service
+	id        *identity.Service
+	audit     *audit.Log
+	runtimes  *runtimes.Service
+	analytics *analytics.Service
 }
 
 type runtimeResolver struct{ r client.Runtime }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/freshet-dev/freshet/api"
+	"github.com/freshet-dev/freshet/internal/analytics"
 	"github.com/freshet-dev/freshet/internal/api/graphql"
 	"github.com/freshet-dev/freshet/internal/api/httpx"
 	"github.com/freshet-dev/freshet/internal/audit"
@@ -91,7 +92,7 @@ func newHandler(t testing.TB) (*graphql.Handler, rbac.Principal) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := graphql.New(id, a, runtimes.New(runtimes.Deps{Store: db, Audit: a, Keys: secrets.Generate()}), nil)
+	h, err := graphql.New(id, a, runtimes.New(runtimes.Deps{Store: db, Audit: a, Keys: secrets.Generate()}), analytics.New(analytics.Deps{Store: db}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

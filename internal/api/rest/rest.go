@@ -12,6 +12,7 @@ import (
 
 	"github.com/freshet-dev/freshet/api"
 	"github.com/freshet-dev/freshet/client"
+	"github.com/freshet-dev/freshet/internal/analytics"
 	"github.com/freshet-dev/freshet/internal/api/httpx"
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/identity"
@@ -35,6 +36,7 @@ type API struct {
 	pipelines *pipeline.Service
 	dispatch  *pipeline.Dispatcher
 	runtimes  *runtimes.Service
+	analytics *analytics.Service
 	log       *slog.Logger
 	secure    bool // cookies get the Secure attribute (the server speaks TLS)
 	access    *httpx.Access
@@ -47,6 +49,7 @@ type Deps struct {
 	Pipelines  *pipeline.Service
 	Dispatcher *pipeline.Dispatcher
 	Runtimes   *runtimes.Service
+	Analytics  *analytics.Service
 	Log        *slog.Logger
 	// SecureCookies marks session cookies Secure (the server speaks TLS).
 	SecureCookies bool
@@ -56,7 +59,7 @@ type Deps struct {
 
 // New returns the REST API over the given services.
 func New(d Deps) *API {
-	return &API{id: d.Identity, audit: d.Audit, pipelines: d.Pipelines, dispatch: d.Dispatcher, runtimes: d.Runtimes, log: d.Log, secure: d.SecureCookies, access: d.Access}
+	return &API{id: d.Identity, audit: d.Audit, pipelines: d.Pipelines, dispatch: d.Dispatcher, runtimes: d.Runtimes, analytics: d.Analytics, log: d.Log, secure: d.SecureCookies, access: d.Access}
 }
 
 // Routes lists every REST endpoint.
@@ -133,6 +136,8 @@ func (a *API) Routes() []Route {
 		{Method: "GET", Path: "/api/v1/gitops/webhook", Handler: a.getGitOpsWebhook},
 		{Method: "POST", Path: "/api/v1/gitops/webhook", Handler: a.setGitOpsWebhook},
 		{Method: "POST", Path: "/api/v1/webhooks/gitops/{provider}/{account}", Public: true, Handler: a.gitopsWebhookDelivery},
+		{Method: "GET", Path: "/api/v1/deployments", Handler: a.listDeployments},
+		{Method: "GET", Path: "/api/v1/dora", Handler: a.dora},
 		{Method: "GET", Path: "/api/v1/runners", Handler: a.listRunners},
 		{Method: "POST", Path: "/api/v1/runners", Handler: a.registerRunner},
 		{Method: "DELETE", Path: "/api/v1/runners/{id}", Handler: a.deleteRunner},

@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/freshet-dev/freshet/api/runtimev1"
+	"github.com/freshet-dev/freshet/client"
+	"github.com/freshet-dev/freshet/internal/server"
+	"github.com/freshet-dev/freshet/internal/server/servertest"
+	"github.com/freshet-dev/freshet/internal/store"
+)
+
+// A runtime's syncs reach `freshet deployments list` and `freshet dora` through the server's
+// event path, and `freshet admin analytics rebuild` derives the same records from the database.
+func TestDeploymentsAndDORACommands(t *testing.T) {
+	dataDir := t.TempDir()
+	s := servertest.StartWith(t, store.SQLite, servertest.Config{Edit: func(o *server.Options) { o.DataDir = dataDir }})
+	ctx := context.Background()
+	key, err := s.Admin.CreateAPIKey(ctx, client.CreateAPIKeyRequest{Name: "cli"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := s.Admin.RegisterRuntime(ctx, client.RegisterRuntimeRequest{Name: "edge", AccessMode: "tunnel"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := s.Runtimes().Authenticate(ctx, reg.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().UTC().Add(-48 * time.Hour).Truncate(time.Second)
+	web := runtimev1.Application{Name: "web", Project: "shop", RepoURL: "https://git.example/acme/deploy.git", DestName: "prod",
+		DestServer: "https://kubernetes.default.svc", DestNamespace: "shop", Sync: "Synced", Health: "Healthy"}
+	sync := func(id int64, phase, by string, at time.Time) runtimev1.AppEvent {
+		return runtimev1.AppEvent{Type: runtimev1.SyncFinished, App: "web", Sync: &runtimev1.SyncRecord{ID: id, Revision: "abc", Phase: phase,
+			InitiatedBy: by, StartedAt: at.Add(-time.Minute), FinishedAt: at, Commit: &runtimev1.Commit{SHA: "abc", Time: at.Add(-3 * time.Hour)}}}
+	}
+	if _, err := s.Runtimes().Report(ctx, rt, runtimev1.ReportRequest{Snapshot: true, Applications: []runtimev1.Application{web},
+		Events: []runtimev1.AppEvent{sync(1, "Succeeded", "automated", t0), sync(2, "Failed", "user", t0.Add(time.Hour)),
+			sync(3, "Succeeded", "automated", t0.Add(2*time.Hour)), sync(4, "Succeeded", "automated", t0.Add(3*time.Hour))}}); err != nil {
+		t.Fatal(err)
+	}
+
+	var ds []client.Deployment
+	for deadline := time.Now().Add(20 * time.Second); len(ds) != 4; time.Sleep(20 * time.Millisecond) {
+		code, out, errOut := runIn(t, s.URL, key.Token, "", "deployments", "list", "--app", "web", "-o", "json")
+		if code != 0 {
+			t.Fatalf("deployments list: %d %s", code, errOut)
+		}
+		if err := json.Unmarshal([]byte(out), &ds); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deployments: %s", out)
+		}
+	}
+	if ds[0].SyncID != 4 || ds[0].Cluster != "prod" || ds[0].Trigger != "auto-sync" || ds[2].Result != "failed" || ds[2].Trigger != "manual" ||
+		ds[0].LeadTimeSeconds == nil || *ds[0].LeadTimeSeconds != 3*3600 {
+		t.Errorf("deployments: %+v", ds)
+	}
+
+	code, out, errOut := runIn(t, s.URL, key.Token, "", "dora", "--app", "web", "--runtime", "edge", "--since", "30d", "-o", "json")
+	if code != 0 {
+		t.Fatalf("dora: %d %s", code, errOut)
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"deploymentFrequency", "leadTimeForChanges", "changeFailureRate", "timeToRestore"} {
+		var m struct {
+			Value *float64
+			Unit  string
+			Band  string
+		}
+		if err := json.Unmarshal(raw[k], &m); err != nil || m.Value == nil || m.Unit == "" || m.Band == "" {
+			t.Errorf("%s = %s: want value, unit and band", k, raw[k])
+		}
+	}
+	var r client.DORAReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Deployments != 4 || r.FailedChanges != 1 || r.ChangeFailureRate.Value != 25 || r.LeadTimeForChanges.Value != 3*3600 ||
+		r.LeadTimeForChanges.Band != "elite" || len(r.Series) != 31 {
+		t.Errorf("dora: %s", out)
+	}
+	// The table names the metrics.
+	if code, out, _ := runIn(t, s.URL, key.Token, "", "dora", "--bucket", "week"); code != 0 || !strings.Contains(out, "change failure rate") {
+		t.Errorf("dora table: %d %s", code, out)
+	}
+
+	// Bad input names the flag or field.
+	if code, _, errOut := runIn(t, s.URL, key.Token, "", "dora", "--since", "last week"); code != 2 || !strings.Contains(errOut, "--since") {
+		t.Errorf("bad --since: %d %s", code, errOut)
+	}
+	if code, _, errOut := runIn(t, s.URL, key.Token, "", "dora", "--bucket", "year"); code == 0 || !strings.Contains(errOut, "year") || !strings.Contains(errOut, "month") {
+		t.Errorf("bad --bucket: %d %s", code, errOut)
+	}
+	if code, _, errOut := runIn(t, s.URL, key.Token, "", "dora", "--failures", "sync-failed,flaky"); code == 0 || !strings.Contains(errOut, "flaky") {
+		t.Errorf("bad --failures: %d %s", code, errOut)
+	}
+
+	// The rebuild derives the same records from the source tables, next to the running server.
+	code, out, errOut = runIn(t, s.URL, key.Token, "", "admin", "analytics", "rebuild", "--reset", "--db", filepath.Join(dataDir, "freshet.db"))
+	if code != 0 || !strings.Contains(out, "Rebuilt 4 deployment records of 1 accounts") {
+		t.Fatalf("rebuild: %d %s %s", code, out, errOut)
+	}
+	code, out, _ = runIn(t, s.URL, key.Token, "", "deployments", "list", "-o", "json")
+	var again []client.Deployment
+	if err := json.Unmarshal([]byte(out), &again); code != 0 || err != nil || len(again) != 4 || again[0].ID != ds[0].ID || again[3].ID != ds[3].ID {
+		t.Errorf("after the rebuild: %d %v %s", code, err, out)
+	}
+}

@@ -1,0 +1,659 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/freshet-dev/freshet/internal/paging"
+)
+
+// Deployment is a row of the analytics deployments table: one change that reached an
+// environment, derived by internal/analytics. Times are zero when unknown; LeadTime is -1 when
+// the commit time is unknown. Images is JSON owned by the analytics package.
+type Deployment struct {
+	ID, AccountID, EventKey    string
+	RuntimeID, Runtime, App    string
+	Project, Cluster           string
+	Namespace, Revision        string
+	SyncID                     int64
+	Trigger, InitiatedBy, User string
+	Result, Message            string
+	CommitAuthor               string
+	CommitMessage              string
+	CommitTime                 time.Time
+	Images                     string
+	StartedAt, FinishedAt      time.Time
+	LeadTime                   time.Duration
+	LeadBucket                 int64 // the analytics package's bucket of LeadTime; -1 when unknown
+	DegradedAt, RolledBackAt   time.Time
+}
+
+// DeploymentFilter narrows a deployment listing or a DORA query. Zero fields do not filter.
+type DeploymentFilter struct {
+	App     string
+	Runtime string // the runtime's ID or name
+	// RuntimeIDs, when set, are the runtimes Runtime names (see RuntimeIDs): they filter
+	// instead of Runtime, through the indexes on runtime IDs.
+	RuntimeIDs []string
+	Cluster    string // the destination's cluster name or server URL
+	// Since and Until bound the finish time: Since <= finished < Until.
+	Since, Until time.Time
+}
+
+// HealthEvent is a row of app_health_events: an application's health transition.
+type HealthEvent struct {
+	AccountID, RuntimeID, Runtime string
+	App, Cluster                  string
+	At                            time.Time
+	Health, From, Revision        string
+}
+
+const deploymentCols = `id, account_id, event_key, runtime_id, runtime, app, project, cluster, namespace, revision, sync_id,
+	trigger_kind, initiated_by, user_email, result, message, commit_author, commit_message, commit_time, images,
+	started_at, finished_at, lead_time_ms, lead_bucket, degraded_at, rolled_back_at`
+
+// PutDeployment stores d unless a deployment with its event key is stored already (the same
+// sync derived again), and reports whether it stored it. A deployment of an account that does
+// not exist (deleted since) is not stored either.
+func (q *Queries) PutDeployment(ctx context.Context, d Deployment) (bool, error) {
+	lead := leadMillis(d)
+	res, err := q.exec(ctx, `INSERT INTO deployments (`+deploymentCols+`)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+		WHERE EXISTS (SELECT 1 FROM accounts WHERE id = ?)
+		ON CONFLICT DO NOTHING`,
+		d.ID, d.AccountID, d.EventKey, d.RuntimeID, d.Runtime, d.App, d.Project, d.Cluster, d.Namespace, d.Revision, d.SyncID,
+		d.Trigger, d.InitiatedBy, d.User, d.Result, d.Message, d.CommitAuthor, d.CommitMessage, micros(d.CommitTime), d.Images,
+		micros(d.StartedAt), micros(d.FinishedAt), lead, leadBucket(d, lead), micros(d.DegradedAt), micros(d.RolledBackAt), d.AccountID)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// InsertDeployments stores ds in multi-row statements, for loading many at once (the bench);
+// a deployment with the event key of one stored is left out.
+func (q *Queries) InsertDeployments(ctx context.Context, ds []Deployment) error {
+	const per = 500 // 26 values each: within SQLite's and PostgreSQL's parameter limits
+	for len(ds) > 0 {
+		n := min(per, len(ds))
+		var b strings.Builder
+		b.WriteString(`INSERT INTO deployments (` + deploymentCols + `) VALUES `)
+		args := make([]any, 0, n*26)
+		for i, d := range ds[:n] {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			lead := leadMillis(d)
+			args = append(args, d.ID, d.AccountID, d.EventKey, d.RuntimeID, d.Runtime, d.App, d.Project, d.Cluster, d.Namespace, d.Revision, d.SyncID,
+				d.Trigger, d.InitiatedBy, d.User, d.Result, d.Message, d.CommitAuthor, d.CommitMessage, micros(d.CommitTime), d.Images,
+				micros(d.StartedAt), micros(d.FinishedAt), lead, leadBucket(d, lead), micros(d.DegradedAt), micros(d.RolledBackAt))
+		}
+		b.WriteString(" ON CONFLICT DO NOTHING")
+		if _, err := q.exec(ctx, b.String(), args...); err != nil {
+			return err
+		}
+		ds = ds[n:]
+	}
+	return nil
+}
+
+// ReplaceDeployment stores d, replacing the deployment with its event key if there is one (a
+// rebuild deriving it again).
+func (q *Queries) ReplaceDeployment(ctx context.Context, d Deployment) error {
+	if _, err := q.exec(ctx, `DELETE FROM deployments WHERE account_id = ? AND event_key = ?`, d.AccountID, d.EventKey); err != nil {
+		return err
+	}
+	_, err := q.PutDeployment(ctx, d)
+	return err
+}
+
+// LockAnalytics holds account's analytics for writing until the transaction ends, so that
+// transactions deriving analytics of one account (on one replica or several) run one after the
+// other and each recomputes from what the previous committed.
+func (q *Queries) LockAnalytics(ctx context.Context, accountID string) error {
+	_, err := q.exec(ctx, `UPDATE accounts SET name = name WHERE id = ?`, accountID)
+	return err
+}
+
+// PutHealthEvent stores a health transition unless it is stored already, and reports whether
+// it stored it. A transition of an account that does not exist is not stored.
+func (q *Queries) PutHealthEvent(ctx context.Context, h HealthEvent) (bool, error) {
+	res, err := q.exec(ctx, `INSERT INTO app_health_events (account_id, runtime_id, runtime, app, cluster, at, health, from_health, revision)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM accounts WHERE id = ?)
+		ON CONFLICT DO NOTHING`,
+		h.AccountID, h.RuntimeID, h.Runtime, h.App, h.Cluster, micros(h.At), h.Health, h.From, h.Revision, h.AccountID)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// AppCluster returns the destination cluster (name, else server URL) and namespace of
+// account's application app of runtime runtimeID: as the runtime last reported it, else as its
+// latest deployment recorded them (the application may be deleted), else empty.
+func (q *Queries) AppCluster(ctx context.Context, accountID, runtimeID, app string) (cluster, namespace string, err error) {
+	err = q.queryRow(ctx, `SELECT cluster, namespace FROM (
+			SELECT CASE WHEN dest_name <> '' THEN dest_name ELSE dest_server END AS cluster, dest_namespace AS namespace, 0 AS o
+				FROM applications WHERE account_id = ? AND runtime_id = ? AND name = ?
+			UNION ALL
+			SELECT cluster, namespace, 1 AS o FROM (SELECT cluster, namespace FROM deployments
+				WHERE account_id = ? AND runtime_id = ? AND app = ? ORDER BY finished_at DESC LIMIT 1) l
+		) c ORDER BY o LIMIT 1`, accountID, runtimeID, app, accountID, runtimeID, app).Scan(&cluster, &namespace)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", "", nil
+	}
+	return cluster, namespace, err
+}
+
+// RefreshDeploymentFailures recomputes, for account's deployments of runtimeID's application
+// app that finished between from and to, what followed them within window: the first
+// transition to Degraded before the application's next deployment (degraded_at), and the next
+// deployment when it is a rollback (rolled_back_at). Whatever order the events arrived in, the
+// result is what their times say.
+func (q *Queries) RefreshDeploymentFailures(ctx context.Context, accountID, runtimeID, app string, from, to time.Time, window time.Duration) error {
+	w := window.Microseconds()
+	_, err := q.exec(ctx, `UPDATE deployments SET
+		degraded_at = COALESCE((SELECT MIN(h.at) FROM app_health_events h
+			WHERE h.account_id = deployments.account_id AND h.runtime_id = deployments.runtime_id AND h.app = deployments.app
+			AND h.health = 'Degraded' AND h.at >= deployments.finished_at AND h.at < deployments.finished_at + ?
+			AND h.at < COALESCE((SELECT MIN(n.finished_at) FROM deployments n WHERE n.account_id = deployments.account_id
+				AND n.runtime_id = deployments.runtime_id AND n.app = deployments.app AND n.finished_at > deployments.finished_at), ?)), 0),
+		rolled_back_at = COALESCE((SELECT MIN(n.finished_at) FROM deployments n
+			WHERE n.account_id = deployments.account_id AND n.runtime_id = deployments.runtime_id AND n.app = deployments.app
+			AND n.finished_at > deployments.finished_at AND n.finished_at < deployments.finished_at + ? AND n.trigger_kind = 'rollback'
+			AND NOT EXISTS (SELECT 1 FROM deployments m WHERE m.account_id = n.account_id AND m.runtime_id = n.runtime_id AND m.app = n.app
+				AND m.finished_at > deployments.finished_at AND m.finished_at < n.finished_at)), 0)
+		WHERE account_id = ? AND runtime_id = ? AND app = ? AND finished_at >= ? AND finished_at <= ?`,
+		w, int64(math.MaxInt64), w, accountID, runtimeID, app, micros(from), micros(to))
+	return err
+}
+
+// RefreshAllDeploymentFailures recomputes degraded_at and rolled_back_at of every deployment
+// of account, as RefreshDeploymentFailures does for one application.
+func (q *Queries) RefreshAllDeploymentFailures(ctx context.Context, accountID string, window time.Duration) error {
+	w := window.Microseconds()
+	_, err := q.exec(ctx, `UPDATE deployments SET
+		degraded_at = COALESCE((SELECT MIN(h.at) FROM app_health_events h
+			WHERE h.account_id = deployments.account_id AND h.runtime_id = deployments.runtime_id AND h.app = deployments.app
+			AND h.health = 'Degraded' AND h.at >= deployments.finished_at AND h.at < deployments.finished_at + ?
+			AND h.at < COALESCE((SELECT MIN(n.finished_at) FROM deployments n WHERE n.account_id = deployments.account_id
+				AND n.runtime_id = deployments.runtime_id AND n.app = deployments.app AND n.finished_at > deployments.finished_at), ?)), 0),
+		rolled_back_at = COALESCE((SELECT MIN(n.finished_at) FROM deployments n
+			WHERE n.account_id = deployments.account_id AND n.runtime_id = deployments.runtime_id AND n.app = deployments.app
+			AND n.finished_at > deployments.finished_at AND n.finished_at < deployments.finished_at + ? AND n.trigger_kind = 'rollback'
+			AND NOT EXISTS (SELECT 1 FROM deployments m WHERE m.account_id = n.account_id AND m.runtime_id = n.runtime_id AND m.app = n.app
+				AND m.finished_at > deployments.finished_at AND m.finished_at < n.finished_at)), 0)
+		WHERE account_id = ?`,
+		w, int64(math.MaxInt64), w, accountID)
+	return err
+}
+
+// deploymentWhere appends f's conditions on the deployments table d.
+func deploymentWhere(f DeploymentFilter, query string, args []any) (string, []any) {
+	if f.App != "" {
+		query += ` AND app = ?`
+		args = append(args, f.App)
+	}
+	switch {
+	case len(f.RuntimeIDs) > 0:
+		query += ` AND runtime_id IN (` + placeholders(len(f.RuntimeIDs)) + `)`
+		for _, id := range f.RuntimeIDs {
+			args = append(args, id)
+		}
+	case strings.HasPrefix(f.Runtime, PrefixRuntime+"_"): // runtime names have no '_'
+		query += ` AND runtime_id = ?`
+		args = append(args, f.Runtime)
+	case f.Runtime != "":
+		query += ` AND runtime = ?`
+		args = append(args, f.Runtime)
+	}
+	if f.Cluster != "" {
+		query += ` AND cluster = ?`
+		args = append(args, f.Cluster)
+	}
+	if !f.Since.IsZero() {
+		query += ` AND finished_at >= ?`
+		args = append(args, micros(f.Since))
+	}
+	if !f.Until.IsZero() {
+		query += ` AND finished_at < ?`
+		args = append(args, micros(f.Until))
+	}
+	return query, args
+}
+
+// ListDeployments returns account's deployments that f selects, newest first (IDs sort by
+// finish time).
+func (q *Queries) ListDeployments(ctx context.Context, accountID string, f DeploymentFilter, p paging.Page) ([]Deployment, error) {
+	query, args := deploymentWhere(f, `SELECT `+deploymentCols+` FROM deployments WHERE account_id = ?`, []any{accountID})
+	if p.After != "" {
+		query += ` AND id < ?`
+		args = append(args, p.After)
+	}
+	query += ` ORDER BY id DESC LIMIT ?`
+	rows, err := q.query(ctx, query, append(args, p.Size())...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Deployment
+	for rows.Next() {
+		var d Deployment
+		var commit, started, finished, lead, degraded, rolled int64
+		if err := rows.Scan(&d.ID, &d.AccountID, &d.EventKey, &d.RuntimeID, &d.Runtime, &d.App, &d.Project, &d.Cluster, &d.Namespace,
+			&d.Revision, &d.SyncID, &d.Trigger, &d.InitiatedBy, &d.User, &d.Result, &d.Message, &d.CommitAuthor, &d.CommitMessage,
+			&commit, &d.Images, &started, &finished, &lead, &d.LeadBucket, &degraded, &rolled); err != nil {
+			return nil, err
+		}
+		d.CommitTime, d.StartedAt, d.FinishedAt = fromMicros(commit), fromMicros(started), fromMicros(finished)
+		d.DegradedAt, d.RolledBackAt = fromMicros(degraded), fromMicros(rolled)
+		d.LeadTime = -1
+		if lead >= 0 {
+			d.LeadTime = time.Duration(lead) * time.Millisecond
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// leadMillis is d's lead time in milliseconds, -1 when unknown.
+func leadMillis(d Deployment) int64 {
+	if d.LeadTime >= 0 && !d.CommitTime.IsZero() {
+		return d.LeadTime.Milliseconds()
+	}
+	return -1
+}
+
+// leadBucket is d's lead-time bucket, kept for successful deployments whose lead time is
+// known only: a bucket's rows are the ones the median is taken over.
+func leadBucket(d Deployment, lead int64) int64 {
+	if lead < 0 || d.Result != "succeeded" {
+		return -1
+	}
+	return d.LeadBucket
+}
+
+// DORADay is one UTC day's deployments: all finished syncs, the successful ones, all of them by
+// failure mask (Masks[m] counts those whose failure kinds are exactly m: 1 the sync failed, 2
+// degraded after, 4 rolled back), and the successful ones whose lead time is known with its
+// sum.
+type DORADay struct {
+	Day                     int64 // days since 1970-01-01
+	Deployments, Successful int64
+	Masks                   [8]int64
+	LeadCount               int64
+	LeadSum                 time.Duration
+}
+
+const (
+	dayMicros = 86400000000
+	maskExpr  = `((CASE WHEN result = 'failed' THEN 1 ELSE 0 END) + (CASE WHEN degraded_at > 0 THEN 2 ELSE 0 END) + (CASE WHEN rolled_back_at > 0 THEN 4 ELSE 0 END))`
+	leadCond  = `result = 'succeeded' AND lead_time_ms >= 0`
+)
+
+// dayAggregates are the aggregate columns of a DORADay over deployments.
+var dayAggregates = func() string {
+	var b strings.Builder
+	b.WriteString(`COUNT(*), SUM(CASE WHEN result = 'succeeded' THEN 1 ELSE 0 END)`)
+	for m := 1; m < 8; m++ {
+		fmt.Fprintf(&b, `, SUM(CASE WHEN %s = %d THEN 1 ELSE 0 END)`, maskExpr, m)
+	}
+	b.WriteString(`, SUM(CASE WHEN ` + leadCond + ` THEN 1 ELSE 0 END), SUM(CASE WHEN ` + leadCond + ` THEN lead_time_ms ELSE 0 END)`)
+	return b.String()
+}()
+
+func scanDays(rows *sql.Rows) ([]DORADay, error) {
+	defer rows.Close()
+	var out []DORADay
+	for rows.Next() {
+		var d DORADay
+		var leadSum int64
+		dst := []any{&d.Day, &d.Deployments, &d.Successful}
+		for m := 1; m < 8; m++ {
+			dst = append(dst, &d.Masks[m])
+		}
+		if err := rows.Scan(append(dst, &d.LeadCount, &leadSum)...); err != nil {
+			return nil, err
+		}
+		d.LeadSum = time.Duration(leadSum) * time.Millisecond
+		d.Masks[0] = d.Deployments
+		for m := 1; m < 8; m++ {
+			d.Masks[0] -= d.Masks[m]
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// DORADays aggregates account's deployments that f selects per UTC day of their finish time,
+// oldest day first, from the deployments themselves. Days without deployments are left out.
+func (q *Queries) DORADays(ctx context.Context, accountID string, f DeploymentFilter) ([]DORADay, error) {
+	query, args := deploymentWhere(f, `SELECT finished_at / 86400000000 AS day, `+dayAggregates+` FROM deployments WHERE account_id = ?`, []any{accountID})
+	rows, err := q.query(ctx, query+` GROUP BY finished_at / 86400000000 ORDER BY day`, args...)
+	if err != nil {
+		return nil, err
+	}
+	return scanDays(rows)
+}
+
+// StatsDays is DORADays for the whole days from fromDay to toDay (days since 1970-01-01) of
+// scopes (the account's is empty; 'runtime:<id>', 'cluster:<cluster>'), summed, from deployment_stats.
+func (q *Queries) StatsDays(ctx context.Context, accountID string, scopes []string, fromDay, toDay int64) ([]DORADay, error) {
+	if len(scopes) == 0 {
+		return nil, nil
+	}
+	cols := `SUM(deployments), SUM(successful)`
+	for m := 1; m < 8; m++ {
+		cols += fmt.Sprintf(`, SUM(f%d)`, m)
+	}
+	args := []any{accountID}
+	for _, sc := range scopes {
+		args = append(args, sc)
+	}
+	rows, err := q.query(ctx, `SELECT day, `+cols+`, SUM(lead_count), SUM(lead_sum_ms) FROM deployment_stats
+		WHERE account_id = ? AND scope IN (`+placeholders(len(scopes))+`) AND day >= ? AND day <= ? GROUP BY day ORDER BY day`,
+		append(args, fromDay, toDay)...)
+	if err != nil {
+		return nil, err
+	}
+	return scanDays(rows)
+}
+
+// LeadHistogram counts account's successful deployments that f selects by lead-time bucket.
+func (q *Queries) LeadHistogram(ctx context.Context, accountID string, f DeploymentFilter) (map[int64]int64, error) {
+	query, args := deploymentWhere(f, `SELECT lead_bucket, COUNT(*) FROM deployments WHERE account_id = ? AND `+leadCond, []any{accountID})
+	return q.histogram(ctx, query+` GROUP BY lead_bucket`, args...)
+}
+
+// StatsLeadHistogram is LeadHistogram for whole days of scopes, from lead_stats.
+func (q *Queries) StatsLeadHistogram(ctx context.Context, accountID string, scopes []string, fromDay, toDay int64) (map[int64]int64, error) {
+	if len(scopes) == 0 {
+		return map[int64]int64{}, nil
+	}
+	args := []any{accountID}
+	for _, sc := range scopes {
+		args = append(args, sc)
+	}
+	return q.histogram(ctx, `SELECT bucket, SUM(n) FROM lead_stats WHERE account_id = ? AND scope IN (`+placeholders(len(scopes))+`)
+		AND day >= ? AND day <= ? GROUP BY bucket`, append(args, fromDay, toDay)...)
+}
+
+func (q *Queries) histogram(ctx context.Context, query string, args ...any) (map[int64]int64, error) {
+	rows, err := q.query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[int64]int64{}
+	for rows.Next() {
+		var b, n int64
+		if err := rows.Scan(&b, &n); err != nil {
+			return nil, err
+		}
+		out[b] += n
+	}
+	return out, rows.Err()
+}
+
+// LeadInBucket returns the offset-th smallest lead time (from 0) of account's successful
+// deployments that f selects in lead-time bucket bucket.
+func (q *Queries) LeadInBucket(ctx context.Context, accountID string, f DeploymentFilter, bucket, offset int64) (time.Duration, error) {
+	query, args := deploymentWhere(f, `SELECT lead_time_ms FROM deployments WHERE account_id = ? AND lead_bucket = ?`, []any{accountID, bucket})
+	var ms int64
+	if err := q.queryRow(ctx, query+` ORDER BY lead_time_ms LIMIT 1 OFFSET ?`, append(args, offset)...).Scan(&ms); err != nil {
+		return 0, err
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// RuntimeIDs returns the IDs of account's runtimes that ref (an ID, or a name) names among the
+// deployments: a name can have been several runtimes' over time.
+func (q *Queries) RuntimeIDs(ctx context.Context, accountID, ref string) ([]string, error) {
+	rows, err := q.query(ctx, `SELECT DISTINCT runtime_id FROM deployments WHERE account_id = ? AND runtime = ?`, accountID, ref)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []string{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// statScopes are the scopes deployment_stats and lead_stats keep, as SQL over deployments.
+var statScopes = []string{`''`, `'runtime:' || runtime_id`, `'cluster:' || cluster`}
+
+// RefreshDeploymentStats recomputes account's deployment_stats and lead_stats of the days from
+// fromDay to toDay (days since 1970-01-01) from its deployments.
+func (q *Queries) RefreshDeploymentStats(ctx context.Context, accountID string, fromDay, toDay int64) error {
+	for _, t := range []string{"deployment_stats", "lead_stats"} {
+		if _, err := q.exec(ctx, `DELETE FROM `+t+` WHERE account_id = ? AND day >= ? AND day <= ?`, accountID, fromDay, toDay); err != nil {
+			return err
+		}
+	}
+	from, to := fromDay*dayMicros, (toDay+1)*dayMicros
+	if toDay >= math.MaxInt64/dayMicros-1 {
+		to = math.MaxInt64
+	}
+	fcols := ""
+	for m := 1; m < 8; m++ {
+		fcols += fmt.Sprintf(", f%d", m)
+	}
+	for _, sc := range statScopes {
+		group := "account_id, " + sc + ", "
+		if sc == `''` { // PostgreSQL refuses a constant in GROUP BY
+			group = "account_id, "
+		}
+		if _, err := q.exec(ctx, `INSERT INTO deployment_stats (account_id, scope, day, deployments, successful`+fcols+`, lead_count, lead_sum_ms)
+			SELECT account_id, `+sc+`, finished_at / 86400000000, `+dayAggregates+` FROM deployments
+			WHERE account_id = ? AND finished_at >= ? AND finished_at < ?
+			GROUP BY `+group+`finished_at / 86400000000`, accountID, from, to); err != nil {
+			return err
+		}
+		if _, err := q.exec(ctx, `INSERT INTO lead_stats (account_id, scope, day, bucket, n)
+			SELECT account_id, `+sc+`, finished_at / 86400000000, lead_bucket, COUNT(*) FROM deployments
+			WHERE account_id = ? AND finished_at >= ? AND finished_at < ? AND `+leadCond+`
+			GROUP BY `+group+`finished_at / 86400000000, lead_bucket`, accountID, from, to); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func placeholders(n int) string {
+	return strings.TrimSuffix(strings.Repeat("?, ", n), ", ")
+}
+
+// Incident is a stretch of an application's degraded health: from the first transition to
+// Degraded to the next transition to Healthy (zero while it lasts).
+type Incident struct {
+	RuntimeID, App    string
+	Start, RestoredAt time.Time
+}
+
+// Incidents returns account's incidents that f selects (f's times bound the transitions to
+// Degraded), oldest first.
+func (q *Queries) Incidents(ctx context.Context, accountID string, f DeploymentFilter) ([]Incident, error) {
+	inner := `SELECT d.runtime_id, d.app, d.at, (SELECT MIN(h.at) FROM app_health_events h
+			WHERE h.account_id = d.account_id AND h.runtime_id = d.runtime_id AND h.app = d.app AND h.health = 'Healthy' AND h.at > d.at) AS restored
+		FROM app_health_events d WHERE d.account_id = ? AND d.health = 'Degraded'`
+	args := []any{accountID}
+	if f.App != "" {
+		inner += ` AND d.app = ?`
+		args = append(args, f.App)
+	}
+	switch {
+	case len(f.RuntimeIDs) > 0:
+		inner += ` AND d.runtime_id IN (` + placeholders(len(f.RuntimeIDs)) + `)`
+		for _, id := range f.RuntimeIDs {
+			args = append(args, id)
+		}
+	case strings.HasPrefix(f.Runtime, PrefixRuntime+"_"):
+		inner += ` AND d.runtime_id = ?`
+		args = append(args, f.Runtime)
+	case f.Runtime != "":
+		inner += ` AND d.runtime = ?`
+		args = append(args, f.Runtime)
+	}
+	if f.Cluster != "" {
+		inner += ` AND d.cluster = ?`
+		args = append(args, f.Cluster)
+	}
+	if !f.Since.IsZero() {
+		inner += ` AND d.at >= ?`
+		args = append(args, micros(f.Since))
+	}
+	if !f.Until.IsZero() {
+		inner += ` AND d.at < ?`
+		args = append(args, micros(f.Until))
+	}
+	rows, err := q.query(ctx, `SELECT runtime_id, app, MIN(at) AS start, COALESCE(restored, 0) FROM (`+inner+`) x
+		GROUP BY runtime_id, app, restored ORDER BY start`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Incident
+	for rows.Next() {
+		var i Incident
+		var start, restored int64
+		if err := rows.Scan(&i.RuntimeID, &i.App, &start, &restored); err != nil {
+			return nil, err
+		}
+		i.Start, i.RestoredAt = fromMicros(start), fromMicros(restored)
+		out = append(out, i)
+	}
+	return out, rows.Err()
+}
+
+// AddActivity counts one API event of account on the UTC day of at.
+func (q *Queries) AddActivity(ctx context.Context, accountID string, at time.Time, action, result string) error {
+	_, err := q.exec(ctx, `INSERT INTO activity_daily (account_id, day, action, result, n)
+		SELECT ?, ?, ?, ?, 1 WHERE EXISTS (SELECT 1 FROM accounts WHERE id = ?)
+		ON CONFLICT (account_id, day, action, result) DO UPDATE SET n = activity_daily.n + 1`,
+		accountID, at.UTC().Unix()/86400, action, result, accountID)
+	return err
+}
+
+// RebuildActivity recounts account's activity_daily from its audit records.
+func (q *Queries) RebuildActivity(ctx context.Context, accountID string) error {
+	if _, err := q.exec(ctx, `DELETE FROM activity_daily WHERE account_id = ?`, accountID); err != nil {
+		return err
+	}
+	_, err := q.exec(ctx, `INSERT INTO activity_daily (account_id, day, action, result, n)
+		SELECT account_id, created_at / 86400000000, action, result, COUNT(*) FROM audit_events WHERE account_id = ?
+		GROUP BY account_id, created_at / 86400000000, action, result`, accountID)
+	return err
+}
+
+// AnalyticsSync is a finished sync as the source tables hold it, for rebuilding deployments:
+// the sync with its runtime's name and, while the application exists, its project and
+// destination.
+type AnalyticsSync struct {
+	ApplicationSync
+	Runtime                       string
+	Project, DestServer, DestName string
+	DestNamespace                 string
+}
+
+// AnalyticsSyncs returns up to limit of account's recorded syncs with IDs after after, in ID
+// order.
+func (q *Queries) AnalyticsSyncs(ctx context.Context, accountID, after string, limit int) ([]AnalyticsSync, error) {
+	rows, err := q.query(ctx, `SELECT s.id, s.account_id, s.runtime_id, s.app, s.sync_id, s.revision, s.phase, s.message, s.initiated_by,
+		s.commit_author, s.commit_message, s.commit_time, s.started_at, s.finished_at, s.detail, r.name,
+		COALESCE(a.project, ''), COALESCE(a.dest_server, ''), COALESCE(a.dest_name, ''), COALESCE(a.dest_namespace, '')
+		FROM application_syncs s JOIN runtimes r ON r.id = s.runtime_id AND r.account_id = s.account_id
+		LEFT JOIN applications a ON a.account_id = s.account_id AND a.runtime_id = s.runtime_id AND a.name = s.app
+		WHERE s.account_id = ? AND s.id > ? ORDER BY s.id LIMIT ?`, accountID, after, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []AnalyticsSync
+	for rows.Next() {
+		var s AnalyticsSync
+		var commit, started, finished int64
+		if err := rows.Scan(&s.ID, &s.AccountID, &s.RuntimeID, &s.App, &s.SyncID, &s.Revision, &s.Phase, &s.Message, &s.InitiatedBy,
+			&s.CommitAuthor, &s.CommitMessage, &commit, &started, &finished, &s.Detail, &s.Runtime,
+			&s.Project, &s.DestServer, &s.DestName, &s.DestNamespace); err != nil {
+			return nil, err
+		}
+		s.CommitTime, s.StartedAt, s.FinishedAt = fromMicros(commit), fromMicros(started), fromMicros(finished)
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// DeleteDeployments deletes account's deployments (before a rebuild).
+func (q *Queries) DeleteDeployments(ctx context.Context, accountID string) error {
+	_, err := q.exec(ctx, `DELETE FROM deployments WHERE account_id = ?`, accountID)
+	return err
+}
+
+// ImagesOfCommit returns the images account's builds of commit sha pushed, oldest first.
+func (q *Queries) ImagesOfCommit(ctx context.Context, accountID, sha string) ([]BuildImage, error) {
+	if sha == "" {
+		return nil, nil
+	}
+	rows, err := q.query(ctx, `SELECT id, account_id, build_id, step, registry, repository, tags, digest, size, sha, branch, created_at
+		FROM build_images WHERE account_id = ? AND sha = ? ORDER BY id LIMIT 100`, accountID, sha)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []BuildImage
+	for rows.Next() {
+		var im BuildImage
+		var tags string
+		var created int64
+		if err := rows.Scan(&im.ID, &im.AccountID, &im.BuildID, &im.Step, &im.Registry, &im.Repository, &tags, &im.Digest, &im.Size,
+			&im.SHA, &im.Branch, &created); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(tags), &im.Tags); err != nil {
+			return nil, fmt.Errorf("image %s: decode tags: %w", im.ID, err)
+		}
+		im.CreatedAt = fromMicros(created)
+		out = append(out, im)
+	}
+	return out, rows.Err()
+}
+
+// AccountIDs returns the IDs of every account, in ID order.
+func (q *Queries) AccountIDs(ctx context.Context) ([]string, error) {
+	rows, err := q.query(ctx, `SELECT id FROM accounts ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out = append(out, id)
+	}
+	return out, rows.Err()
+}
+
+// Analyze updates the planner's statistics (PostgreSQL's ANALYZE), as autovacuum does some
+// time after a bulk load; for benchmarks that measure right after one.
+func (db *DB) Analyze(ctx context.Context) error {
+	_, err := db.sql.ExecContext(ctx, `ANALYZE`)
+	return err
+}
