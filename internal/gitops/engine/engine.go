@@ -1121,7 +1121,7 @@ func isTemporary(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, render.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, render.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || chartTemporary(err) {
 		return true
 	}
 	var ge *git.Error

@@ -2,130 +2,20 @@ package helmrepo_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-
-	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chartutil"
-	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/freshet-dev/freshet/internal/gitops/helmrepo"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
+	"github.com/freshet-dev/freshet/internal/testenv/chartrepo"
 )
-
-// ChartRepo is a real chart repository served over HTTP on 127.0.0.1: charts packaged by the
-// Helm SDK (chartutil.Save) and an index.yaml listing them with their digests.
-type ChartRepo struct {
-	*httptest.Server
-	dir        string
-	User, Pass string // basic auth required when set
-	mu         sync.Mutex
-	entries    map[string][]map[string]any
-	hits       map[string]*atomic.Int64
-	badDigest  bool
-}
-
-// NewChartRepo starts a repository holding chart name at each version.
-func NewChartRepo(t testing.TB, name string, versions ...string) *ChartRepo {
-	t.Helper()
-	r := &ChartRepo{dir: t.TempDir(), entries: map[string][]map[string]any{}, hits: map[string]*atomic.Int64{}}
-	for _, v := range versions {
-		r.Add(t, name, v)
-	}
-	r.Server = httptest.NewServer(http.HandlerFunc(r.serve))
-	t.Cleanup(r.Close)
-	return r
-}
-
-// Add packages chart name at version and lists it in the index.
-func (r *ChartRepo) Add(t testing.TB, name, version string) {
-	t.Helper()
-	ch := &chart.Chart{
-		Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: name, Version: version, AppVersion: version},
-		Values:   map[string]any{"replicas": 1, "message": "hello"},
-		Templates: []*chart.File{{Name: "templates/cm.yaml", Data: []byte(`apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: {{ .Release.Name }}-cm
-data:
-  version: {{ .Chart.Version | quote }}
-  message: {{ .Values.message | quote }}
-  replicas: {{ .Values.replicas | quote }}
-`)}},
-		Files: []*chart.File{{Name: "values-prod.yaml", Data: []byte("message: from-prod\n")}},
-	}
-	path, err := chartutil.Save(ch, r.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := sha256.Sum256(data)
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.entries[name] = append(r.entries[name], map[string]any{"apiVersion": "v2", "name": name, "version": version,
-		"urls": []string{"charts/" + filepath.Base(path)}, "digest": hex.EncodeToString(sum[:]), "created": "2026-01-01T00:00:00Z"})
-}
-
-func (r *ChartRepo) serve(w http.ResponseWriter, req *http.Request) {
-	r.mu.Lock()
-	h := r.hits[req.URL.Path]
-	if h == nil {
-		h = &atomic.Int64{}
-		r.hits[req.URL.Path] = h
-	}
-	r.mu.Unlock()
-	h.Add(1)
-	if r.User != "" {
-		if u, p, ok := req.BasicAuth(); !ok || u != r.User || p != r.Pass {
-			w.Header().Set("WWW-Authenticate", `Basic realm="charts"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-	}
-	switch {
-	case req.URL.Path == "/index.yaml":
-		r.mu.Lock()
-		data, _ := sigsyaml.Marshal(map[string]any{"apiVersion": "v1", "entries": r.entries})
-		r.mu.Unlock()
-		_, _ = w.Write(data)
-	case strings.HasPrefix(req.URL.Path, "/charts/"):
-		data, err := os.ReadFile(filepath.Join(r.dir, filepath.Base(req.URL.Path)))
-		if err != nil {
-			http.NotFound(w, req)
-			return
-		}
-		if r.badDigest {
-			data = append(data, 0)
-		}
-		_, _ = w.Write(data)
-	default:
-		http.NotFound(w, req)
-	}
-}
-
-// Hits is how often path was requested.
-func (r *ChartRepo) Hits(path string) int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if h := r.hits[path]; h != nil {
-		return h.Load()
-	}
-	return 0
-}
 
 func newCache(t *testing.T) *helmrepo.Cache {
 	t.Helper()
@@ -137,7 +27,7 @@ func newCache(t *testing.T) *helmrepo.Cache {
 }
 
 func TestResolveVersions(t *testing.T) {
-	repo := NewChartRepo(t, "demo", "1.0.0", "1.2.0", "1.2.3", "2.0.0", "2.1.0-rc.1")
+	repo := chartrepo.New(t, "demo", "1.0.0", "1.2.0", "1.2.3", "2.0.0", "2.1.0-rc.1")
 	c := newCache(t)
 	ctx := context.Background()
 	for _, tc := range []struct{ constraint, want string }{
@@ -162,7 +52,7 @@ func TestResolveVersions(t *testing.T) {
 }
 
 func TestMissingVersionNamesRepoChartAndVersions(t *testing.T) {
-	repo := NewChartRepo(t, "demo", "1.0.0", "1.2.0")
+	repo := chartrepo.New(t, "demo", "1.0.0", "1.2.0")
 	c := newCache(t)
 	_, err := c.Resolve(context.Background(), repo.URL, "demo", "3.0.0", helmrepo.Credentials{})
 	if !errors.Is(err, helmrepo.ErrVersionNotFound) {
@@ -187,7 +77,7 @@ func TestMissingVersionNamesRepoChartAndVersions(t *testing.T) {
 }
 
 func TestNewVersionPublishedIsFoundWithoutWaitingForTTL(t *testing.T) {
-	repo := NewChartRepo(t, "demo", "1.0.0")
+	repo := chartrepo.New(t, "demo", "1.0.0")
 	c := newCache(t)
 	if _, err := c.Resolve(context.Background(), repo.URL, "demo", "1.0.0", helmrepo.Credentials{}); err != nil {
 		t.Fatal(err)
@@ -200,8 +90,8 @@ func TestNewVersionPublishedIsFoundWithoutWaitingForTTL(t *testing.T) {
 }
 
 func TestCredentials(t *testing.T) {
-	repo := NewChartRepo(t, "demo", "1.0.0")
-	repo.User, repo.Pass = "alice", "s3cret"
+	repo := chartrepo.New(t, "demo", "1.0.0")
+	repo.SetAuth("alice", "s3cret")
 	c := newCache(t)
 	ctx := context.Background()
 	_, err := c.Resolve(ctx, repo.URL, "demo", "1.0.0", helmrepo.Credentials{Username: "alice", Password: "wrong"})
@@ -219,7 +109,7 @@ func TestCredentials(t *testing.T) {
 }
 
 func TestCustomCA(t *testing.T) {
-	repo := NewChartRepo(t, "demo", "1.0.0")
+	repo := chartrepo.New(t, "demo", "1.0.0")
 	tlsSrv := httptest.NewTLSServer(repo.Config.Handler)
 	defer tlsSrv.Close()
 	c := newCache(t)
@@ -235,21 +125,21 @@ func TestCustomCA(t *testing.T) {
 }
 
 func TestDigestMismatch(t *testing.T) {
-	repo := NewChartRepo(t, "demo", "1.0.0")
-	repo.badDigest = true
+	repo := chartrepo.New(t, "demo", "1.0.0")
+	repo.BadDigest(true)
 	c := newCache(t)
 	_, err := c.Resolve(context.Background(), repo.URL, "demo", "1.0.0", helmrepo.Credentials{})
 	if !errors.Is(err, helmrepo.ErrDigest) || !strings.Contains(err.Error(), "demo 1.0.0") {
 		t.Fatalf("err = %v, want ErrDigest naming the chart", err)
 	}
-	repo.badDigest = false
+	repo.BadDigest(false)
 	if _, err := c.Resolve(context.Background(), repo.URL, "demo", "1.0.0", helmrepo.Credentials{}); err != nil {
 		t.Fatalf("nothing bad was cached: %v", err)
 	}
 }
 
 func TestOneDownloadForManyApps(t *testing.T) {
-	repo := NewChartRepo(t, "demo", "1.0.0", "1.2.3")
+	repo := chartrepo.New(t, "demo", "1.0.0", "1.2.3")
 	dir := t.TempDir()
 	c, err := helmrepo.New(helmrepo.Options{Dir: dir, Policy: netpolicy.Unrestricted()})
 	if err != nil {
@@ -311,7 +201,7 @@ func TestOneDownloadForManyApps(t *testing.T) {
 }
 
 func TestNetworkPolicyRefusesLoopback(t *testing.T) {
-	repo := NewChartRepo(t, "demo", "1.0.0")
+	repo := chartrepo.New(t, "demo", "1.0.0")
 	pol, err := netpolicy.Options{}.Policy()
 	if err != nil {
 		t.Fatal(err)
