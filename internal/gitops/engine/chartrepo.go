@@ -89,3 +89,12 @@ func (e *Engine) desiredChart(ctx context.Context, st *appState, a *app.Applicat
 
 // chartTemporary reports whether a chart fetch failed for a reason worth retrying.
 func chartTemporary(err error) bool { return errors.Is(err, helmrepo.ErrUnavailable) }
+
+// hardRefreshCharts makes a hard refresh of a chart app read its repository's index again and
+// render again.
+func (e *Engine) hardRefreshCharts(a *app.Application) {
+	if src := a.EffectiveSource(); src.IsChartRepo() && e.opts.Charts != nil {
+		e.opts.Charts.Invalidate(src.RepoURL)
+		e.renders.drop("chart\x00")
+	}
+}

@@ -74,6 +74,13 @@ func TestChartRepositorySync(t *testing.T) {
 		t.Errorf("after sync: %s at %q (%s), conditions %+v", s.Sync, s.Revision, s.SourceType, s.Conditions)
 	}
 
+	// A version published: a hard refresh reads the index again and sees it.
+	repo.Add(t, "demo", "1.2.9")
+	s, err := v.e.Refresh(v.ctx(30*time.Second), "web", true)
+	if err != nil || s.Sync != engine.OutOfSync || s.Revision != "1.2.9" {
+		t.Errorf("after 1.2.9 was published, hard refresh: %v %s at %q %+v", err, s.Sync, s.Revision, s.Conditions)
+	}
+
 	// Ten apps of the same version at once: one download.
 	var wg sync.WaitGroup
 	for i := range 10 {

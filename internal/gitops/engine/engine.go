@@ -424,6 +424,7 @@ func (e *Engine) Refresh(ctx context.Context, name string, hard bool) (AppStatus
 		if isMultiSource(a) {
 			e.renders.drop("multi\x00")
 		}
+		e.hardRefreshCharts(a)
 	}
 	status, _ := e.refresh(ctx, st, hard)
 	// Automation (auto-sync, self-heal) runs in the reconcile loop: queue the app, so a new

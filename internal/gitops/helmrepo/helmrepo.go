@@ -177,6 +177,24 @@ func (c *Cache) Stats() Stats {
 	return Stats{IndexFetches: c.indexFetches.Load(), Downloads: c.downloads.Load()}
 }
 
+// Invalidate forgets the index of the repository at repoURL (all credentials), so the next
+// Resolve reads it again: a hard refresh. Unpacked charts stay (a version's digest does not
+// change under it).
+func (c *Cache) Invalidate(repoURL string) {
+	u, err := url.Parse(repoURL)
+	if err != nil {
+		return
+	}
+	prefix := u.String() + "\x00"
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k := range c.indexes {
+		if strings.HasPrefix(k, prefix) {
+			delete(c.indexes, k)
+		}
+	}
+}
+
 // Resolve returns the version of chart in the repository at repoURL that constraint names
 // (an exact version, a semver range, or "" / "*" for the newest stable version), downloading
 // and unpacking it unless the cache has it.

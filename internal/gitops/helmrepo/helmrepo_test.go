@@ -89,6 +89,26 @@ func TestNewVersionPublishedIsFoundWithoutWaitingForTTL(t *testing.T) {
 	}
 }
 
+func TestInvalidateRereadsTheIndex(t *testing.T) {
+	repo := chartrepo.New(t, "demo", "1.0.0")
+	c := newCache(t)
+	ctx := context.Background()
+	if got, err := c.Resolve(ctx, repo.URL, "demo", "1.*", helmrepo.Credentials{}); err != nil || got.Version != "1.0.0" {
+		t.Fatalf("%v %v", got, err)
+	}
+	repo.Add(t, "demo", "1.0.1")
+	if got, _ := c.Resolve(ctx, repo.URL, "demo", "1.*", helmrepo.Credentials{}); got.Version != "1.0.0" {
+		t.Errorf("within the TTL a range kept the index it read: got %s", got.Version)
+	}
+	c.Invalidate(repo.URL)
+	if got, err := c.Resolve(ctx, repo.URL, "demo", "1.*", helmrepo.Credentials{}); err != nil || got.Version != "1.0.1" {
+		t.Errorf("after Invalidate: %v %v", got, err)
+	}
+	if n := repo.Hits("/index.yaml"); n != 2 {
+		t.Errorf("index read %d times, want 2", n)
+	}
+}
+
 func TestCredentials(t *testing.T) {
 	repo := chartrepo.New(t, "demo", "1.0.0")
 	repo.SetAuth("alice", "s3cret")
