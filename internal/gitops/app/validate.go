@@ -217,16 +217,15 @@ func validateSource(d *decoder, p string, src *Source, refs map[string]int) {
 	warn := func(fp, reason string) {
 		d.warnings = append(d.warnings, fmt.Sprintf("%s (line %d) %s", fp, d.line(fp), reason))
 	}
-	if src.RepoURL == "" {
+	if src.Chart != "" {
+		validateChartSource(d, p, src, refs != nil)
+	} else if src.RepoURL == "" {
 		fail(p+".repoURL", "", "is required")
 	} else if _, err := repourl.Normalize(src.RepoURL); err != nil {
 		fail(p+".repoURL", repourl.Redact(src.RepoURL), "is not a git repository URL; want https://host/org/repo, ssh://git@host/org/repo, git@host:org/repo or file:///path")
 	}
 	if src.Path != "" && (path.IsAbs(src.Path) || strings.HasPrefix(path.Clean(src.Path), "..")) {
 		fail(p+".path", src.Path, "must be a path inside the repository, relative to its root")
-	}
-	if src.Chart != "" {
-		unsupported(p+".chart", src.Chart, "charts from a Helm repository are not supported yet; point repoURL at a git repository and path at the chart directory")
 	}
 	if src.Ref != "" && refs == nil {
 		fail(p+".ref", src.Ref, "is only valid in an entry of spec.sources (a source other sources' $ref/ value files read)")

@@ -341,6 +341,9 @@ func (e *Engine) desiredFor(ctx context.Context, st *appState, a *app.Applicatio
 		return e.desiredMulti(ctx, st, a, project, cl, revision, hard)
 	}
 	src := a.EffectiveSource()
+	if src.IsChartRepo() {
+		return e.desiredChart(ctx, st, a, project, cl, src, revision, hard)
+	}
 	repo := e.repo(src.RepoURL)
 	rev := revision
 	if rev == "" {

@@ -424,6 +424,7 @@ func (e *Engine) Refresh(ctx context.Context, name string, hard bool) (AppStatus
 		if isMultiSource(a) {
 			e.renders.drop("multi\x00")
 		}
+		e.hardRefreshCharts(a)
 	}
 	status, _ := e.refresh(ctx, st, hard)
 	// Automation (auto-sync, self-heal) runs in the reconcile loop: queue the app, so a new
@@ -1121,7 +1122,7 @@ func isTemporary(err error) bool {
 	if err == nil {
 		return false
 	}
-	if errors.Is(err, render.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, render.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) || chartTemporary(err) {
 		return true
 	}
 	var ge *git.Error

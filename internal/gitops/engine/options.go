@@ -11,6 +11,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/gitops/app"
 	"github.com/freshet-dev/freshet/internal/gitops/engine/health"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
+	"github.com/freshet-dev/freshet/internal/gitops/helmrepo"
 	"github.com/freshet-dev/freshet/internal/gitops/render"
 )
 
@@ -64,6 +65,9 @@ type Options struct {
 	Clusters ClusterResolver
 	// Credentials returns the credentials for a repository URL (nil: anonymous).
 	Credentials func(repoURL string) git.Credentials
+	// Charts fetches charts from chart repositories (spec.source.chart); nil: such apps get
+	// a ComparisonError. Credentials gives their basic auth and CA too.
+	Charts *helmrepo.Cache
 	// Projects looks up an AppProject by name where applications are defined (the
 	// installation repository, Git Sources); nil or a nil answer means none is defined there.
 	// Child applications (app of apps) resolve their project through it, then through the

@@ -143,6 +143,11 @@ func (e *Engine) startRevision(ctx context.Context, a *app.Application, revision
 	if src == nil {
 		return revision
 	}
+	if src.IsChartRepo() {
+		if ch, err := e.resolveChart(ctx, src, revision); err == nil {
+			return ch.Version
+		}
+	}
 	if revision == "" {
 		revision = src.TargetRevision
 	}

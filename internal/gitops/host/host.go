@@ -33,6 +33,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/gitops/app"
 	"github.com/freshet-dev/freshet/internal/gitops/engine"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
+	"github.com/freshet-dev/freshet/internal/gitops/helmrepo"
 	"github.com/freshet-dev/freshet/internal/gitops/render"
 	"github.com/freshet-dev/freshet/internal/gitops/repourl"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
@@ -139,6 +140,10 @@ func New(opts Options) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
+	charts, err := helmrepo.New(helmrepo.Options{Dir: filepath.Join(opts.Dir, "charts"), Policy: opts.Policy, Logger: opts.Logger.With("component", "charts")})
+	if err != nil {
+		return nil, err
+	}
 	clusters := engine.NewClusters()
 	if opts.InCluster != nil {
 		clusters.SetInCluster(opts.InCluster)
@@ -161,6 +166,9 @@ func New(opts Options) (*Host, error) {
 	eo := opts.Engine
 	h.renderer = renderer
 	eo.Cache, eo.Renderer, eo.Clusters, eo.Reporter, eo.Logger = cache, renderer, clusters, h.rep, opts.Logger.With("component", "gitops")
+	if eo.Charts == nil {
+		eo.Charts = charts
+	}
 	if opts.Credentials != nil {
 		eo.Credentials = opts.Credentials
 	}

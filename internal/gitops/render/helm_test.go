@@ -1,6 +1,7 @@
 package render_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -270,8 +271,19 @@ func TestHelmErrors(t *testing.T) {
 	s := src("helm-guestbook")
 	s.Chart = "nginx"
 	re = renderErr(t, r, render.Request{Root: root, AppName: "x", Source: s})
-	if !errors.Is(re, render.ErrUnsupported) {
-		t.Errorf("helm repository chart: %v", re)
+	if !errors.Is(re, render.ErrNotFound) || !strings.Contains(re.Error(), "nginx: the fetched chart has no Chart.yaml") {
+		t.Errorf("chart source without the fetched chart: %v", re)
+	}
+	s.Chart = "../helm-guestbook"
+	re = renderErr(t, r, render.Request{Root: root, AppName: "x", Source: s})
+	if !errors.Is(re, render.ErrInvalidManifest) || !strings.Contains(re.Error(), "must be the name of a chart") {
+		t.Errorf("chart name with a slash: %v", re)
+	}
+	// A chart source renders the chart in Root/<chart> (where helmrepo unpacks it).
+	s.Chart, s.Path = "helm-guestbook", "ignored"
+	res, err := r.Render(context.Background(), render.Request{Root: root, AppName: "x", Source: s})
+	if err != nil || len(res.Objects) == 0 || res.Type != app.SourceTypeHelm || !strings.HasPrefix(res.Objects[len(res.Objects)-1].Source.File, "helm-guestbook/templates/") {
+		t.Errorf("chart source: %v %+v", err, res)
 	}
 }
 

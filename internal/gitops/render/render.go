@@ -117,7 +117,10 @@ func (r *Renderer) Wait() { r.inflight.Wait() }
 
 // Request is one render.
 type Request struct {
-	// Root is the checkout of the repository (a git.Snapshot's Dir). It is only read.
+	// Root is the checkout of the repository (a git.Snapshot's Dir). It is only read. For a
+	// source naming a chart (Source.Chart, a chart from a chart repository) it is the
+	// directory the fetched chart is unpacked in, holding it in the subdirectory Source.Chart
+	// (a helmrepo.Chart's Dir); Source.Path is not used.
 	Root string
 	// Source is the application's source; Source.Path is relative to Root.
 	Source app.Source
@@ -181,7 +184,7 @@ var (
 	// ErrRemoteDependency: a Kustomize remote base or a Helm chart dependency would have to
 	// be fetched from the network.
 	ErrRemoteDependency = kind("remote dependency not fetched", errdefs.ErrInvalid)
-	// ErrUnsupported: a feature Freshet does not implement (Helm repository charts).
+	// ErrUnsupported: a feature Freshet does not implement (config management plugins, OCI charts).
 	ErrUnsupported = kind("not supported", errdefs.ErrInvalid)
 	// ErrTool: Kustomize or Helm failed (a template error, a bad kustomization).
 	ErrTool = kind("render failed", errdefs.ErrInvalid)
@@ -304,7 +307,7 @@ func (r *Renderer) prepare(req Request) (*job, error) {
 	src := req.Source
 	switch {
 	case src.Chart != "":
-		return nil, newError(ErrUnsupported, "", 0, "spec.source.chart %q: charts from a Helm repository are not supported yet; point repoURL at a git repository and path at the chart", src.Chart)
+		return r.prepareChart(req)
 	case src.Ref != "":
 		return nil, newError(ErrUnsupported, "", 0, "spec.source.ref: $ref sources need multiple sources, which are not supported yet")
 	}

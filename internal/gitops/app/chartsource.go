@@ -1,0 +1,42 @@
+package app
+
+import (
+	"net/url"
+	"strings"
+
+	"github.com/freshet-dev/freshet/internal/gitops/repourl"
+)
+
+// IsChartRepo reports whether the source is a chart from a Helm chart repository
+// (spec.source.chart with an http(s) repoURL) rather than a git repository.
+func (s *Source) IsChartRepo() bool { return s != nil && s.Chart != "" }
+
+// validateChartSource checks a source naming a chart from a chart repository: an http(s)
+// repoURL without credentials in it, a chart name, no kustomize or directory options. OCI
+// registries and chart sources in spec.sources are not supported yet.
+func validateChartSource(d *decoder, p string, src *Source, inSources bool) {
+	fail := func(fp, value, reason string) { d.fail(fp, d.line(fp), value, reason) }
+	unsupported := func(fp, value, reason string) {
+		d.add(&Error{Path: fp, Line: d.line(fp), Value: value, Reason: reason, Unsupported: true})
+	}
+	if inSources {
+		unsupported(p+".chart", src.Chart, "a chart from a chart repository in spec.sources is not supported yet; use spec.source")
+	}
+	if strings.ContainsAny(src.Chart, `/\`) || src.Chart == "." || src.Chart == ".." {
+		fail(p+".chart", src.Chart, "must be the name of a chart in the repository (no slashes)")
+	}
+	u, err := url.Parse(src.RepoURL)
+	switch {
+	case src.RepoURL == "":
+		fail(p+".repoURL", "", "is required: the chart repository's URL (https://host/path, where index.yaml is)")
+	case err == nil && u.Scheme == "oci" || err == nil && u.Scheme == "" && !strings.Contains(src.RepoURL, "://"):
+		unsupported(p+".repoURL", repourl.Redact(src.RepoURL), "charts from OCI registries are not supported yet; use an HTTP(S) chart repository")
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		fail(p+".repoURL", repourl.Redact(src.RepoURL), "is not a chart repository URL; want https://host/path (where index.yaml is)")
+	case u.User != nil:
+		fail(p+".repoURL", repourl.Redact(src.RepoURL), "must not carry credentials; give them as repository credentials of the runtime")
+	}
+	if src.Kustomize != nil || src.Directory != nil {
+		fail(p, "", "names a Helm chart; only helm options apply to it (not kustomize or directory)")
+	}
+}

@@ -1,0 +1,100 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/gitops/app"
+	"github.com/freshet-dev/freshet/internal/gitops/git"
+	"github.com/freshet-dev/freshet/internal/gitops/helmrepo"
+	"github.com/freshet-dev/freshet/internal/gitops/render"
+)
+
+// Charts from chart repositories (spec.source.chart): the version targetRevision names is
+// resolved and fetched through Options.Charts (one download per version for the runtime), then
+// rendered like a Helm directory. The app's revision is the chart version, as in Argo CD.
+
+// errNoChartCache: the engine was built without Options.Charts.
+var errNoChartCache = fmt.Errorf("spec.source.chart: this runtime has no chart cache configured: %w", errdefs.ErrInvalid)
+
+// chartCredentials maps the runtime's repository credentials to a chart repository's: basic
+// auth (a token is the password), the CA bundle and the TLS choice.
+func chartCredentials(c git.Credentials) helmrepo.Credentials {
+	pw := c.Password
+	if c.Token != "" {
+		pw = c.Token
+	}
+	return helmrepo.Credentials{Username: c.Username, Password: pw, CABundle: c.CABundle, InsecureSkipTLSVerify: c.InsecureSkipTLSVerify}
+}
+
+// resolveChart fetches the chart version revision names ("" for the source's targetRevision).
+func (e *Engine) resolveChart(ctx context.Context, src *app.Source, revision string) (*helmrepo.Chart, error) {
+	if e.opts.Charts == nil {
+		return nil, errNoChartCache
+	}
+	if revision == "" {
+		revision = src.TargetRevision
+	}
+	if revision == "HEAD" {
+		revision = "" // Argo CD's default targetRevision: the newest stable version
+	}
+	return e.opts.Charts.Resolve(ctx, src.RepoURL, src.Chart, revision, chartCredentials(e.repo(src.RepoURL).Credentials))
+}
+
+// desiredChart is desiredFor for a chart from a chart repository.
+func (e *Engine) desiredChart(ctx context.Context, st *appState, a *app.Application, project *app.AppProject, cl *cluster, src *app.Source, revision string, hard bool) (*desiredSet, error) {
+	ch, err := e.resolveChart(ctx, src, revision)
+	if err != nil {
+		return nil, err
+	}
+	specHash := sourceHash(a, src)
+	st.mu.Lock()
+	cur := st.desired
+	st.mu.Unlock()
+	if !hard && cur != nil && cur.sha == ch.Version && cur.specHash == specHash && cur.cluster == cl.host && !cur.hasUnknownKinds() {
+		return cur, nil
+	}
+	destNS := a.Spec.Destination.Namespace
+	kubeVersion, apiVersions := cl.serverInfo()
+	srcCopy := *src
+	srcCopy.TargetRevision = ""
+	optsJSON, _ := json.Marshal(srcCopy)
+	key := "chart\x00" + ch.Digest + "\x00" + ch.Version + "\x00" + string(optsJSON) + "\x00" + a.Metadata.Name + "\x00" + destNS + "\x00" + kubeVersion
+	entry, err := e.renders.get(ctx, key, func(ctx context.Context) (*renderEntry, error) {
+		res, err := e.renderer.Render(ctx, render.Request{
+			Root: ch.Dir, Source: *src, AppName: a.Metadata.Name, Namespace: destNS,
+			Revision: ch.Version, KubeVersion: kubeVersion, APIVersions: apiVersions,
+		})
+		if err != nil {
+			return nil, err
+		}
+		return &renderEntry{res: res, commit: git.CommitInfo{SHA: ch.Version,
+			Message: fmt.Sprintf("chart %s %s from %s", ch.Name, ch.Version, ch.Repo)}}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	ds := e.prepare(cl, a, project, entry)
+	ds.sha, ds.specHash, ds.cluster = ch.Version, specHash, cl.host
+	if revision == "" {
+		st.mu.Lock()
+		st.desired = ds
+		st.mu.Unlock()
+	}
+	return ds, nil
+}
+
+// chartTemporary reports whether a chart fetch failed for a reason worth retrying.
+func chartTemporary(err error) bool { return errors.Is(err, helmrepo.ErrUnavailable) }
+
+// hardRefreshCharts makes a hard refresh of a chart app read its repository's index again and
+// render again.
+func (e *Engine) hardRefreshCharts(a *app.Application) {
+	if src := a.EffectiveSource(); src.IsChartRepo() && e.opts.Charts != nil {
+		e.opts.Charts.Invalidate(src.RepoURL)
+		e.renders.drop("chart\x00")
+	}
+}
