@@ -45,6 +45,9 @@ func (s *Service) ChangePassword(ctx context.Context, p rbac.Principal, current,
 	if p.KeyID != "" {
 		return errdefs.Invalid("session", "", "is absent: change your password from a login session, not with an API key")
 	}
+	if p.SSOBound {
+		return fmt.Errorf("session: was opened through an account's single sign-on, which vouches for you in that account only: change your password from a password login session: %w", errdefs.ErrForbidden)
+	}
 	if err := validatePassword("newPassword", next); err != nil {
 		return err
 	}
