@@ -495,3 +495,16 @@ func (s *Service) FinishSSO(ctx context.Context, state, code, redirectURL string
 	}
 	return LoginResult{Token: tokStr, CSRFToken: CSRFToken(tokStr), ExpiresAt: sess.ExpiresAt, Principal: p}, nil
 }
+
+// SSOProviderError is the refusal of a callback that carries the identity provider's error
+// instead of a code (the user declined, or the provider refused the request). The provider's
+// text is shown as data, shortened.
+func SSOProviderError(code, description string) error {
+	if len(code) > 64 {
+		code = code[:64]
+	}
+	if len(description) > 200 {
+		description = description[:200]
+	}
+	return ssoRefused("the identity provider answered %q (%q)", code, description)
+}

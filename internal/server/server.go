@@ -100,12 +100,6 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	s.audit = audit.NewLog(s.db, log)
 	s.relay = events.NewRelay(s.db, s.bus, log.With("component", "events"))
 	s.outbox = events.NewOutboxRelay(s.db, s.bus, log.With("component", "outbox"))
-	s.identity = identity.New(identity.Deps{Store: s.db, Audit: s.audit, Log: log, OnRevoke: s.revoked, Describe: s.describe})
-	s.access = httpx.NewAccess(s.identity, 0, log.With("component", "access"))
-	if err := s.watchRevocations(); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("revocations: %w", err)
-	}
 	keys, err := LoadKeyring(opts)
 	if err != nil {
 		s.Close()
@@ -114,6 +108,13 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	if s.policy, err = opts.Net.Policy(opts.DataDir); err != nil {
 		s.Close()
 		return nil, err
+	}
+	s.identity = identity.New(identity.Deps{Store: s.db, Audit: s.audit, Log: log, OnRevoke: s.revoked, Describe: s.describe,
+		Keys: keys, Net: s.policy})
+	s.access = httpx.NewAccess(s.identity, 0, log.With("component", "access"))
+	if err := s.watchRevocations(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("revocations: %w", err)
 	}
 	cache, err := git.NewCache(filepath.Join(opts.DataDir, "git"), git.Options{Policy: s.policy})
 	if err != nil {
@@ -158,7 +159,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	s.runtimes = runtimes.New(runtimes.Deps{Store: s.db, Audit: s.audit, Keys: keys, Log: log.With("component", "runtimes"),
 		Provisioner: s.hosted, Tunnel: runtimeTunnel{s.tunnel}, OnEvents: s.outbox.Kick})
 	s.rest = rest.New(rest.Deps{Identity: s.identity, Audit: s.audit, Pipelines: s.pipes, Dispatcher: s.dispatch, Runtimes: s.runtimes, Log: log,
-		SecureCookies: opts.TLSCert != "", Access: s.access})
+		SecureCookies: opts.TLSCert != "", Access: s.access, PublicURL: baseURL})
 	gql, err := graphql.New(s.identity, s.audit, s.runtimes, log)
 	if err != nil {
 		s.Close()
