@@ -43,7 +43,7 @@ func (u *idpUser) Claims(scope []string, base *mockoidc.IDTokenClaims) (jwt.Clai
 
 // startIdP starts a real OpenID provider (mockoidc: discovery, JWKS, authorization endpoint
 // with PKCE, token endpoint signing RS256 ID tokens) on 127.0.0.1.
-func startIdP(t *testing.T) *mockoidc.MockOIDC {
+func startIdP(t testing.TB) *mockoidc.MockOIDC {
 	t.Helper()
 	m, err := mockoidc.NewServer(nil)
 	if err != nil {
@@ -63,7 +63,7 @@ func startIdP(t *testing.T) *mockoidc.MockOIDC {
 // ssoFrontend serves the two browser endpoints the REST API serves, over s, and returns the
 // base URL: GET /login/{account} redirects to the provider, GET /callback finishes and sets
 // the session cookie.
-func ssoFrontend(t *testing.T, s *Service) string {
+func ssoFrontend(t testing.TB, s *Service) string {
 	t.Helper()
 	var base string
 	mux := http.NewServeMux()
@@ -92,7 +92,7 @@ func ssoFrontend(t *testing.T, s *Service) string {
 
 // browse follows the whole redirect chain like a browser with a cookie jar and returns the
 // final status, body and session cookie.
-func browse(t *testing.T, base, account string) (int, string, string) {
+func browse(t testing.TB, base, account string) (int, string, string) {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar, Timeout: 20 * time.Second}
@@ -316,4 +316,34 @@ func TestSSOLogin(t *testing.T) {
 
 func mockUser(email string, verified bool) mockoidc.MockUser {
 	return mockoidc.MockUser{Subject: "sub-" + email, Email: email, EmailVerified: verified, PreferredUsername: email}
+}
+
+// BenchmarkSSOLogin measures one whole browser login: the redirect to the provider, its
+// authorization and the callback with code exchange, discovery, token verification and the
+// session (SQLite). go test -run '^$' -bench BenchmarkSSOLogin ./internal/identity/
+func BenchmarkSSOLogin(b *testing.B) {
+	db := storetest.Open(b, store.SQLite)
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	s := New(Deps{Store: db, Audit: audit.NewLog(db, log), Log: log, Keys: secrets.Generate(), Net: netpolicy.Unrestricted()})
+	idp := startIdP(b)
+	base := ssoFrontend(b, s)
+	res, err := s.Provision(ctx, "acme", "admin@acme.test", "admin-password")
+	if err != nil {
+		b.Fatal(err)
+	}
+	admin, err := s.Login(ctx, "admin@acme.test", "admin-password", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.SetSSO(ctx, admin.Principal, SSOConfigInput{Issuer: idp.Issuer(), ClientID: idp.ClientID, ClientSecret: idp.ClientSecret, AllowedDomains: []string{"acme.test"}}); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		u := mockUser("jane@acme.test", true)
+		idp.QueueUser(&u)
+		if code, body, _ := browse(b, base, res.Account.ID); code != http.StatusOK {
+			b.Fatalf("%d %s", code, body)
+		}
+	}
 }
