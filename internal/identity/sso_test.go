@@ -267,8 +267,21 @@ func TestSSOLogin(t *testing.T) {
 		if err := db.Tx(ctx, func(tx *store.Tx) error { return tx.SetSessionAccount(ctx, sp.SessionID, "anything") }); !errors.Is(err, errdefs.ErrNotFound) {
 			t.Fatalf("store moved a bound session: %v", err)
 		}
-		if _, err := s.Login(ctx, "admin@acme.test", "admin-password", "other"); err != nil {
+		otherSess, err := s.Login(ctx, "admin@acme.test", "admin-password", "other")
+		if err != nil {
 			t.Fatalf("password still works: %v", err)
+		}
+		seen, err := s.ListSessions(ctx, sp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range seen {
+			if x.Account.ID != acme.Account.ID {
+				t.Fatalf("SSO session lists a session in account %s", x.Account.Name)
+			}
+		}
+		if err := s.RevokeSession(ctx, sp, otherSess.Principal.SessionID); !errors.Is(err, errdefs.ErrNotFound) {
+			t.Fatalf("SSO session ended a session of another account: %v", err)
 		}
 		// A password session still switches.
 		if _, err := s.SwitchAccount(ctx, ap, "other"); err != nil {
