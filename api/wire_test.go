@@ -77,6 +77,8 @@ var wireTypes = map[string]any{
 	"client.TriggerRequest":         client.TriggerRequest{},
 	"client.CreatedTrigger":         client.CreatedTrigger{},
 	"client.Team":                   client.Team{},
+	"client.SSOConfig":              client.SSOConfig{},
+	"client.SSOConfigRequest":       client.SSOConfigRequest{},
 	"client.TeamMember":             client.TeamMember{},
 	"client.CreateTeamRequest":      client.CreateTeamRequest{},
 	"client.TeamMemberRequest":      client.TeamMemberRequest{},

@@ -219,3 +219,22 @@ func (c *Client) ListSessions(ctx context.Context) (List[Session], error) {
 func (c *Client) RevokeSession(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/api/v1/me/sessions/"+url.PathEscape(id), nil, nil, nil)
 }
+
+// GetSSO returns the account's single sign-on configuration (admins).
+func (c *Client) GetSSO(ctx context.Context) (SSOConfig, error) {
+	var out SSOConfig
+	err := c.do(ctx, http.MethodGet, "/api/v1/sso", nil, nil, &out)
+	return out, err
+}
+
+// SetSSO creates or replaces the account's single sign-on (admins).
+func (c *Client) SetSSO(ctx context.Context, r SSOConfigRequest) (SSOConfig, error) {
+	var out SSOConfig
+	err := c.do(ctx, http.MethodPut, "/api/v1/sso", nil, r, &out)
+	return out, err
+}
+
+// DeleteSSO removes the account's single sign-on (admins).
+func (c *Client) DeleteSSO(ctx context.Context) error {
+	return c.do(ctx, http.MethodDelete, "/api/v1/sso", nil, nil, nil)
+}

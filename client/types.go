@@ -90,6 +90,37 @@ type LoginResponse struct {
 	Me        Me        `json:"me"`
 }
 
+// SSOConfig is an account's OpenID Connect single sign-on as admins see it (never the secret).
+type SSOConfig struct {
+	Issuer          string    `json:"issuer"`
+	ClientID        string    `json:"clientId"`
+	ClientSecretSet bool      `json:"clientSecretSet"`
+	Scopes          []string  `json:"scopes"`
+	EmailClaim      string    `json:"emailClaim"`
+	NameClaim       string    `json:"nameClaim"`
+	GroupsClaim     string    `json:"groupsClaim"`
+	AllowedDomains  []string  `json:"allowedDomains"`
+	RequireSSO      bool      `json:"requireSso"`
+	BreakGlass      string    `json:"breakGlass,omitempty"` // the admin's email
+	LoginURL        string    `json:"loginUrl"`             // where members start a login
+	UpdatedAt       time.Time `json:"updatedAt"`
+}
+
+// SSOConfigRequest sets an account's single sign-on. An empty clientSecret keeps the stored one;
+// empty scopes and claims take the defaults (openid email profile; email, name, groups).
+type SSOConfigRequest struct {
+	Issuer         string   `json:"issuer"`
+	ClientID       string   `json:"clientId"`
+	ClientSecret   string   `json:"clientSecret,omitempty"`
+	Scopes         []string `json:"scopes,omitempty"`
+	EmailClaim     string   `json:"emailClaim,omitempty"`
+	NameClaim      string   `json:"nameClaim,omitempty"`
+	GroupsClaim    string   `json:"groupsClaim,omitempty"`
+	AllowedDomains []string `json:"allowedDomains"`
+	RequireSSO     bool     `json:"requireSso,omitempty"`
+	BreakGlass     string   `json:"breakGlass,omitempty"` // email or user ID of an admin; required with requireSso
+}
+
 // CreateAccountRequest creates an account with the caller as its admin.
 type CreateAccountRequest struct {
 	Name string `json:"name"`

@@ -22,6 +22,7 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/store"
 	"github.com/freshet-dev/freshet/internal/token"
@@ -54,6 +55,8 @@ type Service struct {
 	onRevoke func(accountID, userID string)
 	policies policyCache
 	describe Describer
+	keys     Keyring           // encrypts SSO client secrets; nil: SSO cannot be configured
+	net      *netpolicy.Policy // checks identity provider URLs; nil: any
 }
 
 // revoked tells OnRevoke, if any, once err (the change's outcome) is nil.
@@ -75,6 +78,10 @@ type Deps struct {
 	OnRevoke func(accountID, userID string)
 	// Describe reads a resource's attributes for Explain.
 	Describe Describer
+	// Keys encrypts the accounts' SSO client secrets (a *secrets.Keyring).
+	Keys Keyring
+	// Net is the operator's policy for URLs from tenants: identity provider issuers.
+	Net *netpolicy.Policy
 }
 
 // New returns a Service built from d.
@@ -86,7 +93,7 @@ func New(d Deps) *Service {
 	return &Service{db: d.Store, audit: d.Audit, log: log, now: time.Now,
 		byEmail: newFailureLimiter(maxFailuresPerEmail), byIP: newFailureLimiter(maxFailuresPerIP),
 		hasher: newHasher(maxConcurrentHashes, hashQueueWait), onRevoke: d.OnRevoke,
-		policies: policyCache{accounts: map[string]*accountPolicy{}}, describe: d.Describe}
+		policies: policyCache{accounts: map[string]*accountPolicy{}}, describe: d.Describe, keys: d.Keys, net: d.Net}
 }
 
 // SweepInterval is how often the control plane runs SweepExpired.
@@ -265,6 +272,11 @@ func (s *Service) Login(ctx context.Context, email, password, account string) (r
 	}
 	s.byEmail.reset(email)
 	e.Account(m.Account.ID)
+	if req, err := s.ssoRequired(ctx, m.Account.ID, u.ID); err != nil {
+		return LoginResult{}, err
+	} else if req {
+		return LoginResult{}, fmt.Errorf("account %q requires single sign-on: log in at /auth/sso/%s/login: %w", m.Account.Name, m.Account.ID, errdefs.ErrForbidden)
+	}
 	tok, hash := token.NewSession()
 	sess := store.Session{ID: store.NewID(store.PrefixSession), TokenHash: hash, UserID: u.ID,
 		AccountID: m.Account.ID, CreatedAt: now, ExpiresAt: now.Add(SessionTTL)}
@@ -362,7 +374,7 @@ func (s *Service) Authenticate(ctx context.Context, tok string) (rbac.Principal,
 		if err != nil {
 			return rbac.Principal{}, err
 		}
-		return rbac.Principal{AccountID: sess.AccountID, UserID: sess.UserID, Email: m.Email, Role: rbac.Role(m.Role), SessionID: sess.ID, Rules: rules}, nil
+		return rbac.Principal{AccountID: sess.AccountID, UserID: sess.UserID, Email: m.Email, Role: rbac.Role(m.Role), SessionID: sess.ID, SSOBound: sess.SSOBound, Rules: rules}, nil
 	}
 	return rbac.Principal{}, unauth
 }
@@ -373,6 +385,9 @@ func (s *Service) SwitchAccount(ctx context.Context, p rbac.Principal, account s
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if p.SessionID == "" {
 		return rbac.Principal{}, errdefs.Invalid("session", "", "is absent: API keys belong to one account; switch accounts with a login session")
+	}
+	if p.SSOBound {
+		return rbac.Principal{}, fmt.Errorf("session: was opened through this account's single sign-on and stays in it: log in to another account separately: %w", errdefs.ErrForbidden)
 	}
 	ms, err := s.db.MembershipsOf(ctx, p.UserID)
 	if err != nil {

@@ -106,5 +106,8 @@ func (s *Service) answerable(p rbac.Principal) error {
 	if p.SessionID == "" {
 		return errdefs.Invalid("session", "", "is absent: API keys belong to one account; answer invitations with a login session (freshet login)")
 	}
+	if p.SSOBound {
+		return fmt.Errorf("session: was opened through an account's single sign-on and acts in that account only: answer invitations from a password login session: %w", errdefs.ErrForbidden)
+	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/freshet-dev/freshet/internal/audit"
@@ -44,6 +45,9 @@ func (s *Service) ChangePassword(ctx context.Context, p rbac.Principal, current,
 	}
 	if p.KeyID != "" {
 		return errdefs.Invalid("session", "", "is absent: change your password from a login session, not with an API key")
+	}
+	if p.SSOBound {
+		return fmt.Errorf("session: was opened through an account's single sign-on, which vouches for you in that account only: change your password from a password login session: %w", errdefs.ErrForbidden)
 	}
 	if err := validatePassword("newPassword", next); err != nil {
 		return err
@@ -228,6 +232,9 @@ func (s *Service) ListSessions(ctx context.Context, p rbac.Principal) ([]Session
 		if !ok {
 			continue // an account the user left; the session no longer authenticates
 		}
+		if p.SSOBound && r.AccountID != p.AccountID {
+			continue // an SSO session sees nothing of the user's other accounts
+		}
 		out = append(out, Session{ID: r.ID, Account: acct, CreatedAt: r.CreatedAt, ExpiresAt: r.ExpiresAt, Current: r.ID == p.SessionID})
 	}
 	return out, nil
@@ -239,6 +246,15 @@ func (s *Service) RevokeSession(ctx context.Context, p rbac.Principal, id string
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.ReadAccount); err != nil {
 		return err
+	}
+	if p.SSOBound { // an SSO session ends only sessions in its own account
+		rows, err := s.db.SessionsOf(ctx, p.UserID, s.now())
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(rows, func(r store.Session) bool { return r.ID == id && r.AccountID == p.AccountID }) {
+			return fmt.Errorf("session %q: %w", id, errdefs.ErrNotFound)
+		}
 	}
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		if err := tx.DeleteSessionOf(ctx, p.UserID, id); err != nil {

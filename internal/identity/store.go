@@ -63,6 +63,10 @@ type Store interface {
 	DeleteExpiredSessions(ctx context.Context, t time.Time) (int64, error)
 	// DeleteExpiredInvitations removes invitations that expired at or before t and reports how many.
 	DeleteExpiredInvitations(ctx context.Context, t time.Time) (int64, error)
+	// GetSSOConfig returns accountID's single sign-on configuration.
+	GetSSOConfig(ctx context.Context, accountID string) (store.SSOConfig, error)
+	// AccountByName returns the account named name.
+	AccountByName(ctx context.Context, name string) (store.Account, error)
 }
 
 var _ Store = (*store.DB)(nil)

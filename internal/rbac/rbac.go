@@ -66,6 +66,10 @@ type Principal struct {
 	KeyID     string // set when the caller used an API key
 	KeyName   string
 	SessionID string // set when the caller used a session
+	// SSOBound is set when the session was opened through the account's single sign-on: an
+	// account's identity provider vouches for the user in that account only, so the session
+	// cannot switch accounts or change the user's (global) password.
+	SSOBound bool
 	// Rules are the attribute-based rules that bind the user in the account (nil: none); see
 	// Authorize.
 	Rules *Rules

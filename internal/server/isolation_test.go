@@ -102,6 +102,12 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 		t.Fatalf("alice's invitations: %+v, %v", invs, err)
 	}
 	tn.aInvitation = invs.Items[0].ID
+	// A's single sign-on, with a client secret B must never see.
+	if _, err := s.Admin.SetSSO(ctx, client.SSOConfigRequest{Issuer: "https://idp.a-secret-issuer.test", ClientID: "a-sso-client-secret-id",
+		ClientSecret: "a-sso-client-secret-value", AllowedDomains: []string{"first.test"}}); err != nil {
+		t.Fatal(err)
+	}
+	tn.aOnly = append(tn.aOnly, "a-secret-issuer", "a-sso-client-secret")
 	// A's team, with alice, and a rule for it (on a kind nothing else here uses).
 	team, err := s.Admin.CreateTeam(ctx, "a-team-secret")
 	if err != nil {
@@ -445,6 +451,32 @@ var restCases = map[string]restCase{
 	"POST /api/v1/auth/password-reset": func(t *testing.T, tn *tenants) (int, string) {
 		st, body := raw(t, tn, "POST", "/api/v1/auth/password-reset", "", `{"token":"fpr_aaaaaaaa_`+strings.Repeat("a", 40)+`","newPassword":"taken-over-1"}`)
 		expect(t, "a made-up reset token", st, 401)
+		return st, body
+	},
+	"GET /auth/sso/{account}/login": func(t *testing.T, tn *tenants) (int, string) {
+		// (A's own login page redirects anyone to A's IdP by design; here: an unknown account.)
+		st, body := raw(t, tn, "GET", "/auth/sso/no-such-account/login", "", "")
+		expect(t, "start a login at an unknown account", st, 400)
+		return st, body
+	},
+	"GET /auth/sso/callback": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "GET", "/auth/sso/callback?state=made-up&code=x", "", "")
+		expect(t, "a made-up SSO state", st, 401)
+		return st, body
+	},
+	"DELETE /api/v1/sso": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "DELETE", "/api/v1/sso", tn.bKey, "")
+		expect(t, "B deletes its own (absent) SSO", st, 404)
+		return st, body
+	},
+	"GET /api/v1/sso": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "GET", "/api/v1/sso", tn.bKey, "")
+		expect(t, "B reads its own (absent) SSO", st, 404)
+		return st, body
+	},
+	"PUT /api/v1/sso": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "PUT", "/api/v1/sso", tn.bKey, `{"issuer":"https://idp.bravo.test","clientId":"b-client","clientSecret":"b-secret","allowedDomains":["bravo.test"]}`)
+		expect(t, "B sets its own SSO", st, 200)
 		return st, body
 	},
 	"GET /api/v1/teams": func(t *testing.T, tn *tenants) (int, string) {

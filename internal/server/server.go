@@ -103,12 +103,6 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	s.audit = audit.NewLog(s.db, log)
 	s.relay = events.NewRelay(s.db, s.bus, log.With("component", "events"))
 	s.outbox = events.NewOutboxRelay(s.db, s.bus, log.With("component", "outbox"))
-	s.identity = identity.New(identity.Deps{Store: s.db, Audit: s.audit, Log: log, OnRevoke: s.revoked, Describe: s.describe})
-	s.access = httpx.NewAccess(s.identity, 0, log.With("component", "access"))
-	if err := s.watchRevocations(); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("revocations: %w", err)
-	}
 	keys, err := LoadKeyring(opts)
 	if err != nil {
 		s.Close()
@@ -117,6 +111,13 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	if s.policy, err = opts.Net.Policy(opts.DataDir); err != nil {
 		s.Close()
 		return nil, err
+	}
+	s.identity = identity.New(identity.Deps{Store: s.db, Audit: s.audit, Log: log, OnRevoke: s.revoked, Describe: s.describe,
+		Keys: keys, Net: s.policy})
+	s.access = httpx.NewAccess(s.identity, 0, log.With("component", "access"))
+	if err := s.watchRevocations(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("revocations: %w", err)
 	}
 	cache, err := git.NewCache(filepath.Join(opts.DataDir, "git"), git.Options{Policy: s.policy})
 	if err != nil {
@@ -165,7 +166,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	s.analyze = analytics.NewHandler(analytics.HandlerDeps{Store: s.db, Bus: s.bus, Ledger: s.db.Ledger(), Log: log.With("component", "analytics"),
 		FailureWindow: opts.AnalyticsFailureWindow})
 	s.rest = rest.New(rest.Deps{Identity: s.identity, Audit: s.audit, Pipelines: s.pipes, Dispatcher: s.dispatch, Runtimes: s.runtimes, Analytics: s.stats, Log: log,
-		SecureCookies: opts.TLSCert != "", Access: s.access})
+		SecureCookies: opts.TLSCert != "", Access: s.access, PublicURL: baseURL})
 	gql, err := graphql.New(s.identity, s.audit, s.runtimes, s.stats, log)
 	if err != nil {
 		s.Close()

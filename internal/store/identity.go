@@ -67,6 +67,8 @@ type Session struct {
 	AccountID string
 	CreatedAt time.Time
 	ExpiresAt time.Time
+	// SSOBound: opened through AccountID's single sign-on; it stays in that account.
+	SSOBound bool
 }
 
 // CreateAccount inserts a new account.
@@ -319,27 +321,28 @@ func (q *Queries) TouchAPIKey(ctx context.Context, id string, t time.Time) error
 
 // CreateSession stores a new session.
 func (q *Queries) CreateSession(ctx context.Context, s Session) error {
-	_, err := q.exec(ctx, `INSERT INTO sessions (id, token_hash, user_id, account_id, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		s.ID, s.TokenHash, s.UserID, s.AccountID, micros(s.CreatedAt), micros(s.ExpiresAt))
+	_, err := q.exec(ctx, `INSERT INTO sessions (id, token_hash, user_id, account_id, created_at, expires_at, sso_bound) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		s.ID, s.TokenHash, s.UserID, s.AccountID, micros(s.CreatedAt), micros(s.ExpiresAt), boolInt(s.SSOBound))
 	return err
 }
 
 // SessionByHash finds a session by the hash of its token.
 func (q *Queries) SessionByHash(ctx context.Context, hash string) (Session, error) {
 	var s Session
-	var created, expires int64
-	err := q.queryRow(ctx, `SELECT id, token_hash, user_id, account_id, created_at, expires_at FROM sessions WHERE token_hash = ?`, hash).
-		Scan(&s.ID, &s.TokenHash, &s.UserID, &s.AccountID, &created, &expires)
+	var created, expires, bound int64
+	err := q.queryRow(ctx, `SELECT id, token_hash, user_id, account_id, created_at, expires_at, sso_bound FROM sessions WHERE token_hash = ?`, hash).
+		Scan(&s.ID, &s.TokenHash, &s.UserID, &s.AccountID, &created, &expires, &bound)
 	if err != nil {
 		return Session{}, notFound(err, "session", "")
 	}
-	s.CreatedAt, s.ExpiresAt = fromMicros(created), fromMicros(expires)
+	s.CreatedAt, s.ExpiresAt, s.SSOBound = fromMicros(created), fromMicros(expires), bound != 0
 	return s, nil
 }
 
-// SetSessionAccount moves session id to another account the user belongs to.
+// SetSessionAccount moves session id to another account the user belongs to. A session bound
+// to its account by SSO is not moved (ErrNotFound).
 func (q *Queries) SetSessionAccount(ctx context.Context, id, accountID string) error {
-	res, err := q.exec(ctx, `UPDATE sessions SET account_id = ? WHERE id = ?`, accountID, id)
+	res, err := q.exec(ctx, `UPDATE sessions SET account_id = ? WHERE id = ? AND sso_bound = 0`, accountID, id)
 	if err != nil {
 		return err
 	}

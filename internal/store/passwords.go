@@ -29,7 +29,7 @@ func (q *Queries) SetUserPassword(ctx context.Context, userID, hash string) erro
 
 // SessionsOf lists userID's sessions that have not expired at now, in every account, oldest first.
 func (q *Queries) SessionsOf(ctx context.Context, userID string, now time.Time) ([]Session, error) {
-	rows, err := q.query(ctx, `SELECT id, token_hash, user_id, account_id, created_at, expires_at FROM sessions
+	rows, err := q.query(ctx, `SELECT id, token_hash, user_id, account_id, created_at, expires_at, sso_bound FROM sessions
 		WHERE user_id = ? AND expires_at >= ? ORDER BY id`, userID, micros(now))
 	if err != nil {
 		return nil, err
@@ -38,11 +38,11 @@ func (q *Queries) SessionsOf(ctx context.Context, userID string, now time.Time) 
 	var out []Session
 	for rows.Next() {
 		var s Session
-		var created, expires int64
-		if err := rows.Scan(&s.ID, &s.TokenHash, &s.UserID, &s.AccountID, &created, &expires); err != nil {
+		var created, expires, bound int64
+		if err := rows.Scan(&s.ID, &s.TokenHash, &s.UserID, &s.AccountID, &created, &expires, &bound); err != nil {
 			return nil, err
 		}
-		s.CreatedAt, s.ExpiresAt = fromMicros(created), fromMicros(expires)
+		s.CreatedAt, s.ExpiresAt, s.SSOBound = fromMicros(created), fromMicros(expires), bound != 0
 		out = append(out, s)
 	}
 	return out, rows.Err()

@@ -8,6 +8,7 @@ package rest
 import (
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/freshet-dev/freshet/api"
@@ -40,6 +41,7 @@ type API struct {
 	log       *slog.Logger
 	secure    bool // cookies get the Secure attribute (the server speaks TLS)
 	access    *httpx.Access
+	publicURL string // where browsers reach the server, for the SSO callback URL
 }
 
 // Deps are the services the REST API serves.
@@ -55,11 +57,14 @@ type Deps struct {
 	SecureCookies bool
 	// Access ends streams (a followed log) whose caller lost access.
 	Access *httpx.Access
+	// PublicURL is the URL browsers reach the server at; the SSO callback is
+	// PublicURL + /auth/sso/callback, which the identity provider must have registered.
+	PublicURL string
 }
 
 // New returns the REST API over the given services.
 func New(d Deps) *API {
-	return &API{id: d.Identity, audit: d.Audit, pipelines: d.Pipelines, dispatch: d.Dispatcher, runtimes: d.Runtimes, analytics: d.Analytics, log: d.Log, secure: d.SecureCookies, access: d.Access}
+	return &API{id: d.Identity, audit: d.Audit, pipelines: d.Pipelines, dispatch: d.Dispatcher, runtimes: d.Runtimes, analytics: d.Analytics, log: d.Log, secure: d.SecureCookies, access: d.Access, publicURL: strings.TrimSuffix(d.PublicURL, "/")}
 }
 
 // Routes lists every REST endpoint.
@@ -75,6 +80,11 @@ func (a *API) Routes() []Route {
 		{Method: "GET", Path: "/api/v1/me/sessions", Handler: a.listSessions},
 		{Method: "DELETE", Path: "/api/v1/me/sessions/{id}", Handler: a.revokeSession},
 		{Method: "POST", Path: "/api/v1/auth/password-reset", Public: true, Handler: a.resetPassword},
+		{Method: "GET", Path: "/auth/sso/{account}/login", Public: true, Handler: a.ssoLogin},
+		{Method: "GET", Path: "/auth/sso/callback", Public: true, Handler: a.ssoCallback},
+		{Method: "GET", Path: "/api/v1/sso", Handler: a.getSSO},
+		{Method: "PUT", Path: "/api/v1/sso", Handler: a.setSSO},
+		{Method: "DELETE", Path: "/api/v1/sso", Handler: a.deleteSSO},
 		{Method: "GET", Path: "/api/v1/account", Handler: a.account},
 		{Method: "POST", Path: "/api/v1/accounts", Handler: a.createAccount},
 		{Method: "GET", Path: "/api/v1/users", Handler: a.listUsers},

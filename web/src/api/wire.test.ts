@@ -117,6 +117,8 @@ import client_Rule from '../../../api/testdata/wire/client.Rule.json';
 import client_Team from '../../../api/testdata/wire/client.Team.json';
 import client_TeamMember from '../../../api/testdata/wire/client.TeamMember.json';
 import client_TeamMemberRequest from '../../../api/testdata/wire/client.TeamMemberRequest.json';
+import client_SSOConfig from '../../../api/testdata/wire/client.SSOConfig.json';
+import client_SSOConfigRequest from '../../../api/testdata/wire/client.SSOConfigRequest.json';
 
 const wireDir = new URL('../../../api/testdata/wire/', import.meta.url);
 
@@ -302,6 +304,8 @@ const notInTheUI: Record<string, { golden: Golden; why: string }> = {
   'client.Team': { golden: client_Team, why: 'teams are managed through the CLI and API (`freshet team`); the UI has no page for them yet' },
   'client.TeamMember': { golden: client_TeamMember, why: 'part of a Team' },
   'client.TeamMemberRequest': { golden: client_TeamMemberRequest, why: '`freshet team add-member`' },
+  'client.SSOConfig': { golden: client_SSOConfig, why: 'GET/PUT /api/v1/sso (admins; no UI page yet)' },
+  'client.SSOConfigRequest': { golden: client_SSOConfigRequest, why: 'PUT /api/v1/sso (admins; no UI page yet)' },
 };
 
 describe('the UI types against the Go wire types (api/testdata/wire)', () => {

@@ -1,0 +1,92 @@
+package rest
+
+import (
+	"net/http"
+
+	"github.com/freshet-dev/freshet/client"
+	"github.com/freshet-dev/freshet/internal/api/httpx"
+	"github.com/freshet-dev/freshet/internal/identity"
+)
+
+// ssoCallbackPath is where identity providers send browsers back to.
+const ssoCallbackPath = "/auth/sso/callback"
+
+func (a *API) ssoCallbackURL(r *http.Request) string {
+	if a.publicURL != "" {
+		return a.publicURL + ssoCallbackPath
+	}
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + ssoCallbackPath
+}
+
+// ssoLogin sends the browser to the account's identity provider.
+func (a *API) ssoLogin(w http.ResponseWriter, r *http.Request) error {
+	u, err := a.id.BeginSSO(r.Context(), r.PathValue("account"), a.ssoCallbackURL(r))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, u, http.StatusFound)
+	return nil
+}
+
+// ssoCallback finishes a login the identity provider sent the browser back from: it sets the
+// session cookies the password login sets and sends the browser to the UI.
+func (a *API) ssoCallback(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	if e := q.Get("error"); e != "" {
+		return identity.SSOProviderError(e, q.Get("error_description"))
+	}
+	res, err := a.id.FinishSSO(r.Context(), q.Get("state"), q.Get("code"), a.ssoCallbackURL(r))
+	if err != nil {
+		return err
+	}
+	a.setSessionCookies(w, res.Token, res.CSRFToken, res.ExpiresAt)
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, "/", http.StatusFound)
+	return nil
+}
+
+func (a *API) toSSOConfig(c identity.SSOConfig, accountID string) client.SSOConfig {
+	return client.SSOConfig{Issuer: c.Issuer, ClientID: c.ClientID, ClientSecretSet: c.ClientSecretSet, Scopes: c.Scopes,
+		EmailClaim: c.EmailClaim, NameClaim: c.NameClaim, GroupsClaim: c.GroupsClaim, AllowedDomains: c.AllowedDomains,
+		RequireSSO: c.RequireSSO, BreakGlass: c.BreakGlassEmail, LoginURL: a.publicURL + "/auth/sso/" + accountID + "/login", UpdatedAt: c.UpdatedAt}
+}
+
+func (a *API) getSSO(w http.ResponseWriter, r *http.Request) error {
+	p := principal(r)
+	c, err := a.id.GetSSO(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, a.toSSOConfig(c, p.AccountID))
+	return nil
+}
+
+func (a *API) setSSO(w http.ResponseWriter, r *http.Request) error {
+	var in client.SSOConfigRequest
+	if err := httpx.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	p := principal(r)
+	c, err := a.id.SetSSO(r.Context(), p, identity.SSOConfigInput{Issuer: in.Issuer, ClientID: in.ClientID, ClientSecret: in.ClientSecret,
+		Scopes: in.Scopes, EmailClaim: in.EmailClaim, NameClaim: in.NameClaim, GroupsClaim: in.GroupsClaim,
+		AllowedDomains: in.AllowedDomains, RequireSSO: in.RequireSSO, BreakGlass: in.BreakGlass})
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, a.toSSOConfig(c, p.AccountID))
+	return nil
+}
+
+func (a *API) deleteSSO(w http.ResponseWriter, r *http.Request) error {
+	if err := a.id.DeleteSSO(r.Context(), principal(r)); err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}

@@ -1,0 +1,510 @@
+package identity
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/coreos/go-oidc/v3/oidc"
+	"golang.org/x/oauth2"
+
+	"github.com/freshet-dev/freshet/internal/audit"
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/rbac"
+	"github.com/freshet-dev/freshet/internal/store"
+	"github.com/freshet-dev/freshet/internal/token"
+)
+
+// SSO defaults and bounds.
+const (
+	SSOLoginTTL      = 10 * time.Minute // how long a login may take at the identity provider
+	ssoHTTPTimeout   = 15 * time.Second
+	maxSSOList       = 32
+	maxSSOFieldLen   = 512
+	ssoPasswordHash  = "!sso" // no password: CheckPassword never matches it
+	defaultEmailClm  = "email"
+	defaultNameClm   = "name"
+	defaultGroupsClm = "groups"
+)
+
+var (
+	claimRE  = regexp.MustCompile(`^[A-Za-z0-9_:./-]{1,128}$`)
+	scopeRE  = regexp.MustCompile(`^[\x21\x23-\x5B\x5D-\x7E]{1,128}$`) // RFC 6749 scope-token
+	domainRE = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$`)
+)
+
+// Keyring encrypts and decrypts secrets at rest; *secrets.Keyring is one.
+type Keyring interface {
+	Encrypt(plaintext, aad []byte) (string, error)
+	Decrypt(s string, aad []byte) ([]byte, error)
+}
+
+// SSOConfig is an account's OpenID Connect single sign-on, as account admins see it (never
+// the client secret).
+type SSOConfig struct {
+	Issuer          string
+	ClientID        string
+	ClientSecretSet bool
+	Scopes          []string
+	EmailClaim      string
+	NameClaim       string
+	GroupsClaim     string
+	AllowedDomains  []string
+	RequireSSO      bool
+	BreakGlassEmail string // the admin who may still log in with a password when RequireSSO
+	UpdatedAt       time.Time
+}
+
+// SSOConfigInput sets an account's single sign-on. An empty ClientSecret keeps the stored one;
+// empty Scopes and claims take the defaults (openid email profile; email, name, groups).
+type SSOConfigInput struct {
+	Issuer         string
+	ClientID       string
+	ClientSecret   string
+	Scopes         []string
+	EmailClaim     string
+	NameClaim      string
+	GroupsClaim    string
+	AllowedDomains []string
+	RequireSSO     bool
+	BreakGlass     string // email or user ID of an admin of the account; required with RequireSSO
+}
+
+func ssoConfigOf(c store.SSOConfig, breakGlassEmail string) SSOConfig {
+	return SSOConfig{Issuer: c.Issuer, ClientID: c.ClientID, ClientSecretSet: c.ClientSecret != "", Scopes: strings.Fields(c.Scopes),
+		EmailClaim: c.EmailClaim, NameClaim: c.NameClaim, GroupsClaim: c.GroupsClaim, AllowedDomains: strings.Fields(c.AllowedDomains),
+		RequireSSO: c.RequireSSO, BreakGlassEmail: breakGlassEmail, UpdatedAt: c.UpdatedAt}
+}
+
+// GetSSO returns p's account's single sign-on configuration (account admins).
+func (s *Service) GetSSO(ctx context.Context, p rbac.Principal) (SSOConfig, error) {
+	if err := rbac.Allow(p, rbac.ManageUsers); err != nil {
+		return SSOConfig{}, err
+	}
+	c, err := s.db.GetSSOConfig(ctx, p.AccountID)
+	if err != nil {
+		return SSOConfig{}, err
+	}
+	email := ""
+	if c.BreakGlassUserID != "" {
+		if u, err := s.db.GetUser(ctx, c.BreakGlassUserID); err == nil {
+			email = u.Email
+		}
+	}
+	return ssoConfigOf(c, email), nil
+}
+
+// checkIssuer checks an issuer URL: https, or http to a loopback address (a development
+// identity provider on this machine), no credentials, query or fragment, and allowed by the
+// operator's network policy.
+func (s *Service) checkIssuer(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.Opaque != "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return errdefs.Invalid("issuer", raw, "is not an http(s) URL")
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return errdefs.Invalid("issuer", raw, "must have no credentials, query or fragment (OpenID Connect Discovery §3)")
+	}
+	if u.Scheme == "http" {
+		a, err := netip.ParseAddr(u.Hostname())
+		if err != nil || !a.IsLoopback() {
+			return errdefs.Invalid("issuer", raw, "must be https (http only to a loopback address such as 127.0.0.1)")
+		}
+	}
+	if s.net != nil {
+		return s.net.CheckServerURL("issuer", raw)
+	}
+	return nil
+}
+
+// SetSSO creates or replaces p's account's single sign-on (account admins). The client
+// secret is encrypted with the server's keyring.
+func (s *Service) SetSSO(ctx context.Context, p rbac.Principal, in SSOConfigInput) (out SSOConfig, err error) {
+	e := audit.Start(ctx, p, "sso.set", "account", p.AccountID)
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if err := rbac.Allow(p, rbac.ManageUsers); err != nil {
+		return SSOConfig{}, err
+	}
+	if s.keys == nil {
+		return SSOConfig{}, fmt.Errorf("single sign-on needs the server's master key to encrypt the client secret: %w", errdefs.ErrUnavailable)
+	}
+	in.Issuer = strings.TrimSpace(in.Issuer)
+	if in.Issuer == "" {
+		return SSOConfig{}, errdefs.Invalid("issuer", "", "is required: the identity provider's issuer URL")
+	}
+	if len(in.Issuer) > maxSSOFieldLen {
+		return SSOConfig{}, errdefs.Invalid("issuer", in.Issuer[:64]+"…", fmt.Sprintf("is longer than %d characters", maxSSOFieldLen))
+	}
+	if err := s.checkIssuer(in.Issuer); err != nil {
+		return SSOConfig{}, err
+	}
+	if in.ClientID == "" || len(in.ClientID) > maxSSOFieldLen || strings.ContainsAny(in.ClientID, " \t\r\n") {
+		return SSOConfig{}, errdefs.Invalid("clientId", in.ClientID, fmt.Sprintf("must be 1 to %d characters without spaces", maxSSOFieldLen))
+	}
+	if len(in.ClientSecret) > maxSSOFieldLen {
+		return SSOConfig{}, errdefs.Invalid("clientSecret", "", fmt.Sprintf("is longer than %d characters", maxSSOFieldLen))
+	}
+	if len(in.Scopes) == 0 {
+		in.Scopes = []string{oidc.ScopeOpenID, "email", "profile"}
+	}
+	if len(in.Scopes) > maxSSOList {
+		return SSOConfig{}, errdefs.Invalid("scopes", strings.Join(in.Scopes[:3], " ")+" …", fmt.Sprintf("has more than %d scopes", maxSSOList))
+	}
+	for _, sc := range in.Scopes {
+		if !scopeRE.MatchString(sc) {
+			return SSOConfig{}, errdefs.Invalid("scopes", sc, "is not a scope: printable ASCII without spaces, quotes or backslashes")
+		}
+	}
+	if !slices.Contains(in.Scopes, oidc.ScopeOpenID) {
+		return SSOConfig{}, errdefs.Invalid("scopes", strings.Join(in.Scopes, " "), "must include openid")
+	}
+	for _, c := range []struct {
+		field string
+		v     *string
+		def   string
+	}{{"emailClaim", &in.EmailClaim, defaultEmailClm}, {"nameClaim", &in.NameClaim, defaultNameClm}, {"groupsClaim", &in.GroupsClaim, defaultGroupsClm}} {
+		if *c.v == "" {
+			*c.v = c.def
+		}
+		if !claimRE.MatchString(*c.v) {
+			return SSOConfig{}, errdefs.Invalid(c.field, *c.v, "is not a claim name: 1 to 128 of A-Z a-z 0-9 _ : . / -")
+		}
+	}
+	if len(in.AllowedDomains) == 0 {
+		return SSOConfig{}, errdefs.Invalid("allowedDomains", "", "is required: the email domains the identity provider may log users in with (e.g. example.com)")
+	}
+	if len(in.AllowedDomains) > maxSSOList {
+		return SSOConfig{}, errdefs.Invalid("allowedDomains", in.AllowedDomains[0]+" …", fmt.Sprintf("has more than %d domains", maxSSOList))
+	}
+	domains := make([]string, 0, len(in.AllowedDomains))
+	for _, d := range in.AllowedDomains {
+		d = strings.ToLower(strings.TrimSpace(d))
+		if len(d) > 253 || !domainRE.MatchString(d) {
+			return SSOConfig{}, errdefs.Invalid("allowedDomains", d, "is not a domain name such as example.com")
+		}
+		domains = append(domains, d)
+	}
+	row := store.SSOConfig{AccountID: p.AccountID, Issuer: in.Issuer, ClientID: in.ClientID, Scopes: strings.Join(in.Scopes, " "),
+		EmailClaim: in.EmailClaim, NameClaim: in.NameClaim, GroupsClaim: in.GroupsClaim, AllowedDomains: strings.Join(domains, " "),
+		RequireSSO: in.RequireSSO, UpdatedAt: s.now()}
+	breakGlassEmail := ""
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		if in.BreakGlass != "" {
+			m, err := memberByRef(ctx, tx, p.AccountID, "breakGlass", in.BreakGlass)
+			if err != nil {
+				return err
+			}
+			if rbac.Role(m.Role) != rbac.Admin {
+				return errdefs.Invalid("breakGlass", in.BreakGlass, "is not an admin of this account: the break-glass user must be an admin")
+			}
+			row.BreakGlassUserID, breakGlassEmail = m.ID, m.Email
+		} else if in.RequireSSO {
+			return errdefs.Invalid("breakGlass", "", "is required with requireSso: name an admin who may still log in with a password if the identity provider fails")
+		}
+		if in.ClientSecret != "" {
+			ct, err := s.keys.Encrypt([]byte(in.ClientSecret), []byte(p.AccountID))
+			if err != nil {
+				return fmt.Errorf("encrypt client secret: %w", err)
+			}
+			row.ClientSecret = ct
+		} else if old, err := tx.GetSSOConfig(ctx, p.AccountID); err == nil {
+			row.ClientSecret = old.ClientSecret
+		} else if !errors.Is(err, errdefs.ErrNotFound) {
+			return err
+		}
+		if err := tx.PutSSOConfig(ctx, row); err != nil {
+			return err
+		}
+		e.Detail("issuer %s, client %s, domains %s, require SSO %v", row.Issuer, row.ClientID, row.AllowedDomains, row.RequireSSO)
+		return e.Commit(ctx, tx)
+	})
+	if err != nil {
+		return SSOConfig{}, err
+	}
+	return ssoConfigOf(row, breakGlassEmail), nil
+}
+
+// DeleteSSO removes p's account's single sign-on (account admins). Sessions opened through it
+// stay until they expire or are revoked.
+func (s *Service) DeleteSSO(ctx context.Context, p rbac.Principal) (err error) {
+	e := audit.Start(ctx, p, "sso.delete", "account", p.AccountID)
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if err := rbac.Allow(p, rbac.ManageUsers); err != nil {
+		return err
+	}
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.DeleteSSOConfig(ctx, p.AccountID); err != nil {
+			return err
+		}
+		return e.Commit(ctx, tx)
+	})
+}
+
+// ssoRequired tells whether password logins into accountID are refused for userID.
+func (s *Service) ssoRequired(ctx context.Context, accountID, userID string) (bool, error) {
+	c, err := s.db.GetSSOConfig(ctx, accountID)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return c.RequireSSO && c.BreakGlassUserID != userID, nil
+}
+
+// ssoClient returns the context go-oidc and oauth2 make their requests with: through the
+// operator's network policy, with a timeout.
+func (s *Service) ssoClient(ctx context.Context) context.Context {
+	c := &http.Client{Timeout: ssoHTTPTimeout}
+	if s.net != nil {
+		c = s.net.HTTPClient(ssoHTTPTimeout)
+	}
+	return oidc.ClientContext(ctx, c)
+}
+
+// ssoSetup reads accountID's configuration and discovers its provider.
+func (s *Service) ssoSetup(ctx context.Context, accountID, redirectURL string) (store.SSOConfig, *oidc.Provider, oauth2.Config, error) {
+	c, err := s.db.GetSSOConfig(ctx, accountID)
+	if err != nil {
+		if errors.Is(err, errdefs.ErrNotFound) {
+			return c, nil, oauth2.Config{}, errdefs.Invalid("account", accountID, "has no single sign-on configured: an admin sets it with PUT /api/v1/sso")
+		}
+		return c, nil, oauth2.Config{}, err
+	}
+	if s.keys == nil {
+		return c, nil, oauth2.Config{}, fmt.Errorf("single sign-on needs the server's master key: %w", errdefs.ErrUnavailable)
+	}
+	secret := ""
+	if c.ClientSecret != "" {
+		b, err := s.keys.Decrypt(c.ClientSecret, []byte(accountID))
+		if err != nil {
+			return c, nil, oauth2.Config{}, fmt.Errorf("decrypt the sso client secret: %w", err)
+		}
+		secret = string(b)
+	}
+	// Discovery checks that the document's issuer is the configured one.
+	prov, err := oidc.NewProvider(s.ssoClient(ctx), c.Issuer)
+	if err != nil {
+		return c, nil, oauth2.Config{}, fmt.Errorf("identity provider %s: %v: %w", c.Issuer, err, errdefs.ErrUnavailable)
+	}
+	oc := oauth2.Config{ClientID: c.ClientID, ClientSecret: secret, Endpoint: prov.Endpoint(), RedirectURL: redirectURL, Scopes: strings.Fields(c.Scopes)}
+	return c, prov, oc, nil
+}
+
+func randomString() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // never fails (crypto/rand)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// BeginSSO starts a login through account's (ID or name) identity provider and returns the
+// URL to send the browser to. redirectURL is the server's callback (/auth/sso/callback) as
+// registered at the provider. The state, nonce and PKCE verifier are kept server-side (state
+// hashed) for SSOLoginTTL and work once.
+func (s *Service) BeginSSO(ctx context.Context, account, redirectURL string) (string, error) {
+	a, err := s.db.GetAccount(ctx, account)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		a, err = s.db.AccountByName(ctx, account)
+	}
+	if err != nil {
+		if errors.Is(err, errdefs.ErrNotFound) {
+			return "", errdefs.Invalid("account", account, "is not an account")
+		}
+		return "", err
+	}
+	_, _, oc, err := s.ssoSetup(ctx, a.ID, redirectURL)
+	if err != nil {
+		return "", err
+	}
+	state, nonce, verifier := randomString(), randomString(), oauth2.GenerateVerifier()
+	now := s.now()
+	if err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		if _, err := tx.DeleteExpiredSSOLogins(ctx, now); err != nil {
+			return err
+		}
+		return tx.CreateSSOLogin(ctx, store.SSOLogin{StateHash: token.Hash(state), AccountID: a.ID, Nonce: nonce, Verifier: verifier,
+			CreatedAt: now, ExpiresAt: now.Add(SSOLoginTTL)})
+	}); err != nil {
+		return "", err
+	}
+	return oc.AuthCodeURL(state, oidc.Nonce(nonce), oauth2.S256ChallengeOption(verifier)), nil
+}
+
+var errSSOState = fmt.Errorf("single sign-on: the login is unknown, expired or already used: start again: %w", errdefs.ErrUnauthenticated)
+
+// ssoRefused is a refusal of what the identity provider said.
+func ssoRefused(format string, args ...any) error {
+	return fmt.Errorf("single sign-on refused: "+format+": %w", append(args, errdefs.ErrUnauthenticated)...)
+}
+
+// FinishSSO completes a login: it takes the state (once), exchanges code with the PKCE
+// verifier, verifies the ID token with go-oidc (signature, issuer, audience, expiry) and its
+// nonce, checks email_verified and the allowed domains, then logs the user in — creating them
+// as a member when their email is new — adds them to the account's teams named in the groups
+// claim, and opens a session bound to the account. A known user who is not a member of the
+// account is refused: the identity provider of one account does not add users of others.
+func (s *Service) FinishSSO(ctx context.Context, state, code, redirectURL string) (res LoginResult, err error) {
+	e := audit.Start(ctx, rbac.Principal{}, "auth.sso-login", "session", "")
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if state == "" {
+		return LoginResult{}, errdefs.Invalid("state", "", "is required")
+	}
+	var l store.SSOLogin
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		var err error
+		l, err = tx.TakeSSOLogin(ctx, token.Hash(state))
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, errdefs.ErrNotFound) {
+			return LoginResult{}, errSSOState
+		}
+		return LoginResult{}, err
+	}
+	now := s.now()
+	if now.After(l.ExpiresAt) {
+		return LoginResult{}, errSSOState
+	}
+	e.Account(l.AccountID)
+	if code == "" {
+		return LoginResult{}, errdefs.Invalid("code", "", "is required")
+	}
+	c, prov, oc, err := s.ssoSetup(ctx, l.AccountID, redirectURL)
+	if err != nil {
+		return LoginResult{}, err
+	}
+	octx := s.ssoClient(ctx)
+	tok, err := oc.Exchange(octx, code, oauth2.VerifierOption(l.Verifier))
+	if err != nil {
+		return LoginResult{}, ssoRefused("the identity provider did not exchange the code: %v", err)
+	}
+	raw, _ := tok.Extra("id_token").(string)
+	if raw == "" {
+		return LoginResult{}, ssoRefused("the identity provider returned no id_token")
+	}
+	idt, err := prov.VerifierContext(octx, &oidc.Config{ClientID: c.ClientID, Now: s.now}).Verify(octx, raw)
+	if err != nil {
+		return LoginResult{}, ssoRefused("invalid ID token: %v", err)
+	}
+	if idt.Nonce != l.Nonce {
+		return LoginResult{}, ssoRefused("invalid ID token: its nonce is not this login's")
+	}
+	var claims map[string]any
+	if err := idt.Claims(&claims); err != nil {
+		return LoginResult{}, ssoRefused("invalid ID token claims: %v", err)
+	}
+	email, _ := claims[c.EmailClaim].(string)
+	email = strings.ToLower(strings.TrimSpace(email))
+	if err := validateEmail(c.EmailClaim, email); err != nil {
+		return LoginResult{}, ssoRefused("claim %q: %v", c.EmailClaim, err)
+	}
+	if v, _ := claims["email_verified"].(bool); !v {
+		return LoginResult{}, ssoRefused("the identity provider has not verified %s (email_verified is not true)", email)
+	}
+	domain := email[strings.LastIndexByte(email, '@')+1:]
+	if !slices.Contains(strings.Fields(c.AllowedDomains), domain) {
+		return LoginResult{}, ssoRefused("email domain %q is not allowed for this account: it allows %s", domain, strings.Join(strings.Fields(c.AllowedDomains), ", "))
+	}
+	name, _ := claims[c.NameClaim].(string)
+	name = strings.TrimSpace(name)
+	if name == "" || len(name) > maxDisplayNameLength {
+		name = email[:strings.LastIndexByte(email, '@')]
+	}
+	var groups []string
+	if gs, ok := claims[c.GroupsClaim].([]any); ok {
+		for _, g := range gs {
+			if g, ok := g.(string); ok && g != "" && len(groups) < 256 {
+				groups = append(groups, g)
+			}
+		}
+	}
+
+	tokStr, hash := token.NewSession()
+	sess := store.Session{ID: store.NewID(store.PrefixSession), TokenHash: hash, AccountID: l.AccountID, CreatedAt: now,
+		ExpiresAt: now.Add(SessionTTL), SSOBound: true}
+	var p rbac.Principal
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		u, err := tx.UserByEmail(ctx, email)
+		created := false
+		switch {
+		case errors.Is(err, errdefs.ErrNotFound):
+			u = store.User{ID: store.NewID(store.PrefixUser), Email: email, Name: name, PasswordHash: ssoPasswordHash, CreatedAt: now}
+			if err := tx.CreateUser(ctx, u); err != nil {
+				return err
+			}
+			if err := tx.AddMember(ctx, l.AccountID, u.ID, string(rbac.Member), now); err != nil {
+				return err
+			}
+			created = true
+		case err != nil:
+			return err
+		}
+		m, err := tx.GetMember(ctx, l.AccountID, u.ID)
+		if errors.Is(err, errdefs.ErrNotFound) {
+			return ssoRefused("%s has a Freshet login but is not a member of this account: an admin invites them first", email)
+		}
+		if err != nil {
+			return err
+		}
+		var joined []string
+		for _, g := range groups {
+			t, err := tx.GetTeam(ctx, l.AccountID, g)
+			if errors.Is(err, errdefs.ErrNotFound) {
+				continue // groups without a team of their name are ignored
+			}
+			if err != nil {
+				return err
+			}
+			tms, err := tx.TeamMembers(ctx, l.AccountID, t.ID)
+			if err != nil {
+				return err
+			}
+			if slices.ContainsFunc(tms, func(tm store.TeamMember) bool { return tm.UserID == u.ID }) {
+				continue
+			}
+			if err := tx.AddTeamMember(ctx, l.AccountID, t.ID, u.ID, now); err != nil {
+				return err
+			}
+			joined = append(joined, t.Name)
+		}
+		if len(joined) > 0 {
+			if err := tx.BumpPolicyVersion(ctx, l.AccountID); err != nil {
+				return err
+			}
+		}
+		sess.UserID = u.ID
+		if err := tx.CreateSession(ctx, sess); err != nil {
+			return err
+		}
+		p = rbac.Principal{AccountID: l.AccountID, UserID: u.ID, Email: u.Email, Role: rbac.Role(m.Role), SessionID: sess.ID, SSOBound: true}
+		e = audit.Start(ctx, p, "auth.sso-login", "session", sess.ID)
+		e.Detail("issuer %s, user created %v, teams joined %v", c.Issuer, created, joined)
+		return e.Commit(ctx, tx)
+	})
+	if err != nil {
+		return LoginResult{}, err
+	}
+	return LoginResult{Token: tokStr, CSRFToken: CSRFToken(tokStr), ExpiresAt: sess.ExpiresAt, Principal: p}, nil
+}
+
+// SSOProviderError is the refusal of a callback that carries the identity provider's error
+// instead of a code (the user declined, or the provider refused the request). The provider's
+// text is shown as data, shortened.
+func SSOProviderError(code, description string) error {
+	if len(code) > 64 {
+		code = code[:64]
+	}
+	if len(description) > 200 {
+		description = description[:200]
+	}
+	return ssoRefused("the identity provider answered %q (%q)", code, description)
+}
