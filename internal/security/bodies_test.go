@@ -47,6 +47,11 @@ var laxBase = map[string]string{
 	"POST /api/v1/gitops/webhook":                `{"secret":"lax-secret-0123456789"}`,
 	"POST /api/v1/runners":                       `{"name":"lax-runner","labels":{"os":"linux"}}`,
 	"POST /api/graphql":                          `{"query":"{ me { role } }","variables":{"a":1}}`,
+	"POST /api/v1/teams":                         `{"name":"lax-team"}`,
+	"POST /api/v1/teams/{team}/members":          `{"user":"b-user@bravo.test"}`,
+	"POST /api/v1/rules":                         `{"user":"b-user@bravo.test","action":"read","kind":"pipelines"}`,
+	"POST /api/v1/auth/password-reset":           `{"token":"fpr_not-a-token","newPassword":"a-new-lax-password"}`,
+	"PUT /api/v1/sso":                            `{"issuer":"https://idp.bravo.test","clientId":"lax","clientSecret":"lax-secret","allowedDomains":["bravo.test"]}`,
 }
 
 // laxTargeted are bad values of particular fields, each with the field its 400 must name. open
@@ -80,6 +85,9 @@ func TestLaxBodies(t *testing.T) {
 	tok := res.Token
 	ids := laxFixtures(t, tn)
 	laxBase["POST /api/v1/auth/login"] = fmt.Sprintf(`{"email":%q,"password":%q}`, tn.bAdminEmail, tn.bAdminPassword)
+	// Valid means the right current password: the change comes last (sorted after login), and
+	// keeps the session it is sent with.
+	laxBase["POST /api/v1/me/password"] = fmt.Sprintf(`{"currentPassword":%q,"newPassword":"a-new-lax-password"}`, tn.bAdminPassword)
 
 	routes := []string{"POST /api/graphql"}
 	for _, r := range tn.s.Routes() {
@@ -262,7 +270,12 @@ func laxFixtures(t *testing.T, tn *tenants) map[string]string {
 		t.Fatalf("B's admin's invitations: %+v, %v", invs, err)
 	}
 	me, _ := b.Me(ctx)
+	team, err := b.CreateTeam(ctx, "b-team")
+	if err != nil {
+		t.Fatal(err)
+	}
 	return map[string]string{
+		"{team}":     team.ID,
 		"{pipeline}": pl.ID, "{name}": "b-context", "{runtime}": rt.ID, "{project}": "b-project", "{provider}": "github",
 		"{trigger}": "trg_none", "{account}": me.Account.ID,
 		"{id}:users": u.ID, "{id}:builds": bl.ID, "{id}:runners": rn.ID, "{id}:invitations": invs.Items[0].ID,
