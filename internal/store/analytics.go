@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -154,14 +153,10 @@ func (q *Queries) AppCluster(ctx context.Context, accountID, runtimeID, app stri
 	return cluster, namespace, err
 }
 
-// RefreshDeploymentFailures recomputes, for account's deployments of runtimeID's application
-// app that finished between from and to, what followed them within window: the first
-// transition to Degraded before the application's next deployment (degraded_at), and the next
-// deployment when it is a rollback (rolled_back_at). Whatever order the events arrived in, the
-// result is what their times say.
-func (q *Queries) RefreshDeploymentFailures(ctx context.Context, accountID, runtimeID, app string, from, to time.Time, window time.Duration) error {
-	w := window.Microseconds()
-	_, err := q.exec(ctx, `UPDATE deployments SET
+// refreshFailures is the UPDATE of RefreshDeploymentFailures and RefreshAllDeploymentFailures
+// up to their WHERE: degraded_at and rolled_back_at from the health events and deployments that
+// followed each deployment within the window (bound three times: window, +inf, window).
+const refreshFailures = `UPDATE deployments SET
 		degraded_at = COALESCE((SELECT MIN(h.at) FROM app_health_events h
 			WHERE h.account_id = deployments.account_id AND h.runtime_id = deployments.runtime_id AND h.app = deployments.app
 			AND h.health = 'Degraded' AND h.at >= deployments.finished_at AND h.at < deployments.finished_at + ?
@@ -172,7 +167,16 @@ func (q *Queries) RefreshDeploymentFailures(ctx context.Context, accountID, runt
 			AND n.finished_at > deployments.finished_at AND n.finished_at < deployments.finished_at + ? AND n.trigger_kind = 'rollback'
 			AND NOT EXISTS (SELECT 1 FROM deployments m WHERE m.account_id = n.account_id AND m.runtime_id = n.runtime_id AND m.app = n.app
 				AND m.finished_at > deployments.finished_at AND m.finished_at < n.finished_at)), 0)
-		WHERE account_id = ? AND runtime_id = ? AND app = ? AND finished_at >= ? AND finished_at <= ?`,
+		`
+
+// RefreshDeploymentFailures recomputes, for account's deployments of runtimeID's application
+// app that finished between from and to, what followed them within window: the first
+// transition to Degraded before the application's next deployment (degraded_at), and the next
+// deployment when it is a rollback (rolled_back_at). Whatever order the events arrived in, the
+// result is what their times say.
+func (q *Queries) RefreshDeploymentFailures(ctx context.Context, accountID, runtimeID, app string, from, to time.Time, window time.Duration) error {
+	w := window.Microseconds()
+	_, err := q.exec(ctx, refreshFailures+`WHERE account_id = ? AND runtime_id = ? AND app = ? AND finished_at >= ? AND finished_at <= ?`,
 		w, int64(math.MaxInt64), w, accountID, runtimeID, app, micros(from), micros(to))
 	return err
 }
@@ -181,19 +185,7 @@ func (q *Queries) RefreshDeploymentFailures(ctx context.Context, accountID, runt
 // of account, as RefreshDeploymentFailures does for one application.
 func (q *Queries) RefreshAllDeploymentFailures(ctx context.Context, accountID string, window time.Duration) error {
 	w := window.Microseconds()
-	_, err := q.exec(ctx, `UPDATE deployments SET
-		degraded_at = COALESCE((SELECT MIN(h.at) FROM app_health_events h
-			WHERE h.account_id = deployments.account_id AND h.runtime_id = deployments.runtime_id AND h.app = deployments.app
-			AND h.health = 'Degraded' AND h.at >= deployments.finished_at AND h.at < deployments.finished_at + ?
-			AND h.at < COALESCE((SELECT MIN(n.finished_at) FROM deployments n WHERE n.account_id = deployments.account_id
-				AND n.runtime_id = deployments.runtime_id AND n.app = deployments.app AND n.finished_at > deployments.finished_at), ?)), 0),
-		rolled_back_at = COALESCE((SELECT MIN(n.finished_at) FROM deployments n
-			WHERE n.account_id = deployments.account_id AND n.runtime_id = deployments.runtime_id AND n.app = deployments.app
-			AND n.finished_at > deployments.finished_at AND n.finished_at < deployments.finished_at + ? AND n.trigger_kind = 'rollback'
-			AND NOT EXISTS (SELECT 1 FROM deployments m WHERE m.account_id = n.account_id AND m.runtime_id = n.runtime_id AND m.app = n.app
-				AND m.finished_at > deployments.finished_at AND m.finished_at < n.finished_at)), 0)
-		WHERE account_id = ?`,
-		w, int64(math.MaxInt64), w, accountID)
+	_, err := q.exec(ctx, refreshFailures+`WHERE account_id = ?`, w, int64(math.MaxInt64), w, accountID)
 	return err
 }
 
@@ -609,28 +601,7 @@ func (q *Queries) ImagesOfCommit(ctx context.Context, accountID, sha string) ([]
 	if sha == "" {
 		return nil, nil
 	}
-	rows, err := q.query(ctx, `SELECT id, account_id, build_id, step, registry, repository, tags, digest, size, sha, branch, created_at
-		FROM build_images WHERE account_id = ? AND sha = ? ORDER BY id LIMIT 100`, accountID, sha)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []BuildImage
-	for rows.Next() {
-		var im BuildImage
-		var tags string
-		var created int64
-		if err := rows.Scan(&im.ID, &im.AccountID, &im.BuildID, &im.Step, &im.Registry, &im.Repository, &tags, &im.Digest, &im.Size,
-			&im.SHA, &im.Branch, &created); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(tags), &im.Tags); err != nil {
-			return nil, fmt.Errorf("image %s: decode tags: %w", im.ID, err)
-		}
-		im.CreatedAt = fromMicros(created)
-		out = append(out, im)
-	}
-	return out, rows.Err()
+	return q.buildImages(ctx, `WHERE account_id = ? AND sha = ? ORDER BY id LIMIT 100`, accountID, sha)
 }
 
 // AccountIDs returns the IDs of every account, in ID order.

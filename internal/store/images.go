@@ -84,8 +84,14 @@ func (q *Queries) PutBuildImage(ctx context.Context, im BuildImage) (bool, error
 
 // ListBuildImages returns the images account's build pushed, in the order they were recorded.
 func (q *Queries) ListBuildImages(ctx context.Context, accountID, buildID string) ([]BuildImage, error) {
+	return q.buildImages(ctx, `WHERE account_id = ? AND build_id = ? ORDER BY id`, accountID, buildID)
+}
+
+// buildImages returns the build_images rows that where (a WHERE clause with its ORDER BY and
+// LIMIT) selects.
+func (q *Queries) buildImages(ctx context.Context, where string, args ...any) ([]BuildImage, error) {
 	rows, err := q.query(ctx, `SELECT id, account_id, build_id, step, registry, repository, tags, digest, size, sha, branch, created_at
-		FROM build_images WHERE account_id = ? AND build_id = ? ORDER BY id`, accountID, buildID)
+		FROM build_images `+where, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -190,25 +190,17 @@ func scanRule(s interface{ Scan(...any) error }) (Rule, error) {
 
 // ListRules returns one page of accountID's rules ordered by ID.
 func (q *Queries) ListRules(ctx context.Context, accountID string, p paging.Page) ([]Rule, error) {
-	rows, err := q.query(ctx, ruleSelect+`WHERE r.account_id = ? AND r.id > ? ORDER BY r.id LIMIT ?`, accountID, p.After, p.Size())
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Rule
-	for rows.Next() {
-		r, err := scanRule(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return q.rules(ctx, `WHERE r.account_id = ? AND r.id > ? ORDER BY r.id LIMIT ?`, accountID, p.After, p.Size())
 }
 
 // AllRules returns every rule of accountID, ordered by ID.
 func (q *Queries) AllRules(ctx context.Context, accountID string) ([]Rule, error) {
-	rows, err := q.query(ctx, ruleSelect+`WHERE r.account_id = ? ORDER BY r.id`, accountID)
+	return q.rules(ctx, `WHERE r.account_id = ? ORDER BY r.id`, accountID)
+}
+
+// rules returns the rules that where (a WHERE clause with its ORDER BY and LIMIT) selects.
+func (q *Queries) rules(ctx context.Context, where string, args ...any) ([]Rule, error) {
+	rows, err := q.query(ctx, ruleSelect+where, args...)
 	if err != nil {
 		return nil, err
 	}

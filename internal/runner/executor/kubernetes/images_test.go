@@ -113,10 +113,10 @@ func TestBuilderPod(t *testing.T) {
 			}
 		}
 	}
-	if _, err := k.Push(t.Context(), executor.PushSpec{Name: "push", Source: "never/built:1", Target: "r.example/x:1"}, nil); err != nil {
+	res, err := k.Push(t.Context(), executor.PushSpec{Name: "push", Source: "never/built:1", Target: "r.example/x:1"}, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	res, _ := k.Push(t.Context(), executor.PushSpec{Name: "push", Source: "never/built:1", Target: "r.example/x:1"}, nil)
 	if !strings.Contains(res.Message, "image never/built:1 was not built by a build step of this build") {
 		t.Errorf("push of an image nothing built: %q", res.Message)
 	}
