@@ -30,6 +30,10 @@ const (
 	// StreamMaxAge bounds how long an event stays in the stream. A durable consumer that is away
 	// longer than this misses the events that aged out.
 	StreamMaxAge = 7 * 24 * time.Hour
+	// LedgerRetention is how long a Ledger must remember a handled key: a message older than
+	// the stream's MaxAge can no longer be delivered again; a day more covers clock skew and a
+	// redelivery that started just before the message aged out.
+	LedgerRetention = StreamMaxAge + 24*time.Hour
 
 	// embeddedServerName names the embedded server in its own logs and in client INFO.
 	embeddedServerName = "freshet-embedded"

@@ -316,7 +316,9 @@ func (s *Server) Close() error {
 	return errors.Join(errs...)
 }
 
-// sweepExpired has identity delete expired sessions and invitations every SweepInterval.
+// sweepExpired has identity delete expired sessions and invitations every SweepInterval, and
+// forgets the message ledger's keys older than bus.LedgerRetention (no replica can be handed
+// those messages again, so any replica may run it).
 func (s *Server) sweepExpired(ctx context.Context) error {
 	t := time.NewTicker(identity.SweepInterval)
 	defer t.Stop()
@@ -329,6 +331,11 @@ func (s *Server) sweepExpired(ctx context.Context) error {
 				s.log.Warn("sweep expired sessions and invitations", "err", err)
 			} else if sessions+invitations > 0 {
 				s.log.Debug("swept expired sessions and invitations", "sessions", sessions, "invitations", invitations)
+			}
+			if n, err := s.db.ForgetProcessed(ctx, time.Now().Add(-bus.LedgerRetention)); err != nil {
+				s.log.Warn("forget old message ledger keys", "err", err)
+			} else if n > 0 {
+				s.log.Debug("forgot old message ledger keys", "keys", n)
 			}
 		}
 	}
