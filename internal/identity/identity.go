@@ -54,9 +54,11 @@ type Service struct {
 	// onRevoke is told of committed changes that may shrink a user's access (Deps.OnRevoke).
 	onRevoke func(accountID, userID string)
 	policies policyCache
-	describe Describer
-	keys     Keyring           // encrypts SSO client secrets; nil: SSO cannot be configured
-	net      *netpolicy.Policy // checks identity provider URLs; nil: any
+	// ssoProviders are the identity providers discovered for SSO logins, by issuer.
+	ssoProviders providerCache
+	describe     Describer
+	keys         Keyring           // encrypts SSO client secrets; nil: SSO cannot be configured
+	net          *netpolicy.Policy // checks identity provider URLs; nil: any
 }
 
 // revoked tells OnRevoke, if any, once err (the change's outcome) is nil.

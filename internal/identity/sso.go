@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -291,8 +292,11 @@ func (s *Service) ssoSetup(ctx context.Context, accountID, redirectURL string) (
 		}
 		secret = string(b)
 	}
-	// Discovery checks that the document's issuer is the configured one.
-	prov, err := oidc.NewProvider(s.ssoClient(ctx), c.Issuer)
+	prov, err := s.ssoProviders.get(ctx, c.Issuer, s.now(), func(ctx context.Context) (*oidc.Provider, error) {
+		// Discovery checks that the document's issuer is the configured one. The provider
+		// outlives this request: it keeps the policy's HTTP client, not the request's deadline.
+		return oidc.NewProvider(s.ssoClient(context.WithoutCancel(ctx)), c.Issuer)
+	})
 	if err != nil {
 		return c, nil, oauth2.Config{}, fmt.Errorf("identity provider %s: %v: %w", c.Issuer, err, errdefs.ErrUnavailable)
 	}
@@ -391,7 +395,8 @@ func (s *Service) FinishSSO(ctx context.Context, state, code, redirectURL string
 	if raw == "" {
 		return LoginResult{}, ssoRefused("the identity provider returned no id_token")
 	}
-	idt, err := prov.VerifierContext(octx, &oidc.Config{ClientID: c.ClientID, Now: s.now}).Verify(octx, raw)
+	// The provider's own key set: fetched once, again only for a key ID it does not know.
+	idt, err := prov.Verifier(&oidc.Config{ClientID: c.ClientID, Now: s.now}).Verify(octx, raw)
 	if err != nil {
 		return LoginResult{}, ssoRefused("invalid ID token: %v", err)
 	}
@@ -507,4 +512,48 @@ func SSOProviderError(code, description string) error {
 		description = description[:200]
 	}
 	return ssoRefused("the identity provider answered %q (%q)", code, description)
+}
+
+// ssoProviderTTL is how long a discovered identity provider (its endpoints and key set) is
+// reused before discovery runs again.
+const ssoProviderTTL = 10 * time.Minute
+
+// providerCache keeps discovered identity providers by issuer, so a login does not fetch the
+// discovery document and the JWKS again: the key set refetches by itself when a token names a
+// key it does not have (key rotation).
+type providerCache struct {
+	mu sync.Mutex
+	m  map[string]cachedProvider
+}
+
+type cachedProvider struct {
+	p  *oidc.Provider
+	at time.Time
+}
+
+// get returns issuer's provider, discovering it with discover when it is not cached or older
+// than ssoProviderTTL. A failed discovery is not cached.
+func (c *providerCache) get(ctx context.Context, issuer string, now time.Time, discover func(context.Context) (*oidc.Provider, error)) (*oidc.Provider, error) {
+	c.mu.Lock()
+	e, ok := c.m[issuer]
+	c.mu.Unlock()
+	if ok && now.Sub(e.at) < ssoProviderTTL && now.Sub(e.at) >= 0 {
+		return e.p, nil
+	}
+	p, err := discover(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[string]cachedProvider{}
+	}
+	for k, v := range c.m { // bounded by the accounts' issuers; drop the stale ones
+		if now.Sub(v.at) >= ssoProviderTTL {
+			delete(c.m, k)
+		}
+	}
+	c.m[issuer] = cachedProvider{p: p, at: now}
+	return p, nil
 }

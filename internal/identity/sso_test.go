@@ -11,6 +11,7 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,12 +43,17 @@ func (u *idpUser) Claims(scope []string, base *mockoidc.IDTokenClaims) (jwt.Clai
 }
 
 // startIdP starts a real OpenID provider (mockoidc: discovery, JWKS, authorization endpoint
-// with PKCE, token endpoint signing RS256 ID tokens) on 127.0.0.1.
-func startIdP(t testing.TB) *mockoidc.MockOIDC {
+// with PKCE, token endpoint signing RS256 ID tokens) on 127.0.0.1, behind middleware mws.
+func startIdP(t testing.TB, mws ...func(http.Handler) http.Handler) *mockoidc.MockOIDC {
 	t.Helper()
 	m, err := mockoidc.NewServer(nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, mw := range mws {
+		if err := m.AddMiddleware(mw); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -116,7 +122,18 @@ func TestSSOLogin(t *testing.T) {
 		ctx := context.Background()
 		log := slog.New(slog.DiscardHandler)
 		s := New(Deps{Store: db, Audit: audit.NewLog(db, log), Log: log, Keys: secrets.Generate(), Net: netpolicy.Unrestricted()})
-		idp := startIdP(t)
+		var discoveries, keyFetches atomic.Int32
+		idp := startIdP(t, func(next http.Handler) http.Handler {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				switch {
+				case strings.HasSuffix(r.URL.Path, "/.well-known/openid-configuration"):
+					discoveries.Add(1)
+				case strings.HasSuffix(r.URL.Path, "/jwks.json"):
+					keyFetches.Add(1)
+				}
+				next.ServeHTTP(w, r)
+			})
+		})
 		base := ssoFrontend(t, s)
 
 		acme, err := s.Provision(ctx, "acme", "admin@acme.test", "admin-password")
@@ -323,6 +340,10 @@ func TestSSOLogin(t *testing.T) {
 		}
 		if _, err := s.Login(ctx, "bob@acme.test", "bob-password", "acme"); err != nil {
 			t.Fatalf("password login after SSO removed: %v", err)
+		}
+		// Every login above reused one discovery and one key set.
+		if d, k := discoveries.Load(), keyFetches.Load(); d != 1 || k != 1 {
+			t.Errorf("discovery fetched %d times, JWKS %d times over all the logins; want once each", d, k)
 		}
 	})
 }
