@@ -109,6 +109,9 @@ steps:
 	if lines := strings.Split(string(priv), "\n"); strings.Contains(r.log, lines[2]) || strings.Contains(r.log, "pa55-word") {
 		t.Errorf("the log shows the key or its password:\n%s", r.log)
 	}
+	for _, s := range []string{"multi", "cached"} {
+		t.Logf("step %s: %s", s, r.states[s].FinishedAt.Sub(r.states[s].StartedAt))
+	}
 	built := r.images["multi"]
 	if len(built) != 1 || !slices.Equal(built[0].Tags, []string{"v1", "latest"}) || !strings.HasPrefix(built[0].Digest, "sha256:") {
 		t.Fatalf("multi pushed %+v", built)
