@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -31,6 +32,12 @@ type ctrRun struct {
 }
 
 func runOnEngine(t *testing.T, yaml string, regs []runnerv1.Registry) ctrRun {
+	t.Helper()
+	return runOnEngineWith(t, yaml, regs, nil, nil)
+}
+
+// runOnEngineWith is runOnEngine with more job variables and secrets (values masked in the log).
+func runOnEngineWith(t *testing.T, yaml string, regs []runnerv1.Registry, vars map[string]string, secrets []string) ctrRun {
 	t.Helper()
 	reg := containers.Registry(t)
 	eng := containers.Engine(t)
@@ -64,7 +71,8 @@ func runOnEngine(t *testing.T, yaml string, regs []runnerv1.Registry) ctrRun {
 	var mu sync.Mutex
 	r := ctrRun{states: map[string]runnerv1.StepState{}, images: map[string][]runnerv1.Image{}}
 	var log bytes.Buffer
-	job := runnerv1.Job{BuildID: "b1", Variables: map[string]string{"CF_BRANCH_TAG_NORMALIZED": "main", "CF_SHORT_REVISION": "abc1234"}, Registries: regs}
+	job := runnerv1.Job{BuildID: "b1", Variables: map[string]string{"CF_BRANCH_TAG_NORMALIZED": "main", "CF_SHORT_REVISION": "abc1234"}, Registries: regs, Secrets: secrets}
+	maps.Copy(job.Variables, vars)
 	var e *engine
 	e = newEngine(job, p, exec, ws, &syncWriter{w: &log}, func(s runnerv1.StepState) {
 		mu.Lock()

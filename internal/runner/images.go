@@ -244,6 +244,12 @@ func (e *engine) build(ctx context.Context, st *spec.Step) (spec.Result, int, in
 		}
 		cacheFrom = append(cacheFrom, v)
 	}
+	cacheTo, err := e.interpChecked("cache_to", b.CacheTo, imageValue)
+	if err != nil {
+		return fail(err.Error())
+	}
+	platform := e.interp(b.Platform)
+	platforms := (&spec.Build{Platform: platform}).Platforms()
 	wd, err := e.interpChecked("working_directory", st.WorkingDir, pathValue)
 	if err != nil {
 		return fail(err.Error())
@@ -265,6 +271,9 @@ func (e *engine) build(ctx context.Context, st *spec.Step) (spec.Result, int, in
 			if regName != "" {
 				return fail(fmt.Sprintf("image %s: push to registry %s: %s", repo, regName, why))
 			}
+			if len(platforms) > 1 || b.Cosign != nil {
+				return fail(fmt.Sprintf("image %s: a multi-platform or signed image is pushed by its build: %s", repo, why))
+			}
 			e.logf("step %s: the image is not pushed: %s (set disable_push: true to say so)", st.Name, why)
 			push = false
 		}
@@ -280,10 +289,24 @@ func (e *engine) build(ctx context.Context, st *spec.Step) (spec.Result, int, in
 	// An inline Dockerfile is used as written: variables are not put into it (build_arguments
 	// carry values into a build).
 	bs := executor.BuildSpec{Name: st.Name, ContextDir: dir, Dockerfile: dockerfile, DockerfileContent: b.DockerfileContent,
-		Tags: refs, Target: e.interp(b.Target), Platform: e.interp(b.Platform), NoCache: b.NoCache, CacheFrom: cacheFrom,
+		Tags: refs, Target: e.interp(b.Target), Platform: platform, NoCache: b.NoCache, CacheFrom: cacheFrom, CacheTo: cacheTo,
 		Registries: e.registries(), Timeout: st.Timeout.Duration}
 	for _, a := range b.BuildArgs {
 		bs.BuildArgs = append(bs.BuildArgs, executor.EnvVar{Name: a.Name, Value: e.interp(a.Value)})
+	}
+	if len(platforms) > 1 {
+		if !push {
+			return fail(fmt.Sprintf("image %s: a multi-platform image (%s) exists only in a registry: remove disable_push", repo, platform))
+		}
+		e.logf("step %s (build) %s for %s", st.Name, strings.Join(refs, ", "), strings.Join(platforms, ", "))
+		img, imageID, msg := e.buildPlatforms(ctx, st, builder, bs, platforms, reg, repo, tags)
+		if ctx.Err() != nil {
+			return spec.ResultTerminated, 0, 1, "terminated"
+		}
+		if msg != "" {
+			return fail(msg)
+		}
+		return e.built(ctx, st, refs, repo, tags, imageID, img, reg)
 	}
 	e.logf("step %s (build) %s", st.Name, strings.Join(refs, ", "))
 	res, err := builder.Build(ctx, e.ws, bs, e.out)
@@ -304,7 +327,23 @@ func (e *engine) build(ctx context.Context, st *spec.Step) (spec.Result, int, in
 	if msg != "" {
 		return fail(msg)
 	}
-	e.setVars(st.Name+".digest", img.Digest, st.Name+".image", refs[0])
+	return e.built(ctx, st, refs, repo, tags, res.ImageID, img, reg)
+}
+
+// built ends a build step whose image was pushed as img: it is signed when the step says so,
+// and the step's variables are set.
+func (e *engine) built(ctx context.Context, st *spec.Step, refs []string, repo string, tags []string, imageID string, img runnerv1.Image, reg runnerv1.Registry) (spec.Result, int, int, string) {
+	if c := st.Build.Cosign; c != nil {
+		msg := e.signImage(ctx, st, c, reg, repo, img.Digest)
+		if ctx.Err() != nil {
+			return spec.ResultTerminated, 0, 1, "terminated"
+		}
+		if msg != "" {
+			return e.imageStepFailed(ctx, st, msg)
+		}
+	}
+	e.setVars(st.Name, refs[0], st.Name+".imageId", imageID, "steps."+st.Name+".imageId", imageID,
+		st.Name+".imageName", repo, st.Name+".tag", tags[0], st.Name+".digest", img.Digest, st.Name+".image", refs[0])
 	e.mu.Lock()
 	e.images[st.Name] = []runnerv1.Image{img}
 	e.mu.Unlock()

@@ -407,7 +407,7 @@ var commonFields = []string{"type", "title", "description", "stage", "fail_fast"
 var fieldsByType = map[StepType][]string{
 	TypeFreestyle:       concat(commonFields, "retry", "timeout", "hooks", "image", "commands", "cmd", "entry_point", "shell", "environment", "working_directory", "pull_policy", "services"),
 	TypeGitClone:        concat(commonFields, "retry", "timeout", "hooks", "repo", "revision", "git", "depth", "credentials", "working_directory", "arguments"),
-	TypeBuild:           concat(commonFields, "retry", "timeout", "hooks", "image_name", "tag", "tags", "dockerfile", "working_directory", "build_arguments", "target", "no_cache", "registry", "disable_push", "platform", "arguments", "cache_from", "tag_policy"),
+	TypeBuild:           concat(commonFields, "retry", "timeout", "hooks", "image_name", "tag", "tags", "dockerfile", "working_directory", "build_arguments", "target", "no_cache", "registry", "disable_push", "platform", "arguments", "cache_from", "tag_policy", "buildx", "cache_to", "cosign", "provider"),
 	TypePush:            concat(commonFields, "retry", "timeout", "hooks", "candidate", "tag", "tags", "image_name", "registry", "arguments"),
 	TypeParallel:        concat(commonFields, "timeout", "steps", "success_criteria"),
 	TypePendingApproval: concat(commonFields, "timeout"),
@@ -436,9 +436,7 @@ var ignoredFields = map[StepType]map[string]string{
 		"no_cf_cache":       "there is no Codefresh layer cache",
 		"registry_contexts": "the builder uses its own registry credentials",
 		"buildkit":          builderDecides,
-		"buildx":            builderDecides,
 		"progress":          builderDecides,
-		"provider":          builderDecides,
 		"ssh":               "build secrets are not passed",
 		"secrets":           "build secrets are not passed",
 	},
@@ -470,71 +468,14 @@ func (c *compiler) checkIgnored(t StepType, f kv, fp string) {
 		}
 	case "credentials":
 		c.compileCredentials(v, fp)
-	case "buildx":
-		c.checkBuildx(v, fp)
 	case "provider":
-		if t == TypePush {
-			if s, ok := c.text(v, fp); ok && s != "" && s != "ecr" {
-				c.errorf(v, fp, s, "is not a push provider: the only one is ecr")
-			}
-			return
+		if s, ok := c.text(v, fp); ok && s != "" && s != "ecr" {
+			c.errorf(v, fp, s, "is not a push provider: the only one is ecr")
 		}
-		c.checkBuildProvider(v, fp)
 	}
 }
 
 var progressModes = []string{"auto", "plain", "tty"}
-
-// checkBuildx checks buildx: true/false, or {qemu: {image, platforms}, builder: {driver,
-// driver_opts}}.
-func (c *compiler) checkBuildx(v *yaml.Node, fp string) {
-	if v != nil && v.Kind == yaml.ScalarNode {
-		c.boolean(v, fp)
-		return
-	}
-	if !c.mapping(v, fp, "true, false or a mapping of qemu and builder") {
-		return
-	}
-	sub := map[string][]string{"qemu": {"image", "platforms"}, "builder": {"driver", "driver_opts"}}
-	for _, e := range c.entries(v, fp) {
-		ep := join(fp, e.name)
-		fields, ok := sub[e.name]
-		if !ok {
-			c.unknownField(e, fp, "buildx", []string{"qemu", "builder"})
-			continue
-		}
-		if isNull(e.val) || !c.mapping(e.val, ep, "a mapping of "+strings.Join(fields, " and ")) {
-			continue
-		}
-		for _, g := range c.entries(e.val, ep) {
-			if !slices.Contains(fields, g.name) {
-				c.unknownField(g, ep, "buildx."+e.name, fields)
-				continue
-			}
-			c.text(g.val, join(ep, g.name))
-		}
-	}
-}
-
-// checkBuildProvider checks a build's provider: {type: cf|gcb, arguments: {…}}.
-func (c *compiler) checkBuildProvider(v *yaml.Node, fp string) {
-	if !c.mapping(v, fp, "a mapping of type (cf or gcb) and arguments") {
-		return
-	}
-	for _, e := range c.entries(v, fp) {
-		ep := join(fp, e.name)
-		switch e.name {
-		case "type":
-			if s, ok := c.text(e.val, ep); ok && s != "cf" && s != "gcb" {
-				c.errorf(e.val, ep, s, "is not a build provider: use cf or gcb")
-			}
-		case "arguments":
-			c.mapping(e.val, ep, "a mapping of the provider's arguments")
-		default:
-			c.unknownField(e, fp, "a build provider", []string{"type", "arguments"})
-		}
-	}
-}
 
 var ignoredEverywhere = map[string]string{
 	"on_success": postStepOps, "on_fail": postStepOps, "on_finish": postStepOps,
@@ -798,6 +739,8 @@ func (st *stepCompile) field(f kv, fp string) {
 		s.Credentials = c.compileCredentials(f.val, fp)
 	case "image_name", "tag", "tags", "dockerfile", "build_arguments", "target", "no_cache", "registry", "disable_push", "platform", "candidate", "cache_from", "tag_policy":
 		st.imageField(f, fp)
+	case "buildx", "cache_to", "cosign", "provider":
+		st.buildField(f, fp)
 	case "steps":
 		st.stepsNode = f.val
 		if st.depth+1 > MaxNesting {
@@ -954,6 +897,7 @@ func (st *stepCompile) finish(e kv) {
 		if st.build == nil || st.build.ImageName == "" {
 			c.errorf(e.key, join(s.Path, "image_name"), "", "is missing: a build step needs image_name")
 		}
+		st.finishBuild(e)
 		c.warnf(e.key, s.Path, "", "is a build step: it runs only on a runner with an image builder; other runners fail it")
 	case TypePush:
 		if st.push == nil || st.push.Candidate == "" {

@@ -164,6 +164,30 @@ type Build struct {
 	Registry    string `json:"registry,omitempty"`
 	DisablePush bool   `json:"disablePush,omitempty"`
 	Platform    string `json:"platform,omitempty"`
+	// Buildx is set when the step has `buildx: true` or a buildx mapping.
+	Buildx *Buildx `json:"buildx,omitempty"`
+	// CacheTo is the repository the build exports its layer cache to (`cache_to`).
+	CacheTo string `json:"cacheTo,omitempty"`
+	// Cosign, when set, signs the pushed image (`cosign: {sign: true, options: …}`).
+	Cosign *Cosign `json:"cosign,omitempty"`
+}
+
+// Buildx is a build's `buildx` configuration as written. Freshet's builders (Podman, buildah)
+// build several platforms without a BuildKit builder: the builder and qemu settings are kept
+// for the record and are not used (docs/pipelines-spec.md, "Multi-platform builds").
+type Buildx struct {
+	QEMUImage     string `json:"qemuImage,omitempty"`
+	QEMUPlatforms string `json:"qemuPlatforms,omitempty"`
+	Driver        string `json:"driver,omitempty"`
+	DriverOpts    string `json:"driverOpts,omitempty"`
+}
+
+// Cosign is a build's signing configuration: the pushed image is signed with a cosign private
+// key, and the signature stored in the registry as cosign stores it.
+type Cosign struct {
+	// Key is the PEM private key, normally a variable from a secret context
+	// (${{COSIGN_PRIVATE_KEY}}); an encrypted cosign key is opened with COSIGN_PASSWORD.
+	Key string `json:"key"`
 }
 
 // Tag policies of a build step (`tag_policy`).

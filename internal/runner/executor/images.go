@@ -38,12 +38,15 @@ type BuildSpec struct {
 	DockerfileContent string
 	// CacheFrom are images whose layers the build may reuse.
 	CacheFrom []string
+	// CacheTo is a repository the build pushes its layer cache to (buildah's --cache-to); ""
+	// for none.
+	CacheTo string
 	// Tags are the full references the image gets (registry/repository:tag), the first one
 	// being the image's name for messages.
 	Tags      []string
 	BuildArgs []EnvVar
 	Target    string
-	Platform  string // os/arch[/variant]; empty: the engine's
+	Platform  string // one os/arch[/variant]; empty: the engine's (the runner builds several one by one)
 	NoCache   bool
 	// Registries are the credentials for the base images' registries.
 	Registries []Registry

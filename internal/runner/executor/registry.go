@@ -26,13 +26,9 @@ func RegistryHost(url string) string {
 	return host
 }
 
-// RemoteManifest reads the manifest of ref from its registry with reg's credentials and CA: its
-// digest, and the size of its config and layers (compressed), which is what a push stored.
-func RemoteManifest(ctx context.Context, ref string, reg Registry) (digest string, size int64, err error) {
-	r, err := name.ParseReference(ref)
-	if err != nil {
-		return "", 0, err
-	}
+// RemoteOptions are the options with which the runner talks to reg itself (reads back what
+// a push stored, writes an image index or a signature): its credentials and CA.
+func RemoteOptions(ctx context.Context, reg Registry) []remote.Option {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if reg.CA != "" {
 		pool, err := x509.SystemCertPool()
@@ -46,7 +42,17 @@ func RemoteManifest(ctx context.Context, ref string, reg Registry) (digest strin
 	if reg.Username != "" || reg.Password != "" {
 		auth = &authn.Basic{Username: reg.Username, Password: reg.Password}
 	}
-	desc, err := remote.Get(r, remote.WithContext(ctx), remote.WithAuth(auth), remote.WithTransport(tr))
+	return []remote.Option{remote.WithContext(ctx), remote.WithAuth(auth), remote.WithTransport(tr)}
+}
+
+// RemoteManifest reads the manifest of ref from its registry with reg's credentials and CA: its
+// digest, and the size of its config and layers (compressed), which is what a push stored.
+func RemoteManifest(ctx context.Context, ref string, reg Registry) (digest string, size int64, err error) {
+	r, err := name.ParseReference(ref)
+	if err != nil {
+		return "", 0, err
+	}
+	desc, err := remote.Get(r, RemoteOptions(ctx, reg)...)
 	if err != nil {
 		return "", 0, err
 	}

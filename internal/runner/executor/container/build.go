@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"path"
 	"regexp"
 	"strconv"
@@ -101,8 +102,12 @@ func (c *Container) Build(ctx context.Context, ws executor.Workspace, b executor
 		}
 		opts.Platforms = []ocispec.Platform{p}
 	}
+	var extra url.Values
+	if b.CacheTo != "" {
+		extra = url.Values{"cacheto": {b.CacheTo}}
+	}
 	o.notice("building %s from %s in %s", image, dfName, dir)
-	resp, err := c.cli.ImageBuild(ctx, pr, opts)
+	resp, err := c.cli.ImageBuild(withBuildQuery(ctx, extra), pr, opts)
 	if err != nil {
 		pr.CloseWithError(err)
 		if msg := ctxTar.problem(); msg != "" {

@@ -139,7 +139,7 @@ func New(ctx context.Context, opts Options) (*Container, error) {
 	if err != nil {
 		return nil, err
 	}
-	cli, err := client.New(client.WithHost(host))
+	cli, err := client.New(client.WithHost(host), client.WithHTTPRequestHook(buildQueryHook))
 	if err != nil {
 		return nil, fmt.Errorf("container engine %s: %w", host, err)
 	}

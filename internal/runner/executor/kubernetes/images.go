@@ -228,10 +228,13 @@ func buildArgs(ws executor.Workspace, b executor.BuildSpec) (args []string, dir,
 	if b.NoCache {
 		args = append(args, "--no-cache")
 	}
-	if len(b.CacheFrom) > 0 {
+	if len(b.CacheFrom) > 0 || b.CacheTo != "" {
 		args = append(args, "--layers")
 		for _, c := range b.CacheFrom {
 			args = append(args, "--cache-from", c)
+		}
+		if b.CacheTo != "" {
+			args = append(args, "--cache-to", b.CacheTo)
 		}
 	}
 	if insecure(b.Registries) {

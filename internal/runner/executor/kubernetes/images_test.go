@@ -36,10 +36,11 @@ func TestBuildArgs(t *testing.T) {
 	ws := executor.Workspace{BuildID: "b1", Path: "/codefresh/volume", Handle: ClaimName("b1")}
 	args, dir, msg := buildArgs(ws, executor.BuildSpec{ContextDir: "/codefresh/volume/app", Dockerfile: "docker/Dockerfile",
 		Tags: []string{"r.example/x:1", "r.example/x:2"}, BuildArgs: []executor.EnvVar{{Name: "MSG", Value: hostileValue}},
-		Target: "final", Platform: "linux/arm64/v8", NoCache: true,
+		Target: "final", Platform: "linux/arm64/v8", NoCache: true, CacheTo: "r.example/x-cache",
 		Registries: []executor.Registry{{URL: "http://plain.example:5000"}}})
 	want := []string{"/codefresh/volume/app/docker/Dockerfile", "--tag", "r.example/x:1", "--tag", "r.example/x:2",
-		"--build-arg", "MSG=" + hostileValue, "--target", "final", "--platform", "linux/arm64/v8", "--no-cache", "--tls-verify=false"}
+		"--build-arg", "MSG=" + hostileValue, "--target", "final", "--platform", "linux/arm64/v8", "--no-cache",
+		"--layers", "--cache-to", "r.example/x-cache", "--tls-verify=false"}
 	if msg != "" || dir != "/codefresh/volume/app" || !slices.Equal(args, want) {
 		t.Errorf("buildArgs = %q, %q, %q\nwant %q", args, dir, msg, want)
 	}
