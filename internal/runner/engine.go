@@ -53,6 +53,7 @@ type engine struct {
 	mu        sync.Mutex
 	images    map[string][]runnerv1.Image // what each build or push step pushed
 	networks  []string                    // the networks of the pipeline's services, joined by every step
+	launched  []launched                  // compositions launch-composition steps left running
 	vars      map[string]string
 	results   map[string]spec.Result
 	positions map[string]int
@@ -156,6 +157,7 @@ func (e *engine) run(ctx context.Context) (string, string) {
 		}
 		return stFailed, strings.Join(problems, "; ")
 	}
+	defer e.stopLaunched()
 	if e.p.Services != nil {
 		network, stop, msg := e.startServices(ctx, "pipeline", e.p.Services)
 		if msg != "" {
@@ -438,6 +440,10 @@ func (e *engine) work(ctx context.Context, st *spec.Step) (res spec.Result, exit
 		return e.withRetry(ctx, st, e.build)
 	case spec.TypePush:
 		return e.withRetry(ctx, st, e.push)
+	case spec.TypeComposition:
+		return e.withRetry(ctx, st, e.composition)
+	case spec.TypeLaunchComposition:
+		return e.withRetry(ctx, st, e.launchComposition)
 	}
 	step, err := e.executorStep(st)
 	if err != nil {

@@ -411,6 +411,10 @@ var fieldsByType = map[StepType][]string{
 	TypePush:            concat(commonFields, "retry", "timeout", "hooks", "candidate", "tag", "tags", "image_name", "registry", "arguments"),
 	TypeParallel:        concat(commonFields, "timeout", "steps", "success_criteria"),
 	TypePendingApproval: concat(commonFields, "timeout"),
+	TypeComposition: concat(commonFields, "retry", "timeout", "hooks", "working_directory", "composition", "composition_candidates",
+		"composition_variables", "add_flow_volume_to_composition", "environment", "arguments"),
+	TypeLaunchComposition: concat(commonFields, "retry", "timeout", "hooks", "working_directory", "composition", "composition_variables",
+		"environment_name", "entry_point", "arguments"),
 }
 
 // hookStepFields are the fields of a step inside a hook: a freestyle step without stage,
@@ -551,10 +555,9 @@ var unsupportedFields = map[string]string{
 
 // unsupportedTypes are Codefresh step types Freshet recognises and does not run.
 var unsupportedTypes = map[string]string{
-	"deploy":             "deploys to Kubernetes are done with GitOps applications, or with kubectl in a freestyle step",
-	"composition":        "there are no compositions; run docker compose in a freestyle step",
-	"launch-composition": "there are no compositions; run docker compose in a freestyle step",
-	"helm":               "run helm in a freestyle step",
+	"deploy": "deploys to Kubernetes are done with GitOps applications, or with kubectl in a freestyle step",
+	"helm":   "run helm in a freestyle step",
+	"travis": "it ran a .travis.yml; write its install and script commands as freestyle steps (image and commands)",
 }
 
 func typeChoices() string {
@@ -591,6 +594,8 @@ func (c *compiler) compileStep(s *Step, e kv, depth int, hook *hookCtx) bool {
 		case t == "":
 		case slices.Contains(stepTypes, StepType(t)):
 			s.Type = StepType(t)
+		case t == typePushTag:
+			s.Type = TypePush // Codefresh's old name of push
 		case unsupportedTypes[t] != "":
 			c.errorf(f.val, join(s.Path, "type"), t, "is a Codefresh step type that Freshet does not run (%s): use %s", unsupportedTypes[t], typeChoices())
 			return false
@@ -697,8 +702,10 @@ type stepCompile struct {
 	approvalTimeout      bool
 	build                *Build
 	push                 *Push
-	stepsNode            *yaml.Node
-	successNode          *kv
+	// composition and launch-composition
+	compositionSet, compositionBad, candidatesSet, flowVolume bool
+	stepsNode                                                 *yaml.Node
+	successNode                                               *kv
 }
 
 func (st *stepCompile) field(f kv, fp string) {
@@ -706,6 +713,8 @@ func (st *stepCompile) field(f kv, fp string) {
 	switch f.name {
 	case "type":
 		// handled first
+	case "composition", "composition_candidates", "composition_variables", "add_flow_volume_to_composition", "environment_name":
+		st.compositionField(f, fp)
 	case "title":
 		s.Title, _ = c.text(f.val, fp)
 	case "description":
@@ -760,6 +769,10 @@ func (st *stepCompile) field(f kv, fp string) {
 		st.cmd = true
 		s.Cmd, _ = c.strList(f.val, fp, true)
 	case "entry_point":
+		if s.Type == TypeLaunchComposition {
+			st.composition().EntryPoint, _ = c.text(f.val, fp)
+			return
+		}
 		st.entry = true
 		s.EntryPoint, _ = c.strList(f.val, fp, true)
 	case "shell":
@@ -972,6 +985,8 @@ func (st *stepCompile) finish(e kv) {
 		if st.successNode != nil {
 			s.SuccessCriteria = c.compileSuccessCriteria(st.successNode.val, join(s.Path, "success_criteria"), s.Parallel)
 		}
+	case TypeComposition, TypeLaunchComposition:
+		st.finishComposition(e)
 	case TypePendingApproval:
 		if !st.approvalTimeout {
 			s.Approval = &Approval{Timeout: Duration{DefaultApprovalTimeout}, FinalState: ApprovalDenied}
