@@ -119,6 +119,9 @@ type Step struct {
 
 	// composition and launch-composition
 	Composition *Composition `json:"composition,omitempty"`
+
+	// a typed plugin step (TypePlugin)
+	Plugin *PluginStep `json:"plugin,omitempty"`
 }
 
 // EnvVar is one environment variable of a step, in the order written.
