@@ -122,6 +122,10 @@ type Job struct {
 	// registry contexts its pipeline uses and the account's default registry. Their passwords
 	// are among Secrets.
 	Registries []Registry `json:"registries,omitempty"`
+	// StepTypes are the definitions (step.yaml texts) of the typed plugin steps SpecYAML names,
+	// keyed by the type as written (NAME or NAME:VERSION), as the control plane read them from
+	// its step catalogue; the runner compiles SpecYAML with them (spec.ParseStepTypeSet).
+	StepTypes map[string]string `json:"stepTypes,omitempty"`
 }
 
 // Registry is a container registry a build may use: a registry context of its account.

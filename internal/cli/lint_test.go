@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io/fs"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,16 +12,37 @@ import (
 	"testing"
 
 	"github.com/freshet-dev/freshet/client"
+	"github.com/freshet-dev/freshet/internal/server"
 	"github.com/freshet-dev/freshet/internal/server/servertest"
 	"github.com/freshet-dev/freshet/internal/store"
+	"github.com/freshet-dev/freshet/internal/testenv/gitserver"
 )
 
 // TestPipelineLintMatchesAPI lints every pipeline fixture of the spec package with
 // `freshet pipeline lint` and posts the same file to POST /api/v1/pipelines/lint over plain
 // HTTP: the CLI's exit code and JSON must be the API's verdict and issues, and the verdict must
 // be what the fixture's name says (valid_*, invalid_*, bad_*).
+//
+// The server's step catalogue is the spec package's testdata/catalog, committed to a real git
+// repository served over HTTP, so typed plugin steps are checked as a deployment checks them.
 func TestPipelineLintMatchesAPI(t *testing.T) {
-	s := servertest.Start(t, store.SQLite)
+	catalog := gitserver.New(t).NewRepo("steps")
+	files := map[string]string{}
+	root := "../pipeline/spec/testdata/catalog"
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		rel, _ := filepath.Rel(root, p)
+		files[filepath.ToSlash(rel)] = string(data)
+		return err
+	})
+	if err != nil || len(files) == 0 {
+		t.Fatalf("catalogue: %d files, %v", len(files), err)
+	}
+	catalog.Commit("main", files, "the test catalogue")
+	s := servertest.StartWith(t, store.SQLite, servertest.Config{Edit: func(o *server.Options) { o.StepCatalogURL = catalog.URL() }})
 	key, err := s.Admin.CreateAPIKey(context.Background(), client.CreateAPIKeyRequest{Name: "cli"})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/freshet-dev/freshet/api/runnerv1"
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/paging"
@@ -102,6 +103,16 @@ func (s *Service) queue(ctx context.Context, pl store.Pipeline, in RunInput, by 
 		CommitMessage: in.CommitMessage, CommitAuthor: in.CommitAuthor, Variables: encodeJSON(orEmpty(in.Variables)),
 		SpecYAML: specYAML, Labels: encodeJSON(orEmpty(cfg.RunnerLabels)), RestartOf: in.RestartOf, CreatedAt: now,
 	}
+	// The planned steps, pending, so a build shows its shape before a runner takes it. The plan
+	// is made before the transaction: typed plugin steps are read from the step catalogue.
+	var planned []runnerv1.StepState
+	if reason == "" {
+		if p, _, err := s.compileSpec(ctx, b.SpecYAML); err != nil {
+			reason = err.Error() // a step catalogue that changed or cannot be read: visible on the build
+		} else {
+			planned = plannedSteps(p)
+		}
+	}
 	if reason != "" {
 		b.Status, b.Reason, b.FinishedAt = StatusFailed, reason, now
 	}
@@ -124,11 +135,7 @@ func (s *Service) queue(ctx context.Context, pl store.Pipeline, in RunInput, by 
 		}
 		// The planned steps, pending, so a build shows its shape before a runner takes it.
 		if b.Status == StatusQueued {
-			steps, err := plannedSteps(b.SpecYAML)
-			if err != nil {
-				return err
-			}
-			for _, st := range steps {
+			for _, st := range planned {
 				if err := tx.UpsertStep(ctx, store.BuildStep{BuildID: b.ID, Name: st.Name, Stage: st.Stage, Position: st.Position, Status: st.Status}); err != nil {
 					return err
 				}

@@ -101,10 +101,10 @@ func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) 
 	for k, v := range runVars {
 		vars[k] = v
 	}
-	steps, err := plannedSteps(b.SpecYAML)
+	p, stepTypes, err := s.compileSpec(ctx, b.SpecYAML)
 	if err != nil {
 		return runnerv1.Job{}, err
 	}
 	return runnerv1.Job{BuildID: b.ID, Number: b.Number, Pipeline: fullName(pl), SpecYAML: b.SpecYAML,
-		Variables: vars, Secrets: secrets, LogOffset: b.LogSize, Steps: steps, Registries: registries}, nil
+		Variables: vars, Secrets: secrets, LogOffset: b.LogSize, Steps: plannedSteps(p), Registries: registries, StepTypes: stepTypes}, nil
 }

@@ -78,6 +78,8 @@ type Service struct {
 	onPush func(ctx context.Context, accountID string, evs []webhook.Event)
 	// specs reads pipeline specs kept in git; nil when not configured.
 	specs SpecSource
+	// steps reads typed plugin step definitions; nil when no step catalogue is configured.
+	steps StepCatalog
 	// decoy verifies deliveries to triggers that do not exist (HandleWebhook).
 	decoy webhook.Decoy
 	// recentPushes are the payloads of deliveries already passed to onPush.
@@ -92,6 +94,8 @@ type Deps struct {
 	Log   *slog.Logger
 	// Specs reads pipelines' specs kept in git; nil: a pipeline's specRepo is refused.
 	Specs SpecSource
+	// Steps reads the operator's step catalogue; nil: typed plugin steps are refused.
+	Steps StepCatalog
 	// BaseURL is the URL users reach the server at, for links in builds (CF_BUILD_URL).
 	BaseURL string
 	// OnCronChange is called when cron triggers are created or deleted (the cron executor's
@@ -110,7 +114,7 @@ func New(d Deps) *Service {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Service{db: d.Store, audit: d.Audit, keys: d.Keys, log: log, now: time.Now, queued: func() {},
-		baseURL: strings.TrimRight(d.BaseURL, "/"), specs: d.Specs, onCronChange: d.OnCronChange, onPush: d.OnPush,
+		baseURL: strings.TrimRight(d.BaseURL, "/"), specs: d.Specs, steps: d.Steps, onCronChange: d.OnCronChange, onPush: d.OnPush,
 		decoy: webhook.NewDecoy(d.Keys), recentPushes: webhook.NewRecent(webhook.ReplayWindow, 0)}
 }
 
@@ -442,7 +446,7 @@ func (s *Service) checkPipelineInput(ctx context.Context, p rbac.Principal, in *
 	case strings.TrimSpace(in.SpecYAML) == "":
 		return errdefs.Invalid("spec", "", "is empty: give the pipeline's codefresh.yml, or specRepo and specPath")
 	default:
-		if _, err := compileSpec(in.SpecYAML); err != nil {
+		if _, _, err := s.compileSpec(ctx, in.SpecYAML); err != nil {
 			return err
 		}
 	}
@@ -495,7 +499,7 @@ func (s *Service) readSpec(ctx context.Context, accountID, repo, path, credConte
 	if len(data) > maxSpecBytes {
 		return "", "", errdefs.Invalid("specPath", path, fmt.Sprintf("is larger than %d bytes", maxSpecBytes))
 	}
-	if _, err := compileSpec(string(data)); err != nil {
+	if _, _, err := s.compileSpec(ctx, string(data)); err != nil {
 		return "", "", fmt.Errorf("%s at %s: %w", path, shortSHA(sha), err)
 	}
 	return string(data), sha, nil

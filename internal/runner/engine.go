@@ -53,6 +53,7 @@ type engine struct {
 	mu        sync.Mutex
 	images    map[string][]runnerv1.Image // what each build or push step pushed
 	networks  []string                    // the networks of the pipeline's services, joined by every step
+	launched  []launched                  // compositions launch-composition steps left running
 	vars      map[string]string
 	results   map[string]spec.Result
 	positions map[string]int
@@ -156,6 +157,7 @@ func (e *engine) run(ctx context.Context) (string, string) {
 		}
 		return stFailed, strings.Join(problems, "; ")
 	}
+	defer e.stopLaunched()
 	if e.p.Services != nil {
 		network, stop, msg := e.startServices(ctx, "pipeline", e.p.Services)
 		if msg != "" {
@@ -384,9 +386,13 @@ func (e *engine) execute(ctx context.Context, st *spec.Step, record bool) (spec.
 // interpChecked interpolates field s, checking each value it puts in with check, which says
 // what is wrong with a value ("" for nothing).
 func (e *engine) interpChecked(field, s string, check func(string) string) (string, error) {
+	return interpChecked(e.lookup, field, s, check)
+}
+
+func interpChecked(lookup func(string) (string, bool), field, s string, check func(string) string) (string, error) {
 	var errs []error
 	out := spec.Interpolate(s, func(name string) (string, bool) {
-		v, ok := e.lookup(name)
+		v, ok := lookup(name)
 		if ok {
 			if msg := check(v); msg != "" {
 				errs = append(errs, errdefs.Invalid(field, s, fmt.Sprintf("the value of ${{%s}} %s", name, msg)))
@@ -438,6 +444,12 @@ func (e *engine) work(ctx context.Context, st *spec.Step) (res spec.Result, exit
 		return e.withRetry(ctx, st, e.build)
 	case spec.TypePush:
 		return e.withRetry(ctx, st, e.push)
+	case spec.TypeComposition:
+		return e.withRetry(ctx, st, e.composition)
+	case spec.TypeLaunchComposition:
+		return e.withRetry(ctx, st, e.launchComposition)
+	case spec.TypePlugin:
+		return e.withRetry(ctx, st, e.plugin)
 	}
 	step, err := e.executorStep(st)
 	if err != nil {
@@ -592,17 +604,36 @@ func (e *engine) approval(ctx context.Context, st *spec.Step) (spec.Result, int,
 // what the field can hold: image and working directory refuse values that could not be part
 // of an image reference or that climb out of a directory with "..".
 func (e *engine) executorStep(st *spec.Step) (executor.Step, error) {
+	return e.executorStepWith(st, nil)
+}
+
+// executorStepWith is executorStep with extra variables (a typed plugin step's arguments):
+// ${{NAME}} reads them before the build's variables, and they are in the step's environment.
+func (e *engine) executorStepWith(st *spec.Step, extra []executor.EnvVar) (executor.Step, error) {
+	lookup := e.lookup
+	if len(extra) > 0 {
+		lookup = func(name string) (string, bool) {
+			for i := len(extra) - 1; i >= 0; i-- {
+				if extra[i].Name == name {
+					return extra[i].Value, true
+				}
+			}
+			return e.lookup(name)
+		}
+	}
+	interp := func(s string) string { return spec.Interpolate(s, lookup) }
 	e.mu.Lock()
 	env := make([]executor.EnvVar, 0, len(e.vars)+len(st.Env))
 	for k, v := range e.vars {
 		env = append(env, executor.EnvVar{Name: k, Value: v})
 	}
 	e.mu.Unlock()
+	env = append(env, extra...)
 	for _, v := range st.Env {
-		env = append(env, executor.EnvVar{Name: v.Name, Value: e.interp(v.Value)})
+		env = append(env, executor.EnvVar{Name: v.Name, Value: interp(v.Value)})
 	}
-	image, imageErr := e.interpChecked("image", st.Image, imageValue)
-	wd, wdErr := e.interpChecked("working_directory", st.WorkingDir, pathValue)
+	image, imageErr := interpChecked(lookup, "image", st.Image, imageValue)
+	wd, wdErr := interpChecked(lookup, "working_directory", st.WorkingDir, pathValue)
 	if err := errors.Join(imageErr, wdErr); err != nil {
 		return executor.Step{}, err
 	}
@@ -619,7 +650,7 @@ func (e *engine) executorStep(st *spec.Step) (executor.Step, error) {
 	var err error
 	switch {
 	case len(st.Commands) > 0: // entry_point and cmd are ignored (Lint warns)
-		s.Commands, err = add(spec.InterpolateShell("commands", st.Commands, e.lookup))
+		s.Commands, err = add(spec.InterpolateShell("commands", st.Commands, lookup))
 	default:
 		// entry_point is the image's ENTRYPOINT and cmd its CMD, both argument vectors, as in
 		// Codefresh and Docker. Values go in as they are, except in the script of a shell's -c
@@ -631,11 +662,11 @@ func (e *engine) executorStep(st *spec.Step) (executor.Step, error) {
 			if i >= len(st.EntryPoint) {
 				field, fi = "cmd", i-len(st.EntryPoint)
 			}
-			v := e.interp(a)
+			v := interp(a)
 			if i == script {
 				// Padded with empty lines so that an error names field[fi].
 				lines := append(make([]string, fi), a)
-				out, serr := add(spec.InterpolateShell(field, lines, e.lookup))
+				out, serr := add(spec.InterpolateShell(field, lines, lookup))
 				if serr != nil {
 					err = errors.Join(err, serr)
 					continue

@@ -40,6 +40,9 @@ func (e *engine) lint() []string {
 		case st.Services != nil && len(st.Services.Composition) > 0 && !services:
 			problems = append(problems, fmt.Sprintf("step %s: its services (image %s) need a container engine: the %s executor of this runner runs no containers",
 				st.Name, st.Services.Composition[0].Image, e.exec.Name()))
+		case (st.Type == spec.TypeComposition || st.Type == spec.TypeLaunchComposition) && !services:
+			problems = append(problems, fmt.Sprintf("step %s: a %s step needs a container engine to run its containers on a network of their own: the %s executor of this runner has none (run this pipeline on a runner with --executor container)",
+				st.Name, st.Type, e.exec.Name()))
 		}
 		return true
 	})
@@ -106,7 +109,11 @@ func (e *engine) startServices(ctx context.Context, owner string, sv *spec.Servi
 		if err != nil {
 			return "", nil, err.Error()
 		}
-		svc := executor.Service{Name: s.Name, Image: image, Ports: s.Ports, PullPolicy: s.PullPolicy}
+		wd, err := e.interpChecked("services.composition."+s.Name+".working_dir", s.WorkingDir, pathValue)
+		if err != nil {
+			return "", nil, err.Error()
+		}
+		svc := executor.Service{Name: s.Name, Image: image, Ports: s.Ports, PullPolicy: s.PullPolicy, WorkingDir: wd, Workspace: s.Volume}
 		for _, v := range s.Env {
 			svc.Env = append(svc.Env, executor.EnvVar{Name: v.Name, Value: e.interp(v.Value)})
 		}

@@ -233,7 +233,11 @@ func (jb *job) run(parent context.Context) {
 	defer masked.Close()
 	out := &syncWriter{w: &lineLimiter{w: masked}}
 
-	p, specErr := spec.Parse([]byte(jb.j.SpecYAML))
+	types, specErr := spec.ParseStepTypeSet(jb.j.StepTypes)
+	var p *spec.Pipeline
+	if specErr == nil {
+		p, specErr = spec.ParseWith([]byte(jb.j.SpecYAML), spec.Options{StepTypes: types})
+	}
 	var ws executor.Workspace
 	var wsErr error
 	if specErr == nil {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"regexp"
 
 	"github.com/freshet-dev/freshet/internal/gitops/git"
@@ -42,4 +43,32 @@ func (g gitSpecs) ReadSpec(ctx context.Context, repoURL string, creds map[string
 	}
 	data, err := g.cache.ReadFile(ctx, repo, res.SHA, path)
 	return data, res.SHA, err
+}
+
+// gitSteps reads the operator's step catalogue from git, at the configured revision.
+type gitSteps struct {
+	cache    *git.Cache
+	url      string
+	revision string
+}
+
+var _ pipeline.StepCatalog = gitSteps{}
+
+// ReadStepFile reads path at the catalogue's revision (its head now, within the cache's refs
+// TTL).
+func (g gitSteps) ReadStepFile(ctx context.Context, path string) ([]byte, bool, error) {
+	repo := git.Repo{URL: g.url}
+	rev := g.revision
+	if rev == "" {
+		rev = "HEAD"
+	}
+	res, err := g.cache.Fetch(ctx, repo, rev)
+	if err != nil {
+		return nil, false, err
+	}
+	data, err := g.cache.ReadFile(ctx, repo, res.SHA, path)
+	if errors.Is(err, git.ErrFileNotFound) {
+		return nil, false, nil
+	}
+	return data, err == nil, err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/analytics"
 	"github.com/freshet-dev/freshet/internal/cron"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/identity"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
 )
@@ -58,6 +59,13 @@ type Options struct {
 	// Net is the operator's policy for URLs from tenants: file:// repositories, private
 	// networks, git provider hosts (see netpolicy).
 	Net netpolicy.Options
+	// StepCatalogURL is the git repository of typed plugin step definitions (NAME/step.yaml,
+	// NAME/VERSION/step.yaml); empty: pipelines may use no typed plugin steps. The operator
+	// sets it, so the tenants' network policy does not apply to it.
+	StepCatalogURL string
+	// StepCatalogRevision is the branch, tag or commit of the catalogue read (empty: its
+	// default branch).
+	StepCatalogRevision string
 }
 
 // DefaultDataDir is $XDG_DATA_HOME/freshet, or ~/.local/share/freshet.
@@ -100,6 +108,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet, local bool) {
 		netDefaults = netpolicy.LocalDefaults
 	}
 	o.Net.BindFlags(fs, netDefaults)
+	fs.StringVar(&o.StepCatalogURL, "step-catalog-url", "", "git repository of typed plugin step definitions (NAME/step.yaml) that pipelines name with type: NAME[:VERSION] (default: none, such steps are refused)")
+	fs.StringVar(&o.StepCatalogRevision, "step-catalog-revision", "", "branch, tag or commit of --step-catalog-url to read (default: its default branch)")
 }
 
 // Validate checks the options and names the first bad one.
@@ -144,6 +154,14 @@ func (o *Options) Validate() error {
 		if u, err := url.Parse(o.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			return errdefs.Invalid("public-url", o.PublicURL, "is not an http(s) URL (like https://freshet.example.com)")
 		}
+	}
+	if o.StepCatalogURL != "" {
+		if _, err := git.NormalizeURL(o.StepCatalogURL); err != nil {
+			return errdefs.Invalid("step-catalog-url", o.StepCatalogURL, "is not a git repository URL: "+err.Error())
+		}
+	}
+	if strings.HasPrefix(o.StepCatalogRevision, "-") {
+		return errdefs.Invalid("step-catalog-revision", o.StepCatalogRevision, "is not a branch, tag or commit: none starts with '-'")
 	}
 	if err := o.Cron.Validate(); err != nil {
 		return err

@@ -128,10 +128,20 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	if baseURL == "" {
 		baseURL = s.URL()
 	}
+	var steps pipeline.StepCatalog
+	if opts.StepCatalogURL != "" {
+		// The operator's repository: no tenant policy, a cache of its own.
+		stepCache, err := git.NewCache(filepath.Join(opts.DataDir, "git-steps"), git.Options{})
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("step catalogue cache: %w", err)
+		}
+		steps = gitSteps{cache: stepCache, url: opts.StepCatalogURL, revision: opts.StepCatalogRevision}
+	}
 	// The hooks below call components built after the pipeline service; they run only once
 	// requests are served, when every component exists.
 	s.pipes = pipeline.New(pipeline.Deps{Store: s.db, Audit: s.audit, Keys: keys, Log: log.With("component", "pipelines"),
-		Specs: gitSpecs{cache: cache, policy: s.policy}, BaseURL: baseURL,
+		Specs: gitSpecs{cache: cache, policy: s.policy}, Steps: steps, BaseURL: baseURL,
 		OnCronChange: func() { s.cron.Reload() },
 		// Verified pushes to CI triggers' webhooks also reach the account's GitOps runtimes.
 		OnPush: func(ctx context.Context, accountID string, evs []webhook.Event) {

@@ -171,7 +171,7 @@ func (a *API) lintPipeline(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	out := client.LintResult{Valid: true, Issues: []client.LintIssue{}}
-	for _, i := range spec.Lint([]byte(in.Spec)) {
+	for _, i := range a.pipelines.LintSpec(r.Context(), in.Spec) {
 		if i.Severity == spec.SeverityError {
 			out.Valid = false
 		}

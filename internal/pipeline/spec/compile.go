@@ -21,11 +21,13 @@ import (
 // Parse compiles a pipeline. On failure the error joins (errors.Join) one *Error per problem,
 // each naming the line, the field path, the value and what would be valid; it wraps
 // errdefs.ErrInvalid. Warnings do not fail Parse; they are kept in Pipeline.Warnings.
-func Parse(data []byte) (*Pipeline, error) {
+func Parse(data []byte) (*Pipeline, error) { return parse(data, Options{}) }
+
+func parse(data []byte, o Options) (*Pipeline, error) {
 	if len(data) > MaxDocumentSize {
 		return nil, fmt.Errorf("the pipeline is %d bytes: the limit is %d bytes (1 MiB): %w", len(data), MaxDocumentSize, errdefs.ErrTooLarge)
 	}
-	p, probs := compile(data)
+	p, probs := compile(data, o)
 	var errs []error
 	var warnings []Issue
 	for _, pr := range probs {
@@ -44,8 +46,10 @@ func Parse(data []byte) (*Pipeline, error) {
 
 // Lint returns every problem in a pipeline, errors and warnings, ordered by position. A nil
 // result means the pipeline is clean.
-func Lint(data []byte) []Issue {
-	_, probs := compile(data)
+func Lint(data []byte) []Issue { return lint(data, Options{}) }
+
+func lint(data []byte, o Options) []Issue {
+	_, probs := compile(data, o)
 	out := make([]Issue, len(probs))
 	for i, pr := range probs {
 		out[i] = pr.Issue
@@ -66,6 +70,7 @@ type compiler struct {
 	visits    int
 	halted    bool
 
+	opts     Options
 	p        *Pipeline
 	modeNode *yaml.Node
 	stages   map[string]bool
@@ -104,13 +109,18 @@ func (c *compiler) warnf(n *yaml.Node, field, value, format string, args ...any)
 	c.issue(n, field, value, fmt.Sprintf(format, args...), SeverityWarning)
 }
 
-func compile(data []byte) (p *Pipeline, probs []problem) {
-	c := &compiler{
+func newCompiler(o Options) *compiler {
+	return &compiler{
+		opts:   o,
 		p:      &Pipeline{Version: Version, Mode: Sequential, FailFast: true},
 		seen:   map[Issue]bool{},
 		stages: map[string]bool{},
 		names:  map[string]*Step{},
 	}
+}
+
+func compile(data []byte, o Options) (p *Pipeline, probs []problem) {
+	c := newCompiler(o)
 	defer func() {
 		sort.SliceStable(c.probs, func(i, j int) bool {
 			a, b := c.probs[i], c.probs[j]
@@ -411,6 +421,10 @@ var fieldsByType = map[StepType][]string{
 	TypePush:            concat(commonFields, "retry", "timeout", "hooks", "candidate", "tag", "tags", "image_name", "registry", "arguments"),
 	TypeParallel:        concat(commonFields, "timeout", "steps", "success_criteria"),
 	TypePendingApproval: concat(commonFields, "timeout"),
+	TypeComposition: concat(commonFields, "retry", "timeout", "hooks", "working_directory", "composition", "composition_candidates",
+		"composition_variables", "add_flow_volume_to_composition", "environment", "arguments"),
+	TypeLaunchComposition: concat(commonFields, "retry", "timeout", "hooks", "working_directory", "composition", "composition_variables",
+		"environment_name", "entry_point", "arguments"),
 }
 
 // hookStepFields are the fields of a step inside a hook: a freestyle step without stage,
@@ -492,10 +506,9 @@ var unsupportedFields = map[string]string{
 
 // unsupportedTypes are Codefresh step types Freshet recognises and does not run.
 var unsupportedTypes = map[string]string{
-	"deploy":             "deploys to Kubernetes are done with GitOps applications, or with kubectl in a freestyle step",
-	"composition":        "there are no compositions; run docker compose in a freestyle step",
-	"launch-composition": "there are no compositions; run docker compose in a freestyle step",
-	"helm":               "run helm in a freestyle step",
+	"deploy": "deploys to Kubernetes are done with GitOps applications, or with kubectl in a freestyle step",
+	"helm":   "run helm in a freestyle step",
+	"travis": "it ran a .travis.yml; write its install and script commands as freestyle steps (image and commands)",
 }
 
 func typeChoices() string {
@@ -532,21 +545,31 @@ func (c *compiler) compileStep(s *Step, e kv, depth int, hook *hookCtx) bool {
 		case t == "":
 		case slices.Contains(stepTypes, StepType(t)):
 			s.Type = StepType(t)
+		case t == typePushTag:
+			s.Type = TypePush // Codefresh's old name of push
 		case unsupportedTypes[t] != "":
 			c.errorf(f.val, join(s.Path, "type"), t, "is a Codefresh step type that Freshet does not run (%s): use %s", unsupportedTypes[t], typeChoices())
 			return false
-		case strings.ContainsAny(t, ":/"):
-			c.errorf(f.val, join(s.Path, "type"), t, "looks like a typed plugin step, which Freshet does not run: use %s (a freestyle step can run the plugin's image)", typeChoices())
-			return false
 		default:
-			c.errorf(f.val, join(s.Path, "type"), t, "is not a step type: use %s", typeChoices())
-			return false
+			def := c.resolvePlugin(f.val, join(s.Path, "type"), t)
+			if def == nil {
+				return false
+			}
+			if hook != nil {
+				c.errorf(f.val, join(s.Path, "type"), t, "cannot run in a hook: hook steps are freestyle steps (image and commands)")
+				return false
+			}
+			s.Type = TypePlugin
+			return c.compilePluginStep(s, e, fields, def, t, depth)
 		}
 	}
 	valid := fieldsByType[s.Type]
 	what := fmt.Sprintf("a %s step", s.Type)
 	if hook != nil {
 		valid, what = hookStepFields, "a hook step"
+		if hook.kind == hookPlugin {
+			valid, what = concat(hookStepFields, "name"), "a step of a step type"
+		}
 		if s.Type != TypeFreestyle {
 			c.errorf(e.key, join(s.Path, "type"), string(s.Type), "cannot run in a hook: hook steps are freestyle steps (image and commands)")
 			return false
@@ -638,8 +661,10 @@ type stepCompile struct {
 	approvalTimeout      bool
 	build                *Build
 	push                 *Push
-	stepsNode            *yaml.Node
-	successNode          *kv
+	// composition and launch-composition
+	compositionSet, compositionBad, candidatesSet, flowVolume bool
+	stepsNode                                                 *yaml.Node
+	successNode                                               *kv
 }
 
 func (st *stepCompile) field(f kv, fp string) {
@@ -647,7 +672,9 @@ func (st *stepCompile) field(f kv, fp string) {
 	switch f.name {
 	case "type":
 		// handled first
-	case "title":
+	case "composition", "composition_candidates", "composition_variables", "add_flow_volume_to_composition", "environment_name":
+		st.compositionField(f, fp)
+	case "title", "name": // name: the title of a step type's step, as the marketplace writes it
 		s.Title, _ = c.text(f.val, fp)
 	case "description":
 		s.Description, _ = c.text(f.val, fp)
@@ -670,7 +697,7 @@ func (st *stepCompile) field(f kv, fp string) {
 		if !ok {
 			return
 		}
-		if st.hook != nil && st.hook.kind != "on_elected" {
+		if st.hook != nil && st.hook.kind != "on_elected" && st.hook.kind != hookPlugin {
 			c.warnf(f.key, fp, "", "has no effect: only on_elected hooks can fail a build; %s hooks never change its result", st.hook.kind)
 			return
 		}
@@ -701,6 +728,10 @@ func (st *stepCompile) field(f kv, fp string) {
 		st.cmd = true
 		s.Cmd, _ = c.strList(f.val, fp, true)
 	case "entry_point":
+		if s.Type == TypeLaunchComposition {
+			st.composition().EntryPoint, _ = c.text(f.val, fp)
+			return
+		}
 		st.entry = true
 		s.EntryPoint, _ = c.strList(f.val, fp, true)
 	case "shell":
@@ -916,6 +947,8 @@ func (st *stepCompile) finish(e kv) {
 		if st.successNode != nil {
 			s.SuccessCriteria = c.compileSuccessCriteria(st.successNode.val, join(s.Path, "success_criteria"), s.Parallel)
 		}
+	case TypeComposition, TypeLaunchComposition:
+		st.finishComposition(e)
 	case TypePendingApproval:
 		if !st.approvalTimeout {
 			s.Approval = &Approval{Timeout: Duration{DefaultApprovalTimeout}, FinalState: ApprovalDenied}

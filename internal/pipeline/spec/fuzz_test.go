@@ -13,9 +13,12 @@ import (
 
 // FuzzParse checks that no input makes Parse or Lint panic or run long, that every error names
 // a line or a field, that Parse and Lint agree, and that a compiled plan survives the JSON
-// round trip a runner puts it through. Seeds: every testdata/*.yml plus testdata/fuzz.
+// round trip a runner puts it through. Seeds: every testdata/*.yml, the step fixtures
+// (testdata/steps/*/*.yml) plus testdata/fuzz.
 func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*.yml")
+	fixtures, _ := filepath.Glob("testdata/steps/*/*.yml")
+	files = append(files, fixtures...)
 	for _, name := range files {
 		data, err := os.ReadFile(name)
 		if err != nil {

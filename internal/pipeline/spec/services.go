@@ -32,6 +32,9 @@ type Service struct {
 	EntryPoint []string `json:"entryPoint,omitempty"`
 	Ports      []int    `json:"ports,omitempty"`
 	PullPolicy string   `json:"pullPolicy,omitempty"`
+	WorkingDir string   `json:"workingDir,omitempty"` // compositions: working_dir
+	// Volume (compositions) is where the build's workspace is mounted; empty: it is not.
+	Volume string `json:"volume,omitempty"`
 }
 
 // Readiness is a check run in a container of its own on the services' network, every Period

@@ -10,7 +10,8 @@ import (
 )
 
 // TestStepFixtures runs every fixture under testdata/steps/<step type>/, written from
-// Codefresh's published step documentation. valid_*.yml must compile without an error
+// Codefresh's published step documentation, with typed plugin steps resolved in
+// testdata/catalog. valid_*.yml must compile without an error
 // (warnings allowed). invalid_*.yml lists its expected errors in "# want: FIELD: FRAGMENT"
 // comments: each must be reported as an error on FIELD whose message contains FRAGMENT, with a
 // line, and no other error may be reported.
@@ -29,13 +30,14 @@ func TestStepFixtures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			opts := Options{StepTypes: testCatalog{}}
 			var errs []Issue
-			for _, is := range Lint(data) {
+			for _, is := range LintWith(data, opts) {
 				if is.Severity == SeverityError {
 					errs = append(errs, is)
 				}
 			}
-			_, perr := Parse(data)
+			_, perr := ParseWith(data, opts)
 			if (perr == nil) != (len(errs) == 0) {
 				t.Fatalf("Parse error %v disagrees with Lint's errors %v", perr, errs)
 			}
@@ -82,6 +84,21 @@ func TestStepFixtures(t *testing.T) {
 			t.Errorf("step type %s has %d valid and %d invalid fixtures: want at least 1 and 3", typ, n[0], n[1])
 		}
 	}
+}
+
+// testCatalog is the step catalogue of testdata/catalog, read as the control plane reads a
+// catalogue's git repository.
+type testCatalog struct{}
+
+func (testCatalog) StepType(name, version string) (*StepTypeDef, error) {
+	def, _, err := ReadStepType(name, version, func(p string) ([]byte, bool, error) {
+		data, err := os.ReadFile(filepath.Join("testdata/catalog", filepath.FromSlash(p)))
+		if os.IsNotExist(err) {
+			return nil, false, nil
+		}
+		return data, err == nil, err
+	})
+	return def, err
 }
 
 // fixtureWants reads the "# want: FIELD: FRAGMENT" comments of a fixture.

@@ -39,7 +39,7 @@ const (
 )
 
 // stepTypes lists the step types, in the order messages present them.
-var stepTypes = []StepType{TypeFreestyle, TypeGitClone, TypeBuild, TypePush, TypeParallel, TypePendingApproval}
+var stepTypes = []StepType{TypeFreestyle, TypeGitClone, TypeBuild, TypePush, TypeParallel, TypePendingApproval, TypeComposition, TypeLaunchComposition}
 
 // Pipeline is a compiled, validated pipeline.
 type Pipeline struct {
@@ -116,6 +116,12 @@ type Step struct {
 	// without one fails the step with a clear message.
 	Build *Build `json:"build,omitempty"`
 	Push  *Push  `json:"push,omitempty"`
+
+	// composition and launch-composition
+	Composition *Composition `json:"composition,omitempty"`
+
+	// a typed plugin step (TypePlugin)
+	Plugin *PluginStep `json:"plugin,omitempty"`
 }
 
 // EnvVar is one environment variable of a step, in the order written.

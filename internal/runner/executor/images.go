@@ -136,6 +136,10 @@ type Service struct {
 	Cmd        []string
 	Ports      []int // the ports it serves (informational: services are reached on the network)
 	PullPolicy string
+	WorkingDir string // where its command starts; empty: the image's
+	// Workspace, when set, is where the build's workspace is mounted in it (compositions'
+	// add_flow_volume_to_composition); empty: it is not mounted.
+	Workspace string
 }
 
 // Readiness is a check run until it succeeds before the step starts: a step of its own on the

@@ -11,6 +11,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
@@ -56,10 +57,15 @@ func (c *Container) StartServices(ctx context.Context, ws executor.Workspace, se
 		l := c.labels(ws.BuildID, ws.Handle, "service")
 		l[LabelNetwork], l[LabelStep] = netName, svc.Name
 		init := true
+		hc := &container.HostConfig{Init: &init, NetworkMode: container.NetworkMode(netName)}
+		if svc.Workspace != "" {
+			hc.Mounts = []mount.Mount{{Type: mount.TypeVolume, Source: ws.Handle, Target: svc.Workspace}}
+		}
 		created, err := c.cli.ContainerCreate(ctx, client.ContainerCreateOptions{
-			Name:       fmt.Sprintf("%s-%s", netName, sanitizeName(svc.Name)),
-			Config:     &container.Config{Image: svc.Image, Env: executor.Environ(svc.Env), Entrypoint: svc.EntryPoint, Cmd: svc.Cmd, Labels: l},
-			HostConfig: &container.HostConfig{Init: &init, NetworkMode: container.NetworkMode(netName)},
+			Name: fmt.Sprintf("%s-%s", netName, sanitizeName(svc.Name)),
+			Config: &container.Config{Image: svc.Image, Env: executor.Environ(svc.Env), Entrypoint: svc.EntryPoint, Cmd: svc.Cmd,
+				WorkingDir: svc.WorkingDir, Labels: l},
+			HostConfig: hc,
 			NetworkingConfig: &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
 				netName: {Aliases: []string{svc.Name}}}},
 		})
