@@ -55,6 +55,7 @@ func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) 
 		vars[v.Key] = val
 	}
 	var registries []runnerv1.Registry
+	var gits []runnerv1.GitContext
 	for _, name := range cfg.Contexts {
 		c, err := s.db.GetContext(ctx, b.AccountID, name)
 		if err != nil {
@@ -66,6 +67,15 @@ func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) 
 				return runnerv1.Job{}, err
 			}
 			registries = append(registries, reg)
+			continue
+		}
+		if c.Type == ContextGit {
+			g, err := s.jobGit(c)
+			if err != nil {
+				return runnerv1.Job{}, err
+			}
+			gits = append(gits, g)
+			secrets = append(secrets, g.Token)
 			continue
 		}
 		vals, err := s.contextValues(c)
@@ -106,5 +116,5 @@ func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) 
 		return runnerv1.Job{}, err
 	}
 	return runnerv1.Job{BuildID: b.ID, Number: b.Number, Pipeline: fullName(pl), SpecYAML: b.SpecYAML,
-		Variables: vars, Secrets: secrets, LogOffset: b.LogSize, Steps: steps, Registries: registries}, nil
+		Variables: vars, Secrets: secrets, LogOffset: b.LogSize, Steps: steps, Registries: registries, GitContexts: gits}, nil
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/secrets"
@@ -82,6 +83,8 @@ type Service struct {
 	decoy webhook.Decoy
 	// recentPushes are the payloads of deliveries already passed to onPush.
 	recentPushes *webhook.Recent
+	// net checks git contexts' provider URLs.
+	net *netpolicy.Policy
 }
 
 // Deps is what a Service is built from.
@@ -101,6 +104,9 @@ type Deps struct {
 	// trigger fires), before builds are queued, so that pushes also reach the account's GitOps
 	// runtimes; it must not block.
 	OnPush func(ctx context.Context, accountID string, evs []webhook.Event)
+	// Net is the operator's policy for URLs from tenants (git contexts' provider URLs); nil:
+	// every provider and address.
+	Net *netpolicy.Policy
 }
 
 // New returns a Service built from d. Its dispatcher is made with NewDispatcher.
@@ -111,7 +117,8 @@ func New(d Deps) *Service {
 	}
 	return &Service{db: d.Store, audit: d.Audit, keys: d.Keys, log: log, now: time.Now, queued: func() {},
 		baseURL: strings.TrimRight(d.BaseURL, "/"), specs: d.Specs, onCronChange: d.OnCronChange, onPush: d.OnPush,
-		decoy: webhook.NewDecoy(d.Keys), recentPushes: webhook.NewRecent(webhook.ReplayWindow, 0)}
+		decoy: webhook.NewDecoy(d.Keys), recentPushes: webhook.NewRecent(webhook.ReplayWindow, 0),
+		net: netPolicy(d.Net)}
 }
 
 // SpecSource reads a file from a git repository at a revision (a branch, tag or SHA; empty
