@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -121,4 +123,43 @@ func TestCloneSourceRefuses(t *testing.T) {
 			t.Errorf("%q: %v, want refused on %q", c.yaml, err, c.field)
 		}
 	}
+}
+
+// Whatever repo, git context name and credentials a spec gives, a git-clone step's URL carries
+// no credentials, and a context's token goes only to the context's origin.
+func FuzzCloneSource(f *testing.F) {
+	for _, s := range [][3]string{
+		{"acme/svc", "gh", ""}, {"https://github.com/acme/svc.git", "gh", ""}, {"https://evil.example/a/b.git", "gh", ""},
+		{"https://u:p@github.com/a/b.git", "", ""}, {"acme/../x", "gh", ""}, {"grp/sub/name", "gh", "user"}, {"//github.com@evil.example/x", "gh", ""},
+		{"https://github.com:443/a/b", "gh", ""}, {"HTTPS://GITHUB.COM/a/b", "gh", ""}, {"a/b", "nope", ""},
+	} {
+		f.Add(s[0], s[1], s[2])
+	}
+	const token = "fuzz-token-value"
+	f.Fuzz(func(t *testing.T, repo, git, user string) {
+		yaml := "    type: git-clone\n    repo: " + strconv.Quote(repo) + "\n"
+		if git != "" {
+			yaml += "    git: " + strconv.Quote(git) + "\n"
+		}
+		if user != "" {
+			yaml += "    credentials:\n      username: " + strconv.Quote(user) + "\n      password: pw\n"
+		}
+		p, err := spec.Parse([]byte("version: '1.0'\nsteps:\n  s:\n" + yaml))
+		if err != nil || p.Step("s") == nil {
+			return
+		}
+		e := newEngine(runnerv1.Job{BuildID: "b1", GitContexts: []runnerv1.GitContext{{Name: "gh", CloneURL: "https://github.com", Username: "x", Token: token}}},
+			p, nil, executor.Workspace{Path: "/ws"}, nil, func(runnerv1.StepState) {}, nil)
+		got, u, pw, err := e.cloneSource(p.Step("s"))
+		if err != nil {
+			return
+		}
+		pu, perr := url.Parse(got)
+		if perr != nil || pu.User != nil || strings.Contains(got, token) {
+			t.Fatalf("clone URL %q (user %q): credentials in the URL", got, u)
+		}
+		if pw == token && (pu.Scheme != "https" || !strings.EqualFold(pu.Host, "github.com")) {
+			t.Fatalf("the token goes to %q", got)
+		}
+	})
 }
