@@ -15,7 +15,8 @@ import (
 // job assembles what a runner needs for build b: the spec, every variable resolved (built-in
 // CF_* variables, pipeline variables, contexts, the run's variables — later ones win), the
 // registries it may use (the pipeline's registry contexts, in its order, then the account's
-// default registry), and the secret values to mask (registry passwords among them). Secrets are
+// default registry), the git contexts its git-clone steps may clone through (the pipeline's),
+// and the secret values to mask (registry passwords and git tokens among them). Secrets are
 // decrypted here, at hand-over, and never stored in the build.
 func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) {
 	pl, err := s.db.GetPipeline(ctx, b.AccountID, b.PipelineID)
