@@ -69,6 +69,7 @@ var wireTypes = map[string]any{
 	"client.Context":                client.Context{},
 	"client.ContextRequest":         client.ContextRequest{},
 	"client.RegistryContext":        client.RegistryContext{},
+	"client.GitContext":             client.GitContext{},
 	"client.Runner":                 client.Runner{},
 	"client.RegisterRunnerRequest":  client.RegisterRunnerRequest{},
 	"client.RegisteredRunner":       client.RegisteredRunner{},

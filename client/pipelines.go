@@ -171,9 +171,10 @@ type RestartRequest struct {
 type Context struct {
 	ID        string            `json:"id"`
 	Name      string            `json:"name"`
-	Type      string            `json:"type"`   // config, secret or registry
-	Values    map[string]string `json:"values"` // config and secret contexts; empty for a registry
+	Type      string            `json:"type"`   // config, secret, registry or git
+	Values    map[string]string `json:"values"` // config and secret contexts; empty for a registry or git context
 	Registry  *RegistryContext  `json:"registry,omitempty"`
+	Git       *GitContext       `json:"git,omitempty"`
 	CreatedAt time.Time         `json:"createdAt"`
 	UpdatedAt time.Time         `json:"updatedAt"`
 }
@@ -191,13 +192,28 @@ type RegistryContext struct {
 	Default  bool   `json:"default,omitempty"` // the account's default registry (at most one)
 }
 
+// GitContext is a git context's provider: git-clone steps clone owner/name through it with its
+// token, and builds of its repositories report commit statuses with it.
+type GitContext struct {
+	Provider string `json:"provider"` // github, gitlab, gitea or bitbucket
+	// URL is the provider's API base URL; empty on create: the SaaS one (https://api.github.com,
+	// https://gitlab.com, https://api.bitbucket.org/2.0; Gitea has none).
+	URL string `json:"url,omitempty"`
+	// Username is who git authenticates as; empty: the provider's convention for tokens.
+	Username string `json:"username,omitempty"`
+	// Token is the provider's access token. Answers mask it ("*****") unless decrypted; a
+	// request that sends the mask back keeps the stored one, as long as provider and URL stay.
+	Token string `json:"token,omitempty"`
+}
+
 // ContextRequest creates or replaces a context: values for a config or secret context, registry
-// for a registry context.
+// for a registry context, git for a git context.
 type ContextRequest struct {
 	Name     string            `json:"name,omitempty"`
 	Type     string            `json:"type,omitempty"`
 	Values   map[string]string `json:"values,omitempty"`
 	Registry *RegistryContext  `json:"registry,omitempty"`
+	Git      *GitContext       `json:"git,omitempty"`
 }
 
 // Runner is a registered runner.

@@ -126,6 +126,21 @@ type Job struct {
 	// keyed by the type as written (NAME or NAME:VERSION), as the control plane read them from
 	// its step catalogue; the runner compiles SpecYAML with them (spec.ParseStepTypeSet).
 	StepTypes map[string]string `json:"stepTypes,omitempty"`
+	// GitContexts are the git providers git-clone steps may clone through (git: NAME): the
+	// git contexts its pipeline uses. Their tokens are among Secrets.
+	GitContexts []GitContext `json:"gitContexts,omitempty"`
+}
+
+// GitContext is a git provider a build may clone from with a token: a git context of its
+// account.
+type GitContext struct {
+	Name     string `json:"name"`     // the context's name, as git-clone steps name it (git: NAME)
+	Provider string `json:"provider"` // github, gitlab, gitea or bitbucket
+	// CloneURL is what a repository's owner/name is appended to, with ".git", to clone it:
+	// https://github.com, https://gitlab.example.com.
+	CloneURL string `json:"cloneUrl"`
+	Username string `json:"username"` // who git authenticates as; the token is the password
+	Token    string `json:"token"`
 }
 
 // Registry is a container registry a build may use: a registry context of its account.

@@ -462,16 +462,26 @@ func (a *app) contextCommand() *cobra.Command {
 	}
 	create := &cobra.Command{
 		Use: "create NAME --type config|secret --kv K=V… [-f file.yaml]\n" +
-			"  freshet context create registry NAME --url URL [--username U] [--password-stdin | --password P] [--default] [--ca-file FILE]",
-		Short: "Create a context: configuration or secrets (--type), or a container registry",
+			"  freshet context create registry NAME --url URL [--username U] [--password-stdin | --password P] [--default] [--ca-file FILE]\n" +
+			"  freshet context create git NAME --provider github|gitlab|gitea|bitbucket [--url API_URL] [--username U] [--password-stdin | --password TOKEN]",
+		Short: "Create a context: configuration or secrets (--type), a container registry, or a git provider",
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := args[0]
 			if len(args) == 2 {
-				if args[0] != "registry" {
-					return usageError("create %s %s: give NAME, or registry NAME for a registry context", args[0], args[1])
+				if args[0] != "registry" && args[0] != "git" {
+					return usageError("create %s %s: give NAME, registry NAME for a registry context or git NAME for a git context", args[0], args[1])
 				}
-				name, typ = args[1], "registry"
+				name, typ = args[1], args[0]
+			}
+			if typ == "git" {
+				if len(kvs) > 0 || file != "" {
+					return usageError("a git context has no values: give --provider, --url, --username and --password-stdin instead of --kv or -f")
+				}
+				return a.createGit(cmd, &reg, name)
+			}
+			if typ != "registry" && cmd.Flags().Changed("provider") {
+				return usageError("--provider: only for git contexts (freshet context create git NAME --provider …)")
 			}
 			if typ == "registry" {
 				if len(kvs) > 0 || file != "" {
@@ -497,27 +507,43 @@ func (a *app) contextCommand() *cobra.Command {
 			fmt.Fprintf(a.stdout, "Created %s context %s with %d keys.\n", ctxv.Type, ctxv.Name, len(ctxv.Values))
 			return nil
 		}}
-	create.Flags().StringVar(&typ, "type", "config", "config or secret (secret values are encrypted and masked); registry is the same as create registry NAME")
+	create.Flags().StringVar(&typ, "type", "config", "config or secret (secret values are encrypted and masked); registry and git are the same as create registry|git NAME")
 	create.Flags().StringArrayVar(&kvs, "kv", nil, "a value K=V (repeatable)")
 	create.Flags().StringVarP(&file, "file", "f", "", "a YAML mapping of KEY: value")
 	reg.BindFlags(create.Flags())
 	update := &cobra.Command{
 		Use: "update NAME --kv K=V… [-f file.yaml]\n" +
-			"  freshet context update NAME [--url URL] [--username U] [--password-stdin | --password P] [--default[=false]] [--ca-file FILE]",
-		Short: "Replace a context's values, or change a registry context (the password is kept unless the URL changes)",
+			"  freshet context update NAME [--url URL] [--username U] [--password-stdin | --password P] [--default[=false]] [--ca-file FILE]\n" +
+			"  freshet context update NAME [--provider P] [--url API_URL] [--username U] [--password-stdin | --password TOKEN]",
+		Short: "Replace a context's values, or change a registry or git context (the password or token is kept unless the URL changes)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {
 				return err
 			}
-			if set := reg.changed(cmd.Flags()); len(set) > 0 {
+			if set := reg.changed(cmd.Flags()); len(set) > 0 || cmd.Flags().Changed("provider") {
 				if len(kvs) > 0 || file != "" {
-					return usageError("%s with --kv or -f: a registry context has no values, other contexts no registry", strings.Join(set, ", "))
+					return usageError("%s with --kv or -f: a registry or git context has no values, other contexts no registry", strings.Join(set, ", "))
 				}
 				cur, err := c.GetContext(cmd.Context(), args[0], false)
 				if err != nil {
 					return err
+				}
+				if g := cur.Git; g != nil {
+					// The token comes back masked: sent back so, the server keeps the stored one.
+					if err := reg.applyGit(a, cmd.Flags(), g); err != nil {
+						return err
+					}
+					updated, err := c.UpdateContext(cmd.Context(), args[0], client.ContextRequest{Git: g})
+					if err != nil {
+						return err
+					}
+					fmt.Fprintf(a.stdout, "Updated git context %s: %s.\n", args[0], gitSummary(updated.Git))
+					return nil
+				}
+				if cmd.Flags().Changed("provider") {
+					return usageError("--provider: context %s is a %s context; it is only for git contexts", args[0], cur.Type)
 				}
 				if cur.Registry == nil {
 					return usageError("%s: context %s is a %s context; these flags are only for registry contexts", strings.Join(set, ", "), args[0], cur.Type)
@@ -553,6 +579,10 @@ func (a *app) contextCommand() *cobra.Command {
 			for _, c := range cs {
 				if c.Registry != nil {
 					row(tw, c.Name, c.Type, registrySummary(c.Registry), c.UpdatedAt)
+					continue
+				}
+				if c.Git != nil {
+					row(tw, c.Name, c.Type, gitSummary(c.Git), c.UpdatedAt)
 					continue
 				}
 				keys := make([]string, 0, len(c.Values))
@@ -597,6 +627,13 @@ func (a *app) contextCommand() *cobra.Command {
 				row(tw, "password", r.Password)
 				row(tw, "ca", caSummary(r.CA))
 				row(tw, "default", r.Default)
+				return tw.Flush()
+			}
+			if g := ctxv.Git; g != nil {
+				row(tw, "provider", g.Provider)
+				row(tw, "url", g.URL)
+				row(tw, "username", g.Username)
+				row(tw, "token", g.Token)
 				return tw.Flush()
 			}
 			keys := make([]string, 0, len(ctxv.Values))

@@ -20,6 +20,7 @@ const maxPasswordStdin = 64 << 10
 type registryFlags struct {
 	URL, Username, Password, CAFile string
 	PasswordStdin, Default          bool
+	Provider                        string // git contexts only
 }
 
 // BindFlags registers the flags on fs.
@@ -30,6 +31,7 @@ func (o *registryFlags) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.PasswordStdin, "password-stdin", false, "registry: read the password or token from standard input")
 	fs.StringVar(&o.CAFile, "ca-file", "", "registry: a PEM file of certificates to trust, for a registry with a private CA")
 	fs.BoolVar(&o.Default, "default", false, "registry: make it the account's default registry (where builds push unless told otherwise)")
+	fs.StringVar(&o.Provider, "provider", "", "git: github, gitlab, gitea or bitbucket (--url is then the API's base URL, --password the token)")
 }
 
 var registryFlagNames = []string{"url", "username", "password", "password-stdin", "ca-file", "default"}
@@ -142,5 +144,54 @@ func (a *app) createRegistry(cmd *cobra.Command, o *registryFlags, name string) 
 		return err
 	}
 	fmt.Fprintf(a.stdout, "Created registry context %s for %s.\n", created.Name, registrySummary(created.Registry))
+	return nil
+}
+
+// applyGit sets on g what the flags changed: --provider, --url (the API's base URL),
+// --username, and the token from --password or --password-stdin.
+func (o *registryFlags) applyGit(a *app, fs *pflag.FlagSet, g *client.GitContext) error {
+	for _, n := range []string{"ca-file", "default"} {
+		if fs.Changed(n) {
+			return usageError("--%s: only for registry contexts; a git context has --provider, --url, --username and a token (--password-stdin)", n)
+		}
+	}
+	r := client.RegistryContext{URL: g.URL, Username: g.Username, Password: g.Token}
+	if err := o.apply(a, fs, &r); err != nil {
+		return err
+	}
+	g.URL, g.Username, g.Token = r.URL, r.Username, r.Password
+	if fs.Changed("provider") {
+		g.Provider = o.Provider
+	}
+	return nil
+}
+
+// gitSummary is what a listing shows of a git context.
+func gitSummary(g *client.GitContext) string {
+	if g == nil {
+		return ""
+	}
+	s := g.Provider + " " + g.URL
+	if g.Username != "" {
+		s += " (as " + g.Username + ")"
+	}
+	return s
+}
+
+// createGit creates git context name from the flags.
+func (a *app) createGit(cmd *cobra.Command, o *registryFlags, name string) error {
+	var g client.GitContext
+	if err := o.applyGit(a, cmd.Flags(), &g); err != nil {
+		return err
+	}
+	c, err := a.client()
+	if err != nil {
+		return err
+	}
+	created, err := c.CreateContext(cmd.Context(), client.ContextRequest{Name: name, Type: "git", Git: &g})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "Created git context %s for %s.\n", created.Name, gitSummary(created.Git))
 	return nil
 }

@@ -133,7 +133,7 @@ func TestRegistryContextCommands(t *testing.T) {
 	fails("--url: only for registry contexts", "context", "create", "plain", "--kv", "A=b", "--url", "ghcr.io")
 	fails("no values", "context", "create", "registry", "r2", "--url", "ghcr.io", "--kv", "A=b")
 	fails("--password and --password-stdin", "context", "create", "registry", "r3", "--url", "ghcr.io", "--password", "x", "--password-stdin")
-	fails("give NAME, or registry NAME", "context", "create", "secret", "x", "--kv", "A=b")
+	fails("give NAME, registry NAME", "context", "create", "secret", "x", "--kv", "A=b")
 	must("Created secret context s1", "", "context", "create", "s1", "--type", "secret", "--kv", "A=b")
 	fails("only for registry contexts", "context", "update", "s1", "--url", "ghcr.io")
 	// A config context may still be named registry.
@@ -178,4 +178,58 @@ func TestBuildGetShowsImages(t *testing.T) {
 	if code, out, _ := runIn(t, srv.URL, "test-token", "", "build", "get", "bld_1", "-o", "yaml"); code != 0 || !strings.Contains(out, "repository: ghcr.io/acme/app") {
 		t.Fatalf("build get -o yaml: %d %s", code, out)
 	}
+}
+
+func TestGitContextCommands(t *testing.T) {
+	s := servertest.Start(t, store.SQLite)
+	ctx := context.Background()
+	key, err := s.Admin.CreateAPIKey(ctx, client.CreateAPIKeyRequest{Name: "cli"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(stdin string, args ...string) (int, string, string) {
+		t.Helper()
+		return runIn(t, s.URL, key.Token, stdin, args...)
+	}
+	must := func(want string, stdin string, args ...string) string {
+		t.Helper()
+		code, out, errs := run(stdin, args...)
+		if code != 0 || !strings.Contains(out, want) {
+			t.Fatalf("freshet %s: exit %d, want %q in\n%s%s", strings.Join(args, " "), code, want, out, errs)
+		}
+		return out
+	}
+	fails := func(want string, args ...string) {
+		t.Helper()
+		code, out, errs := run("", args...)
+		if code == 0 || !strings.Contains(errs, want) {
+			t.Fatalf("freshet %s: exit %d, want a failure saying %q; got\n%s%s", strings.Join(args, " "), code, want, out, errs)
+		}
+	}
+	const tok = "ghp-git-token-from-stdin"
+	must("Created git context gh for github https://api.github.com.", tok+"\n", "context", "create", "git", "gh", "--provider", "github", "--password-stdin")
+	if c, err := s.Admin.GetContext(ctx, "gh", true); err != nil || c.Git == nil || c.Git.Token != tok || c.Type != "git" {
+		t.Fatalf("created %+v, %v", c.Git, err)
+	}
+	must("github https://api.github.com", "", "context", "list")
+	out := must("token     *****", "", "context", "get", "gh")
+	if strings.Contains(out, tok) || !strings.Contains(out, "provider  github") {
+		t.Errorf("context get:\n%s", out)
+	}
+	must("token     "+tok, "", "context", "get", "gh", "--decrypt")
+	// The token is kept while provider and URL stay; a new URL needs it again.
+	must("Updated git context gh: github https://api.github.com (as ci-bot).", "", "context", "update", "gh", "--username", "ci-bot")
+	if c, _ := s.Admin.GetContext(ctx, "gh", true); c.Git.Token != tok || c.Git.Username != "ci-bot" {
+		t.Fatalf("after update: %+v", c.Git)
+	}
+	fails("git.token", "context", "update", "gh", "--provider", "gitlab", "--url", "https://gitlab.com")
+	must("gitlab https://gitlab.com", "glpat\n", "context", "update", "gh", "--provider", "gitlab", "--url", "https://gitlab.com", "--password-stdin")
+
+	fails("git.provider", "context", "create", "git", "x", "--provider", "svn", "--password", "t")
+	fails("git.url", "context", "create", "git", "x", "--provider", "gitea", "--password", "t")
+	fails("--default: only for registry contexts", "context", "create", "git", "x", "--provider", "github", "--password", "t", "--default")
+	fails("no values", "context", "create", "git", "x", "--provider", "github", "--kv", "A=b")
+	fails("--provider: only for git contexts", "context", "create", "plain", "--kv", "A=b", "--provider", "github")
+	must("Created secret context s1", "", "context", "create", "s1", "--type", "secret", "--kv", "A=b")
+	fails("only for git contexts", "context", "update", "s1", "--provider", "github")
 }

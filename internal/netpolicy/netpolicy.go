@@ -36,7 +36,7 @@ import (
 
 // SaaSProviderHosts are the git provider API hosts every policy allows: GitHub's API, GitLab,
 // Gitea's and Codeberg's public instances.
-var SaaSProviderHosts = []string{"api.github.com", "gitlab.com", "gitea.com", "codeberg.org"}
+var SaaSProviderHosts = []string{"api.github.com", "gitlab.com", "gitea.com", "codeberg.org", "api.bitbucket.org"}
 
 // Policy is the operator's decision about URLs from tenants. It is immutable and safe for
 // concurrent use; build it with Options.Policy (or Unrestricted).

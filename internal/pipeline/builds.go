@@ -292,7 +292,7 @@ func (s *Service) Cancel(ctx context.Context, p rbac.Principal, id string) (err 
 
 // terminate ends a queued build now and asks the runner of a running one to stop it.
 func (s *Service) terminate(ctx context.Context, b store.Build, reason string) error {
-	ok, err := s.db.SetBuildStatus(ctx, b.AccountID, b.ID, "", []string{StatusQueued}, StatusTerminated, reason, s.now())
+	ok, err := s.setBuildStatus(ctx, b.AccountID, b.ID, "", []string{StatusQueued}, StatusTerminated, reason, s.now())
 	if err != nil || ok {
 		return err
 	}

@@ -18,6 +18,7 @@ const (
 	ContextConfig   = "config"
 	ContextSecret   = "secret"
 	ContextRegistry = "registry" // a container registry's address and credentials (registries.go)
+	// ContextGit is in gitcontexts.go.
 )
 
 // MaskedValue replaces secret values (of secret contexts, registry passwords and encrypted
@@ -32,7 +33,7 @@ func contextAAD(accountID, name, key string) []byte {
 // sealed reports whether a context of type typ keeps the value of key encrypted: every value of
 // a secret context, a registry context's password.
 func sealed(typ, key string) bool {
-	return typ == ContextSecret || typ == ContextRegistry && key == registryPassword
+	return typ == ContextSecret || typ == ContextRegistry && key == registryPassword || typ == ContextGit && key == gitToken
 }
 
 // Limits on context values, so a secret cannot bloat builds or the log masker.
@@ -50,6 +51,9 @@ type ContextInput struct {
 	// Registry is a registry context's registry. On replace, a Password of MaskedValue keeps
 	// the stored password, as long as the URL and CA stay the same.
 	Registry *Registry
+	// Git is a git context's provider. On replace, a Token of MaskedValue keeps the stored
+	// token, as long as the provider and URL stay the same.
+	Git *GitProvider
 }
 
 // PutContext creates (create=true) or replaces a context, and returns it with secret values
@@ -87,8 +91,8 @@ func (s *Service) PutContext(ctx context.Context, p rbac.Principal, name string,
 	var data string
 	switch typ {
 	case ContextConfig, ContextSecret:
-		if in.Registry != nil {
-			return Context{}, errdefs.Invalid("registry", "", "is only for contexts of type registry; this one is "+typ+": give values")
+		if in.Registry != nil || in.Git != nil {
+			return Context{}, errdefs.Invalid("registry", "", "is only for contexts of type registry or git; this one is "+typ+": give values")
 		}
 		if data, err = s.sealValues(p.AccountID, name, typ, in.Values); err != nil {
 			return Context{}, err
@@ -97,6 +101,9 @@ func (s *Service) PutContext(ctx context.Context, p rbac.Principal, name string,
 	case ContextRegistry:
 		if len(in.Values) > 0 {
 			return Context{}, errdefs.Invalid("values", "", "are not used by a registry context: give registry.url, registry.username and registry.password")
+		}
+		if in.Git != nil {
+			return Context{}, errdefs.Invalid("git", "", "is only for contexts of type git; this one is a registry context")
 		}
 		if in.Registry == nil {
 			return Context{}, errdefs.Invalid("registry", "", "is required for a registry context: give at least registry.url")
@@ -109,8 +116,16 @@ func (s *Service) PutContext(ctx context.Context, p rbac.Principal, name string,
 			def = ", the account's default"
 		}
 		e.Detail("registry context for %s%s", in.Registry.URL, def)
+	case ContextGit:
+		if len(in.Values) > 0 || in.Registry != nil || in.Git == nil {
+			return Context{}, errdefs.Invalid("git", "", "is required for a git context, and only it: give git.provider, git.url and git.token")
+		}
+		if data, err = s.sealGit(p.AccountID, name, *in.Git, old); err != nil {
+			return Context{}, err
+		}
+		e.Detail("git context for %s %s", in.Git.Provider, in.Git.URL)
 	default:
-		return Context{}, errdefs.Invalid("type", typ, "is not config, secret or registry")
+		return Context{}, errdefs.Invalid("type", typ, "is not config, secret, registry or git")
 	}
 	now := s.now()
 	c := store.ConfigContext{ID: store.NewID(store.PrefixContext), AccountID: p.AccountID, Name: name, Type: typ, Data: data, CreatedAt: now, UpdatedAt: now}

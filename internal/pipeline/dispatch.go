@@ -339,7 +339,7 @@ func runnerLabels(b store.Build) (map[string]string, error) {
 // failQueued fails a queued build that cannot run (its stored data cannot be read, a context
 // was deleted, a secret cannot be decrypted) instead of letting it bounce between runners.
 func (d *Dispatcher) failQueued(ctx context.Context, b store.Build, reason error) {
-	if _, err := d.db.SetBuildStatus(ctx, b.AccountID, b.ID, "", []string{StatusQueued}, StatusFailed, reason.Error(), d.now()); err != nil && ctx.Err() == nil {
+	if _, err := d.svc.setBuildStatus(ctx, b.AccountID, b.ID, "", []string{StatusQueued}, StatusFailed, reason.Error(), d.now()); err != nil && ctx.Err() == nil {
 		d.log.Warn("fail build", "build", b.ID, "err", err)
 	}
 	d.publishState(b.ID)
@@ -395,7 +395,7 @@ func (d *Dispatcher) endLease(ctx context.Context, b store.Build, why string) {
 		if b.Status == StatusTerminating {
 			status = StatusTerminated
 		}
-		ok, err := d.db.SetBuildStatus(ctx, b.AccountID, b.ID, b.LeaseID, nil, status, reason, d.now())
+		ok, err := d.svc.setBuildStatus(ctx, b.AccountID, b.ID, b.LeaseID, nil, status, reason, d.now())
 		if err != nil || !ok {
 			return
 		}
@@ -574,7 +574,7 @@ func (d *Dispatcher) accept(ctx context.Context, r Runner, id string) (runnerv1.
 	now := d.now()
 	leaseID := store.NewID(store.PrefixLease)
 	expires := now.Add(d.ttl())
-	ok, err := d.db.ClaimBuild(ctx, r.AccountID, b.ID, r.ID, leaseID, expires, now)
+	ok, err := d.svc.claimBuild(ctx, b, r.ID, leaseID, expires, now)
 	if err != nil {
 		return runnerv1.Job{}, err
 	}
@@ -714,7 +714,7 @@ func (d *Dispatcher) complete(ctx context.Context, r Runner, c runnerv1.Complete
 	if b.Status == StatusTerminating {
 		status, reason = StatusTerminated, "" // keep the reason recorded when termination was asked for
 	}
-	if _, err := d.db.SetBuildStatus(ctx, r.AccountID, b.ID, c.LeaseID, nil, status, reason, d.now()); err != nil {
+	if _, err := d.svc.setBuildStatus(ctx, r.AccountID, b.ID, c.LeaseID, nil, status, reason, d.now()); err != nil {
 		return err
 	}
 	d.forget(b.ID)

@@ -15,7 +15,8 @@ import (
 // job assembles what a runner needs for build b: the spec, every variable resolved (built-in
 // CF_* variables, pipeline variables, contexts, the run's variables — later ones win), the
 // registries it may use (the pipeline's registry contexts, in its order, then the account's
-// default registry), and the secret values to mask (registry passwords among them). Secrets are
+// default registry), the git contexts its git-clone steps may clone through (the pipeline's),
+// and the secret values to mask (registry passwords and git tokens among them). Secrets are
 // decrypted here, at hand-over, and never stored in the build.
 func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) {
 	pl, err := s.db.GetPipeline(ctx, b.AccountID, b.PipelineID)
@@ -55,6 +56,7 @@ func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) 
 		vars[v.Key] = val
 	}
 	var registries []runnerv1.Registry
+	var gits []runnerv1.GitContext
 	for _, name := range cfg.Contexts {
 		c, err := s.db.GetContext(ctx, b.AccountID, name)
 		if err != nil {
@@ -66,6 +68,15 @@ func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) 
 				return runnerv1.Job{}, err
 			}
 			registries = append(registries, reg)
+			continue
+		}
+		if c.Type == ContextGit {
+			g, err := s.jobGit(c)
+			if err != nil {
+				return runnerv1.Job{}, err
+			}
+			gits = append(gits, g)
+			secrets = append(secrets, g.Token)
 			continue
 		}
 		vals, err := s.contextValues(c)
@@ -106,5 +117,5 @@ func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) 
 		return runnerv1.Job{}, err
 	}
 	return runnerv1.Job{BuildID: b.ID, Number: b.Number, Pipeline: fullName(pl), SpecYAML: b.SpecYAML,
-		Variables: vars, Secrets: secrets, LogOffset: b.LogSize, Steps: plannedSteps(p), Registries: registries, StepTypes: stepTypes}, nil
+		Variables: vars, Secrets: secrets, LogOffset: b.LogSize, Steps: plannedSteps(p), Registries: registries, StepTypes: stepTypes, GitContexts: gits}, nil
 }

@@ -95,6 +95,8 @@ func TestJobCarriesRegistries(t *testing.T) {
 		put("local", ContextInput{Type: ContextRegistry, Registry: &Registry{URL: "127.0.0.1:5000", Username: "ci", Password: "local-password", Default: true}})
 		put("anon", ContextInput{Type: ContextRegistry, Registry: &Registry{URL: "registry.example"}})
 		put("creds", ContextInput{Type: ContextSecret, Values: map[string]string{"TOKEN": "secret-token"}})
+		put("gh", ContextInput{Type: ContextGit, Git: &GitProvider{Provider: GitHub, Token: "ghp-git-token"}})
+		put("ghe", ContextInput{Type: ContextGit, Git: &GitProvider{Provider: GitHub, URL: "https://ghe.example/api/v3/", Username: "bot", Token: "ghe-token"}})
 		if _, err := s.CreateProject(ctx, p, "app"); err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +122,14 @@ func TestJobCarriesRegistries(t *testing.T) {
 			return j
 		}
 
-		j := job("ghcr", "creds", "quay", "anon")
+		j := job("ghcr", "creds", "gh", "quay", "anon", "ghe")
+		wantGit := []runnerv1.GitContext{
+			{Name: "gh", Provider: GitHub, CloneURL: "https://github.com", Username: "x-access-token", Token: "ghp-git-token"},
+			{Name: "ghe", Provider: GitHub, CloneURL: "https://ghe.example", Username: "bot", Token: "ghe-token"},
+		}
+		if !slices.Equal(j.GitContexts, wantGit) {
+			t.Errorf("GitContexts = %+v\nwant %+v", j.GitContexts, wantGit)
+		}
 		want := []runnerv1.Registry{
 			{Name: "ghcr", URL: "ghcr.io/acme", Username: "bot", Password: "ghcr-password"},
 			{Name: "quay", URL: "quay.io/acme", Password: "quay-token"},
@@ -130,7 +139,7 @@ func TestJobCarriesRegistries(t *testing.T) {
 		if !slices.Equal(j.Registries, want) {
 			t.Errorf("Registries = %+v\nwant %+v", j.Registries, want)
 		}
-		for _, s := range []string{"ghcr-password", "quay-token", "local-password", "secret-token"} {
+		for _, s := range []string{"ghcr-password", "quay-token", "local-password", "secret-token", "ghp-git-token", "ghe-token"} {
 			if !slices.Contains(j.Secrets, s) {
 				t.Errorf("Secrets %q lack %q", j.Secrets, s)
 			}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/secrets"
@@ -84,6 +85,10 @@ type Service struct {
 	decoy webhook.Decoy
 	// recentPushes are the payloads of deliveries already passed to onPush.
 	recentPushes *webhook.Recent
+	// net checks git contexts' provider URLs.
+	net *netpolicy.Policy
+	// onEvents is called after a transaction queued events in the outbox.
+	onEvents func()
 }
 
 // Deps is what a Service is built from.
@@ -105,6 +110,12 @@ type Deps struct {
 	// trigger fires), before builds are queued, so that pushes also reach the account's GitOps
 	// runtimes; it must not block.
 	OnPush func(ctx context.Context, accountID string, evs []webhook.Event)
+	// Net is the operator's policy for URLs from tenants (git contexts' provider URLs); nil:
+	// every provider and address.
+	Net *netpolicy.Policy
+	// OnEvents is called after a change queued build events in the outbox (the outbox relay's
+	// Kick); it must not block.
+	OnEvents func()
 }
 
 // New returns a Service built from d. Its dispatcher is made with NewDispatcher.
@@ -113,9 +124,14 @@ func New(d Deps) *Service {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Service{db: d.Store, audit: d.Audit, keys: d.Keys, log: log, now: time.Now, queued: func() {},
+	s := &Service{db: d.Store, audit: d.Audit, keys: d.Keys, log: log, now: time.Now, queued: func() {},
 		baseURL: strings.TrimRight(d.BaseURL, "/"), specs: d.Specs, steps: d.Steps, onCronChange: d.OnCronChange, onPush: d.OnPush,
-		decoy: webhook.NewDecoy(d.Keys), recentPushes: webhook.NewRecent(webhook.ReplayWindow, 0)}
+		decoy: webhook.NewDecoy(d.Keys), recentPushes: webhook.NewRecent(webhook.ReplayWindow, 0),
+		net: netPolicy(d.Net), onEvents: d.OnEvents}
+	if s.onEvents == nil {
+		s.onEvents = func() {}
+	}
+	return s
 }
 
 // SpecSource reads a file from a git repository at a revision (a branch, tag or SHA; empty

@@ -65,7 +65,7 @@ func TestRegistryContextValidation(t *testing.T) {
 			Registry: &pipeline.Registry{URL: "ghcr.io"}}},
 		{"registry on a secret", "registry", "type registry", pipeline.ContextInput{Type: pipeline.ContextSecret, Values: map[string]string{"A": "b"},
 			Registry: &pipeline.Registry{URL: "ghcr.io"}}},
-		{"unknown type", "type", "config, secret or registry", pipeline.ContextInput{Type: "docker", Values: map[string]string{"A": "b"}}},
+		{"unknown type", "type", "config, secret, registry or git", pipeline.ContextInput{Type: "docker", Values: map[string]string{"A": "b"}}},
 		{"empty url", "registry.url", "required", registry("", "", "")},
 		{"scheme", "registry.url", "scheme", registry("https://ghcr.io/acme", "", "")},
 		{"bad host", "registry.url", `host "ghcr_io"`, registry("ghcr_io/acme", "", "")},
@@ -275,6 +275,9 @@ func TestRegistryPasswordSurvivesKeyRotation(t *testing.T) {
 		if _, err := f.svc.PutContext(ctx, f.p, "creds", pipeline.ContextInput{Type: pipeline.ContextSecret, Values: map[string]string{"A": "1", "B": "2"}}, true); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := f.svc.PutContext(ctx, f.p, "gh", gitCtx("github", "", "", "rotate-me-git-token"), true); err != nil {
+			t.Fatal(err)
+		}
 		before, err := db.GetContext(ctx, f.p.AccountID, "ghcr")
 		if err != nil {
 			t.Fatal(err)
@@ -288,8 +291,8 @@ func TestRegistryPasswordSurvivesKeyRotation(t *testing.T) {
 			n, err = pipeline.ReencryptSecrets(ctx, tx, f.keys)
 			return err
 		})
-		if err != nil || n != 3 {
-			t.Fatalf("ReencryptSecrets = %d, %v; want 3 (the registry password and two secret values)", n, err)
+		if err != nil || n != 4 {
+			t.Fatalf("ReencryptSecrets = %d, %v; want 4 (the registry password, two secret values and the git token)", n, err)
 		}
 		if err := f.keys.Retire(old); err != nil {
 			t.Fatal(err)
@@ -301,6 +304,9 @@ func TestRegistryPasswordSurvivesKeyRotation(t *testing.T) {
 		c, err := f.svc.GetContext(ctx, f.p, "ghcr", true)
 		if err != nil || c.Registry.Password != pw || c.Registry.Username != "bot" {
 			t.Fatalf("decrypted after rotation: %+v, %v", c.Registry, err)
+		}
+		if c, err := f.svc.GetContext(ctx, f.p, "gh", true); err != nil || c.Git.Token != "rotate-me-git-token" {
+			t.Fatalf("git context after rotation: %+v, %v", c.Git, err)
 		}
 		if c, err := f.svc.GetContext(ctx, f.p, "creds", true); err != nil || c.Values["A"] != "1" {
 			t.Fatalf("secret context after rotation: %+v, %v", c, err)

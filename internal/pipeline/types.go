@@ -100,9 +100,10 @@ type Runner struct {
 // rest and come back masked unless decrypted explicitly.
 type Context struct {
 	ID, AccountID, Name  string
-	Type                 string            // ContextConfig, ContextSecret or ContextRegistry
-	Values               map[string]string // config and secret contexts; empty for a registry
+	Type                 string            // ContextConfig, ContextSecret, ContextRegistry or ContextGit
+	Values               map[string]string // config and secret contexts; empty for a registry or git context
 	Registry             *Registry         // registry contexts only
+	Git                  *GitProvider      // git contexts only
 	CreatedAt, UpdatedAt time.Time
 }
 
@@ -254,6 +255,9 @@ func toContext(r store.ConfigContext, values map[string]string) Context {
 		c.Registry = &Registry{URL: values[registryURL], Username: values[registryUsername], Password: values[registryPassword],
 			CA: values[registryCA], Default: r.Default}
 		c.Values = map[string]string{}
+	}
+	if r.Type == ContextGit {
+		c.Git, c.Values = toGitProvider(values), map[string]string{}
 	}
 	return c
 }

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"net/url"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -596,6 +597,52 @@ func (e *engine) approval(ctx context.Context, st *spec.Step) (spec.Result, int,
 	return spec.ResultDenied, 1, 1, "denied"
 }
 
+// cloneSource returns the URL a git-clone step clones, and the credentials to clone it with:
+// its credentials, or the token of its git context (git: NAME), through which a repo of the form
+// owner/name becomes the provider's clone URL. A context's token goes only to its own host.
+func (e *engine) cloneSource(st *spec.Step) (repo, user, pass string, err error) {
+	repo = e.interp(st.Repo)
+	var gc *runnerv1.GitContext
+	if st.GitContext != "" {
+		name := e.interp(st.GitContext)
+		i := slices.IndexFunc(e.job.GitContexts, func(g runnerv1.GitContext) bool { return g.Name == name })
+		if i < 0 {
+			return "", "", "", errdefs.Invalid("git", name, "is not a git context of this pipeline: add it to the pipeline's contexts (freshet context create git NAME …)")
+		}
+		gc = &e.job.GitContexts[i]
+		if !strings.Contains(repo, "://") {
+			if !ownerNameRE.MatchString(repo) || slices.ContainsFunc(strings.Split(repo, "/"), func(c string) bool { return strings.Trim(c, ".") == "" }) {
+				return "", "", "", errdefs.Invalid("repo", repo, "is neither owner/name (a GitLab group path may have more levels) nor a clone URL")
+			}
+			repo = gc.CloneURL + "/" + repo + ".git"
+		}
+	}
+	u, perr := url.Parse(repo)
+	if perr != nil || u.Scheme == "" || u.Host == "" {
+		return "", "", "", fmt.Errorf("git-clone: repo %q is not a clone URL (like https://git.example.com/owner/name.git) or owner/name with git: a git context", repo)
+	}
+	if u.User != nil {
+		return "", "", "", errdefs.Invalid("repo", u.Redacted(), "carries credentials: give them in credentials or a git context, which keep them out of logs")
+	}
+	if c := st.Credentials; c != nil && c.Username != "" {
+		return repo, e.interp(c.Username), e.interp(c.Password), nil
+	}
+	if gc != nil {
+		if cu, err := url.Parse(gc.CloneURL); err != nil || !strings.EqualFold(cu.Host, u.Host) || cu.Scheme != u.Scheme {
+			return "", "", "", errdefs.Invalid("repo", repo, fmt.Sprintf("is not on git context %s's host (%s): its token goes only there", gc.Name, gc.CloneURL))
+		}
+		return repo, gc.Username, gc.Token, nil
+	}
+	return repo, "", "", nil
+}
+
+// gitCredentialHelper is a git credential helper (run by git through the shell) that answers
+// get with the credentials in the environment.
+const gitCredentialHelper = `!f() { if [ "$1" = get ]; then printf 'username=%s\npassword=%s\n' "$FRESHET_GIT_USERNAME" "$FRESHET_GIT_PASSWORD"; fi; }; f`
+
+// ownerNameRE is a repository's path at a provider: owner/name, or a GitLab group/subgroup/name.
+var ownerNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)+$`)
+
 // executorStep turns a freestyle or git-clone step into what the executor runs, with the
 // build's variables in the environment. In shell commands (commands, cmd, and the script of an
 // entry point such as [sh, -c, …]) every ${{VAR}} becomes a reference to an environment
@@ -690,13 +737,9 @@ func (e *engine) executorStepWith(st *spec.Step, extra []executor.EnvVar) (execu
 	if st.Type != spec.TypeGitClone {
 		return s, nil
 	}
-	repo := e.interp(st.Repo)
-	u, err := url.Parse(repo)
-	if err != nil || u.Scheme == "" || u.Host == "" {
-		return s, fmt.Errorf("git-clone: repo %q is not a clone URL (like https://git.example.com/owner/name.git)", repo)
-	}
-	if c := st.Credentials; c != nil && c.Username != "" {
-		u.User = url.UserPassword(e.interp(c.Username), e.interp(c.Password))
+	repo, user, pass, err := e.cloneSource(st)
+	if err != nil {
+		return s, err
 	}
 	rev := e.interp(st.Revision)
 	if rev == "" {
@@ -710,8 +753,19 @@ func (e *engine) executorStepWith(st *spec.Step, extra []executor.EnvVar) (execu
 		dir = spec.CloneDir(repo)
 	}
 	s.WorkingDir = ""
-	s.Env = append(s.Env, executor.EnvVar{Name: "FRESHET_CLONE_URL", Value: u.String()},
+	s.Env = append(s.Env, executor.EnvVar{Name: "FRESHET_CLONE_URL", Value: repo},
 		executor.EnvVar{Name: "FRESHET_CLONE_DIR", Value: dir}, executor.EnvVar{Name: "FRESHET_CLONE_REVISION", Value: rev})
+	// Credentials reach git as environment data, through a credential helper for the clone
+	// URL's origin only (set in git's environment configuration, git 2.31 or later) that prints
+	// them: never in the URL, which git would show in messages and keep in .git/config, nor in
+	// argv.
+	if user != "" || pass != "" {
+		u, _ := url.Parse(repo) // cloneSource parsed it
+		s.Env = append(s.Env, executor.EnvVar{Name: "FRESHET_GIT_USERNAME", Value: user}, executor.EnvVar{Name: "FRESHET_GIT_PASSWORD", Value: pass},
+			executor.EnvVar{Name: "GIT_CONFIG_COUNT", Value: "1"},
+			executor.EnvVar{Name: "GIT_CONFIG_KEY_0", Value: "credential." + u.Scheme + "://" + u.Host + ".helper"},
+			executor.EnvVar{Name: "GIT_CONFIG_VALUE_0", Value: gitCredentialHelper})
+	}
 	depth := ""
 	if st.Depth > 0 {
 		depth = fmt.Sprintf("--depth %d ", st.Depth)

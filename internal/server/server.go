@@ -141,7 +141,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	// The hooks below call components built after the pipeline service; they run only once
 	// requests are served, when every component exists.
 	s.pipes = pipeline.New(pipeline.Deps{Store: s.db, Audit: s.audit, Keys: keys, Log: log.With("component", "pipelines"),
-		Specs: gitSpecs{cache: cache, policy: s.policy}, Steps: steps, BaseURL: baseURL,
+		Specs: gitSpecs{cache: cache, policy: s.policy}, Steps: steps, BaseURL: baseURL, Net: s.policy, OnEvents: s.outbox.Kick,
 		OnCronChange: func() { s.cron.Reload() },
 		// Verified pushes to CI triggers' webhooks also reach the account's GitOps runtimes.
 		OnPush: func(ctx context.Context, accountID string, evs []webhook.Event) {
@@ -293,6 +293,7 @@ func (s *Server) Run(ctx context.Context) error {
 	g.Go(func() error { return s.relay.Run(gctx) })
 	g.Go(func() error { return s.outbox.Run(gctx) })
 	g.Go(func() error { return s.analyze.Run(gctx) })
+	g.Go(func() error { return s.pipes.RunCommitStatuses(gctx, s.bus) })
 	g.Go(func() error { return s.dispatch.Run(gctx) })
 	g.Go(func() error { return s.elector.Run(gctx) })
 	g.Go(func() error { return s.cron.Run(gctx) })

@@ -365,6 +365,9 @@ func toContext(c pipeline.Context) client.Context {
 	if r := c.Registry; r != nil {
 		out.Registry = &client.RegistryContext{URL: r.URL, Username: r.Username, Password: r.Password, CA: r.CA, Default: r.Default}
 	}
+	if g := c.Git; g != nil {
+		out.Git = &client.GitContext{Provider: g.Provider, URL: g.URL, Username: g.Username, Token: g.Token}
+	}
 	return out
 }
 
@@ -372,6 +375,9 @@ func contextInput(in client.ContextRequest) pipeline.ContextInput {
 	out := pipeline.ContextInput{Type: in.Type, Values: in.Values}
 	if r := in.Registry; r != nil {
 		out.Registry = &pipeline.Registry{URL: r.URL, Username: r.Username, Password: r.Password, CA: r.CA, Default: r.Default}
+	}
+	if g := in.Git; g != nil {
+		out.Git = &pipeline.GitProvider{Provider: g.Provider, URL: g.URL, Username: g.Username, Token: g.Token}
 	}
 	return out
 }

@@ -1,5 +1,6 @@
 // Package providers lists git repositories through the APIs of GitHub, GitLab and Gitea, so a
-// runtime can offer the repositories a user may pick for a Git Source or an application. The
+// runtime can offer the repositories a user may pick for a Git Source or an application, and
+// posts commit statuses to GitHub, GitLab, Gitea and Bitbucket (statuses.go). The
 // user's token is used for the call and never kept, and never leaves the API's origin (no
 // redirect or next page to another host is followed). Errors say what happened — a status,
 // a refused connection — never what the server's body said: a base URL comes from the caller
@@ -28,6 +29,8 @@ const (
 	GitHub = "github"
 	GitLab = "gitlab"
 	Gitea  = "gitea"
+	// Bitbucket (Cloud) takes commit statuses only: ListRepos refuses it.
+	Bitbucket = "bitbucket"
 )
 
 // Limits.
@@ -53,6 +56,7 @@ type Client struct {
 	kind  string
 	base  string
 	token string
+	user  string // Bitbucket app passwords' user (WithUsername)
 	hc    *http.Client
 }
 
@@ -82,8 +86,12 @@ func New(kind, baseURL, token string, hc *http.Client) (*Client, error) {
 		if baseURL == "" {
 			return nil, errdefs.Invalid("baseURL", "", "is required for Gitea (the server's URL, e.g. https://gitea.example.com)")
 		}
+	case Bitbucket:
+		if baseURL == "" {
+			baseURL = "https://api.bitbucket.org/2.0"
+		}
 	default:
-		return nil, errdefs.Invalid("provider", kind, "is not one of github, gitlab, gitea")
+		return nil, errdefs.Invalid("provider", kind, "is not one of github, gitlab, gitea, bitbucket")
 	}
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
@@ -104,11 +112,21 @@ func New(kind, baseURL, token string, hc *http.Client) (*Client, error) {
 	return &Client{kind: kind, base: base, token: token, hc: hc}, nil
 }
 
+// WithUsername makes a Bitbucket client authenticate with HTTP basic authentication as user,
+// the token being an app password; without it a Bitbucket token is a bearer access token.
+// Other providers ignore it.
+func (c *Client) WithUsername(user string) *Client {
+	c.user = user
+	return c
+}
+
 // ListRepos lists the repositories of owner (an organisation, group or user), or with owner ""
 // those the token's user can access, most recently updated first as the provider orders them.
 func (c *Client) ListRepos(ctx context.Context, owner string) ([]Repo, error) {
 	var paths []string // tried in order: an organisation, then a user of that name
 	switch c.kind {
+	case Bitbucket:
+		return nil, errdefs.Invalid("provider", c.kind, "cannot list repositories: use github, gitlab or gitea")
 	case GitHub:
 		if owner == "" {
 			paths = []string{"/user/repos?sort=updated&per_page=" + strconv.Itoa(pageSize)}
@@ -210,6 +228,12 @@ func (c *Client) authorize(req *http.Request) {
 		req.Header.Set("PRIVATE-TOKEN", c.token)
 	case Gitea:
 		req.Header.Set("Authorization", "token "+c.token)
+	case Bitbucket:
+		if c.user != "" {
+			req.SetBasicAuth(c.user, c.token)
+		} else {
+			req.Header.Set("Authorization", "Bearer "+c.token)
+		}
 	}
 }
 

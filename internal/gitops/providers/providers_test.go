@@ -151,7 +151,7 @@ func TestGiteaUserRepos(t *testing.T) {
 
 func TestNewRefusesBadInput(t *testing.T) {
 	for _, c := range []struct{ kind, base, token, field string }{
-		{"bitbucket", "", "t", "provider"},
+		{"sourcehut", "", "t", "provider"},
 		{providers.Gitea, "", "t", "baseURL"},
 		{providers.GitHub, "ftp://x", "t", "baseURL"},
 		{providers.GitHub, "", "", "token"},
@@ -160,6 +160,14 @@ func TestNewRefusesBadInput(t *testing.T) {
 		if errdefs.Field(err) != c.field {
 			t.Errorf("New(%q, %q, %q): %v, want an error naming %s", c.kind, c.base, c.token, err, c.field)
 		}
+	}
+	// Bitbucket takes commit statuses, but its repositories are not listed.
+	bb, err := providers.New(providers.Bitbucket, "", "t", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bb.ListRepos(context.Background(), ""); errdefs.Field(err) != "provider" {
+		t.Errorf("Bitbucket ListRepos: %v, want an error naming provider", err)
 	}
 }
 

@@ -367,7 +367,7 @@ export interface CreatedTrigger extends Trigger {
   secret?: string;
 }
 
-export type ContextType = 'config' | 'secret' | 'registry';
+export type ContextType = 'config' | 'secret' | 'registry' | 'git';
 
 export interface ConfigContext {
   id: string;
@@ -376,6 +376,7 @@ export interface ConfigContext {
   /** Config and secret contexts' values; empty for a registry. */
   values: Record<string, string>;
   registry?: RegistryContext;
+  git?: GitContext;
   createdAt: string;
   updatedAt: string;
 }
@@ -393,11 +394,23 @@ export interface RegistryContext {
   default?: boolean;
 }
 
+/** A git context's provider: git-clone steps clone owner/name through it with its token. */
+export interface GitContext {
+  /** github, gitlab, gitea or bitbucket. */
+  provider: string;
+  /** The provider's API base URL. */
+  url?: string;
+  username?: string;
+  /** Masked ("*****") unless decrypted; sent back masked, it keeps the stored one while provider and URL stay. */
+  token?: string;
+}
+
 export interface ContextRequest {
   name?: string;
   type?: ContextType;
   values?: Record<string, string>;
   registry?: RegistryContext;
+  git?: GitContext;
 }
 
 export interface Runner {

@@ -55,6 +55,7 @@ import client_RestartRequest from '../../../api/testdata/wire/client.RestartRequ
 import client_Context from '../../../api/testdata/wire/client.Context.json';
 import client_ContextRequest from '../../../api/testdata/wire/client.ContextRequest.json';
 import client_RegistryContext from '../../../api/testdata/wire/client.RegistryContext.json';
+import client_GitContext from '../../../api/testdata/wire/client.GitContext.json';
 import client_Runner from '../../../api/testdata/wire/client.Runner.json';
 import client_RegisterRunnerRequest from '../../../api/testdata/wire/client.RegisterRunnerRequest.json';
 import client_RegisteredRunner from '../../../api/testdata/wire/client.RegisteredRunner.json';
@@ -237,6 +238,7 @@ const wire = [
   pair<t.ConfigContext>()('client.Context', client_Context, 'no drift'),
   pair<t.ContextRequest>()('client.ContextRequest', client_ContextRequest, 'no drift'),
   pair<t.RegistryContext>()('client.RegistryContext', client_RegistryContext, 'no drift'),
+  pair<t.GitContext>()('client.GitContext', client_GitContext, 'no drift'),
   pair<t.Runner>()('client.Runner', client_Runner, 'no drift'),
   pair<t.RegisterRunnerRequest>()('client.RegisterRunnerRequest', client_RegisterRunnerRequest, 'no drift'),
   pair<t.RegisteredRunner>()('client.RegisteredRunner', client_RegisteredRunner, 'no drift'),
