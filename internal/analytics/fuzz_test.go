@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshet-dev/freshet/internal/bus"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 )
 
@@ -27,7 +28,7 @@ func FuzzDecodeGitOps(f *testing.F) {
 			}
 			return
 		}
-		account := subjectAccount(subject)
+		account := bus.SubjectAccount(subject)
 		switch {
 		case ev.sync != nil:
 			if ev.sync.AccountID != account || ev.sync.RuntimeID == "" || ev.sync.Application == "" || ev.sync.FinishedAt.IsZero() {

@@ -83,39 +83,7 @@ func (h *Handler) Run(ctx context.Context) error {
 			return bus.Subscribe(ctx, h.bus, ConsumerAudit, SubjectAudit, h.handleAudit, bus.WithLedger(h.ledger))
 		},
 	}
-	delay := time.Second
-	for _, sub := range subscribe {
-		for {
-			s, err := sub()
-			if err == nil {
-				defer s.Stop()
-				break
-			}
-			if errors.Is(err, bus.ErrClosed) {
-				return nil
-			}
-			h.log.Warn("analytics: subscribe", "err", err, "retry_in", delay)
-			t := time.NewTimer(delay)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return nil
-			case <-t.C:
-			}
-			delay = min(2*delay, time.Minute)
-		}
-	}
-	<-ctx.Done()
-	return nil
-}
-
-// subjectAccount returns the account token of a freshet.<account>.… subject.
-func subjectAccount(subject string) string {
-	parts := strings.SplitN(subject, ".", 4)
-	if len(parts) < 3 {
-		return ""
-	}
-	return parts[1]
+	return bus.Hold(ctx, h.log.With("consumer", "analytics"), subscribe...)
 }
 
 // subjectEvent returns the event token of a freshet.<account>.<domain>.<event>… subject.
@@ -138,7 +106,7 @@ type gitopsEvent struct {
 // event kind analytics does not use is the zero gitopsEvent. published stands in for a health
 // transition's missing time.
 func decodeGitOps(subject string, data []byte, published time.Time) (gitopsEvent, error) {
-	account := subjectAccount(subject)
+	account := bus.SubjectAccount(subject)
 	switch subjectEvent(subject) {
 	case runtimes.EventSyncFinished:
 		var ev runtimes.SyncFinished
@@ -195,7 +163,7 @@ func (h *Handler) handleGitOps(ctx context.Context, m bus.Message[json.RawMessag
 
 func (h *Handler) handleAudit(ctx context.Context, m bus.Message[events.Event]) error {
 	ev := m.Data
-	if ev.AccountID != subjectAccount(m.Subject) || ev.Action == "" || ev.Time.IsZero() {
+	if ev.AccountID != bus.SubjectAccount(m.Subject) || ev.Action == "" || ev.Time.IsZero() {
 		return bus.Permanent(fmt.Errorf("%w: %s: account %q, action %q, time %v", ErrBadEvent, m.Subject, ev.AccountID, ev.Action, ev.Time))
 	}
 	tx, ok := store.TxFrom(ctx)

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -413,4 +414,45 @@ func truncate(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// Hold makes each subscription in order, retrying one that fails (the bus not ready yet, a
+// stream being created by another replica) after 1 s, doubling to a minute, with a warning on
+// log; then it keeps them until ctx ends and stops them. It returns nil when ctx ends or the bus
+// is closed: a consumer that runs for the process's life calls it as its Run.
+func Hold(ctx context.Context, log *slog.Logger, subscribe ...func() (*Subscription, error)) error {
+	delay := time.Second
+	for _, sub := range subscribe {
+		for {
+			s, err := sub()
+			if err == nil {
+				defer s.Stop()
+				break
+			}
+			if errors.Is(err, ErrClosed) {
+				return nil
+			}
+			log.Warn("subscribe", "err", err, "retry_in", delay)
+			t := time.NewTimer(delay)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
+			delay = min(2*delay, time.Minute)
+		}
+	}
+	<-ctx.Done()
+	return nil
+}
+
+// SubjectAccount returns the account token of a freshet.<account>.… subject, or "" when subject
+// has no such token.
+func SubjectAccount(subject string) string {
+	parts := strings.SplitN(subject, ".", 3)
+	if len(parts) < 3 {
+		return ""
+	}
+	return parts[1]
 }

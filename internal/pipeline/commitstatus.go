@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/freshet-dev/freshet/internal/bus"
@@ -92,7 +91,7 @@ func (s *Service) claimBuild(ctx context.Context, b store.Build, runnerID, lease
 // log, on the first attempt and when giving up; those of pending (the runner still writes the
 // log) to the server's log.
 func (s *Service) HandleBuildEvent(ctx context.Context, m bus.Message[BuildEvent]) error {
-	b, err := s.db.GetBuild(ctx, accountOfSubject(m.Subject), m.Data.BuildID)
+	b, err := s.db.GetBuild(ctx, bus.SubjectAccount(m.Subject), m.Data.BuildID)
 	if errors.Is(err, errdefs.ErrNotFound) {
 		return nil
 	}
@@ -221,37 +220,10 @@ func (s *Service) appendLogLine(ctx context.Context, b store.Build, line string)
 	}
 }
 
-// accountOfSubject is the account token of freshet.<account>.builds.<event>.
-func accountOfSubject(subject string) string {
-	parts := strings.SplitN(subject, ".", 3)
-	if len(parts) < 3 {
-		return ""
-	}
-	return parts[1]
-}
-
 // RunCommitStatuses consumes build events and posts commit statuses (HandleBuildEvent) until
 // ctx ends. Every replica runs it; the durable name makes them share the work.
 func (s *Service) RunCommitStatuses(ctx context.Context, b *bus.Bus) error {
-	delay := time.Second
-	for {
-		sub, err := bus.Subscribe(ctx, b, CommitStatusConsumer, BuildEventsSubject, s.HandleBuildEvent)
-		if err == nil {
-			defer sub.Stop()
-			<-ctx.Done()
-			return nil
-		}
-		if errors.Is(err, bus.ErrClosed) {
-			return nil
-		}
-		s.log.Warn("commit statuses: subscribe", "err", err, "retry_in", delay)
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return nil
-		case <-t.C:
-		}
-		delay = min(2*delay, time.Minute)
-	}
+	return bus.Hold(ctx, s.log.With("consumer", CommitStatusConsumer), func() (*bus.Subscription, error) {
+		return bus.Subscribe(ctx, b, CommitStatusConsumer, BuildEventsSubject, s.HandleBuildEvent)
+	})
 }
