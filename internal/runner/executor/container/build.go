@@ -42,10 +42,10 @@ func (c *Container) Build(ctx context.Context, ws executor.Workspace, b executor
 	if out == nil {
 		out = io.Discard
 	}
-	o := &output{w: out}
+	o := executor.NewOutput(out)
 	fail := func(format string, args ...any) (executor.BuildResult, error) {
 		res.Message = fmt.Sprintf(format, args...)
-		o.notice("%s", res.Message)
+		o.Notice("%s", res.Message)
 		return res, nil
 	}
 	if len(b.Tags) == 0 {
@@ -106,7 +106,7 @@ func (c *Container) Build(ctx context.Context, ws executor.Workspace, b executor
 	if b.CacheTo != "" {
 		extra = url.Values{"cacheto": {b.CacheTo}}
 	}
-	o.notice("building %s from %s in %s", image, dfName, dir)
+	o.Notice("building %s from %s in %s", image, dfName, dir)
 	resp, err := c.cli.ImageBuild(withBuildQuery(ctx, extra), pr, opts)
 	if err != nil {
 		pr.CloseWithError(err)
@@ -312,7 +312,7 @@ func (t *contextTar) instruction(step int) (int, string) {
 
 // buildStream reads the engine's build output: JSON messages whose stream text goes to out.
 type buildStream struct {
-	out  *output
+	out  *executor.Output
 	step int    // the last step the engine announced ("STEP 2/5: …", "Step 2/5 : …")
 	err  string // the error the engine reported
 }
@@ -363,10 +363,10 @@ func (c *Container) Push(ctx context.Context, p executor.PushSpec, out io.Writer
 	if out == nil {
 		out = io.Discard
 	}
-	o := &output{w: out}
+	o := executor.NewOutput(out)
 	fail := func(format string, args ...any) (executor.PushResult, error) {
 		res.Message = fmt.Sprintf(format, args...)
-		o.notice("%s", res.Message)
+		o.Notice("%s", res.Message)
 		return res, nil
 	}
 	if p.Source != p.Target {
@@ -381,7 +381,7 @@ func (c *Container) Push(ctx context.Context, p executor.PushSpec, out io.Writer
 	if p.Registry.Username != "" || p.Registry.Password != "" {
 		auth = encodeAuth(p.Registry)
 	}
-	o.notice("pushing %s to registry %s", p.Target, p.Registry.Name)
+	o.Notice("pushing %s to registry %s", p.Target, p.Registry.Name)
 	resp, err := c.cli.ImagePush(ctx, p.Target, client.ImagePushOptions{RegistryAuth: auth})
 	if err != nil {
 		return fail("push of %s to registry %s failed: %s", p.Target, p.Registry.Name, oneLine(err.Error()))
@@ -413,11 +413,11 @@ func (c *Container) Push(ctx context.Context, p executor.PushSpec, out io.Writer
 		if digest == "" {
 			return fail("push of %s to registry %s: the registry does not show the pushed image: %s", p.Target, p.Registry.Name, oneLine(err.Error()))
 		}
-		o.notice("pushed %s (%s); its size could not be read back: %s", p.Target, digest, oneLine(err.Error()))
+		o.Notice("pushed %s (%s); its size could not be read back: %s", p.Target, digest, oneLine(err.Error()))
 		res.Digest = digest
 		return res, nil
 	}
 	res.Digest, res.Size = d, size
-	o.notice("pushed %s@%s (%d bytes)", p.Target, d, size)
+	o.Notice("pushed %s@%s (%d bytes)", p.Target, d, size)
 	return res, nil
 }

@@ -222,18 +222,18 @@ func (c *Container) Run(ctx context.Context, ws executor.Workspace, s executor.S
 	if out == nil {
 		out = io.Discard
 	}
-	o := &output{w: out}
+	o := executor.NewOutput(out)
 	start := time.Now()
 	res, err = c.run(ctx, ws, s, dir, "step", o)
 	res.Duration = time.Since(start)
 	if res.Message != "" {
-		o.notice("%s", res.Message)
+		o.Notice("%s", res.Message)
 	}
 	if err != nil {
 		return res, fmt.Errorf("step %q: %w", s.Name, err)
 	}
-	if o.err != nil {
-		return res, fmt.Errorf("step %q: write output: %w", s.Name, o.err)
+	if o.Err() != nil {
+		return res, fmt.Errorf("step %q: write output: %w", s.Name, o.Err())
 	}
 	return res, nil
 }
@@ -241,7 +241,7 @@ func (c *Container) Run(ctx context.Context, ws executor.Workspace, s executor.S
 // run runs s in a container: pull, create, copy the tools in, attach, start, wait (stopping it
 // on cancel or timeout), read the exports, remove. Failures of the step itself are in the
 // Result (Message says why when the exit code cannot); the error is for the engine's.
-func (c *Container) run(ctx context.Context, ws executor.Workspace, s executor.Step, dir, role string, o *output) (executor.Result, error) {
+func (c *Container) run(ctx context.Context, ws executor.Workspace, s executor.Step, dir, role string, o *executor.Output) (executor.Result, error) {
 	var res executor.Result
 	msg, err := c.ensureImage(ctx, s.Image, s.PullPolicy, s.Registries, o)
 	if err != nil || msg != "" {
@@ -314,7 +314,7 @@ func (c *Container) run(ctx context.Context, ws executor.Workspace, s executor.S
 		stream = attach.Conn
 		defer attach.Close()
 	case cerrdefs.IsConflict(err) || strings.Contains(err.Error(), "409"):
-		o.notice("the engine refused to attach to the container (%s): its output comes from its log", oneLine(err.Error()))
+		o.Notice("the engine refused to attach to the container (%s): its output comes from its log", oneLine(err.Error()))
 	default:
 		return res, fmt.Errorf("attach to the container of %s: %w", s.Image, err)
 	}
@@ -354,7 +354,7 @@ func (c *Container) run(ctx context.Context, ws executor.Workspace, s executor.S
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
-		w := o.stream()
+		w := io.Writer(o)
 		_, _ = stdcopy.StdCopy(w, w, reader)
 	}()
 
@@ -384,7 +384,6 @@ func (c *Container) run(ctx context.Context, ws executor.Workspace, s executor.S
 		stream.Close()
 		<-copied
 	}
-	o.endStream()
 	if waitErr != nil {
 		return res, fmt.Errorf("wait for the container of %s: %w", s.Image, waitErr)
 	}
@@ -399,7 +398,7 @@ func (c *Container) run(ctx context.Context, ws executor.Workspace, s executor.S
 	res.Exports = exports
 	if perr != nil && changed {
 		for _, e := range splitJoined(perr) {
-			o.notice("ignored: %v", e)
+			o.Notice("ignored: %v", e)
 		}
 	}
 	return res, nil

@@ -34,7 +34,7 @@ func pullPolicy(image, p string) string {
 
 // ensureImage makes image present on the engine as policy says. A message says why the image cannot be had (the step fails with
 // it); an error is the engine's failure.
-func (c *Container) ensureImage(ctx context.Context, image, policy string, regs []executor.Registry, o *output) (msg string, err error) {
+func (c *Container) ensureImage(ctx context.Context, image, policy string, regs []executor.Registry, o *executor.Output) (msg string, err error) {
 	policy = pullPolicy(image, policy)
 	if policy != executor.PullAlways {
 		_, err := c.cli.ImageInspect(ctx, image)
@@ -53,13 +53,13 @@ func (c *Container) ensureImage(ctx context.Context, image, policy string, regs 
 
 // pull pulls image with the credentials of the registry its host matches; it returns why it
 // failed, naming the image and the registry context.
-func (c *Container) pull(ctx context.Context, image string, regs []executor.Registry, o *output) string {
+func (c *Container) pull(ctx context.Context, image string, regs []executor.Registry, o *executor.Output) string {
 	reg, auth := registryFor(image, regs)
 	via := ""
 	if reg != nil {
 		via = fmt.Sprintf(" (with the credentials of registry %s)", reg.Name)
 	}
-	o.notice("pulling image %s%s", image, via)
+	o.Notice("pulling image %s%s", image, via)
 	resp, err := c.cli.ImagePull(ctx, image, client.ImagePullOptions{RegistryAuth: auth})
 	if err == nil {
 		err = resp.Wait(ctx)

@@ -33,7 +33,7 @@ func (c *Container) StartServices(ctx context.Context, ws executor.Workspace, se
 	if out == nil {
 		out = io.Discard
 	}
-	o := &output{w: out}
+	o := executor.NewOutput(out)
 	netName := fmt.Sprintf("%s-%d-%s", ws.Handle, c.sequence.Add(1), sanitizeName(set.Name))
 	labels := c.labels(ws.BuildID, ws.Handle, "network")
 	if _, err := c.cli.NetworkCreate(ctx, netName, client.NetworkCreateOptions{Driver: "bridge", Labels: labels}); err != nil {
@@ -79,7 +79,7 @@ func (c *Container) StartServices(ctx context.Context, ws executor.Workspace, se
 			}
 			return "", fmt.Sprintf("service %s: image %s did not start: %s", svc.Name, svc.Image, oneLine(err.Error())), nil
 		}
-		o.notice("service %s started (image %s)", svc.Name, svc.Image)
+		o.Notice("service %s started (image %s)", svc.Name, svc.Image)
 	}
 	if msg := c.ready(ctx, ws, set, netName, ids, o); msg != "" {
 		return "", msg, nil
@@ -90,14 +90,14 @@ func (c *Container) StartServices(ctx context.Context, ws executor.Workspace, se
 
 // ready runs the readiness check of set until it succeeds, a service exits, or the timeout
 // passes; it returns why the services are not ready ("" when they are).
-func (c *Container) ready(ctx context.Context, ws executor.Workspace, set executor.ServiceSet, netName string, ids map[string]string, o *output) string {
+func (c *Container) ready(ctx context.Context, ws executor.Workspace, set executor.ServiceSet, netName string, ids map[string]string, o *executor.Output) string {
 	exited := func() string {
 		for _, svc := range set.Services {
 			in, err := c.cli.ContainerInspect(ctx, ids[svc.Name], client.ContainerInspectOptions{})
 			if err != nil || in.Container.State == nil || in.Container.State.Running {
 				continue
 			}
-			o.notice("service %s exited with code %d; its last output:", svc.Name, in.Container.State.ExitCode)
+			o.Notice("service %s exited with code %d; its last output:", svc.Name, in.Container.State.ExitCode)
 			c.tail(ctx, ids[svc.Name], o)
 			return fmt.Sprintf("service %s (image %s) exited with code %d before it was ready", svc.Name, svc.Image, in.Container.State.ExitCode)
 		}
@@ -130,7 +130,7 @@ func (c *Container) ready(ctx context.Context, ws executor.Workspace, set execut
 			return msg
 		}
 		last.Reset()
-		lo := &output{w: &last}
+		lo := executor.NewOutput(&last)
 		res, err := c.run(ctx, ws, step, VolumePath, "readiness", lo)
 		if ctx.Err() != nil {
 			return "canceled while waiting for services"
@@ -139,11 +139,11 @@ func (c *Container) ready(ctx context.Context, ws executor.Workspace, set execut
 			return fmt.Sprintf("readiness check of %s: %s", set.Name, res.Message)
 		}
 		if err == nil && res.Succeeded() {
-			o.notice("services of %s ready after %d checks (%s)", set.Name, attempt, time.Since(start).Round(time.Millisecond))
+			o.Notice("services of %s ready after %d checks (%s)", set.Name, attempt, time.Since(start).Round(time.Millisecond))
 			return ""
 		}
 		if time.Now().Add(period).After(deadline) {
-			o.notice("readiness check of %s (image %s) still failing after %d tries (exit code %d); its last output:", set.Name, r.Image, attempt, res.ExitCode)
+			o.Notice("readiness check of %s (image %s) still failing after %d tries (exit code %d); its last output:", set.Name, r.Image, attempt, res.ExitCode)
 			writeTail(o, last.String())
 			if err != nil {
 				return fmt.Sprintf("readiness check of %s: %v", set.Name, err)
@@ -157,7 +157,7 @@ func (c *Container) ready(ctx context.Context, ws executor.Workspace, set execut
 }
 
 // tail writes the last lines of a container's output as notices.
-func (c *Container) tail(ctx context.Context, id string, o *output) {
+func (c *Container) tail(ctx context.Context, id string, o *executor.Output) {
 	logs, err := c.cli.ContainerLogs(ctx, id, client.ContainerLogsOptions{ShowStdout: true, ShowStderr: true, Tail: fmt.Sprint(serviceLogLines)})
 	if err != nil {
 		return
@@ -168,14 +168,14 @@ func (c *Container) tail(ctx context.Context, id string, o *output) {
 	writeTail(o, b.String())
 }
 
-func writeTail(o *output, s string) {
+func writeTail(o *executor.Output, s string) {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > serviceLogLines {
 		lines = lines[len(lines)-serviceLogLines:]
 	}
 	for _, l := range lines {
 		if l != "" {
-			o.notice("  %s", l)
+			o.Notice("  %s", l)
 		}
 	}
 }

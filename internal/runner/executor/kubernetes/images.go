@@ -126,10 +126,10 @@ func (k *Kubernetes) Build(ctx context.Context, ws executor.Workspace, b executo
 	if out == nil {
 		out = io.Discard
 	}
-	o := &output{w: out}
+	o := executor.NewOutput(out)
 	fail := func(format string, args ...any) (executor.BuildResult, error) {
 		res.Message = fmt.Sprintf(format, args...)
-		o.notice("%s", res.Message)
+		o.Notice("%s", res.Message)
 		return res, nil
 	}
 	if len(b.Tags) == 0 {
@@ -156,7 +156,7 @@ func (k *Kubernetes) Build(ctx context.Context, ws executor.Workspace, b executo
 		return res, fmt.Errorf("build %s: %w", b.Name, err)
 	}
 	step.Cmd = append(append(args, authArgs...), dir)
-	o.notice("building %s from %s in a builder pod (%s)", image, dfPath, k.opts.BuilderImage)
+	o.Notice("building %s from %s in a builder pod (%s)", image, dfPath, k.opts.BuilderImage)
 	tr := &buildLog{w: out}
 	r, last, err := k.runBuilder(ctx, ws, step, secret, tr)
 	switch {
@@ -177,7 +177,7 @@ func (k *Kubernetes) Build(ctx context.Context, ws executor.Workspace, b executo
 			res.ImageID = "sha256:" + res.ImageID
 		}
 		k.images.put(builtImage{ws: ws, archive: archive, id: res.ImageID}, append(slices.Clone(b.Tags), res.ImageID)...)
-		o.notice("built %s (%s)", image, res.ImageID)
+		o.Notice("built %s (%s)", image, res.ImageID)
 		return res, nil
 	case msg == msgMissing:
 		return fail("build of %s failed: %s not found in the build context", image, dfPath)
@@ -251,10 +251,10 @@ func (k *Kubernetes) Push(ctx context.Context, p executor.PushSpec, out io.Write
 	if out == nil {
 		out = io.Discard
 	}
-	o := &output{w: out}
+	o := executor.NewOutput(out)
 	fail := func(format string, args ...any) (executor.PushResult, error) {
 		res.Message = fmt.Sprintf(format, args...)
-		o.notice("%s", res.Message)
+		o.Notice("%s", res.Message)
 		return res, nil
 	}
 	img, ok := k.images.get(p.Source)
@@ -272,7 +272,7 @@ func (k *Kubernetes) Push(ctx context.Context, p executor.PushSpec, out io.Write
 	if insecure([]executor.Registry{p.Registry}) {
 		step.Cmd = append(step.Cmd, "--tls-verify=false")
 	}
-	o.notice("pushing %s to registry %s from a builder pod", p.Target, p.Registry.Name)
+	o.Notice("pushing %s to registry %s from a builder pod", p.Target, p.Registry.Name)
 	tr := &buildLog{w: out}
 	r, last, err := k.runBuilder(ctx, img.ws, step, secret, tr)
 	switch {
@@ -295,12 +295,12 @@ func (k *Kubernetes) Push(ctx context.Context, p executor.PushSpec, out io.Write
 	digest := strings.TrimSpace(strings.TrimPrefix(msg, msgPushed))
 	d, size, err := executor.RemoteManifest(ctx, p.Target, p.Registry)
 	if err != nil {
-		o.notice("pushed %s (%s); its size could not be read back: %s", p.Target, digest, oneLine(err.Error()))
+		o.Notice("pushed %s (%s); its size could not be read back: %s", p.Target, digest, oneLine(err.Error()))
 		res.Digest = digest
 		return res, nil
 	}
 	res.Digest, res.Size = d, size
-	o.notice("pushed %s@%s (%d bytes)", p.Target, d, size)
+	o.Notice("pushed %s@%s (%d bytes)", p.Target, d, size)
 	return res, nil
 }
 

@@ -76,13 +76,13 @@ func (k *Kubernetes) runPod(ctx context.Context, ws executor.Workspace, s execut
 	if out == nil {
 		out = io.Discard
 	}
-	r := &stepRun{k: k, ws: ws, step: s, out: &output{w: out}, start: time.Now(), created: created}
+	r := &stepRun{k: k, ws: ws, step: s, out: executor.NewOutput(out), start: time.Now(), created: created}
 	res, err := r.run(ctx, pod)
 	res.Duration = time.Since(r.start)
 	if err != nil {
 		return res, r.last, fmt.Errorf("step %q: %w", s.Name, err)
 	}
-	if err := r.out.error(); err != nil {
+	if err := r.out.Err(); err != nil {
 		return res, r.last, fmt.Errorf("step %q: write output: %w", s.Name, err)
 	}
 	return res, r.last, nil
@@ -93,7 +93,7 @@ type stepRun struct {
 	k       *Kubernetes
 	ws      executor.Workspace
 	step    executor.Step
-	out     *output
+	out     *executor.Output
 	start   time.Time
 	created func(context.Context, *corev1.Pod) error // see runPod
 
@@ -148,7 +148,7 @@ func (r *stepRun) run(ctx context.Context, pod *corev1.Pod) (res executor.Result
 			case ev.err != nil:
 				return r.stop(res, ev.err)
 			case ev.pod == nil:
-				r.out.notice("the step's pod %s was deleted while the step ran", r.name)
+				r.out.Notice("the step's pod %s was deleted while the step ran", r.name)
 				close(r.ended)
 				r.drainLogs()
 				res.ExitCode = r.exitCodeOrKilled()
@@ -165,7 +165,7 @@ func (r *stepRun) run(ctx context.Context, pod *corev1.Pod) (res executor.Result
 				}
 			}
 			if why := startFailure(r.last); why != "" && !stepStarted(r.last) {
-				r.out.notice("%s", why)
+				r.out.Notice("%s", why)
 				res.ExitCode = executor.ExitCodeNotFound
 				return r.stop(res, nil)
 			}
@@ -180,17 +180,17 @@ func (r *stepRun) run(ctx context.Context, pod *corev1.Pod) (res executor.Result
 			return r.stop(res, nil)
 		case <-timeout:
 			res.TimedOut = true
-			r.out.notice("the step timed out after %s", r.step.Timeout)
+			r.out.Notice("the step timed out after %s", r.step.Timeout)
 			return r.stop(res, nil)
 		case <-startTimer.C:
 			if r.logs != nil {
 				continue
 			}
-			r.out.notice("the step's pod %s did not start within %s: %s", r.name, r.k.opts.StartTimeout, pending(r.last))
+			r.out.Notice("the step's pod %s did not start within %s: %s", r.name, r.k.opts.StartTimeout, pending(r.last))
 			res.ExitCode = executor.ExitCodeNotFound
 			return r.stop(res, nil)
 		case <-finishing:
-			r.out.notice("the step's pod %s did not finish within %s of the step's exit; its exports are not read", r.name, r.k.opts.KillGrace+sidecarSlack)
+			r.out.Notice("the step's pod %s did not finish within %s of the step's exit; its exports are not read", r.name, r.k.opts.KillGrace+sidecarSlack)
 			return r.finish(res, false)
 		}
 	}
@@ -223,7 +223,7 @@ func (r *stepRun) finish(res executor.Result, readExports bool) (executor.Result
 		res.TimedOut = true
 	}
 	for _, n := range notes {
-		r.out.notice("%s", n)
+		r.out.Notice("%s", n)
 	}
 	res.ExitCode = code
 	if readExports {
@@ -251,7 +251,7 @@ func (r *stepRun) stop(res executor.Result, cause error) (executor.Result, error
 
 // killed is stop for a pod whose watch ended: it deletes the pod without waiting for it.
 func (r *stepRun) killed(res executor.Result, cause error) (executor.Result, error) {
-	r.out.notice("lost track of the step's pod %s (%v); deleting it", r.name, cause)
+	r.out.Notice("lost track of the step's pod %s (%v); deleting it", r.name, cause)
 	grace := r.k.opts.graceSeconds()
 	actx, cancel := context.WithTimeout(context.Background(), apiTimeout)
 	defer cancel()
@@ -306,7 +306,7 @@ func (r *stepRun) remove(kill bool) error {
 			}
 			r.last = ev.pod
 		case <-deadline.C:
-			r.out.notice("the step's pod %s is still there %s after it was deleted", r.name, time.Duration(grace)*time.Second+goneSlack)
+			r.out.Notice("the step's pod %s is still there %s after it was deleted", r.name, time.Duration(grace)*time.Second+goneSlack)
 			return fmt.Errorf("pod %s: still there %s after it was deleted", r.name, time.Duration(grace)*time.Second+goneSlack)
 		}
 	}
@@ -325,11 +325,11 @@ func (r *stepRun) drainLogs() {
 	case <-t.C:
 		r.logs.cancel()
 		<-r.logs.done
-		r.out.notice("the step's log stream did not end within %s of the step's end; the rest of it is not shown", logDrainTimeout)
+		r.out.Notice("the step's log stream did not end within %s of the step's end; the rest of it is not shown", logDrainTimeout)
 		return
 	}
 	if r.logs.err != nil {
-		r.out.notice("the step's log could not be read: %v", r.logs.err)
+		r.out.Notice("the step's log could not be read: %v", r.logs.err)
 	}
 }
 
@@ -341,12 +341,12 @@ func (r *stepRun) exports() []executor.EnvVar {
 	limit := int64(len(exportsHeader) + 1 + executor.MaxExportFileSize + 1)
 	b, err := r.k.client.CoreV1().Pods(r.k.namespace).GetLogs(r.name, &corev1.PodLogOptions{Container: ExportsContainer, LimitBytes: &limit}).DoRaw(ctx)
 	if err != nil {
-		r.out.notice("the step's exports (%s) could not be read: %v", executor.ExportFile, err)
+		r.out.Notice("the step's exports (%s) could not be read: %v", executor.ExportFile, err)
 		return nil
 	}
 	vars, perr, ok := parseExportsLog(b)
 	if !ok {
-		r.out.notice("the step's exports (%s) could not be read: the %s container printed no exports", executor.ExportFile, ExportsContainer)
+		r.out.Notice("the step's exports (%s) could not be read: the %s container printed no exports", executor.ExportFile, ExportsContainer)
 		return nil
 	}
 	bad := ""
@@ -359,7 +359,7 @@ func (r *stepRun) exports() []executor.EnvVar {
 	r.k.mu.Unlock()
 	if changed && bad != "" {
 		for _, line := range strings.Split(bad, "\n") {
-			r.out.notice("ignored: %s", line)
+			r.out.Notice("ignored: %s", line)
 		}
 	}
 	return vars
@@ -382,7 +382,7 @@ func parseExportsLog(b []byte) (vars []executor.EnvVar, parseErr error, ok bool)
 type logFollower struct {
 	k      *Kubernetes
 	name   string
-	out    *output
+	out    *executor.Output
 	ended  <-chan struct{} // closed once the container has exited
 	done   chan struct{}   // closed when run returns
 	cancel func()

@@ -283,7 +283,7 @@ func logServer(t *testing.T, responses ...func(w http.ResponseWriter)) (*Kuberne
 func follow(t *testing.T, k *Kubernetes, ended chan struct{}) (*logFollower, *executortest.Buffer) {
 	var buf executortest.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &logFollower{k: k, name: "p", out: &output{w: &buf}, ended: ended, done: make(chan struct{}), cancel: cancel}
+	l := &logFollower{k: k, name: "p", out: executor.NewOutput(&buf), ended: ended, done: make(chan struct{}), cancel: cancel}
 	go l.run(ctx)
 	t.Cleanup(func() { cancel(); <-l.done })
 	return l, &buf

@@ -323,10 +323,10 @@ func (l *Local) Run(ctx context.Context, ws executor.Workspace, s executor.Step,
 	if out == nil {
 		out = io.Discard
 	}
-	o := &output{w: out}
+	o := executor.NewOutput(out)
 	if s.Image != "" {
 		res.ImageIgnored = true
-		o.notice("image %q is not used by the local executor: the step runs on the runner's host", s.Image)
+		o.Notice("image %q is not used by the local executor: the step runs on the runner's host", s.Image)
 	}
 	exportsBefore := fileSize(filepath.Join(ws.Path, executor.ExportFile))
 
@@ -368,21 +368,21 @@ func (l *Local) Run(ctx context.Context, ws executor.Workspace, s executor.Step,
 	if perr != nil && fileSize(filepath.Join(ws.Path, executor.ExportFile)) != exportsBefore {
 		// Report bad lines in the step that changed the file, not in every later one.
 		for _, e := range splitJoined(perr) {
-			o.notice("ignored: %v", e)
+			o.Notice("ignored: %v", e)
 		}
 	}
 	if runErr != nil {
 		return res, fmt.Errorf("step %q: %w", s.Name, runErr)
 	}
-	if o.err != nil {
-		return res, fmt.Errorf("step %q: write output: %w", s.Name, o.err)
+	if o.Err() != nil {
+		return res, fmt.Errorf("step %q: write output: %w", s.Name, o.Err())
 	}
 	return res, nil
 }
 
 // execute starts argv and waits for it as described on executor.Executor.Run. It returns the exit
 // code and how the step was stopped; the error is for infrastructure failures only.
-func (l *Local) execute(ctx context.Context, s executor.Step, argv []string, env []executor.EnvVar, dir string, makeDir bool, bd, tag string, o *output) (code int, timedOut, canceled bool, err error) {
+func (l *Local) execute(ctx context.Context, s executor.Step, argv []string, env []executor.EnvVar, dir string, makeDir bool, bd, tag string, o *executor.Output) (code int, timedOut, canceled bool, err error) {
 	var cmd *exec.Cmd
 	var pr *os.File
 	if l.opts.Isolation == IsolationNone {
@@ -404,14 +404,14 @@ func (l *Local) execute(ctx context.Context, s executor.Step, argv []string, env
 		if st.Exit != 0 { // the program could not be started; the helper exits with its code
 			_ = cmd.Wait()
 			pr.Close()
-			o.notice("%s", st.Notice)
+			o.Notice("%s", st.Notice)
 			return st.Exit, false, false, nil
 		}
 	}
 	pgid := cmd.Process.Pid
 	build, _, _ := strings.Cut(tag, "/")
 	if reapWatchdog, err := startWatchdog(pgid, build+"/", pathOf(env)); err != nil {
-		o.notice("no watchdog for this step (it may outlive a runner that crashes): %v", err)
+		o.Notice("no watchdog for this step (it may outlive a runner that crashes): %v", err)
 	} else {
 		go reapWatchdog()
 	}
@@ -424,7 +424,7 @@ func (l *Local) execute(ctx context.Context, s executor.Step, argv []string, env
 	var d drain
 	go func() {
 		defer close(copied)
-		o.copyFrom(pr, &d)
+		copyFrom(o, pr, &d)
 	}()
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
@@ -450,11 +450,11 @@ func (l *Local) execute(ctx context.Context, s executor.Step, argv []string, env
 	<-copied
 	pr.Close()
 	if d.cutShort.Load() {
-		o.notice("output cut short: a process outside the step's process group still holds it")
+		o.Notice("output cut short: a process outside the step's process group still holds it")
 	}
 
 	if errors.Is(waitErr, errNotExited) {
-		o.notice("%v", waitErr)
+		o.Notice("%v", waitErr)
 		return 128 + int(syscall.SIGKILL), timedOut, canceled, waitErr
 	}
 	if waitErr != nil && cmd.ProcessState == nil {
@@ -462,7 +462,7 @@ func (l *Local) execute(ctx context.Context, s executor.Step, argv []string, env
 	}
 	code = exitCode(cmd.ProcessState)
 	if len(left) > 0 {
-		o.notice("%d processes of the step survived SIGKILL: %s", len(left), describe(left))
+		o.Notice("%d processes of the step survived SIGKILL: %s", len(left), describe(left))
 		return code, timedOut, canceled, fmt.Errorf("%d processes survived SIGKILL: %s", len(left), describe(left))
 	}
 	return code, timedOut, canceled, nil
@@ -470,10 +470,10 @@ func (l *Local) execute(ctx context.Context, s executor.Step, argv []string, env
 
 // start starts argv as the runner's user, writing to a new pipe it returns with the process.
 // A program that cannot be started is an exit code (and a notice) without a process.
-func (l *Local) start(argv []string, env []executor.EnvVar, dir string, o *output) (*exec.Cmd, *os.File, int, error) {
+func (l *Local) start(argv []string, env []executor.EnvVar, dir string, o *executor.Output) (*exec.Cmd, *os.File, int, error) {
 	prog, err := lookPath(argv[0], pathOf(env), dir)
 	if err != nil {
-		o.notice("%s: %v (PATH=%s)", argv[0], err, pathOf(env))
+		o.Notice("%s: %v (PATH=%s)", argv[0], err, pathOf(env))
 		return nil, nil, exitCodeFor(err), nil
 	}
 	pr, pw, err := os.Pipe()
@@ -494,7 +494,7 @@ func (l *Local) start(argv []string, env []executor.EnvVar, dir string, o *outpu
 	if err != nil {
 		pr.Close()
 		if code := exitCodeFor(err); code != 0 {
-			o.notice("%s: %v", argv[0], err)
+			o.Notice("%s: %v", argv[0], err)
 			return nil, nil, code, nil
 		}
 		return nil, nil, 0, fmt.Errorf("start %s: %w", argv[0], err)
