@@ -14,6 +14,7 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/bus"
+	"github.com/freshet-dev/freshet/internal/gitops/providers"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/store"
@@ -50,7 +51,7 @@ func TestHandleBuildEvent(t *testing.T) {
 	}))
 	defer srv.Close()
 	for name, tok := range map[string]string{"gt": "tok-gt", "gt2": "tok-gt2"} {
-		if _, err := s.PutContext(ctx, p, name, ContextInput{Type: ContextGit, Git: &GitProvider{Provider: Gitea, URL: srv.URL, Token: tok}}, true); err != nil {
+		if _, err := s.PutContext(ctx, p, name, ContextInput{Type: ContextGit, Git: &GitProvider{Provider: providers.Gitea, URL: srv.URL, Token: tok}}, true); err != nil {
 			t.Fatal(err)
 		}
 	}

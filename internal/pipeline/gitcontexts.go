@@ -8,6 +8,7 @@ import (
 
 	"github.com/freshet-dev/freshet/api/runnerv1"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/gitops/providers"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/store"
 )
@@ -15,14 +16,6 @@ import (
 // ContextGit is a git provider's API URL and token: git-clone steps name it (git: NAME) to
 // clone owner/name with the token.
 const ContextGit = "git"
-
-// Git provider kinds of a git context.
-const (
-	GitHub    = "github"
-	GitLab    = "gitlab"
-	Gitea     = "gitea"
-	Bitbucket = "bitbucket"
-)
 
 // A git context is stored like the others, as a JSON object of strings: these keys, the token
 // encrypted under the same AAD as a secret context's value.
@@ -48,10 +41,10 @@ type GitProvider struct {
 }
 
 // defaultAPIURL is each provider's SaaS API.
-var defaultAPIURL = map[string]string{GitHub: "https://api.github.com", GitLab: "https://gitlab.com", Bitbucket: "https://api.bitbucket.org/2.0"}
+var defaultAPIURL = map[string]string{providers.GitHub: "https://api.github.com", providers.GitLab: "https://gitlab.com", providers.Bitbucket: "https://api.bitbucket.org/2.0"}
 
 // tokenUser is the user git sends with a token, by provider, when the context names none.
-var tokenUser = map[string]string{GitHub: "x-access-token", GitLab: "oauth2", Gitea: "oauth2", Bitbucket: "x-token-auth"}
+var tokenUser = map[string]string{providers.GitHub: "x-access-token", providers.GitLab: "oauth2", providers.Gitea: "oauth2", providers.Bitbucket: "x-token-auth"}
 
 // sealGit checks a git context's provider and returns it as stored, the token encrypted. As
 // with a registry, a token of MaskedValue keeps the stored one only while the provider and URL
@@ -135,19 +128,19 @@ func CloneBase(provider, apiURL string) (string, error) {
 		return "", errdefs.Invalid("git.url", apiURL, "is not an http(s) URL")
 	}
 	switch provider {
-	case GitHub:
+	case providers.GitHub:
 		if strings.EqualFold(u.Host, "api.github.com") {
 			u.Host, u.Path = "github.com", ""
 		} else {
 			u.Path = strings.TrimSuffix(u.Path, "/api/v3")
 		}
-	case Bitbucket:
+	case providers.Bitbucket:
 		if strings.EqualFold(u.Host, "api.bitbucket.org") {
 			u.Host, u.Path = "bitbucket.org", ""
 		} else {
 			u.Path = strings.TrimSuffix(u.Path, "/2.0")
 		}
-	case GitLab, Gitea:
+	case providers.GitLab, providers.Gitea:
 	default:
 		return "", errdefs.Invalid("git.provider", provider, "is not a git provider: use github, gitlab, gitea or bitbucket")
 	}

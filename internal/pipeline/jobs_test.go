@@ -12,6 +12,7 @@ import (
 
 	"github.com/freshet-dev/freshet/api/runnerv1"
 	"github.com/freshet-dev/freshet/internal/audit"
+	"github.com/freshet-dev/freshet/internal/gitops/providers"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/store"
@@ -95,8 +96,8 @@ func TestJobCarriesRegistries(t *testing.T) {
 		put("local", ContextInput{Type: ContextRegistry, Registry: &Registry{URL: "127.0.0.1:5000", Username: "ci", Password: "local-password", Default: true}})
 		put("anon", ContextInput{Type: ContextRegistry, Registry: &Registry{URL: "registry.example"}})
 		put("creds", ContextInput{Type: ContextSecret, Values: map[string]string{"TOKEN": "secret-token"}})
-		put("gh", ContextInput{Type: ContextGit, Git: &GitProvider{Provider: GitHub, Token: "ghp-git-token"}})
-		put("ghe", ContextInput{Type: ContextGit, Git: &GitProvider{Provider: GitHub, URL: "https://ghe.example/api/v3/", Username: "bot", Token: "ghe-token"}})
+		put("gh", ContextInput{Type: ContextGit, Git: &GitProvider{Provider: providers.GitHub, Token: "ghp-git-token"}})
+		put("ghe", ContextInput{Type: ContextGit, Git: &GitProvider{Provider: providers.GitHub, URL: "https://ghe.example/api/v3/", Username: "bot", Token: "ghe-token"}})
 		if _, err := s.CreateProject(ctx, p, "app"); err != nil {
 			t.Fatal(err)
 		}
@@ -124,8 +125,8 @@ func TestJobCarriesRegistries(t *testing.T) {
 
 		j := job("ghcr", "creds", "gh", "quay", "anon", "ghe")
 		wantGit := []runnerv1.GitContext{
-			{Name: "gh", Provider: GitHub, CloneURL: "https://github.com", Username: "x-access-token", Token: "ghp-git-token"},
-			{Name: "ghe", Provider: GitHub, CloneURL: "https://ghe.example", Username: "bot", Token: "ghe-token"},
+			{Name: "gh", Provider: providers.GitHub, CloneURL: "https://github.com", Username: "x-access-token", Token: "ghp-git-token"},
+			{Name: "ghe", Provider: providers.GitHub, CloneURL: "https://ghe.example", Username: "bot", Token: "ghe-token"},
 		}
 		if !slices.Equal(j.GitContexts, wantGit) {
 			t.Errorf("GitContexts = %+v\nwant %+v", j.GitContexts, wantGit)
