@@ -171,7 +171,7 @@ type RestartRequest struct {
 type Context struct {
 	ID        string            `json:"id"`
 	Name      string            `json:"name"`
-	Type      string            `json:"type"`   // config, secret or registry
+	Type      string            `json:"type"`   // config, secret, registry, kubernetes or helm-repository
 	Values    map[string]string `json:"values"` // config and secret contexts; empty for a registry
 	Registry  *RegistryContext  `json:"registry,omitempty"`
 	CreatedAt time.Time         `json:"createdAt"`

@@ -96,6 +96,18 @@ func (s *Service) queue(ctx context.Context, pl store.Pipeline, in RunInput, by 
 			}
 		}
 	}
+	// A deploy or helm step that names a cluster context the pipeline may not use refuses the
+	// build before it starts: it is recorded as failed, naming the step and the context.
+	if reason == "" {
+		if p, err := compileSpec(specYAML); err == nil {
+			if err := s.checkClusters(ctx, pl.AccountID, cfg, p); err != nil {
+				if !errors.Is(err, ErrClusterNotAllowed) {
+					return Build{}, err
+				}
+				reason = err.Error()
+			}
+		}
+	}
 	b := store.Build{
 		ID: store.NewID(store.PrefixBuild), AccountID: pl.AccountID, PipelineID: pl.ID, Status: StatusQueued,
 		TriggerType: in.TriggerType, TriggerID: in.TriggerID, TriggeredBy: by, Repo: in.Repo, Branch: in.Branch, SHA: in.SHA,

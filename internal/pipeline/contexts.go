@@ -18,6 +18,10 @@ const (
 	ContextConfig   = "config"
 	ContextSecret   = "secret"
 	ContextRegistry = "registry" // a container registry's address and credentials (registries.go)
+	// ContextKubernetes is a cluster that deploy and helm steps name (clusters.go).
+	ContextKubernetes = "kubernetes"
+	// ContextHelmRepo is a Helm chart repository's URL and credentials (clusters.go).
+	ContextHelmRepo = "helm-repository"
 )
 
 // MaskedValue replaces secret values (of secret contexts, registry passwords and encrypted
@@ -30,9 +34,10 @@ func contextAAD(accountID, name, key string) []byte {
 }
 
 // sealed reports whether a context of type typ keeps the value of key encrypted: every value of
-// a secret context, a registry context's password.
+// a secret context, a registry context's password, a kubernetes context's kubeconfig and token,
+// a helm-repository context's password.
 func sealed(typ, key string) bool {
-	return typ == ContextSecret || typ == ContextRegistry && key == registryPassword
+	return typ == ContextSecret || typ == ContextRegistry && key == registryPassword || slices.Contains(secretKeys[typ], key)
 }
 
 // Limits on context values, so a secret cannot bloat builds or the log masker.
@@ -109,8 +114,16 @@ func (s *Service) PutContext(ctx context.Context, p rbac.Principal, name string,
 			def = ", the account's default"
 		}
 		e.Detail("registry context for %s%s", in.Registry.URL, def)
+	case ContextKubernetes, ContextHelmRepo:
+		if in.Registry != nil {
+			return Context{}, errdefs.Invalid("registry", "", "is only for contexts of type registry; this one is "+typ+": give values")
+		}
+		if data, err = s.sealTyped(p.AccountID, name, typ, in.Values, old); err != nil {
+			return Context{}, err
+		}
+		e.Detail("%s context with keys %v", typ, sortedKeys(in.Values))
 	default:
-		return Context{}, errdefs.Invalid("type", typ, "is not config, secret or registry")
+		return Context{}, errdefs.Invalid("type", typ, "is not config, secret, registry, kubernetes or helm-repository")
 	}
 	now := s.now()
 	c := store.ConfigContext{ID: store.NewID(store.PrefixContext), AccountID: p.AccountID, Name: name, Type: typ, Data: data, CreatedAt: now, UpdatedAt: now}

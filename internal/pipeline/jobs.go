@@ -54,11 +54,48 @@ func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) 
 		}
 		vars[v.Key] = val
 	}
+	// The clusters the steps name are checked again: the pipeline's contexts may have changed
+	// since the build was queued.
+	p, err := compileSpec(b.SpecYAML)
+	if err != nil {
+		return runnerv1.Job{}, err
+	}
+	if err := s.checkClusters(ctx, b.AccountID, cfg, p); err != nil {
+		return runnerv1.Job{}, err
+	}
+	named := map[string]bool{}
+	for _, u := range p.Clusters() {
+		named[u.Context] = true
+	}
 	var registries []runnerv1.Registry
+	var clusters []runnerv1.Cluster
+	var helmRepos []runnerv1.HelmRepo
 	for _, name := range cfg.Contexts {
 		c, err := s.db.GetContext(ctx, b.AccountID, name)
 		if err != nil {
 			return runnerv1.Job{}, fmt.Errorf("context %s: %w", name, err)
+		}
+		switch c.Type {
+		case ContextKubernetes:
+			// Only the clusters the steps name travel with the job.
+			if !named[c.Name] {
+				continue
+			}
+			cl, err := s.jobCluster(c)
+			if err != nil {
+				return runnerv1.Job{}, err
+			}
+			clusters = append(clusters, cl)
+			secrets = appendNonEmpty(secrets, clusterSecrets(cl)...)
+			continue
+		case ContextHelmRepo:
+			hr, err := s.jobHelmRepo(c)
+			if err != nil {
+				return runnerv1.Job{}, err
+			}
+			helmRepos = append(helmRepos, hr)
+			secrets = appendNonEmpty(secrets, hr.Password)
+			continue
 		}
 		if c.Type == ContextRegistry {
 			reg, err := s.jobRegistry(c)
@@ -106,5 +143,16 @@ func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) 
 		return runnerv1.Job{}, err
 	}
 	return runnerv1.Job{BuildID: b.ID, Number: b.Number, Pipeline: fullName(pl), SpecYAML: b.SpecYAML,
-		Variables: vars, Secrets: secrets, LogOffset: b.LogSize, Steps: steps, Registries: registries}, nil
+		Variables: vars, Secrets: secrets, LogOffset: b.LogSize, Steps: steps, Registries: registries,
+		Clusters: clusters, HelmRepos: helmRepos}, nil
+}
+
+// appendNonEmpty appends the values that are not empty.
+func appendNonEmpty(to []string, vals ...string) []string {
+	for _, v := range vals {
+		if v != "" {
+			to = append(to, v)
+		}
+	}
+	return to
 }

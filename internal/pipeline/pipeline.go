@@ -19,6 +19,7 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/secrets"
@@ -67,6 +68,8 @@ type Service struct {
 	keys  Keyring
 	log   *slog.Logger
 	now   func() time.Time
+	// policy checks the servers of kubernetes and helm-repository contexts; nil: no check.
+	policy *netpolicy.Policy
 	// queued is called after a build is queued or a build's state changes in a way the
 	// dispatcher must see: the Wake of the Dispatcher made for this Service.
 	queued func()
@@ -92,6 +95,9 @@ type Deps struct {
 	Log   *slog.Logger
 	// Specs reads pipelines' specs kept in git; nil: a pipeline's specRepo is refused.
 	Specs SpecSource
+	// Policy is the operator's network policy, for the servers of kubernetes and
+	// helm-repository contexts (nil: not checked).
+	Policy *netpolicy.Policy
 	// BaseURL is the URL users reach the server at, for links in builds (CF_BUILD_URL).
 	BaseURL string
 	// OnCronChange is called when cron triggers are created or deleted (the cron executor's
@@ -110,7 +116,7 @@ func New(d Deps) *Service {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Service{db: d.Store, audit: d.Audit, keys: d.Keys, log: log, now: time.Now, queued: func() {},
-		baseURL: strings.TrimRight(d.BaseURL, "/"), specs: d.Specs, onCronChange: d.OnCronChange, onPush: d.OnPush,
+		baseURL: strings.TrimRight(d.BaseURL, "/"), specs: d.Specs, policy: d.Policy, onCronChange: d.OnCronChange, onPush: d.OnPush,
 		decoy: webhook.NewDecoy(d.Keys), recentPushes: webhook.NewRecent(webhook.ReplayWindow, 0)}
 }
 
@@ -431,8 +437,8 @@ func (s *Service) checkPipelineInput(ctx context.Context, p rbac.Principal, in *
 			if err != nil {
 				return errdefs.Invalid("config.specContext", in.Config.SpecContext, "is not a context of this account")
 			}
-			if c.Type == ContextRegistry {
-				return errdefs.Invalid("config.specContext", in.Config.SpecContext, "is a registry context: give a config or secret context with GIT_TOKEN, or GIT_USERNAME and GIT_PASSWORD")
+			if c.Type != ContextConfig && c.Type != ContextSecret {
+				return errdefs.Invalid("config.specContext", in.Config.SpecContext, "is a "+c.Type+" context: give a config or secret context with GIT_TOKEN, or GIT_USERNAME and GIT_PASSWORD")
 			}
 		}
 		// Check now that the spec can be read and compiles on the default branch.

@@ -131,7 +131,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	// The hooks below call components built after the pipeline service; they run only once
 	// requests are served, when every component exists.
 	s.pipes = pipeline.New(pipeline.Deps{Store: s.db, Audit: s.audit, Keys: keys, Log: log.With("component", "pipelines"),
-		Specs: gitSpecs{cache: cache, policy: s.policy}, BaseURL: baseURL,
+		Specs: gitSpecs{cache: cache, policy: s.policy}, Policy: s.policy, BaseURL: baseURL,
 		OnCronChange: func() { s.cron.Reload() },
 		// Verified pushes to CI triggers' webhooks also reach the account's GitOps runtimes.
 		OnPush: func(ctx context.Context, accountID string, evs []webhook.Event) {

@@ -411,6 +411,8 @@ var fieldsByType = map[StepType][]string{
 	TypePush:            concat(commonFields, "retry", "timeout", "hooks", "candidate", "tag", "tags", "image_name", "registry", "arguments"),
 	TypeParallel:        concat(commonFields, "timeout", "steps", "success_criteria"),
 	TypePendingApproval: concat(commonFields, "timeout"),
+	TypeDeploy:          deployFields,
+	TypeHelm:            helmFields,
 }
 
 // hookStepFields are the fields of a step inside a hook: a freestyle step without stage,
@@ -551,10 +553,8 @@ var unsupportedFields = map[string]string{
 
 // unsupportedTypes are Codefresh step types Freshet recognises and does not run.
 var unsupportedTypes = map[string]string{
-	"deploy":             "deploys to Kubernetes are done with GitOps applications, or with kubectl in a freestyle step",
 	"composition":        "there are no compositions; run docker compose in a freestyle step",
 	"launch-composition": "there are no compositions; run docker compose in a freestyle step",
-	"helm":               "run helm in a freestyle step",
 }
 
 func typeChoices() string {
@@ -703,6 +703,9 @@ type stepCompile struct {
 
 func (st *stepCompile) field(f kv, fp string) {
 	c, s := st.c, st.s
+	if st.deployField(f, fp) {
+		return
+	}
 	switch f.name {
 	case "type":
 		// handled first
@@ -972,6 +975,8 @@ func (st *stepCompile) finish(e kv) {
 		if st.successNode != nil {
 			s.SuccessCriteria = c.compileSuccessCriteria(st.successNode.val, join(s.Path, "success_criteria"), s.Parallel)
 		}
+	case TypeDeploy, TypeHelm:
+		st.finishDeploy(e)
 	case TypePendingApproval:
 		if !st.approvalTimeout {
 			s.Approval = &Approval{Timeout: Duration{DefaultApprovalTimeout}, FinalState: ApprovalDenied}

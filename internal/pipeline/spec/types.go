@@ -36,10 +36,12 @@ const (
 	TypePush            StepType = "push"
 	TypeParallel        StepType = "parallel"
 	TypePendingApproval StepType = "pending-approval"
+	TypeDeploy          StepType = "deploy" // deploy.go
+	TypeHelm            StepType = "helm"   // deploy.go
 )
 
 // stepTypes lists the step types, in the order messages present them.
-var stepTypes = []StepType{TypeFreestyle, TypeGitClone, TypeBuild, TypePush, TypeParallel, TypePendingApproval}
+var stepTypes = []StepType{TypeFreestyle, TypeGitClone, TypeBuild, TypePush, TypeParallel, TypePendingApproval, TypeDeploy, TypeHelm}
 
 // Pipeline is a compiled, validated pipeline.
 type Pipeline struct {
@@ -116,6 +118,10 @@ type Step struct {
 	// without one fails the step with a clear message.
 	Build *Build `json:"build,omitempty"`
 	Push  *Push  `json:"push,omitempty"`
+
+	// deploy and helm (deploy.go)
+	Deploy *Deploy `json:"deploy,omitempty"`
+	Helm   *Helm   `json:"helm,omitempty"`
 }
 
 // EnvVar is one environment variable of a step, in the order written.
