@@ -16,7 +16,8 @@ import (
 // round trip a runner puts it through. Seeds: every testdata/*.yml plus testdata/fuzz.
 func FuzzParse(f *testing.F) {
 	files, _ := filepath.Glob("testdata/*.yml")
-	for _, name := range files {
+	steps, _ := filepath.Glob("testdata/steps/*/*.yml") // every step type's fixtures, deploy and helm among them
+	for _, name := range append(files, steps...) {
 		data, err := os.ReadFile(name)
 		if err != nil {
 			f.Fatal(err)
