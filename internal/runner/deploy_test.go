@@ -313,3 +313,61 @@ func TestBenchHelmUpgrade(t *testing.T) {
 	fmt.Printf("BENCH helm step upgrade round trip (n=%d): median %s p99 %s\n", len(step), q(step, 0.5).Round(time.Millisecond), q(step, 0.99).Round(time.Millisecond))
 	fmt.Printf("BENCH baseline: Helm SDK upgrade alone, chart loaded (n=%d): median %s p99 %s\n", len(sdk), q(sdk, 0.5).Round(time.Millisecond), q(sdk, 0.99).Round(time.Millisecond))
 }
+
+// The push action packages a chart of the workspace and uploads it to a repository that takes
+// ChartMuseum's upload API (the test repository does), where it can then be resolved.
+func TestHelmPush(t *testing.T) {
+	exec, err := local.New(local.Options{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, err := exec.Prepare(context.Background(), executor.Build{ID: "b1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &deployEnv{exec: exec, ws: ws}
+	if err := os.MkdirAll(filepath.Join(ws.Path, "charts", "app", "templates"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d.write(t, "charts/app/Chart.yaml", "apiVersion: v2\nname: app\nversion: 0.1.0\n")
+	d.write(t, "charts/app/templates/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ .Release.Name }}'}\n")
+	repo := chartrepo.New(t, "demo", "1.0.0")
+	repo.SetAuth("ci", "push-pass")
+	ctxRepo := runnerv1.HelmRepo{Name: "charts", URL: repo.URL, Username: "ci", Password: "push-pass"}
+	yaml := "version: '1.0'\nsteps:\n  push:\n    type: helm\n    arguments:\n      action: push\n      chart_name: charts/app\n" +
+		"      chart_version: 0.2.${{N}}\n      app_version: abc1234\n      helm_repository_context: charts\n"
+	run := func(repo runnerv1.HelmRepo) (string, string, string) {
+		t.Helper()
+		p, err := spec.Parse([]byte(yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var log bytes.Buffer
+		e := newEngine(runnerv1.Job{BuildID: "b1", Variables: map[string]string{"N": "7"}, HelmRepos: []runnerv1.HelmRepo{repo}}, p, exec, ws, &log, func(runnerv1.StepState) {}, nil)
+		status, reason := e.run(context.Background())
+		return status, reason, log.String()
+	}
+	status, reason, log := run(ctxRepo)
+	if status != stSuccess || !strings.Contains(log, "chart app 0.2.7 pushed to "+repo.URL) {
+		t.Fatalf("push: %s %s\n%s", status, reason, log)
+	}
+	cache, err := helmrepo.New(helmrepo.Options{Dir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := cache.Resolve(context.Background(), repo.URL, "app", "0.2.7", helmrepo.Credentials{Username: "ci", Password: "push-pass"})
+	if err != nil {
+		t.Fatalf("the pushed chart is not in the repository: %v", err)
+	}
+	if data, err := os.ReadFile(filepath.Join(got.Dir, "app", "Chart.yaml")); err != nil || !strings.Contains(string(data), "appVersion: abc1234") {
+		t.Fatalf("pushed Chart.yaml %s %v", data, err)
+	}
+	if status, reason, _ = run(ctxRepo); status != stFailed || !strings.Contains(reason, "chart app version 0.2.7 is already in repository "+repo.URL) {
+		t.Fatalf("second push: %s %q", status, reason)
+	}
+	bad := ctxRepo
+	bad.Password = "wrong"
+	if status, reason, _ = run(bad); status != stFailed || !strings.Contains(reason, "refused the credentials") {
+		t.Fatalf("wrong password: %s %q", status, reason)
+	}
+}

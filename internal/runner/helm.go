@@ -1,9 +1,15 @@
 package runner
 
 import (
+	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -191,6 +197,9 @@ func (e *engine) helm(ctx context.Context, st *spec.Step) (spec.Result, int, int
 		return fail("%v", err)
 	}
 	defer os.RemoveAll(dir)
+	if h.Action == spec.HelmPush {
+		return e.helmPush(ctx, st, dir)
+	}
 	ch, path, what, err := e.loadChart(ctx, h, dir)
 	if err != nil {
 		return fail("%v", err)
@@ -280,4 +289,111 @@ func manifestSummary(manifest string) string {
 		return ""
 	}
 	return "; applied " + strings.Join(objs, ", ")
+}
+
+// Bounds on a push.
+const (
+	pushTimeout      = 2 * time.Minute
+	maxPushReplyBody = 4 << 10
+)
+
+// helmPush packages a chart of the workspace (chart_version and app_version overriding its
+// own) and uploads it to the repository as ChartMuseum's API takes charts: POST
+// <scheme>://<host>/api<repository path>/charts, the archive as the body.
+func (e *engine) helmPush(ctx context.Context, st *spec.Step, dir string) (spec.Result, int, int, string) {
+	h := st.Helm
+	fail := func(format string, args ...any) (spec.Result, int, int, string) {
+		return e.imageStepFailed(ctx, st, fmt.Sprintf(format, args...))
+	}
+	name := e.interp(h.ChartName)
+	path, err := e.workspaceFile(h.WorkingDir, name)
+	if err != nil {
+		return fail("chart_name %s: %v", name, err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		return fail("chart_name %s is not a chart directory or archive in the workspace: push packages a chart of the workspace", name)
+	}
+	ch, err := loader.Load(path)
+	if err != nil {
+		return fail("chart_name %s: %v", name, err)
+	}
+	if v := e.interp(h.ChartVersion); v != "" {
+		ch.Metadata.Version = v
+	}
+	if v := e.interp(h.AppVersion); v != "" {
+		ch.Metadata.AppVersion = v
+	}
+	if err := ch.Validate(); err != nil {
+		return fail("chart %s: %v", ch.Name(), err)
+	}
+	archive, err := chartutil.Save(ch, dir)
+	if err != nil {
+		return fail("package chart %s: %v", ch.Name(), err)
+	}
+	repoURL, cred, ok, err := e.helmRepoFor(h)
+	if err != nil {
+		return fail("%v", err)
+	}
+	if !ok {
+		return fail("push needs a chart repository: set helm_repository_context or chart_repo_url, or list one helm-repository context in the pipeline")
+	}
+	u, err := url.Parse(repoURL)
+	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
+		return fail("chart repository %s is not an http(s) URL", repoURL)
+	}
+	api := *u
+	api.Path = "/api" + strings.TrimRight(u.Path, "/") + "/charts"
+	api.RawQuery, api.Fragment = "", ""
+	data, err := os.ReadFile(archive)
+	if err != nil {
+		return fail("%v", err)
+	}
+	client, err := pushClient(cred.CABundle)
+	if err != nil {
+		return fail("chart repository %s: %v", repoURL, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, api.String(), bytes.NewReader(data))
+	if err != nil {
+		return fail("%v", err)
+	}
+	req.Header.Set("Content-Type", "application/gzip")
+	if cred.Username != "" {
+		req.SetBasicAuth(cred.Username, cred.Password)
+	}
+	e.logf("step %s: helm push %s %s (%d bytes) to %s", st.Name, ch.Name(), ch.Metadata.Version, len(data), repoURL)
+	resp, err := client.Do(req)
+	if err != nil {
+		return fail("push chart %s %s to %s: %v", ch.Name(), ch.Metadata.Version, repoURL, err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxPushReplyBody))
+	switch {
+	case resp.StatusCode == http.StatusCreated || resp.StatusCode == http.StatusOK:
+		e.logf("step %s: chart %s %s pushed to %s", st.Name, ch.Name(), ch.Metadata.Version, repoURL)
+		return spec.ResultSuccess, 0, 1, ""
+	case resp.StatusCode == http.StatusConflict:
+		return fail("chart %s version %s is already in repository %s: give a new chart_version", ch.Name(), ch.Metadata.Version, repoURL)
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return fail("chart repository %s refused the credentials (HTTP %d): check the helm-repository context", repoURL, resp.StatusCode)
+	default:
+		return fail("push chart %s %s to %s: HTTP %d: %s", ch.Name(), ch.Metadata.Version, repoURL, resp.StatusCode, strings.TrimSpace(string(body)))
+	}
+}
+
+// pushClient is an HTTP client trusting the system's CAs and ca, following no redirects (the
+// credentials go to the repository's own URL only).
+func pushClient(ca []byte) (*http.Client, error) {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	if len(ca) > 0 {
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(ca) {
+			return nil, errors.New("its CA holds no PEM certificate")
+		}
+		t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	return &http.Client{Transport: t, Timeout: pushTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, nil
 }

@@ -40,7 +40,7 @@ type Candidate struct {
 
 // Helm is a helm step.
 type Helm struct {
-	Action       string   `json:"action"`    // HelmInstall, HelmUpgrade or HelmLint
+	Action       string   `json:"action"`    // HelmInstall, HelmUpgrade, HelmLint or HelmPush
 	ChartName    string   `json:"chartName"` // a path in the workspace, or a chart of the repository
 	ChartRepoURL string   `json:"chartRepoUrl,omitempty"`
 	ChartVersion string   `json:"chartVersion,omitempty"`
@@ -62,6 +62,7 @@ type Helm struct {
 	DisableHooks bool     `json:"disableHooks,omitempty"`
 	Description  string   `json:"description,omitempty"`
 	HistoryMax   int      `json:"historyMax,omitempty"`
+	AppVersion   string   `json:"appVersion,omitempty"` // push: the packaged chart's appVersion
 }
 
 // Helm actions.
@@ -69,6 +70,7 @@ const (
 	HelmInstall = "install" // helm upgrade --install, as Codefresh's install action does
 	HelmUpgrade = "upgrade" // the same as install
 	HelmLint    = "lint"
+	HelmPush    = "push" // package a workspace chart and upload it to a ChartMuseum-API repository
 )
 
 // DefaultDeployTimeout is how long a deploy step waits for its Deployments to roll out, as
@@ -84,10 +86,9 @@ var helmFields = concat(commonFields, "retry", "timeout", "hooks", "arguments", 
 
 // helmActions are the actions Freshet runs; helmRefused are Codefresh's others, with why.
 var (
-	helmActions = []string{HelmInstall, HelmUpgrade, HelmLint}
+	helmActions = []string{HelmInstall, HelmUpgrade, HelmLint, HelmPush}
 	helmRefused = map[string]string{
 		"auth":      "runs commands in the helm image after logging in to the repositories: run helm in a freestyle step instead",
-		"push":      "is not run by Freshet yet: package and upload the chart in a freestyle step",
 		"promotion": "is a Codefresh Helm-board action: use install with the chart and values of the target environment",
 	}
 )
@@ -218,9 +219,11 @@ func (st *stepCompile) deployField(f kv, fp string) bool {
 			if _, ok := c.boolean(f.val, fp); ok {
 				c.warnf(f.key, fp, "", "is not used by Freshet: repository credentials come from helm-repository contexts and are never put in URLs or arguments")
 			}
-		case "app_version", "chart_subdir", "primary_helm_context":
+		case "app_version":
+			h.AppVersion, _ = c.text(f.val, fp)
+		case "chart_subdir", "primary_helm_context":
 			if _, ok := c.text(f.val, fp); ok {
-				c.warnf(f.key, fp, "", "is not used by Freshet: it applies to the push and auth actions, which Freshet does not run")
+				c.warnf(f.key, fp, "", "is not used by Freshet: it applies to Artifactory repositories and the auth action")
 			}
 		case "commands":
 			c.errorf(f.key, fp, "", "is only for the auth action, which Freshet does not run: run helm in a freestyle step")
@@ -407,7 +410,7 @@ func (st *stepCompile) finishDeploy(e kv) {
 		if h.ChartName == "" && !c.hasArg(e, "chart_name") {
 			c.errorf(e.key, join(s.Path, "chart_name"), "", "is missing: a helm step needs chart_name (a chart directory or archive in the workspace, or a chart of the repository)")
 		}
-		if h.Action == HelmLint || h.Action == "" { // lint needs no cluster; a bad action was reported
+		if h.Action == HelmLint || h.Action == HelmPush || h.Action == "" { // no cluster; a bad action was reported
 			return
 		}
 		if h.ReleaseName == "" && !c.hasArg(e, "release_name") {
@@ -465,7 +468,7 @@ func (p *Pipeline) Clusters() []ClusterUse {
 			switch {
 			case s.Deploy != nil:
 				name = s.Deploy.Cluster
-			case s.Helm != nil && s.Helm.Action != HelmLint:
+			case s.Helm != nil && s.Helm.Action != HelmLint && s.Helm.Action != HelmPush:
 				name = s.Helm.KubeContext
 			}
 			if name != "" && !seen[name] {
