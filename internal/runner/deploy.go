@@ -3,6 +3,8 @@ package runner
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -276,6 +278,24 @@ func (e *engine) deploy(ctx context.Context, st *spec.Step) (spec.Result, int, i
 				map[string]any{"name": name, "image": image}}}}}}}
 		objs = []*unstructured.Unstructured{patch}
 	}
+	// candidate.registry: the Deployment pulls with that registry context's credentials, kept
+	// in the namespace as a pull secret (as Codefresh's deploy step does).
+	if d.Candidate != nil && d.Candidate.Registry != "" && image != "" {
+		reg, msg := e.registry(e.interp(d.Candidate.Registry))
+		if msg != "" {
+			return fail("candidate.registry: %s", msg)
+		}
+		secret, err := pullSecret(reg, ns)
+		if err != nil {
+			return fail("candidate.registry %s: %v", reg.Name, err)
+		}
+		for _, o := range objs {
+			if o.GroupVersionKind() == deploymentGVK && o.GetName() == service {
+				_ = unstructured.SetNestedSlice(o.Object, []any{map[string]any{"name": secret.GetName()}}, "spec", "template", "spec", "imagePullSecrets")
+			}
+		}
+		objs = append([]*unstructured.Unstructured{secret}, objs...)
+	}
 	e.logf("step %s: deploying %d object(s) to cluster context %s, namespace %s", st.Name, len(objs), d.Cluster, ns)
 	type rolled struct{ ns, name string }
 	var deployments []rolled
@@ -358,4 +378,24 @@ func orNone(s string) string {
 		return "no status yet"
 	}
 	return s
+}
+
+// pullSecret is a kubernetes.io/dockerconfigjson Secret holding reg's credentials, named for
+// the registry context.
+func pullSecret(reg runnerv1.Registry, ns string) (*unstructured.Unstructured, error) {
+	host, _, _ := strings.Cut(reg.URL, "/")
+	auth := map[string]any{}
+	if reg.Username != "" || reg.Password != "" {
+		auth = map[string]any{"username": reg.Username, "password": reg.Password,
+			"auth": base64.StdEncoding.EncodeToString([]byte(reg.Username + ":" + reg.Password))}
+	}
+	cfg, err := json.Marshal(map[string]any{"auths": map[string]any{host: auth}})
+	if err != nil {
+		return nil, err
+	}
+	name := strings.TrimRight("freshet-registry-"+strings.ToLower(strings.NewReplacer("_", "-", ".", "-").Replace(reg.Name)), "-")
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"name": name, "namespace": ns, "labels": map[string]any{"app.kubernetes.io/managed-by": "freshet"}},
+		"type":     "kubernetes.io/dockerconfigjson",
+		"data":     map[string]any{".dockerconfigjson": base64.StdEncoding.EncodeToString(cfg)}}}, nil
 }

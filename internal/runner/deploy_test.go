@@ -36,6 +36,7 @@ type deployEnv struct {
 	cluster runnerv1.Cluster
 	exec    *local.Local
 	ws      executor.Workspace
+	regs    []runnerv1.Registry
 }
 
 func newDeployEnv(t *testing.T, c *kube.Cluster) *deployEnv {
@@ -87,7 +88,7 @@ func (d *deployEnv) run(t *testing.T, yaml string, repos ...runnerv1.HelmRepo) (
 		t.Fatal(err)
 	}
 	var log bytes.Buffer
-	e := newEngine(runnerv1.Job{BuildID: "b1", Clusters: []runnerv1.Cluster{d.cluster}, HelmRepos: repos}, p, d.exec, d.ws, &log, func(runnerv1.StepState) {}, nil)
+	e := newEngine(runnerv1.Job{BuildID: "b1", Clusters: []runnerv1.Cluster{d.cluster}, HelmRepos: repos, Registries: d.regs}, p, d.exec, d.ws, &log, func(runnerv1.StepState) {}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	status, reason := e.run(ctx)
@@ -145,15 +146,28 @@ data: {greeting: hello}
 		if strings.Contains(log, d.cluster.Token) {
 			t.Error("the log shows the cluster token")
 		}
-		// The service form rolls a new image out to the existing Deployment.
+		// The service form rolls a new image out to the existing Deployment, pulled with the
+		// candidate's registry context as a pull secret.
+		d.regs = []runnerv1.Registry{{Name: "Acme_Reg", URL: "registry.example/acme", Username: "puller", Password: "pull-pass-9"}}
 		status, reason, log = d.run(t, "version: '1.0'\nsteps:\n  ship:\n    type: deploy\n    kind: kubernetes\n    cluster: loopback\n    namespace: "+ns+
-			"\n    service: web\n    candidate: {image: 'registry.example/web:3'}\n")
+			"\n    service: web\n    candidate: {image: 'registry.example/web:3', registry: Acme_Reg}\n")
 		if status != stSuccess {
 			t.Fatalf("service form: %s: %s\n%s", status, reason, log)
 		}
 		dep, _ = c.Client.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
 		if dep.Spec.Template.Spec.Containers[0].Image != "registry.example/web:3" {
 			t.Fatalf("image after the service form: %s", dep.Spec.Template.Spec.Containers[0].Image)
+		}
+		if ps := dep.Spec.Template.Spec.ImagePullSecrets; len(ps) != 1 || ps[0].Name != "freshet-registry-acme-reg" {
+			t.Fatalf("imagePullSecrets %+v", ps)
+		}
+		sec, err := c.Client.CoreV1().Secrets(ns).Get(ctx, "freshet-registry-acme-reg", metav1.GetOptions{})
+		if err != nil || sec.Type != corev1.SecretTypeDockerConfigJson || !strings.Contains(string(sec.Data[".dockerconfigjson"]), `"registry.example"`) ||
+			!strings.Contains(string(sec.Data[".dockerconfigjson"]), "pull-pass-9") {
+			t.Fatalf("pull secret %v: %v", err, sec)
+		}
+		if strings.Contains(log, "pull-pass-9") {
+			t.Error("the log shows the registry password")
 		}
 		// A Deployment that does not exist fails the step naming it.
 		status, reason, _ = d.run(t, "version: '1.0'\nsteps:\n  ship:\n    type: deploy\n    kind: kubernetes\n    cluster: loopback\n    namespace: "+ns+
