@@ -63,6 +63,7 @@ bench: build
 	$(MAKE) --no-print-directory bench-containers
 	$(MAKE) --no-print-directory bench-lint
 	$(MAKE) --no-print-directory bench-analytics
+	$(MAKE) --no-print-directory bench-helm
 
 ## bench-lint: pipeline lint of 1,000 codefresh.yml files, median and p99 time per file
 bench-lint:

@@ -38,8 +38,14 @@ import (
 // with the credentials of the cluster context the step names, which the job carries for this
 // build only. Files (manifests, charts, values files) are read from the build's workspace.
 
-// deployFieldManager owns what deploy steps apply.
-const deployFieldManager = "freshet-deploy"
+// Field managers of deploy steps: one owns what file_path applies; the other only the image
+// (and pull secret) the service form sets, so that applying that small object does not drop
+// the fields the first one owns (server-side apply removes a manager's fields it no longer
+// sends).
+const (
+	deployFieldManager    = "freshet-deploy"
+	candidateFieldManager = "freshet-deploy-candidate"
+)
 
 // Bounds on what a deploy step reads.
 const (
@@ -49,8 +55,8 @@ const (
 )
 
 // clusterConfig returns the client configuration of the cluster context name and, for Helm,
-// its kubeconfig form.
-func (e *engine) clusterConfig(name string) (*rest.Config, clientcmd.ClientConfig, error) {
+// its kubeconfig form with ns as the namespace of objects that name none.
+func (e *engine) clusterConfig(name, ns string) (*rest.Config, clientcmd.ClientConfig, error) {
 	i := slices.IndexFunc(e.job.Clusters, func(c runnerv1.Cluster) bool { return c.Name == name })
 	if i < 0 {
 		return nil, nil, fmt.Errorf("cluster context %q did not come with the build: list it in the pipeline's contexts", name)
@@ -69,7 +75,7 @@ func (e *engine) clusterConfig(name string) (*rest.Config, clientcmd.ClientConfi
 		api.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
 		api.CurrentContext = name
 	}
-	cc := clientcmd.NewDefaultClientConfig(*api, &clientcmd.ConfigOverrides{})
+	cc := clientcmd.NewDefaultClientConfig(*api, &clientcmd.ConfigOverrides{Context: clientcmdapi.Context{Namespace: ns}})
 	cfg, err := cc.ClientConfig()
 	if err != nil {
 		return nil, nil, fmt.Errorf("cluster context %q: %w", name, err)
@@ -222,7 +228,7 @@ func (e *engine) deploy(ctx context.Context, st *spec.Step) (spec.Result, int, i
 	if d == nil {
 		return fail("the step has no deploy settings")
 	}
-	cfg, _, err := e.clusterConfig(d.Cluster)
+	cfg, _, err := e.clusterConfig(d.Cluster, "")
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -238,6 +244,7 @@ func (e *engine) deploy(ctx context.Context, st *spec.Step) (spec.Result, int, i
 		}
 	}
 	var objs []*unstructured.Unstructured
+	manager := deployFieldManager
 	if d.FilePath != "" {
 		path, err := e.workspaceFile(d.WorkingDir, d.FilePath)
 		if err != nil {
@@ -277,6 +284,7 @@ func (e *engine) deploy(ctx context.Context, st *spec.Step) (spec.Result, int, i
 			"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{
 				map[string]any{"name": name, "image": image}}}}}}}
 		objs = []*unstructured.Unstructured{patch}
+		manager = candidateFieldManager
 	}
 	// candidate.registry: the Deployment pulls with that registry context's credentials, kept
 	// in the namespace as a pull secret (as Codefresh's deploy step does).
@@ -308,7 +316,7 @@ func (e *engine) deploy(ctx context.Context, st *spec.Step) (spec.Result, int, i
 		if live, err := ri.Get(ctx, o.GetName(), metav1.GetOptions{}); err == nil {
 			before = live.GetResourceVersion()
 		}
-		out, err := ri.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: deployFieldManager, Force: true})
+		out, err := ri.Apply(ctx, o.GetName(), o, metav1.ApplyOptions{FieldManager: manager, Force: true})
 		if err != nil {
 			return fail("apply %s %s: %v", o.GetKind(), qualified(ons, o.GetName()), err)
 		}

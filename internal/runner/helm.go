@@ -219,13 +219,13 @@ func (e *engine) helm(ctx context.Context, st *spec.Step) (spec.Result, int, int
 		}
 		return spec.ResultSuccess, 0, 1, ""
 	}
-	cfg, cc, err := e.clusterConfig(h.KubeContext)
-	if err != nil {
-		return fail("%v", err)
-	}
 	ns := e.interp(h.Namespace)
 	if ns == "" {
 		ns = "default"
+	}
+	cfg, cc, err := e.clusterConfig(h.KubeContext, ns)
+	if err != nil {
+		return fail("%v", err)
 	}
 	release := e.interp(h.ReleaseName)
 	ac := new(action.Configuration)
@@ -261,7 +261,10 @@ func (e *engine) helm(ctx context.Context, st *spec.Step) (spec.Result, int, int
 	up.Namespace, up.Timeout = ns, timeout
 	up.Wait, up.Atomic, up.DryRun = h.Wait, h.Atomic, h.DryRun
 	up.ResetValues, up.ReuseValues, up.SkipCRDs, up.DisableHooks = h.ResetValues, h.ReuseValues, h.SkipCRDs, h.DisableHooks
-	up.Description, up.MaxHistory = h.Description, h.HistoryMax
+	up.Description, up.MaxHistory = h.Description, spec.DefaultHelmHistoryMax
+	if h.HistoryMax != nil {
+		up.MaxHistory = *h.HistoryMax
+	}
 	r, err := up.RunWithContext(ctx, release, ch, vals)
 	if err != nil {
 		return fail("helm upgrade %s (%s): %v", release, what, err)

@@ -61,7 +61,7 @@ type Helm struct {
 	SkipCRDs     bool     `json:"skipCrds,omitempty"`
 	DisableHooks bool     `json:"disableHooks,omitempty"`
 	Description  string   `json:"description,omitempty"`
-	HistoryMax   int      `json:"historyMax,omitempty"`
+	HistoryMax   *int     `json:"historyMax,omitempty"` // nil: DefaultHelmHistoryMax; 0: no limit
 	AppVersion   string   `json:"appVersion,omitempty"` // push: the packaged chart's appVersion
 }
 
@@ -72,6 +72,10 @@ const (
 	HelmLint    = "lint"
 	HelmPush    = "push" // package a workspace chart and upload it to a ChartMuseum-API repository
 )
+
+// DefaultHelmHistoryMax is how many revisions of a release an upgrade keeps when cmd_ps does
+// not say (--history-max), as the helm CLI (and so Codefresh's helm step) does.
+const DefaultHelmHistoryMax = 10
 
 // DefaultDeployTimeout is how long a deploy step waits for its Deployments to roll out, as
 // Codefresh's deploy step does when timeout is not written.
@@ -364,7 +368,7 @@ func (st *stepCompile) cmdPS(v *yaml.Node, fp string) {
 				c.errorf(v, fp, w, "has --history-max %q: give a whole number, 0 for no limit", val)
 				return
 			}
-			h.HistoryMax = n
+			h.HistoryMax = &n
 		case "--timeout":
 			d, err := time.ParseDuration(val)
 			if err != nil || d <= 0 || d > MaxStepTimeout {
