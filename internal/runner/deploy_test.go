@@ -175,6 +175,25 @@ data: {greeting: hello}
 		if status != stFailed || !strings.Contains(reason, "deployment nope does not exist in namespace "+ns) {
 			t.Fatalf("missing deployment: %s %q", status, reason)
 		}
+		// A Deployment whose pods cannot be scheduled never rolls out: the step fails at its
+		// timeout, naming it and its status.
+		d.write(t, "stuck.yaml", `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: stuck}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: stuck}}
+  template:
+    metadata: {labels: {app: stuck}}
+    spec:
+      nodeSelector: {freshet.dev/no-such-node: "true"}
+      containers: [{name: stuck, image: "registry.example/stuck:1"}]
+`)
+		status, reason, log = d.run(t, "version: '1.0'\nsteps:\n  ship:\n    type: deploy\n    kind: kubernetes\n    cluster: loopback\n    namespace: "+ns+
+			"\n    file_path: stuck.yaml\n    timeout: '3'\n")
+		if status != stFailed || !strings.Contains(reason, "deployment "+ns+"/stuck did not roll out within 3s") {
+			t.Fatalf("stuck rollout: %s %q\n%s", status, reason, log)
+		}
 	})
 
 	t.Run("helm install upgrade and missing version", func(t *testing.T) {
