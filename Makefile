@@ -7,7 +7,7 @@ STATICCHECK_VERSION ?= v0.8.2
 FUZZTIME ?= 10s
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build up test test-deps test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-containers bench-analytics faults generate check fuzz security clean
+.PHONY: all build up test test-deps test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-containers bench-analytics bench-helm faults generate check fuzz security clean
 
 all: build
 
@@ -63,6 +63,7 @@ bench: build
 	$(MAKE) --no-print-directory bench-containers
 	$(MAKE) --no-print-directory bench-lint
 	$(MAKE) --no-print-directory bench-analytics
+	$(MAKE) --no-print-directory bench-helm
 
 ## bench-lint: pipeline lint of 1,000 codefresh.yml files, median and p99 time per file
 bench-lint:
@@ -90,6 +91,11 @@ bench-gitops: devcluster-build
 ## objects written (p50/p99), 100 Rollouts through a 5-step canary (wall, CPU-s, RSS)
 bench-rollouts: devcluster-build
 	FRESHET_TEST_KUBE=1 FRESHET_ROLLOUTS_BENCH=1 $(GO) test -count=1 -run 'TestReactionTime|TestManyRollouts' -v -timeout 40m ./internal/gitops/rollouts/ | grep -E '^(BENCH|--- |ok|FAIL)'
+
+## bench-helm: a helm step's upgrade round trip against the loopback cluster (median, p99),
+## beside the Helm SDK's upgrade alone as the baseline
+bench-helm: devcluster-build
+	FRESHET_TEST_KUBE=1 FRESHET_HELM_BENCH=$${FRESHET_HELM_BENCH:-30} $(GO) test -count=1 -run 'TestBenchHelmUpgrade' -v -timeout 20m ./internal/runner/ | grep -E '^(BENCH|--- |ok|FAIL)'
 
 ## security: the attack suite against real servers (also part of `make test`); prints one row per
 ## attack category: attempts, successes (must be 0) and the worst latency under abusive input

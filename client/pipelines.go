@@ -171,8 +171,8 @@ type RestartRequest struct {
 type Context struct {
 	ID        string            `json:"id"`
 	Name      string            `json:"name"`
-	Type      string            `json:"type"`   // config, secret, registry or git
-	Values    map[string]string `json:"values"` // config and secret contexts; empty for a registry or git context
+	Type      string            `json:"type"`   // config, secret, registry, git, kubernetes or helm-repository
+	Values    map[string]string `json:"values"` // config, secret, kubernetes and helm-repository contexts; empty for a registry or git context
 	Registry  *RegistryContext  `json:"registry,omitempty"`
 	Git       *GitContext       `json:"git,omitempty"`
 	CreatedAt time.Time         `json:"createdAt"`

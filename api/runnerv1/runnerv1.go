@@ -129,6 +129,11 @@ type Job struct {
 	// GitContexts are the git providers git-clone steps may clone through (git: NAME): the
 	// git contexts its pipeline uses. Their tokens are among Secrets.
 	GitContexts []GitContext `json:"gitContexts,omitempty"`
+	// Clusters are the kubernetes contexts the build's deploy and helm steps name (checked
+	// before the build started to be ones its pipeline may use), and HelmRepos the pipeline's
+	// helm-repository contexts. Their tokens, kubeconfigs and passwords are among Secrets.
+	Clusters  []Cluster  `json:"clusters,omitempty"`
+	HelmRepos []HelmRepo `json:"helmRepos,omitempty"`
 }
 
 // GitContext is a git provider a build may clone from with a token: a git context of its
@@ -141,6 +146,24 @@ type GitContext struct {
 	CloneURL string `json:"cloneUrl"`
 	Username string `json:"username"` // who git authenticates as; the token is the password
 	Token    string `json:"token"`
+}
+
+// Cluster is a Kubernetes cluster a build deploys to: a kubernetes context of its account.
+type Cluster struct {
+	Name       string `json:"name"`                 // the context's name, as steps name it (cluster: NAME)
+	Kubeconfig string `json:"kubeconfig,omitempty"` // a kubeconfig (its current context), or:
+	Server     string `json:"server,omitempty"`     // the API server's URL
+	Token      string `json:"token,omitempty"`      // a bearer token
+	CA         string `json:"ca,omitempty"`         // PEM certificates to trust for Server
+}
+
+// HelmRepo is a Helm chart repository a build may read charts from.
+type HelmRepo struct {
+	Name     string `json:"name"`
+	URL      string `json:"url"`
+	Username string `json:"username,omitempty"`
+	Password string `json:"password,omitempty"`
+	CA       string `json:"ca,omitempty"`
 }
 
 // Registry is a container registry a build may use: a registry context of its account.

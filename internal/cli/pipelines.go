@@ -507,7 +507,7 @@ func (a *app) contextCommand() *cobra.Command {
 			fmt.Fprintf(a.stdout, "Created %s context %s with %d keys.\n", ctxv.Type, ctxv.Name, len(ctxv.Values))
 			return nil
 		}}
-	create.Flags().StringVar(&typ, "type", "config", "config or secret (secret values are encrypted and masked); registry and git are the same as create registry|git NAME")
+	create.Flags().StringVar(&typ, "type", "config", "config, secret, kubernetes or helm-repository (secret values are encrypted and masked); registry and git are the same as create registry|git NAME")
 	create.Flags().StringArrayVar(&kvs, "kv", nil, "a value K=V (repeatable)")
 	create.Flags().StringVarP(&file, "file", "f", "", "a YAML mapping of KEY: value")
 	reg.BindFlags(create.Flags())

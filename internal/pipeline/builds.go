@@ -104,11 +104,18 @@ func (s *Service) queue(ctx context.Context, pl store.Pipeline, in RunInput, by 
 		SpecYAML: specYAML, Labels: encodeJSON(orEmpty(cfg.RunnerLabels)), RestartOf: in.RestartOf, CreatedAt: now,
 	}
 	// The planned steps, pending, so a build shows its shape before a runner takes it. The plan
-	// is made before the transaction: typed plugin steps are read from the step catalogue.
+	// is made before the transaction: typed plugin steps are read from the step catalogue. A
+	// deploy or helm step that names a cluster context the pipeline may not use refuses the
+	// build before it starts: it is recorded as failed, naming the step and the context.
 	var planned []runnerv1.StepState
 	if reason == "" {
 		if p, _, err := s.compileSpec(ctx, b.SpecYAML); err != nil {
 			reason = err.Error() // a step catalogue that changed or cannot be read: visible on the build
+		} else if err := s.checkClusters(ctx, pl.AccountID, cfg, p); err != nil {
+			if !errors.Is(err, ErrClusterNotAllowed) {
+				return Build{}, err
+			}
+			reason = err.Error()
 		} else {
 			planned = plannedSteps(p)
 		}

@@ -19,6 +19,10 @@ const (
 	ContextSecret   = "secret"
 	ContextRegistry = "registry" // a container registry's address and credentials (registries.go)
 	// ContextGit is in gitcontexts.go.
+	// ContextKubernetes is a cluster that deploy and helm steps name (clusters.go).
+	ContextKubernetes = "kubernetes"
+	// ContextHelmRepo is a Helm chart repository's URL and credentials (clusters.go).
+	ContextHelmRepo = "helm-repository"
 )
 
 // MaskedValue replaces secret values (of secret contexts, registry passwords and encrypted
@@ -31,9 +35,11 @@ func contextAAD(accountID, name, key string) []byte {
 }
 
 // sealed reports whether a context of type typ keeps the value of key encrypted: every value of
-// a secret context, a registry context's password.
+// a secret context, a registry context's password, a kubernetes context's kubeconfig and token,
+// a helm-repository context's password.
 func sealed(typ, key string) bool {
-	return typ == ContextSecret || typ == ContextRegistry && key == registryPassword || typ == ContextGit && key == gitToken
+	return typ == ContextSecret || typ == ContextRegistry && key == registryPassword || typ == ContextGit && key == gitToken ||
+		slices.Contains(secretKeys[typ], key)
 }
 
 // Limits on context values, so a secret cannot bloat builds or the log masker.
@@ -124,8 +130,16 @@ func (s *Service) PutContext(ctx context.Context, p rbac.Principal, name string,
 			return Context{}, err
 		}
 		e.Detail("git context for %s %s", in.Git.Provider, in.Git.URL)
+	case ContextKubernetes, ContextHelmRepo:
+		if in.Registry != nil || in.Git != nil {
+			return Context{}, errdefs.Invalid("registry", "", "and git are only for contexts of those types; this one is "+typ+": give values")
+		}
+		if data, err = s.sealTyped(p.AccountID, name, typ, in.Values, old); err != nil {
+			return Context{}, err
+		}
+		e.Detail("%s context with keys %v", typ, sortedKeys(in.Values))
 	default:
-		return Context{}, errdefs.Invalid("type", typ, "is not config, secret, registry or git")
+		return Context{}, errdefs.Invalid("type", typ, "is not config, secret, registry, git, kubernetes or helm-repository")
 	}
 	now := s.now()
 	c := store.ConfigContext{ID: store.NewID(store.PrefixContext), AccountID: p.AccountID, Name: name, Type: typ, Data: data, CreatedAt: now, UpdatedAt: now}

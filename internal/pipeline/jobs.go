@@ -55,22 +55,57 @@ func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) 
 		}
 		vars[v.Key] = val
 	}
+	// The clusters the steps name are checked again: the pipeline's contexts may have changed
+	// since the build was queued.
+	p, stepTypes, err := s.compileSpec(ctx, b.SpecYAML)
+	if err != nil {
+		return runnerv1.Job{}, err
+	}
+	if err := s.checkClusters(ctx, b.AccountID, cfg, p); err != nil {
+		return runnerv1.Job{}, err
+	}
+	named := map[string]bool{}
+	for _, u := range p.Clusters() {
+		named[u.Context] = true
+	}
 	var registries []runnerv1.Registry
 	var gits []runnerv1.GitContext
+	var clusters []runnerv1.Cluster
+	var helmRepos []runnerv1.HelmRepo
 	for _, name := range cfg.Contexts {
 		c, err := s.db.GetContext(ctx, b.AccountID, name)
 		if err != nil {
 			return runnerv1.Job{}, fmt.Errorf("context %s: %w", name, err)
 		}
-		if c.Type == ContextRegistry {
+		switch c.Type {
+		case ContextKubernetes:
+			// Only the clusters the steps name travel with the job.
+			if !named[c.Name] {
+				continue
+			}
+			cl, err := s.jobCluster(c)
+			if err != nil {
+				return runnerv1.Job{}, err
+			}
+			clusters = append(clusters, cl)
+			secrets = appendNonEmpty(secrets, clusterSecrets(cl)...)
+			continue
+		case ContextHelmRepo:
+			hr, err := s.jobHelmRepo(c)
+			if err != nil {
+				return runnerv1.Job{}, err
+			}
+			helmRepos = append(helmRepos, hr)
+			secrets = appendNonEmpty(secrets, hr.Password)
+			continue
+		case ContextRegistry:
 			reg, err := s.jobRegistry(c)
 			if err != nil {
 				return runnerv1.Job{}, err
 			}
 			registries = append(registries, reg)
 			continue
-		}
-		if c.Type == ContextGit {
+		case ContextGit:
 			g, err := s.jobGit(c)
 			if err != nil {
 				return runnerv1.Job{}, err
@@ -112,10 +147,17 @@ func (s *Service) job(ctx context.Context, b store.Build) (runnerv1.Job, error) 
 	for k, v := range runVars {
 		vars[k] = v
 	}
-	p, stepTypes, err := s.compileSpec(ctx, b.SpecYAML)
-	if err != nil {
-		return runnerv1.Job{}, err
-	}
 	return runnerv1.Job{BuildID: b.ID, Number: b.Number, Pipeline: fullName(pl), SpecYAML: b.SpecYAML,
-		Variables: vars, Secrets: secrets, LogOffset: b.LogSize, Steps: plannedSteps(p), Registries: registries, StepTypes: stepTypes, GitContexts: gits}, nil
+		Variables: vars, Secrets: secrets, LogOffset: b.LogSize, Steps: plannedSteps(p), Registries: registries, StepTypes: stepTypes,
+		GitContexts: gits, Clusters: clusters, HelmRepos: helmRepos}, nil
+}
+
+// appendNonEmpty appends the values that are not empty.
+func appendNonEmpty(to []string, vals ...string) []string {
+	for _, v := range vals {
+		if v != "" {
+			to = append(to, v)
+		}
+	}
+	return to
 }

@@ -68,6 +68,8 @@ type Service struct {
 	keys  Keyring
 	log   *slog.Logger
 	now   func() time.Time
+	// policy checks the servers of kubernetes and helm-repository contexts; nil: no check.
+	policy *netpolicy.Policy
 	// queued is called after a build is queued or a build's state changes in a way the
 	// dispatcher must see: the Wake of the Dispatcher made for this Service.
 	queued func()
@@ -451,8 +453,8 @@ func (s *Service) checkPipelineInput(ctx context.Context, p rbac.Principal, in *
 			if err != nil {
 				return errdefs.Invalid("config.specContext", in.Config.SpecContext, "is not a context of this account")
 			}
-			if c.Type == ContextRegistry {
-				return errdefs.Invalid("config.specContext", in.Config.SpecContext, "is a registry context: give a config or secret context with GIT_TOKEN, or GIT_USERNAME and GIT_PASSWORD")
+			if c.Type != ContextConfig && c.Type != ContextSecret {
+				return errdefs.Invalid("config.specContext", in.Config.SpecContext, "is a "+c.Type+" context: give a config or secret context with GIT_TOKEN, or GIT_USERNAME and GIT_PASSWORD")
 			}
 		}
 		// Check now that the spec can be read and compiles on the default branch.

@@ -65,7 +65,7 @@ func TestRegistryContextValidation(t *testing.T) {
 			Registry: &pipeline.Registry{URL: "ghcr.io"}}},
 		{"registry on a secret", "registry", "type registry", pipeline.ContextInput{Type: pipeline.ContextSecret, Values: map[string]string{"A": "b"},
 			Registry: &pipeline.Registry{URL: "ghcr.io"}}},
-		{"unknown type", "type", "config, secret, registry or git", pipeline.ContextInput{Type: "docker", Values: map[string]string{"A": "b"}}},
+		{"unknown type", "type", "config, secret, registry, git", pipeline.ContextInput{Type: "docker", Values: map[string]string{"A": "b"}}},
 		{"empty url", "registry.url", "required", registry("", "", "")},
 		{"scheme", "registry.url", "scheme", registry("https://ghcr.io/acme", "", "")},
 		{"bad host", "registry.url", `host "ghcr_io"`, registry("ghcr_io/acme", "", "")},

@@ -23,7 +23,7 @@ func ReencryptSecrets(ctx context.Context, tx *store.Tx, k Reencrypter) (int, er
 			return err
 		}
 		for _, c := range ctxs {
-			if c.Type != ContextSecret && c.Type != ContextRegistry && c.Type != ContextGit {
+			if c.Type == ContextConfig {
 				continue
 			}
 			vals, err := contextData(c)

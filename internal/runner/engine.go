@@ -451,6 +451,10 @@ func (e *engine) work(ctx context.Context, st *spec.Step) (res spec.Result, exit
 		return e.withRetry(ctx, st, e.launchComposition)
 	case spec.TypePlugin:
 		return e.withRetry(ctx, st, e.plugin)
+	case spec.TypeDeploy:
+		return e.withRetry(ctx, st, e.deploy)
+	case spec.TypeHelm:
+		return e.withRetry(ctx, st, e.helm)
 	}
 	step, err := e.executorStep(st)
 	if err != nil {

@@ -425,6 +425,8 @@ var fieldsByType = map[StepType][]string{
 		"composition_variables", "add_flow_volume_to_composition", "environment", "arguments"),
 	TypeLaunchComposition: concat(commonFields, "retry", "timeout", "hooks", "working_directory", "composition", "composition_variables",
 		"environment_name", "entry_point", "arguments"),
+	TypeDeploy: deployFields,
+	TypeHelm:   helmFields,
 }
 
 // hookStepFields are the fields of a step inside a hook: a freestyle step without stage,
@@ -506,8 +508,6 @@ var unsupportedFields = map[string]string{
 
 // unsupportedTypes are Codefresh step types Freshet recognises and does not run.
 var unsupportedTypes = map[string]string{
-	"deploy": "deploys to Kubernetes are done with GitOps applications, or with kubectl in a freestyle step",
-	"helm":   "run helm in a freestyle step",
 	"travis": "it ran a .travis.yml; write its install and script commands as freestyle steps (image and commands)",
 }
 
@@ -669,6 +669,9 @@ type stepCompile struct {
 
 func (st *stepCompile) field(f kv, fp string) {
 	c, s := st.c, st.s
+	if st.deployField(f, fp) {
+		return
+	}
 	switch f.name {
 	case "type":
 		// handled first
@@ -949,6 +952,8 @@ func (st *stepCompile) finish(e kv) {
 		}
 	case TypeComposition, TypeLaunchComposition:
 		st.finishComposition(e)
+	case TypeDeploy, TypeHelm:
+		st.finishDeploy(e)
 	case TypePendingApproval:
 		if !st.approvalTimeout {
 			s.Approval = &Approval{Timeout: Duration{DefaultApprovalTimeout}, FinalState: ApprovalDenied}

@@ -29,7 +29,7 @@ steps:
 		{Line: 6, Column: 5, Field: "steps.clone.use_proxy", Severity: SeverityWarning, Message: "is not used by Freshet: the runner's HTTP_PROXY/HTTPS_PROXY settings always apply"},
 		{Line: 7, Column: 3, Field: "steps.build.image", Severity: SeverityWarning, Message: "is missing: the local executor runs the commands on the runner's host, but the kubernetes executor needs an image"},
 		{Line: 10, Column: 20, Field: "steps.build.retry.maxAttempts", Severity: SeverityError, Message: `"0" is out of range: maxAttempts (the number of retries) is 1 to 10`},
-		{Line: 12, Column: 13, Field: "steps.deploy.type", Severity: SeverityError, Message: `"deplyo" is not a step type: use freestyle, git-clone, build, push, parallel, pending-approval, composition or launch-composition`},
+		{Line: 12, Column: 13, Field: "steps.deploy.type", Severity: SeverityError, Message: `"deplyo" is not a step type: use freestyle, git-clone, build, push, parallel, pending-approval, composition, launch-composition, deploy or helm`},
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("Lint:\n%s\nwant:\n%s", issuesText(got), issuesText(want))
@@ -40,7 +40,7 @@ steps:
 		t.Fatal("Parse succeeded")
 	}
 	if got, want := err.Error(), "line 10: steps.build.retry.maxAttempts: \"0\" is out of range: maxAttempts (the number of retries) is 1 to 10\n"+
-		"line 12: steps.deploy.type: \"deplyo\" is not a step type: use freestyle, git-clone, build, push, parallel, pending-approval, composition or launch-composition"; got != want {
+		"line 12: steps.deploy.type: \"deplyo\" is not a step type: use freestyle, git-clone, build, push, parallel, pending-approval, composition, launch-composition, deploy or helm"; got != want {
 		t.Errorf("Parse error:\n%s\nwant:\n%s", got, want)
 	}
 	if f := errdefs.Field(err); f != "steps.build.retry.maxAttempts" {

@@ -36,10 +36,12 @@ const (
 	TypePush            StepType = "push"
 	TypeParallel        StepType = "parallel"
 	TypePendingApproval StepType = "pending-approval"
+	TypeDeploy          StepType = "deploy" // deploy.go
+	TypeHelm            StepType = "helm"   // deploy.go
 )
 
 // stepTypes lists the step types, in the order messages present them.
-var stepTypes = []StepType{TypeFreestyle, TypeGitClone, TypeBuild, TypePush, TypeParallel, TypePendingApproval, TypeComposition, TypeLaunchComposition}
+var stepTypes = []StepType{TypeFreestyle, TypeGitClone, TypeBuild, TypePush, TypeParallel, TypePendingApproval, TypeComposition, TypeLaunchComposition, TypeDeploy, TypeHelm}
 
 // Pipeline is a compiled, validated pipeline.
 type Pipeline struct {
@@ -122,6 +124,9 @@ type Step struct {
 
 	// a typed plugin step (TypePlugin)
 	Plugin *PluginStep `json:"plugin,omitempty"`
+	// deploy and helm (deploy.go)
+	Deploy *Deploy `json:"deploy,omitempty"`
+	Helm   *Helm   `json:"helm,omitempty"`
 }
 
 // EnvVar is one environment variable of a step, in the order written.

@@ -1,7 +1,8 @@
 // Package chartrepo serves a real Helm chart repository to tests on 127.0.0.1: charts
 // packaged by the Helm SDK (chartutil.Save) and an index.yaml listing them with their sha256
 // digests, optionally behind basic auth, with per-path request counters so tests can assert
-// "one download per version, not one per app".
+// "one download per version, not one per app". It also takes uploads as ChartMuseum does
+// (POST /api/charts), for helm steps' push action.
 //
 //	repo := chartrepo.New(t, "demo", "1.0.0", "1.2.3")
 //	... spec.source: {repoURL: repo.URL, chart: demo, targetRevision: 1.2.*} ...
@@ -9,8 +10,10 @@
 package chartrepo
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,6 +24,7 @@ import (
 	"testing"
 
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	sigsyaml "sigs.k8s.io/yaml"
 )
@@ -106,6 +110,8 @@ func (r *Repo) serve(w http.ResponseWriter, req *http.Request) {
 		data, _ := sigsyaml.Marshal(map[string]any{"apiVersion": "v1", "entries": r.entries})
 		r.mu.Unlock()
 		_, _ = w.Write(data)
+	case req.URL.Path == "/api/charts" && req.Method == http.MethodPost:
+		r.upload(w, req)
 	case strings.HasPrefix(req.URL.Path, "/charts/"):
 		data, err := os.ReadFile(filepath.Join(r.dir, filepath.Base(req.URL.Path)))
 		if err != nil {
@@ -140,4 +146,39 @@ func (r *Repo) SetAuth(user, pass string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.user, r.pass = user, pass
+}
+
+// upload takes a chart archive as ChartMuseum's API does (POST /api/charts, the archive as the
+// body): 201 when stored and listed, 409 when the version is there already, 400 when the body
+// is not a chart archive.
+func (r *Repo) upload(w http.ResponseWriter, req *http.Request) {
+	data, err := io.ReadAll(io.LimitReader(req.Body, 64<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	ch, err := loader.LoadArchive(bytes.NewReader(data))
+	if err != nil {
+		http.Error(w, `{"error":"`+err.Error()+`"}`, http.StatusBadRequest)
+		return
+	}
+	name, version := ch.Name(), ch.Metadata.Version
+	file := name + "-" + version + ".tgz"
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.entries[name] {
+		if e["version"] == version {
+			http.Error(w, `{"error":"file already exists"}`, http.StatusConflict)
+			return
+		}
+	}
+	if err := os.WriteFile(filepath.Join(r.dir, file), data, 0o644); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	sum := sha256.Sum256(data)
+	r.entries[name] = append(r.entries[name], map[string]any{"apiVersion": "v2", "name": name, "version": version,
+		"appVersion": ch.Metadata.AppVersion, "urls": []string{"charts/" + file}, "digest": hex.EncodeToString(sum[:]), "created": "2026-01-01T00:00:00Z"})
+	w.WriteHeader(http.StatusCreated)
+	_, _ = w.Write([]byte(`{"saved":true}`))
 }
