@@ -3,14 +3,18 @@ package runner
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -149,16 +153,16 @@ func (k *kubeClient) resource(obj *unstructured.Unstructured, ns string) (dynami
 
 // readManifests reads the objects of a manifest file, or of the .yaml, .yml and .json files of
 // a directory (not recursive), in name order.
-func readManifests(path string) ([]*unstructured.Unstructured, error) {
+func readManifests(path string, vars func(string) (string, bool)) (_ []*unstructured.Unstructured, missing []string, err error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	files := []string{path}
 	if fi.IsDir() {
 		ents, err := os.ReadDir(path)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		files = files[:0]
 		for _, en := range ents {
@@ -167,40 +171,43 @@ func readManifests(path string) ([]*unstructured.Unstructured, error) {
 			}
 		}
 		if len(files) == 0 {
-			return nil, fmt.Errorf("%s has no .yaml, .yml or .json files", path)
+			return nil, nil, fmt.Errorf("%s has no .yaml, .yml or .json files", path)
 		}
 	}
 	var out []*unstructured.Unstructured
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if len(data) > maxManifestBytes {
-			return nil, fmt.Errorf("%s is larger than %d MiB", f, maxManifestBytes>>20)
+			return nil, nil, fmt.Errorf("%s is larger than %d MiB", f, maxManifestBytes>>20)
 		}
-		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		tpl := templateManifest(data)
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(tpl.text), 4096)
 		for n := 1; ; n++ {
 			var m map[string]any
 			if err := dec.Decode(&m); errors.Is(err, io.EOF) {
 				break
 			} else if err != nil {
-				return nil, fmt.Errorf("%s: document %d: %w", filepath.Base(f), n, err)
+				return nil, nil, fmt.Errorf("%s: document %d: %w", filepath.Base(f), n, err)
 			}
 			if len(m) == 0 {
 				continue
 			}
+			m, _ = tpl.fill(m, vars, &missing).(map[string]any)
 			u := &unstructured.Unstructured{Object: m}
 			if u.GetAPIVersion() == "" || u.GetKind() == "" || u.GetName() == "" {
-				return nil, fmt.Errorf("%s: document %d is not a Kubernetes object: it needs apiVersion, kind and metadata.name", filepath.Base(f), n)
+				return nil, nil, fmt.Errorf("%s: document %d is not a Kubernetes object: it needs apiVersion, kind and metadata.name", filepath.Base(f), n)
 			}
 			if len(out) >= maxManifestObjects {
-				return nil, fmt.Errorf("more than %d objects", maxManifestObjects)
+				return nil, nil, fmt.Errorf("more than %d objects", maxManifestObjects)
 			}
 			out = append(out, u)
 		}
 	}
-	return out, nil
+	slices.Sort(missing)
+	return out, slices.Compact(missing), nil
 }
 
 // setFirstImage sets the image of a Deployment's first container.
@@ -250,8 +257,12 @@ func (e *engine) deploy(ctx context.Context, st *spec.Step) (spec.Result, int, i
 		if err != nil {
 			return fail("file_path: %v", err)
 		}
-		if objs, err = readManifests(path); err != nil {
+		var missing []string
+		if objs, missing, err = readManifests(path, e.lookup); err != nil {
 			return fail("file_path %s: %v", d.FilePath, err)
+		}
+		if len(missing) > 0 {
+			e.logf("step %s: %s: left as written, no such variable: {{%s}}", st.Name, d.FilePath, strings.Join(missing, "}}, {{"))
 		}
 		if image != "" {
 			i := slices.IndexFunc(objs, func(o *unstructured.Unstructured) bool {
@@ -406,4 +417,81 @@ func pullSecret(reg runnerv1.Registry, ns string) (*unstructured.Unstructured, e
 		"metadata": map[string]any{"name": name, "namespace": ns, "labels": map[string]any{"app.kubernetes.io/managed-by": "freshet"}},
 		"type":     "kubernetes.io/dockerconfigjson",
 		"data":     map[string]any{".dockerconfigjson": base64.StdEncoding.EncodeToString(cfg)}}}, nil
+}
+
+// placeholder is Codefresh's deploy-step template: {{NAME}} or {{ NAME }}, replaced by the
+// build variable NAME.
+var placeholder = regexp.MustCompile(`\{\{ *([A-Za-z_][A-Za-z0-9_]*) *\}\}`)
+
+// manifestTemplate is a manifest file whose {{NAME}} placeholders were replaced by tokens that
+// are plain YAML scalars, so that a variable's value is put into the parsed objects as data:
+// whatever it holds (a newline, a colon, a quote), it cannot change the manifest's structure.
+type manifestTemplate struct {
+	text  []byte
+	names map[string]string // token → variable name
+	token *regexp.Regexp
+}
+
+func templateManifest(data []byte) manifestTemplate {
+	t := manifestTemplate{text: data, names: map[string]string{}}
+	if !placeholder.Match(data) {
+		return t
+	}
+	var salt [6]byte
+	_, _ = rand.Read(salt[:])
+	prefix := "freshettpl" + hex.EncodeToString(salt[:]) + "x"
+	t.token = regexp.MustCompile(prefix + `[0-9]+x`)
+	byName := map[string]string{}
+	t.text = placeholder.ReplaceAllFunc(data, func(m []byte) []byte {
+		name := string(placeholder.FindSubmatch(m)[1])
+		tok, ok := byName[name]
+		if !ok {
+			tok = prefix + strconv.Itoa(len(byName)) + "x"
+			byName[name], t.names[tok] = tok, name
+		}
+		return []byte(tok)
+	})
+	return t
+}
+
+// fill returns v with the tokens replaced by the variables' values (vars), or by the
+// placeholder as written for a name that is no variable (added to missing). A value that is a
+// whole scalar becomes a number or a boolean when it reads as one (replicas: {{REPLICAS}}).
+func (t manifestTemplate) fill(v any, vars func(string) (string, bool), missing *[]string) any {
+	if t.token == nil {
+		return v
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[fmt.Sprint(t.fill(k, vars, missing))] = t.fill(e, vars, missing)
+		}
+		return out
+	case []any:
+		for i, e := range x {
+			x[i] = t.fill(e, vars, missing)
+		}
+		return x
+	case string:
+		whole := t.names[x] != ""
+		s := t.token.ReplaceAllStringFunc(x, func(tok string) string {
+			name := t.names[tok]
+			if val, ok := vars(name); ok {
+				return val
+			}
+			*missing = append(*missing, name)
+			return "{{" + name + "}}"
+		})
+		if whole && s != "{{"+t.names[x]+"}}" {
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+				return n
+			}
+			if b, err := strconv.ParseBool(s); err == nil && (s == "true" || s == "false") {
+				return b
+			}
+		}
+		return s
+	}
+	return v
 }

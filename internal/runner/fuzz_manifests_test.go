@@ -13,12 +13,13 @@ func FuzzReadManifests(f *testing.F) {
 	f.Add(`{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"}}`)
 	f.Add("---\n---\nkind: X\n")
 	f.Add("a: &a [*a]\n")
+	f.Add("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: '{{ NAME }}'}\ndata: {a: x{{UNSET}}y, n: {{N}}}\n")
 	f.Fuzz(func(t *testing.T, data string) {
 		path := filepath.Join(t.TempDir(), "m.yaml")
 		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		objs, err := readManifests(path)
+		objs, _, err := readManifests(path, func(name string) (string, bool) { return "v: {" + name + "}\n", name != "UNSET" })
 		if err != nil {
 			return
 		}
