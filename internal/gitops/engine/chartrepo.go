@@ -152,6 +152,9 @@ func chartTemporary(err error) bool { return errors.Is(err, helmrepo.ErrUnavaila
 func (e *Engine) hardRefreshCharts(a *app.Application) {
 	if src := a.EffectiveSource(); src.IsChartRepo() && e.opts.Charts != nil {
 		e.opts.Charts.Invalidate(src.RepoURL)
+		if rest, ok := strings.CutPrefix(src.RepoURL, "https://"); ok { // an OCI registry by its repository credentials
+			e.opts.Charts.Invalidate("oci://" + rest)
+		}
 		e.renders.drop("chart\x00")
 	}
 }
