@@ -109,6 +109,9 @@ func ociError(err error, base, what string, cred Credentials) error {
 	if netpolicy.IsRefused(err) {
 		return fmt.Errorf("OCI registry %s: %w", base, err)
 	}
+	if errors.Is(err, auth.ErrBasicCredentialNotFound) {
+		return fmt.Errorf("%w: %s asks for credentials for %s (no credentials were sent)", ErrAuth, base, what)
+	}
 	var er *errcode.ErrorResponse
 	if errors.As(err, &er) {
 		switch {

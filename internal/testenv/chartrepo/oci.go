@@ -33,7 +33,7 @@ func PushOCI(t testing.TB, reg *containers.RegistryInstance, path, name string, 
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := rc.Push(data, base+"/"+name+":"+strings.ReplaceAll(v, "+", "_")); err != nil {
+		if _, err := rc.Push(data, base+"/"+name+":"+v); err != nil { // the SDK writes + as _ in the tag
 			t.Fatalf("pushing %s %s to %s: %v", name, v, base, err)
 		}
 	}
