@@ -275,25 +275,9 @@ func (c *Cache) pullOCI(ctx context.Context, o *ociRepo, repoURL, chart, version
 		if err != nil {
 			return nil, ociError(err, o.base, what+" (its manifest)", cred)
 		}
-		var m ocispec.Manifest
-		if err := json.Unmarshal(mdata, &m); err != nil {
-			return nil, fmt.Errorf("%w: %s: the manifest of %s is not an OCI image manifest: %v", ErrInvalid, o.base, what, err)
-		}
-		var layer *ocispec.Descriptor
-		for i := range m.Layers {
-			if mt := m.Layers[i].MediaType; mt == ChartLayerMediaType || mt == legacyChartLayerMediaType {
-				layer = &m.Layers[i]
-				break
-			}
-		}
-		if layer == nil {
-			return nil, fmt.Errorf("%w: %s: %s is not a Helm chart (its manifest has no layer of media type %s)", ErrInvalid, o.base, what, ChartLayerMediaType)
-		}
-		if layer.Size < 0 || layer.Size > c.opts.MaxChartBytes {
-			return nil, fmt.Errorf("%w: %s: %s is larger than %d bytes", ErrInvalid, o.base, what, c.opts.MaxChartBytes)
-		}
-		if err := layer.Digest.Validate(); err != nil {
-			return nil, fmt.Errorf("%w: %s: %s: layer digest %q: %v", ErrInvalid, o.base, what, layer.Digest, err)
+		layer, err := ChartLayer(mdata, c.opts.MaxChartBytes)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %s: %v", ErrInvalid, o.base, what, err)
 		}
 		rc, err := r.Fetch(ctx, *layer)
 		if err != nil {
@@ -313,6 +297,30 @@ func (c *Cache) pullOCI(ctx context.Context, o *ociRepo, repoURL, chart, version
 		return nil, err
 	}
 	return out, nil
+}
+
+// ChartLayer finds the chart archive in an OCI manifest a registry sent: the first layer of
+// ChartLayerMediaType (or the legacy application/tar+gzip), with a valid digest and a size
+// from 0 to maxBytes.
+func ChartLayer(manifest []byte, maxBytes int64) (*ocispec.Descriptor, error) {
+	var m ocispec.Manifest
+	if err := json.Unmarshal(manifest, &m); err != nil {
+		return nil, fmt.Errorf("the manifest is not an OCI image manifest: %v", err)
+	}
+	for i := range m.Layers {
+		l := &m.Layers[i]
+		if l.MediaType != ChartLayerMediaType && l.MediaType != legacyChartLayerMediaType {
+			continue
+		}
+		if l.Size < 0 || l.Size > maxBytes {
+			return nil, fmt.Errorf("the chart layer is %d bytes; the limit is %d", l.Size, maxBytes)
+		}
+		if err := l.Digest.Validate(); err != nil {
+			return nil, fmt.Errorf("the chart layer's digest %q: %v", l.Digest, err)
+		}
+		return l, nil
+	}
+	return nil, fmt.Errorf("not a Helm chart: the manifest has no layer of media type %s", ChartLayerMediaType)
 }
 
 // unpack loads a chart archive, checks it holds chart and unpacks it into out.Dir.

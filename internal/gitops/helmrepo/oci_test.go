@@ -179,3 +179,21 @@ func TestOCINetworkPolicy(t *testing.T) {
 		}
 	}
 }
+
+// FuzzChartLayer: a registry's manifest never panics the parser, and a layer it returns is a
+// chart layer within the limit with a valid digest.
+func FuzzChartLayer(f *testing.F) {
+	f.Add([]byte(`{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.cncf.helm.config.v1+json","digest":"sha256:8f3b3b2c8f4e2e1f0a9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f2e1d0c9b8a7f","size":123},"layers":[{"mediaType":"application/vnd.cncf.helm.chart.content.v1.tar+gzip","digest":"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","size":3012}]}`))
+	f.Add([]byte(`{"layers":[{"mediaType":"application/tar+gzip","digest":"sha256:zz","size":-1}]}`))
+	f.Add([]byte(`{"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef","size":1}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		l, err := helmrepo.ChartLayer(data, 1<<20)
+		if err != nil {
+			return
+		}
+		if l.Size < 0 || l.Size > 1<<20 || l.Digest.Validate() != nil ||
+			(l.MediaType != helmrepo.ChartLayerMediaType && l.MediaType != "application/tar+gzip") {
+			t.Fatalf("accepted %+v", l)
+		}
+	})
+}
