@@ -32,6 +32,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/gitops/engine"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/gitops/host"
+	"github.com/freshet-dev/freshet/internal/gitops/repocreds"
 	"github.com/freshet-dev/freshet/internal/gitops/repourl"
 	"github.com/freshet-dev/freshet/internal/gitops/rollouts"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
@@ -212,8 +213,12 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 	if u, err := repourl.Parse(opts.InstallRepo.URL); err == nil && u.Scheme == "file" {
 		policy = policy.WithOwnRepo(u.Path)
 	}
+	creds, err := repoCredsSource(opts.DataDir, kube)
+	if err != nil {
+		return nil, err
+	}
 	gh, err := host.New(host.Options{Dir: opts.DataDir, InstallRepo: opts.InstallRepo, InCluster: kube, Engine: opts.Engine,
-		ClusterStore: store, Sink: r.sendReport, Logger: log, Policy: policy})
+		ClusterStore: store, RepoCreds: creds, Sink: r.sendReport, Logger: log, Policy: policy})
 	if err != nil {
 		return nil, fmt.Errorf("gitops: %w", err)
 	}
@@ -302,6 +307,20 @@ func clusterStore(dataDir string, kube *rest.Config) (host.ClusterStore, error) 
 		return host.SecretClusterStore{Client: kc, Namespace: strings.TrimSpace(string(ns))}, nil
 	}
 	return host.FileClusterStore{Dir: filepath.Join(dataDir, "clusters")}, nil
+}
+
+// repoCredsSource is where the runtime's repository credentials live, as Argo CD keeps
+// them: Secrets (and argocd-tls-certs-cm) in the runtime's namespace when it runs in a Pod,
+// else the same manifests as files in DATA_DIR/repositories (docs/runtimes.md).
+func repoCredsSource(dataDir string, kube *rest.Config) (repocreds.Source, error) {
+	if ns, err := os.ReadFile(saNamespaceFile); err == nil && kube != nil && os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		kc, err := kubernetes.NewForConfig(kube)
+		if err != nil {
+			return nil, err
+		}
+		return repocreds.Secrets{Client: kc, Namespace: strings.TrimSpace(string(ns))}, nil
+	}
+	return repocreds.Files{Dir: filepath.Join(dataDir, "repositories")}, nil
 }
 
 // sendAudit reports changes made on the ingress (the runtime protocol's Audit call).

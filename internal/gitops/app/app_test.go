@@ -110,6 +110,21 @@ func TestDecodeGuestbookFields(t *testing.T) {
 	}
 }
 
+// Charts from OCI registries decode in both of Argo CD's forms: oci://host/path, and the bare
+// host/path of its documentation's example.
+func TestDecodeOCIChartSources(t *testing.T) {
+	for _, repo := range []string{"oci://ghcr.io/org/charts", "registry-1.docker.io/bitnamicharts", "127.0.0.1:5000/charts/"} {
+		doc := strings.Replace(base, "https://github.com/argoproj/argocd-example-apps.git\n    path: guestbook\n", repo+"\n    chart: nginx\n    targetRevision: 15.9.0\n", 1)
+		a, err := app.DecodeApplication([]byte(doc))
+		if err != nil {
+			t.Fatalf("%s: %v", repo, err)
+		}
+		if src := a.EffectiveSource(); !src.IsChartRepo() || src.RepoURL != repo || src.Chart != "nginx" {
+			t.Errorf("%s: source %+v", repo, src)
+		}
+	}
+}
+
 const base = `apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata:
@@ -162,8 +177,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"jsonnet lib escapes", strings.Replace(base, "    path: guestbook\n", "    path: guestbook\n    directory:\n      jsonnet:\n        tlas: [{name: a, value: b}]\n        libs: [vendor, ../../etc]\n", 1), "spec.source.directory.jsonnet.libs[1]", 13, "inside the repository", false},
 		{"jsonnet tla without name", strings.Replace(base, "    path: guestbook\n", "    path: guestbook\n    directory:\n      jsonnet:\n        tlas: [{name: a, value: b}, {value: c}]\n", 1), "spec.source.directory.jsonnet.tlas[1].name", 0, "is required", false},
 		{"plugin", strings.Replace(base, "    path: guestbook\n", "    path: guestbook\n    plugin:\n      name: cdk8s\n", 1), "spec.source.plugin", 10, "plugins are not supported", true},
-		{"oci chart", strings.Replace(base, "https://github.com/argoproj/argocd-example-apps.git\n    path: guestbook\n", "oci://ghcr.io/org/charts\n    chart: nginx\n", 1), "spec.source.repoURL", 8, "OCI registries are not supported yet", true},
-		{"bare-host oci chart", strings.Replace(base, "https://github.com/argoproj/argocd-example-apps.git\n    path: guestbook\n", "ghcr.io/org/charts\n    chart: nginx\n", 1), "spec.source.repoURL", 8, "OCI registries are not supported yet", true},
+		{"oci chart with credentials", strings.Replace(base, "https://github.com/argoproj/argocd-example-apps.git\n    path: guestbook\n", "oci://u:p@ghcr.io/org/charts\n    chart: nginx\n", 1), "spec.source.repoURL", 8, "must not carry credentials", false},
+		{"oci chart without host", strings.Replace(base, "https://github.com/argoproj/argocd-example-apps.git\n    path: guestbook\n", "oci:///charts\n    chart: nginx\n", 1), "spec.source.repoURL", 8, "not an OCI registry location", false},
 		{"chart with a slash", strings.Replace(base, "https://github.com/argoproj/argocd-example-apps.git\n    path: guestbook\n", "https://charts.example.com\n    chart: a/nginx\n", 1), "spec.source.chart", 9, "no slashes", false},
 		{"chart repo with credentials", strings.Replace(base, "https://github.com/argoproj/argocd-example-apps.git\n    path: guestbook\n", "https://u:p@charts.example.com\n    chart: nginx\n", 1), "spec.source.repoURL", 8, "must not carry credentials", false},
 		{"ref in spec.source", strings.Replace(base, "    path: guestbook\n", "    path: guestbook\n    ref: values\n", 1), "spec.source.ref", 10, "only valid in an entry of spec.sources", false},

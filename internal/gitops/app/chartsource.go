@@ -8,12 +8,14 @@ import (
 )
 
 // IsChartRepo reports whether the source is a chart from a Helm chart repository
-// (spec.source.chart with an http(s) repoURL) rather than a git repository.
+// (spec.source.chart with an http(s) repoURL, or an OCI registry's oci://host/path or Argo
+// CD's bare host/path) rather than a git repository.
 func (s *Source) IsChartRepo() bool { return s != nil && s.Chart != "" }
 
 // validateChartSource checks a source naming a chart from a chart repository: an http(s)
-// repoURL without credentials in it, a chart name, no kustomize or directory options. OCI
-// registries and chart sources in spec.sources are not supported yet.
+// repoURL or an OCI registry's (oci://host/path, or host/path as Argo CD writes it) without
+// credentials in it, a chart name, no kustomize or directory options. Chart sources in
+// spec.sources are not supported yet.
 func validateChartSource(d *decoder, p string, src *Source, inSources bool) {
 	fail := func(fp, value, reason string) { d.fail(fp, d.line(fp), value, reason) }
 	unsupported := func(fp, value, reason string) {
@@ -29,8 +31,15 @@ func validateChartSource(d *decoder, p string, src *Source, inSources bool) {
 	switch {
 	case src.RepoURL == "":
 		fail(p+".repoURL", "", "is required: the chart repository's URL (https://host/path, where index.yaml is)")
-	case err == nil && u.Scheme == "oci" || err == nil && u.Scheme == "" && !strings.Contains(src.RepoURL, "://"):
-		unsupported(p+".repoURL", repourl.Redact(src.RepoURL), "charts from OCI registries are not supported yet; use an HTTP(S) chart repository")
+	case strings.HasPrefix(src.RepoURL, "oci://") || !strings.Contains(src.RepoURL, "://"):
+		rest := strings.TrimSuffix(strings.TrimPrefix(src.RepoURL, "oci://"), "/")
+		host, _, _ := strings.Cut(rest, "/")
+		switch {
+		case strings.Contains(rest, "@"):
+			fail(p+".repoURL", "***"+rest[strings.LastIndex(rest, "@"):], "must not carry credentials; give them as repository credentials of the runtime")
+		case host == "" || strings.ContainsAny(rest, " \t\\?#"):
+			fail(p+".repoURL", src.RepoURL, "is not an OCI registry location; want oci://HOST[:PORT]/PATH (or HOST[:PORT]/PATH, as Argo CD writes it)")
+		}
 	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
 		fail(p+".repoURL", repourl.Redact(src.RepoURL), "is not a chart repository URL; want https://host/path (where index.yaml is)")
 	case u.User != nil:

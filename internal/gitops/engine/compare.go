@@ -403,7 +403,7 @@ func (e *Engine) desiredFor(ctx context.Context, st *appState, a *app.Applicatio
 		defer s.Release()
 		res, err := e.renderer.Render(ctx, render.Request{
 			Root: s.Dir, Source: *src, AppName: a.Metadata.Name, Namespace: destNS,
-			Revision: resolved.SHA, KubeVersion: kubeVersion, APIVersions: apiVersions,
+			Revision: resolved.SHA, KubeVersion: kubeVersion, APIVersions: apiVersions, Charts: e.depFetcher(),
 		})
 		if err != nil {
 			return nil, err

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -18,11 +19,22 @@ import (
 	"github.com/freshet-dev/freshet/internal/gitops/engine/health"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/gitops/render"
+	"github.com/freshet-dev/freshet/internal/testenv/containers"
 	"github.com/freshet-dev/freshet/internal/testenv/gitserver"
 	"github.com/freshet-dev/freshet/internal/testenv/kube"
 )
 
-func TestMain(m *testing.M) { kube.Main(m) }
+// TestMain stops the clusters, then the registry (OCI chart tests).
+func TestMain(m *testing.M) {
+	code := kube.Run(m)
+	if err := containers.Teardown(); err != nil {
+		fmt.Fprintf(os.Stderr, "containers teardown: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // env is one test's world: the shared loopback cluster, a namespace, a git server with a
 // repository, and an engine.

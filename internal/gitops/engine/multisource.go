@@ -95,7 +95,7 @@ func (e *Engine) desiredMulti(ctx context.Context, st *appState, a *app.Applicat
 			}
 			res, err := e.renderer.Render(ctx, render.Request{
 				Root: snaps[i].Dir, Source: src, AppName: a.Metadata.Name, Namespace: a.Spec.Destination.Namespace,
-				Revision: shas[i], KubeVersion: kubeVersion, APIVersions: apiVersions, Refs: refs,
+				Revision: shas[i], KubeVersion: kubeVersion, APIVersions: apiVersions, Refs: refs, Charts: e.depFetcher(),
 			})
 			if err != nil {
 				return nil, fmt.Errorf("spec.sources[%d]: %w", i, err)

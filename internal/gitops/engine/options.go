@@ -65,9 +65,13 @@ type Options struct {
 	Clusters ClusterResolver
 	// Credentials returns the credentials for a repository URL (nil: anonymous).
 	Credentials func(repoURL string) git.Credentials
-	// Charts fetches charts from chart repositories (spec.source.chart); nil: such apps get
-	// a ComparisonError. Credentials gives their basic auth and CA too.
+	// Charts fetches charts from chart repositories and OCI registries (spec.source.chart,
+	// and Helm charts' remote dependencies); nil: such apps get a ComparisonError.
+	// Credentials gives their basic auth, CA and client certificate too.
 	Charts *helmrepo.Cache
+	// RepoByName returns the URL of the repository credentials named name, for Helm
+	// dependencies written repository: "@name" or "alias:name" (nil: none).
+	RepoByName func(name string) (url string, ok bool)
 	// Projects looks up an AppProject by name where applications are defined (the
 	// installation repository, Git Sources); nil or a nil answer means none is defined there.
 	// Child applications (app of apps) resolve their project through it, then through the

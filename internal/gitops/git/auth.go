@@ -41,6 +41,16 @@ type Credentials struct {
 	// private CAs), or no verification at all.
 	CABundle              []byte
 	InsecureSkipTLSVerify bool
+	// TLSClientCert and TLSClientKey: a PEM client certificate and its key for mutual TLS
+	// (Argo CD's tlsClientCertData and tlsClientCertKey), for git over HTTPS and chart
+	// repositories alike.
+	TLSClientCert []byte
+	TLSClientKey  []byte
+
+	// Chart repositories only. OCI marks the repository an OCI registry (Argo CD's
+	// enableOCI), OCIPlainHTTP reaches it over plain HTTP (insecureOCIForceHttp).
+	OCI          bool
+	OCIPlainHTTP bool
 }
 
 // String never prints secrets.

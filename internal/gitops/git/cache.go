@@ -400,6 +400,7 @@ func (c *Cache) lsRemote(ctx context.Context, repo Repo) (*advertisement, error)
 	remote := gogit.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{tr.url}})
 	refs, err := remote.ListContext(ctx, &gogit.ListOptions{
 		Auth: tr.auth, CABundle: tr.caBundle, InsecureSkipTLS: tr.insecure, PeelingOption: gogit.AppendPeeled, ProxyOptions: tr.proxy,
+		ClientCert: tr.clientCert, ClientKey: tr.clientKey,
 	})
 	if errors.Is(err, errEmptyRemote) {
 		refs, err = nil, nil
@@ -526,6 +527,7 @@ func (c *Cache) doFetch(ctx context.Context, e *repoEntry, repo Repo, specs []co
 	remote := gogit.NewRemote(r.Storer, &config.RemoteConfig{Name: "origin", URLs: []string{tr.url}})
 	err = remote.FetchContext(ctx, &gogit.FetchOptions{
 		RefSpecs: specs, Auth: tr.auth, CABundle: tr.caBundle, InsecureSkipTLS: tr.insecure, ProxyOptions: tr.proxy,
+		ClientCert: tr.clientCert, ClientKey: tr.clientKey,
 		Force: true, Prune: prune, Tags: gogit.NoTags,
 	})
 	if errors.Is(err, gogit.NoErrAlreadyUpToDate) || errors.Is(err, errEmptyRemote) {

@@ -28,7 +28,9 @@ type transportOpts struct {
 	auth     transport.AuthMethod
 	caBundle []byte
 	insecure bool
-	proxy    transport.ProxyOptions
+	// clientCert and clientKey: mutual TLS.
+	clientCert, clientKey []byte
+	proxy                 transport.ProxyOptions
 }
 
 func (c *Cache) transportOptions(ctx context.Context, repo Repo) (transportOpts, error) {
@@ -44,7 +46,8 @@ func (c *Cache) transportOptions(ctx context.Context, repo Repo) (transportOpts,
 	if err != nil {
 		return transportOpts{}, err
 	}
-	tr := transportOpts{url: remoteURL(repo.URL), auth: auth, caBundle: repo.Credentials.CABundle, insecure: repo.Credentials.InsecureSkipTLSVerify}
+	tr := transportOpts{url: remoteURL(repo.URL), auth: auth, caBundle: repo.Credentials.CABundle, insecure: repo.Credentials.InsecureSkipTLSVerify,
+		clientCert: repo.Credentials.TLSClientCert, clientKey: repo.Credentials.TLSClientKey}
 	if err := c.pin(ctx, &tr, u); err != nil {
 		return transportOpts{}, classifyRemote("connect", repo.URL, err)
 	}

@@ -211,6 +211,7 @@ func (c *Cache) commitOnce(ctx context.Context, e *repoEntry, repo Repo, tr tran
 	err = remote.PushContext(pctx, &gogit.PushOptions{
 		RefSpecs: []config.RefSpec{config.RefSpec(local.String() + ":refs/heads/" + branch)},
 		Auth:     tr.auth, CABundle: tr.caBundle, InsecureSkipTLS: tr.insecure, ProxyOptions: tr.proxy,
+		ClientCert: tr.clientCert, ClientKey: tr.clientKey,
 	})
 	c.log.Debug("git push", logKeyRepo, redactURL(repo.URL), logKeySHA, h.String(), logKeyDuration, time.Since(start), "error", err)
 	if err != nil {

@@ -34,7 +34,6 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	"golang.org/x/sync/singleflight"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -75,6 +74,12 @@ type Credentials struct {
 	// CABundle is extra PEM CA certificates trusted besides the system pool.
 	CABundle              []byte
 	InsecureSkipTLSVerify bool
+	// TLSClientCert and TLSClientKey are a PEM client certificate and its key, presented to
+	// the repository (Argo CD's tlsClientCertData and tlsClientCertKey).
+	TLSClientCert []byte
+	TLSClientKey  []byte
+	// PlainHTTP reaches an OCI registry over plain HTTP (Argo CD's insecureOCIForceHttp).
+	PlainHTTP bool
 }
 
 // String never prints secrets.
@@ -128,15 +133,15 @@ type Cache struct {
 	sf   singleflight.Group
 
 	mu      sync.Mutex
-	indexes map[string]*indexEntry // by repository URL and credentials
+	indexes map[string]*indexEntry // indexes, tag lists and tags' digests, by kind, URL and credentials
 
 	indexFetches atomic.Int64
 	downloads    atomic.Int64
 }
 
 type indexEntry struct {
-	index *Index
-	at    time.Time
+	v  any
+	at time.Time
 }
 
 // New returns a Cache keeping charts in opts.Dir.
@@ -177,20 +182,28 @@ func (c *Cache) Stats() Stats {
 	return Stats{IndexFetches: c.indexFetches.Load(), Downloads: c.downloads.Load()}
 }
 
-// Invalidate forgets the index of the repository at repoURL (all credentials), so the next
-// Resolve reads it again: a hard refresh. Unpacked charts stay (a version's digest does not
-// change under it).
+// Invalidate forgets the index (or an OCI registry's tags and their digests) of the
+// repository at repoURL (all credentials), so the next Resolve reads it again: a hard refresh.
+// Unpacked charts stay (a digest's content does not change under it).
 func (c *Cache) Invalidate(repoURL string) {
-	u, err := url.Parse(repoURL)
-	if err != nil {
-		return
+	var prefixes []string
+	if IsOCI(repoURL) {
+		base := "oci://" + strings.TrimSuffix(strings.TrimPrefix(repoURL, "oci://"), "/")
+		prefixes = []string{"tags\x00" + base + "\x00", "manifest\x00" + strings.TrimPrefix(base, "oci://") + "/"}
+	} else {
+		u, err := url.Parse(repoURL)
+		if err != nil {
+			return
+		}
+		prefixes = []string{"index\x00" + u.String() + "\x00"}
 	}
-	prefix := u.String() + "\x00"
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for k := range c.indexes {
-		if strings.HasPrefix(k, prefix) {
-			delete(c.indexes, k)
+		for _, p := range prefixes {
+			if strings.HasPrefix(k, p) {
+				delete(c.indexes, k)
+			}
 		}
 	}
 }
@@ -199,6 +212,9 @@ func (c *Cache) Invalidate(repoURL string) {
 // (an exact version, a semver range, or "" / "*" for the newest stable version), downloading
 // and unpacking it unless the cache has it.
 func (c *Cache) Resolve(ctx context.Context, repoURL, chart, constraint string, cred Credentials) (*Chart, error) {
+	if IsOCI(repoURL) {
+		return c.resolveOCI(ctx, repoURL, chart, constraint, cred)
+	}
 	base, err := c.checkURL(repoURL)
 	if err != nil {
 		return nil, err
@@ -258,7 +274,7 @@ func (c *Cache) client(cred Credentials) (*http.Client, error) {
 		t.DisableKeepAlives = true
 		hc = &http.Client{Timeout: c.opts.Timeout, Transport: t}
 	}
-	if len(cred.CABundle) > 0 || cred.InsecureSkipTLSVerify {
+	if len(cred.CABundle) > 0 || cred.InsecureSkipTLSVerify || len(cred.TLSClientCert) > 0 {
 		t, ok := hc.Transport.(*http.Transport)
 		if !ok {
 			return nil, errors.New("chart repository client: unexpected transport")
@@ -273,6 +289,13 @@ func (c *Cache) client(cred Credentials) (*http.Client, error) {
 				return nil, fmt.Errorf("%w: the repository credentials' CA bundle holds no PEM certificate", ErrInvalid)
 			}
 			cfg.RootCAs = pool
+		}
+		if len(cred.TLSClientCert) > 0 {
+			cert, err := tls.X509KeyPair(cred.TLSClientCert, cred.TLSClientKey)
+			if err != nil {
+				return nil, fmt.Errorf("%w: the repository credentials' TLS client certificate and key (tlsClientCertData, tlsClientCertKey) do not load: they must be a PEM certificate and its PEM private key", ErrInvalid)
+			}
+			cfg.Certificates = []tls.Certificate{cert}
 		}
 		t.TLSClientConfig = cfg
 	}
@@ -330,24 +353,7 @@ func (c *Cache) get(ctx context.Context, base *url.URL, u, what, repoURL string,
 
 // index returns the repository's index, read at most once per IndexTTL (fresh: now).
 func (c *Cache) index(ctx context.Context, base *url.URL, cred Credentials, fresh bool) (*Index, error) {
-	key := base.String() + "\x00" + fingerprint(cred)
-	c.mu.Lock()
-	e := c.indexes[key]
-	c.mu.Unlock()
-	if e != nil && !fresh && c.now().Sub(e.at) < c.opts.IndexTTL {
-		return e.index, nil
-	}
-	sfKey := "index\x00" + key
-	if fresh {
-		sfKey = "fresh-" + sfKey
-	}
-	v, err, _ := c.sf.Do(sfKey, func() (any, error) {
-		c.mu.Lock()
-		e := c.indexes[key]
-		c.mu.Unlock()
-		if e != nil && !fresh && c.now().Sub(e.at) < c.opts.IndexTTL {
-			return e.index, nil // read just now by another caller
-		}
+	v, err := c.cached(base.String()+"\x00"+fingerprint(cred), "index", fresh, func() (any, error) {
 		u := strings.TrimSuffix(base.String(), "/") + "/index.yaml"
 		// Detached from one caller's cancellation: others may be waiting on it.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.opts.Timeout)
@@ -361,15 +367,45 @@ func (c *Cache) index(ctx context.Context, base *url.URL, cred Credentials, fres
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: index.yaml: %v", ErrInvalid, base.String(), err)
 		}
-		c.mu.Lock()
-		c.indexes[key] = &indexEntry{index: idx, at: c.now()}
-		c.mu.Unlock()
 		return idx, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return v.(*Index), nil
+}
+
+// cached returns what read returned for kind and key within the last IndexTTL (fresh: reads
+// it now), calling read once for all callers that ask at the same time.
+func (c *Cache) cached(key, kind string, fresh bool, read func() (any, error)) (any, error) {
+	key = kind + "\x00" + key
+	c.mu.Lock()
+	e := c.indexes[key]
+	c.mu.Unlock()
+	if e != nil && !fresh && c.now().Sub(e.at) < c.opts.IndexTTL {
+		return e.v, nil
+	}
+	sfKey := key
+	if fresh {
+		sfKey = "fresh-" + sfKey
+	}
+	v, err, _ := c.sf.Do(sfKey, func() (any, error) {
+		c.mu.Lock()
+		e := c.indexes[key]
+		c.mu.Unlock()
+		if e != nil && !fresh && c.now().Sub(e.at) < c.opts.IndexTTL {
+			return e.v, nil // read just now by another caller
+		}
+		v, err := read()
+		if err != nil {
+			return nil, err
+		}
+		c.mu.Lock()
+		c.indexes[key] = &indexEntry{v: v, at: c.now()}
+		c.mu.Unlock()
+		return v, nil
+	})
+	return v, err
 }
 
 // Index is a chart repository's index.yaml: the fields Freshet reads.
@@ -410,19 +446,24 @@ func ParseIndex(data []byte) (*Index, error) {
 			cv.semver, _ = semver.NewVersion(cv.Version)
 			kept = append(kept, cv)
 		}
-		sort.SliceStable(kept, func(i, j int) bool {
-			a, b := kept[i].semver, kept[j].semver
-			switch {
-			case a == nil:
-				return false
-			case b == nil:
-				return true
-			}
-			return a.GreaterThan(b)
-		})
+		sortVersions(kept)
 		idx.Entries[name] = kept
 	}
 	return idx, nil
+}
+
+// sortVersions orders versions newest first, those that are not semver last.
+func sortVersions(vs []*ChartVersion) {
+	sort.SliceStable(vs, func(i, j int) bool {
+		a, b := vs[i].semver, vs[j].semver
+		switch {
+		case a == nil:
+			return false
+		case b == nil:
+			return true
+		}
+		return a.GreaterThan(b)
+	})
 }
 
 // get returns the version of name that version names, as Helm's IndexFile.Get does: an
@@ -503,11 +544,13 @@ func listOr(s []string) string {
 }
 
 func fingerprint(cred Credentials) string {
-	if cred.Username == "" && cred.Password == "" && len(cred.CABundle) == 0 && !cred.InsecureSkipTLSVerify {
+	if cred.Username == "" && cred.Password == "" && len(cred.CABundle) == 0 && !cred.InsecureSkipTLSVerify &&
+		len(cred.TLSClientCert) == 0 && !cred.PlainHTTP {
 		return ""
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%q\x00%q\x00%q\x00%v", cred.Username, cred.Password, cred.CABundle, cred.InsecureSkipTLSVerify)
+	fmt.Fprintf(h, "%q\x00%q\x00%q\x00%v\x00%q\x00%q\x00%v", cred.Username, cred.Password, cred.CABundle, cred.InsecureSkipTLSVerify,
+		cred.TLSClientCert, cred.TLSClientKey, cred.PlainHTTP)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -556,26 +599,7 @@ func (c *Cache) fetch(ctx context.Context, base *url.URL, repoURL, chart string,
 				return nil, fmt.Errorf("%w: %s: %s downloaded from %s has sha256 %s; index.yaml says %s", ErrDigest, repoURL, what, ref, got, digest)
 			}
 		}
-		ch, err := loader.LoadArchive(bytes.NewReader(data))
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: %s is not a valid chart archive: %v", ErrInvalid, repoURL, what, err)
-		}
-		if ch.Name() != chart {
-			return nil, fmt.Errorf("%w: %s: the archive of %s holds chart %q", ErrInvalid, repoURL, what, ch.Name())
-		}
-		tmp, err := os.MkdirTemp(c.opts.Dir, ".unpack-")
-		if err != nil {
-			return nil, fmt.Errorf("chart cache: %w", err)
-		}
-		defer os.RemoveAll(tmp)
-		if err := chartutil.SaveDir(ch, tmp); err != nil {
-			return nil, fmt.Errorf("chart cache: unpacking %s: %w", what, err)
-		}
-		if err := os.Rename(tmp, out.Dir); err != nil && !exists(filepath.Join(out.Dir, chart, chartutil.ChartfileName)) {
-			return nil, fmt.Errorf("chart cache: %w", err)
-		}
-		c.log.Info("chart downloaded", "repo", repoURL, "chart", chart, "version", cv.Version, "digest", digest, "bytes", len(data))
-		return nil, nil
+		return nil, c.unpack(data, out, repoURL, chart, cv.Version, what)
 	})
 	if err != nil {
 		return nil, err

@@ -237,7 +237,7 @@ func TestNetworkPolicyRefusesLoopback(t *testing.T) {
 	if repo.Hits("/index.yaml") != 0 {
 		t.Error("the refused repository was reached")
 	}
-	for _, bad := range []string{"ftp://x/charts", "https://user:pw@example.com/charts", "oci://example.com/charts"} {
+	for _, bad := range []string{"ftp://x/charts", "https://user:pw@example.com/charts", "oci://user:pw@example.com/charts", "user:pw@example.com/charts"} {
 		if _, err := c.Resolve(context.Background(), bad, "demo", "1.0.0", helmrepo.Credentials{}); !errors.Is(err, helmrepo.ErrInvalid) || strings.Contains(err.Error(), "pw@") {
 			t.Errorf("%s: %v", bad, err)
 		}

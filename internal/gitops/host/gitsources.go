@@ -241,7 +241,7 @@ func (h *Host) loadRenderedSource(ctx context.Context, g *GitSource, snap *git.S
 }
 
 // credentials for a repository: the installation repository's for itself, else the
-// configured ones.
+// configured ones, else the runtime's repository credentials.
 func (h *Host) credentials(u string) git.Credentials {
 	if h.opts.InstallRepo.URL != "" && sameRepo(u, h.opts.InstallRepo.URL) {
 		return h.opts.InstallRepo.Credentials
@@ -249,7 +249,8 @@ func (h *Host) credentials(u string) git.Credentials {
 	if h.opts.Credentials != nil {
 		return h.opts.Credentials(u)
 	}
-	return git.Credentials{}
+	c, _ := h.repoCreds.Load().Lookup(u)
+	return c
 }
 
 // GitSources returns the loaded Git Sources, by name.

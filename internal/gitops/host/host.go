@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	gogit "github.com/go-git/go-git/v5"
@@ -35,6 +36,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/gitops/helmrepo"
 	"github.com/freshet-dev/freshet/internal/gitops/render"
+	"github.com/freshet-dev/freshet/internal/gitops/repocreds"
 	"github.com/freshet-dev/freshet/internal/gitops/repourl"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
 )
@@ -65,8 +67,14 @@ type Options struct {
 	InCluster *rest.Config
 	// ClusterStore keeps managed clusters' credentials (nil: no managed clusters).
 	ClusterStore ClusterStore
-	// Credentials for application source repositories (nil: anonymous).
+	// Credentials for application source repositories (nil: anonymous). When set, it is used
+	// instead of RepoCreds.
 	Credentials func(repoURL string) git.Credentials
+	// RepoCreds is where the runtime keeps repository credentials as Argo CD does (repository
+	// and repo-creds Secrets, argocd-tls-certs-cm), for git repositories, chart repositories
+	// and OCI registries; read at start and with every load of the installation repository.
+	// nil: none.
+	RepoCreds repocreds.Source
 	// Engine holds the engine's tunables; Cache, Renderer, Clusters and Reporter are set here.
 	Engine engine.Options
 	// Sink sends reports to the control plane; nil discards them.
@@ -103,10 +111,14 @@ type Host struct {
 	renderedSources map[string]bool
 	// clusterHealth is each cluster's health at the last probe, by name.
 	clusterHealth map[string]string
-	loadErrs      []string // problems of the last load, by file
-	loadedAt      time.Time
-	revision      string // the installation repository's commit last loaded
-	lastErr       error  // the last load's failure (the repository itself)
+	// repoCreds is the last set of repository credentials read from Options.RepoCreds, and
+	// credErrs the problems of that read.
+	repoCreds atomic.Pointer[repocreds.Set]
+	credErrs  []string
+	loadErrs  []string // problems of the last load, by file
+	loadedAt  time.Time
+	revision  string // the installation repository's commit last loaded
+	lastErr   error  // the last load's failure (the repository itself)
 }
 
 type loadedApp struct {
@@ -173,16 +185,30 @@ func New(opts Options) (*Host, error) {
 		eo.Credentials = opts.Credentials
 	}
 	eo.Projects = h.project
-	if eo.Credentials == nil && opts.InstallRepo.URL != "" {
-		// Apps in the installation repository itself use its credentials.
+	if eo.Credentials == nil {
+		// Apps in the installation repository itself use its credentials; other repositories
+		// the runtime's repository credentials.
 		installKey, _ := repourl.Normalize(opts.InstallRepo.URL)
 		eo.Credentials = func(u string) git.Credentials {
-			if k, _ := repourl.Normalize(u); k == installKey {
+			if k, _ := repourl.Normalize(u); opts.InstallRepo.URL != "" && k == installKey {
 				return opts.InstallRepo.Credentials
 			}
-			return git.Credentials{}
+			c, _ := h.repoCreds.Load().Lookup(u)
+			return c
 		}
 	}
+	if eo.RepoByName == nil {
+		eo.RepoByName = func(name string) (string, bool) {
+			e, ok := h.repoCreds.Load().ByName(name)
+			if !ok {
+				return "", false
+			}
+			return e.URL, true
+		}
+	}
+	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+	h.loadRepoCreds(cctx)
+	ccancel()
 	if h.eng, err = engine.New(eo); err != nil {
 		return nil, err
 	}
@@ -230,6 +256,7 @@ func (h *Host) loadLoop(ctx context.Context) {
 		case <-t.C:
 		case <-h.reload:
 		}
+		h.loadRepoCreds(ctx)
 		err := h.Load(ctx)
 		next := h.opts.ReloadInterval
 		if err != nil && ctx.Err() == nil {
@@ -509,6 +536,10 @@ func (h *Host) Health() runtimev1.Component {
 	}
 	if h.opts.InCluster == nil {
 		c.Message += "; no in-cluster destination configured"
+	}
+	if len(h.credErrs) > 0 {
+		c.Health = runtimev1.ComponentDegraded
+		c.Message += fmt.Sprintf("; %d problems with repository credentials: %s", len(h.credErrs), strings.Join(h.credErrs[:min(3, len(h.credErrs))], "; "))
 	}
 	return c
 }

@@ -27,8 +27,9 @@ import (
 // files (relative to the chart, in order), then values or valuesObject, then parameters
 // (--set / --set-string) and fileParameters (--set-file); release name = helm.releaseName or
 // the app name; namespace = helm.namespace or the destination's; .Capabilities from the
-// destination's Kubernetes version when known. Chart dependencies must be in charts/ or be
-// file:// references inside the repository: nothing is downloaded. Hooks are included (the
+// destination's Kubernetes version when known. Chart dependencies are used from charts/,
+// file:// references inside the repository, or fetched from their chart repository or OCI
+// registry through Request.Charts. Hooks are included (the
 // sync engine maps them to Argo CD hooks), test hooks unless skipTests, CRDs from crds/ unless
 // skipCrds.
 func (j *job) helm(ctx context.Context) (*Result, error) {
@@ -37,7 +38,7 @@ func (j *job) helm(ctx context.Context) (*Result, error) {
 		h = &helmDefaults
 	}
 	res := &Result{}
-	ch, err := j.loadChart(j.dir, 0)
+	ch, err := j.loadChart(ctx, j.dir, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -275,8 +276,8 @@ func yamlErrorLine(err error) (int, string) {
 
 // loadChart loads the chart at dir, charging its files to the budget, and resolves
 // dependencies that are not vendored: file:// references inside the repository are loaded,
-// anything else is ErrRemoteDependency.
-func (j *job) loadChart(dir string, depth int) (*chart.Chart, error) {
+// others are fetched through Request.Charts (ErrRemoteDependency without it).
+func (j *job) loadChart(ctx context.Context, dir string, depth int) (*chart.Chart, error) {
 	if depth > 16 {
 		return nil, newError(ErrTool, j.rel(dir), 0, "chart dependencies nest deeper than 16 levels")
 	}
@@ -287,6 +288,16 @@ func (j *job) loadChart(dir string, depth int) (*chart.Chart, error) {
 	if err != nil {
 		return nil, newError(ErrInvalidManifest, path.Join(j.rel(dir), "Chart.yaml"), 0, "loading chart: %s", j.scrub(err.Error()))
 	}
+	if err := j.addDependencies(ctx, ch, path.Join(j.rel(dir), "Chart.yaml"), dir, false, depth); err != nil {
+		return nil, err
+	}
+	return ch, nil
+}
+
+// addDependencies adds to ch the dependencies Chart.yaml names that charts/ does not hold:
+// file:// ones from the repository (not for a fetched chart, which has no repository), the
+// others fetched. chartFile names ch's Chart.yaml in errors.
+func (j *job) addDependencies(ctx context.Context, ch *chart.Chart, chartFile, dir string, fetched bool, depth int) error {
 	present := map[string]bool{}
 	for _, d := range ch.Dependencies() {
 		present[d.Name()] = true
@@ -295,29 +306,73 @@ func (j *job) loadChart(dir string, depth int) (*chart.Chart, error) {
 		if present[dep.Name] {
 			continue
 		}
-		chartFile := path.Join(j.rel(dir), "Chart.yaml")
 		local, isFile := strings.CutPrefix(dep.Repository, "file://")
-		if !isFile {
-			return nil, newError(ErrRemoteDependency, chartFile, 0,
-				"dependency %s %s from %s is not in charts/; Freshet does not download charts: run `helm dependency build` and commit charts/, or use a file:// dependency",
-				dep.Name, dep.Version, orNone(dep.Repository))
+		if !isFile || fetched {
+			sub, err := j.fetchDependency(ctx, chartFile, dep, depth)
+			if err != nil {
+				return err
+			}
+			ch.AddDependency(sub)
+			present[dep.Name] = true
+			continue
 		}
 		depDir := filepath.Join(dir, filepath.FromSlash(local))
 		real, err := filepath.EvalSymlinks(depDir)
 		if err != nil || !within(j.root, real) {
-			return nil, newError(ErrNotFound, chartFile, 0, "dependency %s: %s is not a chart directory in the repository", dep.Name, dep.Repository)
+			return newError(ErrNotFound, chartFile, 0, "dependency %s: %s is not a chart directory in the repository", dep.Name, dep.Repository)
 		}
-		sub, err := j.loadChart(real, depth+1)
+		sub, err := j.loadChart(ctx, real, depth+1)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if sub.Name() != dep.Name {
-			return nil, newError(ErrTool, chartFile, 0, "dependency %s: %s holds chart %q", dep.Name, dep.Repository, sub.Name())
+			return newError(ErrTool, chartFile, 0, "dependency %s: %s holds chart %q", dep.Name, dep.Repository, sub.Name())
 		}
 		ch.AddDependency(sub)
 		present[dep.Name] = true
 	}
-	return ch, nil
+	return nil
+}
+
+// fetchDependency fetches a dependency from its chart repository or OCI registry, with the
+// dependencies it does not carry itself.
+func (j *job) fetchDependency(ctx context.Context, chartFile string, dep *chart.Dependency, depth int) (*chart.Chart, error) {
+	if j.req.Charts == nil || dep.Repository == "" {
+		return nil, newError(ErrRemoteDependency, chartFile, 0,
+			"dependency %s %s from %s is not in charts/; run `helm dependency build` and commit charts/, or use a file:// dependency",
+			dep.Name, dep.Version, orNone(dep.Repository))
+	}
+	if depth > 16 {
+		return nil, newError(ErrTool, chartFile, 0, "chart dependencies nest deeper than 16 levels")
+	}
+	dir, err := j.req.Charts.FetchDependency(ctx, dep.Repository, dep.Name, dep.Version)
+	if err != nil {
+		return nil, newError(ErrRemoteDependency, chartFile, 0, "dependency %s %s from %s: %s", dep.Name, dep.Version, dep.Repository, j.scrub(err.Error()))
+	}
+	where := fmt.Sprintf("%s (dependency %s from %s)", chartFile, dep.Name, dep.Repository)
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				rel, _ := filepath.Rel(dir, p)
+				return j.budget.take(where+": "+filepath.ToSlash(rel), fi.Size())
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sub, err := loader.Load(dir)
+	if err != nil {
+		return nil, newError(ErrInvalidManifest, where, 0, "loading chart: %s", j.scrub(err.Error()))
+	}
+	if sub.Name() != dep.Name {
+		return nil, newError(ErrTool, chartFile, 0, "dependency %s: %s holds chart %q", dep.Name, dep.Repository, sub.Name())
+	}
+	if err := j.addDependencies(ctx, sub, where, dir, true, depth+1); err != nil {
+		return nil, err
+	}
+	return sub, nil
 }
 
 func orNone(s string) string {

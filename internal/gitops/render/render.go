@@ -138,6 +138,19 @@ type Request struct {
 	// Refs are the checkouts of a multi-source application's ref sources, by ref name: Helm
 	// value files written $ref/path are read from them.
 	Refs map[string]string
+	// Charts fetches Helm chart dependencies from chart repositories and OCI registries
+	// (Chart.yaml dependencies not vendored in charts/); nil: such dependencies are
+	// ErrRemoteDependency.
+	Charts ChartFetcher
+}
+
+// ChartFetcher fetches a chart a Helm chart depends on.
+type ChartFetcher interface {
+	// FetchDependency returns the directory holding chart name, unpacked, at the version
+	// (an exact version or a semver range) from repository, as Chart.yaml's dependencies
+	// write it: https://…, oci://…, or a repository's name written @name or alias:name. The
+	// directory is only read.
+	FetchDependency(ctx context.Context, repository, name, version string) (dir string, err error)
 }
 
 // Object is one rendered Kubernetes object and where it came from.

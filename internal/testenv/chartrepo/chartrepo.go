@@ -56,24 +56,7 @@ func New(t testing.TB, name string, versions ...string) *Repo {
 // Add packages chart name at version and lists it in the index.
 func (r *Repo) Add(t testing.TB, name, version string) {
 	t.Helper()
-	ch := &chart.Chart{
-		Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: name, Version: version, AppVersion: version},
-		Values:   map[string]any{"replicas": 1, "message": "hello"},
-		Templates: []*chart.File{{Name: "templates/cm.yaml", Data: []byte(`apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: {{ .Release.Name }}-cm
-data:
-  version: {{ .Chart.Version | quote }}
-  message: {{ .Values.message | quote }}
-  replicas: {{ .Values.replicas | quote }}
-`)}},
-		Files: []*chart.File{{Name: "values-prod.yaml", Data: []byte("message: from-prod\n")}},
-	}
-	path, err := chartutil.Save(ch, r.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	path := Package(t, r.dir, name, version)
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +66,35 @@ data:
 	defer r.mu.Unlock()
 	r.entries[name] = append(r.entries[name], map[string]any{"apiVersion": "v2", "name": name, "version": version,
 		"urls": []string{"charts/" + filepath.Base(path)}, "digest": hex.EncodeToString(sum[:]), "created": "2026-01-01T00:00:00Z"})
+}
+
+// Package packages the test chart name at version with the Helm SDK (chartutil.Save) into
+// dir and returns the archive's path. The chart renders one ConfigMap, RELEASE-cm, holding
+// its version and the values message and replicas (as a dependency of another chart:
+// RELEASE-NAME-cm); it carries values-prod.yaml.
+func Package(t testing.TB, dir, name, version string, deps ...*chart.Dependency) string {
+	t.Helper()
+	ch := &chart.Chart{
+		Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: name, Version: version, AppVersion: version, Dependencies: deps},
+		Values:   map[string]any{"replicas": 1, "message": "hello"},
+		// chartutil.Save writes values.yaml from Raw (as `helm package` keeps the file).
+		Raw: []*chart.File{{Name: "values.yaml", Data: []byte("replicas: 1\nmessage: hello\n")}},
+		Templates: []*chart.File{{Name: "templates/cm.yaml", Data: []byte(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}{{ if contains "/charts/" .Template.BasePath }}-{{ .Chart.Name }}{{ end }}-cm
+data:
+  version: {{ .Chart.Version | quote }}
+  message: {{ .Values.message | quote }}
+  replicas: {{ .Values.replicas | quote }}
+`)}},
+		Files: []*chart.File{{Name: "values-prod.yaml", Data: []byte("message: from-prod\n")}},
+	}
+	path, err := chartutil.Save(ch, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func (r *Repo) serve(w http.ResponseWriter, req *http.Request) {
