@@ -178,8 +178,8 @@ func (s *Service) checkServer(field, raw string) error {
 func (s *Service) checkHelmRepo(v map[string]string) error {
 	raw := v[helmRepoURL]
 	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Host == "" {
-		return errdefs.Invalid("values.url", raw, "is not a chart repository URL: give http(s)://host/path (cm://, oci:// and cloud-specific schemes are not supported)")
+	if err != nil || u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "oci" || u.Host == "" {
+		return errdefs.Invalid("values.url", raw, "is not a chart repository URL: give http(s)://host/path or an OCI registry's oci://host/path (cm:// and cloud-specific schemes are not supported)")
 	}
 	if u.User != nil {
 		return errdefs.Invalid("values.url", "", "carries credentials: give them as username and password")

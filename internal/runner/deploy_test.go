@@ -26,6 +26,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/runner/executor"
 	"github.com/freshet-dev/freshet/internal/runner/executor/local"
 	"github.com/freshet-dev/freshet/internal/testenv/chartrepo"
+	"github.com/freshet-dev/freshet/internal/testenv/containers"
 	"github.com/freshet-dev/freshet/internal/testenv/kube"
 )
 
@@ -234,6 +235,33 @@ spec:
 		}
 		if strings.Contains(log, "repo-pass") {
 			t.Error("the log shows the repository password")
+		}
+	})
+
+	t.Run("helm install from an OCI registry", func(t *testing.T) {
+		reg := containers.Registry(t) // TLS from its own CA, basic auth
+		url := chartrepo.PushOCI(t, reg, "charts/runner", "demo", "1.0.0", "1.2.0")
+		d := newDeployEnv(t, c)
+		ns := c.Namespace(t)
+		ctxRepo := runnerv1.HelmRepo{Name: "oci-charts", URL: url, Username: reg.Username, Password: reg.Password, CA: string(reg.CACert)}
+		status, reason, log := d.run(t, "version: '1.0'\nsteps:\n  release:\n    type: helm\n    arguments:\n      chart_name: demo\n"+
+			"      chart_repo_url: "+url+"\n      chart_version: '1.x'\n      release_name: demo\n      kube_context: loopback\n      namespace: "+ns+"\n", ctxRepo)
+		if status != stSuccess || !strings.Contains(log, "demo 1.2.0 from "+url) {
+			t.Fatalf("install from %s: %s: %s\n%s", url, status, reason, log)
+		}
+		cm, err := c.Client.CoreV1().ConfigMaps(ns).Get(ctx, "demo-cm", metav1.GetOptions{})
+		if err != nil || cm.Data["version"] != "1.2.0" {
+			t.Fatalf("configmap: %v %v", cm.Data, err)
+		}
+		if strings.Contains(log, reg.Password) {
+			t.Error("the log shows the registry password")
+		}
+		// Pushing goes to ChartMuseum-style repositories only: an OCI one is refused by name.
+		d.write(t, "Chart.yaml", "apiVersion: v2\nname: local\nversion: 0.1.0\n")
+		status, reason, _ = d.run(t, "version: '1.0'\nsteps:\n  push:\n    type: helm\n    arguments:\n      action: push\n      chart_name: .\n"+
+			"      chart_repo_url: "+url+"\n", ctxRepo)
+		if status != stFailed || !strings.Contains(reason, "pushing to an OCI registry is not supported") {
+			t.Errorf("push to OCI: %s %q", status, reason)
 		}
 	})
 }

@@ -342,7 +342,7 @@ func (e *engine) helmPush(ctx context.Context, st *spec.Step, dir string) (spec.
 	}
 	u, err := url.Parse(repoURL)
 	if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return fail("chart repository %s is not an http(s) URL", repoURL)
+		return fail("chart repository %s is not an http(s) URL: push uploads to ChartMuseum-style repositories (pushing to an OCI registry is not supported)", repoURL)
 	}
 	api := *u
 	api.Path = "/api" + strings.TrimRight(u.Path, "/") + "/charts"

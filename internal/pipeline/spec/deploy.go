@@ -172,8 +172,8 @@ func (st *stepCompile) deployField(f kv, fp string) bool {
 			h.ChartName, _ = c.text(f.val, fp)
 		case "chart_repo_url":
 			if v, ok := c.text(f.val, fp); ok && v != "" {
-				if !strings.Contains(v, "${{") && !strings.HasPrefix(v, "http://") && !strings.HasPrefix(v, "https://") {
-					c.errorf(f.val, fp, v, "is not a chart repository URL Freshet reads: give http:// or https:// (cm://, az:// and oci:// repositories are not supported)")
+				if !strings.Contains(v, "${{") && !strings.HasPrefix(v, "http://") && !strings.HasPrefix(v, "https://") && !strings.HasPrefix(v, "oci://") {
+					c.errorf(f.val, fp, v, "is not a chart repository URL Freshet reads: give http://, https:// or oci:// (cm:// and az:// repositories are not supported)")
 					return true
 				}
 				h.ChartRepoURL = v
