@@ -113,54 +113,28 @@ func (st *stepCompile) compileComposeServices(v *yaml.Node, path string, candida
 	if !c.mapping(v, path, "a mapping of names to "+what+"s ({image, command, environment})") {
 		return nil
 	}
-	out := []Service{}
-	for _, e := range c.entries(v, path) {
-		sp := join(path, e.name)
-		if !serviceName.MatchString(e.name) {
-			c.errorf(e.key, sp, e.name, "is not a service name: use letters, digits, _ . and -, starting with a letter or digit (the name is its host name)")
-			continue
-		}
-		val := c.deref(e.val)
-		if val == nil || !c.mapping(val, sp, what+": a mapping with image (and command, environment)") {
-			continue
-		}
-		svc := Service{Name: e.name}
-		badImage := false
-		for _, f := range c.entries(val, sp) {
-			fp := join(sp, f.name)
-			switch f.name {
-			case "image":
-				var ok bool
-				if svc.Image, ok = c.text(f.val, fp); !ok {
-					badImage = true
-				}
-			case "environment":
-				svc.Env = c.compileEnv(f.val, fp)
-			case "ports":
-				svc.Ports = c.compilePorts(f.val, fp)
-			case "command":
-				svc.Cmd = c.composeCommand(f.val, fp)
-			case "entrypoint":
-				svc.EntryPoint = c.composeCommand(f.val, fp)
-			case "working_dir":
-				svc.WorkingDir, _ = c.text(f.val, fp)
-			case "volumes":
-				svc.Volume = c.composeVolumes(f.val, fp)
-			case "build":
-				c.errorf(f.key, fp, "", "is not supported: build the image in a build step and give it as image (image: ${{BUILD_STEP_NAME}})")
-			default:
-				if why := composeIgnored[f.name]; why != "" {
-					c.warnf(f.key, fp, "", "is not used by Freshet: %s", why)
-					continue
-				}
-				c.unknownField(f, sp, what, composeServiceFields)
+	out := c.serviceEntries(v, path, what, what+": a mapping with image (and command, environment)", func(svc *Service, f kv, fp, sp string) {
+		switch f.name {
+		case "command":
+			svc.Cmd = c.composeCommand(f.val, fp)
+		case "entrypoint":
+			svc.EntryPoint = c.composeCommand(f.val, fp)
+		case "working_dir":
+			svc.WorkingDir, _ = c.text(f.val, fp)
+		case "volumes":
+			svc.Volume = c.composeVolumes(f.val, fp)
+		case "build":
+			c.errorf(f.key, fp, "", "is not supported: build the image in a build step and give it as image (image: ${{BUILD_STEP_NAME}})")
+		default:
+			if why := composeIgnored[f.name]; why != "" {
+				c.warnf(f.key, fp, "", "is not used by Freshet: %s", why)
+				return
 			}
+			c.unknownField(f, sp, what, composeServiceFields)
 		}
-		if svc.Image == "" && !badImage {
-			c.errorf(e.key, join(sp, "image"), "", "is missing: %s needs the image it runs", what)
-			continue
-		}
-		out = append(out, svc)
+	})
+	if out == nil {
+		out = []Service{}
 	}
 	return out
 }

@@ -116,6 +116,24 @@ func (c *compiler) compileComposition(v *yaml.Node, path string) []Service {
 	if v == nil || !c.mapping(v, path, "a mapping of service names to services ({image, environment, ports})") {
 		return nil
 	}
+	return c.serviceEntries(v, path, "a service", "a service: a mapping with image (and environment, ports)", func(svc *Service, f kv, fp, sp string) {
+		switch f.name {
+		case "command", "cmd":
+			svc.Cmd, _ = c.strList(f.val, fp, true)
+		case "entrypoint", "entry_point":
+			svc.EntryPoint, _ = c.strList(f.val, fp, true)
+		case "pull_policy":
+			svc.PullPolicy = c.compilePullPolicy(f.val, fp)
+		default:
+			c.unknownField(f, sp, "a service", serviceFields)
+		}
+	})
+}
+
+// serviceEntries reads v, a mapping of names to service containers (what names one in
+// messages; shape says what an entry must be): each name is a host name, each entry a mapping
+// with a required image; image, environment and ports are read here, every other field by field.
+func (c *compiler) serviceEntries(v *yaml.Node, path, what, shape string, field func(svc *Service, f kv, fp, sp string)) []Service {
 	var out []Service
 	for _, e := range c.entries(v, path) {
 		sp := join(path, e.name)
@@ -123,12 +141,12 @@ func (c *compiler) compileComposition(v *yaml.Node, path string) []Service {
 			c.errorf(e.key, sp, e.name, "is not a service name: use letters, digits, _ . and -, starting with a letter or digit (the name is its host name)")
 			continue
 		}
-		svc := Service{Name: e.name}
-		bad := false
 		val := c.deref(e.val)
-		if val == nil || !c.mapping(val, sp, "a service: a mapping with image (and environment, ports)") {
+		if val == nil || !c.mapping(val, sp, shape) {
 			continue
 		}
+		svc := Service{Name: e.name}
+		bad := false
 		for _, f := range c.entries(val, sp) {
 			fp := join(sp, f.name)
 			switch f.name {
@@ -141,18 +159,12 @@ func (c *compiler) compileComposition(v *yaml.Node, path string) []Service {
 				svc.Env = c.compileEnv(f.val, fp)
 			case "ports":
 				svc.Ports = c.compilePorts(f.val, fp)
-			case "command", "cmd":
-				svc.Cmd, _ = c.strList(f.val, fp, true)
-			case "entrypoint", "entry_point":
-				svc.EntryPoint, _ = c.strList(f.val, fp, true)
-			case "pull_policy":
-				svc.PullPolicy = c.compilePullPolicy(f.val, fp)
 			default:
-				c.unknownField(f, sp, "a service", serviceFields)
+				field(&svc, f, fp, sp)
 			}
 		}
 		if svc.Image == "" && !bad { // a wrong image is reported already
-			c.errorf(e.key, join(sp, "image"), "", "is missing: a service needs the image it runs")
+			c.errorf(e.key, join(sp, "image"), "", "is missing: %s needs the image it runs", what)
 			continue
 		}
 		out = append(out, svc)
