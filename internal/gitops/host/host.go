@@ -531,6 +531,15 @@ func (h *Host) Health() runtimev1.Component {
 	if len(h.sources) > 0 {
 		c.Message += fmt.Sprintf(" (%d git sources)", len(h.sources))
 	}
+	if sets := h.sets.List(); len(sets) > 0 {
+		c.Message += fmt.Sprintf("; %d ApplicationSets", len(sets))
+		for _, s := range sets {
+			if hr := s.Health(); hr.Status == "Degraded" {
+				c.Health = runtimev1.ComponentDegraded
+				c.Message += fmt.Sprintf("; ApplicationSet %s: %s", s.Name, hr.Message)
+			}
+		}
+	}
 	if h.opts.InCluster == nil {
 		c.Message += "; no in-cluster destination configured"
 	}
