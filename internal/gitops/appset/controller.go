@@ -41,6 +41,7 @@ type Engine interface {
 	Status(name string) (engine.AppStatus, error)
 	Sync(ctx context.Context, name string, opts engine.SyncOptions) (*engine.SyncResult, error)
 	Remove(ctx context.Context, name string, cascade bool) error
+	Enqueue(name string)
 }
 
 var _ Engine = (*engine.Engine)(nil)
@@ -128,6 +129,7 @@ type setState struct {
 	entry  Entry
 	status Status
 	due    time.Time
+	gen    uint64 // counts Puts and Notifies: one during a reconcile asks for another
 	repos  []string
 	busy   sync.Mutex // one reconcile at a time
 	// syncing are the applications the rolling sync started and that have not finished.
@@ -169,6 +171,7 @@ func (c *Controller) Put(e Entry) error {
 	st.entry = e
 	st.status.Owner, st.status.File = e.Owner, e.File
 	st.due = time.Time{}
+	st.gen++
 	c.kick()
 	return nil
 }
@@ -293,6 +296,7 @@ func (c *Controller) Notify(repoURL string) int {
 	for _, st := range c.sets {
 		if slices.ContainsFunc(st.repos, func(u string) bool { k, _ := repourl.Normalize(u); return k == key }) {
 			st.due = time.Time{}
+			st.gen++
 			n++
 		}
 	}
@@ -325,20 +329,22 @@ func (c *Controller) Run(ctx context.Context) error {
 		now := time.Now()
 		next := now.Add(c.opts.RequeueInterval)
 		c.mu.Lock()
-		var due []string
+		due := map[string]uint64{}
 		for name, st := range c.sets {
 			if !st.due.After(now) {
-				due = append(due, name)
+				due[name] = st.gen
 			} else if st.due.Before(next) {
 				next = st.due
 			}
 		}
 		c.mu.Unlock()
-		for _, name := range due {
+		for _, name := range slices.Sorted(maps.Keys(due)) {
 			wait := c.Reconcile(ctx, name)
 			c.mu.Lock()
-			if st := c.sets[name]; st != nil && !st.due.After(now) {
-				st.due = time.Now().Add(wait)
+			if st := c.sets[name]; st != nil {
+				if st.gen == due[name] {
+					st.due = time.Now().Add(wait)
+				}
 				if st.due.Before(next) {
 					next = st.due
 				}
@@ -361,8 +367,19 @@ func (c *Controller) Reconcile(ctx context.Context, name string) time.Duration {
 	st.busy.Lock()
 	defer st.busy.Unlock()
 	c.mu.Lock()
-	set := st.entry.Set
+	set, owner, before := st.entry.Set, st.entry.Owner, st.status.Health()
 	c.mu.Unlock()
+	if owner != "" {
+		// The owning application shows this ApplicationSet's health among its resources.
+		defer func() {
+			c.mu.Lock()
+			after := st.status.Health()
+			c.mu.Unlock()
+			if after != before {
+				c.opts.Engine.Enqueue(owner)
+			}
+		}()
+	}
 	res, err := Render(ctx, set, c.opts.Sources)
 	if err != nil {
 		c.setCondition(st, ConditionErrorOccurred, "True", err.Error())

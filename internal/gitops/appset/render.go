@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 
 	sigsyaml "sigs.k8s.io/yaml"
 
@@ -145,9 +144,4 @@ func (g *generation) renderApp(base any, ps paramSet) (*app.Application, error) 
 		a.Metadata.Finalizers = []string{ResourcesFinalizer}
 	}
 	return a, nil
-}
-
-// Describe is a short description of an error for a condition: JSON decoding noise trimmed.
-func Describe(err error) string {
-	return strings.TrimSpace(err.Error())
 }

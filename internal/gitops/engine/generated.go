@@ -39,6 +39,17 @@ func (e *Engine) UpsertGenerated(a *app.Application, appSet string) error {
 	return e.upsert(a, nil, AppSetOwner(appSet), nil, 0)
 }
 
+// Enqueue asks for a refresh of an application soon (its ApplicationSet child's health
+// changed, say).
+func (e *Engine) Enqueue(name string) {
+	e.mu.Lock()
+	_, ok := e.apps[name]
+	e.mu.Unlock()
+	if ok {
+		e.queue.AddAfter(name, e.opts.EventDebounce)
+	}
+}
+
 // Generated lists, sorted, the applications ApplicationSet appSet generates.
 func (e *Engine) Generated(appSet string) []string {
 	owner := AppSetOwner(appSet)
