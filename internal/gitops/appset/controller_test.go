@@ -322,12 +322,15 @@ spec:
 	if !started["r-prod"].After(finished["r-qa"]) || !started["r-prod"].After(finished["r-qa2"]) {
 		t.Errorf("prod synced before qa finished")
 	}
-	s, _ := v.ctl.Status("rolling")
-	for _, st := range s.Steps {
-		if st.Status != appset.StepHealthy {
-			t.Errorf("step status %+v", st)
+	v.eventually(10*time.Second, "every application's step status Healthy, the rollout done", func() (bool, string) {
+		s, _ := v.ctl.Status("rolling")
+		for _, st := range s.Steps {
+			if st.Status != appset.StepHealthy {
+				return false, fmt.Sprintf("%+v", st)
+			}
 		}
-	}
+		return len(s.Steps) == 4 && s.Health().Status == health.Healthy, fmt.Sprintf("%+v", s.Conditions)
+	})
 }
 
 // TestAppOfAppsRendersApplicationSet: a parent application whose manifests hold an
