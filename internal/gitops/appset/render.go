@@ -48,7 +48,6 @@ func Render(ctx context.Context, set *ApplicationSet, src Sources) (*Result, err
 	if err != nil {
 		return nil, err
 	}
-	base = dropEmpty(base)
 	res := &Result{Repos: sortedKeys(g.repos)}
 	seen := map[string]string{}
 	for _, ps := range sets {
@@ -68,36 +67,10 @@ func Render(ctx context.Context, set *ApplicationSet, src Sources) (*Result, err
 	return res, nil
 }
 
-// dropEmpty removes empty strings, maps and lists (a template's unset fields), so that a
-// generator's template and templatePatch merge over what the template sets.
-func dropEmpty(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := map[string]any{}
-		for k, e := range x {
-			e = dropEmpty(e)
-			if isEmpty(e) {
-				if _, isBool := e.(bool); !isBool {
-					continue
-				}
-			}
-			out[k] = e
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = dropEmpty(e)
-		}
-		return out
-	}
-	return v
-}
-
 func (g *generation) renderApp(base any, ps paramSet) (*app.Application, error) {
 	tmpl := base
 	if ps.tmpl != nil {
-		tmpl = mergeOver(base, dropEmpty(ps.tmpl))
+		tmpl = mergeOver(base, ps.tmpl)
 	}
 	params := ps.params
 	if !g.r.goTemplate {

@@ -261,3 +261,27 @@ func TestDecodeErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyAutomatedKept: `automated: {}` (auto-sync with defaults) survives rendering.
+func TestEmptyAutomatedKept(t *testing.T) {
+	w := newWorld(t)
+	res, err := appset.Render(context.Background(), w.decode(`apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: {name: auto}
+spec:
+  generators: [{list: {elements: [{name: one}]}}]
+  template:
+    metadata: {name: '{{name}}'}
+    spec:
+      project: default
+      source: {repoURL: REPO, path: x}
+      destination: {server: https://kubernetes.default.svc, namespace: x}
+      syncPolicy: {automated: {}}
+`), w.src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp := res.Apps[0].App.Spec.SyncPolicy; sp == nil || sp.Automated == nil {
+		t.Fatalf("automated: {} lost: %+v", sp)
+	}
+}

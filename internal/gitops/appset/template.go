@@ -241,6 +241,9 @@ func mergeOver(base, over any) any {
 		return over
 	}
 	bm, _ := base.(map[string]any)
+	if len(om) == 0 && bm == nil {
+		return om // set, empty (automated: {})
+	}
 	out := make(map[string]any, len(bm)+len(om))
 	for k, v := range bm {
 		out[k] = v
