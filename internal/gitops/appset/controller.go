@@ -213,17 +213,18 @@ func (c *Controller) SetAll(ctx context.Context, entries map[string]Entry) []err
 	}
 	c.mu.Unlock()
 	for _, name := range gone {
-		if err := c.Delete(ctx, name, ""); err != nil {
+		if err := c.Delete(ctx, name, "", true); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errs
 }
 
-// Delete removes an ApplicationSet (of that owner) and the applications it generated: each
-// with its resources when it carries the resources finalizer (preserveResourcesOnDeletion
-// leaves it out), as Argo CD deletes them.
-func (c *Controller) Delete(ctx context.Context, name, owner string) error {
+// Delete removes an ApplicationSet (of that owner) and the applications it generated: with
+// cascade, each with its resources when it carries the resources finalizer
+// (preserveResourcesOnDeletion leaves it out), as Argo CD deletes them; without, resources
+// stay.
+func (c *Controller) Delete(ctx context.Context, name, owner string, cascade bool) error {
 	c.mu.Lock()
 	st := c.sets[name]
 	if st == nil || st.entry.Owner != owner {
@@ -236,19 +237,19 @@ func (c *Controller) Delete(ctx context.Context, name, owner string) error {
 	defer st.busy.Unlock()
 	var errs []error
 	for _, a := range c.opts.Engine.Generated(name) {
-		if err := c.removeApp(ctx, a); err != nil {
+		if err := c.removeApp(ctx, a, cascade); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (c *Controller) removeApp(ctx context.Context, name string) error {
+func (c *Controller) removeApp(ctx context.Context, name string, cascade bool) error {
 	spec, err := c.opts.Engine.Spec(name)
 	if err != nil {
 		return nil
 	}
-	cascade := slices.Contains(spec.Metadata.Finalizers, ResourcesFinalizer)
+	cascade = cascade && slices.Contains(spec.Metadata.Finalizers, ResourcesFinalizer)
 	if err := c.opts.Engine.Remove(ctx, name, cascade); err != nil && !errors.Is(err, engine.ErrAppNotFound) {
 		return fmt.Errorf("remove application %s: %w", name, err)
 	}
@@ -457,7 +458,7 @@ func (c *Controller) apply(ctx context.Context, set *ApplicationSet, res *Result
 	if policy == PolicySync || policy == PolicyCreateDelete {
 		for a := range existing {
 			if !want[a] {
-				if err := c.removeApp(ctx, a); err != nil {
+				if err := c.removeApp(ctx, a, true); err != nil {
 					errs = append(errs, err)
 				}
 			}

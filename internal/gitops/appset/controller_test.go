@@ -217,7 +217,7 @@ func TestGitDirectoryEndToEnd(t *testing.T) {
 		t.Errorf("after a bad render the apps are %v (half-applied)", got)
 	}
 
-	if err := v.ctl.Delete(context.Background(), "addons", ""); err != nil {
+	if err := v.ctl.Delete(context.Background(), "addons", "", true); err != nil {
 		t.Fatal(err)
 	}
 	if got := v.e.Generated("addons"); len(got) != 0 {

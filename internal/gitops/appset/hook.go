@@ -44,6 +44,6 @@ func (h Hook) State(name string) (string, bool, health.Result) {
 }
 
 // Delete removes an ApplicationSet owner owns, with its applications.
-func (h Hook) Delete(ctx context.Context, name, owner string) error {
-	return h.c.Delete(ctx, name, owner)
+func (h Hook) Delete(ctx context.Context, name, owner string, cascade bool) error {
+	return h.c.Delete(ctx, name, owner, cascade)
 }

@@ -60,8 +60,9 @@ type AppSets interface {
 	// State says whether an ApplicationSet exists, its owner ("" for one defined in git) and
 	// its health.
 	State(name string) (owner string, exists bool, h health.Result)
-	// Delete removes the ApplicationSet owner owns, with the applications it generated.
-	Delete(ctx context.Context, name, owner string) error
+	// Delete removes the ApplicationSet owner owns, with the applications it generated;
+	// without cascade their resources stay, whatever their finalizers say.
+	Delete(ctx context.Context, name, owner string, cascade bool) error
 }
 
 // childSet is an ApplicationSet rendered by an application.
@@ -340,7 +341,7 @@ func (e *Engine) removeChild(ctx context.Context, parent string, ref ObjRef) err
 		return nil
 	}
 	if ref.Kind == KindApplicationSet {
-		return e.removeAppSet(ctx, ref.Name, parent)
+		return e.removeAppSet(ctx, ref.Name, parent, true)
 	}
 	st, err := e.get(ref.Name)
 	if err != nil {
@@ -387,7 +388,7 @@ func (e *Engine) removeChildren(ctx context.Context, parent string, cascade bool
 	var errs []error
 	for _, n := range sets {
 		// Its generated applications go with it (with their resources as their finalizers say).
-		if err := e.removeAppSet(ctx, n, parent); err != nil {
+		if err := e.removeAppSet(ctx, n, parent, cascade); err != nil {
 			errs = append(errs, fmt.Errorf("ApplicationSet %s: %w", n, err))
 		}
 	}
@@ -496,8 +497,9 @@ func (e *Engine) childPending(name string, at time.Time) (bool, string) {
 	return false, ""
 }
 
-// removeAppSet removes an ApplicationSet parent owns, with its applications.
-func (e *Engine) removeAppSet(ctx context.Context, name, parent string) error {
+// removeAppSet removes an ApplicationSet parent owns, with its applications (and, with
+// cascade, their resources as their finalizers say).
+func (e *Engine) removeAppSet(ctx context.Context, name, parent string, cascade bool) error {
 	e.mu.Lock()
 	cs := e.appSets[name]
 	if cs != nil && cs.owner == parent {
@@ -507,5 +509,5 @@ func (e *Engine) removeAppSet(ctx context.Context, name, parent string) error {
 	if cs == nil || cs.owner != parent || e.opts.AppSets == nil {
 		return nil
 	}
-	return e.opts.AppSets.Delete(ctx, name, parent)
+	return e.opts.AppSets.Delete(ctx, name, parent, cascade)
 }
