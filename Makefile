@@ -80,12 +80,13 @@ bench-containers:
 	FRESHET_CONTAINERS_BENCH=1 FRESHET_TEST_CONTAINERS=1 $(GO) test -count=1 -run 'TestBench' -v -timeout 40m ./internal/runner/executor/container/ | grep -E '^(BENCH|--- |ok|FAIL)'
 
 ## bench-gitops: the GitOps engine against the loopback cluster: first sync, refresh of 100 and
-## 1,000 apps, an app of 500 child apps, 100 apps from one Helm chart repository and from one
-## OCI registry (the loopback registry), webhook to Synced (engine alone, and through freshet
-## up's control plane and tunnel)
+## 1,000 apps, an app of 500 child apps, an ApplicationSet of 500 apps, 100 apps from one Helm
+## chart repository and from one OCI registry (the loopback registry), webhook to Synced (engine
+## alone, and through freshet up's control plane and tunnel)
 bench-gitops: devcluster-build
 	FRESHET_TEST_KUBE=1 FRESHET_ENGINE_BENCH=$${FRESHET_ENGINE_BENCH:-100,1000} $(GO) test -count=1 -run 'TestRefreshBenchmark|TestWebhookToSynced$$' -v -timeout 40m ./internal/gitops/engine/ | grep -E '^(BENCH|--- |ok|FAIL)'
 	FRESHET_TEST_KUBE=1 FRESHET_ENGINE_BENCH_APP_OF_APPS=$${FRESHET_ENGINE_BENCH_APP_OF_APPS:-500} $(GO) test -count=1 -run 'TestAppOfAppsBenchmark' -v -timeout 20m ./internal/gitops/engine/ | grep -E '^(BENCH|--- |ok|FAIL)'
+	FRESHET_TEST_KUBE=1 FRESHET_APPSET_BENCH=$${FRESHET_APPSET_BENCH:-500} $(GO) test -count=1 -run 'TestApplicationSetBenchmark' -v -timeout 20m ./internal/gitops/appset/ | grep -E '^(BENCH|--- |ok|FAIL)'
 	FRESHET_TEST_KUBE=1 FRESHET_TEST_CONTAINERS=1 FRESHET_ENGINE_BENCH_CHART_APPS=$${FRESHET_ENGINE_BENCH_CHART_APPS:-100} $(GO) test -count=1 -run 'TestChartRepoBenchmark|TestOCIChartBenchmark' -v -timeout 20m ./internal/gitops/engine/ | grep -E '^(BENCH|--- |ok|FAIL)'
 	FRESHET_TEST_KUBE=1 $(GO) test -count=1 -run 'TestPushWebhookToSynced' -v ./internal/e2e/ | grep -E '^(BENCH|--- |ok|FAIL)'
 

@@ -15,9 +15,12 @@ type Application struct {
 	File string `json:"file,omitempty"`
 	// GitSource is the Git Source the application comes from; "" for the installation repository.
 	GitSource string `json:"gitSource,omitempty"`
-	// Owner is the application whose manifests define this one (app of apps): it is created,
-	// updated and pruned by the owner's syncs. "" for an application defined in git.
+	// Owner is the application whose manifests define this one (app of apps) or the
+	// ApplicationSet that generates it: it is created, updated and pruned by the owner. "" for
+	// an application defined in git.
 	Owner string `json:"owner,omitempty"`
+	// OwnerKind is the owner's kind: Application or ApplicationSet.
+	OwnerKind string `json:"ownerKind,omitempty"`
 	// Spec is nil when the runtime no longer has the application's file (it is being removed).
 	Spec   *ApplicationManifest `json:"spec,omitempty"`
 	Status AppStatus            `json:"status"`
@@ -174,9 +177,12 @@ const (
 // AppStatus is what a runtime's GitOps engine knows about an application.
 type AppStatus struct {
 	Name string `json:"name"`
-	// Owner is the application whose manifests define this one (app of apps).
-	Owner   string `json:"owner,omitempty"`
-	Project string `json:"project"`
+	// Owner is the application whose manifests define this one (app of apps), or the
+	// ApplicationSet that generates it.
+	Owner string `json:"owner,omitempty"`
+	// OwnerKind is the owner's kind: Application or ApplicationSet.
+	OwnerKind string `json:"ownerKind,omitempty"`
+	Project   string `json:"project"`
 	// Sync is Synced, OutOfSync, or Unknown when the comparison failed.
 	Sync string `json:"sync"`
 	// Revision is the commit the application was compared with (its target revision resolved).

@@ -54,8 +54,9 @@ type ProviderRepo struct {
 // Cluster is a cluster a runtime deploys to: its own ("in-cluster") or a managed one. Its
 // credentials stay in the runtime.
 type Cluster struct {
-	Name   string `json:"name"`
-	Server string `json:"server"`
+	Name   string            `json:"name"`
+	Server string            `json:"server"`
+	Labels map[string]string `json:"labels,omitempty"` // for ApplicationSet clusters generators
 }
 
 // ClusterCredential hands a managed cluster's access to a runtime (POST clusters, admins). The
@@ -65,6 +66,8 @@ type ClusterCredential struct {
 	Server string `json:"server"` // the cluster's https:// API server URL
 	CAData []byte `json:"caData,omitempty"`
 	Token  string `json:"token"`
+	// Labels are the cluster's labels, which ApplicationSet clusters generators select by.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // AddedCluster is what a runtime answers to POST clusters.

@@ -108,9 +108,11 @@ type AppEvent struct {
 type Application struct {
 	Name    string `json:"name"`
 	Project string `json:"project"`
-	// Owner is the application whose manifests define this one (app of apps); "" for an
-	// application defined in git.
-	Owner          string            `json:"owner,omitempty"`
+	// Owner is the application whose manifests define this one (app of apps), or the
+	// ApplicationSet that generates it; "" for an application defined in git.
+	Owner string `json:"owner,omitempty"`
+	// OwnerKind is the owner's kind: Application or ApplicationSet.
+	OwnerKind      string            `json:"ownerKind,omitempty"`
 	Labels         map[string]string `json:"labels,omitempty"`
 	RepoURL        string            `json:"repoUrl"`
 	Path           string            `json:"path,omitempty"`

@@ -150,6 +150,7 @@ var noFuzzTarget = map[string]string{
 	"internal/runtimes/manifests":        "its own embedded manifests (the executor's Role for runner install), not input",
 	"internal/server":                    "operator options and bus messages between replicas",
 	"internal/store":                     "its own rows and the operator's DSN",
+	"internal/testenv/usage":             "reads the test process's own /proc/self/status",
 	"internal/store/storetest":           "test helper",
 	"internal/testenv/containers":        "test helper",
 	"internal/testenv/kube":              "test helper",

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -24,6 +25,7 @@ func (a *app) clusterCommand() *cobra.Command {
 
 	var kubeconfig, kubeContext string
 	var o install.ClusterOptions
+	var clusterLabels []string
 	add := &cobra.Command{Use: "add NAME --context CTX [--runtime R]", Short: "Give a runtime access to a cluster (admins)", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
@@ -38,7 +40,11 @@ func (a *app) clusterCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			added, err := c.AddCluster(cmd.Context(), runtime, client.ClusterCredential(mc))
+			labels, err := parseLabels(clusterLabels)
+			if err != nil {
+				return err
+			}
+			added, err := c.AddCluster(cmd.Context(), runtime, client.ClusterCredential{Name: mc.Name, Server: mc.Server, CAData: mc.CAData, Token: mc.Token, Labels: labels})
 			if err != nil {
 				return err
 			}
@@ -51,6 +57,7 @@ func (a *app) clusterCommand() *cobra.Command {
 	add.Flags().StringVar(&o.Namespace, "sa-namespace", "kube-system", "namespace of the runtime's service account in the cluster")
 	add.Flags().StringVar(&o.ClusterRole, "cluster-role", "", "ClusterRole to bind (default: a new one with every right, as Argo CD's argocd-manager-role)")
 	add.Flags().StringVar(&o.Server, "server", "", "API server URL the runtime uses (default: the kubeconfig's)")
+	add.Flags().StringArrayVar(&clusterLabels, "label", nil, "KEY=VALUE label of the cluster, for ApplicationSet clusters generators (repeatable)")
 
 	var out string
 	list := &cobra.Command{Use: "list [--runtime R]", Short: "List a runtime's clusters", Args: cobra.NoArgs,
@@ -102,4 +109,20 @@ func (a *app) clusterCommand() *cobra.Command {
 	remove.Flags().StringVar(&rmNamespace, "sa-namespace", "kube-system", "namespace of the runtime's service account")
 	cmd.AddCommand(add, list, remove)
 	return cmd
+}
+
+// parseLabels reads KEY=VALUE flags.
+func parseLabels(flags []string) (map[string]string, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(flags))
+	for _, f := range flags {
+		k, v, ok := strings.Cut(f, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--label %q: want KEY=VALUE", f)
+		}
+		out[k] = v
+	}
+	return out, nil
 }

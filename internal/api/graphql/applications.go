@@ -139,6 +139,7 @@ func (a *applicationResolver) TargetRevision() *string {
 }
 func (a *applicationResolver) SourceType() *string    { return strPtr(a.a.SourceType) }
 func (a *applicationResolver) Owner() *string         { return strPtr(a.a.Owner) }
+func (a *applicationResolver) OwnerKind() *string     { return strPtr(a.a.OwnerKind) }
 func (a *applicationResolver) AutoSync() bool         { return a.a.AutoSync }
 func (a *applicationResolver) Prune() bool            { return a.a.Prune }
 func (a *applicationResolver) SelfHeal() bool         { return a.a.SelfHeal }

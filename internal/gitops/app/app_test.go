@@ -281,7 +281,7 @@ func TestDecodeAll(t *testing.T) {
 		t.Fatalf("docs = %+v", docs)
 	}
 	_, err = app.DecodeAll([]byte(base + "---\napiVersion: v1\nkind: ConfigMap\n"))
-	if err == nil || !strings.Contains(err.Error(), "want Application or AppProject") || !strings.Contains(err.Error(), "line 14") {
+	if err == nil || !strings.Contains(err.Error(), "want Application, AppProject or ApplicationSet") || !strings.Contains(err.Error(), "line 14") {
 		t.Errorf("other kind: err = %v", err)
 	}
 }

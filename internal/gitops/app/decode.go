@@ -470,6 +470,63 @@ type Document struct {
 	Line        int // where the document starts
 	Application *Application
 	AppProject  *AppProject
+	// ApplicationSet is an ApplicationSet document, undecoded: package appset decodes it
+	// (DecodeNode) so that this package need not know its types.
+	ApplicationSet *yaml.Node
+}
+
+// KindApplicationSet is Argo CD's ApplicationSet kind.
+const KindApplicationSet = "ApplicationSet"
+
+// Decoded is a strict decode in progress, for packages that decode other argoproj.io kinds
+// with this package's decoder (same field paths, lines, suggestions and limits): they add
+// their validation errors with Fail and finish with Err.
+type Decoded struct{ d *decoder }
+
+// DecodeNode decodes one YAML document node into out (a pointer to a struct with json tags)
+// with the strict decoder. Unknown fields are errors that name the path and the valid fields.
+func DecodeNode(n *yaml.Node, line int, out any) *Decoded {
+	d := &decoder{lines: map[string]int{"": line}}
+	d.decode(n, reflect.ValueOf(out).Elem(), "", 0)
+	return &Decoded{d: d}
+}
+
+// DecodeOne splits data into exactly one YAML document of kind and decodes it like
+// DecodeNode; the error (app.Errors) is about the YAML itself.
+func DecodeOne(data []byte, kind string, out any) (*Decoded, error) {
+	d, err := parse(data, kind, out)
+	if err != nil {
+		return nil, err
+	}
+	return &Decoded{d: d}, nil
+}
+
+// Fail records a problem at path (its line is looked up).
+func (x *Decoded) Fail(path, value, reason string) { x.d.fail(path, x.d.line(path), value, reason) }
+
+// Unsupported records a recognised field Freshet does not implement.
+func (x *Decoded) Unsupported(path, reason string) {
+	x.d.add(&Error{Path: path, Line: x.d.line(path), Reason: reason, Unsupported: true})
+}
+
+// Warn records a field accepted and ignored.
+func (x *Decoded) Warn(msg string) { x.d.warnings = append(x.d.warnings, msg) }
+
+// Line is the line of path or of its nearest ancestor.
+func (x *Decoded) Line(path string) int { return x.d.line(path) }
+
+// ValidateMeta checks a name and namespace as for Applications.
+func (x *Decoded) ValidateMeta(m ObjectMeta) { validateMeta(x.d, m) }
+
+// Warnings are the ignored fields seen.
+func (x *Decoded) Warnings() []string { return x.d.warnings }
+
+// Err is every problem recorded (Errors), or nil.
+func (x *Decoded) Err() error {
+	if len(x.d.errs) > 0 {
+		return x.d.errs
+	}
+	return nil
 }
 
 // DecodeAll decodes a file that may hold several Application and AppProject documents (an
@@ -511,8 +568,10 @@ func DecodeAll(data []byte) ([]Document, error) {
 			p.validate(d)
 			p.Warnings = d.warnings
 			out = append(out, Document{Line: doc.Line, AppProject: p})
+		case KindApplicationSet:
+			out = append(out, Document{Line: doc.Line, ApplicationSet: doc.Node})
 		default:
-			d.fail("kind", doc.Line, kind, "want Application or AppProject")
+			d.fail("kind", doc.Line, kind, "want Application, AppProject or ApplicationSet")
 		}
 		errs = append(errs, d.errs...)
 	}

@@ -1,20 +1,18 @@
 package engine_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/freshet-dev/freshet/internal/gitops/engine"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
+	"github.com/freshet-dev/freshet/internal/testenv/usage"
 )
 
 // EnvBench names the application counts TestRefreshBenchmark measures ("100" or "100,1000");
@@ -42,56 +40,12 @@ func TestRefreshBenchmark(t *testing.T) {
 	}
 }
 
-type usage struct {
-	wall time.Time
-	cpu  time.Duration
-}
+// measured is what the benchmarks measure (package usage).
+type measured struct{ u usage.Usage }
 
-func measureStart() usage {
-	resetPeakRSS()
-	return usage{wall: time.Now(), cpu: cpuTime()}
-}
+func measureStart() measured { return measured{usage.Start()} }
 
-func (u usage) report(t *testing.T, what string, extra string) {
-	wall, cpu := time.Since(u.wall), cpuTime()-u.cpu
-	line := fmt.Sprintf("%-44s wall %7.2fs  cpu %7.2fs  peak RSS %4d MiB  heap %4d MiB  %s", what, wall.Seconds(), cpu.Seconds(), peakRSS()>>20, heapInUse()>>20, extra)
-	t.Log(line)
-	fmt.Println("BENCH", line)
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// resetPeakRSS resets VmHWM (Linux: writing 5 to clear_refs).
-func resetPeakRSS() {
-	runtime.GC()
-	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
-}
-
-func peakRSS() int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
-
-func heapInUse() uint64 {
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapInuse
-}
+func (m measured) report(t *testing.T, what string, extra string) { m.u.Report(t, what, extra) }
 
 func benchRefresh(t *testing.T, n int) {
 	qps := engine.DefaultClientQPS

@@ -45,7 +45,31 @@ type childSpec struct {
 	kind    string
 	app     *app.Application
 	project *app.AppProject
+	data    []byte // an ApplicationSet's manifest (JSON)
 	hash    uint64
+}
+
+// AppSets is the ApplicationSet controller as the engine sees it: an application that renders
+// ApplicationSets (app of apps) owns them, and the controller generates their applications.
+type AppSets interface {
+	// Check decodes and validates an ApplicationSet manifest (JSON); the error names the field.
+	Check(data []byte) error
+	// Put creates or replaces an ApplicationSet owned by application owner; it fails (ErrOwned)
+	// when the name is defined elsewhere.
+	Put(owner string, data []byte) error
+	// State says whether an ApplicationSet exists, its owner ("" for one defined in git) and
+	// its health.
+	State(name string) (owner string, exists bool, h health.Result)
+	// Delete removes the ApplicationSet owner owns, with the applications it generated;
+	// without cascade their resources stay, whatever their finalizers say.
+	Delete(ctx context.Context, name, owner string, cascade bool) error
+}
+
+// childSet is an ApplicationSet rendered by an application.
+type childSet struct {
+	owner string
+	obj   *unstructured.Unstructured
+	hash  uint64
 }
 
 // childProject is an AppProject rendered by an application.
@@ -64,7 +88,7 @@ func isChildRef(r ObjRef) bool { return isArgoKind(r.Group, r.Kind) }
 
 // decodeChild reads a rendered Application or AppProject with the same strict decoder as
 // applications in git; the error names the field.
-func decodeChild(obj *unstructured.Unstructured) (*childSpec, error) {
+func (e *Engine) decodeChild(obj *unstructured.Unstructured) (*childSpec, error) {
 	data, err := json.Marshal(obj.Object)
 	if err != nil {
 		return nil, err
@@ -82,6 +106,14 @@ func decodeChild(obj *unstructured.Unstructured) (*childSpec, error) {
 			return nil, err
 		}
 		canon, err = app.EncodeAppProject(cs.project)
+	case KindApplicationSet:
+		if e.opts.AppSets == nil {
+			return nil, fmt.Errorf("kind %s: no ApplicationSet controller runs: %w", cs.kind, app.ErrUnsupported)
+		}
+		if err = e.opts.AppSets.Check(data); err != nil {
+			return nil, err
+		}
+		canon, cs.data = data, data
 	default:
 		return nil, fmt.Errorf("kind %s: %w", cs.kind, app.ErrUnsupported)
 	}
@@ -101,13 +133,13 @@ func (e *Engine) prepareChild(parent *app.Application, project *app.AppProject, 
 		return nil, &Condition{Type: ConditionInvalidSpec, Source: o.Source,
 			Message: fmt.Sprintf("%s (%s): ", key, o.Source) + fmt.Sprintf(format, args...)}
 	}
-	if gvk.Kind == KindApplicationSet {
-		return bad("ApplicationSets are not supported yet: this runtime runs no ApplicationSet controller; render the Applications themselves (nothing of this application is synced while it renders one)")
+	if gvk.Kind == KindApplicationSet && e.opts.AppSets == nil {
+		return bad("this runtime runs no ApplicationSet controller; render the Applications themselves (nothing of this application is synced while it renders one)")
 	}
 	if err := project.PermitsResource(gvk.Group, gvk.Kind, true); err != nil {
 		return bad("%v", err)
 	}
-	cs, err := decodeChild(obj)
+	cs, err := e.decodeChild(obj)
 	if err != nil {
 		return bad("not a valid %s: %v", gvk.Kind, err)
 	}
@@ -146,6 +178,22 @@ func (e *Engine) resolveProject(name string) *app.AppProject {
 // childState describes what the engine holds under a child's name: its live manifest when
 // parent owns it, its owner ("" for an application defined in git) and whether it exists.
 func (e *Engine) childState(kind, name string) (obj *unstructured.Unstructured, owner string, hash uint64, exists bool, status AppStatus) {
+	if kind == KindApplicationSet {
+		e.mu.Lock()
+		cs := e.appSets[name]
+		e.mu.Unlock()
+		if e.opts.AppSets == nil {
+			return nil, "", 0, false, AppStatus{}
+		}
+		setOwner, ok, h := e.opts.AppSets.State(name)
+		switch {
+		case !ok:
+			return nil, "", 0, false, AppStatus{}
+		case cs == nil || cs.owner != setOwner:
+			return nil, setOwner, 0, true, AppStatus{Health: h}
+		}
+		return cs.obj, cs.owner, cs.hash, true, AppStatus{Health: h, ReconciledAt: e.now(), Sync: Synced}
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if kind == KindAppProject {
@@ -171,6 +219,9 @@ func (e *Engine) childState(kind, name string) (obj *unstructured.Unstructured, 
 func childHealth(kind string, s AppStatus) health.Result {
 	if kind == KindAppProject {
 		return health.Result{Status: health.Healthy}
+	}
+	if kind == KindApplicationSet {
+		return s.Health
 	}
 	if s.ReconciledAt.IsZero() {
 		return health.Result{Status: health.Progressing, Message: "not compared yet"}
@@ -240,6 +291,15 @@ func (e *Engine) applyChild(parent string, d *desiredObj, dryRun bool) (ResultCo
 	if !exists {
 		code = ResultCreated
 	}
+	if d.child.kind == KindApplicationSet {
+		if err := e.opts.AppSets.Put(parent, d.child.data); err != nil {
+			return ResultFailed, err
+		}
+		e.mu.Lock()
+		e.appSets[d.key.Name] = &childSet{owner: parent, obj: d.obj, hash: d.hash}
+		e.mu.Unlock()
+		return code, nil
+	}
 	if d.child.kind == KindAppProject {
 		e.mu.Lock()
 		e.projects[d.key.Name] = &childProject{project: d.child.project, owner: parent, obj: d.obj, hash: d.hash}
@@ -280,6 +340,9 @@ func (e *Engine) removeChild(ctx context.Context, parent string, ref ObjRef) err
 		e.mu.Unlock()
 		return nil
 	}
+	if ref.Kind == KindApplicationSet {
+		return e.removeAppSet(ctx, ref.Name, parent, true)
+	}
 	st, err := e.get(ref.Name)
 	if err != nil {
 		return nil
@@ -313,9 +376,22 @@ func (e *Engine) removeChildren(ctx context.Context, parent string, cascade bool
 			delete(e.projects, name)
 		}
 	}
+	var sets []string
+	for name, cs := range e.appSets {
+		if cs.owner == parent {
+			sets = append(sets, name)
+		}
+	}
 	e.mu.Unlock()
 	sort.Strings(names)
+	sort.Strings(sets)
 	var errs []error
+	for _, n := range sets {
+		// Its generated applications go with it (with their resources as their finalizers say).
+		if err := e.removeAppSet(ctx, n, parent, cascade); err != nil {
+			errs = append(errs, fmt.Errorf("ApplicationSet %s: %w", n, err))
+		}
+	}
 	for _, n := range names {
 		if err := e.Remove(ctx, n, cascade); err != nil && !errors.Is(err, ErrAppNotFound) {
 			errs = append(errs, fmt.Errorf("child %s: %w", n, err))
@@ -346,6 +422,11 @@ func (e *Engine) childManifests(parent string) []json.RawMessage {
 			add(cp.obj)
 		}
 	}
+	for _, cs := range e.appSets {
+		if cs.owner == parent {
+			add(cs.obj)
+		}
+	}
 	sort.Slice(out, func(i, j int) bool { return string(out[i]) < string(out[j]) })
 	return out
 }
@@ -357,7 +438,7 @@ func (e *Engine) restoreChildren(parent string, manifests []json.RawMessage) {
 		if err := obj.UnmarshalJSON(m); err != nil {
 			continue
 		}
-		cs, err := decodeChild(obj)
+		cs, err := e.decodeChild(obj)
 		if err != nil {
 			e.log.Warn("child not restored", logKeyApp, parent, logKeyErr, err)
 			continue
@@ -414,4 +495,19 @@ func (e *Engine) childPending(name string, at time.Time) (bool, string) {
 		return true, s.Health.Message
 	}
 	return false, ""
+}
+
+// removeAppSet removes an ApplicationSet parent owns, with its applications (and, with
+// cascade, their resources as their finalizers say).
+func (e *Engine) removeAppSet(ctx context.Context, name, parent string, cascade bool) error {
+	e.mu.Lock()
+	cs := e.appSets[name]
+	if cs != nil && cs.owner == parent {
+		delete(e.appSets, name)
+	}
+	e.mu.Unlock()
+	if cs == nil || cs.owner != parent || e.opts.AppSets == nil {
+		return nil
+	}
+	return e.opts.AppSets.Delete(ctx, name, parent, cascade)
 }

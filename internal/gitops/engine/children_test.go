@@ -208,7 +208,7 @@ func TestAppOfAppsHelmAndKustomize(t *testing.T) {
 	}
 }
 
-// Bad input: an invalid child, an ApplicationSet, or a child whose name another application
+// Bad input: an invalid child, an ApplicationSet without a controller, or a child whose name another application
 // holds is a clear condition on the parent, and nothing of the parent is applied.
 func TestAppOfAppsBadInput(t *testing.T) {
 	v := newEnv(t)
@@ -224,7 +224,7 @@ func TestAppOfAppsBadInput(t *testing.T) {
 	}, "bad")
 	cases := []struct{ parent, path, want, sibling string }{
 		{"p-invalid", "invalid", `spec.sourcee: unknown field; did you mean "source"?`, "sibling"},
-		{"p-appset", "appset", "ApplicationSets are not supported yet", "sibling2"},
+		{"p-appset", "appset", "runs no ApplicationSet controller", "sibling2"},
 	}
 	for _, c := range cases {
 		v.upsert(v.application(c.parent, c.path, ""))

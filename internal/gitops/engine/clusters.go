@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -49,13 +50,14 @@ type Clusters struct {
 	mu       sync.RWMutex
 	byName   map[string]*rest.Config
 	byServer map[string]*rest.Config
+	labels   map[string]map[string]string // by name
 }
 
 var _ ClusterResolver = (*Clusters)(nil)
 
 // NewClusters returns an empty registry.
 func NewClusters() *Clusters {
-	return &Clusters{byName: map[string]*rest.Config{}, byServer: map[string]*rest.Config{}}
+	return &Clusters{byName: map[string]*rest.Config{}, byServer: map[string]*rest.Config{}, labels: map[string]map[string]string{}}
 }
 
 // Add registers a cluster under a name and a server URL (either may be empty).
@@ -80,6 +82,7 @@ func (c *Clusters) Remove(name string) string {
 		return ""
 	}
 	delete(c.byName, name)
+	delete(c.labels, name)
 	for s, v := range c.byServer {
 		if v == cfg {
 			delete(c.byServer, s)
@@ -88,10 +91,23 @@ func (c *Clusters) Remove(name string) string {
 	return cfg.Host
 }
 
-// ClusterRef is a registered cluster's name and server URL.
+// ClusterRef is a registered cluster's name, server URL and labels.
 type ClusterRef struct {
-	Name   string `json:"name"`
-	Server string `json:"server"`
+	Name   string            `json:"name"`
+	Server string            `json:"server"`
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// SetLabels sets a registered cluster's labels (the ApplicationSet clusters generator selects
+// by them, as Argo CD's selects by its cluster secrets' labels).
+func (c *Clusters) SetLabels(name string, labels map[string]string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(labels) == 0 {
+		delete(c.labels, name)
+		return
+	}
+	c.labels[name] = maps.Clone(labels)
 }
 
 // List returns the registered clusters by name, sorted.
@@ -104,7 +120,7 @@ func (c *Clusters) List() []ClusterRef {
 		if n == InClusterName {
 			server = InClusterServer
 		}
-		out = append(out, ClusterRef{Name: n, Server: server})
+		out = append(out, ClusterRef{Name: n, Server: server, Labels: maps.Clone(c.labels[n])})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out

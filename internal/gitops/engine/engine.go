@@ -64,6 +64,8 @@ type Engine struct {
 	clusters map[string]*cluster
 	// projects are the AppProjects applications render (app of apps), by name.
 	projects map[string]*childProject
+	// appSets are the ApplicationSets applications render (app of apps), by name.
+	appSets map[string]*childSet
 
 	knownNamespaces sync.Map
 	queue           workqueue.TypedDelayingInterface[string]
@@ -153,9 +155,9 @@ func New(opts Options) (*Engine, error) {
 		renders: newRenderCache(opts.RenderCacheSize, opts.RenderCacheTTL),
 		baseCtx: ctx, baseCancel: cancel,
 		apps: map[string]*appState{}, byLabel: map[string]string{}, clusters: map[string]*cluster{},
-		projects: map[string]*childProject{},
-		queue:    workqueue.NewTypedDelayingQueue[string](),
-		syncSem:  make(chan struct{}, opts.SyncConcurrency),
+		projects: map[string]*childProject{}, appSets: map[string]*childSet{},
+		queue:   workqueue.NewTypedDelayingQueue[string](),
+		syncSem: make(chan struct{}, opts.SyncConcurrency),
 	}, nil
 }
 
@@ -255,7 +257,8 @@ func (e *Engine) upsert(a *app.Application, project *app.AppProject, owner strin
 	}
 	if st == nil {
 		st = &appState{name: name, label: appLabelValue(name), cmp: map[ResourceKey]*cmpEntry{}, condSince: map[string]time.Time{}}
-		st.status = AppStatus{Name: name, Owner: owner, Sync: Unknown, Health: health.Result{Status: health.Unknown}}
+		st.status = AppStatus{Name: name, Sync: Unknown, Health: health.Result{Status: health.Unknown}}
+		st.status.OwnerKind, st.status.Owner = splitOwner(owner)
 		st.owner = owner
 		e.apps[name] = st
 		e.byLabel[st.label] = name
@@ -736,8 +739,9 @@ func (e *Engine) publish(ctx context.Context, st *appState, cmp *comparison) App
 	st.mu.Lock()
 	prev := st.status
 	a := st.app
-	s := AppStatus{Name: st.name, Owner: st.owner, Project: a.Spec.Project, Sync: cmp.sync, Health: cmp.health, ReconciledAt: now,
+	s := AppStatus{Name: st.name, Project: a.Spec.Project, Sync: cmp.sync, Health: cmp.health, ReconciledAt: now,
 		AutoSyncDisabled: st.autoSyncOff}
+	s.OwnerKind, s.Owner = splitOwner(st.owner)
 	if src := a.EffectiveSource(); src != nil {
 		s.TargetRevision = src.TargetRevision
 	}
@@ -817,7 +821,7 @@ func (e *Engine) publish(ctx context.Context, st *appState, cmp *comparison) App
 	if removed {
 		return s
 	}
-	if changed && owner != "" {
+	if changed && owner != "" && !strings.HasPrefix(owner, appSetOwnerPrefix) {
 		// The owner shows this application's health and sync among its resources.
 		e.queue.AddAfter(owner, e.opts.EventDebounce)
 	}

@@ -77,6 +77,9 @@ type Options struct {
 	// Child applications (app of apps) resolve their project through it, then through the
 	// AppProjects their parents render.
 	Projects func(name string) *app.AppProject
+	// AppSets is the ApplicationSet controller that takes the ApplicationSets applications
+	// render (nil: an application rendering one gets an InvalidSpecError).
+	AppSets  AppSets
 	Reporter Reporter
 	Logger   *slog.Logger
 	// HealthRules are CEL health checks for custom kinds.

@@ -66,10 +66,12 @@ type Condition struct {
 // AppStatus is what the engine knows about one application, as reported to the control plane.
 type AppStatus struct {
 	Name string `json:"name"`
-	// Owner is the application whose manifests define this one (app of apps); "" for an
-	// application defined in git.
-	Owner   string `json:"owner,omitempty"`
-	Project string `json:"project"`
+	// Owner is the application whose manifests define this one (app of apps), or the
+	// ApplicationSet that generates it; "" for an application defined in git.
+	Owner string `json:"owner,omitempty"`
+	// OwnerKind is the owner's kind: Application (app of apps) or ApplicationSet.
+	OwnerKind string `json:"ownerKind,omitempty"`
+	Project   string `json:"project"`
 	// Sync: Synced, OutOfSync, or Unknown when the comparison failed.
 	Sync SyncCode `json:"sync"`
 	// Revision is the commit the app was compared with (the target revision resolved).

@@ -29,12 +29,14 @@ const maxBody = 1 << 20
 // Application is an application with its spec and status as the engine has them. The API
 // answers it as an appproxyv1.Application (wireApplication), whose JSON is this type's.
 type Application struct {
-	Name   string           `json:"name"`
-	File   string           `json:"file,omitempty"`      // where it is defined (apps/<name>.yaml, or its Git Source's file)
-	Source string           `json:"gitSource,omitempty"` // the Git Source it comes from
-	Owner  string           `json:"owner,omitempty"`     // the application that renders it (app of apps)
-	Spec   *app.Application `json:"spec,omitempty"`
-	Status engine.AppStatus `json:"status"`
+	Name   string `json:"name"`
+	File   string `json:"file,omitempty"`      // where it is defined (apps/<name>.yaml, or its Git Source's file)
+	Source string `json:"gitSource,omitempty"` // the Git Source it comes from
+	Owner  string `json:"owner,omitempty"`     // the application that renders it (app of apps), or its ApplicationSet
+	// OwnerKind is the owner's kind: Application or ApplicationSet.
+	OwnerKind string           `json:"ownerKind,omitempty"`
+	Spec      *app.Application `json:"spec,omitempty"`
+	Status    engine.AppStatus `json:"status"`
 }
 
 // SyncRequest is the body of a sync.
@@ -185,7 +187,7 @@ func (h *Host) routes(mux *http.ServeMux) {
 		if err := decodeBody(r, &cred); err != nil {
 			return 0, nil, err
 		}
-		a, err := h.AddCluster(r.Context(), callerOf(r), ClusterCredential{Name: cred.Name, Server: cred.Server, CAData: cred.CAData, Token: cred.Token})
+		a, err := h.AddCluster(r.Context(), callerOf(r), ClusterCredential{Name: cred.Name, Server: cred.Server, CAData: cred.CAData, Token: cred.Token, Labels: cred.Labels})
 		return http.StatusCreated, a, err
 	})
 	handle("DELETE "+APIPrefix+"clusters/{name}", func(r *http.Request) (int, any, error) {

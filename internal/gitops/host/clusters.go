@@ -7,16 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -29,12 +32,14 @@ import (
 // ClusterCredential is a managed cluster's access: kept by the runtime only, never sent to
 // the control plane.
 type ClusterCredential struct {
-	Name      string    `json:"name"`
-	Server    string    `json:"server"`
-	CAData    []byte    `json:"caData,omitempty"`
-	Token     string    `json:"token"`
-	Insecure  bool      `json:"insecure,omitempty"` // skip TLS verification (tests, never advised)
-	CreatedAt time.Time `json:"createdAt"`
+	Name     string `json:"name"`
+	Server   string `json:"server"`
+	CAData   []byte `json:"caData,omitempty"`
+	Token    string `json:"token"`
+	Insecure bool   `json:"insecure,omitempty"` // skip TLS verification (tests, never advised)
+	// Labels select the cluster in ApplicationSet clusters generators.
+	Labels    map[string]string `json:"labels,omitempty"`
+	CreatedAt time.Time         `json:"createdAt"`
 }
 
 // Config is the REST config the engine uses for the cluster.
@@ -61,6 +66,14 @@ func (c ClusterCredential) Validate() error {
 	}
 	if inClusterHosts[strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")] {
 		return errdefs.Invalid("server", c.Server, "is the runtime's own cluster ("+engine.InClusterName+")")
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Labels)) {
+		for _, msg := range validation.IsQualifiedName(k) {
+			return errdefs.Invalid("labels", k, "is not a label key: "+msg)
+		}
+		for _, msg := range validation.IsValidLabelValue(c.Labels[k]) {
+			return errdefs.Invalid("labels["+k+"]", c.Labels[k], "is not a label value: "+msg)
+		}
 	}
 	if len(c.CAData) > 0 && !x509.NewCertPool().AppendCertsFromPEM(c.CAData) {
 		return errdefs.Invalid("caData", "", "holds no PEM certificate: give the cluster's CA certificates in PEM")
@@ -208,6 +221,7 @@ func (h *Host) loadClusters(ctx context.Context) error {
 	}
 	for _, c := range cs {
 		h.clusters.Add(c.Name, c.Server, h.clusterConfig(c))
+		h.clusters.SetLabels(c.Name, c.Labels)
 	}
 	return nil
 }

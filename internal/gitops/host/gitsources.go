@@ -19,6 +19,7 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gitops/app"
+	"github.com/freshet-dev/freshet/internal/gitops/appset"
 	"github.com/freshet-dev/freshet/internal/gitops/engine"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/gitops/render"
@@ -125,7 +126,7 @@ func readGitSources(root string) (map[string]*GitSource, []string) {
 
 // loadGitSource reads one Git Source's applications. Files that are neither Applications nor
 // AppProjects are reported, not deployed: a Git Source holds applications.
-func (h *Host) loadGitSource(ctx context.Context, g *GitSource) (map[string]loadedApp, map[string]*app.AppProject, []string, error) {
+func (h *Host) loadGitSource(ctx context.Context, g *GitSource, sets map[string]loadedSet) (map[string]loadedApp, map[string]*app.AppProject, []string, error) {
 	repo := git.Repo{URL: g.Spec.RepoURL, Credentials: h.credentials(g.Spec.RepoURL)}
 	snap, err := h.cache.Checkout(ctx, repo, g.Spec.TargetRevision)
 	if err != nil {
@@ -151,7 +152,7 @@ func (h *Host) loadGitSource(ctx context.Context, g *GitSource) (map[string]load
 	h.renderedSources[g.Metadata.Name] = isRendered
 	h.mu.Unlock()
 	if isRendered {
-		return h.loadRenderedSource(ctx, g, snap)
+		return h.loadRenderedSource(ctx, g, snap, sets)
 	}
 	for _, f := range yamlFiles(snap.Dir, dir) {
 		rel := strings.TrimPrefix(strings.TrimPrefix(f, dir), "/")
@@ -179,6 +180,13 @@ func (h *Host) loadGitSource(ctx context.Context, g *GitSource) (map[string]load
 				apps[a.Metadata.Name] = loadedApp{app: a, file: at, source: g.Metadata.Name, path: f}
 			case d.AppProject != nil:
 				projects[d.AppProject.Metadata.Name] = d.AppProject
+			case d.ApplicationSet != nil:
+				set, err := appset.DecodeNode(d.ApplicationSet, d.Line)
+				if err != nil {
+					errs = append(errs, fmt.Sprintf("%s: %v", at, err))
+					continue
+				}
+				addSet(sets, loadedSet{set: set, file: at, source: g.Metadata.Name}, &errs)
 			}
 		}
 	}
@@ -200,7 +208,7 @@ func rendered(root, dir string) bool {
 // source's name; namespace: its destination's) and loads the Applications and AppProjects it
 // renders; other kinds are reported and ignored. A render error is the source's error: its
 // applications stay as they were.
-func (h *Host) loadRenderedSource(ctx context.Context, g *GitSource, snap *git.Snapshot) (map[string]loadedApp, map[string]*app.AppProject, []string, error) {
+func (h *Host) loadRenderedSource(ctx context.Context, g *GitSource, snap *git.Snapshot, sets map[string]loadedSet) (map[string]loadedApp, map[string]*app.AppProject, []string, error) {
 	res, err := h.renderer.Render(ctx, render.Request{Root: snap.Dir, Source: app.Source{RepoURL: g.Spec.RepoURL, Path: g.dir()},
 		AppName: g.Metadata.Name, Namespace: g.Spec.Destination.Namespace, Revision: snap.SHA})
 	if err != nil {
@@ -212,13 +220,22 @@ func (h *Host) loadRenderedSource(ctx context.Context, g *GitSource, snap *git.S
 	for _, o := range res.Objects {
 		at := fmt.Sprintf("git-source %s: %s", g.Metadata.Name, o.Source)
 		gvk := o.Object.GroupVersionKind()
-		if gvk.Group != engine.ArgoGroup || (gvk.Kind != app.KindApp && gvk.Kind != app.KindAppProject) {
-			errs = append(errs, fmt.Sprintf("%s: %s %s is not an Application or AppProject; ignored (deploy it through an application's path)", at, gvk.Kind, o.Object.GetName()))
+		if gvk.Group != engine.ArgoGroup || (gvk.Kind != app.KindApp && gvk.Kind != app.KindAppProject && gvk.Kind != app.KindApplicationSet) {
+			errs = append(errs, fmt.Sprintf("%s: %s %s is not an Application, AppProject or ApplicationSet; ignored (deploy it through an application's path)", at, gvk.Kind, o.Object.GetName()))
 			continue
 		}
 		data, err := json.Marshal(o.Object.Object)
 		if err != nil {
 			errs = append(errs, fmt.Sprintf("%s: %v", at, err))
+			continue
+		}
+		if gvk.Kind == app.KindApplicationSet {
+			set, err := appset.Decode(data)
+			if err != nil {
+				errs = append(errs, fmt.Sprintf("%s: %v", at, err))
+				continue
+			}
+			addSet(sets, loadedSet{set: set, file: at, source: g.Metadata.Name}, &errs)
 			continue
 		}
 		if gvk.Kind == app.KindAppProject {

@@ -220,6 +220,7 @@ func (r *gqlApp) Project() string    { return r.a.Status.Project }
 func (r *gqlApp) File() *string      { return opt(r.a.File) }
 func (r *gqlApp) GitSource() *string { return opt(r.a.Source) }
 func (r *gqlApp) Owner() *string     { return opt(r.a.Owner) }
+func (r *gqlApp) OwnerKind() *string { return opt(r.a.OwnerKind) }
 func (r *gqlApp) RepoUrl() *string { //nolint:revive // the schema's name
 	if r.a.Spec == nil || r.a.Spec.EffectiveSource() == nil {
 		return nil

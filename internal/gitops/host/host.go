@@ -32,6 +32,7 @@ import (
 	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gitops/app"
+	"github.com/freshet-dev/freshet/internal/gitops/appset"
 	"github.com/freshet-dev/freshet/internal/gitops/engine"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/gitops/helmrepo"
@@ -96,15 +97,19 @@ type Host struct {
 	cache    *git.Cache
 	renderer *render.Renderer // renders Git Sources that are Helm charts or Kustomizations
 	eng      *engine.Engine
+	sets     *appset.Controller
 	clusters *engine.Clusters
 	rep      *reporter
 	reload   chan struct{}
 	writeMu  sync.Mutex // serializes API writes to the installation repository
 	loadMu   sync.Mutex // serializes loads: one that read an older commit must not apply after a newer one
 
-	mu      sync.Mutex
-	apps    map[string]loadedApp // by name
-	sources map[string]*GitSource
+	mu   sync.Mutex
+	apps map[string]loadedApp // by name
+	// loadedSets are the ApplicationSets of the last load (installation repository and Git
+	// Sources), by name.
+	loadedSets map[string]loadedSet
+	sources    map[string]*GitSource
 	// projects are the AppProjects of the last load (installation repository and Git Sources).
 	projects map[string]*app.AppProject
 	// renderedSources are the Git Sources whose directory is a Helm chart or a Kustomization.
@@ -209,9 +214,13 @@ func New(opts Options) (*Host, error) {
 	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 	h.loadRepoCreds(cctx)
 	ccancel()
+	h.sets = appset.New(appset.Options{Logger: opts.Logger.With("component", "applicationsets"),
+		Sources: appset.Sources{Checkout: h.checkout, Clusters: h.appSetClusters}})
+	eo.AppSets = h.sets.Hook()
 	if h.eng, err = engine.New(eo); err != nil {
 		return nil, err
 	}
+	h.sets.SetEngine(h.eng)
 	return h, nil
 }
 
@@ -224,6 +233,9 @@ func (h *Host) Run(ctx context.Context) error {
 	defer cancel()
 	errc := make(chan error, 1)
 	go func() { errc <- h.eng.Run(ctx) }()
+	setsDone := make(chan struct{})
+	go func() { _ = h.sets.Run(ctx); close(setsDone) }()
+	defer func() { <-setsDone }()
 	go h.rep.run(ctx, h.snapshot)
 	go h.loadLoop(ctx)
 	go h.probeClusters(ctx)
@@ -307,13 +319,14 @@ func (h *Host) Load(ctx context.Context) error {
 	}
 	defer snap.Release()
 	projects, perrs := readProjects(snap.Dir)
-	apps, failed, aerrs := readApps(snap.Dir)
+	sets := map[string]loadedSet{}
+	apps, failed, aerrs := readApps(snap.Dir, sets)
 	sources, serrs := readGitSources(snap.Dir)
 	problems := append(append(perrs, aerrs...), serrs...)
 	keep := func(la loadedApp) bool { return failed[la.file] }
 	failedSources := map[string]bool{}
 	for _, name := range slices.Sorted(maps.Keys(sources)) {
-		sapps, sprojects, errs, err := h.loadGitSource(ctx, sources[name])
+		sapps, sprojects, errs, err := h.loadGitSource(ctx, sources[name], sets)
 		problems = append(problems, errs...)
 		if err != nil {
 			// Its apps stay as they were until the repository answers again.
@@ -338,6 +351,7 @@ func (h *Host) Load(ctx context.Context) error {
 	h.projects = projects
 	h.mu.Unlock()
 	problems = append(problems, h.apply(ctx, apps, func(la loadedApp) bool { return keep(la) || failedSources[la.source] }, projects, snap.SHA)...)
+	problems = append(problems, h.applySets(ctx, sets, func(ls loadedSet) bool { return failed[ls.file] || failedSources[ls.source] })...)
 	h.mu.Lock()
 	h.sources = sources
 	h.loadErrs = problems
@@ -472,7 +486,7 @@ func readProjects(root string) (map[string]*app.AppProject, []string) {
 }
 
 // readApps decodes apps/: the applications by name, the files that failed, and the problems.
-func readApps(root string) (map[string]loadedApp, map[string]bool, []string) {
+func readApps(root string, sets map[string]loadedSet) (map[string]loadedApp, map[string]bool, []string) {
 	apps := map[string]loadedApp{}
 	failed := map[string]bool{}
 	var errs []string
@@ -484,6 +498,16 @@ func readApps(root string) (map[string]loadedApp, map[string]bool, []string) {
 			continue
 		}
 		for _, d := range docs {
+			if d.ApplicationSet != nil {
+				set, err := appset.DecodeNode(d.ApplicationSet, d.Line)
+				if err != nil {
+					errs = append(errs, fmt.Sprintf("%s: %v", f, err))
+					failed[f] = true
+					continue
+				}
+				addSet(sets, loadedSet{set: set, file: f}, &errs)
+				continue
+			}
 			if d.Application == nil {
 				continue
 			}
@@ -533,6 +557,15 @@ func (h *Host) Health() runtimev1.Component {
 	}
 	if len(h.sources) > 0 {
 		c.Message += fmt.Sprintf(" (%d git sources)", len(h.sources))
+	}
+	if sets := h.sets.List(); len(sets) > 0 {
+		c.Message += fmt.Sprintf("; %d ApplicationSets", len(sets))
+		for _, s := range sets {
+			if hr := s.Health(); hr.Status == "Degraded" {
+				c.Health = runtimev1.ComponentDegraded
+				c.Message += fmt.Sprintf("; ApplicationSet %s: %s", s.Name, hr.Message)
+			}
+		}
 	}
 	if h.opts.InCluster == nil {
 		c.Message += "; no in-cluster destination configured"

@@ -422,7 +422,10 @@ func TestManagedCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	body, _ := json.Marshal(mc)
+	body, _ := json.Marshal(struct {
+		install.ManagedCluster
+		Labels map[string]string `json:"labels"`
+	}{mc, map[string]string{"env": "edge"}})
 	var e struct {
 		Error struct{ Code, Message string }
 	}
@@ -451,8 +454,11 @@ func TestManagedCluster(t *testing.T) {
 	}
 	var list struct{ Items []engine.ClusterRef }
 	w.call("viewer", "GET", "clusters", "", &list)
-	if len(list.Items) != 2 || list.Items[0].Name != "edge" || list.Items[1].Name != "in-cluster" {
+	if len(list.Items) != 2 || list.Items[0].Name != "edge" || list.Items[1].Name != "in-cluster" || list.Items[0].Labels["env"] != "edge" {
 		t.Errorf("clusters: %+v", list.Items)
+	}
+	if code := w.call("admin", "POST", "clusters", strings.Replace(string(body), `"env":"edge"`, `"env":"not a value"`, 1), &e); code != http.StatusBadRequest || !strings.Contains(e.Error.Message, "labels[env]") {
+		t.Errorf("a cluster label that is not a label value: %d %+v", code, e)
 	}
 	if raw := fmt.Sprint(list); strings.Contains(raw, mc.Token) {
 		t.Error("the cluster list shows the token")

@@ -165,7 +165,7 @@ func (r *reporter) markDisconnected() {
 // toReport is an application's reported state: its spec (may be nil) and engine status.
 func toReport(spec *app.Application, st engine.AppStatus) runtimev1.Application {
 	a := runtimev1.Application{
-		Name: st.Name, Project: st.Project, Owner: st.Owner, Sync: string(st.Sync), Health: string(st.Health.Status), HealthMessage: st.Health.Message,
+		Name: st.Name, Project: st.Project, Owner: st.Owner, OwnerKind: st.OwnerKind, Sync: string(st.Sync), Health: string(st.Health.Status), HealthMessage: st.Health.Message,
 		Revision: st.Revision, TargetRevision: st.TargetRevision, SourceType: string(st.SourceType),
 		AutoSyncDisabled: st.AutoSyncDisabled, ReconciledAt: st.ReconciledAt, Commit: commit(st.Commit),
 	}

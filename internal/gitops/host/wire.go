@@ -17,7 +17,7 @@ import (
 // TestWireJSON proves that the JSON is the engine's, byte for byte.
 
 func wireApplication(a Application) appproxyv1.Application {
-	return appproxyv1.Application{Name: a.Name, File: a.File, GitSource: a.Source, Owner: a.Owner, Spec: wireManifest(a.Spec), Status: wireStatus(a.Status)}
+	return appproxyv1.Application{Name: a.Name, File: a.File, GitSource: a.Source, Owner: a.Owner, OwnerKind: a.OwnerKind, Spec: wireManifest(a.Spec), Status: wireStatus(a.Status)}
 }
 
 func wireApplications(as []Application) []appproxyv1.Application {
@@ -86,7 +86,7 @@ func rawJSON[T any](v *T) json.RawMessage {
 
 func wireStatus(st engine.AppStatus) appproxyv1.AppStatus {
 	out := appproxyv1.AppStatus{
-		Name: st.Name, Owner: st.Owner, Project: st.Project, Sync: string(st.Sync), Revision: st.Revision, TargetRevision: st.TargetRevision,
+		Name: st.Name, Owner: st.Owner, OwnerKind: st.OwnerKind, Project: st.Project, Sync: string(st.Sync), Revision: st.Revision, TargetRevision: st.TargetRevision,
 		Commit: wireCommit(st.Commit), SourceType: string(st.SourceType), Health: wireHealth(st.Health),
 		Operation: wireSync(st.Operation), AutoSyncDisabled: st.AutoSyncDisabled, ReconciledAt: st.ReconciledAt,
 	}

@@ -97,8 +97,10 @@ export interface SyncResult {
 
 export interface AppStatus {
   name: string;
-  /** The owning application (app of apps). */
+  /** The owning application (app of apps) or ApplicationSet. */
   owner?: string;
+  /** The owner's kind: Application or ApplicationSet. */
+  ownerKind?: string;
   project: string;
   sync: SyncCode | string;
   revision?: string;
@@ -198,8 +200,10 @@ export interface ProxyApplication {
   file?: string;
   /** The Git Source it comes from. */
   gitSource?: string;
-  /** The application whose manifests define this one (app of apps); absent for one defined in git. */
+  /** The application whose manifests define this one (app of apps), or the ApplicationSet that generates it; absent for one defined in git. */
   owner?: string;
+  /** The owner's kind: Application or ApplicationSet. */
+  ownerKind?: string;
   /** Absent while the runtime removes the application. */
   spec?: ApplicationSpec;
   status: AppStatus;

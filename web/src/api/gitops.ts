@@ -11,6 +11,8 @@ const seg = encodeURIComponent;
 export interface ClusterRef {
   name: string;
   server: string;
+  /** Labels ApplicationSet clusters generators select by. */
+  labels?: Record<string, string>;
 }
 
 export interface GitSourceMetadata {

@@ -1,0 +1,4 @@
+package appset
+
+// ReadParamFile exposes readParamFile to the fuzz tests.
+var ReadParamFile = readParamFile
