@@ -321,6 +321,13 @@ func TestWatchdog(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// The watchdog removes the state and then exits: wait for the exit too (the test's cleanup
+	// fails on any process left, and once, under load, saw the watchdog between the two).
+	for deadline := time.Now().Add(10 * time.Second); len(processesWith(ri.StateDir)) > 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the watchdog still runs after removing %s", ri.StateDir)
+		}
+	}
 }
 
 func TestTestImagesAreCachedAndReproducible(t *testing.T) {
