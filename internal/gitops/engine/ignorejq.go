@@ -161,6 +161,8 @@ func (oi objIgnores) remove(ctx context.Context, predicted, live *unstructured.U
 			if err := set.FromJSON(bytes.NewReader(mf.FieldsV1.Raw)); err != nil {
 				continue // not ours to judge: the server wrote it
 			}
+			// Leaves only: a map or list item the manager created (".") stays on both sides,
+			// so other managers' fields in it are still compared.
 			set.Leaves().Iterate(func(p fieldpath.Path) {
 				if predicted != nil {
 					predicted.Object, _ = removeFieldPath(predicted.Object, p).(map[string]any)

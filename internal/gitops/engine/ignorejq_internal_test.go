@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/freshet-dev/freshet/internal/gitops/app"
 )
 
@@ -75,5 +78,37 @@ func TestJQBounds(t *testing.T) {
 	_, err = jqPaths(context.Background(), ig.jq[0][0], []any{})
 	if !errors.Is(err, errJQBound) {
 		t.Fatalf("20000 paths: %v", err)
+	}
+}
+
+// managedFieldsManagers: fields in a manager's FieldsV1 (a keyed list item, a set value, a
+// plain field) are removed from both sides; other managers' entries are not.
+func TestRemoveManagedFields(t *testing.T) {
+	ig := compileIgnores([]app.ResourceIgnoreDifferences{{Group: "apps", Kind: "Deployment", ManagedFieldsManagers: []string{"injector"}}})
+	oi := ig.forObject("apps", "Deployment", "ns", "web")
+	managed := []metav1.ManagedFieldsEntry{
+		{Manager: "injector", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:finalizers":{"v:\"x\"":{}}},` +
+			`"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"sidecar\"}":{".":{},"f:image":{},"f:name":{}}}}}}}`)}},
+		{Manager: "other", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)}},
+	}
+	live := &unstructured.Unstructured{Object: deploymentObj()}
+	live.Object["metadata"].(map[string]any)["finalizers"] = []any{"x", "y"}
+	predicted := &unstructured.Unstructured{Object: deploymentObj()}
+	if err := oi.remove(context.Background(), predicted, live, managed); err != nil {
+		t.Fatal(err)
+	}
+	containers, _, _ := unstructured.NestedSlice(live.Object, "spec", "template", "spec", "containers")
+	// The key names the first item named sidecar; its fields are the leaves removed.
+	if len(containers) != 4 || !reflect.DeepEqual(containers[1], map[string]any{}) || containers[3].(map[string]any)["image"] != "s:2" {
+		t.Fatalf("containers %v", containers)
+	}
+	if fin, _, _ := unstructured.NestedStringSlice(live.Object, "metadata", "finalizers"); !reflect.DeepEqual(fin, []string{"y"}) {
+		t.Fatalf("finalizers %v", fin)
+	}
+	if n, _, _ := unstructured.NestedInt64(predicted.Object, "spec", "replicas"); n != 3 {
+		t.Fatalf("replicas of another manager removed: %v", predicted.Object)
+	}
+	if !reflect.DeepEqual(predicted.Object["spec"], live.Object["spec"]) {
+		t.Fatalf("sides differ:\n%v\n%v", predicted.Object["spec"], live.Object["spec"])
 	}
 }
