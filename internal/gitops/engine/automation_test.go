@@ -158,8 +158,8 @@ func TestIgnoreDifferences(t *testing.T) {
 	if n := replicas(v, "web"); n != 3 {
 		t.Errorf("replicas %d: the ignored field was healed", n)
 	}
-	if c, ok := s.Condition(engine.ConditionUnsupported); !ok || !strings.Contains(c.Message, "jqPathExpressions") {
-		t.Errorf("conditions %+v", s.Conditions)
+	if c, ok := s.Condition(engine.ConditionUnsupported); ok {
+		t.Errorf("condition %+v", c)
 	}
 	// Other drift is still healed.
 	patch := `{"metadata":{"annotations":{"note":"edited"}}}`

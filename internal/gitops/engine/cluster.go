@@ -197,8 +197,8 @@ func (c *cluster) ensureWatch(ctx context.Context, gvr schema.GroupVersionResour
 	}
 }
 
-// stripManagedFields keeps the caches lean: the engine never reads managed fields of live
-// objects.
+// stripManagedFields keeps the caches lean: only ignoreDifferences.managedFieldsManagers
+// read managed fields, from a GET of the object when its comparison is not cached.
 func stripManagedFields(obj any) (any, error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		u.SetManagedFields(nil)

@@ -163,7 +163,8 @@ func (e *Engine) compare(ctx context.Context, st *appState, revision string, har
 	for _, w := range a.Warnings {
 		cmp.conds = append(cmp.conds, Condition{Type: ConditionSpecWarning, Message: w})
 	}
-	cmp.conds = append(cmp.conds, unsupportedIgnores(a.Spec.IgnoreDifferences)...)
+	ign := compileIgnores(a.Spec.IgnoreDifferences)
+	cmp.conds = append(cmp.conds, ign.conds...)
 	if a.Spec.SyncPolicy != nil {
 		cmp.conds = append(cmp.conds, ignoredOptionWarnings(a.Spec.SyncPolicy.SyncOptions, "spec.syncPolicy.syncOptions")...)
 	}
@@ -182,7 +183,7 @@ func (e *Engine) compare(ctx context.Context, st *appState, revision string, har
 					Message: fmt.Sprintf("%s (%s): %s; it is not created", d.key, d.source, r.message)})
 			}
 		} else {
-			r = e.compareResource(ctx, st, cl, d, a.Spec.IgnoreDifferences, respect)
+			r = e.compareResource(ctx, st, cl, d, ign, respect)
 		}
 		if r.err {
 			if len(compareErrs) == 0 {
@@ -251,26 +252,6 @@ func (e *Engine) liveExtra(ctx context.Context, cl *cluster, ref ObjRef) *unstru
 func ownedBy(live *unstructured.Unstructured, app string) bool {
 	id, ok := live.GetAnnotations()[AnnotationTrackingID]
 	return !ok || strings.HasPrefix(id, app+":")
-}
-
-func unsupportedIgnores(rules []app.ResourceIgnoreDifferences) []Condition {
-	var out []Condition
-	for i, r := range rules {
-		if len(r.JQPathExpressions) > 0 {
-			out = append(out, Condition{Type: ConditionUnsupported, Message: fmt.Sprintf(
-				"spec.ignoreDifferences[%d].jqPathExpressions are not supported yet and are ignored; use jsonPointers", i)})
-		}
-		if len(r.ManagedFieldsManagers) > 0 {
-			out = append(out, Condition{Type: ConditionUnsupported, Message: fmt.Sprintf(
-				"spec.ignoreDifferences[%d].managedFieldsManagers are not supported yet and are ignored; use jsonPointers", i)})
-		}
-		for j, p := range r.JSONPointers {
-			if err := diff.ValidPointer(p); err != nil {
-				out = append(out, Condition{Type: ConditionInvalidSpec, Message: fmt.Sprintf("spec.ignoreDifferences[%d].jsonPointers[%d]: %v", i, j, err)})
-			}
-		}
-	}
-	return out
 }
 
 func (e *Engine) inventoryFor(ctx context.Context, st *appState, cl *cluster) ([]ObjRef, error) {
@@ -574,7 +555,7 @@ func runtimeDeepCopy(v any) any {
 
 // compareResource compares one desired resource with its live object, with a server-side
 // apply dry-run when the cached comparison no longer holds.
-func (e *Engine) compareResource(ctx context.Context, st *appState, cl *cluster, d *desiredObj, ignores []app.ResourceIgnoreDifferences, respect bool) *resResult {
+func (e *Engine) compareResource(ctx context.Context, st *appState, cl *cluster, d *desiredObj, ign *ignoreSet, respect bool) *resResult {
 	r := &resResult{d: d, ref: d.ref}
 	m := d.restMapping()
 	if m == nil {
@@ -594,8 +575,9 @@ func (e *Engine) compareResource(ctx context.Context, st *appState, cl *cluster,
 		r.health = health.Result{Status: health.Unknown, Message: err.Error()}
 		return r
 	}
-	ptrs := diff.Pointers(ignores, d.key.Group, d.key.Kind, d.key.Namespace, d.key.Name)
-	ptrHash := hashStrings(ptrs)
+	ptrs := ign.pointers(d.key.Group, d.key.Kind, d.key.Namespace, d.key.Name)
+	oi := ign.forObject(d.key.Group, d.key.Kind, d.key.Namespace, d.key.Name)
+	ptrHash := hashStrings(append(ptrs[:len(ptrs):len(ptrs)], oi.sig))
 	live, inCache := cl.cached(gvr, d.key.Namespace, d.key.Name)
 
 	// Entries are immutable once stored: copy the pointer under the lock, replace to update.
@@ -610,7 +592,8 @@ func (e *Engine) compareResource(ctx context.Context, st *appState, cl *cluster,
 			valid = true
 		case inCache && ce.liveRV == live.GetResourceVersion():
 			valid = true
-		case inCache && ce.liveRV != "":
+		case inCache && ce.liveRV != "" && len(oi.managers) == 0:
+			// With managedFieldsManagers, who owns a field matters too: a new version compares anew.
 			liveHash = diff.Hash(diff.Normalize(live).Object)
 			valid = liveHash == ce.liveHash
 		default:
@@ -644,6 +627,20 @@ func (e *Engine) compareResource(ctx context.Context, st *appState, cl *cluster,
 			return r
 		}
 	}
+	if inCache && len(oi.managers) > 0 {
+		// The watch caches drop managed fields; managedFieldsManagers need them.
+		obj, err := cl.resource(m, d.key.Namespace).Get(ctx, d.key.Name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			live = obj
+		case apierrors.IsNotFound(err):
+			live = nil
+		default:
+			r.status, r.message, r.err = DiffOutOfSync, err.Error(), true
+			r.health = health.Result{Status: health.Unknown, Message: err.Error()}
+			return r
+		}
+	}
 	e.dryRuns.Add(1)
 	predicted, err := cl.resource(m, d.key.Namespace).Apply(ctx, d.key.Name, forApply(d, live, ptrs, respect), applyOptions(true))
 	switch {
@@ -664,7 +661,10 @@ func (e *Engine) compareResource(ctx context.Context, st *appState, cl *cluster,
 		p, l := diff.Normalize(predicted), diff.Normalize(live)
 		diff.RemovePointers(p.Object, ptrs)
 		diff.RemovePointers(l.Object, ptrs)
-		if diff.Equal(p, l) {
+		if err := oi.remove(ctx, p, l, live.GetManagedFields()); err != nil {
+			// A jq expression out of bounds: not comparable, and not cached.
+			r.status, r.message, cacheable = DiffOutOfSync, err.Error(), false
+		} else if diff.Equal(p, l) {
 			r.status = DiffSynced
 		} else {
 			r.status = DiffOutOfSync
@@ -707,6 +707,7 @@ func hashStrings(s []string) uint64 {
 // diffs computes the unified diff of every resource, fresh (no caches), for `freshet app diff`.
 func (e *Engine) diffs(ctx context.Context, cmp *comparison, ignores []app.ResourceIgnoreDifferences, respect bool) []ResourceDiff {
 	var out []ResourceDiff
+	ign := compileIgnores(ignores)
 	for _, r := range cmp.results {
 		rd := ResourceDiff{ResourceKey: r.ref.ResourceKey, Version: r.ref.Version, Status: r.status, Message: r.message}
 		if r.d == nil {
@@ -715,7 +716,7 @@ func (e *Engine) diffs(ctx context.Context, cmp *comparison, ignores []app.Resou
 			continue
 		}
 		rd.Source = r.d.source
-		ptrs := diff.Pointers(ignores, r.ref.Group, r.ref.Kind, r.ref.Namespace, r.ref.Name)
+		ptrs := ign.pointers(r.ref.Group, r.ref.Kind, r.ref.Namespace, r.ref.Name)
 		var predicted *unstructured.Unstructured
 		if m := r.d.restMapping(); m != nil {
 			p, err := cmp.cl.resource(m, r.ref.Namespace).Apply(ctx, r.ref.Name, forApply(r.d, r.live, ptrs, respect), applyOptions(true))
@@ -732,6 +733,17 @@ func (e *Engine) diffs(ctx context.Context, cmp *comparison, ignores []app.Resou
 		diff.RemovePointers(p.Object, ptrs)
 		if l != nil {
 			diff.RemovePointers(l.Object, ptrs)
+		}
+		oi := ign.forObject(r.ref.Group, r.ref.Kind, r.ref.Namespace, r.ref.Name)
+		var managed []metav1.ManagedFieldsEntry
+		if m := r.d.restMapping(); m != nil && r.live != nil && len(oi.managers) > 0 {
+			// The watch caches drop managed fields.
+			if obj, err := cmp.cl.resource(m, r.ref.Namespace).Get(ctx, r.ref.Name, metav1.GetOptions{}); err == nil {
+				managed = obj.GetManagedFields()
+			}
+		}
+		if err := oi.remove(ctx, p, l, managed); err != nil {
+			rd.Message = err.Error()
 		}
 		if r.status != DiffSynced {
 			rd.Diff = diff.Unified(r.ref.String(), l, p)

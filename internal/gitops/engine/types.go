@@ -43,8 +43,8 @@ const (
 	ConditionNoCluster = "NoClusterConfigured"
 	// ConditionSyncError: the last sync failed.
 	ConditionSyncError = "SyncError"
-	// ConditionUnsupported: the spec uses something Freshet recognises but does not do
-	// (jqPathExpressions, managedFieldsManagers); the rest of the app works.
+	// ConditionUnsupported: the spec uses something Freshet recognises but does not do; the
+	// rest of the app works.
 	ConditionUnsupported = "UnsupportedWarning"
 	// ConditionRepeatedResource: two rendered objects have the same key; the last one wins.
 	ConditionRepeatedResource = "RepeatedResourceWarning"
