@@ -557,3 +557,48 @@ func BenchmarkSSOLogin(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSSOCLILogin measures one whole CLI login (freshet login --sso) without the CLI
+// process: the browser's redirects through the provider to a listener on 127.0.0.1 and the
+// exchange of the one-time code with the verifier (SQLite). Compare with BenchmarkSSOLogin:
+// go test -run '^$' -bench 'BenchmarkSSO' ./internal/identity/
+func BenchmarkSSOCLILogin(b *testing.B) {
+	db := storetest.Open(b, store.SQLite)
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	s := New(Deps{Store: db, Audit: audit.NewLog(db, log), Log: log, Keys: secrets.Generate(), Net: netpolicy.Unrestricted()})
+	idp := startIdP(b)
+	base := ssoFrontend(b, s)
+	if _, err := s.Provision(ctx, "acme", "admin@acme.test", "admin-password"); err != nil {
+		b.Fatal(err)
+	}
+	admin, err := s.Login(ctx, "admin@acme.test", "admin-password", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.SetSSO(ctx, admin.Principal, SSOConfigInput{Issuer: idp.Issuer(), ClientID: idp.ClientID, ClientSecret: idp.ClientSecret, AllowedDomains: []string{"acme.test"}}); err != nil {
+		b.Fatal(err)
+	}
+	codes := make(chan string, 1)
+	cli := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { codes <- r.URL.Query().Get("code") }))
+	b.Cleanup(cli.Close)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(cli.URL, "http://"))
+	for b.Loop() {
+		verifier := oauth2.GenerateVerifier()
+		u := mockUser("jane@acme.test", true)
+		idp.QueueUser(&u)
+		jar, _ := cookiejar.New(nil)
+		c := &http.Client{Jar: jar, Timeout: 20 * time.Second}
+		resp, err := c.Get(base + "/cli-login/acme?" + url.Values{"cli_port": {port}, "cli_challenge": {oauth2.S256ChallengeFromVerifier(verifier)}}.Encode())
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.Request.URL.Host != "127.0.0.1:"+port {
+			b.Fatalf("the browser ended at %s (%d), not the CLI's listener", resp.Request.URL, resp.StatusCode)
+		}
+		if _, err := s.ExchangeSSOCode(ctx, <-codes, verifier); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
