@@ -80,6 +80,7 @@ var wireTypes = map[string]any{
 	"client.Team":                   client.Team{},
 	"client.SSOConfig":              client.SSOConfig{},
 	"client.SSOConfigRequest":       client.SSOConfigRequest{},
+	"client.SSOTokenRequest":        client.SSOTokenRequest{},
 	"client.TeamMember":             client.TeamMember{},
 	"client.CreateTeamRequest":      client.CreateTeamRequest{},
 	"client.TeamMemberRequest":      client.TeamMemberRequest{},

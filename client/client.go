@@ -178,6 +178,13 @@ func (c *Client) Login(ctx context.Context, r LoginRequest) (LoginResponse, erro
 	return out, err
 }
 
+// SSOToken exchanges a CLI single sign-on's one-time code and PKCE verifier for a session.
+func (c *Client) SSOToken(ctx context.Context, r SSOTokenRequest) (LoginResponse, error) {
+	var out LoginResponse
+	err := c.do(ctx, http.MethodPost, "/auth/sso/token", nil, r, &out)
+	return out, err
+}
+
 // Logout ends the session the client's token belongs to.
 func (c *Client) Logout(ctx context.Context) error {
 	return c.do(ctx, http.MethodPost, "/api/v1/auth/logout", nil, struct{}{}, nil)

@@ -90,6 +90,14 @@ type LoginResponse struct {
 	Me        Me        `json:"me"`
 }
 
+// SSOTokenRequest exchanges the one-time code a CLI single sign-on sent the CLI's loopback
+// listener, with the PKCE verifier whose challenge the CLI started the login with, for a
+// session (POST /auth/sso/token; the answer is a LoginResponse).
+type SSOTokenRequest struct {
+	Code     string `json:"code"`
+	Verifier string `json:"verifier"`
+}
+
 // SSOConfig is an account's OpenID Connect single sign-on as admins see it (never the secret).
 type SSOConfig struct {
 	Issuer          string    `json:"issuer"`

@@ -2,14 +2,23 @@ package cli
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/oauth2"
 	"golang.org/x/term"
 
 	"github.com/freshet-dev/freshet/client"
@@ -18,13 +27,18 @@ import (
 
 func (a *app) loginCommand() *cobra.Command {
 	var server, username, password, apiKey, name, account string
-	var passwordStdin bool
+	var passwordStdin, sso, device, noBrowser bool
+	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "login --server URL (--username EMAIL [--password P] | --api-key KEY)",
+		Use:   "login --server URL (--username EMAIL [--password P] | --api-key KEY | --sso --account A)",
 		Short: "Log in to a Freshet server and save it as a CLI context",
-		Long: "Logs in with an email and password (asked for when --password is omitted) or checks an API key,\n" +
-			"then saves the server and token as a context in ~/.config/freshet/config.yaml (mode 0600) and\n" +
-			"makes it the current context.",
+		Long: "Logs in with an email and password (asked for when --password is omitted), checks an API key,\n" +
+			"or logs in through the account's single sign-on in a browser (--sso), then saves the server and\n" +
+			"token as a context in ~/.config/freshet/config.yaml (mode 0600) and makes it the current context.\n\n" +
+			"--sso listens on 127.0.0.1 on a free port, opens the account's login page in a browser (the URL\n" +
+			"is also printed; --no-browser only prints it) and waits up to --timeout for the identity provider\n" +
+			"to send the browser back to it with a one-time code, which it exchanges for a session with a\n" +
+			"secret it never sent anywhere (PKCE).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if server == "" {
@@ -38,8 +52,21 @@ func (a *app) loginCommand() *cobra.Command {
 				return usageError("--server %q is not an http:// or https:// URL", server)
 			}
 			server = strings.TrimRight(server, "/")
-			if (username == "") == (apiKey == "") {
-				return usageError("give either --username (with a password) or --api-key")
+			if device {
+				return usageError("--device: the device flow is not supported yet (this server's identity providers are used through the browser): use --sso in a session with a browser on this machine, or --api-key")
+			}
+			if sso {
+				if username != "" || apiKey != "" || password != "" || passwordStdin {
+					return usageError("--sso logs in through the browser: give no --username, --password or --api-key with it")
+				}
+				if account == "" {
+					return usageError("--account is required with --sso: the account (name or ID) whose single sign-on to use")
+				}
+				if timeout <= 0 {
+					return usageError("--timeout %s: must be positive (like 5m)", timeout)
+				}
+			} else if (username == "") == (apiKey == "") {
+				return usageError("give either --username (with a password), --api-key, or --sso --account A")
 			}
 			ctx := cmd.Context()
 			c := Context{Server: server, Name: name}
@@ -48,13 +75,20 @@ func (a *app) loginCommand() *cobra.Command {
 			}
 			ua := client.WithUserAgent("freshet-cli/" + version.Version)
 			var me client.Me
-			if apiKey != "" {
+			switch {
+			case sso:
+				res, err := a.ssoLogin(ctx, server, account, noBrowser, timeout, ua)
+				if err != nil {
+					return err
+				}
+				c.Token, c.Kind, me = res.Token, "session", res.Me
+			case apiKey != "":
 				cl := client.New(server, client.WithToken(apiKey), ua)
 				if me, err = cl.Me(ctx); err != nil {
 					return fmt.Errorf("check API key: %w", err)
 				}
 				c.Token, c.Kind = apiKey, "apikey"
-			} else {
+			default:
 				if password == "" {
 					if password, err = a.readPassword(passwordStdin); err != nil {
 						return err
@@ -87,8 +121,100 @@ func (a *app) loginCommand() *cobra.Command {
 	fs.BoolVar(&passwordStdin, "password-stdin", false, "read the password from standard input")
 	fs.StringVar(&apiKey, "api-key", "", "an API key instead of a password")
 	fs.StringVar(&name, "name", "", "name of the saved context (default: the server's host:port)")
-	fs.StringVar(&account, "account", "", "account to log in to (default: your first)")
+	fs.StringVar(&account, "account", "", "account to log in to (default: your first; required with --sso)")
+	fs.BoolVar(&sso, "sso", false, "log in through the account's single sign-on in a browser")
+	fs.BoolVar(&noBrowser, "no-browser", false, "with --sso: only print the login URL, do not open a browser")
+	fs.DurationVar(&timeout, "timeout", 5*time.Minute, "with --sso: how long to wait for the browser")
+	fs.BoolVar(&device, "device", false, "with --sso: the device flow for shells without a browser (not supported yet)")
 	return cmd
+}
+
+// ssoLogin logs in through account's single sign-on: it listens on 127.0.0.1, sends the
+// browser to the server's login URL with the listener's port and the challenge of a fresh PKCE
+// verifier, takes the one-time code the server redirects the browser back with, and exchanges
+// it with the verifier (which never left this process) for a session.
+func (a *app) ssoLogin(ctx context.Context, server, account string, noBrowser bool, timeout time.Duration, ua client.Option) (client.LoginResponse, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return client.LoginResponse{}, fmt.Errorf("listen on 127.0.0.1 for the browser: %w", err)
+	}
+	defer ln.Close()
+	verifier := oauth2.GenerateVerifier()
+	q := url.Values{"cli_port": {strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)}, "cli_challenge": {oauth2.S256ChallengeFromVerifier(verifier)}}
+	loginURL := server + "/auth/sso/" + url.PathEscape(account) + "/login?" + q.Encode()
+
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cl := client.New(server, ua)
+	type result struct {
+		res client.LoginResponse
+		err error
+	}
+	done := make(chan result, 1)
+	var once sync.Once
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /callback", func(w http.ResponseWriter, r *http.Request) {
+		code := r.URL.Query().Get("code")
+		if code == "" {
+			http.Error(w, "no code in this request: it did not come from the Freshet server", http.StatusBadRequest)
+			return
+		}
+		first := false
+		once.Do(func() { first = true })
+		if !first {
+			http.Error(w, "this login is already finished: see the terminal", http.StatusConflict)
+			return
+		}
+		res, err := cl.SSOToken(ctx, client.SSOTokenRequest{Code: code, Verifier: verifier})
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if err != nil {
+			w.WriteHeader(http.StatusUnauthorized)
+			fmt.Fprintf(w, "Freshet login failed: %v\nSee the terminal.\n", err)
+		} else {
+			fmt.Fprintf(w, "Logged in to Freshet as %s (account %s). You can close this tab.\n", res.Me.User.Email, res.Me.Account.Name)
+		}
+		done <- result{res, err}
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+
+	fmt.Fprintf(a.stderr, "Log in through single sign-on at:\n\n  %s\n\n", loginURL)
+	if !noBrowser {
+		if err := openBrowser(loginURL); err != nil {
+			fmt.Fprintf(a.stderr, "Could not open a browser (%v): open the URL above in a browser on this machine.\n", err)
+		}
+	}
+	fmt.Fprintf(a.stderr, "Waiting up to %s for the browser...\n", timeout)
+	select {
+	case r := <-done:
+		if r.err != nil {
+			return client.LoginResponse{}, fmt.Errorf("single sign-on: %w", r.err)
+		}
+		return r.res, nil
+	case <-ctx.Done():
+		return client.LoginResponse{}, fmt.Errorf("single sign-on: no answer from the browser within %s (--timeout): run freshet login --sso again", timeout)
+	}
+}
+
+// openBrowser starts the desktop's URL opener (open on macOS, xdg-open elsewhere) with u as
+// its argument, without waiting for it.
+func openBrowser(u string) error {
+	name := "xdg-open"
+	if runtime.GOOS == "darwin" {
+		name = "open"
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return fmt.Errorf("%s is not installed", name)
+	}
+	cmd := exec.Command(path, u)
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	go func() { _ = cmd.Wait() }()
+	return nil
 }
 
 // readPassword prompts on a terminal without echo, or reads one line from stdin.

@@ -3,6 +3,8 @@ package identity
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -11,6 +13,7 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -315,6 +318,55 @@ func randomString() string {
 // registered at the provider. The state, nonce and PKCE verifier are kept server-side (state
 // hashed) for SSOLoginTTL and work once.
 func (s *Service) BeginSSO(ctx context.Context, account, redirectURL string) (string, error) {
+	return s.beginSSO(ctx, account, redirectURL, 0, "")
+}
+
+// BeginCLISSO starts a login for the CLI (freshet login --sso): as BeginSSO, but the callback
+// opens no session in the browser. It sends the browser to http://127.0.0.1:cliPort/callback
+// with a one-time code that only the holder of the verifier whose challenge is cliChallenge
+// (BASE64URL(SHA-256(verifier))) can exchange for a session (ExchangeSSOCode). cliPort is a
+// decimal port 1024-65535: the host of the redirect is always 127.0.0.1.
+func (s *Service) BeginCLISSO(ctx context.Context, account, redirectURL, cliPort, cliChallenge string) (string, error) {
+	port, err := parseCLIPort(cliPort)
+	if err != nil {
+		return "", err
+	}
+	if !challengeRE.MatchString(cliChallenge) {
+		return "", errdefs.Invalid("cli_challenge", cliChallenge, "must be 43 base64url characters: BASE64URL(SHA-256(verifier)) without padding")
+	}
+	return s.beginSSO(ctx, account, redirectURL, port, cliChallenge)
+}
+
+// SSOCLICodeTTL is how long the one-time code of a CLI login may wait for its exchange.
+const SSOCLICodeTTL = 2 * time.Minute
+
+var (
+	challengeRE = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
+	verifierRE  = regexp.MustCompile(`^[A-Za-z0-9._~-]{43,128}$`) // RFC 7636 §4.1 code_verifier
+)
+
+// parseCLIPort reads the port of the CLI's loopback listener: digits only, 1024-65535.
+func parseCLIPort(raw string) (int, error) {
+	bad := errdefs.Invalid("cli_port", raw, "must be the port of the CLI's listener on 127.0.0.1: a number from 1024 to 65535")
+	if raw == "" || len(raw) > 5 || strings.Trim(raw, "0123456789") != "" {
+		return 0, bad
+	}
+	port, err := strconv.Atoi(raw)
+	if err != nil || port < 1024 || port > 65535 {
+		return 0, bad
+	}
+	return port, nil
+}
+
+// cliRedirectURL is where a CLI login's callback sends the browser: the CLI's listener on
+// 127.0.0.1:port, with the one-time code.
+func cliRedirectURL(port int, code string) string {
+	u := url.URL{Scheme: "http", Host: netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(port)).String(),
+		Path: "/callback", RawQuery: url.Values{"code": {code}}.Encode()}
+	return u.String()
+}
+
+func (s *Service) beginSSO(ctx context.Context, account, redirectURL string, cliPort int, cliChallenge string) (string, error) {
 	a, err := s.db.GetAccount(ctx, account)
 	if errors.Is(err, errdefs.ErrNotFound) {
 		a, err = s.db.AccountByName(ctx, account)
@@ -336,7 +388,7 @@ func (s *Service) BeginSSO(ctx context.Context, account, redirectURL string) (st
 			return err
 		}
 		return tx.CreateSSOLogin(ctx, store.SSOLogin{StateHash: token.Hash(state), AccountID: a.ID, Nonce: nonce, Verifier: verifier,
-			CreatedAt: now, ExpiresAt: now.Add(SSOLoginTTL)})
+			CreatedAt: now, ExpiresAt: now.Add(SSOLoginTTL), CLIPort: cliPort, CLIChallenge: cliChallenge})
 	}); err != nil {
 		return "", err
 	}
@@ -350,17 +402,27 @@ func ssoRefused(format string, args ...any) error {
 	return fmt.Errorf("single sign-on refused: "+format+": %w", append(args, errdefs.ErrUnauthenticated)...)
 }
 
+// SSOResult is the end of a login at the identity provider: a browser login's session, or for
+// a login the CLI started, no session but where to send the browser (the CLI's listener on
+// 127.0.0.1 with a one-time code).
+type SSOResult struct {
+	LoginResult        // a browser login's session; only the Principal (no session) for a CLI login
+	CLIRedirect string // set for a CLI login
+}
+
 // FinishSSO completes a login: it takes the state (once), exchanges code with the PKCE
 // verifier, verifies the ID token with go-oidc (signature, issuer, audience, expiry) and its
 // nonce, checks email_verified and the allowed domains, then logs the user in — creating them
 // as a member when their email is new — adds them to the account's teams named in the groups
 // claim, and opens a session bound to the account. A known user who is not a member of the
-// account is refused: the identity provider of one account does not add users of others.
-func (s *Service) FinishSSO(ctx context.Context, state, code, redirectURL string) (res LoginResult, err error) {
+// account is refused: the identity provider of one account does not add users of others. For a
+// login the CLI started (BeginCLISSO) it opens no session: it stores a one-time code bound to the
+// user and the CLI's challenge and returns the CLI's loopback URL with it.
+func (s *Service) FinishSSO(ctx context.Context, state, code, redirectURL string) (res SSOResult, err error) {
 	e := audit.Start(ctx, rbac.Principal{}, "auth.sso-login", "session", "")
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if state == "" {
-		return LoginResult{}, errdefs.Invalid("state", "", "is required")
+		return SSOResult{}, errdefs.Invalid("state", "", "is required")
 	}
 	var l store.SSOLogin
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
@@ -370,54 +432,54 @@ func (s *Service) FinishSSO(ctx context.Context, state, code, redirectURL string
 	})
 	if err != nil {
 		if errors.Is(err, errdefs.ErrNotFound) {
-			return LoginResult{}, errSSOState
+			return SSOResult{}, errSSOState
 		}
-		return LoginResult{}, err
+		return SSOResult{}, err
 	}
 	now := s.now()
 	if now.After(l.ExpiresAt) {
-		return LoginResult{}, errSSOState
+		return SSOResult{}, errSSOState
 	}
 	e.Account(l.AccountID)
 	if code == "" {
-		return LoginResult{}, errdefs.Invalid("code", "", "is required")
+		return SSOResult{}, errdefs.Invalid("code", "", "is required")
 	}
 	c, prov, oc, err := s.ssoSetup(ctx, l.AccountID, redirectURL)
 	if err != nil {
-		return LoginResult{}, err
+		return SSOResult{}, err
 	}
 	octx := s.ssoClient(ctx)
 	tok, err := oc.Exchange(octx, code, oauth2.VerifierOption(l.Verifier))
 	if err != nil {
-		return LoginResult{}, ssoRefused("the identity provider did not exchange the code: %v", err)
+		return SSOResult{}, ssoRefused("the identity provider did not exchange the code: %v", err)
 	}
 	raw, _ := tok.Extra("id_token").(string)
 	if raw == "" {
-		return LoginResult{}, ssoRefused("the identity provider returned no id_token")
+		return SSOResult{}, ssoRefused("the identity provider returned no id_token")
 	}
 	// The provider's own key set: fetched once, again only for a key ID it does not know.
 	idt, err := prov.Verifier(&oidc.Config{ClientID: c.ClientID, Now: s.now}).Verify(octx, raw)
 	if err != nil {
-		return LoginResult{}, ssoRefused("invalid ID token: %v", err)
+		return SSOResult{}, ssoRefused("invalid ID token: %v", err)
 	}
 	if idt.Nonce != l.Nonce {
-		return LoginResult{}, ssoRefused("invalid ID token: its nonce is not this login's")
+		return SSOResult{}, ssoRefused("invalid ID token: its nonce is not this login's")
 	}
 	var claims map[string]any
 	if err := idt.Claims(&claims); err != nil {
-		return LoginResult{}, ssoRefused("invalid ID token claims: %v", err)
+		return SSOResult{}, ssoRefused("invalid ID token claims: %v", err)
 	}
 	email, _ := claims[c.EmailClaim].(string)
 	email = strings.ToLower(strings.TrimSpace(email))
 	if err := validateEmail(c.EmailClaim, email); err != nil {
-		return LoginResult{}, ssoRefused("claim %q: %v", c.EmailClaim, err)
+		return SSOResult{}, ssoRefused("claim %q: %v", c.EmailClaim, err)
 	}
 	if v, _ := claims["email_verified"].(bool); !v {
-		return LoginResult{}, ssoRefused("the identity provider has not verified %s (email_verified is not true)", email)
+		return SSOResult{}, ssoRefused("the identity provider has not verified %s (email_verified is not true)", email)
 	}
 	domain := email[strings.LastIndexByte(email, '@')+1:]
 	if !slices.Contains(strings.Fields(c.AllowedDomains), domain) {
-		return LoginResult{}, ssoRefused("email domain %q is not allowed for this account: it allows %s", domain, strings.Join(strings.Fields(c.AllowedDomains), ", "))
+		return SSOResult{}, ssoRefused("email domain %q is not allowed for this account: it allows %s", domain, strings.Join(strings.Fields(c.AllowedDomains), ", "))
 	}
 	name, _ := claims[c.NameClaim].(string)
 	name = strings.TrimSpace(name)
@@ -433,10 +495,9 @@ func (s *Service) FinishSSO(ctx context.Context, state, code, redirectURL string
 		}
 	}
 
-	tokStr, hash := token.NewSession()
-	sess := store.Session{ID: store.NewID(store.PrefixSession), TokenHash: hash, AccountID: l.AccountID, CreatedAt: now,
-		ExpiresAt: now.Add(SessionTTL), SSOBound: true}
+	var cliCode string
 	var p rbac.Principal
+	var sess LoginResult
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		u, err := tx.UserByEmail(ctx, email)
 		created := false
@@ -486,19 +547,111 @@ func (s *Service) FinishSSO(ctx context.Context, state, code, redirectURL string
 				return err
 			}
 		}
-		sess.UserID = u.ID
-		if err := tx.CreateSession(ctx, sess); err != nil {
+		if l.CLIPort != 0 {
+			// The CLI's login: the session waits for the exchange with the CLI's verifier.
+			cliCode = randomString()
+			if _, err := tx.DeleteExpiredSSOCLICodes(ctx, now); err != nil {
+				return err
+			}
+			if err := tx.CreateSSOCLICode(ctx, store.SSOCLICode{CodeHash: token.Hash(cliCode), AccountID: l.AccountID, UserID: u.ID,
+				Challenge: l.CLIChallenge, Issuer: c.Issuer, CreatedAt: now, ExpiresAt: now.Add(SSOCLICodeTTL)}); err != nil {
+				return err
+			}
+			p = rbac.Principal{AccountID: l.AccountID, UserID: u.ID, Email: u.Email, Role: rbac.Role(m.Role), SSOBound: true}
+			e = audit.Start(ctx, p, "auth.sso-cli-code", "user", u.ID)
+			e.Detail("issuer %s, user created %v, teams joined %v; one-time code for the CLI on 127.0.0.1:%d", c.Issuer, created, joined, l.CLIPort)
+			return e.Commit(ctx, tx)
+		}
+		sess, e, err = s.openSSOSession(ctx, tx, l.AccountID, u, m.Role, now, fmt.Sprintf("issuer %s, user created %v, teams joined %v", c.Issuer, created, joined))
+		return err
+	})
+	if err != nil {
+		return SSOResult{}, err
+	}
+	if l.CLIPort != 0 {
+		return SSOResult{LoginResult: LoginResult{Principal: p}, CLIRedirect: cliRedirectURL(l.CLIPort, cliCode)}, nil
+	}
+	return SSOResult{LoginResult: sess}, nil
+}
+
+// openSSOSession opens a session of u (role in accountID) bound to the account and commits its
+// audit record, auth.sso-login with detail, on tx. It returns the session and the record.
+func (s *Service) openSSOSession(ctx context.Context, tx *store.Tx, accountID string, u store.User, role string, now time.Time, detail string) (LoginResult, *audit.Entry, error) {
+	tokStr, hash := token.NewSession()
+	sess := store.Session{ID: store.NewID(store.PrefixSession), TokenHash: hash, UserID: u.ID, AccountID: accountID, CreatedAt: now,
+		ExpiresAt: now.Add(SessionTTL), SSOBound: true}
+	p := rbac.Principal{AccountID: accountID, UserID: u.ID, Email: u.Email, Role: rbac.Role(role), SessionID: sess.ID, SSOBound: true}
+	e := audit.Start(ctx, p, "auth.sso-login", "session", sess.ID)
+	if err := tx.CreateSession(ctx, sess); err != nil {
+		return LoginResult{}, e, err
+	}
+	e.Detail("%s", detail)
+	if err := e.Commit(ctx, tx); err != nil {
+		return LoginResult{}, e, err
+	}
+	return LoginResult{Token: tokStr, CSRFToken: CSRFToken(tokStr), ExpiresAt: sess.ExpiresAt, Principal: p}, e, nil
+}
+
+var errSSOCode = fmt.Errorf("single sign-on: the CLI's code is unknown, expired or already used: run freshet login --sso again: %w", errdefs.ErrUnauthenticated)
+
+// ExchangeSSOCode ends a CLI login: it takes code (once: a wrong verifier uses it up too),
+// checks that it has not expired and that SHA-256 of verifier is the challenge the CLI started
+// the login with, and opens the session a browser login opens (bound to the account, audited as
+// auth.sso-login). The account must still have single sign-on and the user still be a member.
+func (s *Service) ExchangeSSOCode(ctx context.Context, code, verifier string) (res LoginResult, err error) {
+	e := audit.Start(ctx, rbac.Principal{}, "auth.sso-login", "session", "")
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if code == "" || len(code) > 128 {
+		return LoginResult{}, errdefs.Invalid("code", "", "is required: the one-time code the server sent the CLI's listener (at most 128 characters)")
+	}
+	if !verifierRE.MatchString(verifier) {
+		return LoginResult{}, errdefs.Invalid("verifier", "", "must be 43 to 128 of A-Z a-z 0-9 - . _ ~ (an RFC 7636 code verifier)")
+	}
+	var c store.SSOCLICode
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		var err error
+		c, err = tx.TakeSSOCLICode(ctx, token.Hash(code))
+		return err
+	})
+	if err != nil {
+		if errors.Is(err, errdefs.ErrNotFound) {
+			return LoginResult{}, errSSOCode
+		}
+		return LoginResult{}, err
+	}
+	now := s.now()
+	if now.After(c.ExpiresAt) {
+		return LoginResult{}, errSSOCode
+	}
+	e.Account(c.AccountID)
+	sum := sha256.Sum256([]byte(verifier))
+	if subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(c.Challenge)) != 1 {
+		return LoginResult{}, ssoRefused("the verifier does not answer the challenge this login started with; the code is used up: run freshet login --sso again")
+	}
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		if _, err := tx.GetSSOConfig(ctx, c.AccountID); errors.Is(err, errdefs.ErrNotFound) {
+			return ssoRefused("the account no longer has single sign-on")
+		} else if err != nil {
 			return err
 		}
-		p = rbac.Principal{AccountID: l.AccountID, UserID: u.ID, Email: u.Email, Role: rbac.Role(m.Role), SessionID: sess.ID, SSOBound: true}
-		e = audit.Start(ctx, p, "auth.sso-login", "session", sess.ID)
-		e.Detail("issuer %s, user created %v, teams joined %v", c.Issuer, created, joined)
-		return e.Commit(ctx, tx)
+		u, err := tx.GetUser(ctx, c.UserID)
+		if err != nil {
+			return err
+		}
+		m, err := tx.GetMember(ctx, c.AccountID, c.UserID)
+		if errors.Is(err, errdefs.ErrNotFound) {
+			return ssoRefused("%s is no longer a member of this account", u.Email)
+		}
+		if err != nil {
+			return err
+		}
+		res, e, err = s.openSSOSession(ctx, tx, c.AccountID, u, m.Role, now, fmt.Sprintf("issuer %s, through the CLI (loopback redirect)", c.Issuer))
+		return err
 	})
 	if err != nil {
 		return LoginResult{}, err
 	}
-	return LoginResult{Token: tokStr, CSRFToken: CSRFToken(tokStr), ExpiresAt: sess.ExpiresAt, Principal: p}, nil
+	return res, nil
 }
 
 // SSOProviderError is the refusal of a callback that carries the identity provider's error

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/oauth2-proxy/mockoidc"
+	"golang.org/x/oauth2"
 
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
@@ -81,10 +83,22 @@ func ssoFrontend(t testing.TB, s *Service) string {
 		}
 		http.Redirect(w, r, u, http.StatusFound)
 	})
+	mux.HandleFunc("GET /cli-login/{account}", func(w http.ResponseWriter, r *http.Request) {
+		u, err := s.BeginCLISSO(r.Context(), r.PathValue("account"), base+"/callback", r.URL.Query().Get("cli_port"), r.URL.Query().Get("cli_challenge"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		http.Redirect(w, r, u, http.StatusFound)
+	})
 	mux.HandleFunc("GET /callback", func(w http.ResponseWriter, r *http.Request) {
 		res, err := s.FinishSSO(r.Context(), r.URL.Query().Get("state"), r.URL.Query().Get("code"), base+"/callback")
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		if res.CLIRedirect != "" {
+			http.Redirect(w, r, res.CLIRedirect, http.StatusFound)
 			return
 		}
 		http.SetCookie(w, &http.Cookie{Name: "freshet_session", Value: res.Token, Path: "/"})
@@ -348,6 +362,168 @@ func TestSSOLogin(t *testing.T) {
 	})
 }
 
+// TestSSOCLILogin runs the CLI's login (freshet login --sso) through a real OpenID provider:
+// the callback hands a one-time code to a listener on 127.0.0.1 instead of a cookie, and only
+// the verifier of the challenge the login started with exchanges it, once, for a session.
+func TestSSOCLILogin(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		log := slog.New(slog.DiscardHandler)
+		s := New(Deps{Store: db, Audit: audit.NewLog(db, log), Log: log, Keys: secrets.Generate(), Net: netpolicy.Unrestricted()})
+		idp := startIdP(t)
+		base := ssoFrontend(t, s)
+		acme, err := s.Provision(ctx, "acme", "admin@acme.test", "admin-password")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Provision(ctx, "nosso", "admin@nosso.test", "admin-password"); err != nil {
+			t.Fatal(err)
+		}
+		admin, err := s.Login(ctx, "admin@acme.test", "admin-password", "acme")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.SetSSO(ctx, admin.Principal, SSOConfigInput{Issuer: idp.Issuer(), ClientID: idp.ClientID, ClientSecret: idp.ClientSecret,
+			AllowedDomains: []string{"acme.test"}}); err != nil {
+			t.Fatal(err)
+		}
+
+		// The CLI's listener: it records the codes the browser brings it.
+		codes := make(chan string, 4)
+		cli := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/callback" {
+				http.NotFound(w, r)
+				return
+			}
+			codes <- r.URL.Query().Get("code")
+			fmt.Fprint(w, "cli got it")
+		}))
+		t.Cleanup(cli.Close)
+		_, port, _ := net.SplitHostPort(strings.TrimPrefix(cli.URL, "http://"))
+
+		verifier := oauth2.GenerateVerifier()
+		challenge := oauth2.S256ChallengeFromVerifier(verifier)
+		// login runs the browser's part: it must end at the CLI's listener with a code and no
+		// session cookie.
+		login := func(email string) string {
+			t.Helper()
+			u := mockUser(email, true)
+			idp.QueueUser(&u)
+			jar, _ := cookiejar.New(nil)
+			c := &http.Client{Jar: jar, Timeout: 20 * time.Second}
+			resp, err := c.Get(base + "/cli-login/acme?" + url.Values{"cli_port": {port}, "cli_challenge": {challenge}}.Encode())
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || string(body) != "cli got it" || resp.Request.URL.Host != "127.0.0.1:"+port {
+				t.Fatalf("browser ended at %s with %d %q, want the CLI's listener", resp.Request.URL, resp.StatusCode, body)
+			}
+			for _, ck := range resp.Cookies() {
+				if ck.Name == "freshet_session" {
+					t.Fatal("a CLI login set a session cookie in the browser")
+				}
+			}
+			return <-codes
+		}
+
+		// Bad CLI parameters are refused naming the field, before anything is stored.
+		for _, c := range []struct{ port, challenge, field string }{
+			{"80@evil.example", challenge, "cli_port"},
+			{"8080@evil.example", challenge, "cli_port"},
+			{"evil.example:8080", challenge, "cli_port"},
+			{"80", challenge, "cli_port"},
+			{"65536", challenge, "cli_port"},
+			{"-1", challenge, "cli_port"},
+			{"", challenge, "cli_port"},
+			{port, "", "cli_challenge"},
+			{port, challenge[:42], "cli_challenge"},
+			{port, challenge[:42] + "=", "cli_challenge"},
+		} {
+			if _, err := s.BeginCLISSO(ctx, "acme", base+"/callback", c.port, c.challenge); errdefs.Field(err) != c.field {
+				t.Errorf("BeginCLISSO(port %q, challenge %q) = %v, want invalid %s", c.port, c.challenge, err, c.field)
+			}
+		}
+		// An account without SSO is a clear refusal.
+		if _, err := s.BeginCLISSO(ctx, "nosso", base+"/callback", port, challenge); errdefs.Field(err) != "account" || !strings.Contains(err.Error(), "no single sign-on") {
+			t.Errorf("account without SSO: %v", err)
+		}
+
+		// The happy path: a new user, a session like the browser's (bound to the account).
+		code := login("jane@acme.test")
+		res, err := s.ExchangeSSOCode(ctx, code, verifier)
+		if err != nil {
+			t.Fatal(err)
+		}
+		jp, err := s.Authenticate(ctx, res.Token)
+		if err != nil || jp.AccountID != acme.Account.ID || jp.Email != "jane@acme.test" || jp.Role != rbac.Member || !jp.SSOBound || jp.SessionID != res.Principal.SessionID {
+			t.Fatalf("session: %+v %v", jp, err)
+		}
+		evs, err := db.ListAudit(ctx, acme.Account.ID, store.AuditFilter{}, paging.Page{Limit: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var loggedIn, coded bool
+		for _, ev := range evs {
+			loggedIn = loggedIn || (ev.Action == "auth.sso-login" && ev.ResourceID == jp.SessionID && ev.Result == audit.ResultSuccess)
+			coded = coded || (ev.Action == "auth.sso-cli-code" && ev.ActorID == jp.UserID)
+		}
+		if !loggedIn || !coded {
+			t.Errorf("audit: sso-login of the session %v, cli code %v", loggedIn, coded)
+		}
+		// A code works once.
+		if _, err := s.ExchangeSSOCode(ctx, code, verifier); !errors.Is(err, errdefs.ErrUnauthenticated) || !strings.Contains(err.Error(), "unknown, expired or already used") {
+			t.Fatalf("replayed code: %v", err)
+		}
+		// A wrong verifier is refused and uses the code up.
+		code = login("jane@acme.test")
+		if _, err := s.ExchangeSSOCode(ctx, code, oauth2.GenerateVerifier()); !errors.Is(err, errdefs.ErrUnauthenticated) || !strings.Contains(err.Error(), "does not answer the challenge") {
+			t.Fatalf("wrong verifier: %v", err)
+		}
+		if _, err := s.ExchangeSSOCode(ctx, code, verifier); !errors.Is(err, errdefs.ErrUnauthenticated) {
+			t.Fatalf("the right verifier after a wrong one: %v", err)
+		}
+		// A code expires after SSOCLICodeTTL.
+		code = login("jane@acme.test")
+		s.now = func() time.Time { return time.Now().Add(SSOCLICodeTTL + time.Second) }
+		_, err = s.ExchangeSSOCode(ctx, code, verifier)
+		s.now = time.Now
+		if !errors.Is(err, errdefs.ErrUnauthenticated) || !strings.Contains(err.Error(), "expired") {
+			t.Fatalf("expired code: %v", err)
+		}
+		// Malformed exchanges name the field.
+		for _, c := range []struct{ code, verifier, field string }{
+			{"", verifier, "code"},
+			{strings.Repeat("c", 129), verifier, "code"},
+			{"some-code", "", "verifier"},
+			{"some-code", verifier[:42], "verifier"},
+			{"some-code", verifier + "!", "verifier"},
+		} {
+			if _, err := s.ExchangeSSOCode(ctx, c.code, c.verifier); errdefs.Field(err) != c.field {
+				t.Errorf("ExchangeSSOCode(%q, %q) = %v, want invalid %s", c.code, c.verifier, err, c.field)
+			}
+		}
+		// SSO removed between the callback and the exchange: refused.
+		code = login("jane@acme.test")
+		if err := s.DeleteSSO(ctx, admin.Principal); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.ExchangeSSOCode(ctx, code, verifier); !errors.Is(err, errdefs.ErrUnauthenticated) || !strings.Contains(err.Error(), "no longer has single sign-on") {
+			t.Fatalf("exchange after SSO removed: %v", err)
+		}
+		// A browser login still sets its cookie and sends nobody to a loopback port.
+		if _, err := s.SetSSO(ctx, admin.Principal, SSOConfigInput{Issuer: idp.Issuer(), ClientID: idp.ClientID, ClientSecret: idp.ClientSecret,
+			AllowedDomains: []string{"acme.test"}}); err != nil {
+			t.Fatal(err)
+		}
+		idp.QueueUser(&idpUser{MockUser: mockUser("jane@acme.test", true)})
+		if code, body, session := browse(t, base, "acme"); code != http.StatusOK || body != "logged in jane@acme.test" || session == "" {
+			t.Fatalf("browser login: %d %q", code, body)
+		}
+	})
+}
+
 func mockUser(email string, verified bool) mockoidc.MockUser {
 	return mockoidc.MockUser{Subject: "sub-" + email, Email: email, EmailVerified: verified, PreferredUsername: email}
 }
@@ -378,6 +554,51 @@ func BenchmarkSSOLogin(b *testing.B) {
 		idp.QueueUser(&u)
 		if code, body, _ := browse(b, base, res.Account.ID); code != http.StatusOK {
 			b.Fatalf("%d %s", code, body)
+		}
+	}
+}
+
+// BenchmarkSSOCLILogin measures one whole CLI login (freshet login --sso) without the CLI
+// process: the browser's redirects through the provider to a listener on 127.0.0.1 and the
+// exchange of the one-time code with the verifier (SQLite). Compare with BenchmarkSSOLogin:
+// go test -run '^$' -bench 'BenchmarkSSO' ./internal/identity/
+func BenchmarkSSOCLILogin(b *testing.B) {
+	db := storetest.Open(b, store.SQLite)
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	s := New(Deps{Store: db, Audit: audit.NewLog(db, log), Log: log, Keys: secrets.Generate(), Net: netpolicy.Unrestricted()})
+	idp := startIdP(b)
+	base := ssoFrontend(b, s)
+	if _, err := s.Provision(ctx, "acme", "admin@acme.test", "admin-password"); err != nil {
+		b.Fatal(err)
+	}
+	admin, err := s.Login(ctx, "admin@acme.test", "admin-password", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.SetSSO(ctx, admin.Principal, SSOConfigInput{Issuer: idp.Issuer(), ClientID: idp.ClientID, ClientSecret: idp.ClientSecret, AllowedDomains: []string{"acme.test"}}); err != nil {
+		b.Fatal(err)
+	}
+	codes := make(chan string, 1)
+	cli := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { codes <- r.URL.Query().Get("code") }))
+	b.Cleanup(cli.Close)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(cli.URL, "http://"))
+	for b.Loop() {
+		verifier := oauth2.GenerateVerifier()
+		u := mockUser("jane@acme.test", true)
+		idp.QueueUser(&u)
+		jar, _ := cookiejar.New(nil)
+		c := &http.Client{Jar: jar, Timeout: 20 * time.Second}
+		resp, err := c.Get(base + "/cli-login/acme?" + url.Values{"cli_port": {port}, "cli_challenge": {oauth2.S256ChallengeFromVerifier(verifier)}}.Encode())
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.Request.URL.Host != "127.0.0.1:"+port {
+			b.Fatalf("the browser ended at %s (%d), not the CLI's listener", resp.Request.URL, resp.StatusCode)
+		}
+		if _, err := s.ExchangeSSOCode(ctx, <-codes, verifier); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

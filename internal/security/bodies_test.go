@@ -51,6 +51,7 @@ var laxBase = map[string]string{
 	"POST /api/v1/teams/{team}/members":          `{"user":"b-user@bravo.test"}`,
 	"POST /api/v1/rules":                         `{"user":"b-user@bravo.test","action":"read","kind":"pipelines"}`,
 	"POST /api/v1/auth/password-reset":           `{"token":"fpr_not-a-token","newPassword":"a-new-lax-password"}`,
+	"POST /auth/sso/token":                       `{"code":"lax-code","verifier":"lax-verifier-0123456789-0123456789-0123456789"}`,
 	"PUT /api/v1/sso":                            `{"issuer":"https://idp.bravo.test","clientId":"lax","clientSecret":"lax-secret","allowedDomains":["bravo.test"]}`,
 }
 

@@ -29,6 +29,21 @@ type SSOLogin struct {
 	Verifier  string
 	CreatedAt time.Time
 	ExpiresAt time.Time
+	// CLIPort and CLIChallenge are set for a login the CLI started: the port of its listener on
+	// 127.0.0.1 and BASE64URL(SHA-256(verifier)) of its verifier. CLIPort 0: a browser login.
+	CLIPort      int
+	CLIChallenge string
+}
+
+// SSOCLICode is a one-time code the callback of a CLI login hands the CLI: only its hash.
+type SSOCLICode struct {
+	CodeHash  string
+	AccountID string
+	UserID    string
+	Challenge string // what SHA-256 of the CLI's verifier must be, base64url
+	Issuer    string // the identity provider that vouched for the user, for the audit record
+	CreatedAt time.Time
+	ExpiresAt time.Time
 }
 
 func boolInt(b bool) int64 {
@@ -76,8 +91,9 @@ func (q *Queries) DeleteSSOConfig(ctx context.Context, accountID string) error {
 
 // CreateSSOLogin stores a login in flight.
 func (q *Queries) CreateSSOLogin(ctx context.Context, l SSOLogin) error {
-	_, err := q.exec(ctx, `INSERT INTO sso_logins (state_hash, account_id, nonce, verifier, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)`,
-		l.StateHash, l.AccountID, l.Nonce, l.Verifier, micros(l.CreatedAt), micros(l.ExpiresAt))
+	_, err := q.exec(ctx, `INSERT INTO sso_logins (state_hash, account_id, nonce, verifier, created_at, expires_at, cli_port, cli_challenge)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		l.StateHash, l.AccountID, l.Nonce, l.Verifier, micros(l.CreatedAt), micros(l.ExpiresAt), l.CLIPort, l.CLIChallenge)
 	return err
 }
 
@@ -85,9 +101,10 @@ func (q *Queries) CreateSSOLogin(ctx context.Context, l SSOLogin) error {
 // state is used once. Of two concurrent calls one gets ErrNotFound.
 func (q *Queries) TakeSSOLogin(ctx context.Context, stateHash string) (SSOLogin, error) {
 	var l SSOLogin
-	var created, expires int64
-	err := q.queryRow(ctx, `SELECT state_hash, account_id, nonce, verifier, created_at, expires_at FROM sso_logins WHERE state_hash = ?`, stateHash).
-		Scan(&l.StateHash, &l.AccountID, &l.Nonce, &l.Verifier, &created, &expires)
+	var created, expires, port int64
+	err := q.queryRow(ctx, `SELECT state_hash, account_id, nonce, verifier, created_at, expires_at, cli_port, cli_challenge FROM sso_logins
+		WHERE state_hash = ?`, stateHash).
+		Scan(&l.StateHash, &l.AccountID, &l.Nonce, &l.Verifier, &created, &expires, &port, &l.CLIChallenge)
 	if err != nil {
 		return SSOLogin{}, notFound(err, "sso login", "")
 	}
@@ -98,8 +115,45 @@ func (q *Queries) TakeSSOLogin(ctx context.Context, stateHash string) (SSOLogin,
 	if err := affected(res, "sso login", ""); err != nil {
 		return SSOLogin{}, err
 	}
-	l.CreatedAt, l.ExpiresAt = fromMicros(created), fromMicros(expires)
+	l.CreatedAt, l.ExpiresAt, l.CLIPort = fromMicros(created), fromMicros(expires), int(port)
 	return l, nil
+}
+
+// CreateSSOCLICode stores a one-time code of a CLI login.
+func (q *Queries) CreateSSOCLICode(ctx context.Context, c SSOCLICode) error {
+	_, err := q.exec(ctx, `INSERT INTO sso_cli_codes (code_hash, account_id, user_id, challenge, issuer, created_at, expires_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?)`, c.CodeHash, c.AccountID, c.UserID, c.Challenge, c.Issuer, micros(c.CreatedAt), micros(c.ExpiresAt))
+	return err
+}
+
+// TakeSSOCLICode returns and deletes the code that hashes to codeHash: a code is used once. Of
+// two concurrent calls one gets ErrNotFound.
+func (q *Queries) TakeSSOCLICode(ctx context.Context, codeHash string) (SSOCLICode, error) {
+	var c SSOCLICode
+	var created, expires int64
+	err := q.queryRow(ctx, `SELECT code_hash, account_id, user_id, challenge, issuer, created_at, expires_at FROM sso_cli_codes
+		WHERE code_hash = ?`, codeHash).Scan(&c.CodeHash, &c.AccountID, &c.UserID, &c.Challenge, &c.Issuer, &created, &expires)
+	if err != nil {
+		return SSOCLICode{}, notFound(err, "sso cli code", "")
+	}
+	res, err := q.exec(ctx, `DELETE FROM sso_cli_codes WHERE code_hash = ?`, codeHash)
+	if err != nil {
+		return SSOCLICode{}, err
+	}
+	if err := affected(res, "sso cli code", ""); err != nil {
+		return SSOCLICode{}, err
+	}
+	c.CreatedAt, c.ExpiresAt = fromMicros(created), fromMicros(expires)
+	return c, nil
+}
+
+// DeleteExpiredSSOCLICodes removes CLI codes that expired before t.
+func (q *Queries) DeleteExpiredSSOCLICodes(ctx context.Context, t time.Time) (int64, error) {
+	res, err := q.exec(ctx, `DELETE FROM sso_cli_codes WHERE expires_at < ?`, micros(t))
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // DeleteExpiredSSOLogins removes logins in flight that expired before t.

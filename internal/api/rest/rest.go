@@ -82,6 +82,7 @@ func (a *API) Routes() []Route {
 		{Method: "POST", Path: "/api/v1/auth/password-reset", Public: true, Handler: a.resetPassword},
 		{Method: "GET", Path: "/auth/sso/{account}/login", Public: true, Handler: a.ssoLogin},
 		{Method: "GET", Path: "/auth/sso/callback", Public: true, Handler: a.ssoCallback},
+		{Method: "POST", Path: "/auth/sso/token", Public: true, Handler: a.ssoToken},
 		{Method: "GET", Path: "/api/v1/sso", Handler: a.getSSO},
 		{Method: "PUT", Path: "/api/v1/sso", Handler: a.setSSO},
 		{Method: "DELETE", Path: "/api/v1/sso", Handler: a.deleteSSO},

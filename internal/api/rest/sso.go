@@ -22,9 +22,18 @@ func (a *API) ssoCallbackURL(r *http.Request) string {
 	return scheme + "://" + r.Host + ssoCallbackPath
 }
 
-// ssoLogin sends the browser to the account's identity provider.
+// ssoLogin sends the browser to the account's identity provider. With cli_port or
+// cli_challenge the login is the CLI's (freshet login --sso): it ends at the CLI's listener on
+// 127.0.0.1 instead of in the UI.
 func (a *API) ssoLogin(w http.ResponseWriter, r *http.Request) error {
-	u, err := a.id.BeginSSO(r.Context(), r.PathValue("account"), a.ssoCallbackURL(r))
+	q := r.URL.Query()
+	var u string
+	var err error
+	if q.Has("cli_port") || q.Has("cli_challenge") {
+		u, err = a.id.BeginCLISSO(r.Context(), r.PathValue("account"), a.ssoCallbackURL(r), q.Get("cli_port"), q.Get("cli_challenge"))
+	} else {
+		u, err = a.id.BeginSSO(r.Context(), r.PathValue("account"), a.ssoCallbackURL(r))
+	}
 	if err != nil {
 		return err
 	}
@@ -34,7 +43,8 @@ func (a *API) ssoLogin(w http.ResponseWriter, r *http.Request) error {
 }
 
 // ssoCallback finishes a login the identity provider sent the browser back from: it sets the
-// session cookies the password login sets and sends the browser to the UI.
+// session cookies the password login sets and sends the browser to the UI. A CLI login sets no
+// cookie: the browser goes to the CLI's listener on 127.0.0.1 with a one-time code.
 func (a *API) ssoCallback(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	if e := q.Get("error"); e != "" {
@@ -44,9 +54,33 @@ func (a *API) ssoCallback(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	a.setSessionCookies(w, res.Token, res.CSRFToken, res.ExpiresAt)
 	w.Header().Set("Cache-Control", "no-store")
+	if res.CLIRedirect != "" {
+		http.Redirect(w, r, res.CLIRedirect, http.StatusFound)
+		return nil
+	}
+	a.setSessionCookies(w, res.Token, res.CSRFToken, res.ExpiresAt)
 	http.Redirect(w, r, "/", http.StatusFound)
+	return nil
+}
+
+// ssoToken exchanges a CLI login's one-time code and the CLI's PKCE verifier for a session:
+// the body the password login answers, without cookies.
+func (a *API) ssoToken(w http.ResponseWriter, r *http.Request) error {
+	var in client.SSOTokenRequest
+	if err := httpx.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	res, err := a.id.ExchangeSSOCode(r.Context(), in.Code, in.Verifier)
+	if err != nil {
+		return err
+	}
+	me, err := a.id.Me(r.Context(), res.Principal)
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.WriteJSON(w, http.StatusOK, client.LoginResponse{Token: res.Token, CSRFToken: res.CSRFToken, ExpiresAt: res.ExpiresAt, Me: ToMe(me, res.Principal)})
 	return nil
 }
 

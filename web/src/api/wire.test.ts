@@ -120,6 +120,7 @@ import client_TeamMember from '../../../api/testdata/wire/client.TeamMember.json
 import client_TeamMemberRequest from '../../../api/testdata/wire/client.TeamMemberRequest.json';
 import client_SSOConfig from '../../../api/testdata/wire/client.SSOConfig.json';
 import client_SSOConfigRequest from '../../../api/testdata/wire/client.SSOConfigRequest.json';
+import client_SSOTokenRequest from '../../../api/testdata/wire/client.SSOTokenRequest.json';
 
 const wireDir = new URL('../../../api/testdata/wire/', import.meta.url);
 
@@ -308,6 +309,7 @@ const notInTheUI: Record<string, { golden: Golden; why: string }> = {
   'client.TeamMemberRequest': { golden: client_TeamMemberRequest, why: '`freshet team add-member`' },
   'client.SSOConfig': { golden: client_SSOConfig, why: 'GET/PUT /api/v1/sso (admins; no UI page yet)' },
   'client.SSOConfigRequest': { golden: client_SSOConfigRequest, why: 'PUT /api/v1/sso (admins; no UI page yet)' },
+  'client.SSOTokenRequest': { golden: client_SSOTokenRequest, why: '`freshet login --sso` exchanges its one-time code; the UI logs in with cookies' },
 };
 
 describe('the UI types against the Go wire types (api/testdata/wire)', () => {
