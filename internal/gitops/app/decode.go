@@ -104,7 +104,6 @@ var recognised = map[reflect.Type]map[string]recognition{
 	reflect.TypeFor[AppProjectSpec](): {
 		"roles":                      {false, "project roles are ignored: access is governed by Freshet's RBAC"},
 		"orphanedResources":          {false, "orphaned-resource monitoring is not supported yet; ignored"},
-		"syncWindows":                {true, "sync windows are not supported yet (ignoring them could sync when a window forbids it)"},
 		"signatureKeys":              {true, "commit signature verification is not supported yet (ignoring it would deploy unverified commits)"},
 		"destinationServiceAccounts": {true, "impersonating a service account per destination is not supported yet"},
 	},

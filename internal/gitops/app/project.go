@@ -84,6 +84,9 @@ func (p *AppProject) validate(d *decoder) {
 			}
 		}
 	}
+	for i := range p.Spec.SyncWindows {
+		p.Spec.SyncWindows[i].validate(d, fmt.Sprintf("spec.syncWindows[%d]", i))
+	}
 	if p.Spec.PermitOnlyProjectScopedClusters {
 		d.add(&Error{Path: "spec.permitOnlyProjectScopedClusters", Line: d.line("spec.permitOnlyProjectScopedClusters"),
 			Value: "true", Reason: "project-scoped clusters are not supported yet", Unsupported: true})

@@ -131,7 +131,16 @@ func TestProjectPermitsResource(t *testing.T) {
 
 func TestProjectErrors(t *testing.T) {
 	for _, tc := range []struct{ doc, path, contains string }{
-		{"spec:\n  syncWindows:\n    - kind: allow\n", "spec.syncWindows", "sync windows are not supported"},
+		{"spec:\n  syncWindows:\n    - {kind: permit, schedule: '0 22 * * *', duration: 1h, applications: ['*']}\n", "spec.syncWindows[0].kind", `must be "allow" or "deny"`},
+		{"spec:\n  syncWindows:\n    - {kind: deny, schedule: '0 25 * * *', duration: 1h, applications: ['*']}\n", "spec.syncWindows[0].schedule", "is not a valid cron expression"},
+		{"spec:\n  syncWindows:\n    - {kind: deny, schedule: '0 0 22 * * *', duration: 1h, applications: ['*']}\n", "spec.syncWindows[0].schedule", "has 6 fields"},
+		{"spec:\n  syncWindows:\n    - {kind: deny, schedule: '@daily', duration: 1h, applications: ['*']}\n", "spec.syncWindows[0].schedule", "descriptor"},
+		{"spec:\n  syncWindows:\n    - {kind: deny, schedule: '0 0 30 2 *', duration: 1h, applications: ['*']}\n", "spec.syncWindows[0].schedule", "never matches"},
+		{"spec:\n  syncWindows:\n    - {kind: deny, schedule: '0 22 * * *', duration: 1 hour, applications: ['*']}\n", "spec.syncWindows[0].duration", `e.g. "30m"`},
+		{"spec:\n  syncWindows:\n    - {kind: deny, schedule: '0 22 * * *', duration: 0s, applications: ['*']}\n", "spec.syncWindows[0].duration", "positive"},
+		{"spec:\n  syncWindows:\n    - {kind: deny, schedule: '0 22 * * *', duration: 1h, timeZone: Europe/Atlantis, applications: ['*']}\n", "spec.syncWindows[0].timeZone", "not a known time zone"},
+		{"spec:\n  syncWindows:\n    - {kind: deny, schedule: '0 22 * * *', duration: 1h, applications: ['[']}\n", "spec.syncWindows[0].applications[0]", "not a valid glob"},
+		{"spec:\n  syncWindows:\n    - {kind: deny, schedule: '0 22 * * *', duration: 1h, aplications: ['*']}\n", "spec.syncWindows[0].aplications", `did you mean "applications"?`},
 		{"spec:\n  destinations:\n    - namespace: x\n", "spec.destinations[0]", "needs server or name"},
 		{"spec:\n  clusterResourceWhitelist:\n    - group: ''\n", "spec.clusterResourceWhitelist[0].kind", "is required"},
 		{"spec:\n  sourceRepo: ['*']\n", "spec.sourceRepo", `did you mean "sourceRepos"?`},

@@ -285,6 +285,7 @@ type AppProjectSpec struct {
 	NamespaceResourceWhitelist []GroupKind   `json:"namespaceResourceWhitelist,omitempty"`
 	NamespaceResourceBlacklist []GroupKind   `json:"namespaceResourceBlacklist,omitempty"`
 	SourceNamespaces           []string      `json:"sourceNamespaces,omitempty"`
+	SyncWindows                []SyncWindow  `json:"syncWindows,omitempty"`
 	// PermitOnlyProjectScopedClusters is recognised; true is unsupported.
 	PermitOnlyProjectScopedClusters bool `json:"permitOnlyProjectScopedClusters,omitempty"`
 }

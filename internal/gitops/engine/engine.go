@@ -520,6 +520,9 @@ func (e *Engine) Sync(ctx context.Context, name string, opts SyncOptions) (*Sync
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	if err := e.checkSyncWindows(st, opts.InitiatedBy, opts.DryRun); err != nil {
+		return nil, err
+	}
 	if !e.beginOp(st, cancel) {
 		return nil, ErrOperationRunning
 	}
@@ -580,6 +583,10 @@ func (e *Engine) Rollback(ctx context.Context, name string, id int64, prune bool
 func (e *Engine) RollbackAs(ctx context.Context, name string, id int64, prune bool, user string) (*RollbackResult, error) {
 	st, err := e.get(name)
 	if err != nil {
+		return nil, err
+	}
+	// Checked before automated sync is switched off for a rollback that cannot run.
+	if err := e.checkSyncWindows(st, InitiatedByRollback, false); err != nil {
 		return nil, err
 	}
 	st.mu.Lock()
@@ -736,6 +743,7 @@ func (e *Engine) emit(ctx context.Context, ev Event) {
 // publish turns a comparison into the app's status and reports what changed.
 func (e *Engine) publish(ctx context.Context, st *appState, cmp *comparison) AppStatus {
 	now := e.now()
+	_, project := e.appProject(st)
 	st.mu.Lock()
 	prev := st.status
 	a := st.app
@@ -790,6 +798,9 @@ func (e *Engine) publish(ctx context.Context, st *appState, cmp *comparison) App
 		conds = append(conds, Condition{Type: ConditionSelfHealPaused, Message: fmt.Sprintf(
 			"the application's resources were changed and re-applied %d times within %s: another writer is changing them; self-heal resumes at %s",
 			len(st.heal.times), e.opts.SelfHealWindow, st.heal.pausedUntil.Format(time.RFC3339))})
+	}
+	if c, ok := windowCondition(st, project, cmp, now); ok {
+		conds = append(conds, c)
 	}
 	seen := map[string]bool{}
 	for i := range conds {
@@ -890,6 +901,7 @@ func (e *Engine) retryDelay(n int) time.Duration {
 // automate starts an automated sync when the policy asks for one; it returns how soon to look
 // again (0: at the next poll).
 func (e *Engine) automate(ctx context.Context, st *appState, cmp *comparison) time.Duration {
+	_, project := e.appProject(st)
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	a := st.app
@@ -919,6 +931,9 @@ func (e *Engine) automate(ctx context.Context, st *appState, cmp *comparison) ti
 		return 0
 	}
 	now := e.now()
+	if wait, blocked := windowWait(a, project, now); blocked {
+		return wait // publish shows the window as a condition
+	}
 	rev := cmp.desired.sha
 	opts := SyncOptions{Prune: pol.Automated.Prune, InitiatedBy: InitiatedByAutomated}
 	switch {
