@@ -16,6 +16,7 @@ import (
 	_ "time/tzdata" // time zones work on hosts and images without a zoneinfo database
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/schedule"
 	"github.com/freshet-dev/freshet/internal/store"
 )
 
@@ -183,7 +184,7 @@ func (x *Executor) lead(ctx context.Context, term Term) {
 // entry is a schedule being fired.
 type entry struct {
 	s      Schedule
-	expr   Expr
+	expr   schedule.Expr
 	cursor time.Time // runs at or before cursor are handled (fired, claimed or skipped)
 	next   time.Time // expr.Next(cursor)
 }
@@ -300,7 +301,7 @@ func (t *termState) load(ctx context.Context) {
 			old.s = s
 			continue
 		}
-		expr, err := Parse(s.Expression, s.Timezone)
+		expr, err := schedule.Parse(s.Expression, s.Timezone)
 		if err != nil {
 			t.dropEntry(s.ID)
 			if key := s.Expression + "\x00" + s.Timezone; x.warned[s.ID] != key {

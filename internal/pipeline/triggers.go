@@ -13,6 +13,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/cron"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/rbac"
+	"github.com/freshet-dev/freshet/internal/schedule"
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/store"
 	"github.com/freshet-dev/freshet/internal/token"
@@ -111,7 +112,7 @@ func (s *Service) CreateTrigger(ctx context.Context, p rbac.Principal, pipelineR
 		cfg.Expression, cfg.Timezone, cfg.Branch, cfg.Variables = "", "", "", nil
 		e.Detail("git trigger %s %s %v", cfg.Provider, cfg.Git.Repo, cfg.Git.Events)
 	case TriggerCron:
-		if err := cron.Validate(cfg.Expression, cfg.Timezone); err != nil {
+		if err := schedule.Validate(cfg.Expression, cfg.Timezone); err != nil {
 			return Trigger{}, "", err
 		}
 		for k := range cfg.Variables {

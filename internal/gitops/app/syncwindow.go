@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/freshet-dev/freshet/internal/cron"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/schedule"
 )
 
 // SyncWindow is one entry of an AppProject's spec.syncWindows, as Argo CD defines it: a
@@ -46,25 +46,25 @@ const (
 const scheduleHelp = `use five cron fields "minute hour day-of-month month day-of-week", e.g. "0 22 * * *" (22:00 every day) or "30 8 * * 1-5"`
 
 // schedule parses the window's schedule and duration.
-func (w *SyncWindow) schedule() (cron.Expr, time.Duration, error) {
+func (w *SyncWindow) schedule() (schedule.Expr, time.Duration, error) {
 	if strings.HasPrefix(strings.TrimSpace(w.Schedule), "@") {
-		return cron.Expr{}, 0, errdefs.Invalid("schedule", w.Schedule, "is a descriptor, which Argo CD does not accept in sync windows: "+scheduleHelp)
+		return schedule.Expr{}, 0, errdefs.Invalid("schedule", w.Schedule, "is a descriptor, which Argo CD does not accept in sync windows: "+scheduleHelp)
 	}
-	expr, err := cron.Parse(w.Schedule, w.TimeZone)
+	expr, err := schedule.Parse(w.Schedule, w.TimeZone)
 	if err != nil {
 		var fe *errdefs.FieldError
-		if errors.As(err, &fe) && fe.Field == cron.FieldTimezone {
-			return cron.Expr{}, 0, errdefs.Invalid("timeZone", fe.Value, fe.Reason)
+		if errors.As(err, &fe) && fe.Field == schedule.FieldTimezone {
+			return schedule.Expr{}, 0, errdefs.Invalid("timeZone", fe.Value, fe.Reason)
 		}
 		reason := err.Error()
 		if fe != nil {
 			reason = fe.Reason
 		}
-		return cron.Expr{}, 0, errdefs.Invalid("schedule", w.Schedule, reason)
+		return schedule.Expr{}, 0, errdefs.Invalid("schedule", w.Schedule, reason)
 	}
 	d, err := time.ParseDuration(strings.TrimSpace(w.Duration))
 	if err != nil || d <= 0 {
-		return cron.Expr{}, 0, errdefs.Invalid("duration", w.Duration, `is not a positive duration: use Go's form, e.g. "30m", "1h" or "2h30m"`)
+		return schedule.Expr{}, 0, errdefs.Invalid("duration", w.Duration, `is not a positive duration: use Go's form, e.g. "30m", "1h" or "2h30m"`)
 	}
 	return expr, d, nil
 }
@@ -139,7 +139,7 @@ func (w *SyncWindow) ActiveAt(t time.Time) bool {
 type compiledWindow struct {
 	*SyncWindow
 	index int
-	expr  cron.Expr
+	expr  schedule.Expr
 	dur   time.Duration
 }
 

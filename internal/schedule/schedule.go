@@ -1,4 +1,7 @@
-package cron
+// Package schedule parses and evaluates cron expressions in a time zone: the schedules of cron
+// triggers (internal/cron) and of Argo CD sync windows (internal/gitops/app). A leaf: it links
+// nothing but errdefs and robfig/cron.
+package schedule
 
 import (
 	"fmt"
