@@ -293,8 +293,21 @@ func (e *Engine) Remove(ctx context.Context, name string, cascade bool) error {
 	if st.opCancel != nil {
 		st.opCancel(errors.New("application deleted"))
 	}
+	st.removed = true // no sync starts from here on; undone if the removal fails
 	a := st.app
 	st.mu.Unlock()
+	done := false
+	defer func() {
+		if !done {
+			st.mu.Lock()
+			st.removed = false
+			st.mu.Unlock()
+		}
+	}()
+	// A sync in flight may still be applying objects: wait until it has ended, so that nothing
+	// it writes outlives the deletion below (seen: a child's automated sync recreated its
+	// ConfigMap after its parent pruned it with cascade).
+	e.awaitOpEnd(ctx, st)
 	// Children first (app of apps): with cascade, their resources go too.
 	if err := e.removeChildren(ctx, name, cascade); err != nil {
 		return err
@@ -350,11 +363,37 @@ func (e *Engine) Remove(ctx context.Context, name string, cascade bool) error {
 	delete(e.apps, name)
 	delete(e.byLabel, st.label)
 	e.mu.Unlock()
-	st.mu.Lock()
-	st.removed = true
-	st.mu.Unlock()
+	done = true
 	e.emit(ctx, Event{Type: EventAppDeleted, App: name})
 	return nil
+}
+
+// opEndWait bounds how long Remove waits for a cancelled sync to end.
+const opEndWait = 30 * time.Second
+
+// awaitOpEnd waits until st has no sync running (its operation was cancelled), for at most
+// opEndWait or until ctx ends.
+func (e *Engine) awaitOpEnd(ctx context.Context, st *appState) {
+	t := time.NewTimer(opEndWait)
+	defer t.Stop()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		st.mu.Lock()
+		running := st.opCancel != nil
+		st.mu.Unlock()
+		if !running {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			e.log.Warn("removing an application whose cancelled sync has not ended", logKeyApp, st.name)
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 func (e *Engine) get(name string) (*appState, error) {
