@@ -464,6 +464,12 @@ var restCases = map[string]restCase{
 		expect(t, "a made-up SSO state", st, 401)
 		return st, body
 	},
+	"POST /auth/sso/token": func(t *testing.T, tn *tenants) (int, string) {
+		// A made-up one-time code with a well-formed verifier: no session of anyone's.
+		st, body := raw(t, tn, "POST", "/auth/sso/token", "", `{"code":"made-up-code","verifier":"`+strings.Repeat("v", 43)+`"}`)
+		expect(t, "a made-up CLI login code", st, 401)
+		return st, body
+	},
 	"DELETE /api/v1/sso": func(t *testing.T, tn *tenants) (int, string) {
 		st, body := raw(t, tn, "DELETE", "/api/v1/sso", tn.bKey, "")
 		expect(t, "B deletes its own (absent) SSO", st, 404)
