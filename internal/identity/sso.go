@@ -424,22 +424,11 @@ func (s *Service) FinishSSO(ctx context.Context, state, code, redirectURL string
 	if state == "" {
 		return SSOResult{}, errdefs.Invalid("state", "", "is required")
 	}
-	var l store.SSOLogin
-	err = s.db.Tx(ctx, func(tx *store.Tx) error {
-		var err error
-		l, err = tx.TakeSSOLogin(ctx, token.Hash(state))
-		return err
-	})
+	l, err := takeOnce(ctx, s, state, (*store.Tx).TakeSSOLogin, func(l store.SSOLogin) time.Time { return l.ExpiresAt }, errSSOState)
 	if err != nil {
-		if errors.Is(err, errdefs.ErrNotFound) {
-			return SSOResult{}, errSSOState
-		}
 		return SSOResult{}, err
 	}
 	now := s.now()
-	if now.After(l.ExpiresAt) {
-		return SSOResult{}, errSSOState
-	}
 	e.Account(l.AccountID)
 	if code == "" {
 		return SSOResult{}, errdefs.Invalid("code", "", "is required")
@@ -607,22 +596,11 @@ func (s *Service) ExchangeSSOCode(ctx context.Context, code, verifier string) (r
 	if !verifierRE.MatchString(verifier) {
 		return LoginResult{}, errdefs.Invalid("verifier", "", "must be 43 to 128 of A-Z a-z 0-9 - . _ ~ (an RFC 7636 code verifier)")
 	}
-	var c store.SSOCLICode
-	err = s.db.Tx(ctx, func(tx *store.Tx) error {
-		var err error
-		c, err = tx.TakeSSOCLICode(ctx, token.Hash(code))
-		return err
-	})
+	c, err := takeOnce(ctx, s, code, (*store.Tx).TakeSSOCLICode, func(c store.SSOCLICode) time.Time { return c.ExpiresAt }, errSSOCode)
 	if err != nil {
-		if errors.Is(err, errdefs.ErrNotFound) {
-			return LoginResult{}, errSSOCode
-		}
 		return LoginResult{}, err
 	}
 	now := s.now()
-	if now.After(c.ExpiresAt) {
-		return LoginResult{}, errSSOCode
-	}
 	e.Account(c.AccountID)
 	sum := sha256.Sum256([]byte(verifier))
 	if subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(c.Challenge)) != 1 {
@@ -709,4 +687,24 @@ func (c *providerCache) get(ctx context.Context, issuer string, now time.Time, d
 	}
 	c.m[issuer] = cachedProvider{p: p, at: now}
 	return p, nil
+}
+
+// takeOnce takes, in a transaction, the single-use row that secret (hashed) names — an SSO
+// login's state, a CLI login's code — and returns gone when there is none or it has expired.
+func takeOnce[T any](ctx context.Context, s *Service, secret string, take func(*store.Tx, context.Context, string) (T, error), expires func(T) time.Time, gone error) (T, error) {
+	var row T
+	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		var err error
+		row, err = take(tx, ctx, token.Hash(secret))
+		return err
+	})
+	switch {
+	case errors.Is(err, errdefs.ErrNotFound):
+		return row, gone
+	case err != nil:
+		return row, err
+	case s.now().After(expires(row)):
+		return row, gone
+	}
+	return row, nil
 }
