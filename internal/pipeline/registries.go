@@ -170,22 +170,14 @@ func (s *Service) sealRegistry(accountID, name string, r Registry, old *store.Co
 			return "", errdefs.Invalid("registry.password", "", "is required with registry.username: give the password or token")
 		}
 	case MaskedValue:
-		var was map[string]string
-		if old != nil {
-			var err error
-			if was, err = contextData(*old); err != nil {
-				return "", err
-			}
+		was, err := storedValues(old)
+		if err != nil {
+			return "", err
 		}
-		switch {
-		case was[registryPassword] == "":
-			return "", errdefs.Invalid("registry.password", "", "is the mask of a password, not a password: give the password or token")
-		case was[registryURL] != r.URL:
-			return "", errdefs.Invalid("registry.password", "", fmt.Sprintf("is the mask of the stored password, which is kept only while registry.url stays %s: give the password for %s", was[registryURL], r.URL))
-		case was[registryCA] != r.CA:
-			return "", errdefs.Invalid("registry.password", "", "is the mask of the stored password, which is kept only while registry.ca stays the same: give the password with the new CA")
+		if stored[registryPassword], err = keepMasked("registry.password", was[registryPassword],
+			boundTo{"registry.url", was[registryURL], r.URL}, boundTo{"registry.ca", was[registryCA], r.CA}); err != nil {
+			return "", err
 		}
-		stored[registryPassword] = was[registryPassword]
 	default:
 		ct, err := s.keys.Encrypt([]byte(r.Password), contextAAD(accountID, name, registryPassword))
 		if err != nil {
