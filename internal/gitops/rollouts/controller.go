@@ -449,6 +449,10 @@ func (c *Controller) apply(ctx context.Context, ro *Rollout, p *plan) error {
 		}
 		svcs[s.name] = svc
 	}
+	routers, err := c.prepareRouters(ctx, ro, p)
+	if err != nil {
+		return err
+	}
 	if p.create != nil {
 		if _, err := rsc.Create(ctx, p.create, metav1.CreateOptions{FieldManager: FieldManager}); apierrors.IsAlreadyExists(err) {
 			cur, gerr := rsc.Get(ctx, p.create.Name, metav1.GetOptions{})
@@ -499,6 +503,11 @@ func (c *Controller) apply(ctx context.Context, ro *Rollout, p *plan) error {
 	}
 	for _, s := range p.services {
 		if err := c.switchService(ctx, ro, svcs[s.name], s); err != nil {
+			return err
+		}
+	}
+	for _, w := range routers {
+		if err := w(ctx); err != nil {
 			return err
 		}
 	}

@@ -87,8 +87,8 @@ func Validate(s *RolloutSpec) error {
 
 func validateCanary(c *CanaryStrategy, replicas int32) error {
 	const f = "spec.strategy.canary"
-	if c.TrafficRouting != nil {
-		return errdefs.Invalid(f+".trafficRouting", "", "is not supported yet: without it the weight is the share of replicas")
+	if err := validateTrafficRouting(c); err != nil {
+		return err
 	}
 	if c.CanaryService != "" && c.CanaryService == c.StableService {
 		return errdefs.Invalid(f+".canaryService", c.CanaryService, "must differ from stableService")
@@ -105,14 +105,14 @@ func validateCanary(c *CanaryStrategy, replicas int32) error {
 		return errdefs.Invalid(f+".maxSurge", "0", "and maxUnavailable cannot both be 0")
 	}
 	for i, st := range c.Steps {
-		if err := validateStep(fmt.Sprintf("%s.steps[%d]", f, i), st); err != nil {
+		if err := validateStep(fmt.Sprintf("%s.steps[%d]", f, i), st, c.TrafficRouting != nil, replicas); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func validateStep(f string, st CanaryStep) error {
+func validateStep(f string, st CanaryStep, routed bool, replicas int32) error {
 	var set []string
 	for name, ok := range map[string]bool{"setWeight": st.SetWeight != nil, "pause": st.Pause != nil,
 		"setCanaryScale": st.SetCanaryScale != nil, "analysis": st.Analysis != nil, "experiment": st.Experiment != nil,
@@ -123,7 +123,7 @@ func validateStep(f string, st CanaryStep) error {
 	}
 	switch {
 	case len(set) == 0:
-		return errdefs.Invalid(f, "", "names no step: use setWeight, pause or analysis")
+		return errdefs.Invalid(f, "", "names no step: use setWeight, pause, analysis or setCanaryScale")
 	case len(set) > 1:
 		return errdefs.Invalid(f, strings.Join(sortedCopy(set), ", "), "must hold exactly one step")
 	}
@@ -161,9 +161,12 @@ func validateStep(f string, st CanaryStep) error {
 		}
 	case st.SetCanaryScale != nil:
 		// As in Argo Rollouts: the canary's scale apart from its weight needs a traffic router.
-		return errdefs.Invalid(f+".setCanaryScale", "", "requires spec.strategy.canary.trafficRouting (as in Argo Rollouts), which is not supported yet")
+		if !routed {
+			return errdefs.Invalid(f+".setCanaryScale", "", "requires spec.strategy.canary.trafficRouting (as in Argo Rollouts)")
+		}
+		return validateSetCanaryScale(f+".setCanaryScale", st.SetCanaryScale, replicas)
 	default:
-		return errdefs.Invalid(f+"."+set[0], "", "is not supported yet (supported steps: setWeight, pause, analysis)")
+		return errdefs.Invalid(f+"."+set[0], "", "is not supported yet (supported steps: setWeight, pause, analysis, setCanaryScale)")
 	}
 	return nil
 }
