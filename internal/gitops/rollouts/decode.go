@@ -44,12 +44,20 @@ func decodeError(err error) error {
 
 // Validate checks a Rollout's spec the way Argo Rollouts' validation does, for what this
 // controller supports, and refuses what it does not support yet by name.
-func Validate(s *RolloutSpec) error {
+func Validate(s *RolloutSpec) error { return validateSpec(s, false) }
+
+// validateSpec validates s; resolved: a workloadRef's template (and selector) have been copied
+// into s, and are checked like a template of its own.
+func validateSpec(s *RolloutSpec, resolved bool) error {
 	if s.Replicas != nil && *s.Replicas < 0 {
 		return errdefs.Invalid("spec.replicas", strconv.Itoa(int(*s.Replicas)), "must be 0 or more")
 	}
-	if s.WorkloadRef != nil {
-		return errdefs.Invalid("spec.workloadRef", s.WorkloadRef.Kind+"/"+s.WorkloadRef.Name, "is not supported yet: give spec.template")
+	if s.WorkloadRef != nil && !resolved {
+		// The template comes from the workload: checked once it is read (validateSpec resolved).
+		if err := validateWorkloadRef(s); err != nil {
+			return err
+		}
+		return validateStrategy(s)
 	}
 	if s.Selector == nil || (len(s.Selector.MatchLabels) == 0 && len(s.Selector.MatchExpressions) == 0) {
 		return errdefs.Invalid("spec.selector", "", "is required and must not be empty (an empty selector selects every pod)")
@@ -64,11 +72,15 @@ func Validate(s *RolloutSpec) error {
 	if len(s.Template.Spec.Containers) == 0 {
 		return errdefs.Invalid("spec.template.spec.containers", "", "must name at least one container")
 	}
-	if s.MinReadySeconds < 0 {
-		return errdefs.Invalid("spec.minReadySeconds", strconv.Itoa(int(s.MinReadySeconds)), "must be 0 or more")
-	}
+	return validateStrategy(s)
+}
+
+func validateStrategy(s *RolloutSpec) error {
 	if s.RevisionHistoryLimit != nil && *s.RevisionHistoryLimit < 0 {
 		return errdefs.Invalid("spec.revisionHistoryLimit", strconv.Itoa(int(*s.RevisionHistoryLimit)), "must be 0 or more")
+	}
+	if s.MinReadySeconds < 0 {
+		return errdefs.Invalid("spec.minReadySeconds", strconv.Itoa(int(s.MinReadySeconds)), "must be 0 or more")
 	}
 	if pd := s.ProgressDeadlineSeconds; pd != nil && *pd <= s.MinReadySeconds {
 		return errdefs.Invalid("spec.progressDeadlineSeconds", strconv.Itoa(int(*pd)), "must be greater than spec.minReadySeconds")

@@ -17,7 +17,7 @@ import (
 // decision over it stays within bounds: no ReplicaSet asked for more than spec.replicas plus the
 // surge, never a negative count, and a step index within the steps.
 func FuzzDecodeRollout(f *testing.F) {
-	for _, y := range []string{canaryYAML, blueGreenYAML} {
+	for _, y := range []string{canaryYAML, blueGreenYAML, routedYAML, workloadYAML} {
 		j, err := yaml.YAMLToJSON([]byte(y))
 		if err != nil {
 			f.Fatal(err)
@@ -27,6 +27,7 @@ func FuzzDecodeRollout(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Rollout","spec":{"replicas":-1}}`))
 	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Rollout","spec":{"strategy":{"canary":{"steps":[{"setWeight":101}]}}}}`))
 	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Rollout","spec":{"strategy":{"canary":{"steps":[{"pause":{"duration":"1x"}}]}}}}`))
+	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Rollout","spec":{"strategy":{"canary":{"canaryService":"c","stableService":"s","trafficRouting":{"plugins":{"argoproj-labs/gatewayAPI":{"httpRoutes":[{"name":"r"}]}}},"steps":[{"setCanaryScale":{"weight":30}}]}}}}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		ro, err := Decode(data)

@@ -60,8 +60,8 @@ type RolloutSpec struct {
 	RestartAt               *metav1.Time           `json:"restartAt,omitempty"`
 }
 
-// ObjectRef points at a workload whose pod template a Rollout uses (not supported yet: a
-// Rollout naming one gets an InvalidSpec condition).
+// ObjectRef points at the workload whose pod template a Rollout uses (spec.workloadRef: an
+// apps/v1 Deployment).
 type ObjectRef struct {
 	APIVersion string `json:"apiVersion,omitempty"`
 	Kind       string `json:"kind,omitempty"`
