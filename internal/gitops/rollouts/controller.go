@@ -96,7 +96,7 @@ type Controller struct {
 	rsLister appslisters.ReplicaSetLister
 	// deployLister: Deployments a workloadRef names.
 	deployLister appslisters.DeploymentLister
-	synced   []cache.InformerSynced
+	synced       []cache.InformerSynced
 
 	mu      sync.Mutex
 	started bool
