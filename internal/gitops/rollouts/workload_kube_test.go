@@ -53,7 +53,7 @@ spec:
       maxSurge: 1
       maxUnavailable: 0
       steps:
-      - setWeight: 34
+      - setWeight: 33
       - pause: {}
 `)
 	// The Deployment does not exist yet: a message naming the field, nothing created.
