@@ -70,6 +70,7 @@ func computeCanary(w world, p *plan, st *RolloutStatus, all []*appsv1.ReplicaSet
 		desiredNew, desiredStable, atCounts = computeRouted(w, p, st, others, idx, want, fully)
 		newCount, stableCount = desiredNew, desiredStable
 	} else {
+		st.Canary.Weights = nil // written with traffic routing only
 		if !fully {
 			desiredNew, desiredStable = canaryCounts(ro, st, idx, want)
 		}
