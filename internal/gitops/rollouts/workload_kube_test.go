@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/freshet-dev/freshet/internal/gitops/rollouts"
 )
@@ -76,12 +77,8 @@ spec:
 	})
 
 	// A new template in the Deployment: revision 2 goes through the steps.
-	d, err := e.c.Client.AppsV1().Deployments(e.ns).Get(e.ctx, "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Spec.Template.Spec.Containers[0].Image = "registry.local/web:2"
-	if _, err := e.c.Client.AppsV1().Deployments(e.ns).Update(e.ctx, d, metav1.UpdateOptions{}); err != nil {
+	patch := `{"spec":{"template":{"spec":{"containers":[{"name":"web","image":"registry.local/web:2"}]}}}}`
+	if _, err := e.c.Client.AppsV1().Deployments(e.ns).Patch(e.ctx, "web", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	e.waitPhase("web", rollouts.PhasePaused, 1)
