@@ -7,6 +7,8 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
@@ -42,6 +44,21 @@ func FuzzDecodeRollout(f *testing.F) {
 		}
 		if replicas(&ro.Spec) > 1000 {
 			return // bounded work per input
+		}
+		if ro.Spec.WorkloadRef != nil {
+			// As resolveWorkload does with the Deployment: its template (and selector, when the
+			// Rollout has none), checked again before any decision.
+			ro.Spec.Template = corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "web:1"}}}}
+			if ro.Spec.Selector == nil {
+				ro.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}
+			}
+			if err := validateSpec(&ro.Spec, true); err != nil {
+				if !errors.Is(err, errdefs.ErrInvalid) || errdefs.Field(err) == "" {
+					t.Fatalf("error %v does not name a field", err)
+				}
+				return
+			}
 		}
 		ro.UID = "u"
 		p := compute(world{ro: ro, now: time.Unix(1e9, 0)})
