@@ -251,3 +251,50 @@ func TestTrafficRoutingMissingRouter(t *testing.T) {
 	e.waitRS("web", "1:4/4")
 	e.waitTraffic("ingress=true/0 route=0/100")
 }
+
+// dynamicStableScale through the Gateway API alone: the stable revision gives up pods only as
+// the canary takes traffic, and takes them back on abort before the canary drains.
+func TestDynamicStableScaleOnAPIServer(t *testing.T) {
+	e := newEnv(t)
+	e.installHTTPRouteCRD()
+	e.service("web-canary", "web")
+	e.service("web-stable", "web")
+	e.httpRoute("web")
+	ro := func(image string) string {
+		return `
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: web}
+spec:
+  replicas: 4
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: "` + image + `"}]}
+  strategy:
+    canary:
+      canaryService: web-canary
+      stableService: web-stable
+      dynamicStableScale: true
+      trafficRouting:
+        plugins:
+          argoproj-labs/gatewayAPI: {httpRoute: web}
+      steps:
+      - setWeight: 50
+      - pause: {}
+`
+	}
+	e.apply(ro("registry.local/web:1"))
+	e.waitPhase("web", rollouts.PhaseHealthy, 2)
+	e.waitTraffic("ingress=none route=0/100")
+	e.apply(ro("registry.local/web:2"))
+	e.waitPhase("web", rollouts.PhasePaused, 1)
+	e.waitTraffic("ingress=none route=50/50")
+	e.waitRS("web", "1:2/2 2:2/2")
+	if err := e.ctrl.Abort(e.ctx, e.ns, "web"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitTraffic("ingress=none route=0/100")
+	e.waitRS("web", "1:4/4 2:0/0")
+	e.waitPhase("web", rollouts.PhaseDegraded, 0)
+}
