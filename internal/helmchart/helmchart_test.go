@@ -159,7 +159,7 @@ func TestBadValuesAreNamed(t *testing.T) {
 			"masterKey": map[string]any{"value": "k1:q83vEjSvwLFvDcm2WZB7hjRMLx4nBvqQ/FTqgS+BJRg="},
 			"database":  map[string]any{"url": "postgres://db/freshet"},
 			"nats":      map[string]any{"url": "nats://nats:4222"},
-			"tunnel":    map[string]any{"hopSecret": "s"},
+			"tunnel":    map[string]any{"hopSecret": strings.Repeat("s", 32)},
 		}
 	}
 	ch, err := Load(charts.Freshet)
@@ -182,6 +182,7 @@ func TestBadValuesAreNamed(t *testing.T) {
 		}, []string{"database: set exactly one of database.url"}},
 		{"no master key", func(v map[string]any) { delete(v, "masterKey") }, []string{"masterKey: set masterKey.value"}},
 		{"replicas without hop secret", func(v map[string]any) { delete(v, "tunnel") }, []string{"tunnel.hopSecret", "replicaCount 2"}},
+		{"short hop secret", func(v map[string]any) { v["tunnel"] = map[string]any{"hopSecret": "short"} }, []string{"/tunnel/hopSecret"}},
 		{"ingress without host", func(v map[string]any) { v["ingress"] = map[string]any{"host": ""} }, []string{"ingress", "host"}},
 	} {
 		v := base()
