@@ -20,7 +20,7 @@ var layers = []struct {
 		"internal/pipeline/spec", "internal/version", "internal/config", "internal/runner/mask",
 		"internal/runner/executor", "internal/runner/imagesign", "internal/schedule", "internal/gitops/repourl", "internal/gitops/internal/yamlx",
 		"internal/tunnel/wire", "internal/runtimes/manifests", "internal/secrets", "internal/bus", "internal/netpolicy", "internal/gqlguard",
-		"api", "client", "internal/testenv/fill",
+		"api", "client", "internal/testenv/fill", "charts", "internal/helmchart",
 	}},
 	{"store", []string{"internal/store"}},
 	{"domains and engines", []string{
