@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gitops/repourl"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
@@ -105,6 +106,7 @@ type CommitReader interface {
 // Service records reported images and answers what they link to.
 type Service struct {
 	db      Store
+	audit   *audit.Log
 	keys    *secrets.Keyring
 	net     *netpolicy.Policy
 	commits CommitReader
@@ -116,6 +118,9 @@ type Service struct {
 // Deps are what the Service needs.
 type Deps struct {
 	Store Store
+	// Audit records report-image calls and tracker changes; nil: a log on Store (when it can
+	// hold one), else calls that fail are not recorded.
+	Audit *audit.Log
 	// Keys encrypt the trackers' tokens.
 	Keys *secrets.Keyring
 	// Net checks trackers' URLs and connects to them; nil allows every address.
@@ -143,7 +148,10 @@ func New(d Deps) *Service {
 	if d.Net == nil {
 		d.Net = netpolicy.Unrestricted()
 	}
-	return &Service{db: d.Store, keys: d.Keys, net: d.Net, commits: d.Commits, log: d.Log, now: d.Now, ttl: d.IssueTTL}
+	if as, ok := d.Store.(audit.Store); ok && d.Audit == nil {
+		d.Audit = audit.NewLog(as, d.Log)
+	}
+	return &Service{db: d.Store, audit: d.Audit, keys: d.Keys, net: d.Net, commits: d.Commits, log: d.Log, now: d.Now, ttl: d.IssueTTL}
 }
 
 // validate checks r and turns it into the row to store. Every problem is errdefs.ErrInvalid
@@ -233,7 +241,9 @@ func validSHA(s string) bool {
 // same repository and digest merges into the first. Issue titles are fetched before it returns
 // (a tracker that does not answer leaves the issue without a title, and does not fail the
 // report).
-func (s *Service) ReportImage(ctx context.Context, p rbac.Principal, r Report) (Image, error) {
+func (s *Service) ReportImage(ctx context.Context, p rbac.Principal, r Report) (_ Image, err error) {
+	e := audit.Start(ctx, p, "image.report", "image", "")
+	defer func() { s.finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.RunPipelines); err != nil {
 		return Image{}, err
 	}
@@ -241,6 +251,7 @@ func (s *Service) ReportImage(ctx context.Context, p rbac.Principal, r Report) (
 	if err != nil {
 		return Image{}, err
 	}
+	e.Detail("%s@%s", row.Repository, row.Digest)
 	if row.CommitMessage == "" && row.SHA != "" && r.RepoURL != "" && s.commits != nil {
 		cctx, cancel := context.WithTimeout(ctx, commitTimeout)
 		msg, author, at, err := s.commits.ReadCommit(cctx, r.RepoURL, row.SHA)
@@ -260,8 +271,11 @@ func (s *Service) ReportImage(ctx context.Context, p rbac.Principal, r Report) (
 	var stored store.ImageReport
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		var err error
-		stored, _, err = tx.PutImageReport(ctx, row)
-		return err
+		if stored, _, err = tx.PutImageReport(ctx, row); err != nil {
+			return err
+		}
+		e.Resource(stored.ID)
+		return e.Commit(ctx, tx)
 	})
 	if err != nil {
 		return Image{}, fmt.Errorf("report image: %w", err)
@@ -378,3 +392,10 @@ func truncate(s string, n int) string {
 
 // Truncate shortens a commit message to what a report stores.
 func Truncate(msg string) string { return truncate(msg, maxMessage) }
+
+// finish writes e as denied or failed when the call failed (see audit.Log.Finish).
+func (s *Service) finish(ctx context.Context, e *audit.Entry, err error) {
+	if s.audit != nil {
+		s.audit.Finish(ctx, e, err)
+	}
+}

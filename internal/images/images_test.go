@@ -223,6 +223,10 @@ func TestReportImageLinksCommitAndIssues(t *testing.T) {
 		if err != nil || len(byCommit) != 1 || byCommit[0].ID != im3.ID {
 			t.Fatalf("images of commit %s: %+v, %v", e.shas[1], byCommit, err)
 		}
+		recs, err := db.ListAudit(ctx, e.admin.AccountID, store.AuditFilter{Action: "image.report"}, paging.Page{})
+		if err != nil || len(recs) != 3 || recs[0].Result != "success" || recs[0].ResourceID == "" {
+			t.Fatalf("audit records of the reports: %+v, %v", recs, err)
+		}
 		origins, err := e.svc.Origins(ctx, e.admin.AccountID, []string{digest(1), digest(2), digest(3)})
 		if err != nil || len(origins) != 2 || origins[digest(2)][0].Commit.SHA != e.shas[1] {
 			t.Fatalf("origins: %+v, %v", origins, err)
@@ -258,6 +262,9 @@ func TestReportImageBadInput(t *testing.T) {
 		}
 		if list, err := e.svc.ListImages(ctx, e.admin, images.ImageFilter{}, paging.Page{}); err != nil || len(list) != 0 {
 			t.Fatalf("images after bad reports: %+v, %v", list, err)
+		}
+		if recs, err := db.ListAudit(ctx, e.admin.AccountID, store.AuditFilter{Action: "image.report", Result: "failure"}, paging.Page{}); err != nil || len(recs) != 11 {
+			t.Fatalf("audit records of the bad reports: %d, %v", len(recs), err)
 		}
 		if _, err := e.svc.ListImages(ctx, e.admin, images.ImageFilter{Digest: "sha1:x"}, paging.Page{}); !errors.Is(err, errdefs.ErrInvalid) {
 			t.Fatalf("listing by a bad digest: %v", err)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/rbac"
@@ -74,7 +75,9 @@ type TrackerSpec struct {
 
 // CreateTracker adds an issue-tracker integration to p's account. Its URL must be one the
 // operator's network policy lets tenants reach.
-func (s *Service) CreateTracker(ctx context.Context, p rbac.Principal, t TrackerSpec) (Tracker, error) {
+func (s *Service) CreateTracker(ctx context.Context, p rbac.Principal, t TrackerSpec) (_ Tracker, err error) {
+	e := audit.Start(ctx, p, "issue-tracker.create", "issue-tracker", t.Name)
+	defer func() { s.finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.ManageContexts); err != nil {
 		return Tracker{}, err
 	}
@@ -132,7 +135,13 @@ func (s *Service) CreateTracker(ctx context.Context, p rbac.Principal, t Tracker
 			return Tracker{}, fmt.Errorf("issue tracker %s: encrypt token: %w", t.Name, err)
 		}
 	}
-	err = s.db.Tx(ctx, func(tx *store.Tx) error { return tx.CreateIssueTracker(ctx, row) })
+	e.Detail("%s %s", t.Kind, row.URL)
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.CreateIssueTracker(ctx, row); err != nil {
+			return err
+		}
+		return e.Commit(ctx, tx)
+	})
 	if err != nil {
 		return Tracker{}, fmt.Errorf("issue tracker %s: %w", t.Name, err)
 	}
@@ -166,11 +175,18 @@ func (s *Service) ListTrackers(ctx context.Context, p rbac.Principal) ([]Tracker
 }
 
 // DeleteTracker removes p's account's tracker name. The issues it fetched stay as they are.
-func (s *Service) DeleteTracker(ctx context.Context, p rbac.Principal, name string) error {
+func (s *Service) DeleteTracker(ctx context.Context, p rbac.Principal, name string) (err error) {
+	e := audit.Start(ctx, p, "issue-tracker.delete", "issue-tracker", name)
+	defer func() { s.finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.ManageContexts); err != nil {
 		return err
 	}
-	return s.db.Tx(ctx, func(tx *store.Tx) error { return tx.DeleteIssueTracker(ctx, p.AccountID, name) })
+	return s.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.DeleteIssueTracker(ctx, p.AccountID, name); err != nil {
+			return err
+		}
+		return e.Commit(ctx, tx)
+	})
 }
 
 // trackerFor returns the first tracker (by name) that answers for key, or false.

@@ -174,7 +174,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	s.runtimes = runtimes.New(runtimes.Deps{Store: s.db, Audit: s.audit, Keys: keys, Log: log.With("component", "runtimes"),
 		Provisioner: s.hosted, Tunnel: runtimeTunnel{s.tunnel}, OnEvents: s.outbox.Kick})
 	// Every replica runs the analytics consumers; their durable names make them share the work.
-	s.images = images.New(images.Deps{Store: s.db, Keys: keys, Net: s.policy, Commits: gitCommits{cache: cache}, Log: log.With("component", "images")})
+	s.images = images.New(images.Deps{Store: s.db, Audit: s.audit, Keys: keys, Net: s.policy, Commits: gitCommits{cache: cache}, Log: log.With("component", "images")})
 	s.stats = analytics.New(analytics.Deps{Store: s.db, Log: log.With("component", "analytics"), FailureWindow: opts.AnalyticsFailureWindow,
 		Origins: s.images})
 	s.analyze = analytics.NewHandler(analytics.HandlerDeps{Store: s.db, Bus: s.bus, Ledger: s.db.Ledger(), Log: log.With("component", "analytics"),
