@@ -328,5 +328,28 @@ func TestTrackerPolicy(t *testing.T) {
 		if err != nil || len(ts) != 2 || ts[1].Name != "jira" || !ts[0].HasToken || ts[1].HasToken {
 			t.Fatalf("trackers: %+v, %v", ts, err)
 		}
+
+		// A tracker that never answers delays a report by the fetch budget (5 s), not by a
+		// timeout per issue; the issues not asked yet say so.
+		stop := make(chan struct{})
+		slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-stop:
+			}
+		}))
+		defer slow.Close()
+		defer close(stop)
+		if _, err := e.svc.CreateTracker(ctx, e.admin, images.TrackerSpec{Name: "a-slow", Kind: images.TrackerJira, URL: slow.URL, Scope: []string{"SLOW"}}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		im, err = e.svc.ReportImage(ctx, e.admin, images.Report{Image: "web", Digest: digest(6), Issues: []string{"SLOW-1", "SLOW-2", "SLOW-3"}})
+		if took := time.Since(start); err != nil || took > 8*time.Second {
+			t.Fatalf("report with a tracker that hangs: %v after %v", err, took)
+		}
+		if len(im.Issues) != 3 || !strings.Contains(im.Issues[0].Error, "timed out") || im.Issues[1].Error != "not fetched yet" {
+			t.Fatalf("issues of a tracker that hangs: %+v", im.Issues)
+		}
 	})
 }

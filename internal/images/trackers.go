@@ -45,6 +45,7 @@ const (
 	maxAnswer      = 1 << 20
 	maxTitle       = 500
 	maxScope       = 50
+	fetchBudget    = 5 * time.Second
 )
 
 var trackerNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
@@ -224,6 +225,10 @@ func (s *Service) issues(ctx context.Context, accountID string, keys []string) (
 	now := s.now()
 	var trackers []store.IssueTracker
 	loaded, fetches := false, 0
+	// One request waits for trackers at most fetchBudget in all: a slow tracker delays a
+	// listing by that much, not by maxFetches × trackerTimeout.
+	budget, cancel := context.WithTimeout(ctx, fetchBudget)
+	defer cancel()
 	for _, key := range keys {
 		st, ok := have[key]
 		if ok {
@@ -251,14 +256,14 @@ func (s *Service) issues(ctx context.Context, accountID string, keys []string) (
 			}
 			continue
 		}
-		if fetches >= maxFetches {
+		if fetches >= maxFetches || budget.Err() != nil {
 			if !ok {
 				out[key] = Issue{Key: key, Tracker: t.Name, Error: "not fetched yet"}
 			}
 			continue
 		}
 		fetches++
-		is := s.fetch(ctx, t, k)
+		is := s.fetch(budget, t, k)
 		is.AccountID, is.Key, is.Tracker, is.FetchedAt = accountID, key, t.Name, now
 		if err := s.db.PutIssue(ctx, is); err != nil {
 			return nil, fmt.Errorf("issue %s: %w", key, err)
