@@ -1260,6 +1260,81 @@ describe('web UI', () => {
     }
   });
 
+  it('shows a permanent condition as a problem with its reason: list badge, banner, Home', async () => {
+    const session = await adminToken();
+    const repo = gitRepo(mkdtempSync(join(tmp, 'git-lost-')));
+    repo.commit({ 'web/cm.yaml': configMap('grey') }, 'A config map');
+    // A destination cluster that does not exist: without a kubeconfig the runtime has no
+    // cluster at all (NoClusterConfigured), with one the name is unknown. Either way a problem
+    // to fix, not a state to wait out.
+    const yaml = [
+      'apiVersion: argoproj.io/v1alpha1',
+      'kind: Application',
+      'metadata:',
+      '  name: lost',
+      'spec:',
+      '  project: default',
+      `  source: {repoURL: '${repo.url}', path: web, targetRevision: main}`,
+      '  destination: {name: nowhere, namespace: lost}',
+      '',
+    ].join('\n');
+    const r = await api(APPS, session, { method: 'POST', body: yaml, headers: { 'Content-Type': 'application/yaml' } });
+    expect(r.status, await r.clone().text()).toBe(201);
+    const problemWords = /NoClusterConfigured|InvalidSpecError|ComparisonError|SyncError/;
+    try {
+      // The list row: a badge with the condition, its reason as the tooltip.
+      await visit('/applications?search=lost', 'applications');
+      const badge = page.getByTestId('app-row-local-lost').getByTestId('app-problem');
+      await expect.poll(async () => (await badge.count()) > 0 && (await badge.textContent()), { timeout: 30_000, interval: 1000 }).toMatch(problemWords);
+      expect(await badge.getAttribute('title')).toMatch(/^(NoClusterConfigured|InvalidSpecError|ComparisonError|SyncError): \S/);
+      await shot('applications-problem');
+
+      // The application page: a banner with the reason; its tree's error names the reason too
+      // and never says the server is not ready.
+      await visit('/applications/local/lost', 'application');
+      const banner = page.getByTestId('app-problems');
+      await banner.waitFor();
+      expect(await banner.textContent()).toMatch(problemWords);
+      expect(await banner.textContent()).toMatch(/cluster|nowhere/i);
+      await page.waitForTimeout(500);
+      const text = (await page.locator('main').textContent()) ?? '';
+      expect(text).not.toContain('not ready');
+      expect(text).not.toContain('Try again in a moment');
+      await shot('application-problem');
+
+      // Home: an application whose health is Unknown needs attention; "all healthy" only when all are.
+      await visit('/', 'home');
+      const card = page.getByTestId('home-apps');
+      await expect.poll(() => card.textContent()).toContain('unknown');
+      expect(await card.textContent()).not.toContain('All applications are synced and healthy');
+      expect(await card.getAttribute('class')).toContain('card-warning');
+    } finally {
+      const d = await api(`${APPS}/lost?cascade=false`, session, { method: 'DELETE' });
+      expect([200, 202, 204]).toContain(d.status);
+    }
+  });
+
+  it('offers the way back to its list from a page that does not exist', async () => {
+    await page.goto(base + '/pipelines/e2e/no-such-pipeline');
+    const back = page.getByTestId('back-to-list');
+    await back.waitFor();
+    expect(await back.textContent()).toBe('Back to Pipelines');
+    expect(await back.getAttribute('href')).toBe('/pipelines');
+    await back.click();
+    await page.locator('[data-page="pipelines"]').waitFor();
+    await page.goto(base + '/builds/bld_00000000000000000000000000');
+    await page.getByTestId('back-to-list').waitFor();
+    expect(await page.getByTestId('back-to-list').getAttribute('href')).toBe('/builds');
+    await page.goto(base + '/applications/local/no-such-app');
+    await page.getByTestId('back-to-list').waitFor();
+    expect(await page.getByTestId('back-to-list').getAttribute('href')).toBe('/applications');
+    // A path under no list: home.
+    await page.goto(base + '/no/such/page');
+    await page.getByRole('heading', { name: 'No such page' }).waitFor();
+    expect(await page.getByTestId('back-to-list').count()).toBe(0);
+    await page.getByRole('link', { name: 'Go home' }).waitFor();
+  });
+
   it(`renders a ${LOG_LINES.toLocaleString('en-US')}-line log quickly and scrolls it smoothly`, async () => {
     if (LOG_LINES <= 0) return;
     const session = await adminToken();
@@ -1426,6 +1501,104 @@ describe('web UI', () => {
     if (HOME_BUILDS > 0) expect((await api('/api/v1/pipelines/e2e%2Fparked', session, { method: 'DELETE' })).status).toBe(204);
   });
 
+  it('draws build trends from the server\'s counts, each chart with a summary and a table', async () => {
+    const session = await adminToken();
+    const r = await api('/api/v1/builds/stats?days=14', session);
+    expect(r.status).toBe(200);
+    const stats = (await r.json()) as { days: { date: string; total: number; succeeded: number; failed: number; ran: number }[]; queued: number; running: number };
+    expect(stats.days).toHaveLength(14);
+    expect(stats.days[13].date).toBe(new Date().toISOString().slice(0, 10));
+    // The sums are those of the builds listed (fewer than a page of 500 here).
+    const listed = ((await (await api('/api/v1/builds?limit=500', session)).json()) as { items: { status: string }[] }).items;
+    expect(listed.length).toBeLessThan(500);
+    const sum = (k: 'total' | 'succeeded' | 'failed') => stats.days.reduce((n, d) => n + d[k], 0);
+    expect(sum('total')).toBe(listed.length);
+    expect(sum('succeeded')).toBe(listed.filter((b) => b.status === 'success').length);
+    expect(sum('failed')).toBe(listed.filter((b) => b.status === 'failed').length);
+    expect(sum('succeeded')).toBeGreaterThan(0);
+    const bad = await api('/api/v1/builds/stats?days=0', session);
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { field?: string } }).error.field).toBe('days');
+    const byPipe = (await (await api('/api/v1/builds/stats?by=pipeline&pipeline=e2e/stream', session)).json()) as { pipelines: { days: { total: number }[] }[] };
+    expect(byPipe.pipelines).toHaveLength(1);
+
+    // Home: builds per day with the success rate, duration, queue and runner time.
+    await visit('/', 'home');
+    const chart = page.getByTestId('chart-success');
+    const img = chart.getByRole('img');
+    await img.waitFor();
+    expect(await img.getAttribute('aria-label')).toContain(`${sum('total')} builds in the last 14 days: ${sum('succeeded')} succeeded, ${sum('failed')} failed`);
+    expect(Number(await img.getAttribute('data-chart-bars'))).toBeGreaterThan(0);
+    expect(await chart.locator('rect').count()).toBeGreaterThan(0);
+    await chart.getByText('Show as table').click();
+    const rows = chart.locator('tbody tr');
+    expect(await rows.count()).toBe(14);
+    const today = stats.days[13];
+    expect(await rows.nth(13).locator('td').first().textContent()).toBe(String(today.succeeded));
+    for (const id of ['chart-duration', 'chart-queue']) expect(await page.getByTestId(id).getByRole('img').getAttribute('aria-label')).toBeTruthy();
+    expect(await page.getByTestId('chart-duration').getByRole('img').getAttribute('aria-label')).toContain('Average build duration');
+    await shot('home-trends');
+
+    // The Pipelines list: a sparkline per pipeline, its numbers in words.
+    await visit('/pipelines?project=e2e', 'pipelines');
+    const spark = page.getByTestId('pipeline-e2e/stream').getByTestId('pipeline-trend').getByRole('img');
+    await spark.waitFor();
+    expect(await spark.getAttribute('aria-label')).toMatch(/^Success rate over the last 14 days: \d+% of \d+ finished builds/);
+    await shot('pipelines-sparklines');
+
+    // The pipeline page's Builds tab and the runners page.
+    await visit('/pipelines/e2e/stream?tab=builds', 'pipeline');
+    await page.getByTestId('chart-duration').getByRole('img').waitFor();
+    expect(await page.getByTestId('chart-success').getByRole('img').getAttribute('aria-label')).toMatch(/\d+ builds in the last 14 days/);
+    await visit('/settings/runners', 'runners');
+    expect(await page.getByTestId('chart-queue').getByRole('img').getAttribute('aria-label')).toMatch(/^Queue and runner time, last 14 days\. Now \d+ queued, \d+ running/);
+    await shot('runners-queue');
+  });
+
+  it('puts the navigation in a drawer on a narrow screen: a button opens it, Tab stays inside, Escape or a link closes it', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      await visit('/', 'home');
+      expect(await page.locator('.sidebar').isVisible()).toBe(false);
+      const toggle = page.getByRole('button', { name: 'Open navigation' });
+      expect(await toggle.getAttribute('aria-expanded')).toBe('false');
+      // From the keyboard.
+      await toggle.focus();
+      await page.keyboard.press('Enter');
+      const drawer = page.getByRole('dialog', { name: 'Navigation' });
+      await drawer.waitFor();
+      expect(await toggle.getAttribute('aria-expanded')).toBe('true');
+      expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-current'))).toBe('page');
+      const inside = () => page.evaluate(() => !!document.activeElement?.closest('#nav-drawer'));
+      for (let i = 0; i < 14; i++) {
+        await page.keyboard.press('Tab');
+        expect(await inside()).toBe(true);
+      }
+      for (let i = 0; i < 4; i++) {
+        await page.keyboard.press('Shift+Tab');
+        expect(await inside()).toBe(true);
+      }
+      await shot('drawer-390x844');
+      await page.keyboard.press('Escape');
+      await drawer.waitFor({ state: 'hidden' });
+      expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toBe('Open navigation');
+      // A link goes there and closes the drawer.
+      await toggle.click();
+      await drawer.getByRole('link', { name: 'Pipelines' }).click();
+      await page.locator('[data-page="pipelines"]').waitFor();
+      await drawer.waitFor({ state: 'hidden' });
+      // Growing past 1024 px closes it and brings the sidebar back.
+      await toggle.click();
+      await drawer.waitFor();
+      await page.setViewportSize({ width: 1280, height: 800 });
+      await drawer.waitFor({ state: 'hidden' });
+      expect(await page.locator('.sidebar').isVisible()).toBe(true);
+      expect(await toggle.isVisible()).toBe(false);
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 800 });
+    }
+  });
+
   it('switches theme and keeps it across a reload', async () => {
     await visit('/', 'home');
     expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe('light');
@@ -1491,7 +1664,7 @@ describe('web UI', () => {
     }
   });
 
-  it('renders every page at 1280×800 and 1920×1080', async () => {
+  it('renders every page at 390×844, 1280×800 and 1440×900 with nothing spilling sideways, and the builds table fits its box at 1280 and 1440', async () => {
     const pages = [
       ['/', 'home'],
       ['/runtimes', 'runtimes'],
@@ -1518,18 +1691,27 @@ describe('web UI', () => {
       ['/settings/gitops-webhook', 'gitops-webhook'],
       ['/settings/git', 'git-integrations'],
     ] as const;
+    const spills: string[] = [];
     for (const size of [
+      { width: 390, height: 844 },
       { width: 1280, height: 800 },
-      { width: 1920, height: 1080 },
+      { width: 1440, height: 900 },
     ]) {
       await page.setViewportSize(size);
       for (const [path, name] of pages) {
         await visit(path, name.startsWith('pipeline-') && name !== 'pipeline-new' ? 'pipeline' : name.startsWith('application-') ? 'application' : name);
-        // Nothing spills sideways at these sizes.
-        expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+        // Nothing spills sideways: tables and wide lists scroll inside their own box.
+        const { scroll, inner } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth }));
+        if (scroll > inner) spills.push(`${path} at ${size.width} px: the page is ${scroll} px wide`);
+        if (name === 'builds' && size.width >= 1280) {
+          // The builds table fits without scrolling its box.
+          const fits = await page.locator('.builds-table').evaluate((t) => t.parentElement!.scrollWidth <= t.parentElement!.clientWidth);
+          if (!fits) spills.push(`the builds table scrolls at ${size.width} px`);
+        }
         await shot(`${name}-${size.width}x${size.height}`);
       }
     }
+    expect(spills).toEqual([]);
     await page.setViewportSize({ width: 1280, height: 800 });
     await page.goto(base + '/no/such/page');
     await page.getByRole('heading', { name: 'No such page' }).waitFor();

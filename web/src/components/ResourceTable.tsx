@@ -37,7 +37,9 @@ export interface DataTableProps<T> {
 /** Rows as a table, a column a field. */
 export function DataTable<T>({ rows, columns, rowKey, rowProps, className = 'table', busy, testId }: DataTableProps<T>) {
   const cols = columns.filter((c): c is Column<T> => c !== false);
+  // The table scrolls sideways inside its own box when the screen is narrower than its columns.
   return (
+    <div className="table-scroll">
     <table className={className} aria-busy={busy} data-testid={testId}>
       <thead>
         <tr>
@@ -60,6 +62,7 @@ export function DataTable<T>({ rows, columns, rowKey, rowProps, className = 'tab
         ))}
       </tbody>
     </table>
+    </div>
   );
 }
 

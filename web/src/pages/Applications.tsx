@@ -232,6 +232,8 @@ export default function Applications() {
 function AppRow({ a, clusters }: { a: AppSummary; clusters?: { name: string; server: string }[] }) {
   const msg = subject(a.commit?.message);
   const labels = a.labels.map((l) => `${l.key}=${l.value}`).join(' ');
+  // "Type: message": the type on the badge, the whole as its tooltip and for screen readers.
+  const problem = a.problem ? { type: a.problem.split(':')[0], message: a.problem.slice(a.problem.indexOf(':') + 1).trim() } : undefined;
   return (
     <div className="apps-grid" data-testid={`app-row-${a.runtime}-${a.name}`} data-sync={a.syncStatus} data-health={a.healthStatus}>
       <span role="cell" className="cell-2">
@@ -248,8 +250,16 @@ function AppRow({ a, clusters }: { a: AppSummary; clusters?: { name: string; ser
       <span role="cell" className="ellipsis muted">
         {a.project}
       </span>
-      <span role="cell">
+      <span role="cell" className="cell-2">
         <SyncBadge status={a.syncStatus} />
+        {problem && (
+          // A permanent condition is a problem with its reason, not a state to wait out.
+          <span className="badge badge-danger app-problem" title={a.problem ?? undefined} data-testid="app-problem">
+            <span aria-hidden="true">⚠ </span>
+            {problem.type}
+            {problem.message && <span className="visually-hidden">: {problem.message}</span>}
+          </span>
+        )}
       </span>
       <span role="cell">
         <HealthBadge status={a.healthStatus} message={a.healthMessage} />

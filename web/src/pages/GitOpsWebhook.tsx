@@ -103,6 +103,7 @@ export default function GitOpsWebhookPage() {
           <section className="panel panel-wide" aria-labelledby="wh-urls">
             <h2 id="wh-urls">Payload URLs</h2>
             <p className="muted small">Use the URL of your provider, the secret, and content type application/json; subscribe to push events.</p>
+            <div className="table-scroll">
             <table className="table" data-testid="gitops-webhook-urls">
               <thead>
                 <tr>
@@ -140,6 +141,7 @@ export default function GitOpsWebhookPage() {
                   ))}
               </tbody>
             </table>
+            </div>
           </section>
         </>
       )}
