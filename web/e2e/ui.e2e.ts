@@ -1285,7 +1285,8 @@ describe('web UI', () => {
       // The list row: a badge with the condition, its reason as the tooltip.
       await visit('/applications?search=lost', 'applications');
       const badge = page.getByTestId('app-row-local-lost').getByTestId('app-problem');
-      await expect.poll(async () => (await badge.count()) > 0 && (await badge.textContent()), { timeout: 30_000, interval: 1000 }).toMatch(problemWords);
+      await expect.poll(async () => (await badge.count()) > 0 && (await badge.getAttribute('title')), { timeout: 30_000, interval: 1000 }).toMatch(problemWords);
+      expect(await badge.textContent()).toMatch(/No cluster|Invalid spec|Comparison error|Sync failed/);
       expect(await badge.getAttribute('title')).toMatch(/^(NoClusterConfigured|InvalidSpecError|ComparisonError|SyncError): \S/);
       await shot('applications-problem');
 

@@ -172,6 +172,18 @@ export function problemText(conditions: readonly { type: string; message: string
   return p && `${p.type}: ${p.message}`;
 }
 
+const PROBLEM_LABELS: Record<string, string> = {
+  ComparisonError: 'Comparison error',
+  InvalidSpecError: 'Invalid spec',
+  NoClusterConfigured: 'No cluster',
+  SyncError: 'Sync failed',
+};
+
+/** A problem condition in two words, for a badge (the type itself when it has none). */
+export function problemLabel(type: string): string {
+  return PROBLEM_LABELS[type] ?? type;
+}
+
 /** The problems among an application's conditions, in the order the runtime gave them. */
 export function problems<T extends { type: string }>(conditions: readonly T[] | undefined): T[] {
   return (conditions ?? []).filter((c) => conditionTone(c.type) === 'danger');

@@ -3,7 +3,7 @@ import type { BuildStatsDay } from '../api/types';
 import { axisDuration } from '../components/BuildTrends';
 import { listOf } from '../components/States';
 import { appsNeedingAttention } from '../pages/Home';
-import { conditionTone, problemText, problems } from './apps';
+import { conditionTone, problemLabel, problemText, problems } from './apps';
 import { dayLabel, durationSummary, formatRate, queueSummary, successRate, successSummary, totals, utilisation } from './buildStats';
 
 const day = (date: string, d: Partial<BuildStatsDay> = {}): BuildStatsDay => ({
@@ -80,6 +80,8 @@ describe('honest status', () => {
     expect(problems(conds).map((c) => c.type)).toEqual(['ComparisonError', 'NoClusterConfigured']);
     expect(problemText(conds)).toBe('ComparisonError: web/x.yaml: line 3: bad');
     expect(problemText([{ type: 'SpecWarning', message: 'x' }])).toBeUndefined();
+    expect(problemLabel('NoClusterConfigured')).toBe('No cluster');
+    expect(problemLabel('SomethingNew')).toBe('SomethingNew');
   });
 
   test('Home counts Unknown health or sync as needing attention', () => {

@@ -14,7 +14,7 @@ import { EmptyState, ErrorNote, ErrorState, LoadingRows, Spinner } from '../comp
 import { VirtualList } from '../components/VirtualList';
 import { appFilterFromParams, appFilterQuery, isAppFiltered, labelError, splitLabels, type AppFilter } from '../lib/appFilters';
 import { loadAppPage, type AppSource, type Unreachable } from '../lib/appList';
-import { APPLICATIONS_PATH, appPath, clusterName, subject } from '../lib/apps';
+import { APPLICATIONS_PATH, appPath, clusterName, problemLabel, subject } from '../lib/apps';
 import { shortSha } from '../lib/builds';
 import { formatTime, relativeTime } from '../lib/format';
 import { appendUnique } from '../lib/pagination';
@@ -256,8 +256,11 @@ function AppRow({ a, clusters }: { a: AppSummary; clusters?: { name: string; ser
           // A permanent condition is a problem with its reason, not a state to wait out.
           <span className="badge badge-danger app-problem" title={a.problem ?? undefined} data-testid="app-problem">
             <span aria-hidden="true">⚠ </span>
-            {problem.type}
-            {problem.message && <span className="visually-hidden">: {problem.message}</span>}
+            {problemLabel(problem.type)}
+            <span className="visually-hidden">
+              {' '}
+              ({problem.type}: {problem.message})
+            </span>
           </span>
         )}
       </span>
