@@ -1309,6 +1309,18 @@ describe('web UI', () => {
       await expect.poll(() => card.textContent()).toContain('unknown');
       expect(await card.textContent()).not.toContain('All applications are synced and healthy');
       expect(await card.getAttribute('class')).toContain('card-warning');
+
+      // The runtime's GitOps component is degraded, naming the application and the reason.
+      await expect
+        .poll(
+          async () => {
+            await visit('/runtimes/local', 'runtime');
+            return page.locator('main').textContent();
+          },
+          { timeout: 40_000, interval: 2000 },
+        )
+        .toMatch(/applications with problems: lost: (NoClusterConfigured|InvalidSpecError|ComparisonError)/);
+      await shot('runtime-gitops-degraded');
     } finally {
       const d = await api(`${APPS}/lost?cascade=false`, session, { method: 'DELETE' });
       expect([200, 202, 204]).toContain(d.status);
