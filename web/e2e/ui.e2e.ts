@@ -79,6 +79,18 @@ async function shot(name: string, p: Page = page) {
   await p.screenshot({ path: join(screenshotDir, `${name}.png`), fullPage: false });
 }
 
+const axeSource = readFileSync(join(repoRoot, 'web', 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
+type AxeResult = { violations: { id: string; impact?: string | null; nodes: { target: unknown[] }[] }[] };
+
+/** axe-core's serious and critical violations on the page as it is now ("rule: selectors"). */
+async function axeSerious(p: Page = page): Promise<string[]> {
+  if (!(await p.evaluate(() => 'axe' in window))) await p.addScriptTag({ content: axeSource });
+  return p.evaluate(async () => {
+    const r = (await (window as unknown as { axe: { run: (c: Document, o: object) => Promise<AxeResult> } }).axe.run(document, { resultTypes: ['violations'] })) as AxeResult;
+    return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`);
+  });
+}
+
 /** Visits a path and waits for its page to render (data-page) with no loading state left. */
 async function visit(path: string, pageName: string) {
   await page.goto(base + path);
@@ -1612,7 +1624,7 @@ describe('web UI', () => {
     }
   });
 
-  it('switches theme and keeps it across a reload', async () => {
+  it('switches theme and keeps it across a reload, with no serious axe-core violation in the dark theme', async () => {
     await visit('/', 'home');
     expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe('light');
     await page.getByRole('button', { name: 'Switch to dark theme' }).click();
@@ -1623,6 +1635,7 @@ describe('web UI', () => {
     await page.locator('[data-page="home"][data-ready="true"]').waitFor();
     expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe('dark');
     await shot('home-dark');
+    const darkProblems: string[] = [];
     for (const [path, name] of [
       ['/users', 'users'],
       ['/api-keys', 'api-keys'],
@@ -1644,7 +1657,9 @@ describe('web UI', () => {
       await visit(path, name);
       if (name === 'build') await page.locator('[data-testid="build-log"][data-ended="true"]').waitFor();
       await shot(`${name}-dark`);
+      darkProblems.push(...(await axeSerious()).map((v) => `${path} (dark): ${v}`));
     }
+    expect(darkProblems).toEqual([]);
     await page.getByRole('button', { name: 'Switch to light theme' }).click();
     expect(await page.evaluate(() => localStorage.getItem('freshet.theme'))).toBe('light');
   });
@@ -1677,7 +1692,7 @@ describe('web UI', () => {
     }
   });
 
-  it('renders every page at 390×844, 1280×800 and 1440×900 with nothing spilling sideways, and the builds table fits its box at 1280 and 1440', async () => {
+  it('renders every page at 390×844, 1280×800 and 1440×900 with nothing spilling sideways and no serious axe-core violation, and the builds table fits its box at 1280 and 1440', async () => {
     const pages = [
       ['/', 'home'],
       ['/runtimes', 'runtimes'],
@@ -1716,6 +1731,8 @@ describe('web UI', () => {
         // Nothing spills sideways: tables and wide lists scroll inside their own box.
         const { scroll, inner } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth }));
         if (scroll > inner) spills.push(`${path} at ${size.width} px: the page is ${scroll} px wide`);
+        // axe-core on every page (at each size: the drawer's button and the stacked layout too).
+        for (const v of await axeSerious()) spills.push(`${path} at ${size.width} px: ${v}`);
         if (name === 'builds' && size.width >= 1280) {
           // The builds table fits without scrolling its box.
           const fits = await page.locator('.builds-table').evaluate((t) => t.parentElement!.scrollWidth <= t.parentElement!.clientWidth);

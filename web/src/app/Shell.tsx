@@ -117,9 +117,7 @@ export function Shell({ title, children }: { title: string; children: ReactNode 
               ariaLabel={`User menu for ${me.user.email}`}
               label={
                 <>
-                  <span className="avatar" aria-hidden="true">
-                    {(me.user.name || me.user.email).slice(0, 1).toUpperCase()}
-                  </span>
+                  <span className="avatar" aria-hidden="true" data-initial={(me.user.name || me.user.email).slice(0, 1).toUpperCase()} />
                   <span className="user-email">{me.user.email}</span> <span aria-hidden="true">▾</span>
                 </>
               }
