@@ -6,6 +6,7 @@
 import { Bar, LinePath } from '@visx/shape';
 import { scaleBand, scaleLinear } from '@visx/scale';
 import { useEffect, useId, useRef, useState, type ReactNode } from 'react';
+import { TableScroll } from './ResourceTable';
 
 export interface ChartSeries {
   key: string;
@@ -132,7 +133,7 @@ export function DailyChart({ title, summary, labels, bars, line, formatBar = Str
       {footer && <div className="chart-footer">{footer}</div>}
       <details className="chart-data">
         <summary>Show as table</summary>
-        <div className="table-scroll">
+        <TableScroll>
           <table className="table table-compact">
             <caption className="visually-hidden">{title}</caption>
             <thead>
@@ -164,7 +165,7 @@ export function DailyChart({ title, summary, labels, bars, line, formatBar = Str
               ))}
             </tbody>
           </table>
-        </div>
+        </TableScroll>
       </details>
     </figure>
   );
