@@ -146,3 +146,18 @@ func established(u *unstructured.Unstructured) bool {
 	}
 	return false
 }
+
+// workflowKinds are Argo Workflows' kinds (those this controller runs, and the rest of its
+// API group's workflow kinds).
+var workflowKinds = map[string]bool{"Workflow": true, "WorkflowTemplate": true, "ClusterWorkflowTemplate": true,
+	"CronWorkflow": true, "WorkflowEventBinding": true, "WorkflowTaskSet": true, "WorkflowTaskResult": true, "WorkflowArtifactGCTask": true}
+
+// RefuseOnHosted is the GitOps engine's Refuse hook of a hosted runtime: Argo Workflows'
+// kinds run on hybrid runtimes only (as in Codefresh), and a hosted runtime says so by name
+// instead of applying objects nothing would run.
+func RefuseOnHosted(group, kind string) error {
+	if group == Group && workflowKinds[kind] {
+		return fmt.Errorf("this runtime is hosted (CD only) and Argo Workflows' %s runs on hybrid runtimes only: sync it from an application of a hybrid runtime", kind)
+	}
+	return nil
+}

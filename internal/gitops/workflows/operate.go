@@ -1056,9 +1056,7 @@ func (o *operation) executeSteps(inv invocation, t *Template, inputs *Inputs, tc
 			return n
 		}
 		for i, x := range groupNodes {
-			if x.Type == NodeTypeRetry && len(x.Children) > 0 {
-				groupNodes[i] = o.nodes[x.Children[len(x.Children)-1]] // the next group hangs off the last attempt
-			}
+			groupNodes[i] = o.outbound(x) // the next group hangs off a retry's last attempt
 		}
 		if failed != "" {
 			o.finish(gn, NodeFailed, failed)
@@ -1380,9 +1378,20 @@ func (o *operation) addDAGChild(dag *NodeStatus, dt *dagTask, tasks map[string]*
 				}
 				continue
 			}
-			o.addChild(x.node, dt.node)
+			o.addChild(o.outbound(x.node), dt.node)
 		}
 	}
+}
+
+// outbound is the node a next step or task hangs off: a retry node's last attempt, else the
+// node itself.
+func (o *operation) outbound(n *NodeStatus) *NodeStatus {
+	if n.Type == NodeTypeRetry && len(n.Children) > 0 {
+		if last := o.nodes[n.Children[len(n.Children)-1]]; last != nil {
+			return last
+		}
+	}
+	return n
 }
 
 func ancestors(tasks map[string]*dagTask, name string) []string {
