@@ -7,7 +7,7 @@ STATICCHECK_VERSION ?= v0.8.2
 FUZZTIME ?= 10s
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build up test test-deps test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-containers bench-analytics bench-helm faults generate check fuzz security clean
+.PHONY: all build up test test-deps test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-workflows bench-containers bench-analytics bench-helm faults generate check fuzz security clean
 
 all: build
 
@@ -60,6 +60,7 @@ bench: build
 	$(GO) run ./internal/tunnel/bench
 	$(MAKE) --no-print-directory bench-gitops
 	$(MAKE) --no-print-directory bench-rollouts
+	$(MAKE) --no-print-directory bench-workflows
 	$(MAKE) --no-print-directory bench-containers
 	$(MAKE) --no-print-directory bench-lint
 	$(MAKE) --no-print-directory bench-analytics
@@ -94,6 +95,11 @@ bench-gitops: devcluster-build
 ## objects written (p50/p99), 100 Rollouts through a 5-step canary (wall, CPU-s, RSS)
 bench-rollouts: devcluster-build
 	FRESHET_TEST_KUBE=1 FRESHET_ROLLOUTS_BENCH=1 $(GO) test -count=1 -run 'TestReactionTime|TestManyRollouts' -v -timeout 40m ./internal/gitops/rollouts/ | grep -E '^(BENCH|--- |ok|FAIL)'
+
+## bench-workflows: the workflow controller against the loopback cluster: a 100-node DAG of
+## trivial containers end to end (wall, CPU-s, RSS), beside 100 bare pods in 10 waves
+bench-workflows: devcluster-build
+	FRESHET_TEST_KUBE=1 FRESHET_WORKFLOWS_BENCH=1 $(GO) test -count=1 -run 'TestBenchDAG100' -v -timeout 20m ./internal/gitops/workflows/ | grep -E '^(BENCH|--- |ok|FAIL)'
 
 ## bench-helm: a helm step's upgrade round trip against the loopback cluster (median, p99),
 ## beside the Helm SDK's upgrade alone as the baseline
