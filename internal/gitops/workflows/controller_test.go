@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -23,10 +24,21 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/gitops/workflows"
 	"github.com/freshet-dev/freshet/internal/gitops/workflows/emissary"
+	"github.com/freshet-dev/freshet/internal/testenv/containers"
 	"github.com/freshet-dev/freshet/internal/testenv/kube"
 )
 
-func TestMain(m *testing.M) { kube.Main(m) }
+// TestMain stops the clusters, then the registry (the real-node test's images).
+func TestMain(m *testing.M) {
+	code := kube.Run(m)
+	if err := containers.Teardown(); err != nil {
+		fmt.Fprintf(os.Stderr, "containers teardown: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // env is one test's namespace on the shared loopback cluster (kube-apiserver, kwok making pods
 // Running) with a workflow controller watching that namespace.
