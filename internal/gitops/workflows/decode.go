@@ -21,6 +21,11 @@ func Decode(data []byte) (*Workflow, error) {
 	if err := decodeKind(data, &wf, "Workflow", &wf.TypeMeta.APIVersion, &wf.TypeMeta.Kind); err != nil {
 		return nil, err
 	}
+	if len(wf.Name) > 63 {
+		// It labels the Workflow's pods (workflows.argoproj.io/workflow), and label values are
+		// at most 63 characters.
+		return &wf, errdefs.Invalid("metadata.name", wf.Name, "is longer than 63 characters: it labels the workflow's pods")
+	}
 	if wf.Spec.WorkflowTemplateRef != nil {
 		if wf.Spec.WorkflowTemplateRef.Name == "" {
 			return &wf, errdefs.Invalid("spec.workflowTemplateRef.name", "", "is required")

@@ -1174,7 +1174,6 @@ func (o *operation) executeDAG(inv invocation, t *Template, inputs *Inputs, tc t
 	failFast := t.DAG.FailFast == nil || *t.DAG.FailFast
 	stopNew := false
 	running := 0
-	vars := scope{}
 	// First pass: what exists already (so that fail-fast and parallelism see it).
 	for _, name := range order {
 		dt := tasks[name]
@@ -1317,7 +1316,6 @@ func (o *operation) executeDAG(inv invocation, t *Template, inputs *Inputs, tc t
 		if failedUnhandled(dt.node, dt.task.ContinueOn) && !handled[name] && failFast {
 			stopNew = true
 		}
-		nodeVars("tasks."+name, dt.node, vars)
 	}
 	for _, name := range order {
 		if dt := tasks[name]; dt.node != nil && !dt.node.Phase.Fulfilled() {

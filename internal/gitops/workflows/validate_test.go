@@ -270,6 +270,19 @@ func TestLintAcceptsArgoExamples(t *testing.T) {
 	}
 }
 
+func TestLongNameRefused(t *testing.T) {
+	_, err := decodeYAML(t, `
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: `+strings.Repeat("w", 64)+`}
+spec:
+  entrypoint: a
+  templates: [{name: a, container: {image: x, command: [x]}}]`)
+	if errdefs.Field(err) != "metadata.name" {
+		t.Fatalf("got %v", err)
+	}
+}
+
 func TestDecodeKinds(t *testing.T) {
 	j, _ := yaml.YAMLToJSON([]byte(`
 apiVersion: argoproj.io/v1alpha1
