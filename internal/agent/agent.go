@@ -217,23 +217,29 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	gh, err := host.New(host.Options{Dir: opts.DataDir, InstallRepo: opts.InstallRepo, InCluster: kube, Engine: opts.Engine,
-		ClusterStore: store, RepoCreds: creds, Sink: r.sendReport, Logger: log, Policy: policy})
-	if err != nil {
-		return nil, fmt.Errorf("gitops: %w", err)
-	}
-	r.gitops = gh
 	if kube != nil && !opts.NoRollouts {
 		if r.rollouts, err = rollouts.New(kube, rollouts.Options{Logger: log.With("component", "rollouts"), Policy: policy}); err != nil {
 			return nil, fmt.Errorf("rollouts: %w", err)
 		}
 		r.SetComponent(runtimev1.Component{Name: "rollouts", Health: runtimev1.ComponentDegraded, Message: "starting", Version: opts.Version})
 	}
+	var ro host.Rollouts
+	if r.rollouts != nil {
+		ro = r.rollouts
+	}
+	gh, err := host.New(host.Options{Dir: opts.DataDir, InstallRepo: opts.InstallRepo, InCluster: kube, Engine: opts.Engine,
+		ClusterStore: store, RepoCreds: creds, Sink: r.sendReport, Logger: log, Policy: policy, Rollouts: ro})
+	if err != nil {
+		return nil, fmt.Errorf("gitops: %w", err)
+	}
+	r.gitops = gh
 	api := gh.Handler()
 	r.AppProxy.Handle(host.APIPrefix, api)
 	r.AppProxy.Handle("POST /app-proxy/api/graphql", api) // docs/appproxy.md, "GraphQL"
 	return r, nil
 }
+
+var _ host.Rollouts = (*rollouts.Controller)(nil)
 
 // GitOps is the runtime's GitOps host.
 func (r *Runtime) GitOps() *host.Host { return r.gitops }
