@@ -379,6 +379,14 @@ func (r *Runtime) Run(ctx context.Context) error {
 	}()
 	if r.rollouts != nil {
 		go r.runRollouts(ctx)
+		// Rollouts' transitions go to the control plane with the applications' events
+		// (docs/analytics.md): steps, phases, and updates completed or aborted.
+		go func() {
+			err := r.rollouts.WatchTransitions(ctx, func(t rollouts.Transition) { r.gitops.ReportRollout(t.App, t.At, t.Record) })
+			if err != nil && ctx.Err() == nil {
+				r.log.Warn("rollout transitions are not reported", "err", err)
+			}
+		}()
 	}
 	if r.opts.AccessMode == "tunnel" {
 		tc, err := tunnelclient.New(tunnelclient.Options{ServerURL: r.opts.Server, Token: r.opts.Token, Handler: r.AppProxy, Log: r.log.With("component", "tunnel")})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/freshet-dev/freshet/api/appproxyv1"
+	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 )
 
@@ -156,4 +157,13 @@ func (h *Host) rolloutRoutes(handle func(string, func(*http.Request) (int, any, 
 			return http.StatusOK, d, err
 		})
 	}
+}
+
+// ReportRollout sends a transition of an application's Rollout (an update started, a step, a
+// phase, completed, aborted) to the control plane, in order with the engine's events.
+func (h *Host) ReportRollout(app string, at time.Time, rec runtimev1.RolloutRecord) {
+	if h.rep.sink == nil {
+		return
+	}
+	h.rep.enqueue(runtimev1.AppEvent{Type: runtimev1.RolloutChanged, App: app, At: at, Rollout: &rec})
 }
