@@ -204,8 +204,10 @@ func (c *Controller) Restart(ctx context.Context, namespace, name string) (time.
 
 // Undo sets the Rollout's pod template to that of an earlier revision, as `kubectl argo rollouts
 // undo [--to-revision N]` does; toRevision 0 is the revision before the current one. The
-// controller then rolls the template out as a new update (the old revision's ReplicaSet becomes
-// the newest revision again). It returns the revision gone back to.
+// controller then rolls the template out as a new update, through the steps. The ReplicaSet's
+// template carries the API server's defaults, so it hashes differently from the Rollout's
+// original: the update is a new revision, and the old ReplicaSet stays as history. It returns
+// the revision gone back to.
 func (c *Controller) Undo(ctx context.Context, namespace, name string, toRevision int64) (int64, error) {
 	if toRevision < 0 {
 		return 0, errdefs.Invalid("toRevision", fmt.Sprint(toRevision), "must be a revision number (1 or more), or 0 for the previous revision")

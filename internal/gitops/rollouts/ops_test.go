@@ -127,7 +127,9 @@ func TestOperationsAndView(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := revs(d), "3:canary:registry.local/web:1 2:stable:registry.local/web:2"; got != want {
+	// The ReplicaSet's template carries the API server's defaults, which the Rollout's did
+	// not: a new pod-template hash, so a new revision beside the old one (kept as history).
+	if got, want := revs(d), "3:canary:registry.local/web:1 2:stable:registry.local/web:2 1:old:registry.local/web:1"; got != want {
 		t.Errorf("after undo: revisions %s, want %s", got, want)
 	}
 	if err := e.ctrl.Promote(e.ctx, e.ns, "web", true); err != nil {
