@@ -88,6 +88,56 @@ func TestRolloutCommands(t *testing.T) {
 	mustRun(t, env, time.Minute, "app", "create", "guestbook", "--repo", repo.URL(), "--path", "web",
 		"--dest-server", "https://kubernetes.default.svc", "--dest-namespace", ns, "--sync-policy", "automated")
 
+	// The CLI's session, for what the CLI has no command for (a push notification, GraphQL).
+	cfg, err := os.ReadFile(filepath.Join(home, "cli.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*token: (\S+)$`).FindSubmatch(cfg)
+	if m == nil {
+		t.Fatalf("no token in the CLI config:\n%s", cfg)
+	}
+	post := func(path, body string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("POST", in.url+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+string(m[1]))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	// notify tells the runtime about a push, as the control plane does after a push webhook:
+	// the automated sync takes the new commit at once rather than at the next poll.
+	notify := func() {
+		t.Helper()
+		resp := post("/runtimes/local/app-proxy/api/v1/notify", `{"repoURL": "`+repo.URL()+`"}`)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("notify: %d", resp.StatusCode)
+		}
+	}
+	gql := func(query string) map[string]any {
+		t.Helper()
+		body, _ := json.Marshal(map[string]string{"query": query})
+		req, _ := http.NewRequest("POST", in.url+"/runtimes/local/app-proxy/api/graphql", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+string(m[1]))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct {
+			Data   map[string]any
+			Errors []any
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || len(out.Errors) > 0 {
+			t.Fatalf("graphql %s: %v %v", query, err, out.Errors)
+		}
+		return out.Data
+	}
 	list := func(args ...string) []map[string]any {
 		t.Helper()
 		var out []map[string]any
@@ -126,7 +176,8 @@ func TestRolloutCommands(t *testing.T) {
 	}
 
 	// A new image from git: the canary stops at its pause.
-	repo.Commit("main", map[string]string{"web/rollout.yaml": webRollout("registry.local/web:2")}, "web 2")
+	c2 := repo.Commit("main", map[string]string{"web/rollout.yaml": webRollout("registry.local/web:2")}, "web 2")
+	notify()
 	waitFor("the canary paused", is("Paused", 1))
 	var got map[string]any
 	if err := json.Unmarshal([]byte(mustRun(t, env, time.Minute, "rollout", "get", "web", "-o", "json")), &got); err != nil {
@@ -225,34 +276,6 @@ func TestRolloutCommands(t *testing.T) {
 
 	// The app-proxy's GraphQL through the control plane: the list with a detail, a pause and a
 	// resume.
-	cfg, err := os.ReadFile(filepath.Join(home, "cli.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := regexp.MustCompile(`(?m)^\s*token: (\S+)$`).FindSubmatch(cfg)
-	if m == nil {
-		t.Fatalf("no token in the CLI config:\n%s", cfg)
-	}
-	gql := func(query string) map[string]any {
-		t.Helper()
-		body, _ := json.Marshal(map[string]string{"query": query})
-		req, _ := http.NewRequest("POST", in.url+"/runtimes/local/app-proxy/api/graphql", bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer "+string(m[1]))
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var out struct {
-			Data   map[string]any
-			Errors []any
-		}
-		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || len(out.Errors) > 0 {
-			t.Fatalf("graphql %s: %v %v", query, err, out.Errors)
-		}
-		return out.Data
-	}
 	data := gql(`{ rollouts(app: "guestbook") { name namespace app phase strategy step stableRevision canaryRevision detail } }`)
 	ros, _ := data["rollouts"].([]any)
 	if len(ros) != 1 {
@@ -286,6 +309,29 @@ func TestRolloutCommands(t *testing.T) {
 	slices.Reverse(ops) // newest first
 	if want := []string{"abort", "retry", "promote", "undo", "undo", "promote", "restart"}; !slices.Equal(ops, want) {
 		t.Errorf("audited rollout operations %v, want %v (all: %+v)", ops, want, evs)
+	}
+	// The runtime reported the abort to the control plane (gitops.rollout-changed), and
+	// analytics made the deployment of web 2 a failed change: its application went Degraded.
+	deadline = time.Now().Add(time.Minute)
+	for {
+		var deps []struct {
+			Revision   string     `json:"revision"`
+			DegradedAt *time.Time `json:"degradedAt"`
+		}
+		if err := json.Unmarshal([]byte(mustRun(t, env, time.Minute, "deployments", "list", "--app", "guestbook", "-o", "json")), &deps); err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, d := range deps {
+			found = found || d.Revision == c2 && d.DegradedAt != nil
+		}
+		if found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the deployment of %s is not marked degraded by the abort: %+v", c2, deps)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 	in.stop(t)
 }
