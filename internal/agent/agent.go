@@ -71,7 +71,12 @@ type Options struct {
 	// NoRollouts: do not run the Argo Rollouts controller in the runtime's own cluster (it runs
 	// by default, and installs its CRDs there).
 	NoRollouts bool
-	Engine     engine.Options
+	// WatchClusterApps: also run the Application and AppProject resources of
+	// ClusterAppsNamespace (default: the runtime Pod's namespace, else "default") in the
+	// runtime's own cluster, as Argo CD does (docs/gitops.md, "Applications from the cluster").
+	WatchClusterApps     bool
+	ClusterAppsNamespace string
+	Engine               engine.Options
 	// IngressAuthTTL: how long a caller's token checked with the control plane is trusted on
 	// the runtime's ingress (default 30 s).
 	IngressAuthTTL time.Duration
@@ -99,6 +104,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.GitToken, "git-token", "", "token for the installation repository (env FRESHET_GIT_TOKEN)")
 	fs.StringVar(&o.GitTokenFile, "git-token-file", "", "file holding the installation repository token (a mounted Secret)")
 	fs.BoolVar(&o.NoRollouts, "no-rollouts", false, "do not run the Argo Rollouts controller (Rollout CRDs and reconciliation) in the runtime's cluster")
+	fs.BoolVar(&o.WatchClusterApps, "watch-cluster-apps", os.Getenv("FRESHET_WATCH_CLUSTER_APPS") == "true", "also run the argoproj.io Application and AppProject resources of --cluster-apps-namespace (installs their CRDs; env FRESHET_WATCH_CLUSTER_APPS=true)")
+	fs.StringVar(&o.ClusterAppsNamespace, "cluster-apps-namespace", "", "namespace whose Application resources --watch-cluster-apps runs (default: the runtime Pod's namespace, else default)")
 	o.Engine.BindFlags(fs)
 }
 
@@ -213,12 +220,16 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 	if u, err := repourl.Parse(opts.InstallRepo.URL); err == nil && u.Scheme == "file" {
 		policy = policy.WithOwnRepo(u.Path)
 	}
+	if opts.WatchClusterApps && kube == nil {
+		log.Warn("--watch-cluster-apps needs the runtime's own cluster (give --kubeconfig, or run in a cluster): Application resources are not watched")
+	}
 	creds, err := repoCredsSource(opts.DataDir, kube)
 	if err != nil {
 		return nil, err
 	}
 	gh, err := host.New(host.Options{Dir: opts.DataDir, InstallRepo: opts.InstallRepo, InCluster: kube, Engine: opts.Engine,
-		ClusterStore: store, RepoCreds: creds, Sink: r.sendReport, Logger: log, Policy: policy})
+		ClusterStore: store, RepoCreds: creds, Sink: r.sendReport, Logger: log, Policy: policy,
+		ClusterApps: opts.WatchClusterApps && kube != nil, ClusterAppsNamespace: clusterAppsNamespace(opts.ClusterAppsNamespace)})
 	if err != nil {
 		return nil, fmt.Errorf("gitops: %w", err)
 	}
@@ -233,6 +244,18 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 	r.AppProxy.Handle(host.APIPrefix, api)
 	r.AppProxy.Handle("POST /app-proxy/api/graphql", api) // docs/appproxy.md, "GraphQL"
 	return r, nil
+}
+
+// clusterAppsNamespace is the namespace --watch-cluster-apps watches: the one given, else the
+// runtime Pod's, else "default".
+func clusterAppsNamespace(ns string) string {
+	if ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile(saNamespaceFile); err == nil && strings.TrimSpace(string(b)) != "" {
+		return strings.TrimSpace(string(b))
+	}
+	return "default"
 }
 
 // GitOps is the runtime's GitOps host.

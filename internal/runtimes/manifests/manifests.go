@@ -49,6 +49,8 @@ type Options struct {
 	RuntimeID    string // annotated on the token Secret
 	Repo         string // the installation repository
 	GitToken     string // the installation repository's token, kept in the token Secret
+	// WatchClusterApps runs the runtime with --watch-cluster-apps.
+	WatchClusterApps bool
 }
 
 var dns1123 = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -127,6 +129,9 @@ func Objects(o Options) ([]Object, error) {
 		"--listen", fmt.Sprintf(":%d", AppProxyPort), "--log-format", "json", "--data-dir", DataDir}
 	if o.AccessMode == "ingress" {
 		args = append(args, "--ingress-url", "https://"+o.IngressHost)
+	}
+	if o.WatchClusterApps {
+		args = append(args, "--watch-cluster-apps")
 	}
 	if o.Repo != "" {
 		args = append(args, "--repo", o.Repo)
