@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
@@ -41,6 +42,11 @@ spec:
 // kubectlApply server-side applies a YAML document as `kubectl apply --server-side` does.
 func kubectlApply(t *testing.T, dyn dynamic.Interface, ns, doc string) {
 	t.Helper()
+	kubectlApplyAs(t, dyn, host.ApplicationsResource, ns, doc)
+}
+
+func kubectlApplyAs(t *testing.T, dyn dynamic.Interface, gvr schema.GroupVersionResource, ns, doc string) {
+	t.Helper()
 	var u unstructured.Unstructured
 	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
 		t.Fatal(err)
@@ -50,7 +56,7 @@ func kubectlApply(t *testing.T, dyn dynamic.Interface, ns, doc string) {
 		t.Fatal(err)
 	}
 	force := true
-	if _, err := dyn.Resource(host.ApplicationsResource).Namespace(ns).Patch(context.Background(), u.GetName(), types.ApplyPatchType, body,
+	if _, err := dyn.Resource(gvr).Namespace(ns).Patch(context.Background(), u.GetName(), types.ApplyPatchType, body,
 		metav1.PatchOptions{FieldManager: "kubectl", Force: &force}); err != nil {
 		t.Fatalf("apply %s: %v", u.GetName(), err)
 	}
@@ -103,6 +109,7 @@ func TestApplicationsFromTheCluster(t *testing.T) {
 		"web/cm.yaml":  fmt.Sprintf(cm, "blue"),
 		"web2/cm.yaml": fmt.Sprintf(cm, "green"),
 		"keep/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kept}\ndata: {a: b}\n",
+		"proj/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: proj}\ndata: {a: b}\n",
 		"bad/cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: never}\ndata: {a: b}\n",
 	}, "first")
 
@@ -185,6 +192,37 @@ func TestApplicationsFromTheCluster(t *testing.T) {
 	if code := w.call("viewer", "GET", "applications/twin", "", &a); code != http.StatusOK || a.File != "apps/twin.yaml" || a.Spec.Spec.Source.Path != "web" {
 		t.Errorf("the git app twin: %d file %q", code, a.File)
 	}
+
+	// The other way round: a resource holds "web", a file in git naming it is refused (a load
+	// problem of the gitops component) and the resource's app runs on.
+	commitInstall(t, w, map[string]string{"apps/web.yaml": appYAML("web", w.source.URL(), w.ns, false)})
+	if h := w.h.Health(); !strings.Contains(h.Message, `apps/web.yaml: application "web" is defined twice`) || !strings.Contains(h.Message, "Application resource "+w.ns+"/web") {
+		t.Errorf("gitops component health %q: want the git file refused, naming both origins", h.Message)
+	}
+	var web host.Application
+	if code := w.call("viewer", "GET", "applications/web", "", &web); code != http.StatusOK || web.File != "Application resource "+w.ns+"/web" || web.Spec == nil || web.Spec.Spec.Source.Path != "web2" {
+		t.Errorf("applications/web after the git file: %d file %q", code, web.File)
+	}
+
+	// An AppProject resource of the namespace is the project of the resources naming it.
+	kubectlApplyAs(t, dyn, host.AppProjectsResource, w.ns, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata: {name: team, namespace: %s}
+spec:
+  sourceRepos: ['*']
+  destinations: [{server: https://kubernetes.default.svc, namespace: %s}]
+`, w.ns, w.ns))
+	kubectlApply(t, dyn, w.ns, strings.Replace(strings.Replace(clusterApp("projapp", w.ns, w.source.URL(), "projapp", true), "project: default", "project: team", 1), "path: projapp", "path: proj", 1))
+	waitCR(t, dyn, w.ns, "projapp", "Synced in project team", func(u *unstructured.Unstructured) bool {
+		return str(u, "status", "sync", "status") == "Synced" && str(u, "status", "health", "status") == "Healthy"
+	})
+	if err := dyn.Resource(host.ApplicationsResource).Namespace(w.ns).Delete(ctx, "projapp", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, "Application resource projapp", func() bool {
+		_, err := dyn.Resource(host.ApplicationsResource).Namespace(w.ns).Get(ctx, "projapp", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
 
 	// Without the finalizer, deleting the resource stops managing the app; resources stay.
 	kubectlApply(t, dyn, w.ns, clusterApp("keep", w.ns, w.source.URL(), "keep", false))

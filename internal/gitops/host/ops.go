@@ -76,6 +76,10 @@ func (h *Host) application(st engine.AppStatus) Application {
 			}
 		}
 	}
+	if a.Spec == nil && h.capps.holds(st.Name) {
+		a.Spec, _ = h.eng.Spec(st.Name)
+		a.File = "Application resource " + h.capps.ns + "/" + st.Name
+	}
 	return a
 }
 
