@@ -54,8 +54,9 @@ type clusterApps struct {
 
 // problem is a resource's spec problem and since when it has had it.
 type problem struct {
-	msg   string
-	since time.Time
+	msg      string
+	since    time.Time
+	conflict bool // the name is held by another origin
 }
 
 // Condition types written to an Application resource's status, as Argo CD names them.
@@ -86,6 +87,25 @@ func (c *clusterApps) count() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return len(c.managed)
+}
+
+// retryRefused looks again at the resources refused because another origin held their name
+// (after a load of the installation repository, which may have released it).
+func (c *clusterApps) retryRefused() {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	var names []string
+	for n, p := range c.problems {
+		if p.conflict {
+			names = append(names, n)
+		}
+	}
+	c.mu.Unlock()
+	for _, n := range names {
+		c.queue.Add("app/" + n)
+	}
 }
 
 // notify is called for every engine event: a managed app's status is written back.
@@ -297,7 +317,7 @@ func (c *clusterApps) reconcile(ctx context.Context, name string) error {
 	if managed && gen == u.GetGeneration() {
 		return nil // a status write, or a resync: nothing of the spec changed
 	}
-	msg, err := c.register(u, managed)
+	msg, conflict, err := c.register(u, managed)
 	if err != nil {
 		return err
 	}
@@ -305,7 +325,7 @@ func (c *clusterApps) reconcile(ctx context.Context, name string) error {
 	if msg == "" {
 		delete(c.problems, name)
 	} else if c.problems[name].msg != msg {
-		c.problems[name] = problem{msg: msg, since: time.Now()}
+		c.problems[name] = problem{msg: msg, since: time.Now(), conflict: conflict}
 	}
 	c.mu.Unlock()
 	return c.writeStatus(ctx, name)
@@ -313,16 +333,16 @@ func (c *clusterApps) reconcile(ctx context.Context, name string) error {
 
 // register decodes the resource and upserts it; the problem, when the spec is refused, is for
 // its conditions. A managed app whose new spec is refused keeps running its previous one.
-func (c *clusterApps) register(u *unstructured.Unstructured, managed bool) (string, error) {
+func (c *clusterApps) register(u *unstructured.Unstructured, managed bool) (msg string, conflict bool, err error) {
 	name := u.GetName()
 	data, err := json.Marshal(cleanDoc(u, app.KindApp))
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	a, derr := app.DecodeApplication(data)
 	if derr != nil {
 		// The document is one line of JSON: the decoder's line numbers say nothing here.
-		return strings.ReplaceAll(fmt.Sprintf("Application %s/%s: %v", c.ns, name, derr), "line 1: ", ""), nil
+		return strings.ReplaceAll(fmt.Sprintf("Application %s/%s: %v", c.ns, name, derr), "line 1: ", ""), false, nil
 	}
 	// No load of the installation repository may run meanwhile: the name checks below and the
 	// upsert are one step.
@@ -330,13 +350,13 @@ func (c *clusterApps) register(u *unstructured.Unstructured, managed bool) (stri
 	defer c.h.loadMu.Unlock()
 	if !managed {
 		if la, ok := c.h.loaded(name); ok {
-			return fmt.Sprintf("application %q is defined twice: in %s (installation repository) and as the Application resource %s/%s; the first one registered (%s) keeps it: rename or remove one", name, la.file, c.ns, name, la.file), nil
+			return fmt.Sprintf("application %q is defined twice: in %s (installation repository) and as the Application resource %s/%s; the first one registered (%s) keeps it: rename or remove one", name, la.file, c.ns, name, la.file), true, nil
 		}
 		if owner, err := c.h.eng.Owner(name); err == nil {
 			if owner == "" {
 				owner = "another origin"
 			}
-			return fmt.Sprintf("application %q is defined twice: by %s and as the Application resource %s/%s; the first one registered keeps it: rename or remove one", name, owner, c.ns, name), nil
+			return fmt.Sprintf("application %q is defined twice: by %s and as the Application resource %s/%s; the first one registered keeps it: rename or remove one", name, owner, c.ns, name), true, nil
 		}
 	}
 	c.mu.Lock()
@@ -347,14 +367,14 @@ func (c *clusterApps) register(u *unstructured.Unstructured, managed bool) (stri
 			c.forget(name)
 		}
 		if errors.Is(err, engine.ErrOwned) {
-			return err.Error(), nil
+			return err.Error(), true, nil
 		}
 		if errors.Is(err, errdefs.ErrInvalid) {
-			return err.Error(), nil
+			return err.Error(), false, nil
 		}
-		return "", err
+		return "", false, err
 	}
-	return "", nil
+	return "", false, nil
 }
 
 func (c *clusterApps) forget(name string) {

@@ -109,6 +109,7 @@ func TestApplicationsFromTheCluster(t *testing.T) {
 		"web/cm.yaml":  fmt.Sprintf(cm, "blue"),
 		"web2/cm.yaml": fmt.Sprintf(cm, "green"),
 		"keep/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kept}\ndata: {a: b}\n",
+		"twin/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: twin}\ndata: {a: b}\n",
 		"proj/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: proj}\ndata: {a: b}\n",
 		"bad/cm.yaml":  "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: never}\ndata: {a: b}\n",
 	}, "first")
@@ -185,13 +186,21 @@ func TestApplicationsFromTheCluster(t *testing.T) {
 	if code := w.call("member", "POST", "applications", appYAML("twin", w.source.URL(), w.ns, false), nil); code != http.StatusCreated {
 		t.Fatalf("create twin in git: %d", code)
 	}
-	kubectlApply(t, dyn, w.ns, clusterApp("twin", w.ns, w.source.URL(), "keep", false))
+	kubectlApply(t, dyn, w.ns, clusterApp("twin", w.ns, w.source.URL(), "twin", false))
 	waitCR(t, dyn, w.ns, "twin", "a condition naming both origins", func(u *unstructured.Unstructured) bool {
 		return hasCondition(u, "InvalidSpecError", "apps/twin.yaml") && hasCondition(u, "InvalidSpecError", "Application resource "+w.ns+"/twin")
 	})
 	if code := w.call("viewer", "GET", "applications/twin", "", &a); code != http.StatusOK || a.File != "apps/twin.yaml" || a.Spec.Spec.Source.Path != "web" {
 		t.Errorf("the git app twin: %d file %q", code, a.File)
 	}
+
+	// Once git releases the name, the resource's app runs.
+	if code := w.call("member", "DELETE", "applications/twin", "", nil); code != http.StatusNoContent && code != http.StatusOK {
+		t.Fatalf("delete the git twin: %d", code)
+	}
+	waitCR(t, dyn, w.ns, "twin", "Synced once git released the name", func(u *unstructured.Unstructured) bool {
+		return str(u, "status", "sync", "status") == "Synced" && !hasCondition(u, "InvalidSpecError", "")
+	})
 
 	// The other way round: a resource holds "web", a file in git naming it is refused (a load
 	// problem of the gitops component) and the resource's app runs on.

@@ -400,6 +400,7 @@ func (h *Host) Load(ctx context.Context) error {
 	h.loadErrs = problems
 	h.lastErr = nil
 	h.mu.Unlock()
+	h.capps.retryRefused() // a name git released may now go to a resource
 	if _, err := h.cache.GC(2); err != nil {
 		h.log.Debug("git cache GC", "err", err)
 	}

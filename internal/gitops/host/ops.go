@@ -229,6 +229,7 @@ func (h *Host) DeleteApplication(ctx context.Context, c Caller, name string, cas
 	h.mu.Lock()
 	delete(h.apps, name)
 	h.mu.Unlock()
+	h.capps.retryRefused()
 	return nil
 }
 
