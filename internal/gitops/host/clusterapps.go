@@ -303,6 +303,16 @@ func (c *clusterApps) reconcile(ctx context.Context, name string) error {
 	}
 	if u.GetDeletionTimestamp() != nil {
 		cascade := slices.Contains(u.GetFinalizers(), CascadeFinalizer)
+		if !managed && cascade {
+			// Deleted while no runtime watched (or before it first saw it): register the app
+			// so that its resources, found through its inventory, are deleted with it. One
+			// refused (invalid, or its name held elsewhere) has no resources of its own.
+			if msg, _, err := c.register(u, false); err != nil {
+				return err
+			} else if msg == "" {
+				managed = true
+			}
+		}
 		if managed {
 			if err := c.h.eng.Remove(ctx, name, cascade); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 				return fmt.Errorf("deleting application %s: %w", name, err)

@@ -300,3 +300,45 @@ func mustGet(t *testing.T, dyn dynamic.Interface, ns, name string) *unstructured
 	}
 	return u
 }
+
+// An Application resource deleted with the finalizer while no runtime watched still takes its
+// resources with it when a runtime starts.
+func TestClusterApplicationDeletedWhileStopped(t *testing.T) {
+	w := newWorldWith(t, func(ns string, o *host.Options) { o.ClusterApps, o.ClusterAppsNamespace = true, ns })
+	ctx := context.Background()
+	dyn, err := dynamic.NewForConfig(kube.Shared(t).RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.source.Commit("main", map[string]string{"web/cm.yaml": fmt.Sprintf(cm, "blue")}, "first")
+	waitCRD(t, dyn)
+	kubectlApply(t, dyn, w.ns, clusterApp("late", w.ns, w.source.URL(), "web", true))
+	waitCR(t, dyn, w.ns, "late", "Synced", func(u *unstructured.Unstructured) bool {
+		return str(u, "status", "sync", "status") == "Synced" && str(u, "status", "health", "status") == "Healthy"
+	})
+	w.stop()
+	if err := dyn.Resource(host.ApplicationsResource).Namespace(w.ns).Delete(ctx, "late", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if _, err := dyn.Resource(host.ApplicationsResource).Namespace(w.ns).Get(ctx, "late", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the resource is held by its finalizer while no runtime runs: %v", err)
+	}
+	o := w.opts
+	o.Dir = t.TempDir()
+	h, err := host.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = h.Run(rctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	waitGone(t, "Application resource late", func() bool {
+		_, err := dyn.Resource(host.ApplicationsResource).Namespace(w.ns).Get(ctx, "late", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	if _, err := w.kc.CoreV1().ConfigMaps(w.ns).Get(ctx, "settings", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the ConfigMap of an app deleted with the finalizer while stopped: %v, want deleted", err)
+	}
+}

@@ -68,6 +68,8 @@ type world struct {
 	sink   *sink
 	repo   string
 	dir    string
+	opts   host.Options
+	stop   func() // stops the host (idempotent)
 }
 
 func newWorld(t *testing.T) *world { return newWorldWith(t, nil) }
@@ -103,12 +105,14 @@ func newWorldWith(t *testing.T, opt func(ns string, o *host.Options)) *world {
 			t.Errorf("Run: %v", err)
 		}
 	}()
-	t.Cleanup(func() { cancel(); <-done })
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
 	kc, err := kubernetes.NewForConfig(c.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &world{t: t, h: h, api: h.Handler(), ns: ns, source: source, kc: kc, sink: s, repo: repoURL, dir: dir}
+	return &world{t: t, h: h, api: h.Handler(), ns: ns, source: source, kc: kc, sink: s, repo: repoURL, dir: dir, opts: o, stop: stop}
 }
 
 // call sends a request to the applications API as role and decodes the answer into out.
