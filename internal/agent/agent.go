@@ -78,7 +78,12 @@ type Options struct {
 	// WorkflowExecutorImage is the image whose freshet binary runs in every workflow pod
 	// (default workflows.DefaultExecutorImage), at WorkflowExecutorPath.
 	WorkflowExecutorImage, WorkflowExecutorPath string
-	Engine                                      engine.Options
+	// WatchClusterApps: also run the Application and AppProject resources of
+	// ClusterAppsNamespace (default: the runtime Pod's namespace, else "default") in the
+	// runtime's own cluster, as Argo CD does (docs/gitops.md, "Applications from the cluster").
+	WatchClusterApps     bool
+	ClusterAppsNamespace string
+	Engine               engine.Options
 	// IngressAuthTTL: how long a caller's token checked with the control plane is trusted on
 	// the runtime's ingress (default 30 s).
 	IngressAuthTTL time.Duration
@@ -109,6 +114,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.NoWorkflows, "no-workflows", false, "do not run the Argo Workflows controller (Workflow CRDs and their pods) in the runtime's cluster")
 	fs.StringVar(&o.WorkflowExecutorImage, "workflow-executor-image", workflows.DefaultExecutorImage, "image holding the freshet binary that runs in every workflow pod (the emissary)")
 	fs.StringVar(&o.WorkflowExecutorPath, "workflow-executor-path", workflows.DefaultExecutorPath, "path of the freshet binary in --workflow-executor-image")
+	fs.BoolVar(&o.WatchClusterApps, "watch-cluster-apps", os.Getenv("FRESHET_WATCH_CLUSTER_APPS") == "true", "also run the argoproj.io Application and AppProject resources of --cluster-apps-namespace (installs their CRDs; env FRESHET_WATCH_CLUSTER_APPS=true)")
+	fs.StringVar(&o.ClusterAppsNamespace, "cluster-apps-namespace", "", "namespace whose Application resources --watch-cluster-apps runs (default: the runtime Pod's namespace, else default)")
 	o.Engine.BindFlags(fs)
 }
 
@@ -224,6 +231,9 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 	if u, err := repourl.Parse(opts.InstallRepo.URL); err == nil && u.Scheme == "file" {
 		policy = policy.WithOwnRepo(u.Path)
 	}
+	if opts.WatchClusterApps && kube == nil {
+		log.Warn("--watch-cluster-apps needs the runtime's own cluster (give --kubeconfig, or run in a cluster): Application resources are not watched")
+	}
 	creds, err := repoCredsSource(opts.DataDir, kube)
 	if err != nil {
 		return nil, err
@@ -249,7 +259,8 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 		ro = r.rollouts
 	}
 	gh, err := host.New(host.Options{Dir: opts.DataDir, InstallRepo: opts.InstallRepo, InCluster: kube, Engine: opts.Engine,
-		ClusterStore: store, RepoCreds: creds, Sink: r.sendReport, Logger: log, Policy: policy, Rollouts: ro})
+		ClusterStore: store, RepoCreds: creds, Sink: r.sendReport, Logger: log, Policy: policy, Rollouts: ro,
+		ClusterApps: opts.WatchClusterApps && kube != nil, ClusterAppsNamespace: clusterAppsNamespace(opts.ClusterAppsNamespace)})
 	if err != nil {
 		return nil, fmt.Errorf("gitops: %w", err)
 	}
@@ -261,6 +272,18 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 }
 
 var _ host.Rollouts = (*rollouts.Controller)(nil)
+
+// clusterAppsNamespace is the namespace --watch-cluster-apps watches: the one given, else the
+// runtime Pod's, else "default".
+func clusterAppsNamespace(ns string) string {
+	if ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile(saNamespaceFile); err == nil && strings.TrimSpace(string(b)) != "" {
+		return strings.TrimSpace(string(b))
+	}
+	return "default"
+}
 
 // GitOps is the runtime's GitOps host.
 func (r *Runtime) GitOps() *host.Host { return r.gitops }

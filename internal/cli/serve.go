@@ -50,6 +50,8 @@ func (a *app) serveCommand(use string, local bool, short, long string) *cobra.Co
 		cmd.Flags().StringVar(&up.Kubeconfig, "kubeconfig", "", "kubeconfig of the cluster the local runtime deploys to as in-cluster (default: KUBECONFIG, ~/.kube/config)")
 		cmd.Flags().StringVar(&up.Context, "context", "", "kubeconfig context (default: the current context)")
 		up.Engine.BindFlags(cmd.Flags())
+		cmd.Flags().BoolVar(&up.WatchClusterApps, "watch-cluster-apps", false, "the local runtime also runs the argoproj.io Application and AppProject resources of --cluster-apps-namespace (installs their CRDs)")
+		cmd.Flags().StringVar(&up.ClusterAppsNamespace, "cluster-apps-namespace", "", "namespace whose Application resources --watch-cluster-apps runs (default: default)")
 		cmd.Flags().BoolVar(&up.InsecureLocalSteps, "insecure-local-steps", false, "run the in-process runner's steps as this server's own user, not isolated: "+
 			"any member who can run a pipeline can then read the data dir (master key, database) and the server's environment (admin password). "+
 			"Only for a server whose members may all read its data, on a host where steps cannot be isolated")

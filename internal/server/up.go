@@ -47,6 +47,10 @@ type LocalOptions struct {
 	// Without it the steps are isolated (local.IsolationAuto), and Up refuses to start where
 	// they cannot be.
 	InsecureLocalSteps bool
+	// WatchClusterApps: the runtime also runs the Application and AppProject resources of
+	// ClusterAppsNamespace ("default" when empty) in its cluster (docs/gitops.md).
+	WatchClusterApps     bool
+	ClusterAppsNamespace string
 }
 
 // Up runs everything in one process (`freshet up`) until ctx ends: the control plane, the
@@ -153,7 +157,7 @@ func (s *Server) localAgents(ctx context.Context, local LocalOptions, steps loca
 	// the operator's own and is not a tenant's URL).
 	rt, err := agent.New(agent.Options{Server: s.URL(), Token: rtToken, AccessMode: "tunnel", Version: version.Version,
 		Kubeconfig: local.Kubeconfig, Context: local.Context, DataDir: rtDir, InstallRepo: git.Repo{URL: repoURL}, Engine: local.Engine,
-		Policy: s.policy},
+		Policy: s.policy, WatchClusterApps: local.WatchClusterApps, ClusterAppsNamespace: local.ClusterAppsNamespace},
 		nil, log.With("component", "runtime"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("local runtime: %w", err)

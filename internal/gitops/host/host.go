@@ -27,6 +27,7 @@ import (
 
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
 	"github.com/freshet-dev/freshet/api/runtimev1"
@@ -91,6 +92,12 @@ type Options struct {
 	// Rollouts is the runtime's Argo Rollouts controller, served under rollouts/ (nil: none;
 	// those routes answer unavailable).
 	Rollouts Rollouts
+	// ClusterApps: also run the Application and AppProject custom resources (argoproj.io) of
+	// ClusterAppsNamespace in the InCluster cluster, as Argo CD does, installing their CRDs
+	// (docs/gitops.md, "Applications from the cluster"). Needs InCluster.
+	ClusterApps bool
+	// ClusterAppsNamespace is the namespace watched with ClusterApps ("default" when empty).
+	ClusterAppsNamespace string
 }
 
 // Host is a running GitOps engine with its application loader.
@@ -127,6 +134,10 @@ type Host struct {
 	loadedAt  time.Time
 	revision  string // the installation repository's commit last loaded
 	lastErr   error  // the last load's failure (the repository itself)
+
+	capps     *clusterApps  // nil without Options.ClusterApps
+	firstLoad chan struct{} // closed after the first load of the installation repository
+	firstOnce sync.Once
 }
 
 type loadedApp struct {
@@ -168,7 +179,21 @@ func New(opts Options) (*Host, error) {
 	if opts.InCluster != nil {
 		clusters.SetInCluster(opts.InCluster)
 	}
-	h := &Host{opts: opts, log: opts.Logger, cache: cache, clusters: clusters, reload: make(chan struct{}, 1), apps: map[string]loadedApp{}}
+	h := &Host{opts: opts, log: opts.Logger, cache: cache, clusters: clusters, reload: make(chan struct{}, 1), apps: map[string]loadedApp{}, firstLoad: make(chan struct{})}
+	if opts.ClusterApps {
+		if opts.InCluster == nil {
+			return nil, errdefs.Invalid("clusterApps", "true", "needs the runtime's own cluster (a kubeconfig or in-cluster config)")
+		}
+		ns := opts.ClusterAppsNamespace
+		if ns == "" {
+			ns = "default"
+		}
+		dyn, err := dynamic.NewForConfig(opts.InCluster)
+		if err != nil {
+			return nil, err
+		}
+		h.capps = newClusterApps(h, ns, dyn)
+	}
 	lctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	err = h.loadClusters(lctx)
 	cancel()
@@ -185,7 +210,14 @@ func New(opts Options) (*Host, error) {
 	}
 	eo := opts.Engine
 	h.renderer = renderer
-	eo.Cache, eo.Renderer, eo.Clusters, eo.Reporter, eo.Logger = cache, renderer, clusters, h.rep, opts.Logger.With("component", "gitops")
+	eo.Cache, eo.Renderer, eo.Clusters, eo.Logger = cache, renderer, clusters, opts.Logger.With("component", "gitops")
+	eo.Reporter = h.rep
+	if h.capps != nil {
+		eo.Reporter = engine.ReporterFunc(func(ctx context.Context, ev engine.Event) {
+			h.rep.Report(ctx, ev)
+			h.capps.notify(ev.App)
+		})
+	}
 	if eo.Charts == nil {
 		eo.Charts = charts
 	}
@@ -242,6 +274,16 @@ func (h *Host) Run(ctx context.Context) error {
 	go h.rep.run(ctx, h.snapshot)
 	go h.loadLoop(ctx)
 	go h.probeClusters(ctx)
+	if h.capps != nil {
+		cappsDone := make(chan struct{})
+		go func() {
+			defer close(cappsDone)
+			if err := h.capps.run(ctx, h.firstLoad); err != nil && ctx.Err() == nil {
+				h.log.Error("watching Application resources stopped", "namespace", h.capps.ns, "err", err)
+			}
+		}()
+		defer func() { <-cappsDone }()
+	}
 	select {
 	case <-ctx.Done():
 		<-errc
@@ -273,6 +315,7 @@ func (h *Host) loadLoop(ctx context.Context) {
 		}
 		h.loadRepoCreds(ctx)
 		err := h.Load(ctx)
+		h.firstOnce.Do(func() { close(h.firstLoad) })
 		next := h.opts.ReloadInterval
 		if err != nil && ctx.Err() == nil {
 			h.log.Warn("reading the installation repository failed", "repo", h.opts.InstallRepo.URL, "err", err)
@@ -360,6 +403,7 @@ func (h *Host) Load(ctx context.Context) error {
 	h.loadErrs = problems
 	h.lastErr = nil
 	h.mu.Unlock()
+	h.capps.retryRefused() // a name git released may now go to a resource
 	if _, err := h.cache.GC(2); err != nil {
 		h.log.Debug("git cache GC", "err", err)
 	}
@@ -384,6 +428,10 @@ func (h *Host) apply(ctx context.Context, apps map[string]loadedApp, keep func(l
 	h.mu.Unlock()
 	next := make(map[string]loadedApp, len(apps))
 	for name, la := range apps {
+		if h.capps.holds(name) {
+			problems = append(problems, fmt.Sprintf("%s: application %q is defined twice: here and as the Application resource %s/%s; the first one registered (the resource) keeps it: rename or remove one", la.file, name, h.capps.ns, name))
+			continue
+		}
 		if err := h.eng.Upsert(la.app, projectFor(la.app, projects)); err != nil {
 			h.log.Warn("application not loaded", "app", name, "file", la.file, "err", err)
 			problems = append(problems, fmt.Sprintf("%s: application not loaded: %v", la.file, err))
@@ -582,6 +630,9 @@ func (h *Host) Health() runtimev1.Component {
 				c.Message += fmt.Sprintf("; ApplicationSet %s: %s", s.Name, hr.Message)
 			}
 		}
+	}
+	if h.capps != nil {
+		c.Message += fmt.Sprintf("; %d from Application resources in namespace %s", h.capps.count(), h.capps.ns)
 	}
 	if h.opts.InCluster == nil {
 		c.Message += "; no in-cluster destination configured"

@@ -68,9 +68,14 @@ type world struct {
 	sink   *sink
 	repo   string
 	dir    string
+	opts   host.Options
+	stop   func() // stops the host (idempotent)
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T) *world { return newWorldWith(t, nil) }
+
+// newWorldWith is newWorld with its host's options adjusted by opt (the namespace is given).
+func newWorldWith(t *testing.T, opt func(ns string, o *host.Options)) *world {
 	c := kube.Shared(t)
 	ns := c.Namespace(t)
 	srv := gitserver.New(t)
@@ -81,10 +86,14 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	s := &sink{}
-	h, err := host.New(host.Options{Dir: dir, InstallRepo: git.Repo{URL: repoURL}, InCluster: c.RESTConfig(), Sink: s.send,
+	o := host.Options{Dir: dir, InstallRepo: git.Repo{URL: repoURL}, InCluster: c.RESTConfig(), Sink: s.send,
 		ClusterStore: host.FileClusterStore{Dir: filepath.Join(dir, "clusters")},
 		Engine: engine.Options{InventoryNamespace: ns, PollStep: 100 * time.Millisecond, EventDebounce: 50 * time.Millisecond,
-			HealthTimeout: 40 * time.Second}})
+			HealthTimeout: 40 * time.Second}}
+	if opt != nil {
+		opt(ns, &o)
+	}
+	h, err := host.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,12 +105,14 @@ func newWorld(t *testing.T) *world {
 			t.Errorf("Run: %v", err)
 		}
 	}()
-	t.Cleanup(func() { cancel(); <-done })
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
 	kc, err := kubernetes.NewForConfig(c.RESTConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &world{t: t, h: h, api: h.Handler(), ns: ns, source: source, kc: kc, sink: s, repo: repoURL, dir: dir}
+	return &world{t: t, h: h, api: h.Handler(), ns: ns, source: source, kc: kc, sink: s, repo: repoURL, dir: dir, opts: o, stop: stop}
 }
 
 // call sends a request to the applications API as role and decodes the answer into out.

@@ -35,6 +35,7 @@ import (
 	"github.com/freshet-dev/freshet/client"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
+	"github.com/freshet-dev/freshet/internal/gitops/host"
 	"github.com/freshet-dev/freshet/internal/gitops/rollouts"
 	"github.com/freshet-dev/freshet/internal/gitops/workflows"
 	"github.com/freshet-dev/freshet/internal/runtimes/manifests"
@@ -77,6 +78,9 @@ type Options struct {
 	// Token of a runtime registered beforehand (the web UI's install wizard registers it and
 	// shows the command): install uses it instead of registering.
 	Token string
+	// WatchClusterApps: the runtime also runs the Application and AppProject resources of its
+	// namespace; the Argo CD CRDs are installed.
+	WatchClusterApps bool
 	// FromRepo reads the installation's settings from Repo's runtime.yaml.
 	FromRepo bool
 	// Wait is how long to wait for the runtime to report healthy; 0 does not wait.
@@ -157,7 +161,8 @@ func (o *Options) defaults(cp ControlPlane) error {
 
 func (o *Options) manifestOptions(id, token string) manifests.Options {
 	return manifests.Options{Name: o.Name, Namespace: o.Namespace, Image: o.Image, Version: o.Version, Server: o.Server, Token: token,
-		AccessMode: o.AccessMode, IngressHost: o.IngressHost, IngressClass: o.IngressClass, RuntimeID: id, Repo: o.Repo, GitToken: o.GitToken}
+		AccessMode: o.AccessMode, IngressHost: o.IngressHost, IngressClass: o.IngressClass, RuntimeID: id, Repo: o.Repo, GitToken: o.GitToken,
+		WatchClusterApps: o.WatchClusterApps}
 }
 
 // DryRun prints the manifests install would apply (the token left out) and changes nothing.
@@ -216,6 +221,7 @@ func (in *Installer) Install(ctx context.Context, o Options) error {
 		}},
 		{"Argo Rollouts CRDs", func() (string, error) { return in.rolloutCRDs(ctx) }},
 		{"Argo Workflows CRDs", func() (string, error) { return in.workflowCRDs(ctx) }},
+		{"Argo CD CRDs", func() (string, error) { return in.argoCDCRDs(ctx, o.WatchClusterApps) }},
 		{"manifests", func() (string, error) { return in.apply(ctx, o.manifestOptions(rt.ID, token)) }},
 	}
 	for _, s := range steps {
@@ -453,11 +459,16 @@ func (in *Installer) rolloutCRDs(ctx context.Context) (string, error) {
 	if err := rollouts.EnsureCRDs(ctx, in.dyn); err != nil {
 		return "", err
 	}
-	var names []string
-	for _, c := range rollouts.CRDs() {
+	return crdNames(rollouts.CRDs()), nil
+}
+
+// crdNames is what an install step reports: the names of the CRDs it applied.
+func crdNames(crds []map[string]any) string {
+	names := make([]string, 0, len(crds))
+	for _, c := range crds {
 		names = append(names, c["metadata"].(map[string]any)["name"].(string))
 	}
-	return strings.Join(names, ", "), nil
+	return strings.Join(names, ", ")
 }
 
 // workflowCRDs installs the CRDs of Argo Workflows' kinds, which the runtime's workflow
@@ -467,11 +478,20 @@ func (in *Installer) workflowCRDs(ctx context.Context) (string, error) {
 	if err := workflows.EnsureCRDs(ctx, in.dyn); err != nil {
 		return "", err
 	}
-	var names []string
-	for _, c := range workflows.CRDs() {
-		names = append(names, c["metadata"].(map[string]any)["name"].(string))
+	return crdNames(workflows.CRDs()), nil
+}
+
+// argoCDCRDs installs the CRDs of Argo CD's Application, AppProject and ApplicationSet when the
+// runtime watches Application resources (it applies them at start as well). Uninstall leaves
+// them: deleting a CRD deletes every Application in the cluster.
+func (in *Installer) argoCDCRDs(ctx context.Context, watch bool) (string, error) {
+	if !watch {
+		return "not watching Application resources", nil
 	}
-	return strings.Join(names, ", "), nil
+	if err := host.EnsureArgoCDCRDs(ctx, in.dyn); err != nil {
+		return "", err
+	}
+	return crdNames(host.ArgoCDCRDs()), nil
 }
 
 // apply server-side applies the runtime's objects in order.

@@ -52,6 +52,8 @@ type Options struct {
 	RuntimeID    string // annotated on the token Secret
 	Repo         string // the installation repository
 	GitToken     string // the installation repository's token, kept in the token Secret
+	// WatchClusterApps runs the runtime with --watch-cluster-apps.
+	WatchClusterApps bool
 }
 
 var dns1123 = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -103,15 +105,16 @@ func Objects(o Options) ([]Object, error) {
 // `helm install` would be given to install the same runtime.
 func (o Options) Values() map[string]any {
 	return map[string]any{
-		"name":            o.Name,
-		"server":          o.Server,
-		"accessMode":      o.AccessMode,
-		"ingress":         map[string]any{"host": o.IngressHost, "className": o.IngressClass},
-		"image":           map[string]any{"repository": o.Image},
-		"token":           map[string]any{"value": o.Token, "runtimeID": o.RuntimeID},
-		"repo":            o.Repo,
-		"gitToken":        o.GitToken,
-		"createNamespace": true,
+		"name":             o.Name,
+		"server":           o.Server,
+		"accessMode":       o.AccessMode,
+		"ingress":          map[string]any{"host": o.IngressHost, "className": o.IngressClass},
+		"image":            map[string]any{"repository": o.Image},
+		"token":            map[string]any{"value": o.Token, "runtimeID": o.RuntimeID},
+		"repo":             o.Repo,
+		"gitToken":         o.GitToken,
+		"watchClusterApps": o.WatchClusterApps,
+		"createNamespace":  true,
 	}
 }
 
