@@ -262,3 +262,53 @@ spec:
 		t.Fatal("a ReplicaSet was made for an invalid experiment")
 	}
 }
+
+// TestRolloutExperimentPromoteAndAbort: an experiment without a duration or analyses runs until
+// it is terminated: promoting past the step terminates it (Successful), and so does an abort.
+func TestRolloutExperimentPromoteAndAbort(t *testing.T) {
+	e := newEnv(t)
+	doc := func(image string) string {
+		return strings.Replace(experimentRollout(image, ""), "          duration: 2s\n", "", 1)
+	}
+	e.apply(doc("registry.local/exp:1"))
+	e.waitPhase("exp", rollouts.PhaseHealthy, 3)
+	running := func() string {
+		var name string
+		e.waitFor("a running experiment", 60*time.Second, func() (bool, string) {
+			name = e.rollout("exp").Status.Canary.CurrentExperiment
+			ex := e.experiment(name)
+			if ex == nil {
+				return false, "none: " + name
+			}
+			return ex.Status.Phase == rollouts.AnalysisRunning, string(ex.Status.Phase)
+		})
+		return name
+	}
+
+	e.apply(doc("registry.local/exp:2"))
+	name := running()
+	time.Sleep(time.Second) // it stays: nothing ends it
+	if ro := e.rollout("exp"); *ro.Status.CurrentStepIndex != 1 {
+		t.Fatalf("step %d while the experiment runs", *ro.Status.CurrentStepIndex)
+	}
+	if err := e.ctrl.Promote(e.ctx, e.ns, "exp", false); err != nil {
+		t.Fatal(err)
+	}
+	e.waitPhase("exp", rollouts.PhaseHealthy, 3)
+	ex := e.waitExperiment(name, rollouts.AnalysisSuccessful)
+	if !ex.Spec.Terminate || ex.Status.Message != "Experiment terminated" {
+		t.Fatalf("promoted past: terminate %v, message %q", ex.Spec.Terminate, ex.Status.Message)
+	}
+
+	e.apply(doc("registry.local/exp:3"))
+	name = running()
+	if err := e.ctrl.Abort(e.ctx, e.ns, "exp"); err != nil {
+		t.Fatal(err)
+	}
+	e.waitPhase("exp", rollouts.PhaseDegraded, 0)
+	ex = e.waitExperiment(name, rollouts.AnalysisSuccessful)
+	if !ex.Spec.Terminate {
+		t.Fatalf("aborted: the experiment was not terminated: %+v", ex.Status)
+	}
+	e.waitRS("exp", "1:0/0 2:2/2 3:0/0")
+}
