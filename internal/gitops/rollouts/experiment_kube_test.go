@@ -241,6 +241,31 @@ spec:
 		return *rs.Spec.Replicas == 0, fmt.Sprint(*rs.Spec.Replicas, rs.Annotations)
 	})
 
+	// A template whose pods cannot be scheduled: Failed after progressDeadlineSeconds.
+	e.create("Experiment", `
+apiVersion: argoproj.io/v1alpha1
+kind: Experiment
+metadata: {name: stuck}
+spec:
+  progressDeadlineSeconds: 2
+  scaleDownDelaySeconds: 0
+  templates:
+  - name: a
+    selector: {matchLabels: {app: stuck}}
+    template:
+      metadata: {labels: {app: stuck}}
+      spec: {nodeSelector: {no-such-node: "true"}, containers: [{name: c, image: "registry.local/trial:1"}]}
+`)
+	stuck := e.waitExperiment("stuck", rollouts.AnalysisFailed)
+	if want := `Template "a" exceeded its progressDeadlineSeconds (2)`; stuck.Status.Message != want ||
+		stuck.Status.TemplateStatuses[0].Status != rollouts.TemplateFailed || stuck.Status.AvailableAt != nil {
+		t.Fatalf("stuck: %+v", stuck.Status)
+	}
+	e.waitFor("stuck ReplicaSet scaled to 0", 30*time.Second, func() (bool, string) {
+		rs := e.rs("stuck-a")
+		return *rs.Spec.Replicas == 0, fmt.Sprint(*rs.Spec.Replicas)
+	})
+
 	// Bad input: refused with phase Error naming the field; no ReplicaSet.
 	e.create("Experiment", `
 apiVersion: argoproj.io/v1alpha1
