@@ -5,6 +5,9 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
@@ -132,4 +135,83 @@ func FuzzDecodeExperiment(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestExperimentStepDecision: Successful → the step is done; Failed/Error → abort; Inconclusive
+// → paused until promoted (the pause condition cleared while controllerPause stays).
+func TestExperimentStepDecision(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	decide := func(st *RolloutStatus, ph AnalysisPhase) (bool, *plan) {
+		p := &plan{}
+		return experimentStep(world{now: now, experiment: &RolloutExperimentStatus{Name: "x", Phase: ph}}, p, st), p
+	}
+	for _, ph := range []AnalysisPhase{AnalysisPending, AnalysisRunning} {
+		if done, _ := decide(&RolloutStatus{}, ph); done {
+			t.Errorf("%s: done", ph)
+		}
+	}
+	if done, _ := decide(&RolloutStatus{}, AnalysisSuccessful); !done {
+		t.Error("Successful: not done")
+	}
+	for _, ph := range []AnalysisPhase{AnalysisFailed, AnalysisError} {
+		st := &RolloutStatus{}
+		if done, p := decide(st, ph); done || !st.Abort || st.Canary.CurrentExperiment != "x" || len(p.events) != 1 {
+			t.Errorf("%s: done %v, status %+v", ph, done, st)
+		}
+	}
+	st := &RolloutStatus{}
+	if done, _ := decide(st, AnalysisInconclusive); done || !st.ControllerPause || len(st.PauseConditions) != 1 ||
+		st.PauseConditions[0].Reason != PauseReasonInconclusiveExperiment {
+		t.Fatalf("Inconclusive: done %v, status %+v", done, st)
+	}
+	if done, _ := decide(st, AnalysisInconclusive); done {
+		t.Fatal("Inconclusive: done while paused")
+	}
+	st.PauseConditions = nil // promoted
+	if done, _ := decide(st, AnalysisInconclusive); !done {
+		t.Fatal("Inconclusive, promoted: not done")
+	}
+}
+
+// TestJudgeExperiment: the end of an experiment by duration, by its required analyses, by
+// terminate, and by a failed run.
+func TestJudgeExperiment(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	avail := metav1.NewTime(now.Add(-time.Minute))
+	c := &Controller{}
+	judge := func(spec ExperimentSpec, st ExperimentStatus) (ExperimentStatus, time.Duration) {
+		var after time.Duration
+		ex := &Experiment{ObjectMeta: metav1.ObjectMeta{Name: "e"}, Spec: spec}
+		c.judgeExperiment(ex, &st, now, "", st.AvailableAt != nil, func(d time.Duration) { after = d })
+		return st, after
+	}
+	if st, after := judge(ExperimentSpec{Duration: "2m"}, ExperimentStatus{AvailableAt: &avail}); st.Phase != AnalysisRunning || after != time.Minute {
+		t.Errorf("duration not over: %s, again in %v", st.Phase, after)
+	}
+	if st, _ := judge(ExperimentSpec{Duration: "60"}, ExperimentStatus{AvailableAt: &avail}); st.Phase != AnalysisSuccessful {
+		t.Errorf("duration over: %s", st.Phase)
+	}
+	if st, _ := judge(ExperimentSpec{Duration: "1s"}, ExperimentStatus{}); st.Phase != AnalysisPending {
+		t.Errorf("not available: %s", st.Phase)
+	}
+	two := ExperimentSpec{Analyses: []ExperimentAnalysis{{Name: "a", RequiredForCompletion: true}, {Name: "b"}}}
+	runs := func(a, b AnalysisPhase) ExperimentStatus {
+		return ExperimentStatus{AvailableAt: &avail, AnalysisRuns: []ExperimentAnalysisRunStatus{{Name: "a", Phase: a}, {Name: "b", Phase: b}}}
+	}
+	if st, _ := judge(two, runs(AnalysisRunning, AnalysisSuccessful)); st.Phase != AnalysisRunning {
+		t.Errorf("required still running: %s", st.Phase)
+	}
+	if st, _ := judge(two, runs(AnalysisSuccessful, AnalysisRunning)); st.Phase != AnalysisSuccessful {
+		t.Errorf("required done: %s", st.Phase)
+	}
+	if st, _ := judge(two, runs(AnalysisSuccessful, AnalysisFailed)); st.Phase != AnalysisFailed || !strings.Contains(st.Message, "Failed") {
+		t.Errorf("one failed: %s %q", st.Phase, st.Message)
+	}
+	none := ExperimentSpec{Analyses: []ExperimentAnalysis{{Name: "a"}, {Name: "b"}}}
+	if st, _ := judge(none, runs(AnalysisSuccessful, AnalysisRunning)); st.Phase != AnalysisRunning {
+		t.Errorf("none required, one running: %s", st.Phase)
+	}
+	if st, _ := judge(ExperimentSpec{Terminate: true}, ExperimentStatus{}); st.Phase != AnalysisSuccessful || st.Message != "Experiment terminated" {
+		t.Errorf("terminated: %s %q", st.Phase, st.Message)
+	}
 }
