@@ -98,6 +98,10 @@ func computeCanary(w world, p *plan, st *RolloutStatus, all []*appsv1.ReplicaSet
 		removePause(st, PauseReasonCanaryPauseStep)
 		if fully || st.Abort {
 			st.ControllerPause = false
+			removePause(st, PauseReasonInconclusiveExperiment)
+		}
+		if fully {
+			st.Canary.CurrentExperiment = ""
 		}
 		return
 	}
@@ -125,6 +129,8 @@ func computeCanary(w world, p *plan, st *RolloutStatus, all []*appsv1.ReplicaSet
 				st.ControllerPause = true
 			}
 		}
+	case step.Experiment != nil:
+		done = experimentStep(w, p, st)
 	case step.Pause != nil:
 		d, _ := pauseDuration(step.Pause)
 		pc, has := hasPause(st, PauseReasonCanaryPauseStep)
@@ -163,6 +169,8 @@ func computeCanary(w world, p *plan, st *RolloutStatus, all []*appsv1.ReplicaSet
 		removePause(st, PauseReasonInconclusive)
 		st.ControllerPause = false
 		st.Canary.CurrentStepAnalysisRunStatus = nil
+		st.Canary.CurrentExperiment = ""
+		removePause(st, PauseReasonInconclusiveExperiment)
 		p.events = append(p.events, fmt.Sprintf("step %d/%d completed (%s)", idx, n, stepString(step)))
 		p.advanced = true
 		p.after(time.Millisecond) // the next step's objects, at once
@@ -179,6 +187,8 @@ func stepString(s CanaryStep) string {
 		return "pause"
 	case s.Analysis != nil:
 		return "analysis"
+	case s.Experiment != nil:
+		return "experiment"
 	case s.SetCanaryScale != nil && s.SetCanaryScale.Replicas != nil:
 		return fmt.Sprintf("setCanaryScale: replicas %d", *s.SetCanaryScale.Replicas)
 	case s.SetCanaryScale != nil && s.SetCanaryScale.Weight != nil:

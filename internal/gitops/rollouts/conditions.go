@@ -88,6 +88,11 @@ func conditions(w world, p *plan, st *RolloutStatus, prev RolloutStatus, created
 		msg := fmt.Sprintf("Rollout aborted update to revision %d", revisionOf(p.newRS))
 		if a := st.Canary.CurrentStepAnalysisRunStatus; a != nil && a.Message != "" {
 			msg += ": " + a.Message
+		} else if e := w.experiment; e != nil && (e.Phase == AnalysisFailed || e.Phase == AnalysisError) {
+			msg += fmt.Sprintf(": Experiment %q %s", e.Name, e.Phase)
+			if e.Message != "" {
+				msg += ": " + e.Message
+			}
 		}
 		setCondition(st, now, ConditionProgressing, corev1.ConditionFalse, reasonAborted, msg)
 	case isPaused:

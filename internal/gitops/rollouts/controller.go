@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -92,8 +93,9 @@ type Controller struct {
 	log   *slog.Logger
 	queue workqueue.TypedRateLimitingInterface[string]
 
-	rollouts cache.GenericLister
-	rsLister appslisters.ReplicaSetLister
+	rollouts    cache.GenericLister
+	experiments cache.GenericLister
+	rsLister    appslisters.ReplicaSetLister
 	// deployLister: Deployments a workloadRef names.
 	deployLister appslisters.DeploymentLister
 	synced       []cache.InformerSynced
@@ -159,6 +161,15 @@ func (c *Controller) Run(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	ei := dynf.ForResource(ExperimentsResource)
+	c.experiments = ei.Lister()
+	if _, err := ei.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueExperiment,
+		UpdateFunc: func(_, o any) { c.enqueueExperiment(o) },
+		DeleteFunc: c.enqueueExperiment,
+	}); err != nil {
+		return err
+	}
 	kf := informers.NewSharedInformerFactoryWithOptions(c.kube, c.opts.Resync, informers.WithNamespace(c.opts.Namespace), informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = PodTemplateHashLabel // only ReplicaSets of Rollouts
 	}))
@@ -181,7 +192,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	c.synced = []cache.InformerSynced{ri.Informer().HasSynced, rsi.Informer().HasSynced, di.Informer().HasSynced}
+	c.synced = []cache.InformerSynced{ri.Informer().HasSynced, ei.Informer().HasSynced, rsi.Informer().HasSynced, di.Informer().HasSynced}
 	dynf.Start(ctx.Done())
 	kf.Start(ctx.Done())
 	df.Start(ctx.Done())
@@ -238,6 +249,8 @@ func (c *Controller) enqueueOwner(obj any) {
 	}
 	if ref := metav1.GetControllerOf(rs); ref != nil && ref.Kind == "Rollout" && ref.APIVersion == Group+"/"+Version {
 		c.queue.Add(rs.Namespace + "/" + ref.Name)
+	} else if ref != nil && ref.Kind == "Experiment" && ref.APIVersion == Group+"/"+Version {
+		c.queue.Add(experimentKeyPrefix + rs.Namespace + "/" + ref.Name)
 	}
 }
 
@@ -247,7 +260,13 @@ func (c *Controller) next(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
-	after, err := c.reconcile(ctx, key)
+	var after time.Duration
+	var err error
+	if k, ok := strings.CutPrefix(key, experimentKeyPrefix); ok {
+		after, err = c.reconcileExperiment(ctx, k)
+	} else {
+		after, err = c.reconcile(ctx, key)
+	}
 	if ctx.Err() != nil {
 		return true // shutting down
 	}
@@ -313,7 +332,11 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	if err != nil {
 		return 0, err
 	}
-	p := compute(world{ro: ro, rss: rss, now: now, analysis: analysis})
+	exp, err := c.runExperimentStep(ctx, ro, rss)
+	if err != nil {
+		return 0, err
+	}
+	p := compute(world{ro: ro, rss: rss, now: now, analysis: analysis, experiment: exp})
 	if next > 0 {
 		p.after(next)
 	}

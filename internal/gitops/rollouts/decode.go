@@ -135,7 +135,7 @@ func validateStep(f string, st CanaryStep, routed bool, replicas int32) error {
 	}
 	switch {
 	case len(set) == 0:
-		return errdefs.Invalid(f, "", "names no step: use setWeight, pause, analysis or setCanaryScale")
+		return errdefs.Invalid(f, "", "names no step: use setWeight, pause, analysis, experiment or setCanaryScale")
 	case len(set) > 1:
 		return errdefs.Invalid(f, strings.Join(sortedCopy(set), ", "), "must hold exactly one step")
 	}
@@ -171,6 +171,8 @@ func validateStep(f string, st CanaryStep, routed bool, replicas int32) error {
 				return errdefs.Invalid(af+".valueFrom", "", "is not supported yet (supported: value, podTemplateHashValue)")
 			}
 		}
+	case st.Experiment != nil:
+		return validateExperimentStep(f+".experiment", st.Experiment, routed)
 	case st.SetCanaryScale != nil:
 		// As in Argo Rollouts: the canary's scale apart from its weight needs a traffic router.
 		if !routed {
@@ -178,7 +180,7 @@ func validateStep(f string, st CanaryStep, routed bool, replicas int32) error {
 		}
 		return validateSetCanaryScale(f+".setCanaryScale", st.SetCanaryScale, replicas)
 	default:
-		return errdefs.Invalid(f+"."+set[0], "", "is not supported yet (supported steps: setWeight, pause, analysis, setCanaryScale)")
+		return errdefs.Invalid(f+"."+set[0], "", "is not supported yet (supported steps: setWeight, pause, analysis, experiment, setCanaryScale)")
 	}
 	return nil
 }

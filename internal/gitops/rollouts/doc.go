@@ -22,6 +22,7 @@
 // plan out) carried out by the controller, which then writes the status once. A spec that does
 // not validate is a permanent error: the InvalidSpec condition names the field, and nothing is
 // changed in the cluster. API errors are temporary and retried with backoff and jitter. Traffic
-// routers, other metric providers, experiments and workloadRef are refused by name until they
-// are built.
+// routers, other metric providers, experiment weights and services and workloadRef kinds are
+// refused by name until they are built. Experiments (standalone or made by a canary experiment
+// step) are reconciled by the same controller and work queue.
 package rollouts

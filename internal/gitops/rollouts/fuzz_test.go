@@ -19,7 +19,7 @@ import (
 // decision over it stays within bounds: no ReplicaSet asked for more than spec.replicas plus the
 // surge, never a negative count, and a step index within the steps.
 func FuzzDecodeRollout(f *testing.F) {
-	for _, y := range []string{canaryYAML, blueGreenYAML, routedYAML, workloadYAML} {
+	for _, y := range []string{canaryYAML, blueGreenYAML, routedYAML, workloadYAML, experimentStepYAML} {
 		j, err := yaml.YAMLToJSON([]byte(y))
 		if err != nil {
 			f.Fatal(err)

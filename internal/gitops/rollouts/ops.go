@@ -108,6 +108,9 @@ func (c *Controller) Retry(ctx context.Context, namespace, name string) error {
 		if err := c.deleteFailedRuns(ctx, ro); err != nil {
 			return err
 		}
+		if err := c.deleteFailedExperiments(ctx, ro); err != nil {
+			return err
+		}
 		return c.patch(ctx, ro, true, map[string]any{"status": map[string]any{"abort": false, "pauseConditions": nil, "controllerPause": false}})
 	})
 }

@@ -45,6 +45,9 @@ type world struct {
 	// analysis is the current analysis step's run, as the controller last advanced it (nil: not
 	// started or not an analysis step).
 	analysis *RolloutAnalysisRunStatus
+	// experiment is the current experiment step's Experiment (nil: not created yet or not an
+	// experiment step).
+	experiment *RolloutExperimentStatus
 }
 
 func (p *plan) after(d time.Duration) {

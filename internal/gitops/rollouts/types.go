@@ -147,14 +147,14 @@ type GatewayAPIHTTP struct {
 
 // CanaryStep is one step; exactly one field is set.
 type CanaryStep struct {
-	SetWeight      *int32           `json:"setWeight,omitempty"`
-	Pause          *RolloutPause    `json:"pause,omitempty"`
-	SetCanaryScale *SetCanaryScale  `json:"setCanaryScale,omitempty"`
-	Analysis       *RolloutAnalysis `json:"analysis,omitempty"`
-	Experiment     map[string]any   `json:"experiment,omitempty"`
-	SetHeaderRoute map[string]any   `json:"setHeaderRoute,omitempty"`
-	SetMirrorRoute map[string]any   `json:"setMirrorRoute,omitempty"`
-	Plugin         map[string]any   `json:"plugin,omitempty"`
+	SetWeight      *int32                 `json:"setWeight,omitempty"`
+	Pause          *RolloutPause          `json:"pause,omitempty"`
+	SetCanaryScale *SetCanaryScale        `json:"setCanaryScale,omitempty"`
+	Analysis       *RolloutAnalysis       `json:"analysis,omitempty"`
+	Experiment     *RolloutExperimentStep `json:"experiment,omitempty"`
+	SetHeaderRoute map[string]any         `json:"setHeaderRoute,omitempty"`
+	SetMirrorRoute map[string]any         `json:"setMirrorRoute,omitempty"`
+	Plugin         map[string]any         `json:"plugin,omitempty"`
 }
 
 // RolloutPause pauses for Duration (seconds as a number, or "30s", "5m", "1h"), or until
@@ -268,6 +268,8 @@ type RolloutStatus struct {
 type CanaryStatus struct {
 	CurrentStepAnalysisRunStatus *RolloutAnalysisRunStatus `json:"currentStepAnalysisRunStatus,omitempty"`
 	Weights                      *TrafficWeights           `json:"weights,omitempty"`
+	// CurrentExperiment is the Experiment of the experiment step running now.
+	CurrentExperiment string `json:"currentExperiment,omitempty"`
 }
 
 // TrafficWeights is status.canary.weights.
