@@ -138,26 +138,8 @@ func validateStep(f string, st CanaryStep) error {
 		}
 	case st.Analysis != nil:
 		a := st.Analysis
-		if len(a.Templates) == 0 {
-			return errdefs.Invalid(f+".analysis.templates", "", "must name at least one template")
-		}
-		for i, t := range a.Templates {
-			if t.TemplateName == "" {
-				return errdefs.Invalid(fmt.Sprintf("%s.analysis.templates[%d].templateName", f, i), "", "is required")
-			}
-		}
-		for i, arg := range a.Args {
-			af := fmt.Sprintf("%s.analysis.args[%d]", f, i)
-			switch {
-			case arg.Name == "":
-				return errdefs.Invalid(af+".name", "", "is required")
-			case arg.ValueFrom != nil && arg.ValueFrom.PodTemplateHashValue != nil:
-				if v := *arg.ValueFrom.PodTemplateHashValue; v != "Stable" && v != "Latest" {
-					return errdefs.Invalid(af+".valueFrom.podTemplateHashValue", v, "must be Stable or Latest")
-				}
-			case arg.ValueFrom != nil:
-				return errdefs.Invalid(af+".valueFrom", "", "is not supported yet (supported: value, podTemplateHashValue)")
-			}
+		if err := validateAnalysis(f+".analysis", a); err != nil {
+			return err
 		}
 	case st.SetCanaryScale != nil:
 		// As in Argo Rollouts: the canary's scale apart from its weight needs a traffic router.
