@@ -196,4 +196,3 @@ func (in *Instance) WaitFor(t testing.TB, query string, want float64) {
 	}
 	t.Fatalf("prometheus: %s = %v (present %v) after 20s, want %v", query, got, ok, want)
 }
-
