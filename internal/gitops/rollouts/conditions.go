@@ -86,7 +86,7 @@ func conditions(w world, p *plan, st *RolloutStatus, prev RolloutStatus, created
 	switch {
 	case st.Abort:
 		msg := fmt.Sprintf("Rollout aborted update to revision %d", revisionOf(p.newRS))
-		if a := st.Canary.CurrentStepAnalysisRunStatus; a != nil && a.Message != "" {
+		if a := abortingRun(st); a != nil && a.Message != "" {
 			msg += ": " + a.Message
 		}
 		setCondition(st, now, ConditionProgressing, corev1.ConditionFalse, reasonAborted, msg)

@@ -109,6 +109,14 @@ func validateCanary(c *CanaryStrategy, replicas int32) error {
 			return err
 		}
 	}
+	if a := c.Analysis; a != nil {
+		if err := validateAnalysis(f+".analysis", a); err != nil {
+			return err
+		}
+		if s := a.StartingStep; s != nil && (*s < 0 || int(*s) > len(c.Steps)) {
+			return errdefs.Invalid(f+".analysis.startingStep", strconv.Itoa(int(*s)), fmt.Sprintf("must be 0 to the number of steps (%d)", len(c.Steps)))
+		}
+	}
 	return nil
 }
 
@@ -165,10 +173,13 @@ func validateBlueGreen(bg *BlueGreenStrategy, replicas int32) error {
 		return errdefs.Invalid(f+".scaleDownDelaySeconds", strconv.Itoa(int(*bg.ScaleDownDelaySeconds)), "must be 0 or more")
 	case bg.AbortScaleDownDelaySeconds != nil && *bg.AbortScaleDownDelaySeconds < 0:
 		return errdefs.Invalid(f+".abortScaleDownDelaySeconds", strconv.Itoa(int(*bg.AbortScaleDownDelaySeconds)), "must be 0 or more")
-	case bg.PrePromotionAnalysis != nil:
-		return errdefs.Invalid(f+".prePromotionAnalysis", "", "is not supported yet")
-	case bg.PostPromotionAnalysis != nil:
-		return errdefs.Invalid(f+".postPromotionAnalysis", "", "is not supported yet")
+	}
+	for k, a := range map[string]*RolloutAnalysis{"prePromotionAnalysis": bg.PrePromotionAnalysis, "postPromotionAnalysis": bg.PostPromotionAnalysis} {
+		if a != nil {
+			if err := validateAnalysis(f+"."+k, a); err != nil {
+				return err
+			}
+		}
 	}
 	if _, err := scaled(bg.MaxUnavailable, "0", replicas, false, f+".maxUnavailable"); err != nil {
 		return err

@@ -84,6 +84,8 @@ type CanaryStrategy struct {
 	// AbortScaleDownDelaySeconds applies with traffic routing only (as in Argo Rollouts).
 	AbortScaleDownDelaySeconds *int32 `json:"abortScaleDownDelaySeconds,omitempty"`
 	DynamicStableScale         bool   `json:"dynamicStableScale,omitempty"`
+	// Analysis is background analysis: it runs from startingStep until the update completes.
+	Analysis *RolloutAnalysis `json:"analysis,omitempty"`
 }
 
 // TrafficRouting is recognised but not implemented yet: a Rollout using it is refused with a
@@ -127,8 +129,8 @@ type BlueGreenStrategy struct {
 	MaxUnavailable             *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 	ScaleDownDelaySeconds      *int32              `json:"scaleDownDelaySeconds,omitempty"`
 	AbortScaleDownDelaySeconds *int32              `json:"abortScaleDownDelaySeconds,omitempty"`
-	PrePromotionAnalysis       map[string]any      `json:"prePromotionAnalysis,omitempty"`
-	PostPromotionAnalysis      map[string]any      `json:"postPromotionAnalysis,omitempty"`
+	PrePromotionAnalysis       *RolloutAnalysis    `json:"prePromotionAnalysis,omitempty"`
+	PostPromotionAnalysis      *RolloutAnalysis    `json:"postPromotionAnalysis,omitempty"`
 }
 
 // Phase is the status.phase Argo Rollouts writes.
@@ -212,7 +214,8 @@ type RolloutStatus struct {
 // CanaryStatus is status.canary (weights are written only with traffic routing, which this
 // controller does not do yet).
 type CanaryStatus struct {
-	CurrentStepAnalysisRunStatus *RolloutAnalysisRunStatus `json:"currentStepAnalysisRunStatus,omitempty"`
+	CurrentStepAnalysisRunStatus       *RolloutAnalysisRunStatus `json:"currentStepAnalysisRunStatus,omitempty"`
+	CurrentBackgroundAnalysisRunStatus *RolloutAnalysisRunStatus `json:"currentBackgroundAnalysisRunStatus,omitempty"`
 	Weights                      *TrafficWeights           `json:"weights,omitempty"`
 }
 
@@ -235,5 +238,7 @@ type BlueGreenStatus struct {
 	ActiveSelector  string `json:"activeSelector,omitempty"`
 	// ScaleUpPreviewCheckPoint: promotion has begun, and a preview run with
 	// previewReplicaCount is being scaled to spec.replicas before the active Service switches.
-	ScaleUpPreviewCheckPoint bool `json:"scaleUpPreviewCheckPoint,omitempty"`
+	ScaleUpPreviewCheckPoint       bool                      `json:"scaleUpPreviewCheckPoint,omitempty"`
+	PrePromotionAnalysisRunStatus  *RolloutAnalysisRunStatus `json:"prePromotionAnalysisRunStatus,omitempty"`
+	PostPromotionAnalysisRunStatus *RolloutAnalysisRunStatus `json:"postPromotionAnalysisRunStatus,omitempty"`
 }
