@@ -216,7 +216,7 @@ type RolloutStatus struct {
 type CanaryStatus struct {
 	CurrentStepAnalysisRunStatus       *RolloutAnalysisRunStatus `json:"currentStepAnalysisRunStatus,omitempty"`
 	CurrentBackgroundAnalysisRunStatus *RolloutAnalysisRunStatus `json:"currentBackgroundAnalysisRunStatus,omitempty"`
-	Weights                      *TrafficWeights           `json:"weights,omitempty"`
+	Weights                            *TrafficWeights           `json:"weights,omitempty"`
 }
 
 // TrafficWeights is status.canary.weights.
