@@ -259,7 +259,13 @@ func truncate(s string, n int) string {
 // jobName is the Job of a run's metric's measurement n (1-based), as Argo Rollouts names it:
 // RUN-UID.METRIC.N, cut to a valid name.
 func jobName(run *AnalysisRun, metric string, n int32) string {
-	name := fmt.Sprintf("%s.%s.%d", run.UID, strings.ToLower(metric), n)
+	clean := strings.Map(func(r rune) rune {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' {
+			return r
+		}
+		return '-'
+	}, strings.ToLower(metric))
+	name := fmt.Sprintf("%s.%s.%d", run.UID, strings.Trim(clean, "-"), n)
 	if len(name) > 63 {
 		name = name[:57] + "-" + rand.String(5)
 	}
