@@ -295,7 +295,7 @@ func (c *Controller) measureJob(ctx context.Context, run *AnalysisRun, m Metric,
 					Controller: &yes, BlockOwnerDeletion: &yes}}},
 			Spec: spec,
 		}
-		if job, err = jobs.Create(ctx, job, metav1.CreateOptions{FieldManager: FieldManager}); err != nil {
+		if _, err := jobs.Create(ctx, job, metav1.CreateOptions{FieldManager: FieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return AnalysisError, "", fmt.Sprintf("create Job %s: %v", name, err)
 		}
 		return AnalysisRunning, "", ""
