@@ -167,7 +167,7 @@ spec:
 	if !dry.DryRun || dry.Phase != rollouts.AnalysisFailed || st.DryRunSummary == nil || st.DryRunSummary.Failed != 1 {
 		t.Fatalf("dry-probe: %+v, summary %+v", dry, st.DryRunSummary)
 	}
-	if !strings.Contains(string(raw), `"query":"freshet_success_rate{app=\"api\"}"`) || !strings.Contains(string(raw), `"secretKeyRef":{"name":"prom-auth","key":"password"}`) {
+	if !strings.Contains(string(raw), `"query":"freshet_success_rate{app=\"api\"}"`) || !strings.Contains(string(raw), `"secretKeyRef":{"key":"password","name":"prom-auth"}`) {
 		t.Fatalf("the run's spec: %s", raw)
 	}
 
@@ -337,7 +337,11 @@ spec:
 	ro := e.waitPhase("bg", rollouts.PhasePaused, 1)
 	runName := "bg-" + ro.Status.CurrentPodHash + "-background"
 	e.waitFor("background measurements", 20*time.Second, func() (bool, string) {
-		n, _, _ := unstructured.NestedSlice(e.run(runName).Object, "status", "metricResults")
+		r, err := e.c.Dynamic.Resource(rollouts.AnalysisRunsResource).Namespace(e.ns).Get(e.ctx, runName, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error() // started by the reconcile after the one that reached the step
+		}
+		n, _, _ := unstructured.NestedSlice(r.Object, "status", "metricResults")
 		if len(n) == 0 {
 			return false, "no results"
 		}
