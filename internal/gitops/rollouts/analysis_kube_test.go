@@ -270,6 +270,17 @@ spec:
 	e.apply(doc("registry.local/svc:3", "1"))
 	e.waitAborted("svc", `Metric "smoke-test" assessed Failed`, "1:0/0 2:2/2 3:0/0")
 	e.waitFor("the failed run's Jobs deleted", 30*time.Second, func() (bool, string) { return jobs() == 0, fmt.Sprint(jobs()) })
+
+	// The template's argument left without a value: the run fails naming it, no Job is made, and
+	// the update is aborted back to stable.
+	e.apply(strings.Replace(doc("registry.local/svc:4", "0"), `args: [{name: exit-code, value: "0"}]`, `args: []`, 1))
+	e.waitAborted("svc", `exit-code`, "1:0/0 2:2/2 3:0/0 4:0/0")
+	if msg := e.rollout("svc").Status.Message; !strings.Contains(msg, "given no value") {
+		t.Fatalf("message %q", msg)
+	}
+	if n := jobs(); n != 0 {
+		t.Fatalf("%d Jobs", n)
+	}
 }
 
 func gaugeTemplate(name, series, address, count string) string {
