@@ -7,7 +7,10 @@ STATICCHECK_VERSION ?= v0.8.2
 FUZZTIME ?= 10s
 export GOFLAGS ?= -buildvcs=false
 
-.PHONY: all build up test test-deps test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-containers bench-analytics bench-helm faults generate check fuzz security clean
+CHART_REGISTRY ?=
+CHART_VERSION  ?=
+
+.PHONY: chart all build up test test-deps test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-containers bench-analytics bench-helm faults generate check fuzz security clean
 
 all: build
 
@@ -136,3 +139,11 @@ clean:
 -include hack/devcluster/devcluster.mk
 -include hack/ctrenv/ctrenv.mk
 -include web/web.mk
+
+# After the include: the prerequisite needs $(CTRENV).
+## chart: package the Helm charts (charts/) and push them as OCI charts to CHART_REGISTRY
+## (HOST[:PORT][/PATH]; credentials in CHART_REGISTRY_USER/PASSWORD) or, when it is empty, to
+## the loopback registry $(REGISTRY_NAME) (started by ctrenv); CHART_VERSION sets their version
+chart: $(if $(CHART_REGISTRY),,$(CTRENV))
+	$(GO) run ./hack/chart --out dist/charts --ctrenv $(abspath $(CTRENV)) --registry-name $(REGISTRY_NAME) \
+		$(if $(CHART_REGISTRY),--registry '$(CHART_REGISTRY)') $(if $(CHART_VERSION),--version '$(CHART_VERSION)' --app-version '$(CHART_VERSION)')

@@ -58,6 +58,10 @@ type DeployedImage struct {
 	Tags       []string `json:"tags,omitempty"`
 	Digest     string   `json:"digest"`
 	BuildID    string   `json:"buildId,omitempty"`
+	// Commits and Issues are what the reported images of this digest were built from (each
+	// commit once, each issue once).
+	Commits []ImageCommit `json:"commits"`
+	Issues  []ImageIssue  `json:"issues"`
 }
 
 // DeploymentFilter narrows a deployment listing.

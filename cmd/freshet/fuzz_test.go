@@ -147,7 +147,7 @@ var noFuzzTarget = map[string]string{
 	"internal/runner/executor/container": "decodes the container engine's build stream (the engine's JSON, not the step's bytes) and operator options",
 	"internal/runner/executor/local":     "/proc/PID/stat of its own children and the sandbox's status pipe, written by Freshet",
 	"internal/runtimes/install":          "the installer's own manifests and the user's kubeconfig, read by client-go on the user's machine",
-	"internal/runtimes/manifests":        "its own embedded manifests (the executor's Role for runner install), not input",
+	"internal/runtimes/manifests":        "renders its own embedded charts (internal/helmchart, FuzzRenderValues); decodes only the executor's Role, not input",
 	"internal/server":                    "operator options and bus messages between replicas",
 	"internal/store":                     "its own rows and the operator's DSN",
 	"internal/testenv/usage":             "reads the test process's own /proc/self/status",

@@ -20,11 +20,11 @@ var layers = []struct {
 		"internal/pipeline/spec", "internal/version", "internal/config", "internal/runner/mask",
 		"internal/runner/executor", "internal/runner/imagesign", "internal/schedule", "internal/gitops/repourl", "internal/gitops/internal/yamlx",
 		"internal/tunnel/wire", "internal/runtimes/manifests", "internal/secrets", "internal/bus", "internal/netpolicy", "internal/gqlguard",
-		"api", "client", "internal/testenv/fill",
+		"api", "client", "internal/testenv/fill", "charts", "internal/helmchart",
 	}},
 	{"store", []string{"internal/store"}},
 	{"domains and engines", []string{
-		"internal/identity", "internal/audit", "internal/pipeline", "internal/runtimes", "internal/events", "internal/analytics",
+		"internal/identity", "internal/audit", "internal/images", "internal/pipeline", "internal/runtimes", "internal/events", "internal/analytics",
 		"internal/cron", "internal/runner", "internal/gitops", "internal/gitops/rollouts", "internal/gitops/appset", "internal/tunnel/client", "internal/testenv",
 		"internal/runner/executor/local", "internal/runner/executor/kubernetes", "internal/runner/executor/executortest",
 		"internal/runner/executor/container",

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/images"
 	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/store"
@@ -107,14 +108,28 @@ type Commit struct {
 	Time            time.Time
 }
 
-// Image is an image a CI build pushed for the deployed revision.
+// Image is an image a CI build pushed for the deployed revision. Commits and Issues are what
+// the reported images of its digest were built from (image enrichment); they are filled in
+// when deployments are read, not stored with the record, so a report that arrives after the
+// deployment shows too.
 type Image struct {
 	Registry   string   `json:"registry,omitempty"`
 	Repository string   `json:"repository"`
 	Tags       []string `json:"tags,omitempty"`
 	Digest     string   `json:"digest"`
 	BuildID    string   `json:"buildId,omitempty"`
+
+	Commits []images.Commit `json:"-"`
+	Issues  []images.Issue  `json:"-"`
 }
+
+// Origins links images to what they were built from: the reported images of each digest.
+// *images.Service implements it.
+type Origins interface {
+	Origins(ctx context.Context, accountID string, digests []string) (map[string][]images.Image, error)
+}
+
+var _ Origins = (*images.Service)(nil)
 
 // Filter narrows deployments and DORA metrics. Zero fields do not filter.
 type Filter struct {
@@ -131,9 +146,10 @@ func (f Filter) store() store.DeploymentFilter {
 
 // Service answers analytics queries.
 type Service struct {
-	db     Store
-	log    *slog.Logger
-	window time.Duration
+	db      Store
+	origins Origins
+	log     *slog.Logger
+	window  time.Duration
 }
 
 // Deps are what the Service needs.
@@ -142,6 +158,9 @@ type Deps struct {
 	Log   *slog.Logger
 	// FailureWindow is DefaultFailureWindow when zero.
 	FailureWindow time.Duration
+	// Origins, when set, adds to deployments' images the commits and issues they were built
+	// from.
+	Origins Origins
 }
 
 // New returns the analytics service.
@@ -152,7 +171,7 @@ func New(d Deps) *Service {
 	if d.FailureWindow <= 0 {
 		d.FailureWindow = DefaultFailureWindow
 	}
-	return &Service{db: d.Store, log: d.Log, window: d.FailureWindow}
+	return &Service{db: d.Store, origins: d.Origins, log: d.Log, window: d.FailureWindow}
 }
 
 // FailureWindow is the window after a deployment in which degraded health or a rollback makes
@@ -176,7 +195,55 @@ func (s *Service) ListDeployments(ctx context.Context, p rbac.Principal, f Filte
 		}
 		out = append(out, d)
 	}
+	if err := s.enrich(ctx, p.AccountID, out); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// enrich adds to ds' images the commits and issues of the reported images with their digests:
+// each commit once (by SHA), each issue once (by key), in report order.
+func (s *Service) enrich(ctx context.Context, accountID string, ds []Deployment) error {
+	if s.origins == nil {
+		return nil
+	}
+	var digests []string
+	seen := map[string]bool{}
+	for _, d := range ds {
+		for _, im := range d.Images {
+			if !seen[im.Digest] {
+				seen[im.Digest] = true
+				digests = append(digests, im.Digest)
+			}
+		}
+	}
+	if len(digests) == 0 {
+		return nil
+	}
+	by, err := s.origins.Origins(ctx, accountID, digests)
+	if err != nil {
+		return fmt.Errorf("deployments' images: %w", err)
+	}
+	for i := range ds {
+		for j := range ds[i].Images {
+			im := &ds[i].Images[j]
+			im.Commits, im.Issues = []images.Commit{}, []images.Issue{}
+			shas, keys := map[string]bool{}, map[string]bool{}
+			for _, o := range by[im.Digest] {
+				if c := o.Commit; c.SHA != "" && !shas[c.SHA] {
+					shas[c.SHA] = true
+					im.Commits = append(im.Commits, c)
+				}
+				for _, is := range o.Issues {
+					if !keys[is.Key] {
+						keys[is.Key] = true
+						im.Issues = append(im.Issues, is)
+					}
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func deploymentFromRow(r store.Deployment) (Deployment, error) {

@@ -132,7 +132,15 @@ func (s *Service) Bootstrap(ctx context.Context, accountName, email, password st
 	if n > 0 {
 		return BootstrapResult{}, nil
 	}
-	return s.Provision(ctx, accountName, email, password)
+	res, err := s.Provision(ctx, accountName, email, password)
+	if errors.Is(err, errdefs.ErrConflict) {
+		// Replicas that start together on an empty database all count no account; one
+		// creates it and the others' inserts conflict. Bootstrapped by that one, not an error.
+		if n, cerr := s.db.CountAccounts(ctx); cerr == nil && n > 0 {
+			return BootstrapResult{}, nil
+		}
+	}
+	return res, err
 }
 
 // Provision creates an account and its first admin as a platform action (first start, hosted

@@ -62,34 +62,25 @@ func (s *Service) sealTyped(accountID, name, typ string, in map[string]string, o
 			return "", errdefs.Invalid("values."+k, "", fmt.Sprintf("is larger than %d KiB", maxContextValueBytes>>10))
 		}
 	}
-	var was map[string]string
-	if old != nil {
-		var err error
-		if was, err = contextData(*old); err != nil {
-			return "", err
+	was, err := storedValues(old)
+	if err != nil {
+		return "", err
+	}
+	var bounds []boundTo // every value that is not a secret
+	for _, k := range keys {
+		if !slices.Contains(secretKeys[typ], k) {
+			bounds = append(bounds, boundTo{"values." + k, was[k], in[k]})
 		}
 	}
-	masked := false
+	kept := map[string]string{}
 	for _, k := range secretKeys[typ] {
 		if in[k] != MaskedValue {
 			continue
 		}
-		if was[k] == "" {
-			return "", errdefs.Invalid("values."+k, "", "is the mask of a secret, not a secret: give the value")
-		}
-		masked = true
-	}
-	if masked {
-		for _, k := range keys {
-			if slices.Contains(secretKeys[typ], k) {
-				continue
-			}
-			if in[k] != was[k] {
-				return "", errdefs.Invalid("values."+k, in[k], "changed while a secret was sent back masked: the stored secret is kept only while the other values stay the same; give the secret again")
-			}
+		if kept[k], err = keepMasked("values."+k, was[k], bounds...); err != nil {
+			return "", err
 		}
 	}
-	var err error
 	switch typ {
 	case ContextKubernetes:
 		err = s.checkCluster(in)
@@ -106,7 +97,7 @@ func (s *Service) sealTyped(accountID, name, typ string, in map[string]string, o
 		}
 		switch {
 		case v == MaskedValue && slices.Contains(secretKeys[typ], k):
-			v = was[k]
+			v = kept[k]
 		case slices.Contains(secretKeys[typ], k):
 			ct, err := s.keys.Encrypt([]byte(v), contextAAD(accountID, name, k))
 			if err != nil {

@@ -84,7 +84,7 @@ func TestClusterAndHelmRepoContexts(t *testing.T) {
 			t.Fatalf("token after masked update: %q", got.Values["token"])
 		}
 		_, err = s.PutContext(ctx, p, "prod", ContextInput{Values: map[string]string{"server": "https://evil.example.com", "token": MaskedValue}}, false)
-		if errdefs.Field(err) != "values.server" {
+		if errdefs.Field(err) != "values.token" {
 			t.Fatalf("masked token to another server: %v", err)
 		}
 		if _, err := s.PutContext(ctx, p, "kc", ContextInput{Type: ContextKubernetes, Values: map[string]string{"kubeconfig": testKubeconfig}}, true); err != nil {

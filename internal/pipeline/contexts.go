@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
@@ -29,6 +30,41 @@ const (
 // pipeline variables) in what the Service returns. An update that sends it back keeps the
 // stored value.
 const MaskedValue = "*****"
+
+// storedValues is the values of the context a change replaces: none when it is created.
+func storedValues(old *store.ConfigContext) (map[string]string, error) {
+	if old == nil {
+		return nil, nil
+	}
+	return contextData(*old)
+}
+
+// boundTo is a value that a secret sent back masked is bound to: its field, the value stored
+// with the secret, and the value sent now.
+type boundTo struct{ field, was, now string }
+
+// keepMasked answers the stored (encrypted) value of a secret that came back as MaskedValue —
+// a client that read the context got it masked, and sending it back keeps it — but only while
+// every value it is bound to (the server it is sent to, the CA that lets a host pass for that
+// server) stays the same, so that whoever may edit contexts but not read secrets cannot send a
+// stored secret to a server of their choosing. field names the secret; stored is its stored
+// value, "" when there is none.
+func keepMasked(field, stored string, bounds ...boundTo) (string, error) {
+	if stored == "" {
+		return "", errdefs.Invalid(field, "", "is the mask of a secret, not a secret: give the value")
+	}
+	for _, b := range bounds {
+		if b.now == b.was {
+			continue
+		}
+		was := " " + b.was
+		if strings.ContainsAny(b.was+b.now, "\r\n") { // a PEM: name it, do not print it
+			was = " the same"
+		}
+		return "", errdefs.Invalid(field, "", fmt.Sprintf("is the mask of the stored secret, which is kept only while %s stays%s: give %s with the new %s", b.field, was, field, b.field))
+	}
+	return stored, nil
+}
 
 func contextAAD(accountID, name, key string) []byte {
 	return secrets.AAD(accountID, "context", name, key)

@@ -87,21 +87,14 @@ func (s *Service) sealGit(accountID, name string, g GitProvider, old *store.Conf
 	case "":
 		return "", errdefs.Invalid("git.token", "", "is required: give a token of the provider that may read the repositories (and write commit statuses)")
 	case MaskedValue:
-		var was map[string]string
-		if old != nil {
-			var err error
-			if was, err = contextData(*old); err != nil {
-				return "", err
-			}
+		was, err := storedValues(old)
+		if err != nil {
+			return "", err
 		}
-		switch {
-		case was[gitToken] == "":
-			return "", errdefs.Invalid("git.token", "", "is the mask of a token, not a token: give the token")
-		case was[gitURL] != g.URL || was[gitProvider] != g.Provider:
-			return "", errdefs.Invalid("git.token", "", fmt.Sprintf("is the mask of the stored token, which is kept only while git.provider stays %s and git.url stays %s: give the token for %s",
-				was[gitProvider], was[gitURL], g.URL))
+		if stored[gitToken], err = keepMasked("git.token", was[gitToken],
+			boundTo{"git.provider", was[gitProvider], g.Provider}, boundTo{"git.url", was[gitURL], g.URL}); err != nil {
+			return "", err
 		}
-		stored[gitToken] = was[gitToken]
 	default:
 		ct, err := s.keys.Encrypt([]byte(g.Token), contextAAD(accountID, name, gitToken))
 		if err != nil {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/freshet-dev/freshet/api/runnerv1"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/gitops/repourl"
+	"github.com/freshet-dev/freshet/internal/images"
 	"github.com/freshet-dev/freshet/internal/store"
 )
 
@@ -170,22 +172,14 @@ func (s *Service) sealRegistry(accountID, name string, r Registry, old *store.Co
 			return "", errdefs.Invalid("registry.password", "", "is required with registry.username: give the password or token")
 		}
 	case MaskedValue:
-		var was map[string]string
-		if old != nil {
-			var err error
-			if was, err = contextData(*old); err != nil {
-				return "", err
-			}
+		was, err := storedValues(old)
+		if err != nil {
+			return "", err
 		}
-		switch {
-		case was[registryPassword] == "":
-			return "", errdefs.Invalid("registry.password", "", "is the mask of a password, not a password: give the password or token")
-		case was[registryURL] != r.URL:
-			return "", errdefs.Invalid("registry.password", "", fmt.Sprintf("is the mask of the stored password, which is kept only while registry.url stays %s: give the password for %s", was[registryURL], r.URL))
-		case was[registryCA] != r.CA:
-			return "", errdefs.Invalid("registry.password", "", "is the mask of the stored password, which is kept only while registry.ca stays the same: give the password with the new CA")
+		if stored[registryPassword], err = keepMasked("registry.password", was[registryPassword],
+			boundTo{"registry.url", was[registryURL], r.URL}, boundTo{"registry.ca", was[registryCA], r.CA}); err != nil {
+			return "", err
 		}
-		stored[registryPassword] = was[registryPassword]
 	default:
 		ct, err := s.keys.Encrypt([]byte(r.Password), contextAAD(accountID, name, registryPassword))
 		if err != nil {
@@ -275,6 +269,19 @@ func (s *Service) recordImages(ctx context.Context, r Runner, l runnerv1.Lease, 
 			_, err := tx.PutBuildImage(ctx, store.BuildImage{ID: store.NewID(store.PrefixImage), AccountID: b.AccountID, BuildID: b.ID, Step: step,
 				Registry: im.Registry, Repository: im.Repository, Tags: im.Tags, Digest: im.Digest, Size: im.Size, SHA: b.SHA, Branch: b.Branch,
 				CreatedAt: now})
+			if err != nil {
+				return err
+			}
+			// The same image in the account's reported images, linked to the build's commit and
+			// the issues its message and branch name (docs/analytics.md, "Images").
+			keys := images.Resolve(append(images.ParseKeys(b.CommitMessage), images.BranchKeys(b.Branch)...), b.Repo)
+			if len(keys) > images.MaxKeys {
+				keys = keys[:images.MaxKeys]
+			}
+			_, _, err = tx.PutImageReport(ctx, store.ImageReport{ID: store.NewID(store.PrefixImageReport), AccountID: b.AccountID,
+				Registry: im.Registry, Repository: im.Repository, Digest: im.Digest, Tags: im.Tags, SHA: b.SHA, Branch: b.Branch,
+				RepoURL: repourl.Redact(b.Repo), CommitMessage: images.Truncate(b.CommitMessage), CommitAuthor: b.CommitAuthor, Issues: keys,
+				ReportedBy: "build " + b.ID, BuildID: b.ID, CreatedAt: now, UpdatedAt: now})
 			if err != nil {
 				return err
 			}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"time"
 
 	"github.com/freshet-dev/freshet/internal/gitops/git"
+	"github.com/freshet-dev/freshet/internal/images"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/pipeline"
 )
@@ -71,4 +73,24 @@ func (g gitSteps) ReadStepFile(ctx context.Context, path string) ([]byte, bool, 
 		return nil, false, nil
 	}
 	return data, err == nil, err
+}
+
+// gitCommits reads reported images' commits through the shared repo cache (whose policy is the
+// operator's): public repositories only, no credentials.
+type gitCommits struct{ cache *git.Cache }
+
+var _ images.CommitReader = gitCommits{}
+
+// ReadCommit fetches sha from repoURL and returns its message, author and commit time.
+func (g gitCommits) ReadCommit(ctx context.Context, repoURL, sha string) (string, string, time.Time, error) {
+	repo := git.Repo{URL: repoURL}
+	res, err := g.cache.Fetch(ctx, repo, sha)
+	if err != nil {
+		return "", "", time.Time{}, err
+	}
+	ci, err := g.cache.CommitInfo(ctx, repo, res.SHA)
+	if err != nil {
+		return "", "", time.Time{}, err
+	}
+	return ci.Message, ci.Author, ci.CommitTime, nil
 }

@@ -51,6 +51,15 @@ const (
 
 var aImageDigest = "sha256:" + strings.Repeat("a1", 32)
 
+// A's image reported through the API, its issue and its issue tracker.
+var aReportedDigest = "sha256:" + strings.Repeat("a2", 32)
+
+const (
+	aReportedRepo  = "ghcr.io/a-reported/web"
+	aReportedIssue = "ASECRET-77"
+	aTracker       = "a-secret-tracker"
+)
+
 const isolationSpec = "version: '1.0'\nsteps:\n  one:\n    commands: [\"echo one\"]\n"
 
 func setupTenants(t *testing.T, d store.Dialect) *tenants {
@@ -202,6 +211,16 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 		t.Fatalf("A's DORA report of November 2023 (the B cases query the same): %+v, %v", r, err)
 	}
 
+	// The tracker answers only for project ZZZ: nothing is fetched for A's issue.
+	if _, err := s.Admin.CreateIssueTracker(ctx, client.CreateIssueTrackerRequest{Name: aTracker, Kind: "jira", URL: "https://a-secret-tracker.example",
+		Token: "a-tracker-token", Scope: []string{"ZZZ"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Admin.ReportImage(ctx, client.ReportImageRequest{Image: aReportedRepo + ":1", Digest: aReportedDigest, Commit: "aaaaaaa",
+		Issues: []string{aReportedIssue}}); err != nil {
+		t.Fatal(err)
+	}
+
 	audit, err := s.Admin.ListAudit(ctx, client.AuditFilter{ListOptions: client.ListOptions{Limit: 1000}})
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +229,8 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 	tn.aOnly = []string{aMe.Account.ID, aMe.User.ID, aMe.User.Email, alice.ID, alice.Email, k.ID, k.Prefix, k.Token,
 		pr.ID, pl.ID, bl.ID, rn.ID, rn.Token, aSecretValue, aRegistryPassword, aRegistryURL, aRegistryUser, aImageRepo, aImageDigest,
 		trg.ID, trg.Secret, art.ID, art.Token, tn.aTeam, "a-team-secret", tn.aRule, "a-rt-attr", tn.aSession,
-		aApps[0].ID, "a-shop-web", "a-secret-repo", "a-team-label", "a-payments", "a-project-x", aHookSecret, tn.aInvitation, aDeployment}
+		aApps[0].ID, "a-shop-web", "a-secret-repo", "a-team-label", "a-payments", "a-project-x", aHookSecret, tn.aInvitation, aDeployment,
+		aReportedDigest, aReportedRepo, aReportedIssue, aTracker, "a-tracker-token"}
 	for _, e := range audit.Items {
 		tn.aOnly = append(tn.aOnly, e.ID)
 	}
@@ -307,6 +327,13 @@ func (tn *tenants) unchanged(t *testing.T) {
 	}
 	if rules, err := tn.aAdmin.ListRules(ctx, client.ListOptions{}); err != nil || len(rules.Items) != 1 || rules.Items[0].ID != tn.aRule {
 		t.Errorf("A's rules changed: %+v, %v", rules.Items, err)
+	}
+	if ims, err := tn.aAdmin.ListImages(ctx, client.ImageFilter{Digest: aReportedDigest}); err != nil || len(ims.Items) != 1 ||
+		ims.Items[0].Commit == nil || ims.Items[0].Commit.SHA != "aaaaaaa" || len(ims.Items[0].Issues) != 1 || ims.Items[0].Issues[0].Key != aReportedIssue {
+		t.Errorf("A's reported image changed: %+v, %v", ims.Items, err)
+	}
+	if ts, err := tn.aAdmin.ListIssueTrackers(ctx); err != nil || len(ts.Items) != 1 || ts.Items[0].Name != aTracker {
+		t.Errorf("A's issue trackers changed: %+v, %v", ts.Items, err)
 	}
 }
 
@@ -642,6 +669,32 @@ func init() {
 				t.Errorf("B's DORA report over A's runtime counts deployments: %s", body)
 			}
 			return st, body
+		},
+		"GET /api/v1/images": func(t *testing.T, tn *tenants) (int, string) {
+			st, body := raw(t, tn, "GET", "/api/v1/images?limit=1000", tn.bKey, "")
+			if st2, body2 := raw(t, tn, "GET", "/api/v1/images?digest="+aReportedDigest, tn.bKey, ""); st2 != 200 || strings.Contains(body2, aReportedDigest) {
+				t.Errorf("B's images of A's digest: %d %s", st2, body2)
+			}
+			return st, body
+		},
+		"POST /api/v1/images": func(t *testing.T, tn *tenants) (int, string) {
+			// B reports an image with A's digest: its own row; A's keeps its commit and issues.
+			st, out := raw(t, tn, "POST", "/api/v1/images", tn.bKey, `{"image":"ghcr.io/b/web@`+aReportedDigest+`","commit":"bbbbbbb","issues":["BEE-1"]}`)
+			expect(t, "B's own image report", st, 200)
+			return st, out
+		},
+		"GET /api/v1/issue-trackers": func(t *testing.T, tn *tenants) (int, string) {
+			return raw(t, tn, "GET", "/api/v1/issue-trackers", tn.bKey, "")
+		},
+		"POST /api/v1/issue-trackers": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "POST", "/api/v1/issue-trackers", tn.bKey, `{"name":"b-tracker","kind":"gitlab"}`)
+			expect(t, "B's own tracker", st, 201)
+			return st, out
+		},
+		"DELETE /api/v1/issue-trackers/{name}": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "DELETE", "/api/v1/issue-trackers/"+aTracker, tn.bKey, "")
+			expect(t, "deleting A's tracker", st, 404)
+			return st, out
 		},
 		"GET /api/v1/runners": func(t *testing.T, tn *tenants) (int, string) {
 			return raw(t, tn, "GET", "/api/v1/runners", tn.bKey, "")

@@ -94,7 +94,8 @@ func testPushedImages(t *testing.T, d store.Dialect) {
 		t.Fatal(err)
 	}
 	const sha = "0123456789abcdef0123456789abcdef01234567"
-	b, err := s.Admin.RunPipeline(ctx, "app/ci", client.RunRequest{Branch: "release/1.4", SHA: sha})
+	b, err := s.Admin.RunPipeline(ctx, "app/ci", client.RunRequest{Branch: "release/1.4", SHA: sha, Repo: "https://github.com/acme/app.git",
+		Message: "APP-14: faster startup (#12)"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,6 +141,17 @@ func testPushedImages(t *testing.T, d store.Dialect) {
 	if im.Step != "build" || im.Registry != "ghcr" || im.Repository != "ghcr.io/acme/app" || !slices.Equal(im.Tags, app.Tags) || im.Digest != digest(1) ||
 		im.Size != 13_421_773 || im.SHA != sha || im.Branch != "release/1.4" || im.BuildID != b.ID || im.ID == "" || im.CreatedAt.IsZero() {
 		t.Fatalf("stored image = %+v", im)
+	}
+	// The build's image is a reported image too, linked to the build's commit and the issues its
+	// message names (#12 in the build's repository); the retries counted once.
+	reported, err := s.Admin.ListImages(ctx, client.ImageFilter{Digest: digest(1)})
+	if err != nil || len(reported.Items) != 1 {
+		t.Fatalf("reported images of the build: %+v, %v", reported.Items, err)
+	}
+	if ri := reported.Items[0]; ri.BuildID != b.ID || ri.Repository != "ghcr.io/acme/app" || ri.Commit == nil || ri.Commit.SHA != sha ||
+		ri.Commit.Branch != "release/1.4" || ri.Commit.Message != "APP-14: faster startup (#12)" || len(ri.Issues) != 2 ||
+		ri.Issues[0].Key != "APP-14" || ri.Issues[1].Key != "acme/app#12" || ri.Issues[0].Error != "no issue tracker is configured for it" {
+		t.Fatalf("reported image of the build: %+v", ri)
 	}
 	// A report naming more tags for the same image adds them; another step's push is another record.
 	r1.renew(lease1)

@@ -36,6 +36,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/events"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/identity"
+	"github.com/freshet-dev/freshet/internal/images"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/pipeline"
 	"github.com/freshet-dev/freshet/internal/runtimes"
@@ -61,6 +62,7 @@ type Server struct {
 	outbox   *events.OutboxRelay
 	analyze  *analytics.Handler
 	stats    *analytics.Service
+	images   *images.Service
 	pipes    *pipeline.Service
 	dispatch *pipeline.Dispatcher
 	runtimes *runtimes.Service
@@ -172,10 +174,12 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	s.runtimes = runtimes.New(runtimes.Deps{Store: s.db, Audit: s.audit, Keys: keys, Log: log.With("component", "runtimes"),
 		Provisioner: s.hosted, Tunnel: runtimeTunnel{s.tunnel}, OnEvents: s.outbox.Kick})
 	// Every replica runs the analytics consumers; their durable names make them share the work.
-	s.stats = analytics.New(analytics.Deps{Store: s.db, Log: log.With("component", "analytics"), FailureWindow: opts.AnalyticsFailureWindow})
+	s.images = images.New(images.Deps{Store: s.db, Audit: s.audit, Keys: keys, Net: s.policy, Commits: gitCommits{cache: cache}, Log: log.With("component", "images")})
+	s.stats = analytics.New(analytics.Deps{Store: s.db, Log: log.With("component", "analytics"), FailureWindow: opts.AnalyticsFailureWindow,
+		Origins: s.images})
 	s.analyze = analytics.NewHandler(analytics.HandlerDeps{Store: s.db, Bus: s.bus, Ledger: s.db.Ledger(), Log: log.With("component", "analytics"),
 		FailureWindow: opts.AnalyticsFailureWindow})
-	s.rest = rest.New(rest.Deps{Identity: s.identity, Audit: s.audit, Pipelines: s.pipes, Dispatcher: s.dispatch, Runtimes: s.runtimes, Analytics: s.stats, Log: log,
+	s.rest = rest.New(rest.Deps{Identity: s.identity, Audit: s.audit, Pipelines: s.pipes, Dispatcher: s.dispatch, Runtimes: s.runtimes, Analytics: s.stats, Images: s.images, Log: log,
 		SecureCookies: opts.TLSCert != "", Access: s.access, PublicURL: baseURL})
 	gql, err := graphql.New(s.identity, s.audit, s.runtimes, s.stats, log)
 	if err != nil {

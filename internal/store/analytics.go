@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -596,12 +597,27 @@ func (q *Queries) DeleteDeployments(ctx context.Context, accountID string) error
 	return err
 }
 
-// ImagesOfCommit returns the images account's builds of commit sha pushed, oldest first.
+// ImagesOfCommit returns the images account's builds of commit sha pushed, oldest first, then
+// the images reported through the API as built from sha that no build pushed (BuildID empty).
 func (q *Queries) ImagesOfCommit(ctx context.Context, accountID, sha string) ([]BuildImage, error) {
 	if sha == "" {
 		return nil, nil
 	}
-	return q.buildImages(ctx, `WHERE account_id = ? AND sha = ? ORDER BY id LIMIT 100`, accountID, sha)
+	out, err := q.buildImages(ctx, `WHERE account_id = ? AND sha = ? ORDER BY id LIMIT 100`, accountID, sha)
+	if err != nil {
+		return nil, err
+	}
+	reported, err := q.imageReports(ctx, `WHERE account_id = ? AND sha = ? ORDER BY id LIMIT 100`, accountID, sha)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range reported {
+		if !slices.ContainsFunc(out, func(b BuildImage) bool { return b.Repository == r.Repository && b.Digest == r.Digest }) {
+			out = append(out, BuildImage{ID: r.ID, AccountID: accountID, Registry: r.Registry, Repository: r.Repository, Tags: r.Tags,
+				Digest: r.Digest, SHA: r.SHA, Branch: r.Branch, CreatedAt: r.CreatedAt})
+		}
+	}
+	return out, nil
 }
 
 // AccountIDs returns the IDs of every account, in ID order.

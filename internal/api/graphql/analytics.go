@@ -9,6 +9,7 @@ import (
 	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/internal/analytics"
 	"github.com/freshet-dev/freshet/internal/api/httpx"
+	"github.com/freshet-dev/freshet/internal/images"
 )
 
 type deploymentFilterInput struct {
@@ -154,6 +155,39 @@ func (i imageResolver) Tags() []string {
 }
 func (i imageResolver) Digest() string   { return i.i.Digest }
 func (i imageResolver) BuildID() *string { return strPtr(i.i.BuildID) }
+func (i imageResolver) Commits() []imageCommitResolver {
+	out := make([]imageCommitResolver, len(i.i.Commits))
+	for j, c := range i.i.Commits {
+		out[j] = imageCommitResolver{c}
+	}
+	return out
+}
+func (i imageResolver) Issues() []imageIssueResolver {
+	out := make([]imageIssueResolver, len(i.i.Issues))
+	for j, is := range i.i.Issues {
+		out[j] = imageIssueResolver{is}
+	}
+	return out
+}
+
+type imageCommitResolver struct{ c images.Commit }
+
+func (c imageCommitResolver) SHA() *string     { return strPtr(c.c.SHA) }
+func (c imageCommitResolver) Branch() *string  { return strPtr(c.c.Branch) }
+func (c imageCommitResolver) RepoURL() *string { return strPtr(c.c.RepoURL) }
+func (c imageCommitResolver) Message() *string { return strPtr(c.c.Message) }
+func (c imageCommitResolver) Author() *string  { return strPtr(c.c.Author) }
+func (c imageCommitResolver) Time() *string    { return timeStr(c.c.Time) }
+
+type imageIssueResolver struct{ i images.Issue }
+
+func (i imageIssueResolver) Key() string      { return i.i.Key }
+func (i imageIssueResolver) Tracker() *string { return strPtr(i.i.Tracker) }
+func (i imageIssueResolver) Kind() *string    { return strPtr(i.i.Kind) }
+func (i imageIssueResolver) Title() *string   { return strPtr(i.i.Title) }
+func (i imageIssueResolver) State() *string   { return strPtr(i.i.State) }
+func (i imageIssueResolver) URL() *string     { return strPtr(i.i.URL) }
+func (i imageIssueResolver) Error() *string   { return strPtr(i.i.Error) }
 
 type doraResolver struct{ r analytics.Report }
 

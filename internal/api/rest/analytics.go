@@ -85,8 +85,12 @@ func ToDeployment(d analytics.Deployment) client.Deployment {
 		out.LeadTimeSeconds = &s
 	}
 	for _, im := range d.Images {
-		out.Images = append(out.Images, client.DeployedImage{Registry: im.Registry, Repository: im.Repository, Tags: im.Tags,
-			Digest: im.Digest, BuildID: im.BuildID})
+		di := client.DeployedImage{Registry: im.Registry, Repository: im.Repository, Tags: im.Tags,
+			Digest: im.Digest, BuildID: im.BuildID, Commits: make([]client.ImageCommit, 0, len(im.Commits)), Issues: ToImageIssues(im.Issues)}
+		for _, c := range im.Commits {
+			di.Commits = append(di.Commits, *ToImageCommit(c))
+		}
+		out.Images = append(out.Images, di)
 	}
 	return out
 }

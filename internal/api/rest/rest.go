@@ -17,6 +17,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/api/httpx"
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/identity"
+	"github.com/freshet-dev/freshet/internal/images"
 	"github.com/freshet-dev/freshet/internal/pipeline"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/runtimes"
@@ -38,6 +39,7 @@ type API struct {
 	dispatch  *pipeline.Dispatcher
 	runtimes  *runtimes.Service
 	analytics *analytics.Service
+	images    *images.Service
 	log       *slog.Logger
 	secure    bool // cookies get the Secure attribute (the server speaks TLS)
 	access    *httpx.Access
@@ -52,6 +54,7 @@ type Deps struct {
 	Dispatcher *pipeline.Dispatcher
 	Runtimes   *runtimes.Service
 	Analytics  *analytics.Service
+	Images     *images.Service
 	Log        *slog.Logger
 	// SecureCookies marks session cookies Secure (the server speaks TLS).
 	SecureCookies bool
@@ -64,7 +67,7 @@ type Deps struct {
 
 // New returns the REST API over the given services.
 func New(d Deps) *API {
-	return &API{id: d.Identity, audit: d.Audit, pipelines: d.Pipelines, dispatch: d.Dispatcher, runtimes: d.Runtimes, analytics: d.Analytics, log: d.Log, secure: d.SecureCookies, access: d.Access, publicURL: strings.TrimSuffix(d.PublicURL, "/")}
+	return &API{id: d.Identity, audit: d.Audit, pipelines: d.Pipelines, dispatch: d.Dispatcher, runtimes: d.Runtimes, analytics: d.Analytics, images: d.Images, log: d.Log, secure: d.SecureCookies, access: d.Access, publicURL: strings.TrimSuffix(d.PublicURL, "/")}
 }
 
 // Routes lists every REST endpoint.
@@ -149,6 +152,11 @@ func (a *API) Routes() []Route {
 		{Method: "POST", Path: "/api/v1/webhooks/gitops/{provider}/{account}", Public: true, Handler: a.gitopsWebhookDelivery},
 		{Method: "GET", Path: "/api/v1/deployments", Handler: a.listDeployments},
 		{Method: "GET", Path: "/api/v1/dora", Handler: a.dora},
+		{Method: "GET", Path: "/api/v1/images", Handler: a.listImages},
+		{Method: "POST", Path: "/api/v1/images", Handler: a.reportImage},
+		{Method: "GET", Path: "/api/v1/issue-trackers", Handler: a.listIssueTrackers},
+		{Method: "POST", Path: "/api/v1/issue-trackers", Handler: a.createIssueTracker},
+		{Method: "DELETE", Path: "/api/v1/issue-trackers/{name}", Handler: a.deleteIssueTracker},
 		{Method: "GET", Path: "/api/v1/runners", Handler: a.listRunners},
 		{Method: "POST", Path: "/api/v1/runners", Handler: a.registerRunner},
 		{Method: "DELETE", Path: "/api/v1/runners/{id}", Handler: a.deleteRunner},

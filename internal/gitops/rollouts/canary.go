@@ -35,11 +35,24 @@ func computeCanary(w world, p *plan, st *RolloutStatus, all []*appsv1.ReplicaSet
 		zero := int32(0)
 		st.CurrentStepIndex, idx = &zero, 0
 	}
-	// Every step done: the new revision becomes stable.
-	if !st.Abort && idx >= n && st.StableRS != newHash {
+	// Every step done: the new revision becomes stable (with a traffic router, once it runs at
+	// full scale: the stable Service is switched to it and the canary weight goes back to 0).
+	routed := c.TrafficRouting != nil
+	if !st.Abort && (idx >= n || st.PromoteFull) && st.StableRS != newHash &&
+		(!routed || (p.create != newRS && specReplicas(newRS) == want && newRS.Status.AvailableReplicas >= want)) {
+		old := stableRS
 		st.StableRS, stableRS, p.stableRS = newHash, newRS, newRS
 		st.PromoteFull = false
 		p.events = append(p.events, fmt.Sprintf("revision %d promoted to stable", revisionOf(newRS)))
+		if routed && old != nil && old != newRS && specReplicas(old) > 0 {
+			// The previous stable revision serves until the routers have let go of it.
+			if d := scaleDownDelay(c); d > 0 {
+				v := w.now.Add(d).UTC().Format(time.RFC3339)
+				p.setAnnotation(old, ScaleDownDeadlineAnnotation, &v)
+			} else {
+				p.setScale(old, 0)
+			}
+		}
 	}
 	fully := st.StableRS == newHash
 
@@ -52,13 +65,21 @@ func computeCanary(w world, p *plan, st *RolloutStatus, all []*appsv1.ReplicaSet
 		}
 	}
 	desiredNew, desiredStable := want, int32(0)
-	if !fully {
-		desiredNew, desiredStable = canaryCounts(ro, st, idx, want)
-	}
-	newCount, stableCount := canaryScale(newRS, stableRS, others, p, want, surge, unavail, desiredNew, desiredStable, fully)
-	p.setScale(newRS, newCount)
-	if !fully {
-		p.setScale(stableRS, stableCount)
+	var newCount, stableCount int32
+	atCounts := false
+	if routed {
+		desiredNew, desiredStable, atCounts = computeRouted(w, p, st, others, idx, want, fully)
+		newCount, stableCount = desiredNew, desiredStable
+	} else {
+		st.Canary.Weights = nil // written with traffic routing only
+		if !fully {
+			desiredNew, desiredStable = canaryCounts(ro, st, idx, want)
+		}
+		newCount, stableCount = canaryScale(newRS, stableRS, others, p, want, surge, unavail, desiredNew, desiredStable, fully)
+		p.setScale(newRS, newCount)
+		if !fully {
+			p.setScale(stableRS, stableCount)
+		}
 	}
 	scaleDownOthers(p, others, all, want, unavail)
 
@@ -124,6 +145,10 @@ func computeCanary(w world, p *plan, st *RolloutStatus, all []*appsv1.ReplicaSet
 				p.after(end.Sub(w.now))
 			}
 		}
+	case routed && step.SetWeight != nil: // done once the counts are reached and the weight is written
+		done = atCounts && p.traffic.weight == *step.SetWeight
+	case step.SetCanaryScale != nil:
+		done = atCounts
 	default: // setWeight: done once both sides are at their counts and available
 		done = newCount == desiredNew && specReplicas(newRS) == desiredNew && newRS.Status.AvailableReplicas >= desiredNew &&
 			(stableRS == nil || (stableCount == desiredStable && specReplicas(stableRS) == desiredStable && stableRS.Status.AvailableReplicas >= desiredStable)) &&
@@ -155,6 +180,12 @@ func stepString(s CanaryStep) string {
 		return "pause"
 	case s.Analysis != nil:
 		return "analysis"
+	case s.SetCanaryScale != nil && s.SetCanaryScale.Replicas != nil:
+		return fmt.Sprintf("setCanaryScale: replicas %d", *s.SetCanaryScale.Replicas)
+	case s.SetCanaryScale != nil && s.SetCanaryScale.Weight != nil:
+		return fmt.Sprintf("setCanaryScale: weight %d", *s.SetCanaryScale.Weight)
+	case s.SetCanaryScale != nil:
+		return "setCanaryScale: matchTrafficWeight"
 	}
 	return "step"
 }
@@ -288,7 +319,7 @@ func scaleDownOthers(p *plan, others, all []*appsv1.ReplicaSet, want, unavail in
 	room := avail - (want - unavail)
 	for _, rs := range others {
 		cur := specReplicas(rs)
-		if cur == 0 || rs.Annotations[ScaleDownDeadlineAnnotation] != "" {
+		if _, pending := p.annotate[rs.Name][ScaleDownDeadlineAnnotation]; cur == 0 || rs.Annotations[ScaleDownDeadlineAnnotation] != "" || pending {
 			continue
 		}
 		unready := max(0, cur-rs.Status.AvailableReplicas)

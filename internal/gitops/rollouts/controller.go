@@ -94,7 +94,9 @@ type Controller struct {
 
 	rollouts cache.GenericLister
 	rsLister appslisters.ReplicaSetLister
-	synced   []cache.InformerSynced
+	// deployLister: Deployments a workloadRef names.
+	deployLister appslisters.DeploymentLister
+	synced       []cache.InformerSynced
 
 	mu      sync.Mutex
 	started bool
@@ -169,11 +171,23 @@ func (c *Controller) Run(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	c.synced = []cache.InformerSynced{ri.Informer().HasSynced, rsi.Informer().HasSynced}
+	df := informers.NewSharedInformerFactoryWithOptions(c.kube, c.opts.Resync, informers.WithNamespace(c.opts.Namespace))
+	di := df.Apps().V1().Deployments()
+	c.deployLister = di.Lister()
+	if _, err := di.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueWorkloadUsers,
+		UpdateFunc: func(_, o any) { c.enqueueWorkloadUsers(o) },
+		DeleteFunc: c.enqueueWorkloadUsers,
+	}); err != nil {
+		return err
+	}
+	c.synced = []cache.InformerSynced{ri.Informer().HasSynced, rsi.Informer().HasSynced, di.Informer().HasSynced}
 	dynf.Start(ctx.Done())
 	kf.Start(ctx.Done())
+	df.Start(ctx.Done())
 	defer dynf.Shutdown()
 	defer kf.Shutdown()
+	defer df.Shutdown()
 	defer c.queue.ShutDown()
 	if !cache.WaitForCacheSync(ctx.Done(), c.synced...) {
 		return ctx.Err()
@@ -284,6 +298,13 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	if verr != nil {
 		return 0, errors.Join(verr, c.writeInvalid(ctx, u, ro, verr, now))
 	}
+	dep, err := c.resolveWorkload(ro)
+	if errors.Is(err, errdefs.ErrInvalid) {
+		return 0, errors.Join(err, c.writeInvalid(ctx, u, ro, err, now))
+	}
+	if err != nil {
+		return 0, errors.Join(err, c.writeReconcileError(ctx, u, ro, err))
+	}
 	rss, err := c.replicaSets(ro)
 	if err != nil {
 		return 0, err
@@ -303,6 +324,9 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 		}
 	}
 	status, err := c.carryOut(ctx, ro, p)
+	if err == nil && dep != nil {
+		err = c.scaleWorkload(ctx, ro, dep, p, &status)
+	}
 	if ctx.Err() != nil {
 		return 0, ctx.Err()
 	}
@@ -387,6 +411,41 @@ func (c *Controller) writeInvalid(ctx context.Context, u *unstructured.Unstructu
 	return c.putStatus(ctx, u, st)
 }
 
+// writeReconcileError keeps the Rollout's last status, with a temporary error in its message.
+func (c *Controller) writeReconcileError(ctx context.Context, u *unstructured.Unstructured, ro *Rollout, err error) error {
+	st := ro.Status.deepCopy()
+	removeCondition(&st, ConditionInvalidSpec)
+	st.Phase, _ = Calculate(&ro.Spec, &st)
+	st.Message = "ReconciliationError: " + err.Error()
+	return c.writeStatus(ctx, u, ro, st)
+}
+
+// enqueueWorkloadUsers queues the Rollouts whose workloadRef names a Deployment that changed.
+func (c *Controller) enqueueWorkloadUsers(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	d, ok := obj.(*appsv1.Deployment)
+	if !ok {
+		return
+	}
+	list, err := c.rollouts.ByNamespace(d.Namespace).List(labels.Everything())
+	if err != nil {
+		return
+	}
+	for _, o := range list {
+		u, ok := o.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		kind, _, _ := unstructured.NestedString(u.Object, "spec", "workloadRef", "kind")
+		name, _, _ := unstructured.NestedString(u.Object, "spec", "workloadRef", "name")
+		if kind == "Deployment" && name == d.Name {
+			c.queue.Add(u.GetNamespace() + "/" + u.GetName())
+		}
+	}
+}
+
 // writeStatus writes st unless it equals what the Rollout holds.
 func (c *Controller) writeStatus(ctx context.Context, u *unstructured.Unstructured, ro *Rollout, st RolloutStatus) error {
 	if statusEqual(ro.Status, st) {
@@ -455,6 +514,10 @@ func (c *Controller) apply(ctx context.Context, ro *Rollout, p *plan) error {
 		}
 		svcs[s.name] = svc
 	}
+	routers, err := c.prepareRouters(ctx, ro, p)
+	if err != nil {
+		return err
+	}
 	if p.create != nil {
 		if _, err := rsc.Create(ctx, p.create, metav1.CreateOptions{FieldManager: FieldManager}); apierrors.IsAlreadyExists(err) {
 			cur, gerr := rsc.Get(ctx, p.create.Name, metav1.GetOptions{})
@@ -505,6 +568,11 @@ func (c *Controller) apply(ctx context.Context, ro *Rollout, p *plan) error {
 	}
 	for _, s := range p.services {
 		if err := c.switchService(ctx, ro, svcs[s.name], s); err != nil {
+			return err
+		}
+	}
+	for _, w := range routers {
+		if err := w(ctx); err != nil {
 			return err
 		}
 	}

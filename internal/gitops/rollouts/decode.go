@@ -44,12 +44,20 @@ func decodeError(err error) error {
 
 // Validate checks a Rollout's spec the way Argo Rollouts' validation does, for what this
 // controller supports, and refuses what it does not support yet by name.
-func Validate(s *RolloutSpec) error {
+func Validate(s *RolloutSpec) error { return validateSpec(s, false) }
+
+// validateSpec validates s; resolved: a workloadRef's template (and selector) have been copied
+// into s, and are checked like a template of its own.
+func validateSpec(s *RolloutSpec, resolved bool) error {
 	if s.Replicas != nil && *s.Replicas < 0 {
 		return errdefs.Invalid("spec.replicas", strconv.Itoa(int(*s.Replicas)), "must be 0 or more")
 	}
-	if s.WorkloadRef != nil {
-		return errdefs.Invalid("spec.workloadRef", s.WorkloadRef.Kind+"/"+s.WorkloadRef.Name, "is not supported yet: give spec.template")
+	if s.WorkloadRef != nil && !resolved {
+		// The template comes from the workload: checked once it is read (validateSpec resolved).
+		if err := validateWorkloadRef(s); err != nil {
+			return err
+		}
+		return validateStrategy(s)
 	}
 	if s.Selector == nil || (len(s.Selector.MatchLabels) == 0 && len(s.Selector.MatchExpressions) == 0) {
 		return errdefs.Invalid("spec.selector", "", "is required and must not be empty (an empty selector selects every pod)")
@@ -64,11 +72,15 @@ func Validate(s *RolloutSpec) error {
 	if len(s.Template.Spec.Containers) == 0 {
 		return errdefs.Invalid("spec.template.spec.containers", "", "must name at least one container")
 	}
-	if s.MinReadySeconds < 0 {
-		return errdefs.Invalid("spec.minReadySeconds", strconv.Itoa(int(s.MinReadySeconds)), "must be 0 or more")
-	}
+	return validateStrategy(s)
+}
+
+func validateStrategy(s *RolloutSpec) error {
 	if s.RevisionHistoryLimit != nil && *s.RevisionHistoryLimit < 0 {
 		return errdefs.Invalid("spec.revisionHistoryLimit", strconv.Itoa(int(*s.RevisionHistoryLimit)), "must be 0 or more")
+	}
+	if s.MinReadySeconds < 0 {
+		return errdefs.Invalid("spec.minReadySeconds", strconv.Itoa(int(s.MinReadySeconds)), "must be 0 or more")
 	}
 	if pd := s.ProgressDeadlineSeconds; pd != nil && *pd <= s.MinReadySeconds {
 		return errdefs.Invalid("spec.progressDeadlineSeconds", strconv.Itoa(int(*pd)), "must be greater than spec.minReadySeconds")
@@ -87,8 +99,8 @@ func Validate(s *RolloutSpec) error {
 
 func validateCanary(c *CanaryStrategy, replicas int32) error {
 	const f = "spec.strategy.canary"
-	if c.TrafficRouting != nil {
-		return errdefs.Invalid(f+".trafficRouting", "", "is not supported yet: without it the weight is the share of replicas")
+	if err := validateTrafficRouting(c); err != nil {
+		return err
 	}
 	if c.CanaryService != "" && c.CanaryService == c.StableService {
 		return errdefs.Invalid(f+".canaryService", c.CanaryService, "must differ from stableService")
@@ -105,7 +117,7 @@ func validateCanary(c *CanaryStrategy, replicas int32) error {
 		return errdefs.Invalid(f+".maxSurge", "0", "and maxUnavailable cannot both be 0")
 	}
 	for i, st := range c.Steps {
-		if err := validateStep(fmt.Sprintf("%s.steps[%d]", f, i), st); err != nil {
+		if err := validateStep(fmt.Sprintf("%s.steps[%d]", f, i), st, c.TrafficRouting != nil, replicas); err != nil {
 			return err
 		}
 	}
@@ -120,7 +132,7 @@ func validateCanary(c *CanaryStrategy, replicas int32) error {
 	return nil
 }
 
-func validateStep(f string, st CanaryStep) error {
+func validateStep(f string, st CanaryStep, routed bool, replicas int32) error {
 	var set []string
 	for name, ok := range map[string]bool{"setWeight": st.SetWeight != nil, "pause": st.Pause != nil,
 		"setCanaryScale": st.SetCanaryScale != nil, "analysis": st.Analysis != nil, "experiment": st.Experiment != nil,
@@ -131,7 +143,7 @@ func validateStep(f string, st CanaryStep) error {
 	}
 	switch {
 	case len(set) == 0:
-		return errdefs.Invalid(f, "", "names no step: use setWeight, pause or analysis")
+		return errdefs.Invalid(f, "", "names no step: use setWeight, pause, analysis or setCanaryScale")
 	case len(set) > 1:
 		return errdefs.Invalid(f, strings.Join(sortedCopy(set), ", "), "must hold exactly one step")
 	}
@@ -151,9 +163,12 @@ func validateStep(f string, st CanaryStep) error {
 		}
 	case st.SetCanaryScale != nil:
 		// As in Argo Rollouts: the canary's scale apart from its weight needs a traffic router.
-		return errdefs.Invalid(f+".setCanaryScale", "", "requires spec.strategy.canary.trafficRouting (as in Argo Rollouts), which is not supported yet")
+		if !routed {
+			return errdefs.Invalid(f+".setCanaryScale", "", "requires spec.strategy.canary.trafficRouting (as in Argo Rollouts)")
+		}
+		return validateSetCanaryScale(f+".setCanaryScale", st.SetCanaryScale, replicas)
 	default:
-		return errdefs.Invalid(f+"."+set[0], "", "is not supported yet (supported steps: setWeight, pause, analysis)")
+		return errdefs.Invalid(f+"."+set[0], "", "is not supported yet (supported steps: setWeight, pause, analysis, setCanaryScale)")
 	}
 	return nil
 }

@@ -23,6 +23,7 @@ type plan struct {
 	annotate map[string]map[string]*string // ReplicaSet name → annotations to set (nil value: remove)
 	remove   []string                      // ReplicaSets beyond revisionHistoryLimit
 	services []serviceSwitch               // Service selectors to point at a revision
+	traffic  *trafficPlan                  // the weight for the traffic routers (routed canary only)
 	restart  bool                          // restartAt is due: the controller restarts pods
 	status   RolloutStatus
 	requeue  time.Duration // when a timer (pause, deadline, delay) needs another look; 0: none
@@ -177,7 +178,7 @@ func sortedCopy(s []string) []string {
 func compute(w world) *plan {
 	p := computeOnce(w)
 	for range 8 {
-		if !p.advanced || p.create != nil || len(p.scale) > 0 || len(p.annotate) > 0 || len(p.remove) > 0 {
+		if !p.advanced || p.create != nil || len(p.scale) > 0 || len(p.annotate) > 0 || len(p.remove) > 0 || weightMoves(w.ro, p) {
 			return p
 		}
 		ro := *w.ro
@@ -187,6 +188,17 @@ func compute(w world) *plan {
 		p = next
 	}
 	return p
+}
+
+// weightMoves: the plan writes a new weight to the routers. The next step is decided after it
+// is written, so a scale-down that depends on traffic having left (dynamicStableScale) never
+// runs ahead of the router.
+func weightMoves(ro *Rollout, p *plan) bool {
+	if p.traffic == nil {
+		return false
+	}
+	prev := ro.Status.Canary.Weights
+	return prev == nil || prev.Canary.Weight != p.traffic.weight
 }
 
 func computeOnce(w world) *plan {

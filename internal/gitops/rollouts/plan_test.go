@@ -346,7 +346,7 @@ func TestInvalidSpecNamesTheField(t *testing.T) {
 		{`{"op":"pause"}`, "spec.strategy.canary.steps[1].pause.duration"},
 		{`{"op":"selector"}`, "spec.template.metadata.labels"},
 		{`{"op":"both"}`, "spec.strategy"},
-		{`{"op":"canaryscale"}`, "spec.strategy.canary.steps[1].setCanaryScale"},
+		{`{"op":"canaryscale"}`, "spec.strategy.canary.steps[1].setCanaryScale"}, // needs trafficRouting
 	} {
 		ro, err := decodeYAML(t, canaryYAML)
 		if err != nil {

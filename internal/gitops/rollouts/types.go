@@ -1,6 +1,8 @@
 package rollouts
 
 import (
+	"encoding/json"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -58,8 +60,8 @@ type RolloutSpec struct {
 	RestartAt               *metav1.Time           `json:"restartAt,omitempty"`
 }
 
-// ObjectRef points at a workload whose pod template a Rollout uses (not supported yet: a
-// Rollout naming one gets an InvalidSpec condition).
+// ObjectRef points at the workload whose pod template a Rollout uses (spec.workloadRef: an
+// apps/v1 Deployment).
 type ObjectRef struct {
 	APIVersion string `json:"apiVersion,omitempty"`
 	Kind       string `json:"kind,omitempty"`
@@ -83,14 +85,67 @@ type CanaryStrategy struct {
 	MaxSurge       *intstr.IntOrString `json:"maxSurge,omitempty"`
 	// AbortScaleDownDelaySeconds applies with traffic routing only (as in Argo Rollouts).
 	AbortScaleDownDelaySeconds *int32 `json:"abortScaleDownDelaySeconds,omitempty"`
-	DynamicStableScale         bool   `json:"dynamicStableScale,omitempty"`
+	// ScaleDownDelaySeconds (traffic routing only, 30 by default): the previous stable
+	// revision keeps its pods that long after promotion, while routers catch up.
+	ScaleDownDelaySeconds *int32 `json:"scaleDownDelaySeconds,omitempty"`
+	DynamicStableScale    bool   `json:"dynamicStableScale,omitempty"`
 	// Analysis is background analysis: it runs from startingStep until the update completes.
 	Analysis *RolloutAnalysis `json:"analysis,omitempty"`
 }
 
-// TrafficRouting is recognised but not implemented yet: a Rollout using it is refused with a
-// clear condition rather than run without its traffic split.
-type TrafficRouting map[string]any
+// TrafficRouting splits traffic between canaryService and stableService by weight. This
+// controller writes NGINX Ingress canary annotations and Gateway API HTTPRoute backendRef
+// weights; the other routers Argo Rollouts knows are recognised and refused by name.
+type TrafficRouting struct {
+	Nginx   *NginxTrafficRouting       `json:"nginx,omitempty"`
+	Plugins map[string]json.RawMessage `json:"plugins,omitempty"`
+	// Recognised, not built: a Rollout naming one is refused rather than run without its split.
+	Istio            map[string]any `json:"istio,omitempty"`
+	SMI              map[string]any `json:"smi,omitempty"`
+	ALB              map[string]any `json:"alb,omitempty"`
+	Ambassador       map[string]any `json:"ambassador,omitempty"`
+	AppMesh          map[string]any `json:"appMesh,omitempty"`
+	Traefik          map[string]any `json:"traefik,omitempty"`
+	Apisix           map[string]any `json:"apisix,omitempty"`
+	ManagedRoutes    []any          `json:"managedRoutes,omitempty"`
+	MaxTrafficWeight *int32         `json:"maxTrafficWeight,omitempty"`
+}
+
+// NginxTrafficRouting is trafficRouting.nginx: the canary Ingress is a copy of each stable
+// Ingress pointing at the canary Service, with the NGINX canary annotations.
+type NginxTrafficRouting struct {
+	AnnotationPrefix             string            `json:"annotationPrefix,omitempty"`
+	StableIngress                string            `json:"stableIngress,omitempty"`
+	StableIngresses              []string          `json:"stableIngresses,omitempty"`
+	AdditionalIngressAnnotations map[string]string `json:"additionalIngressAnnotations,omitempty"`
+	CanaryIngressAnnotations     map[string]string `json:"canaryIngressAnnotations,omitempty"`
+}
+
+// GatewayAPIPlugin is the plugin name Argo Rollouts' Gateway API traffic router registers under
+// (trafficRouting.plugins["argoproj-labs/gatewayAPI"]).
+const GatewayAPIPlugin = "argoproj-labs/gatewayAPI"
+
+// GatewayAPIRouting is that plugin's configuration: the HTTPRoutes whose backendRefs to the
+// canary and stable Services get the weights.
+type GatewayAPIRouting struct {
+	HTTPRoute  string           `json:"httpRoute,omitempty"`
+	HTTPRoutes []GatewayAPIHTTP `json:"httpRoutes,omitempty"`
+	Namespace  string           `json:"namespace,omitempty"`
+	// Recognised, not built.
+	GRPCRoute         string          `json:"grpcRoute,omitempty"`
+	TCPRoute          string          `json:"tcpRoute,omitempty"`
+	TLSRoute          string          `json:"tlsRoute,omitempty"`
+	GRPCRoutes        []any           `json:"grpcRoutes,omitempty"`
+	TCPRoutes         []any           `json:"tcpRoutes,omitempty"`
+	TLSRoutes         []any           `json:"tlsRoutes,omitempty"`
+	HTTPRouteSelector json.RawMessage `json:"httpRouteSelector,omitempty"`
+}
+
+// GatewayAPIHTTP names one HTTPRoute.
+type GatewayAPIHTTP struct {
+	Name            string `json:"name"`
+	UseHeaderRoutes bool   `json:"useHeaderRoutes,omitempty"`
+}
 
 // CanaryStep is one step; exactly one field is set.
 type CanaryStep struct {
@@ -110,8 +165,8 @@ type RolloutPause struct {
 	Duration *intstr.IntOrString `json:"duration,omitempty"`
 }
 
-// SetCanaryScale sets the canary's scale apart from the traffic weight. Argo Rollouts allows it
-// only with trafficRouting, which is not built: a step using it is refused.
+// SetCanaryScale sets the canary's scale apart from the traffic weight (trafficRouting only, as
+// in Argo Rollouts).
 type SetCanaryScale struct {
 	Weight             *int32 `json:"weight,omitempty"`
 	Replicas           *int32 `json:"replicas,omitempty"`
@@ -211,8 +266,7 @@ type RolloutStatus struct {
 	Message            string           `json:"message,omitempty"`
 }
 
-// CanaryStatus is status.canary (weights are written only with traffic routing, which this
-// controller does not do yet).
+// CanaryStatus is status.canary (weights are written with traffic routing only).
 type CanaryStatus struct {
 	CurrentStepAnalysisRunStatus       *RolloutAnalysisRunStatus `json:"currentStepAnalysisRunStatus,omitempty"`
 	CurrentBackgroundAnalysisRunStatus *RolloutAnalysisRunStatus `json:"currentBackgroundAnalysisRunStatus,omitempty"`

@@ -568,7 +568,7 @@ func (in *Installer) Uninstall(ctx context.Context, name, namespace string) erro
 		namespace = manifests.DefaultNamespace
 	}
 	err := in.step("removing the runtime's objects", func() (string, error) {
-		mo := manifests.Options{Name: name, Namespace: namespace, Server: "https://x", Token: "x", AccessMode: "ingress", IngressHost: "x"}
+		mo := manifests.Options{Name: name, Namespace: namespace, Server: "https://x", Token: "frt_x", AccessMode: "ingress", IngressHost: "x"}
 		objs, err := manifests.Objects(mo)
 		if err != nil {
 			return "", err

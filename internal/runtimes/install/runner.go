@@ -231,7 +231,7 @@ func (ri *RunnerInstaller) Uninstall(ctx context.Context, name, namespace string
 		namespace = manifests.DefaultRunnerNamespace
 	}
 	err := ri.step("removing the runner's objects", func() (string, error) {
-		objs, err := manifests.RunnerObjects(manifests.RunnerOptions{Name: name, Namespace: namespace, Server: "https://x", Token: "x", RoleYAML: kubeexec.RoleYAML})
+		objs, err := manifests.RunnerObjects(manifests.RunnerOptions{Name: name, Namespace: namespace, Server: "https://x", Token: "frn_x", RoleYAML: kubeexec.RoleYAML})
 		if err != nil {
 			return "", err
 		}

@@ -1,20 +1,23 @@
-// Package manifests generates the Kubernetes objects a hybrid runtime runs from: its
+// Package manifests renders the Kubernetes objects a hybrid runtime runs from — its
 // Namespace, ServiceAccount and RBAC, the Secret with its token, the Deployment running
-// `freshet runtime`, the app-proxy Service and, in ingress mode, an Ingress. `freshet runtime
-// manifests` prints them; the installer applies them with server-side apply. It also makes a
-// runner's objects (RunnerObjects: `freshet runner install`), with the Role its caller hands
-// in (the kubernetes executor's).
+// `freshet runtime`, the app-proxy Service and, in ingress mode, an Ingress — from the
+// embedded freshet-runtime Helm chart (charts/freshet-runtime), so that the CLI and `helm
+// install` install the same thing. `freshet runtime manifests` prints them; the installer
+// applies them with server-side apply. It also renders a runner's objects (RunnerObjects:
+// `freshet runner install`) from charts/freshet-runner, with the Role its caller hands in
+// (the kubernetes executor's).
 package manifests
 
 import (
 	"bytes"
-	"fmt"
 	"regexp"
 	"strings"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/freshet-dev/freshet/charts"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/helmchart"
 )
 
 // Defaults.
@@ -83,100 +86,33 @@ func (o *Options) Validate() error {
 // Object is one Kubernetes object as a generic map.
 type Object = map[string]any
 
-// Objects returns the runtime's objects in apply order.
+// Objects returns the runtime's objects in apply order: the freshet-runtime chart (package
+// charts) rendered for the options, its Namespace included.
 func Objects(o Options) ([]Object, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	labels := map[string]any{"app.kubernetes.io/name": "freshet-runtime", InstanceLabel: o.Name, ManagedByLabel: managedBy}
-	meta := func(name string, namespaced bool) map[string]any {
-		m := map[string]any{"name": name, "labels": labels}
-		if namespaced {
-			m["namespace"] = o.Namespace
-		}
-		return m
+	ch, err := helmchart.Load(charts.Runtime)
+	if err != nil {
+		return nil, err
 	}
-	clusterName := "freshet-runtime-" + o.Name
-	objs := []Object{
-		{"apiVersion": "v1", "kind": "Namespace", "metadata": meta(o.Namespace, false)},
-		{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta("freshet-runtime", true)},
-		// The GitOps engine applies whatever applications declare, so it needs broad rights in the
-		// runtime's own cluster, like Argo CD's application controller. Managed clusters get their
-		// own, narrower service account (freshet cluster add).
-		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": meta(clusterName, false),
-			"rules": []any{
-				map[string]any{"apiGroups": []any{"*"}, "resources": []any{"*"}, "verbs": []any{"*"}},
-				map[string]any{"nonResourceURLs": []any{"*"}, "verbs": []any{"get", "list"}},
-			}},
-		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": meta(clusterName, false),
-			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": clusterName},
-			"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": "freshet-runtime", "namespace": o.Namespace}}},
+	return helmchart.Render(ch, helmchart.Release{Name: o.Name, Namespace: o.Namespace}, o.Values())
+}
+
+// Values are the freshet-runtime chart's values for the options (Validate them first): what
+// `helm install` would be given to install the same runtime.
+func (o Options) Values() map[string]any {
+	return map[string]any{
+		"name":            o.Name,
+		"server":          o.Server,
+		"accessMode":      o.AccessMode,
+		"ingress":         map[string]any{"host": o.IngressHost, "className": o.IngressClass},
+		"image":           map[string]any{"repository": o.Image},
+		"token":           map[string]any{"value": o.Token, "runtimeID": o.RuntimeID},
+		"repo":            o.Repo,
+		"gitToken":        o.GitToken,
+		"createNamespace": true,
 	}
-	if o.Token != "" {
-		m := meta(TokenSecretName, true)
-		if o.RuntimeID != "" {
-			m["annotations"] = map[string]any{RuntimeIDAnnotation: o.RuntimeID}
-		}
-		data := map[string]any{"token": o.Token}
-		if o.GitToken != "" {
-			data["gitToken"] = o.GitToken
-		}
-		objs = append(objs, Object{"apiVersion": "v1", "kind": "Secret", "metadata": m, "type": "Opaque", "stringData": data})
-	}
-	args := []any{"runtime", "--server", o.Server, "--token-file", "/etc/freshet/token", "--access-mode", o.AccessMode,
-		"--listen", fmt.Sprintf(":%d", AppProxyPort), "--log-format", "json", "--data-dir", DataDir}
-	if o.AccessMode == "ingress" {
-		args = append(args, "--ingress-url", "https://"+o.IngressHost)
-	}
-	if o.Repo != "" {
-		args = append(args, "--repo", o.Repo)
-		if o.GitToken != "" {
-			args = append(args, "--git-token-file", "/etc/freshet/gitToken")
-		}
-	}
-	podLabels := map[string]any{"app.kubernetes.io/name": "freshet-runtime", "app.kubernetes.io/instance": o.Name}
-	objs = append(objs,
-		Object{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta("freshet-runtime", true),
-			"spec": map[string]any{
-				"replicas": 1,
-				"selector": map[string]any{"matchLabels": podLabels},
-				"strategy": map[string]any{"type": "Recreate"},
-				"template": map[string]any{
-					"metadata": map[string]any{"labels": podLabels},
-					"spec": map[string]any{
-						"serviceAccountName": "freshet-runtime",
-						"securityContext":    map[string]any{"runAsNonRoot": true, "runAsUser": 65532, "seccompProfile": map[string]any{"type": "RuntimeDefault"}},
-						"containers": []any{map[string]any{
-							"name": "runtime", "image": o.Image, "args": args,
-							"ports":          []any{map[string]any{"name": "app-proxy", "containerPort": AppProxyPort}},
-							"readinessProbe": map[string]any{"httpGet": map[string]any{"path": "/app-proxy/healthz", "port": "app-proxy"}},
-							"resources":      map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "128Mi"}, "limits": map[string]any{"memory": "1Gi"}},
-							"securityContext": map[string]any{"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
-								"capabilities": map[string]any{"drop": []any{"ALL"}}},
-							"volumeMounts": []any{map[string]any{"name": "token", "mountPath": "/etc/freshet", "readOnly": true},
-								map[string]any{"name": "tmp", "mountPath": "/tmp"}},
-						}},
-						"volumes": []any{
-							map[string]any{"name": "token", "secret": map[string]any{"secretName": TokenSecretName}},
-							map[string]any{"name": "tmp", "emptyDir": map[string]any{}},
-						},
-					},
-				},
-			}},
-		Object{"apiVersion": "v1", "kind": "Service", "metadata": meta("freshet-app-proxy", true),
-			"spec": map[string]any{"selector": podLabels, "ports": []any{map[string]any{"name": "app-proxy", "port": AppProxyPort, "targetPort": "app-proxy"}}}},
-	)
-	if o.AccessMode == "ingress" {
-		spec := map[string]any{"rules": []any{map[string]any{"host": o.IngressHost, "http": map[string]any{"paths": []any{map[string]any{
-			"path": "/app-proxy", "pathType": "Prefix",
-			"backend": map[string]any{"service": map[string]any{"name": "freshet-app-proxy", "port": map[string]any{"name": "app-proxy"}}},
-		}}}}}}
-		if o.IngressClass != "" {
-			spec["ingressClassName"] = o.IngressClass
-		}
-		objs = append(objs, Object{"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": meta("freshet-app-proxy", true), "spec": spec})
-	}
-	return objs, nil
 }
 
 // YAML renders objects as one multi-document YAML stream.

@@ -9,7 +9,9 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/freshet-dev/freshet/charts"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/helmchart"
 )
 
 // Runner installation defaults.
@@ -123,124 +125,85 @@ func defaultImage(image, version string) string {
 	return image
 }
 
-// runnerRole returns roleYAML as an object in namespace, labelled for the instance.
-func runnerRole(roleYAML, namespace string, labels map[string]any) (Object, error) {
+// runnerRole checks that roleYAML is a Role named RunnerName.
+func runnerRole(roleYAML string) error {
 	var role Object
 	if err := yaml.Unmarshal([]byte(roleYAML), &role); err != nil {
-		return nil, errdefs.Invalid("roleYAML", "", err.Error())
+		return errdefs.Invalid("roleYAML", "", err.Error())
 	}
 	md, _ := role["metadata"].(map[string]any)
 	if role["kind"] != "Role" || md == nil || md["name"] != RunnerName {
-		return nil, errdefs.Invalid("roleYAML", fmt.Sprint(role["kind"]), "is not a Role named "+RunnerName)
+		return errdefs.Invalid("roleYAML", fmt.Sprint(role["kind"]), "is not a Role named "+RunnerName)
 	}
-	md["namespace"] = namespace
-	md["labels"] = labels
-	return role, nil
+	return nil
 }
 
-// RunnerObjects returns the runner's objects in apply order: its Namespace, ServiceAccount,
-// the executor's Role and a RoleBinding, the Secret with its token, and the Deployment.
+// RunnerRoleFile is the chart's file that holds the runner's Role (the executor's role.yaml).
+const RunnerRoleFile = "files/executor-role.yaml"
+
+// RunnerObjects returns the runner's objects in apply order — its Namespace, ServiceAccount,
+// the executor's Role and a RoleBinding, the Secret with its token, and the Deployment — from
+// the freshet-runner chart (package charts) rendered for the options. A RoleYAML given
+// replaces the chart's copy of the executor's Role.
 func RunnerObjects(o RunnerOptions) ([]Object, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
-	labels := map[string]any{"app.kubernetes.io/name": RunnerName, InstanceLabel: o.Name, ManagedByLabel: managedBy}
-	meta := func(name string, namespaced bool) map[string]any {
-		m := map[string]any{"name": name, "labels": labels}
-		if namespaced {
-			m["namespace"] = o.Namespace
-		}
-		return m
-	}
-	role, err := runnerRole(o.RoleYAML, o.Namespace, labels)
+	ch, err := helmchart.Load(charts.Runner)
 	if err != nil {
 		return nil, err
 	}
-	objs := []Object{
-		{"apiVersion": "v1", "kind": "Namespace", "metadata": meta(o.Namespace, false)},
-		{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(RunnerName, true)},
-		role,
-		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta(RunnerName, true),
-			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": RunnerName},
-			"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": RunnerName, "namespace": o.Namespace}}},
-	}
-	if o.Token != "" {
-		m := meta(RunnerTokenSecretName, true)
-		if o.RunnerID != "" {
-			m["annotations"] = map[string]any{RunnerIDAnnotation: o.RunnerID}
+	if o.RoleYAML != "" {
+		if err := runnerRole(o.RoleYAML); err != nil {
+			return nil, err
 		}
-		objs = append(objs, Object{"apiVersion": "v1", "kind": "Secret", "metadata": m, "type": "Opaque",
-			"stringData": map[string]any{"token": o.Token}})
+		helmchart.SetFile(ch, RunnerRoleFile, []byte(o.RoleYAML))
 	}
-	args := []any{"runner", "--server", o.Server, "--name", o.Name, "--executor", "kubernetes", "--kube-in-cluster",
-		"--kube-namespace", o.Namespace, "--log-format", "json"}
-	if o.Concurrency > 0 {
-		args = append(args, "--concurrency", fmt.Sprint(o.Concurrency))
+	return helmchart.Render(ch, helmchart.Release{Name: o.Name, Namespace: o.Namespace}, o.Values())
+}
+
+// Values are the freshet-runner chart's values for the options (Validate them first): what
+// `helm install` would be given to install the same runner.
+func (o RunnerOptions) Values() map[string]any {
+	labels := map[string]any{}
+	for k, v := range o.Labels {
+		labels[k] = v
 	}
-	if len(o.Labels) > 0 {
-		var kv []string
-		for k, v := range o.Labels {
-			kv = append(kv, k+"="+v)
-		}
-		slices.Sort(kv)
-		args = append(args, "--labels", strings.Join(kv, ","))
+	env := map[string]any{}
+	for k, v := range o.Env {
+		env[k] = v
 	}
+	nodeSelector := map[string]any{}
+	for k, v := range o.NodeSelector {
+		nodeSelector[k] = v
+	}
+	args := []any{}
 	for _, a := range o.ExecutorArgs {
-		args = append(args, a) // []any: one by one
+		args = append(args, a)
 	}
-	env := []any{map[string]any{"name": "FRESHET_RUNNER_TOKEN", "valueFrom": map[string]any{
-		"secretKeyRef": map[string]any{"name": RunnerTokenSecretName, "key": "token"}}}}
-	for _, k := range slices.Sorted(maps.Keys(o.Env)) {
-		env = append(env, map[string]any{"name": k, "value": o.Env[k]})
-	}
-	podLabels := map[string]any{"app.kubernetes.io/name": RunnerName, InstanceLabel: o.Name}
-	podSpec := map[string]any{
-		"serviceAccountName": RunnerName,
-		"securityContext":    map[string]any{"runAsNonRoot": true, "runAsUser": 65532, "seccompProfile": map[string]any{"type": "RuntimeDefault"}},
-		"containers": []any{map[string]any{
-			"name": "runner", "image": o.Image, "args": args,
-			"env":       env,
-			"resources": map[string]any{"requests": map[string]any{"cpu": "50m", "memory": "64Mi"}, "limits": map[string]any{"memory": "512Mi"}},
-			"securityContext": map[string]any{"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
-				"capabilities": map[string]any{"drop": []any{"ALL"}}},
-			"volumeMounts": []any{map[string]any{"name": "tmp", "mountPath": "/tmp"}},
-		}},
-		"volumes": []any{map[string]any{"name": "tmp", "emptyDir": map[string]any{}}},
-		// A runner that is told to stop finishes shipping its steps' logs first.
-		"terminationGracePeriodSeconds": 30,
-	}
-	if o.HostNetwork {
-		podSpec["hostNetwork"] = true
-		podSpec["dnsPolicy"] = "ClusterFirstWithHostNet"
-	}
-	if len(o.NodeSelector) > 0 {
-		ns := map[string]any{}
-		for k, v := range o.NodeSelector {
-			ns[k] = v
+	tols := []any{}
+	for _, t := range o.Tolerations {
+		tol := map[string]any{"key": t.Key, "operator": "Equal", "value": t.Value}
+		if t.Value == "" {
+			tol = map[string]any{"key": t.Key, "operator": "Exists"}
 		}
-		podSpec["nodeSelector"] = ns
-	}
-	if len(o.Tolerations) > 0 {
-		var ts []any
-		for _, t := range o.Tolerations {
-			tol := map[string]any{"key": t.Key, "operator": "Equal", "value": t.Value}
-			if t.Value == "" {
-				tol = map[string]any{"key": t.Key, "operator": "Exists"}
-			}
-			if t.Effect != "" {
-				tol["effect"] = t.Effect
-			}
-			ts = append(ts, tol)
+		if t.Effect != "" {
+			tol["effect"] = t.Effect
 		}
-		podSpec["tolerations"] = ts
+		tols = append(tols, tol)
 	}
-	objs = append(objs, Object{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta(RunnerName, true),
-		"spec": map[string]any{
-			"replicas": 1,
-			"selector": map[string]any{"matchLabels": podLabels},
-			// One runner per token: never two pods at once.
-			"strategy": map[string]any{"type": "Recreate"},
-			"template": map[string]any{"metadata": map[string]any{"labels": podLabels}, "spec": podSpec},
-		}})
-	return objs, nil
+	return map[string]any{
+		"name":            o.Name,
+		"server":          o.Server,
+		"image":           map[string]any{"repository": o.Image},
+		"token":           map[string]any{"value": o.Token, "runnerID": o.RunnerID},
+		"concurrency":     o.Concurrency,
+		"labels":          labels,
+		"executorArgs":    args,
+		"hostNetwork":     o.HostNetwork,
+		"nodeSelector":    nodeSelector,
+		"tolerations":     tols,
+		"env":             env,
+		"createNamespace": true,
+	}
 }

@@ -102,6 +102,12 @@ import client_DORAMetric from '../../../api/testdata/wire/client.DORAMetric.json
 import client_DORAReport from '../../../api/testdata/wire/client.DORAReport.json';
 import client_DeployedImage from '../../../api/testdata/wire/client.DeployedImage.json';
 import client_Deployment from '../../../api/testdata/wire/client.Deployment.json';
+import client_ImageCommit from '../../../api/testdata/wire/client.ImageCommit.json';
+import client_ImageIssue from '../../../api/testdata/wire/client.ImageIssue.json';
+import client_ReportedImage from '../../../api/testdata/wire/client.ReportedImage.json';
+import client_ReportImageRequest from '../../../api/testdata/wire/client.ReportImageRequest.json';
+import client_IssueTracker from '../../../api/testdata/wire/client.IssueTracker.json';
+import client_CreateIssueTrackerRequest from '../../../api/testdata/wire/client.CreateIssueTrackerRequest.json';
 import client_DeploymentCommit from '../../../api/testdata/wire/client.DeploymentCommit.json';
 import appproxyv1_NotifyRequest from '../../../api/testdata/wire/appproxyv1.NotifyRequest.json';
 import appproxyv1_NotifyResult from '../../../api/testdata/wire/appproxyv1.NotifyResult.json';
@@ -289,6 +295,12 @@ const notInTheUI: Record<string, { golden: Golden; why: string }> = {
   'client.DORABucket': { golden: client_DORABucket, why: 'analytics (issue 17): the CLI and GraphQL read it; the dashboards that will are not built yet' },
   'client.DORAMetric': { golden: client_DORAMetric, why: 'analytics (issue 17): the CLI and GraphQL read it; the dashboards that will are not built yet' },
   'client.DORAReport': { golden: client_DORAReport, why: 'analytics (issue 17): the CLI and GraphQL read it; the dashboards that will are not built yet' },
+  'client.ImageCommit': { golden: client_ImageCommit, why: "image enrichment (issue 17): `freshet images list` and the deployments' images read it; no dashboard yet" },
+  'client.ImageIssue': { golden: client_ImageIssue, why: "image enrichment (issue 17): `freshet images list` and the deployments' images read it; no dashboard yet" },
+  'client.ReportedImage': { golden: client_ReportedImage, why: 'image enrichment (issue 17): `freshet image report|list`; no dashboard yet' },
+  'client.ReportImageRequest': { golden: client_ReportImageRequest, why: '`freshet image report` and CI systems send it' },
+  'client.IssueTracker': { golden: client_IssueTracker, why: '`freshet image trackers list`; no settings page yet' },
+  'client.CreateIssueTrackerRequest': { golden: client_CreateIssueTrackerRequest, why: '`freshet image trackers create`; no settings page yet' },
   'client.DeployedImage': { golden: client_DeployedImage, why: 'analytics (issue 17): the CLI and GraphQL read it; the dashboards that will are not built yet' },
   'client.Deployment': { golden: client_Deployment, why: 'analytics (issue 17): the CLI and GraphQL read it; the dashboards that will are not built yet' },
   'client.DeploymentCommit': { golden: client_DeploymentCommit, why: 'analytics (issue 17): the CLI and GraphQL read it; the dashboards that will are not built yet' },

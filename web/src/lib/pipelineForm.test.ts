@@ -24,10 +24,12 @@ describe('pipeline form', () => {
     expect(isDirty({ ...f, terminateOlder: true }, f)).toBe(true);
   });
 
-  it('asks to type an encrypted value again rather than save the mask', () => {
+  it('saves an encrypted value sent back masked (the server keeps it), but not the mask under a new key', () => {
     const f = formFromPipeline(pipeline);
-    const e = validateForm(f, f);
-    expect(e.variableRows?.[0]).toMatch(/Type the value of TOKEN again/);
+    expect(hasFormErrors(validateForm(f, f))).toBe(false);
+    const renamed = { ...f, variables: [{ ...f.variables[0], key: 'TOKEN2' }, f.variables[1]] };
+    const e = validateForm(renamed, f);
+    expect(e.variableRows?.[0]).toMatch(/Type the value of TOKEN2/);
     expect(hasFormErrors(e)).toBe(true);
     const typed = { ...f, variables: [{ key: 'TOKEN', value: 'new-secret', encrypted: true }, f.variables[1]] };
     expect(hasFormErrors(validateForm(typed, f))).toBe(false);

@@ -67,8 +67,9 @@ function intIn(v: string, min: number, max: number): number | undefined {
 }
 
 /**
- * Checks the form like the server will. An encrypted variable still holding the mask the API
- * answers with must be typed again: saving the mask would store "*****" as its value.
+ * Checks the form like the server will. An encrypted variable sent back with the mask the API
+ * answers with keeps its stored value — but only a variable that was stored encrypted under the
+ * same key: a new or renamed one holding the mask must be given its value.
  */
 export function validateForm(f: PipelineForm, original?: PipelineForm): FormErrors {
   const e: FormErrors = {};
@@ -79,8 +80,8 @@ export function validateForm(f: PipelineForm, original?: PipelineForm): FormErro
   const rows = validateRows(f.variables, 'variable');
   f.variables.forEach((r, i) => {
     if (!rows[i] && r.encrypted && r.value === MASKED) {
-      const was = original?.variables.find((o) => o.key === r.key && o.encrypted);
-      if (was) rows[i] = `Type the value of ${r.key} again: the server shows encrypted values masked, and saving would store the mask.`;
+      const was = original?.variables.find((o) => o.key === r.key.trim() && o.encrypted);
+      if (!was) rows[i] = `Type the value of ${r.key}: "${MASKED}" is the mask of a stored value, and ${r.key} has none stored encrypted.`;
     }
   });
   if (rows.some(Boolean)) e.variableRows = rows;
