@@ -10,7 +10,7 @@ export GOFLAGS ?= -buildvcs=false
 CHART_REGISTRY ?=
 CHART_VERSION  ?=
 
-.PHONY: chart all build up test test-deps test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-containers bench-analytics bench-helm faults generate check fuzz security clean
+.PHONY: chart all build up test test-deps test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-workflows bench-containers bench-analytics bench-helm faults generate check fuzz security clean
 
 all: build
 
@@ -37,13 +37,14 @@ test-deps: REAL_NODE := 1
 test-deps: devcluster-build containers-deps
 
 ## test-real-node: the tests on the loopback cluster's real node (kubelet, containerd, runc; root):
-## pods that really run, a builder pod, build and push steps through the kubernetes executor.
+## pods that really run, a builder pod, build and push steps through the kubernetes executor, a
+## workflow whose pods run the emissary.
 ## FULL=1 adds the executor's whole contract suite there (≈ 5 min) and a runner installed from
 ## the freshet image (builds the image: minutes with a cold Go cache).
 test-real-node: test-deps
 	FRESHET_TEST_REAL_NODE=1 FRESHET_TEST_KUBE=1 FRESHET_CTRENV_TOOL=$(abspath $(CTRENV)) $(GO) test -race -count=1 -timeout 30m \
 		-run '^TestRealNode$(if $(FULL),|^TestContract$$|^TestRunnerOnRealNode$$)' \
-		./internal/testenv/kube/ ./internal/runner/executor/kubernetes/ $(if $(FULL),./internal/runtimes/install/)
+		./internal/testenv/kube/ ./internal/runner/executor/kubernetes/ ./internal/gitops/workflows/ $(if $(FULL),./internal/runtimes/install/)
 
 ## test-short: the unit tests only, fast
 test-short:
@@ -63,6 +64,7 @@ bench: build
 	$(GO) run ./internal/tunnel/bench
 	$(MAKE) --no-print-directory bench-gitops
 	$(MAKE) --no-print-directory bench-rollouts
+	$(MAKE) --no-print-directory bench-workflows
 	$(MAKE) --no-print-directory bench-containers
 	$(MAKE) --no-print-directory bench-lint
 	$(MAKE) --no-print-directory bench-analytics
@@ -97,6 +99,11 @@ bench-gitops: devcluster-build
 ## objects written (p50/p99), 100 Rollouts through a 5-step canary (wall, CPU-s, RSS)
 bench-rollouts: devcluster-build
 	FRESHET_TEST_KUBE=1 FRESHET_ROLLOUTS_BENCH=1 $(GO) test -count=1 -run 'TestReactionTime|TestManyRollouts' -v -timeout 40m ./internal/gitops/rollouts/ | grep -E '^(BENCH|--- |ok|FAIL)'
+
+## bench-workflows: the workflow controller against the loopback cluster: a 100-node DAG of
+## trivial containers end to end (wall, CPU-s, RSS), beside 100 bare pods in 10 waves
+bench-workflows: devcluster-build
+	FRESHET_TEST_KUBE=1 FRESHET_WORKFLOWS_BENCH=1 $(GO) test -count=1 -run 'TestBenchDAG100' -v -timeout 20m ./internal/gitops/workflows/ | grep -E '^(BENCH|--- |ok|FAIL)'
 
 ## bench-helm: a helm step's upgrade round trip against the loopback cluster (median, p99),
 ## beside the Helm SDK's upgrade alone as the baseline

@@ -103,6 +103,9 @@ var wireTypes = map[string]any{
 	"client.DORAMetric":                client.DORAMetric{},
 	"client.DORABucket":                client.DORABucket{},
 	"client.DORAReport":                client.DORAReport{},
+	"client.BuildStats":                client.BuildStats{},
+	"client.BuildStatsDay":             client.BuildStatsDay{},
+	"client.PipelineBuildStats":        client.PipelineBuildStats{},
 
 	"appproxyv1.List":                   appproxyv1.List[appproxyv1.Cluster]{},
 	"appproxyv1.Application":            appproxyv1.Application{},

@@ -623,3 +623,39 @@ func (c *Client) ListTriggers(ctx context.Context, pipeline string) (List[Trigge
 func (c *Client) DeleteTrigger(ctx context.Context, id string) error {
 	return c.do(ctx, http.MethodDelete, "/api/v1/triggers/"+pathEscape(id), nil, nil, nil)
 }
+
+// BuildStatsDay is what the builds created on one day (UTC) add up to.
+type BuildStatsDay struct {
+	Date      string `json:"date"` // YYYY-MM-DD
+	Total     int64  `json:"total"`
+	Finished  int64  `json:"finished"` // of Total, those that ended
+	Succeeded int64  `json:"succeeded"`
+	Failed    int64  `json:"failed"`
+	// Ran: the builds that started and finished; their average and longest run.
+	Ran           int64 `json:"ran"`
+	AvgDurationMs int64 `json:"avgDurationMs"`
+	MaxDurationMs int64 `json:"maxDurationMs"`
+	// Started: the builds that started; their average wait from creation to start.
+	Started        int64 `json:"started"`
+	AvgQueueWaitMs int64 `json:"avgQueueWaitMs"`
+	// Run durations added up: the runner time the day's builds used.
+	BusyMs int64 `json:"busyMs"`
+}
+
+// PipelineBuildStats is one pipeline's days.
+type PipelineBuildStats struct {
+	PipelineID string          `json:"pipelineId"`
+	Days       []BuildStatsDay `json:"days"`
+}
+
+// BuildStats is GET /api/v1/builds/stats: builds per day over a window (every day present,
+// oldest first), per pipeline with by=pipeline, and the builds waiting and running now.
+type BuildStats struct {
+	Since           time.Time            `json:"since"`
+	Until           time.Time            `json:"until"`
+	Days            []BuildStatsDay      `json:"days"`
+	Pipelines       []PipelineBuildStats `json:"pipelines,omitempty"`
+	Queued          int64                `json:"queued"`
+	Running         int64                `json:"running"`
+	PendingApproval int64                `json:"pendingApproval"`
+}

@@ -35,6 +35,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/gitops/repocreds"
 	"github.com/freshet-dev/freshet/internal/gitops/repourl"
 	"github.com/freshet-dev/freshet/internal/gitops/rollouts"
+	"github.com/freshet-dev/freshet/internal/gitops/workflows"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
 	tunnelclient "github.com/freshet-dev/freshet/internal/tunnel/client"
 )
@@ -71,7 +72,13 @@ type Options struct {
 	// NoRollouts: do not run the Argo Rollouts controller in the runtime's own cluster (it runs
 	// by default, and installs its CRDs there).
 	NoRollouts bool
-	Engine     engine.Options
+	// NoWorkflows: do not run the Argo Workflows controller in the runtime's own cluster (a
+	// hybrid runtime runs it by default; a hosted one never does, and refuses Workflows).
+	NoWorkflows bool
+	// WorkflowExecutorImage is the image whose freshet binary runs in every workflow pod
+	// (default workflows.DefaultExecutorImage), at WorkflowExecutorPath.
+	WorkflowExecutorImage, WorkflowExecutorPath string
+	Engine                                      engine.Options
 	// IngressAuthTTL: how long a caller's token checked with the control plane is trusted on
 	// the runtime's ingress (default 30 s).
 	IngressAuthTTL time.Duration
@@ -99,6 +106,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.GitToken, "git-token", "", "token for the installation repository (env FRESHET_GIT_TOKEN)")
 	fs.StringVar(&o.GitTokenFile, "git-token-file", "", "file holding the installation repository token (a mounted Secret)")
 	fs.BoolVar(&o.NoRollouts, "no-rollouts", false, "do not run the Argo Rollouts controller (Rollout CRDs and reconciliation) in the runtime's cluster")
+	fs.BoolVar(&o.NoWorkflows, "no-workflows", false, "do not run the Argo Workflows controller (Workflow CRDs and their pods) in the runtime's cluster")
+	fs.StringVar(&o.WorkflowExecutorImage, "workflow-executor-image", workflows.DefaultExecutorImage, "image holding the freshet binary that runs in every workflow pod (the emissary)")
+	fs.StringVar(&o.WorkflowExecutorPath, "workflow-executor-path", workflows.DefaultExecutorPath, "path of the freshet binary in --workflow-executor-image")
 	o.Engine.BindFlags(fs)
 }
 
@@ -160,6 +170,7 @@ type Runtime struct {
 	tunnel   *tunnelclient.Client
 	gitops   *host.Host
 	rollouts *rollouts.Controller
+	wf       *workflows.Controller
 	report   *connect.Client[runtimev1.ReportRequest, runtimev1.ReportResponse]
 	failing  bool // the last heartbeat failed
 
@@ -217,6 +228,9 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	if opts.CDOnly {
+		opts.Engine.Refuse = workflows.RefuseOnHosted
+	}
 	gh, err := host.New(host.Options{Dir: opts.DataDir, InstallRepo: opts.InstallRepo, InCluster: kube, Engine: opts.Engine,
 		ClusterStore: store, RepoCreds: creds, Sink: r.sendReport, Logger: log, Policy: policy})
 	if err != nil {
@@ -228,6 +242,13 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 			return nil, fmt.Errorf("rollouts: %w", err)
 		}
 		r.SetComponent(runtimev1.Component{Name: "rollouts", Health: runtimev1.ComponentDegraded, Message: "starting", Version: opts.Version})
+	}
+	if kube != nil && !opts.NoWorkflows && !opts.CDOnly {
+		if r.wf, err = workflows.New(kube, workflows.Options{Logger: log.With("component", "workflows"),
+			ExecutorImage: opts.WorkflowExecutorImage, ExecutorPath: opts.WorkflowExecutorPath}); err != nil {
+			return nil, fmt.Errorf("workflows: %w", err)
+		}
+		r.SetComponent(runtimev1.Component{Name: "workflows", Health: runtimev1.ComponentDegraded, Message: "starting", Version: opts.Version})
 	}
 	api := gh.Handler()
 	r.AppProxy.Handle(host.APIPrefix, api)
@@ -241,13 +262,21 @@ func (r *Runtime) GitOps() *host.Host { return r.gitops }
 // Rollouts is the runtime's Argo Rollouts controller, nil without a cluster or with NoRollouts.
 func (r *Runtime) Rollouts() *rollouts.Controller { return r.rollouts }
 
+// Workflows is the runtime's Argo Workflows controller, nil without a cluster, with
+// NoWorkflows, or on a hosted runtime.
+func (r *Runtime) Workflows() *workflows.Controller { return r.wf }
+
 // runRollouts runs the Rollouts controller until ctx ends. A failure (the cluster unreachable,
 // no right to install CRDs) leaves the component degraded and is retried with backoff: the
 // rest of the runtime keeps working.
-func (r *Runtime) runRollouts(ctx context.Context) {
+func (r *Runtime) runRollouts(ctx context.Context) { r.runController(ctx, "rollouts", r.rollouts.Run) }
+
+// runController runs one of the runtime's controllers (rollouts, workflows) until ctx ends,
+// retrying its failures with backoff and reporting them as its component's health.
+func (r *Runtime) runController(ctx context.Context, name string, run func(context.Context) error) {
 	backoff := time.Second
 	for ctx.Err() == nil {
-		err := r.rollouts.Run(ctx)
+		err := run(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -255,9 +284,9 @@ func (r *Runtime) runRollouts(ctx context.Context) {
 		if err != nil {
 			msg = err.Error()
 		}
-		r.SetComponent(runtimev1.Component{Name: "rollouts", Health: runtimev1.ComponentDegraded, Message: msg, Version: r.opts.Version})
+		r.SetComponent(runtimev1.Component{Name: name, Health: runtimev1.ComponentDegraded, Message: msg, Version: r.opts.Version})
 		wait := backoff/2 + rand.N(backoff/2+1)
-		r.log.Warn("rollouts controller failed; retrying", "err", err, "in", wait.Round(time.Millisecond))
+		r.log.Warn(name+" controller failed; retrying", "err", err, "in", wait.Round(time.Millisecond))
 		backoff = min(backoff*2, 5*time.Minute)
 		select {
 		case <-ctx.Done():
@@ -371,6 +400,9 @@ func (r *Runtime) Run(ctx context.Context) error {
 			errc <- fmt.Errorf("gitops: %w", err)
 		}
 	}()
+	if r.wf != nil {
+		go r.runController(ctx, "workflows", r.wf.Run)
+	}
 	if r.rollouts != nil {
 		go r.runRollouts(ctx)
 	}
@@ -440,6 +472,9 @@ func (r *Runtime) beat(ctx context.Context) error {
 	r.SetComponent(r.gitops.Health())
 	if r.rollouts != nil && r.rollouts.Healthy() {
 		r.SetComponent(runtimev1.Component{Name: "rollouts", Health: runtimev1.ComponentHealthy, Version: r.opts.Version})
+	}
+	if r.wf != nil && r.wf.Healthy() {
+		r.SetComponent(runtimev1.Component{Name: "workflows", Health: runtimev1.ComponentHealthy, Version: r.opts.Version})
 	}
 	r.mu.Lock()
 	req := runtimev1.HeartbeatRequest{Protocol: runtimev1.ProtocolVersion, Version: r.opts.Version, AccessMode: r.opts.AccessMode,

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/freshet-dev/freshet/client"
+	"github.com/freshet-dev/freshet/internal/gitops/workflows/emissary"
 	"github.com/freshet-dev/freshet/internal/version"
 )
 
@@ -35,6 +36,11 @@ type app struct {
 
 // Main runs the freshet command with args and returns the process exit code.
 func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "emissary" {
+		// The helper of workflow pods (internal/gitops/workflows/emissary): not a user command,
+		// kept out of cobra so that the step's stdout and flags pass through untouched.
+		return emissary.Main(args[1:], stdin, stdout, stderr)
+	}
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr}
 	root := a.rootCommand()
 	root.SetArgs(args)

@@ -38,6 +38,8 @@ type Store interface {
 	// Builds, their steps and logs.
 	GetBuild(ctx context.Context, accountID, id string) (store.Build, error)
 	ListBuilds(ctx context.Context, accountID string, f store.BuildFilter, p paging.Page) ([]store.Build, error)
+	BuildStats(ctx context.Context, accountID, pipelineID string, since time.Time, success, failed string) ([]store.BuildDay, error)
+	CountBuilds(ctx context.Context, accountID, pipelineID string, statuses ...string) (map[string]int64, error)
 	SetBuildStatus(ctx context.Context, accountID, buildID, leaseID string, from []string, status, reason string, finished time.Time) (bool, error)
 	ListSteps(ctx context.Context, buildID string) ([]store.BuildStep, error)
 	UpsertStep(ctx context.Context, s store.BuildStep) error

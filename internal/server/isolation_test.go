@@ -614,6 +614,7 @@ func init() {
 		"DELETE /api/v1/pipelines/{pipeline}":    notFound("DELETE", "/api/v1/pipelines/{pipeline}", ""),
 		"POST /api/v1/pipelines/{pipeline}/runs": notFound("POST", "/api/v1/pipelines/{pipeline}/runs", `{}`),
 		"GET /api/v1/builds":                     func(t *testing.T, tn *tenants) (int, string) { return raw(t, tn, "GET", "/api/v1/builds", tn.bKey, "") },
+		"GET /api/v1/builds/stats":               notFound("GET", "/api/v1/builds/stats?pipeline={pipeline}", ""),
 		"GET /api/v1/builds/{id}":                notFound("GET", "/api/v1/builds/{build}", ""),
 		"GET /api/v1/builds/{id}/logs":           notFound("GET", "/api/v1/builds/{build}/logs?follow=1", ""),
 		"POST /api/v1/builds/{id}/cancel":        notFound("POST", "/api/v1/builds/{build}/cancel", `{}`),

@@ -79,6 +79,18 @@ async function shot(name: string, p: Page = page) {
   await p.screenshot({ path: join(screenshotDir, `${name}.png`), fullPage: false });
 }
 
+const axeSource = readFileSync(join(repoRoot, 'web', 'node_modules', 'axe-core', 'axe.min.js'), 'utf8');
+type AxeResult = { violations: { id: string; impact?: string | null; nodes: { target: unknown[] }[] }[] };
+
+/** axe-core's serious and critical violations on the page as it is now ("rule: selectors"). */
+async function axeSerious(p: Page = page): Promise<string[]> {
+  if (!(await p.evaluate(() => 'axe' in window))) await p.addScriptTag({ content: axeSource });
+  return p.evaluate(async () => {
+    const r = (await (window as unknown as { axe: { run: (c: Document, o: object) => Promise<AxeResult> } }).axe.run(document, { resultTypes: ['violations'] })) as AxeResult;
+    return r.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${v.nodes.slice(0, 3).map((n) => n.target.join(' ')).join(', ')}`);
+  });
+}
+
 /** Visits a path and waits for its page to render (data-page) with no loading state left. */
 async function visit(path: string, pageName: string) {
   await page.goto(base + path);
@@ -1260,6 +1272,99 @@ describe('web UI', () => {
     }
   });
 
+  it('shows a permanent condition as a problem with its reason: list badge, banner, Home', async () => {
+    const session = await adminToken();
+    const repo = gitRepo(mkdtempSync(join(tmp, 'git-lost-')));
+    repo.commit({ 'web/cm.yaml': configMap('grey') }, 'A config map');
+    // A destination cluster that does not exist: without a kubeconfig the runtime has no
+    // cluster at all (NoClusterConfigured), with one the name is unknown. Either way a problem
+    // to fix, not a state to wait out.
+    const yaml = [
+      'apiVersion: argoproj.io/v1alpha1',
+      'kind: Application',
+      'metadata:',
+      '  name: lost',
+      'spec:',
+      '  project: default',
+      `  source: {repoURL: '${repo.url}', path: web, targetRevision: main}`,
+      '  destination: {name: nowhere, namespace: lost}',
+      '',
+    ].join('\n');
+    const r = await api(APPS, session, { method: 'POST', body: yaml, headers: { 'Content-Type': 'application/yaml' } });
+    expect(r.status, await r.clone().text()).toBe(201);
+    const problemWords = /NoClusterConfigured|InvalidSpecError|ComparisonError|SyncError/;
+    // The runtime answers the application's tree and diff with 503 and the reason while it has
+    // no cluster for it; the browser logs those loads. They are this test's doing, not a bug.
+    const errorsBefore = consoleErrors.length;
+    try {
+      // The list row: a badge with the condition, its reason as the tooltip.
+      await visit('/applications?search=lost', 'applications');
+      const badge = page.getByTestId('app-row-local-lost').getByTestId('app-problem');
+      await expect.poll(async () => (await badge.count()) > 0 && (await badge.getAttribute('title')), { timeout: 30_000, interval: 1000 }).toMatch(problemWords);
+      expect(await badge.textContent()).toMatch(/No cluster|Invalid spec|Comparison error|Sync failed/);
+      expect(await badge.getAttribute('title')).toMatch(/^(NoClusterConfigured|InvalidSpecError|ComparisonError|SyncError): \S/);
+      await shot('applications-problem');
+
+      // The application page: a banner with the reason; its tree's error names the reason too
+      // and never says the server is not ready.
+      await visit('/applications/local/lost', 'application');
+      const banner = page.getByTestId('app-problems');
+      await banner.waitFor();
+      expect(await banner.textContent()).toMatch(problemWords);
+      expect(await banner.textContent()).toMatch(/cluster|nowhere/i);
+      await page.waitForTimeout(500);
+      const text = (await page.locator('main').textContent()) ?? '';
+      expect(text).not.toContain('not ready');
+      expect(text).not.toContain('Try again in a moment');
+      await shot('application-problem');
+
+      // Home: an application whose health is Unknown needs attention; "all healthy" only when all are.
+      await visit('/', 'home');
+      const card = page.getByTestId('home-apps');
+      await expect.poll(() => card.textContent()).toContain('unknown');
+      expect(await card.textContent()).not.toContain('All applications are synced and healthy');
+      expect(await card.getAttribute('class')).toContain('card-warning');
+
+      // The runtime's GitOps component is degraded, naming the application and the reason.
+      await expect
+        .poll(
+          async () => {
+            await visit('/runtimes/local', 'runtime');
+            return page.locator('main').textContent();
+          },
+          { timeout: 40_000, interval: 2000 },
+        )
+        .toMatch(/applications with problems: lost: (NoClusterConfigured|InvalidSpecError|ComparisonError)/);
+      await shot('runtime-gitops-degraded');
+    } finally {
+      const mine = consoleErrors.splice(errorsBefore);
+      consoleErrors.push(...mine.filter((e) => !/Failed to load resource: the server responded with a status of 503/.test(e)));
+      const d = await api(`${APPS}/lost?cascade=false`, session, { method: 'DELETE' });
+      expect([200, 202, 204]).toContain(d.status);
+    }
+  });
+
+  it('offers the way back to its list from a page that does not exist', async () => {
+    await page.goto(base + '/pipelines/e2e/no-such-pipeline');
+    const back = page.getByTestId('back-to-list');
+    await back.waitFor();
+    expect(await back.textContent()).toBe('Back to Pipelines');
+    expect(await back.getAttribute('href')).toBe('/pipelines');
+    await back.click();
+    await page.locator('[data-page="pipelines"]').waitFor();
+    await page.goto(base + '/builds/bld_00000000000000000000000000');
+    await page.getByTestId('back-to-list').waitFor();
+    expect(await page.getByTestId('back-to-list').getAttribute('href')).toBe('/builds');
+    await page.goto(base + '/applications/local/no-such-app');
+    await page.getByTestId('back-to-list').waitFor();
+    expect(await page.getByTestId('back-to-list').getAttribute('href')).toBe('/applications');
+    // A path under no list: home.
+    await page.goto(base + '/no/such/page');
+    await page.getByRole('heading', { name: 'No such page' }).waitFor();
+    expect(await page.getByTestId('back-to-list').count()).toBe(0);
+    await page.getByRole('link', { name: 'Go home' }).waitFor();
+  });
+
   it(`renders a ${LOG_LINES.toLocaleString('en-US')}-line log quickly and scrolls it smoothly`, async () => {
     if (LOG_LINES <= 0) return;
     const session = await adminToken();
@@ -1402,13 +1507,17 @@ describe('web UI', () => {
       expect(await card.locator('.card-value').textContent()).toBe(`${n(want.total)} ${n(want.health.Healthy)} healthy`);
       const foot = await card.locator('.card-foot').textContent();
       expect(foot).toContain(`${n(want.sync.Synced)} synced · ${n(want.sync.OutOfSync)} out of sync`);
-      if (want.sync.Unknown) expect(foot).toContain(`${n(want.sync.Unknown)} unknown`);
+      if (want.sync.Unknown) expect(foot).toContain(`${n(want.sync.Unknown)} sync unknown`);
       const attention = await card.getByRole('list', { name: 'Applications by health' }).getByRole('link').allTextContents();
       expect(attention).toEqual(
         [
           ['Degraded', want.health.Degraded],
           ['Missing', want.health.Missing],
           ['OutOfSync', want.sync.OutOfSync],
+          // Unknown needs attention too (issue #21).
+          ['health unknown', want.health.Unknown],
+          ['sync unknown', want.sync.Unknown],
+          ['Suspended', want.health.Suspended],
           ['Progressing', want.health.Progressing],
         ]
           .filter(([, c]) => c)
@@ -1426,7 +1535,105 @@ describe('web UI', () => {
     if (HOME_BUILDS > 0) expect((await api('/api/v1/pipelines/e2e%2Fparked', session, { method: 'DELETE' })).status).toBe(204);
   });
 
-  it('switches theme and keeps it across a reload', async () => {
+  it('draws build trends from the server\'s counts, each chart with a summary and a table', async () => {
+    const session = await adminToken();
+    const r = await api('/api/v1/builds/stats?days=14', session);
+    expect(r.status).toBe(200);
+    const stats = (await r.json()) as { days: { date: string; total: number; succeeded: number; failed: number; ran: number }[]; queued: number; running: number };
+    expect(stats.days).toHaveLength(14);
+    expect(stats.days[13].date).toBe(new Date().toISOString().slice(0, 10));
+    // The sums are those of the builds listed (fewer than a page of 500 here).
+    const listed = ((await (await api('/api/v1/builds?limit=500', session)).json()) as { items: { status: string }[] }).items;
+    expect(listed.length).toBeLessThan(500);
+    const sum = (k: 'total' | 'succeeded' | 'failed') => stats.days.reduce((n, d) => n + d[k], 0);
+    expect(sum('total')).toBe(listed.length);
+    expect(sum('succeeded')).toBe(listed.filter((b) => b.status === 'success').length);
+    expect(sum('failed')).toBe(listed.filter((b) => b.status === 'failed').length);
+    expect(sum('succeeded')).toBeGreaterThan(0);
+    const bad = await api('/api/v1/builds/stats?days=0', session);
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { field?: string } }).error.field).toBe('days');
+    const byPipe = (await (await api('/api/v1/builds/stats?by=pipeline&pipeline=e2e/stream', session)).json()) as { pipelines: { days: { total: number }[] }[] };
+    expect(byPipe.pipelines).toHaveLength(1);
+
+    // Home: builds per day with the success rate, duration, queue and runner time.
+    await visit('/', 'home');
+    const chart = page.getByTestId('chart-success');
+    const img = chart.getByRole('img');
+    await img.waitFor();
+    expect(await img.getAttribute('aria-label')).toContain(`${sum('total')} builds in the last 14 days: ${sum('succeeded')} succeeded, ${sum('failed')} failed`);
+    expect(Number(await img.getAttribute('data-chart-bars'))).toBeGreaterThan(0);
+    expect(await chart.locator('rect').count()).toBeGreaterThan(0);
+    await chart.getByText('Show as table').click();
+    const rows = chart.locator('tbody tr');
+    expect(await rows.count()).toBe(14);
+    const today = stats.days[13];
+    expect(await rows.nth(13).locator('td').first().textContent()).toBe(String(today.succeeded));
+    for (const id of ['chart-duration', 'chart-queue']) expect(await page.getByTestId(id).getByRole('img').getAttribute('aria-label')).toBeTruthy();
+    expect(await page.getByTestId('chart-duration').getByRole('img').getAttribute('aria-label')).toContain('Average build duration');
+    await shot('home-trends');
+
+    // The Pipelines list: a sparkline per pipeline, its numbers in words.
+    await visit('/pipelines?project=e2e', 'pipelines');
+    const spark = page.getByTestId('pipeline-e2e/stream').getByTestId('pipeline-trend').getByRole('img');
+    await spark.waitFor();
+    expect(await spark.getAttribute('aria-label')).toMatch(/^Success rate over the last 14 days: \d+% of \d+ finished builds/);
+    await shot('pipelines-sparklines');
+
+    // The pipeline page's Builds tab and the runners page.
+    await visit('/pipelines/e2e/stream?tab=builds', 'pipeline');
+    await page.getByTestId('chart-duration').getByRole('img').waitFor();
+    expect(await page.getByTestId('chart-success').getByRole('img').getAttribute('aria-label')).toMatch(/\d+ builds in the last 14 days/);
+    await visit('/settings/runners', 'runners');
+    expect(await page.getByTestId('chart-queue').getByRole('img').getAttribute('aria-label')).toMatch(/^Queue and runner time, last 14 days\. Now \d+ queued, \d+ running/);
+    await shot('runners-queue');
+  });
+
+  it('puts the navigation in a drawer on a narrow screen: a button opens it, Tab stays inside, Escape or a link closes it', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      await visit('/', 'home');
+      expect(await page.locator('.sidebar').isVisible()).toBe(false);
+      const toggle = page.getByRole('button', { name: 'Open navigation' });
+      expect(await toggle.getAttribute('aria-expanded')).toBe('false');
+      // From the keyboard.
+      await toggle.focus();
+      await page.keyboard.press('Enter');
+      const drawer = page.getByRole('dialog', { name: 'Navigation' });
+      await drawer.waitFor();
+      expect(await toggle.getAttribute('aria-expanded')).toBe('true');
+      expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-current'))).toBe('page');
+      const inside = () => page.evaluate(() => !!document.activeElement?.closest('#nav-drawer'));
+      for (let i = 0; i < 14; i++) {
+        await page.keyboard.press('Tab');
+        expect(await inside()).toBe(true);
+      }
+      for (let i = 0; i < 4; i++) {
+        await page.keyboard.press('Shift+Tab');
+        expect(await inside()).toBe(true);
+      }
+      await shot('drawer-390x844');
+      await page.keyboard.press('Escape');
+      await drawer.waitFor({ state: 'hidden' });
+      expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toBe('Open navigation');
+      // A link goes there and closes the drawer.
+      await toggle.click();
+      await drawer.getByRole('link', { name: 'Pipelines' }).click();
+      await page.locator('[data-page="pipelines"]').waitFor();
+      await drawer.waitFor({ state: 'hidden' });
+      // Growing past 1024 px closes it and brings the sidebar back.
+      await toggle.click();
+      await drawer.waitFor();
+      await page.setViewportSize({ width: 1280, height: 800 });
+      await drawer.waitFor({ state: 'hidden' });
+      expect(await page.locator('.sidebar').isVisible()).toBe(true);
+      expect(await toggle.isVisible()).toBe(false);
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 800 });
+    }
+  });
+
+  it('switches theme and keeps it across a reload, with no serious axe-core violation in the dark theme', async () => {
     await visit('/', 'home');
     expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe('light');
     await page.getByRole('button', { name: 'Switch to dark theme' }).click();
@@ -1437,6 +1644,7 @@ describe('web UI', () => {
     await page.locator('[data-page="home"][data-ready="true"]').waitFor();
     expect(await page.evaluate(() => document.documentElement.dataset.theme)).toBe('dark');
     await shot('home-dark');
+    const darkProblems: string[] = [];
     for (const [path, name] of [
       ['/users', 'users'],
       ['/api-keys', 'api-keys'],
@@ -1458,7 +1666,9 @@ describe('web UI', () => {
       await visit(path, name);
       if (name === 'build') await page.locator('[data-testid="build-log"][data-ended="true"]').waitFor();
       await shot(`${name}-dark`);
+      darkProblems.push(...(await axeSerious()).map((v) => `${path} (dark): ${v}`));
     }
+    expect(darkProblems, darkProblems.join('\n')).toEqual([]);
     await page.getByRole('button', { name: 'Switch to light theme' }).click();
     expect(await page.evaluate(() => localStorage.getItem('freshet.theme'))).toBe('light');
   });
@@ -1491,7 +1701,7 @@ describe('web UI', () => {
     }
   });
 
-  it('renders every page at 1280×800 and 1920×1080', async () => {
+  it('renders every page at 390×844, 1280×800 and 1440×900 with nothing spilling sideways and no serious axe-core violation, and the builds table fits its box at 1280 and 1440', async () => {
     const pages = [
       ['/', 'home'],
       ['/runtimes', 'runtimes'],
@@ -1518,18 +1728,29 @@ describe('web UI', () => {
       ['/settings/gitops-webhook', 'gitops-webhook'],
       ['/settings/git', 'git-integrations'],
     ] as const;
+    const spills: string[] = [];
     for (const size of [
+      { width: 390, height: 844 },
       { width: 1280, height: 800 },
-      { width: 1920, height: 1080 },
+      { width: 1440, height: 900 },
     ]) {
       await page.setViewportSize(size);
       for (const [path, name] of pages) {
         await visit(path, name.startsWith('pipeline-') && name !== 'pipeline-new' ? 'pipeline' : name.startsWith('application-') ? 'application' : name);
-        // Nothing spills sideways at these sizes.
-        expect(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth)).toBe(true);
+        // Nothing spills sideways: tables and wide lists scroll inside their own box.
+        const { scroll, inner } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth }));
+        if (scroll > inner) spills.push(`${path} at ${size.width} px: the page is ${scroll} px wide`);
+        // axe-core on every page (at each size: the drawer's button and the stacked layout too).
+        for (const v of await axeSerious()) spills.push(`${path} at ${size.width} px: ${v}`);
+        if (name === 'builds' && size.width >= 1280) {
+          // The builds table fits without scrolling its box.
+          const fits = await page.locator('.builds-table').evaluate((t) => t.parentElement!.scrollWidth <= t.parentElement!.clientWidth);
+          if (!fits) spills.push(`the builds table scrolls at ${size.width} px`);
+        }
         await shot(`${name}-${size.width}x${size.height}`);
       }
     }
+    expect(spills, spills.join('\n')).toEqual([]);
     await page.setViewportSize({ width: 1280, height: 800 });
     await page.goto(base + '/no/such/page');
     await page.getByRole('heading', { name: 'No such page' }).waitFor();

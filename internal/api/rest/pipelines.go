@@ -490,3 +490,35 @@ func (a *API) deleteRunner(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
+
+func toStatsDays(ds []pipeline.StatsDay) []client.BuildStatsDay {
+	out := make([]client.BuildStatsDay, len(ds))
+	for i, d := range ds {
+		out[i] = client.BuildStatsDay{Date: d.Date.Format(time.DateOnly), Total: d.Total, Finished: d.Finished, Succeeded: d.Succeeded, Failed: d.Failed, Ran: d.Ran, Started: d.Started,
+			AvgDurationMs: d.AvgDuration.Milliseconds(), MaxDurationMs: d.MaxDuration.Milliseconds(), AvgQueueWaitMs: d.AvgQueueWait.Milliseconds(), BusyMs: d.BusyTime.Milliseconds()}
+	}
+	return out
+}
+
+// buildStats is GET /api/v1/builds/stats?days=14&pipeline=&by=pipeline.
+func (a *API) buildStats(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	days, err := pipeline.ParseStatsDays(q.Get("days"))
+	if err != nil {
+		return err
+	}
+	by := q.Get("by")
+	if by != "" && by != "pipeline" {
+		return errdefs.Invalid("by", by, `"pipeline" or empty`)
+	}
+	st, err := a.pipelines.BuildStats(r.Context(), principal(r), q.Get("pipeline"), days, by == "pipeline")
+	if err != nil {
+		return err
+	}
+	out := client.BuildStats{Since: st.Since, Until: st.Until, Days: toStatsDays(st.Days), Queued: st.Queued, Running: st.Running, PendingApproval: st.PendingApproval}
+	for _, p := range st.Pipelines {
+		out.Pipelines = append(out.Pipelines, client.PipelineBuildStats{PipelineID: p.PipelineID, Days: toStatsDays(p.Days)})
+	}
+	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}

@@ -130,6 +130,7 @@ func (a *API) Routes() []Route {
 		{Method: "DELETE", Path: "/api/v1/triggers/{id}", Handler: a.deleteTrigger},
 		{Method: "POST", Path: "/api/v1/webhooks/{provider}/{trigger}", Public: true, Handler: a.webhookDelivery},
 		{Method: "GET", Path: "/api/v1/builds", Handler: a.listBuilds},
+		{Method: "GET", Path: "/api/v1/builds/stats", Handler: a.buildStats},
 		{Method: "GET", Path: "/api/v1/builds/{id}", Handler: a.getBuild},
 		{Method: "GET", Path: "/api/v1/builds/{id}/logs", Handler: a.buildLogs},
 		{Method: "POST", Path: "/api/v1/builds/{id}/cancel", Handler: a.cancelBuild},

@@ -451,6 +451,13 @@ func (e *Engine) prepare(cl *cluster, a *app.Application, project *app.AppProjec
 			ds.resources = append(ds.resources, d)
 			continue
 		}
+		if e.opts.Refuse != nil {
+			if err := e.opts.Refuse(gvk.Group, gvk.Kind); err != nil {
+				ds.forbidden = append(ds.forbidden, Condition{Type: ConditionInvalidSpec, Source: o.Source,
+					Message: fmt.Sprintf("%s %s (%s): %v", gvk.Kind, obj.GetName(), o.Source, err)})
+				continue
+			}
+		}
 		d := &desiredObj{obj: obj, source: o.Source, wave: syncWave(obj), hookTypes: types}
 		if m, err := cl.mapping(gvk, false); err == nil {
 			d.mapping, d.namespaced = m, namespaced(m)

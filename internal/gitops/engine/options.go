@@ -84,6 +84,10 @@ type Options struct {
 	Logger   *slog.Logger
 	// HealthRules are CEL health checks for custom kinds.
 	HealthRules []health.Rule
+	// Refuse, when set, is asked about each rendered object's kind; an error keeps the object
+	// out of the sync with an InvalidSpecError naming it (a hosted runtime refuses Argo
+	// Workflows' kinds this way: they need a hybrid runtime).
+	Refuse func(group, kind string) error
 
 	PollInterval       time.Duration
 	Workers            int

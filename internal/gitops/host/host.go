@@ -540,6 +540,19 @@ func decodeFile(root, f string) ([]app.Document, error) {
 
 // Health reports the GitOps component's health for the runtime's heartbeat.
 func (h *Host) Health() runtimev1.Component {
+	// Read before h.mu: the engine's lock is never taken inside the host's.
+	var troubled []string
+	if h.eng != nil {
+		for _, st := range h.eng.List() {
+			for _, cd := range st.Conditions {
+				if permanentProblem[cd.Type] {
+					troubled = append(troubled, st.Name+": "+cd.Type+": "+cut(cd.Message, 200))
+					break
+				}
+			}
+		}
+		sort.Strings(troubled)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c := runtimev1.Component{Name: "gitops", Health: runtimev1.ComponentHealthy}
@@ -574,7 +587,27 @@ func (h *Host) Health() runtimev1.Component {
 		c.Health = runtimev1.ComponentDegraded
 		c.Message += fmt.Sprintf("; %d problems with repository credentials: %s", len(h.credErrs), strings.Join(h.credErrs[:min(3, len(h.credErrs))], "; "))
 	}
+	// An application that cannot be compared or placed (no cluster, a comparison error, an
+	// invalid spec) is a problem of GitOps on this runtime, named with its reason: it does not
+	// pass by waiting.
+	if len(troubled) > 0 {
+		c.Health = runtimev1.ComponentDegraded
+		c.Message += fmt.Sprintf("; %d applications with problems: %s", len(troubled), strings.Join(troubled[:min(3, len(troubled))], "; "))
+	}
 	return c
+}
+
+// permanentProblem are the condition types that degrade the gitops component: the application
+// cannot be compared or placed until someone acts. A failed sync (SyncError) is the app's, not
+// the runtime's.
+var permanentProblem = map[string]bool{engine.ConditionComparisonError: true, engine.ConditionInvalidSpec: true, engine.ConditionNoCluster: true}
+
+// cut shortens s to n bytes at most, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
 // loaded returns what the loader knows of an app.

@@ -36,6 +36,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/gitops/rollouts"
+	"github.com/freshet-dev/freshet/internal/gitops/workflows"
 	"github.com/freshet-dev/freshet/internal/runtimes/manifests"
 )
 
@@ -169,7 +170,7 @@ func DryRun(cp ControlPlane, o Options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	y, err := manifests.YAML(append(rollouts.CRDs(), objs...)) // install applies the CRDs first
+	y, err := manifests.YAML(append(append(rollouts.CRDs(), workflows.CRDs()...), objs...)) // install applies the CRDs first
 	if err != nil {
 		return err
 	}
@@ -214,6 +215,7 @@ func (in *Installer) Install(ctx context.Context, o Options) error {
 			return s, err
 		}},
 		{"Argo Rollouts CRDs", func() (string, error) { return in.rolloutCRDs(ctx) }},
+		{"Argo Workflows CRDs", func() (string, error) { return in.workflowCRDs(ctx) }},
 		{"manifests", func() (string, error) { return in.apply(ctx, o.manifestOptions(rt.ID, token)) }},
 	}
 	for _, s := range steps {
@@ -453,6 +455,20 @@ func (in *Installer) rolloutCRDs(ctx context.Context) (string, error) {
 	}
 	var names []string
 	for _, c := range rollouts.CRDs() {
+		names = append(names, c["metadata"].(map[string]any)["name"].(string))
+	}
+	return strings.Join(names, ", "), nil
+}
+
+// workflowCRDs installs the CRDs of Argo Workflows' kinds, which the runtime's workflow
+// controller serves (it applies them at start as well). Uninstall leaves them, as it leaves
+// the Rollouts CRDs.
+func (in *Installer) workflowCRDs(ctx context.Context) (string, error) {
+	if err := workflows.EnsureCRDs(ctx, in.dyn); err != nil {
+		return "", err
+	}
+	var names []string
+	for _, c := range workflows.CRDs() {
 		names = append(names, c["metadata"].(map[string]any)["name"].(string))
 	}
 	return strings.Join(names, ", "), nil

@@ -331,6 +331,8 @@ export interface AppSummary {
   revision?: string;
   commit?: { sha: string; author?: string; message?: string; time?: string };
   reconciledAt?: string;
+  /** The first condition that is a problem (a ComparisonError, a missing cluster) as "Type: message" (GraphQL `problem`). */
+  problem?: string | null;
 }
 
 /** ApplicationFilter of the schema; labels are "key=value". */
@@ -350,6 +352,7 @@ const APPLICATIONS_QUERY = `query Applications($filter: ApplicationFilter, $firs
       id runtime name project labels { key value } repoUrl path targetRevision
       destination { server name namespace } autoSync autoSyncDisabled
       syncStatus healthStatus healthMessage revision commit { sha author message time } reconciledAt
+      problem
     }
     pageInfo { endCursor hasNextPage }
   }

@@ -3,6 +3,7 @@
 import { request } from './client';
 import type {
   Build,
+  BuildStats,
   BuildFilter,
   ConfigContext,
   ContextRequest,
@@ -59,6 +60,9 @@ export const builds = {
   deny: (id: string) => request<Build>(`${v1}/builds/${seg(id)}/deny`, { method: 'POST' }),
   /** The raw log (ANSI escapes included), for download. */
   logURL: (id: string) => `${v1}/builds/${seg(id)}/logs`,
+  /** Builds per day over the last `days` days, counted by the server; by pipeline for sparklines. */
+  stats: (f: { days?: number; pipeline?: string; byPipeline?: boolean }, signal?: AbortSignal) =>
+    request<BuildStats>(`${v1}/builds/stats`, { query: { days: f.days, pipeline: f.pipeline, by: f.byPipeline ? 'pipeline' : undefined }, signal }),
 };
 
 export const contexts = {

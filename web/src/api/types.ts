@@ -293,6 +293,43 @@ export interface Build {
   images?: BuildImage[];
 }
 
+/** What the builds created on one day (UTC) add up to (GET /api/v1/builds/stats). */
+export interface BuildStatsDay {
+  /** YYYY-MM-DD */
+  date: string;
+  total: number;
+  /** Of total, those that ended: succeeded, failed, or terminated (the rest). */
+  finished: number;
+  succeeded: number;
+  failed: number;
+  /** Builds that started and finished; their average and longest run. */
+  ran: number;
+  avgDurationMs: number;
+  maxDurationMs: number;
+  /** Builds that started; their average wait from creation to start. */
+  started: number;
+  avgQueueWaitMs: number;
+  /** Run durations added up: the runner time the day's builds used. */
+  busyMs: number;
+}
+
+export interface PipelineBuildStats {
+  pipelineId: string;
+  days: BuildStatsDay[];
+}
+
+/** Builds per day over a window, every day present, oldest first; the active builds now. */
+export interface BuildStats {
+  since: string;
+  until: string;
+  days: BuildStatsDay[];
+  /** With by=pipeline: the pipelines that have builds in the window. */
+  pipelines?: PipelineBuildStats[];
+  queued: number;
+  running: number;
+  pendingApproval: number;
+}
+
 /** An image a build step pushed to a registry, with the build's commit. */
 export interface BuildImage {
   id: string;

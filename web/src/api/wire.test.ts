@@ -49,6 +49,9 @@ import client_LintIssue from '../../../api/testdata/wire/client.LintIssue.json';
 import client_LintResult from '../../../api/testdata/wire/client.LintResult.json';
 import client_RunRequest from '../../../api/testdata/wire/client.RunRequest.json';
 import client_Build from '../../../api/testdata/wire/client.Build.json';
+import client_BuildStats from '../../../api/testdata/wire/client.BuildStats.json';
+import client_BuildStatsDay from '../../../api/testdata/wire/client.BuildStatsDay.json';
+import client_PipelineBuildStats from '../../../api/testdata/wire/client.PipelineBuildStats.json';
 import client_Step from '../../../api/testdata/wire/client.Step.json';
 import client_Image from '../../../api/testdata/wire/client.Image.json';
 import client_RestartRequest from '../../../api/testdata/wire/client.RestartRequest.json';
@@ -239,6 +242,9 @@ const wire = [
   pair<{ valid: boolean; issues: LintIssue[] }>()('client.LintResult', client_LintResult, 'no drift'),
   pair<t.RunRequest>()('client.RunRequest', client_RunRequest, 'no drift'),
   pair<t.Build>()('client.Build', client_Build, 'no drift'),
+  pair<t.BuildStats>()('client.BuildStats', client_BuildStats, 'no drift'),
+  pair<t.BuildStatsDay>()('client.BuildStatsDay', client_BuildStatsDay, 'no drift'),
+  pair<t.PipelineBuildStats>()('client.PipelineBuildStats', client_PipelineBuildStats, 'no drift'),
   pair<t.BuildStep>()('client.Step', client_Step, 'no drift'),
   pair<t.BuildImage>()('client.Image', client_Image, 'no drift'),
   pair<t.RestartRequest>()('client.RestartRequest', client_RestartRequest, 'no drift'),

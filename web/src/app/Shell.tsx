@@ -1,4 +1,4 @@
-import { useEffect, useState, type ReactNode } from 'react';
+import { useEffect, useRef, useState, type KeyboardEvent, type ReactNode } from 'react';
 import { errorMessage } from '../api/client';
 import { invitations } from '../api/rest';
 import { Menu } from '../components/Menu';
@@ -15,6 +15,10 @@ export function Shell({ title, children }: { title: string; children: ReactNode 
   const theme = useTheme();
   const { pathname } = useLocation();
   const [notice, setNotice] = useState<{ text: string; error?: boolean }>();
+  // Below 1024 px the navigation is a drawer (a modal dialog) opened from the top bar.
+  const [drawer, setDrawer] = useState(false);
+  // Following a link in the drawer closes it.
+  useEffect(() => setDrawer(false), [pathname]);
   // Invitations to other accounts, offered in the account menu; answered in Settings.
   const pending = useResource((signal) => invitations.list(signal), [me]);
   const invited = pending.data?.items.length ?? 0;
@@ -46,8 +50,6 @@ export function Shell({ title, children }: { title: string; children: ReactNode 
     }
   };
 
-  const isActive = (to: string) => (to === '/' ? pathname === '/' : pathname === to || pathname.startsWith(to + '/'));
-
   return (
     <div className="shell">
       <a className="skip-link" href="#main">
@@ -58,28 +60,22 @@ export function Shell({ title, children }: { title: string; children: ReactNode 
           <span className="brand-mark" aria-hidden="true" />
           <span>Freshet</span>
         </Link>
-        <nav aria-label="Main">
-          {nav.map((g, gi) => (
-            <div className="nav-group" key={gi}>
-              {g.heading && <div className="nav-heading">{g.heading}</div>}
-              <ul>
-                {g.items
-                  .filter((it) => !it.adminOnly || me.role === 'admin')
-                  .map((it) => (
-                    <li key={it.to}>
-                      <Link to={it.to} className={isActive(it.to) ? 'nav-link active' : 'nav-link'} aria-current={isActive(it.to) ? 'page' : undefined}>
-                        {it.label}
-                        {it.note && <span className="nav-note">{it.note}</span>}
-                      </Link>
-                    </li>
-                  ))}
-              </ul>
-            </div>
-          ))}
-        </nav>
+        <MainNav isAdmin={me.role === 'admin'} pathname={pathname} />
       </aside>
+      <NavDrawer open={drawer} onClose={() => setDrawer(false)} isAdmin={me.role === 'admin'} pathname={pathname} />
       <div className="main-column">
         <header className="topbar">
+          <button
+            type="button"
+            className="icon-button nav-toggle"
+            aria-label="Open navigation"
+            aria-haspopup="dialog"
+            aria-expanded={drawer}
+            aria-controls={drawerId}
+            onClick={() => setDrawer(true)}
+          >
+            <span className="nav-toggle-bars" aria-hidden="true" />
+          </button>
           <Menu
             ariaLabel={`Account: ${me.account.name}. Switch account`}
             align="left"
@@ -121,9 +117,7 @@ export function Shell({ title, children }: { title: string; children: ReactNode 
               ariaLabel={`User menu for ${me.user.email}`}
               label={
                 <>
-                  <span className="avatar" aria-hidden="true">
-                    {(me.user.name || me.user.email).slice(0, 1).toUpperCase()}
-                  </span>
+                  <span className="avatar" aria-hidden="true" data-initial={(me.user.name || me.user.email).slice(0, 1).toUpperCase()} />
                   <span className="user-email">{me.user.email}</span> <span aria-hidden="true">▾</span>
                 </>
               }
@@ -157,5 +151,112 @@ export function Shell({ title, children }: { title: string; children: ReactNode 
         </main>
       </div>
     </div>
+  );
+}
+
+const isActive = (to: string, pathname: string) => (to === '/' ? pathname === '/' : pathname === to || pathname.startsWith(to + '/'));
+
+/** The main navigation, in the sidebar (1024 px and wider) and in the drawer. */
+function MainNav({ isAdmin, pathname }: { isAdmin: boolean; pathname: string }) {
+  return (
+    <nav aria-label="Main">
+      {nav.map((g, gi) => (
+        <div className="nav-group" key={gi}>
+          {g.heading && <div className="nav-heading">{g.heading}</div>}
+          <ul>
+            {g.items
+              .filter((it) => !it.adminOnly || isAdmin)
+              .map((it) => (
+                <li key={it.to}>
+                  <Link to={it.to} className={isActive(it.to, pathname) ? 'nav-link active' : 'nav-link'} aria-current={isActive(it.to, pathname) ? 'page' : undefined}>
+                    {it.label}
+                    {it.note && <span className="nav-note">{it.note}</span>}
+                  </Link>
+                </li>
+              ))}
+          </ul>
+        </div>
+      ))}
+    </nav>
+  );
+}
+
+const drawerId = 'nav-drawer';
+const FOCUSABLE = 'a[href], button:not([disabled])';
+
+/**
+ * The navigation as a drawer: a native modal <dialog>, so the page behind is inert; Tab stays
+ * inside, Escape or the close button or a click on the backdrop closes it, and focus returns to
+ * the button that opened it. It is closed when the window grows past the drawer's breakpoint.
+ */
+function NavDrawer({ open, onClose, isAdmin, pathname }: { open: boolean; onClose: () => void; isAdmin: boolean; pathname: string }) {
+  const ref = useRef<HTMLDialogElement>(null);
+  const opener = useRef<Element | null>(null);
+  const closeRef = useRef(onClose);
+  closeRef.current = onClose;
+
+  useEffect(() => {
+    const d = ref.current;
+    if (!d) return;
+    if (open && !d.open) {
+      opener.current = document.activeElement;
+      d.showModal();
+      (d.querySelector<HTMLElement>('[aria-current="page"]') ?? d.querySelector<HTMLElement>(FOCUSABLE))?.focus();
+    } else if (!open && d.open) {
+      d.close();
+      (opener.current as HTMLElement | null)?.focus?.();
+    }
+  }, [open]);
+
+  useEffect(() => {
+    const d = ref.current;
+    if (!d) return;
+    const cancel = (e: Event) => {
+      e.preventDefault();
+      closeRef.current();
+    };
+    d.addEventListener('cancel', cancel);
+    const wide = window.matchMedia?.('(min-width: 1024px)');
+    const grew = () => wide?.matches && closeRef.current();
+    wide?.addEventListener('change', grew);
+    return () => {
+      d.removeEventListener('cancel', cancel);
+      wide?.removeEventListener('change', grew);
+    };
+  }, []);
+
+  const trap = (e: KeyboardEvent<HTMLDialogElement>) => {
+    if (e.key !== 'Tab' || !ref.current) return;
+    const items = Array.from(ref.current.querySelectorAll<HTMLElement>(FOCUSABLE));
+    if (items.length === 0) return;
+    const first = items[0];
+    const last = items[items.length - 1];
+    if (e.shiftKey && document.activeElement === first) {
+      e.preventDefault();
+      last.focus();
+    } else if (!e.shiftKey && document.activeElement === last) {
+      e.preventDefault();
+      first.focus();
+    }
+  };
+
+  return (
+    // A click on the backdrop lands on the dialog element itself.
+    <dialog ref={ref} id={drawerId} className="drawer" aria-label="Navigation" onKeyDown={trap} onClick={(e) => e.target === e.currentTarget && onClose()}>
+      {open && (
+        <div className="drawer-inner">
+          <div className="drawer-header">
+            <Link to="/" className="brand" aria-label="Freshet home">
+              <span className="brand-mark" aria-hidden="true" />
+              <span>Freshet</span>
+            </Link>
+            <button type="button" className="icon-button" aria-label="Close navigation" onClick={onClose}>
+              ×
+            </button>
+          </div>
+          <MainNav isAdmin={isAdmin} pathname={pathname} />
+        </div>
+      )}
+    </dialog>
   );
 }

@@ -88,7 +88,9 @@ describe('ResourceTable', () => {
     const list: PagedList<Row> = { data: { items: rows, nextCursor: 'c2' }, error: undefined, loading: false, reload: () => {}, page: { after: 'c1', limit: 2, trail: [''] }, go: () => {} };
     const pager = <ListPager list={list} noun="things" one="thing" />;
     const html = render(props(list, { pager }));
-    expect(html).toContain('</table><nav class="pager" aria-label="Pages of things">');
+    // The table in its scrolling box, the pager under it.
+    expect(html).toContain('<div class="table-scroll"><table class="table"');
+    expect(html).toContain('</table></div><nav class="pager" aria-label="Pages of things">');
     expect(html).toContain('3–4 · page 2');
     expect(html).toMatch(/<button type="button" class="button">Next →<\/button>/);
     // An empty page, a failure or the first load have no pager.

@@ -2,7 +2,7 @@
 // try again), placeholder rows while the first answer is on its way, an empty state, then the
 // rows, and under them the pager when the list is paged on the server. DataTable is the table
 // alone, for rows a page already has.
-import type { HTMLAttributes, ReactNode, TdHTMLAttributes } from 'react';
+import { useEffect, useRef, useState, type HTMLAttributes, type ReactNode, type TdHTMLAttributes } from 'react';
 import { formatTime, relativeTime } from '../lib/format';
 import { EmptyState, ErrorState, LoadingRows } from './States';
 
@@ -38,6 +38,7 @@ export interface DataTableProps<T> {
 export function DataTable<T>({ rows, columns, rowKey, rowProps, className = 'table', busy, testId }: DataTableProps<T>) {
   const cols = columns.filter((c): c is Column<T> => c !== false);
   return (
+    <TableScroll>
     <table className={className} aria-busy={busy} data-testid={testId}>
       <thead>
         <tr>
@@ -60,6 +61,31 @@ export function DataTable<T>({ rows, columns, rowKey, rowProps, className = 'tab
         ))}
       </tbody>
     </table>
+    </TableScroll>
+  );
+}
+
+/**
+ * A table's box: it scrolls sideways on its own when the screen is narrower than the columns,
+ * and only then is it a tab stop (a scrolling region must be reachable from the keyboard).
+ */
+export function TableScroll({ children }: { children: ReactNode }) {
+  const ref = useRef<HTMLDivElement>(null);
+  const [scrolls, setScrolls] = useState(false);
+  useEffect(() => {
+    const el = ref.current;
+    if (!el || typeof ResizeObserver === 'undefined') return;
+    const check = () => setScrolls(el.scrollWidth > el.clientWidth + 1);
+    const ro = new ResizeObserver(check);
+    ro.observe(el);
+    if (el.firstElementChild) ro.observe(el.firstElementChild);
+    check();
+    return () => ro.disconnect();
+  }, []);
+  return (
+    <div ref={ref} className="table-scroll" tabIndex={scrolls ? 0 : undefined}>
+      {children}
+    </div>
   );
 }
 

@@ -1,6 +1,7 @@
 // Loading, empty and error states, the same on every page.
 import { useEffect, useRef, type ReactNode } from 'react';
 import { ApiError, errorMessage } from '../api/client';
+import { Link } from '../app/router';
 
 export function Spinner({ label = 'Loading' }: { label?: string }) {
   return <span className="spinner" role="status" aria-label={label} />;
@@ -39,7 +40,9 @@ function describe(err: unknown): { title: string; hint?: string } {
     case 'rate_limited':
       return { title: 'Too many attempts' };
     case 'unavailable':
-      return { title: 'The server is not ready', hint: 'Try again in a moment.' };
+      // Not "try again later": the reason (a cluster that is not configured, a repository that
+      // cannot be reached) is the message below, and it may well be permanent.
+      return { title: 'Not available' };
     case 'invalid_argument':
       return { title: 'The request was refused' };
     default:
@@ -47,19 +50,47 @@ function describe(err: unknown): { title: string; hint?: string } {
   }
 }
 
-/** A full error state for a page or a panel that failed to load. */
+/** The list a detail page belongs to, by the first segment of its path: the way back from a 404. */
+const LISTS: Record<string, string> = {
+  runtimes: 'Runtimes',
+  applications: 'Applications',
+  pipelines: 'Pipelines',
+  builds: 'Builds',
+  users: 'Users',
+  'api-keys': 'API keys',
+  audit: 'Audit log',
+  settings: 'Settings',
+};
+
+/** `/pipelines/web/ci` → the Pipelines list; undefined for a path that is itself a list or unknown. */
+export function listOf(pathname: string): { to: string; label: string } | undefined {
+  const segs = pathname.split('/').filter(Boolean);
+  if (segs.length < 2) return undefined;
+  // /settings/contexts?context=x → Contexts and secrets is the list; its page reads the query.
+  const label = LISTS[segs[0]];
+  return label ? { to: '/' + segs[0], label } : undefined;
+}
+
+/** A full error state for a page or a panel that failed to load. A not-found one offers the way back to its list. */
 export function ErrorState({ error, onRetry }: { error: unknown; onRetry?: () => void }) {
   const { title, hint } = describe(error);
+  const back = error instanceof ApiError && error.code === 'not_found' && typeof location !== 'undefined' ? listOf(location.pathname) : undefined;
   return (
     <div className="error-state" role="alert">
       <h3>{title}</h3>
       <p>{errorMessage(error)}</p>
       {hint && <p className="muted">{hint}</p>}
       {error instanceof ApiError && error.requestId && <p className="muted small">Request id: <code>{error.requestId}</code></p>}
-      {onRetry && (
-        <button type="button" className="button" onClick={onRetry}>
-          Try again
-        </button>
+      {back ? (
+        <Link to={back.to} className="button" data-testid="back-to-list">
+          Back to {back.label}
+        </Link>
+      ) : (
+        onRetry && (
+          <button type="button" className="button" onClick={onRetry}>
+            Try again
+          </button>
+        )
       )}
     </div>
   );

@@ -154,7 +154,39 @@ export function summaryFromProxy(runtime: string, a: ProxyApplication): AppSumma
     revision: st.revision,
     commit: st.commit ? { sha: st.commit.sha, author: st.commit.author, message: st.commit.message, time: st.commit.commitTime ?? st.commit.authorTime } : undefined,
     reconciledAt: isZeroTime(st.reconciledAt) ? undefined : st.reconciledAt,
+    problem: problemText(st.conditions),
   };
+}
+
+/** Condition types that mean the application cannot be compared, synced or placed: a problem to fix, not a state to wait out. */
+const PROBLEM_CONDITIONS = new Set(['ComparisonError', 'InvalidSpecError', 'NoClusterConfigured', 'SyncError']);
+
+/** An application condition's weight: a problem (danger) or a warning (the rest, e.g. UnsupportedWarning, SelfHealPaused). */
+export function conditionTone(type: string): 'danger' | 'warning' {
+  return PROBLEM_CONDITIONS.has(type) ? 'danger' : 'warning';
+}
+
+/** The first problem as "Type: message", as GraphQL's `problem` gives it; undefined when there is none. */
+export function problemText(conditions: readonly { type: string; message: string }[] | undefined): string | undefined {
+  const p = problems(conditions)[0];
+  return p && `${p.type}: ${p.message}`;
+}
+
+const PROBLEM_LABELS: Record<string, string> = {
+  ComparisonError: 'Comparison error',
+  InvalidSpecError: 'Invalid spec',
+  NoClusterConfigured: 'No cluster',
+  SyncError: 'Sync failed',
+};
+
+/** A problem condition in two words, for a badge (the type itself when it has none). */
+export function problemLabel(type: string): string {
+  return PROBLEM_LABELS[type] ?? type;
+}
+
+/** The problems among an application's conditions, in the order the runtime gave them. */
+export function problems<T extends { type: string }>(conditions: readonly T[] | undefined): T[] {
+  return (conditions ?? []).filter((c) => conditionTone(c.type) === 'danger');
 }
 
 /** Go's zero time ("0001-01-01T00:00:00Z") means "not yet". */

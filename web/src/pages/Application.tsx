@@ -14,6 +14,7 @@ import { Field } from '../components/Field';
 import { FormDialog } from '../components/FormDialog';
 import { Menu } from '../components/Menu';
 import { DataTable } from '../components/ResourceTable';
+import { AppProblems } from '../components/AppProblems';
 import { EmptyState, ErrorNote, ErrorState, Flash, LoadingRows } from '../components/States';
 import { Tabs } from '../components/Tabs';
 import { flattenTree, kindCounts, mergeTree, type TreeRow } from '../lib/appTree';
@@ -114,6 +115,7 @@ function ApplicationPage({ runtime, name }: { runtime: string; name: string }) {
     <div data-page="application" data-sync={st.sync} data-health={st.health?.status}>
       <AppHeader a={a} runtime={runtime} canWrite={canWrite} onChanged={changed} />
       <Flash text={note} onDone={() => setNote(undefined)} />
+      <AppProblems conditions={conditions} />
       <Tabs label="Application sections" tab={tab} onChange={setTab} tabs={tabs} />
       <div role="tabpanel" id={`panel-${tab}`} aria-labelledby={`tab-${tab}`} className="tab-panel" data-testid={`app-panel-${tab}`}>
         {tab === 'tree' && <TreePanel runtime={runtime} a={a} />}

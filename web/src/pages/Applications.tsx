@@ -14,7 +14,7 @@ import { EmptyState, ErrorNote, ErrorState, LoadingRows, Spinner } from '../comp
 import { VirtualList } from '../components/VirtualList';
 import { appFilterFromParams, appFilterQuery, isAppFiltered, labelError, splitLabels, type AppFilter } from '../lib/appFilters';
 import { loadAppPage, type AppSource, type Unreachable } from '../lib/appList';
-import { APPLICATIONS_PATH, appPath, clusterName, subject } from '../lib/apps';
+import { APPLICATIONS_PATH, appPath, clusterName, problemLabel, subject } from '../lib/apps';
 import { shortSha } from '../lib/builds';
 import { formatTime, relativeTime } from '../lib/format';
 import { appendUnique } from '../lib/pagination';
@@ -232,6 +232,8 @@ export default function Applications() {
 function AppRow({ a, clusters }: { a: AppSummary; clusters?: { name: string; server: string }[] }) {
   const msg = subject(a.commit?.message);
   const labels = a.labels.map((l) => `${l.key}=${l.value}`).join(' ');
+  // "Type: message": the type on the badge, the whole as its tooltip and for screen readers.
+  const problem = a.problem ? { type: a.problem.split(':')[0], message: a.problem.slice(a.problem.indexOf(':') + 1).trim() } : undefined;
   return (
     <div className="apps-grid" data-testid={`app-row-${a.runtime}-${a.name}`} data-sync={a.syncStatus} data-health={a.healthStatus}>
       <span role="cell" className="cell-2">
@@ -248,8 +250,19 @@ function AppRow({ a, clusters }: { a: AppSummary; clusters?: { name: string; ser
       <span role="cell" className="ellipsis muted">
         {a.project}
       </span>
-      <span role="cell">
+      <span role="cell" className="cell-2">
         <SyncBadge status={a.syncStatus} />
+        {problem && (
+          // A permanent condition is a problem with its reason, not a state to wait out.
+          <span className="badge badge-danger app-problem" title={a.problem ?? undefined} data-testid="app-problem">
+            <span aria-hidden="true">⚠ </span>
+            {problemLabel(problem.type)}
+            <span className="visually-hidden">
+              {' '}
+              ({problem.type}: {problem.message})
+            </span>
+          </span>
+        )}
       </span>
       <span role="cell">
         <HealthBadge status={a.healthStatus} message={a.healthMessage} />

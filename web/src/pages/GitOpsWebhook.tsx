@@ -11,6 +11,7 @@ import { ConfirmDialog } from '../components/ConfirmDialog';
 import { CopyButton } from '../components/CopyButton';
 import { Dialog } from '../components/Dialog';
 import { Field } from '../components/Field';
+import { TableScroll } from '../components/ResourceTable';
 import { FormDialog } from '../components/FormDialog';
 import { PageHeader } from '../components/PageHeader';
 import { SettingsNav } from '../components/SettingsNav';
@@ -103,6 +104,7 @@ export default function GitOpsWebhookPage() {
           <section className="panel panel-wide" aria-labelledby="wh-urls">
             <h2 id="wh-urls">Payload URLs</h2>
             <p className="muted small">Use the URL of your provider, the secret, and content type application/json; subscribe to push events.</p>
+            <TableScroll>
             <table className="table" data-testid="gitops-webhook-urls">
               <thead>
                 <tr>
@@ -140,6 +142,7 @@ export default function GitOpsWebhookPage() {
                   ))}
               </tbody>
             </table>
+            </TableScroll>
           </section>
         </>
       )}

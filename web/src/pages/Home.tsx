@@ -1,4 +1,4 @@
-import type { ReactNode } from 'react';
+import { Suspense, lazy, type ReactNode } from 'react';
 import { errorMessage } from '../api/client';
 import { gql } from '../api/graphql';
 import { recentBuilds, runtimes as runtimesApi } from '../api/rest';
@@ -42,6 +42,9 @@ interface HomeData {
   denied?: Conn<{ id: string }>;
   failed?: Conn<{ id: string }>;
 }
+
+// The charts load after the page (visx and the stats call are not part of Home's first load).
+const BuildTrends = lazy(() => import('../components/BuildTrends'));
 
 /** Builds the Home card counts from: the newest page (GraphQL has no builds yet). */
 const RECENT_BUILDS = 100;
@@ -111,6 +114,16 @@ export function Home() {
       </section>
 
       <div className="section-row">
+        <h2 className="section-title">Build trends</h2>
+        <Link to="/settings/runners" className="small">
+          Runners →
+        </Link>
+      </div>
+      <Suspense fallback={<div className="chart-placeholder skeleton-row" role="status" aria-label="Loading build trends" />}>
+        <BuildTrends />
+      </Suspense>
+
+      <div className="section-row">
         <h2 className="section-title">Recent activity</h2>
         {admin && (
           <Link to="/audit" className="small">
@@ -172,8 +185,18 @@ const APP_ATTENTION: { label: string; key: 'health' | 'sync'; value: string; ton
   { label: 'Degraded', key: 'health', value: 'Degraded', tone: 'danger' },
   { label: 'Missing', key: 'health', value: 'Missing', tone: 'warning' },
   { label: 'OutOfSync', key: 'sync', value: 'OutOfSync', tone: 'warning' },
+  // Unknown is not "fine": the runtime could not tell (a missing cluster, a comparison error).
+  { label: 'health unknown', key: 'health', value: 'Unknown', tone: 'warning' },
+  { label: 'sync unknown', key: 'sync', value: 'Unknown', tone: 'warning' },
+  { label: 'Suspended', key: 'health', value: 'Suspended', tone: 'info' },
   { label: 'Progressing', key: 'health', value: 'Progressing', tone: 'info' },
 ];
+
+/** Applications that need someone to look: every one that is not known to be healthy and synced. */
+export function appsNeedingAttention(apps: Pick<HomeAppCounts, 'health' | 'sync'>): number {
+  const n = (r: Record<string, number>, k: string) => r[k] ?? 0;
+  return n(apps.health, 'Degraded') + n(apps.health, 'Missing') + n(apps.health, 'Unknown') + n(apps.sync, 'OutOfSync') + n(apps.sync, 'Unknown');
+}
 
 /** A count as Home shows it (the server counts every application: 12,000 healthy). */
 const num = (n: number) => n.toLocaleString('en-US');
@@ -191,7 +214,7 @@ function ApplicationsCard({ apps }: { apps?: HomeAppCounts | { error: unknown } 
       </div>
     );
   }
-  const bad = apps ? apps.health.Degraded + apps.health.Missing + apps.sync.OutOfSync : 0;
+  const bad = apps ? appsNeedingAttention(apps) : 0;
   return (
     <div className={bad ? 'card card-warning' : 'card'} data-testid="home-apps">
       <div className="card-title">
@@ -211,7 +234,15 @@ function ApplicationsCard({ apps }: { apps?: HomeAppCounts | { error: unknown } 
             <Link to={href('/applications', { sync: 'OutOfSync' })} className={apps.sync.OutOfSync ? 'text-warning' : 'muted'}>
               {num(apps.sync.OutOfSync)} out of sync
             </Link>
-            {apps.sync.Unknown > 0 && ` · ${num(apps.sync.Unknown)} unknown`}
+            {(apps.sync.Unknown ?? 0) > 0 && (
+              <>
+                {' '}
+                ·{' '}
+                <Link to={href('/applications', { sync: 'Unknown' })} className="text-warning">
+                  {num(apps.sync.Unknown)} sync unknown
+                </Link>
+              </>
+            )}
           </>
         ) : (
           '\u00a0'
@@ -223,9 +254,9 @@ function ApplicationsCard({ apps }: { apps?: HomeAppCounts | { error: unknown } 
             No applications yet. <Link to="/applications">How to add one</Link>.
           </li>
         )}
-        {apps && apps.total > 0 && bad === 0 && apps.health.Progressing === 0 && <li className="muted small">All applications are synced and healthy.</li>}
+        {apps && apps.total > 0 && apps.health.Healthy === apps.total && apps.sync.Synced === apps.total && <li className="muted small">All applications are synced and healthy.</li>}
         {apps &&
-          APP_ATTENTION.filter((x) => (x.key === 'health' ? apps.health[x.value] : apps.sync[x.value]) > 0).map((x) => (
+          APP_ATTENTION.filter((x) => ((x.key === 'health' ? apps.health[x.value] : apps.sync[x.value]) ?? 0) > 0).map((x) => (
             <li key={x.label} className="small">
               <span className={`card-list-icon text-${x.tone}`} aria-hidden="true">
                 ●

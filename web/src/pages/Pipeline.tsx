@@ -1,6 +1,6 @@
 // One pipeline: its spec in an editor that lints as you type, its settings, triggers and
 // builds; and the form that creates a new one (/pipelines/new).
-import { useEffect, useId, useMemo, useRef, useState, type FormEvent } from 'react';
+import { Suspense, lazy, useEffect, useId, useMemo, useRef, useState, type FormEvent } from 'react';
 import { ApiError, errorMessage, fieldError } from '../api/client';
 import { builds, contexts as contextsApi, pipelines, projects } from '../api/ci';
 import type { Pipeline as PipelineT } from '../api/types';
@@ -24,6 +24,9 @@ import { useLint } from '../lib/useLint';
 import { useNow } from '../lib/useNow';
 import { useResource } from '../lib/useResource';
 import { TriggersPanel } from './PipelineTriggers';
+
+// Loaded with visx on the Builds tab only.
+const BuildTrends = lazy(() => import('../components/BuildTrends'));
 
 type Tab = 'spec' | 'settings' | 'triggers' | 'builds';
 const TABS: { id: Tab; label: string }[] = [
@@ -451,6 +454,10 @@ function RecentBuilds({ pipeline }: { pipeline: PipelineT }) {
         </Link>
       </div>
       <BuildTable list={list} now={now} compact placeholder={{ label: 'Loading builds', rows: 4 }} empty={{ title: 'No builds yet', body: 'Run the pipeline, or add a trigger.' }} />
+      <h3 className="section-title">Trends</h3>
+      <Suspense fallback={<div className="chart-placeholder skeleton-row" role="status" aria-label="Loading build trends" />}>
+        <BuildTrends pipeline={pipeline.id} charts={['success', 'duration']} />
+      </Suspense>
     </div>
   );
 }

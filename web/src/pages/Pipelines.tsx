@@ -1,7 +1,9 @@
 import { useState, type FormEvent } from 'react';
 import { fieldError } from '../api/client';
-import { pipelines, projects } from '../api/ci';
-import type { Pipeline, Project } from '../api/types';
+import { builds as buildsApi, pipelines, projects } from '../api/ci';
+import type { BuildStatsDay, Pipeline, Project } from '../api/types';
+import { Sparkline } from '../components/Charts';
+import { formatRate, successRate, totals } from '../lib/buildStats';
 import { Link, href, navigate, useLocation } from '../app/router';
 import { useMe } from '../app/session';
 import { ConfirmDialog } from '../components/ConfirmDialog';
@@ -24,6 +26,9 @@ export default function Pipelines() {
   const list = usePagedList((o, signal) => pipelines.list({ ...o, project: project || undefined }, signal), [project]);
   // Projects for the filter and the forms: the first 1,000.
   const projs = useResource((signal) => projects.list({ limit: 1000 }, signal), []);
+  // Every pipeline's last 14 days in one call, for the sparklines; its failure only blanks them.
+  const trends = useResource((signal) => buildsApi.stats({ days: TREND_DAYS, byPipeline: true }, signal), []);
+  const trendOf = (id: string) => (trends.data ? (trends.data.pipelines?.find((x) => x.pipelineId === id)?.days ?? []) : undefined);
   const [creating, setCreating] = useState(false);
   const [running, setRunning] = useState<Pipeline>();
   const [deleting, setDeleting] = useState(false);
@@ -116,6 +121,7 @@ export default function Pipelines() {
             ),
           },
           { header: 'Steps', cellClassName: 'muted', cell: (p) => stepSummary(p.spec) },
+          { header: `Last ${TREND_DAYS} days`, cellClassName: 'nowrap', cell: (p) => <TrendCell days={trendOf(p.id)} failed={!!trends.error} /> },
           { header: 'Contexts', cellClassName: 'muted ellipsis-cell', cell: (p) => (p.config.contexts?.length ? p.config.contexts.join(', ') : '—') },
           timeColumn('Updated', (p: Pipeline) => p.updatedAt),
           actionsColumn((p: Pipeline) => (
@@ -220,5 +226,29 @@ export function CreateProjectDialog({ open, onClose, onCreated }: { open: boolea
       </Field>
       {error !== undefined && !fieldError(error, 'name') && <ErrorNote error={error} />}
     </FormDialog>
+  );
+}
+
+const TREND_DAYS = 14;
+
+/** A pipeline's success rate per day as a sparkline, with the rate and count in words beside it. */
+function TrendCell({ days, failed }: { days?: BuildStatsDay[]; failed: boolean }) {
+  if (failed) return <span className="muted small">—</span>;
+  if (!days) return <span className="skeleton-text" aria-label="Loading" />;
+  const t = totals(days);
+  if (t.total === 0) return <span className="muted small">No builds</span>;
+  const label = `Success rate over the last ${TREND_DAYS} days: ${formatRate(t.rate)} of ${t.succeeded + t.failed} finished builds (${t.total} in all)`;
+  // Days before the first build of the window are padded so every sparkline spans the window.
+  const values = Array.from({ length: TREND_DAYS }, (_, i) => {
+    const d = days[days.length - TREND_DAYS + i];
+    return d ? successRate(d) : undefined;
+  });
+  return (
+    <span className="trend-cell" data-testid="pipeline-trend">
+      <Sparkline values={values} label={label} className={t.rate !== undefined && t.rate < 80 ? 'chart-danger' : 'chart-success'} />
+      <span className="small" aria-hidden="true">
+        {formatRate(t.rate)} · {t.total}
+      </span>
+    </span>
   );
 }

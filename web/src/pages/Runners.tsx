@@ -1,4 +1,4 @@
-import { useEffect, useState, type FormEvent } from 'react';
+import { Suspense, lazy, useEffect, useState, type FormEvent } from 'react';
 import { fieldError } from '../api/client';
 import { runners } from '../api/ci';
 import type { RegisteredRunner, Runner } from '../api/types';
@@ -18,6 +18,8 @@ import { mapFromRows, validateRows, type KVRow } from '../lib/kv';
 import { resourceNameError } from '../lib/pipelineRefs';
 import { useResource } from '../lib/useResource';
 import { RowDangerButton } from '../components/RowDangerButton';
+
+const BuildTrends = lazy(() => import('../components/BuildTrends'));
 
 /** The command that starts a registered runner on another machine. */
 export function runnerCommand(server: string, token: string): string {
@@ -88,6 +90,10 @@ export default function Runners() {
           actionsColumn((r: Runner) => admin && <RowDangerButton label="Delete" ariaLabel={`Delete runner ${r.name}`} onClick={() => setDeleting(r)} />),
         ]}
       />
+      <h2 className="section-title">Queue and utilisation</h2>
+      <Suspense fallback={<div className="chart-placeholder skeleton-row" role="status" aria-label="Loading build trends" />}>
+        <BuildTrends charts={['queue']} />
+      </Suspense>
       {registering && <RegisterDialog onClose={() => setRegistering(false)} onCreated={() => list.reload()} />}
       <ConfirmDialog
         open={!!deleting}

@@ -1,0 +1,23 @@
+// Package workflows is the runtime's Argo Workflows role: a controller that runs Argo
+// Workflows' own YAML (argoproj.io/v1alpha1 Workflow, WorkflowTemplate,
+// ClusterWorkflowTemplate; CronWorkflow is installed and decoded, not scheduled yet) with no
+// Argo install. It is the workflow engine behind Delivery Pipelines in hybrid runtimes.
+//
+// It installs the CRDs (EnsureCRDs, at start; `freshet runtime install` applies them too),
+// watches Workflows, WorkflowTemplates, ClusterWorkflowTemplates and the pods it makes, and
+// runs each Workflow as Argo's operator does: every reconcile walks the template tree from the
+// entrypoint (an operation), using status.nodes as its memory, starting what is due and reading
+// what ended, then writes the status once. Templates: container and script (one pod each),
+// resource (create, apply or delete a manifest, as the workflow's service account), suspend
+// (a duration, or until Resume), steps and DAG (dependencies, and depends expressions parsed
+// here, never evaluated as code), templateRef and workflowTemplateRef; parameters, the {{…}}
+// variables Argo defines, withItems/withParam/withSequence, when (expr-lang with bare words as
+// strings, as Argo's govaluate use), retryStrategy, activeDeadlineSeconds, onExit,
+// parallelism, serviceAccountName, shutdown. Validation is `argo lint`'s (ValidateSpec): a
+// Workflow that does not validate ends in phase Error with the field named in its message, and
+// nothing runs. What is recognised but not built yet is refused the same way, by name.
+//
+// A step's pod runs the user's image with the freshet binary copied in by an init container
+// (package emissary): the user's command runs under it, and its stdout (the result) and output
+// parameter files come back through the container's termination message.
+package workflows

@@ -1,0 +1,80 @@
+package workflows
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/freshet-dev/freshet/internal/errdefs"
+)
+
+// FuzzDecodeWorkflow: a Workflow (submitted or synced from git by anyone who can commit) is
+// either refused with an error naming a field, or validates — and then one operation over it
+// (the entrypoint's tree with a fake cluster) ends without panicking, within the node bound,
+// and every pod it asks for has the emissary as its command and is owned by the Workflow.
+func FuzzDecodeWorkflow(f *testing.F) {
+	for _, y := range []string{lintHead + `
+  entrypoint: main
+  arguments: {parameters: [{name: p, value: v}]}
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: A, template: t, arguments: {parameters: [{name: x, value: "{{workflow.parameters.p}}"}]}}
+      - {name: B, template: t, depends: "A.Succeeded || A.Failed", withItems: [1, 2], arguments: {parameters: [{name: x, value: "{{item}}"}]}}
+      - {name: C, template: s, depends: "!B", when: "{{tasks.A.status}} == Succeeded"}
+  - name: t
+    inputs: {parameters: [{name: x}]}
+    retryStrategy: {limit: 1}
+    container: {image: x, command: [echo, "{{inputs.parameters.x}}"]}
+  - name: s
+    steps: [[{name: w, template: wait}], [{name: seq, template: t, withSequence: {count: "2"}, arguments: {parameters: [{name: x, value: "{{item}}"}]}}]]
+  - name: wait
+    suspend: {duration: "5s"}`} {
+		j, err := yaml.YAMLToJSON([]byte(y))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(j)
+	}
+	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Workflow","spec":{"entrypoint":"a","templates":[{"name":"a","dag":{"tasks":[{"name":"x","template":"a","depends":"((((x"}]}}]}}`))
+	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Workflow","spec":{"entrypoint":"a","templates":[{"name":"a","steps":[[{"name":"s","template":"a"}]]}]}}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		tm := time.AfterFunc(10*time.Second, func() { panic("an input took 10 s: " + string(data)) })
+		defer tm.Stop()
+		wf, err := Decode(data)
+		if err != nil {
+			if !errors.Is(err, errdefs.ErrInvalid) || errdefs.Field(err) == "" {
+				t.Fatalf("error %v does not name a field", err)
+			}
+			return
+		}
+		if wf.Spec.WorkflowTemplateRef != nil {
+			return
+		}
+		wf.Name, wf.Namespace, wf.UID = "fz", "ns", "u"
+		fc := &fakeCluster{pods: map[string]*corev1.Pod{}, templates: map[string]*WorkflowSpec{}}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		o := &operation{ctx: ctx, cl: fc, wf: wf, spec: &wf.Spec, nodes: map[string]*NodeStatus{}, pods: fc.pods,
+			now: time.Unix(1e9, 0), globals: globalScope(wf, &wf.Spec), tmplSpecs: map[string]*WorkflowSpec{}}
+		var st WorkflowStatus
+		o.operate(&st)
+		if len(o.nodes) > maxNodes+1 {
+			t.Fatalf("%d nodes", len(o.nodes))
+		}
+		for _, p := range fc.pods {
+			if c := p.Spec.Containers[0].Command; len(c) < 3 || c[0] != binPath || c[1] != "emissary" {
+				t.Fatalf("pod %s runs %q, not under the emissary", p.Name, c)
+			}
+			if len(p.OwnerReferences) != 1 || p.OwnerReferences[0].Name != "fz" || len(p.Name) > 63 {
+				t.Fatalf("pod %s: %+v", p.Name, p.OwnerReferences)
+			}
+		}
+	})
+}

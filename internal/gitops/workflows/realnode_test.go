@@ -1,0 +1,112 @@
+package workflows_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/freshet-dev/freshet/internal/gitops/workflows"
+	"github.com/freshet-dev/freshet/internal/testenv/containers"
+	"github.com/freshet-dev/freshet/internal/testenv/kube"
+)
+
+// TestRealNode runs a workflow whose pods really run on the loopback cluster's real node: the
+// init container copies the emissary (an image built with `ctrenv image` from a small main
+// package that calls the emissary, pushed to the loopback registry) into the pod, a script's
+// real stdout becomes the next step's parameter, and an output parameter is read from a file
+// the step wrote.
+func TestRealNode(t *testing.T) {
+	if os.Getenv(kube.EnvRealNode) != "1" {
+		kube.RealNode(t, kube.NodeRegistry{}) // skips, saying why
+	}
+	reg := containers.Registry(t)
+	c := kube.RealNode(t, kube.NodeRegistry{Addr: reg.Addr, Username: reg.Username, Password: reg.Password,
+		CAFile: reg.CAFile, PauseImage: reg.Ref(containers.ImagePause)})
+	image := buildEmissaryImage(t, reg)
+	sel, tol := kube.RealNodePlacement()
+	e := startEnv(t, c, workflows.Options{ExecutorImage: image, ExecutorPath: "/usr/bin/freshet", NodeSelector: sel, Tolerations: tol})
+	busybox := reg.Ref(containers.ImageBusybox)
+	e.create(workflows.WorkflowsResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: real}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - {name: gen, template: gen}
+    - - name: use
+        template: use
+        arguments: {parameters: [{name: msg, value: "{{steps.gen.outputs.result}}"}]}
+    - - name: check
+        template: check
+        arguments: {parameters: [{name: got, value: "{{steps.use.outputs.parameters.out}}"}]}
+  - name: gen
+    script:
+      image: `+busybox+`
+      command: [sh]
+      source: |
+        echo "hello from $(hostname | cut -c1-4)"
+  - name: use
+    inputs: {parameters: [{name: msg}]}
+    outputs: {parameters: [{name: out, valueFrom: {path: /tmp/out}}]}
+    container:
+      image: `+busybox+`
+      command: [sh, -c, 'echo "{{inputs.parameters.msg}}" | tr a-z A-Z > /tmp/out']
+  - name: check
+    inputs: {parameters: [{name: got}]}
+    container:
+      image: `+busybox+`
+      command: [sh, -c, 'test "{{inputs.parameters.got}}" = "HELLO FROM REAL"']
+`)
+	wf := e.finished("real", 4*time.Minute)
+	if wf.Status.Phase != workflows.WorkflowSucceeded {
+		t.Fatal(dump(wf))
+	}
+	if r := node(t, wf, "real[0].gen").Outputs.Result; r == nil || *r != "hello from real" {
+		t.Fatalf("gen result %v: %s", r, dump(wf))
+	}
+	if n := node(t, wf, "real[1].use"); n.HostNodeName != kube.RealNodeName || string(*n.Outputs.Parameters[0].Value) != "HELLO FROM REAL" {
+		t.Fatalf("use %+v", n)
+	}
+}
+
+func buildEmissaryImage(t *testing.T, reg *containers.RegistryInstance) string {
+	t.Helper()
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := os.Getenv(containers.EnvTool)
+	if tool == "" {
+		tool = filepath.Join(t.TempDir(), "ctrenv")
+		cmd := exec.Command("go", "build", "-o", tool, "./hack/ctrenv")
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build ctrenv: %v\n%s", err, b)
+		}
+	}
+	const version = "v0.0.0-emissary"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tool, "image", "--registry", filepath.Base(reg.StateDir), "--version", version, "--dir", root,
+		"--package", "./internal/gitops/workflows/testdata/emissary", "--base", "busybox")
+	cmd.Env = append(os.Environ(), "FRESHET_CONTAINERS_STATE="+filepath.Dir(filepath.Dir(reg.StateDir)))
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("ctrenv image: %v\n%s\n%s", err, b, stderr.String())
+	}
+	ref := reg.Ref("freshet:" + version)
+	if !strings.Contains(string(b)+stderr.String(), ref) {
+		t.Logf("ctrenv image output does not name %s:\n%s\n%s", ref, b, stderr.String())
+	}
+	return ref
+}

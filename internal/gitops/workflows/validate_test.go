@@ -1,0 +1,363 @@
+package workflows
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/freshet-dev/freshet/internal/errdefs"
+)
+
+func decodeYAML(t *testing.T, y string) (*Workflow, error) {
+	t.Helper()
+	j, err := yaml.YAMLToJSON([]byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Decode(j)
+}
+
+const lintHead = `
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: w}
+spec:
+`
+
+// TestLint: what `argo lint` refuses is refused, naming the field, the value and what is valid.
+func TestLint(t *testing.T) {
+	for _, tc := range []struct {
+		name, spec, field, reason string
+	}{
+		{"unknown entrypoint", `
+  entrypoint: nope
+  templates: [{name: a, container: {image: x, command: [x]}}]`, "spec.entrypoint", `"nope" is not a template of this workflow (templates: a)`},
+		{"unknown template in steps", `
+  entrypoint: main
+  templates:
+  - name: main
+    steps: [[{name: s, template: missing}]]`, "spec.templates[0].steps[0][0].template", `"missing" is not a template`},
+		{"cyclic DAG", `
+  entrypoint: main
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: A, template: t, depends: C}
+      - {name: B, template: t, dependencies: [A]}
+      - {name: C, template: t, depends: "B.Succeeded"}
+  - {name: t, container: {image: x, command: [x]}}`, "spec.templates[0].dag.tasks", `"A -> C -> B -> A" is a dependency cycle`},
+		{"bad depends", `
+  entrypoint: main
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: A, template: t}
+      - {name: B, template: t, depends: "A.Succeeded &&"}
+  - {name: t, container: {image: x, command: [x]}}`, "spec.templates[0].dag.tasks[1].depends", "ends where a task name was expected"},
+		{"depends on a bad result", `
+  entrypoint: main
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: A, template: t}
+      - {name: B, template: t, depends: "A.Done"}
+  - {name: t, container: {image: x, command: [x]}}`, "spec.templates[0].dag.tasks[1].depends", `names the result "Done"`},
+		{"depends on an unknown task", `
+  entrypoint: main
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: B, template: t, depends: "A || B2"}
+  - {name: t, container: {image: x, command: [x]}}`, "spec.templates[0].dag.tasks[0].depends", `"A" is not a task of this DAG`},
+		{"unknown input parameter", `
+  entrypoint: main
+  templates:
+  - name: main
+    inputs: {parameters: [{name: a, value: "1"}]}
+    container: {image: x, command: [echo, "{{inputs.parameters.b}}"]}`, "spec.templates[0].container.command[1]", "inputs.parameters do not declare"},
+		{"unknown workflow parameter", `
+  entrypoint: main
+  templates:
+  - name: main
+    container: {image: x, command: [echo, "{{workflow.parameters.p}}"]}`, "spec.templates[0].container.command[1]", "spec.arguments.parameters does not declare"},
+		{"step output of a later step", `
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - {name: a, template: t, arguments: {parameters: [{name: x, value: "{{steps.b.outputs.result}}"}]}}
+    - - {name: b, template: t, arguments: {parameters: [{name: x, value: "1"}]}}
+  - name: t
+    inputs: {parameters: [{name: x}]}
+    script: {image: x, command: [sh], source: "echo"}`, "spec.templates[0].steps[0][0].arguments.parameters[0].value", `names "b", which is not a step of an earlier step group`},
+		{"undeclared output parameter", `
+  entrypoint: main
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: a, template: t}
+      - {name: b, template: u, depends: a, arguments: {parameters: [{name: x, value: "{{tasks.a.outputs.parameters.nope}}"}]}}
+  - {name: t, container: {image: x, command: [x]}}
+  - name: u
+    inputs: {parameters: [{name: x}]}
+    container: {image: x, command: [x]}`, "spec.templates[0].dag.tasks[1].arguments.parameters[0].value", `template "t" does not declare`},
+		{"task output of a task not depended on", `
+  entrypoint: main
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: a, template: t}
+      - {name: b, template: u, arguments: {parameters: [{name: x, value: "{{tasks.a.outputs.result}}"}]}}
+  - {name: t, container: {image: x, command: [x]}}
+  - name: u
+    inputs: {parameters: [{name: x}]}
+    container: {image: x, command: [x]}`, "spec.templates[0].dag.tasks[1].arguments.parameters[0].value", "not a task this task depends on"},
+		{"missing argument", `
+  entrypoint: main
+  templates:
+  - name: main
+    steps: [[{name: s, template: t}]]
+  - name: t
+    inputs: {parameters: [{name: msg}]}
+    container: {image: x, command: [echo, "{{inputs.parameters.msg}}"]}`, "spec.templates[0].steps[0][0].arguments.parameters", `"msg" is an input parameter of template "t" without a default`},
+		{"item without items", `
+  entrypoint: main
+  templates:
+  - name: main
+    steps: [[{name: s, template: t, arguments: {parameters: [{name: x, value: "{{item}}"}]}}]]
+  - name: t
+    inputs: {parameters: [{name: x}]}
+    container: {image: x, command: [x]}`, "spec.templates[0].steps[0][0].arguments.parameters[0].value", "no withItems"},
+		{"bad when", `
+  entrypoint: main
+  templates:
+  - name: main
+    steps: [[{name: s, template: t, when: "{{workflow.name}} == =="}]]
+  - {name: t, container: {image: x, command: [x]}}`, "spec.templates[0].steps[0][0].when", "does not parse"},
+		{"two kinds", `
+  entrypoint: main
+  templates:
+  - {name: main, container: {image: x, command: [x]}, suspend: {}}`, "spec.templates[0]", `"container, suspend" must be exactly one template kind`},
+		{"bad retry policy", `
+  entrypoint: main
+  templates:
+  - {name: main, retryStrategy: {retryPolicy: Sometimes}, container: {image: x, command: [x]}}`, "spec.templates[0].retryStrategy.retryPolicy", "must be Always, OnFailure, OnError or OnTransientError"},
+		{"no command", `
+  entrypoint: main
+  templates:
+  - {name: main, container: {image: x}}`, "spec.templates[0].container.command", "entrypoint is not looked up yet"},
+		{"artifacts refused", `
+  entrypoint: main
+  templates:
+  - {name: main, outputs: {artifacts: [{name: a, path: /a}]}, container: {image: x, command: [x]}}`, "spec.templates[0].outputs.artifacts", "is not supported yet"},
+		{"volumes refused", `
+  entrypoint: main
+  volumeClaimTemplates: [{metadata: {name: w}}]
+  templates:
+  - {name: main, container: {image: x, command: [x]}}`, "spec.volumeClaimTemplates", "is not supported yet"},
+		{"synchronization refused", `
+  entrypoint: main
+  templates:
+  - {name: main, synchronization: {mutex: {name: m}}, container: {image: x, command: [x]}}`, "spec.templates[0].synchronization", "is not supported yet"},
+		{"expression tags refused", `
+  entrypoint: main
+  templates:
+  - {name: main, container: {image: x, command: [echo, "{{=sprig.upper('x')}}"]}}`, "spec.templates[0].container.command[1]", "expression tags"},
+		{"resource get refused", `
+  entrypoint: main
+  templates:
+  - {name: main, resource: {action: get, manifest: "apiVersion: v1\nkind: Pod\nmetadata: {name: x}"}}`, "spec.templates[0].resource.action", "resource action get"},
+		{"resource manifest", `
+  entrypoint: main
+  templates:
+  - {name: main, resource: {action: create, manifest: "kind: Pod"}}`, "spec.templates[0].resource.manifest", "must have apiVersion and kind"},
+		{"bad suspend duration", `
+  entrypoint: main
+  templates:
+  - {name: main, suspend: {duration: soon}}`, "spec.templates[0].suspend.duration", "is not a duration"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wf, err := decodeYAML(t, lintHead+tc.spec)
+			if wf == nil || err == nil {
+				t.Fatalf("got %v, want an error", err)
+			}
+			var fe *errdefs.FieldError
+			if !errors.As(err, &fe) {
+				t.Fatalf("%v is not a field error", err)
+			}
+			if fe.Field != tc.field || !strings.Contains(err.Error(), tc.reason) {
+				t.Fatalf("got\n  %s\nwant field %s and %q", err, tc.field, tc.reason)
+			}
+		})
+	}
+}
+
+func TestLintAcceptsArgoExamples(t *testing.T) {
+	for name, y := range map[string]string{
+		"coinflip": `
+  entrypoint: coinflip
+  templates:
+  - name: coinflip
+    steps:
+    - - name: flip-coin
+        template: flip-coin
+    - - name: heads
+        template: heads
+        when: "{{steps.flip-coin.outputs.result}} == heads"
+      - name: tails
+        template: tails
+        when: "{{steps.flip-coin.outputs.result}} == tails"
+  - name: flip-coin
+    script:
+      image: python:alpine3.6
+      command: [python]
+      source: |
+        import random
+        result = "heads" if random.randint(0,1) == 0 else "tails"
+        print(result)
+  - name: heads
+    container: {image: alpine:3.6, command: [sh, -c], args: ["echo \"it was heads\""]}
+  - name: tails
+    container: {image: alpine:3.6, command: [sh, -c], args: ["echo \"it was tails\""]}`,
+		"dag-diamond with exit handler": `
+  entrypoint: diamond
+  onExit: exit-handler
+  arguments: {parameters: [{name: message, value: hi}]}
+  templates:
+  - name: echo
+    inputs: {parameters: [{name: message}]}
+    container: {image: alpine:3.7, command: [echo, "{{inputs.parameters.message}}"]}
+  - name: diamond
+    dag:
+      tasks:
+      - {name: A, template: echo, arguments: {parameters: [{name: message, value: "{{workflow.parameters.message}}"}]}}
+      - {name: B, depends: "A", template: echo, arguments: {parameters: [{name: message, value: B}]}}
+      - {name: C, depends: "A", template: echo, arguments: {parameters: [{name: message, value: C}]}}
+      - {name: D, depends: "B && C", template: echo, arguments: {parameters: [{name: message, value: D}]}}
+  - name: exit-handler
+    container: {image: alpine:3.6, command: [sh, -c], args: ["echo {{workflow.status}} {{workflow.failures}}"]}`,
+		"templateRef and loops": `
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - name: lib
+        templateRef: {name: lib, template: hello}
+        withItems: [{os: linux}, {os: windows}]
+        arguments: {parameters: [{name: os, value: "{{item.os}}"}]}
+    - - name: seq
+        template: print
+        withSequence: {count: "3"}
+        arguments: {parameters: [{name: num, value: "{{item}}"}]}
+  - name: print
+    inputs: {parameters: [{name: num}]}
+    retryStrategy: {limit: "2", retryPolicy: Always, backoff: {duration: "1s", factor: "2", maxDuration: "1m"}}
+    container: {image: x, command: [echo, "{{inputs.parameters.num}} {{retries}} {{pod.name}}"]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := decodeYAML(t, lintHead+y); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+func TestLongNameRefused(t *testing.T) {
+	_, err := decodeYAML(t, `
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: `+strings.Repeat("w", 64)+`}
+spec:
+  entrypoint: a
+  templates: [{name: a, container: {image: x, command: [x]}}]`)
+	if errdefs.Field(err) != "metadata.name" {
+		t.Fatalf("got %v", err)
+	}
+}
+
+func TestDecodeKinds(t *testing.T) {
+	j, _ := yaml.YAMLToJSON([]byte(`
+apiVersion: argoproj.io/v1alpha1
+kind: ClusterWorkflowTemplate
+metadata: {name: lib}
+spec:
+  templates:
+  - {name: hello, container: {image: x, command: [echo, hi]}}
+`))
+	if _, err := DecodeTemplate(j, "ClusterWorkflowTemplate"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DecodeTemplate(j, "WorkflowTemplate"); errdefs.Field(err) != "apiVersion/kind" {
+		t.Fatalf("kind mismatch: %v", err)
+	}
+	j, _ = yaml.YAMLToJSON([]byte(`
+apiVersion: argoproj.io/v1alpha1
+kind: CronWorkflow
+metadata: {name: c}
+spec:
+  schedule: "*/5 * * * *"
+  concurrencyPolicy: Sometimes
+  workflowSpec:
+    entrypoint: a
+    templates: [{name: a, container: {image: x, command: [x]}}]
+`))
+	if _, err := DecodeCron(j); errdefs.Field(err) != "spec.concurrencyPolicy" {
+		t.Fatalf("cron: %v", err)
+	}
+}
+
+func TestDependsExpressions(t *testing.T) {
+	phases := map[string]string{"A": "Succeeded", "B": "Failed", "C": "Skipped"}
+	res := func(task, r string) bool { return phases[task] == r }
+	for expr, want := range map[string]bool{
+		"A":                           true,
+		"B":                           false,
+		"C":                           true, // skipped counts, as in Argo
+		"A && B.Failed":               true,
+		"!(A.Succeeded) || B.Errored": false,
+		"(A || B) && !B.Succeeded":    true,
+		"A.Succeeded&&(B.Failed||C)":  true,
+	} {
+		e, err := parseDepends(expr)
+		if err != nil {
+			t.Fatalf("%s: %v", expr, err)
+		}
+		if got := e.eval(res); got != want {
+			t.Errorf("%s = %v, want %v", expr, got, want)
+		}
+	}
+	for _, bad := range []string{"", "A &&", "(A", "A B", "A.", "A || || B", "A & B", "!"} {
+		if _, err := parseDepends(bad); err == nil {
+			t.Errorf("%q parsed", bad)
+		}
+	}
+}
+
+func TestWhen(t *testing.T) {
+	for expr, want := range map[string]bool{
+		"heads == heads":          true,
+		"heads == tails":          false,
+		"5 > 3":                   true,
+		"'a b' == 'a b'":          true,
+		"true && !false":          true,
+		"heads != tails && 1 < 2": true,
+	} {
+		got, err := evalWhen(expr)
+		if err != nil || got != want {
+			t.Errorf("%s = %v, %v; want %v", expr, got, err, want)
+		}
+	}
+	for _, bad := range []string{"1 +", "heads", "len('x') > 0", "5"} {
+		if _, err := evalWhen(bad); err == nil {
+			t.Errorf("%q evaluated", bad)
+		}
+	}
+}

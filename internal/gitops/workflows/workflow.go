@@ -1,0 +1,195 @@
+package workflows
+
+import (
+	"encoding/json"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// operate runs the workflow one step further: the entrypoint's tree, then the exit handler,
+// then the workflow's own phase; deadlines and shutdown stop it.
+func (o *operation) operate(st *WorkflowStatus) {
+	if st.Phase == WorkflowUnknown || st.Phase == WorkflowPending {
+		st.Phase = WorkflowRunning
+		st.StartedAt = metav1.NewTime(o.now)
+	}
+	runExit := o.spec.OnExit != ""
+	wfMsg := ""
+	switch o.spec.Shutdown {
+	case "Terminate":
+		o.stopping, o.killPods, runExit, wfMsg = msgTerminated, true, false, msgTerminated
+	case "Stop":
+		o.stopping, o.killPods, wfMsg = msgStopped, true, msgStopped
+	}
+	if d := o.spec.ActiveDeadlineSeconds; d != nil && o.stopping == "" {
+		end := st.StartedAt.Add(time.Duration(*d) * time.Second)
+		if !o.now.Before(end) {
+			o.stopping, o.killPods, wfMsg = msgDeadline, true, msgWfDeadline
+		} else {
+			o.after(end.Sub(o.now))
+		}
+	}
+	for _, n := range o.nodes {
+		if n.Type == NodeTypePod && !n.Phase.Fulfilled() {
+			o.activePods++
+		}
+	}
+	tc := tmplCtx{spec: o.spec}
+	root := o.execute(invocation{name: o.wf.Name, display: o.wf.Name, tmpl: o.spec.Entrypoint,
+		args: o.spec.Arguments.Parameters, tc: tc, attempt: -1})
+	o.progress(st)
+	if root == nil || !root.Phase.Fulfilled() {
+		return
+	}
+	phase, msg := WorkflowSucceeded, root.Message
+	switch root.Phase {
+	case NodeFailed:
+		phase = WorkflowFailed
+	case NodeError:
+		phase = WorkflowError
+	}
+	if runExit {
+		o.stopping = ""
+		o.globals["workflow.status"] = string(phase)
+		o.globals["workflow.failures"] = o.failures()
+		exit := o.execute(invocation{name: o.wf.Name + ".onExit", display: o.wf.Name + ".onExit", tmpl: o.spec.OnExit, tc: tc, attempt: -1})
+		o.progress(st)
+		if exit == nil || !exit.Phase.Fulfilled() {
+			return
+		}
+		if (exit.Phase == NodeFailed || exit.Phase == NodeError) && phase == WorkflowSucceeded {
+			phase, msg = WorkflowFailed, exit.Message
+		}
+	}
+	if wfMsg != "" && phase != WorkflowSucceeded {
+		msg = wfMsg
+	}
+	st.Phase, st.Message = phase, msg
+	st.FinishedAt = metav1.NewTime(o.now)
+	o.requeue = 0
+}
+
+// progress is Argo's status.progress: finished pods / all pods.
+func (o *operation) progress(st *WorkflowStatus) {
+	done, all := 0, 0
+	for _, n := range o.nodes {
+		if n.Type != NodeTypePod {
+			continue
+		}
+		all++
+		if n.Phase.Fulfilled() {
+			done++
+		}
+	}
+	st.Progress = itoa(done) + "/" + itoa(all)
+}
+
+func itoa(i int) string {
+	b, _ := json.Marshal(i)
+	return string(b)
+}
+
+// failures is {{workflow.failures}}: the failed and errored pod nodes, as JSON.
+func (o *operation) failures() string {
+	type failure struct {
+		DisplayName  string `json:"displayName"`
+		Message      string `json:"message"`
+		TemplateName string `json:"templateName"`
+		Phase        string `json:"phase"`
+		PodName      string `json:"podName"`
+		FinishedAt   string `json:"finishedAt"`
+	}
+	var out []failure
+	for _, n := range o.nodes {
+		if (n.Phase == NodeFailed || n.Phase == NodeError) && n.Type == NodeTypePod {
+			out = append(out, failure{n.DisplayName, n.Message, n.TemplateName, string(n.Phase), podName(n.ID), n.FinishedAt.UTC().Format(time.RFC3339)})
+		}
+	}
+	b, _ := json.Marshal(out)
+	return string(b)
+}
+
+// globalScope is the workflow's variables.
+func globalScope(wf *Workflow, spec *WorkflowSpec) scope {
+	sc := scope{
+		"workflow.name":               wf.Name,
+		"workflow.namespace":          wf.Namespace,
+		"workflow.uid":                string(wf.UID),
+		"workflow.serviceAccountName": spec.ServiceAccountName,
+		"workflow.creationTimestamp":  wf.CreationTimestamp.UTC().Format(time.RFC3339),
+		"workflow.mainEntrypoint":     spec.Entrypoint,
+	}
+	var all []map[string]string
+	for _, p := range spec.Arguments.Parameters {
+		v := ""
+		switch {
+		case p.Value != nil:
+			v = string(*p.Value)
+		case p.Default != nil:
+			v = string(*p.Default)
+		}
+		sc["workflow.parameters."+p.Name] = v
+		all = append(all, map[string]string{"name": p.Name, "value": v})
+	}
+	b, _ := json.Marshal(all)
+	sc["workflow.parameters"] = string(b)
+	for k, v := range wf.Labels {
+		sc["workflow.labels."+k] = v
+	}
+	for k, v := range wf.Annotations {
+		sc["workflow.annotations."+k] = v
+	}
+	return sc
+}
+
+// mergeSpec is a Workflow's spec over its WorkflowTemplate's (workflowTemplateRef): the
+// Workflow's arguments replace the template's of the same name, and the fields it sets win.
+func mergeSpec(wf, tmpl *WorkflowSpec) *WorkflowSpec {
+	b, _ := json.Marshal(tmpl)
+	var out WorkflowSpec
+	_ = json.Unmarshal(b, &out)
+	out.WorkflowTemplateRef = nil
+	params := out.Arguments.Parameters
+	for _, p := range wf.Arguments.Parameters {
+		replaced := false
+		for i := range params {
+			if params[i].Name == p.Name {
+				params[i], replaced = p, true
+			}
+		}
+		if !replaced {
+			params = append(params, p)
+		}
+	}
+	out.Arguments.Parameters = params
+	if wf.Entrypoint != "" {
+		out.Entrypoint = wf.Entrypoint
+	}
+	if wf.ServiceAccountName != "" {
+		out.ServiceAccountName = wf.ServiceAccountName
+	}
+	if wf.ActiveDeadlineSeconds != nil {
+		out.ActiveDeadlineSeconds = wf.ActiveDeadlineSeconds
+	}
+	if wf.OnExit != "" {
+		out.OnExit = wf.OnExit
+	}
+	if wf.Parallelism != nil {
+		out.Parallelism = wf.Parallelism
+	}
+	if wf.PodMetadata != nil {
+		out.PodMetadata = wf.PodMetadata
+	}
+	if wf.NodeSelector != nil {
+		out.NodeSelector = wf.NodeSelector
+	}
+	if wf.Tolerations != nil {
+		out.Tolerations = wf.Tolerations
+	}
+	if wf.ImagePullSecrets != nil {
+		out.ImagePullSecrets = wf.ImagePullSecrets
+	}
+	out.Suspend, out.Shutdown = wf.Suspend, wf.Shutdown
+	return &out
+}
