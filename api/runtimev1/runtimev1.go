@@ -90,16 +90,50 @@ const (
 	SyncStarted   = "SyncStarted"   // Sync is the running operation
 	SyncFinished  = "SyncFinished"  // Sync is the finished operation; it has an ID unless a dry run
 	HealthChanged = "HealthChanged" // Application is the new state, HealthFrom the old health
+	// RolloutChanged: Rollout is a transition of one of the application's Argo Rollouts (an
+	// update started, a step reached, a phase changed, the update completed or aborted).
+	RolloutChanged = "RolloutChanged"
+)
+
+// The kinds of RolloutRecord.
+const (
+	RolloutUpdateStarted = "UpdateStarted" // a new revision began (Revision)
+	RolloutStepChanged   = "StepChanged"   // the current step index changed (Step of Steps)
+	RolloutPhaseChanged  = "PhaseChanged"  // status.phase changed (PhaseFrom → Phase)
+	RolloutCompleted     = "Completed"     // the update's revision became stable
+	RolloutAborted       = "Aborted"       // the update was aborted: back to stable
 )
 
 // AppEvent is one thing that happened to an application.
 type AppEvent struct {
-	Type        string       `json:"type"`
-	App         string       `json:"app"`
-	At          time.Time    `json:"at"`
-	Application *Application `json:"application,omitempty"`
-	Sync        *SyncRecord  `json:"sync,omitempty"`
-	HealthFrom  string       `json:"healthFrom,omitempty"`
+	Type        string         `json:"type"`
+	App         string         `json:"app"`
+	At          time.Time      `json:"at"`
+	Application *Application   `json:"application,omitempty"`
+	Sync        *SyncRecord    `json:"sync,omitempty"`
+	HealthFrom  string         `json:"healthFrom,omitempty"`
+	Rollout     *RolloutRecord `json:"rollout,omitempty"`
+}
+
+// RolloutRecord is a transition of an application's Rollout (RolloutChanged).
+type RolloutRecord struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Kind      string `json:"kind"`
+	Phase     string `json:"phase"`
+	PhaseFrom string `json:"phaseFrom,omitempty"`
+	Message   string `json:"message,omitempty"`
+	Strategy  string `json:"strategy,omitempty"`
+	// Step is the canary's current step index (absent for blue-green), Steps their number.
+	Step  *int32 `json:"step,omitempty"`
+	Steps int32  `json:"steps,omitempty"`
+	// Revision is the revision being rolled out (its number and pod-template hash),
+	// StableRevision the stable one's.
+	Revision       int64  `json:"revision,omitempty"`
+	PodHash        string `json:"podHash,omitempty"`
+	StableRevision int64  `json:"stableRevision,omitempty"`
+	// StartedAt is when the update began, when the runtime saw it begin.
+	StartedAt time.Time `json:"startedAt,omitzero"`
 }
 
 // Application is an application's state as the control plane keeps it: enough to list, filter

@@ -231,12 +231,6 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 	if opts.CDOnly {
 		opts.Engine.Refuse = workflows.RefuseOnHosted
 	}
-	gh, err := host.New(host.Options{Dir: opts.DataDir, InstallRepo: opts.InstallRepo, InCluster: kube, Engine: opts.Engine,
-		ClusterStore: store, RepoCreds: creds, Sink: r.sendReport, Logger: log, Policy: policy})
-	if err != nil {
-		return nil, fmt.Errorf("gitops: %w", err)
-	}
-	r.gitops = gh
 	if kube != nil && !opts.NoRollouts {
 		if r.rollouts, err = rollouts.New(kube, rollouts.Options{Logger: log.With("component", "rollouts"), Policy: policy}); err != nil {
 			return nil, fmt.Errorf("rollouts: %w", err)
@@ -250,11 +244,23 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 		}
 		r.SetComponent(runtimev1.Component{Name: "workflows", Health: runtimev1.ComponentDegraded, Message: "starting", Version: opts.Version})
 	}
+	var ro host.Rollouts
+	if r.rollouts != nil {
+		ro = r.rollouts
+	}
+	gh, err := host.New(host.Options{Dir: opts.DataDir, InstallRepo: opts.InstallRepo, InCluster: kube, Engine: opts.Engine,
+		ClusterStore: store, RepoCreds: creds, Sink: r.sendReport, Logger: log, Policy: policy, Rollouts: ro})
+	if err != nil {
+		return nil, fmt.Errorf("gitops: %w", err)
+	}
+	r.gitops = gh
 	api := gh.Handler()
 	r.AppProxy.Handle(host.APIPrefix, api)
 	r.AppProxy.Handle("POST /app-proxy/api/graphql", api) // docs/appproxy.md, "GraphQL"
 	return r, nil
 }
+
+var _ host.Rollouts = (*rollouts.Controller)(nil)
 
 // GitOps is the runtime's GitOps host.
 func (r *Runtime) GitOps() *host.Host { return r.gitops }
@@ -405,6 +411,14 @@ func (r *Runtime) Run(ctx context.Context) error {
 	}
 	if r.rollouts != nil {
 		go r.runRollouts(ctx)
+		// Rollouts' transitions go to the control plane with the applications' events
+		// (docs/analytics.md): steps, phases, and updates completed or aborted.
+		go func() {
+			err := r.rollouts.WatchTransitions(ctx, func(t rollouts.Transition) { r.gitops.ReportRollout(t.App, t.At, t.Record) })
+			if err != nil && ctx.Err() == nil {
+				r.log.Warn("rollout transitions are not reported", "err", err)
+			}
+		}()
 	}
 	if r.opts.AccessMode == "tunnel" {
 		tc, err := tunnelclient.New(tunnelclient.Options{ServerURL: r.opts.Server, Token: r.opts.Token, Handler: r.AppProxy, Log: r.log.With("component", "tunnel")})

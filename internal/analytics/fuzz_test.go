@@ -19,6 +19,8 @@ func FuzzDecodeGitOps(f *testing.F) {
 	f.Add("freshet.acc_a.gitops.sync-finished", `{"syncId":"one"}`)
 	f.Add("freshet.acc_a.gitops.app-renamed", `{}`)
 	f.Add("freshet", `null`)
+	f.Add("freshet.acc_a.gitops.rollout-changed", `{"accountId":"acc_a","runtimeId":"rt_1","application":"web","namespace":"prod","rollout":"web","kind":"Aborted","at":"2026-01-01T00:00:00Z"}`)
+	f.Add("freshet.acc_a.gitops.rollout-changed", `{"accountId":"acc_a","runtimeId":"rt_1","application":"web","kind":""}`)
 	published := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	f.Fuzz(func(t *testing.T, subject, payload string) {
 		ev, err := decodeGitOps(subject, []byte(payload), published)
@@ -37,6 +39,10 @@ func FuzzDecodeGitOps(f *testing.F) {
 		case ev.health != nil:
 			if ev.health.AccountID != account || ev.health.RuntimeID == "" || ev.health.Application == "" || ev.health.To == "" || ev.health.At.IsZero() {
 				t.Fatalf("accepted a transition without identity: %+v", ev.health)
+			}
+		case ev.rollout != nil:
+			if ev.rollout.AccountID != account || ev.rollout.RuntimeID == "" || ev.rollout.Application == "" || ev.rollout.Kind == "" || ev.rollout.At.IsZero() {
+				t.Fatalf("accepted a rollout transition without identity: %+v", ev.rollout)
 			}
 		}
 	})

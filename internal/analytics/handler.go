@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/internal/bus"
 	"github.com/freshet-dev/freshet/internal/events"
 	"github.com/freshet-dev/freshet/internal/runtimes"
@@ -97,8 +98,9 @@ func subjectEvent(subject string) string {
 
 // gitopsEvent is a decoded GitOps event analytics uses: one of sync and health is set.
 type gitopsEvent struct {
-	sync   *runtimes.SyncFinished
-	health *runtimes.HealthChanged
+	sync    *runtimes.SyncFinished
+	health  *runtimes.HealthChanged
+	rollout *runtimes.RolloutChanged
 }
 
 // decodeGitOps decodes the payload of an event on subject. A payload that does not decode,
@@ -135,6 +137,18 @@ func decodeGitOps(subject string, data []byte, published time.Time) (gitopsEvent
 			return gitopsEvent{}, fmt.Errorf("%w: %s without runtime, application, health or time", ErrBadEvent, subject)
 		}
 		return gitopsEvent{health: &ev}, nil
+	case runtimes.EventRolloutChanged:
+		var ev runtimes.RolloutChanged
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return gitopsEvent{}, fmt.Errorf("%w: %s: %w", ErrBadEvent, subject, err)
+		}
+		if ev.AccountID != account {
+			return gitopsEvent{}, fmt.Errorf("%w: %s carries account %q", ErrBadEvent, subject, ev.AccountID)
+		}
+		if ev.RuntimeID == "" || ev.Application == "" || ev.Kind == "" || ev.At.IsZero() {
+			return gitopsEvent{}, fmt.Errorf("%w: %s without runtime, application, kind or time", ErrBadEvent, subject)
+		}
+		return gitopsEvent{rollout: &ev}, nil
 	}
 	return gitopsEvent{}, nil
 }
@@ -149,6 +163,8 @@ func (h *Handler) handleGitOps(ctx context.Context, m bus.Message[json.RawMessag
 		err = h.db.Tx(ctx, func(tx *store.Tx) error { return ApplySyncFinished(ctx, tx, *ev.sync, h.window) })
 	case ev.health != nil:
 		err = h.db.Tx(ctx, func(tx *store.Tx) error { return ApplyHealthChanged(ctx, tx, *ev.health, h.window) })
+	case ev.rollout != nil:
+		err = h.db.Tx(ctx, func(tx *store.Tx) error { return ApplyRolloutChanged(ctx, tx, *ev.rollout, h.window) })
 	default:
 		return nil // an event analytics does not use
 	}
@@ -300,4 +316,28 @@ func truncate(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// RolloutAbortedHealth is the from_health of the health transition an aborted rollout is
+// recorded as.
+const RolloutAbortedHealth = "RolloutAborted"
+
+// ApplyRolloutChanged records what analytics derives from a Rollout's transition: an aborted
+// update is the application's transition to Degraded at the abort (Argo CD's health of an
+// aborted Rollout), so the deployment it follows counts as a failed change (`degraded`) and
+// the abort starts an incident until the application is Healthy again. Other transitions
+// (steps, phases, a completed update) change nothing here: the deployment is the sync's.
+func ApplyRolloutChanged(ctx context.Context, w writer, ev runtimes.RolloutChanged, window time.Duration) error {
+	if ev.Kind != runtimev1.RolloutAborted {
+		return nil
+	}
+	msg := fmt.Sprintf("rollout %s/%s aborted", ev.Namespace, ev.Rollout)
+	if ev.Revision > 0 {
+		msg = fmt.Sprintf("rollout %s/%s aborted the update to revision %d", ev.Namespace, ev.Rollout, ev.Revision)
+	}
+	if ev.Message != "" {
+		msg += ": " + ev.Message
+	}
+	return ApplyHealthChanged(ctx, w, runtimes.HealthChanged{AccountID: ev.AccountID, RuntimeID: ev.RuntimeID, Runtime: ev.Runtime,
+		Application: ev.Application, From: RolloutAbortedHealth, To: "Degraded", Message: msg, At: ev.At}, window)
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,7 +35,9 @@ func FuzzReport(f *testing.F) {
 	for _, s := range []string{`{}`, `null`, `[]`, `{"events":[{}]}`, `{"events":[{"type":"AppChanged","app":"a","application":{}}]}`,
 		`{"applications":[{"name":"a","labels":{"":"x"}}]}`, `{"events":[{"type":"SyncFinished","app":"a","sync":{"id":-5}}]}`,
 		`{"snapshot":true,"applications":[{"name":"a"},{"name":"a"}]}`,
-		`{"applications":[{"name":"a","project":"p\u0000","healthMessage":"x\u0000y"}]}`} {
+		`{"applications":[{"name":"a","project":"p\u0000","healthMessage":"x\u0000y"}]}`,
+		`{"events":[{"type":"RolloutChanged","app":"a","at":"2026-01-01T00:00:00Z","rollout":{"namespace":"prod","name":"web","kind":"Aborted","phase":"Degraded","step":1,"steps":2}}]}`,
+		`{"events":[{"type":"RolloutChanged","app":"a","rollout":{"namespace":"Prod","name":"web","kind":"Exploded","step":-1}}]}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -107,6 +110,13 @@ func FuzzReport(f *testing.F) {
 					noNULs("sync", r.Revision, r.Phase, r.Message, r.InitiatedBy, r.CommitAuthor, r.CommitMessage)
 				}
 			case runtimev1.AppDeleted:
+			case runtimev1.RolloutChanged:
+				r := ev.ro
+				if r == nil || ev.at.IsZero() || !slices.Contains(rolloutKinds, r.Kind) || len(r.Message) > maxRolloutMessage ||
+					len(validation.IsDNS1123Label(r.Namespace)) > 0 || len(validation.IsDNS1123Subdomain(r.Name)) > 0 ||
+					(r.Step != nil && (*r.Step < 0 || *r.Step > r.Steps)) {
+					t.Fatalf("event %d: accepted rollout transition %+v at %v", i, r, ev.at)
+				}
 			default:
 				t.Fatalf("accepted event type %q", ev.typ)
 			}

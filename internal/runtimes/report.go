@@ -41,7 +41,38 @@ const (
 	EventDomain        = "gitops"
 	EventSyncFinished  = "sync-finished"
 	EventHealthChanged = "health-changed"
+	// EventRolloutChanged: a transition of an application's Argo Rollout (RolloutChanged).
+	EventRolloutChanged = "rollout-changed"
 )
+
+// RolloutChanged is published on freshet.<account>.gitops.rollout-changed for each transition
+// a runtime reports of an application's Rollout: an update started, a step reached, a phase
+// changed, the update completed or was aborted (Kind, runtimev1's Rollout* kinds).
+type RolloutChanged struct {
+	AccountID   string    `json:"accountId"`
+	RuntimeID   string    `json:"runtimeId"`
+	Runtime     string    `json:"runtime"`
+	Application string    `json:"application"`
+	Namespace   string    `json:"namespace"`
+	Rollout     string    `json:"rollout"`
+	Kind        string    `json:"kind"`
+	Phase       string    `json:"phase"`
+	PhaseFrom   string    `json:"phaseFrom,omitempty"`
+	Message     string    `json:"message,omitempty"`
+	Strategy    string    `json:"strategy,omitempty"`
+	Step        *int32    `json:"step,omitempty"`
+	Steps       int32     `json:"steps,omitempty"`
+	Revision    int64     `json:"revision,omitempty"`
+	PodHash     string    `json:"podHash,omitempty"`
+	Stable      int64     `json:"stableRevision,omitempty"`
+	StartedAt   time.Time `json:"startedAt,omitzero"`
+	At          time.Time `json:"at"`
+}
+
+// maxRolloutMessage bounds a reported Rollout message (status.message).
+const maxRolloutMessage = 4096
+
+var rolloutKinds = []string{runtimev1.RolloutUpdateStarted, runtimev1.RolloutStepChanged, runtimev1.RolloutPhaseChanged, runtimev1.RolloutCompleted, runtimev1.RolloutAborted}
 
 // HealthChanged is published on freshet.<account>.gitops.health-changed when a runtime reports
 // that an application's health changed (Healthy → Degraded, ...).
@@ -93,13 +124,14 @@ type preparedEvent struct {
 	typ  string
 	app  string
 	at   time.Time
-	from string                 // HealthChanged: the previous health
-	row  store.Application      // AppChanged, HealthChanged
-	sync *runtimev1.SyncRecord  // SyncStarted, SyncFinished
-	rec  *store.ApplicationSync // SyncFinished of a real (numbered, not dry-run) sync
+	from string                   // HealthChanged: the previous health
+	row  store.Application        // AppChanged, HealthChanged
+	sync *runtimev1.SyncRecord    // SyncStarted, SyncFinished
+	rec  *store.ApplicationSync   // SyncFinished of a real (numbered, not dry-run) sync
+	ro   *runtimev1.RolloutRecord // RolloutChanged
 }
 
-var eventTypes = []string{runtimev1.AppChanged, runtimev1.AppDeleted, runtimev1.SyncStarted, runtimev1.SyncFinished, runtimev1.HealthChanged}
+var eventTypes = []string{runtimev1.AppChanged, runtimev1.AppDeleted, runtimev1.SyncStarted, runtimev1.SyncFinished, runtimev1.HealthChanged, runtimev1.RolloutChanged}
 
 // prepareReport validates req and converts it. Errors are *errdefs.FieldError naming the
 // field (applications[3].name, events[7].type), the value and what would be valid.
@@ -172,12 +204,47 @@ func prepareReport(req *runtimev1.ReportRequest) (preparedReport, error) {
 				}
 				pe.rec = rec
 			}
+		case runtimev1.RolloutChanged:
+			if err := checkRollout(field+".rollout", ev.Rollout); err != nil {
+				return out, err
+			}
+			if ev.At.IsZero() {
+				return out, errdefs.Invalid(field+".at", "", "is required for "+ev.Type+": when the transition happened")
+			}
+			pe.ro = ev.Rollout
 		default:
 			return out, errdefs.Invalid(field+".type", ev.Type, "is not an event type: use "+strings.Join(eventTypes, ", "))
 		}
 		out.events = append(out.events, pe)
 	}
 	return out, nil
+}
+
+// checkRollout validates a reported Rollout transition.
+func checkRollout(field string, r *runtimev1.RolloutRecord) error {
+	switch {
+	case r == nil:
+		return errdefs.Invalid(field, "", "is required for "+runtimev1.RolloutChanged+": the Rollout's transition")
+	case len(validation.IsDNS1123Label(r.Namespace)) > 0:
+		return errdefs.Invalid(field+".namespace", r.Namespace, "is not a namespace name (a DNS-1123 label)")
+	case len(validation.IsDNS1123Subdomain(r.Name)) > 0:
+		return errdefs.Invalid(field+".name", r.Name, "is not a Rollout name (a DNS-1123 subdomain)")
+	case !slices.Contains(rolloutKinds, r.Kind):
+		return errdefs.Invalid(field+".kind", r.Kind, "is not a Rollout transition: use "+strings.Join(rolloutKinds, ", "))
+	case len(r.Phase) > 64 || hasControl(r.Phase) || len(r.PhaseFrom) > 64 || hasControl(r.PhaseFrom):
+		return errdefs.Invalid(field+".phase", r.Phase+" "+r.PhaseFrom, "is not a phase: Healthy, Progressing, Paused or Degraded")
+	case r.Strategy != "" && r.Strategy != "canary" && r.Strategy != "blueGreen":
+		return errdefs.Invalid(field+".strategy", r.Strategy, "is not a strategy: canary or blueGreen")
+	case r.Step != nil && (*r.Step < 0 || *r.Step > r.Steps) || r.Steps < 0:
+		return errdefs.Invalid(field+".step", fmt.Sprintf("%v of %d", r.Step, r.Steps), "is not a step: 0 to the number of steps")
+	case r.Revision < 0 || r.StableRevision < 0:
+		return errdefs.Invalid(field+".revision", fmt.Sprintf("%d, stable %d", r.Revision, r.StableRevision), "is not a revision number")
+	case len(r.PodHash) > 63 || hasSpaceOrControl(r.PodHash):
+		return errdefs.Invalid(field+".podHash", r.PodHash, "is not a pod-template hash")
+	case len(r.Message) > maxRolloutMessage:
+		return errdefs.Invalid(field+".message", fmt.Sprintf("%d bytes", len(r.Message)), fmt.Sprintf("is too long: at most %d bytes", maxRolloutMessage))
+	}
+	return nil
 }
 
 // checkName checks an application name: a Kubernetes object name (DNS-1123 subdomain).
@@ -270,6 +337,11 @@ func (s *Service) Report(ctx context.Context, rt Runtime, req runtimev1.ReportRe
 					}
 					published++
 				}
+			case runtimev1.RolloutChanged:
+				if err := queueRolloutChanged(ctx, tx, rt, ev, now); err != nil {
+					return err
+				}
+				published++
 			case runtimev1.AppDeleted:
 				if _, err := tx.DeleteApplication(ctx, rt.AccountID, rt.ID, ev.app); err != nil {
 					return err
@@ -449,6 +521,28 @@ func queueSyncFinished(ctx context.Context, tx *store.Tx, rt Runtime, a *appStat
 		// The sync's identity: the runtime's ID of it and when it started (a runtime's
 		// history starts again at 1 when an application is created anew).
 		Key:       fmt.Sprintf("%s-%s/%s/%s/%d/%d", EventDomain, EventSyncFinished, rt.ID, rec.App, rec.SyncID, rec.StartedAt.UnixMicro()),
+		Payload:   string(payload),
+		CreatedAt: now,
+	})
+}
+
+// queueRolloutChanged writes a Rollout transition's bus event to the outbox, in the report's
+// transaction. Its key (runtime, app, Rollout, kind, revision, time) makes a re-sent report
+// publish nothing twice.
+func queueRolloutChanged(ctx context.Context, tx *store.Tx, rt Runtime, ev preparedEvent, now time.Time) error {
+	r := ev.ro
+	rc := RolloutChanged{AccountID: rt.AccountID, RuntimeID: rt.ID, Runtime: rt.Name, Application: ev.app, Namespace: r.Namespace,
+		Rollout: r.Name, Kind: r.Kind, Phase: noNUL(r.Phase), PhaseFrom: noNUL(r.PhaseFrom), Message: noNUL(r.Message), Strategy: r.Strategy,
+		Step: r.Step, Steps: r.Steps, Revision: r.Revision, PodHash: r.PodHash, Stable: r.StableRevision, StartedAt: r.StartedAt, At: ev.at}
+	payload, err := json.Marshal(rc)
+	if err != nil {
+		return err
+	}
+	return tx.InsertOutbox(ctx, store.OutboxMessage{
+		AccountID: rt.AccountID,
+		Subject:   events.DomainSubject(rt.AccountID, EventDomain, EventRolloutChanged),
+		Key: fmt.Sprintf("%s-%s/%s/%s/%s/%s/%s/%s/%d", EventDomain, EventRolloutChanged, rt.ID, ev.app, r.Namespace, r.Name, r.Kind,
+			r.PodHash, ev.at.UnixMicro()),
 		Payload:   string(payload),
 		CreatedAt: now,
 	})

@@ -253,13 +253,22 @@ func TestPrepareReportNamesTheField(t *testing.T) {
 		{"label key", runtimev1.ReportRequest{Applications: []runtimev1.Application{{Name: "a", Labels: map[string]string{"a=b": "c"}}}}, "applications[0].labels[a=b]", "label key"},
 		{"label value", runtimev1.ReportRequest{Applications: []runtimev1.Application{{Name: "a", Labels: map[string]string{"k": "x\ny"}}}}, "applications[0].labels[k]", "control"},
 		{"too large", runtimev1.ReportRequest{Applications: []runtimev1.Application{{Name: "a", HealthMessage: strings.Repeat("x", MaxApplicationBytes)}}}, "applications[0]", "too large"},
-		{"event type", runtimev1.ReportRequest{Events: []runtimev1.AppEvent{{Type: "appchanged", App: "a"}}}, "events[0].type", "AppChanged, AppDeleted, SyncStarted, SyncFinished, HealthChanged"},
+		{"event type", runtimev1.ReportRequest{Events: []runtimev1.AppEvent{{Type: "appchanged", App: "a"}}}, "events[0].type", "AppChanged, AppDeleted, SyncStarted, SyncFinished, HealthChanged, RolloutChanged"},
 		{"event app", runtimev1.ReportRequest{Events: []runtimev1.AppEvent{{Type: runtimev1.AppDeleted, App: "-a"}}}, "events[0].app", "-a"},
 		{"no application", runtimev1.ReportRequest{Events: []runtimev1.AppEvent{{Type: runtimev1.AppChanged, App: "a"}}}, "events[0].application", "required"},
 		{"other application", runtimev1.ReportRequest{Events: []runtimev1.AppEvent{{Type: runtimev1.HealthChanged, App: "a", Application: &runtimev1.Application{Name: "b"}}}}, "events[0].application.name", "differs"},
 		{"no sync", runtimev1.ReportRequest{Events: []runtimev1.AppEvent{{Type: runtimev1.SyncFinished, App: "a"}}}, "events[0].sync", "required"},
 		{"sync id", runtimev1.ReportRequest{Events: []runtimev1.AppEvent{{Type: runtimev1.SyncFinished, App: "a", Sync: &runtimev1.SyncRecord{ID: -1}}}}, "events[0].sync.id", "-1"},
 		{"too many events", runtimev1.ReportRequest{Events: make([]runtimev1.AppEvent, MaxReportEvents+1)}, "events", "at most 1000"},
+		{"no rollout", runtimev1.ReportRequest{Events: []runtimev1.AppEvent{{Type: runtimev1.RolloutChanged, App: "a", At: time.Now()}}}, "events[0].rollout", "required"},
+		{"rollout kind", runtimev1.ReportRequest{Events: []runtimev1.AppEvent{{Type: runtimev1.RolloutChanged, App: "a", At: time.Now(),
+			Rollout: &runtimev1.RolloutRecord{Namespace: "prod", Name: "web", Kind: "Exploded"}}}}, "events[0].rollout.kind", "UpdateStarted, StepChanged, PhaseChanged, Completed, Aborted"},
+		{"rollout namespace", runtimev1.ReportRequest{Events: []runtimev1.AppEvent{{Type: runtimev1.RolloutChanged, App: "a", At: time.Now(),
+			Rollout: &runtimev1.RolloutRecord{Namespace: "Prod", Name: "web", Kind: runtimev1.RolloutAborted}}}}, "events[0].rollout.namespace", "Prod"},
+		{"rollout step", runtimev1.ReportRequest{Events: []runtimev1.AppEvent{{Type: runtimev1.RolloutChanged, App: "a", At: time.Now(),
+			Rollout: &runtimev1.RolloutRecord{Namespace: "prod", Name: "web", Kind: runtimev1.RolloutStepChanged, Step: new(int32(5)), Steps: 4}}}}, "events[0].rollout.step", "0 to the number of steps"},
+		{"rollout time", runtimev1.ReportRequest{Events: []runtimev1.AppEvent{{Type: runtimev1.RolloutChanged, App: "a",
+			Rollout: &runtimev1.RolloutRecord{Namespace: "prod", Name: "web", Kind: runtimev1.RolloutAborted}}}}, "events[0].at", "required"},
 	} {
 		_, err := prepareReport(&c.req)
 		if !errors.Is(err, errdefs.ErrInvalid) || errdefs.Field(err) != c.field || !strings.Contains(err.Error(), c.says) {

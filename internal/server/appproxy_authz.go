@@ -35,6 +35,18 @@ func appProxyOperation(method, path string) (kind rbac.Kind, action rbac.Action,
 	default:
 		return "", "", "", false
 	}
+	if kind == rbac.KindApplications && len(parts) >= 3 && parts[2] == "rollouts" {
+		// An application's Rollouts (the runtime answers only those the application defines):
+		// reading them is reading the application; an operation (promote, abort, undo, ...)
+		// changes what runs, as a sync does.
+		switch {
+		case method == http.MethodGet && (len(parts) == 3 || len(parts) == 5):
+			return kind, rbac.ActRead, parts[1], true
+		case method == http.MethodPost && len(parts) == 6:
+			return kind, rbac.ActSync, parts[1], true
+		}
+		return "", "", "", false
+	}
 	switch {
 	case len(parts) == 1 && method == http.MethodGet:
 		return kind, rbac.ActRead, "", true

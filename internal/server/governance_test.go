@@ -231,6 +231,13 @@ func TestRulesThroughTheTunnel(t *testing.T) {
 		{"POST", "/app-proxy/api/v1/applications/shop/sync", http.StatusForbidden}, // sync: no rule
 		{"DELETE", "/app-proxy/api/v1/applications/shop", http.StatusForbidden},    // delete: no rule
 		{"POST", "/app-proxy/api/graphql", http.StatusForbidden},                   // not described by rules
+		// An application's Rollouts are the application's: read allowed (forwarded; this
+		// runtime has no cluster, so no Rollouts controller: 503), an operation needs sync; the
+		// runtime-wide rollouts list is not described by rules.
+		{"GET", "/app-proxy/api/v1/applications/shop/rollouts", http.StatusServiceUnavailable},
+		{"GET", "/app-proxy/api/v1/applications/shop/rollouts/web/web", http.StatusServiceUnavailable},
+		{"POST", "/app-proxy/api/v1/applications/shop/rollouts/web/web/promote", http.StatusForbidden},
+		{"GET", "/app-proxy/api/v1/rollouts", http.StatusForbidden},
 	}
 	for _, c := range cases {
 		if st := get(c.method, c.path); st != c.want {

@@ -1208,6 +1208,63 @@ describe('web UI', () => {
     await shot('home-apps');
   });
 
+  it('shows an application\'s canary Rollout with its steps, weight and revisions, and promotes, aborts, retries and undoes it from the page', async (c) => {
+    if (!kube || !source) c.skip(`GitOps part skipped: ${kubeSkip}`);
+    const session = await adminToken();
+    const rollout = (image: string) =>
+      [
+        'apiVersion: argoproj.io/v1alpha1',
+        'kind: Rollout',
+        'metadata: {name: front}',
+        'spec:',
+        '  replicas: 2',
+        '  selector: {matchLabels: {app: front}}',
+        '  template:',
+        '    metadata: {labels: {app: front}}',
+        `    spec: {containers: [{name: front, image: '${image}'}]}`,
+        '  strategy:',
+        '    canary:',
+        '      steps: [{setWeight: 50}, {pause: {}}]',
+        '',
+      ].join('\n');
+    source!.commit({ 'canary/rollout.yaml': rollout('registry.local/front:1') }, 'A canary');
+    // Automated without self-heal: an undo made from the page stays.
+    const yaml = appYAML('canary', false).replace('path: web', 'path: canary').replace('  syncPolicy:', '  syncPolicy:\n    automated: {prune: true}');
+    const r = await api(APPS, session, { method: 'POST', body: yaml, headers: { 'Content-Type': 'application/yaml' } });
+    expect(r.status, await r.clone().text()).toBe(201);
+    await visit('/applications/local/canary?tab=rollouts', 'application');
+    const front = page.locator('[data-testid="rollout"][data-name="front"]');
+    await expect.poll(() => front.getAttribute('data-phase'), { timeout: 120_000 }).toBe('Healthy');
+    expect(await front.getByTestId('rollout-weight').textContent()).toContain('canary 100%');
+
+    // A new image from git: the canary pauses at 50 %.
+    source!.commit({ 'canary/rollout.yaml': rollout('registry.local/front:2') }, 'front 2');
+    expect((await api('/runtimes/local/app-proxy/api/v1/notify', session, { method: 'POST', body: JSON.stringify({ repoURL: source!.url }) })).status).toBe(200);
+    await expect.poll(() => front.getAttribute('data-phase'), { timeout: 120_000 }).toBe('Paused');
+    expect(await front.getByTestId('rollout-steps').locator('li').evaluateAll((els) => els.map((e) => e.getAttribute('data-status')))).toEqual(['Succeeded', 'Running']);
+    expect(await front.getByTestId('rollout-weight').textContent()).toContain('canary 50%');
+    expect(await front.getByTestId('rollout-revisions').locator('tbody tr').evaluateAll((els) => els.map((e) => e.getAttribute('data-role')))).toEqual(['canary', 'stable']);
+    await shot('application-rollout-paused');
+
+    // Abort, retry, then promote fully.
+    await front.getByTestId('rollout-abort').click();
+    await expect.poll(() => front.getAttribute('data-phase'), { timeout: 60_000 }).toBe('Degraded');
+    await front.getByTestId('rollout-retry').click();
+    await expect.poll(() => front.getAttribute('data-phase'), { timeout: 60_000 }).toBe('Paused');
+    await front.getByTestId('rollout-promote-full').click();
+    await expect.poll(() => front.getAttribute('data-phase'), { timeout: 60_000 }).toBe('Healthy');
+    await expect.poll(() => front.getByTestId('rollout-revisions').locator('tbody tr').evaluateAll((els) => els.map((e) => e.getAttribute('data-role')))).toEqual(['stable', 'old']);
+
+    // Undo to the previous revision: its template rolls out again as revision 3.
+    await front.getByTestId('rollout-undo').click();
+    await expect.poll(() => front.getAttribute('data-phase'), { timeout: 60_000 }).toBe('Paused');
+    expect(await front.getByTestId('rollout-revisions').locator('tbody tr').first().textContent()).toContain('registry.local/front:1');
+    await shot('application-rollout-undo');
+    const audit = await api('/api/v1/audit?action=runtime.app-proxy', session);
+    const details = ((await audit.json()) as { items: { detail: string }[] }).items.map((e) => e.detail).filter((d) => d.includes('/rollouts/'));
+    expect(details.map((d) => d.split('/rollouts/')[1].split(' ')[0].split('/').pop())).toEqual(['undo', 'promote', 'retry', 'abort']);
+  });
+
   it(`keeps a ${APP_ROWS.toLocaleString('en-US')}-row applications list virtualised and smooth`, async () => {
     if (APP_ROWS <= 0) return;
     // Ten thousand real applications would be ten thousand commits and syncs: the GraphQL

@@ -181,6 +181,7 @@ func (h *Host) routes(mux *http.ServeMux) {
 		repos, err := h.ProviderRepos(r.Context(), q.Get("provider"), q.Get("baseURL"), q.Get("owner"), r.Header.Get(GitTokenHeader))
 		return ok(items(wireRepos(repos)), err)
 	})
+	h.rolloutRoutes(handle)
 	handle("GET "+APIPrefix+"clusters", func(*http.Request) (int, any, error) { return ok(items(wireClusters(h.Clusters())), nil) })
 	handle("POST "+APIPrefix+"clusters", func(r *http.Request) (int, any, error) {
 		var cred appproxyv1.ClusterCredential

@@ -47,6 +47,8 @@ func (h *Host) graphqlLimits() gqlguard.Limits {
 			// A tree or a diff renders the application's manifests and reads its live objects:
 			// 3–5 ms for a small application.
 			"Application.tree": 2000, "Application.diff": 3000,
+			// A Rollout's detail lists its ReplicaSets and AnalysisRuns from the cluster.
+			"Rollout.detail": 2000, "Query.rollout": 500, "Query.rollouts": 500,
 			// A mutation commits to git or syncs a cluster: ten in one request at most.
 			"Mutation.*": 2500,
 		},

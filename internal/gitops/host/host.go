@@ -88,6 +88,9 @@ type Options struct {
 	// for them (nil: all). A hosted runtime gets the control plane operator's, which allows
 	// its own installation repository.
 	Policy *netpolicy.Policy
+	// Rollouts is the runtime's Argo Rollouts controller, served under rollouts/ (nil: none;
+	// those routes answer unavailable).
+	Rollouts Rollouts
 }
 
 // Host is a running GitOps engine with its application loader.

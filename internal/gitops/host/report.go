@@ -68,6 +68,11 @@ func (r *reporter) Report(_ context.Context, ev engine.Event) {
 	case ev.Sync != nil:
 		out.Sync = syncRecord(ev.Sync)
 	}
+	r.enqueue(out)
+}
+
+// enqueue queues an event for the control plane.
+func (r *reporter) enqueue(out runtimev1.AppEvent) {
 	r.mu.Lock()
 	if len(r.queue) >= maxQueued {
 		// The control plane has been away long: forget the details, send the whole state later.

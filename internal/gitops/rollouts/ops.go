@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -164,4 +167,113 @@ func (c *Controller) patch(ctx context.Context, ro *Rollout, status bool, body m
 		return fmt.Errorf("update rollout %s/%s: %w", ro.Namespace, ro.Name, err)
 	}
 	return nil
+}
+
+// Resume clears spec.paused (a manual pause), as `kubectl argo rollouts resume` does; a Rollout
+// that is not paused so is ErrNothingToDo (a pause step is promoted, not resumed).
+func (c *Controller) Resume(ctx context.Context, namespace, name string) error {
+	return onConflict(func() error {
+		ro, err := c.get(ctx, namespace, name)
+		if err != nil {
+			return err
+		}
+		if !ro.Spec.Paused {
+			return fmt.Errorf("resume %s/%s: not paused (spec.paused is false; a pause step is ended with promote): %w", namespace, name, ErrNothingToDo)
+		}
+		return c.patch(ctx, ro, false, map[string]any{"spec": map[string]any{"paused": false}})
+	})
+}
+
+// Restart sets spec.restartAt to now, as `kubectl argo rollouts restart` does: the controller
+// replaces the stable revision's pods created before then, one at a time while every replica is
+// available. It returns the time set.
+func (c *Controller) Restart(ctx context.Context, namespace, name string) (time.Time, error) {
+	at := c.opts.Now().UTC().Truncate(time.Second)
+	// restartAt is compared with pods' creation times, which have whole seconds: a pod created
+	// within the current second is older than a restartAt of the next one.
+	at = at.Add(time.Second)
+	err := onConflict(func() error {
+		ro, err := c.get(ctx, namespace, name)
+		if err != nil {
+			return err
+		}
+		return c.patch(ctx, ro, false, map[string]any{"spec": map[string]any{"restartAt": at.Format(time.RFC3339)}})
+	})
+	return at, err
+}
+
+// Undo sets the Rollout's pod template to that of an earlier revision, as `kubectl argo rollouts
+// undo [--to-revision N]` does; toRevision 0 is the revision before the current one. The
+// controller then rolls the template out as a new update, through the steps. The ReplicaSet's
+// template carries the API server's defaults, so it hashes differently from the Rollout's
+// original: the update is a new revision, and the old ReplicaSet stays as history. It returns
+// the revision gone back to.
+func (c *Controller) Undo(ctx context.Context, namespace, name string, toRevision int64) (int64, error) {
+	if toRevision < 0 {
+		return 0, errdefs.Invalid("toRevision", fmt.Sprint(toRevision), "must be a revision number (1 or more), or 0 for the previous revision")
+	}
+	var rev int64
+	err := onConflict(func() error {
+		ro, err := c.get(ctx, namespace, name)
+		if err != nil {
+			return err
+		}
+		list, err := c.kube.AppsV1().ReplicaSets(namespace).List(ctx, metav1.ListOptions{LabelSelector: PodTemplateHashLabel})
+		if err != nil {
+			return fmt.Errorf("list ReplicaSets: %w", err)
+		}
+		rss := owned(ro, list.Items)
+		current := PodTemplateHash(&ro.Spec.Template, ro.Status.CollisionCount)
+		var target *appsv1.ReplicaSet
+		if toRevision == 0 {
+			// The newest revision other than the current template's.
+			for i := len(rss) - 1; i >= 0; i-- {
+				if rss[i].Labels[PodTemplateHashLabel] != current {
+					target = rss[i]
+					break
+				}
+			}
+			if target == nil {
+				return fmt.Errorf("undo %s/%s: no previous revision: %w", namespace, name, ErrNothingToDo)
+			}
+		} else {
+			var have []string
+			for _, rs := range rss {
+				if revisionOf(rs) == toRevision {
+					target = rs
+				}
+				have = append(have, fmt.Sprint(revisionOf(rs)))
+			}
+			if target == nil {
+				return errdefs.Invalid("toRevision", fmt.Sprint(toRevision), fmt.Sprintf("is no revision of rollout %s/%s (it has %s)", namespace, name, strings.Join(have, ", ")))
+			}
+		}
+		rev = revisionOf(target)
+		if target.Labels[PodTemplateHashLabel] == current {
+			return fmt.Errorf("undo %s/%s: revision %d is the current template: %w", namespace, name, rev, ErrNothingToDo)
+		}
+		tmpl := target.Spec.Template.DeepCopy()
+		delete(tmpl.Labels, PodTemplateHashLabel)
+		tmpl.CreationTimestamp = metav1.Time{}
+		// A merge patch of the whole template would keep keys the old revision lacks: replace
+		// it with a JSON patch, carrying the resourceVersion read so that a Rollout changed
+		// meanwhile is a conflict.
+		ops := []map[string]any{
+			{"op": "replace", "path": "/metadata/resourceVersion", "value": ro.ResourceVersion},
+			{"op": "replace", "path": "/spec/template", "value": tmpl},
+		}
+		b, err := json.Marshal(ops)
+		if err != nil {
+			return err
+		}
+		_, err = c.dyn.Resource(RolloutsResource).Namespace(namespace).Patch(ctx, name, types.JSONPatchType, b, metav1.PatchOptions{FieldManager: FieldManager})
+		if apierrors.IsConflict(err) {
+			return fmt.Errorf("rollout %s/%s: %w: %w", namespace, name, errChanged, errors.Join(errdefs.ErrConflict, err))
+		}
+		if err != nil {
+			return fmt.Errorf("update rollout %s/%s: %w", namespace, name, err)
+		}
+		return nil
+	})
+	return rev, err
 }

@@ -14,6 +14,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
 import type * as apps from './apps';
 import type * as gitops from './gitops';
+import type * as ro from './rollouts';
 import type * as t from './types';
 import type { LintIssue } from '../lib/lint';
 
@@ -95,6 +96,15 @@ import appproxyv1_RollbackResult from '../../../api/testdata/wire/appproxyv1.Rol
 import appproxyv1_AutoSyncRequest from '../../../api/testdata/wire/appproxyv1.AutoSyncRequest.json';
 import appproxyv1_TerminateResult from '../../../api/testdata/wire/appproxyv1.TerminateResult.json';
 import appproxyv1_TreeNode from '../../../api/testdata/wire/appproxyv1.TreeNode.json';
+import appproxyv1_Rollout from '../../../api/testdata/wire/appproxyv1.Rollout.json';
+import appproxyv1_RolloutDetail from '../../../api/testdata/wire/appproxyv1.RolloutDetail.json';
+import appproxyv1_RolloutStep from '../../../api/testdata/wire/appproxyv1.RolloutStep.json';
+import appproxyv1_RolloutRevision from '../../../api/testdata/wire/appproxyv1.RolloutRevision.json';
+import appproxyv1_AnalysisRun from '../../../api/testdata/wire/appproxyv1.AnalysisRun.json';
+import appproxyv1_AnalysisMetric from '../../../api/testdata/wire/appproxyv1.AnalysisMetric.json';
+import appproxyv1_Measurement from '../../../api/testdata/wire/appproxyv1.Measurement.json';
+import appproxyv1_RolloutPromoteRequest from '../../../api/testdata/wire/appproxyv1.RolloutPromoteRequest.json';
+import appproxyv1_RolloutUndoRequest from '../../../api/testdata/wire/appproxyv1.RolloutUndoRequest.json';
 import appproxyv1_GitSource from '../../../api/testdata/wire/appproxyv1.GitSource.json';
 import appproxyv1_GitSourceMetadata from '../../../api/testdata/wire/appproxyv1.GitSourceMetadata.json';
 import appproxyv1_GitSourceSpec from '../../../api/testdata/wire/appproxyv1.GitSourceSpec.json';
@@ -294,6 +304,15 @@ const wire = [
   pair<gitops.GitSourceSpec>()('appproxyv1.GitSourceSpec', appproxyv1_GitSourceSpec, 'no drift'),
   pair<gitops.ProviderRepo>()('appproxyv1.ProviderRepo', appproxyv1_ProviderRepo, 'no drift'),
   pair<gitops.ClusterRef>()('appproxyv1.Cluster', appproxyv1_Cluster, 'no drift'),
+  pair<ro.Rollout>()('appproxyv1.Rollout', appproxyv1_Rollout, 'no drift'),
+  pair<ro.RolloutDetail>()('appproxyv1.RolloutDetail', appproxyv1_RolloutDetail, 'no drift'),
+  pair<ro.RolloutStep>()('appproxyv1.RolloutStep', appproxyv1_RolloutStep, 'no drift'),
+  pair<ro.RolloutRevision, 'createdAt'>()('appproxyv1.RolloutRevision', appproxyv1_RolloutRevision, 'no drift'),
+  pair<ro.AnalysisRun, 'startedAt'>()('appproxyv1.AnalysisRun', appproxyv1_AnalysisRun, 'no drift'),
+  pair<ro.AnalysisMetric>()('appproxyv1.AnalysisMetric', appproxyv1_AnalysisMetric, 'no drift'),
+  pair<ro.Measurement, 'startedAt' | 'finishedAt'>()('appproxyv1.Measurement', appproxyv1_Measurement, 'no drift'),
+  pair<ro.RolloutPromoteRequest>()('appproxyv1.RolloutPromoteRequest', appproxyv1_RolloutPromoteRequest, 'no drift'),
+  pair<ro.RolloutUndoRequest>()('appproxyv1.RolloutUndoRequest', appproxyv1_RolloutUndoRequest, 'no drift'),
 ];
 
 /** Go types the UI neither reads nor sends, and why. */

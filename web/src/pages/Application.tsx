@@ -13,6 +13,7 @@ import { Dialog } from '../components/Dialog';
 import { Field } from '../components/Field';
 import { FormDialog } from '../components/FormDialog';
 import { Menu } from '../components/Menu';
+import { RolloutsPanel } from '../components/RolloutsPanel';
 import { DataTable } from '../components/ResourceTable';
 import { AppProblems } from '../components/AppProblems';
 import { EmptyState, ErrorNote, ErrorState, Flash, LoadingRows } from '../components/States';
@@ -44,8 +45,8 @@ const POLL_MS = 3000;
 /** The tree changes as Pods come and go: asked for again this often on its tab. */
 const TREE_POLL_MS = 5000;
 
-type Tab = 'tree' | 'diff' | 'history' | 'conditions' | 'resources';
-const TABS: Tab[] = ['tree', 'diff', 'history', 'conditions', 'resources'];
+type Tab = 'tree' | 'diff' | 'history' | 'rollouts' | 'conditions' | 'resources';
+const TABS: Tab[] = ['tree', 'diff', 'history', 'rollouts', 'conditions', 'resources'];
 
 function useTab(): [Tab, (t: Tab) => void] {
   const { search, pathname } = useLocation();
@@ -103,6 +104,7 @@ function ApplicationPage({ runtime, name }: { runtime: string; name: string }) {
     { id: 'tree', label: 'Tree' },
     { id: 'diff', label: <>Diff{outOfSync > 0 && <span className="tab-count">{outOfSync}</span>}</> },
     { id: 'history', label: 'History' },
+    { id: 'rollouts', label: 'Rollouts' },
     { id: 'conditions', label: <>Conditions{conditions.length > 0 && <span className="tab-count tab-count-warn">{conditions.length}</span>}</> },
     { id: 'resources', label: <>Resources<span className="tab-count">{resources.length}</span></> },
   ];
@@ -121,6 +123,7 @@ function ApplicationPage({ runtime, name }: { runtime: string; name: string }) {
         {tab === 'tree' && <TreePanel runtime={runtime} a={a} />}
         {tab === 'diff' && <DiffPanel runtime={runtime} a={a} />}
         {tab === 'history' && <HistoryPanel runtime={runtime} a={a} canWrite={canWrite} onChanged={changed} />}
+        {tab === 'rollouts' && <RolloutsPanel runtime={runtime} app={a.name} canWrite={canWrite} />}
         {tab === 'conditions' && <ConditionsPanel a={a} />}
         {tab === 'resources' && <ResourcesPanel resources={resources} />}
       </div>
