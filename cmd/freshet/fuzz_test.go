@@ -154,6 +154,7 @@ var noFuzzTarget = map[string]string{
 	"internal/store/storetest":           "test helper",
 	"internal/testenv/containers":        "test helper",
 	"internal/testenv/kube":              "test helper",
+	"internal/testenv/promenv":           "test helper: reads the answers of the Prometheus it started",
 	"internal/tunnel/bench":              "benchmark tool",
 	"internal/tunnel/client":             "the runtime's side: the server URL from its own options; frames are fuzzed in tunnel/wire",
 	"internal/webui":                     "the development server URL from the environment",

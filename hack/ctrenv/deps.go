@@ -24,7 +24,10 @@ type debPkg struct {
 var (
 	registryPkgs = []debPkg{{"docker-registry", "/usr/bin/docker-registry"}}
 	imagePkgs    = []debPkg{{"busybox-static", busyboxPath}}
-	enginePkgs   = []debPkg{
+	// A real Prometheus for the rollouts analysis tests (internal/gitops/rollouts), which start
+	// it themselves on 127.0.0.1.
+	metricsPkgs = []debPkg{{"prometheus", "/usr/bin/prometheus"}}
+	enginePkgs  = []debPkg{
 		{"podman", "/usr/bin/podman"},
 		{"runc", "/usr/sbin/runc"},
 		{"conmon", "/usr/bin/conmon"},
@@ -44,7 +47,7 @@ const (
 const installHint = "install them with `make containers-deps` (apt-get, as root)"
 
 func allPkgs() []debPkg {
-	return slices.Concat(registryPkgs, imagePkgs, enginePkgs, builderPkgs)
+	return slices.Concat(registryPkgs, imagePkgs, enginePkgs, builderPkgs, metricsPkgs)
 }
 
 func cmdDeps(ctx context.Context, args []string, stdout, stderr io.Writer) error {

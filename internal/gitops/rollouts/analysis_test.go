@@ -30,7 +30,11 @@ func TestAnalysisTemplateRefusalsNameTheField(t *testing.T) {
 	for _, tc := range []struct{ from, to, field string }{
 		{`failureCondition: "result < 0.5"`, `failureCondition: "result <"`, "spec.metrics[0].failureCondition"},
 		{`interval: 10s`, `interval: soon`, "spec.metrics[0].interval"},
-		{`web: {url: "http://metrics.local/rate", jsonPath: "{$.rate}"}`, `prometheus: {query: up}`, "spec.metrics[0].provider.prometheus"},
+		{`web: {url: "http://metrics.local/rate", jsonPath: "{$.rate}"}`, `prometheus: {query: up}`, "spec.metrics[0].provider.prometheus.address"},
+		{`web: {url: "http://metrics.local/rate", jsonPath: "{$.rate}"}`, `datadog: {query: up}`, "spec.metrics[0].provider.datadog"},
+		{`web: {url: "http://metrics.local/rate", jsonPath: "{$.rate}"}`, `prometheus: {address: "http://p:9090", query: up, authentication: {sigv4: {region: x}}}`, "spec.metrics[0].provider.prometheus.authentication.sigv4"},
+		{`web: {url: "http://metrics.local/rate", jsonPath: "{$.rate}"}`, `job: {spec: {template: {spec: {containers: [{name: c, image: i}]}}}}`, "spec.metrics[0].provider.job.spec.template.spec.restartPolicy"},
+		{`args: [{name: threshold}]`, `args: [{name: threshold, valueFrom: {secretKeyRef: {name: s}}}]`, "spec.args[0].valueFrom.secretKeyRef"},
 		{`count: 3`, `count: -1`, "spec.metrics[0].count"},
 	} {
 		j, err := yaml.YAMLToJSON([]byte(strings.Replace(templateYAML, tc.from, tc.to, 1)))
@@ -50,10 +54,10 @@ func TestArgsAndConditions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := resolveArgs(at.Spec.Metrics, map[string]string{}); errdefs.Field(err) != "metrics[0].successCondition" {
+	if _, err := resolveArgs(at.Spec.Metrics, map[string]string{}, nil); errdefs.Field(err) != "metrics[0].successCondition" {
 		t.Fatalf("an unresolved argument: %v", err)
 	}
-	ms, err := resolveArgs(at.Spec.Metrics, map[string]string{"threshold": "0.9"})
+	ms, err := resolveArgs(at.Spec.Metrics, map[string]string{"threshold": "0.9"}, nil)
 	if err != nil || ms[0].SuccessCondition != "result >= 0.9" || at.Spec.Metrics[0].SuccessCondition != "result >= {{args.threshold}}" {
 		t.Fatalf("resolved %q (template %q): %v", ms[0].SuccessCondition, at.Spec.Metrics[0].SuccessCondition, err)
 	}

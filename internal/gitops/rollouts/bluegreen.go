@@ -37,6 +37,9 @@ func computeBlueGreen(w world, p *plan, st *RolloutStatus, all []*appsv1.Replica
 	}
 
 	if active == newHash {
+		if !postPromotion(w, p, st, all, want) {
+			return // the previous revision stays stable until post-promotion analysis passes
+		}
 		st.PauseConditions, st.ControllerPause, st.PromoteFull = nil, false, false
 		st.BlueGreen.ScaleUpPreviewCheckPoint = false
 		p.setScale(newRS, want)
@@ -99,7 +102,8 @@ func computeBlueGreen(w world, p *plan, st *RolloutStatus, all []*appsv1.Replica
 		p.services = append(p.services, serviceSwitch{bg.PreviewService, newHash, "blueGreen.previewService"})
 		st.BlueGreen.PreviewSelector = newHash
 	}
-	if ro.Spec.Paused {
+	preOK := prePromotion(w, p, st)
+	if ro.Spec.Paused || st.Abort {
 		return
 	}
 	promote := st.PromoteFull || st.BlueGreen.ScaleUpPreviewCheckPoint
@@ -125,7 +129,7 @@ func computeBlueGreen(w world, p *plan, st *RolloutStatus, all []*appsv1.Replica
 			}
 		}
 	}
-	if !promote {
+	if !promote || !preOK {
 		return
 	}
 	removePause(st, PauseReasonBlueGreenPause)
@@ -137,10 +141,16 @@ func computeBlueGreen(w world, p *plan, st *RolloutStatus, all []*appsv1.Replica
 		p.after(time.Millisecond)
 		return
 	}
-	st.BlueGreen.ActiveSelector, st.StableRS, p.stableRS = newHash, newHash, newRS
+	st.BlueGreen.ActiveSelector = newHash
+	post := bg.PostPromotionAnalysis != nil && !st.PromoteFull
+	if !post {
+		st.StableRS, p.stableRS = newHash, newRS
+	}
 	st.BlueGreen.ScaleUpPreviewCheckPoint, st.PromoteFull = false, false
 	p.services[0] = serviceSwitch{bg.ActiveService, newHash, "blueGreen.activeService"}
-	if activeRS != nil {
+	if post {
+		p.after(time.Millisecond) // post-promotion analysis starts
+	} else if activeRS != nil {
 		v := w.now.Add(time.Duration(delay) * time.Second).UTC().Format(time.RFC3339)
 		p.setAnnotation(activeRS, ScaleDownDeadlineAnnotation, &v)
 		p.after(time.Duration(delay) * time.Second)

@@ -26,6 +26,7 @@ func computeCanary(w world, p *plan, st *RolloutStatus, all []*appsv1.ReplicaSet
 			st.CurrentStepIndex = &n
 		}
 	}
+	backgroundAnalysis(w, p, st) // a failed background analysis aborts, from here on
 	idx := n
 	if st.CurrentStepIndex != nil {
 		idx = min(*st.CurrentStepIndex, n)

@@ -86,7 +86,7 @@ func conditions(w world, p *plan, st *RolloutStatus, prev RolloutStatus, created
 	switch {
 	case st.Abort:
 		msg := fmt.Sprintf("Rollout aborted update to revision %d", revisionOf(p.newRS))
-		if a := st.Canary.CurrentStepAnalysisRunStatus; a != nil && a.Message != "" {
+		if a := abortingRun(st); a != nil && a.Message != "" {
 			msg += ": " + a.Message
 		} else if e := w.experiment; e != nil && (e.Phase == AnalysisFailed || e.Phase == AnalysisError) {
 			msg += fmt.Sprintf(": Experiment %q %s", e.Name, e.Phase)

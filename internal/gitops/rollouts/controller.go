@@ -336,9 +336,15 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	if err != nil {
 		return 0, err
 	}
-	p := compute(world{ro: ro, rss: rss, now: now, analysis: analysis, experiment: exp})
-	if next > 0 {
-		p.after(next)
+	runs, nextRun, err := c.runStrategyAnalyses(ctx, ro, now)
+	if err != nil {
+		return 0, err
+	}
+	p := compute(world{ro: ro, rss: rss, now: now, analysis: analysis, experiment: exp, runs: runs})
+	for _, d := range []time.Duration{next, nextRun} {
+		if d > 0 {
+			p.after(d)
+		}
 	}
 	status, err := c.carryOut(ctx, ro, p)
 	if err == nil && dep != nil {

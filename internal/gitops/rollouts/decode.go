@@ -121,6 +121,14 @@ func validateCanary(c *CanaryStrategy, replicas int32) error {
 			return err
 		}
 	}
+	if a := c.Analysis; a != nil {
+		if err := validateAnalysis(f+".analysis", a); err != nil {
+			return err
+		}
+		if s := a.StartingStep; s != nil && (*s < 0 || int(*s) > len(c.Steps)) {
+			return errdefs.Invalid(f+".analysis.startingStep", strconv.Itoa(int(*s)), fmt.Sprintf("must be 0 to the number of steps (%d)", len(c.Steps)))
+		}
+	}
 	return nil
 }
 
@@ -150,26 +158,8 @@ func validateStep(f string, st CanaryStep, routed bool, replicas int32) error {
 		}
 	case st.Analysis != nil:
 		a := st.Analysis
-		if len(a.Templates) == 0 {
-			return errdefs.Invalid(f+".analysis.templates", "", "must name at least one template")
-		}
-		for i, t := range a.Templates {
-			if t.TemplateName == "" {
-				return errdefs.Invalid(fmt.Sprintf("%s.analysis.templates[%d].templateName", f, i), "", "is required")
-			}
-		}
-		for i, arg := range a.Args {
-			af := fmt.Sprintf("%s.analysis.args[%d]", f, i)
-			switch {
-			case arg.Name == "":
-				return errdefs.Invalid(af+".name", "", "is required")
-			case arg.ValueFrom != nil && arg.ValueFrom.PodTemplateHashValue != nil:
-				if v := *arg.ValueFrom.PodTemplateHashValue; v != "Stable" && v != "Latest" {
-					return errdefs.Invalid(af+".valueFrom.podTemplateHashValue", v, "must be Stable or Latest")
-				}
-			case arg.ValueFrom != nil:
-				return errdefs.Invalid(af+".valueFrom", "", "is not supported yet (supported: value, podTemplateHashValue)")
-			}
+		if err := validateAnalysis(f+".analysis", a); err != nil {
+			return err
 		}
 	case st.Experiment != nil:
 		return validateExperimentStep(f+".experiment", st.Experiment, routed)
@@ -200,10 +190,13 @@ func validateBlueGreen(bg *BlueGreenStrategy, replicas int32) error {
 		return errdefs.Invalid(f+".scaleDownDelaySeconds", strconv.Itoa(int(*bg.ScaleDownDelaySeconds)), "must be 0 or more")
 	case bg.AbortScaleDownDelaySeconds != nil && *bg.AbortScaleDownDelaySeconds < 0:
 		return errdefs.Invalid(f+".abortScaleDownDelaySeconds", strconv.Itoa(int(*bg.AbortScaleDownDelaySeconds)), "must be 0 or more")
-	case bg.PrePromotionAnalysis != nil:
-		return errdefs.Invalid(f+".prePromotionAnalysis", "", "is not supported yet")
-	case bg.PostPromotionAnalysis != nil:
-		return errdefs.Invalid(f+".postPromotionAnalysis", "", "is not supported yet")
+	}
+	for k, a := range map[string]*RolloutAnalysis{"prePromotionAnalysis": bg.PrePromotionAnalysis, "postPromotionAnalysis": bg.PostPromotionAnalysis} {
+		if a != nil {
+			if err := validateAnalysis(f+"."+k, a); err != nil {
+				return err
+			}
+		}
 	}
 	if _, err := scaled(bg.MaxUnavailable, "0", replicas, false, f+".maxUnavailable"); err != nil {
 		return err

@@ -42,11 +42,11 @@ func (c *Controller) runExperimentAnalyses(ctx context.Context, ex *Experiment, 
 			}
 		}
 		if !experimentEnded(run.Status.Phase) {
-			if d := run.step(ctx, c.opts.Policy.HTTPClient(30*time.Second), now); d > 0 && (next == 0 || d < next) {
+			if d := run.step(ctx, c.measurer(experimentOwner(ex), &run), now); d > 0 && (next == 0 || d < next) {
 				next = d
 			}
 		}
-		if err := c.saveRun(ctx, u, &run); err != nil {
+		if _, err := c.saveRun(ctx, u, &run); err != nil {
 			return 0, err
 		}
 		out = append(out, ExperimentAnalysisRunStatus{Name: a.Name, AnalysisRun: name, Phase: run.Status.Phase, Message: run.Status.Message})
@@ -55,11 +55,17 @@ func (c *Controller) runExperimentAnalyses(ctx context.Context, ex *Experiment, 
 	return next, nil
 }
 
+// experimentOwner stands for the experiment where the analysis code takes the Rollout it runs
+// for: its name, namespace and UID (an experiment's arguments are values only: nothing else of
+// a Rollout is read).
+func experimentOwner(ex *Experiment) *Rollout {
+	return &Rollout{ObjectMeta: metav1.ObjectMeta{Name: ex.Name, Namespace: ex.Namespace, UID: ex.UID}}
+}
+
 // newExperimentRun builds an analysis's run from its template and arguments (with the code a
 // Rollout's analysis step uses), owned by the experiment.
 func (c *Controller) newExperimentRun(ctx context.Context, ex *Experiment, name string, a ExperimentAnalysis) AnalysisRun {
-	owner := &Rollout{ObjectMeta: metav1.ObjectMeta{Name: ex.Name, Namespace: ex.Namespace, UID: ex.UID}}
-	run := c.newRun(ctx, owner, "", name, &RolloutAnalysis{
+	run := c.newRun(ctx, experimentOwner(ex), "", name, "Experiment", &RolloutAnalysis{
 		Templates: []AnalysisTemplateRef{{TemplateName: a.TemplateName, ClusterScope: a.ClusterScope}}, Args: a.Args})
 	yes := true
 	run.OwnerReferences = []metav1.OwnerReference{{APIVersion: Group + "/" + Version, Kind: "Experiment", Name: ex.Name, UID: ex.UID,

@@ -48,6 +48,8 @@ type world struct {
 	// experiment is the current experiment step's Experiment (nil: not created yet or not an
 	// experiment step).
 	experiment *RolloutExperimentStatus
+	// runs are the background and blue-green promotion analyses (analysisstrategy.go).
+	runs strategyRuns
 }
 
 func (p *plan) after(d time.Duration) {
@@ -184,7 +186,7 @@ func compute(w world) *plan {
 		}
 		ro := *w.ro
 		ro.Status = p.status
-		next := computeOnce(world{ro: &ro, rss: w.rss, now: w.now}) // a new step: no analysis run yet
+		next := computeOnce(world{ro: &ro, rss: w.rss, now: w.now, runs: w.runs}) // a new step: no analysis run yet
 		next.events = append(p.events, next.events...)
 		p = next
 	}
@@ -244,6 +246,7 @@ func computeOnce(w world) *plan {
 		st.PauseConditions, st.ControllerPause, st.Abort, st.AbortedAt, st.PromoteFull = nil, false, false, nil, false
 		st.BlueGreen.ScaleUpPreviewCheckPoint = false
 		st.Canary.CurrentStepAnalysisRunStatus = nil
+		resetStrategyRuns(&st)
 		if ro.Spec.Strategy.Canary != nil && len(steps) > 0 {
 			idx := int32(0)
 			if hash == st.StableRS {

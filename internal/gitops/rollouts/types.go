@@ -89,6 +89,8 @@ type CanaryStrategy struct {
 	// revision keeps its pods that long after promotion, while routers catch up.
 	ScaleDownDelaySeconds *int32 `json:"scaleDownDelaySeconds,omitempty"`
 	DynamicStableScale    bool   `json:"dynamicStableScale,omitempty"`
+	// Analysis is background analysis: it runs from startingStep until the update completes.
+	Analysis *RolloutAnalysis `json:"analysis,omitempty"`
 }
 
 // TrafficRouting splits traffic between canaryService and stableService by weight. This
@@ -182,8 +184,8 @@ type BlueGreenStrategy struct {
 	MaxUnavailable             *intstr.IntOrString `json:"maxUnavailable,omitempty"`
 	ScaleDownDelaySeconds      *int32              `json:"scaleDownDelaySeconds,omitempty"`
 	AbortScaleDownDelaySeconds *int32              `json:"abortScaleDownDelaySeconds,omitempty"`
-	PrePromotionAnalysis       map[string]any      `json:"prePromotionAnalysis,omitempty"`
-	PostPromotionAnalysis      map[string]any      `json:"postPromotionAnalysis,omitempty"`
+	PrePromotionAnalysis       *RolloutAnalysis    `json:"prePromotionAnalysis,omitempty"`
+	PostPromotionAnalysis      *RolloutAnalysis    `json:"postPromotionAnalysis,omitempty"`
 }
 
 // Phase is the status.phase Argo Rollouts writes.
@@ -266,8 +268,9 @@ type RolloutStatus struct {
 
 // CanaryStatus is status.canary (weights are written with traffic routing only).
 type CanaryStatus struct {
-	CurrentStepAnalysisRunStatus *RolloutAnalysisRunStatus `json:"currentStepAnalysisRunStatus,omitempty"`
-	Weights                      *TrafficWeights           `json:"weights,omitempty"`
+	CurrentStepAnalysisRunStatus       *RolloutAnalysisRunStatus `json:"currentStepAnalysisRunStatus,omitempty"`
+	CurrentBackgroundAnalysisRunStatus *RolloutAnalysisRunStatus `json:"currentBackgroundAnalysisRunStatus,omitempty"`
+	Weights                            *TrafficWeights           `json:"weights,omitempty"`
 	// CurrentExperiment is the Experiment of the experiment step running now.
 	CurrentExperiment string `json:"currentExperiment,omitempty"`
 }
@@ -291,5 +294,7 @@ type BlueGreenStatus struct {
 	ActiveSelector  string `json:"activeSelector,omitempty"`
 	// ScaleUpPreviewCheckPoint: promotion has begun, and a preview run with
 	// previewReplicaCount is being scaled to spec.replicas before the active Service switches.
-	ScaleUpPreviewCheckPoint bool `json:"scaleUpPreviewCheckPoint,omitempty"`
+	ScaleUpPreviewCheckPoint       bool                      `json:"scaleUpPreviewCheckPoint,omitempty"`
+	PrePromotionAnalysisRunStatus  *RolloutAnalysisRunStatus `json:"prePromotionAnalysisRunStatus,omitempty"`
+	PostPromotionAnalysisRunStatus *RolloutAnalysisRunStatus `json:"postPromotionAnalysisRunStatus,omitempty"`
 }
