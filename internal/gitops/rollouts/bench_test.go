@@ -2,6 +2,8 @@ package rollouts_test
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"slices"
@@ -82,6 +84,125 @@ spec:
 	slices.Sort(samples)
 	p := func(q float64) time.Duration { return samples[int(q*float64(len(samples)-1))] }
 	fmt.Printf("BENCH rollouts: promote → next step's ReplicaSet scale written: n=%d p50=%v p99=%v max=%v\n", len(samples), p(0.5).Round(time.Millisecond), p(0.99).Round(time.Millisecond), samples[len(samples)-1].Round(time.Millisecond))
+}
+
+// TestAnalysisReactionTime measures (FRESHET_ROLLOUTS_BENCH=1) the time from an analysis
+// measurement being taken — the web metric's server writing its answer — to the next step's
+// ReplicaSet scale being written, as a watch sees it: a 10-replica canary whose setWeight steps
+// each follow an analysis step of one measurement, over several revisions.
+func TestAnalysisReactionTime(t *testing.T) {
+	if os.Getenv("FRESHET_ROLLOUTS_BENCH") == "" {
+		t.Skip("a measurement: set FRESHET_ROLLOUTS_BENCH=1")
+	}
+	e := newEnv(t)
+	e.service("web-canary", "web")
+	e.service("web-stable", "web")
+	var mu sync.Mutex
+	var answered []time.Time
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"data":{"successRate":1}}`))
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+		mu.Lock()
+		answered = append(answered, time.Now())
+		mu.Unlock()
+	}))
+	t.Cleanup(srv.Close)
+	e.template(`
+apiVersion: argoproj.io/v1alpha1
+kind: AnalysisTemplate
+metadata: {name: rate}
+spec:
+  metrics:
+  - name: rate
+    successCondition: "result >= 0.95"
+    provider: {web: {url: "` + srv.URL + `/rate", jsonPath: "{$.data.successRate}"}}
+`)
+	const y = `
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: web}
+spec:
+  replicas: 10
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: "IMAGE"}]}
+  strategy:
+    canary:
+      canaryService: web-canary
+      stableService: web-stable
+      maxSurge: 10
+      maxUnavailable: 10
+      steps:
+      - setWeight: 10
+      - analysis: {templates: [{templateName: rate}]}
+      - setWeight: 20
+      - analysis: {templates: [{templateName: rate}]}
+      - setWeight: 30
+      - analysis: {templates: [{templateName: rate}]}
+      - setWeight: 40
+      - analysis: {templates: [{templateName: rate}]}
+      - setWeight: 50
+      - pause: {}
+`
+	img := func(i int) string { return replace(y, "IMAGE", fmt.Sprintf("registry.local/web:%d", i)) }
+	e.apply(img(0))
+	e.waitPhase("web", rollouts.PhaseHealthy, 10)
+	type scaled struct {
+		at       time.Time
+		hash     string
+		replicas int32
+	}
+	var samples []time.Duration
+	for rev := 1; rev <= 8; rev++ {
+		w, err := e.c.Client.AppsV1().ReplicaSets(e.ns).Watch(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seen []scaled
+		collected := make(chan struct{})
+		go func() {
+			defer close(collected)
+			for ev := range w.ResultChan() {
+				if rs, ok := ev.Object.(*appsv1.ReplicaSet); ok && ev.Type == watch.Modified && rs.Spec.Replicas != nil {
+					seen = append(seen, scaled{time.Now(), rs.Labels[rollouts.PodTemplateHashLabel], *rs.Spec.Replicas})
+				}
+			}
+		}()
+		mu.Lock()
+		answered = answered[:0]
+		mu.Unlock()
+		e.apply(img(rev))
+		ro := e.waitPhase("web", rollouts.PhasePaused, 9)
+		w.Stop()
+		<-collected
+		hash := ro.Status.CurrentPodHash
+		mu.Lock()
+		answers := slices.Clone(answered)
+		mu.Unlock()
+		if len(answers) != 4 {
+			t.Fatalf("revision %d: %d measurements, want 4", rev, len(answers))
+		}
+		// After the i-th measurement, the canary goes from i+1 to i+2 replicas (weight 10·(i+2) %).
+		for i, at := range answers {
+			want := int32(i + 2)
+			j := slices.IndexFunc(seen, func(s scaled) bool { return s.hash == hash && s.replicas >= want })
+			if j < 0 || seen[j].at.Before(at) {
+				t.Fatalf("revision %d: no scale to %d after measurement %d (%v)", rev, want, i+1, seen)
+			}
+			samples = append(samples, seen[j].at.Sub(at))
+		}
+		if err := e.ctrl.Promote(e.ctx, e.ns, "web", true); err != nil {
+			t.Fatal(err)
+		}
+		e.waitPhase("web", rollouts.PhaseHealthy, 10)
+	}
+	slices.Sort(samples)
+	p := func(q float64) time.Duration { return samples[int(q*float64(len(samples)-1))] }
+	fmt.Printf("BENCH rollouts: analysis measurement answered → next step's ReplicaSet scale written: n=%d p50=%v p99=%v max=%v\n", len(samples), p(0.5).Round(time.Millisecond), p(0.99).Round(time.Millisecond), samples[len(samples)-1].Round(time.Millisecond))
 }
 
 // TestManyRollouts runs (FRESHET_ROLLOUTS_BENCH=1) N Rollouts at once through a 5-step canary
