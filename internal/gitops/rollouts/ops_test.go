@@ -9,15 +9,8 @@ import (
 
 	"github.com/freshet-dev/freshet/api/appproxyv1"
 	"github.com/freshet-dev/freshet/internal/errdefs"
-	"github.com/freshet-dev/freshet/internal/gitops/engine"
 	"github.com/freshet-dev/freshet/internal/gitops/rollouts"
 )
-
-func TestAppLabelIsTheEngines(t *testing.T) {
-	if rollouts.AppLabel != engine.LabelApp {
-		t.Fatalf("rollouts.AppLabel %q, the engine tracks applications with %q", rollouts.AppLabel, engine.LabelApp)
-	}
-}
 
 // appCanary is canary() defined by the application guestbook.
 func appCanary(image string) string {
