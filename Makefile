@@ -98,7 +98,7 @@ bench-gitops: devcluster-build
 ## bench-rollouts: the Rollouts controller against the loopback cluster: promote → next step's
 ## objects written (p50/p99), 100 Rollouts through a 5-step canary (wall, CPU-s, RSS)
 bench-rollouts: devcluster-build
-	FRESHET_TEST_KUBE=1 FRESHET_ROLLOUTS_BENCH=1 $(GO) test -count=1 -run 'TestReactionTime|TestAnalysisReactionTime|TestManyRollouts' -v -timeout 40m ./internal/gitops/rollouts/ | grep -E '^(BENCH|--- |ok|FAIL)'
+	FRESHET_TEST_KUBE=1 FRESHET_ROLLOUTS_BENCH=1 $(GO) test -count=1 -run 'TestReactionTime|TestAnalysisReactionTime|TestPauseReactionTime|TestManyRollouts' -v -timeout 40m ./internal/gitops/rollouts/ | grep -E '^(BENCH|--- |ok|FAIL)'
 
 ## bench-workflows: the workflow controller against the loopback cluster: a 100-node DAG of
 ## trivial containers end to end (wall, CPU-s, RSS), beside 100 bare pods in 10 waves

@@ -1,6 +1,7 @@
 package rollouts_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/freshet-dev/freshet/internal/gitops/rollouts"
@@ -203,6 +205,108 @@ spec:
 	slices.Sort(samples)
 	p := func(q float64) time.Duration { return samples[int(q*float64(len(samples)-1))] }
 	fmt.Printf("BENCH rollouts: analysis measurement answered → next step's ReplicaSet scale written: n=%d p50=%v p99=%v max=%v\n", len(samples), p(0.5).Round(time.Millisecond), p(0.99).Round(time.Millisecond), samples[len(samples)-1].Round(time.Millisecond))
+}
+
+// TestPauseReactionTime measures (FRESHET_ROLLOUTS_BENCH=1) the time from a timed pause being
+// over — its condition's startTime plus its duration, the status the controller decides from (a
+// time to the second, as Argo Rollouts keeps it) — to the next step's ReplicaSet scale written.
+func TestPauseReactionTime(t *testing.T) {
+	if os.Getenv("FRESHET_ROLLOUTS_BENCH") == "" {
+		t.Skip("a measurement: set FRESHET_ROLLOUTS_BENCH=1")
+	}
+	e := newEnv(t)
+	e.service("web-canary", "web")
+	e.service("web-stable", "web")
+	const y = `
+apiVersion: argoproj.io/v1alpha1
+kind: Rollout
+metadata: {name: web}
+spec:
+  replicas: 10
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: web, image: "IMAGE"}]}
+  strategy:
+    canary:
+      canaryService: web-canary
+      stableService: web-stable
+      maxSurge: 10
+      maxUnavailable: 10
+      steps: [{setWeight: 10}, {pause: {duration: 1}}, {setWeight: 20}, {pause: {duration: 1}}, {setWeight: 30}, {pause: {duration: 1}}, {setWeight: 40}, {pause: {duration: 1}}, {setWeight: 50}, {pause: {}}]
+`
+	img := func(i int) string { return replace(y, "IMAGE", fmt.Sprintf("registry.local/web:%d", i)) }
+	e.apply(img(0))
+	e.waitPhase("web", rollouts.PhaseHealthy, 10)
+	var samples []time.Duration
+	for rev := 1; rev <= 8; rev++ {
+		rsw, err := e.c.Client.AppsV1().ReplicaSets(e.ns).Watch(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		row, err := e.c.Dynamic.Resource(rollouts.RolloutsResource).Namespace(e.ns).Watch(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		type scaled struct {
+			at       time.Time
+			hash     string
+			replicas int32
+		}
+		var seen []scaled
+		ends := map[int32]time.Time{} // pause step → when it is over
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for ev := range rsw.ResultChan() {
+				if rs, ok := ev.Object.(*appsv1.ReplicaSet); ok && ev.Type == watch.Modified && rs.Spec.Replicas != nil {
+					seen = append(seen, scaled{time.Now(), rs.Labels[rollouts.PodTemplateHashLabel], *rs.Spec.Replicas})
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for ev := range row.ResultChan() {
+				u, ok := ev.Object.(*unstructured.Unstructured)
+				if !ok {
+					continue
+				}
+				b, _ := u.MarshalJSON()
+				var ro rollouts.Rollout
+				if json.Unmarshal(b, &ro) != nil || ro.Status.CurrentStepIndex == nil {
+					continue
+				}
+				for _, pc := range ro.Status.PauseConditions {
+					if pc.Reason == rollouts.PauseReasonCanaryPauseStep {
+						ends[*ro.Status.CurrentStepIndex] = pc.StartTime.Add(time.Second)
+					}
+				}
+			}
+		}()
+		e.apply(img(rev))
+		ro := e.waitPhase("web", rollouts.PhasePaused, 9)
+		rsw.Stop()
+		row.Stop()
+		wg.Wait()
+		hash := ro.Status.CurrentPodHash
+		for step := int32(1); step < 9; step += 2 {
+			end, ok := ends[step]
+			want := step/2 + 2 // the setWeight after the pause: 10·(step/2+2) % of 10 replicas
+			j := slices.IndexFunc(seen, func(s scaled) bool { return s.hash == hash && s.replicas >= want })
+			if !ok || j < 0 {
+				t.Fatalf("revision %d: pause %d ended %v, scale to %d seen %v", rev, step, end, want, j >= 0)
+			}
+			samples = append(samples, seen[j].at.Sub(end))
+		}
+		if err := e.ctrl.Promote(e.ctx, e.ns, "web", true); err != nil {
+			t.Fatal(err)
+		}
+		e.waitPhase("web", rollouts.PhaseHealthy, 10)
+	}
+	slices.Sort(samples)
+	p := func(q float64) time.Duration { return samples[int(q*float64(len(samples)-1))] }
+	fmt.Printf("BENCH rollouts: timed pause over → next step's ReplicaSet scale written: n=%d p50=%v p99=%v max=%v\n", len(samples), p(0.5).Round(time.Millisecond), p(0.99).Round(time.Millisecond), samples[len(samples)-1].Round(time.Millisecond))
 }
 
 // TestManyRollouts runs (FRESHET_ROLLOUTS_BENCH=1) N Rollouts at once through a 5-step canary
