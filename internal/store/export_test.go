@@ -22,3 +22,18 @@ func (db *DB) Exec(ctx context.Context, query string, args ...any) error {
 	_, err := db.exec(ctx, query, args...)
 	return err
 }
+
+// Migrated answers the highest migration applied and how many rows schema_migrations holds.
+func (db *DB) Migrated(ctx context.Context) (latest, rows int, err error) {
+	err = db.queryRow(ctx, `SELECT COALESCE(MAX(version), 0), COUNT(*) FROM schema_migrations`).Scan(&latest, &rows)
+	return latest, rows, err
+}
+
+// Migrations is how many migrations the binary holds.
+func Migrations() int {
+	ms, err := loadMigrations(migrationFS)
+	if err != nil {
+		return -1
+	}
+	return len(ms)
+}

@@ -69,8 +69,17 @@ func (db *DB) migrateFS(ctx context.Context, fsys fs.FS) error {
 	if err != nil {
 		return err
 	}
-	if _, err := db.exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`); err != nil {
+	// Replicas starting together on an empty PostgreSQL database race here too: concurrent
+	// CREATE TABLE IF NOT EXISTS can fail on the table's type ("already exists"), so it is
+	// created under the lock every migration takes.
+	if err := db.Tx(ctx, func(tx *Tx) error {
+		if err := db.lockMigrations(ctx, tx); err != nil {
+			return err
+		}
+		_, err := tx.exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)`)
+		return err
+	}); err != nil {
 		return fmt.Errorf("migrate: create schema_migrations: %w", err)
 	}
 	var current int
@@ -85,10 +94,8 @@ func (db *DB) migrateFS(ctx context.Context, fsys fs.FS) error {
 			continue
 		}
 		err := db.Tx(ctx, func(tx *Tx) error {
-			if db.d == Postgres {
-				if _, err := tx.exec(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(migrateLockID)); err != nil {
-					return err
-				}
+			if err := db.lockMigrations(ctx, tx); err != nil {
+				return err
 			}
 			var done int
 			if err := tx.queryRow(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE version = ?`, m.version).Scan(&done); err != nil {
@@ -113,6 +120,16 @@ func (db *DB) migrateFS(ctx context.Context, fsys fs.FS) error {
 		current = m.version
 	}
 	return nil
+}
+
+// lockMigrations takes, on PostgreSQL, the lock that makes replicas migrate one at a time
+// (held until tx ends). SQLite's writes are serialized already.
+func (db *DB) lockMigrations(ctx context.Context, tx *Tx) error {
+	if db.d != Postgres {
+		return nil
+	}
+	_, err := tx.exec(ctx, `SELECT pg_advisory_xact_lock(?)`, int64(migrateLockID))
+	return err
 }
 
 // dialectSQL fills the few type placeholders migrations may use where SQLite and PostgreSQL

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"testing/fstest"
 
@@ -49,5 +50,39 @@ func TestSplitStatements(t *testing.T) {
 	got := store.SplitStatements("-- c\nCREATE TABLE x (a INT);\n\nCREATE INDEX i\n  ON x (a);\n")
 	if len(got) != 2 || got[1] != "CREATE INDEX i\n  ON x (a)" {
 		t.Fatalf("%q", got)
+	}
+}
+
+// Replicas that start together on an empty PostgreSQL database (the freshet chart starts N) all
+// open and migrate it at once: every one succeeds, and the schema is applied once. (Replicas
+// need PostgreSQL: an SQLite file belongs to one process.)
+func TestConcurrentOpenMigratesOnce(t *testing.T) {
+	dsn := storetest.DSN(t, store.Postgres)
+	const replicas = 6
+	var wg sync.WaitGroup
+	errs := make([]error, replicas)
+	for i := range replicas {
+		wg.Go(func() {
+			db, err := store.Open(context.Background(), dsn, nil)
+			if err == nil {
+				db.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("replica %d: %v", i, err)
+		}
+	}
+	db, err := store.Open(context.Background(), dsn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	latest, rows, err := db.Migrated(context.Background())
+	if err != nil || latest != store.SchemaVersion() || rows != store.Migrations() {
+		t.Fatalf("schema version %d with %d rows (%v), want %d with %d", latest, rows, err, store.SchemaVersion(), store.Migrations())
 	}
 }
