@@ -2,16 +2,11 @@ package host
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/freshet-dev/freshet/internal/gitops/crd"
 )
 
 // ClusterAppsFieldManager is the server-side apply field manager of the Argo CD CRDs and the
@@ -23,7 +18,6 @@ var (
 	ApplicationsResource    = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applications"}
 	AppProjectsResource     = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "appprojects"}
 	ApplicationSetsResource = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "applicationsets"}
-	crdsResource            = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
 
 type argoCRD struct {
@@ -97,53 +91,5 @@ func lowerASCII(s string) string {
 // cluster that already has Argo CD's own CRDs keeps them (a CRD another manager owns is left
 // as it is: both serve the same kinds).
 func EnsureArgoCDCRDs(ctx context.Context, dyn dynamic.Interface) error {
-	crds := dyn.Resource(crdsResource)
-	for _, c := range ArgoCDCRDs() {
-		name := c["metadata"].(map[string]any)["name"].(string)
-		if cur, err := crds.Get(ctx, name, metav1.GetOptions{}); err == nil {
-			if cur.GetLabels()["app.kubernetes.io/managed-by"] != "freshet" {
-				continue
-			}
-		} else if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("read CRD %s: %w", name, err)
-		}
-		body, err := json.Marshal(c)
-		if err != nil {
-			return err
-		}
-		force := true
-		if _, err := crds.Patch(ctx, name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: ClusterAppsFieldManager, Force: &force}); err != nil {
-			return fmt.Errorf("apply CRD %s: %w", name, err)
-		}
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for _, c := range ArgoCDCRDs() {
-		name := c["metadata"].(map[string]any)["name"].(string)
-		for {
-			cur, err := crds.Get(ctx, name, metav1.GetOptions{})
-			if err == nil && crdEstablished(cur) {
-				break
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("CRD %s is not established after 30s (%v)", name, err)
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}
-	return nil
-}
-
-func crdEstablished(u *unstructured.Unstructured) bool {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == "Established" && m["status"] == "True" {
-			return true
-		}
-	}
-	return false
+	return crd.Ensure(ctx, dyn, ClusterAppsFieldManager, ArgoCDCRDs())
 }

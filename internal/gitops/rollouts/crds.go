@@ -2,16 +2,11 @@ package rollouts
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/freshet-dev/freshet/internal/gitops/crd"
 )
 
 // FieldManager is the server-side apply field manager of the CRDs and of the objects the
@@ -25,7 +20,6 @@ var (
 	ClusterAnalysisTemplatesResource = schema.GroupVersionResource{Group: Group, Version: Version, Resource: "clusteranalysistemplates"}
 	AnalysisRunsResource             = schema.GroupVersionResource{Group: Group, Version: Version, Resource: "analysisruns"}
 	ExperimentsResource              = schema.GroupVersionResource{Group: Group, Version: Version, Resource: "experiments"}
-	crdResource                      = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 )
 
 type crdKind struct {
@@ -110,53 +104,5 @@ func lower(s string) string {
 // cluster that already has Argo Rollouts' own CRDs keeps them: a CRD another manager owns is
 // left as it is (both serve the same kinds).
 func EnsureCRDs(ctx context.Context, dyn dynamic.Interface) error {
-	crds := dyn.Resource(crdResource)
-	for _, c := range CRDs() {
-		name := c["metadata"].(map[string]any)["name"].(string)
-		if cur, err := crds.Get(ctx, name, metav1.GetOptions{}); err == nil {
-			if cur.GetLabels()["app.kubernetes.io/managed-by"] != "freshet" {
-				continue // Argo Rollouts' own CRD: keep it
-			}
-		} else if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("read CRD %s: %w", name, err)
-		}
-		body, err := json.Marshal(c)
-		if err != nil {
-			return err
-		}
-		force := true
-		if _, err := crds.Patch(ctx, name, types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force}); err != nil {
-			return fmt.Errorf("apply CRD %s: %w", name, err)
-		}
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for _, c := range CRDs() {
-		name := c["metadata"].(map[string]any)["name"].(string)
-		for {
-			cur, err := crds.Get(ctx, name, metav1.GetOptions{})
-			if err == nil && established(cur) {
-				break
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("CRD %s is not established after 30s (%v)", name, err)
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}
-	return nil
-}
-
-func established(u *unstructured.Unstructured) bool {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, _ := c.(map[string]any)
-		if m["type"] == "Established" && m["status"] == "True" {
-			return true
-		}
-	}
-	return false
+	return crd.Ensure(ctx, dyn, FieldManager, CRDs())
 }

@@ -34,6 +34,7 @@ import (
 
 	"github.com/freshet-dev/freshet/client"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/gitops/crd"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/gitops/host"
 	"github.com/freshet-dev/freshet/internal/gitops/rollouts"
@@ -459,16 +460,7 @@ func (in *Installer) rolloutCRDs(ctx context.Context) (string, error) {
 	if err := rollouts.EnsureCRDs(ctx, in.dyn); err != nil {
 		return "", err
 	}
-	return crdNames(rollouts.CRDs()), nil
-}
-
-// crdNames is what an install step reports: the names of the CRDs it applied.
-func crdNames(crds []map[string]any) string {
-	names := make([]string, 0, len(crds))
-	for _, c := range crds {
-		names = append(names, c["metadata"].(map[string]any)["name"].(string))
-	}
-	return strings.Join(names, ", ")
+	return crd.Names(rollouts.CRDs()), nil
 }
 
 // workflowCRDs installs the CRDs of Argo Workflows' kinds, which the runtime's workflow
@@ -478,7 +470,7 @@ func (in *Installer) workflowCRDs(ctx context.Context) (string, error) {
 	if err := workflows.EnsureCRDs(ctx, in.dyn); err != nil {
 		return "", err
 	}
-	return crdNames(workflows.CRDs()), nil
+	return crd.Names(workflows.CRDs()), nil
 }
 
 // argoCDCRDs installs the CRDs of Argo CD's Application, AppProject and ApplicationSet when the
@@ -491,7 +483,7 @@ func (in *Installer) argoCDCRDs(ctx context.Context, watch bool) (string, error)
 	if err := host.EnsureArgoCDCRDs(ctx, in.dyn); err != nil {
 		return "", err
 	}
-	return crdNames(host.ArgoCDCRDs()), nil
+	return crd.Names(host.ArgoCDCRDs()), nil
 }
 
 // apply server-side applies the runtime's objects in order.
