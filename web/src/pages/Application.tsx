@@ -2,7 +2,7 @@
 // destination; sync (prune, dry run, chosen resources), refresh, rollback and delete; and its
 // resource tree, diff, history, conditions and resources, each a tab with its own URL
 // (?tab=tree|diff|history|conditions|resources). Polled every few seconds while visible.
-import { useEffect, useId, useMemo, useState, type FormEvent, type ReactNode } from 'react';
+import { useEffect, useMemo, useState, type FormEvent, type ReactNode } from 'react';
 import { appProxy, type HistoryEntry, type ProxyApplication, type ResourceDiff, type ResourceStatus, type SourceLocation, type SyncResult, type TreeNode } from '../api/apps';
 import { Link, href, navigate, useLocation } from '../app/router';
 import { useMe } from '../app/session';
@@ -559,16 +559,14 @@ function TreePanel({ runtime, a }: { runtime: string; a: ProxyApplication }) {
 function TreeItem({ row, namespace, onToggle }: { row: TreeRow; namespace?: string; onToggle: () => void }) {
   const n: TreeNode = row.node;
   const h = healthBadge(n.health?.status);
-  // Named by its visible kind and name (aria-labelledby, not a label that differs from the text
-  // a speech-input user sees and says).
-  const id = useId();
+  // Named from its content (a treeitem may be): a label differing from the visible text fails
+  // axe-core's label-content-name-mismatch.
   return (
     <div
       className="tree-row"
       role="treeitem"
       aria-level={row.depth + 1}
       aria-expanded={row.childCount ? !row.collapsed : undefined}
-      aria-labelledby={`${id}-kind ${id}-name`}
       data-testid="tree-node"
       data-kind={n.kind}
       data-depth={row.depth}
@@ -586,10 +584,8 @@ function TreeItem({ row, namespace, onToggle }: { row: TreeRow; namespace?: stri
         ) : (
           <span className="tree-toggle" aria-hidden="true" />
         )}
-        <span className="tree-kind" id={`${id}-kind`}>
-          {n.kind}
-        </span>
-        <span className="tree-name" id={`${id}-name`} title={[n.namespace, n.name].filter(Boolean).join('/')}>
+        <span className="tree-kind">{n.kind}</span>
+        <span className="tree-name" title={[n.namespace, n.name].filter(Boolean).join('/')}>
           {n.name}
         </span>
         {n.namespace && n.namespace !== namespace && <span className="muted small">in {n.namespace}</span>}
