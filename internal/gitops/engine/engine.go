@@ -85,19 +85,19 @@ type appState struct {
 
 	refreshMu sync.Mutex // one refresh of the app at a time
 
-	mu            sync.Mutex
-	app           *app.Application
-	project       *app.AppProject
-	specDigest    uint64
-	status        AppStatus
-	statusDigest  string
-	desired       *desiredSet
-	inv           *inventory
-	invCluster    string
+	mu           sync.Mutex
+	app          *app.Application
+	project      *app.AppProject
+	specDigest   uint64
+	status       AppStatus
+	statusDigest string
+	desired      *desiredSet
+	inv          *inventory
+	invCluster   string
 	// adopted are objects Argo CD tracked for the app that it no longer renders, found when
 	// the app first came to the cluster without an inventory (see adoptTracked).
-	adopted     map[ResourceKey]bool
-	adoptedDone bool
+	adopted       map[ResourceKey]bool
+	adoptedDone   bool
 	history       []HistoryEntry
 	nextHistoryID int64
 	autoSyncOff   bool

@@ -171,4 +171,3 @@ func itemHasKeys(item any, keys map[string]string) bool {
 	}
 	return true
 }
-

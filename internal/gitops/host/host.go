@@ -133,10 +133,10 @@ type Host struct {
 	// settingsErrs are the problems of the last argocd-cm read, settingsSum its content's hash.
 	settingsErrs []string
 	settingsSum  [32]byte
-	loadErrs  []string // problems of the last load, by file
-	loadedAt  time.Time
-	revision  string // the installation repository's commit last loaded
-	lastErr   error  // the last load's failure (the repository itself)
+	loadErrs     []string // problems of the last load, by file
+	loadedAt     time.Time
+	revision     string // the installation repository's commit last loaded
+	lastErr      error  // the last load's failure (the repository itself)
 
 	capps     *clusterApps  // nil without Options.ClusterApps
 	firstLoad chan struct{} // closed after the first load of the installation repository

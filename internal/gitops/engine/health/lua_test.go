@@ -168,11 +168,11 @@ func indent(s, prefix string) string {
 
 func TestLuaBadConfig(t *testing.T) {
 	_, problems := ParseCustomizations(map[string]string{
-		"resource.customizations.health.a_b_c":           `return {status="Healthy"}`,
-		"resource.customizations.health.example.com_Foo": "hs = {\nreturn hs end end",
-		"resource.customizations.health.example.com_Bar": "  ",
-		"resource.customizations.health.[_Baz":           `return {status="Healthy"}`,
-		"resource.customizations":                        "- a\n- b\n",
+		"resource.customizations.health.a_b_c":                `return {status="Healthy"}`,
+		"resource.customizations.health.example.com_Foo":      "hs = {\nreturn hs end end",
+		"resource.customizations.health.example.com_Bar":      "  ",
+		"resource.customizations.health.[_Baz":                `return {status="Healthy"}`,
+		"resource.customizations":                             "- a\n- b\n",
 		"resource.customizations.useOpenLibs.example.com_Foo": "true",
 	})
 	want := []string{"a_b_c", "example.com_Foo", "example.com_Bar", "[_Baz", "resource.customizations", "useOpenLibs"}
@@ -192,10 +192,10 @@ func TestLuaBadConfig(t *testing.T) {
 
 func TestLuaResults(t *testing.T) {
 	cases := map[string]string{
-		`return "Healthy"`:                         "returned string, want a table",
-		`return {status = "Fine"}`:                 `returned status "Fine"`,
-		`return {}`:                                `returned status ""`,
-		`error("boom")`:                            "boom",
+		`return "Healthy"`:         "returned string, want a table",
+		`return {status = "Fine"}`: `returned status "Fine"`,
+		`return {}`:                `returned status ""`,
+		`error("boom")`:            "boom",
 		`return {status = obj.spec.missing.field}`: "attempt to index",
 	}
 	for src, want := range cases {
