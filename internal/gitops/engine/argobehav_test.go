@@ -52,7 +52,7 @@ return hs`
 	s = v.waitStatus("lua", 20*time.Second, "unknown: the script is stopped", func(s engine.AppStatus) bool {
 		return s.Health.Status == health.Unknown
 	})
-	if !strings.Contains(s.Health.Message, "instructions") || !strings.Contains(s.Health.Message, "resource.customizations.health.ConfigMap") {
+	if !strings.Contains(s.Health.Message, "resource.customizations.health.ConfigMap stopped") {
 		t.Fatalf("health message %q", s.Health.Message)
 	}
 	// Without customizations the built-in assessment is back.

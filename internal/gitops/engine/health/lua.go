@@ -7,6 +7,7 @@ import (
 	"math"
 	"runtime/metrics"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -40,12 +41,29 @@ const (
 // ErrLuaBound is wrapped by the errors of a script stopped by a bound.
 var ErrLuaBound = errors.New("lua bound exceeded")
 
+var errLuaTimeout = errors.New("timeout")
+
+// luaTimeoutError is a run stopped by the time bound (which depends on the machine's load).
+type luaTimeoutError struct{ err error }
+
+func (e luaTimeoutError) Error() string        { return e.err.Error() }
+func (e luaTimeoutError) Unwrap() error        { return e.err }
+func (e luaTimeoutError) Is(target error) bool { return target == errLuaTimeout }
+
 // LuaScript is a compiled health.lua script. It is safe for concurrent use: every run has its
 // own interpreter state.
 type LuaScript struct {
 	name  string // where it came from, for messages
 	proto *lua.FunctionProto
+
+	// results remembers the result per object version (uid and resourceVersion), as Argo CD
+	// assesses an object when it changes, not at every look: a run costs ~0.25 ms.
+	mu      sync.Mutex
+	results map[string]Result
 }
+
+// luaResultCache bounds LuaScript.results (emptied when full).
+const luaResultCache = 4096
 
 // CompileLua compiles a health script; name says where it came from (an argocd-cm key).
 func CompileLua(name, src string) (*LuaScript, error) {
@@ -66,9 +84,28 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // with status and message), as Argo CD does. A script that fails, returns something else, or
 // runs past a bound is Unknown with a message saying why.
 func (s *LuaScript) Assess(obj *unstructured.Unstructured) Result {
+	key := ""
+	if uid, rv := obj.GetUID(), obj.GetResourceVersion(); uid != "" && rv != "" {
+		key = string(uid) + "/" + rv
+		s.mu.Lock()
+		r, ok := s.results[key]
+		s.mu.Unlock()
+		if ok {
+			return r
+		}
+	}
 	res, err := s.run(obj.Object)
 	if err != nil {
-		return Result{Status: Unknown, Message: err.Error()}
+		res = Result{Status: Unknown, Message: err.Error()}
+	}
+	if key != "" && !errors.Is(err, errLuaTimeout) { // the time bound depends on the load: try again next time
+
+		s.mu.Lock()
+		if s.results == nil || len(s.results) >= luaResultCache {
+			s.results = map[string]Result{}
+		}
+		s.results[key] = res
+		s.mu.Unlock()
 	}
 	return res
 }
@@ -87,6 +124,9 @@ func (s *LuaScript) run(obj map[string]any) (Result, error) {
 	L.Push(L.NewFunctionFromProto(s.proto))
 	err := L.PCall(0, 1, nil)
 	if reason := bc.stopped(); reason != "" {
+		if bc.reason.Load() == nil {
+			return Result{}, luaTimeoutError{fmt.Errorf("%s stopped: %s: %w", s.name, reason, ErrLuaBound)}
+		}
 		return Result{}, fmt.Errorf("%s stopped: %s: %w", s.name, reason, ErrLuaBound)
 	}
 	if err != nil {
