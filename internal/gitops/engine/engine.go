@@ -70,11 +70,15 @@ type Engine struct {
 	appSets map[string]*childSet
 
 	knownNamespaces sync.Map
-	queue           workqueue.TypedDelayingInterface[string]
-	syncSem         chan struct{}
-	bg              sync.WaitGroup
-	running         atomic.Bool
-	closing         atomic.Bool
+
+	// tracked caches the lists adoption reads (see trackedObjects).
+	trackedMu sync.Mutex
+	tracked   map[string]trackedList
+	queue     workqueue.TypedDelayingInterface[string]
+	syncSem   chan struct{}
+	bg        sync.WaitGroup
+	running   atomic.Bool
+	closing   atomic.Bool
 
 	refreshes, dryRuns atomic.Int64
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -175,34 +176,17 @@ func (e *Engine) adoptTracked(ctx context.Context, st *appState, cl *cluster, ds
 	}
 	var out []ObjRef
 	adopted := map[ResourceKey]bool{}
-	read := 0
 	for _, sc := range scopes {
-		opts := metav1.ListOptions{Limit: adoptPageSize}
-		for read < adoptMaxObjects {
-			list, err := cl.resource(sc.m, sc.ns).List(ctx, opts)
-			if err != nil {
-				break // forbidden or gone: nothing to adopt of this kind
+		gvk := sc.m.GroupVersionKind
+		for _, o := range e.trackedObjects(ctx, cl, sc.m, sc.ns) {
+			k := ResourceKey{Group: gvk.Group, Kind: gvk.Kind, Namespace: o.namespace, Name: o.name}
+			if want[k] || adopted[k] {
+				continue
 			}
-			for i := range list.Items {
-				o := &list.Items[i]
-				read++
-				k := ResourceKey{Group: sc.m.GroupVersionKind.Group, Kind: sc.m.GroupVersionKind.Kind, Namespace: o.GetNamespace(), Name: o.GetName()}
-				if want[k] || adopted[k] || o.GetDeletionTimestamp() != nil || len(o.GetOwnerReferences()) > 0 {
-					continue
-				}
-				if _, mine := o.GetAnnotations()[AnnotationTrackingID]; mine {
-					continue // Freshet's: the inventory decides
-				}
-				id, hasID := o.GetAnnotations()[AnnotationArgoTrackingID]
-				if (hasID && id == argoTrackingID(st.name, k)) || (!hasID && o.GetLabels()[labelKey] == st.name) {
-					adopted[k] = true
-					out = append(out, ObjRef{ResourceKey: k, Version: sc.m.GroupVersionKind.Version})
-				}
+			if (o.argoID != "" && o.argoID == argoTrackingID(st.name, k)) || (o.argoID == "" && o.labels[labelKey] == st.name) {
+				adopted[k] = true
+				out = append(out, ObjRef{ResourceKey: k, Version: gvk.Version})
 			}
-			if list.GetContinue() == "" {
-				break
-			}
-			opts.Continue = list.GetContinue()
 		}
 	}
 	if len(out) > 0 {
@@ -212,4 +196,66 @@ func (e *Engine) adoptTracked(ctx context.Context, st *appState, cl *cluster, ds
 		e.log.Info("objects Argo CD tracked for the application join its inventory", "app", st.name, "count", len(out))
 	}
 	return out
+}
+
+// trackedObj is what adoption needs of a live object.
+type trackedObj struct {
+	namespace, name string
+	argoID          string
+	labels          map[string]string
+}
+
+type trackedList struct {
+	at    time.Time
+	items []trackedObj
+}
+
+// trackedListTTL: applications coming to a cluster together (a restarted runtime, a migration)
+// share one LIST per kind and namespace.
+const trackedListTTL = time.Minute
+
+// trackedObjects lists the objects of a kind in a namespace that Argo CD may have applied: no
+// Freshet tracking id, no owner, not being deleted, with Argo CD's tracking id or any labels.
+// Bounded by adoptMaxObjects; shared for trackedListTTL.
+func (e *Engine) trackedObjects(ctx context.Context, cl *cluster, m *meta.RESTMapping, ns string) []trackedObj {
+	key := cl.host + "|" + m.Resource.String() + "|" + ns
+	e.trackedMu.Lock()
+	defer e.trackedMu.Unlock()
+	if l, ok := e.tracked[key]; ok && time.Since(l.at) < trackedListTTL {
+		return l.items
+	}
+	var items []trackedObj
+	opts := metav1.ListOptions{Limit: adoptPageSize}
+	read := 0
+	for read < adoptMaxObjects {
+		list, err := cl.resource(m, ns).List(ctx, opts)
+		if err != nil {
+			break // forbidden or gone: nothing to adopt of this kind
+		}
+		for i := range list.Items {
+			o := &list.Items[i]
+			read++
+			if o.GetDeletionTimestamp() != nil || len(o.GetOwnerReferences()) > 0 {
+				continue
+			}
+			ann := o.GetAnnotations()
+			if _, mine := ann[AnnotationTrackingID]; mine {
+				continue // Freshet's: the inventory decides
+			}
+			id := ann[AnnotationArgoTrackingID]
+			if id == "" && len(o.GetLabels()) == 0 {
+				continue
+			}
+			items = append(items, trackedObj{namespace: o.GetNamespace(), name: o.GetName(), argoID: id, labels: o.GetLabels()})
+		}
+		if list.GetContinue() == "" {
+			break
+		}
+		opts.Continue = list.GetContinue()
+	}
+	if e.tracked == nil || len(e.tracked) > 1024 {
+		e.tracked = map[string]trackedList{}
+	}
+	e.tracked[key] = trackedList{at: time.Now(), items: items}
+	return items
 }
