@@ -285,6 +285,17 @@ func openSandbox(L *lua.LState) error {
 	})
 	wrap("format", func(L *lua.LState) {
 		f := L.CheckString(1)
+		total := len(f)
+		for i := 2; i <= L.GetTop(); i++ {
+			if s, ok := L.Get(i).(lua.LString); ok {
+				total += len(s)
+			} else {
+				total += 32
+			}
+			if total > LuaMaxString {
+				L.RaiseError("string.format: result may be larger than %d bytes", LuaMaxString)
+			}
+		}
 		for i := 0; i < len(f); i++ {
 			if f[i] != '%' {
 				continue

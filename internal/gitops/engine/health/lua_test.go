@@ -230,6 +230,7 @@ func TestLuaSandbox(t *testing.T) {
 		{`local t = {} local s = string.rep("y", 1000) for i = 1, 1e9 do t[i] = s .. i end`, "", true},
 		{`return {status = string.rep("x", 1e12)}`, "string.rep", false},
 		{`return {status = string.format("%999999999s", "")}`, "string.format", false},
+		{`local t = {} local s = string.rep("q", 1000000) for i = 1, 100 do t[i] = s end return {status = string.format(string.rep("%s", 100), unpack(t))}`, "string.format: result may be larger", false},
 		{`local t = {} for i = 1, 200 do t[i] = string.rep("z", 100000) end return {status = table.concat(t)}`, "table.concat", false},
 		{`return {status = string.rep("a", 60):find(string.rep("a-", 30) .. "b")}`, "too costly", false},
 		{`return {status = string.gsub(string.rep("a", 10000), "a", string.rep("b", 1000))}`, "string.gsub", false},
