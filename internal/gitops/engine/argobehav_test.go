@@ -182,7 +182,9 @@ func TestTrackingMethodMarkers(t *testing.T) {
 // renders require pruning when the app first comes to Freshet; objects of other apps and the
 // ones still rendered are left to the sync.
 func TestAdoptArgoTrackedObjects(t *testing.T) {
-	v := newEnv(t)
+	v := newEnv(t, func(o *engine.Options) {
+		o.Settings = settings(t, map[string]string{"application.resourceTrackingMethod": "annotation+label"})
+	})
 	create := func(name string, labels, ann map[string]string) {
 		t.Helper()
 		o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
@@ -201,6 +203,9 @@ func TestAdoptArgoTrackedObjects(t *testing.T) {
 	create("old-label", map[string]string{engine.DefaultInstanceLabelKey: "guestbook"}, nil)
 	create("other", nil, id("other-app", "other"))
 	create("copied", nil, id("guestbook", "original")) // a copy: its id names another object
+	create("h-label-only", map[string]string{engine.DefaultInstanceLabelKey: "helmish"}, nil)
+	create("h-old", nil, id("helmish", "h-old"))
+	v.repo.Commit("main", map[string]string{"h/keep.yaml": configMap("h-keep", "git")}, "h")
 	v.repo.Commit("main", map[string]string{"g/keep.yaml": configMap("keep", "git")}, "keep")
 	v.upsert(v.application("guestbook", "g", ""))
 	s := v.refresh("guestbook")
@@ -237,6 +242,18 @@ func TestAdoptArgoTrackedObjects(t *testing.T) {
 		t.Fatalf("keep: %q", d)
 	}
 	v.waitStatus("guestbook", 20*time.Second, "synced", func(s engine.AppStatus) bool { return s.Sync == engine.Synced })
+
+	// Under annotation tracking, an object with only the instance label (a chart's own label)
+	// is not taken for Argo CD's.
+	v.e.SetSettings(settings(t, map[string]string{"application.resourceTrackingMethod": "annotation"}))
+	v.upsert(v.application("helmish", "h", ""))
+	s = v.refresh("helmish")
+	if r, ok := resourceStatus(s, "ConfigMap", "h-old"); !ok || !r.RequiresPruning {
+		t.Fatalf("h-old: %+v (listed %v)", r, ok)
+	}
+	if _, ok := resourceStatus(s, "ConfigMap", "h-label-only"); ok {
+		t.Fatal("an object with only the instance label is listed under annotation tracking")
+	}
 }
 
 // RespectIgnoreDifferences=true keeps the live values a jq path selects and the fields an

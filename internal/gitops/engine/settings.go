@@ -142,8 +142,8 @@ const (
 // adoptTracked finds, once per app, when the cluster holds no Freshet inventory for it (an app
 // moved from Argo CD), the objects Argo CD tracked for it that it no longer renders: objects
 // of the kinds it renders, in the namespaces it renders into, whose
-// argocd.argoproj.io/tracking-id names the app and the object itself, or whose instance
-// label (application.instanceLabelKey) is the app's name. They join the inventory, so they
+// argocd.argoproj.io/tracking-id names the app and the object itself, or (with label tracking
+// configured) whose instance label (application.instanceLabelKey) is the app's name. They join the inventory, so they
 // require pruning as Argo CD would prune them. The objects it still renders are adopted by
 // the next sync's apply.
 func (e *Engine) adoptTracked(ctx context.Context, st *appState, cl *cluster, ds *desiredSet) []ObjRef {
@@ -154,7 +154,11 @@ func (e *Engine) adoptTracked(ctx context.Context, st *appState, cl *cluster, ds
 	}
 	st.adoptedDone = true
 	st.mu.Unlock()
-	labelKey := e.Settings().instanceLabelKey()
+	set := e.Settings()
+	labelKey := set.instanceLabelKey()
+	// Objects with only the instance label count under label tracking only: a chart's own
+	// app.kubernetes.io/instance label is no sign that Argo CD applied the object.
+	byLabel := set.TrackingMethod.label()
 	want := map[ResourceKey]bool{}
 	type scope struct {
 		m  *meta.RESTMapping
@@ -183,7 +187,7 @@ func (e *Engine) adoptTracked(ctx context.Context, st *appState, cl *cluster, ds
 			if want[k] || adopted[k] {
 				continue
 			}
-			if (o.argoID != "" && o.argoID == argoTrackingID(st.name, k)) || (o.argoID == "" && o.labels[labelKey] == st.name) {
+			if (o.argoID != "" && o.argoID == argoTrackingID(st.name, k)) || (o.argoID == "" && byLabel && o.labels[labelKey] == st.name) {
 				adopted[k] = true
 				out = append(out, ObjRef{ResourceKey: k, Version: gvk.Version})
 			}
