@@ -69,7 +69,7 @@ func (e *Engine) desiredChart(ctx context.Context, st *appState, a *app.Applicat
 	if err != nil {
 		return nil, err
 	}
-	specHash := sourceHash(a, src)
+	specHash := sourceHash(a, src) ^ e.prepareHash(a)
 	st.mu.Lock()
 	cur := st.desired
 	st.mu.Unlock()

@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/freshet-dev/freshet/internal/gitops/app"
 	"github.com/freshet-dev/freshet/internal/gitops/engine/diff"
@@ -53,6 +55,9 @@ type desiredObj struct {
 	wave      int
 	hookTypes []HookType
 	policies  []DeletePolicy
+	// noValidate: Validate=false (per resource or for the app): applied with
+	// fieldValidation=Ignore.
+	noValidate bool
 	// child is set for an argoproj.io Application or AppProject: the engine creates it as
 	// its own application or project instead of applying it (app of apps).
 	child *childSpec
@@ -157,6 +162,14 @@ func (e *Engine) compare(ctx context.Context, st *appState, revision string, har
 	if err != nil {
 		return fail(ConditionComparisonError, err, isTemporary(err))
 	}
+	if adopted := e.adoptTracked(ctx, st, cl, ds); len(adopted) > 0 {
+		st.mu.Lock()
+		if st.inv != nil {
+			inv = mergeRefs(st.inv.Resources, adopted)
+			st.inv.Resources = inv
+		}
+		st.mu.Unlock()
+	}
 	cmp.inventory = inv
 	cmp.conds = append(cmp.conds, ds.warnings...)
 	cmp.conds = append(cmp.conds, ds.forbidden...)
@@ -167,6 +180,9 @@ func (e *Engine) compare(ctx context.Context, st *appState, revision string, har
 	cmp.conds = append(cmp.conds, ign.conds...)
 	if a.Spec.SyncPolicy != nil {
 		cmp.conds = append(cmp.conds, ignoredOptionWarnings(a.Spec.SyncPolicy.SyncOptions, "spec.syncPolicy.syncOptions")...)
+	}
+	if v, ok := a.Metadata.Annotations[AnnotationCompareOptions]; ok {
+		cmp.conds = append(cmp.conds, compareOptionWarnings(v, "metadata.annotations["+AnnotationCompareOptions+"]")...)
 	}
 
 	respect := a.Spec.SyncPolicy != nil && a.Spec.SyncPolicy.SyncOptions.Enabled("RespectIgnoreDifferences")
@@ -211,16 +227,19 @@ func (e *Engine) compare(ctx context.Context, st *appState, revision string, har
 			}
 			continue
 		}
-		live := e.liveExtra(ctx, cl, ref)
+		live := e.liveExtra(ctx, st, cl, ref)
 		if live == nil || !ownedBy(live, st.name) {
 			continue // gone, or another application applies it now
 		}
-		cmp.results = append(cmp.results, &resResult{ref: ref, live: live, status: DiffExtra, health: e.checker.Assess(live)})
+		cmp.results = append(cmp.results, &resResult{ref: ref, live: live, status: DiffExtra, health: e.health().Assess(live)})
 	}
 	cmp.sync = Synced
 	worst := health.Result{Status: health.Healthy}
 	for _, r := range cmp.results {
-		if r.status != DiffSynced {
+		if r.status == DiffExtra && ignoreExtraneous(r.live) {
+			// compare-options: IgnoreExtraneous: shown as requiring pruning, but the app
+			// stays Synced, as in Argo CD.
+		} else if r.status != DiffSynced {
 			cmp.sync = OutOfSync
 		}
 		if r.d != nil && health.Worse(r.health.Status, worst.Status) {
@@ -234,8 +253,10 @@ func (e *Engine) compare(ctx context.Context, st *appState, revision string, har
 	return cmp
 }
 
-// liveExtra finds a live object the inventory lists (nil when gone).
-func (e *Engine) liveExtra(ctx context.Context, cl *cluster, ref ObjRef) *unstructured.Unstructured {
+// liveExtra finds a live object the inventory lists (nil when gone). Objects adopted from Argo
+// CD's tracking carry no Freshet label, so the watch caches do not hold them: they are read
+// with a GET.
+func (e *Engine) liveExtra(ctx context.Context, st *appState, cl *cluster, ref ObjRef) *unstructured.Unstructured {
 	m, err := cl.mapping(ref.GVK(), false)
 	if err != nil {
 		return nil
@@ -243,15 +264,35 @@ func (e *Engine) liveExtra(ctx context.Context, cl *cluster, ref ObjRef) *unstru
 	if _, err := cl.ensureWatch(ctx, m.Resource); err != nil {
 		return nil
 	}
-	live, _ := cl.cached(m.Resource, ref.Namespace, ref.Name)
-	return live
+	live, ok := cl.cached(m.Resource, ref.Namespace, ref.Name)
+	if ok {
+		return live
+	}
+	st.mu.Lock()
+	adopted := st.adopted[ref.ResourceKey]
+	st.mu.Unlock()
+	if !adopted {
+		return nil
+	}
+	obj, err := cl.resource(m, ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	return obj
 }
 
-// ownedBy reports whether a live object was last applied for app (by its tracking id; an
-// object without one counts as the app's).
+// ownedBy reports whether a live object was last applied for app: by Freshet's tracking id,
+// else by Argo CD's (argocd.argoproj.io/tracking-id); an object with neither counts as the
+// app's (the inventory lists it).
 func ownedBy(live *unstructured.Unstructured, app string) bool {
-	id, ok := live.GetAnnotations()[AnnotationTrackingID]
-	return !ok || strings.HasPrefix(id, app+":")
+	ann := live.GetAnnotations()
+	if id, ok := ann[AnnotationTrackingID]; ok {
+		return strings.HasPrefix(id, app+":")
+	}
+	if id, ok := ann[AnnotationArgoTrackingID]; ok {
+		return strings.HasPrefix(id, app+":")
+	}
+	return true
 }
 
 func (e *Engine) inventoryFor(ctx context.Context, st *appState, cl *cluster) ([]ObjRef, error) {
@@ -334,7 +375,7 @@ func (e *Engine) desiredFor(ctx context.Context, st *appState, a *app.Applicatio
 	if err != nil {
 		return nil, err
 	}
-	specHash := sourceHash(a, src)
+	specHash := sourceHash(a, src) ^ e.prepareHash(a)
 	st.mu.Lock()
 	cur := st.desired
 	st.mu.Unlock()
@@ -427,6 +468,18 @@ func (e *Engine) prepare(cl *cluster, a *app.Application, project *app.AppProjec
 		ds.warnings = append(ds.warnings, Condition{Type: ConditionSpecWarning, Message: w})
 	}
 	index := map[ResourceKey]int{}
+	tracking := e.Settings()
+	instanceOK := len(validation.IsValidLabelValue(a.Metadata.Name)) == 0
+	if tracking.TrackingMethod.label() && !instanceOK {
+		ds.warnings = append(ds.warnings, Condition{Type: ConditionSpecWarning, Message: fmt.Sprintf(
+			"%s=%s: the application name %q is not a valid label value, so objects do not get the %s label (Argo CD refuses such names for label tracking; use annotation)",
+			KeyTrackingMethod, tracking.TrackingMethod, a.Metadata.Name, tracking.instanceLabelKey())})
+	}
+	appNoValidate := false
+	if a.Spec.SyncPolicy != nil {
+		v, ok := a.Spec.SyncPolicy.SyncOptions.Get("Validate")
+		appNoValidate = ok && strings.EqualFold(v, "false")
+	}
 	for _, o := range entry.res.Objects {
 		obj := o.Object.DeepCopy()
 		isHook, types := hookInfo(obj)
@@ -458,7 +511,7 @@ func (e *Engine) prepare(cl *cluster, a *app.Application, project *app.AppProjec
 				continue
 			}
 		}
-		d := &desiredObj{obj: obj, source: o.Source, wave: syncWave(obj), hookTypes: types}
+		d := &desiredObj{obj: obj, source: o.Source, wave: syncWave(obj), hookTypes: types, noValidate: appNoValidate || resourceOptionFalse(obj, "Validate")}
 		if m, err := cl.mapping(gvk, false); err == nil {
 			d.mapping, d.namespaced = m, namespaced(m)
 		} else {
@@ -498,12 +551,20 @@ func (e *Engine) prepare(cl *cluster, a *app.Application, project *app.AppProjec
 			labels = map[string]string{}
 		}
 		labels[LabelApp] = label
+		if tracking.TrackingMethod.label() {
+			if instanceOK {
+				labels[tracking.instanceLabelKey()] = a.Metadata.Name
+			}
+		}
 		obj.SetLabels(labels)
 		ann := obj.GetAnnotations()
 		if ann == nil {
 			ann = map[string]string{}
 		}
 		ann[AnnotationTrackingID] = trackingID(a.Metadata.Name, d.key)
+		if tracking.TrackingMethod.annotation() {
+			ann[AnnotationArgoTrackingID] = argoTrackingID(a.Metadata.Name, d.key)
+		}
 		obj.SetAnnotations(ann)
 		for _, w := range resourceOptionWarnings(obj, d.key) {
 			w.Source = o.Source
@@ -529,6 +590,16 @@ func (e *Engine) prepare(cl *cluster, a *app.Application, project *app.AppProjec
 	return ds
 }
 
+// serverApply is a forced server-side apply by the freshet field manager. With
+// d.noValidate (Validate=false) fields the schema does not declare are dropped instead of
+// refusing the object (see applyIgnoringUnknown).
+func serverApply(ctx context.Context, ri dynamic.ResourceInterface, d *desiredObj, obj *unstructured.Unstructured, dryRun bool) (*unstructured.Unstructured, error) {
+	if !d.noValidate {
+		return ri.Apply(ctx, d.key.Name, obj, applyOptions(dryRun))
+	}
+	return applyIgnoringUnknown(ctx, ri, d.key.Name, obj, dryRun)
+}
+
 // applyOptions: every write is a forced server-side apply by the freshet field manager.
 func applyOptions(dryRun bool) metav1.ApplyOptions {
 	o := metav1.ApplyOptions{FieldManager: FieldManager, Force: true}
@@ -539,10 +610,12 @@ func applyOptions(dryRun bool) metav1.ApplyOptions {
 }
 
 // forApply returns the object to apply: with RespectIgnoreDifferences, the ignored fields take
-// their live values so a sync leaves them alone.
-func forApply(d *desiredObj, live *unstructured.Unstructured, ptrs []string, respect bool) *unstructured.Unstructured {
-	if !respect || len(ptrs) == 0 || live == nil {
-		return d.obj
+// their live values so a sync leaves them alone — JSON pointers and jq paths by value, fields
+// of the named managers (managed is the live object's managedFields) by leaving them out of
+// the server-side apply.
+func forApply(ctx context.Context, d *desiredObj, live *unstructured.Unstructured, ptrs []string, oi objIgnores, managed []metav1.ManagedFieldsEntry, respect bool) (*unstructured.Unstructured, error) {
+	if !respect || live == nil || (len(ptrs) == 0 && oi.empty()) {
+		return d.obj, nil
 	}
 	obj := d.obj.DeepCopy()
 	for _, p := range ptrs {
@@ -552,7 +625,21 @@ func forApply(d *desiredObj, live *unstructured.Unstructured, ptrs []string, res
 			diff.RemovePointers(obj.Object, []string{p})
 		}
 	}
-	return obj
+	if !oi.empty() {
+		out, err := oi.respect(ctx, obj.Object, live.Object, managed)
+		if err != nil {
+			return nil, err
+		}
+		obj.Object = out
+	}
+	return obj, nil
+}
+
+func managedOf(live *unstructured.Unstructured) []metav1.ManagedFieldsEntry {
+	if live == nil {
+		return nil
+	}
+	return live.GetManagedFields()
 }
 
 func runtimeDeepCopy(v any) any {
@@ -609,7 +696,7 @@ func (e *Engine) compareResource(ctx context.Context, st *appState, cl *cluster,
 	}
 	if valid {
 		r.live, r.status, r.message, r.err = live, ce.status, ce.message, ce.err
-		r.health = e.checker.Assess(live)
+		r.health = e.health().Assess(live)
 		if inCache && ce.liveRV != live.GetResourceVersion() {
 			ne := *ce
 			ne.liveRV = live.GetResourceVersion()
@@ -648,8 +735,15 @@ func (e *Engine) compareResource(ctx context.Context, st *appState, cl *cluster,
 			return r
 		}
 	}
+	toApply, err := forApply(ctx, d, live, ptrs, oi, managedOf(live), respect)
+	if err != nil {
+		// A jq expression out of bounds: not comparable, and not cached.
+		r.status, r.message, r.live = DiffOutOfSync, err.Error(), live
+		r.health = e.health().Assess(live)
+		return r
+	}
 	e.dryRuns.Add(1)
-	predicted, err := cl.resource(m, d.key.Namespace).Apply(ctx, d.key.Name, forApply(d, live, ptrs, respect), applyOptions(true))
+	predicted, err := serverApply(ctx, cl.resource(m, d.key.Namespace), d, toApply, true)
 	switch {
 	case live == nil:
 		r.status = DiffMissing
@@ -678,7 +772,7 @@ func (e *Engine) compareResource(ctx context.Context, st *appState, cl *cluster,
 		}
 	}
 	r.live = live
-	r.health = e.checker.Assess(live)
+	r.health = e.health().Assess(live)
 	if cacheable && ctx.Err() == nil {
 		ne := &cmpEntry{desiredHash: d.hash, ptrHash: ptrHash, status: r.status, message: r.message, err: r.err}
 		if live != nil {
@@ -725,8 +819,21 @@ func (e *Engine) diffs(ctx context.Context, cmp *comparison, ignores []app.Resou
 		rd.Source = r.d.source
 		ptrs := ign.pointers(r.ref.Group, r.ref.Kind, r.ref.Namespace, r.ref.Name)
 		var predicted *unstructured.Unstructured
+		oi := ign.forObject(r.ref.Group, r.ref.Kind, r.ref.Namespace, r.ref.Name)
+		var managed []metav1.ManagedFieldsEntry
+		if m := r.d.restMapping(); m != nil && r.live != nil && len(oi.managers) > 0 {
+			// The watch caches drop managed fields.
+			if obj, err := cmp.cl.resource(m, r.ref.Namespace).Get(ctx, r.ref.Name, metav1.GetOptions{}); err == nil {
+				managed = obj.GetManagedFields()
+			}
+		}
 		if m := r.d.restMapping(); m != nil {
-			p, err := cmp.cl.resource(m, r.ref.Namespace).Apply(ctx, r.ref.Name, forApply(r.d, r.live, ptrs, respect), applyOptions(true))
+			toApply, err := forApply(ctx, r.d, r.live, ptrs, oi, managed, respect)
+			if err != nil {
+				rd.Message = err.Error()
+				toApply = r.d.obj
+			}
+			p, err := serverApply(ctx, cmp.cl.resource(m, r.ref.Namespace), r.d, toApply, true)
 			if err == nil {
 				predicted = p
 			} else if !apierrors.IsNotFound(err) {
@@ -740,14 +847,6 @@ func (e *Engine) diffs(ctx context.Context, cmp *comparison, ignores []app.Resou
 		diff.RemovePointers(p.Object, ptrs)
 		if l != nil {
 			diff.RemovePointers(l.Object, ptrs)
-		}
-		oi := ign.forObject(r.ref.Group, r.ref.Kind, r.ref.Namespace, r.ref.Name)
-		var managed []metav1.ManagedFieldsEntry
-		if m := r.d.restMapping(); m != nil && r.live != nil && len(oi.managers) > 0 {
-			// The watch caches drop managed fields.
-			if obj, err := cmp.cl.resource(m, r.ref.Namespace).Get(ctx, r.ref.Name, metav1.GetOptions{}); err == nil {
-				managed = obj.GetManagedFields()
-			}
 		}
 		if err := oi.remove(ctx, p, l, managed); err != nil {
 			rd.Message = err.Error()

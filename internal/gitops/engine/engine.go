@@ -52,7 +52,9 @@ type Engine struct {
 	renderer *render.Renderer
 	resolver ClusterResolver
 	reporter Reporter
-	checker  *health.Checker
+	rules    *health.Checker // CEL rules (Options.HealthRules)
+	checker  atomic.Pointer[health.Checker]
+	settings atomic.Pointer[Settings]
 	renders  *renderCache
 
 	baseCtx    context.Context
@@ -68,11 +70,15 @@ type Engine struct {
 	appSets map[string]*childSet
 
 	knownNamespaces sync.Map
-	queue           workqueue.TypedDelayingInterface[string]
-	syncSem         chan struct{}
-	bg              sync.WaitGroup
-	running         atomic.Bool
-	closing         atomic.Bool
+
+	// tracked caches the lists adoption reads (see trackedObjects).
+	trackedMu sync.Mutex
+	tracked   map[string]trackedList
+	queue     workqueue.TypedDelayingInterface[string]
+	syncSem   chan struct{}
+	bg        sync.WaitGroup
+	running   atomic.Bool
+	closing   atomic.Bool
 
 	refreshes, dryRuns atomic.Int64
 }
@@ -83,15 +89,19 @@ type appState struct {
 
 	refreshMu sync.Mutex // one refresh of the app at a time
 
-	mu            sync.Mutex
-	app           *app.Application
-	project       *app.AppProject
-	specDigest    uint64
-	status        AppStatus
-	statusDigest  string
-	desired       *desiredSet
-	inv           *inventory
-	invCluster    string
+	mu           sync.Mutex
+	app          *app.Application
+	project      *app.AppProject
+	specDigest   uint64
+	status       AppStatus
+	statusDigest string
+	desired      *desiredSet
+	inv          *inventory
+	invCluster   string
+	// adopted are objects Argo CD tracked for the app that it no longer renders, found when
+	// the app first came to the cluster without an inventory (see adoptTracked).
+	adopted       map[ResourceKey]bool
+	adoptedDone   bool
 	history       []HistoryEntry
 	nextHistoryID int64
 	autoSyncOff   bool
@@ -149,16 +159,19 @@ func New(opts Options) (*Engine, error) {
 		return nil, fmt.Errorf("health rules: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Engine{
+	e := &Engine{
 		opts: opts, log: opts.Logger, cache: opts.Cache, renderer: opts.Renderer, resolver: opts.Clusters,
-		reporter: opts.Reporter, checker: checker,
+		reporter: opts.Reporter, rules: checker,
 		renders: newRenderCache(opts.RenderCacheSize, opts.RenderCacheTTL),
 		baseCtx: ctx, baseCancel: cancel,
 		apps: map[string]*appState{}, byLabel: map[string]string{}, clusters: map[string]*cluster{},
 		projects: map[string]*childProject{}, appSets: map[string]*childSet{},
 		queue:   workqueue.NewTypedDelayingQueue[string](),
 		syncSem: make(chan struct{}, opts.SyncConcurrency),
-	}, nil
+	}
+	e.settings.Store(&opts.Settings)
+	e.checker.Store(checker.WithCustomizations(opts.Settings.Health))
+	return e, nil
 }
 
 func (e *Engine) now() time.Time { return e.opts.Now() }
@@ -331,7 +344,7 @@ func (e *Engine) Remove(ctx context.Context, name string, cascade bool) error {
 			if err != nil {
 				continue
 			}
-			live := e.liveExtra(ctx, cl, ref)
+			live := e.liveExtra(ctx, st, cl, ref)
 			if live == nil || !ownedBy(live, name) {
 				continue
 			}

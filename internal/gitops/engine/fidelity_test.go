@@ -142,9 +142,9 @@ func TestNoSelfHealAfterFirstAutoSync(t *testing.T) {
 func TestIgnoredSyncOptionsWarn(t *testing.T) {
 	v := newEnv(t)
 	v.repo.Commit("main", map[string]string{
-		"io/cm.yaml": configMap("io", "1", `argocd.argoproj.io/sync-options: Validate=false`),
+		"io/cm.yaml": configMap("io", "1", "argocd.argoproj.io/sync-options: ServerSideApply=false", "argocd.argoproj.io/compare-options: ServerSideDiff=false"),
 	}, "options")
-	v.upsert(v.application("io", "io", "  syncPolicy:\n    syncOptions: [Validate=false, FailOnSharedResource=true, CreateNamespace=true]\n"))
+	v.upsert(v.application("io", "io", "  syncPolicy:\n    syncOptions: [Validate=false, FailOnSharedResource=true, CreateNamespace=true, SkipDryRunOnMissingResource=true, ServerSideApply=true]\n"))
 	s := v.refresh("io")
 	var msgs []string
 	for _, c := range s.Conditions {
@@ -154,15 +154,15 @@ func TestIgnoredSyncOptionsWarn(t *testing.T) {
 	}
 	all := strings.Join(msgs, "\n")
 	for _, want := range []string{
-		"spec.syncPolicy.syncOptions: Validate=false is ignored",
 		"spec.syncPolicy.syncOptions: FailOnSharedResource=true is ignored",
-		"ConfigMap/" + v.ns + "/io argocd.argoproj.io/sync-options: Validate=false is ignored",
+		"ConfigMap/" + v.ns + "/io argocd.argoproj.io/sync-options: ServerSideApply=false is ignored",
+		"ConfigMap/" + v.ns + "/io argocd.argoproj.io/compare-options: ServerSideDiff=false is ignored",
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("no warning %q in:\n%s", want, all)
 		}
 	}
-	if strings.Contains(all, "CreateNamespace") {
+	if strings.Contains(all, "CreateNamespace") || strings.Contains(all, "Validate") || strings.Contains(all, "SkipDryRun") || strings.Contains(all, "ServerSideApply=true") {
 		t.Errorf("a supported option is warned about:\n%s", all)
 	}
 }

@@ -408,3 +408,111 @@ func itemMatches(pe fieldpath.PathElement, i int, item any) bool {
 	}
 	return false
 }
+
+// respect returns the object a sync with RespectIgnoreDifferences=true applies: what the jq
+// expressions select takes its live value (a path selected in the desired object only is
+// dropped from it), and the fields the named managers own in the live object (managed) are
+// left out, so the server-side apply leaves them to their managers. desired is not changed.
+func (oi objIgnores) respect(ctx context.Context, desired, live map[string]any, managed []metav1.ManagedFieldsEntry) (map[string]any, error) {
+	if len(oi.jq) == 0 && len(oi.managers) == 0 || live == nil {
+		return desired, nil
+	}
+	cur := toJQ(desired)
+	lv := toJQ(live)
+	for _, p := range oi.jq {
+		livePaths, err := jqPaths(ctx, p, lv)
+		if err != nil {
+			return nil, err
+		}
+		desiredPaths, err := jqPaths(ctx, p, cur)
+		if err != nil {
+			return nil, err
+		}
+		inLive := map[string]bool{}
+		for _, lp := range livePaths {
+			inLive[fmt.Sprint(lp)] = true
+		}
+		var drop [][]any
+		for _, dp := range desiredPaths {
+			if !inLive[fmt.Sprint(dp)] {
+				drop = append(drop, dp)
+			}
+		}
+		cur = deletePaths(cur, drop)
+		for _, lp := range livePaths {
+			if v, ok := getPath(lv, lp); ok {
+				cur = setPath(cur, lp, v)
+			}
+		}
+	}
+	out, _ := fromJQ(cur).(map[string]any)
+	if out == nil {
+		out = map[string]any{}
+	}
+	for _, mf := range managed {
+		if !containsString(oi.managers, mf.Manager) || mf.FieldsV1 == nil {
+			continue
+		}
+		set := &fieldpath.Set{}
+		if err := set.FromJSON(bytes.NewReader(mf.FieldsV1.Raw)); err != nil {
+			continue
+		}
+		set.Leaves().Iterate(func(p fieldpath.Path) {
+			out, _ = removeFieldPath(out, p).(map[string]any)
+		})
+	}
+	return out, nil
+}
+
+// getPath reads a jq path (string keys, int indexes) in a jq value.
+func getPath(v any, path []any) (any, bool) {
+	for _, k := range path {
+		switch key := k.(type) {
+		case string:
+			m, ok := v.(map[string]any)
+			if !ok {
+				return nil, false
+			}
+			if v, ok = m[key]; !ok {
+				return nil, false
+			}
+		case int:
+			l, ok := v.([]any)
+			if !ok || key < 0 || key >= len(l) {
+				return nil, false
+			}
+			v = l[key]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
+}
+
+// setPath sets a jq path in a jq value, creating maps on the way; a list index past the end
+// of the list is left unset. It returns the new value.
+func setPath(v any, path []any, val any) any {
+	if len(path) == 0 {
+		return val
+	}
+	switch key := path[0].(type) {
+	case string:
+		m, ok := v.(map[string]any)
+		if !ok {
+			if v != nil {
+				return v
+			}
+			m = map[string]any{}
+		}
+		m[key] = setPath(m[key], path[1:], val)
+		return m
+	case int:
+		l, ok := v.([]any)
+		if !ok || key < 0 || key >= len(l) {
+			return v
+		}
+		l[key] = setPath(l[key], path[1:], val)
+		return l
+	}
+	return v
+}

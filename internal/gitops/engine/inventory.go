@@ -50,6 +50,8 @@ type inventory struct {
 	History   []HistoryEntry
 	Children  []json.RawMessage // read only: written from the engine's state
 	Hooks     []ObjRef          // read only: written from the engine's state
+	// absent: the cluster holds no inventory for the app (new to Freshet on this cluster).
+	absent bool
 }
 
 func inventoryName(app string) string {
@@ -94,7 +96,7 @@ func (e *Engine) readInventory(ctx context.Context, c *cluster, app string) (*in
 	}
 	obj, err := c.dyn.Resource(gvrConfigMap).Namespace(e.opts.InventoryNamespace).Get(ctx, inventoryName(app), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return &inventory{}, nil
+		return &inventory{absent: true}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read inventory of %s: %w", app, err)
@@ -147,7 +149,7 @@ func (e *Engine) bulkInventory(ctx context.Context, c *cluster, app string) (*in
 	c.invUsed[app] = true // later reads of this app go to the cluster
 	inv := c.invAll[app]
 	if inv == nil {
-		inv = &inventory{}
+		inv = &inventory{absent: true}
 	}
 	return inv, true, nil
 }

@@ -59,7 +59,7 @@ func (e *Engine) desiredMulti(ctx context.Context, st *appState, a *app.Applicat
 	}{a.Metadata.Name, srcs, a.Spec.Destination})
 	var m map[string]any
 	_ = json.Unmarshal(data, &m)
-	specHash := hashAny(m)
+	specHash := hashAny(m) ^ e.prepareHash(a)
 	st.mu.Lock()
 	cur := st.desired
 	st.mu.Unlock()

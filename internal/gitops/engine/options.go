@@ -84,6 +84,9 @@ type Options struct {
 	Logger   *slog.Logger
 	// HealthRules are CEL health checks for custom kinds.
 	HealthRules []health.Rule
+	// Settings are the argocd-cm settings at start (Lua health checks, resource tracking);
+	// SetSettings replaces them.
+	Settings Settings
 	// Refuse, when set, is asked about each rendered object's kind; an error keeps the object
 	// out of the sync with an InvalidSpecError naming it (a hosted runtime refuses Argo
 	// Workflows' kinds this way: they need a hybrid runtime).

@@ -14,7 +14,6 @@ import (
 var ignoredOptions = []struct {
 	key, value, why string
 }{
-	{"Validate", "false", "objects are always applied server-side, and the API server validates them"},
 	{"ServerSideApply", "false", "objects are always applied server-side"},
 	{"FailOnSharedResource", "true", "not implemented: an object another application applies is taken over"},
 	{"Force", "true", "not implemented: Replace=true replaces without deleting first"},
@@ -36,15 +35,42 @@ func ignoredOptionWarnings(opts app.SyncOptions, where string) []Condition {
 }
 
 // resourceOptionWarnings are ignoredOptionWarnings for an object's
-// argocd.argoproj.io/sync-options annotation.
+// argocd.argoproj.io/sync-options annotation, and compareOptionWarnings for its
+// argocd.argoproj.io/compare-options.
 func resourceOptionWarnings(obj *unstructured.Unstructured, key ResourceKey) []Condition {
-	v, ok := obj.GetAnnotations()[AnnotationSyncOptions]
-	if !ok {
-		return nil
+	var out []Condition
+	if v, ok := obj.GetAnnotations()[AnnotationSyncOptions]; ok {
+		var opts app.SyncOptions
+		for _, o := range strings.Split(v, ",") {
+			opts = append(opts, strings.TrimSpace(o))
+		}
+		out = append(out, ignoredOptionWarnings(opts, key.String()+" "+AnnotationSyncOptions)...)
 	}
-	var opts app.SyncOptions
+	if v, ok := obj.GetAnnotations()[AnnotationCompareOptions]; ok {
+		out = append(out, compareOptionWarnings(v, key.String()+" "+AnnotationCompareOptions)...)
+	}
+	return out
+}
+
+// compareOptionWarnings names the compare options (argocd.argoproj.io/compare-options) that
+// make no difference in Freshet: ServerSideDiff=false (the comparison is always a
+// server-side apply dry-run). ServerSideDiff=true, IncludeMutationWebhook=true and
+// IgnoreExtraneous are what Freshet does or honours.
+func compareOptionWarnings(v, where string) []Condition {
+	var out []Condition
 	for _, o := range strings.Split(v, ",") {
-		opts = append(opts, strings.TrimSpace(o))
+		k, val, _ := strings.Cut(strings.TrimSpace(o), "=")
+		if k == "ServerSideDiff" && strings.EqualFold(val, "false") {
+			out = append(out, Condition{Type: ConditionUnsupported, Message: fmt.Sprintf("%s: ServerSideDiff=false is ignored: "+
+				"Freshet always compares with a server-side apply dry-run", where)})
+		}
 	}
-	return ignoredOptionWarnings(opts, key.String()+" "+AnnotationSyncOptions)
+	return out
+}
+
+// ignoreExtraneous: a live object annotated compare-options: IgnoreExtraneous does not make
+// its app OutOfSync when it requires pruning.
+func ignoreExtraneous(live *unstructured.Unstructured) bool {
+	v, ok := compareOption(live, "IgnoreExtraneous")
+	return ok && !strings.EqualFold(v, "false")
 }

@@ -20,6 +20,7 @@ const (
 	AnnotationHook             = "argocd.argoproj.io/hook"
 	AnnotationHookDeletePolicy = "argocd.argoproj.io/hook-delete-policy"
 	AnnotationSyncOptions      = "argocd.argoproj.io/sync-options"
+	AnnotationCompareOptions   = "argocd.argoproj.io/compare-options"
 	AnnotationHelmHook         = "helm.sh/hook"
 	AnnotationHelmHookWeight   = "helm.sh/hook-weight"
 	AnnotationHelmDeletePolicy = "helm.sh/hook-delete-policy"
@@ -214,7 +215,24 @@ func hasPolicy(list []DeletePolicy, p DeletePolicy) bool {
 // resourceSyncOption reads one option of the per-resource argocd.argoproj.io/sync-options
 // annotation ("Prune=false,Replace=true").
 func resourceSyncOption(obj *unstructured.Unstructured, key string) (string, bool) {
-	v, ok := obj.GetAnnotations()[AnnotationSyncOptions]
+	return annotationOption(obj, AnnotationSyncOptions, key)
+}
+
+// compareOption reads one option of an object's argocd.argoproj.io/compare-options
+// annotation ("IgnoreExtraneous", "ServerSideDiff=true"); an option without a value is "true".
+func compareOption(obj *unstructured.Unstructured, key string) (string, bool) {
+	if obj == nil {
+		return "", false
+	}
+	v, ok := annotationOption(obj, AnnotationCompareOptions, key)
+	if ok && v == "" {
+		v = "true"
+	}
+	return v, ok
+}
+
+func annotationOption(obj *unstructured.Unstructured, annotation, key string) (string, bool) {
+	v, ok := obj.GetAnnotations()[annotation]
 	if !ok {
 		return "", false
 	}

@@ -235,6 +235,9 @@ func (r *syncRun) execute(ctx context.Context) error {
 			return r.fail(PhaseFailed, false, "%s (%s): %s", rr.d.key, rr.d.source, rr.message)
 		}
 	}
+	if err := r.checkMissingKinds(applies); err != nil {
+		return err
+	}
 	if selective && len(applies)+len(prunes)+len(pruneLast) == 0 {
 		return r.fail(PhaseFailed, false, "none of the selected resources is part of the application")
 	}
@@ -346,12 +349,55 @@ func (r *syncRun) execute(ctx context.Context) error {
 	return nil
 }
 
+// checkMissingKinds fails the sync, before anything is applied, when it would apply an object
+// of a kind the cluster does not know and no CustomResourceDefinition of the app defines, as
+// Argo CD's dry-run does — unless SkipDryRunOnMissingResource=true (on the resource or the
+// app): then the object is applied in its wave once its kind exists (waiting up to
+// Options.CRDWait).
+func (r *syncRun) checkMissingKinds(applies []*resResult) error {
+	if r.opts.DryRun {
+		return nil
+	}
+	defined := map[string]bool{} // group/kind of the app's CRDs
+	for _, d := range r.cmp.desired.resources {
+		if d.key.Kind == "CustomResourceDefinition" && d.key.Group == "apiextensions.k8s.io" {
+			g, _, _ := unstructured.NestedString(d.obj.Object, "spec", "group")
+			k, _, _ := unstructured.NestedString(d.obj.Object, "spec", "names", "kind")
+			defined[g+"/"+k] = true
+		}
+	}
+	appSkip := r.syncOpt.Enabled("SkipDryRunOnMissingResource")
+	for _, rr := range applies {
+		d := rr.d
+		if d.child != nil || d.restMapping() != nil || defined[d.key.Group+"/"+d.key.Kind] || appSkip || resourceOptionTrue(d.obj, "SkipDryRunOnMissingResource") {
+			continue
+		}
+		if m, err := r.cl.mapping(d.obj.GroupVersionKind(), true); err == nil {
+			d.setMapping(m)
+			continue
+		}
+		msg := fmt.Sprintf("the cluster does not know %s %s and no CustomResourceDefinition of the application defines it "+
+			"(SkipDryRunOnMissingResource=true applies it once the kind exists)", d.obj.GetAPIVersion(), d.obj.GetKind())
+		r.record(d.ref, ResultFailed, d.wave, msg)
+		return r.fail(PhaseFailed, false, "%s (%s): %s", d.key, d.source, msg)
+	}
+	return nil
+}
+
 func (r *syncRun) terminated(ctx context.Context) error {
 	cause := context.Cause(ctx)
 	if cause == nil {
 		cause = ctx.Err()
 	}
 	return r.fail(PhaseFailed, false, "sync terminated: %v", cause)
+}
+
+func resourceOptionFalse(obj *unstructured.Unstructured, key string) bool {
+	if obj == nil {
+		return false
+	}
+	v, ok := resourceSyncOption(obj, key)
+	return ok && strings.EqualFold(v, "false")
 }
 
 func resourceOptionTrue(obj *unstructured.Unstructured, key string) bool {
@@ -408,19 +454,33 @@ func (r *syncRun) apply(ctx context.Context, rr *resResult) (*applied, error) {
 		d.setMapping(m)
 	}
 	ptrs := diff.Pointers(r.a.Spec.IgnoreDifferences, d.key.Group, d.key.Kind, d.key.Namespace, d.key.Name)
-	obj := forApply(d, rr.live, ptrs, r.respect)
 	ri := r.cl.resource(m, d.key.Namespace)
+	var oi objIgnores
+	live := rr.live
+	if r.respect {
+		oi = compileIgnores(r.a.Spec.IgnoreDifferences).forObject(d.key.Group, d.key.Kind, d.key.Namespace, d.key.Name)
+		if len(oi.managers) > 0 && live != nil {
+			// The watch caches drop managed fields; the managers' fields are read fresh.
+			if cur, err := ri.Get(ctx, d.key.Name, metav1.GetOptions{}); err == nil {
+				live = cur
+			}
+		}
+	}
+	obj, err := forApply(ctx, d, live, ptrs, oi, managedOf(live), r.respect)
+	if err != nil {
+		r.record(d.ref, ResultFailed, d.wave, err.Error())
+		return nil, r.fail(PhaseFailed, false, "%s (%s): %v", d.key, d.source, err)
+	}
 	replace := r.syncOpt.Enabled("Replace") || resourceOptionTrue(d.obj, "Replace")
 	var out *unstructured.Unstructured
-	var err error
 	var dryRun []string
 	if r.opts.DryRun {
 		dryRun = []string{metav1.DryRunAll}
 	}
 	if replace {
-		out, err = r.replace(ctx, ri, obj, dryRun)
+		out, err = r.replace(ctx, ri, obj, dryRun, d.noValidate)
 	} else {
-		out, err = ri.Apply(ctx, d.key.Name, obj, applyOptions(r.opts.DryRun))
+		out, err = serverApply(ctx, ri, d, obj, r.opts.DryRun)
 	}
 	if err != nil {
 		if r.opts.DryRun && apierrors.IsNotFound(err) {
@@ -460,17 +520,21 @@ func (r *syncRun) replace(ctx context.Context, ri interface {
 	Get(context.Context, string, metav1.GetOptions, ...string) (*unstructured.Unstructured, error)
 	Create(context.Context, *unstructured.Unstructured, metav1.CreateOptions, ...string) (*unstructured.Unstructured, error)
 	Update(context.Context, *unstructured.Unstructured, metav1.UpdateOptions, ...string) (*unstructured.Unstructured, error)
-}, obj *unstructured.Unstructured, dryRun []string) (*unstructured.Unstructured, error) {
+}, obj *unstructured.Unstructured, dryRun []string, noValidate bool) (*unstructured.Unstructured, error) {
+	validation := ""
+	if noValidate {
+		validation = metav1.FieldValidationIgnore
+	}
 	cur, err := ri.Get(ctx, obj.GetName(), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return ri.Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager, DryRun: dryRun})
+		return ri.Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager, DryRun: dryRun, FieldValidation: validation})
 	}
 	if err != nil {
 		return nil, err
 	}
 	obj = obj.DeepCopy()
 	obj.SetResourceVersion(cur.GetResourceVersion())
-	return ri.Update(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager, DryRun: dryRun})
+	return ri.Update(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager, DryRun: dryRun, FieldValidation: validation})
 }
 
 func (r *syncRun) propagation() metav1.DeletionPropagation {
@@ -546,7 +610,7 @@ func (r *syncRun) waitHealthy(ctx context.Context, wave int, objs []applied) err
 				pending = append(pending, a.key.String()+" (not observed yet)")
 				continue
 			}
-			if h := r.e.checker.Assess(live); h.Status == health.Progressing {
+			if h := r.e.health().Assess(live); h.Status == health.Progressing {
 				pending = append(pending, fmt.Sprintf("%s (%s)", a.key, h.Message))
 			}
 		}
@@ -696,7 +760,7 @@ func (r *syncRun) runHook(ctx context.Context, h *desiredObj, typ HookType) Hook
 
 // hookPhase: Jobs and Pods complete; any other kind succeeds once healthy.
 func (r *syncRun) hookPhase(live *unstructured.Unstructured) (OperationPhase, string) {
-	h := r.e.checker.Assess(live)
+	h := r.e.health().Assess(live)
 	if live.GetKind() == "Pod" && live.GroupVersionKind().Group == "" {
 		switch s, _, _ := unstructured.NestedString(live.Object, "status", "phase"); s {
 		case "Succeeded":

@@ -125,7 +125,7 @@ func (e *Engine) node(obj *unstructured.Unstructured) *TreeNode {
 	gvk := obj.GroupVersionKind()
 	n := &TreeNode{
 		ResourceKey: KeyOf(obj), Version: gvk.Version, UID: string(obj.GetUID()),
-		Health: e.checker.Assess(obj), CreatedAt: obj.GetCreationTimestamp().Time,
+		Health: e.health().Assess(obj), CreatedAt: obj.GetCreationTimestamp().Time,
 	}
 	if gvk.Kind == "Pod" && gvk.Group == "" {
 		containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "containers")

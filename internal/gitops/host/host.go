@@ -130,10 +130,13 @@ type Host struct {
 	// credErrs the problems of that read.
 	repoCreds atomic.Pointer[repocreds.Set]
 	credErrs  []string
-	loadErrs  []string // problems of the last load, by file
-	loadedAt  time.Time
-	revision  string // the installation repository's commit last loaded
-	lastErr   error  // the last load's failure (the repository itself)
+	// settingsErrs are the problems of the last argocd-cm read, settingsSum its content's hash.
+	settingsErrs []string
+	settingsSum  [32]byte
+	loadErrs     []string // problems of the last load, by file
+	loadedAt     time.Time
+	revision     string // the installation repository's commit last loaded
+	lastErr      error  // the last load's failure (the repository itself)
 
 	capps     *clusterApps  // nil without Options.ClusterApps
 	firstLoad chan struct{} // closed after the first load of the installation repository
@@ -248,6 +251,9 @@ func New(opts Options) (*Host, error) {
 	}
 	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 	h.loadRepoCreds(cctx)
+	if s, changed := h.readSettings(cctx); changed {
+		eo.Settings = s
+	}
 	ccancel()
 	h.sets = appset.New(appset.Options{Logger: opts.Logger.With("component", "applicationsets"),
 		Sources: appset.Sources{Checkout: h.checkout, Clusters: h.appSetClusters}})
@@ -314,6 +320,7 @@ func (h *Host) loadLoop(ctx context.Context) {
 		case <-h.reload:
 		}
 		h.loadRepoCreds(ctx)
+		h.loadSettings(ctx)
 		err := h.Load(ctx)
 		h.firstOnce.Do(func() { close(h.firstLoad) })
 		next := h.opts.ReloadInterval
@@ -640,6 +647,10 @@ func (h *Host) Health() runtimev1.Component {
 	if len(h.credErrs) > 0 {
 		c.Health = runtimev1.ComponentDegraded
 		c.Message += fmt.Sprintf("; %d problems with repository credentials: %s", len(h.credErrs), strings.Join(h.credErrs[:min(3, len(h.credErrs))], "; "))
+	}
+	if len(h.settingsErrs) > 0 {
+		c.Health = runtimev1.ComponentDegraded
+		c.Message += fmt.Sprintf("; %d problems with argocd-cm: %s", len(h.settingsErrs), strings.Join(h.settingsErrs[:min(3, len(h.settingsErrs))], "; "))
 	}
 	// An application that cannot be compared or placed (no cluster, a comparison error, an
 	// invalid spec) is a problem of GitOps on this runtime, named with its reason: it does not

@@ -61,6 +61,25 @@ type Result struct {
 // zero value and nil use the built-in rules only. It is safe for concurrent use.
 type Checker struct {
 	rules map[string][]*compiledRule // by group/kind ("" group for the core group)
+	lua   *Customizations
+}
+
+// WithCustomizations returns a checker with c's rules and the Lua health checks lua (nil:
+// none). Lua checks come after CEL rules and before the built-in assessment.
+func (c *Checker) WithCustomizations(lua *Customizations) *Checker {
+	n := &Checker{lua: lua}
+	if c != nil {
+		n.rules = c.rules
+	}
+	return n
+}
+
+// Customizations are the checker's Lua health checks (nil: none).
+func (c *Checker) Customizations() *Customizations {
+	if c == nil {
+		return nil
+	}
+	return c.lua
 }
 
 // Assess returns the health of a live object; nil is Missing.
@@ -80,6 +99,11 @@ func (c *Checker) Assess(obj *unstructured.Unstructured) Result {
 	}
 	if obj.GetDeletionTimestamp() != nil {
 		return Result{Status: Progressing, Message: "pending deletion"}
+	}
+	if c != nil && c.lua.Len() > 0 {
+		if r, ok := c.lua.Assess(obj); ok {
+			return r
+		}
 	}
 	if fn := builtin[gvk.Group+"/"+gvk.Kind]; fn != nil {
 		return fn(obj)
