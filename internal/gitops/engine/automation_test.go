@@ -116,14 +116,17 @@ func TestSelfHealBackoff(t *testing.T) {
 	if len(heals) != 4 {
 		t.Fatalf("%d heals against %d writes, want exactly SelfHealMaxPerWindow=4", len(heals), writes.Load())
 	}
-	for i := 2; i < len(heals); i++ {
-		prev, cur := heals[i-1].Sub(heals[i-2]), heals[i].Sub(heals[i-1])
-		if cur < prev {
-			t.Errorf("heal gaps shrink: %s then %s", prev, cur)
+	// Each heal admits the next no sooner than SelfHealBase doubled per heal (500ms, 1s, 2s).
+	// The gaps between sync starts also carry how long the other writer and the watch took to
+	// show the drift, which varies with load, so each gap is held to its own floor rather than
+	// to being longer than the one before (a slow first detection made that fail under load).
+	// The slack covers the moment between admission and the sync's start event.
+	const slack = 100 * time.Millisecond
+	for i := 1; i < len(heals); i++ {
+		floor := (500 * time.Millisecond) << (i - 1)
+		if gap := heals[i].Sub(heals[i-1]); gap < floor-slack {
+			t.Errorf("gap before heal %d: %s, want ≥ %s (500ms doubling)", i+1, gap, floor)
 		}
-	}
-	if gap := heals[3].Sub(heals[2]); gap < time.Second {
-		t.Errorf("third gap %s, want ≥ 1s (500ms doubling)", gap)
 	}
 	s, _ := v.e.Status("fight")
 	c, _ := s.Condition(engine.ConditionSelfHealPaused)
