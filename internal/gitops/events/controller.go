@@ -94,9 +94,9 @@ type Controller struct {
 
 	mu       sync.Mutex
 	started  bool
-	conns    map[string]*busConn    // namespace/bus
-	srcs     map[string]*sourceRun  // namespace/name
-	sens     map[string]*sensorRun  // namespace/name
+	conns    map[string]*busConn   // namespace/bus
+	srcs     map[string]*sourceRun // namespace/name
+	sens     map[string]*sensorRun // namespace/name
 	saClient map[string]dynamic.Interface
 	wg       sync.WaitGroup // the runs' goroutines
 	secrets  secretCache

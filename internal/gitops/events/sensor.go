@@ -110,14 +110,16 @@ func (c *Controller) reconcileSensor(ctx context.Context, u *unstructured.Unstru
 	data, _ := u.MarshalJSON()
 	s, err := DecodeSensor(data)
 	if s == nil || err != nil {
-		c.stopSensor(key)
+		c.forget(kindSensor, ns, name) // its consumer too: nothing of an invalid Sensor stays
 		deps := Condition{Type: CondDependenciesProvided, Status: "True"}
-		trig := Condition{Type: CondTriggersProvided, Status: "True"}
+		var trig Condition
 		bad := Condition{Status: "False", Reason: ReasonInvalidSpec, Message: "invalid spec: " + err.Error()}
 		if f := errdefs.Field(err); strings.HasPrefix(f, "spec.triggers") {
-			bad.Type, trig = CondTriggersProvided, bad
+			bad.Type = CondTriggersProvided
+			trig = bad
 		} else {
-			bad.Type, deps = CondDependenciesProvided, bad
+			bad.Type = CondDependenciesProvided
+			deps = bad
 			trig = Condition{Type: CondTriggersProvided, Status: "Unknown", Reason: ReasonInvalidSpec, Message: "not checked: the dependencies are invalid"}
 		}
 		return c.writeConditions(ctx, u, deps, trig,

@@ -1,0 +1,434 @@
+package events_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"github.com/freshet-dev/freshet/internal/gitops/events"
+	"github.com/freshet-dev/freshet/internal/gitops/workflows"
+	"github.com/freshet-dev/freshet/internal/testenv/kube"
+)
+
+func TestMain(m *testing.M) { kube.Main(m) }
+
+// natsURL is the test NATS with JetStream (docs/testing.md).
+const natsURL = "nats://127.0.0.1:4222"
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+type env struct {
+	t    *testing.T
+	c    *kube.Cluster
+	ns   string
+	ctrl *events.Controller
+	srv  *httptest.Server
+	js   jetstream.JetStream
+	ctx  context.Context
+}
+
+// newEnv starts the events controller on the loopback cluster, watching one namespace, with
+// the test NATS as the runtime's own, and serves its webhook handler on 127.0.0.1.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	c := kube.Shared(t)
+	nc, err := nats.Connect(natsURL, nats.Timeout(2*time.Second))
+	if err != nil {
+		t.Skipf("no NATS with JetStream at %s: %v", natsURL, err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	ns := c.Namespace(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := workflows.EnsureCRDs(ctx, c.Dynamic); err != nil {
+		t.Fatal(err)
+	}
+	ctrl, err := events.New(c.RESTConfig(), events.Options{Namespace: ns, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+		NATS: func(context.Context) (*nats.Conn, error) { return nc, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Run(ctx) }()
+	srv := httptest.NewServer(ctrl.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("controller: %v", err)
+		}
+		dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer dcancel()
+		_ = js.DeleteStream(dctx, "ARGOEVENTS_"+strings.ReplaceAll(ns, ".", "_")+"_default")
+	})
+	e := &env{t: t, c: c, ns: ns, ctrl: ctrl, srv: srv, js: js, ctx: ctx}
+	e.waitFor("controller started", 60*time.Second, func() (bool, string) { return ctrl.Healthy(), "" })
+	// The Sensor acts as its service account: this one may create Workflows and ConfigMaps.
+	_, err = c.Client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "trigger"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"argoproj.io"}, Resources: []string{"workflows"}, Verbs: []string{"create"}},
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Client.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "trigger"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "trigger"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "trigger", Namespace: ns}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *env) waitFor(what string, d time.Duration, cond func() (bool, string)) {
+	e.t.Helper()
+	deadline := time.Now().Add(d)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.t.Fatalf("timed out after %v waiting for %s; last: %s", d, what, last)
+}
+
+func (e *env) create(res schema.GroupVersionResource, y string) {
+	e.t.Helper()
+	j, err := yaml.YAMLToJSON([]byte(y))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var u unstructured.Unstructured
+	if err := u.UnmarshalJSON(j); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.c.Dynamic.Resource(res).Namespace(e.ns).Create(e.ctx, &u, metav1.CreateOptions{}); err != nil {
+		e.t.Fatalf("create %s: %v", u.GetName(), err)
+	}
+}
+
+// condition is a resource's status condition of type typ: its status and message.
+func (e *env) condition(res schema.GroupVersionResource, name, typ string) (string, string) {
+	u, err := e.c.Dynamic.Resource(res).Namespace(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", err.Error()
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == typ {
+			s, _ := m["status"].(string)
+			msg, _ := m["message"].(string)
+			return s, msg
+		}
+	}
+	return "", fmt.Sprint(conds)
+}
+
+func (e *env) waitCondition(res schema.GroupVersionResource, name, typ, status string) string {
+	e.t.Helper()
+	var msg string
+	e.waitFor(name+" "+typ+"="+status, 30*time.Second, func() (bool, string) {
+		s, m := e.condition(res, name, typ)
+		msg = m
+		return s == status, s + " " + m
+	})
+	return msg
+}
+
+func (e *env) workflows() []unstructured.Unstructured {
+	l, err := e.c.Dynamic.Resource(workflows.WorkflowsResource).Namespace(e.ns).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return l.Items
+}
+
+const secret = "It's a Secret to Everybody"
+
+// push sends a GitHub push delivery signed with key.
+func (e *env) push(path, key, delivery string, body []byte) (int, string) {
+	e.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+events.PathPrefix+e.ns+path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", "push")
+	req.Header.Set("X-GitHub-Delivery", delivery)
+	mac := hmac.New(sha256.New, []byte(key))
+	mac.Write(body)
+	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func pushBody(ref, after, repo string) []byte {
+	b, _ := json.Marshal(map[string]any{"ref": ref, "before": strings.Repeat("0", 40), "after": after,
+		"repository": map[string]any{"full_name": repo, "name": "app"}, "pusher": map[string]any{"name": "ann"}})
+	return b
+}
+
+const githubSource = `
+apiVersion: argoproj.io/v1alpha1
+kind: EventSource
+metadata: {name: github}
+spec:
+  github:
+    push:
+      repositories: [{owner: acme, names: [app]}]
+      webhook: {endpoint: /push, port: "12000", method: POST}
+      events: [push]
+      webhookSecret: {name: github, key: secret}
+`
+
+const buildSensor = `
+apiVersion: argoproj.io/v1alpha1
+kind: Sensor
+metadata: {name: build}
+spec:
+  template: {serviceAccountName: trigger}
+  dependencies:
+  - name: main-push
+    eventSourceName: github
+    eventName: push
+    filters:
+      data:
+      - {path: body.ref, type: string, value: ["^refs/heads/main$"]}
+  triggers:
+  - template:
+      name: build
+      k8s:
+        operation: create
+        source:
+          resource:
+            apiVersion: argoproj.io/v1alpha1
+            kind: Workflow
+            metadata: {generateName: build-}
+            spec:
+              entrypoint: main
+              arguments:
+                parameters:
+                - {name: revision, value: unset}
+                - {name: repo, value: unset}
+              templates:
+              - name: main
+                container: {image: alpine, command: [echo, "{{workflow.parameters.revision}}"]}
+        parameters:
+        - src: {dependencyName: main-push, dataKey: body.after}
+          dest: spec.arguments.parameters.0.value
+        - src: {dependencyName: main-push, dataKey: body.repository.full_name}
+          dest: spec.arguments.parameters.1.value
+`
+
+// TestSignedWebhookToWorkflow: a signed GitHub push → the EventSource → JetStream → a Sensor
+// whose data filter lets main through → a Workflow in the cluster with the payload's revision
+// and repository as its parameters; a push to another branch, a wrong signature and a replay
+// create nothing.
+func TestSignedWebhookToWorkflow(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.c.Client.CoreV1().Secrets(e.ns).Create(e.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "github"},
+		StringData: map[string]string{"secret": secret}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.create(events.EventBusResource, "apiVersion: argoproj.io/v1alpha1\nkind: EventBus\nmetadata: {name: default}\nspec: {jetstream: {version: latest}}\n")
+	e.create(events.EventSourcesResource, githubSource)
+	e.create(events.SensorsResource, buildSensor)
+	e.waitCondition(events.EventBusResource, "default", events.CondDeployed, "True")
+	e.waitCondition(events.EventSourcesResource, "github", events.CondDeployed, "True")
+	e.waitCondition(events.SensorsResource, "build", events.CondDeployed, "True")
+
+	// Refused before anything is published.
+	if code, body := e.push("/github/push", "wrong secret", "d-0", pushBody("refs/heads/main", "bad", "acme/app")); code != http.StatusUnauthorized {
+		t.Errorf("wrong signature: %d %s", code, body)
+	}
+	if code, body := e.push("/nope/push", secret, "d-0", pushBody("refs/heads/main", "bad", "acme/app")); code != http.StatusUnauthorized {
+		t.Errorf("unknown event source: %d %s", code, body)
+	}
+	if code, body := e.push("/github/push", secret, "d-x", pushBody("refs/heads/main", "bad", "other/repo")); code != http.StatusOK || !strings.Contains(body, "ignored") {
+		t.Errorf("another repository: %d %s", code, body)
+	}
+	// Published, then filtered out by the Sensor.
+	if code, body := e.push("/github/push", secret, "d-1", pushBody("refs/heads/dev", "dev-sha", "acme/app")); code != http.StatusOK || !strings.Contains(body, "published") {
+		t.Fatalf("dev push: %d %s", code, body)
+	}
+	sha := "3f2a9c0e1b7d4a5f6e8c9b0a1d2e3f4a5b6c7d8e"
+	main := pushBody("refs/heads/main", sha, "acme/app")
+	if code, body := e.push("/github/push", secret, "d-2", main); code != http.StatusOK || !strings.Contains(body, "published") {
+		t.Fatalf("main push: %d %s", code, body)
+	}
+	if code, body := e.push("/github/push", secret, "d-3", main); code != http.StatusOK || !strings.Contains(body, "duplicate") {
+		t.Errorf("replayed body: %d %s", code, body)
+	}
+	var wfs []unstructured.Unstructured
+	e.waitFor("a workflow", 30*time.Second, func() (bool, string) {
+		wfs = e.workflows()
+		return len(wfs) > 0, ""
+	})
+	e.waitCondition(events.SensorsResource, "build", events.CondTriggered, "True")
+	// The Sensor handles its events in stream order: the dev push came first, and the main push
+	// made the one workflow there is.
+	if wfs = e.workflows(); len(wfs) != 1 {
+		t.Fatalf("%d workflows, want 1 (the dev push is filtered out)", len(wfs))
+	}
+	wf := wfs[0]
+	params, _, _ := unstructured.NestedSlice(wf.Object, "spec", "arguments", "parameters")
+	got := map[string]any{}
+	for _, p := range params {
+		m := p.(map[string]any)
+		got[m["name"].(string)] = m["value"]
+	}
+	if got["revision"] != sha || got["repo"] != "acme/app" {
+		t.Errorf("workflow %s parameters %v, want revision %s and repo acme/app", wf.GetName(), got, sha)
+	}
+	if !strings.HasPrefix(wf.GetName(), "build-") || wf.GetLabels()["events.argoproj.io/sensor"] != "build" {
+		t.Errorf("workflow %s labels %v", wf.GetName(), wf.GetLabels())
+	}
+	// The workflow is valid for the workflow engine.
+	data, _ := wf.MarshalJSON()
+	if _, err := workflows.Decode(data); err != nil {
+		t.Errorf("created workflow does not validate: %v", err)
+	}
+}
+
+// TestInvalidSensorAndSource: a Sensor whose trigger template is invalid gets a condition
+// naming the field, and no consumer is made on the bus; an EventSource without a secret is
+// refused the same way, and its URL answers nothing.
+func TestInvalidSensorAndSource(t *testing.T) {
+	e := newEnv(t)
+	e.create(events.EventBusResource, "apiVersion: argoproj.io/v1alpha1\nkind: EventBus\nmetadata: {name: default}\nspec: {jetstreamExotic: {url: '"+natsURL+"'}}\n")
+	e.waitCondition(events.EventBusResource, "default", events.CondDeployed, "True")
+	e.create(events.SensorsResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: Sensor
+metadata: {name: broken}
+spec:
+  dependencies: [{name: d, eventSourceName: github, eventName: push}]
+  triggers:
+  - template:
+      name: build
+      k8s:
+        source:
+          resource:
+            apiVersion: argoproj.io/v1alpha1
+            kind: Workflow
+            metadata: {generateName: build-}
+            spec:
+              entrypoint: mian
+              templates: [{name: main, container: {image: alpine, command: [echo]}}]
+`)
+	msg := e.waitCondition(events.SensorsResource, "broken", events.CondTriggersProvided, "False")
+	want := `invalid spec: spec.triggers[0].template.k8s.source.resource.spec.entrypoint: "mian"`
+	if !strings.HasPrefix(msg, want) {
+		t.Errorf("message %q, want it to start with %q", msg, want)
+	}
+	if s, m := e.condition(events.SensorsResource, "broken", events.CondDeployed); s != "False" {
+		t.Errorf("Deployed = %s %s, want False", s, m)
+	}
+	stream := "ARGOEVENTS_" + e.ns + "_default"
+	if _, err := e.js.Consumer(e.ctx, stream, "sensor_"+e.ns+"_broken"); err == nil {
+		t.Errorf("a consumer was made for an invalid Sensor")
+	}
+	e.create(events.EventSourcesResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: EventSource
+metadata: {name: open}
+spec:
+  webhook:
+    hook: {endpoint: /hook, method: POST, port: "12000"}
+`)
+	msg = e.waitCondition(events.EventSourcesResource, "open", events.CondSourcesProvided, "False")
+	if !strings.Contains(msg, "spec.webhook.hook.authSecret: is required") {
+		t.Errorf("message %q", msg)
+	}
+	resp, err := http.Post(e.srv.URL+events.PathPrefix+e.ns+"/open/hook", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the refused source's URL answered %d", resp.StatusCode)
+	}
+}
+
+// TestCalendarCreatesResource: a calendar source with an interval fires through the bus, and a
+// Sensor's k8s trigger creates a ConfigMap holding the event's time.
+func TestCalendarCreatesResource(t *testing.T) {
+	e := newEnv(t)
+	e.create(events.EventBusResource, "apiVersion: argoproj.io/v1alpha1\nkind: EventBus\nmetadata: {name: default}\nspec: {jetstreamExotic: {url: '"+natsURL+"'}}\n")
+	e.create(events.SensorsResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: Sensor
+metadata: {name: tick}
+spec:
+  template: {serviceAccountName: trigger}
+  dependencies: [{name: t, eventSourceName: cal, eventName: every-second}]
+  triggers:
+  - template:
+      name: record
+      k8s:
+        operation: create
+        source:
+          resource:
+            apiVersion: v1
+            kind: ConfigMap
+            metadata: {generateName: tick-}
+            data: {at: unset, team: unset}
+        parameters:
+        - src: {dependencyName: t, dataKey: eventTime}
+          dest: data.at
+        - src: {dependencyName: t, dataKey: metadata.team}
+          dest: data.team
+`)
+	e.waitCondition(events.SensorsResource, "tick", events.CondDeployed, "True")
+	e.create(events.EventSourcesResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: EventSource
+metadata: {name: cal}
+spec:
+  calendar:
+    every-second: {interval: 1s, timezone: Europe/Berlin, metadata: {team: platform}}
+`)
+	e.waitCondition(events.EventSourcesResource, "cal", events.CondDeployed, "True")
+	var cm corev1.ConfigMap
+	e.waitFor("a ConfigMap from a calendar event", 30*time.Second, func() (bool, string) {
+		l, err := e.c.Client.CoreV1().ConfigMaps(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: "events.argoproj.io/sensor=tick"})
+		if err != nil || len(l.Items) == 0 {
+			return false, fmt.Sprint(err)
+		}
+		cm = l.Items[0]
+		return true, ""
+	})
+	if cm.Data["team"] != "platform" || cm.Data["at"] == "unset" || cm.Data["at"] == "" {
+		t.Errorf("configmap data %v", cm.Data)
+	}
+}
