@@ -250,15 +250,12 @@ spec:
           dest: spec.arguments.parameters.1.value
 `
 
-// TestSignedWebhookToWorkflow: a signed GitHub push → the EventSource → JetStream → a Sensor
-// whose data filter lets main through → a Workflow in the cluster with the payload's revision
-// and repository as its parameters; a push to another branch, a wrong signature and a replay
-// create nothing.
-func TestSignedWebhookToWorkflow(t *testing.T) {
-	e := newEnv(t)
+// setupGitHub creates the GitHub EventSource, its Secret, a native jetstream bus and the build
+// Sensor, and waits until they run.
+func (e *env) setupGitHub() {
 	if _, err := e.c.Client.CoreV1().Secrets(e.ns).Create(e.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "github"},
 		StringData: map[string]string{"secret": secret}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
 	e.create(events.EventBusResource, "apiVersion: argoproj.io/v1alpha1\nkind: EventBus\nmetadata: {name: default}\nspec: {jetstream: {version: latest}}\n")
 	e.create(events.EventSourcesResource, githubSource)
@@ -266,6 +263,15 @@ func TestSignedWebhookToWorkflow(t *testing.T) {
 	e.waitCondition(events.EventBusResource, "default", events.CondDeployed, "True")
 	e.waitCondition(events.EventSourcesResource, "github", events.CondDeployed, "True")
 	e.waitCondition(events.SensorsResource, "build", events.CondDeployed, "True")
+}
+
+// TestSignedWebhookToWorkflow: a signed GitHub push → the EventSource → JetStream → a Sensor
+// whose data filter lets main through → a Workflow in the cluster with the payload's revision
+// and repository as its parameters; a push to another branch, a wrong signature and a replay
+// create nothing.
+func TestSignedWebhookToWorkflow(t *testing.T) {
+	e := newEnv(t)
+	e.setupGitHub()
 
 	// Refused before anything is published.
 	if code, body := e.push("/github/push", "wrong secret", "d-0", pushBody("refs/heads/main", "bad", "acme/app")); code != http.StatusUnauthorized {
