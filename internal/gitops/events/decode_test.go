@@ -225,3 +225,18 @@ func TestCalendarNext(t *testing.T) {
 		t.Errorf("next = %v, want %v", got, want)
 	}
 }
+
+func TestRefuseOnHosted(t *testing.T) {
+	for _, k := range []string{"EventSource", "Sensor", "EventBus"} {
+		err := RefuseOnHosted(Group, k)
+		if err == nil || !strings.Contains(err.Error(), "Argo Events' "+k+" runs on hybrid runtimes only") {
+			t.Errorf("%s: %v", k, err)
+		}
+	}
+	if err := RefuseOnHosted(Group, "Rollout"); err != nil {
+		t.Errorf("Rollout refused: %v", err)
+	}
+	if err := RefuseOnHosted("example.com", "Sensor"); err != nil {
+		t.Errorf("another group's Sensor refused: %v", err)
+	}
+}

@@ -438,3 +438,115 @@ spec:
 		t.Errorf("configmap data %v", cm.Data)
 	}
 }
+
+// TestProvidersAndWebhook: GitLab (token), Gitea and Bitbucket (signatures) and a plain webhook
+// (bearer authSecret) each reach a Sensor whose condition takes any of them, and each creates a
+// ConfigMap naming the event's type and a value of its body; unsigned deliveries are refused.
+func TestProvidersAndWebhook(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.c.Client.CoreV1().Secrets(e.ns).Create(e.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hooks"},
+		StringData: map[string]string{"secret": secret}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.create(events.EventBusResource, "apiVersion: argoproj.io/v1alpha1\nkind: EventBus\nmetadata: {name: default}\nspec: {jetstreamExotic: {url: '"+natsURL+"'}}\n")
+	e.create(events.EventSourcesResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: EventSource
+metadata: {name: git}
+spec:
+  gitlab:
+    gl: {webhook: {endpoint: /gitlab}, projects: [acme/app], events: [PushEvents], secretToken: {name: hooks, key: secret}}
+  gitea:
+    gt: {webhook: {endpoint: /gitea}, events: [push], webhookSecret: {name: hooks, key: secret}}
+  bitbucket:
+    bb: {webhook: {endpoint: /bitbucket}, events: ["repo:push"], webhookSecret: {name: hooks, key: secret}}
+  webhook:
+    wh: {endpoint: /hook, method: POST, authSecret: {name: hooks, key: secret}}
+`)
+	e.create(events.SensorsResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: Sensor
+metadata: {name: any}
+spec:
+  template: {serviceAccountName: trigger}
+  dependencies:
+  - {name: gl, eventSourceName: git, eventName: gl}
+  - {name: gt, eventSourceName: git, eventName: gt}
+  - {name: bb, eventSourceName: git, eventName: bb}
+  - {name: wh, eventSourceName: git, eventName: wh}
+  triggers:
+  - template:
+      name: record
+      conditions: "gl || gt || bb || wh"
+      k8s:
+        source:
+          resource: {apiVersion: v1, kind: ConfigMap, metadata: {generateName: ev-}}
+        parameters:
+        # As in Argo, a parameter of a dependency without an event takes its value (default).
+        - {src: {dependencyName: gl, dataKey: body.project.path_with_namespace, value: "-"}, dest: data.gl}
+        - {src: {dependencyName: gt, dataKey: body.repository.full_name, value: "-"}, dest: data.gt}
+        - {src: {dependencyName: bb, dataKey: body.repository.full_name, value: "-"}, dest: data.bb}
+        - {src: {dependencyName: wh, dataKey: body.message, value: "-"}, dest: data.wh}
+`)
+	e.waitCondition(events.EventSourcesResource, "git", events.CondDeployed, "True")
+	e.waitCondition(events.SensorsResource, "any", events.CondDeployed, "True")
+	mac := func(body []byte) string {
+		m := hmac.New(sha256.New, []byte(secret))
+		m.Write(body)
+		return hex.EncodeToString(m.Sum(nil))
+	}
+	send := func(path string, body []byte, h map[string]string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+events.PathPrefix+e.ns+"/git"+path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	gl := []byte(`{"object_kind":"push","project":{"id":7,"path_with_namespace":"acme/app"}}`)
+	gt := []byte(`{"ref":"refs/heads/main","repository":{"full_name":"acme/gitea-app"}}`)
+	bb := []byte(`{"push":{"changes":[]},"repository":{"full_name":"acme/bb-app"}}`)
+	wh := []byte(`{"message":"hello"}`)
+	for _, c := range []struct {
+		name, path string
+		body       []byte
+		h          map[string]string
+		want       int
+	}{
+		{"gitlab without token", "/gitlab", gl, map[string]string{"X-Gitlab-Event": "Push Hook"}, 401},
+		{"gitea unsigned", "/gitea", gt, map[string]string{"X-Gitea-Event": "push"}, 401},
+		{"bitbucket badly signed", "/bitbucket", bb, map[string]string{"X-Event-Key": "repo:push", "X-Hub-Signature": "sha256=" + mac(gl)}, 401},
+		{"webhook without token", "/hook", wh, nil, 401},
+		{"webhook wrong token", "/hook", wh, map[string]string{"Authorization": "Bearer nope"}, 401},
+		{"gitlab", "/gitlab", gl, map[string]string{"X-Gitlab-Event": "Push Hook", "X-Gitlab-Token": secret}, 200},
+		{"gitea", "/gitea", gt, map[string]string{"X-Gitea-Event": "push", "X-Gitea-Signature": mac(gt)}, 200},
+		{"bitbucket", "/bitbucket", bb, map[string]string{"X-Event-Key": "repo:push", "X-Hub-Signature": "sha256=" + mac(bb)}, 200},
+		{"webhook", "/hook", wh, map[string]string{"Authorization": "Bearer " + secret}, 200},
+	} {
+		if code, body := send(c.path, c.body, c.h); code != c.want || (code == 200 && !strings.Contains(body, "published")) {
+			t.Errorf("%s: %d %s, want %d", c.name, code, body, c.want)
+		}
+	}
+	want := map[string]bool{"acme/app": true, "acme/gitea-app": true, "acme/bb-app": true, "hello": true}
+	e.waitFor("four ConfigMaps", 30*time.Second, func() (bool, string) {
+		l, err := e.c.Client.CoreV1().ConfigMaps(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: "events.argoproj.io/sensor=any"})
+		if err != nil {
+			return false, err.Error()
+		}
+		got := map[string]bool{}
+		for _, cm := range l.Items {
+			for _, k := range []string{"gl", "gt", "bb", "wh"} {
+				if v := cm.Data[k]; v != "-" {
+					got[v] = true
+				}
+			}
+		}
+		return fmt.Sprint(got) == fmt.Sprint(want), fmt.Sprint(got)
+	})
+}

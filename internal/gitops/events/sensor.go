@@ -156,10 +156,19 @@ func (c *Controller) reconcileSensor(ctx context.Context, u *unstructured.Unstru
 		AckWait:       consumerAckWait,
 		MaxDeliver:    consumerMaxDelivr,
 	}
-	if len(subjects) == 1 {
+	// One filter subject (servers before NATS 2.10 take no more): the dependency's, else the
+	// event source's when they share one, else the whole bus; events of no dependency are
+	// acknowledged and left.
+	cfg.FilterSubject = bus.root + ".>"
+	sources := map[string]bool{}
+	for _, d := range s.Spec.Dependencies {
+		sources[d.EventSourceName] = true
+	}
+	switch {
+	case len(subjects) == 1:
 		cfg.FilterSubject = subjects[0]
-	} else {
-		cfg.FilterSubjects = subjects
+	case len(sources) == 1:
+		cfg.FilterSubject = bus.root + "." + subjectToken(s.Spec.Dependencies[0].EventSourceName) + ".>"
 	}
 	cons, err := bus.js.CreateOrUpdateConsumer(ctx, bus.stream, cfg)
 	if err != nil {

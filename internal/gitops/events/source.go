@@ -305,7 +305,7 @@ func (c *Controller) serveEvent(w http.ResponseWriter, req *http.Request) {
 		body = []byte("null")
 	}
 	if !json.Valid(body) {
-		errdefs.WriteHTTP(w, errdefs.Invalid("body", "", "is not JSON: events carry a JSON body"), "")
+		errdefs.WriteHTTP(w, errdefs.Invalid("body", "", "is not JSON: events carry a JSON body (set the webhook's content type to application/json)"), "")
 		return
 	}
 	id, ignored := rt.admit(req.Header, body)
