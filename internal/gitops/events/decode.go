@@ -419,7 +419,8 @@ func (c *calendar) isExcluded(t time.Time) bool {
 	return slices.ContainsFunc(c.excluded, day.Equal)
 }
 
-// sensorKeys are the spec fields of a trigger template this package runs.
+// triggerKinds are the fields of a trigger template this package reads; any other (a trigger
+// kind) is refused by name.
 var triggerKinds = map[string]bool{"name": true, "conditions": true, "conditionsReset": true, "k8s": true, "argoWorkflow": true}
 
 // DecodeSensor reads a Sensor and validates it. As DecodeEventSource: an error alone for a
