@@ -272,6 +272,33 @@ func (e *env) setupGitHub() {
 func TestSignedWebhookToWorkflow(t *testing.T) {
 	e := newEnv(t)
 	e.setupGitHub()
+	// A second Sensor submits a Workflow from a WorkflowTemplate (argoWorkflow trigger).
+	e.create(events.SensorsResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: Sensor
+metadata: {name: submit}
+spec:
+  template: {serviceAccountName: trigger}
+  dependencies:
+  - {name: push, eventSourceName: github, eventName: push, filters: {exprs: [{expr: 'ref == "refs/heads/main"', fields: [{name: ref, path: body.ref}]}]}}
+  triggers:
+  - template:
+      name: from-template
+      argoWorkflow:
+        operation: submit
+        source:
+          resource:
+            apiVersion: argoproj.io/v1alpha1
+            kind: Workflow
+            metadata: {generateName: from-template-}
+            spec:
+              workflowTemplateRef: {name: build-template}
+              arguments: {parameters: [{name: revision, value: unset}]}
+        parameters:
+        - src: {dependencyName: push, dataKey: body.after}
+          dest: spec.arguments.parameters.0.value
+`)
+	e.waitCondition(events.SensorsResource, "submit", events.CondDeployed, "True")
 
 	// Refused before anything is published.
 	if code, body := e.push("/github/push", "wrong secret", "d-0", pushBody("refs/heads/main", "bad", "acme/app")); code != http.StatusUnauthorized {
@@ -296,17 +323,30 @@ func TestSignedWebhookToWorkflow(t *testing.T) {
 		t.Errorf("replayed body: %d %s", code, body)
 	}
 	var wfs []unstructured.Unstructured
-	e.waitFor("a workflow", 30*time.Second, func() (bool, string) {
+	e.waitFor("two workflows", 30*time.Second, func() (bool, string) {
 		wfs = e.workflows()
-		return len(wfs) > 0, ""
+		return len(wfs) >= 2, fmt.Sprint(len(wfs))
 	})
 	e.waitCondition(events.SensorsResource, "build", events.CondTriggered, "True")
-	// The Sensor handles its events in stream order: the dev push came first, and the main push
-	// made the one workflow there is.
-	if wfs = e.workflows(); len(wfs) != 1 {
-		t.Fatalf("%d workflows, want 1 (the dev push is filtered out)", len(wfs))
+	e.waitCondition(events.SensorsResource, "submit", events.CondTriggered, "True")
+	// Each Sensor handles its events in stream order: the dev push came first, and the main
+	// push made the one workflow of each Sensor there is.
+	bySensor := map[string][]unstructured.Unstructured{}
+	for _, w := range e.workflows() {
+		s := w.GetLabels()["events.argoproj.io/sensor"]
+		bySensor[s] = append(bySensor[s], w)
 	}
-	wf := wfs[0]
+	if len(bySensor["build"]) != 1 || len(bySensor["submit"]) != 1 || len(bySensor) != 2 {
+		t.Fatalf("workflows by sensor %v, want one of build and one of submit (the dev push is filtered out)", bySensor)
+	}
+	sub := bySensor["submit"][0]
+	if ref, _, _ := unstructured.NestedString(sub.Object, "spec", "workflowTemplateRef", "name"); ref != "build-template" {
+		t.Errorf("submitted workflow's workflowTemplateRef %q", ref)
+	}
+	if ps, _, _ := unstructured.NestedSlice(sub.Object, "spec", "arguments", "parameters"); len(ps) != 1 || ps[0].(map[string]any)["value"] != sha {
+		t.Errorf("submitted workflow's parameters %v", ps)
+	}
+	wf := bySensor["build"][0]
 	params, _, _ := unstructured.NestedSlice(wf.Object, "spec", "arguments", "parameters")
 	got := map[string]any{}
 	for _, p := range params {
