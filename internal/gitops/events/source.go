@@ -392,7 +392,7 @@ func (r *route) admit(h http.Header, body []byte) (id, ignored string) {
 	if r.events != nil && !r.events[strings.ToLower(ev)] {
 		return id, fmt.Sprintf("event %q is not one this event source takes", ev)
 	}
-	if r.repos == nil {
+	if r.repos == nil && r.orgs == nil {
 		return id, ""
 	}
 	var repo, org string
