@@ -456,6 +456,21 @@ spec:
           dest: data.team
 `)
 	e.waitCondition(events.SensorsResource, "tick", events.CondDeployed, "True")
+	// The same trigger as the default service account, which may create nothing.
+	e.create(events.SensorsResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: Sensor
+metadata: {name: denied}
+spec:
+  dependencies: [{name: t, eventSourceName: cal, eventName: every-second}]
+  triggers:
+  - template:
+      name: record
+      k8s:
+        source:
+          resource: {apiVersion: v1, kind: ConfigMap, metadata: {generateName: denied-}}
+`)
+	e.waitCondition(events.SensorsResource, "denied", events.CondDeployed, "True")
 	e.create(events.EventSourcesResource, `
 apiVersion: argoproj.io/v1alpha1
 kind: EventSource
@@ -476,6 +491,10 @@ spec:
 	})
 	if cm.Data["team"] != "platform" || cm.Data["at"] == "unset" || cm.Data["at"] == "" {
 		t.Errorf("configmap data %v", cm.Data)
+	}
+	msg := e.waitCondition(events.SensorsResource, "denied", events.CondTriggered, "False")
+	if !strings.Contains(msg, "trigger record: create configmap/") || !strings.Contains(msg, "forbidden") {
+		t.Errorf("denied sensor's Triggered message %q", msg)
 	}
 }
 
