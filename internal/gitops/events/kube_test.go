@@ -12,7 +12,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,15 +27,51 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/freshet-dev/freshet/internal/bus"
 	"github.com/freshet-dev/freshet/internal/gitops/events"
 	"github.com/freshet-dev/freshet/internal/gitops/workflows"
 	"github.com/freshet-dev/freshet/internal/testenv/kube"
 )
 
-func TestMain(m *testing.M) { kube.Main(m) }
+// TestMain stops the clusters, then the embedded NATS if the tests started one.
+func TestMain(m *testing.M) {
+	code := kube.Run(m)
+	if embedded != nil {
+		_ = embedded.Close()
+		_ = os.RemoveAll(embeddedDir)
+	}
+	os.Exit(code)
+}
 
-// natsURL is the test NATS with JetStream (docs/testing.md).
-const natsURL = "nats://127.0.0.1:4222"
+// testNATS is the NATS with JetStream the tests use: FRESHET_TEST_NATS_URL, else the one at
+// 127.0.0.1:4222, else a JetStream server embedded in the test process (internal/bus, on a
+// random loopback port) — a real NATS in every case, never a double.
+var testNATS = sync.OnceValues(func() (string, error) {
+	url := os.Getenv("FRESHET_TEST_NATS_URL")
+	if url == "" {
+		url = "nats://127.0.0.1:4222"
+	}
+	if nc, err := nats.Connect(url, nats.Timeout(2*time.Second)); err == nil {
+		nc.Close()
+		return url, nil
+	}
+	dir, err := os.MkdirTemp("", "events-nats-")
+	if err != nil {
+		return "", err
+	}
+	b, err := bus.Open(context.Background(), bus.Options{DataDir: dir, ListenLoopback: true}, nil)
+	if err != nil {
+		return "", err
+	}
+	embedded, embeddedDir = b, dir
+	return b.ClientURL(), nil
+})
+
+// embedded is the NATS testNATS started, if it did, stopped by TestMain.
+var (
+	embedded    *bus.Bus
+	embeddedDir string
+)
 
 type testWriter struct{ t *testing.T }
 
@@ -50,6 +88,8 @@ type env struct {
 	srv  *httptest.Server
 	js   jetstream.JetStream
 	ctx  context.Context
+	// natsURL is the test NATS (testNATS).
+	natsURL string
 }
 
 // newEnv starts the events controller on the loopback cluster, watching one namespace, with
@@ -57,9 +97,13 @@ type env struct {
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	c := kube.Shared(t)
+	natsURL, err := testNATS()
+	if err != nil {
+		t.Fatalf("no NATS with JetStream: %v", err)
+	}
 	nc, err := nats.Connect(natsURL, nats.Timeout(2*time.Second))
 	if err != nil {
-		t.Skipf("no NATS with JetStream at %s: %v", natsURL, err)
+		t.Fatalf("NATS at %s: %v", natsURL, err)
 	}
 	t.Cleanup(nc.Close)
 	js, _ := jetstream.New(nc)
@@ -86,7 +130,7 @@ func newEnv(t *testing.T) *env {
 		defer dcancel()
 		_ = js.DeleteStream(dctx, "ARGOEVENTS_"+strings.ReplaceAll(ns, ".", "_")+"_default")
 	})
-	e := &env{t: t, c: c, ns: ns, ctrl: ctrl, srv: srv, js: js, ctx: ctx}
+	e := &env{t: t, c: c, ns: ns, ctrl: ctrl, srv: srv, js: js, ctx: ctx, natsURL: natsURL}
 	e.waitFor("controller started", 60*time.Second, func() (bool, string) { return ctrl.Healthy(), "" })
 	// The Sensor acts as its service account: this one may create Workflows and ConfigMaps.
 	_, err = c.Client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "trigger"},
@@ -371,7 +415,7 @@ spec:
 // refused the same way, and its URL answers nothing.
 func TestInvalidSensorAndSource(t *testing.T) {
 	e := newEnv(t)
-	e.create(events.EventBusResource, "apiVersion: argoproj.io/v1alpha1\nkind: EventBus\nmetadata: {name: default}\nspec: {jetstreamExotic: {url: '"+natsURL+"'}}\n")
+	e.create(events.EventBusResource, "apiVersion: argoproj.io/v1alpha1\nkind: EventBus\nmetadata: {name: default}\nspec: {jetstreamExotic: {url: '"+e.natsURL+"'}}\n")
 	e.waitCondition(events.EventBusResource, "default", events.CondDeployed, "True")
 	e.create(events.SensorsResource, `
 apiVersion: argoproj.io/v1alpha1
@@ -430,7 +474,7 @@ spec:
 // Sensor's k8s trigger creates a ConfigMap holding the event's time.
 func TestCalendarCreatesResource(t *testing.T) {
 	e := newEnv(t)
-	e.create(events.EventBusResource, "apiVersion: argoproj.io/v1alpha1\nkind: EventBus\nmetadata: {name: default}\nspec: {jetstreamExotic: {url: '"+natsURL+"'}}\n")
+	e.create(events.EventBusResource, "apiVersion: argoproj.io/v1alpha1\nkind: EventBus\nmetadata: {name: default}\nspec: {jetstreamExotic: {url: '"+e.natsURL+"'}}\n")
 	e.create(events.SensorsResource, `
 apiVersion: argoproj.io/v1alpha1
 kind: Sensor
@@ -507,7 +551,7 @@ func TestProvidersAndWebhook(t *testing.T) {
 		StringData: map[string]string{"secret": secret}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	e.create(events.EventBusResource, "apiVersion: argoproj.io/v1alpha1\nkind: EventBus\nmetadata: {name: default}\nspec: {jetstreamExotic: {url: '"+natsURL+"'}}\n")
+	e.create(events.EventBusResource, "apiVersion: argoproj.io/v1alpha1\nkind: EventBus\nmetadata: {name: default}\nspec: {jetstreamExotic: {url: '"+e.natsURL+"'}}\n")
 	e.create(events.EventSourcesResource, `
 apiVersion: argoproj.io/v1alpha1
 kind: EventSource
