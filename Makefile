@@ -10,7 +10,7 @@ export GOFLAGS ?= -buildvcs=false
 CHART_REGISTRY ?=
 CHART_VERSION  ?=
 
-.PHONY: chart all build up test test-deps test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-workflows bench-containers bench-analytics bench-helm faults generate check fuzz security clean
+.PHONY: chart all build up test test-deps test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-workflows bench-events bench-containers bench-analytics bench-helm faults generate check fuzz security clean
 
 all: build
 
@@ -65,6 +65,7 @@ bench: build
 	$(MAKE) --no-print-directory bench-gitops
 	$(MAKE) --no-print-directory bench-rollouts
 	$(MAKE) --no-print-directory bench-workflows
+	$(MAKE) --no-print-directory bench-events
 	$(MAKE) --no-print-directory bench-containers
 	$(MAKE) --no-print-directory bench-lint
 	$(MAKE) --no-print-directory bench-analytics
@@ -104,6 +105,11 @@ bench-rollouts: devcluster-build
 ## trivial containers end to end (wall, CPU-s, RSS), beside 100 bare pods in 10 waves
 bench-workflows: devcluster-build
 	FRESHET_TEST_KUBE=1 FRESHET_WORKFLOWS_BENCH=1 $(GO) test -count=1 -run 'TestBenchDAG100' -v -timeout 20m ./internal/gitops/workflows/ | grep -E '^(BENCH|--- |ok|FAIL)'
+
+## bench-events: the events controller against the loopback cluster and the test NATS: a signed
+## GitHub push → the Workflow its Sensor creates, seen by a watch (p50/p99), beside a create alone
+bench-events: devcluster-build
+	FRESHET_TEST_KUBE=1 FRESHET_EVENTS_BENCH=1 $(GO) test -count=1 -run 'TestBenchWebhookToWorkflow' -v -timeout 10m ./internal/gitops/events/ | grep -E '^(BENCH|--- |ok|FAIL)'
 
 ## bench-helm: a helm step's upgrade round trip against the loopback cluster (median, p99),
 ## beside the Helm SDK's upgrade alone as the baseline

@@ -30,6 +30,7 @@ import (
 	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/internal/appproxy"
 	"github.com/freshet-dev/freshet/internal/gitops/engine"
+	"github.com/freshet-dev/freshet/internal/gitops/events"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/gitops/host"
 	"github.com/freshet-dev/freshet/internal/gitops/repocreds"
@@ -75,6 +76,16 @@ type Options struct {
 	// NoWorkflows: do not run the Argo Workflows controller in the runtime's own cluster (a
 	// hybrid runtime runs it by default; a hosted one never does, and refuses Workflows).
 	NoWorkflows bool
+	// NoEvents: do not run the Argo Events controller (EventSource, Sensor, EventBus) in the
+	// runtime's own cluster (a hybrid runtime runs it by default; a hosted one never does).
+	NoEvents bool
+	// EventsNATSURL is the NATS (with JetStream) of EventBuses of type jetstream; empty: a
+	// NATS server embedded in the runtime, storing under DataDir/events-nats.
+	EventsNATSURL string
+	// EventsListen, when set, also serves the EventSources' webhook events alone on this
+	// address (for providers in tunnel mode, where the app-proxy is reached through the
+	// control plane by signed-in users only).
+	EventsListen string
 	// WorkflowExecutorImage is the image whose freshet binary runs in every workflow pod
 	// (default workflows.DefaultExecutorImage), at WorkflowExecutorPath.
 	WorkflowExecutorImage, WorkflowExecutorPath string
@@ -112,6 +123,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.GitTokenFile, "git-token-file", "", "file holding the installation repository token (a mounted Secret)")
 	fs.BoolVar(&o.NoRollouts, "no-rollouts", false, "do not run the Argo Rollouts controller (Rollout CRDs and reconciliation) in the runtime's cluster")
 	fs.BoolVar(&o.NoWorkflows, "no-workflows", false, "do not run the Argo Workflows controller (Workflow CRDs and their pods) in the runtime's cluster")
+	fs.BoolVar(&o.NoEvents, "no-events", false, "do not run the Argo Events controller (EventSource, Sensor and EventBus CRDs, webhook and calendar events) in the runtime's cluster")
+	fs.StringVar(&o.EventsNATSURL, "events-nats-url", os.Getenv("FRESHET_EVENTS_NATS_URL"), "NATS with JetStream for EventBuses of type jetstream (default: a NATS embedded in the runtime; env FRESHET_EVENTS_NATS_URL)")
+	fs.StringVar(&o.EventsListen, "events-listen", "", "also serve the event sources' webhooks (and nothing else) on this address, e.g. :12000")
 	fs.StringVar(&o.WorkflowExecutorImage, "workflow-executor-image", workflows.DefaultExecutorImage, "image holding the freshet binary that runs in every workflow pod (the emissary)")
 	fs.StringVar(&o.WorkflowExecutorPath, "workflow-executor-path", workflows.DefaultExecutorPath, "path of the freshet binary in --workflow-executor-image")
 	fs.BoolVar(&o.WatchClusterApps, "watch-cluster-apps", os.Getenv("FRESHET_WATCH_CLUSTER_APPS") == "true", "also run the argoproj.io Application and AppProject resources of --cluster-apps-namespace (installs their CRDs; env FRESHET_WATCH_CLUSTER_APPS=true)")
@@ -178,6 +192,8 @@ type Runtime struct {
 	gitops   *host.Host
 	rollouts *rollouts.Controller
 	wf       *workflows.Controller
+	ev       *events.Controller
+	evNATS   *eventsNATS
 	report   *connect.Client[runtimev1.ReportRequest, runtimev1.ReportResponse]
 	failing  bool // the last heartbeat failed
 
@@ -239,7 +255,12 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 		return nil, err
 	}
 	if opts.CDOnly {
-		opts.Engine.Refuse = workflows.RefuseOnHosted
+		opts.Engine.Refuse = func(group, kind string) error {
+			if err := workflows.RefuseOnHosted(group, kind); err != nil {
+				return err
+			}
+			return events.RefuseOnHosted(group, kind)
+		}
 	}
 	if kube != nil && !opts.NoRollouts {
 		if r.rollouts, err = rollouts.New(kube, rollouts.Options{Logger: log.With("component", "rollouts"), Policy: policy}); err != nil {
@@ -253,6 +274,16 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 			return nil, fmt.Errorf("workflows: %w", err)
 		}
 		r.SetComponent(runtimev1.Component{Name: "workflows", Health: runtimev1.ComponentDegraded, Message: "starting", Version: opts.Version})
+	}
+	if kube != nil && !opts.NoEvents && !opts.CDOnly {
+		r.evNATS = &eventsNATS{url: opts.EventsNATSURL, dir: filepath.Join(opts.DataDir, "events-nats"), log: log}
+		if r.ev, err = events.New(kube, events.Options{Logger: log.With("component", "events"), NATS: r.evNATS.conn}); err != nil {
+			return nil, fmt.Errorf("events: %w", err)
+		}
+		r.SetComponent(runtimev1.Component{Name: "events", Health: runtimev1.ComponentDegraded, Message: "starting", Version: opts.Version})
+		// Webhook events are verified by their signatures, not by a caller's API key
+		// (ingress.go lets them pass): docs/runtimes.md, "Events".
+		r.AppProxy.Handle(events.PathPrefix, r.ev.Handler())
 	}
 	var ro host.Rollouts
 	if r.rollouts != nil {
@@ -290,6 +321,10 @@ func (r *Runtime) GitOps() *host.Host { return r.gitops }
 
 // Rollouts is the runtime's Argo Rollouts controller, nil without a cluster or with NoRollouts.
 func (r *Runtime) Rollouts() *rollouts.Controller { return r.rollouts }
+
+// Events is the runtime's Argo Events controller, nil without a cluster, with NoEvents, or on
+// a hosted runtime.
+func (r *Runtime) Events() *events.Controller { return r.ev }
 
 // Workflows is the runtime's Argo Workflows controller, nil without a cluster, with
 // NoWorkflows, or on a hosted runtime.
@@ -423,7 +458,7 @@ func (r *Runtime) Status() runtimev1.HeartbeatResponse {
 // Run heartbeats (and, in ingress mode, serves the app-proxy) until ctx ends. A token the
 // control plane refuses stops it with an error; anything else is retried with backoff.
 func (r *Runtime) Run(ctx context.Context) error {
-	errc := make(chan error, 2)
+	errc := make(chan error, 4)
 	go func() {
 		if err := r.gitops.Run(ctx); err != nil && ctx.Err() == nil {
 			errc <- fmt.Errorf("gitops: %w", err)
@@ -431,6 +466,21 @@ func (r *Runtime) Run(ctx context.Context) error {
 	}()
 	if r.wf != nil {
 		go r.runController(ctx, "workflows", r.wf.Run)
+	}
+	if r.ev != nil {
+		go r.runController(ctx, "events", r.ev.Run)
+		defer r.evNATS.close()
+		if r.opts.EventsListen != "" {
+			ln, err := net.Listen("tcp", r.opts.EventsListen)
+			if err != nil {
+				return fmt.Errorf("events listen: %w", err)
+			}
+			mux := http.NewServeMux()
+			mux.Handle(events.PathPrefix, r.ev.Handler())
+			esrv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+			go func() { errc <- esrv.Serve(ln) }()
+			defer esrv.Close()
+		}
 	}
 	if r.rollouts != nil {
 		go r.runRollouts(ctx)
@@ -509,6 +559,9 @@ func (r *Runtime) beat(ctx context.Context) error {
 	r.SetComponent(r.gitops.Health())
 	if r.rollouts != nil && r.rollouts.Healthy() {
 		r.SetComponent(runtimev1.Component{Name: "rollouts", Health: runtimev1.ComponentHealthy, Version: r.opts.Version})
+	}
+	if r.ev != nil && r.ev.Healthy() {
+		r.SetComponent(runtimev1.Component{Name: "events", Health: runtimev1.ComponentHealthy, Version: r.opts.Version})
 	}
 	if r.wf != nil && r.wf.Healthy() {
 		r.SetComponent(runtimev1.Component{Name: "workflows", Health: runtimev1.ComponentHealthy, Version: r.opts.Version})

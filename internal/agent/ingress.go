@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"path"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/gitops/events"
 	"github.com/freshet-dev/freshet/internal/tunnel/wire"
 )
 
@@ -66,6 +68,12 @@ func (a *ingressAuth) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	switch req.URL.Path {
 	case "/app-proxy/healthz", "/app-proxy/api/version":
+		a.next.ServeHTTP(w, req)
+		return
+	}
+	if strings.HasPrefix(req.URL.Path, events.PathPrefix) && path.Clean(req.URL.Path) == req.URL.Path {
+		// A git provider's webhook carries no API key: the event source verifies its
+		// signature (or bearer authSecret) and refuses whatever it cannot verify.
 		a.next.ServeHTTP(w, req)
 		return
 	}

@@ -92,6 +92,10 @@ func TestIngressAuthentication(t *testing.T) {
 		{"viewer cannot write, even claiming admin", "POST", "/app-proxy/api/v1/applications/x/sync", viewer.Token, forged, 403},
 		{"admin writes (the app does not exist)", "POST", "/app-proxy/api/v1/applications/x/sync", admin.Token, nil, 404},
 		{"another account's admin", "GET", "/app-proxy/api/v1/applications", other.Token, forged, 403},
+		// Webhook events need no key (their signatures are checked by the event source; this
+		// runtime has no cluster, so none serves them), and the path cannot climb out of them.
+		{"event webhook needs no key", "POST", "/app-proxy/events/ns/github/push", "", nil, 404},
+		{"no climbing out of events", "POST", "/app-proxy/events/../api/v1/applications/x/sync", "", nil, 401},
 	} {
 		if code, body := call(c.method, c.path, c.token, c.hdr); code != c.want {
 			t.Errorf("%s: %d %s, want %d", c.name, code, body, c.want)

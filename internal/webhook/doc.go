@@ -11,6 +11,9 @@
 // caller passes [AllowUnsigned]. Bodies are bounded ([DefaultMaxBodyBytes]; [ReadBody] reads a
 // request body within that bound).
 //
+// [Verify] is the same check alone, for callers that keep the provider's payload as it is (the
+// runtime's Argo Events git sources hand the body to Sensors unchanged).
+//
 // Events carry the provider's delivery id ([Event.DeliveryID]) so that a redelivered webhook
 // creates no second build, and name themselves the way Codefresh triggers do
 // ([Event.CodefreshName]: push.heads, push.tags, pullrequest.opened, release, …). The delivery

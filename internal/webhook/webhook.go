@@ -313,6 +313,19 @@ func ParseAll(provider Provider, h http.Header, body []byte, secret string, opts
 	return evs, nil
 }
 
+// Verify checks a delivery's signature (or GitLab token) against secret, as [Parse] does before
+// it reads the body, for callers that keep the provider's payload as it is (the runtime's Argo
+// Events git sources). An empty secret is [ErrNoSecret]; a failure wraps [ErrSignature].
+func Verify(provider Provider, h http.Header, body []byte, secret string) error {
+	if _, err := ParseProvider(string(provider)); err != nil {
+		return err
+	}
+	if secret == "" {
+		return fmt.Errorf("%s webhook: %w", provider, ErrNoSecret)
+	}
+	return verify(provider, h, body, secret)
+}
+
 // verify checks the delivery's signature or token against secret.
 func verify(p Provider, h http.Header, body []byte, secret string) error {
 	switch p {

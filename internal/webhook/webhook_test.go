@@ -795,3 +795,27 @@ func TestModifiedFilesSortedUnion(t *testing.T) {
 		t.Errorf("modifiedFiles = %q, want %q", got, want)
 	}
 }
+
+// TestVerify: every provider's signature checked without decoding the body, which may be an
+// event Parse does not build from (an issue comment).
+func TestVerify(t *testing.T) {
+	body := []byte(`{"action":"created","comment":{"body":"hi"}}`)
+	for _, p := range Providers() {
+		h := deliveryHeaders(p, "issue_comment", body, testSecret)
+		if err := Verify(p, h, body, testSecret); err != nil {
+			t.Errorf("%s: signed delivery refused: %v", p, err)
+		}
+		if err := Verify(p, h, body, "another secret"); !errors.Is(err, ErrSignature) {
+			t.Errorf("%s: wrong secret: err = %v, want ErrSignature", p, err)
+		}
+		if err := Verify(p, h, append([]byte(" "), body...), testSecret); p != GitLab && !errors.Is(err, ErrSignature) {
+			t.Errorf("%s: changed body: err = %v, want ErrSignature", p, err)
+		}
+		if err := Verify(p, h, body, ""); !errors.Is(err, ErrNoSecret) {
+			t.Errorf("%s: no secret: err = %v, want ErrNoSecret", p, err)
+		}
+	}
+	if err := Verify("svn", http.Header{}, body, testSecret); !errors.Is(err, errdefs.ErrInvalid) {
+		t.Errorf("unknown provider: err = %v", err)
+	}
+}

@@ -35,6 +35,7 @@ import (
 	"github.com/freshet-dev/freshet/client"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gitops/crd"
+	"github.com/freshet-dev/freshet/internal/gitops/events"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/gitops/host"
 	"github.com/freshet-dev/freshet/internal/gitops/rollouts"
@@ -176,7 +177,7 @@ func DryRun(cp ControlPlane, o Options, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	y, err := manifests.YAML(append(append(rollouts.CRDs(), workflows.CRDs()...), objs...)) // install applies the CRDs first
+	y, err := manifests.YAML(append(append(append(rollouts.CRDs(), workflows.CRDs()...), events.CRDs()...), objs...)) // install applies the CRDs first
 	if err != nil {
 		return err
 	}
@@ -222,6 +223,7 @@ func (in *Installer) Install(ctx context.Context, o Options) error {
 		}},
 		{"Argo Rollouts CRDs", func() (string, error) { return in.rolloutCRDs(ctx) }},
 		{"Argo Workflows CRDs", func() (string, error) { return in.workflowCRDs(ctx) }},
+		{"Argo Events CRDs", func() (string, error) { return in.eventCRDs(ctx) }},
 		{"Argo CD CRDs", func() (string, error) { return in.argoCDCRDs(ctx, o.WatchClusterApps) }},
 		{"manifests", func() (string, error) { return in.apply(ctx, o.manifestOptions(rt.ID, token)) }},
 	}
@@ -471,6 +473,16 @@ func (in *Installer) workflowCRDs(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return crd.Names(workflows.CRDs()), nil
+}
+
+// eventCRDs installs the CRDs of Argo Events' kinds (EventSource, Sensor, EventBus), which the
+// runtime's events controller serves (it applies them at start as well). Uninstall leaves
+// them, as it leaves the Workflows CRDs.
+func (in *Installer) eventCRDs(ctx context.Context) (string, error) {
+	if err := events.EnsureCRDs(ctx, in.dyn); err != nil {
+		return "", err
+	}
+	return crd.Names(events.CRDs()), nil
 }
 
 // argoCDCRDs installs the CRDs of Argo CD's Application, AppProject and ApplicationSet when the

@@ -113,6 +113,10 @@ func TestInstallResumeWaitAndUninstall(t *testing.T) {
 	if rl, err := w.kc.Discovery().ServerResourcesForGroupVersion("argoproj.io/v1alpha1"); err != nil || !servesRollouts(rl) {
 		t.Errorf("argoproj.io/v1alpha1 after install: %v %v\n%s", rl, err, w.out)
 	}
+	// And Argo Events' kinds.
+	if rl, err := w.kc.Discovery().ServerResourcesForGroupVersion("argoproj.io/v1alpha1"); err != nil || !servesKinds(rl, "EventSource", "Sensor", "EventBus") {
+		t.Errorf("argoproj.io/v1alpha1 after install has no Argo Events kinds: %v\n%s", err, w.out)
+	}
 	dep, err := w.kc.AppsV1().Deployments(w.ns).Get(ctx, "freshet-runtime", metav1.GetOptions{})
 	if err != nil || !strings.Contains(strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " "), "--repo "+w.repo) {
 		t.Fatalf("Deployment: %v %v", dep, err)
@@ -278,4 +282,14 @@ func servesRollouts(rl *metav1.APIResourceList) bool {
 		}
 	}
 	return false
+}
+
+// servesKinds: every kind is served in the list.
+func servesKinds(rl *metav1.APIResourceList, kinds ...string) bool {
+	for _, k := range kinds {
+		if !slices.ContainsFunc(rl.APIResources, func(r metav1.APIResource) bool { return r.Kind == k }) {
+			return false
+		}
+	}
+	return true
 }

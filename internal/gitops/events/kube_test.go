@@ -1,0 +1,655 @@
+package events_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"github.com/freshet-dev/freshet/internal/bus"
+	"github.com/freshet-dev/freshet/internal/gitops/events"
+	"github.com/freshet-dev/freshet/internal/gitops/workflows"
+	"github.com/freshet-dev/freshet/internal/testenv/kube"
+)
+
+// TestMain stops the clusters, then the embedded NATS if the tests started one.
+func TestMain(m *testing.M) {
+	code := kube.Run(m)
+	if embedded != nil {
+		_ = embedded.Close()
+		_ = os.RemoveAll(embeddedDir)
+	}
+	os.Exit(code)
+}
+
+// testNATS is the NATS with JetStream the tests use: FRESHET_TEST_NATS_URL, else the one at
+// 127.0.0.1:4222, else a JetStream server embedded in the test process (internal/bus, on a
+// random loopback port) — a real NATS in every case, never a double.
+var testNATS = sync.OnceValues(func() (string, error) {
+	url := os.Getenv("FRESHET_TEST_NATS_URL")
+	if url == "" {
+		url = "nats://127.0.0.1:4222"
+	}
+	if nc, err := nats.Connect(url, nats.Timeout(2*time.Second)); err == nil {
+		nc.Close()
+		return url, nil
+	}
+	dir, err := os.MkdirTemp("", "events-nats-")
+	if err != nil {
+		return "", err
+	}
+	b, err := bus.Open(context.Background(), bus.Options{DataDir: dir, ListenLoopback: true}, nil)
+	if err != nil {
+		return "", err
+	}
+	embedded, embeddedDir = b, dir
+	return b.ClientURL(), nil
+})
+
+// embedded is the NATS testNATS started, if it did, stopped by TestMain.
+var (
+	embedded    *bus.Bus
+	embeddedDir string
+)
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+type env struct {
+	t    *testing.T
+	c    *kube.Cluster
+	ns   string
+	ctrl *events.Controller
+	srv  *httptest.Server
+	js   jetstream.JetStream
+	ctx  context.Context
+	// natsURL is the test NATS (testNATS).
+	natsURL string
+}
+
+// newEnv starts the events controller on the loopback cluster, watching one namespace, with
+// the test NATS as the runtime's own, and serves its webhook handler on 127.0.0.1.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	c := kube.Shared(t)
+	natsURL, err := testNATS()
+	if err != nil {
+		t.Fatalf("no NATS with JetStream: %v", err)
+	}
+	nc, err := nats.Connect(natsURL, nats.Timeout(2*time.Second))
+	if err != nil {
+		t.Fatalf("NATS at %s: %v", natsURL, err)
+	}
+	t.Cleanup(nc.Close)
+	js, _ := jetstream.New(nc)
+	ns := c.Namespace(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := workflows.EnsureCRDs(ctx, c.Dynamic); err != nil {
+		t.Fatal(err)
+	}
+	ctrl, err := events.New(c.RESTConfig(), events.Options{Namespace: ns, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+		NATS: func(context.Context) (*nats.Conn, error) { return nc, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Run(ctx) }()
+	srv := httptest.NewServer(ctrl.Handler())
+	t.Cleanup(func() {
+		srv.Close()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("controller: %v", err)
+		}
+		dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer dcancel()
+		_ = js.DeleteStream(dctx, "ARGOEVENTS_"+strings.ReplaceAll(ns, ".", "_")+"_default")
+	})
+	e := &env{t: t, c: c, ns: ns, ctrl: ctrl, srv: srv, js: js, ctx: ctx, natsURL: natsURL}
+	e.waitFor("controller started", 60*time.Second, func() (bool, string) { return ctrl.Healthy(), "" })
+	// The Sensor acts as its service account: this one may create Workflows and ConfigMaps.
+	_, err = c.Client.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "trigger"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"argoproj.io"}, Resources: []string{"workflows"}, Verbs: []string{"create"}},
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Client.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "trigger"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "trigger"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "trigger", Namespace: ns}}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func (e *env) waitFor(what string, d time.Duration, cond func() (bool, string)) {
+	e.t.Helper()
+	deadline := time.Now().Add(d)
+	last := ""
+	for time.Now().Before(deadline) {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		last = state
+		time.Sleep(50 * time.Millisecond)
+	}
+	e.t.Fatalf("timed out after %v waiting for %s; last: %s", d, what, last)
+}
+
+func (e *env) create(res schema.GroupVersionResource, y string) {
+	e.t.Helper()
+	j, err := yaml.YAMLToJSON([]byte(y))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var u unstructured.Unstructured
+	if err := u.UnmarshalJSON(j); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.c.Dynamic.Resource(res).Namespace(e.ns).Create(e.ctx, &u, metav1.CreateOptions{}); err != nil {
+		e.t.Fatalf("create %s: %v", u.GetName(), err)
+	}
+}
+
+// condition is a resource's status condition of type typ: its status and message.
+func (e *env) condition(res schema.GroupVersionResource, name, typ string) (string, string) {
+	u, err := e.c.Dynamic.Resource(res).Namespace(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", err.Error()
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] == typ {
+			s, _ := m["status"].(string)
+			msg, _ := m["message"].(string)
+			return s, msg
+		}
+	}
+	return "", fmt.Sprint(conds)
+}
+
+func (e *env) waitCondition(res schema.GroupVersionResource, name, typ, status string) string {
+	e.t.Helper()
+	var msg string
+	e.waitFor(name+" "+typ+"="+status, 30*time.Second, func() (bool, string) {
+		s, m := e.condition(res, name, typ)
+		msg = m
+		return s == status, s + " " + m
+	})
+	return msg
+}
+
+func (e *env) workflows() []unstructured.Unstructured {
+	l, err := e.c.Dynamic.Resource(workflows.WorkflowsResource).Namespace(e.ns).List(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return l.Items
+}
+
+const secret = "It's a Secret to Everybody"
+
+// push sends a GitHub push delivery signed with key.
+func (e *env) push(path, key, delivery string, body []byte) (int, string) {
+	e.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+events.PathPrefix+e.ns+path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", "push")
+	req.Header.Set("X-GitHub-Delivery", delivery)
+	mac := hmac.New(sha256.New, []byte(key))
+	mac.Write(body)
+	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func pushBody(ref, after, repo string) []byte {
+	b, _ := json.Marshal(map[string]any{"ref": ref, "before": strings.Repeat("0", 40), "after": after,
+		"repository": map[string]any{"full_name": repo, "name": "app"}, "pusher": map[string]any{"name": "ann"}})
+	return b
+}
+
+const githubSource = `
+apiVersion: argoproj.io/v1alpha1
+kind: EventSource
+metadata: {name: github}
+spec:
+  github:
+    push:
+      repositories: [{owner: acme, names: [app]}]
+      webhook: {endpoint: /push, port: "12000", method: POST}
+      events: [push]
+      webhookSecret: {name: github, key: secret}
+`
+
+const buildSensor = `
+apiVersion: argoproj.io/v1alpha1
+kind: Sensor
+metadata: {name: build}
+spec:
+  template: {serviceAccountName: trigger}
+  dependencies:
+  - name: main-push
+    eventSourceName: github
+    eventName: push
+    filters:
+      data:
+      - {path: body.ref, type: string, value: ["^refs/heads/main$"]}
+  triggers:
+  - template:
+      name: build
+      k8s:
+        operation: create
+        source:
+          resource:
+            apiVersion: argoproj.io/v1alpha1
+            kind: Workflow
+            metadata: {generateName: build-}
+            spec:
+              entrypoint: main
+              arguments:
+                parameters:
+                - {name: revision, value: unset}
+                - {name: repo, value: unset}
+              templates:
+              - name: main
+                container: {image: alpine, command: [echo, "{{workflow.parameters.revision}}"]}
+        parameters:
+        - src: {dependencyName: main-push, dataKey: body.after}
+          dest: spec.arguments.parameters.0.value
+        - src: {dependencyName: main-push, dataKey: body.repository.full_name}
+          dest: spec.arguments.parameters.1.value
+`
+
+// setupGitHub creates the GitHub EventSource, its Secret, a native jetstream bus and the build
+// Sensor, and waits until they run.
+func (e *env) setupGitHub() {
+	if _, err := e.c.Client.CoreV1().Secrets(e.ns).Create(e.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "github"},
+		StringData: map[string]string{"secret": secret}}, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.create(events.EventBusResource, "apiVersion: argoproj.io/v1alpha1\nkind: EventBus\nmetadata: {name: default}\nspec: {jetstream: {version: latest}}\n")
+	e.create(events.EventSourcesResource, githubSource)
+	e.create(events.SensorsResource, buildSensor)
+	e.waitCondition(events.EventBusResource, "default", events.CondDeployed, "True")
+	e.waitCondition(events.EventSourcesResource, "github", events.CondDeployed, "True")
+	e.waitCondition(events.SensorsResource, "build", events.CondDeployed, "True")
+}
+
+// TestSignedWebhookToWorkflow: a signed GitHub push → the EventSource → JetStream → a Sensor
+// whose data filter lets main through → a Workflow in the cluster with the payload's revision
+// and repository as its parameters; a push to another branch, a wrong signature and a replay
+// create nothing.
+func TestSignedWebhookToWorkflow(t *testing.T) {
+	e := newEnv(t)
+	e.setupGitHub()
+	// A second Sensor submits a Workflow from a WorkflowTemplate (argoWorkflow trigger).
+	e.create(events.SensorsResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: Sensor
+metadata: {name: submit}
+spec:
+  template: {serviceAccountName: trigger}
+  dependencies:
+  - {name: push, eventSourceName: github, eventName: push, filters: {exprs: [{expr: 'ref == "refs/heads/main"', fields: [{name: ref, path: body.ref}]}]}}
+  triggers:
+  - template:
+      name: from-template
+      argoWorkflow:
+        operation: submit
+        source:
+          resource:
+            apiVersion: argoproj.io/v1alpha1
+            kind: Workflow
+            metadata: {generateName: from-template-}
+            spec:
+              workflowTemplateRef: {name: build-template}
+              arguments: {parameters: [{name: revision, value: unset}]}
+        parameters:
+        - src: {dependencyName: push, dataKey: body.after}
+          dest: spec.arguments.parameters.0.value
+`)
+	e.waitCondition(events.SensorsResource, "submit", events.CondDeployed, "True")
+
+	// Refused before anything is published.
+	if code, body := e.push("/github/push", "wrong secret", "d-0", pushBody("refs/heads/main", "bad", "acme/app")); code != http.StatusUnauthorized {
+		t.Errorf("wrong signature: %d %s", code, body)
+	}
+	if code, body := e.push("/nope/push", secret, "d-0", pushBody("refs/heads/main", "bad", "acme/app")); code != http.StatusUnauthorized {
+		t.Errorf("unknown event source: %d %s", code, body)
+	}
+	if code, body := e.push("/github/push", secret, "d-x", pushBody("refs/heads/main", "bad", "other/repo")); code != http.StatusOK || !strings.Contains(body, "ignored") {
+		t.Errorf("another repository: %d %s", code, body)
+	}
+	// Published, then filtered out by the Sensor.
+	if code, body := e.push("/github/push", secret, "d-1", pushBody("refs/heads/dev", "dev-sha", "acme/app")); code != http.StatusOK || !strings.Contains(body, "published") {
+		t.Fatalf("dev push: %d %s", code, body)
+	}
+	sha := "3f2a9c0e1b7d4a5f6e8c9b0a1d2e3f4a5b6c7d8e"
+	main := pushBody("refs/heads/main", sha, "acme/app")
+	if code, body := e.push("/github/push", secret, "d-2", main); code != http.StatusOK || !strings.Contains(body, "published") {
+		t.Fatalf("main push: %d %s", code, body)
+	}
+	if code, body := e.push("/github/push", secret, "d-3", main); code != http.StatusOK || !strings.Contains(body, "duplicate") {
+		t.Errorf("replayed body: %d %s", code, body)
+	}
+	var wfs []unstructured.Unstructured
+	e.waitFor("two workflows", 30*time.Second, func() (bool, string) {
+		wfs = e.workflows()
+		return len(wfs) >= 2, fmt.Sprint(len(wfs))
+	})
+	e.waitCondition(events.SensorsResource, "build", events.CondTriggered, "True")
+	e.waitCondition(events.SensorsResource, "submit", events.CondTriggered, "True")
+	// Each Sensor handles its events in stream order: the dev push came first, and the main
+	// push made the one workflow of each Sensor there is.
+	bySensor := map[string][]unstructured.Unstructured{}
+	for _, w := range e.workflows() {
+		s := w.GetLabels()["events.argoproj.io/sensor"]
+		bySensor[s] = append(bySensor[s], w)
+	}
+	if len(bySensor["build"]) != 1 || len(bySensor["submit"]) != 1 || len(bySensor) != 2 {
+		t.Fatalf("workflows by sensor %v, want one of build and one of submit (the dev push is filtered out)", bySensor)
+	}
+	sub := bySensor["submit"][0]
+	if ref, _, _ := unstructured.NestedString(sub.Object, "spec", "workflowTemplateRef", "name"); ref != "build-template" {
+		t.Errorf("submitted workflow's workflowTemplateRef %q", ref)
+	}
+	if ps, _, _ := unstructured.NestedSlice(sub.Object, "spec", "arguments", "parameters"); len(ps) != 1 || ps[0].(map[string]any)["value"] != sha {
+		t.Errorf("submitted workflow's parameters %v", ps)
+	}
+	wf := bySensor["build"][0]
+	params, _, _ := unstructured.NestedSlice(wf.Object, "spec", "arguments", "parameters")
+	got := map[string]any{}
+	for _, p := range params {
+		m := p.(map[string]any)
+		got[m["name"].(string)] = m["value"]
+	}
+	if got["revision"] != sha || got["repo"] != "acme/app" {
+		t.Errorf("workflow %s parameters %v, want revision %s and repo acme/app", wf.GetName(), got, sha)
+	}
+	if !strings.HasPrefix(wf.GetName(), "build-") || wf.GetLabels()["events.argoproj.io/sensor"] != "build" {
+		t.Errorf("workflow %s labels %v", wf.GetName(), wf.GetLabels())
+	}
+	// The workflow is valid for the workflow engine.
+	data, _ := wf.MarshalJSON()
+	if _, err := workflows.Decode(data); err != nil {
+		t.Errorf("created workflow does not validate: %v", err)
+	}
+}
+
+// TestInvalidSensorAndSource: a Sensor whose trigger template is invalid gets a condition
+// naming the field, and no consumer is made on the bus; an EventSource without a secret is
+// refused the same way, and its URL answers nothing.
+func TestInvalidSensorAndSource(t *testing.T) {
+	e := newEnv(t)
+	e.create(events.EventBusResource, "apiVersion: argoproj.io/v1alpha1\nkind: EventBus\nmetadata: {name: default}\nspec: {jetstreamExotic: {url: '"+e.natsURL+"'}}\n")
+	e.waitCondition(events.EventBusResource, "default", events.CondDeployed, "True")
+	e.create(events.SensorsResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: Sensor
+metadata: {name: broken}
+spec:
+  dependencies: [{name: d, eventSourceName: github, eventName: push}]
+  triggers:
+  - template:
+      name: build
+      k8s:
+        source:
+          resource:
+            apiVersion: argoproj.io/v1alpha1
+            kind: Workflow
+            metadata: {generateName: build-}
+            spec:
+              entrypoint: mian
+              templates: [{name: main, container: {image: alpine, command: [echo]}}]
+`)
+	msg := e.waitCondition(events.SensorsResource, "broken", events.CondTriggersProvided, "False")
+	want := `invalid spec: spec.triggers[0].template.k8s.source.resource.spec.entrypoint: "mian"`
+	if !strings.HasPrefix(msg, want) {
+		t.Errorf("message %q, want it to start with %q", msg, want)
+	}
+	if s, m := e.condition(events.SensorsResource, "broken", events.CondDeployed); s != "False" {
+		t.Errorf("Deployed = %s %s, want False", s, m)
+	}
+	stream := "ARGOEVENTS_" + e.ns + "_default"
+	if _, err := e.js.Consumer(e.ctx, stream, "sensor_"+e.ns+"_broken"); err == nil {
+		t.Errorf("a consumer was made for an invalid Sensor")
+	}
+	e.create(events.EventSourcesResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: EventSource
+metadata: {name: open}
+spec:
+  webhook:
+    hook: {endpoint: /hook, method: POST, port: "12000"}
+`)
+	msg = e.waitCondition(events.EventSourcesResource, "open", events.CondSourcesProvided, "False")
+	if !strings.Contains(msg, "spec.webhook.hook.authSecret: is required") {
+		t.Errorf("message %q", msg)
+	}
+	resp, err := http.Post(e.srv.URL+events.PathPrefix+e.ns+"/open/hook", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the refused source's URL answered %d", resp.StatusCode)
+	}
+}
+
+// TestCalendarCreatesResource: a calendar source with an interval fires through the bus, and a
+// Sensor's k8s trigger creates a ConfigMap holding the event's time.
+func TestCalendarCreatesResource(t *testing.T) {
+	e := newEnv(t)
+	e.create(events.EventBusResource, "apiVersion: argoproj.io/v1alpha1\nkind: EventBus\nmetadata: {name: default}\nspec: {jetstreamExotic: {url: '"+e.natsURL+"'}}\n")
+	e.create(events.SensorsResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: Sensor
+metadata: {name: tick}
+spec:
+  template: {serviceAccountName: trigger}
+  dependencies: [{name: t, eventSourceName: cal, eventName: every-second}]
+  triggers:
+  - template:
+      name: record
+      k8s:
+        operation: create
+        source:
+          resource:
+            apiVersion: v1
+            kind: ConfigMap
+            metadata: {generateName: tick-}
+            data: {at: unset, team: unset}
+        parameters:
+        - src: {dependencyName: t, dataKey: eventTime}
+          dest: data.at
+        - src: {dependencyName: t, dataKey: metadata.team}
+          dest: data.team
+`)
+	e.waitCondition(events.SensorsResource, "tick", events.CondDeployed, "True")
+	// The same trigger as the default service account, which may create nothing.
+	e.create(events.SensorsResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: Sensor
+metadata: {name: denied}
+spec:
+  dependencies: [{name: t, eventSourceName: cal, eventName: every-second}]
+  triggers:
+  - template:
+      name: record
+      k8s:
+        source:
+          resource: {apiVersion: v1, kind: ConfigMap, metadata: {generateName: denied-}}
+`)
+	e.waitCondition(events.SensorsResource, "denied", events.CondDeployed, "True")
+	e.create(events.EventSourcesResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: EventSource
+metadata: {name: cal}
+spec:
+  calendar:
+    every-second: {interval: 1s, timezone: Europe/Berlin, metadata: {team: platform}}
+`)
+	e.waitCondition(events.EventSourcesResource, "cal", events.CondDeployed, "True")
+	var cm corev1.ConfigMap
+	e.waitFor("a ConfigMap from a calendar event", 30*time.Second, func() (bool, string) {
+		l, err := e.c.Client.CoreV1().ConfigMaps(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: "events.argoproj.io/sensor=tick"})
+		if err != nil || len(l.Items) == 0 {
+			return false, fmt.Sprint(err)
+		}
+		cm = l.Items[0]
+		return true, ""
+	})
+	if cm.Data["team"] != "platform" || cm.Data["at"] == "unset" || cm.Data["at"] == "" {
+		t.Errorf("configmap data %v", cm.Data)
+	}
+	msg := e.waitCondition(events.SensorsResource, "denied", events.CondTriggered, "False")
+	if !strings.Contains(msg, "trigger record: create configmap/") || !strings.Contains(msg, "forbidden") {
+		t.Errorf("denied sensor's Triggered message %q", msg)
+	}
+}
+
+// TestProvidersAndWebhook: GitLab (token), Gitea and Bitbucket (signatures) and a plain webhook
+// (bearer authSecret) each reach a Sensor whose condition takes any of them, and each creates a
+// ConfigMap naming the event's type and a value of its body; unsigned deliveries are refused.
+func TestProvidersAndWebhook(t *testing.T) {
+	e := newEnv(t)
+	if _, err := e.c.Client.CoreV1().Secrets(e.ns).Create(e.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hooks"},
+		StringData: map[string]string{"secret": secret}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.create(events.EventBusResource, "apiVersion: argoproj.io/v1alpha1\nkind: EventBus\nmetadata: {name: default}\nspec: {jetstreamExotic: {url: '"+e.natsURL+"'}}\n")
+	e.create(events.EventSourcesResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: EventSource
+metadata: {name: git}
+spec:
+  gitlab:
+    gl: {webhook: {endpoint: /gitlab}, projects: [acme/app], events: [PushEvents], secretToken: {name: hooks, key: secret}}
+  gitea:
+    gt: {webhook: {endpoint: /gitea}, events: [push], webhookSecret: {name: hooks, key: secret}}
+  bitbucket:
+    bb: {webhook: {endpoint: /bitbucket}, events: ["repo:push"], webhookSecret: {name: hooks, key: secret}}
+  webhook:
+    wh: {endpoint: /hook, method: POST, authSecret: {name: hooks, key: secret}}
+`)
+	e.create(events.SensorsResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: Sensor
+metadata: {name: any}
+spec:
+  template: {serviceAccountName: trigger}
+  dependencies:
+  - {name: gl, eventSourceName: git, eventName: gl}
+  - {name: gt, eventSourceName: git, eventName: gt}
+  - {name: bb, eventSourceName: git, eventName: bb}
+  - {name: wh, eventSourceName: git, eventName: wh}
+  triggers:
+  - template:
+      name: record
+      conditions: "gl || gt || bb || wh"
+      k8s:
+        source:
+          resource: {apiVersion: v1, kind: ConfigMap, metadata: {generateName: ev-}}
+        parameters:
+        # As in Argo, a parameter of a dependency without an event takes its value (default).
+        - {src: {dependencyName: gl, dataKey: body.project.path_with_namespace, value: "-"}, dest: data.gl}
+        - {src: {dependencyName: gt, dataKey: body.repository.full_name, value: "-"}, dest: data.gt}
+        - {src: {dependencyName: bb, dataKey: body.repository.full_name, value: "-"}, dest: data.bb}
+        - {src: {dependencyName: wh, dataKey: body.message, value: "-"}, dest: data.wh}
+`)
+	e.waitCondition(events.EventSourcesResource, "git", events.CondDeployed, "True")
+	e.waitCondition(events.SensorsResource, "any", events.CondDeployed, "True")
+	mac := func(body []byte) string {
+		m := hmac.New(sha256.New, []byte(secret))
+		m.Write(body)
+		return hex.EncodeToString(m.Sum(nil))
+	}
+	send := func(path string, body []byte, h map[string]string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+events.PathPrefix+e.ns+"/git"+path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range h {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	gl := []byte(`{"object_kind":"push","project":{"id":7,"path_with_namespace":"acme/app"}}`)
+	gt := []byte(`{"ref":"refs/heads/main","repository":{"full_name":"acme/gitea-app"}}`)
+	bb := []byte(`{"push":{"changes":[]},"repository":{"full_name":"acme/bb-app"}}`)
+	wh := []byte(`{"message":"hello"}`)
+	for _, c := range []struct {
+		name, path string
+		body       []byte
+		h          map[string]string
+		want       int
+	}{
+		{"gitlab without token", "/gitlab", gl, map[string]string{"X-Gitlab-Event": "Push Hook"}, 401},
+		{"gitea unsigned", "/gitea", gt, map[string]string{"X-Gitea-Event": "push"}, 401},
+		{"bitbucket badly signed", "/bitbucket", bb, map[string]string{"X-Event-Key": "repo:push", "X-Hub-Signature": "sha256=" + mac(gl)}, 401},
+		{"webhook without token", "/hook", wh, nil, 401},
+		{"webhook wrong token", "/hook", wh, map[string]string{"Authorization": "Bearer nope"}, 401},
+		{"gitlab", "/gitlab", gl, map[string]string{"X-Gitlab-Event": "Push Hook", "X-Gitlab-Token": secret}, 200},
+		{"gitea", "/gitea", gt, map[string]string{"X-Gitea-Event": "push", "X-Gitea-Signature": mac(gt)}, 200},
+		{"bitbucket", "/bitbucket", bb, map[string]string{"X-Event-Key": "repo:push", "X-Hub-Signature": "sha256=" + mac(bb)}, 200},
+		{"webhook", "/hook", wh, map[string]string{"Authorization": "Bearer " + secret}, 200},
+	} {
+		if code, body := send(c.path, c.body, c.h); code != c.want || (code == 200 && !strings.Contains(body, "published")) {
+			t.Errorf("%s: %d %s, want %d", c.name, code, body, c.want)
+		}
+	}
+	want := map[string]bool{"acme/app": true, "acme/gitea-app": true, "acme/bb-app": true, "hello": true}
+	e.waitFor("four ConfigMaps", 30*time.Second, func() (bool, string) {
+		l, err := e.c.Client.CoreV1().ConfigMaps(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: "events.argoproj.io/sensor=any"})
+		if err != nil {
+			return false, err.Error()
+		}
+		got := map[string]bool{}
+		for _, cm := range l.Items {
+			for _, k := range []string{"gl", "gt", "bb", "wh"} {
+				if v := cm.Data[k]; v != "-" {
+					got[v] = true
+				}
+			}
+		}
+		return fmt.Sprint(got) == fmt.Sprint(want), fmt.Sprint(got)
+	})
+}

@@ -1,0 +1,346 @@
+package events
+
+import (
+	"encoding/json"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Argo Events' API group and version.
+const (
+	Group   = "argoproj.io"
+	Version = "v1alpha1"
+)
+
+// DefaultEventBus is the EventBus an EventSource or Sensor without eventBusName uses.
+const DefaultEventBus = "default"
+
+// SecretKeySelector names a key of a Secret in the resource's namespace.
+type SecretKeySelector struct {
+	Name string `json:"name"`
+	Key  string `json:"key"`
+}
+
+// Condition is one of a resource's status conditions, as Argo Events writes them.
+type Condition struct {
+	Type               string      `json:"type"`
+	Status             string      `json:"status"`
+	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitempty"`
+	Reason             string      `json:"reason,omitempty"`
+	Message            string      `json:"message,omitempty"`
+}
+
+// Status is the status of the three kinds: their conditions.
+type Status struct {
+	Conditions []Condition `json:"conditions,omitempty"`
+}
+
+// EventBus is Argo Events' EventBus.
+type EventBus struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              EventBusSpec `json:"spec"`
+	Status            Status       `json:"status,omitempty"`
+}
+
+// EventBusSpec: one of the bus kinds. Only JetStream runs.
+type EventBusSpec struct {
+	JetStream       *JetStreamBus       `json:"jetstream,omitempty"`
+	JetStreamExotic *JetStreamExoticBus `json:"jetstreamExotic,omitempty"`
+	NATS            json.RawMessage     `json:"nats,omitempty"`
+	Kafka           json.RawMessage     `json:"kafka,omitempty"`
+}
+
+// JetStreamBus is a JetStream bus Argo would deploy; here it is the runtime's own NATS.
+type JetStreamBus struct {
+	Version string `json:"version,omitempty"`
+	// StreamConfig and the rest of Argo's deployment fields are read and not used.
+	StreamConfig string `json:"streamConfig,omitempty"`
+}
+
+// JetStreamExoticBus is a JetStream server that runs elsewhere, at URL.
+type JetStreamExoticBus struct {
+	URL          string             `json:"url"`
+	AccessSecret *SecretKeySelector `json:"accessSecret,omitempty"`
+	StreamConfig string             `json:"streamConfig,omitempty"`
+}
+
+// EventSource is Argo Events' EventSource.
+type EventSource struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              EventSourceSpec `json:"spec"`
+	Status            Status          `json:"status,omitempty"`
+}
+
+// EventSourceSpec holds the event sources by type, each a map of event names.
+type EventSourceSpec struct {
+	EventBusName string                     `json:"eventBusName,omitempty"`
+	Webhook      map[string]WebhookSource   `json:"webhook,omitempty"`
+	Calendar     map[string]CalendarSource  `json:"calendar,omitempty"`
+	GitHub       map[string]GitHubSource    `json:"github,omitempty"`
+	GitLab       map[string]GitLabSource    `json:"gitlab,omitempty"`
+	Gitea        map[string]GitHubSource    `json:"gitea,omitempty"`
+	Bitbucket    map[string]BitbucketSource `json:"bitbucket,omitempty"`
+	Other        map[string]json.RawMessage `json:"-"`
+	Template     json.RawMessage            `json:"template,omitempty"`
+	Service      json.RawMessage            `json:"service,omitempty"`
+	Replicas     *int32                     `json:"replicas,omitempty"`
+}
+
+// WebhookContext is where a webhook event is served.
+type WebhookContext struct {
+	Endpoint         string             `json:"endpoint"`
+	Method           string             `json:"method"`
+	Port             string             `json:"port,omitempty"`
+	URL              string             `json:"url,omitempty"`
+	AuthSecret       *SecretKeySelector `json:"authSecret,omitempty"`
+	MaxPayloadSize   *int64             `json:"maxPayloadSize,omitempty"`
+	Metadata         map[string]string  `json:"metadata,omitempty"`
+	ServerCertSecret json.RawMessage    `json:"serverCertSecret,omitempty"`
+	ServerKeySecret  json.RawMessage    `json:"serverKeySecret,omitempty"`
+}
+
+// EventSourceFilter is an event source's own filter: an expression over the event's data.
+type EventSourceFilter struct {
+	Expression string `json:"expression,omitempty"`
+}
+
+// WebhookSource is a plain webhook event.
+type WebhookSource struct {
+	WebhookContext `json:",inline"`
+	Filter         *EventSourceFilter `json:"filter,omitempty"`
+}
+
+// CalendarSource fires on a schedule or an interval.
+type CalendarSource struct {
+	Schedule       string             `json:"schedule,omitempty"`
+	Interval       string             `json:"interval,omitempty"`
+	ExclusionDates []string           `json:"exclusionDates,omitempty"`
+	Timezone       string             `json:"timezone,omitempty"`
+	Metadata       map[string]string  `json:"metadata,omitempty"`
+	Persistence    json.RawMessage    `json:"persistence,omitempty"`
+	Filter         *EventSourceFilter `json:"filter,omitempty"`
+}
+
+// OwnedRepositories names repositories of one owner (GitHub, Gitea).
+type OwnedRepositories struct {
+	Owner string   `json:"owner"`
+	Names []string `json:"names"`
+}
+
+// GitHubSource is a GitHub (or Gitea) webhook event.
+type GitHubSource struct {
+	Webhook            *WebhookContext     `json:"webhook"`
+	Repositories       []OwnedRepositories `json:"repositories,omitempty"`
+	Owner              string              `json:"owner,omitempty"`
+	Repository         string              `json:"repository,omitempty"`
+	Organizations      []string            `json:"organizations,omitempty"`
+	Events             []string            `json:"events,omitempty"`
+	WebhookSecret      *SecretKeySelector  `json:"webhookSecret,omitempty"`
+	APIToken           *SecretKeySelector  `json:"apiToken,omitempty"`
+	Active             bool                `json:"active,omitempty"`
+	ContentType        string              `json:"contentType,omitempty"`
+	Insecure           bool                `json:"insecure,omitempty"`
+	DeleteHookOnFinish bool                `json:"deleteHookOnFinish,omitempty"`
+	GithubBaseURL      string              `json:"githubBaseURL,omitempty"`
+	GithubUploadURL    string              `json:"githubUploadURL,omitempty"`
+	Metadata           map[string]string   `json:"metadata,omitempty"`
+	Filter             *EventSourceFilter  `json:"filter,omitempty"`
+}
+
+// GitLabSource is a GitLab webhook event.
+type GitLabSource struct {
+	Webhook               *WebhookContext    `json:"webhook"`
+	ProjectID             string             `json:"projectID,omitempty"`
+	Projects              []string           `json:"projects,omitempty"`
+	Groups                []string           `json:"groups,omitempty"`
+	Events                []string           `json:"events,omitempty"`
+	AccessToken           *SecretKeySelector `json:"accessToken,omitempty"`
+	SecretToken           *SecretKeySelector `json:"secretToken,omitempty"`
+	EnableSSLVerification bool               `json:"enableSSLVerification,omitempty"`
+	GitlabBaseURL         string             `json:"gitlabBaseURL,omitempty"`
+	DeleteHookOnFinish    bool               `json:"deleteHookOnFinish,omitempty"`
+	Metadata              map[string]string  `json:"metadata,omitempty"`
+	Filter                *EventSourceFilter `json:"filter,omitempty"`
+}
+
+// BitbucketRepository names a Bitbucket Cloud repository.
+type BitbucketRepository struct {
+	Owner          string `json:"owner"`
+	RepositorySlug string `json:"repositorySlug"`
+}
+
+// BitbucketSource is a Bitbucket Cloud webhook event. Argo's has no secret (Bitbucket Cloud
+// signed no webhooks then); Freshet requires webhookSecret, as X-Hub-Signature is verified.
+type BitbucketSource struct {
+	Webhook            *WebhookContext       `json:"webhook"`
+	Owner              string                `json:"owner,omitempty"`
+	ProjectKey         string                `json:"projectKey,omitempty"`
+	RepositorySlug     string                `json:"repositorySlug,omitempty"`
+	Repositories       []BitbucketRepository `json:"repositories,omitempty"`
+	Events             []string              `json:"events,omitempty"`
+	WebhookSecret      *SecretKeySelector    `json:"webhookSecret,omitempty"`
+	Auth               json.RawMessage       `json:"auth,omitempty"`
+	DeleteHookOnFinish bool                  `json:"deleteHookOnFinish,omitempty"`
+	Metadata           map[string]string     `json:"metadata,omitempty"`
+	Filter             *EventSourceFilter    `json:"filter,omitempty"`
+}
+
+// Sensor is Argo Events' Sensor.
+type Sensor struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              SensorSpec `json:"spec"`
+	Status            Status     `json:"status,omitempty"`
+}
+
+// SensorSpec: the events a Sensor waits for and what it then does.
+type SensorSpec struct {
+	Dependencies         []Dependency      `json:"dependencies"`
+	Triggers             []Trigger         `json:"triggers"`
+	Template             *SensorTemplate   `json:"template,omitempty"`
+	EventBusName         string            `json:"eventBusName,omitempty"`
+	Replicas             *int32            `json:"replicas,omitempty"`
+	ErrorOnFailedRound   bool              `json:"errorOnFailedRound,omitempty"`
+	RevisionHistoryLimit *int32            `json:"revisionHistoryLimit,omitempty"`
+	LoggingFields        map[string]string `json:"loggingFields,omitempty"`
+}
+
+// SensorTemplate is the Sensor's pod template in Argo; here its service account is who the
+// triggers act as.
+type SensorTemplate struct {
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+}
+
+// Dependency is one event a Sensor waits for.
+type Dependency struct {
+	Name                   string          `json:"name"`
+	EventSourceName        string          `json:"eventSourceName"`
+	EventName              string          `json:"eventName"`
+	Filters                *EventFilters   `json:"filters,omitempty"`
+	FiltersLogicalOperator string          `json:"filtersLogicalOperator,omitempty"`
+	Transform              json.RawMessage `json:"transform,omitempty"`
+}
+
+// EventFilters are a dependency's filters.
+type EventFilters struct {
+	Time                *TimeFilter   `json:"time,omitempty"`
+	Context             *EventContext `json:"context,omitempty"`
+	Data                []DataFilter  `json:"data,omitempty"`
+	Exprs               []ExprFilter  `json:"exprs,omitempty"`
+	DataLogicalOperator string        `json:"dataLogicalOperator,omitempty"`
+	ExprLogicalOperator string        `json:"exprLogicalOperator,omitempty"`
+	Script              string        `json:"script,omitempty"`
+}
+
+// TimeFilter passes events whose time of day (UTC) is in [Start, Stop).
+type TimeFilter struct {
+	Start string `json:"start"`
+	Stop  string `json:"stop"`
+}
+
+// DataFilter compares a value of the event's data.
+type DataFilter struct {
+	Path       string   `json:"path"`
+	Type       string   `json:"type"`
+	Value      []string `json:"value"`
+	Comparator string   `json:"comparator,omitempty"`
+	Template   string   `json:"template,omitempty"`
+}
+
+// ExprFilter is a boolean expression over fields of the event's data.
+type ExprFilter struct {
+	Expr   string         `json:"expr"`
+	Fields []PayloadField `json:"fields"`
+}
+
+// PayloadField names a value of the event's data for an ExprFilter.
+type PayloadField struct {
+	Path string `json:"path"`
+	Name string `json:"name"`
+}
+
+// Trigger is what a Sensor does once its conditions hold.
+type Trigger struct {
+	Template      *TriggerTemplate   `json:"template"`
+	Parameters    []TriggerParameter `json:"parameters,omitempty"`
+	Policy        json.RawMessage    `json:"policy,omitempty"`
+	RetryStrategy json.RawMessage    `json:"retryStrategy,omitempty"`
+	RateLimit     json.RawMessage    `json:"rateLimit,omitempty"`
+	AtLeastOnce   bool               `json:"atLeastOnce,omitempty"`
+}
+
+// TriggerTemplate: the trigger's name, conditions and kind.
+type TriggerTemplate struct {
+	Name            string               `json:"name"`
+	Conditions      string               `json:"conditions,omitempty"`
+	ConditionsReset json.RawMessage      `json:"conditionsReset,omitempty"`
+	K8s             *StandardK8sTrigger  `json:"k8s,omitempty"`
+	ArgoWorkflow    *ArgoWorkflowTrigger `json:"argoWorkflow,omitempty"`
+	// Other kinds (http, awsLambda, kafka, nats, slack, log, …) are refused by name.
+	Other map[string]json.RawMessage `json:"-"`
+}
+
+// ArtifactLocation is where a trigger's resource comes from. Only an inline resource is built.
+type ArtifactLocation struct {
+	Resource  json.RawMessage `json:"resource,omitempty"`
+	S3        json.RawMessage `json:"s3,omitempty"`
+	Inline    *string         `json:"inline,omitempty"`
+	File      json.RawMessage `json:"file,omitempty"`
+	URL       json.RawMessage `json:"url,omitempty"`
+	ConfigMap json.RawMessage `json:"configmap,omitempty"`
+	Git       json.RawMessage `json:"git,omitempty"`
+}
+
+// StandardK8sTrigger creates (or updates, deletes) a Kubernetes object.
+type StandardK8sTrigger struct {
+	Source        *ArtifactLocation  `json:"source"`
+	Operation     string             `json:"operation,omitempty"`
+	Parameters    []TriggerParameter `json:"parameters,omitempty"`
+	PatchStrategy string             `json:"patchStrategy,omitempty"`
+	LiveObject    bool               `json:"liveObject,omitempty"`
+}
+
+// ArgoWorkflowTrigger submits a Workflow.
+type ArgoWorkflowTrigger struct {
+	Source     *ArtifactLocation  `json:"source"`
+	Operation  string             `json:"operation,omitempty"`
+	Parameters []TriggerParameter `json:"parameters,omitempty"`
+	Args       []string           `json:"args,omitempty"`
+}
+
+// TriggerParameter sets Dest of the resource (or of the trigger template) from an event.
+type TriggerParameter struct {
+	Src       *TriggerParameterSource `json:"src"`
+	Dest      string                  `json:"dest"`
+	Operation string                  `json:"operation,omitempty"`
+}
+
+// TriggerParameterSource is where a parameter's value comes from.
+type TriggerParameterSource struct {
+	DependencyName  string  `json:"dependencyName"`
+	ContextKey      string  `json:"contextKey,omitempty"`
+	ContextTemplate string  `json:"contextTemplate,omitempty"`
+	DataKey         string  `json:"dataKey,omitempty"`
+	DataTemplate    string  `json:"dataTemplate,omitempty"`
+	Value           *string `json:"value,omitempty"`
+	UseRawData      bool    `json:"useRawData,omitempty"`
+}
+
+// EventContext is the CloudEvents context of an event, as Argo Events gives it to Sensors.
+type EventContext struct {
+	ID              string      `json:"id,omitempty"`
+	Source          string      `json:"source,omitempty"`
+	SpecVersion     string      `json:"specversion,omitempty"`
+	Type            string      `json:"type,omitempty"`
+	DataContentType string      `json:"datacontenttype,omitempty"`
+	Subject         string      `json:"subject,omitempty"`
+	Time            metav1.Time `json:"time,omitempty"`
+}
+
+// Event is what goes over the bus: Argo's CloudEvent, its data JSON.
+type Event struct {
+	Context EventContext    `json:"context"`
+	Data    json.RawMessage `json:"data"`
+}
