@@ -712,3 +712,35 @@ func TestNetworkPolicyRefusesInternalAddresses(t *testing.T) {
 		t.Errorf("a name resolving to loopback: %+v (posts %d)", d, len(rc.got()))
 	}
 }
+
+// Master-key rotation re-encrypts channels' secrets: after the old key is retired, a webhook
+// is still signed with its secret.
+func TestChannelSecretsSurviveKeyRotation(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, store.SQLite, nil)
+	rc := newReceiver(t, 0, 0)
+	e.channel(t, notify.ChannelSpec{Name: "hook", Kind: notify.KindWebhook, URL: rc.srv.URL, Secret: "rotate-me"})
+	e.channel(t, notify.ChannelSpec{Name: "plain", Kind: notify.KindWebhook, URL: rc.srv.URL})
+	old := e.keys.Primary()
+	if _, err := e.keys.Rotate(); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	err := e.db.Tx(ctx, func(tx *store.Tx) (err error) {
+		n, err = notify.ReencryptSecrets(ctx, tx, e.keys)
+		return err
+	})
+	if err != nil || n != 1 {
+		t.Fatalf("ReencryptSecrets = %d, %v; want 1", n, err)
+	}
+	if err := e.keys.Retire(old); err != nil {
+		t.Fatal(err)
+	}
+	d, err := e.svc.SendTest(ctx, e.admin, "hook")
+	if err != nil || d.Status != notify.StatusDelivered {
+		t.Fatalf("after rotation: %+v, %v", d, err)
+	}
+	if p := rc.got()[0]; p.header.Get(notify.HeaderSignature) != notify.Sign("rotate-me", p.body) {
+		t.Error("the body is not signed with the secret after rotation")
+	}
+}
