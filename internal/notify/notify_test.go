@@ -15,6 +15,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -743,4 +744,52 @@ func TestChannelSecretsSurviveKeyRotation(t *testing.T) {
 	if p := rc.got()[0]; p.header.Get(notify.HeaderSignature) != notify.Sign("rotate-me", p.body) {
 		t.Error("the body is not signed with the secret after rotation")
 	}
+}
+
+// Two replicas — two services on one database, both consuming the bus and both sending — share
+// the work: every event is delivered once, none twice, whichever replica queued or sent it.
+func TestReplicasDeliverEachEventOnce(t *testing.T) {
+	eachBackend(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		e := newEnv(t, d, nil)
+		rc := newReceiver(t, 0, 0)
+		e.channel(t, notify.ChannelSpec{Name: "hook", Kind: notify.KindWebhook, URL: rc.srv.URL})
+		e.subscribe(t, notify.SubscriptionSpec{Channel: "hook", Events: []string{notify.EventDeployment}})
+		b, err := bus.Open(ctx, bus.Options{DataDir: t.TempDir()}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		first := e.svc
+		e.open(t) // a second replica: its own pool and service on the same database
+		for _, svc := range []*notify.Service{first, e.svc} {
+			rctx, cancel := context.WithCancel(ctx)
+			done := make(chan struct{}, 2)
+			go func() { svc.Run(rctx, b); done <- struct{}{} }()
+			go func() { svc.RunSender(rctx); done <- struct{}{} }()
+			t.Cleanup(func() { cancel(); <-done; <-done })
+		}
+		const events = 40
+		now := time.Now().UTC()
+		for i := range events {
+			app := "app-" + strconv.Itoa(i)
+			if err := bus.Publish(ctx, b, "freshet."+e.account+".gitops.sync-finished", "gitops-sync-finished/rt/"+app+"/1",
+				runtimes.SyncFinished{AccountID: e.account, RuntimeID: "rt_1", Runtime: "prod", Application: app, SyncID: 1, Phase: "Succeeded", FinishedAt: now}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waitFor(t, "every event's delivery", func() bool { return len(rc.got()) >= events && allDone(e.deliveries(t, "")) })
+		seen := map[string]int{}
+		for _, p := range rc.got() {
+			seen[p.header.Get(notify.HeaderDelivery)]++
+		}
+		if len(rc.got()) != events || len(seen) != events {
+			t.Errorf("%d posts of %d deliveries, want %d of %d", len(rc.got()), len(seen), events, events)
+		}
+		for _, dl := range e.deliveries(t, "") {
+			if len(dl.Attempts) != 1 {
+				t.Errorf("delivery %s was attempted %d times", dl.ID, len(dl.Attempts))
+			}
+		}
+	})
 }
