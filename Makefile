@@ -10,7 +10,7 @@ export GOFLAGS ?= -buildvcs=false
 CHART_REGISTRY ?=
 CHART_VERSION  ?=
 
-.PHONY: chart all build up test test-deps test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-workflows bench-containers bench-analytics bench-helm faults generate check fuzz security clean
+.PHONY: chart all build up test test-deps test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-workflows bench-containers bench-analytics bench-notify bench-helm faults generate check fuzz security clean
 
 all: build
 
@@ -78,6 +78,11 @@ bench-lint:
 ## (SQLite, and PostgreSQL with FRESHET_TEST_POSTGRES), and event → visible in analytics
 bench-analytics:
 	$(GO) run ./hack/bench --only analytics
+
+## bench-notify: a GitOps event on the bus → its webhook post received (300 events one at a time;
+## SQLite, and PostgreSQL with FRESHET_TEST_POSTGRES)
+bench-notify:
+	FRESHET_NOTIFY_BENCH=$${FRESHET_NOTIFY_BENCH:-300} $(GO) test -count=1 -run 'TestBenchEventToDelivered' -v ./internal/notify/ | grep -E '^(BENCH|--- |ok|FAIL)'
 
 ## bench-containers: the container executor on the loopback engine: step start against plain
 ## podman run, a rebuild from the layer cache, 20 concurrent builds of 20 steps (leaks counted)
