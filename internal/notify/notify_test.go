@@ -793,3 +793,37 @@ func TestReplicasDeliverEachEventOnce(t *testing.T) {
 		}
 	})
 }
+
+// A slow endpoint does not hold up the others: while one webhook has not answered, another
+// channel's notification of the same event is delivered.
+func TestSlowEndpointDoesNotHoldOthers(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, store.SQLite, nil)
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer slow.Close()
+	defer close(release)
+	fast := newReceiver(t, 0, 0)
+	// Attempts wait an hour for an answer: sent one after the other, the fast channel's would
+	// wait behind the slow one's for longer than the test.
+	e.svc = notify.New(notify.Deps{Store: e.db, Keys: e.keys, Net: e.policy, SendTimeout: time.Hour, Poll: 10 * time.Millisecond})
+	e.channel(t, notify.ChannelSpec{Name: "a-slow", Kind: notify.KindWebhook, URL: slow.URL})
+	e.channel(t, notify.ChannelSpec{Name: "b-fast", Kind: notify.KindWebhook, URL: fast.srv.URL})
+	for _, c := range []string{"a-slow", "b-fast"} {
+		e.subscribe(t, notify.SubscriptionSpec{Channel: c, Events: []string{notify.EventHealthDegraded}})
+	}
+	raw, _ := json.Marshal(runtimes.HealthChanged{AccountID: e.account, RuntimeID: "rt_1", Runtime: "prod", Application: "shop", From: "Healthy", To: "Degraded", At: time.Now()})
+	if err := e.svc.HandleGitOpsEvent(ctx, bus.Message[json.RawMessage]{Subject: "freshet." + e.account + ".gitops.health-changed", Key: "h1", Data: raw, Delivered: 1}); err != nil {
+		t.Fatal(err)
+	}
+	e.runSender(t)
+	waitFor(t, "the fast channel's delivery while the slow one hangs", func() bool { return len(fast.got()) == 1 })
+	if ds := e.deliveries(t, "a-slow"); len(ds) != 1 || ds[0].Status != notify.StatusPending || len(ds[0].Attempts) != 0 {
+		t.Errorf("the slow channel's delivery: %+v", ds)
+	}
+}

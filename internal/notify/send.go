@@ -19,6 +19,7 @@ import (
 	"net/smtp"
 	"net/textproto"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
@@ -362,8 +363,12 @@ func (s *Service) RunSender(ctx context.Context) error {
 	}
 }
 
-// sendBatch bounds the deliveries one SendDue looks at.
-const sendBatch = 20
+// sendBatch bounds the deliveries one SendDue looks at; sendParallel how many of them are sent
+// at once, so that one slow endpoint does not hold up the others.
+const (
+	sendBatch    = 20
+	sendParallel = 4
+)
 
 // SendDue claims and sends the deliveries due now, one attempt each, and reports how many it
 // attempted.
@@ -373,24 +378,46 @@ func (s *Service) SendDue(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("due notifications: %w", err)
 	}
-	n := 0
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		n     int
+		first error
+	)
+	slots := make(chan struct{}, sendParallel)
 	for _, d := range due {
 		if ctx.Err() != nil {
 			break
 		}
 		ok, err := s.db.ClaimNotification(ctx, d.ID, d.NextAttemptAt, now.Add(claimFor))
 		if err != nil {
-			return n, fmt.Errorf("claim notification %s: %w", d.ID, err)
+			mu.Lock()
+			first = fmt.Errorf("claim notification %s: %w", d.ID, err)
+			mu.Unlock()
+			break
 		}
 		if !ok {
 			continue // another sender has it
 		}
-		if err := s.attempt(ctx, d, false); err != nil {
-			return n, err
-		}
-		n++
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			err := s.attempt(ctx, d, false)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && first == nil {
+				first = err
+			}
+			if err == nil {
+				n++
+			}
+		}()
 	}
-	return n, nil
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	return n, first
 }
 
 // attempt sends d once and records the attempt and d's state after it: delivered; pending with
