@@ -345,13 +345,18 @@ func (s *Service) Kick() {
 	}
 }
 
-// RunSender sends due deliveries until ctx ends: when kicked (an event was queued) and every
-// Poll. Every replica runs it; a delivery is claimed by one of them.
+// RunSender sends due deliveries until ctx ends: when kicked (an event was queued, a send
+// ended) and every Poll. Up to sendParallel deliveries are in flight at once, each in its own
+// goroutine, so a slow endpoint holds one of them and nothing else. Every replica runs it; a
+// delivery is claimed by one of them. It returns once the sends in flight have ended.
 func (s *Service) RunSender(ctx context.Context) error {
 	t := time.NewTicker(s.poll)
 	defer t.Stop()
+	slots := make(chan struct{}, sendParallel)
+	var inflight sync.WaitGroup
+	defer inflight.Wait()
 	for {
-		if _, err := s.SendDue(ctx); err != nil && ctx.Err() == nil {
+		if err := s.dispatch(ctx, slots, &inflight); err != nil && ctx.Err() == nil {
 			s.log.Warn("send notifications", "err", err)
 		}
 		select {
@@ -363,61 +368,42 @@ func (s *Service) RunSender(ctx context.Context) error {
 	}
 }
 
-// sendBatch bounds the deliveries one SendDue looks at; sendParallel how many of them are sent
-// at once, so that one slow endpoint does not hold up the others.
-const (
-	sendBatch    = 20
-	sendParallel = 4
-)
+// sendParallel bounds the deliveries a sender has in flight.
+const sendParallel = 4
 
-// SendDue claims and sends the deliveries due now, one attempt each, and reports how many it
-// attempted.
-func (s *Service) SendDue(ctx context.Context) (int, error) {
-	now := s.now()
-	due, err := s.db.DueNotifications(ctx, now, sendBatch)
-	if err != nil {
-		return 0, fmt.Errorf("due notifications: %w", err)
+// dispatch claims as many due deliveries as slots has room for and sends each in a goroutine
+// that frees its slot (and kicks the sender) when its attempt is recorded.
+func (s *Service) dispatch(ctx context.Context, slots chan struct{}, inflight *sync.WaitGroup) error {
+	free := cap(slots) - len(slots)
+	if free == 0 {
+		return nil
 	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		n     int
-		first error
-	)
-	slots := make(chan struct{}, sendParallel)
+	now := s.now()
+	due, err := s.db.DueNotifications(ctx, now, free)
+	if err != nil {
+		return fmt.Errorf("due notifications: %w", err)
+	}
 	for _, d := range due {
 		if ctx.Err() != nil {
-			break
+			return nil
 		}
 		ok, err := s.db.ClaimNotification(ctx, d.ID, d.NextAttemptAt, now.Add(claimFor))
 		if err != nil {
-			mu.Lock()
-			first = fmt.Errorf("claim notification %s: %w", d.ID, err)
-			mu.Unlock()
-			break
+			return fmt.Errorf("claim notification %s: %w", d.ID, err)
 		}
 		if !ok {
 			continue // another sender has it
 		}
-		slots <- struct{}{}
-		wg.Add(1)
+		slots <- struct{}{} // never blocks: only this goroutine fills slots
+		inflight.Add(1)
 		go func() {
-			defer func() { <-slots; wg.Done() }()
-			err := s.attempt(ctx, d, false)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && first == nil {
-				first = err
-			}
-			if err == nil {
-				n++
+			defer func() { <-slots; inflight.Done(); s.Kick() }()
+			if err := s.attempt(ctx, d, false); err != nil {
+				s.log.Warn("send notification", "delivery", d.ID, "err", err)
 			}
 		}()
 	}
-	wg.Wait()
-	mu.Lock()
-	defer mu.Unlock()
-	return n, first
+	return nil
 }
 
 // attempt sends d once and records the attempt and d's state after it: delivered; pending with
