@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/mail"
+	"net/netip"
 	"net/url"
 	"regexp"
 	"slices"
@@ -303,6 +304,9 @@ func checkHTTPURL(field, raw string) (*url.URL, error) {
 	if u.User != nil {
 		return nil, errdefs.Invalid(field, "(redacted)", "must not carry credentials in the URL: give a signing secret instead")
 	}
+	if !validHost(u.Hostname()) {
+		return nil, errdefs.Invalid(field, maskURL(raw), "does not name a host: give a host name or an IP address in its usual form")
+	}
 	return u, nil
 }
 
@@ -318,7 +322,16 @@ func validHost(h string) bool {
 		u, err := url.Parse("smtp://[" + h + "]")
 		return err == nil && u.Hostname() == h
 	}
-	for _, label := range strings.Split(strings.TrimSuffix(h, "."), ".") {
+	if _, err := netip.ParseAddr(h); err == nil {
+		return true
+	}
+	// A name's last label is never all digits: what looks like one is an address in another
+	// spelling (2130706433, 0x7f.1, 127.1) that resolvers and browsers read differently.
+	labels := strings.Split(strings.TrimSuffix(h, "."), ".")
+	if last := labels[len(labels)-1]; strings.Trim(last, "0123456789") == "" || strings.HasPrefix(strings.ToLower(last), "0x") {
+		return false
+	}
+	for _, label := range labels {
 		if label == "" || len(label) > 63 || strings.HasPrefix(label, "-") || strings.HasSuffix(label, "-") {
 			return false
 		}
