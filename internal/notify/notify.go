@@ -77,6 +77,9 @@ const (
 	DefaultSendTimeout = 15 * time.Second
 	DefaultPoll        = time.Second
 	DefaultSMTPPort    = 587
+	// DefaultRetention is how long delivered and failed deliveries stay in the log.
+	DefaultRetention = 30 * 24 * time.Hour
+	pruneEvery       = time.Hour
 	// claimFor is how long a claimed delivery is held by its sender: one that dies holding it
 	// gives it back after this.
 	claimFor        = 2 * time.Minute
@@ -197,6 +200,7 @@ type Store interface {
 	NotificationAttempts(ctx context.Context, accountID string, ids []string) ([]store.NotificationAttempt, error)
 	GetBuild(ctx context.Context, accountID, id string) (store.Build, error)
 	GetPipeline(ctx context.Context, accountID, id string) (store.Pipeline, error)
+	PruneNotificationDeliveries(ctx context.Context, before time.Time) (int64, error)
 }
 
 var _ Store = (*store.DB)(nil)
@@ -216,6 +220,7 @@ type Service struct {
 	timeout     time.Duration
 	poll        time.Duration
 	rootCAs     *x509.CertPool
+	retention   time.Duration
 	kick        chan struct{}
 }
 
@@ -239,6 +244,8 @@ type Deps struct {
 	BackoffMax  time.Duration
 	SendTimeout time.Duration
 	Poll        time.Duration
+	// Retention is DefaultRetention when zero.
+	Retention time.Duration
 	// SMTPRootCAs are the roots SMTP servers' certificates are checked against (nil: the host's).
 	SMTPRootCAs *x509.CertPool
 }
@@ -269,12 +276,15 @@ func New(d Deps) *Service {
 	if d.Poll <= 0 {
 		d.Poll = DefaultPoll
 	}
+	if d.Retention <= 0 {
+		d.Retention = DefaultRetention
+	}
 	if as, ok := d.Store.(audit.Store); ok && d.Audit == nil {
 		d.Audit = audit.NewLog(as, d.Log)
 	}
 	return &Service{db: d.Store, audit: d.Audit, keys: d.Keys, net: d.Net, log: d.Log, now: d.Now, baseURL: strings.TrimSuffix(d.BaseURL, "/"),
 		maxAttempts: d.MaxAttempts, backoffMin: d.BackoffMin, backoffMax: d.BackoffMax, timeout: d.SendTimeout, poll: d.Poll,
-		rootCAs: d.SMTPRootCAs, kick: make(chan struct{}, 1)}
+		rootCAs: d.SMTPRootCAs, retention: d.Retention, kick: make(chan struct{}, 1)}
 }
 
 func (s *Service) finish(ctx context.Context, e *audit.Entry, err error) {

@@ -524,7 +524,7 @@ func TestQueueSurvivesARestart(t *testing.T) {
 		e.db.Close() // the process stops before sending
 		e.open(t)
 		e.runSender(t)
-		waitFor(t, "the queued deliveries", func() bool { return len(rc.got()) == 2 })
+		waitFor(t, "the queued deliveries", func() bool { return len(rc.got()) == 2 && allDone(e.deliveries(t, "hook")) })
 		for _, p := range rc.got() {
 			if p.header.Get(notify.HeaderSignature) != notify.Sign("s3cret", p.body) {
 				t.Errorf("a delivery after the restart is not signed with the stored secret")
@@ -832,4 +832,42 @@ func TestSlowEndpointDoesNotHoldOthers(t *testing.T) {
 	if ds := e.deliveries(t, "a-slow"); len(ds) != 2 || ds[1].Status != notify.StatusPending || len(ds[1].Attempts) != 0 {
 		t.Errorf("the slow channel's deliveries: %+v", ds)
 	}
+}
+
+// The log keeps settled deliveries for the retention: older delivered and failed ones go with
+// their attempts; pending ones stay whatever their age.
+func TestPruneKeepsTheRetention(t *testing.T) {
+	eachBackend(t, func(t *testing.T, d store.Dialect) {
+		ctx := context.Background()
+		e := newEnv(t, d, nil)
+		ok, down := newReceiver(t, 0, 0), newReceiver(t, 0, 503)
+		down.failAlways = true
+		e.channel(t, notify.ChannelSpec{Name: "ok", Kind: notify.KindWebhook, URL: ok.srv.URL})
+		e.channel(t, notify.ChannelSpec{Name: "down", Kind: notify.KindWebhook, URL: down.srv.URL})
+		for _, c := range []string{"ok", "down"} {
+			if _, err := e.svc.SendTest(ctx, e.admin, c); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.subscribe(t, notify.SubscriptionSpec{Channel: "ok", Events: []string{notify.EventHealthDegraded}})
+		raw, _ := json.Marshal(runtimes.HealthChanged{AccountID: e.account, RuntimeID: "rt_1", Runtime: "prod", Application: "shop", From: "Healthy", To: "Degraded", At: time.Now()})
+		if err := e.svc.HandleGitOpsEvent(ctx, bus.Message[json.RawMessage]{Subject: "freshet." + e.account + ".gitops.health-changed", Key: "h1", Data: raw, Delivered: 1}); err != nil {
+			t.Fatal(err)
+		}
+		fresh := notify.New(notify.Deps{Store: e.db, Keys: e.keys, Net: e.policy, Retention: time.Hour})
+		if n, err := fresh.Prune(ctx); err != nil || n != 0 {
+			t.Fatalf("prune of a fresh log: %d, %v", n, err)
+		}
+		later := notify.New(notify.Deps{Store: e.db, Keys: e.keys, Net: e.policy, Retention: time.Hour, Now: func() time.Time { return time.Now().Add(2 * time.Hour) }})
+		if n, err := later.Prune(ctx); err != nil || n != 2 {
+			t.Fatalf("prune two hours later: %d, %v; want the delivered and the failed test", n, err)
+		}
+		ds := e.deliveries(t, "")
+		if len(ds) != 1 || ds[0].Status != notify.StatusPending {
+			t.Errorf("after pruning: %+v", ds)
+		}
+		if atts, err := e.db.NotificationAttempts(ctx, e.account, []string{ds[0].ID}); err != nil || len(atts) != 0 {
+			t.Errorf("attempts: %+v, %v", atts, err)
+		}
+	})
 }

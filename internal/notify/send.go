@@ -355,9 +355,16 @@ func (s *Service) RunSender(ctx context.Context) error {
 	slots := make(chan struct{}, sendParallel)
 	var inflight sync.WaitGroup
 	defer inflight.Wait()
+	var pruned time.Time
 	for {
 		if err := s.dispatch(ctx, slots, &inflight); err != nil && ctx.Err() == nil {
 			s.log.Warn("send notifications", "err", err)
+		}
+		if time.Since(pruned) >= pruneEvery {
+			if _, err := s.Prune(ctx); err != nil && ctx.Err() == nil {
+				s.log.Warn("prune the notification log", "err", err)
+			}
+			pruned = time.Now()
 		}
 		select {
 		case <-ctx.Done():
@@ -366,6 +373,12 @@ func (s *Service) RunSender(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// Prune deletes delivered and failed deliveries older than the retention (the sender runs it
+// every hour) and reports how many.
+func (s *Service) Prune(ctx context.Context) (int64, error) {
+	return s.db.PruneNotificationDeliveries(ctx, s.now().Add(-s.retention))
 }
 
 // sendParallel bounds the deliveries a sender has in flight.

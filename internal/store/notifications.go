@@ -322,3 +322,17 @@ func (q *Queries) SetNotificationChannelSecret(ctx context.Context, id, secret s
 	_, err := q.exec(ctx, `UPDATE notification_channels SET secret = ? WHERE id = ?`, secret, id)
 	return err
 }
+
+// PruneNotificationDeliveries deletes delivered and failed deliveries (with their attempts) last
+// changed before before, and reports how many.
+func (q *Queries) PruneNotificationDeliveries(ctx context.Context, before time.Time) (int64, error) {
+	if _, err := q.exec(ctx, `DELETE FROM notification_attempts WHERE delivery_id IN
+		(SELECT id FROM notification_deliveries WHERE updated_at < ? AND status <> 'pending')`, micros(before)); err != nil {
+		return 0, err
+	}
+	res, err := q.exec(ctx, `DELETE FROM notification_deliveries WHERE updated_at < ? AND status <> 'pending'`, micros(before))
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}

@@ -48,6 +48,7 @@ CREATE TABLE notification_deliveries (
 );
 CREATE INDEX notification_deliveries_due ON notification_deliveries (status, next_attempt_at);
 CREATE INDEX notification_deliveries_account ON notification_deliveries (account_id, id);
+CREATE INDEX notification_deliveries_updated ON notification_deliveries (updated_at);
 
 -- Every attempt of a delivery: when, how long, the HTTP status (0 for email or no answer) and
 -- the error ('' when it was delivered).
