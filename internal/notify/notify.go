@@ -126,12 +126,13 @@ type ChannelSpec struct {
 
 // channelConfig is a channel's stored public settings.
 type channelConfig struct {
-	URL  string `json:"url,omitempty"`
+	URL  string `json:"url,omitempty"` // a webhook's URL as shown (its query masked)
 	SMTP *SMTP  `json:"smtp,omitempty"`
 }
 
 // channelSecret is a channel's stored secret settings, encrypted as JSON.
 type channelSecret struct {
+	WebhookURL    string `json:"webhookUrl,omitempty"` // its query may be a credential
 	WebhookSecret string `json:"webhookSecret,omitempty"`
 	SlackURL      string `json:"slackUrl,omitempty"`
 	SMTPPassword  string `json:"smtpPassword,omitempty"`
@@ -395,7 +396,7 @@ func validateChannel(c ChannelSpec, net *netpolicy.Policy) (channelConfig, chann
 		if len(c.Secret) > maxSecret || strings.ContainsFunc(c.Secret, isControl) {
 			return cfg, sec, errdefs.Invalid("secret", "(redacted)", fmt.Sprintf("is not a signing secret: at most %d characters, no control characters", maxSecret))
 		}
-		cfg.URL, sec.WebhookSecret = c.URL, c.Secret
+		cfg.URL, sec.WebhookURL, sec.WebhookSecret = maskURL(c.URL), c.URL, c.Secret
 		return cfg, sec, nil
 	case KindEmail:
 		if c.URL != "" {
@@ -539,7 +540,10 @@ func (s *Service) toChannel(row store.NotificationChannel) (Channel, error) {
 	c := Channel{Name: row.Name, Kind: row.Kind, SMTP: cfg.SMTP, CreatedAt: row.CreatedAt}
 	switch row.Kind {
 	case KindWebhook:
-		c.URL, c.HasSecret = maskURL(cfg.URL), row.Secret != ""
+		c.URL = cfg.URL // masked when stored
+		if sec, err := s.openSecret(row); err == nil {
+			c.HasSecret = sec.WebhookSecret != ""
+		}
 	case KindSlack:
 		c.URL, c.HasSecret = "(secret)", true
 		if sec, err := s.openSecret(row); err == nil {

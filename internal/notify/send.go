@@ -120,7 +120,7 @@ func (s *Service) deliver(ctx context.Context, d store.NotificationDelivery) (in
 		if sec.WebhookSecret != "" {
 			h.Set(HeaderSignature, Sign(sec.WebhookSecret, body))
 		}
-		return s.post(ctx, cfg.URL, body, h)
+		return s.post(ctx, sec.WebhookURL, body, h)
 	case KindSlack:
 		body, _ := json.Marshal(slackBody(m))
 		return s.post(ctx, sec.SlackURL, body, nil)
