@@ -10,7 +10,7 @@ export GOFLAGS ?= -buildvcs=false
 CHART_REGISTRY ?=
 CHART_VERSION  ?=
 
-.PHONY: chart all build up test test-deps test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-workflows bench-events bench-containers bench-analytics bench-helm faults generate check fuzz security clean
+.PHONY: chart all build up test test-deps test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-workflows bench-events bench-containers bench-analytics bench-notify bench-helm faults generate check fuzz security clean
 
 all: build
 
@@ -69,6 +69,7 @@ bench: build
 	$(MAKE) --no-print-directory bench-containers
 	$(MAKE) --no-print-directory bench-lint
 	$(MAKE) --no-print-directory bench-analytics
+	$(MAKE) --no-print-directory bench-notify
 	$(MAKE) --no-print-directory bench-helm
 
 ## bench-lint: pipeline lint of 1,000 codefresh.yml files, median and p99 time per file
@@ -79,6 +80,11 @@ bench-lint:
 ## (SQLite, and PostgreSQL with FRESHET_TEST_POSTGRES), and event → visible in analytics
 bench-analytics:
 	$(GO) run ./hack/bench --only analytics
+
+## bench-notify: a GitOps event on the bus → its webhook post received (300 events one at a time;
+## SQLite, and PostgreSQL with FRESHET_TEST_POSTGRES)
+bench-notify:
+	FRESHET_NOTIFY_BENCH=$${FRESHET_NOTIFY_BENCH:-300} $(GO) test -count=1 -run 'TestBenchEventToDelivered' -v ./internal/notify/ | grep -E '^(BENCH|--- |ok|FAIL)'
 
 ## bench-containers: the container executor on the loopback engine: step start against plain
 ## podman run, a rebuild from the layer cache, 20 concurrent builds of 20 steps (leaks counted)

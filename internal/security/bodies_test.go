@@ -50,6 +50,8 @@ var laxBase = map[string]string{
 	"POST /api/v1/teams":                         `{"name":"lax-team"}`,
 	"POST /api/v1/images":                        `{"image":"ghcr.io/lax/web:1","digest":"sha256:` + strings.Repeat("ab", 32) + `","commit":"0123456789abcdef0123456789abcdef01234567","issues":["LAX-1"]}`,
 	"POST /api/v1/issue-trackers":                `{"name":"lax-tracker","kind":"github","scope":["lax"]}`,
+	"POST /api/v1/notifications/channels":        `{"name":"lax-channel","kind":"webhook","url":"https://lax-hook.example/in","secret":"lax-secret"}`,
+	"POST /api/v1/notifications/subscriptions":   `{"channel":"lax-channel","events":["deployment"]}`,
 	"POST /api/v1/teams/{team}/members":          `{"user":"b-user@bravo.test"}`,
 	"POST /api/v1/rules":                         `{"user":"b-user@bravo.test","action":"read","kind":"pipelines"}`,
 	"POST /api/v1/auth/password-reset":           `{"token":"fpr_not-a-token","newPassword":"a-new-lax-password"}`,

@@ -37,6 +37,7 @@ type tenants struct {
 	aInvitation                                              string         // alice's invitation to a third account
 	aTeam, aRule                                             string         // A's team (alice is in it) and its rule
 	aSession                                                 string         // the ID of A's admin's session
+	aSubscription                                            string         // A's notification subscription (to aChannel)
 }
 
 const aSecretValue = "a-secret-value-xyz-123"
@@ -58,6 +59,7 @@ const (
 	aReportedRepo  = "ghcr.io/a-reported/web"
 	aReportedIssue = "ASECRET-77"
 	aTracker       = "a-secret-tracker"
+	aChannel       = "a-secret-channel"
 )
 
 const isolationSpec = "version: '1.0'\nsteps:\n  one:\n    commands: [\"echo one\"]\n"
@@ -221,6 +223,17 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 		t.Fatal(err)
 	}
 
+	if _, err := s.Admin.CreateNotificationChannel(ctx, client.CreateNotificationChannelRequest{Name: aChannel, Kind: "webhook",
+		URL: "https://a-secret-hook.example/in", Secret: "a-channel-secret"}); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := s.Admin.CreateNotificationSubscription(ctx, client.CreateNotificationSubscriptionRequest{Channel: aChannel, Events: []string{"deployment"},
+		Application: "a-notified-app"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn.aSubscription = sub.ID
+
 	audit, err := s.Admin.ListAudit(ctx, client.AuditFilter{ListOptions: client.ListOptions{Limit: 1000}})
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +243,8 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 		pr.ID, pl.ID, bl.ID, rn.ID, rn.Token, aSecretValue, aRegistryPassword, aRegistryURL, aRegistryUser, aImageRepo, aImageDigest,
 		trg.ID, trg.Secret, art.ID, art.Token, tn.aTeam, "a-team-secret", tn.aRule, "a-rt-attr", tn.aSession,
 		aApps[0].ID, "a-shop-web", "a-secret-repo", "a-team-label", "a-payments", "a-project-x", aHookSecret, tn.aInvitation, aDeployment,
-		aReportedDigest, aReportedRepo, aReportedIssue, aTracker, "a-tracker-token"}
+		aReportedDigest, aReportedRepo, aReportedIssue, aTracker, "a-tracker-token",
+		aChannel, "a-secret-hook.example", "a-channel-secret", "a-notified-app", sub.ID}
 	for _, e := range audit.Items {
 		tn.aOnly = append(tn.aOnly, e.ID)
 	}
@@ -334,6 +348,12 @@ func (tn *tenants) unchanged(t *testing.T) {
 	}
 	if ts, err := tn.aAdmin.ListIssueTrackers(ctx); err != nil || len(ts.Items) != 1 || ts.Items[0].Name != aTracker {
 		t.Errorf("A's issue trackers changed: %+v, %v", ts.Items, err)
+	}
+	if cs, err := tn.aAdmin.ListNotificationChannels(ctx); err != nil || len(cs.Items) != 1 || cs.Items[0].Name != aChannel || !cs.Items[0].HasSecret {
+		t.Errorf("A's notification channels changed: %+v, %v", cs.Items, err)
+	}
+	if ss, err := tn.aAdmin.ListNotificationSubscriptions(ctx); err != nil || len(ss.Items) != 1 || ss.Items[0].ID != tn.aSubscription {
+		t.Errorf("A's notification subscriptions changed: %+v, %v", ss.Items, err)
 	}
 }
 
@@ -696,6 +716,40 @@ func init() {
 			st, out := raw(t, tn, "DELETE", "/api/v1/issue-trackers/"+aTracker, tn.bKey, "")
 			expect(t, "deleting A's tracker", st, 404)
 			return st, out
+		},
+		"GET /api/v1/notifications/channels": func(t *testing.T, tn *tenants) (int, string) {
+			return raw(t, tn, "GET", "/api/v1/notifications/channels", tn.bKey, "")
+		},
+		"POST /api/v1/notifications/channels": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "POST", "/api/v1/notifications/channels", tn.bKey, `{"name":"b-channel","kind":"webhook","url":"https://b-hook.example/in"}`)
+			expect(t, "B's own channel", st, 201)
+			return st, out
+		},
+		"DELETE /api/v1/notifications/channels/{name}": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "DELETE", "/api/v1/notifications/channels/"+aChannel, tn.bKey, "")
+			expect(t, "deleting A's channel", st, 404)
+			return st, out
+		},
+		"POST /api/v1/notifications/channels/{name}/test": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "POST", "/api/v1/notifications/channels/"+aChannel+"/test", tn.bKey, "")
+			expect(t, "testing A's channel", st, 404)
+			return st, out
+		},
+		"GET /api/v1/notifications/subscriptions": func(t *testing.T, tn *tenants) (int, string) {
+			return raw(t, tn, "GET", "/api/v1/notifications/subscriptions", tn.bKey, "")
+		},
+		"POST /api/v1/notifications/subscriptions": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "POST", "/api/v1/notifications/subscriptions", tn.bKey, `{"channel":"`+aChannel+`","events":["deployment"]}`)
+			expect(t, "subscribing A's channel", st, 400)
+			return st, out
+		},
+		"DELETE /api/v1/notifications/subscriptions/{id}": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "DELETE", "/api/v1/notifications/subscriptions/"+tn.aSubscription, tn.bKey, "")
+			expect(t, "deleting A's subscription", st, 404)
+			return st, out
+		},
+		"GET /api/v1/notifications/deliveries": func(t *testing.T, tn *tenants) (int, string) {
+			return raw(t, tn, "GET", "/api/v1/notifications/deliveries?channel="+aChannel, tn.bKey, "")
 		},
 		"GET /api/v1/runners": func(t *testing.T, tn *tenants) (int, string) {
 			return raw(t, tn, "GET", "/api/v1/runners", tn.bKey, "")

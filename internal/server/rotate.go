@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 
+	"github.com/freshet-dev/freshet/internal/notify"
 	"github.com/freshet-dev/freshet/internal/pipeline"
 	"github.com/freshet-dev/freshet/internal/runtimes"
 	"github.com/freshet-dev/freshet/internal/store"
@@ -14,7 +15,8 @@ type Reencrypter interface {
 }
 
 // ReencryptSecrets rewrites every stored secret — each domain rewrites its own: CI contexts,
-// pipeline variables and trigger webhook secrets; the accounts' GitOps webhook secrets — under
+// pipeline variables and trigger webhook secrets; the accounts' GitOps webhook secrets;
+// notification channels' secrets — under
 // k's primary key, all in one transaction, and reports how many values changed. Run it after
 // adding a new primary key and before retiring the old one.
 func ReencryptSecrets(ctx context.Context, db *store.DB, k Reencrypter) (int, error) {
@@ -25,7 +27,11 @@ func ReencryptSecrets(ctx context.Context, db *store.DB, k Reencrypter) (int, er
 			return err
 		}
 		gitops, err := runtimes.ReencryptSecrets(ctx, tx, k)
-		total = ci + gitops
+		if err != nil {
+			return err
+		}
+		channels, err := notify.ReencryptSecrets(ctx, tx, k)
+		total = ci + gitops + channels
 		return err
 	})
 	return total, err

@@ -38,6 +38,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/identity"
 	"github.com/freshet-dev/freshet/internal/images"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
+	"github.com/freshet-dev/freshet/internal/notify"
 	"github.com/freshet-dev/freshet/internal/pipeline"
 	"github.com/freshet-dev/freshet/internal/runtimes"
 	"github.com/freshet-dev/freshet/internal/secrets"
@@ -63,6 +64,7 @@ type Server struct {
 	analyze  *analytics.Handler
 	stats    *analytics.Service
 	images   *images.Service
+	notify   *notify.Service
 	pipes    *pipeline.Service
 	dispatch *pipeline.Dispatcher
 	runtimes *runtimes.Service
@@ -179,7 +181,9 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 		Origins: s.images})
 	s.analyze = analytics.NewHandler(analytics.HandlerDeps{Store: s.db, Bus: s.bus, Ledger: s.db.Ledger(), Log: log.With("component", "analytics"),
 		FailureWindow: opts.AnalyticsFailureWindow})
-	s.rest = rest.New(rest.Deps{Identity: s.identity, Audit: s.audit, Pipelines: s.pipes, Dispatcher: s.dispatch, Runtimes: s.runtimes, Analytics: s.stats, Images: s.images, Log: log,
+	s.notify = notify.New(notify.Deps{Store: s.db, Audit: s.audit, Keys: keys, Net: s.policy, BaseURL: baseURL, Log: log.With("component", "notifications")})
+	s.rest = rest.New(rest.Deps{Identity: s.identity, Audit: s.audit, Pipelines: s.pipes, Dispatcher: s.dispatch, Runtimes: s.runtimes, Analytics: s.stats, Images: s.images,
+		Notifications: s.notify, Log: log,
 		SecureCookies: opts.TLSCert != "", Access: s.access, PublicURL: baseURL})
 	gql, err := graphql.New(s.identity, s.audit, s.runtimes, s.stats, log)
 	if err != nil {
@@ -298,6 +302,8 @@ func (s *Server) Run(ctx context.Context) error {
 	g.Go(func() error { return s.outbox.Run(gctx) })
 	g.Go(func() error { return s.analyze.Run(gctx) })
 	g.Go(func() error { return s.pipes.RunCommitStatuses(gctx, s.bus) })
+	g.Go(func() error { return s.notify.Run(gctx, s.bus) })
+	g.Go(func() error { return s.notify.RunSender(gctx) })
 	g.Go(func() error { return s.dispatch.Run(gctx) })
 	g.Go(func() error { return s.elector.Run(gctx) })
 	g.Go(func() error { return s.cron.Run(gctx) })

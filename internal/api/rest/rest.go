@@ -18,6 +18,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/identity"
 	"github.com/freshet-dev/freshet/internal/images"
+	"github.com/freshet-dev/freshet/internal/notify"
 	"github.com/freshet-dev/freshet/internal/pipeline"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/runtimes"
@@ -40,6 +41,7 @@ type API struct {
 	runtimes  *runtimes.Service
 	analytics *analytics.Service
 	images    *images.Service
+	notify    *notify.Service
 	log       *slog.Logger
 	secure    bool // cookies get the Secure attribute (the server speaks TLS)
 	access    *httpx.Access
@@ -55,7 +57,9 @@ type Deps struct {
 	Runtimes   *runtimes.Service
 	Analytics  *analytics.Service
 	Images     *images.Service
-	Log        *slog.Logger
+	// Notifications serves /api/v1/notifications/…
+	Notifications *notify.Service
+	Log           *slog.Logger
 	// SecureCookies marks session cookies Secure (the server speaks TLS).
 	SecureCookies bool
 	// Access ends streams (a followed log) whose caller lost access.
@@ -67,7 +71,7 @@ type Deps struct {
 
 // New returns the REST API over the given services.
 func New(d Deps) *API {
-	return &API{id: d.Identity, audit: d.Audit, pipelines: d.Pipelines, dispatch: d.Dispatcher, runtimes: d.Runtimes, analytics: d.Analytics, images: d.Images, log: d.Log, secure: d.SecureCookies, access: d.Access, publicURL: strings.TrimSuffix(d.PublicURL, "/")}
+	return &API{id: d.Identity, audit: d.Audit, pipelines: d.Pipelines, dispatch: d.Dispatcher, runtimes: d.Runtimes, analytics: d.Analytics, images: d.Images, notify: d.Notifications, log: d.Log, secure: d.SecureCookies, access: d.Access, publicURL: strings.TrimSuffix(d.PublicURL, "/")}
 }
 
 // Routes lists every REST endpoint.
@@ -158,6 +162,14 @@ func (a *API) Routes() []Route {
 		{Method: "GET", Path: "/api/v1/issue-trackers", Handler: a.listIssueTrackers},
 		{Method: "POST", Path: "/api/v1/issue-trackers", Handler: a.createIssueTracker},
 		{Method: "DELETE", Path: "/api/v1/issue-trackers/{name}", Handler: a.deleteIssueTracker},
+		{Method: "GET", Path: "/api/v1/notifications/channels", Handler: a.listNotificationChannels},
+		{Method: "POST", Path: "/api/v1/notifications/channels", Handler: a.createNotificationChannel},
+		{Method: "DELETE", Path: "/api/v1/notifications/channels/{name}", Handler: a.deleteNotificationChannel},
+		{Method: "POST", Path: "/api/v1/notifications/channels/{name}/test", Handler: a.testNotificationChannel},
+		{Method: "GET", Path: "/api/v1/notifications/subscriptions", Handler: a.listNotificationSubscriptions},
+		{Method: "POST", Path: "/api/v1/notifications/subscriptions", Handler: a.createNotificationSubscription},
+		{Method: "DELETE", Path: "/api/v1/notifications/subscriptions/{id}", Handler: a.deleteNotificationSubscription},
+		{Method: "GET", Path: "/api/v1/notifications/deliveries", Handler: a.listNotificationDeliveries},
 		{Method: "GET", Path: "/api/v1/runners", Handler: a.listRunners},
 		{Method: "POST", Path: "/api/v1/runners", Handler: a.registerRunner},
 		{Method: "DELETE", Path: "/api/v1/runners/{id}", Handler: a.deleteRunner},

@@ -121,6 +121,13 @@ import client_ReportedImage from '../../../api/testdata/wire/client.ReportedImag
 import client_ReportImageRequest from '../../../api/testdata/wire/client.ReportImageRequest.json';
 import client_IssueTracker from '../../../api/testdata/wire/client.IssueTracker.json';
 import client_CreateIssueTrackerRequest from '../../../api/testdata/wire/client.CreateIssueTrackerRequest.json';
+import client_NotificationChannel from '../../../api/testdata/wire/client.NotificationChannel.json';
+import client_NotificationSMTP from '../../../api/testdata/wire/client.NotificationSMTP.json';
+import client_CreateNotificationChannelRequest from '../../../api/testdata/wire/client.CreateNotificationChannelRequest.json';
+import client_NotificationSubscription from '../../../api/testdata/wire/client.NotificationSubscription.json';
+import client_CreateNotificationSubscriptionRequest from '../../../api/testdata/wire/client.CreateNotificationSubscriptionRequest.json';
+import client_NotificationDelivery from '../../../api/testdata/wire/client.NotificationDelivery.json';
+import client_NotificationAttempt from '../../../api/testdata/wire/client.NotificationAttempt.json';
 import client_DeploymentCommit from '../../../api/testdata/wire/client.DeploymentCommit.json';
 import appproxyv1_NotifyRequest from '../../../api/testdata/wire/appproxyv1.NotifyRequest.json';
 import appproxyv1_NotifyResult from '../../../api/testdata/wire/appproxyv1.NotifyResult.json';
@@ -326,6 +333,13 @@ const notInTheUI: Record<string, { golden: Golden; why: string }> = {
   'client.ReportImageRequest': { golden: client_ReportImageRequest, why: '`freshet image report` and CI systems send it' },
   'client.IssueTracker': { golden: client_IssueTracker, why: '`freshet image trackers list`; no settings page yet' },
   'client.CreateIssueTrackerRequest': { golden: client_CreateIssueTrackerRequest, why: '`freshet image trackers create`; no settings page yet' },
+  'client.NotificationChannel': { golden: client_NotificationChannel, why: '`freshet notification channel list`; no settings page yet' },
+  'client.NotificationSMTP': { golden: client_NotificationSMTP, why: 'the settings of an email channel (`freshet notification channel create --kind email`); no settings page yet' },
+  'client.CreateNotificationChannelRequest': { golden: client_CreateNotificationChannelRequest, why: '`freshet notification channel create`; no settings page yet' },
+  'client.NotificationSubscription': { golden: client_NotificationSubscription, why: '`freshet notification subscription list`; no settings page yet' },
+  'client.CreateNotificationSubscriptionRequest': { golden: client_CreateNotificationSubscriptionRequest, why: '`freshet notification subscription create`; no settings page yet' },
+  'client.NotificationDelivery': { golden: client_NotificationDelivery, why: '`freshet notification deliveries` and `channel test`; no settings page yet' },
+  'client.NotificationAttempt': { golden: client_NotificationAttempt, why: 'the attempts of a delivery (`freshet notification deliveries`); no settings page yet' },
   'client.DeployedImage': { golden: client_DeployedImage, why: 'analytics (issue 17): the CLI and GraphQL read it; the dashboards that will are not built yet' },
   'client.Deployment': { golden: client_Deployment, why: 'analytics (issue 17): the CLI and GraphQL read it; the dashboards that will are not built yet' },
   'client.DeploymentCommit': { golden: client_DeploymentCommit, why: 'analytics (issue 17): the CLI and GraphQL read it; the dashboards that will are not built yet' },
