@@ -189,8 +189,21 @@ func (p *Policy) checkHost(field, shown, host string) error {
 		if what := p.checkAddr(a); what != "" {
 			return errdefs.Invalid(field, shown, fmt.Sprintf("reaches %s, %s: %s", a.WithZone(""), what, p.allowedText()))
 		}
+		return nil
+	}
+	if otherAddressSpelling(h) {
+		return errdefs.Invalid(field, shown, fmt.Sprintf("names %s, an IP address in a spelling other than dotted decimal (resolvers read 2130706433, 0x7f.1 or 127.1 as 127.0.0.1): write the address as a.b.c.d or use a DNS name", host))
 	}
 	return nil
+}
+
+// otherAddressSpelling reports whether h, which is not an address netip parses, is still an
+// IPv4 address to the C resolver (inet_aton) and to browsers: a DNS name's last label is never
+// all digits or hexadecimal with 0x.
+func otherAddressSpelling(h string) bool {
+	labels := strings.Split(strings.TrimSuffix(h, "."), ".")
+	last := strings.ToLower(labels[len(labels)-1])
+	return last != "" && (strings.Trim(last, "0123456789") == "" || strings.HasPrefix(last, "0x"))
 }
 
 // checkAddr returns what kind of refused address a is, or "" when it may be reached.

@@ -40,7 +40,7 @@ func TestServerDefaultsRefuseLocalAndSpecialURLs(t *testing.T) {
 		"http://[::ffff:127.0.0.1]/x", "http://[fe80::1%25eth0]/x", "http://[64:ff9b::7f00:1]/x", "http://100.64.0.1/x",
 		"http://192.168.1.1/x", "http://172.31.255.255/x", "http://[fd00::1]/x", "http://224.0.0.1/x", "http://255.255.255.255/x",
 		"git://127.0.0.1/x", "ssh://git@127.0.0.1/x", "git@127.0.0.1:org/repo", "git@[::1]:org/repo", "ftp://example.com/x",
-		"", "not a url",
+		"", "not a url", "http://2130706433/x", "http://0x7f.1/x", "http://127.1/x", "https://0X7F000001/x", "http://017700000001/x",
 	} {
 		err := p.CheckRepoURL("specRepo", raw)
 		if err == nil {
@@ -332,5 +332,22 @@ func TestDescribeKeepsRemoteBytesOut(t *testing.T) {
 	}
 	if d := netpolicy.Describe(&net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}); d != "cannot connect: connection refused" {
 		t.Errorf("Describe(dial) = %q", d)
+	}
+}
+
+// A host that netip does not parse but the C resolver (inet_aton) and browsers read as an
+// IPv4 address is refused wherever a URL is checked, with the way to write it instead.
+func TestOtherAddressSpellingsRefused(t *testing.T) {
+	p := policy(t, netpolicy.Options{}, t.TempDir())
+	for _, raw := range []string{"https://2130706433:6443", "https://0x7f000001", "https://10.1:6443", "https://1.2.3.0x4"} {
+		err := p.CheckServerURL("server", raw)
+		if err == nil || errdefs.Field(err) != "server" || !strings.Contains(err.Error(), "dotted decimal") {
+			t.Errorf("%q: %v", raw, err)
+		}
+	}
+	for _, raw := range []string{"https://kube.example.com:6443", "https://93.184.216.34:6443", "https://k8s-1.internal2.example"} {
+		if err := p.CheckServerURL("server", raw); err != nil {
+			t.Errorf("%q: %v", raw, err)
+		}
 	}
 }
