@@ -132,7 +132,7 @@ func archiveRow(field string, w *runtimev1.WorkflowRecord) (store.ArchivedWorkfl
 }
 
 // queueWorkflowFinished writes a finished workflow's bus event to the outbox, in the report's
-// transaction. Its key (runtime, UID, finish time) makes a re-sent report publish nothing twice.
+// transaction. Its key (runtime, UID, finish time, phase) makes a re-sent report publish nothing twice.
 func queueWorkflowFinished(ctx context.Context, tx *store.Tx, rt Runtime, row store.ArchivedWorkflow, now time.Time) error {
 	ev := WorkflowFinished{AccountID: rt.AccountID, RuntimeID: rt.ID, Runtime: rt.Name, ArchiveID: row.ID, Namespace: row.Namespace, Name: row.Name,
 		UID: row.UID, Phase: row.Phase, Message: row.Message, Template: row.Template, Trigger: row.Trigger, TriggeredBy: row.TriggeredBy,
@@ -144,7 +144,7 @@ func queueWorkflowFinished(ctx context.Context, tx *store.Tx, rt Runtime, row st
 	return tx.InsertOutbox(ctx, store.OutboxMessage{
 		AccountID: rt.AccountID,
 		Subject:   events.DomainSubject(rt.AccountID, EventDomain, EventWorkflowFinished),
-		Key:       fmt.Sprintf("%s-%s/%s/%s/%d", EventDomain, EventWorkflowFinished, rt.ID, row.UID, row.FinishedAt.UnixMicro()),
+		Key:       fmt.Sprintf("%s-%s/%s/%s/%d/%s", EventDomain, EventWorkflowFinished, rt.ID, row.UID, row.FinishedAt.UnixMicro(), row.Phase),
 		Payload:   string(payload),
 		CreatedAt: now,
 	})

@@ -33,7 +33,8 @@ type ArchivedWorkflowFilter struct {
 
 // ArchiveWorkflow stores w (account w.AccountID, runtime w.RuntimeID) and reports whether it is
 // new or changed. The same Workflow (runtime and UID) reported again replaces its row only when
-// it finished at another time (retried): a report sent twice changes nothing. w.ID is used only
+// it finished at another time or in another phase (retried): a report sent twice changes
+// nothing. w.ID is used only
 // for a new row.
 func (q *Queries) ArchiveWorkflow(ctx context.Context, w ArchivedWorkflow) (bool, error) {
 	if err := q.ownRuntime(ctx, w.AccountID, w.RuntimeID); err != nil {
@@ -49,7 +50,8 @@ func (q *Queries) ArchiveWorkflow(ctx context.Context, w ArchivedWorkflow) (bool
 			message = excluded.message, template = excluded.template, trigger_kind = excluded.trigger_kind, triggered_by = excluded.triggered_by,
 			node_count = excluded.node_count, started_at = excluded.started_at, finished_at = excluded.finished_at,
 			archived_at = excluded.archived_at, detail = excluded.detail
-		WHERE workflow_archive.account_id = excluded.account_id AND workflow_archive.finished_at <> excluded.finished_at
+		WHERE workflow_archive.account_id = excluded.account_id AND (workflow_archive.finished_at <> excluded.finished_at
+			OR workflow_archive.phase <> excluded.phase)
 		RETURNING id`,
 		w.ID, w.AccountID, w.RuntimeID, w.Namespace, w.Name, w.UID, w.Phase, w.Message, w.Template, w.Trigger, w.TriggeredBy, w.NodeCount,
 		micros(w.StartedAt), micros(w.FinishedAt), micros(w.ArchivedAt), w.Detail).Scan(&id)

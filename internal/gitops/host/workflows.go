@@ -42,7 +42,9 @@ func (h *Host) workflowsCtl() (Workflows, error) {
 	return h.opts.Workflows, nil
 }
 
-func submitter(c Caller) workflows.Submitter { return workflows.Submitter{User: c.User, Email: c.Email} }
+func submitter(c Caller) workflows.Submitter {
+	return workflows.Submitter{User: c.User, Email: c.Email}
+}
 
 // DecodeWorkflowSubmit reads the body of POST workflows: a WorkflowSubmitRequest whose workflow,
 // when given, is an object; unknown fields are refused, naming them.

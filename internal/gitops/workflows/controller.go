@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
 
@@ -360,12 +361,14 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	return o.requeue, nil
 }
 
-// finished tells OnFinished of a finished Workflow, once per UID and finish time.
+// finished tells OnFinished of a finished Workflow, once per UID, finish time and phase.
 func (c *Controller) finished(key string, wf *Workflow) {
 	if c.opts.OnFinished == nil {
 		return
 	}
-	mark := string(wf.UID) + "/" + wf.Status.FinishedAt.UTC().Format(time.RFC3339Nano)
+	// In seconds: the status as stored (RFC 3339) has no finer time than the one just written.
+	// A retry that ends within the second it began is told by its phase.
+	mark := string(wf.UID) + "/" + strconv.FormatInt(wf.Status.FinishedAt.Unix(), 10) + "/" + string(wf.Status.Phase)
 	c.mu.Lock()
 	seen := c.reported[key] == mark
 	c.reported[key] = mark

@@ -740,7 +740,8 @@ func clip(s string, n int) string {
 // Record is a finished Workflow as the runtime reports it to the control plane.
 func Record(wf *Workflow) runtimev1.WorkflowRecord {
 	r := runtimev1.WorkflowRecord{Namespace: wf.Namespace, Name: wf.Name, UID: string(wf.UID), Phase: string(wf.Status.Phase),
-		Message: clip(wf.Status.Message, maxRecordMessage), StartedAt: wf.Status.StartedAt.UTC(), FinishedAt: wf.Status.FinishedAt.UTC(),
+		Message: clip(wf.Status.Message, maxRecordMessage), StartedAt: wf.Status.StartedAt.UTC().Truncate(time.Second),
+		FinishedAt: wf.Status.FinishedAt.UTC().Truncate(time.Second),
 		Progress: wf.Status.Progress, Trigger: runtimev1.WorkflowTriggerCluster}
 	if ref := wf.Spec.WorkflowTemplateRef; ref != nil {
 		r.Template = ref.Name
@@ -767,8 +768,8 @@ func Record(wf *Workflow) runtimev1.WorkflowRecord {
 			break
 		}
 		r.Nodes = append(r.Nodes, runtimev1.WorkflowNodeRecord{ID: n.ID, Name: n.Name, DisplayName: n.DisplayName, Type: string(n.Type),
-			TemplateName: nodeTemplate(n), Phase: string(n.Phase), Message: clip(n.Message, 1024), StartedAt: n.StartedAt.UTC(),
-			FinishedAt: n.FinishedAt.UTC(), Children: n.Children})
+			TemplateName: nodeTemplate(n), Phase: string(n.Phase), Message: clip(n.Message, 1024), StartedAt: n.StartedAt.UTC().Truncate(time.Second),
+			FinishedAt: n.FinishedAt.UTC().Truncate(time.Second), Children: n.Children})
 	}
 	return r
 }
