@@ -181,88 +181,21 @@ func (c *Controller) getTemplate(ctx context.Context, ns, name string, cluster b
 // does: a Workflow that would end in Error is refused (errdefs.ErrInvalid, the field named)
 // and nothing is created. It answers the Workflow as created.
 func (c *Controller) Submit(ctx context.Context, o SubmitOptions) (appproxyv1.WorkflowDetail, error) {
-	params, err := parseParameters(o.Parameters)
+	wf, err := PrepareSubmit(o)
 	if err != nil {
 		return appproxyv1.WorkflowDetail{}, err
 	}
-	var wf *Workflow
-	switch {
-	case len(o.Manifest) > 0 && o.From != "":
-		return appproxyv1.WorkflowDetail{}, errdefs.Invalid("from", o.From, "cannot be given with a workflow manifest: submit one or the other")
-	case len(o.Manifest) > 0:
-		w, verr := Decode(o.Manifest)
-		if w == nil {
-			return appproxyv1.WorkflowDetail{}, verr
-		}
-		if verr != nil {
-			return appproxyv1.WorkflowDetail{}, fmt.Errorf("invalid spec: %w", verr)
-		}
-		if w.Name == "" && w.GenerateName == "" {
-			return appproxyv1.WorkflowDetail{}, errdefs.Invalid("metadata.name", "", "is required (or metadata.generateName)")
-		}
-		if o.Namespace != "" && w.Namespace != "" && w.Namespace != o.Namespace {
-			return appproxyv1.WorkflowDetail{}, errdefs.Invalid("metadata.namespace", w.Namespace, "differs from the namespace asked for, "+o.Namespace)
-		}
-		wf = w
-	case o.From != "":
-		name, cluster, err := parseFrom(o.From)
-		if err != nil {
-			return appproxyv1.WorkflowDetail{}, err
-		}
-		gen := o.GenerateName
-		if gen == "" {
-			gen = name + "-"
-		}
-		wf = &Workflow{TypeMeta: metav1.TypeMeta{APIVersion: Group + "/" + Version, Kind: "Workflow"},
-			ObjectMeta: metav1.ObjectMeta{GenerateName: gen, Labels: map[string]string{}},
-			Spec:       WorkflowSpec{WorkflowTemplateRef: &WorkflowTemplateRef{Name: name, ClusterScope: cluster}}}
-		if cluster {
-			wf.Labels[LabelClusterWorkflowTemplate] = name
-		} else {
-			wf.Labels[LabelWorkflowTemplate] = name
-		}
-	default:
-		return appproxyv1.WorkflowDetail{}, errdefs.Invalid("workflow", "", "is required: a Workflow manifest, or from: workflowtemplate/NAME")
-	}
-	ns := o.Namespace
-	if ns == "" {
-		ns = wf.Namespace
-	}
-	if ns == "" {
-		ns = DefaultNamespace
-	}
-	if len(validation.IsDNS1123Label(ns)) > 0 {
-		return appproxyv1.WorkflowDetail{}, errdefs.Invalid("namespace", ns, "is not a namespace name (a DNS-1123 label)")
-	}
-	wf.Namespace = ns
-	wf.Spec.Arguments.Parameters = overParams(wf.Spec.Arguments.Parameters, params)
-	if o.Entrypoint != "" {
-		wf.Spec.Entrypoint = o.Entrypoint
-	}
+	ns := wf.Namespace
 	// What the controller will check, checked now: the merged template's spec.
-	spec := &wf.Spec
 	if ref := wf.Spec.WorkflowTemplateRef; ref != nil {
 		t, err := c.getTemplate(ctx, ns, ref.Name, ref.ClusterScope)
 		if err != nil {
 			return appproxyv1.WorkflowDetail{}, err
 		}
-		spec = mergeSpec(&wf.Spec, &t.Spec)
-		if err := ValidateSpec(spec, "spec"); err != nil {
+		if err := ValidateSpec(mergeSpec(&wf.Spec, &t.Spec), "spec"); err != nil {
 			return appproxyv1.WorkflowDetail{}, fmt.Errorf("invalid spec: spec.workflowTemplateRef %q: %w", ref.Name, err)
 		}
-	} else if len(params) > 0 || o.Entrypoint != "" {
-		if err := ValidateSpec(spec, "spec"); err != nil {
-			return appproxyv1.WorkflowDetail{}, fmt.Errorf("invalid spec: %w", err)
-		}
 	}
-	if wf.Labels == nil {
-		wf.Labels = map[string]string{}
-	}
-	for _, k := range []string{LabelCompleted, LabelCreator, LabelCreatorEmail, LabelResubmittedFrom, LabelCronWorkflow, LabelSensor} {
-		delete(wf.Labels, k)
-	}
-	markCreator(&wf.ObjectMeta, o.By)
-	wf.Status = WorkflowStatus{}
 	u, err := toUnstructured(wf)
 	if err != nil {
 		return appproxyv1.WorkflowDetail{}, err
@@ -272,11 +205,10 @@ func (c *Controller) Submit(ctx context.Context, o SubmitOptions) (appproxyv1.Wo
 		var raw map[string]any
 		if err := json.Unmarshal(o.Manifest, &raw); err == nil {
 			if spec, ok := raw["spec"].(map[string]any); ok {
-				merged := spec
 				for k, v := range u.Object["spec"].(map[string]any) {
-					merged[k] = v
+					spec[k] = v
 				}
-				u.Object["spec"] = merged
+				u.Object["spec"] = spec
 			}
 		}
 	}
@@ -287,6 +219,90 @@ func (c *Controller) Submit(ctx context.Context, o SubmitOptions) (appproxyv1.Wo
 	}
 	c.log.Info("workflow submitted", logWorkflow, ns+"/"+out.GetName(), "by", o.By.Email)
 	return detailOf(out)
+}
+
+// PrepareSubmit is the Workflow a submission creates, checked as far as it can be without the
+// cluster: the manifest decoded and validated as `argo lint` does (a Workflow with its own
+// templates, with the parameters and entrypoint given), or a Workflow running From's template;
+// the namespace; the creator's labels. A Workflow running a template is checked against it by
+// Submit. Errors are *errdefs.FieldError naming the field.
+func PrepareSubmit(o SubmitOptions) (*Workflow, error) {
+	params, err := parseParameters(o.Parameters)
+	if err != nil {
+		return nil, err
+	}
+	var wf *Workflow
+	switch {
+	case len(o.Manifest) > 0 && o.From != "":
+		return nil, errdefs.Invalid("from", o.From, "cannot be given with a workflow manifest: submit one or the other")
+	case len(o.Manifest) > 0:
+		w, verr := Decode(o.Manifest)
+		if w == nil {
+			return nil, verr
+		}
+		if verr != nil {
+			return nil, fmt.Errorf("invalid spec: %w", verr)
+		}
+		if w.Name == "" && w.GenerateName == "" {
+			return nil, errdefs.Invalid("metadata.name", "", "is required (or metadata.generateName)")
+		}
+		if o.Namespace != "" && w.Namespace != "" && w.Namespace != o.Namespace {
+			return nil, errdefs.Invalid("metadata.namespace", w.Namespace, "differs from the namespace asked for, "+o.Namespace)
+		}
+		wf = w
+	case o.From != "":
+		name, cluster, err := parseFrom(o.From)
+		if err != nil {
+			return nil, err
+		}
+		gen := o.GenerateName
+		if gen == "" {
+			gen = name + "-"
+		}
+		if len(gen) > 58 || len(validation.IsDNS1123Subdomain(strings.TrimSuffix(gen, "-")+"-x")) > 0 {
+			return nil, errdefs.Invalid("generateName", gen, "is not a name prefix: lowercase letters, digits, '-' and '.', at most 58 characters")
+		}
+		wf = &Workflow{TypeMeta: metav1.TypeMeta{APIVersion: Group + "/" + Version, Kind: "Workflow"},
+			ObjectMeta: metav1.ObjectMeta{GenerateName: gen, Labels: map[string]string{}},
+			Spec:       WorkflowSpec{WorkflowTemplateRef: &WorkflowTemplateRef{Name: name, ClusterScope: cluster}}}
+		if cluster {
+			wf.Labels[LabelClusterWorkflowTemplate] = name
+		} else {
+			wf.Labels[LabelWorkflowTemplate] = name
+		}
+	default:
+		return nil, errdefs.Invalid("workflow", "", "is required: a Workflow manifest, or from: workflowtemplate/NAME")
+	}
+	ns := o.Namespace
+	if ns == "" {
+		ns = wf.Namespace
+	}
+	if ns == "" {
+		ns = DefaultNamespace
+	}
+	if len(validation.IsDNS1123Label(ns)) > 0 {
+		return nil, errdefs.Invalid("namespace", ns, "is not a namespace name (a DNS-1123 label)")
+	}
+	wf.Namespace = ns
+	wf.Spec.Arguments.Parameters = overParams(wf.Spec.Arguments.Parameters, params)
+	if o.Entrypoint != "" {
+		wf.Spec.Entrypoint = o.Entrypoint
+	}
+	if wf.Spec.WorkflowTemplateRef == nil && (len(params) > 0 || o.Entrypoint != "") {
+		if err := ValidateSpec(&wf.Spec, "spec"); err != nil {
+			return nil, fmt.Errorf("invalid spec: %w", err)
+		}
+	}
+	if wf.Labels == nil {
+		wf.Labels = map[string]string{}
+	}
+	for _, k := range []string{LabelCompleted, LabelCreator, LabelCreatorEmail, LabelResubmittedFrom, LabelCronWorkflow, LabelSensor} {
+		delete(wf.Labels, k)
+	}
+	delete(wf.Annotations, AnnotationSubmittedBy)
+	markCreator(&wf.ObjectMeta, o.By)
+	wf.Status = WorkflowStatus{}
+	return wf, nil
 }
 
 func markCreator(m *metav1.ObjectMeta, by Submitter) {
