@@ -758,7 +758,7 @@ func Record(wf *Workflow) runtimev1.WorkflowRecord {
 	r := runtimev1.WorkflowRecord{Namespace: wf.Namespace, Name: wf.Name, UID: string(wf.UID), Phase: string(wf.Status.Phase),
 		Message: clip(wf.Status.Message, maxRecordMessage), StartedAt: wf.Status.StartedAt.UTC().Truncate(time.Second),
 		FinishedAt: wf.Status.FinishedAt.UTC().Truncate(time.Second),
-		Progress: wf.Status.Progress, Trigger: runtimev1.WorkflowTriggerCluster}
+		Progress:   wf.Status.Progress, Trigger: runtimev1.WorkflowTriggerCluster}
 	if ref := wf.Spec.WorkflowTemplateRef; ref != nil {
 		r.Template = ref.Name
 		if ref.ClusterScope {
