@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
 )
@@ -17,7 +18,7 @@ import (
 const (
 	// logPoll is how often a followed workflow's log looks for new pods and for its end.
 	logPoll = time.Second
-	// maxLogLine bounds one log line; a longer one is cut.
+	// maxLogLine bounds one log line; a longer one ends that pod's log.
 	maxLogLine = 64 << 10
 )
 
@@ -29,7 +30,8 @@ type LogOptions struct {
 	Follow bool
 }
 
-// Logs writes the main container's log of the Workflow's pod nodes to w, each line prefixed
+// Logs writes the main container's log of the Workflow's pod nodes (those with a pod: not a
+// resource step's) to w, each line prefixed
 // with its node's display name ("NODE: line", as `argo logs` does), read from the pods through
 // the API server (the kubelet). With Follow it goes on until the workflow has finished and
 // every pod's log has ended, or ctx ends.
@@ -53,14 +55,25 @@ func (c *Controller) Logs(ctx context.Context, ns, name string, o LogOptions, w 
 		}
 	}
 	var mu sync.Mutex // one line at a time on w
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Waited for before ctx is cancelled: the logs of pods that have ended end by themselves.
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	started := map[string]bool{}
 	for {
+		// Pod nodes with a pod: a resource step's node has none.
+		pods, err := c.kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: LabelWorkflow + "=" + name})
+		if err != nil {
+			cancel()
+			return kubeErr(err, "pods of workflow "+ns+"/"+name)
+		}
+		have := map[string]bool{}
+		for _, p := range pods.Items {
+			have[p.Name] = true
+		}
 		for _, n := range sortedNodes(wf.Status.Nodes) {
-			if n.Type != NodeTypePod || started[n.ID] || (o.Node != "" && n.ID != o.Node && n.Name != o.Node && n.DisplayName != o.Node) {
+			if n.Type != NodeTypePod || started[n.ID] || !have[podName(n.ID)] || (o.Node != "" && n.ID != o.Node && n.Name != o.Node && n.DisplayName != o.Node) {
 				continue
 			}
 			if n.Phase == NodePending && o.Follow {
@@ -83,6 +96,7 @@ func (c *Controller) Logs(ctx context.Context, ns, name string, o LogOptions, w 
 		case <-time.After(logPoll):
 		}
 		if _, wf, err = c.getWorkflow(ctx, ns, name); err != nil {
+			cancel()
 			return err
 		}
 	}

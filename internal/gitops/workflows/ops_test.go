@@ -321,4 +321,28 @@ spec:
 	if err := e.ctrl.Logs(e.ctx, e.ns, name, workflows.LogOptions{Follow: true}, &buf); err != nil || buf.Len() != 0 {
 		t.Fatalf("log of a finished workflow without pods: %q, %v", buf.String(), err)
 	}
+	// A pod's log is asked of the kubelet even after the workflow finished, following or not
+	// (kwok's pods have none to give: the line says why).
+	e.create(workflows.WorkflowsResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: talk}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps: [[{name: say, template: say}]]
+  - name: say
+    metadata: {annotations: {devcluster.freshet.dev/exit-code: "0"}}
+    container: {image: alpine:3, command: [echo, hi]}
+`)
+	if wf := e.finished("talk", 60*time.Second); wf.Status.Phase != workflows.WorkflowSucceeded {
+		t.Fatal(dump(wf))
+	}
+	for _, o := range []workflows.LogOptions{{}, {Follow: true}, {Node: "say", Follow: true}} {
+		buf.Reset()
+		if err := e.ctrl.Logs(e.ctx, e.ns, "talk", o, &buf); err != nil || !strings.HasPrefix(buf.String(), "say: ") || strings.Count(buf.String(), "\n") < 1 {
+			t.Fatalf("logs %+v: %q, %v", o, buf.String(), err)
+		}
+	}
 }
