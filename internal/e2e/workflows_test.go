@@ -183,6 +183,44 @@ spec:
 	if _, errs, code := run(t, env, time.Minute, "workflow", "terminate", name); code == 0 || !strings.Contains(errs, "has finished") {
 		t.Fatalf("terminate again: exit %d: %s", code, errs)
 	}
+	// Logs go through the tunnel as a stream: a workflow of suspend steps has no pod, so none.
+	if out := mustRun(t, env, time.Minute, "workflow", "logs", name, "-f"); out != "" {
+		t.Fatalf("logs of a workflow without pods: %q", out)
+	}
+	// GraphQL reads and operates the same Workflows.
+	gql := func(query string) map[string]any {
+		t.Helper()
+		body, _ := json.Marshal(map[string]string{"query": query})
+		req, _ := http.NewRequest("POST", in.url+"/runtimes/local/app-proxy/api/graphql", strings.NewReader(string(body)))
+		req.Header.Set("Authorization", "Bearer "+string(m[1]))
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out struct {
+			Data   map[string]any
+			Errors []any
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || len(out.Errors) > 0 {
+			t.Fatalf("graphql %s: %v %v", query, err, out.Errors)
+		}
+		return out.Data
+	}
+	d := gql(`{ workflows(namespace: "` + ns + `") { name phase message finishedAt } }`)
+	if l, _ := d["workflows"].([]any); len(l) != 1 || l[0].(map[string]any)["name"] != name || l[0].(map[string]any)["phase"] != "Failed" {
+		t.Fatalf("graphql workflows: %v", d)
+	}
+	d = gql(`mutation { submitWorkflow(namespace: "` + ns + `", from: "workflowtemplate/release", parameters: ["version=3"]) }`)
+	gname, _ := d["submitWorkflow"].(map[string]any)["name"].(string)
+	if !strings.HasPrefix(gname, "release-") || gname == name {
+		t.Fatalf("graphql submit: %v", d)
+	}
+	d = gql(`mutation { stopWorkflow(namespace: "` + ns + `", name: "` + gname + `") }`)
+	if d["stopWorkflow"].(map[string]any)["shutdown"] != "Stop" {
+		t.Fatalf("graphql stop: %v", d)
+	}
 	view := mustRun(t, env, time.Minute, "workflow", "get", name)
 	for _, want := range []string{"Status:", "Failed (Stopped with strategy 'Terminate')", "Template:", "release", "Parameter:", "version=2.0.0", "approve"} {
 		if !strings.Contains(view, want) {
