@@ -93,6 +93,9 @@ const (
 	// RolloutChanged: Rollout is a transition of one of the application's Argo Rollouts (an
 	// update started, a step reached, a phase changed, the update completed or aborted).
 	RolloutChanged = "RolloutChanged"
+	// WorkflowFinished: Workflow is an Argo Workflow of the runtime that finished (App is empty:
+	// workflows are the runtime's, not an application's). The control plane archives it.
+	WorkflowFinished = "WorkflowFinished"
 )
 
 // The kinds of RolloutRecord.
@@ -106,13 +109,65 @@ const (
 
 // AppEvent is one thing that happened to an application.
 type AppEvent struct {
-	Type        string         `json:"type"`
-	App         string         `json:"app"`
-	At          time.Time      `json:"at"`
-	Application *Application   `json:"application,omitempty"`
-	Sync        *SyncRecord    `json:"sync,omitempty"`
-	HealthFrom  string         `json:"healthFrom,omitempty"`
-	Rollout     *RolloutRecord `json:"rollout,omitempty"`
+	Type        string          `json:"type"`
+	App         string          `json:"app"`
+	At          time.Time       `json:"at"`
+	Application *Application    `json:"application,omitempty"`
+	Sync        *SyncRecord     `json:"sync,omitempty"`
+	HealthFrom  string          `json:"healthFrom,omitempty"`
+	Rollout     *RolloutRecord  `json:"rollout,omitempty"`
+	Workflow    *WorkflowRecord `json:"workflow,omitempty"`
+}
+
+// WorkflowRecord is a finished Argo Workflow (WorkflowFinished): what the control plane keeps
+// after the runtime deletes it. A workflow retried and finished again is reported again, with
+// the same UID.
+type WorkflowRecord struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	UID       string `json:"uid"`
+	// Phase is Succeeded, Failed or Error.
+	Phase      string    `json:"phase"`
+	Message    string    `json:"message,omitempty"`
+	StartedAt  time.Time `json:"startedAt"`
+	FinishedAt time.Time `json:"finishedAt"`
+	Progress   string    `json:"progress,omitempty"`
+	// Template is the WorkflowTemplate it ran ("cluster/NAME" for a ClusterWorkflowTemplate).
+	Template string `json:"template,omitempty"`
+	// Trigger is what started it: submit (through the app-proxy), resubmit, cron, sensor, or
+	// cluster (created in the cluster directly: kubectl, a GitOps application).
+	Trigger string `json:"trigger"`
+	// TriggeredBy is who or what: the user's email for submit and resubmit, the Workflow it was
+	// resubmitted from, the CronWorkflow or Sensor.
+	TriggeredBy string `json:"triggeredBy,omitempty"`
+	// Nodes are its nodes (at most MaxWorkflowNodes).
+	Nodes []WorkflowNodeRecord `json:"nodes,omitempty"`
+}
+
+// MaxWorkflowNodes bounds a WorkflowRecord's nodes (a Workflow has at most 2,000).
+const MaxWorkflowNodes = 2000
+
+// The triggers of a WorkflowRecord.
+const (
+	WorkflowTriggerSubmit   = "submit"
+	WorkflowTriggerResubmit = "resubmit"
+	WorkflowTriggerCron     = "cron"
+	WorkflowTriggerSensor   = "sensor"
+	WorkflowTriggerCluster  = "cluster"
+)
+
+// WorkflowNodeRecord is one node of a finished Workflow.
+type WorkflowNodeRecord struct {
+	ID           string    `json:"id"`
+	Name         string    `json:"name"`
+	DisplayName  string    `json:"displayName,omitempty"`
+	Type         string    `json:"type"`
+	TemplateName string    `json:"templateName,omitempty"`
+	Phase        string    `json:"phase"`
+	Message      string    `json:"message,omitempty"`
+	StartedAt    time.Time `json:"startedAt,omitzero"`
+	FinishedAt   time.Time `json:"finishedAt,omitzero"`
+	Children     []string  `json:"children,omitempty"`
 }
 
 // RolloutRecord is a transition of an application's Rollout (RolloutChanged).

@@ -270,7 +270,10 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 	}
 	if kube != nil && !opts.NoWorkflows && !opts.CDOnly {
 		if r.wf, err = workflows.New(kube, workflows.Options{Logger: log.With("component", "workflows"),
-			ExecutorImage: opts.WorkflowExecutorImage, ExecutorPath: opts.WorkflowExecutorPath}); err != nil {
+			ExecutorImage: opts.WorkflowExecutorImage, ExecutorPath: opts.WorkflowExecutorPath,
+			// Finished workflows go to the control plane with the applications' events; it
+			// archives them (r.gitops is set below, before the controller runs).
+			OnFinished: func(rec runtimev1.WorkflowRecord) { r.gitops.ReportWorkflow(rec) }}); err != nil {
 			return nil, fmt.Errorf("workflows: %w", err)
 		}
 		r.SetComponent(runtimev1.Component{Name: "workflows", Health: runtimev1.ComponentDegraded, Message: "starting", Version: opts.Version})
@@ -289,7 +292,11 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 	if r.rollouts != nil {
 		ro = r.rollouts
 	}
-	gh, err := host.New(host.Options{Dir: opts.DataDir, InstallRepo: opts.InstallRepo, InCluster: kube, Engine: opts.Engine,
+	var wfs host.Workflows
+	if r.wf != nil {
+		wfs = r.wf
+	}
+	gh, err := host.New(host.Options{Workflows: wfs, Dir: opts.DataDir, InstallRepo: opts.InstallRepo, InCluster: kube, Engine: opts.Engine,
 		ClusterStore: store, RepoCreds: creds, Sink: r.sendReport, Logger: log, Policy: policy, Rollouts: ro,
 		ClusterApps: opts.WatchClusterApps && kube != nil, ClusterAppsNamespace: clusterAppsNamespace(opts.ClusterAppsNamespace)})
 	if err != nil {

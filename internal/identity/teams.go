@@ -409,7 +409,7 @@ func (s *Service) Explain(ctx context.Context, p rbac.Principal, user, action, r
 		return Explanation{}, err
 	}
 	res := rbac.Resource{Kind: k, Name: name, Attrs: attrs}
-	if s.describe != nil && k != rbac.KindClusters && k != rbac.KindGitSources {
+	if s.describe != nil && k != rbac.KindClusters && k != rbac.KindGitSources && k != rbac.KindWorkflows {
 		if res, err = s.describe(ctx, p.AccountID, k, name); err != nil {
 			return Explanation{}, fmt.Errorf("resource %s: %w", resource, err)
 		}

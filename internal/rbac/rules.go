@@ -46,10 +46,13 @@ const (
 	KindClusters     Kind = "clusters"
 	KindApplications Kind = "applications"
 	KindGitSources   Kind = "gitsources"
+	// KindWorkflows are a runtime's Argo Workflows (and their templates), operated through its
+	// app-proxy and archived by the control plane.
+	KindWorkflows Kind = "workflows"
 )
 
 // Kinds lists every kind, in the order messages name them.
-var Kinds = []Kind{KindProjects, KindPipelines, KindBuilds, KindContexts, KindRuntimes, KindClusters, KindApplications, KindGitSources}
+var Kinds = []Kind{KindProjects, KindPipelines, KindBuilds, KindContexts, KindRuntimes, KindClusters, KindApplications, KindGitSources, KindWorkflows}
 
 // coarse is the role permission each action on each kind needs. An action a kind does not
 // list does not apply to it.
@@ -62,12 +65,15 @@ var coarse = map[Kind]map[Action]Permission{
 	KindClusters:     {ActCreate: ManageRuntimes, ActRead: ReadRuntimes, ActDelete: ManageRuntimes},
 	KindApplications: {ActCreate: ReadRuntimes, ActRead: ReadRuntimes, ActUpdate: ReadRuntimes, ActDelete: ReadRuntimes, ActSync: ReadRuntimes, ActTerminate: ReadRuntimes},
 	KindGitSources:   {ActCreate: ReadRuntimes, ActRead: ReadRuntimes, ActUpdate: ReadRuntimes, ActDelete: ReadRuntimes},
+	// As applications': the runtime lets members and admins operate (submit: create, retry:
+	// run, stop and terminate: terminate, suspend and resume: update), viewers read.
+	KindWorkflows: {ActCreate: ReadRuntimes, ActRead: ReadRuntimes, ActUpdate: ReadRuntimes, ActRun: ReadRuntimes, ActTerminate: ReadRuntimes},
 }
 
 // tagged kinds carry tags; gitops kinds carry runtime, cluster and namespace.
 func (k Kind) tagged() bool { return k == KindProjects || k == KindPipelines || k == KindBuilds }
 func (k Kind) gitops() bool {
-	return k == KindRuntimes || k == KindClusters || k == KindApplications || k == KindGitSources
+	return k == KindRuntimes || k == KindClusters || k == KindApplications || k == KindGitSources || k == KindWorkflows
 }
 
 func joinNames[T ~string](vs []T) string {
@@ -171,7 +177,7 @@ func (r Rule) Validate() error {
 	if !r.Kind.gitops() {
 		for _, f := range []struct{ name, v string }{{"runtime", r.Runtime}, {"cluster", r.Cluster}, {"namespace", r.Namespace}} {
 			if f.v != "" {
-				return errdefs.Invalid(f.name, f.v, fmt.Sprintf("does not apply to %s: runtime, cluster and namespace describe runtimes, clusters, applications and gitsources", r.Kind))
+				return errdefs.Invalid(f.name, f.v, fmt.Sprintf("does not apply to %s: runtime, cluster and namespace describe runtimes, clusters, applications, gitsources and workflows", r.Kind))
 			}
 		}
 	}

@@ -37,7 +37,9 @@ func FuzzReport(f *testing.F) {
 		`{"snapshot":true,"applications":[{"name":"a"},{"name":"a"}]}`,
 		`{"applications":[{"name":"a","project":"p\u0000","healthMessage":"x\u0000y"}]}`,
 		`{"events":[{"type":"RolloutChanged","app":"a","at":"2026-01-01T00:00:00Z","rollout":{"namespace":"prod","name":"web","kind":"Aborted","phase":"Degraded","step":1,"steps":2}}]}`,
-		`{"events":[{"type":"RolloutChanged","app":"a","rollout":{"namespace":"Prod","name":"web","kind":"Exploded","step":-1}}]}`} {
+		`{"events":[{"type":"RolloutChanged","app":"a","rollout":{"namespace":"Prod","name":"web","kind":"Exploded","step":-1}}]}`,
+		`{"events":[{"type":"WorkflowFinished","at":"2026-01-01T00:00:00Z","workflow":{"namespace":"ci","name":"b-1","uid":"u1","phase":"Failed","trigger":"submit","finishedAt":"2026-01-01T00:00:00Z","nodes":[{"id":"b-1","name":"b-1","type":"Steps","phase":"Failed"}]}}]}`,
+		`{"events":[{"type":"WorkflowFinished","app":"x","workflow":{"namespace":"ci","name":"b-1","uid":"","phase":"Running","trigger":"?","nodes":[{"id":""}]}}]}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -89,6 +91,15 @@ func FuzzReport(f *testing.F) {
 		for i, ev := range rep.events {
 			if ev.app != req.Events[i].App || ev.typ != req.Events[i].Type {
 				t.Fatalf("event %d changed: %+v", i, ev)
+			}
+			if ev.typ == runtimev1.WorkflowFinished {
+				w := ev.wf
+				if ev.app != "" || w == nil || len(validation.IsDNS1123Label(w.Namespace)) > 0 || len(validation.IsDNS1123Subdomain(w.Name)) > 0 ||
+					w.UID == "" || w.FinishedAt.IsZero() || w.NodeCount > runtimev1.MaxWorkflowNodes {
+					t.Fatalf("accepted workflow %+v of app %q", w, ev.app)
+				}
+				noNULs(w.Name, w.UID, w.Phase, w.Message, w.Template, w.Trigger, w.TriggeredBy)
+				continue
 			}
 			if msgs := validation.IsDNS1123Subdomain(ev.app); len(msgs) > 0 {
 				t.Fatalf("accepted event application %q", ev.app)

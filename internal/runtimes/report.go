@@ -129,9 +129,10 @@ type preparedEvent struct {
 	sync *runtimev1.SyncRecord    // SyncStarted, SyncFinished
 	rec  *store.ApplicationSync   // SyncFinished of a real (numbered, not dry-run) sync
 	ro   *runtimev1.RolloutRecord // RolloutChanged
+	wf   *store.ArchivedWorkflow  // WorkflowFinished (account and runtime filled in when applied)
 }
 
-var eventTypes = []string{runtimev1.AppChanged, runtimev1.AppDeleted, runtimev1.SyncStarted, runtimev1.SyncFinished, runtimev1.HealthChanged, runtimev1.RolloutChanged}
+var eventTypes = []string{runtimev1.AppChanged, runtimev1.AppDeleted, runtimev1.SyncStarted, runtimev1.SyncFinished, runtimev1.HealthChanged, runtimev1.RolloutChanged, runtimev1.WorkflowFinished}
 
 // prepareReport validates req and converts it. Errors are *errdefs.FieldError naming the
 // field (applications[3].name, events[7].type), the value and what would be valid.
@@ -159,6 +160,18 @@ func prepareReport(req *runtimev1.ReportRequest) (preparedReport, error) {
 	for i := range req.Events {
 		ev := &req.Events[i]
 		field := fmt.Sprintf("events[%d]", i)
+		if ev.Type == runtimev1.WorkflowFinished {
+			// A runtime's workflow, not an application's: no app.
+			if ev.App != "" {
+				return out, errdefs.Invalid(field+".app", ev.App, "must be empty for "+ev.Type+": workflows are the runtime's")
+			}
+			row, err := archiveRow(field+".workflow", ev.Workflow)
+			if err != nil {
+				return out, err
+			}
+			out.events = append(out.events, preparedEvent{typ: ev.Type, at: ev.At, wf: &row})
+			continue
+		}
 		if err := checkName(field+".app", ev.App); err != nil {
 			return out, err
 		}
@@ -342,6 +355,19 @@ func (s *Service) Report(ctx context.Context, rt Runtime, req runtimev1.ReportRe
 					return err
 				}
 				published++
+			case runtimev1.WorkflowFinished:
+				row := *ev.wf
+				row.AccountID, row.RuntimeID, row.ArchivedAt = rt.AccountID, rt.ID, now
+				isNew, err := tx.ArchiveWorkflow(ctx, row)
+				if err != nil {
+					return err
+				}
+				if isNew {
+					if err := queueWorkflowFinished(ctx, tx, rt, row, now); err != nil {
+						return err
+					}
+					published++
+				}
 			case runtimev1.AppDeleted:
 				if _, err := tx.DeleteApplication(ctx, rt.AccountID, rt.ID, ev.app); err != nil {
 					return err

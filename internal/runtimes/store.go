@@ -43,6 +43,12 @@ type Store interface {
 	// newest first; page.After is the sync ID the previous page ended with.
 	ListSyncs(ctx context.Context, accountID, runtimeID, app string, page paging.Page) ([]store.ApplicationSync, error)
 
+	// ListArchivedWorkflows returns account's archived workflows that pass f, newest first;
+	// page.After is the archive ID the previous page ended with.
+	ListArchivedWorkflows(ctx context.Context, accountID string, f store.ArchivedWorkflowFilter, page paging.Page) ([]store.ArchivedWorkflow, error)
+	// GetArchivedWorkflow returns account's archived workflow by archive ID or Workflow UID.
+	GetArchivedWorkflow(ctx context.Context, accountID, idOrUID string) (store.ArchivedWorkflow, error)
+
 	// GetGitOpsWebhook returns account's GitOps webhook secret (encrypted), ErrNotFound when
 	// none is set.
 	GetGitOpsWebhook(ctx context.Context, accountID string) (store.GitOpsWebhook, error)

@@ -32,6 +32,8 @@ func appProxyOperation(method, path string) (kind rbac.Kind, action rbac.Action,
 		return rbac.KindGitSources, rbac.ActRead, "", method == http.MethodGet
 	case "clusters":
 		kind = rbac.KindClusters
+	case "workflows", "workflow-templates", "cluster-workflow-templates":
+		return workflowOperation(method, parts)
 	default:
 		return "", "", "", false
 	}
@@ -74,13 +76,47 @@ func appProxyOperation(method, path string) (kind rbac.Kind, action rbac.Action,
 	return "", "", "", false
 }
 
+// workflowOperation names a request under workflows/, workflow-templates/ or
+// cluster-workflow-templates/ for rules: reading (lists, a workflow, its log, templates) is
+// read; submit and resubmit create, retry runs, stop and terminate terminate, suspend and
+// resume update. A workflow is named NAMESPACE/NAME.
+func workflowOperation(method string, parts []string) (rbac.Kind, rbac.Action, string, bool) {
+	k := rbac.KindWorkflows
+	if parts[0] != "workflows" {
+		return k, rbac.ActRead, "", method == http.MethodGet && len(parts) <= 3
+	}
+	switch {
+	case len(parts) == 1 && method == http.MethodGet:
+		return k, rbac.ActRead, "", true
+	case len(parts) == 1 && method == http.MethodPost:
+		return k, rbac.ActCreate, "", true
+	case len(parts) == 3 && method == http.MethodGet:
+		return k, rbac.ActRead, parts[1] + "/" + parts[2], true
+	case len(parts) == 4 && method == http.MethodGet && parts[3] == "log":
+		return k, rbac.ActRead, parts[1] + "/" + parts[2], true
+	case len(parts) == 4 && method == http.MethodPost:
+		name := parts[1] + "/" + parts[2]
+		switch parts[3] {
+		case "resubmit":
+			return k, rbac.ActCreate, name, true
+		case "retry":
+			return k, rbac.ActRun, name, true
+		case "stop", "terminate":
+			return k, rbac.ActTerminate, name, true
+		case "suspend", "resume":
+			return k, rbac.ActUpdate, name, true
+		}
+	}
+	return "", "", "", false
+}
+
 // authorizeAppProxy applies the account's rules to a request p sends to runtime rtName's
 // app-proxy through the tunnel (path is below the runtime's prefix). The role layer has been
 // checked already. An application's cluster and namespace come from the control plane's copy
 // of what the runtime reported; one the runtime has not reported (or a new one) is described by
 // its runtime alone.
 func (s *Server) authorizeAppProxy(ctx context.Context, p rbac.Principal, rtName, method, path string) error {
-	bound := p.Bound(rbac.KindApplications) || p.Bound(rbac.KindGitSources) || p.Bound(rbac.KindClusters)
+	bound := p.Bound(rbac.KindApplications) || p.Bound(rbac.KindGitSources) || p.Bound(rbac.KindClusters) || p.Bound(rbac.KindWorkflows)
 	if !bound {
 		return nil
 	}
@@ -92,6 +128,9 @@ func (s *Server) authorizeAppProxy(ctx context.Context, p rbac.Principal, rtName
 	res := rbac.Resource{Kind: kind, Name: rtName, Attrs: rbac.Attributes{Runtime: rtName}}
 	if name != "" {
 		res.Name = rtName + "/" + name
+	}
+	if ns, _, ok := strings.Cut(name, "/"); ok && kind == rbac.KindWorkflows {
+		res.Attrs.Namespace = ns // a workflow's rules may name its namespace
 	}
 	if kind == rbac.KindApplications && name != "" && p.Bound(kind) {
 		got, err := s.runtimes.Resource(ctx, p.AccountID, kind, rtName+"/"+name)

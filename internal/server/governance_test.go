@@ -244,6 +244,41 @@ func TestRulesThroughTheTunnel(t *testing.T) {
 			t.Errorf("%s %s: %d, want %d", c.method, c.path, st, c.want)
 		}
 	}
+	// Workflows are described by rules of their own kind: ungoverned, the role decides and the
+	// request reaches the runtime (no cluster here, so no workflow controller: 503); once a
+	// rule names workflows, a read in its namespace is forwarded and the rest refused.
+	for _, c := range []struct {
+		method, path string
+		want         int
+	}{
+		{"GET", "/app-proxy/api/v1/workflows", http.StatusServiceUnavailable},
+		{"POST", "/app-proxy/api/v1/workflows", http.StatusServiceUnavailable},
+		{"POST", "/app-proxy/api/v1/workflows/ci/build-1/terminate", http.StatusServiceUnavailable},
+		{"GET", "/app-proxy/api/v1/workflow-templates", http.StatusServiceUnavailable},
+	} {
+		if st := get(c.method, c.path); st != c.want {
+			t.Errorf("workflows ungoverned: %s %s: %d, want %d", c.method, c.path, st, c.want)
+		}
+	}
+	if _, err := s.Admin.CreateRule(ctx, client.CreateRuleRequest{User: "ops@first.test", Action: "read", Kind: "workflows", Runtime: "edge", Namespace: "ci"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		method, path string
+		want         int
+	}{
+		{"GET", "/app-proxy/api/v1/workflows/ci/build-1", http.StatusServiceUnavailable},     // read in ci: forwarded
+		{"GET", "/app-proxy/api/v1/workflows/ci/build-1/log", http.StatusServiceUnavailable}, // a log is a read
+		{"GET", "/app-proxy/api/v1/workflows/prod/build-1", http.StatusForbidden},            // another namespace
+		{"POST", "/app-proxy/api/v1/workflows/ci/build-1/terminate", http.StatusForbidden},   // terminate: no rule
+		{"POST", "/app-proxy/api/v1/workflows/ci/build-1/retry", http.StatusForbidden},       // run: no rule
+		{"POST", "/app-proxy/api/v1/workflows", http.StatusForbidden},                        // create: no rule
+		{"DELETE", "/app-proxy/api/v1/workflows/ci/build-1", http.StatusForbidden},           // not described
+	} {
+		if st := get(c.method, c.path); st != c.want {
+			t.Errorf("workflows governed: %s %s: %d, want %d", c.method, c.path, st, c.want)
+		}
+	}
 	// A rule for one namespace cannot decide for an application the control plane has no copy
 	// of (its namespace is unknown), so it refuses.
 	if _, err := s.Admin.CreateRule(ctx, client.CreateRuleRequest{User: "ops@first.test", Action: "sync", Kind: "applications", Namespace: "web"}); err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/client"
 	"github.com/freshet-dev/freshet/internal/server/servertest"
 	"github.com/freshet-dev/freshet/internal/store"
@@ -53,6 +54,9 @@ const (
 var aImageDigest = "sha256:" + strings.Repeat("a1", 32)
 
 // A's image reported through the API, its issue and its issue tracker.
+// aWorkflowUID is the UID of A's archived workflow.
+const aWorkflowUID = "a1a1a1a1-0000-4000-8000-a1a1a1a1a1a1"
+
 var aReportedDigest = "sha256:" + strings.Repeat("a2", 32)
 
 const (
@@ -185,6 +189,15 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 	tn.aAccount = aMe.Account.ID
 	// A's runtime reports an application with a deployment; A has a GitOps webhook secret.
 	reportApps(t, s.URL, art.Token, aReport())
+	// ... and a finished workflow, which the control plane archives.
+	wfAt := time.Unix(1700000100, 0).UTC()
+	reportApps(t, s.URL, art.Token, runtimev1.ReportRequest{Events: []runtimev1.AppEvent{{Type: runtimev1.WorkflowFinished, At: wfAt,
+		Workflow: &runtimev1.WorkflowRecord{Namespace: "a-pipelines", Name: "a-secret-pipeline-run", UID: aWorkflowUID, Phase: "Succeeded",
+			StartedAt: wfAt.Add(-time.Minute), FinishedAt: wfAt, Trigger: runtimev1.WorkflowTriggerSubmit, TriggeredBy: "alice@alpha.test",
+			Nodes: []runtimev1.WorkflowNodeRecord{{ID: "a-secret-pipeline-run", Name: "a-secret-pipeline-run", Type: "Steps", Phase: "Succeeded"}}}}}})
+	if aw, err := s.Admin.ListArchivedWorkflows(ctx, client.ArchiveFilter{}); err != nil || len(aw.Items) != 1 || aw.Items[0].UID != aWorkflowUID {
+		t.Fatalf("A's archived workflows: %+v, %v", aw, err)
+	}
 	aApps := appsOf(t, s.Admin)
 	if len(aApps) != 1 {
 		t.Fatalf("A's applications: %+v", aApps)
@@ -244,7 +257,7 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 		trg.ID, trg.Secret, art.ID, art.Token, tn.aTeam, "a-team-secret", tn.aRule, "a-rt-attr", tn.aSession,
 		aApps[0].ID, "a-shop-web", "a-secret-repo", "a-team-label", "a-payments", "a-project-x", aHookSecret, tn.aInvitation, aDeployment,
 		aReportedDigest, aReportedRepo, aReportedIssue, aTracker, "a-tracker-token",
-		aChannel, "a-secret-hook.example", "a-channel-secret", "a-notified-app", sub.ID}
+		aChannel, "a-secret-hook.example", "a-channel-secret", "a-notified-app", sub.ID, aWorkflowUID, "a-secret-pipeline-run"}
 	for _, e := range audit.Items {
 		tn.aOnly = append(tn.aOnly, e.ID)
 	}
@@ -680,6 +693,19 @@ func init() {
 			st, out := raw(t, tn, "POST", "/api/v1/runtimes/hosted", tn.bKey, `{"name":"b-hosted"}`)
 			expect(t, "B's own hosted runtime", st, 201)
 			return st, out
+		},
+		"GET /api/v1/archived-workflows": func(t *testing.T, tn *tenants) (int, string) {
+			st, body := raw(t, tn, "GET", "/api/v1/archived-workflows", tn.bKey, "")
+			expect(t, "B's archive", st, 200)
+			if st2, _ := raw(t, tn, "GET", "/api/v1/archived-workflows?runtime="+tn.aRuntime, tn.bKey, ""); st2 != 404 {
+				t.Errorf("B lists A's runtime's archive: %d", st2)
+			}
+			return st, body
+		},
+		"GET /api/v1/archived-workflows/{id}": func(t *testing.T, tn *tenants) (int, string) {
+			st, body := raw(t, tn, "GET", "/api/v1/archived-workflows/"+aWorkflowUID, tn.bKey, "")
+			expect(t, "A's archived workflow by UID", st, 404)
+			return st, body
 		},
 		"GET /api/v1/deployments": func(t *testing.T, tn *tenants) (int, string) {
 			return raw(t, tn, "GET", "/api/v1/deployments?runtime="+tn.aRuntime+"&since=3650d", tn.bKey, "")

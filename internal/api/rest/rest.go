@@ -152,6 +152,8 @@ func (a *API) Routes() []Route {
 		{Method: "GET", Path: "/api/v1/runtimes/{runtime}", Handler: a.getRuntime},
 		{Method: "DELETE", Path: "/api/v1/runtimes/{runtime}", Handler: a.deleteRuntime},
 		{Method: "POST", Path: "/api/v1/runtimes/{runtime}/token", Handler: a.rotateRuntimeToken},
+		{Method: "GET", Path: "/api/v1/archived-workflows", Handler: a.listArchivedWorkflows},
+		{Method: "GET", Path: "/api/v1/archived-workflows/{id}", Handler: a.getArchivedWorkflow},
 		{Method: "GET", Path: "/api/v1/gitops/webhook", Handler: a.getGitOpsWebhook},
 		{Method: "POST", Path: "/api/v1/gitops/webhook", Handler: a.setGitOpsWebhook},
 		{Method: "POST", Path: "/api/v1/webhooks/gitops/{provider}/{account}", Public: true, Handler: a.gitopsWebhookDelivery},

@@ -4,8 +4,11 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gitops/app"
+	"github.com/freshet-dev/freshet/internal/gitops/workflows"
 )
 
 // FuzzGitSourceInput feeds untrusted YAML to the Git Source decoder and to the destination
@@ -32,6 +35,42 @@ func FuzzGitSourceInput(f *testing.F) {
 				t.Fatalf("re-encoded without adding a destination:\n%s", out)
 			}
 			_, _ = app.DecodeAll(out)
+		}
+	})
+}
+
+// FuzzWorkflowSubmit feeds untrusted bodies of POST workflows to the decoder and to what the
+// runtime checks before it creates anything: no panic; a refusal names a field; what is
+// accepted is a Workflow in a valid namespace, with a name or a prefix, whose creator labels
+// are the caller's and never the body's.
+func FuzzWorkflowSubmit(f *testing.F) {
+	f.Add(`{"workflow":{"apiVersion":"argoproj.io/v1alpha1","kind":"Workflow","metadata":{"name":"hello"},"spec":{"entrypoint":"main","templates":[{"name":"main","suspend":{}}]}}}`)
+	f.Add(`{"from":"workflowtemplate/release","parameters":["version=1.2.3"],"namespace":"ci"}`)
+	f.Add(`{"workflow":{"apiVersion":"argoproj.io/v1alpha1","kind":"Workflow","metadata":{"generateName":"x-","labels":{"workflows.argoproj.io/creator":"mallory"}},"spec":{"entrypoint":"main","templates":[{"name":"main","dag":{"tasks":[{"name":"A","template":"main","dependencies":["A"]}]}}]}}}`)
+	f.Add(`{"from":"clusterworkflowtemplate/x","generateName":"A B"}`)
+	f.Add(`{"workflow":[1]}`)
+	f.Add(`{}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		req, err := DecodeWorkflowSubmit(strings.NewReader(body))
+		if err != nil {
+			if errdefs.Field(err) == "" {
+				t.Fatalf("decode error names no field: %v", err)
+			}
+			return
+		}
+		wf, err := workflows.PrepareSubmit(workflows.SubmitOptions{Namespace: req.Namespace, Manifest: req.Workflow, From: req.From,
+			Parameters: req.Parameters, Entrypoint: req.Entrypoint, GenerateName: req.GenerateName, By: workflows.Submitter{User: "usr_1", Email: "ann@example.test"}})
+		if err != nil {
+			if errdefs.Field(err) == "" {
+				t.Fatalf("refusal names no field: %v", err)
+			}
+			return
+		}
+		if len(validation.IsDNS1123Label(wf.Namespace)) > 0 || (wf.Name == "" && wf.GenerateName == "") {
+			t.Fatalf("accepted without a valid namespace or a name: %q %q %q", wf.Namespace, wf.Name, wf.GenerateName)
+		}
+		if wf.Labels[workflows.LabelCreator] != "usr_1" || wf.Annotations[workflows.AnnotationSubmittedBy] != "ann@example.test" {
+			t.Fatalf("creator: %v %v", wf.Labels, wf.Annotations)
 		}
 	})
 }

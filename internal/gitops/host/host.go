@@ -92,6 +92,9 @@ type Options struct {
 	// Rollouts is the runtime's Argo Rollouts controller, served under rollouts/ (nil: none;
 	// those routes answer unavailable).
 	Rollouts Rollouts
+	// Workflows is the runtime's Argo Workflows controller, served under workflows/ and
+	// workflow-templates/ (nil: none; those routes answer unavailable).
+	Workflows Workflows
 	// ClusterApps: also run the Application and AppProject custom resources (argoproj.io) of
 	// ClusterAppsNamespace in the InCluster cluster, as Argo CD does, installing their CRDs
 	// (docs/gitops.md, "Applications from the cluster"). Needs InCluster.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
 
@@ -28,6 +29,8 @@ import (
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/freshet-dev/freshet/api/runtimev1"
 )
 
 // Defaults of the controller.
@@ -66,6 +69,10 @@ type Options struct {
 	// NodeSelector and Tolerations go on every pod whose template and workflow give none.
 	NodeSelector map[string]string
 	Tolerations  []corev1.Toleration
+	// OnFinished is told of every Workflow that has finished, once per finish (again after a
+	// retry finishes it again), and of those finished already when the controller starts: the
+	// runtime reports them to the control plane, which archives them. It must not block.
+	OnFinished func(runtimev1.WorkflowRecord)
 }
 
 // Controller runs Workflows in one cluster: their pods, suspend and resource nodes, and their
@@ -86,6 +93,7 @@ type Controller struct {
 	started  bool
 	written  map[string]string // the resourceVersion each workflow had before this controller's last write
 	saClient map[string]dynamic.Interface
+	reported map[string]string // the UID and finish time last given to OnFinished, by key
 }
 
 // New returns a controller for the cluster cfg reaches.
@@ -122,7 +130,7 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	}
 	return &Controller{cfg: rest.CopyConfig(cfg), kube: kc, dyn: dyn, opts: opts, log: opts.Logger,
 		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
-		written: map[string]string{}, saClient: map[string]dynamic.Interface{}}, nil
+		written: map[string]string{}, saClient: map[string]dynamic.Interface{}, reported: map[string]string{}}, nil
 }
 
 type jittered struct {
@@ -257,6 +265,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	if apierrors.IsNotFound(err) {
 		c.mu.Lock()
 		delete(c.written, key)
+		delete(c.reported, key)
 		c.mu.Unlock()
 		return 0, nil // deleted: its pods go with it (owner references)
 	}
@@ -283,6 +292,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 		return 0, c.writeInvalid(ctx, u, verr, now)
 	}
 	if wf.Status.Phase.Completed() {
+		c.finished(key, wf)
 		return 0, nil
 	}
 	if verr != nil {
@@ -345,8 +355,27 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	}
 	if st.Phase.Completed() {
 		c.log.Info("workflow finished", logWorkflow, key, "phase", st.Phase, "message", st.Message)
+		wf.Status = st
+		c.finished(key, wf)
 	}
 	return o.requeue, nil
+}
+
+// finished tells OnFinished of a finished Workflow, once per UID, finish time and phase.
+func (c *Controller) finished(key string, wf *Workflow) {
+	if c.opts.OnFinished == nil {
+		return
+	}
+	// In seconds: the status as stored (RFC 3339) has no finer time than the one just written.
+	// A retry that ends within the second it began is told by its phase.
+	mark := string(wf.UID) + "/" + strconv.FormatInt(wf.Status.FinishedAt.Unix(), 10) + "/" + string(wf.Status.Phase)
+	c.mu.Lock()
+	seen := c.reported[key] == mark
+	c.reported[key] = mark
+	c.mu.Unlock()
+	if !seen {
+		c.opts.OnFinished(Record(wf))
+	}
 }
 
 func (s *WorkflowStatus) deepCopy() *WorkflowStatus {

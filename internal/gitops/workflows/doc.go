@@ -17,6 +17,12 @@
 // Workflow that does not validate ends in phase Error with the field named in its message, and
 // nothing runs. What is recognised but not built yet is refused the same way, by name.
 //
+// The operations Argo's server and CLI offer are the Controller's methods, which the app-proxy
+// serves (ops.go, logs.go): Submit (a manifest or a template, linted first: PrepareSubmit),
+// List, Get, Logs, Resubmit, Retry, Shutdown (stop, terminate), Suspend, Resume, and the
+// templates' ListTemplates and Template. Options.OnFinished hears of every finished Workflow
+// (Record), which the runtime reports to the control plane's archive.
+//
 // A step's pod runs the user's image with the freshet binary copied in by an init container
 // (package emissary): the user's command runs under it, and its stdout (the result) and output
 // parameter files come back through the container's termination message.

@@ -75,6 +75,18 @@ spec:
 	if n := node(t, wf, "real[1].use"); n.HostNodeName != kube.RealNodeName || string(*n.Outputs.Parameters[0].Value) != "HELLO FROM REAL" {
 		t.Fatalf("use %+v", n)
 	}
+	// The pods' logs, read from the kubelet through the API server: the script's stdout went
+	// to the container's log as well as to its result.
+	for _, o := range []workflows.LogOptions{{}, {Follow: true}} {
+		var logs bytes.Buffer
+		if err := e.ctrl.Logs(e.ctx, e.ns, "real", o, &logs); err != nil || !strings.Contains(logs.String(), "gen: hello from real\n") {
+			t.Fatalf("logs %+v: %v\n%s", o, err, logs.String())
+		}
+	}
+	var one bytes.Buffer
+	if err := e.ctrl.Logs(e.ctx, e.ns, "real", workflows.LogOptions{Node: "gen"}, &one); err != nil || one.String() != "gen: hello from real\n" {
+		t.Fatalf("the gen node's log: %v %q", err, one.String())
+	}
 }
 
 func buildEmissaryImage(t *testing.T, reg *containers.RegistryInstance) string {

@@ -105,6 +105,15 @@ import appproxyv1_AnalysisMetric from '../../../api/testdata/wire/appproxyv1.Ana
 import appproxyv1_Measurement from '../../../api/testdata/wire/appproxyv1.Measurement.json';
 import appproxyv1_RolloutPromoteRequest from '../../../api/testdata/wire/appproxyv1.RolloutPromoteRequest.json';
 import appproxyv1_RolloutUndoRequest from '../../../api/testdata/wire/appproxyv1.RolloutUndoRequest.json';
+import appproxyv1_Workflow from '../../../api/testdata/wire/appproxyv1.Workflow.json';
+import appproxyv1_WorkflowDetail from '../../../api/testdata/wire/appproxyv1.WorkflowDetail.json';
+import appproxyv1_WorkflowNode from '../../../api/testdata/wire/appproxyv1.WorkflowNode.json';
+import appproxyv1_WorkflowParameter from '../../../api/testdata/wire/appproxyv1.WorkflowParameter.json';
+import appproxyv1_WorkflowSubmitRequest from '../../../api/testdata/wire/appproxyv1.WorkflowSubmitRequest.json';
+import appproxyv1_WorkflowTemplate from '../../../api/testdata/wire/appproxyv1.WorkflowTemplate.json';
+import appproxyv1_WorkflowTemplateParameter from '../../../api/testdata/wire/appproxyv1.WorkflowTemplateParameter.json';
+import client_ArchivedWorkflow from '../../../api/testdata/wire/client.ArchivedWorkflow.json';
+import client_ArchivedWorkflowNode from '../../../api/testdata/wire/client.ArchivedWorkflowNode.json';
 import appproxyv1_GitSource from '../../../api/testdata/wire/appproxyv1.GitSource.json';
 import appproxyv1_GitSourceMetadata from '../../../api/testdata/wire/appproxyv1.GitSourceMetadata.json';
 import appproxyv1_GitSourceSpec from '../../../api/testdata/wire/appproxyv1.GitSourceSpec.json';
@@ -361,6 +370,15 @@ const notInTheUI: Record<string, { golden: Golden; why: string }> = {
   'client.SSOConfig': { golden: client_SSOConfig, why: 'GET/PUT /api/v1/sso (admins; no UI page yet)' },
   'client.SSOConfigRequest': { golden: client_SSOConfigRequest, why: 'PUT /api/v1/sso (admins; no UI page yet)' },
   'client.SSOTokenRequest': { golden: client_SSOTokenRequest, why: '`freshet login --sso` exchanges its one-time code; the UI logs in with cookies' },
+  'appproxyv1.Workflow': { golden: appproxyv1_Workflow, why: '`freshet workflow` and the app-proxy workflows API; the UI has no Delivery Pipelines pages yet (issue 16)' },
+  'appproxyv1.WorkflowDetail': { golden: appproxyv1_WorkflowDetail, why: '`freshet workflow` and the app-proxy workflows API; the UI has no Delivery Pipelines pages yet (issue 16)' },
+  'appproxyv1.WorkflowNode': { golden: appproxyv1_WorkflowNode, why: '`freshet workflow` and the app-proxy workflows API; the UI has no Delivery Pipelines pages yet (issue 16)' },
+  'appproxyv1.WorkflowParameter': { golden: appproxyv1_WorkflowParameter, why: '`freshet workflow` and the app-proxy workflows API; the UI has no Delivery Pipelines pages yet (issue 16)' },
+  'appproxyv1.WorkflowSubmitRequest': { golden: appproxyv1_WorkflowSubmitRequest, why: '`freshet workflow` and the app-proxy workflows API; the UI has no Delivery Pipelines pages yet (issue 16)' },
+  'appproxyv1.WorkflowTemplate': { golden: appproxyv1_WorkflowTemplate, why: '`freshet workflow` and the app-proxy workflows API; the UI has no Delivery Pipelines pages yet (issue 16)' },
+  'appproxyv1.WorkflowTemplateParameter': { golden: appproxyv1_WorkflowTemplateParameter, why: '`freshet workflow` and the app-proxy workflows API; the UI has no Delivery Pipelines pages yet (issue 16)' },
+  'client.ArchivedWorkflow': { golden: client_ArchivedWorkflow, why: 'GET /api/v1/archived-workflows; the UI has no Delivery Pipelines pages yet (issue 16)' },
+  'client.ArchivedWorkflowNode': { golden: client_ArchivedWorkflowNode, why: 'part of an ArchivedWorkflow' },
 };
 
 describe('the UI types against the Go wire types (api/testdata/wire)', () => {

@@ -1,0 +1,128 @@
+package appproxyv1
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Workflow is one Argo Workflows Workflow as `GET workflows` lists it (and `freshet workflow
+// list -o json` prints it).
+type Workflow struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	UID       string `json:"uid"`
+	// Phase is status.phase: Pending (not picked up yet), Running, Succeeded, Failed or Error.
+	Phase string `json:"phase"`
+	// Message is status.message (why it failed, "invalid spec: …", Argo's stop messages).
+	Message    string     `json:"message"`
+	StartedAt  *time.Time `json:"startedAt"`
+	FinishedAt *time.Time `json:"finishedAt"`
+	// Progress is status.progress: finished pods / pods.
+	Progress string `json:"progress"`
+	// Template is the WorkflowTemplate it runs (spec.workflowTemplateRef, "cluster/NAME" for a
+	// ClusterWorkflowTemplate), empty for a Workflow with its own templates.
+	Template string `json:"template"`
+	// Suspended is spec.suspend; Shutdown is spec.shutdown (Stop or Terminate) once asked.
+	Suspended bool   `json:"suspended"`
+	Shutdown  string `json:"shutdown"`
+	// Creator is who submitted it through the app-proxy (its creator labels), empty otherwise.
+	Creator string `json:"creator"`
+	// ResubmittedFrom is the Workflow this one was resubmitted from.
+	ResubmittedFrom string    `json:"resubmittedFrom"`
+	CreatedAt       time.Time `json:"createdAt"`
+}
+
+// WorkflowDetail is one Workflow with its node tree (`GET workflows/{namespace}/{name}` and the
+// answer of submit and every operation).
+type WorkflowDetail struct {
+	Workflow
+	Entrypoint string `json:"entrypoint"`
+	// Parameters are the workflow's arguments (spec.arguments.parameters), by name.
+	Parameters []WorkflowParameter `json:"parameters"`
+	// Nodes is status.nodes, ordered by start time then ID; Children link them into the graph.
+	Nodes []WorkflowNode `json:"nodes"`
+}
+
+// WorkflowParameter is a named parameter value.
+type WorkflowParameter struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// WorkflowNode is one node of a Workflow (Argo's NodeStatus).
+type WorkflowNode struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	DisplayName string `json:"displayName"`
+	// Type is Pod, Steps, StepGroup, DAG, TaskGroup, Retry, Skipped or Suspend.
+	Type string `json:"type"`
+	// TemplateName is the template it runs ("WorkflowTemplate/template" for a templateRef).
+	TemplateName string     `json:"templateName"`
+	Phase        string     `json:"phase"`
+	Message      string     `json:"message"`
+	BoundaryID   string     `json:"boundaryID"`
+	StartedAt    *time.Time `json:"startedAt"`
+	FinishedAt   *time.Time `json:"finishedAt"`
+	Children     []string   `json:"children"`
+	// PodName is the pod a Pod node runs in (its logs: `GET …/log?node=ID`).
+	PodName string              `json:"podName"`
+	Inputs  []WorkflowParameter `json:"inputs"`
+	Outputs []WorkflowParameter `json:"outputs"`
+	// Result is outputs.result, ExitCode outputs.exitCode.
+	Result   *string `json:"result"`
+	ExitCode *string `json:"exitCode"`
+}
+
+// WorkflowSubmitRequest is the body of `POST workflows`: a Workflow manifest, or From a
+// WorkflowTemplate or ClusterWorkflowTemplate, with Parameters (KEY=VALUE) over its arguments.
+type WorkflowSubmitRequest struct {
+	// Namespace is where it runs (default: the manifest's namespace, else "default").
+	Namespace string `json:"namespace,omitempty"`
+	// Workflow is the manifest (argoproj.io/v1alpha1 Workflow) as JSON.
+	Workflow json.RawMessage `json:"workflow,omitempty"`
+	// From is workflowtemplate/NAME or clusterworkflowtemplate/NAME.
+	From string `json:"from,omitempty"`
+	// Parameters replace the arguments of the same name (Argo's `-p KEY=VALUE`).
+	Parameters []string `json:"parameters,omitempty"`
+	// Entrypoint overrides spec.entrypoint.
+	Entrypoint string `json:"entrypoint,omitempty"`
+	// GenerateName names a Workflow submitted From a template (default: the template's name and
+	// a dash).
+	GenerateName string `json:"generateName,omitempty"`
+}
+
+// The workflow operations (POST workflows/{namespace}/{name}/{op}).
+const (
+	WorkflowResubmit  = "resubmit"
+	WorkflowRetry     = "retry"
+	WorkflowStop      = "stop"
+	WorkflowTerminate = "terminate"
+	WorkflowSuspend   = "suspend"
+	WorkflowResume    = "resume"
+)
+
+// WorkflowOps are the operations, in the order the API documents them.
+var WorkflowOps = []string{WorkflowResubmit, WorkflowRetry, WorkflowStop, WorkflowTerminate, WorkflowSuspend, WorkflowResume}
+
+// WorkflowTemplate is a WorkflowTemplate or ClusterWorkflowTemplate (`GET workflow-templates`).
+type WorkflowTemplate struct {
+	Name string `json:"name"`
+	// Namespace is empty for a ClusterWorkflowTemplate.
+	Namespace string `json:"namespace"`
+	// Kind is WorkflowTemplate or ClusterWorkflowTemplate.
+	Kind       string `json:"kind"`
+	Entrypoint string `json:"entrypoint"`
+	// Parameters are spec.arguments.parameters: what `submit --from` takes with -p.
+	Parameters []WorkflowTemplateParameter `json:"parameters"`
+	// Templates are the names of its templates.
+	Templates []string  `json:"templates"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// WorkflowTemplateParameter is an argument a template declares.
+type WorkflowTemplateParameter struct {
+	Name        string   `json:"name"`
+	Value       *string  `json:"value"`
+	Enum        []string `json:"enum"`
+	Description string   `json:"description"`
+}

@@ -1,0 +1,153 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/freshet-dev/freshet/api/appproxyv1"
+	"github.com/freshet-dev/freshet/internal/errdefs"
+)
+
+// gqlWorkflow is a Workflow of the GraphQL schema; detail is read when asked for.
+type gqlWorkflow struct {
+	h *Host
+	w appproxyv1.Workflow
+}
+
+func (g *gqlWorkflow) Name() string      { return g.w.Name }
+func (g *gqlWorkflow) Namespace() string { return g.w.Namespace }
+func (g *gqlWorkflow) Phase() string     { return g.w.Phase }
+func (g *gqlWorkflow) Message() string   { return g.w.Message }
+func (g *gqlWorkflow) Progress() string  { return g.w.Progress }
+func (g *gqlWorkflow) StartedAt() *string {
+	return rfc3339(g.w.StartedAt)
+}
+func (g *gqlWorkflow) FinishedAt() *string {
+	return rfc3339(g.w.FinishedAt)
+}
+
+func rfc3339(t *time.Time) *string {
+	if t == nil {
+		return nil
+	}
+	s := t.UTC().Format(time.RFC3339)
+	return &s
+}
+
+func (g *gqlWorkflow) Detail(ctx context.Context) (JSON, error) {
+	wc, err := g.h.workflowsCtl()
+	if err != nil {
+		return JSON{}, err
+	}
+	d, err := wc.Get(ctx, g.w.Namespace, g.w.Name)
+	return JSON{d}, err
+}
+
+func (q *gqlRoot) Workflows(ctx context.Context, args struct{ Namespace *string }) ([]*gqlWorkflow, error) {
+	wc, err := q.h.workflowsCtl()
+	if err != nil {
+		return nil, err
+	}
+	l, err := wc.List(ctx, derefS(args.Namespace))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*gqlWorkflow, 0, len(l))
+	for _, w := range l {
+		out = append(out, &gqlWorkflow{h: q.h, w: w})
+	}
+	return out, nil
+}
+
+func (q *gqlRoot) Workflow(ctx context.Context, args struct{ Namespace, Name string }) (*gqlWorkflow, error) {
+	wc, err := q.h.workflowsCtl()
+	if err != nil {
+		return nil, err
+	}
+	d, err := wc.Get(ctx, args.Namespace, args.Name)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &gqlWorkflow{h: q.h, w: d.Workflow}, nil
+}
+
+func (q *gqlRoot) WorkflowTemplates(ctx context.Context, args struct{ Namespace *string }) ([]JSON, error) {
+	wc, err := q.h.workflowsCtl()
+	if err != nil {
+		return nil, err
+	}
+	l, err := wc.ListTemplates(ctx, derefS(args.Namespace))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]JSON, 0, len(l))
+	for _, t := range l {
+		out = append(out, JSON{t})
+	}
+	return out, nil
+}
+
+func (q *gqlRoot) SubmitWorkflow(ctx context.Context, args struct {
+	Namespace, Manifest, From, Entrypoint *string
+	Parameters                            *[]string
+}) (JSON, error) {
+	req := appproxyv1.WorkflowSubmitRequest{Namespace: derefS(args.Namespace), From: derefS(args.From), Entrypoint: derefS(args.Entrypoint)}
+	if args.Parameters != nil {
+		req.Parameters = *args.Parameters
+	}
+	if m := derefS(args.Manifest); m != "" {
+		if len(m) > maxBody {
+			return JSON{}, errdefs.Invalid("manifest", "", "is larger than 1 MiB")
+		}
+		j, err := yaml.YAMLToJSON([]byte(m))
+		if err != nil {
+			return JSON{}, errdefs.Invalid("manifest", "", "is not YAML or JSON: "+err.Error())
+		}
+		req.Workflow = j
+	}
+	d, err := q.h.SubmitWorkflow(ctx, callerFrom(ctx), req)
+	if err != nil {
+		return JSON{}, err
+	}
+	return JSON{d}, nil
+}
+
+type workflowRef struct{ Namespace, Name string }
+
+func (q *gqlRoot) workflowOp(ctx context.Context, ref workflowRef, op string) (JSON, error) {
+	d, err := q.h.WorkflowOp(ctx, callerFrom(ctx), ref.Namespace, ref.Name, op)
+	if err != nil {
+		return JSON{}, err
+	}
+	return JSON{d}, nil
+}
+
+func (q *gqlRoot) ResubmitWorkflow(ctx context.Context, args workflowRef) (JSON, error) {
+	return q.workflowOp(ctx, args, appproxyv1.WorkflowResubmit)
+}
+
+func (q *gqlRoot) RetryWorkflow(ctx context.Context, args workflowRef) (JSON, error) {
+	return q.workflowOp(ctx, args, appproxyv1.WorkflowRetry)
+}
+
+func (q *gqlRoot) StopWorkflow(ctx context.Context, args workflowRef) (JSON, error) {
+	return q.workflowOp(ctx, args, appproxyv1.WorkflowStop)
+}
+
+func (q *gqlRoot) TerminateWorkflow(ctx context.Context, args workflowRef) (JSON, error) {
+	return q.workflowOp(ctx, args, appproxyv1.WorkflowTerminate)
+}
+
+func (q *gqlRoot) SuspendWorkflow(ctx context.Context, args workflowRef) (JSON, error) {
+	return q.workflowOp(ctx, args, appproxyv1.WorkflowSuspend)
+}
+
+func (q *gqlRoot) ResumeWorkflow(ctx context.Context, args workflowRef) (JSON, error) {
+	return q.workflowOp(ctx, args, appproxyv1.WorkflowResume)
+}
