@@ -116,6 +116,7 @@ type env struct {
 	repo  string
 	shas  []string
 	tr    *tracker
+	keys  *secrets.Keyring
 }
 
 func newEnv(t *testing.T, db *store.DB) *env {
@@ -138,8 +139,8 @@ func newEnv(t *testing.T, db *store.DB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{db: db, admin: login.Principal, repo: repo, shas: shas, tr: newTracker(t)}
-	e.svc = images.New(images.Deps{Store: db, Keys: secrets.Generate(), Net: policy, Commits: gitCommits{cache}})
+	e := &env{db: db, admin: login.Principal, repo: repo, shas: shas, tr: newTracker(t), keys: secrets.Generate()}
+	e.svc = images.New(images.Deps{Store: db, Keys: e.keys, Net: policy, Commits: gitCommits{cache}})
 	for _, spec := range []images.TrackerSpec{
 		{Name: "jira", Kind: images.TrackerJira, URL: e.tr.srv.URL + "/jira", Username: "bot@acme.test", Token: "jira-token", Scope: []string{"PROJ"}},
 		{Name: "github", Kind: images.TrackerGitHub, URL: e.tr.srv.URL + "/github", Token: "gh-token", Scope: []string{"acme"}},
@@ -350,6 +351,37 @@ func TestTrackerPolicy(t *testing.T) {
 		}
 		if len(im.Issues) != 3 || !strings.Contains(im.Issues[0].Error, "timed out") || im.Issues[1].Error != "not fetched yet" {
 			t.Fatalf("issues of a tracker that hangs: %+v", im.Issues)
+		}
+	})
+}
+
+// Master-key rotation re-encrypts the trackers' tokens: after the old key is retired, titles are
+// still fetched with each tracker's token.
+func TestTrackerTokensSurviveKeyRotation(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		e := newEnv(t, db)
+		ctx := context.Background()
+		old := e.keys.Primary()
+		if _, err := e.keys.Rotate(); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		err := db.Tx(ctx, func(tx *store.Tx) (err error) {
+			n, err = images.ReencryptSecrets(ctx, tx, e.keys)
+			return err
+		})
+		if err != nil || n != 2 {
+			t.Fatalf("ReencryptSecrets = %d, %v; want 2 (the jira and github tokens)", n, err)
+		}
+		if err := e.keys.Retire(old); err != nil {
+			t.Fatal(err)
+		}
+		im, err := e.svc.ReportImage(ctx, e.admin, images.Report{Image: "ghcr.io/acme/web:2.0", Digest: digest(2), Issues: []string{"PROJ-12", "acme/web#9"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := issueTitles(im.Issues); got["PROJ-12"] != "Login fails for SSO users" || got["acme/web#9"] != "Cache misses" {
+			t.Fatalf("titles after rotation: %v", got)
 		}
 	})
 }

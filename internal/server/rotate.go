@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 
+	"github.com/freshet-dev/freshet/internal/images"
 	"github.com/freshet-dev/freshet/internal/notify"
 	"github.com/freshet-dev/freshet/internal/pipeline"
 	"github.com/freshet-dev/freshet/internal/runtimes"
@@ -16,7 +17,7 @@ type Reencrypter interface {
 
 // ReencryptSecrets rewrites every stored secret — each domain rewrites its own: CI contexts,
 // pipeline variables and trigger webhook secrets; the accounts' GitOps webhook secrets;
-// notification channels' secrets — under
+// notification channels' secrets; issue trackers' tokens — under
 // k's primary key, all in one transaction, and reports how many values changed. Run it after
 // adding a new primary key and before retiring the old one.
 func ReencryptSecrets(ctx context.Context, db *store.DB, k Reencrypter) (int, error) {
@@ -31,7 +32,11 @@ func ReencryptSecrets(ctx context.Context, db *store.DB, k Reencrypter) (int, er
 			return err
 		}
 		channels, err := notify.ReencryptSecrets(ctx, tx, k)
-		total = ci + gitops + channels
+		if err != nil {
+			return err
+		}
+		trackers, err := images.ReencryptSecrets(ctx, tx, k)
+		total = ci + gitops + channels + trackers
 		return err
 	})
 	return total, err

@@ -209,6 +209,33 @@ func (q *Queries) ListIssueTrackers(ctx context.Context, accountID string) ([]Is
 	return out, rows.Err()
 }
 
+// AllIssueTrackers returns every account's trackers (for re-encrypting their tokens).
+func (q *Queries) AllIssueTrackers(ctx context.Context) ([]IssueTracker, error) {
+	rows, err := q.query(ctx, `SELECT id, account_id, name, kind, url, username, token, scope, created_at FROM issue_trackers ORDER BY id`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []IssueTracker
+	for rows.Next() {
+		var t IssueTracker
+		var scope string
+		var created int64
+		if err := rows.Scan(&t.ID, &t.AccountID, &t.Name, &t.Kind, &t.URL, &t.Username, &t.Token, &scope, &created); err != nil {
+			return nil, err
+		}
+		t.CreatedAt = fromMicros(created)
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+// SetIssueTrackerToken replaces the token ciphertext of tracker id.
+func (q *Queries) SetIssueTrackerToken(ctx context.Context, id, token string) error {
+	_, err := q.exec(ctx, `UPDATE issue_trackers SET token = ? WHERE id = ?`, token, id)
+	return err
+}
+
 // DeleteIssueTracker deletes account's tracker name; none is errdefs.ErrNotFound.
 func (q *Queries) DeleteIssueTracker(ctx context.Context, accountID, name string) error {
 	res, err := q.exec(ctx, `DELETE FROM issue_trackers WHERE account_id = ? AND name = ?`, accountID, name)
