@@ -103,6 +103,9 @@ func (s *Service) CreateUser(ctx context.Context, p rbac.Principal, in CreateUse
 	if !found {
 		u := store.User{ID: res.Member.ID, Email: in.Email, Name: in.Name, PasswordHash: hash, CreatedAt: now}
 		err = s.db.Tx(ctx, func(tx *store.Tx) error {
+			if err := s.admitMember(ctx, tx, p.AccountID); err != nil {
+				return err
+			}
 			if err := tx.CreateUser(ctx, u); err != nil {
 				return err
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/analytics"
 	"github.com/freshet-dev/freshet/internal/api/httpx"
 	"github.com/freshet-dev/freshet/internal/audit"
+	"github.com/freshet-dev/freshet/internal/billing"
 	"github.com/freshet-dev/freshet/internal/identity"
 	"github.com/freshet-dev/freshet/internal/images"
 	"github.com/freshet-dev/freshet/internal/pipeline"
@@ -40,6 +41,7 @@ type API struct {
 	runtimes  *runtimes.Service
 	analytics *analytics.Service
 	images    *images.Service
+	billing   *billing.Service
 	log       *slog.Logger
 	secure    bool // cookies get the Secure attribute (the server speaks TLS)
 	access    *httpx.Access
@@ -55,6 +57,7 @@ type Deps struct {
 	Runtimes   *runtimes.Service
 	Analytics  *analytics.Service
 	Images     *images.Service
+	Billing    *billing.Service
 	Log        *slog.Logger
 	// SecureCookies marks session cookies Secure (the server speaks TLS).
 	SecureCookies bool
@@ -67,7 +70,7 @@ type Deps struct {
 
 // New returns the REST API over the given services.
 func New(d Deps) *API {
-	return &API{id: d.Identity, audit: d.Audit, pipelines: d.Pipelines, dispatch: d.Dispatcher, runtimes: d.Runtimes, analytics: d.Analytics, images: d.Images, log: d.Log, secure: d.SecureCookies, access: d.Access, publicURL: strings.TrimSuffix(d.PublicURL, "/")}
+	return &API{id: d.Identity, audit: d.Audit, pipelines: d.Pipelines, dispatch: d.Dispatcher, runtimes: d.Runtimes, analytics: d.Analytics, images: d.Images, billing: d.Billing, log: d.Log, secure: d.SecureCookies, access: d.Access, publicURL: strings.TrimSuffix(d.PublicURL, "/")}
 }
 
 // Routes lists every REST endpoint.
@@ -90,6 +93,8 @@ func (a *API) Routes() []Route {
 		{Method: "PUT", Path: "/api/v1/sso", Handler: a.setSSO},
 		{Method: "DELETE", Path: "/api/v1/sso", Handler: a.deleteSSO},
 		{Method: "GET", Path: "/api/v1/account", Handler: a.account},
+		{Method: "GET", Path: "/api/v1/plan", Handler: a.getPlan},
+		{Method: "GET", Path: "/api/v1/usage", Handler: a.getUsage},
 		{Method: "POST", Path: "/api/v1/accounts", Handler: a.createAccount},
 		{Method: "GET", Path: "/api/v1/users", Handler: a.listUsers},
 		{Method: "POST", Path: "/api/v1/users", Handler: a.createUser},

@@ -52,6 +52,10 @@ import client_RunRequest from '../../../api/testdata/wire/client.RunRequest.json
 import client_Build from '../../../api/testdata/wire/client.Build.json';
 import client_BuildStats from '../../../api/testdata/wire/client.BuildStats.json';
 import client_BuildStatsDay from '../../../api/testdata/wire/client.BuildStatsDay.json';
+import client_Plan from '../../../api/testdata/wire/client.Plan.json';
+import client_PlanLimit from '../../../api/testdata/wire/client.PlanLimit.json';
+import client_Usage from '../../../api/testdata/wire/client.Usage.json';
+import client_UsageDay from '../../../api/testdata/wire/client.UsageDay.json';
 import client_PipelineBuildStats from '../../../api/testdata/wire/client.PipelineBuildStats.json';
 import client_Step from '../../../api/testdata/wire/client.Step.json';
 import client_Image from '../../../api/testdata/wire/client.Image.json';
@@ -347,6 +351,10 @@ const notInTheUI: Record<string, { golden: Golden; why: string }> = {
   'client.SSOConfig': { golden: client_SSOConfig, why: 'GET/PUT /api/v1/sso (admins; no UI page yet)' },
   'client.SSOConfigRequest': { golden: client_SSOConfigRequest, why: 'PUT /api/v1/sso (admins; no UI page yet)' },
   'client.SSOTokenRequest': { golden: client_SSOTokenRequest, why: '`freshet login --sso` exchanges its one-time code; the UI logs in with cookies' },
+  'client.Plan': { golden: client_Plan, why: '`freshet plan get` (billing, issue 18); no UI page yet' },
+  'client.PlanLimit': { golden: client_PlanLimit, why: 'part of a Plan' },
+  'client.Usage': { golden: client_Usage, why: '`freshet usage` (billing, issue 18); no UI page yet' },
+  'client.UsageDay': { golden: client_UsageDay, why: 'part of a Usage' },
 };
 
 describe('the UI types against the Go wire types (api/testdata/wire)', () => {
