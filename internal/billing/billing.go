@@ -173,10 +173,38 @@ func (s *Service) refuseAt(ctx context.Context, tx *store.Tx, accountID, plan st
 	return nil
 }
 
-// Check refuses one more of r within scope (a runtime, for ClustersPerRuntime) where the
-// account already has used of them, as their owner reported: for resources that live outside
-// the control plane's database, so the check is as fresh as the report.
-func (s *Service) Check(ctx context.Context, accountID string, r Resource, scope string, used int64) error {
+// Check refuses one more of r in accountID when the account's use, as the database holds it
+// now, is at its plan's limit — without a lock, for resources created outside the control
+// plane's transactions (applications, which a runtime creates): the check is as fresh as the
+// runtimes' reports, and two creations racing through different runtimes may both pass.
+func (s *Service) Check(ctx context.Context, accountID string, r Resource) error {
+	what, ok := counted[r]
+	if !ok {
+		return fmt.Errorf("check %s: the database does not count it; use CheckReported", r)
+	}
+	row, err := s.db.GetAccountPlan(ctx, accountID)
+	if err != nil {
+		return err
+	}
+	p := s.plan(accountID, row.Plan)
+	limit := p.Limit(r)
+	if limit == Unlimited {
+		return nil
+	}
+	now := s.now()
+	used, err := s.db.CountUse(ctx, accountID, what, monthStart(now), now)
+	if err != nil {
+		return err
+	}
+	if used >= limit {
+		return &LimitError{Resource: r, Plan: p.Name, Limit: limit, Used: used}
+	}
+	return nil
+}
+
+// CheckReported refuses one more of r within scope (a runtime, for ClustersPerRuntime) where
+// its owner reported used of them: for resources the control plane does not hold at all.
+func (s *Service) CheckReported(ctx context.Context, accountID string, r Resource, scope string, used int64) error {
 	row, err := s.db.GetAccountPlan(ctx, accountID)
 	if err != nil {
 		return err

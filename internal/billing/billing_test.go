@@ -20,7 +20,7 @@ const testPlans = `
 default: big
 plans:
   - name: tiny
-    limits: {concurrent-builds: 3, runners: 2, users: 2, build-minutes: 10, hosted-runtimes: 0}
+    limits: {concurrent-builds: 3, runners: 2, users: 2, build-minutes: 10, hosted-runtimes: 0, applications: 0, clusters-per-runtime: 2}
   - name: big
     title: Big
     limits: {concurrent-builds: unlimited}
@@ -265,7 +265,19 @@ func TestZeroLimitAndDefaults(t *testing.T) {
 		if !errors.Is(err, errdefs.ErrLimitExceeded) || !strings.Contains(err.Error(), `plan "tiny" allows 0 hosted runtimes; the account has 0`) {
 			t.Errorf("hosted runtime on a plan of 0: %v", err)
 		}
-		if err := f.svc.Check(ctx, f.account, billing.ClustersPerRuntime, "runtime prod", 5); err != nil {
+		if err := f.svc.Check(ctx, f.account, billing.Applications); !errors.Is(err, errdefs.ErrLimitExceeded) ||
+			err.Error() != `plan "tiny" allows 0 applications; the account has 0` {
+			t.Errorf("an application on a plan of 0: %v", err)
+		}
+		if err := f.svc.CheckReported(ctx, f.account, billing.ClustersPerRuntime, "runtime prod", 1); err != nil {
+			t.Errorf("a second cluster on a plan of 2: %v", err)
+		}
+		if err := f.svc.CheckReported(ctx, f.account, billing.ClustersPerRuntime, "runtime prod", 2); err == nil ||
+			err.Error() != `plan "tiny" allows 2 clusters per runtime; runtime prod has 2` {
+			t.Errorf("a third cluster on a plan of 2: %v", err)
+		}
+		f.setPlan(t, "big")
+		if err := f.svc.CheckReported(ctx, f.account, billing.ClustersPerRuntime, "runtime prod", 50); err != nil {
 			t.Errorf("clusters on a plan that does not bound them: %v", err)
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,7 +26,7 @@ default: small
 plans:
   - name: small
     title: Small
-    limits: {users: 3, runners: 2, concurrent-builds: 2, build-minutes: 1000, hosted-runtimes: 0}
+    limits: {users: 3, runners: 2, concurrent-builds: 2, build-minutes: 1000, hosted-runtimes: 0, applications: 0, clusters-per-runtime: 0}
   - name: large
     limits: {users: 10, runners: 10}
 `
@@ -131,7 +132,7 @@ func TestBillingLimitsThroughTheAPI(t *testing.T) {
 				used[l.Resource] = [2]int64{l.Used, l.Limit}
 			}
 			if p.Name != "small" || !p.Default || used["runners"] != [2]int64{2, 2} || used["users"] != [2]int64{3, 3} ||
-				used["applications"] != [2]int64{0, -1} || used["clusters-per-runtime"][0] != -1 {
+				used["applications"] != [2]int64{0, 0} || used["clusters-per-runtime"][0] != -1 {
 				t.Errorf("plan %+v", p)
 			}
 
@@ -244,5 +245,57 @@ func TestConcurrentBuildLimitWithRunners(t *testing.T) {
 	}
 	if peak < 2 {
 		t.Logf("peak %d running: the runners never both ran", peak)
+	}
+}
+
+// TestAppProxyLimits: applications and clusters are created by a runtime, through its
+// app-proxy; the control plane refuses the request before it reaches the runtime when the
+// plan allows no more, and forwards it once the plan does.
+func TestAppProxyLimits(t *testing.T) {
+	ctx := context.Background()
+	s, ops := billingServer(t, store.SQLite)
+	reg, err := s.Admin.RegisterRuntime(ctx, client.RegisterRuntimeRequest{Name: "edge", AccessMode: "tunnel"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stop := startRuntime(t, s, reg.Token)
+	defer stop()
+	waitRuntime(t, s.Admin, "edge", 10*time.Second, "healthy")
+	key, err := s.Admin.CreateAPIKey(ctx, client.CreateAPIKeyRequest{Name: "gitops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	post := func(path string) (int, string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			st, body, _ := call(t, "POST", s.URL+"/runtimes/edge"+path, key.Token, []byte(`{}`))
+			if st != http.StatusBadGateway || time.Now().After(deadline) { // the tunnel may still be coming up
+				_, _, msg := errField(body)
+				return st, msg
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	for _, c := range []struct{ path, want string }{
+		{"/app-proxy/api/v1/applications", `plan "small" allows 0 applications; the account has 0`},
+		{"/app-proxy/api/v1/clusters", `plan "small" allows 0 clusters per runtime; runtime edge has 0`},
+	} {
+		if st, msg := post(c.path); st != http.StatusPaymentRequired || msg != c.want {
+			t.Errorf("POST %s on small: %d %q; want 402 %q", c.path, st, msg, c.want)
+		}
+	}
+	// Reads and other changes are not limits' business.
+	if st, _, _ := call(t, "GET", s.URL+"/runtimes/edge/app-proxy/api/v1/applications", key.Token, nil); st != http.StatusOK {
+		t.Errorf("list applications on small: %d", st)
+	}
+	if _, err := ops.SetPlan(ctx, "first", "large", "test operator"); err != nil {
+		t.Fatal(err)
+	}
+	// Forwarded now: the runtime answers (an empty body is its 400, not the plan's 402).
+	for _, path := range []string{"/app-proxy/api/v1/applications", "/app-proxy/api/v1/clusters"} {
+		if st, msg := post(path); st == http.StatusPaymentRequired || st == http.StatusBadGateway {
+			t.Errorf("POST %s on large: %d %s", path, st, msg)
+		}
 	}
 }
