@@ -258,6 +258,10 @@ const wire = [
   pair<t.Build>()('client.Build', client_Build, 'no drift'),
   pair<t.BuildStats>()('client.BuildStats', client_BuildStats, 'no drift'),
   pair<t.BuildStatsDay>()('client.BuildStatsDay', client_BuildStatsDay, 'no drift'),
+  pair<t.Plan>()('client.Plan', client_Plan, 'no drift'),
+  pair<t.PlanLimit>()('client.PlanLimit', client_PlanLimit, 'no drift'),
+  pair<t.Usage>()('client.Usage', client_Usage, 'no drift'),
+  pair<t.UsageDay>()('client.UsageDay', client_UsageDay, 'no drift'),
   pair<t.PipelineBuildStats>()('client.PipelineBuildStats', client_PipelineBuildStats, 'no drift'),
   pair<t.BuildStep>()('client.Step', client_Step, 'no drift'),
   pair<t.BuildImage>()('client.Image', client_Image, 'no drift'),
@@ -351,10 +355,6 @@ const notInTheUI: Record<string, { golden: Golden; why: string }> = {
   'client.SSOConfig': { golden: client_SSOConfig, why: 'GET/PUT /api/v1/sso (admins; no UI page yet)' },
   'client.SSOConfigRequest': { golden: client_SSOConfigRequest, why: 'PUT /api/v1/sso (admins; no UI page yet)' },
   'client.SSOTokenRequest': { golden: client_SSOTokenRequest, why: '`freshet login --sso` exchanges its one-time code; the UI logs in with cookies' },
-  'client.Plan': { golden: client_Plan, why: '`freshet plan get` (billing, issue 18); no UI page yet' },
-  'client.PlanLimit': { golden: client_PlanLimit, why: 'part of a Plan' },
-  'client.Usage': { golden: client_Usage, why: '`freshet usage` (billing, issue 18); no UI page yet' },
-  'client.UsageDay': { golden: client_UsageDay, why: 'part of a Usage' },
 };
 
 describe('the UI types against the Go wire types (api/testdata/wire)', () => {
