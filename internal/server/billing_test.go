@@ -132,6 +132,33 @@ func TestBillingLimitsThroughTheAPI(t *testing.T) {
 				}
 			}
 
+			// At the limit, adding an email that has a login in another account (an invitation)
+			// is refused exactly as a new email is: the refusal tells nothing of other accounts.
+			if _, err := s.Admin.CreateAccount(ctx, "other"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Admin.SwitchAccount(ctx, "other"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Admin.CreateUser(ctx, client.CreateUserRequest{Email: "elsewhere@other.test", Role: "member", Password: "elsewhere-pw-1"}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Admin.SwitchAccount(ctx, "first"); err != nil {
+				t.Fatal(err)
+			}
+			var msgs []string
+			for _, email := range []string{"elsewhere@other.test", "nobody@nowhere.test"} {
+				_, err := s.Admin.CreateUser(ctx, client.CreateUserRequest{Email: email, Role: "member", Password: "some-pw-12345"})
+				if e := limitRefusal(err, `plan "small" allows 3 users; the account has 3`); e != nil {
+					t.Errorf("%s at the limit: %v", email, e)
+				} else {
+					msgs = append(msgs, err.(*client.Error).Message)
+				}
+			}
+			if len(msgs) == 2 && msgs[0] != msgs[1] {
+				t.Errorf("refusals differ: %q and %q", msgs[0], msgs[1])
+			}
+
 			p, err := s.Admin.GetPlan(ctx)
 			if err != nil {
 				t.Fatal(err)
