@@ -10,7 +10,7 @@ export GOFLAGS ?= -buildvcs=false
 CHART_REGISTRY ?=
 CHART_VERSION  ?=
 
-.PHONY: chart all build up test test-deps test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-workflows bench-events bench-containers bench-analytics bench-notify bench-helm faults generate check fuzz security clean
+.PHONY: chart all build up test test-deps test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-workflows bench-events bench-containers bench-analytics bench-notify bench-helm bench-billing faults generate check fuzz security clean
 
 all: build
 
@@ -71,10 +71,17 @@ bench: build
 	$(MAKE) --no-print-directory bench-analytics
 	$(MAKE) --no-print-directory bench-notify
 	$(MAKE) --no-print-directory bench-helm
+	$(MAKE) --no-print-directory bench-billing
 
 ## bench-lint: pipeline lint of 1,000 codefresh.yml files, median and p99 time per file
 bench-lint:
 	$(GO) test -count=1 -run '^$$' -bench Lint1000Files -benchtime 5x ./internal/pipeline/spec/ | grep -E '^(Benchmark|ok|FAIL)'
+
+## bench-billing: 100 concurrent build starts at a concurrent-build limit of 3 (SQLite, and
+## PostgreSQL with FRESHET_TEST_POSTGRES): none over the limit; claim latency with the limit
+## check beside the same claims without it (baseline)
+bench-billing:
+	$(GO) test -count=1 -run '^$$' -bench Claims100 -benchtime 5x ./internal/billing/ | grep -E '^(Benchmark|ok|FAIL)'
 
 ## bench-analytics: DORA reports over 1,000,000 deployment records of 10,000 applications
 ## (SQLite, and PostgreSQL with FRESHET_TEST_POSTGRES), and event → visible in analytics

@@ -113,6 +113,10 @@ var wireTypes = map[string]any{
 	"client.BuildStats":                            client.BuildStats{},
 	"client.BuildStatsDay":                         client.BuildStatsDay{},
 	"client.PipelineBuildStats":                    client.PipelineBuildStats{},
+	"client.Plan":                                  client.Plan{},
+	"client.PlanLimit":                             client.PlanLimit{},
+	"client.Usage":                                 client.Usage{},
+	"client.UsageDay":                              client.UsageDay{},
 
 	"appproxyv1.List":                      appproxyv1.List[appproxyv1.Cluster]{},
 	"appproxyv1.Application":               appproxyv1.Application{},

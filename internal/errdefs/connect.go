@@ -21,7 +21,7 @@ func ConnectCode(err error) connect.Code {
 		return connect.CodeFailedPrecondition
 	case errors.Is(err, ErrInvalid):
 		return connect.CodeInvalidArgument
-	case errors.Is(err, ErrTooLarge), errors.Is(err, ErrRateLimited):
+	case errors.Is(err, ErrTooLarge), errors.Is(err, ErrRateLimited), errors.Is(err, ErrLimitExceeded):
 		return connect.CodeResourceExhausted
 	case errors.Is(err, ErrUnavailable), errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		// A request the server stopped (it is shutting down, or the call ran out of time) is

@@ -22,6 +22,9 @@ var (
 	ErrRateLimited     = errors.New("too many requests")
 	ErrUnavailable     = errors.New("unavailable")
 	ErrTooLarge        = errors.New("request too large")
+	// ErrLimitExceeded is a plan's limit reached (internal/billing): the account must free
+	// something or move to a larger plan; trying again as it is will not help.
+	ErrLimitExceeded = errors.New("plan limit reached")
 )
 
 // FieldError reports bad input in one field. It unwraps to ErrInvalid.
@@ -82,6 +85,8 @@ func Code(err error) string {
 		return "rate_limited"
 	case errors.Is(err, ErrTooLarge):
 		return "too_large"
+	case errors.Is(err, ErrLimitExceeded):
+		return "limit_exceeded"
 	case errors.Is(err, ErrUnavailable):
 		return "unavailable"
 	default:

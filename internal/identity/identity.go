@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/freshet-dev/freshet/internal/audit"
+	"github.com/freshet-dev/freshet/internal/billing"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/rbac"
@@ -59,6 +60,7 @@ type Service struct {
 	describe     Describer
 	keys         Keyring           // encrypts SSO client secrets; nil: SSO cannot be configured
 	net          *netpolicy.Policy // checks identity provider URLs; nil: any
+	limits       Limits            // the accounts' plans; nil: no limits
 }
 
 // revoked tells OnRevoke, if any, once err (the change's outcome) is nil.
@@ -84,6 +86,23 @@ type Deps struct {
 	Keys Keyring
 	// Net is the operator's policy for URLs from tenants: identity provider issuers.
 	Net *netpolicy.Policy
+	// Limits admits members under the account's plan (a *billing.Service); nil: no limits.
+	Limits Limits
+}
+
+// Limits is the account's plan as identity asks it: Admit refuses, in the transaction that
+// adds a member (a user created, an invitation accepted, a single sign-on user provisioned),
+// one more than the plan allows.
+type Limits interface {
+	Admit(ctx context.Context, tx *store.Tx, accountID string, r billing.Resource) error
+}
+
+// admitMember admits one more member of accountID under its plan.
+func (s *Service) admitMember(ctx context.Context, tx *store.Tx, accountID string) error {
+	if s.limits == nil {
+		return nil
+	}
+	return s.limits.Admit(ctx, tx, accountID, billing.Users)
 }
 
 // New returns a Service built from d.
@@ -95,7 +114,7 @@ func New(d Deps) *Service {
 	return &Service{db: d.Store, audit: d.Audit, log: log, now: time.Now,
 		byEmail: newFailureLimiter(maxFailuresPerEmail), byIP: newFailureLimiter(maxFailuresPerIP),
 		hasher: newHasher(maxConcurrentHashes, hashQueueWait), onRevoke: d.OnRevoke,
-		policies: policyCache{accounts: map[string]*accountPolicy{}}, describe: d.Describe, keys: d.Keys, net: d.Net}
+		policies: policyCache{accounts: map[string]*accountPolicy{}}, describe: d.Describe, keys: d.Keys, net: d.Net, limits: d.Limits}
 }
 
 // SweepInterval is how often the control plane runs SweepExpired.

@@ -50,6 +50,9 @@ func (s *Service) AcceptInvitation(ctx context.Context, p rbac.Principal, id str
 		if err := tx.DeleteInvitation(ctx, inv.ID); err != nil {
 			return err
 		}
+		if err := s.admitMember(ctx, tx, inv.AccountID); err != nil {
+			return err
+		}
 		if err := tx.AddMember(ctx, inv.AccountID, p.UserID, inv.Role, now); err != nil {
 			if errors.Is(err, errdefs.ErrConflict) {
 				return fmt.Errorf("you are already a member of account %q: %w", inv.AccountName, errdefs.ErrConflict)

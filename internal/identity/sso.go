@@ -493,6 +493,9 @@ func (s *Service) FinishSSO(ctx context.Context, state, code, redirectURL string
 		switch {
 		case errors.Is(err, errdefs.ErrNotFound):
 			u = store.User{ID: store.NewID(store.PrefixUser), Email: email, Name: name, PasswordHash: ssoPasswordHash, CreatedAt: now}
+			if err := s.admitMember(ctx, tx, l.AccountID); err != nil {
+				return err
+			}
 			if err := tx.CreateUser(ctx, u); err != nil {
 				return err
 			}

@@ -103,6 +103,9 @@ func (s *Service) CreateUser(ctx context.Context, p rbac.Principal, in CreateUse
 	if !found {
 		u := store.User{ID: res.Member.ID, Email: in.Email, Name: in.Name, PasswordHash: hash, CreatedAt: now}
 		err = s.db.Tx(ctx, func(tx *store.Tx) error {
+			if err := s.admitMember(ctx, tx, p.AccountID); err != nil {
+				return err
+			}
 			if err := tx.CreateUser(ctx, u); err != nil {
 				return err
 			}
@@ -115,6 +118,12 @@ func (s *Service) CreateUser(ctx context.Context, p rbac.Principal, in CreateUse
 		inv := store.Invitation{ID: store.NewID(store.PrefixInvitation), MemberID: res.Member.ID, AccountID: p.AccountID,
 			UserID: existing.ID, Name: in.Name, Role: string(role), InvitedBy: p.Actor(), CreatedAt: now, ExpiresAt: now.Add(InvitationTTL)}
 		err = s.db.Tx(ctx, func(tx *store.Tx) error {
+			// Admitted here too, as a new user is: at the limit both answers are the same 402,
+			// so the refusal does not tell whether the email has a login elsewhere. Accepting
+			// is admitted again (the account may have filled up meanwhile).
+			if err := s.admitMember(ctx, tx, p.AccountID); err != nil {
+				return err
+			}
 			if err := tx.CreateInvitation(ctx, inv); err != nil {
 				if errors.Is(err, errdefs.ErrConflict) {
 					return alreadyMember

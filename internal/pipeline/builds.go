@@ -10,6 +10,7 @@ import (
 
 	"github.com/freshet-dev/freshet/api/runnerv1"
 	"github.com/freshet-dev/freshet/internal/audit"
+	"github.com/freshet-dev/freshet/internal/billing"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/rbac"
@@ -135,6 +136,12 @@ func (s *Service) queue(ctx context.Context, pl store.Pipeline, in RunInput, by 
 				if o.Branch == b.Branch {
 					older = append(older, o)
 				}
+			}
+		}
+		if b.Status == StatusQueued {
+			// A build that would run needs build minutes left this month.
+			if err := s.admit(ctx, tx, pl.AccountID, billing.BuildMinutes); err != nil {
+				return err
 			}
 		}
 		if err := tx.CreateBuild(ctx, &b); err != nil {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/freshet-dev/freshet/internal/billing"
 	"github.com/freshet-dev/freshet/internal/bus"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gitops/providers"
@@ -69,6 +70,11 @@ func (s *Service) setBuildStatus(ctx context.Context, accountID, buildID, leaseI
 func (s *Service) claimBuild(ctx context.Context, b store.Build, runnerID, leaseID string, expires, now time.Time) (bool, error) {
 	var ok bool
 	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		// The claim takes one of the account's concurrent builds: admitted under the plan
+		// row's lock, so claims at the limit through any replica never run one too many.
+		if err := s.admit(ctx, tx, b.AccountID, billing.ConcurrentBuilds); err != nil {
+			return err
+		}
 		var err error
 		if ok, err = tx.ClaimBuild(ctx, b.AccountID, b.ID, runnerID, leaseID, expires, now); err != nil || !ok {
 			return err

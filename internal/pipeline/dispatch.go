@@ -19,6 +19,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/freshet-dev/freshet/api/runnerv1"
+	"github.com/freshet-dev/freshet/internal/billing"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/store"
 )
@@ -252,6 +253,21 @@ func (d *Dispatcher) dispatch(ctx context.Context) error {
 		perBranch[c.PipelineID+"\x00"+c.Branch] += c.N
 	}
 	configs := map[string]Config{}
+	// Each account's free concurrent builds under its plan (billing), once per pass: a build
+	// the claim would refuse is not offered. The claim decides; this only saves offers.
+	free := map[string]int64{}
+	if d.svc.limits != nil {
+		for _, b := range queued {
+			if _, ok := free[b.AccountID]; ok {
+				continue
+			}
+			n, err := d.svc.limits.Free(ctx, b.AccountID, billing.ConcurrentBuilds)
+			if err != nil {
+				return err
+			}
+			free[b.AccountID] = n
+		}
+	}
 	now := d.now()
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -274,6 +290,11 @@ func (d *Dispatcher) dispatch(ctx context.Context) error {
 			}
 		}
 	}
+	for _, b := range queued { // an offer not yet accepted holds one of the free slots
+		if n, ok := free[b.AccountID]; ok && n != billing.Unlimited && d.offers[b.ID] != (time.Time{}) {
+			free[b.AccountID] = n - 1
+		}
+	}
 	for _, b := range queued {
 		if _, pending := d.offers[b.ID]; pending {
 			continue
@@ -293,6 +314,9 @@ func (d *Dispatcher) dispatch(ctx context.Context) error {
 		branchKey := b.PipelineID + "\x00" + b.Branch
 		if (cfg.Concurrency > 0 && perPipeline[b.PipelineID] >= cfg.Concurrency) ||
 			(cfg.BranchConcurrency > 0 && perBranch[branchKey] >= cfg.BranchConcurrency) {
+			continue
+		}
+		if n, ok := free[b.AccountID]; ok && n != billing.Unlimited && n <= 0 {
 			continue
 		}
 		want, err := runnerLabels(b)
@@ -322,6 +346,9 @@ func (d *Dispatcher) dispatch(ctx context.Context) error {
 			// Count it as running for the limits until it is accepted or expires.
 			perPipeline[b.PipelineID]++
 			perBranch[branchKey]++
+			if n, ok := free[b.AccountID]; ok && n != billing.Unlimited {
+				free[b.AccountID] = n - 1
+			}
 		}
 	}
 	return nil

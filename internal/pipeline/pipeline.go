@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/freshet-dev/freshet/internal/audit"
+	"github.com/freshet-dev/freshet/internal/billing"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/paging"
@@ -91,6 +92,8 @@ type Service struct {
 	net *netpolicy.Policy
 	// onEvents is called after a transaction queued events in the outbox.
 	onEvents func()
+	// limits admits runners, builds and build minutes under the account's plan; nil: none.
+	limits Limits
 }
 
 // Deps is what a Service is built from.
@@ -118,6 +121,26 @@ type Deps struct {
 	// OnEvents is called after a change queued build events in the outbox (the outbox relay's
 	// Kick); it must not block.
 	OnEvents func()
+	// Limits admits runners, builds and build minutes under the account's plan (a
+	// *billing.Service); nil: no limits.
+	Limits Limits
+}
+
+// Limits is the account's plan as the CI service asks it: Admit refuses, in the transaction
+// that creates the resource, one more than the plan allows (a *billing.LimitError); Free is how
+// many more the plan allows now (billing.Unlimited: no bound), for skipping work Admit would
+// refuse.
+type Limits interface {
+	Admit(ctx context.Context, tx *store.Tx, accountID string, r billing.Resource) error
+	Free(ctx context.Context, accountID string, r billing.Resource) (int64, error)
+}
+
+// admit is Limits.Admit, or nothing without limits.
+func (s *Service) admit(ctx context.Context, tx *store.Tx, accountID string, r billing.Resource) error {
+	if s.limits == nil {
+		return nil
+	}
+	return s.limits.Admit(ctx, tx, accountID, r)
 }
 
 // New returns a Service built from d. Its dispatcher is made with NewDispatcher.
@@ -129,7 +152,7 @@ func New(d Deps) *Service {
 	s := &Service{db: d.Store, audit: d.Audit, keys: d.Keys, log: log, now: time.Now, queued: func() {},
 		baseURL: strings.TrimRight(d.BaseURL, "/"), specs: d.Specs, steps: d.Steps, onCronChange: d.OnCronChange, onPush: d.OnPush,
 		decoy: webhook.NewDecoy(d.Keys), recentPushes: webhook.NewRecent(webhook.ReplayWindow, 0),
-		net: netPolicy(d.Net), onEvents: d.OnEvents}
+		net: netPolicy(d.Net), onEvents: d.OnEvents, limits: d.Limits}
 	if s.onEvents == nil {
 		s.onEvents = func() {}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/freshet-dev/freshet/internal/audit"
+	"github.com/freshet-dev/freshet/internal/billing"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/store"
@@ -46,6 +47,9 @@ func (s *Service) RegisterRunner(ctx context.Context, p rbac.Principal, name str
 	e.Resource(r.ID)
 	e.Detail("%q", name)
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := s.admit(ctx, tx, p.AccountID, billing.Runners); err != nil {
+			return err
+		}
 		if err := tx.CreateRunner(ctx, r); err != nil {
 			return err
 		}

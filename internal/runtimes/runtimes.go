@@ -30,6 +30,7 @@ import (
 
 	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/internal/audit"
+	"github.com/freshet-dev/freshet/internal/billing"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/secrets"
@@ -128,6 +129,8 @@ type Service struct {
 	tunnel      Tunnel
 	// onEvents is called after a report queued bus events in the outbox.
 	onEvents func()
+	// limits admits hosted runtimes under the account's plan; nil: none.
+	limits Limits
 	// decoy verifies deliveries to accounts without a GitOps webhook (HandleWebhook).
 	decoy webhook.Decoy
 	// recentPushes are the payloads of GitOps webhook deliveries already notified.
@@ -148,6 +151,9 @@ type Deps struct {
 	// OnEvents is called after a report queued bus events (finished syncs) in the outbox, to
 	// wake the outbox relay; it must not block.
 	OnEvents func()
+	// Limits admits hosted runtimes under the account's plan (a *billing.Service); nil: no
+	// limits beyond one hosted runtime per account.
+	Limits Limits
 }
 
 // New returns the registry built from d.
@@ -161,8 +167,14 @@ func New(d Deps) *Service {
 		sealer = d.Keys
 	}
 	return &Service{db: d.Store, audit: d.Audit, keys: d.Keys, log: log, now: time.Now,
-		provisioner: d.Provisioner, tunnel: d.Tunnel, onEvents: d.OnEvents,
+		provisioner: d.Provisioner, tunnel: d.Tunnel, onEvents: d.OnEvents, limits: d.Limits,
 		decoy: webhook.NewDecoy(sealer), recentPushes: webhook.NewRecent(webhook.ReplayWindow, 0)}
+}
+
+// Limits is the account's plan as the runtime registry asks it: Admit refuses, in the
+// transaction that creates a hosted runtime, one more than the plan allows.
+type Limits interface {
+	Admit(ctx context.Context, tx *store.Tx, accountID string, r billing.Resource) error
 }
 
 // RegisterInput registers a hybrid runtime.
@@ -223,6 +235,11 @@ func (s *Service) create(ctx context.Context, accountID, typ string, in Register
 	e.Resource(row.ID)
 	e.Detail("%s runtime %q (%s)", typ, in.Name, in.AccessMode)
 	err := s.db.Tx(ctx, func(tx *store.Tx) error {
+		if typ == TypeHosted && s.limits != nil {
+			if err := s.limits.Admit(ctx, tx, accountID, billing.HostedRuntimes); err != nil {
+				return err
+			}
+		}
 		if err := tx.CreateRuntime(ctx, row); err != nil {
 			return err
 		}

@@ -423,6 +423,17 @@ var restCases = map[string]restCase{
 	"GET /api/v1/account": func(t *testing.T, tn *tenants) (int, string) {
 		return raw(t, tn, "GET", "/api/v1/account", tn.bKey, "")
 	},
+	"GET /api/v1/plan": func(t *testing.T, tn *tenants) (int, string) {
+		st, body := raw(t, tn, "GET", "/api/v1/plan", tn.bKey, "")
+		expect(t, "B's own plan", st, 200)
+		return st, body
+	},
+	"GET /api/v1/usage": func(t *testing.T, tn *tenants) (int, string) {
+		// B's usage meters B's records only (the CSV export is the same days).
+		st, body := raw(t, tn, "GET", "/api/v1/usage?since=400d", tn.bKey, "")
+		expect(t, "B's own usage", st, 200)
+		return st, body
+	},
 	"POST /api/v1/accounts": func(t *testing.T, tn *tenants) (int, string) {
 		st, body := raw(t, tn, "POST", "/api/v1/accounts", tn.bKey, `{"name":"first"}`)
 		expect(t, "create an account named like A", st, 409)

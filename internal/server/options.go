@@ -12,6 +12,7 @@ import (
 
 	"github.com/freshet-dev/freshet/api/runnerv1"
 	"github.com/freshet-dev/freshet/internal/analytics"
+	"github.com/freshet-dev/freshet/internal/billing"
 	"github.com/freshet-dev/freshet/internal/cron"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
@@ -66,6 +67,8 @@ type Options struct {
 	// StepCatalogRevision is the branch, tag or commit of the catalogue read (empty: its
 	// default branch).
 	StepCatalogRevision string
+	// Billing is the plan catalogue and the default plan (see internal/billing).
+	Billing billing.Options
 }
 
 // DefaultDataDir is $XDG_DATA_HOME/freshet, or ~/.local/share/freshet.
@@ -110,6 +113,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet, local bool) {
 	o.Net.BindFlags(fs, netDefaults)
 	fs.StringVar(&o.StepCatalogURL, "step-catalog-url", "", "git repository of typed plugin step definitions (NAME/step.yaml) that pipelines name with type: NAME[:VERSION] (default: none, such steps are refused)")
 	fs.StringVar(&o.StepCatalogRevision, "step-catalog-revision", "", "branch, tag or commit of --step-catalog-url to read (default: its default branch)")
+	o.Billing.BindFlags(fs)
 }
 
 // Validate checks the options and names the first bad one.
@@ -164,6 +168,9 @@ func (o *Options) Validate() error {
 		return errdefs.Invalid("step-catalog-revision", o.StepCatalogRevision, "is not a branch, tag or commit: none starts with '-'")
 	}
 	if err := o.Cron.Validate(); err != nil {
+		return err
+	}
+	if err := o.Billing.Validate(); err != nil {
 		return err
 	}
 	return o.Net.Validate()

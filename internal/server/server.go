@@ -30,6 +30,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/api/httpx"
 	"github.com/freshet-dev/freshet/internal/api/rest"
 	"github.com/freshet-dev/freshet/internal/audit"
+	"github.com/freshet-dev/freshet/internal/billing"
 	"github.com/freshet-dev/freshet/internal/bus"
 	"github.com/freshet-dev/freshet/internal/cron"
 	"github.com/freshet-dev/freshet/internal/errdefs"
@@ -65,6 +66,7 @@ type Server struct {
 	stats    *analytics.Service
 	images   *images.Service
 	notify   *notify.Service
+	billing  *billing.Service
 	pipes    *pipeline.Service
 	dispatch *pipeline.Dispatcher
 	runtimes *runtimes.Service
@@ -116,8 +118,14 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
+	plans, err := opts.Billing.Catalogue()
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.billing = billing.New(billing.Deps{Store: s.db, Catalogue: plans, Log: log.With("component", "billing")})
 	s.identity = identity.New(identity.Deps{Store: s.db, Audit: s.audit, Log: log, OnRevoke: s.revoked, Describe: s.describe,
-		Keys: keys, Net: s.policy})
+		Keys: keys, Net: s.policy, Limits: s.billing})
 	s.access = httpx.NewAccess(s.identity, 0, log.With("component", "access"))
 	if err := s.watchRevocations(); err != nil {
 		s.Close()
@@ -145,7 +153,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	// The hooks below call components built after the pipeline service; they run only once
 	// requests are served, when every component exists.
 	s.pipes = pipeline.New(pipeline.Deps{Store: s.db, Audit: s.audit, Keys: keys, Log: log.With("component", "pipelines"),
-		Specs: gitSpecs{cache: cache, policy: s.policy}, Steps: steps, BaseURL: baseURL, Net: s.policy, OnEvents: s.outbox.Kick,
+		Specs: gitSpecs{cache: cache, policy: s.policy}, Steps: steps, BaseURL: baseURL, Net: s.policy, OnEvents: s.outbox.Kick, Limits: s.billing,
 		OnCronChange: func() { s.cron.Reload() },
 		// Verified pushes to CI triggers' webhooks also reach the account's GitOps runtimes.
 		OnPush: func(ctx context.Context, accountID string, evs []webhook.Event) {
@@ -174,7 +182,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	}
 	s.hosted = newInProcessProvisioner(s, log.With("component", "hosted-runtimes"))
 	s.runtimes = runtimes.New(runtimes.Deps{Store: s.db, Audit: s.audit, Keys: keys, Log: log.With("component", "runtimes"),
-		Provisioner: s.hosted, Tunnel: runtimeTunnel{s.tunnel}, OnEvents: s.outbox.Kick})
+		Provisioner: s.hosted, Tunnel: runtimeTunnel{s.tunnel}, OnEvents: s.outbox.Kick, Limits: s.billing})
 	// Every replica runs the analytics consumers; their durable names make them share the work.
 	s.images = images.New(images.Deps{Store: s.db, Audit: s.audit, Keys: keys, Net: s.policy, Commits: gitCommits{cache: cache}, Log: log.With("component", "images")})
 	s.stats = analytics.New(analytics.Deps{Store: s.db, Log: log.With("component", "analytics"), FailureWindow: opts.AnalyticsFailureWindow,
@@ -183,7 +191,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 		FailureWindow: opts.AnalyticsFailureWindow})
 	s.notify = notify.New(notify.Deps{Store: s.db, Audit: s.audit, Keys: keys, Net: s.policy, BaseURL: baseURL, Log: log.With("component", "notifications")})
 	s.rest = rest.New(rest.Deps{Identity: s.identity, Audit: s.audit, Pipelines: s.pipes, Dispatcher: s.dispatch, Runtimes: s.runtimes, Analytics: s.stats, Images: s.images,
-		Notifications: s.notify, Log: log,
+		Notifications: s.notify, Billing: s.billing, Log: log,
 		SecureCookies: opts.TLSCert != "", Access: s.access, PublicURL: baseURL})
 	gql, err := graphql.New(s.identity, s.audit, s.runtimes, s.stats, log)
 	if err != nil {

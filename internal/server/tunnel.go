@@ -56,7 +56,11 @@ func (s *Server) newTunnel(log *slog.Logger) (*tunnel.Server, error) {
 			if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
 				return err
 			}
-			return s.authorizeAppProxy(r.Context(), p, rt.Name, r.Method, runtimePath(r, rt.Name, rt.ID))
+			path := runtimePath(r, rt.Name, rt.ID)
+			if err := s.authorizeAppProxy(r.Context(), p, rt.Name, r.Method, path); err != nil {
+				return err
+			}
+			return s.checkAppProxyLimits(r.Context(), p, rt.Name, r.Method, path)
 		},
 		// A WebSocket or event stream through the tunnel ends when its caller loses access.
 		Hold: func(r *http.Request, rt tunnel.Runtime) (context.Context, func()) {

@@ -1715,6 +1715,7 @@ describe('web UI', () => {
       ['/settings/contexts', 'contexts'],
       ['/settings/gitops-webhook', 'gitops-webhook'],
       ['/settings/git', 'git-integrations'],
+      ['/settings/billing', 'billing'],
       ['/runtimes', 'runtimes'],
       ['/runtimes/local', 'runtime'],
       ['/applications', 'applications'],
@@ -1784,6 +1785,7 @@ describe('web UI', () => {
       ['/settings/contexts', 'contexts'],
       ['/settings/gitops-webhook', 'gitops-webhook'],
       ['/settings/git', 'git-integrations'],
+      ['/settings/billing', 'billing'],
     ] as const;
     const spills: string[] = [];
     for (const size of [

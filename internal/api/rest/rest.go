@@ -16,6 +16,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/analytics"
 	"github.com/freshet-dev/freshet/internal/api/httpx"
 	"github.com/freshet-dev/freshet/internal/audit"
+	"github.com/freshet-dev/freshet/internal/billing"
 	"github.com/freshet-dev/freshet/internal/identity"
 	"github.com/freshet-dev/freshet/internal/images"
 	"github.com/freshet-dev/freshet/internal/notify"
@@ -42,6 +43,7 @@ type API struct {
 	analytics *analytics.Service
 	images    *images.Service
 	notify    *notify.Service
+	billing   *billing.Service
 	log       *slog.Logger
 	secure    bool // cookies get the Secure attribute (the server speaks TLS)
 	access    *httpx.Access
@@ -59,6 +61,7 @@ type Deps struct {
 	Images     *images.Service
 	// Notifications serves /api/v1/notifications/…
 	Notifications *notify.Service
+	Billing       *billing.Service
 	Log           *slog.Logger
 	// SecureCookies marks session cookies Secure (the server speaks TLS).
 	SecureCookies bool
@@ -71,7 +74,7 @@ type Deps struct {
 
 // New returns the REST API over the given services.
 func New(d Deps) *API {
-	return &API{id: d.Identity, audit: d.Audit, pipelines: d.Pipelines, dispatch: d.Dispatcher, runtimes: d.Runtimes, analytics: d.Analytics, images: d.Images, notify: d.Notifications, log: d.Log, secure: d.SecureCookies, access: d.Access, publicURL: strings.TrimSuffix(d.PublicURL, "/")}
+	return &API{id: d.Identity, audit: d.Audit, pipelines: d.Pipelines, dispatch: d.Dispatcher, runtimes: d.Runtimes, analytics: d.Analytics, images: d.Images, notify: d.Notifications, billing: d.Billing, log: d.Log, secure: d.SecureCookies, access: d.Access, publicURL: strings.TrimSuffix(d.PublicURL, "/")}
 }
 
 // Routes lists every REST endpoint.
@@ -94,6 +97,8 @@ func (a *API) Routes() []Route {
 		{Method: "PUT", Path: "/api/v1/sso", Handler: a.setSSO},
 		{Method: "DELETE", Path: "/api/v1/sso", Handler: a.deleteSSO},
 		{Method: "GET", Path: "/api/v1/account", Handler: a.account},
+		{Method: "GET", Path: "/api/v1/plan", Handler: a.getPlan},
+		{Method: "GET", Path: "/api/v1/usage", Handler: a.getUsage},
 		{Method: "POST", Path: "/api/v1/accounts", Handler: a.createAccount},
 		{Method: "GET", Path: "/api/v1/users", Handler: a.listUsers},
 		{Method: "POST", Path: "/api/v1/users", Handler: a.createUser},

@@ -516,3 +516,45 @@ export interface RegisterRuntimeRequest {
 export interface RegisteredRuntime extends Runtime {
   token: string;
 }
+
+/** One limited resource of the account's plan and the account's use of it (GET /api/v1/plan). */
+export interface PlanLimit {
+  /** users, runners, concurrent-builds, build-minutes, hosted-runtimes, clusters-per-runtime, applications */
+  resource: string;
+  /** The most the plan allows; -1 is unlimited. */
+  limit: number;
+  /** What the account has now (build-minutes: this calendar month, UTC); -1 when counted per runtime. */
+  used: number;
+  /** "month" for build-minutes. */
+  period?: string;
+}
+
+/** The account's billing plan (docs/billing.md). */
+export interface Plan {
+  name: string;
+  title: string;
+  /** The account was never put on a plan: the catalogue's default applies. */
+  default: boolean;
+  changedAt?: string;
+  limits: PlanLimit[];
+}
+
+/** One UTC day of metered use; in Usage.totals, the window's (day absent). */
+export interface UsageDay {
+  /** YYYY-MM-DD */
+  day?: string;
+  buildMinutes: number;
+  builds: number;
+  deployments: number;
+  /** Distinct users with an audited action; in totals, the busiest day's. */
+  activeUsers: number;
+}
+
+/** The account's metered use per day (GET /api/v1/usage), days without use left out. */
+export interface Usage {
+  plan: string;
+  since: string;
+  until: string;
+  days: UsageDay[];
+  totals: UsageDay;
+}

@@ -52,6 +52,10 @@ import client_RunRequest from '../../../api/testdata/wire/client.RunRequest.json
 import client_Build from '../../../api/testdata/wire/client.Build.json';
 import client_BuildStats from '../../../api/testdata/wire/client.BuildStats.json';
 import client_BuildStatsDay from '../../../api/testdata/wire/client.BuildStatsDay.json';
+import client_Plan from '../../../api/testdata/wire/client.Plan.json';
+import client_PlanLimit from '../../../api/testdata/wire/client.PlanLimit.json';
+import client_Usage from '../../../api/testdata/wire/client.Usage.json';
+import client_UsageDay from '../../../api/testdata/wire/client.UsageDay.json';
 import client_PipelineBuildStats from '../../../api/testdata/wire/client.PipelineBuildStats.json';
 import client_Step from '../../../api/testdata/wire/client.Step.json';
 import client_Image from '../../../api/testdata/wire/client.Image.json';
@@ -270,6 +274,10 @@ const wire = [
   pair<t.Build>()('client.Build', client_Build, 'no drift'),
   pair<t.BuildStats>()('client.BuildStats', client_BuildStats, 'no drift'),
   pair<t.BuildStatsDay>()('client.BuildStatsDay', client_BuildStatsDay, 'no drift'),
+  pair<t.Plan>()('client.Plan', client_Plan, 'no drift'),
+  pair<t.PlanLimit>()('client.PlanLimit', client_PlanLimit, 'no drift'),
+  pair<t.Usage>()('client.Usage', client_Usage, 'no drift'),
+  pair<t.UsageDay>()('client.UsageDay', client_UsageDay, 'no drift'),
   pair<t.PipelineBuildStats>()('client.PipelineBuildStats', client_PipelineBuildStats, 'no drift'),
   pair<t.BuildStep>()('client.Step', client_Step, 'no drift'),
   pair<t.BuildImage>()('client.Image', client_Image, 'no drift'),

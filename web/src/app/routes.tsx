@@ -19,6 +19,7 @@ const Runtimes = lazy(() => import('../pages/Runtimes'));
 const RuntimeDetail = lazy(() => import('../pages/Runtime'));
 const GitOpsWebhook = lazy(() => import('../pages/GitOpsWebhook'));
 const GitIntegrations = lazy(() => import('../pages/GitIntegrations'));
+const Billing = lazy(() => import('../pages/Billing'));
 const Applications = lazy(() => import('../pages/Applications'));
 const Application = lazy(() => import('../pages/Application'));
 
@@ -48,6 +49,7 @@ export const routes: RouteDef[] = [
   { path: '/settings/contexts', title: 'Contexts and secrets', component: Contexts },
   { path: '/settings/gitops-webhook', title: 'GitOps webhook', component: GitOpsWebhook },
   { path: '/settings/git', title: 'Git integrations', component: GitIntegrations },
+  { path: '/settings/billing', title: 'Plan and usage', component: Billing },
 ];
 
 export interface NavItem {

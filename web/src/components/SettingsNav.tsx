@@ -6,6 +6,7 @@ const ITEMS = [
   { to: '/settings/contexts', label: 'Contexts and secrets' },
   { to: '/settings/gitops-webhook', label: 'GitOps webhook' },
   { to: '/settings/git', label: 'Git integrations' },
+  { to: '/settings/billing', label: 'Plan and usage' },
 ];
 
 /** The sections of Settings, each its own URL. */
