@@ -46,8 +46,7 @@ type WorkflowTemplate struct {
 	Spec              WorkflowSpec `json:"spec"`
 }
 
-// CronWorkflow runs a Workflow on a schedule. Its type is decoded and validated; the schedule
-// is not run yet (see the package comment).
+// CronWorkflow runs a Workflow on a schedule (cron.go).
 type CronWorkflow struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
