@@ -310,8 +310,8 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 		return 0, c.writeInvalid(ctx, u, verr, now)
 	}
 	if wf.Status.Phase.Completed() {
-		c.finished(key, wf)
-		return 0, nil
+		c.finished(key, wf) // first: the archive hears of it before its ttlStrategy deletes it
+		return c.collectFinished(ctx, wf, now)
 	}
 	if verr != nil {
 		return 0, c.writeInvalid(ctx, u, verr, now)
@@ -376,7 +376,34 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 		wf.Status = st
 		c.finished(key, wf)
 	}
+	if spec.PodGC == nil && spec.TTLStrategy == nil {
+		return o.requeue, nil
+	}
+	wait, _, err := c.collect(ctx, wf, spec, &st, pods, now)
+	if err != nil {
+		return 0, err
+	}
+	if wait > 0 && (o.requeue == 0 || wait < o.requeue) {
+		return wait, nil
+	}
 	return o.requeue, nil
+}
+
+// collectFinished runs a finished Workflow's podGC and ttlStrategy.
+func (c *Controller) collectFinished(ctx context.Context, wf *Workflow, now time.Time) (time.Duration, error) {
+	spec := &wf.Spec
+	if wf.Spec.WorkflowTemplateRef != nil && wf.Status.StoredWorkflowTemplateSpec != nil {
+		spec = mergeSpec(&wf.Spec, wf.Status.StoredWorkflowTemplateSpec)
+	}
+	if spec.PodGC == nil && spec.TTLStrategy == nil {
+		return 0, nil
+	}
+	pods, err := c.pods.Pods(wf.Namespace).List(labels.SelectorFromSet(labels.Set{LabelWorkflow: wf.Name}))
+	if err != nil {
+		return 0, err
+	}
+	wait, _, err := c.collect(ctx, wf, spec, &wf.Status, pods, now)
+	return wait, err
 }
 
 // finished tells OnFinished of a finished Workflow, once per UID, finish time and phase.

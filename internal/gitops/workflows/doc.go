@@ -12,9 +12,9 @@
 // here, never evaluated as code), templateRef and workflowTemplateRef; parameters, the {{…}}
 // variables Argo defines, withItems/withParam/withSequence, when (expr-lang with bare words as
 // strings, as Argo's govaluate use), retryStrategy, activeDeadlineSeconds, onExit,
-// parallelism, serviceAccountName, shutdown. Validation is `argo lint`'s (ValidateSpec): a
-// Workflow that does not validate ends in phase Error with the field named in its message, and
-// nothing runs. What is recognised but not built yet is refused the same way, by name.
+// parallelism, serviceAccountName, shutdown, podGC and ttlStrategy (gc.go). Validation is
+// `argo lint`'s (ValidateSpec): a Workflow that does not validate ends in phase Error with the
+// field named in its message, and nothing runs. What is recognised but not built yet is refused the same way, by name.
 //
 // CronWorkflows (cron.go) share the work queue: each due time of the schedule creates one
 // Workflow named after that time, which makes a schedule idempotent across restarts; the

@@ -83,13 +83,13 @@ type WorkflowSpec struct {
 	NodeSelector          map[string]string             `json:"nodeSelector,omitempty"`
 	Tolerations           []corev1.Toleration           `json:"tolerations,omitempty"`
 	ImagePullSecrets      []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+	PodGC                 *PodGC                        `json:"podGC,omitempty"`
+	TTLStrategy           *TTLStrategy                  `json:"ttlStrategy,omitempty"`
 
 	// Recognised, not built yet: refused by name.
 	Volumes               json.RawMessage `json:"volumes,omitempty"`
 	VolumeClaimTemplates  json.RawMessage `json:"volumeClaimTemplates,omitempty"`
 	Synchronization       json.RawMessage `json:"synchronization,omitempty"`
-	PodGC                 json.RawMessage `json:"podGC,omitempty"`
-	TTLStrategy           json.RawMessage `json:"ttlStrategy,omitempty"`
 	ArtifactRepositoryRef json.RawMessage `json:"artifactRepositoryRef,omitempty"`
 	ArtifactGC            json.RawMessage `json:"artifactGC,omitempty"`
 	Hooks                 json.RawMessage `json:"hooks,omitempty"`

@@ -92,14 +92,14 @@ func checkUnsupportedSpec(s *WorkflowSpec, path string) error {
 		name string
 		v    json.RawMessage
 	}{{"volumes", s.Volumes}, {"volumeClaimTemplates", s.VolumeClaimTemplates}, {"synchronization", s.Synchronization},
-		{"podGC", s.PodGC}, {"ttlStrategy", s.TTLStrategy}, {"artifactRepositoryRef", s.ArtifactRepositoryRef},
+		{"artifactRepositoryRef", s.ArtifactRepositoryRef},
 		{"artifactGC", s.ArtifactGC}, {"hooks", s.Hooks}, {"metrics", s.Metrics}, {"podSpecPatch", s.PodSpecPatch},
 		{"executor", s.Executor}, {"memoize", s.Memoize}} {
 		if isSet(u.v) {
 			return notYet(path+"."+u.name, u.name)
 		}
 	}
-	return nil
+	return validateGC(s, path)
 }
 
 func isSet(v json.RawMessage) bool { return len(v) > 0 && string(v) != "null" }

@@ -39,6 +39,18 @@ func TestLint(t *testing.T) {
   templates:
   - name: main
     steps: [[{name: s, template: missing}]]`, "spec.templates[0].steps[0][0].template", `"missing" is not a template`},
+		{"bad podGC strategy", `
+  entrypoint: a
+  podGC: {strategy: Always}
+  templates: [{name: a, container: {image: x, command: [x]}}]`, "spec.podGC.strategy", `"Always" must be OnPodCompletion, OnPodSuccess, OnWorkflowCompletion or OnWorkflowSuccess`},
+		{"bad podGC delay", `
+  entrypoint: a
+  podGC: {strategy: OnPodCompletion, deleteDelayDuration: soon}
+  templates: [{name: a, container: {image: x, command: [x]}}]`, "spec.podGC.deleteDelayDuration", `"soon" is not a duration`},
+		{"negative ttl", `
+  entrypoint: a
+  ttlStrategy: {secondsAfterFailure: -1}
+  templates: [{name: a, container: {image: x, command: [x]}}]`, "spec.ttlStrategy.secondsAfterFailure", `"-1" must be 0 or more seconds`},
 		{"cyclic DAG", `
   entrypoint: main
   templates:
