@@ -131,6 +131,8 @@ type Template struct {
 	ServiceAccountName    string              `json:"serviceAccountName,omitempty"`
 	NodeSelector          map[string]string   `json:"nodeSelector,omitempty"`
 	Tolerations           []corev1.Toleration `json:"tolerations,omitempty"`
+	// Timeout bounds a container or script node from its start, its time Pending included.
+	Timeout string `json:"timeout,omitempty"`
 
 	// Recognised, not built yet: refused by name.
 	Data            json.RawMessage `json:"data,omitempty"`
@@ -146,7 +148,6 @@ type Template struct {
 	ArchiveLocation json.RawMessage `json:"archiveLocation,omitempty"`
 	Metrics         json.RawMessage `json:"metrics,omitempty"`
 	PodSpecPatch    json.RawMessage `json:"podSpecPatch,omitempty"`
-	Timeout         json.RawMessage `json:"timeout,omitempty"`
 	Hooks           json.RawMessage `json:"hooks,omitempty"`
 }
 

@@ -51,6 +51,12 @@ func TestLint(t *testing.T) {
   entrypoint: a
   ttlStrategy: {secondsAfterFailure: -1}
   templates: [{name: a, container: {image: x, command: [x]}}]`, "spec.ttlStrategy.secondsAfterFailure", `"-1" must be 0 or more seconds`},
+		{"bad timeout", `
+  entrypoint: a
+  templates: [{name: a, timeout: soon, container: {image: x, command: [x]}}]`, "spec.templates[0].timeout", `"soon" is not a duration`},
+		{"timeout on steps", `
+  entrypoint: a
+  templates: [{name: a, timeout: 1m, steps: [[{name: b, template: b}]]}, {name: b, container: {image: x, command: [x]}}]`, "spec.templates[0].timeout", "applies to container and script templates only"},
 		{"cyclic DAG", `
   entrypoint: main
   templates:
