@@ -118,6 +118,16 @@ func (e *env) cronRuns(name string) []string {
 	return out
 }
 
+// finishedRun waits for a Workflow that may not exist yet to finish.
+func (e *env) finishedRun(name string) *workflows.Workflow {
+	e.t.Helper()
+	e.waitFor(name+" to exist", 30*time.Second, func() (bool, string) {
+		_, err := e.c.Dynamic.Resource(workflows.WorkflowsResource).Namespace(e.ns).Get(e.ctx, name, metav1.GetOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
+	return e.finished(name, 30*time.Second)
+}
+
 func runName(cron string, due time.Time) string {
 	return cron + "-" + strconv.FormatInt(due.Unix(), 10)
 }
@@ -167,6 +177,18 @@ spec:
 	e.create(workflows.CronWorkflowsResource, `
 apiVersion: argoproj.io/v1alpha1
 kind: CronWorkflow
+metadata: {name: replace}
+spec:
+  schedule: "* * * * *"
+  concurrencyPolicy: Replace
+  workflowSpec:
+    entrypoint: wait
+    templates:
+    - {name: wait, suspend: {}}
+`)
+	e.create(workflows.CronWorkflowsResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: CronWorkflow
 metadata: {name: badsched}
 spec:
   schedule: "61 * * * *"
@@ -197,6 +219,7 @@ spec:
 	clk.Set(tick1.Add(time.Second))
 	e.touch("forbid")
 	e.touch("hist")
+	e.touch("replace")
 	first := runName("forbid", tick1)
 	e.waitFor("forbid's first run in its status", 30*time.Second, func() (bool, string) {
 		st := e.cron("forbid")
@@ -209,14 +232,27 @@ spec:
 		wf.Annotations[workflows.AnnotationScheduledTime] != tick1.UTC().Format(time.RFC3339) {
 		t.Fatalf("first run: labels %v owners %+v annotations %v", wf.Labels, wf.OwnerReferences, wf.Annotations)
 	}
-	if e.finished(runName("hist", tick1), 30*time.Second).Status.Phase != workflows.WorkflowSucceeded {
+	if e.finishedRun(runName("hist", tick1)).Status.Phase != workflows.WorkflowSucceeded {
 		t.Fatal("hist's first run did not succeed")
 	}
 
 	// tick2: forbid skips (its first run still waits); hist runs.
 	clk.Set(tick2.Add(time.Second))
+	e.waitFor("replace's first run", 30*time.Second, func() (bool, string) {
+		runs := e.cronRuns("replace")
+		return slices.Equal(runs, []string{runName("replace", tick1)}), fmt.Sprint(runs)
+	})
 	e.touch("forbid")
 	e.touch("hist")
+	e.touch("replace")
+	if wf := e.finishedRun(runName("replace", tick1)); wf.Status.Phase != workflows.WorkflowFailed ||
+		!strings.Contains(wf.Status.Message, "Terminate") {
+		t.Fatalf("replace's first run: %s", dump(wf))
+	}
+	e.waitFor("replace's second run", 30*time.Second, func() (bool, string) {
+		st := e.cron("replace")
+		return len(st.Active) == 1 && st.Active[0].Name == runName("replace", tick2), fmt.Sprintf("%+v", st)
+	})
 	e.waitFor("the skip event", 30*time.Second, func() (bool, string) {
 		evs, err := c.Client.CoreV1().Events(ns).List(e.ctx, metav1.ListOptions{})
 		if err != nil {
@@ -229,7 +265,7 @@ spec:
 		}
 		return false, fmt.Sprint(len(evs.Items), " events")
 	})
-	e.finished(runName("hist", tick2), 30*time.Second)
+	e.finishedRun(runName("hist", tick2))
 	e.waitFor("hist's history pruned to 1", 30*time.Second, func() (bool, string) {
 		runs := e.cronRuns("hist")
 		return slices.Equal(runs, []string{runName("hist", tick2)}), fmt.Sprint(runs)
