@@ -54,6 +54,9 @@ func DecodeCron(data []byte) (*CronWorkflow, error) {
 	if _, err := cronSchedules(&c.Spec); err != nil {
 		return &c, err
 	}
+	if isSet(c.Spec.StopStrategy) {
+		return &c, notYet("spec.stopStrategy", "CronWorkflow stop strategies")
+	}
 	switch c.Spec.ConcurrencyPolicy {
 	case "", "Allow", "Forbid", "Replace":
 	default:

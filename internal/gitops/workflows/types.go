@@ -64,6 +64,8 @@ type CronWorkflowSpec struct {
 	StartingDeadlineSeconds    *int64       `json:"startingDeadlineSeconds,omitempty"`
 	SuccessfulJobsHistoryLimit *int32       `json:"successfulJobsHistoryLimit,omitempty"`
 	FailedJobsHistoryLimit     *int32       `json:"failedJobsHistoryLimit,omitempty"`
+	// Recognised, not built yet: refused by name.
+	StopStrategy json.RawMessage `json:"stopStrategy,omitempty"`
 }
 
 // WorkflowSpec is the desired run. The fields this controller does not run yet are kept as

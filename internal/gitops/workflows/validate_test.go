@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -329,6 +330,29 @@ spec:
 `))
 	if _, err := DecodeCron(j); errdefs.Field(err) != "spec.concurrencyPolicy" {
 		t.Fatalf("cron: %v", err)
+	}
+	for _, tc := range []struct{ spec, field, reason string }{
+		{`schedule: "* * * * * *"`, "spec.schedule", "seconds field is not supported"},
+		{`schedule: "@every 10s"`, "spec.schedule", "more often than once a minute"},
+		{`schedules: ["0 3 * * *", "nope"]`, "spec.schedules[1]", "want 5"},
+		{`{schedule: "0 3 * * *", schedules: ["0 4 * * *"]}`, "spec.schedules", "cannot be given with spec.schedule"},
+		{`{schedule: "0 3 * * *", timezone: "Nowhere/Land"}`, "spec.timezone", "is not a known time zone"},
+		{`{schedule: "0 3 * * *", stopStrategy: {expression: "true"}}`, "spec.stopStrategy", "is not supported yet"},
+		{`{suspend: false}`, "spec.schedule", "is required"},
+	} {
+		spec := tc.spec
+		if !strings.HasPrefix(spec, "{") {
+			spec = "{" + spec + "}"
+		}
+		j, err := yaml.YAMLToJSON([]byte("apiVersion: argoproj.io/v1alpha1\nkind: CronWorkflow\nmetadata: {name: c}\nspec: " +
+			strings.TrimSuffix(spec, "}") + ", workflowSpec: {entrypoint: a, templates: [{name: a, suspend: {}}]}}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = DecodeCron(j)
+		if errdefs.Field(err) != tc.field || !strings.Contains(fmt.Sprint(err), tc.reason) {
+			t.Errorf("%s: got %v, want field %s and %q", tc.spec, err, tc.field, tc.reason)
+		}
 	}
 }
 
