@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -86,8 +87,8 @@ type Controller struct {
 	log    *slog.Logger
 	queue  workqueue.TypedRateLimitingInterface[string]
 
-	workflows, templates, clusterTemplates cache.GenericLister
-	pods                                   corelisters.PodLister
+	workflows, templates, clusterTemplates, crons cache.GenericLister
+	pods                                          corelisters.PodLister
 
 	mu       sync.Mutex
 	started  bool
@@ -161,6 +162,15 @@ func (c *Controller) Run(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	ci := dynf.ForResource(CronWorkflowsResource)
+	c.crons = ci.Lister()
+	if _, err := ci.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueCron,
+		UpdateFunc: func(_, o any) { c.enqueueCron(o) },
+		DeleteFunc: c.enqueueCron,
+	}); err != nil {
+		return err
+	}
 	ti := dynf.ForResource(WorkflowTemplatesResource)
 	c.templates = ti.Lister()
 	cdynf := dynamicinformer.NewDynamicSharedInformerFactory(c.dyn, c.opts.Resync)
@@ -177,7 +187,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	synced := []cache.InformerSynced{wi.Informer().HasSynced, ti.Informer().HasSynced, cti.Informer().HasSynced, pi.Informer().HasSynced}
+	synced := []cache.InformerSynced{wi.Informer().HasSynced, ci.Informer().HasSynced, ti.Informer().HasSynced, cti.Informer().HasSynced, pi.Informer().HasSynced}
 	dynf.Start(ctx.Done())
 	cdynf.Start(ctx.Done())
 	kf.Start(ctx.Done())
@@ -222,6 +232,10 @@ func (c *Controller) enqueueObject(obj any) {
 	if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
 		c.queue.Add(key)
 	}
+	// A CronWorkflow's Workflow changing changes its active list and history.
+	if m, err := meta.Accessor(obj); err == nil && m.GetLabels()[LabelCronWorkflow] != "" {
+		c.queue.Add(cronKeyPrefix + m.GetNamespace() + "/" + m.GetLabels()[LabelCronWorkflow])
+	}
 }
 
 func (c *Controller) enqueuePod(obj any) {
@@ -239,7 +253,11 @@ func (c *Controller) next(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
-	after, err := c.reconcile(ctx, key)
+	reconcile := c.reconcile
+	if strings.HasPrefix(key, cronKeyPrefix) {
+		reconcile = c.reconcileCron
+	}
+	after, err := reconcile(ctx, key)
 	if ctx.Err() != nil {
 		return true
 	}
@@ -292,8 +310,8 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 		return 0, c.writeInvalid(ctx, u, verr, now)
 	}
 	if wf.Status.Phase.Completed() {
-		c.finished(key, wf)
-		return 0, nil
+		c.finished(key, wf) // first: the archive hears of it before its ttlStrategy deletes it
+		return c.collectFinished(ctx, wf, now)
 	}
 	if verr != nil {
 		return 0, c.writeInvalid(ctx, u, verr, now)
@@ -358,7 +376,34 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 		wf.Status = st
 		c.finished(key, wf)
 	}
+	if spec.PodGC == nil && spec.TTLStrategy == nil {
+		return o.requeue, nil
+	}
+	wait, _, err := c.collect(ctx, wf, spec, &st, pods, now)
+	if err != nil {
+		return 0, err
+	}
+	if wait > 0 && (o.requeue == 0 || wait < o.requeue) {
+		return wait, nil
+	}
 	return o.requeue, nil
+}
+
+// collectFinished runs a finished Workflow's podGC and ttlStrategy.
+func (c *Controller) collectFinished(ctx context.Context, wf *Workflow, now time.Time) (time.Duration, error) {
+	spec := &wf.Spec
+	if wf.Spec.WorkflowTemplateRef != nil && wf.Status.StoredWorkflowTemplateSpec != nil {
+		spec = mergeSpec(&wf.Spec, wf.Status.StoredWorkflowTemplateSpec)
+	}
+	if spec.PodGC == nil && spec.TTLStrategy == nil {
+		return 0, nil
+	}
+	pods, err := c.pods.Pods(wf.Namespace).List(labels.SelectorFromSet(labels.Set{LabelWorkflow: wf.Name}))
+	if err != nil {
+		return 0, err
+	}
+	wait, _, err := c.collect(ctx, wf, spec, &wf.Status, pods, now)
+	return wait, err
 }
 
 // finished tells OnFinished of a finished Workflow, once per UID, finish time and phase.

@@ -51,8 +51,11 @@ func DecodeCron(data []byte) (*CronWorkflow, error) {
 	if err := decodeKind(data, &c, "CronWorkflow", &c.TypeMeta.APIVersion, &c.TypeMeta.Kind); err != nil {
 		return nil, err
 	}
-	if c.Spec.Schedule == "" && len(c.Spec.Schedules) == 0 {
-		return &c, errdefs.Invalid("spec.schedule", "", "is required (a cron expression)")
+	if _, err := cronSchedules(&c.Spec); err != nil {
+		return &c, err
+	}
+	if isSet(c.Spec.StopStrategy) {
+		return &c, notYet("spec.stopStrategy", "CronWorkflow stop strategies")
 	}
 	switch c.Spec.ConcurrencyPolicy {
 	case "", "Allow", "Forbid", "Replace":

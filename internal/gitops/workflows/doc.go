@@ -1,7 +1,6 @@
 // Package workflows is the runtime's Argo Workflows role: a controller that runs Argo
 // Workflows' own YAML (argoproj.io/v1alpha1 Workflow, WorkflowTemplate,
-// ClusterWorkflowTemplate; CronWorkflow is installed and decoded, not scheduled yet) with no
-// Argo install. It is the workflow engine behind Delivery Pipelines in hybrid runtimes.
+// ClusterWorkflowTemplate, CronWorkflow) with no Argo install. It is the workflow engine behind Delivery Pipelines in hybrid runtimes.
 //
 // It installs the CRDs (EnsureCRDs, at start; `freshet runtime install` applies them too),
 // watches Workflows, WorkflowTemplates, ClusterWorkflowTemplates and the pods it makes, and
@@ -13,9 +12,13 @@
 // here, never evaluated as code), templateRef and workflowTemplateRef; parameters, the {{…}}
 // variables Argo defines, withItems/withParam/withSequence, when (expr-lang with bare words as
 // strings, as Argo's govaluate use), retryStrategy, activeDeadlineSeconds, onExit,
-// parallelism, serviceAccountName, shutdown. Validation is `argo lint`'s (ValidateSpec): a
-// Workflow that does not validate ends in phase Error with the field named in its message, and
-// nothing runs. What is recognised but not built yet is refused the same way, by name.
+// parallelism, serviceAccountName, shutdown, podGC and ttlStrategy (gc.go). Validation is
+// `argo lint`'s (ValidateSpec): a Workflow that does not validate ends in phase Error with the
+// field named in its message, and nothing runs. What is recognised but not built yet is refused the same way, by name.
+//
+// CronWorkflows (cron.go) share the work queue: each due time of the schedule creates one
+// Workflow named after that time, which makes a schedule idempotent across restarts; the
+// concurrency policy, starting deadline, suspend and history limits are Argo's.
 //
 // The operations Argo's server and CLI offer are the Controller's methods, which the app-proxy
 // serves (ops.go, logs.go): Submit (a manifest or a template, linted first: PrepareSubmit),

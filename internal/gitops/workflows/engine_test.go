@@ -503,3 +503,33 @@ templates:
 		t.Fatalf("%d pods left", len(h.fc.pods))
 	}
 }
+
+// TestTemplateTimeout: a container template's timeout (here from a parameter) ends its node
+// from its start, while its pod never finishes.
+func TestTemplateTimeout(t *testing.T) {
+	h := newHarness(t, `
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: to}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps: [[{name: slow, template: slow, arguments: {parameters: [{name: t, value: "5s"}]}}]]
+  - name: slow
+    inputs: {parameters: [{name: t}]}
+    timeout: "{{inputs.parameters.t}}"
+    container: {image: alpine, command: [sleep, infinity]}
+`, func(p *corev1.Pod) run { return run{code: -1} })
+	h.runToEnd()
+	n := h.node("to[0].slow")
+	if h.wf.Status.Phase != WorkflowFailed || n.Phase != NodeFailed || n.Message != msgDeadline {
+		t.Fatal(h.dump())
+	}
+	if d := n.FinishedAt.Sub(n.StartedAt.Time); d < 5*time.Second || d > 10*time.Second {
+		t.Fatalf("ended after %v", d)
+	}
+	if len(h.fc.pods) != 0 {
+		t.Fatalf("%d pods left", len(h.fc.pods))
+	}
+}

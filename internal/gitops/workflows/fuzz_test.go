@@ -44,9 +44,12 @@ func FuzzDecodeWorkflow(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Workflow","spec":{"entrypoint":"a","templates":[{"name":"a","dag":{"tasks":[{"name":"x","template":"a","depends":"((((x"}]}}]}}`))
 	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Workflow","spec":{"entrypoint":"a","templates":[{"name":"a","steps":[[{"name":"s","template":"a"}]]}]}}`))
 	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"CronWorkflow","spec":{"schedules":["*/5 * * * *","CRON_TZ=Asia/Tokyo 0 3 * * 1-5"],"timezone":"","concurrencyPolicy":"Forbid","startingDeadlineSeconds":30,"workflowSpec":{"entrypoint":"a","templates":[{"name":"a","suspend":{}}]}}}`))
+	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"CronWorkflow","spec":{"schedule":"@every 90s","timezone":"Europe/Berlin","workflowSpec":{"entrypoint":"a","templates":[{"name":"a","suspend":{}}]}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tm := time.AfterFunc(10*time.Second, func() { panic("an input took 10 s: " + string(data)) })
 		defer tm.Stop()
+		fuzzCron(t, data)
 		wf, err := Decode(data)
 		if err != nil {
 			if !errors.Is(err, errdefs.ErrInvalid) || errdefs.Field(err) == "" {
@@ -77,4 +80,30 @@ func FuzzDecodeWorkflow(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzCron: a CronWorkflow is refused with an error naming a field, or its schedules parse and
+// the due-time arithmetic over a day of them ends.
+func fuzzCron(t *testing.T, data []byte) {
+	cw, err := DecodeCron(data)
+	if err != nil {
+		if !errors.Is(err, errdefs.ErrInvalid) || errdefs.Field(err) == "" {
+			t.Fatalf("cron error %v does not name a field", err)
+		}
+		return
+	}
+	exprs, err := cronSchedules(&cw.Spec)
+	if err != nil || len(exprs) == 0 {
+		t.Fatalf("decoded cron workflow has no schedule: %v", err)
+	}
+	now := time.Unix(1e9, 0)
+	if d := latestDue(exprs, now.Add(-24*time.Hour), now); !d.IsZero() && (d.After(now) || d.Before(now.Add(-24*time.Hour))) {
+		t.Fatalf("due %v outside the window", d)
+	}
+	if n := nextDue(exprs, now); !n.IsZero() && !n.After(now) {
+		t.Fatalf("next %v not after now", n)
+	}
+	if name := cronWorkflowName(cw.Name, now); len(name) > 63 {
+		t.Fatalf("workflow name %q longer than 63", name)
+	}
 }

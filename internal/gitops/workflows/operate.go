@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/freshet-dev/freshet/internal/gitops/workflows/emissary"
 )
@@ -497,19 +498,28 @@ func (o *operation) executePod(inv invocation, t *Template, inputs *Inputs) *Nod
 		o.activePods--
 		return n
 	}
+	limit := time.Duration(-1)
 	if d := t.ActiveDeadlineSeconds; d != nil {
 		if secs, err := intOf(d); err == nil {
-			end := n.StartedAt.Add(time.Duration(secs) * time.Second)
-			if !o.now.Before(end) {
-				if pod != nil {
-					o.deletePod(name)
-				}
-				o.finish(n, NodeFailed, msgDeadline)
-				o.activePods--
-				return n
-			}
-			o.after(end.Sub(o.now))
+			limit = time.Duration(secs) * time.Second
 		}
+	}
+	if t.Timeout != "" {
+		if d, err := parseDuration(&intstr.IntOrString{Type: intstr.String, StrVal: t.Timeout}); err == nil && (limit < 0 || d < limit) {
+			limit = d
+		}
+	}
+	if limit >= 0 {
+		end := n.StartedAt.Add(limit)
+		if !o.now.Before(end) {
+			if pod != nil {
+				o.deletePod(name)
+			}
+			o.finish(n, NodeFailed, msgDeadline)
+			o.activePods--
+			return n
+		}
+		o.after(end.Sub(o.now))
 	}
 	if pod == nil {
 		p, err := o.buildPod(n, t)

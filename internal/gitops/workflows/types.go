@@ -46,8 +46,7 @@ type WorkflowTemplate struct {
 	Spec              WorkflowSpec `json:"spec"`
 }
 
-// CronWorkflow runs a Workflow on a schedule. Its type is decoded and validated; the schedule
-// is not run yet (see the package comment).
+// CronWorkflow runs a Workflow on a schedule (cron.go).
 type CronWorkflow struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -65,6 +64,8 @@ type CronWorkflowSpec struct {
 	StartingDeadlineSeconds    *int64       `json:"startingDeadlineSeconds,omitempty"`
 	SuccessfulJobsHistoryLimit *int32       `json:"successfulJobsHistoryLimit,omitempty"`
 	FailedJobsHistoryLimit     *int32       `json:"failedJobsHistoryLimit,omitempty"`
+	// Recognised, not built yet: refused by name.
+	StopStrategy json.RawMessage `json:"stopStrategy,omitempty"`
 }
 
 // WorkflowSpec is the desired run. The fields this controller does not run yet are kept as
@@ -84,13 +85,13 @@ type WorkflowSpec struct {
 	NodeSelector          map[string]string             `json:"nodeSelector,omitempty"`
 	Tolerations           []corev1.Toleration           `json:"tolerations,omitempty"`
 	ImagePullSecrets      []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+	PodGC                 *PodGC                        `json:"podGC,omitempty"`
+	TTLStrategy           *TTLStrategy                  `json:"ttlStrategy,omitempty"`
 
 	// Recognised, not built yet: refused by name.
 	Volumes               json.RawMessage `json:"volumes,omitempty"`
 	VolumeClaimTemplates  json.RawMessage `json:"volumeClaimTemplates,omitempty"`
 	Synchronization       json.RawMessage `json:"synchronization,omitempty"`
-	PodGC                 json.RawMessage `json:"podGC,omitempty"`
-	TTLStrategy           json.RawMessage `json:"ttlStrategy,omitempty"`
 	ArtifactRepositoryRef json.RawMessage `json:"artifactRepositoryRef,omitempty"`
 	ArtifactGC            json.RawMessage `json:"artifactGC,omitempty"`
 	Hooks                 json.RawMessage `json:"hooks,omitempty"`
@@ -132,6 +133,8 @@ type Template struct {
 	ServiceAccountName    string              `json:"serviceAccountName,omitempty"`
 	NodeSelector          map[string]string   `json:"nodeSelector,omitempty"`
 	Tolerations           []corev1.Toleration `json:"tolerations,omitempty"`
+	// Timeout bounds a container or script node from its start, its time Pending included.
+	Timeout string `json:"timeout,omitempty"`
 
 	// Recognised, not built yet: refused by name.
 	Data            json.RawMessage `json:"data,omitempty"`
@@ -147,7 +150,6 @@ type Template struct {
 	ArchiveLocation json.RawMessage `json:"archiveLocation,omitempty"`
 	Metrics         json.RawMessage `json:"metrics,omitempty"`
 	PodSpecPatch    json.RawMessage `json:"podSpecPatch,omitempty"`
-	Timeout         json.RawMessage `json:"timeout,omitempty"`
 	Hooks           json.RawMessage `json:"hooks,omitempty"`
 }
 

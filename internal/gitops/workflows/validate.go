@@ -92,14 +92,14 @@ func checkUnsupportedSpec(s *WorkflowSpec, path string) error {
 		name string
 		v    json.RawMessage
 	}{{"volumes", s.Volumes}, {"volumeClaimTemplates", s.VolumeClaimTemplates}, {"synchronization", s.Synchronization},
-		{"podGC", s.PodGC}, {"ttlStrategy", s.TTLStrategy}, {"artifactRepositoryRef", s.ArtifactRepositoryRef},
+		{"artifactRepositoryRef", s.ArtifactRepositoryRef},
 		{"artifactGC", s.ArtifactGC}, {"hooks", s.Hooks}, {"metrics", s.Metrics}, {"podSpecPatch", s.PodSpecPatch},
 		{"executor", s.Executor}, {"memoize", s.Memoize}} {
 		if isSet(u.v) {
 			return notYet(path+"."+u.name, u.name)
 		}
 	}
-	return nil
+	return validateGC(s, path)
 }
 
 func isSet(v json.RawMessage) bool { return len(v) > 0 && string(v) != "null" }
@@ -137,7 +137,7 @@ func validateTemplate(idx map[string]*Template, t *Template, p string, globals m
 	}{{"data", t.Data}, {"http", t.HTTP}, {"plugin", t.Plugin}, {"containerSet", t.ContainerSet},
 		{"synchronization", t.Synchronization}, {"memoize", t.Memoize}, {"volumes", t.Volumes}, {"sidecars", t.Sidecars},
 		{"initContainers", t.InitContainers}, {"daemon", t.Daemon}, {"archiveLocation", t.ArchiveLocation},
-		{"metrics", t.Metrics}, {"podSpecPatch", t.PodSpecPatch}, {"timeout", t.Timeout}, {"hooks", t.Hooks}} {
+		{"metrics", t.Metrics}, {"podSpecPatch", t.PodSpecPatch}, {"hooks", t.Hooks}} {
 		if isSet(u.v) {
 			return notYet(p+"."+u.name, "template "+u.name)
 		}
@@ -199,6 +199,14 @@ func validateTemplate(idx map[string]*Template, t *Template, p string, globals m
 	if d := t.ActiveDeadlineSeconds; d != nil && !(d.Type == intstr.String && strings.Contains(d.StrVal, "{{")) {
 		if n, err := intOf(d); err != nil || n < 0 {
 			return errdefs.Invalid(p+".activeDeadlineSeconds", d.String(), "must be a number of seconds, 0 or more")
+		}
+	}
+	if t.Timeout != "" && !strings.Contains(t.Timeout, "{{") {
+		if t.Container == nil && t.Script == nil {
+			return errdefs.Invalid(p+".timeout", t.Timeout, "applies to container and script templates only (use activeDeadlineSeconds on the workflow for steps and DAGs)")
+		}
+		if _, err := parseDuration(&intstr.IntOrString{Type: intstr.String, StrVal: t.Timeout}); err != nil {
+			return errdefs.Invalid(p+".timeout", t.Timeout, err.Error())
 		}
 	}
 	if t.Parallelism != nil && *t.Parallelism < 0 {

@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -39,6 +40,24 @@ func TestLint(t *testing.T) {
   templates:
   - name: main
     steps: [[{name: s, template: missing}]]`, "spec.templates[0].steps[0][0].template", `"missing" is not a template`},
+		{"bad podGC strategy", `
+  entrypoint: a
+  podGC: {strategy: Always}
+  templates: [{name: a, container: {image: x, command: [x]}}]`, "spec.podGC.strategy", `"Always" must be OnPodCompletion, OnPodSuccess, OnWorkflowCompletion or OnWorkflowSuccess`},
+		{"bad podGC delay", `
+  entrypoint: a
+  podGC: {strategy: OnPodCompletion, deleteDelayDuration: soon}
+  templates: [{name: a, container: {image: x, command: [x]}}]`, "spec.podGC.deleteDelayDuration", `"soon" is not a duration`},
+		{"negative ttl", `
+  entrypoint: a
+  ttlStrategy: {secondsAfterFailure: -1}
+  templates: [{name: a, container: {image: x, command: [x]}}]`, "spec.ttlStrategy.secondsAfterFailure", `"-1" must be 0 or more seconds`},
+		{"bad timeout", `
+  entrypoint: a
+  templates: [{name: a, timeout: soon, container: {image: x, command: [x]}}]`, "spec.templates[0].timeout", `"soon" is not a duration`},
+		{"timeout on steps", `
+  entrypoint: a
+  templates: [{name: a, timeout: 1m, steps: [[{name: b, template: b}]]}, {name: b, container: {image: x, command: [x]}}]`, "spec.templates[0].timeout", "applies to container and script templates only"},
 		{"cyclic DAG", `
   entrypoint: main
   templates:
@@ -311,6 +330,29 @@ spec:
 `))
 	if _, err := DecodeCron(j); errdefs.Field(err) != "spec.concurrencyPolicy" {
 		t.Fatalf("cron: %v", err)
+	}
+	for _, tc := range []struct{ spec, field, reason string }{
+		{`schedule: "* * * * * *"`, "spec.schedule", "seconds field is not supported"},
+		{`schedule: "@every 10s"`, "spec.schedule", "more often than once a minute"},
+		{`schedules: ["0 3 * * *", "nope"]`, "spec.schedules[1]", "want 5"},
+		{`{schedule: "0 3 * * *", schedules: ["0 4 * * *"]}`, "spec.schedules", "cannot be given with spec.schedule"},
+		{`{schedule: "0 3 * * *", timezone: "Nowhere/Land"}`, "spec.timezone", "is not a known time zone"},
+		{`{schedule: "0 3 * * *", stopStrategy: {expression: "true"}}`, "spec.stopStrategy", "is not supported yet"},
+		{`{suspend: false}`, "spec.schedule", "is required"},
+	} {
+		spec := tc.spec
+		if !strings.HasPrefix(spec, "{") {
+			spec = "{" + spec + "}"
+		}
+		j, err := yaml.YAMLToJSON([]byte("apiVersion: argoproj.io/v1alpha1\nkind: CronWorkflow\nmetadata: {name: c}\nspec: " +
+			strings.TrimSuffix(spec, "}") + ", workflowSpec: {entrypoint: a, templates: [{name: a, suspend: {}}]}}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = DecodeCron(j)
+		if errdefs.Field(err) != tc.field || !strings.Contains(fmt.Sprint(err), tc.reason) {
+			t.Errorf("%s: got %v, want field %s and %q", tc.spec, err, tc.field, tc.reason)
+		}
 	}
 }
 

@@ -190,6 +190,12 @@ func mergeSpec(wf, tmpl *WorkflowSpec) *WorkflowSpec {
 	if wf.ImagePullSecrets != nil {
 		out.ImagePullSecrets = wf.ImagePullSecrets
 	}
+	if wf.PodGC != nil {
+		out.PodGC = wf.PodGC
+	}
+	if wf.TTLStrategy != nil {
+		out.TTLStrategy = wf.TTLStrategy
+	}
 	out.Suspend, out.Shutdown = wf.Suspend, wf.Shutdown
 	return &out
 }

@@ -1,0 +1,410 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/schedule"
+)
+
+// CronWorkflow scheduling (Argo's cron controller, in the same work queue as Workflows).
+const (
+	// cronKeyPrefix marks a CronWorkflow's key in the queue (namespaces have no ':').
+	cronKeyPrefix = "cron:"
+	// AnnotationScheduledTime on a Workflow a CronWorkflow created is the time it was due.
+	AnnotationScheduledTime = "workflows.argoproj.io/scheduled-time"
+	// defaultCronGrace is how late a due schedule may still start when the CronWorkflow sets
+	// no startingDeadlineSeconds (Argo then runs no missed schedule; this allows for the
+	// controller's own lag, and for a restart within the minute).
+	defaultCronGrace = time.Minute
+	// Argo's defaults of successfulJobsHistoryLimit and failedJobsHistoryLimit.
+	defaultSuccessfulHistory = 3
+	defaultFailedHistory     = 1
+	// maxCronWait bounds a requeue, so that a clock change is noticed.
+	maxCronWait = time.Hour
+	// Argo's condition types on a CronWorkflow.
+	CondSpecError       = "SpecError"
+	CondSubmissionError = "SubmissionError"
+	// EventReasonSkipped is the reason of the Event a Forbid CronWorkflow records when a
+	// schedule passes while its Workflow still runs.
+	EventReasonSkipped = "WorkflowSkipped"
+)
+
+// CronWorkflowStatus is Argo's CronWorkflow status.
+type CronWorkflowStatus struct {
+	Active            []corev1.ObjectReference `json:"active,omitempty"`
+	LastScheduledTime *metav1.Time             `json:"lastScheduledTime,omitempty"`
+	Conditions        []CronCondition          `json:"conditions,omitempty"`
+	Phase             string                   `json:"phase,omitempty"`
+}
+
+// CronCondition is one of a CronWorkflow's conditions (SpecError, SubmissionError).
+type CronCondition struct {
+	Type    string                 `json:"type"`
+	Status  metav1.ConditionStatus `json:"status"`
+	Message string                 `json:"message,omitempty"`
+}
+
+// cronSchedules parses the CronWorkflow's schedule (or schedules) in its timezone; the error
+// names the field (spec.schedule, spec.schedules[i] or spec.timezone).
+func cronSchedules(s *CronWorkflowSpec) ([]schedule.Expr, error) {
+	type item struct{ field, expr string }
+	var items []item
+	switch {
+	case s.Schedule != "" && len(s.Schedules) > 0:
+		return nil, errdefs.Invalid("spec.schedules", "", "cannot be given with spec.schedule: give the schedules in one of them")
+	case s.Schedule != "":
+		items = append(items, item{"spec.schedule", s.Schedule})
+	case len(s.Schedules) == 0:
+		return nil, errdefs.Invalid("spec.schedule", "", "is required (a cron expression)")
+	}
+	if len(s.Schedules) > 20 {
+		return nil, errdefs.Invalid("spec.schedules", strconv.Itoa(len(s.Schedules)), "lists more than 20 schedules")
+	}
+	for i, e := range s.Schedules {
+		items = append(items, item{fmt.Sprintf("spec.schedules[%d]", i), e})
+	}
+	out := make([]schedule.Expr, 0, len(items))
+	for _, it := range items {
+		e, err := schedule.Parse(it.expr, s.Timezone)
+		if err != nil {
+			var fe *errdefs.FieldError
+			if errors.As(err, &fe) {
+				field := it.field
+				if fe.Field == schedule.FieldTimezone {
+					field = "spec.timezone"
+				}
+				return nil, errdefs.Invalid(field, fe.Value, fe.Reason)
+			}
+			return nil, errdefs.Invalid(it.field, it.expr, err.Error())
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// latestDue is the latest time any of exprs was due in (from, now], or zero.
+func latestDue(exprs []schedule.Expr, from, now time.Time) time.Time {
+	var latest time.Time
+	for _, e := range exprs {
+		t := e.Next(from)
+		for n := 0; !t.IsZero() && !t.After(now) && n < 100000; n++ {
+			if t.After(latest) {
+				latest = t
+			}
+			t = e.Next(t)
+		}
+	}
+	return latest
+}
+
+// nextDue is the first time any of exprs is due after t, or zero.
+func nextDue(exprs []schedule.Expr, t time.Time) time.Time {
+	var next time.Time
+	for _, e := range exprs {
+		if n := e.Next(t); !n.IsZero() && (next.IsZero() || n.Before(next)) {
+			next = n
+		}
+	}
+	return next
+}
+
+// cronWorkflowName is the Workflow a CronWorkflow creates for the time due: Argo's name (the
+// CronWorkflow's, then the Unix time), which makes a second creation for the same time fail
+// as already existing — so a schedule never runs twice, across restarts too.
+func cronWorkflowName(cron string, due time.Time) string {
+	suffix := "-" + strconv.FormatInt(due.Unix(), 10)
+	if len(cron)+len(suffix) > 63 {
+		cron = strings.TrimRight(cron[:63-len(suffix)], "-.")
+	}
+	return cron + suffix
+}
+
+func (c *Controller) enqueueCron(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
+		c.queue.Add(cronKeyPrefix + key)
+	}
+}
+
+// reconcileCron runs a CronWorkflow: prunes its finished Workflows beyond the history limits,
+// creates the Workflow of a schedule that is due (as its concurrencyPolicy allows), and writes
+// its status.
+func (c *Controller) reconcileCron(ctx context.Context, key string) (time.Duration, error) {
+	ns, name, err := cache.SplitMetaNamespaceKey(strings.TrimPrefix(key, cronKeyPrefix))
+	if err != nil {
+		return 0, nil
+	}
+	obj, err := c.crons.ByNamespace(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		c.mu.Lock()
+		delete(c.written, key)
+		c.mu.Unlock()
+		return 0, nil // its Workflows go with it (owner references)
+	}
+	if err != nil {
+		return 0, err
+	}
+	u := obj.(*unstructured.Unstructured)
+	c.mu.Lock()
+	stale := c.written[key] == u.GetResourceVersion()
+	c.mu.Unlock()
+	if stale {
+		return staleRetry, nil
+	}
+	if u.GetDeletionTimestamp() != nil {
+		return 0, nil
+	}
+	data, err := u.MarshalJSON()
+	if err != nil {
+		return 0, err
+	}
+	now := c.opts.Now()
+	var old CronWorkflowStatus
+	if raw, ok := u.Object["status"]; ok {
+		b, _ := json.Marshal(raw)
+		_ = json.Unmarshal(b, &old)
+	}
+	st := old
+	st.Conditions = nil
+	st.Phase = "Active"
+	cw, verr := DecodeCron(data)
+	var exprs []schedule.Expr
+	if verr == nil {
+		exprs, verr = cronSchedules(&cw.Spec)
+	}
+	if verr != nil {
+		st.Conditions = []CronCondition{{Type: CondSpecError, Status: metav1.ConditionTrue, Message: verr.Error()}}
+		if !slices.Equal(old.Conditions, st.Conditions) {
+			c.log.Info("cron workflow refused", logWorkflow, key, logErr, verr)
+		}
+		return 0, c.writeCronStatus(ctx, key, u, old, st)
+	}
+
+	// The Workflows it created: the active ones, and the finished beyond the history limits.
+	list, err := c.workflows.ByNamespace(ns).List(labels.SelectorFromSet(labels.Set{LabelCronWorkflow: name}))
+	if err != nil {
+		return 0, err
+	}
+	var active []*unstructured.Unstructured
+	var succeeded, failed []*Workflow
+	for _, o := range list {
+		wu := o.(*unstructured.Unstructured)
+		if !metav1.IsControlledBy(wu, cw) || wu.GetDeletionTimestamp() != nil {
+			continue
+		}
+		b, _ := wu.MarshalJSON()
+		var wf Workflow
+		if json.Unmarshal(b, &wf) != nil {
+			continue
+		}
+		switch {
+		case !wf.Status.Phase.Completed():
+			active = append(active, wu)
+		case wf.Status.Phase == WorkflowSucceeded:
+			succeeded = append(succeeded, &wf)
+		default:
+			failed = append(failed, &wf)
+		}
+	}
+	if err := c.pruneHistory(ctx, succeeded, cw.Spec.SuccessfulJobsHistoryLimit, defaultSuccessfulHistory); err != nil {
+		return 0, err
+	}
+	if err := c.pruneHistory(ctx, failed, cw.Spec.FailedJobsHistoryLimit, defaultFailedHistory); err != nil {
+		return 0, err
+	}
+
+	// What is due: the latest schedule since the last one run (or since creation), if it is
+	// still within the starting deadline.
+	last := cw.CreationTimestamp.Time
+	if old.LastScheduledTime != nil && old.LastScheduledTime.After(last) {
+		last = old.LastScheduledTime.Time
+	}
+	grace := defaultCronGrace
+	if d := cw.Spec.StartingDeadlineSeconds; d != nil && *d >= 0 {
+		grace = time.Duration(*d) * time.Second
+	}
+	from := last
+	if w := now.Add(-grace - time.Second); w.After(from) {
+		from = w
+	}
+	due := latestDue(exprs, from, now)
+	if !due.IsZero() && now.Sub(due) > grace {
+		due = time.Time{}
+	}
+	if !due.IsZero() && !cw.Spec.Suspend {
+		run := true
+		switch cw.Spec.ConcurrencyPolicy {
+		case "Forbid":
+			if len(active) > 0 {
+				run = false
+				c.cronEvent(ctx, cw, due, fmt.Sprintf("skipped the run due at %s: concurrencyPolicy is Forbid and workflow %s is running",
+					due.UTC().Format(time.RFC3339), active[0].GetName()))
+			}
+		case "Replace":
+			for _, a := range active {
+				if err := c.patchSpec(ctx, ns, a.GetName(), map[string]any{"shutdown": "Terminate"}); err != nil && !apierrors.IsNotFound(err) {
+					return 0, err
+				}
+			}
+		}
+		if run {
+			created, err := c.createCronWorkflow(ctx, u, cw, due)
+			switch {
+			case err != nil && errors.Is(err, errdefs.ErrInvalid):
+				st.Conditions = []CronCondition{{Type: CondSubmissionError, Status: metav1.ConditionTrue, Message: err.Error()}}
+			case err != nil:
+				return 0, err
+			default:
+				t := metav1.NewTime(due)
+				st.LastScheduledTime = &t
+				if created != nil {
+					active = append(active, created)
+					c.log.Info("cron workflow ran", logWorkflow, key, "workflow", created.GetName(), "due", due)
+				}
+			}
+		}
+	}
+	st.Active = nil
+	for _, a := range active {
+		st.Active = append(st.Active, corev1.ObjectReference{APIVersion: Group + "/" + Version, Kind: "Workflow",
+			Namespace: a.GetNamespace(), Name: a.GetName(), UID: a.GetUID()})
+	}
+	slices.SortFunc(st.Active, func(a, b corev1.ObjectReference) int { return strings.Compare(a.Name, b.Name) })
+	if err := c.writeCronStatus(ctx, key, u, old, st); err != nil {
+		return 0, err
+	}
+	next := nextDue(exprs, now)
+	if next.IsZero() {
+		return maxCronWait, nil
+	}
+	return min(next.Sub(now)+10*time.Millisecond, maxCronWait), nil
+}
+
+// pruneHistory deletes the oldest finished Workflows beyond limit (def when nil).
+func (c *Controller) pruneHistory(ctx context.Context, wfs []*Workflow, limit *int32, def int) error {
+	keep := def
+	if limit != nil {
+		keep = max(int(*limit), 0)
+	}
+	if len(wfs) <= keep {
+		return nil
+	}
+	slices.SortFunc(wfs, func(a, b *Workflow) int {
+		if d := b.Status.FinishedAt.Compare(a.Status.FinishedAt.Time); d != 0 {
+			return d
+		}
+		return strings.Compare(b.Name, a.Name)
+	})
+	for _, wf := range wfs[keep:] {
+		err := c.dyn.Resource(WorkflowsResource).Namespace(wf.Namespace).Delete(ctx, wf.Name, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete workflow %s beyond the history limit: %w", wf.Name, err)
+		}
+	}
+	return nil
+}
+
+// createCronWorkflow creates the Workflow due at due: the CronWorkflow's workflowSpec (as
+// stored, unknown fields kept) and workflowMetadata, labelled with and owned by it. It
+// returns nil and no error when that Workflow exists already.
+func (c *Controller) createCronWorkflow(ctx context.Context, u *unstructured.Unstructured, cw *CronWorkflow, due time.Time) (*unstructured.Unstructured, error) {
+	spec, _, _ := unstructured.NestedMap(u.Object, "spec", "workflowSpec")
+	if spec == nil {
+		spec = map[string]any{}
+	}
+	lbl := map[string]any{}
+	ann := map[string]any{}
+	if m, _, _ := unstructured.NestedStringMap(u.Object, "spec", "workflowMetadata", "labels"); m != nil {
+		for k, v := range m {
+			lbl[k] = v
+		}
+	}
+	if m, _, _ := unstructured.NestedStringMap(u.Object, "spec", "workflowMetadata", "annotations"); m != nil {
+		for k, v := range m {
+			ann[k] = v
+		}
+	}
+	lbl[LabelCronWorkflow] = cw.Name
+	ann[AnnotationScheduledTime] = due.UTC().Format(time.RFC3339)
+	name := cronWorkflowName(cw.Name, due)
+	wf := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": Group + "/" + Version, "kind": "Workflow",
+		"metadata": map[string]any{"name": name, "namespace": cw.Namespace, "labels": lbl, "annotations": ann},
+		"spec":     spec,
+	}}
+	yes := true
+	wf.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: Group + "/" + Version, Kind: "CronWorkflow",
+		Name: cw.Name, UID: cw.UID, Controller: &yes, BlockOwnerDeletion: &yes}})
+	out, err := c.dyn.Resource(WorkflowsResource).Namespace(cw.Namespace).Create(ctx, wf, metav1.CreateOptions{FieldManager: FieldManager})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return nil, nil
+	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+		return nil, errdefs.Invalid("spec.workflowSpec", "", "is refused by the API server: "+err.Error())
+	case err != nil:
+		return nil, fmt.Errorf("create workflow %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// cronEvent records a Normal Event on the CronWorkflow, once per due time.
+func (c *Controller) cronEvent(ctx context.Context, cw *CronWorkflow, due time.Time, msg string) {
+	now := metav1.NewTime(c.opts.Now())
+	ev := &corev1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: cw.Name + ".skip." + strconv.FormatInt(due.Unix(), 10), Namespace: cw.Namespace},
+		InvolvedObject: corev1.ObjectReference{APIVersion: Group + "/" + Version, Kind: "CronWorkflow", Namespace: cw.Namespace,
+			Name: cw.Name, UID: cw.UID},
+		Reason: EventReasonSkipped, Message: msg, Type: corev1.EventTypeNormal, Count: 1,
+		FirstTimestamp: now, LastTimestamp: now, Source: corev1.EventSource{Component: "workflow-controller"},
+	}
+	_, err := c.kube.CoreV1().Events(cw.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		c.log.Warn("record event", logWorkflow, cw.Namespace+"/"+cw.Name, logErr, err)
+	}
+}
+
+// writeCronStatus writes st when it differs from old (the CRD has no status subresource, as
+// Argo's: an update of the whole object, guarded by its resourceVersion).
+func (c *Controller) writeCronStatus(ctx context.Context, key string, u *unstructured.Unstructured, old, st CronWorkflowStatus) error {
+	a, _ := json.Marshal(old)
+	b, _ := json.Marshal(st)
+	if string(a) == string(b) {
+		return nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	obj := u.DeepCopy()
+	obj.Object["status"] = m
+	before := u.GetResourceVersion()
+	_, err := c.dyn.Resource(CronWorkflowsResource).Namespace(u.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
+	if apierrors.IsConflict(err) {
+		c.queue.AddAfter(key, staleRetry)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("write cron workflow status: %w", err)
+	}
+	c.mu.Lock()
+	c.written[key] = before
+	c.mu.Unlock()
+	return nil
+}
