@@ -273,7 +273,8 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 			ExecutorImage: opts.WorkflowExecutorImage, ExecutorPath: opts.WorkflowExecutorPath,
 			// Finished workflows go to the control plane with the applications' events; it
 			// archives them (r.gitops is set below, before the controller runs).
-			OnFinished: func(rec runtimev1.WorkflowRecord) { r.gitops.ReportWorkflow(rec) }}); err != nil {
+			OnFinished: func(rec runtimev1.WorkflowRecord) { r.gitops.ReportWorkflow(rec) },
+			Archived:   func(uid string, finishedAt time.Time) bool { return r.gitops.WorkflowArchived(uid, finishedAt) }}); err != nil {
 			return nil, fmt.Errorf("workflows: %w", err)
 		}
 		r.SetComponent(runtimev1.Component{Name: "workflows", Health: runtimev1.ComponentDegraded, Message: "starting", Version: opts.Version})

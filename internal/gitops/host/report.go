@@ -42,7 +42,17 @@ type reporter struct {
 	queue        []runtimev1.AppEvent
 	needSnapshot bool
 	wake         chan struct{}
+	// archived: the finishes of Workflows (UID → finish time, Unix seconds) the control plane
+	// has taken, for Host.WorkflowArchived; pruned when it passes maxArchived entries.
+	archived map[string]archivedAt
 }
+
+// archivedAt is a Workflow finish the control plane took, and when it took it.
+type archivedAt struct{ finished, at int64 }
+
+// maxArchived finishes are remembered; beyond it, those taken more than an hour ago are forgotten
+// (a Workflow whose ttlStrategy came due is deleted within seconds of its record being taken).
+const maxArchived = 50000
 
 func newReporter(sink func(context.Context, runtimev1.ReportRequest) error, log *slog.Logger) *reporter {
 	return &reporter{sink: sink, log: log, needSnapshot: true, wake: make(chan struct{}, 1)}
@@ -76,7 +86,15 @@ func (r *reporter) enqueue(out runtimev1.AppEvent) {
 	r.mu.Lock()
 	if len(r.queue) >= maxQueued {
 		// The control plane has been away long: forget the details, send the whole state later.
-		r.queue, r.needSnapshot = r.queue[:0], true
+		// Finished Workflows are not in a snapshot: they stay queued (as many as there are
+		// finished Workflows in the cluster, which their ttlStrategy keeps until they are taken).
+		kept := r.queue[:0]
+		for _, ev := range r.queue {
+			if ev.Workflow != nil {
+				kept = append(kept, ev)
+			}
+		}
+		r.queue, r.needSnapshot = kept, true
 	}
 	r.queue = append(r.queue, out)
 	r.mu.Unlock()
@@ -146,6 +164,7 @@ func (r *reporter) run(ctx context.Context, snapshot func() []runtimev1.Applicat
 			if snap {
 				r.needSnapshot = false
 			}
+			r.markArchived(req.Events)
 			r.queue = r.queue[min(n, len(r.queue)):]
 			more := len(r.queue) > 0
 			r.mu.Unlock()
@@ -154,6 +173,38 @@ func (r *reporter) run(ctx context.Context, snapshot func() []runtimev1.Applicat
 			}
 		}
 	}
+}
+
+// markArchived remembers the Workflow finishes in events as taken by the control plane (r.mu is
+// held). A report the control plane refused counts too: sending it again would be refused
+// again, and holding its Workflows back from their ttlStrategy would keep them for ever.
+func (r *reporter) markArchived(events []runtimev1.AppEvent) {
+	now := time.Now().Unix()
+	for _, ev := range events {
+		if ev.Workflow == nil {
+			continue
+		}
+		if r.archived == nil {
+			r.archived = map[string]archivedAt{}
+		}
+		if len(r.archived) >= maxArchived {
+			for uid, a := range r.archived {
+				if now-a.at > 3600 {
+					delete(r.archived, uid)
+				}
+			}
+		}
+		r.archived[ev.Workflow.UID] = archivedAt{finished: ev.Workflow.FinishedAt.Unix(), at: now}
+	}
+}
+
+// workflowArchived reports whether the control plane took the finish of Workflow uid at
+// finishedAt (to the second, as reported).
+func (r *reporter) workflowArchived(uid string, finishedAt time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	a, ok := r.archived[uid]
+	return ok && a.finished == finishedAt.UTC().Truncate(time.Second).Unix()
 }
 
 // markDisconnected makes the next report a snapshot (the agent calls it after a reconnect).

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/freshet-dev/freshet/api/appproxyv1"
 	"github.com/freshet-dev/freshet/api/runtimev1"
@@ -248,4 +249,15 @@ func (h *Host) ReportWorkflow(rec runtimev1.WorkflowRecord) {
 		return
 	}
 	h.rep.enqueue(runtimev1.AppEvent{Type: runtimev1.WorkflowFinished, At: rec.FinishedAt, Workflow: &rec})
+}
+
+// WorkflowArchived reports whether the control plane has taken the record ReportWorkflow was
+// given of Workflow uid's finish at finishedAt (the workflow controller's Options.Archived): a
+// ttlStrategy deletes the Workflow only then. Without a control plane there is nothing to
+// wait for.
+func (h *Host) WorkflowArchived(uid string, finishedAt time.Time) bool {
+	if h.rep.sink == nil {
+		return true
+	}
+	return h.rep.workflowArchived(uid, finishedAt)
 }

@@ -74,6 +74,10 @@ type Options struct {
 	// retry finishes it again), and of those finished already when the controller starts: the
 	// runtime reports them to the control plane, which archives them. It must not block.
 	OnFinished func(runtimev1.WorkflowRecord)
+	// Archived reports whether the finish OnFinished was told of (by the Workflow's UID and
+	// finish time) has reached the archive; a ttlStrategy deletes a Workflow only once it has,
+	// so a crash or an unreachable control plane never loses a record. Nil: at once.
+	Archived func(uid string, finishedAt time.Time) bool
 }
 
 // Controller runs Workflows in one cluster: their pods, suspend and resource nodes, and their

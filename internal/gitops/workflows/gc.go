@@ -132,8 +132,12 @@ func podGCDue(spec *WorkflowSpec, st *WorkflowStatus, pods []*corev1.Pod, now ti
 	return out, wait
 }
 
+// archiveWait is how often a Workflow its ttlStrategy has made due is looked at again while its
+// record has not reached the archive (Options.Archived).
+const archiveWait = 2 * time.Second
+
 // collect deletes what the Workflow's podGC and ttlStrategy say is due, after the status was
-// written (and, for the TTL, after OnFinished heard of the finish). It returns when to look
+// written (and, for the TTL, once Options.Archived says its record reached the archive). It returns when to look
 // again (0: nothing pending) and whether the Workflow was deleted.
 func (c *Controller) collect(ctx context.Context, wf *Workflow, spec *WorkflowSpec, st *WorkflowStatus, pods []*corev1.Pod, now time.Time) (time.Duration, bool, error) {
 	var owned []*corev1.Pod
@@ -154,6 +158,10 @@ func (c *Controller) collect(ctx context.Context, wf *Workflow, spec *WorkflowSp
 				wait = d
 			}
 			return wait, false, nil
+		}
+		if c.opts.Archived != nil && !c.opts.Archived(string(wf.UID), st.FinishedAt.Time) {
+			// Due, but its record has not reached the archive yet: look again shortly.
+			return archiveWait, false, nil
 		}
 		bg := metav1.DeletePropagationBackground
 		err := c.dyn.Resource(WorkflowsResource).Namespace(wf.Namespace).Delete(ctx, wf.Name,

@@ -2,6 +2,8 @@ package workflows_test
 
 import (
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,7 +47,17 @@ func (e *env) podsOf(name string) int {
 func TestTTLAndPodGCOnCluster(t *testing.T) {
 	clk := &fakeClock{t: time.Now()}
 	var recs records
-	e := newEnv(t, workflows.Options{Now: clk.Now, OnFinished: recs.add})
+	// The archive takes ttl's record only when the test says so; until then its ttlStrategy
+	// waits. asked holds the finishes the controller asked about.
+	var archived atomic.Bool
+	var askedMu sync.Mutex
+	asked := map[string]time.Time{}
+	e := newEnv(t, workflows.Options{Now: clk.Now, OnFinished: recs.add, Archived: func(uid string, finishedAt time.Time) bool {
+		askedMu.Lock()
+		asked[uid] = finishedAt
+		askedMu.Unlock()
+		return archived.Load()
+	}})
 	e.kubelet(func(*corev1.Pod) (int32, emissary.Outputs) { return 0, emissary.Outputs{} })
 	e.create(workflows.WorkflowsResource, `
 apiVersion: argoproj.io/v1alpha1
@@ -110,6 +122,20 @@ spec:
 		n := e.podsOf("gc-wf")
 		return n == 0, fmt.Sprint(n)
 	})
+	// Due, but not archived: it stays (looked at again every 2 s).
+	e.waitFor("the archive asked about ttl", 30*time.Second, func() (bool, string) {
+		askedMu.Lock()
+		defer askedMu.Unlock()
+		return len(asked) == 1, fmt.Sprint(asked)
+	})
+	time.Sleep(5 * time.Second)
+	ttl := e.workflow("ttl")
+	askedMu.Lock()
+	if at, ok := asked[string(ttl.UID)]; !ok || !at.Equal(ttl.Status.FinishedAt.Time) {
+		t.Errorf("asked about %v, want ttl's UID %s finished at %s", asked, ttl.UID, ttl.Status.FinishedAt.Time)
+	}
+	askedMu.Unlock()
+	archived.Store(true)
 	e.waitFor("ttl deleted", 30*time.Second, func() (bool, string) {
 		_, err := e.c.Dynamic.Resource(workflows.WorkflowsResource).Namespace(e.ns).Get(e.ctx, "ttl", metav1.GetOptions{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
