@@ -249,3 +249,12 @@ func (h *Host) ReportWorkflow(rec runtimev1.WorkflowRecord) {
 	}
 	h.rep.enqueue(runtimev1.AppEvent{Type: runtimev1.WorkflowFinished, At: rec.FinishedAt, Workflow: &rec})
 }
+
+// ReportHelmRelease sends a Helm release's change (runtimev1.HelmReleaseChanged or
+// HelmReleaseDeleted) to the control plane, which keeps the runtime's releases.
+func (h *Host) ReportHelmRelease(ev runtimev1.AppEvent) {
+	if h.rep.sink == nil {
+		return
+	}
+	h.rep.enqueue(ev)
+}
