@@ -103,7 +103,15 @@ const (
 	// HelmReleaseDeleted: the release (HelmRelease's cluster, namespace and name) is gone: it
 	// was uninstalled, or its cluster removed. The control plane forgets it.
 	HelmReleaseDeleted = "HelmReleaseDeleted"
+	// HelmReleasesListed: HelmReleases is every release ("namespace/name") of the cluster
+	// HelmRelease.Cluster names; the control plane forgets the runtime's others there. A
+	// runtime sends it after its first read of a cluster and now and then, so releases
+	// uninstalled while it was away or while reports were lost are forgotten.
+	HelmReleasesListed = "HelmReleasesListed"
 )
+
+// MaxHelmReleasesListed bounds a HelmReleasesListed event's releases.
+const MaxHelmReleasesListed = 20000
 
 // MaxHelmRevisions bounds a HelmReleaseRecord's history (Helm keeps 10 by default).
 const MaxHelmRevisions = 256
@@ -159,6 +167,8 @@ type AppEvent struct {
 	Workflow    *WorkflowRecord `json:"workflow,omitempty"`
 	// HelmRelease: HelmReleaseChanged and HelmReleaseDeleted.
 	HelmRelease *HelmReleaseRecord `json:"helmRelease,omitempty"`
+	// HelmReleases: HelmReleasesListed.
+	HelmReleases []string `json:"helmReleases,omitempty"`
 }
 
 // WorkflowRecord is a finished Argo Workflow (WorkflowFinished): what the control plane keeps

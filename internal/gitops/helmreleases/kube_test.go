@@ -2,6 +2,7 @@ package helmreleases
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 
@@ -119,6 +120,12 @@ func TestHelmReleasesFromTheCluster(t *testing.T) {
 	}
 	var got *runtimev1.HelmReleaseRecord
 	for _, ev := range rec.take() {
+		if ev.Type == runtimev1.HelmReleasesListed {
+			if !slices.Contains(ev.HelmReleases, ns+"/tiny") || slices.Contains(ev.HelmReleases, ns+"/broken") {
+				t.Fatalf("listed %v", ev.HelmReleases)
+			}
+			continue
+		}
 		if ev.Type != runtimev1.HelmReleaseChanged {
 			t.Fatalf("event %s, want only %s", ev.Type, runtimev1.HelmReleaseChanged)
 		}
@@ -144,7 +151,7 @@ func TestHelmReleasesFromTheCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ev := range rec.take() {
-		if ev.HelmRelease.Namespace == ns {
+		if ev.Type != runtimev1.HelmReleasesListed && ev.HelmRelease.Namespace == ns {
 			t.Fatalf("sent again unchanged: %+v", ev)
 		}
 	}

@@ -31,8 +31,13 @@ type Reporter struct {
 	Interval time.Duration // DefaultInterval when 0
 	Logger   *slog.Logger
 
-	sent map[string]runtimev1.HelmReleaseRecord // by namespace/name: what the control plane was last told
+	sent  map[string]runtimev1.HelmReleaseRecord // by namespace/name: what the control plane was last told
+	syncs int
 }
+
+// listEvery: every this many Syncs (and the first), the whole list of releases is sent too
+// (runtimev1.HelmReleasesListed).
+const listEvery = 10
 
 // Run reports the cluster's releases every Interval until ctx ends.
 func (r *Reporter) Run(ctx context.Context) {
@@ -97,6 +102,11 @@ func (r *Reporter) Sync(ctx context.Context) error {
 		r.Send(runtimev1.AppEvent{Type: runtimev1.HelmReleaseDeleted, At: at,
 			HelmRelease: &runtimev1.HelmReleaseRecord{Cluster: r.Cluster, Namespace: prev.Namespace, Name: prev.Name}})
 	}
+	if r.syncs%listEvery == 0 && len(keys) <= runtimev1.MaxHelmReleasesListed {
+		r.Send(runtimev1.AppEvent{Type: runtimev1.HelmReleasesListed, At: at, HelmRelease: &runtimev1.HelmReleaseRecord{Cluster: r.Cluster},
+			HelmReleases: keys})
+	}
+	r.syncs++
 	return nil
 }
 
