@@ -2,7 +2,7 @@ package store
 
 import (
 	"context"
-		"time"
+	"time"
 )
 
 // PrefixHelmRelease is the ID prefix of the Helm releases' rows.
