@@ -1,8 +1,11 @@
 package helmreleases
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -114,9 +117,14 @@ func TestHelmReleasesFromTheCluster(t *testing.T) {
 	}
 
 	rec := &recorder{}
-	r := &Reporter{Cluster: "in-cluster", Client: kc, Send: rec.send}
+	var logs syncBuffer
+	r := &Reporter{Cluster: "in-cluster", Client: kc, Send: rec.send, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	if err := r.Sync(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if l := logs.String(); !strings.Contains(l, "skipping a Helm release Secret") || !strings.Contains(l, ns+"/sh.helm.release.v1.broken.v1") ||
+		!strings.Contains(l, "not base64") {
+		t.Fatalf("the malformed Secret's reason is not logged: %s", l)
 	}
 	var got *runtimev1.HelmReleaseRecord
 	for _, ev := range rec.take() {
@@ -171,4 +179,21 @@ func TestHelmReleasesFromTheCluster(t *testing.T) {
 	if !deleted {
 		t.Fatal("uninstalled release not reported deleted")
 	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
