@@ -179,6 +179,22 @@ func TestHelmReleasesFromTheCluster(t *testing.T) {
 	if !deleted {
 		t.Fatal("uninstalled release not reported deleted")
 	}
+	// A full read (every tenth): the list sent again, without the uninstalled release.
+	r.syncs = listEvery
+	if err := r.Sync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	listed := false
+	for _, ev := range rec.take() {
+		if ev.Type == runtimev1.HelmReleasesListed {
+			listed = ev.HelmRelease.Cluster == "in-cluster" && !slices.Contains(ev.HelmReleases, ns+"/tiny")
+		} else if ev.HelmRelease.Namespace == ns {
+			t.Fatalf("the full read sent %+v", ev)
+		}
+	}
+	if !listed {
+		t.Fatal("the full read sent no list of releases")
+	}
 }
 
 type syncBuffer struct {

@@ -35,8 +35,8 @@ type Reporter struct {
 	syncs int
 }
 
-// listEvery: every this many Syncs (and the first), the whole list of releases is sent too
-// (runtimev1.HelmReleasesListed).
+// listEvery: every this many Syncs (and the first), every release is sent again with the
+// whole list of releases (runtimev1.HelmReleasesListed).
 const listEvery = 10
 
 // Run reports the cluster's releases every Interval until ctx ends.
@@ -72,7 +72,10 @@ func (r *Reporter) Sync(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.sent == nil {
+	full := r.syncs%listEvery == 0
+	if r.sent == nil || full {
+		// A full read: every release is sent again (reports lost while the control plane was
+		// away are made good), and HelmReleasesListed below forgets the ones gone.
 		r.sent = map[string]runtimev1.HelmReleaseRecord{}
 	}
 	keys := make([]string, 0, len(now))
@@ -102,7 +105,7 @@ func (r *Reporter) Sync(ctx context.Context) error {
 		r.Send(runtimev1.AppEvent{Type: runtimev1.HelmReleaseDeleted, At: at,
 			HelmRelease: &runtimev1.HelmReleaseRecord{Cluster: r.Cluster, Namespace: prev.Namespace, Name: prev.Name}})
 	}
-	if r.syncs%listEvery == 0 && len(keys) <= runtimev1.MaxHelmReleasesListed {
+	if full && len(keys) <= runtimev1.MaxHelmReleasesListed {
 		r.Send(runtimev1.AppEvent{Type: runtimev1.HelmReleasesListed, At: at, HelmRelease: &runtimev1.HelmReleaseRecord{Cluster: r.Cluster},
 			HelmReleases: keys})
 	}
