@@ -117,6 +117,8 @@ var wireTypes = map[string]any{
 	"client.PlanLimit":                             client.PlanLimit{},
 	"client.Usage":                                 client.Usage{},
 	"client.UsageDay":                              client.UsageDay{},
+	"client.HelmRelease":                           client.HelmRelease{},
+	"client.HelmRevision":                          client.HelmRevision{},
 
 	"appproxyv1.List":                      appproxyv1.List[appproxyv1.Cluster]{},
 	"appproxyv1.Application":               appproxyv1.Application{},
@@ -190,6 +192,7 @@ var notWire = map[string]string{
 	"client.ImageFilter":                "query parameters",
 	"client.NotificationDeliveryFilter": "query parameters",
 	"client.DORAQuery":                  "query parameters",
+	"client.HelmReleaseFilter":          "query parameters",
 	"client.ArchiveFilter":              "query parameters",
 }
 

@@ -96,7 +96,55 @@ const (
 	// WorkflowFinished: Workflow is an Argo Workflow of the runtime that finished (App is empty:
 	// workflows are the runtime's, not an application's). The control plane archives it.
 	WorkflowFinished = "WorkflowFinished"
+	// HelmReleaseChanged: HelmRelease is a Helm release of one of the runtime's clusters as it
+	// is now, with its revision history (App is empty). The control plane replaces what it
+	// keeps of that release (runtime, cluster, namespace, name).
+	HelmReleaseChanged = "HelmReleaseChanged"
+	// HelmReleaseDeleted: the release (HelmRelease's cluster, namespace and name) is gone: it
+	// was uninstalled, or its cluster removed. The control plane forgets it.
+	HelmReleaseDeleted = "HelmReleaseDeleted"
+	// HelmReleasesListed: HelmReleases is every release ("namespace/name") of the cluster
+	// HelmRelease.Cluster names; the control plane forgets the runtime's others there. A
+	// runtime sends it after its first read of a cluster and now and then, so releases
+	// uninstalled while it was away or while reports were lost are forgotten.
+	HelmReleasesListed = "HelmReleasesListed"
 )
+
+// MaxHelmReleasesListed bounds a HelmReleasesListed event's releases.
+const MaxHelmReleasesListed = 20000
+
+// MaxHelmRevisions bounds a HelmReleaseRecord's history (Helm keeps 10 by default).
+const MaxHelmRevisions = 256
+
+// HelmReleaseRecord is a Helm release as the runtime reads it from Helm's release storage
+// (Secrets of type helm.sh/release.v1): its latest revision's fields and every revision kept.
+type HelmReleaseRecord struct {
+	Cluster      string `json:"cluster"`
+	Namespace    string `json:"namespace"`
+	Name         string `json:"name"`
+	Chart        string `json:"chart,omitempty"`
+	ChartVersion string `json:"chartVersion,omitempty"`
+	AppVersion   string `json:"appVersion,omitempty"`
+	// Status is the latest revision's: deployed, failed, superseded, uninstalling,
+	// pending-install, pending-upgrade, pending-rollback, uninstalled, unknown.
+	Status      string    `json:"status,omitempty"`
+	Revision    int       `json:"revision"`
+	Updated     time.Time `json:"updated,omitzero"`
+	Description string    `json:"description,omitempty"`
+	// History is every revision the storage keeps, newest first.
+	History []HelmRevision `json:"history,omitempty"`
+}
+
+// HelmRevision is one revision of a Helm release.
+type HelmRevision struct {
+	Revision     int       `json:"revision"`
+	Status       string    `json:"status"`
+	Chart        string    `json:"chart,omitempty"`
+	ChartVersion string    `json:"chartVersion,omitempty"`
+	AppVersion   string    `json:"appVersion,omitempty"`
+	Updated      time.Time `json:"updated,omitzero"`
+	Description  string    `json:"description,omitempty"`
+}
 
 // The kinds of RolloutRecord.
 const (
@@ -117,6 +165,10 @@ type AppEvent struct {
 	HealthFrom  string          `json:"healthFrom,omitempty"`
 	Rollout     *RolloutRecord  `json:"rollout,omitempty"`
 	Workflow    *WorkflowRecord `json:"workflow,omitempty"`
+	// HelmRelease: HelmReleaseChanged and HelmReleaseDeleted.
+	HelmRelease *HelmReleaseRecord `json:"helmRelease,omitempty"`
+	// HelmReleases: HelmReleasesListed.
+	HelmReleases []string `json:"helmReleases,omitempty"`
 }
 
 // WorkflowRecord is a finished Argo Workflow (WorkflowFinished): what the control plane keeps

@@ -32,6 +32,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/gitops/engine"
 	"github.com/freshet-dev/freshet/internal/gitops/events"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
+	"github.com/freshet-dev/freshet/internal/gitops/helmreleases"
 	"github.com/freshet-dev/freshet/internal/gitops/host"
 	"github.com/freshet-dev/freshet/internal/gitops/repocreds"
 	"github.com/freshet-dev/freshet/internal/gitops/repourl"
@@ -193,6 +194,7 @@ type Runtime struct {
 	rollouts *rollouts.Controller
 	wf       *workflows.Controller
 	ev       *events.Controller
+	helm     *helmreleases.Reporter // nil without the runtime's own cluster as a destination
 	evNATS   *eventsNATS
 	report   *connect.Client[runtimev1.ReportRequest, runtimev1.ReportResponse]
 	failing  bool // the last heartbeat failed
@@ -304,6 +306,15 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 		return nil, fmt.Errorf("gitops: %w", err)
 	}
 	r.gitops = gh
+	if kube != nil && !opts.NoInCluster {
+		// Helm releases of the runtime's own cluster, read from Helm's release Secrets
+		// (list only) and reported with the applications' events (docs/runtimes.md, "Helm releases").
+		kc, err := kubernetes.NewForConfig(kube)
+		if err != nil {
+			return nil, fmt.Errorf("helm releases: %w", err)
+		}
+		r.helm = &helmreleases.Reporter{Cluster: engine.InClusterName, Client: kc, Send: gh.ReportHelmRelease, Logger: log.With("component", "helm-releases")}
+	}
 	api := gh.Handler()
 	r.AppProxy.Handle(host.APIPrefix, api)
 	r.AppProxy.Handle("POST /app-proxy/api/graphql", api) // docs/appproxy.md, "GraphQL"
@@ -489,6 +500,9 @@ func (r *Runtime) Run(ctx context.Context) error {
 			go func() { errc <- esrv.Serve(ln) }()
 			defer esrv.Close()
 		}
+	}
+	if r.helm != nil {
+		go r.helm.Run(ctx)
 	}
 	if r.rollouts != nil {
 		go r.runRollouts(ctx)

@@ -130,9 +130,14 @@ type preparedEvent struct {
 	rec  *store.ApplicationSync   // SyncFinished of a real (numbered, not dry-run) sync
 	ro   *runtimev1.RolloutRecord // RolloutChanged
 	wf   *store.ArchivedWorkflow  // WorkflowFinished (account and runtime filled in when applied)
+	// helm: HelmReleaseChanged (the row), HelmReleaseDeleted and HelmReleasesListed (cluster,
+	// namespace, name); helmKeep: HelmReleasesListed's releases.
+	helm     *store.HelmRelease
+	helmKeep map[string]bool
 }
 
-var eventTypes = []string{runtimev1.AppChanged, runtimev1.AppDeleted, runtimev1.SyncStarted, runtimev1.SyncFinished, runtimev1.HealthChanged, runtimev1.RolloutChanged, runtimev1.WorkflowFinished}
+var eventTypes = []string{runtimev1.AppChanged, runtimev1.AppDeleted, runtimev1.SyncStarted, runtimev1.SyncFinished, runtimev1.HealthChanged, runtimev1.RolloutChanged, runtimev1.WorkflowFinished,
+	runtimev1.HelmReleaseChanged, runtimev1.HelmReleaseDeleted, runtimev1.HelmReleasesListed}
 
 // prepareReport validates req and converts it. Errors are *errdefs.FieldError naming the
 // field (applications[3].name, events[7].type), the value and what would be valid.
@@ -170,6 +175,15 @@ func prepareReport(req *runtimev1.ReportRequest) (preparedReport, error) {
 				return out, err
 			}
 			out.events = append(out.events, preparedEvent{typ: ev.Type, at: ev.At, wf: &row})
+			continue
+		}
+		switch ev.Type {
+		case runtimev1.HelmReleaseChanged, runtimev1.HelmReleaseDeleted, runtimev1.HelmReleasesListed:
+			pe, err := prepareHelmEvent(field, ev)
+			if err != nil {
+				return out, err
+			}
+			out.events = append(out.events, pe)
 			continue
 		}
 		if err := checkName(field+".app", ev.App); err != nil {
@@ -367,6 +381,10 @@ func (s *Service) Report(ctx context.Context, rt Runtime, req runtimev1.ReportRe
 						return err
 					}
 					published++
+				}
+			case runtimev1.HelmReleaseChanged, runtimev1.HelmReleaseDeleted, runtimev1.HelmReleasesListed:
+				if err := applyHelmEvent(ctx, tx, rt, ev, now); err != nil {
+					return err
 				}
 			case runtimev1.AppDeleted:
 				if _, err := tx.DeleteApplication(ctx, rt.AccountID, rt.ID, ev.app); err != nil {

@@ -49,6 +49,9 @@ type Store interface {
 	// GetArchivedWorkflow returns account's archived workflow by archive ID or Workflow UID.
 	GetArchivedWorkflow(ctx context.Context, accountID, idOrUID string) (store.ArchivedWorkflow, error)
 
+	// ListHelmReleases returns account's Helm releases that pass f, at most limit.
+	ListHelmReleases(ctx context.Context, accountID string, f store.HelmReleaseFilter, limit int) ([]store.HelmRelease, error)
+
 	// GetGitOpsWebhook returns account's GitOps webhook secret (encrypted), ErrNotFound when
 	// none is set.
 	GetGitOpsWebhook(ctx context.Context, accountID string) (store.GitOpsWebhook, error)

@@ -198,6 +198,13 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 	if aw, err := s.Admin.ListArchivedWorkflows(ctx, client.ArchiveFilter{}); err != nil || len(aw.Items) != 1 || aw.Items[0].UID != aWorkflowUID {
 		t.Fatalf("A's archived workflows: %+v, %v", aw, err)
 	}
+	// ... and a Helm release of its cluster.
+	reportApps(t, s.URL, art.Token, runtimev1.ReportRequest{Events: []runtimev1.AppEvent{{Type: runtimev1.HelmReleaseChanged, At: wfAt,
+		HelmRelease: &runtimev1.HelmReleaseRecord{Cluster: "in-cluster", Namespace: "a-helm-ns", Name: "a-secret-release", Chart: "a-secret-chart",
+			ChartVersion: "1.0.0", Status: "deployed", Revision: 1, History: []runtimev1.HelmRevision{{Revision: 1, Status: "deployed", Chart: "a-secret-chart"}}}}}})
+	if hr, err := s.Admin.ListHelmReleases(ctx, client.HelmReleaseFilter{}); err != nil || len(hr.Items) != 1 || hr.Items[0].Name != "a-secret-release" {
+		t.Fatalf("A's Helm releases: %+v, %v", hr, err)
+	}
 	aApps := appsOf(t, s.Admin)
 	if len(aApps) != 1 {
 		t.Fatalf("A's applications: %+v", aApps)
@@ -257,7 +264,8 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 		trg.ID, trg.Secret, art.ID, art.Token, tn.aTeam, "a-team-secret", tn.aRule, "a-rt-attr", tn.aSession,
 		aApps[0].ID, "a-shop-web", "a-secret-repo", "a-team-label", "a-payments", "a-project-x", aHookSecret, tn.aInvitation, aDeployment,
 		aReportedDigest, aReportedRepo, aReportedIssue, aTracker, "a-tracker-token",
-		aChannel, "a-secret-hook.example", "a-channel-secret", "a-notified-app", sub.ID, aWorkflowUID, "a-secret-pipeline-run"}
+		aChannel, "a-secret-hook.example", "a-channel-secret", "a-notified-app", sub.ID, aWorkflowUID, "a-secret-pipeline-run",
+		"a-secret-release", "a-secret-chart"}
 	for _, e := range audit.Items {
 		tn.aOnly = append(tn.aOnly, e.ID)
 	}
@@ -716,6 +724,19 @@ func init() {
 		"GET /api/v1/archived-workflows/{id}": func(t *testing.T, tn *tenants) (int, string) {
 			st, body := raw(t, tn, "GET", "/api/v1/archived-workflows/"+aWorkflowUID, tn.bKey, "")
 			expect(t, "A's archived workflow by UID", st, 404)
+			return st, body
+		},
+		"GET /api/v1/helm-releases": func(t *testing.T, tn *tenants) (int, string) {
+			st, body := raw(t, tn, "GET", "/api/v1/helm-releases?namespace=a-helm-ns", tn.bKey, "")
+			expect(t, "B's Helm releases", st, 200)
+			if st2, _ := raw(t, tn, "GET", "/api/v1/helm-releases?runtime="+tn.aRuntime, tn.bKey, ""); st2 != 404 {
+				t.Errorf("B lists A's runtime's Helm releases: %d", st2)
+			}
+			return st, body
+		},
+		"GET /api/v1/helm-releases/{namespace}/{name}": func(t *testing.T, tn *tenants) (int, string) {
+			st, body := raw(t, tn, "GET", "/api/v1/helm-releases/a-helm-ns/a-secret-release", tn.bKey, "")
+			expect(t, "A's Helm release", st, 404)
 			return st, body
 		},
 		"GET /api/v1/deployments": func(t *testing.T, tn *tenants) (int, string) {

@@ -159,6 +159,8 @@ func (a *API) Routes() []Route {
 		{Method: "POST", Path: "/api/v1/runtimes/{runtime}/token", Handler: a.rotateRuntimeToken},
 		{Method: "GET", Path: "/api/v1/archived-workflows", Handler: a.listArchivedWorkflows},
 		{Method: "GET", Path: "/api/v1/archived-workflows/{id}", Handler: a.getArchivedWorkflow},
+		{Method: "GET", Path: "/api/v1/helm-releases", Handler: a.listHelmReleases},
+		{Method: "GET", Path: "/api/v1/helm-releases/{namespace}/{name}", Handler: a.getHelmRelease},
 		{Method: "GET", Path: "/api/v1/gitops/webhook", Handler: a.getGitOpsWebhook},
 		{Method: "POST", Path: "/api/v1/gitops/webhook", Handler: a.setGitOpsWebhook},
 		{Method: "POST", Path: "/api/v1/webhooks/gitops/{provider}/{account}", Public: true, Handler: a.gitopsWebhookDelivery},

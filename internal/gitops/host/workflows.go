@@ -261,3 +261,12 @@ func (h *Host) WorkflowArchived(uid string, finishedAt time.Time) bool {
 	}
 	return h.rep.workflowArchived(uid, finishedAt)
 }
+
+// ReportHelmRelease sends a Helm release's change (runtimev1.HelmReleaseChanged or
+// HelmReleaseDeleted) to the control plane, which keeps the runtime's releases.
+func (h *Host) ReportHelmRelease(ev runtimev1.AppEvent) {
+	if h.rep.sink == nil {
+		return
+	}
+	h.rep.enqueue(ev)
+}

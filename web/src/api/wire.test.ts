@@ -126,6 +126,8 @@ import appproxyv1_Cluster from '../../../api/testdata/wire/appproxyv1.Cluster.js
 import client_DORABucket from '../../../api/testdata/wire/client.DORABucket.json';
 import client_DORAMetric from '../../../api/testdata/wire/client.DORAMetric.json';
 import client_DORAReport from '../../../api/testdata/wire/client.DORAReport.json';
+import client_HelmRelease from '../../../api/testdata/wire/client.HelmRelease.json';
+import client_HelmRevision from '../../../api/testdata/wire/client.HelmRevision.json';
 import client_DeployedImage from '../../../api/testdata/wire/client.DeployedImage.json';
 import client_Deployment from '../../../api/testdata/wire/client.Deployment.json';
 import client_ImageCommit from '../../../api/testdata/wire/client.ImageCommit.json';
@@ -344,6 +346,8 @@ const notInTheUI: Record<string, { golden: Golden; why: string }> = {
   'client.DORABucket': { golden: client_DORABucket, why: 'analytics (issue 17): the CLI and GraphQL read it; the dashboards that will are not built yet' },
   'client.DORAMetric': { golden: client_DORAMetric, why: 'analytics (issue 17): the CLI and GraphQL read it; the dashboards that will are not built yet' },
   'client.DORAReport': { golden: client_DORAReport, why: 'analytics (issue 17): the CLI and GraphQL read it; the dashboards that will are not built yet' },
+  'client.HelmRelease': { golden: client_HelmRelease, why: 'Helm releases (issue 17): `freshet helm-release list|get` read it; the Helm dashboard is not built yet' },
+  'client.HelmRevision': { golden: client_HelmRevision, why: 'a Helm release\'s history (`freshet helm-release get`); the Helm dashboard is not built yet' },
   'client.ImageCommit': { golden: client_ImageCommit, why: "image enrichment (issue 17): `freshet images list` and the deployments' images read it; no dashboard yet" },
   'client.ImageIssue': { golden: client_ImageIssue, why: "image enrichment (issue 17): `freshet images list` and the deployments' images read it; no dashboard yet" },
   'client.ReportedImage': { golden: client_ReportedImage, why: 'image enrichment (issue 17): `freshet image report|list`; no dashboard yet' },
