@@ -327,6 +327,11 @@ func TestProcessAliveChecksStartTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := pidFile{PID: sleep.Process.Pid, StartTime: st.startTime}
+	// Start returns once the child is in execve, and the kernel sets the new command line a
+	// little later: until then /proc/PID/cmdline is empty (seen in CI, under load).
+	for deadline := time.Now().Add(5 * time.Second); !ours(p, "60") && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if !running(p) || !ours(p, "60") || ours(p, "/some/instance/") {
 		t.Errorf("running %v, ours(60) %v, ours(other) %v", running(p), ours(p, "60"), ours(p, "/some/instance/"))
 	}
