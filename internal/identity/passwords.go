@@ -120,8 +120,8 @@ func (s *Service) revokedEverywhere(ctx context.Context, userID string) {
 // admin, an admin may reset only a user who belongs to p's account alone, or the admin of one
 // account could take over a login that other accounts trust. When a ResetMail sender is set the
 // token goes to the user's email only (the answer carries none), so any member may be reset; the
-// mail is sent before the token is committed, and a failed send leaves no token (and the user's
-// earlier one still works).
+// mail is sent before the token is stored, and a failed send stores none (the user's earlier one
+// still works).
 func (s *Service) IssuePasswordReset(ctx context.Context, p rbac.Principal, user string) (_ PasswordReset, err error) {
 	e := audit.Start(ctx, p, "user.password-reset", "user", user)
 	defer func() { s.audit.Finish(ctx, e, err) }()
@@ -156,16 +156,18 @@ func (s *Service) IssuePasswordReset(ctx context.Context, p rbac.Principal, user
 	} else {
 		e.Detail("for %s, until %s", m.Email, r.ExpiresAt.UTC().Format(time.RFC3339))
 	}
+	if mail {
+		// Sent before the token is stored, and outside any transaction (a slow mail server must
+		// not hold SQLite's write lock): a failed send stores nothing, so no token is left valid
+		// that nobody received and the user's earlier one still works. A mail whose commit then
+		// fails holds a dead link.
+		if err := s.resetMail(ctx, ResetMail{To: m.Email, Account: accountName, Token: minted.Token, ExpiresAt: storedTime(r.ExpiresAt)}); err != nil {
+			return PasswordReset{}, fmt.Errorf("email the password reset to %s: %w: no reset was made, the user's earlier reset link (if any) still works: %w", m.Email, err, errdefs.ErrUnavailable)
+		}
+	}
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		if err := tx.CreatePasswordReset(ctx, r); err != nil {
 			return err
-		}
-		if mail {
-			// Sent inside the transaction: a failed send rolls the token back, so none is left
-			// valid that nobody received. A mail sent before a failed commit holds a dead link.
-			if err := s.resetMail(ctx, ResetMail{To: m.Email, Account: accountName, Token: minted.Token, ExpiresAt: storedTime(r.ExpiresAt)}); err != nil {
-				return fmt.Errorf("email the password reset to %s: %w: no reset was made, the user's earlier reset link (if any) still works: %w", m.Email, err, errdefs.ErrUnavailable)
-			}
 		}
 		return e.Commit(ctx, tx)
 	})
