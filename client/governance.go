@@ -170,10 +170,12 @@ type ChangePasswordRequest struct {
 // PasswordResetToken is a one-time token with which a user sets a new password; shown once to
 // the admin who issued it.
 type PasswordResetToken struct {
-	Token     string    `json:"token"`
+	// Token is empty when the server emailed it to the user (Emailed): then no admin sees it.
+	Token     string    `json:"token,omitempty"`
 	UserID    string    `json:"userId"`
 	Email     string    `json:"email"`
 	ExpiresAt time.Time `json:"expiresAt"`
+	Emailed   bool      `json:"emailed"`
 }
 
 // ResetPasswordRequest sets a new password with a reset token (no login).

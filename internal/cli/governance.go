@@ -282,7 +282,7 @@ func (a *app) resetPasswordCommand() *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
 		Use:   "reset-password USER",
-		Short: "Issue a one-time password reset token for a member (email or ID); valid 24 hours",
+		Short: "Issue a one-time password reset token for a member (email or ID), or email it when the server has SMTP; valid 24 hours",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
@@ -295,6 +295,10 @@ func (a *app) resetPasswordCommand() *cobra.Command {
 			}
 			if out != outTable {
 				return printData(a.stdout, out, r, nil)
+			}
+			if r.Emailed {
+				fmt.Fprintf(a.stdout, "A reset link was emailed to %s (valid until %s); it was not shown here.\n", r.Email, r.ExpiresAt.Format(time.RFC3339))
+				return nil
 			}
 			fmt.Fprintf(a.stdout, "Reset token for %s (shown once, valid until %s):\n%s\n", r.Email, r.ExpiresAt.Format(time.RFC3339), r.Token)
 			fmt.Fprintf(a.stdout, "They set a new password with: freshet user passwd --server %s --reset-token %s\n", c.BaseURL(), r.Token)

@@ -61,6 +61,7 @@ type Service struct {
 	keys         Keyring           // encrypts SSO client secrets; nil: SSO cannot be configured
 	net          *netpolicy.Policy // checks identity provider URLs; nil: any
 	limits       Limits            // the accounts' plans; nil: no limits
+	resetMail    func(context.Context, ResetMail) error
 }
 
 // revoked tells OnRevoke, if any, once err (the change's outcome) is nil.
@@ -88,6 +89,17 @@ type Deps struct {
 	Net *netpolicy.Policy
 	// Limits admits members under the account's plan (a *billing.Service); nil: no limits.
 	Limits Limits
+	// ResetMail, when set, delivers a password reset token to the user by email (the operator's
+	// SMTP server): the admin who issued it never sees it. It names the account that asked.
+	ResetMail func(ctx context.Context, m ResetMail) error
+}
+
+// ResetMail is one password reset to deliver to its user.
+type ResetMail struct {
+	To        string // the user's email
+	Account   string // the name of the account whose admin issued it
+	Token     string
+	ExpiresAt time.Time
 }
 
 // Limits is the account's plan as identity asks it: Admit refuses, in the transaction that
@@ -114,7 +126,7 @@ func New(d Deps) *Service {
 	return &Service{db: d.Store, audit: d.Audit, log: log, now: time.Now,
 		byEmail: newFailureLimiter(maxFailuresPerEmail), byIP: newFailureLimiter(maxFailuresPerIP),
 		hasher: newHasher(maxConcurrentHashes, hashQueueWait), onRevoke: d.OnRevoke,
-		policies: policyCache{accounts: map[string]*accountPolicy{}}, describe: d.Describe, keys: d.Keys, net: d.Net, limits: d.Limits}
+		policies: policyCache{accounts: map[string]*accountPolicy{}}, describe: d.Describe, keys: d.Keys, net: d.Net, limits: d.Limits, resetMail: d.ResetMail}
 }
 
 // SweepInterval is how often the control plane runs SweepExpired.

@@ -26,12 +26,14 @@ type Session struct {
 	Current   bool // the session the request came with
 }
 
-// PasswordReset is a reset token, shown once to the admin who issued it.
+// PasswordReset is a reset token, shown once to the admin who issued it; when it went to the
+// user by email, Token is empty and Emailed is set.
 type PasswordReset struct {
 	Token     string
 	UserID    string
 	Email     string
 	ExpiresAt time.Time
+	Emailed   bool
 }
 
 // ChangePassword sets p's user's password after checking the current one. Every other session
@@ -114,9 +116,12 @@ func (s *Service) revokedEverywhere(ctx context.Context, userID string) {
 }
 
 // IssuePasswordReset makes a one-time token with which a member of p's account (by ID or email)
-// sets a new password without the old one. Users are global: an admin may reset only a user who
-// belongs to p's account alone, or the admin of one account could take over a login that other
-// accounts trust.
+// sets a new password without the old one. Users are global: when the token is shown to the
+// admin, an admin may reset only a user who belongs to p's account alone, or the admin of one
+// account could take over a login that other accounts trust. When a ResetMail sender is set the
+// token goes to the user's email only (the answer carries none), so any member may be reset; the
+// mail is sent before the token is stored, and a failed send stores none (the user's earlier one
+// still works).
 func (s *Service) IssuePasswordReset(ctx context.Context, p rbac.Principal, user string) (_ PasswordReset, err error) {
 	e := audit.Start(ctx, p, "user.password-reset", "user", user)
 	defer func() { s.audit.Finish(ctx, e, err) }()
@@ -132,14 +137,34 @@ func (s *Service) IssuePasswordReset(ctx context.Context, p rbac.Principal, user
 	if err != nil {
 		return PasswordReset{}, err
 	}
-	if len(ms) > 1 {
+	mail := s.resetMail != nil
+	if len(ms) > 1 && !mail {
 		return PasswordReset{}, errdefs.Invalid("user", user, "cannot be reset by this account: the login is not this account's alone; the user can change the password themselves ('freshet user passwd')")
+	}
+	var accountName string
+	for _, x := range ms {
+		if x.Account.ID == p.AccountID {
+			accountName = x.Account.Name
+		}
 	}
 	minted := token.PasswordReset.New()
 	now := s.now()
 	r := store.PasswordReset{ID: minted.ID, UserID: m.ID, AccountID: p.AccountID, SecretHash: minted.Hash, CreatedBy: p.Actor(),
 		CreatedAt: now, ExpiresAt: now.Add(PasswordResetTTL)}
-	e.Detail("for %s, until %s", m.Email, r.ExpiresAt.UTC().Format(time.RFC3339))
+	if mail {
+		e.Detail("emailed to %s, until %s", m.Email, r.ExpiresAt.UTC().Format(time.RFC3339))
+	} else {
+		e.Detail("for %s, until %s", m.Email, r.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	if mail {
+		// Sent before the token is stored, and outside any transaction (a slow mail server must
+		// not hold SQLite's write lock): a failed send stores nothing, so no token is left valid
+		// that nobody received and the user's earlier one still works. A mail whose commit then
+		// fails holds a dead link.
+		if err := s.resetMail(ctx, ResetMail{To: m.Email, Account: accountName, Token: minted.Token, ExpiresAt: storedTime(r.ExpiresAt)}); err != nil {
+			return PasswordReset{}, fmt.Errorf("email the password reset to %s: %w: no reset was made, the user's earlier reset link (if any) still works: %w", m.Email, err, errdefs.ErrUnavailable)
+		}
+	}
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		if err := tx.CreatePasswordReset(ctx, r); err != nil {
 			return err
@@ -149,7 +174,11 @@ func (s *Service) IssuePasswordReset(ctx context.Context, p rbac.Principal, user
 	if err != nil {
 		return PasswordReset{}, err
 	}
-	return PasswordReset{Token: minted.Token, UserID: m.ID, Email: m.Email, ExpiresAt: storedTime(r.ExpiresAt)}, nil
+	out := PasswordReset{UserID: m.ID, Email: m.Email, ExpiresAt: storedTime(r.ExpiresAt), Emailed: mail}
+	if !mail {
+		out.Token = minted.Token
+	}
+	return out, nil
 }
 
 var errBadReset = fmt.Errorf("invalid, used or expired password reset token: %w", errdefs.ErrUnauthenticated)

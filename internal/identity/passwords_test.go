@@ -125,3 +125,53 @@ func TestPasswordChangeResetAndSessions(t *testing.T) {
 		}
 	})
 }
+
+// TestPasswordResetMailed: with a ResetMail sender the answer has no token, the sender gets it
+// (and the issuing account's name), a user of two accounts may be reset, and a failed send
+// leaves no new token and the earlier one working. (A real SMTP server is in
+// internal/server/resetmail_test.go.)
+func TestPasswordResetMailed(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		log := slog.New(slog.DiscardHandler)
+		var sent []ResetMail
+		var fail error
+		s := New(Deps{Store: db, Audit: audit.NewLog(db, log), Log: log, ResetMail: func(_ context.Context, m ResetMail) error {
+			if fail != nil {
+				return fail
+			}
+			sent = append(sent, m)
+			return nil
+		}})
+		if _, err := s.Bootstrap(ctx, "acme", "admin@acme.test", "admin-password-123"); err != nil {
+			t.Fatal(err)
+		}
+		admin, err := s.Login(ctx, "admin@acme.test", "admin-password-123", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.CreateUser(ctx, admin.Principal, CreateUserInput{Email: "lee@acme.test", Role: "member", Password: "lee-password-123"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Provision(ctx, "globex", "lee@acme.test", ""); err != nil {
+			t.Fatal(err)
+		}
+		r, err := s.IssuePasswordReset(ctx, admin.Principal, "lee@acme.test")
+		if err != nil || r.Token != "" || !r.Emailed || len(sent) != 1 || sent[0].To != "lee@acme.test" || sent[0].Account != "acme" || sent[0].Token == "" {
+			t.Fatalf("IssuePasswordReset = %+v, %v; sent %+v", r, err, sent)
+		}
+		fail = errors.New("connection refused")
+		if _, err := s.IssuePasswordReset(ctx, admin.Principal, "lee@acme.test"); !errors.Is(err, errdefs.ErrUnavailable) {
+			t.Fatalf("failed send = %v, want ErrUnavailable", err)
+		}
+		if err := s.ResetPassword(ctx, sent[0].Token, "lee-new-password"); err != nil {
+			t.Fatalf("the earlier token after a failed send: %v", err)
+		}
+		if err := s.ResetPassword(ctx, sent[0].Token, "lee-newer-password"); !errors.Is(err, errdefs.ErrUnauthenticated) {
+			t.Fatalf("second use: %v", err)
+		}
+		if _, err := s.Login(ctx, "lee@acme.test", "lee-new-password", ""); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
+	crand "crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -273,7 +275,25 @@ func smtpError(step string, err error) error {
 // start or by STARTTLS (refused if the server does not offer it), PLAIN authentication when a
 // password is set.
 func (s *Service) sendMail(ctx context.Context, cfg SMTP, password, id string, m Message) (int, error) {
-	conn, err := s.net.DialContext(ctx, "tcp", joinHostPort(cfg.Host, cfg.Port))
+	return sendSMTP(ctx, s.net.DialContext, s.rootCAs, cfg, password, mailBody(cfg, id, m))
+}
+
+// MailDialer connects to an SMTP server (a net.Dialer's DialContext).
+type MailDialer func(ctx context.Context, network, addr string) (net.Conn, error)
+
+// SendMail sends one plain-text message with subject and text from srv.From to srv.To through
+// srv (the operator's own server, not a channel: srv is trusted as given), with srv.Password
+// when set, connected with dial and its certificate checked against roots (nil: the host's).
+// The error names the step that failed and never the password.
+func SendMail(ctx context.Context, dial MailDialer, roots *x509.CertPool, srv SMTP, event, subject, text string, at time.Time) error {
+	id := crand.Text()
+	_, err := sendSMTP(ctx, dial, roots, srv, srv.Password, mailBody(srv, id, Message{Event: event, Title: subject, Text: text, At: at}))
+	return err
+}
+
+// sendSMTP sends body through cfg's server (see sendMail).
+func sendSMTP(ctx context.Context, dial MailDialer, roots *x509.CertPool, cfg SMTP, password string, body []byte) (int, error) {
+	conn, err := dial(ctx, "tcp", joinHostPort(cfg.Host, cfg.Port))
 	if err != nil {
 		return 0, connError(err)
 	}
@@ -282,7 +302,7 @@ func (s *Service) sendMail(ctx context.Context, cfg SMTP, password, id string, m
 		conn.SetDeadline(dl)
 	}
 	host := strings.Trim(cfg.Host, "[]")
-	tc := &tls.Config{ServerName: host, RootCAs: s.rootCAs, MinVersion: tls.VersionTLS12}
+	tc := &tls.Config{ServerName: host, RootCAs: roots, MinVersion: tls.VersionTLS12}
 	if cfg.Security == SecurityTLS {
 		conn = tls.Client(conn, tc)
 	}
@@ -316,7 +336,7 @@ func (s *Service) sendMail(ctx context.Context, cfg SMTP, password, id string, m
 	if err != nil {
 		return 0, smtpError("the message", err)
 	}
-	if _, err := w.Write(mailBody(cfg, id, m)); err != nil {
+	if _, err := w.Write(body); err != nil {
 		return 0, smtpError("the message", err)
 	}
 	if err := w.Close(); err != nil {

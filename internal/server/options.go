@@ -69,6 +69,8 @@ type Options struct {
 	StepCatalogRevision string
 	// Billing is the plan catalogue and the default plan (see internal/billing).
 	Billing billing.Options
+	// SMTP is the operator's mail server for emailing password resets (see SMTPOptions).
+	SMTP SMTPOptions
 }
 
 // DefaultDataDir is $XDG_DATA_HOME/freshet, or ~/.local/share/freshet.
@@ -114,6 +116,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet, local bool) {
 	fs.StringVar(&o.StepCatalogURL, "step-catalog-url", "", "git repository of typed plugin step definitions (NAME/step.yaml) that pipelines name with type: NAME[:VERSION] (default: none, such steps are refused)")
 	fs.StringVar(&o.StepCatalogRevision, "step-catalog-revision", "", "branch, tag or commit of --step-catalog-url to read (default: its default branch)")
 	o.Billing.BindFlags(fs)
+	o.SMTP.BindFlags(fs)
 }
 
 // Validate checks the options and names the first bad one.
@@ -171,6 +174,9 @@ func (o *Options) Validate() error {
 		return err
 	}
 	if err := o.Billing.Validate(); err != nil {
+		return err
+	}
+	if err := o.SMTP.Validate(); err != nil {
 		return err
 	}
 	return o.Net.Validate()

@@ -124,8 +124,17 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	s.billing = billing.New(billing.Deps{Store: s.db, Catalogue: plans, Log: log.With("component", "billing")})
+	baseURL := opts.PublicURL
+	if baseURL == "" {
+		baseURL = s.URL()
+	}
+	resetMail, err := opts.SMTP.resetMailer(baseURL)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.identity = identity.New(identity.Deps{Store: s.db, Audit: s.audit, Log: log, OnRevoke: s.revoked, Describe: s.describe,
-		Keys: keys, Net: s.policy, Limits: s.billing})
+		Keys: keys, Net: s.policy, Limits: s.billing, ResetMail: resetMail})
 	s.access = httpx.NewAccess(s.identity, 0, log.With("component", "access"))
 	if err := s.watchRevocations(); err != nil {
 		s.Close()
@@ -135,10 +144,6 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("git cache: %w", err)
-	}
-	baseURL := opts.PublicURL
-	if baseURL == "" {
-		baseURL = s.URL()
 	}
 	var steps pipeline.StepCatalog
 	if opts.StepCatalogURL != "" {

@@ -194,7 +194,7 @@ func (a *API) issuePasswordReset(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	httpx.WriteJSON(w, http.StatusCreated, client.PasswordResetToken{Token: res.Token, UserID: res.UserID, Email: res.Email, ExpiresAt: res.ExpiresAt})
+	httpx.WriteJSON(w, http.StatusCreated, client.PasswordResetToken{Token: res.Token, UserID: res.UserID, Email: res.Email, ExpiresAt: res.ExpiresAt, Emailed: res.Emailed})
 	return nil
 }
 

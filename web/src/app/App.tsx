@@ -2,6 +2,7 @@ import { Suspense, useEffect } from 'react';
 import { errorMessage } from '../api/client';
 import { Login } from '../pages/Login';
 import { NotFound } from '../pages/NotFound';
+import { ResetPassword } from '../pages/ResetPassword';
 import { LoadingRows } from '../components/States';
 import { href, matchPath, navigate, useLocation } from './router';
 import { routes } from './routes';
@@ -23,7 +24,7 @@ function Root() {
 
   // Logged out on a page: go to /login?next=<that page>. Logged in on /login: go on.
   useEffect(() => {
-    if (state.status === 'anonymous' && loc.pathname !== '/login') {
+    if (state.status === 'anonymous' && loc.pathname !== '/login' && loc.pathname !== '/reset-password') {
       navigate(href('/login', { next: loc.pathname === '/' && !loc.search ? undefined : loc.pathname + loc.search }), { replace: true });
     }
     if (state.status === 'authenticated' && loc.pathname === '/login') {
@@ -31,6 +32,8 @@ function Root() {
     }
   }, [state.status, loc.pathname, loc.search]);
 
+  // A reset link works logged in or not (the reset ends every session of its user anyway).
+  if (loc.pathname === '/reset-password') return <ResetPassword />;
   if (state.status === 'loading') return <Splash />;
   if (state.status === 'error') {
     return (
