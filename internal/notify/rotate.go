@@ -4,17 +4,13 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/store"
 )
 
-// Reencrypter re-encrypts a ciphertext under the current primary key. secrets.Keyring has it.
-type Reencrypter interface {
-	Reencrypt(ciphertext string, aad []byte) (string, bool, error)
-}
-
 // ReencryptSecrets rewrites the channels' secrets under k's primary key in tx and reports how
 // many changed. The control plane's ReencryptSecrets runs it beside the other domains'.
-func ReencryptSecrets(ctx context.Context, tx *store.Tx, k Reencrypter) (int, error) {
+func ReencryptSecrets(ctx context.Context, tx *store.Tx, k secrets.Reencrypter) (int, error) {
 	chs, err := tx.AllNotificationChannels(ctx)
 	if err != nil {
 		return 0, err

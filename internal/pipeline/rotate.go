@@ -4,18 +4,14 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/store"
 )
-
-// Reencrypter re-encrypts a ciphertext under the current primary key. secrets.Keyring has it.
-type Reencrypter interface {
-	Reencrypt(ciphertext string, aad []byte) (string, bool, error)
-}
 
 // ReencryptSecrets rewrites the CI secrets — secret contexts, registry contexts' passwords,
 // encrypted pipeline variables and triggers' webhook secrets — under k's primary key in tx, and reports how many values changed.
 // The control plane's ReencryptSecrets runs it beside the other domains' in one transaction.
-func ReencryptSecrets(ctx context.Context, tx *store.Tx, k Reencrypter) (int, error) {
+func ReencryptSecrets(ctx context.Context, tx *store.Tx, k secrets.Reencrypter) (int, error) {
 	changed := 0
 	err := func() error {
 		ctxs, err := tx.AllContexts(ctx)

@@ -248,15 +248,10 @@ func closedChan() <-chan struct{} {
 	return c
 }
 
-// Reencrypter re-encrypts a ciphertext under the current primary key. secrets.Keyring has it.
-type Reencrypter interface {
-	Reencrypt(ciphertext string, aad []byte) (string, bool, error)
-}
-
 // ReencryptSecrets rewrites the accounts' GitOps webhook secrets under k's primary key in tx,
 // and reports how many changed. The control plane's ReencryptSecrets runs it beside the other
 // domains' in one transaction.
-func ReencryptSecrets(ctx context.Context, tx *store.Tx, k Reencrypter) (int, error) {
+func ReencryptSecrets(ctx context.Context, tx *store.Tx, k secrets.Reencrypter) (int, error) {
 	hooks, err := tx.AllGitOpsWebhooks(ctx)
 	if err != nil {
 		return 0, err

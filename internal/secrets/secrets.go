@@ -111,6 +111,15 @@ func newKey(id string, material []byte) (*key, error) {
 	return &key{id: id, material: append([]byte(nil), material...), aead: aead}, nil
 }
 
+// Reencrypter re-encrypts a ciphertext under the current primary key and says whether it
+// changed. Keyring has it; each domain that stores secrets takes one to rewrite its own on a
+// master-key rotation.
+type Reencrypter interface {
+	Reencrypt(ciphertext string, aad []byte) (string, bool, error)
+}
+
+var _ Reencrypter = (*Keyring)(nil)
+
 // Keyring holds the master keys. The first is primary: Encrypt uses it. The others only decrypt,
 // until they are retired. A Keyring is safe for concurrent use; Rotate, Retire and the other
 // changes are saved to the key file it was loaded from (see LoadFile).
