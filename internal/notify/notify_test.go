@@ -2,16 +2,10 @@ package notify_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"errors"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -20,9 +14,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/emersion/go-sasl"
-	"github.com/emersion/go-smtp"
 
 	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/internal/audit"
@@ -39,6 +30,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/store"
 	"github.com/freshet-dev/freshet/internal/store/storetest"
 	"github.com/freshet-dev/freshet/internal/testenv/fakedns"
+	"github.com/freshet-dev/freshet/internal/testenv/smtpd"
 )
 
 // receiver is a real HTTP server on loopback taking webhook and Slack posts. It answers
@@ -80,100 +72,6 @@ func (rc *receiver) got() []post {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return append([]post(nil), rc.posts...)
-}
-
-// mailServer is a real SMTP server (emersion/go-smtp) on loopback with STARTTLS and PLAIN
-// authentication, keeping the messages it accepts.
-type mailServer struct {
-	addr  string
-	roots *x509.CertPool
-	mu    sync.Mutex
-	mails []mail
-}
-
-type mail struct {
-	from string
-	to   []string
-	data string
-	user string
-}
-
-type mailSession struct {
-	m    *mailServer
-	cur  mail
-	auth bool
-}
-
-func (s *mailSession) AuthMechanisms() []string { return []string{sasl.Plain} }
-func (s *mailSession) Auth(string) (sasl.Server, error) {
-	return sasl.NewPlainServer(func(identity, username, password string) error {
-		if username != "ci" || password != "smtp-pass-123" {
-			return errors.New("bad credentials")
-		}
-		s.auth, s.cur.user = true, username
-		return nil
-	}), nil
-}
-func (s *mailSession) Mail(from string, _ *smtp.MailOptions) error {
-	if !s.auth {
-		return smtp.ErrAuthRequired
-	}
-	s.cur.from = from
-	return nil
-}
-func (s *mailSession) Rcpt(to string, _ *smtp.RcptOptions) error {
-	s.cur.to = append(s.cur.to, to)
-	return nil
-}
-func (s *mailSession) Data(r io.Reader) error {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return err
-	}
-	s.cur.data = string(b)
-	s.m.mu.Lock()
-	s.m.mails = append(s.m.mails, s.cur)
-	s.m.mu.Unlock()
-	return nil
-}
-func (s *mailSession) Reset()        { s.cur = mail{user: s.cur.user} }
-func (s *mailSession) Logout() error { return nil }
-
-func newMailServer(t *testing.T) *mailServer {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	ms := &mailServer{roots: x509.NewCertPool()}
-	ms.roots.AddCert(cert)
-	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &mailSession{m: ms}, nil }))
-	srv.Domain = "127.0.0.1"
-	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
-	srv.AllowInsecureAuth = false // PLAIN only after STARTTLS
-	srv.ErrorLog = nil
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms.addr = ln.Addr().String()
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return ms
-}
-
-func (ms *mailServer) got() []mail {
-	ms.mu.Lock()
-	defer ms.mu.Unlock()
-	return append([]mail(nil), ms.mails...)
 }
 
 type env struct {
@@ -299,10 +197,10 @@ func TestEventsReachWebhookSlackAndEmail(t *testing.T) {
 	for _, d := range storetest.Backends() {
 		t.Run(string(d), func(t *testing.T) {
 			ctx := context.Background()
-			ms := newMailServer(t)
-			e := newEnv(t, d, ms.roots)
+			ms := smtpd.Start(t, "ci", "smtp-pass-123")
+			e := newEnv(t, d, ms.Roots)
 			hook, slack := newReceiver(t, 0, 0), newReceiver(t, 0, 0)
-			host, port, _ := net.SplitHostPort(ms.addr)
+			host, port, _ := net.SplitHostPort(ms.Addr)
 			var p int
 			json.Unmarshal([]byte(port), &p)
 			e.channel(t, notify.ChannelSpec{Name: "ops-hook", Kind: notify.KindWebhook, URL: hook.srv.URL + "/hook?token=abc", Secret: "hook-secret-1"})
@@ -350,7 +248,7 @@ func TestEventsReachWebhookSlackAndEmail(t *testing.T) {
 			}
 
 			waitFor(t, "the deliveries", func() bool {
-				return len(hook.got()) >= 1 && len(slack.got()) >= 3 && len(ms.got()) >= 2 && len(e.deliveries(t, "")) >= 6 &&
+				return len(hook.got()) >= 1 && len(slack.got()) >= 3 && len(ms.Mails()) >= 2 && len(e.deliveries(t, "")) >= 6 &&
 					allDone(e.deliveries(t, ""))
 			})
 			// The webhook: only the failed build of web/ci, signed.
@@ -394,13 +292,13 @@ func TestEventsReachWebhookSlackAndEmail(t *testing.T) {
 				t.Errorf("slack got %d posts, want 3", len(slack.got()))
 			}
 			// Email: both builds, to both recipients, after STARTTLS and the login.
-			mails := ms.got()
+			mails := ms.Mails()
 			if len(mails) != 2 {
 				t.Fatalf("got %d mails, want 2", len(mails))
 			}
 			for _, m := range mails {
-				if m.from != "ci@acme.test" || strings.Join(m.to, ",") != "dev@acme.test,ops@acme.test" || m.user != "ci" ||
-					!strings.Contains(m.data, "Subject: Build #") || !strings.Contains(m.data, "X-Freshet-Event: build-") {
+				if m.From != "ci@acme.test" || strings.Join(m.To, ",") != "dev@acme.test,ops@acme.test" || m.User != "ci" ||
+					!strings.Contains(m.Data, "Subject: Build #") || !strings.Contains(m.Data, "X-Freshet-Event: build-") {
 					t.Errorf("mail %+v", m)
 				}
 			}

@@ -2,128 +2,24 @@ package server_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"database/sql"
-	"encoding/pem"
 	"errors"
 	"io"
-	"math/big"
 	"mime/quotedprintable"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
-	"time"
-
-	"github.com/emersion/go-sasl"
-	"github.com/emersion/go-smtp"
 
 	"github.com/freshet-dev/freshet/client"
 	"github.com/freshet-dev/freshet/internal/server"
 	"github.com/freshet-dev/freshet/internal/server/servertest"
 	"github.com/freshet-dev/freshet/internal/store"
 	"github.com/freshet-dev/freshet/internal/store/storetest"
+	"github.com/freshet-dev/freshet/internal/testenv/smtpd"
 )
-
-// resetMailServer is a real SMTP server (emersion/go-smtp) on loopback with STARTTLS and PLAIN
-// authentication (after STARTTLS only), keeping the messages it accepts.
-type resetMailServer struct {
-	srv    *smtp.Server
-	addr   string
-	caFile string
-	mu     sync.Mutex
-	mails  []resetMail
-}
-
-type resetMail struct {
-	to   []string
-	data string
-}
-
-type resetMailSession struct {
-	m    *resetMailServer
-	cur  resetMail
-	auth bool
-}
-
-func (s *resetMailSession) AuthMechanisms() []string { return []string{sasl.Plain} }
-func (s *resetMailSession) Auth(string) (sasl.Server, error) {
-	return sasl.NewPlainServer(func(_, username, password string) error {
-		if username != "freshet" || password != "smtp-secret-pw" {
-			return errors.New("bad credentials")
-		}
-		s.auth = true
-		return nil
-	}), nil
-}
-func (s *resetMailSession) Mail(string, *smtp.MailOptions) error {
-	if !s.auth {
-		return smtp.ErrAuthRequired
-	}
-	return nil
-}
-func (s *resetMailSession) Rcpt(to string, _ *smtp.RcptOptions) error {
-	s.cur.to = append(s.cur.to, to)
-	return nil
-}
-func (s *resetMailSession) Data(r io.Reader) error {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return err
-	}
-	s.cur.data = string(b)
-	s.m.mu.Lock()
-	s.m.mails = append(s.m.mails, s.cur)
-	s.m.mu.Unlock()
-	return nil
-}
-func (s *resetMailSession) Reset()        { s.cur = resetMail{} }
-func (s *resetMailSession) Logout() error { return nil }
-
-func startResetMailServer(t *testing.T) *resetMailServer {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms := &resetMailServer{caFile: filepath.Join(t.TempDir(), "smtp-ca.pem")}
-	if err := os.WriteFile(ms.caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ms.srv = smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &resetMailSession{m: ms}, nil }))
-	ms.srv.Domain = "127.0.0.1"
-	ms.srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
-	ms.srv.AllowInsecureAuth = false
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms.addr = ln.Addr().String()
-	go ms.srv.Serve(ln)
-	t.Cleanup(func() { ms.srv.Close() })
-	return ms
-}
-
-func (ms *resetMailServer) got() []resetMail {
-	ms.mu.Lock()
-	defer ms.mu.Unlock()
-	return append([]resetMail(nil), ms.mails...)
-}
 
 var resetLink = regexp.MustCompile(`(https?://\S+)/reset-password\?token=(fpr_[A-Za-z0-9_-]+)`)
 
@@ -135,17 +31,17 @@ func TestPasswordResetByEmail(t *testing.T) {
 	for _, d := range storetest.Backends() {
 		t.Run(string(d), func(t *testing.T) {
 			ctx := context.Background()
-			ms := startResetMailServer(t)
+			ms := smtpd.Start(t, "freshet", "smtp-secret-pw")
 			pwFile := filepath.Join(t.TempDir(), "smtp-password")
 			if err := os.WriteFile(pwFile, []byte("smtp-secret-pw\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			host, port, _ := net.SplitHostPort(ms.addr)
+			host, port, _ := net.SplitHostPort(ms.Addr)
 			var dsn string
 			s := servertest.StartWith(t, d, servertest.Config{Edit: func(o *server.Options) {
 				p, _ := net.LookupPort("tcp", port)
 				o.SMTP = server.SMTPOptions{Host: host, Port: p, Username: "freshet", PasswordFile: pwFile, From: "freshet@first.test",
-					Security: "starttls", CAFile: ms.caFile}
+					Security: "starttls", CAFile: ms.CAFile}
 				dsn = o.DSN()
 			}})
 			unusedResets := func() int {
@@ -195,11 +91,11 @@ func TestPasswordResetByEmail(t *testing.T) {
 			if r.Token != "" || !r.Emailed || r.Email != "lee@first.test" {
 				t.Fatalf("answer = %+v, want no token and emailed", r)
 			}
-			mails := ms.got()
-			if len(mails) != 1 || len(mails[0].to) != 1 || mails[0].to[0] != "lee@first.test" {
+			mails := ms.Mails()
+			if len(mails) != 1 || len(mails[0].To) != 1 || mails[0].To[0] != "lee@first.test" {
 				t.Fatalf("mails = %+v", mails)
 			}
-			body, err := io.ReadAll(quotedprintable.NewReader(strings.NewReader(mails[0].data[strings.Index(mails[0].data, "\r\n\r\n")+4:])))
+			body, err := io.ReadAll(quotedprintable.NewReader(strings.NewReader(mails[0].Data[strings.Index(mails[0].Data, "\r\n\r\n")+4:])))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -226,11 +122,11 @@ func TestPasswordResetByEmail(t *testing.T) {
 			if _, err := s.Admin.IssuePasswordReset(ctx, "lee@first.test"); err != nil {
 				t.Fatal(err)
 			}
-			pending := resetLink.FindStringSubmatch(mailText(t, ms.got()[1].data))
+			pending := resetLink.FindStringSubmatch(mailText(t, ms.Mails()[1].Data))
 			if n := unusedResets(); n != 1 {
 				t.Fatalf("unused resets = %d, want 1", n)
 			}
-			ms.srv.Close()
+			ms.Close()
 			_, err = s.Admin.IssuePasswordReset(ctx, "lee@first.test")
 			var ce *client.Error
 			if !errors.As(err, &ce) || ce.Status != 503 || !strings.Contains(ce.Message, "email the password reset to lee@first.test") || !strings.Contains(ce.Message, "no reset was made") {
@@ -240,8 +136,8 @@ func TestPasswordResetByEmail(t *testing.T) {
 			if n := unusedResets(); n != 1 {
 				t.Fatalf("unused resets after the failed send = %d, want 1 (the pending one)", n)
 			}
-			if len(ms.got()) != 2 {
-				t.Fatalf("mails = %d, want 2", len(ms.got()))
+			if len(ms.Mails()) != 2 {
+				t.Fatalf("mails = %d, want 2", len(ms.Mails()))
 			}
 			if err := anon.ResetPassword(ctx, client.ResetPasswordRequest{Token: pending[2], NewPassword: "lee-third-password"}); err != nil {
 				t.Fatalf("the pending reset stopped working after a failed send: %v", err)
