@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"strings"
 	"text/tabwriter"
 
@@ -132,35 +133,11 @@ func (a *app) issueTrackersCommand() *cobra.Command {
 	fs.StringVar(&in.Token, "token", "", "the API token")
 	fs.StringArrayVar(&in.Scope, "scope", nil, "a Jira project key or repository path prefix it answers for (repeatable; none: all)")
 	addOutputFlag(create, &output)
-	var listOutput string
-	list := &cobra.Command{
-		Use: "list", Short: "List issue trackers", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(listOutput); err != nil {
-				return usageError("%v", err)
-			}
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			ts, err := c.ListIssueTrackers(cmd.Context())
-			if err != nil {
-				return err
-			}
-			return printData(a.stdout, listOutput, ts.Items, func(tw *tabwriter.Writer) { printTrackers(tw, ts.Items) })
-		},
-	}
-	addOutputFlag(list, &listOutput)
-	del := &cobra.Command{
-		Use: "delete NAME", Short: "Remove an issue tracker", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			return c.DeleteIssueTracker(cmd.Context(), args[0])
-		},
-	}
+	list := listCommand(a, "List issue trackers", func(ctx context.Context, c *client.Client) ([]client.IssueTracker, error) {
+		r, err := c.ListIssueTrackers(ctx)
+		return r.Items, err
+	}, printTrackers)
+	del := deleteCommand(a, "delete NAME", "Remove an issue tracker", (*client.Client).DeleteIssueTracker)
 	cmd.AddCommand(create, list, del)
 	return cmd
 }

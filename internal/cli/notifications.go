@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -75,35 +76,11 @@ func (a *app) notificationChannelCommand() *cobra.Command {
 	fs.StringSliceVar(&events, "events", nil, "subscribe the channel to these event kinds (comma-separated)")
 	addOutputFlag(create, &output)
 
-	var listOutput string
-	list := &cobra.Command{
-		Use: "list", Short: "List notification channels (secrets are never shown)", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(listOutput); err != nil {
-				return usageError("%v", err)
-			}
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			cs, err := c.ListNotificationChannels(cmd.Context())
-			if err != nil {
-				return err
-			}
-			return printData(a.stdout, listOutput, cs.Items, func(tw *tabwriter.Writer) { printChannels(tw, cs.Items) })
-		},
-	}
-	addOutputFlag(list, &listOutput)
-	del := &cobra.Command{
-		Use: "delete NAME", Short: "Remove a channel with its subscriptions and deliveries", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			return c.DeleteNotificationChannel(cmd.Context(), args[0])
-		},
-	}
+	list := listCommand(a, "List notification channels (secrets are never shown)", func(ctx context.Context, c *client.Client) ([]client.NotificationChannel, error) {
+		r, err := c.ListNotificationChannels(ctx)
+		return r.Items, err
+	}, printChannels)
+	del := deleteCommand(a, "delete NAME", "Remove a channel with its subscriptions and deliveries", (*client.Client).DeleteNotificationChannel)
 	var testOutput string
 	test := &cobra.Command{
 		Use: "test NAME", Short: "Send a test notification to a channel now and show what happened", Args: cobra.ExactArgs(1),
@@ -177,35 +154,11 @@ func (a *app) notificationSubscriptionCommand() *cobra.Command {
 	fs.StringVar(&in.Pipeline, "pipeline", "", "only builds of this pipeline (project/pipeline)")
 	fs.StringVar(&in.Application, "application", "", "only deployments, rollouts and health of this application")
 	addOutputFlag(create, &output)
-	var listOutput string
-	list := &cobra.Command{
-		Use: "list", Short: "List subscriptions", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(listOutput); err != nil {
-				return usageError("%v", err)
-			}
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			ss, err := c.ListNotificationSubscriptions(cmd.Context())
-			if err != nil {
-				return err
-			}
-			return printData(a.stdout, listOutput, ss.Items, func(tw *tabwriter.Writer) { printSubscriptions(tw, ss.Items) })
-		},
-	}
-	addOutputFlag(list, &listOutput)
-	del := &cobra.Command{
-		Use: "delete ID", Short: "Remove a subscription", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			return c.DeleteNotificationSubscription(cmd.Context(), args[0])
-		},
-	}
+	list := listCommand(a, "List subscriptions", func(ctx context.Context, c *client.Client) ([]client.NotificationSubscription, error) {
+		r, err := c.ListNotificationSubscriptions(ctx)
+		return r.Items, err
+	}, printSubscriptions)
+	del := deleteCommand(a, "delete ID", "Remove a subscription", (*client.Client).DeleteNotificationSubscription)
 	cmd.AddCommand(create, list, del)
 	return cmd
 }

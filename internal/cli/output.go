@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/freshet-dev/freshet/client"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -88,4 +90,44 @@ func ts(t time.Time) string {
 		return "-"
 	}
 	return t.Local().Format("2006-01-02 15:04:05")
+}
+
+// listCommand is a `list` subcommand: it fetches the items with the logged-in client and
+// prints them as a table (printTable) or, with -o json|yaml, as data.
+func listCommand[T any](a *app, short string, fetch func(context.Context, *client.Client) ([]T, error), printTable func(*tabwriter.Writer, []T)) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use: "list", Short: short, Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkOutput(output); err != nil {
+				return usageError("%v", err)
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			items, err := fetch(cmd.Context(), c)
+			if err != nil {
+				return err
+			}
+			return printData(a.stdout, output, items, func(tw *tabwriter.Writer) { printTable(tw, items) })
+		},
+	}
+	addOutputFlag(cmd, &output)
+	return cmd
+}
+
+// deleteCommand is a `delete ARG` subcommand that calls del (a client method such as
+// (*client.Client).DeleteIssueTracker) with the logged-in client.
+func deleteCommand(a *app, use, short string, del func(*client.Client, context.Context, string) error) *cobra.Command {
+	return &cobra.Command{
+		Use: use, Short: short, Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			return del(c, cmd.Context(), args[0])
+		},
+	}
 }
