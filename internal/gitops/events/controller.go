@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -28,8 +27,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
+	"github.com/freshet-dev/freshet/internal/gitops/ctrlloop"
 	"github.com/freshet-dev/freshet/internal/webhook"
 )
 
@@ -87,7 +86,7 @@ type Controller struct {
 	mapper meta.ResettableRESTMapper
 	opts   Options
 	log    *slog.Logger
-	queue  workqueue.TypedRateLimitingInterface[string]
+	queue  ctrlloop.Queue
 	recent *webhook.Recent
 
 	sources, sensors, buses cache.GenericLister
@@ -135,15 +134,6 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		saClient: map[string]dynamic.Interface{}}, nil
 }
 
-type jittered struct {
-	workqueue.TypedRateLimiter[string]
-}
-
-func (j *jittered) When(key string) time.Duration {
-	d := j.TypedRateLimiter.When(key)
-	return d - d/5 + rand.N(d*2/5+1)
-}
-
 // Keys of the work queue: kind/namespace/name.
 const (
 	kindSource = "es"
@@ -157,17 +147,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err := EnsureCRDs(ctx, c.dyn); err != nil {
 		return err
 	}
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig[string](
-		&jittered{workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryBaseDelay, retryMaxDelay)},
-		workqueue.TypedRateLimitingQueueConfig[string]{})
+	c.queue = ctrlloop.NewQueue(retryBaseDelay, retryMaxDelay)
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.dyn, c.opts.Resync, c.opts.Namespace, nil)
 	var synced []cache.InformerSynced
 	watch := func(kind string, inf cache.SharedIndexInformer) error {
-		_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(o any) { c.enqueue(kind, o) },
-			UpdateFunc: func(_, o any) { c.enqueue(kind, o) },
-			DeleteFunc: func(o any) { c.enqueue(kind, o) },
-		})
+		_, err := inf.AddEventHandler(ctrlloop.On(func(o any) { c.enqueue(kind, o) }))
 		synced = append(synced, inf.HasSynced)
 		return err
 	}
@@ -191,16 +175,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.started = true
 	c.mu.Unlock()
 	c.log.Info("events controller started", "workers", c.opts.Workers)
-	var wg sync.WaitGroup
-	for range c.opts.Workers {
-		wg.Go(func() {
-			for c.next(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
+	ctrlloop.Work(ctx, c.queue, ctrlloop.Workers{N: c.opts.Workers, Reconcile: func(ctx context.Context, key string) (time.Duration, error) {
+		return 0, c.reconcile(ctx, key)
+	}, Log: c.log, LogKey: logKey})
 	c.stopAll()
 	return nil
 }
@@ -252,25 +229,6 @@ func (c *Controller) enqueueNamespace(ns string) {
 			c.enqueue(kind, o)
 		}
 	}
-}
-
-func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	err := c.reconcile(ctx, key)
-	if ctx.Err() != nil {
-		return true
-	}
-	if err != nil {
-		c.log.Warn("reconcile failed; retrying", logKey, key, logErr, err)
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	return true
 }
 
 func (c *Controller) reconcile(ctx context.Context, key string) error {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"reflect"
 	"sort"
 	"strings"
@@ -27,9 +26,9 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/gitops/ctrlloop"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
 )
 
@@ -91,7 +90,7 @@ type Controller struct {
 	dyn   dynamic.Interface
 	opts  Options
 	log   *slog.Logger
-	queue workqueue.TypedRateLimitingInterface[string]
+	queue ctrlloop.Queue
 
 	rollouts    cache.GenericLister
 	experiments cache.GenericLister
@@ -132,42 +131,22 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	return &Controller{kube: kc, dyn: dyn, opts: opts, log: opts.Logger}, nil
 }
 
-// jittered spreads retries: ±20 % around the exponential backoff.
-type jittered struct {
-	workqueue.TypedRateLimiter[string]
-}
-
-func (j *jittered) When(key string) time.Duration {
-	d := j.TypedRateLimiter.When(key)
-	return d - d/5 + rand.N(d*2/5+1)
-}
-
 // Run installs the CRDs, watches Rollouts and their ReplicaSets, and reconciles until ctx ends.
 // It may be called again after it returned an error.
 func (c *Controller) Run(ctx context.Context) error {
 	if err := EnsureCRDs(ctx, c.dyn); err != nil {
 		return err
 	}
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig[string](
-		&jittered{workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryBaseDelay, retryMaxDelay)},
-		workqueue.TypedRateLimitingQueueConfig[string]{})
+	c.queue = ctrlloop.NewQueue(retryBaseDelay, retryMaxDelay)
 	dynf := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.dyn, c.opts.Resync, c.opts.Namespace, nil)
 	ri := dynf.ForResource(RolloutsResource)
 	c.rollouts = ri.Lister()
-	if _, err := ri.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueObject,
-		UpdateFunc: func(_, o any) { c.enqueueObject(o) },
-		DeleteFunc: c.enqueueObject,
-	}); err != nil {
+	if _, err := ri.Informer().AddEventHandler(ctrlloop.On(c.enqueueObject)); err != nil {
 		return err
 	}
 	ei := dynf.ForResource(ExperimentsResource)
 	c.experiments = ei.Lister()
-	if _, err := ei.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueExperiment,
-		UpdateFunc: func(_, o any) { c.enqueueExperiment(o) },
-		DeleteFunc: c.enqueueExperiment,
-	}); err != nil {
+	if _, err := ei.Informer().AddEventHandler(ctrlloop.On(c.enqueueExperiment)); err != nil {
 		return err
 	}
 	kf := informers.NewSharedInformerFactoryWithOptions(c.kube, c.opts.Resync, informers.WithNamespace(c.opts.Namespace), informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -175,21 +154,13 @@ func (c *Controller) Run(ctx context.Context) error {
 	}))
 	rsi := kf.Apps().V1().ReplicaSets()
 	c.rsLister = rsi.Lister()
-	if _, err := rsi.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueOwner,
-		UpdateFunc: func(_, o any) { c.enqueueOwner(o) },
-		DeleteFunc: c.enqueueOwner,
-	}); err != nil {
+	if _, err := rsi.Informer().AddEventHandler(ctrlloop.On(c.enqueueOwner)); err != nil {
 		return err
 	}
 	df := informers.NewSharedInformerFactoryWithOptions(c.kube, c.opts.Resync, informers.WithNamespace(c.opts.Namespace))
 	di := df.Apps().V1().Deployments()
 	c.deployLister = di.Lister()
-	if _, err := di.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueWorkloadUsers,
-		UpdateFunc: func(_, o any) { c.enqueueWorkloadUsers(o) },
-		DeleteFunc: c.enqueueWorkloadUsers,
-	}); err != nil {
+	if _, err := di.Informer().AddEventHandler(ctrlloop.On(c.enqueueWorkloadUsers)); err != nil {
 		return err
 	}
 	c.synced = []cache.InformerSynced{ri.Informer().HasSynced, ei.Informer().HasSynced, rsi.Informer().HasSynced, di.Informer().HasSynced}
@@ -207,16 +178,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.started = true
 	c.mu.Unlock()
 	c.log.Info("rollouts controller started", "workers", c.opts.Workers)
-	var wg sync.WaitGroup
-	for range c.opts.Workers {
-		wg.Go(func() {
-			for c.next(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
+	ctrlloop.Work(ctx, c.queue, ctrlloop.Workers{N: c.opts.Workers, Reconcile: func(ctx context.Context, key string) (time.Duration, error) {
+		if k, ok := strings.CutPrefix(key, experimentKeyPrefix); ok {
+			return c.reconcileExperiment(ctx, k)
+		}
+		return c.reconcile(ctx, key)
+	}, Permanent: func(err error) bool { return errors.Is(err, errdefs.ErrInvalid) }, Log: c.log, LogKey: logRollout})
 	c.mu.Lock()
 	c.started = false
 	c.mu.Unlock()
@@ -252,38 +219,6 @@ func (c *Controller) enqueueOwner(obj any) {
 	} else if ref != nil && ref.Kind == "Experiment" && ref.APIVersion == Group+"/"+Version {
 		c.queue.Add(experimentKeyPrefix + rs.Namespace + "/" + ref.Name)
 	}
-}
-
-func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	var after time.Duration
-	var err error
-	if k, ok := strings.CutPrefix(key, experimentKeyPrefix); ok {
-		after, err = c.reconcileExperiment(ctx, k)
-	} else {
-		after, err = c.reconcile(ctx, key)
-	}
-	if ctx.Err() != nil {
-		return true // shutting down
-	}
-	switch {
-	case err == nil:
-		c.queue.Forget(key)
-		if after > 0 {
-			c.queue.AddAfter(key, after)
-		}
-	case errors.Is(err, errdefs.ErrInvalid):
-		c.queue.Forget(key) // permanent: the status says why; a new spec brings a new event
-		c.log.Info("rollout refused", logRollout, key, logErr, err)
-	default:
-		c.log.Warn("reconcile failed; retrying", logRollout, key, logErr, err)
-		c.queue.AddRateLimited(key)
-	}
-	return true
 }
 
 // reconcile brings one Rollout a step closer to its spec. It returns when to look again. Errors

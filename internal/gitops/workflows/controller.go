@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,9 +28,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 
 	"github.com/freshet-dev/freshet/api/runtimev1"
+	"github.com/freshet-dev/freshet/internal/gitops/ctrlloop"
 )
 
 // Defaults of the controller.
@@ -89,7 +88,7 @@ type Controller struct {
 	mapper meta.ResettableRESTMapper
 	opts   Options
 	log    *slog.Logger
-	queue  workqueue.TypedRateLimitingInterface[string]
+	queue  ctrlloop.Queue
 
 	workflows, templates, clusterTemplates, crons cache.GenericLister
 	pods                                          corelisters.PodLister
@@ -138,41 +137,22 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 		written: map[string]string{}, saClient: map[string]dynamic.Interface{}, reported: map[string]string{}}, nil
 }
 
-type jittered struct {
-	workqueue.TypedRateLimiter[string]
-}
-
-func (j *jittered) When(key string) time.Duration {
-	d := j.TypedRateLimiter.When(key)
-	return d - d/5 + rand.N(d*2/5+1)
-}
-
 // Run installs the CRDs, watches Workflows, their templates and their pods, and reconciles
 // until ctx ends. It may be called again after it returned an error.
 func (c *Controller) Run(ctx context.Context) error {
 	if err := EnsureCRDs(ctx, c.dyn); err != nil {
 		return err
 	}
-	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig[string](
-		&jittered{workqueue.NewTypedItemExponentialFailureRateLimiter[string](retryBaseDelay, retryMaxDelay)},
-		workqueue.TypedRateLimitingQueueConfig[string]{})
+	c.queue = ctrlloop.NewQueue(retryBaseDelay, retryMaxDelay)
 	dynf := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.dyn, c.opts.Resync, c.opts.Namespace, nil)
 	wi := dynf.ForResource(WorkflowsResource)
 	c.workflows = wi.Lister()
-	if _, err := wi.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueObject,
-		UpdateFunc: func(_, o any) { c.enqueueObject(o) },
-		DeleteFunc: c.enqueueObject,
-	}); err != nil {
+	if _, err := wi.Informer().AddEventHandler(ctrlloop.On(c.enqueueObject)); err != nil {
 		return err
 	}
 	ci := dynf.ForResource(CronWorkflowsResource)
 	c.crons = ci.Lister()
-	if _, err := ci.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueueCron,
-		UpdateFunc: func(_, o any) { c.enqueueCron(o) },
-		DeleteFunc: c.enqueueCron,
-	}); err != nil {
+	if _, err := ci.Informer().AddEventHandler(ctrlloop.On(c.enqueueCron)); err != nil {
 		return err
 	}
 	ti := dynf.ForResource(WorkflowTemplatesResource)
@@ -184,11 +164,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = LabelWorkflow }))
 	pi := kf.Core().V1().Pods()
 	c.pods = pi.Lister()
-	if _, err := pi.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.enqueuePod,
-		UpdateFunc: func(_, o any) { c.enqueuePod(o) },
-		DeleteFunc: c.enqueuePod,
-	}); err != nil {
+	if _, err := pi.Informer().AddEventHandler(ctrlloop.On(c.enqueuePod)); err != nil {
 		return err
 	}
 	synced := []cache.InformerSynced{wi.Informer().HasSynced, ci.Informer().HasSynced, ti.Informer().HasSynced, cti.Informer().HasSynced, pi.Informer().HasSynced}
@@ -206,16 +182,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	c.started = true
 	c.mu.Unlock()
 	c.log.Info("workflow controller started", "workers", c.opts.Workers)
-	var wg sync.WaitGroup
-	for range c.opts.Workers {
-		wg.Go(func() {
-			for c.next(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
+	ctrlloop.Work(ctx, c.queue, ctrlloop.Workers{N: c.opts.Workers, Reconcile: func(ctx context.Context, key string) (time.Duration, error) {
+		if strings.HasPrefix(key, cronKeyPrefix) {
+			return c.reconcileCron(ctx, key)
+		}
+		return c.reconcile(ctx, key)
+	}, Log: c.log, LogKey: logWorkflow})
 	c.mu.Lock()
 	c.started = false
 	c.mu.Unlock()
@@ -249,32 +221,6 @@ func (c *Controller) enqueuePod(obj any) {
 	if p, ok := obj.(*corev1.Pod); ok && p.Labels[LabelWorkflow] != "" {
 		c.queue.Add(p.Namespace + "/" + p.Labels[LabelWorkflow])
 	}
-}
-
-func (c *Controller) next(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	reconcile := c.reconcile
-	if strings.HasPrefix(key, cronKeyPrefix) {
-		reconcile = c.reconcileCron
-	}
-	after, err := reconcile(ctx, key)
-	if ctx.Err() != nil {
-		return true
-	}
-	if err != nil {
-		c.log.Warn("reconcile failed; retrying", logWorkflow, key, logErr, err)
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	if after > 0 {
-		c.queue.AddAfter(key, after)
-	}
-	return true
 }
 
 // reconcile runs one Workflow a step further and writes its status once.
