@@ -136,8 +136,8 @@ func New(d Deps) *Service {
 // SweepInterval is how often the control plane runs SweepExpired.
 const SweepInterval = 10 * time.Minute
 
-// SweepExpired deletes expired sessions and invitations (every read ignores them already; this
-// keeps the tables small) and reports how many of each went.
+// SweepExpired deletes expired sessions, invitations and device logins (every read ignores them
+// already; this keeps the tables small) and reports how many sessions and invitations went.
 func (s *Service) SweepExpired(ctx context.Context) (sessions, invitations int64, err error) {
 	now := s.now()
 	if sessions, err = s.db.DeleteExpiredSessions(ctx, now); err != nil {
