@@ -21,6 +21,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/server"
 	"github.com/freshet-dev/freshet/internal/server/servertest"
 	"github.com/freshet-dev/freshet/internal/store"
+	"github.com/freshet-dev/freshet/internal/store/storetest"
 )
 
 // startDeviceLogin runs `freshet login --sso --device` with args in the background and returns
@@ -96,7 +97,14 @@ func pressDevice(t *testing.T, browser *http.Client, server, userCode, confirm, 
 // uses a real OpenID provider (mockoidc on 127.0.0.1). The test is the browser on another
 // machine: it opens the verification page the CLI prints, presses Approve or Deny, and follows
 // every redirect through the provider with a cookie jar.
+// It runs on SQLite, and on PostgreSQL with FRESHET_TEST_POSTGRES.
 func TestLoginSSODevice(t *testing.T) {
+	for _, d := range storetest.Backends() {
+		t.Run(string(d), func(t *testing.T) { testLoginSSODevice(t, d) })
+	}
+}
+
+func testLoginSSODevice(t *testing.T, d store.Dialect) {
 	idp, err := mockoidc.NewServer(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +117,7 @@ func TestLoginSSODevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = idp.Shutdown() })
-	s := servertest.StartWith(t, store.SQLite, servertest.Config{Edit: func(o *server.Options) { o.Net.PrivateNetworks = []string{"loopback"} }})
+	s := servertest.StartWith(t, d, servertest.Config{Edit: func(o *server.Options) { o.Net.PrivateNetworks = []string{"loopback"} }})
 	ctx := context.Background()
 	if _, err := s.Admin.CreateAccount(ctx, "second"); err != nil {
 		t.Fatal(err)
