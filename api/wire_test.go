@@ -81,6 +81,8 @@ var wireTypes = map[string]any{
 	"client.SSOConfig":                             client.SSOConfig{},
 	"client.SSOConfigRequest":                      client.SSOConfigRequest{},
 	"client.SSOTokenRequest":                       client.SSOTokenRequest{},
+	"client.DeviceAuthorization":                   client.DeviceAuthorization{},
+	"client.DeviceTokenRequest":                    client.DeviceTokenRequest{},
 	"client.TeamMember":                            client.TeamMember{},
 	"client.CreateTeamRequest":                     client.CreateTeamRequest{},
 	"client.TeamMemberRequest":                     client.TeamMemberRequest{},

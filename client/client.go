@@ -185,6 +185,21 @@ func (c *Client) SSOToken(ctx context.Context, r SSOTokenRequest) (LoginResponse
 	return out, err
 }
 
+// StartDeviceLogin opens a device login into account (ID or name) through its single sign-on.
+func (c *Client) StartDeviceLogin(ctx context.Context, account string) (DeviceAuthorization, error) {
+	var out DeviceAuthorization
+	err := c.do(ctx, http.MethodPost, "/auth/sso/"+url.PathEscape(account)+"/device", nil, nil, &out)
+	return out, err
+}
+
+// PollDeviceLogin asks whether a device login is approved: the session, or an *Error whose
+// Code is authorization_pending, slow_down, expired_token or access_denied.
+func (c *Client) PollDeviceLogin(ctx context.Context, deviceCode string) (LoginResponse, error) {
+	var out LoginResponse
+	err := c.do(ctx, http.MethodPost, "/auth/sso/device/token", nil, DeviceTokenRequest{DeviceCode: deviceCode}, &out)
+	return out, err
+}
+
 // Logout ends the session the client's token belongs to.
 func (c *Client) Logout(ctx context.Context) error {
 	return c.do(ctx, http.MethodPost, "/api/v1/auth/logout", nil, struct{}{}, nil)

@@ -98,6 +98,28 @@ type SSOTokenRequest struct {
 	Verifier string `json:"verifier"`
 }
 
+// DeviceAuthorization is a new device login (freshet login --sso --device; POST
+// /auth/sso/{account}/device, RFC 8628 §3.2 in this API's spelling): the CLI polls with
+// deviceCode; a person opens verificationUri in any browser, enters userCode (XXXX-XXXX) —
+// or opens verificationUriComplete, which carries it — confirms, and logs in through the
+// account's single sign-on.
+type DeviceAuthorization struct {
+	DeviceCode              string `json:"deviceCode"`
+	UserCode                string `json:"userCode"`
+	Account                 string `json:"account"` // the account's name
+	VerificationURI         string `json:"verificationUri"`
+	VerificationURIComplete string `json:"verificationUriComplete"`
+	ExpiresIn               int    `json:"expiresIn"` // seconds
+	Interval                int    `json:"interval"`  // seconds to wait between polls
+}
+
+// DeviceTokenRequest polls a device login (POST /auth/sso/device/token): the answer is a
+// LoginResponse once approved, else a 400 whose code is authorization_pending, slow_down
+// (wait 5 s longer between polls from now on), expired_token or access_denied.
+type DeviceTokenRequest struct {
+	DeviceCode string `json:"deviceCode"`
+}
+
 // SSOConfig is an account's OpenID Connect single sign-on as admins see it (never the secret).
 type SSOConfig struct {
 	Issuer          string    `json:"issuer"`

@@ -30,7 +30,7 @@ func (a *app) loginCommand() *cobra.Command {
 	var passwordStdin, sso, device, noBrowser bool
 	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "login --server URL (--username EMAIL [--password P] | --api-key KEY | --sso --account A)",
+		Use:   "login --server URL (--username EMAIL [--password P] | --api-key KEY | --sso --account A [--device])",
 		Short: "Log in to a Freshet server and save it as a CLI context",
 		Long: "Logs in with an email and password (asked for when --password is omitted), checks an API key,\n" +
 			"or logs in through the account's single sign-on in a browser (--sso), then saves the server and\n" +
@@ -38,7 +38,10 @@ func (a *app) loginCommand() *cobra.Command {
 			"--sso listens on 127.0.0.1 on a free port, opens the account's login page in a browser (the URL\n" +
 			"is also printed; --no-browser only prints it) and waits up to --timeout for the identity provider\n" +
 			"to send the browser back to it with a one-time code, which it exchanges for a session with a\n" +
-			"secret it never sent anywhere (PKCE).",
+			"secret it never sent anywhere (PKCE).\n\n" +
+			"--sso --device is for shells without a browser (SSH, containers): it prints a URL and a code;\n" +
+			"open the URL in a browser on any machine, check that it shows the same code and account,\n" +
+			"approve and log in there. The CLI polls the server until then (up to --timeout).",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if server == "" {
@@ -52,8 +55,11 @@ func (a *app) loginCommand() *cobra.Command {
 				return usageError("--server %q is not an http:// or https:// URL", server)
 			}
 			server = strings.TrimRight(server, "/")
-			if device {
-				return usageError("--device: the device flow is not supported yet (this server's identity providers are used through the browser): use --sso in a session with a browser on this machine, or --api-key")
+			if device && !sso {
+				return usageError("--device is the device flow of single sign-on: give it with --sso --account A")
+			}
+			if device && noBrowser {
+				return usageError("--no-browser: the device flow (--device) never opens a browser: give only --device")
 			}
 			if sso {
 				if username != "" || apiKey != "" || password != "" || passwordStdin {
@@ -77,7 +83,12 @@ func (a *app) loginCommand() *cobra.Command {
 			var me client.Me
 			switch {
 			case sso:
-				res, err := a.ssoLogin(ctx, server, account, noBrowser, timeout, ua)
+				var res client.LoginResponse
+				if device {
+					res, err = a.deviceLogin(ctx, server, account, timeout, ua)
+				} else {
+					res, err = a.ssoLogin(ctx, server, account, noBrowser, timeout, ua)
+				}
 				if err != nil {
 					return err
 				}
@@ -124,8 +135,8 @@ func (a *app) loginCommand() *cobra.Command {
 	fs.StringVar(&account, "account", "", "account to log in to (default: your first; required with --sso)")
 	fs.BoolVar(&sso, "sso", false, "log in through the account's single sign-on in a browser")
 	fs.BoolVar(&noBrowser, "no-browser", false, "with --sso: only print the login URL, do not open a browser")
-	fs.DurationVar(&timeout, "timeout", 5*time.Minute, "with --sso: how long to wait for the browser")
-	fs.BoolVar(&device, "device", false, "with --sso: the device flow for shells without a browser (not supported yet)")
+	fs.DurationVar(&timeout, "timeout", 5*time.Minute, "with --sso: how long to wait for the browser (or the approval, with --device)")
+	fs.BoolVar(&device, "device", false, "with --sso: the device flow for shells without a browser (approve in a browser on any machine)")
 	return cmd
 }
 
@@ -195,6 +206,49 @@ func (a *app) ssoLogin(ctx context.Context, server, account string, noBrowser bo
 		return r.res, nil
 	case <-ctx.Done():
 		return client.LoginResponse{}, fmt.Errorf("single sign-on: no answer from the browser within %s (--timeout): run freshet login --sso again", timeout)
+	}
+}
+
+// deviceLogin logs in through account's single sign-on with the device flow: it asks the
+// server for a device request, prints where and with which code to approve it, and polls at the
+// interval the server asks (5 s longer after each slow_down) until the session comes, the
+// request is denied or expires, or timeout passes.
+func (a *app) deviceLogin(ctx context.Context, server, account string, timeout time.Duration, ua client.Option) (client.LoginResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cl := client.New(server, ua)
+	d, err := cl.StartDeviceLogin(ctx, account)
+	if err != nil {
+		return client.LoginResponse{}, fmt.Errorf("single sign-on (device): %w", err)
+	}
+	fmt.Fprintf(a.stderr, "To log in to account %s, open this page in a browser on any machine:\n\n  %s\n\nand enter the code\n\n  %s\n\nor open the page with the code in it:\n\n  %s\n\n",
+		d.Account, d.VerificationURI, d.UserCode, d.VerificationURIComplete)
+	fmt.Fprintf(a.stderr, "Check that the page shows the code %s, then approve. Waiting up to %s...\n", d.UserCode, min(timeout, time.Duration(d.ExpiresIn)*time.Second))
+	interval := time.Duration(max(d.Interval, 1)) * time.Second
+	for {
+		select {
+		case <-ctx.Done():
+			return client.LoginResponse{}, fmt.Errorf("single sign-on (device): not approved within %s (--timeout): run freshet login --sso --device again", timeout)
+		case <-time.After(interval):
+		}
+		res, err := cl.PollDeviceLogin(ctx, d.DeviceCode)
+		if err == nil {
+			return res, nil
+		}
+		var ce *client.Error
+		if !errors.As(err, &ce) {
+			if ctx.Err() != nil {
+				continue // the timeout: reported above
+			}
+			return client.LoginResponse{}, fmt.Errorf("single sign-on (device): %w", err)
+		}
+		switch ce.Code {
+		case "authorization_pending":
+		case "slow_down":
+			interval += 5 * time.Second
+		default: // expired_token, access_denied, or anything else the server refuses
+			return client.LoginResponse{}, fmt.Errorf("single sign-on (device): %s: %s", ce.Code, ce.Message)
+		}
 	}
 }
 

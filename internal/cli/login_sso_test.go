@@ -226,12 +226,11 @@ func TestLoginSSO(t *testing.T) {
 		t.Fatalf("timeout: exit %d\n%s", code, run.errText())
 	}
 
-	// The device flow is refused by name; --sso needs an account and no password.
+	// --sso needs an account and no password.
 	for _, c := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"login", "--server", s.URL, "--sso", "--device", "--account", "first"}, "the device flow is not supported yet"},
 		{[]string{"login", "--server", s.URL, "--sso"}, "--account is required with --sso"},
 		{[]string{"login", "--server", s.URL, "--sso", "--account", "first", "--username", "jane@first.test"}, "give no --username"},
 	} {

@@ -68,8 +68,19 @@ func RetryAfter(err error, after time.Duration) error {
 	return &RetryAfterError{Err: err, After: after}
 }
 
-// Code returns the stable machine-readable code for err's kind, as sent in API error bodies.
+// Coder is an error that names its own machine-readable code — a protocol's own code, such
+// as RFC 8628's authorization_pending — instead of its kind's. Code honours it first.
+type Coder interface {
+	ErrorCode() string
+}
+
+// Code returns the stable machine-readable code for err's kind, as sent in API error bodies:
+// the code a Coder in its chain names, else its kind's.
 func Code(err error) string {
+	var c Coder
+	if errors.As(err, &c) {
+		return c.ErrorCode()
+	}
 	switch {
 	case errors.Is(err, ErrInvalid):
 		return "invalid_argument"

@@ -21,6 +21,14 @@ type gateway struct{}
 func (gateway) Error() string   { return "runtime x is not connected" }
 func (gateway) HTTPStatus() int { return http.StatusBadGateway }
 
+// pending names its own code, as RFC 8628's answers do.
+type pending struct{}
+
+func (pending) Error() string     { return "waiting for the approval" }
+func (pending) HTTPStatus() int   { return http.StatusBadRequest }
+func (pending) ErrorCode() string { return "authorization_pending" }
+func (pending) Unwrap() error     { return errdefs.ErrInvalid }
+
 func TestOneMappingForEveryEdge(t *testing.T) {
 	secret := errors.New("pq: relation \"users\" does not exist at 10.0.0.7")
 	for _, tc := range []struct {
@@ -40,6 +48,7 @@ func TestOneMappingForEveryEdge(t *testing.T) {
 		{errdefs.ErrUnavailable, 503, "unavailable", connect.CodeUnavailable, "unavailable"},
 		{context.Canceled, 500, "internal", connect.CodeUnavailable, errdefs.InternalMessage},
 		{secret, 500, "internal", connect.CodeInternal, errdefs.InternalMessage},
+		{fmt.Errorf("poll: %w", pending{}), 400, "authorization_pending", connect.CodeInvalidArgument, "poll: waiting for the approval"},
 	} {
 		if got := errdefs.HTTPStatus(tc.err); got != tc.status {
 			t.Errorf("HTTPStatus(%v) = %d, want %d", tc.err, got, tc.status)

@@ -51,7 +51,10 @@ type Service struct {
 	now     func() time.Time
 	byEmail *failureLimiter
 	byIP    *failureLimiter
-	hasher  *hasher
+	// device logins (freshet login --sso --device): requests per source address and account,
+	// wrong user codes per source address
+	devicesByIP, devicesByAccount, userCodeMisses *failureLimiter
+	hasher                                        *hasher
 	// onRevoke is told of committed changes that may shrink a user's access (Deps.OnRevoke).
 	onRevoke func(accountID, userID string)
 	policies policyCache
@@ -125,6 +128,7 @@ func New(d Deps) *Service {
 	}
 	return &Service{db: d.Store, audit: d.Audit, log: log, now: time.Now,
 		byEmail: newFailureLimiter(maxFailuresPerEmail), byIP: newFailureLimiter(maxFailuresPerIP),
+		devicesByIP: newFailureLimiter(maxDevicesPerIP), devicesByAccount: newFailureLimiter(maxDevicesPerAccount), userCodeMisses: newFailureLimiter(maxUserCodeMissesByIP),
 		hasher: newHasher(maxConcurrentHashes, hashQueueWait), onRevoke: d.OnRevoke,
 		policies: policyCache{accounts: map[string]*accountPolicy{}}, describe: d.Describe, keys: d.Keys, net: d.Net, limits: d.Limits, resetMail: d.ResetMail}
 }
@@ -132,8 +136,8 @@ func New(d Deps) *Service {
 // SweepInterval is how often the control plane runs SweepExpired.
 const SweepInterval = 10 * time.Minute
 
-// SweepExpired deletes expired sessions and invitations (every read ignores them already; this
-// keeps the tables small) and reports how many of each went.
+// SweepExpired deletes expired sessions, invitations and device logins (every read ignores them
+// already; this keeps the tables small) and reports how many sessions and invitations went.
 func (s *Service) SweepExpired(ctx context.Context) (sessions, invitations int64, err error) {
 	now := s.now()
 	if sessions, err = s.db.DeleteExpiredSessions(ctx, now); err != nil {
@@ -141,6 +145,10 @@ func (s *Service) SweepExpired(ctx context.Context) (sessions, invitations int64
 	}
 	if invitations, err = s.db.DeleteExpiredInvitations(ctx, now); err != nil {
 		return sessions, 0, fmt.Errorf("sweep expired invitations: %w", err)
+	}
+	// Device logins nobody approved in time (freshet login --sso --device).
+	if err = s.db.Tx(ctx, func(tx *store.Tx) error { _, err := tx.DeleteExpiredSSODevices(ctx, now); return err }); err != nil {
+		return sessions, invitations, fmt.Errorf("sweep expired device logins: %w", err)
 	}
 	return sessions, invitations, nil
 }

@@ -318,7 +318,7 @@ func randomString() string {
 // registered at the provider. The state, nonce and PKCE verifier are kept server-side (state
 // hashed) for SSOLoginTTL and work once.
 func (s *Service) BeginSSO(ctx context.Context, account, redirectURL string) (string, error) {
-	return s.beginSSO(ctx, account, redirectURL, 0, "")
+	return s.beginSSO(ctx, account, redirectURL, 0, "", "")
 }
 
 // BeginCLISSO starts a login for the CLI (freshet login --sso): as BeginSSO, but the callback
@@ -334,7 +334,7 @@ func (s *Service) BeginCLISSO(ctx context.Context, account, redirectURL, cliPort
 	if !challengeRE.MatchString(cliChallenge) {
 		return "", errdefs.Invalid("cli_challenge", cliChallenge, "must be 43 base64url characters: BASE64URL(SHA-256(verifier)) without padding")
 	}
-	return s.beginSSO(ctx, account, redirectURL, port, cliChallenge)
+	return s.beginSSO(ctx, account, redirectURL, port, cliChallenge, "")
 }
 
 // SSOCLICodeTTL is how long the one-time code of a CLI login may wait for its exchange.
@@ -366,15 +366,11 @@ func cliRedirectURL(port int, code string) string {
 	return u.String()
 }
 
-func (s *Service) beginSSO(ctx context.Context, account, redirectURL string, cliPort int, cliChallenge string) (string, error) {
-	a, err := s.db.GetAccount(ctx, account)
-	if errors.Is(err, errdefs.ErrNotFound) {
-		a, err = s.db.AccountByName(ctx, account)
-	}
+// beginSSO stores a login in flight into account: a browser's, the CLI's (cliPort) or one that
+// approves a device request (deviceHash).
+func (s *Service) beginSSO(ctx context.Context, account, redirectURL string, cliPort int, cliChallenge, deviceHash string) (string, error) {
+	a, err := s.accountByRef(ctx, account)
 	if err != nil {
-		if errors.Is(err, errdefs.ErrNotFound) {
-			return "", errdefs.Invalid("account", account, "is not an account")
-		}
 		return "", err
 	}
 	_, _, oc, err := s.ssoSetup(ctx, a.ID, redirectURL)
@@ -388,7 +384,7 @@ func (s *Service) beginSSO(ctx context.Context, account, redirectURL string, cli
 			return err
 		}
 		return tx.CreateSSOLogin(ctx, store.SSOLogin{StateHash: token.Hash(state), AccountID: a.ID, Nonce: nonce, Verifier: verifier,
-			CreatedAt: now, ExpiresAt: now.Add(SSOLoginTTL), CLIPort: cliPort, CLIChallenge: cliChallenge})
+			CreatedAt: now, ExpiresAt: now.Add(SSOLoginTTL), CLIPort: cliPort, CLIChallenge: cliChallenge, DeviceHash: deviceHash})
 	}); err != nil {
 		return "", err
 	}
@@ -408,6 +404,9 @@ func ssoRefused(format string, args ...any) error {
 type SSOResult struct {
 	LoginResult        // a browser login's session; only the Principal (no session) for a CLI login
 	CLIRedirect string // set for a CLI login
+	// DeviceApproved: the login approved a device request (freshet login --sso --device); no
+	// session in the browser, the CLI's next poll gets it.
+	DeviceApproved bool
 }
 
 // FinishSSO completes a login: it takes the state (once), exchanges code with the PKCE
@@ -430,6 +429,14 @@ func (s *Service) FinishSSO(ctx context.Context, state, code, redirectURL string
 	}
 	now := s.now()
 	e.Account(l.AccountID)
+	if l.DeviceHash != "" {
+		// A refusal of the login that was to approve a device request denies it, with the reason.
+		defer func() {
+			if err != nil && errors.Is(err, errdefs.ErrUnauthenticated) {
+				s.denyDevice(ctx, l.DeviceHash, err.Error())
+			}
+		}()
+	}
 	if code == "" {
 		return SSOResult{}, errdefs.Invalid("code", "", "is required")
 	}
@@ -539,6 +546,18 @@ func (s *Service) FinishSSO(ctx context.Context, state, code, redirectURL string
 				return err
 			}
 		}
+		if l.DeviceHash != "" {
+			// A device request's approval: the session waits for the CLI's poll.
+			if err := tx.ApproveSSODevice(ctx, l.DeviceHash, u.ID, c.Issuer, now); errors.Is(err, errdefs.ErrNotFound) {
+				return ssoRefused("the device login is no longer pending: it expired, or was approved or denied already")
+			} else if err != nil {
+				return err
+			}
+			p = rbac.Principal{AccountID: l.AccountID, UserID: u.ID, Email: u.Email, Role: rbac.Role(m.Role), SSOBound: true}
+			e = audit.Start(ctx, p, "auth.sso-device-approve", "user", u.ID)
+			e.Detail("issuer %s, user created %v, teams joined %v; device login approved for the CLI", c.Issuer, created, joined)
+			return e.Commit(ctx, tx)
+		}
 		if l.CLIPort != 0 {
 			// The CLI's login: the session waits for the exchange with the CLI's verifier.
 			cliCode = randomString()
@@ -559,6 +578,9 @@ func (s *Service) FinishSSO(ctx context.Context, state, code, redirectURL string
 	})
 	if err != nil {
 		return SSOResult{}, err
+	}
+	if l.DeviceHash != "" {
+		return SSOResult{LoginResult: LoginResult{Principal: p}, DeviceApproved: true}, nil
 	}
 	if l.CLIPort != 0 {
 		return SSOResult{LoginResult: LoginResult{Principal: p}, CLIRedirect: cliRedirectURL(l.CLIPort, cliCode)}, nil

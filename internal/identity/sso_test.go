@@ -91,10 +91,27 @@ func ssoFrontend(t testing.TB, s *Service) string {
 		}
 		http.Redirect(w, r, u, http.StatusFound)
 	})
+	mux.HandleFunc("GET /device/approve", func(w http.ResponseWriter, r *http.Request) {
+		u, err := s.ApproveDeviceSSO(r.Context(), r.URL.Query().Get("user_code"), base+"/callback")
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		http.Redirect(w, r, u, http.StatusFound)
+	})
 	mux.HandleFunc("GET /callback", func(w http.ResponseWriter, r *http.Request) {
-		res, err := s.FinishSSO(r.Context(), r.URL.Query().Get("state"), r.URL.Query().Get("code"), base+"/callback")
+		q := r.URL.Query()
+		if e := q.Get("error"); e != "" {
+			http.Error(w, s.FailSSO(r.Context(), q.Get("state"), e, q.Get("error_description")).Error(), http.StatusUnauthorized)
+			return
+		}
+		res, err := s.FinishSSO(r.Context(), q.Get("state"), q.Get("code"), base+"/callback")
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		if res.DeviceApproved {
+			fmt.Fprintf(w, "device approved for %s", res.Principal.Email)
 			return
 		}
 		if res.CLIRedirect != "" {

@@ -57,6 +57,7 @@ var laxBase = map[string]string{
 	"POST /api/v1/auth/password-reset":           `{"token":"fpr_not-a-token","newPassword":"a-new-lax-password"}`,
 	"POST /auth/sso/token":                       `{"code":"lax-code","verifier":"lax-verifier-0123456789-0123456789-0123456789"}`,
 	"PUT /api/v1/sso":                            `{"issuer":"https://idp.bravo.test","clientId":"lax","clientSecret":"lax-secret","allowedDomains":["bravo.test"]}`,
+	"POST /auth/sso/device/token":                `{"deviceCode":"lax-device-code"}`,
 }
 
 // laxTargeted are bad values of particular fields, each with the field its 400 must name. open

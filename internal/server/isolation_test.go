@@ -549,6 +549,28 @@ var restCases = map[string]restCase{
 		expect(t, "a made-up CLI login code", st, 401)
 		return st, body
 	},
+	"POST /auth/sso/{account}/device": func(t *testing.T, tn *tenants) (int, string) {
+		// (Anyone may ask for a device login into A, by design: it is worth nothing until a
+		// member of A approves it through A's IdP. Here: an unknown account.)
+		st, body := raw(t, tn, "POST", "/auth/sso/no-such-account/device", "", "")
+		expect(t, "start a device login at an unknown account", st, 400)
+		return st, body
+	},
+	"POST /auth/sso/device/token": func(t *testing.T, tn *tenants) (int, string) {
+		// A made-up device code: no session of anyone's.
+		st, body := raw(t, tn, "POST", "/auth/sso/device/token", tn.bKey, `{"deviceCode":"made-up-device-code"}`)
+		expect(t, "poll a made-up device code", st, 401)
+		if !strings.Contains(body, "expired_token") {
+			t.Errorf("made-up device code: %s, want expired_token", body)
+		}
+		return st, body
+	},
+	"GET /auth/sso/device": func(t *testing.T, tn *tenants) (int, string) {
+		// A made-up user code shows no one's request.
+		st, body := raw(t, tn, "GET", "/auth/sso/device?user_code=BCDF-GHJK", "", "")
+		expect(t, "look up a made-up user code", st, 400)
+		return st, body
+	},
 	"DELETE /api/v1/sso": func(t *testing.T, tn *tenants) (int, string) {
 		st, body := raw(t, tn, "DELETE", "/api/v1/sso", tn.bKey, "")
 		expect(t, "B deletes its own (absent) SSO", st, 404)

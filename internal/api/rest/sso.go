@@ -11,16 +11,7 @@ import (
 // ssoCallbackPath is where identity providers send browsers back to.
 const ssoCallbackPath = "/auth/sso/callback"
 
-func (a *API) ssoCallbackURL(r *http.Request) string {
-	if a.publicURL != "" {
-		return a.publicURL + ssoCallbackPath
-	}
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	return scheme + "://" + r.Host + ssoCallbackPath
-}
+func (a *API) ssoCallbackURL(r *http.Request) string { return a.baseURL(r) + ssoCallbackPath }
 
 // ssoLogin sends the browser to the account's identity provider. With cli_port or
 // cli_challenge the login is the CLI's (freshet login --sso): it ends at the CLI's listener on
@@ -48,11 +39,16 @@ func (a *API) ssoLogin(w http.ResponseWriter, r *http.Request) error {
 func (a *API) ssoCallback(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	if e := q.Get("error"); e != "" {
-		return identity.SSOProviderError(e, q.Get("error_description"))
+		// The login in flight ends here; a device request it was to approve is denied.
+		return a.id.FailSSO(r.Context(), q.Get("state"), e, q.Get("error_description"))
 	}
 	res, err := a.id.FinishSSO(r.Context(), q.Get("state"), q.Get("code"), a.ssoCallbackURL(r))
 	if err != nil {
 		return err
+	}
+	if res.DeviceApproved {
+		a.deviceApproved(w, res)
+		return nil
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	if res.CLIRedirect != "" {

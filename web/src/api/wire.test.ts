@@ -162,6 +162,8 @@ import client_TeamMemberRequest from '../../../api/testdata/wire/client.TeamMemb
 import client_SSOConfig from '../../../api/testdata/wire/client.SSOConfig.json';
 import client_SSOConfigRequest from '../../../api/testdata/wire/client.SSOConfigRequest.json';
 import client_SSOTokenRequest from '../../../api/testdata/wire/client.SSOTokenRequest.json';
+import client_DeviceAuthorization from '../../../api/testdata/wire/client.DeviceAuthorization.json';
+import client_DeviceTokenRequest from '../../../api/testdata/wire/client.DeviceTokenRequest.json';
 
 const wireDir = new URL('../../../api/testdata/wire/', import.meta.url);
 
@@ -382,6 +384,8 @@ const notInTheUI: Record<string, { golden: Golden; why: string }> = {
   'client.SSOConfig': { golden: client_SSOConfig, why: 'GET/PUT /api/v1/sso (admins; no UI page yet)' },
   'client.SSOConfigRequest': { golden: client_SSOConfigRequest, why: 'PUT /api/v1/sso (admins; no UI page yet)' },
   'client.SSOTokenRequest': { golden: client_SSOTokenRequest, why: '`freshet login --sso` exchanges its one-time code; the UI logs in with cookies' },
+  'client.DeviceAuthorization': { golden: client_DeviceAuthorization, why: '`freshet login --sso --device` starts a device login; the UI logs in with cookies' },
+  'client.DeviceTokenRequest': { golden: client_DeviceTokenRequest, why: '`freshet login --sso --device` polls for its session; the UI logs in with cookies' },
   'appproxyv1.Workflow': { golden: appproxyv1_Workflow, why: '`freshet workflow` and the app-proxy workflows API; the UI has no Delivery Pipelines pages yet (issue 16)' },
   'appproxyv1.WorkflowDetail': { golden: appproxyv1_WorkflowDetail, why: '`freshet workflow` and the app-proxy workflows API; the UI has no Delivery Pipelines pages yet (issue 16)' },
   'appproxyv1.WorkflowNode': { golden: appproxyv1_WorkflowNode, why: '`freshet workflow` and the app-proxy workflows API; the UI has no Delivery Pipelines pages yet (issue 16)' },
