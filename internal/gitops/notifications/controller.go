@@ -56,6 +56,14 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// stateFile is what the state file holds: what was sent, and each application's last sync
+// operation (the engine does not keep it across a restart; Argo CD keeps it in the
+// Application's status, and triggers' oncePer values are taken from it).
+type stateFile struct {
+	Notified   map[string]State `json:"notified"`
+	Operations map[string]any   `json:"operations,omitempty"`
+}
+
 // State is what was sent for one application: Argo CD's notified.notifications.argoproj.io
 // map of state keys to the Unix time they were sent.
 type State map[string]int64
@@ -69,6 +77,7 @@ type Controller struct {
 
 	mu       sync.Mutex
 	state    map[string]State      // by application
+	ops      map[string]any        // the last operationState seen, by application
 	health   map[string]healthMark // by application
 	last     map[string]Subject    // the last object seen, for on-deleted
 	pending  map[string]bool       // queued applications
@@ -109,7 +118,7 @@ func New(opts Options) (*Controller, error) {
 		pol = netpolicy.Unrestricted()
 	}
 	c := &Controller{opts: opts, log: opts.Logger, tr: transport{policy: pol, rootCAs: opts.RootCAs, timeout: opts.SendTimeout},
-		state: map[string]State{}, health: map[string]healthMark{}, last: map[string]Subject{},
+		state: map[string]State{}, ops: map[string]any{}, health: map[string]healthMark{}, last: map[string]Subject{},
 		pending: map[string]bool{}, deleted: map[string]bool{}, wake: make(chan struct{}, 1)}
 	if opts.StateFile != "" {
 		raw, err := os.ReadFile(opts.StateFile)
@@ -118,9 +127,15 @@ func New(opts Options) (*Controller, error) {
 		case err != nil:
 			return nil, fmt.Errorf("notifications state: %w", err)
 		default:
-			if err := json.Unmarshal(raw, &c.state); err != nil {
+			var f stateFile
+			if err := json.Unmarshal(raw, &f); err != nil {
 				c.log.Warn("the notifications state file does not decode; starting afresh", "file", opts.StateFile, "err", err)
-				c.state = map[string]State{}
+			}
+			if f.Notified != nil {
+				c.state = f.Notified
+			}
+			if f.Operations != nil {
+				c.ops = f.Operations
 			}
 		}
 	}
@@ -279,6 +294,7 @@ func (c *Controller) processDeleted(ctx context.Context, name string) {
 	}
 	c.mu.Lock()
 	delete(c.state, name)
+	delete(c.ops, name)
 	delete(c.health, name)
 	c.mu.Unlock()
 	c.persist()
@@ -311,12 +327,45 @@ func (c *Controller) withHealthTime(name string, obj map[string]any) map[string]
 	return obj
 }
 
+// withOperation fills in status.operationState from the last one seen when the status has
+// none (after a restart), and remembers a new one; changed reports a new one.
+func (c *Controller) withOperation(name string, obj map[string]any) (map[string]any, bool) {
+	st, _ := obj["status"].(map[string]any)
+	if st == nil {
+		return obj, false
+	}
+	op := st["operationState"]
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if op == nil {
+		last, ok := c.ops[name]
+		if !ok {
+			return obj, false
+		}
+		st = maps.Clone(st)
+		st["operationState"] = last
+		obj = maps.Clone(obj)
+		obj["status"] = st
+		return obj, false
+	}
+	// Compare as JSON: the object may have been built anew.
+	a, _ := json.Marshal(op)
+	b, _ := json.Marshal(c.ops[name])
+	if string(a) == string(b) {
+		return obj, false
+	}
+	var cp any
+	_ = json.Unmarshal(a, &cp)
+	c.ops[name] = cp
+	return obj, true
+}
+
 func (c *Controller) process(ctx context.Context, name string, subj Subject) {
 	cfg := c.cfg.Load()
 	if cfg == nil {
 		return
 	}
-	obj := c.withHealthTime(name, subj.App)
+	obj, opChanged := c.withOperation(name, c.withHealthTime(name, subj.App))
 	md, _ := obj["metadata"].(map[string]any)
 	annotations := stringMap(md["annotations"])
 	labels := stringMap(md["labels"])
@@ -338,7 +387,7 @@ func (c *Controller) process(ctx context.Context, name string, subj Subject) {
 		st = State{}
 	}
 	c.mu.Unlock()
-	changed := !ok
+	changed := !ok || opChanged
 	env := map[string]any{"app": obj}
 	maps.Copy(env, helpers())
 	for _, trigger := range sortedKeys(dests) {
@@ -484,7 +533,7 @@ func (c *Controller) persist() {
 		return
 	}
 	c.mu.Lock()
-	raw, err := json.Marshal(c.state)
+	raw, err := json.Marshal(stateFile{Notified: c.state, Operations: c.ops})
 	c.mu.Unlock()
 	if err != nil {
 		return

@@ -315,3 +315,45 @@ func waitFor(t *testing.T, ok func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// After a restart the engine no longer has the last sync operation; the state file keeps it,
+// so a oncePer on the operation's revision does not change and nothing is resent.
+func TestOperationKeptAcrossRestart(t *testing.T) {
+	ctx := context.Background()
+	rc := newReceiver(t)
+	cfg, problems := notifications.ParseConfig(map[string]string{"service.webhook.hook": "url: " + rc.URL + "\n"}, nil, notifications.ParseOptions{})
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	ann := map[string]any{"notifications.argoproj.io/subscribe.on-health-degraded.hook": ""}
+	obj := appObject("web", "Succeeded", "aaa", "Degraded", ann)
+	var mu sync.Mutex
+	lookup := func(string) (notifications.Subject, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		return notifications.Subject{App: obj}, true
+	}
+	state := filepath.Join(t.TempDir(), "state.json")
+	c, err := notifications.New(notifications.Options{Lookup: lookup, StateFile: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetConfig(cfg)
+	c.Process(ctx, "web")
+	if n := len(rc.requests()); n != 1 {
+		t.Fatalf("%d requests", n)
+	}
+	mu.Lock()
+	obj = appObject("web", "Succeeded", "aaa", "Degraded", ann)
+	delete(obj["status"].(map[string]any), "operationState")
+	mu.Unlock()
+	c2, err := notifications.New(notifications.Options{Lookup: lookup, StateFile: state})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2.SetConfig(cfg)
+	c2.Process(ctx, "web")
+	if n := len(rc.requests()); n != 1 {
+		t.Errorf("after a restart without the operation: %d requests, want 1", n)
+	}
+}
