@@ -357,3 +357,30 @@ func TestOperationKeptAcrossRestart(t *testing.T) {
 		t.Errorf("after a restart without the operation: %d requests, want 1", n)
 	}
 }
+
+// A subscription on the AppProject applies to its applications; templates see the project.
+func TestProjectSubscription(t *testing.T) {
+	ctx := context.Background()
+	rc := newReceiver(t)
+	cfg, problems := notifications.ParseConfig(map[string]string{
+		"service.webhook.hook":        "url: " + rc.URL + "\n",
+		"template.app-sync-succeeded": "message: '{{.app.metadata.name}} in {{.appProject.metadata.name}}'\n",
+	}, nil, notifications.ParseOptions{})
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	subj := notifications.Subject{
+		App:                appObject("web", "Succeeded", "aaa", "Healthy", nil),
+		Project:            map[string]any{"metadata": map[string]any{"name": "payments"}},
+		ProjectAnnotations: map[string]string{"notifications.argoproj.io/subscribe.on-sync-succeeded.hook": ""},
+	}
+	c, err := notifications.New(notifications.Options{Lookup: func(string) (notifications.Subject, bool) { return subj, true }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetConfig(cfg)
+	c.Process(ctx, "web")
+	if got := rc.requests(); len(got) != 1 || got[0] != "GET / web in payments" {
+		t.Errorf("requests %q", got)
+	}
+}
