@@ -384,3 +384,37 @@ func TestProjectSubscription(t *testing.T) {
 		t.Errorf("requests %q", got)
 	}
 }
+
+// Argo CD's on-deployed condition (time.Parse, durations, method calls) evaluates as in Argo CD.
+func TestOnDeployedCatalogTrigger(t *testing.T) {
+	ctx := context.Background()
+	rc := newReceiver(t)
+	cfg, problems := notifications.ParseConfig(map[string]string{"service.webhook.hook": "url: " + rc.URL + "\n"}, nil, notifications.ParseOptions{})
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	ann := map[string]any{"notifications.argoproj.io/subscribe.on-deployed.hook": ""}
+	obj := appObject("web", "Running", "aaa", "Progressing", ann)
+	var mu sync.Mutex
+	c, err := notifications.New(notifications.Options{Lookup: func(string) (notifications.Subject, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		return notifications.Subject{App: obj}, true
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetConfig(cfg)
+	c.Process(ctx, "web")
+	if n := len(rc.requests()); n != 0 {
+		t.Fatalf("deployed while running: %q", rc.requests())
+	}
+	mu.Lock()
+	obj = appObject("web", "Succeeded", "aaa", "Healthy", ann)
+	mu.Unlock()
+	c.Process(ctx, "web")
+	c.Process(ctx, "web")
+	if got := rc.requests(); len(got) != 1 || !strings.Contains(got[0], "is now running new version") {
+		t.Errorf("requests %q", got)
+	}
+}
