@@ -28,6 +28,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
+	"github.com/freshet-dev/freshet/internal/notify/sender"
 	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/secrets"
@@ -57,9 +58,9 @@ var EventKinds = []string{EventBuildFinished, EventBuildFailed, EventDeployment,
 
 // SMTP security modes.
 const (
-	SecurityStartTLS = "starttls" // plain connection upgraded with STARTTLS, required (the default)
-	SecurityTLS      = "tls"      // TLS from the start (port 465)
-	SecurityNone     = "none"     // no TLS: only without a password
+	SecurityStartTLS = sender.SecurityStartTLS // plain connection upgraded with STARTTLS, required (the default)
+	SecurityTLS      = sender.SecurityTLS      // TLS from the start (port 465)
+	SecurityNone     = sender.SecurityNone     // no TLS: only without a password
 )
 
 // Delivery statuses.

@@ -6,26 +6,22 @@ import (
 	"crypto/hmac"
 	crand "crypto/rand"
 	"crypto/sha256"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"mime"
 	"mime/quotedprintable"
 	"net"
 	"net/http"
-	"net/smtp"
-	"net/textproto"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
-	"github.com/freshet-dev/freshet/internal/netpolicy"
+	"github.com/freshet-dev/freshet/internal/notify/sender"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/store"
 )
@@ -62,35 +58,7 @@ const (
 	HeaderSignature = "X-Freshet-Signature-256" // sha256=<hex HMAC-SHA256 of the body under the secret>
 )
 
-// maxAnswer bounds what is read of an answer (and it is never shown).
-const maxAnswer = 64 << 10
-
-// sendError is a failed attempt: status is the HTTP status or SMTP reply code answered (0 for
-// none); permanent ones are not retried.
-type sendError struct {
-	status    int
-	permanent bool
-	msg       string
-}
-
-func (e *sendError) Error() string { return e.msg }
-
-func permanentf(status int, format string, args ...any) error {
-	return &sendError{status: status, permanent: true, msg: fmt.Sprintf(format, args...)}
-}
-
-func temporaryf(status int, format string, args ...any) error {
-	return &sendError{status: status, msg: fmt.Sprintf(format, args...)}
-}
-
-// connError describes a connection failure without anything a remote sent; a connection the
-// operator's policy refuses is permanent.
-func connError(err error) error {
-	if netpolicy.IsRefused(err) {
-		return permanentf(0, "%s", netpolicy.Describe(err))
-	}
-	return temporaryf(0, "%s", netpolicy.Describe(err))
-}
+var permanentf = sender.Permanentf
 
 // deliver sends d's message to its channel once.
 func (s *Service) deliver(ctx context.Context, d store.NotificationDelivery) (int, error) {
@@ -146,34 +114,8 @@ func Sign(secret string, body []byte) string {
 // signed body goes where it was configured to, or nowhere). 2xx is delivered; 408, 429 and 5xx
 // are tried again; other answers are permanent.
 func (s *Service) post(ctx context.Context, raw string, body []byte, h http.Header) (int, error) {
-	if err := s.net.CheckServerURL("url", raw); err != nil {
-		return 0, permanentf(0, "%v", err)
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, raw, bytes.NewReader(body))
-	if err != nil {
-		return 0, permanentf(0, "the URL does not make a request: %v", err)
-	}
-	for k, v := range h {
-		req.Header[k] = v
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "freshet-notifications")
-	cl := s.net.HTTPClient(0)
-	cl.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	resp, err := cl.Do(req)
-	if err != nil {
-		return 0, connError(err)
-	}
-	defer resp.Body.Close()
-	io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswer))
-	switch c := resp.StatusCode; {
-	case c >= 200 && c < 300:
-		return c, nil
-	case c == http.StatusRequestTimeout || c == http.StatusTooManyRequests || c >= 500:
-		return c, temporaryf(c, "the endpoint answered %d %s", c, http.StatusText(c))
-	default:
-		return c, permanentf(c, "the endpoint answered %d %s", c, http.StatusText(c))
-	}
+	code, _, err := sender.Do(ctx, s.net, sender.Request{URL: raw, Body: body, Header: h})
+	return code, err
 }
 
 // slackEscape escapes what Slack's mrkdwn reads as markup.
@@ -254,23 +196,6 @@ func mailBody(cfg SMTP, id string, m Message) []byte {
 	return b.Bytes()
 }
 
-// smtpError classifies an SMTP failure: 5xx replies are permanent, the rest temporary.
-func smtpError(step string, err error) error {
-	var te *textproto.Error
-	if errors.As(err, &te) {
-		msg := fmt.Sprintf("the SMTP server refused %s: %d", step, te.Code)
-		if te.Code >= 500 {
-			return permanentf(te.Code, "%s", msg)
-		}
-		return temporaryf(te.Code, "%s", msg)
-	}
-	var ne net.Error
-	if errors.As(err, &ne) || errors.Is(err, io.EOF) {
-		return temporaryf(0, "SMTP %s: %s", step, netpolicy.Describe(err))
-	}
-	return temporaryf(0, "SMTP %s: %v", step, err)
-}
-
 // sendMail sends m through cfg's server: connected under the operator's policy, TLS from the
 // start or by STARTTLS (refused if the server does not offer it), PLAIN authentication when a
 // password is set.
@@ -293,57 +218,8 @@ func SendMail(ctx context.Context, dial MailDialer, roots *x509.CertPool, srv SM
 
 // sendSMTP sends body through cfg's server (see sendMail).
 func sendSMTP(ctx context.Context, dial MailDialer, roots *x509.CertPool, cfg SMTP, password string, body []byte) (int, error) {
-	conn, err := dial(ctx, "tcp", joinHostPort(cfg.Host, cfg.Port))
-	if err != nil {
-		return 0, connError(err)
-	}
-	defer conn.Close()
-	if dl, ok := ctx.Deadline(); ok {
-		conn.SetDeadline(dl)
-	}
-	host := strings.Trim(cfg.Host, "[]")
-	tc := &tls.Config{ServerName: host, RootCAs: roots, MinVersion: tls.VersionTLS12}
-	if cfg.Security == SecurityTLS {
-		conn = tls.Client(conn, tc)
-	}
-	c, err := smtp.NewClient(conn, host)
-	if err != nil {
-		return 0, smtpError("the greeting", err)
-	}
-	defer c.Close()
-	if cfg.Security == SecurityStartTLS {
-		if ok, _ := c.Extension("STARTTLS"); !ok {
-			return 0, permanentf(0, "the SMTP server does not offer STARTTLS (set security to tls for port 465, or none for a relay without TLS and without a password)")
-		}
-		if err := c.StartTLS(tc); err != nil {
-			return 0, permanentf(0, "STARTTLS: %s", netpolicy.Describe(err))
-		}
-	}
-	if password != "" {
-		if err := c.Auth(smtp.PlainAuth("", cfg.Username, password, host)); err != nil {
-			return 0, smtpError("the login", err)
-		}
-	}
-	if err := c.Mail(cfg.From); err != nil {
-		return 0, smtpError("the sender", err)
-	}
-	for _, to := range cfg.To {
-		if err := c.Rcpt(to); err != nil {
-			return 0, smtpError("the recipient "+to, err)
-		}
-	}
-	w, err := c.Data()
-	if err != nil {
-		return 0, smtpError("the message", err)
-	}
-	if _, err := w.Write(body); err != nil {
-		return 0, smtpError("the message", err)
-	}
-	if err := w.Close(); err != nil {
-		return 0, smtpError("the message", err)
-	}
-	c.Quit()
-	return 250, nil
+	srv := sender.Server{Host: cfg.Host, Port: cfg.Port, Username: cfg.Username, Password: password, From: cfg.From, Security: cfg.Security}
+	return sender.SendMail(ctx, sender.Dialer(dial), roots, srv, cfg.To, body)
 }
 
 // backoff is the wait after the n-th failed attempt: BackoffMin doubling up to BackoffMax,
@@ -447,8 +323,8 @@ func (s *Service) attempt(ctx context.Context, d store.NotificationDelivery, las
 	a := store.NotificationAttempt{DeliveryID: d.ID, AccountID: d.AccountID, Attempt: d.Attempts + 1, At: start.UTC(), Duration: s.now().Sub(start), StatusCode: code}
 	status, next := StatusDelivered, time.Time{}
 	if err != nil {
-		var se *sendError
-		permanent := errors.As(err, &se) && se.permanent
+		var se *sender.Error
+		permanent := errors.As(err, &se) && se.Permanent
 		if ctx.Err() != nil {
 			// Shutting down: the claim runs out and another sender (or this one after a
 			// restart) tries again; this attempt is not counted.

@@ -10,6 +10,7 @@ package host
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -37,6 +38,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/gitops/engine"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/gitops/helmrepo"
+	"github.com/freshet-dev/freshet/internal/gitops/notifications"
 	"github.com/freshet-dev/freshet/internal/gitops/render"
 	"github.com/freshet-dev/freshet/internal/gitops/repocreds"
 	"github.com/freshet-dev/freshet/internal/gitops/repourl"
@@ -101,6 +103,9 @@ type Options struct {
 	ClusterApps bool
 	// ClusterAppsNamespace is the namespace watched with ClusterApps ("default" when empty).
 	ClusterAppsNamespace string
+	// MailRootCAs check the certificates of the mail servers argocd-notifications-cm's email
+	// services name (nil: the host's).
+	MailRootCAs *x509.CertPool
 }
 
 // Host is a running GitOps engine with its application loader.
@@ -136,10 +141,15 @@ type Host struct {
 	// settingsErrs are the problems of the last argocd-cm read, settingsSum its content's hash.
 	settingsErrs []string
 	settingsSum  [32]byte
-	loadErrs     []string // problems of the last load, by file
-	loadedAt     time.Time
-	revision     string // the installation repository's commit last loaded
-	lastErr      error  // the last load's failure (the repository itself)
+	// notif runs Argo CD Notifications (nil without a source for argocd-notifications-cm);
+	// notifyErrs are the problems of the last argocd-notifications-cm read, notifySum its hash.
+	notif      *notifications.Controller
+	notifyErrs []string
+	notifySum  [32]byte
+	loadErrs   []string // problems of the last load, by file
+	loadedAt   time.Time
+	revision   string // the installation repository's commit last loaded
+	lastErr    error  // the last load's failure (the repository itself)
 
 	capps     *clusterApps  // nil without Options.ClusterApps
 	firstLoad chan struct{} // closed after the first load of the installation repository
@@ -217,13 +227,22 @@ func New(opts Options) (*Host, error) {
 	eo := opts.Engine
 	h.renderer = renderer
 	eo.Cache, eo.Renderer, eo.Clusters, eo.Logger = cache, renderer, clusters, opts.Logger.With("component", "gitops")
-	eo.Reporter = h.rep
-	if h.capps != nil {
-		eo.Reporter = engine.ReporterFunc(func(ctx context.Context, ev engine.Event) {
-			h.rep.Report(ctx, ev)
-			h.capps.notify(ev.App)
-		})
+	if err := h.newNotifications(); err != nil {
+		return nil, err
 	}
+	eo.Reporter = engine.ReporterFunc(func(ctx context.Context, ev engine.Event) {
+		h.rep.Report(ctx, ev)
+		if h.capps != nil {
+			h.capps.notify(ev.App)
+		}
+		if h.notif != nil {
+			if ev.Type == engine.EventAppDeleted {
+				h.notif.Deleted(ev.App)
+			} else {
+				h.notif.Enqueue(ev.App)
+			}
+		}
+	})
 	if eo.Charts == nil {
 		eo.Charts = charts
 	}
@@ -257,6 +276,7 @@ func New(opts Options) (*Host, error) {
 	if s, changed := h.readSettings(cctx); changed {
 		eo.Settings = s
 	}
+	h.loadNotifications(cctx)
 	ccancel()
 	h.sets = appset.New(appset.Options{Logger: opts.Logger.With("component", "applicationsets"),
 		Sources: appset.Sources{Checkout: h.checkout, Clusters: h.appSetClusters}})
@@ -283,6 +303,11 @@ func (h *Host) Run(ctx context.Context) error {
 	go h.rep.run(ctx, h.snapshot)
 	go h.loadLoop(ctx)
 	go h.probeClusters(ctx)
+	if h.notif != nil {
+		notifDone := make(chan struct{})
+		go func() { _ = h.notif.Run(ctx); close(notifDone) }()
+		defer func() { <-notifDone }()
+	}
 	if h.capps != nil {
 		cappsDone := make(chan struct{})
 		go func() {
@@ -324,6 +349,7 @@ func (h *Host) loadLoop(ctx context.Context) {
 		}
 		h.loadRepoCreds(ctx)
 		h.loadSettings(ctx)
+		h.loadNotifications(ctx)
 		err := h.Load(ctx)
 		h.firstOnce.Do(func() { close(h.firstLoad) })
 		next := h.opts.ReloadInterval
@@ -654,6 +680,15 @@ func (h *Host) Health() runtimev1.Component {
 	if len(h.settingsErrs) > 0 {
 		c.Health = runtimev1.ComponentDegraded
 		c.Message += fmt.Sprintf("; %d problems with argocd-cm: %s", len(h.settingsErrs), strings.Join(h.settingsErrs[:min(3, len(h.settingsErrs))], "; "))
+	}
+	if len(h.notifyErrs) > 0 {
+		c.Health = runtimev1.ComponentDegraded
+		c.Message += fmt.Sprintf("; %d problems with argocd-notifications-cm: %s", len(h.notifyErrs), strings.Join(h.notifyErrs[:min(3, len(h.notifyErrs))], "; "))
+	}
+	if h.notif != nil {
+		if ps := h.notif.Problems(); len(ps) > 0 {
+			c.Message += fmt.Sprintf("; %d problems sending notifications: %s", len(ps), strings.Join(ps[max(0, len(ps)-3):], "; "))
+		}
 	}
 	// An application that cannot be compared or placed (no cluster, a comparison error, an
 	// invalid spec) is a problem of GitOps on this runtime, named with its reason: it does not

@@ -119,3 +119,45 @@ func TestArgoCDConfigMapFromNamespace(t *testing.T) {
 		t.Fatalf("settings %+v", s)
 	}
 }
+
+// On a host, argocd-notifications-cm and its Secret are read from the data directory's files;
+// a key that does not parse is named in the component's health, and the rest is in use.
+func TestArgoCDNotificationsConfigFromFiles(t *testing.T) {
+	dir := t.TempDir()
+	repos := filepath.Join(dir, "repositories")
+	if err := os.MkdirAll(repos, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(repos, "notifications.yaml"), []byte(`apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: argocd-notifications-cm
+data:
+  service.slack: |
+    token: $slack-token
+  template.broken: |
+    message: "{{ .app.metadata.name"
+  trigger.on-mine: |
+    - when: app.status.health.status == 'Degraded'
+      send: [app-health-degraded]
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: argocd-notifications-secret
+data:
+  slack-token: eG94Yi1zZWNyZXQ=
+`), 0o600)
+	h, err := host.New(host.Options{Dir: dir, RepoCreds: repocreds.Files{Dir: repos}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := h.Notifications().Config()
+	if cfg == nil || cfg.Services["slack"] == nil || cfg.Services["slack"].Slack.Token != "xoxb-secret" || cfg.Triggers["on-mine"] == nil || cfg.Templates["app-sync-succeeded"] == nil {
+		t.Fatalf("config %+v", cfg)
+	}
+	hc := h.Health()
+	if hc.Health != runtimev1.ComponentDegraded || !strings.Contains(hc.Message, "argocd-notifications-cm template.broken") || strings.Contains(hc.Message, "xoxb-secret") {
+		t.Errorf("health %+v", hc)
+	}
+}
