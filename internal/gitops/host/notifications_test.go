@@ -2,17 +2,10 @@ package host_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"github.com/freshet-dev/freshet/internal/testenv/smtpd"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/emersion/go-sasl"
-	"github.com/emersion/go-smtp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -111,98 +102,6 @@ func (ss *slackServer) messages(channel string) []map[string]any {
 	return out
 }
 
-// mailServer is a real SMTP server (go-smtp) with STARTTLS and PLAIN authentication, as in
-// internal/notify's tests.
-type mailServer struct {
-	addr  string
-	roots *x509.CertPool
-	mu    sync.Mutex
-	mails []mail
-}
-
-type mail struct {
-	from string
-	to   []string
-	data string
-}
-
-type mailSession struct {
-	m    *mailServer
-	cur  mail
-	auth bool
-}
-
-func (s *mailSession) AuthMechanisms() []string { return []string{sasl.Plain} }
-func (s *mailSession) Auth(string) (sasl.Server, error) {
-	return sasl.NewPlainServer(func(identity, username, password string) error {
-		if username != "cd" || password != "smtp-pass-123" {
-			return errors.New("bad credentials")
-		}
-		s.auth = true
-		return nil
-	}), nil
-}
-func (s *mailSession) Mail(from string, _ *smtp.MailOptions) error {
-	if !s.auth {
-		return smtp.ErrAuthRequired
-	}
-	s.cur.from = from
-	return nil
-}
-func (s *mailSession) Rcpt(to string, _ *smtp.RcptOptions) error {
-	s.cur.to = append(s.cur.to, to)
-	return nil
-}
-func (s *mailSession) Data(r io.Reader) error {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return err
-	}
-	s.cur.data = string(b)
-	s.m.mu.Lock()
-	s.m.mails = append(s.m.mails, s.cur)
-	s.m.mu.Unlock()
-	return nil
-}
-func (s *mailSession) Reset()        { s.cur = mail{} }
-func (s *mailSession) Logout() error { return nil }
-
-func newMailServer(t *testing.T) *mailServer {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	ms := &mailServer{roots: x509.NewCertPool()}
-	ms.roots.AddCert(cert)
-	srv := smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &mailSession{m: ms}, nil }))
-	srv.Domain = "127.0.0.1"
-	srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
-	srv.AllowInsecureAuth = false
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms.addr = ln.Addr().String()
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return ms
-}
-
-func (ms *mailServer) got() []mail {
-	ms.mu.Lock()
-	defer ms.mu.Unlock()
-	return append([]mail(nil), ms.mails...)
-}
-
 func eventually(t *testing.T, what string, d time.Duration, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
@@ -263,8 +162,8 @@ trigger.on-broken: |
 func TestArgoCDNotifications(t *testing.T) {
 	hooks := newHookServer(t)
 	slack := newSlackServer(t, "xoxb-test-token")
-	ms := newMailServer(t)
-	_, mailPort, _ := net.SplitHostPort(ms.addr)
+	ms := smtpd.Start(t, "cd", "smtp-pass-123")
+	_, mailPort, _ := net.SplitHostPort(ms.Addr)
 	var nsName string
 	w := newWorldWith(t, func(ns string, o *host.Options) {
 		nsName = ns
@@ -298,7 +197,7 @@ return {status = "Healthy"}`}}
 			t.Fatal(err)
 		}
 		o.RepoCreds = repocreds.Secrets{Client: kc, Namespace: ns}
-		o.MailRootCAs = ms.roots
+		o.MailRootCAs = ms.Roots
 	})
 	_ = nsName
 	ctx := context.Background()
@@ -326,7 +225,7 @@ return {status = "Healthy"}`}}
 		return synced(st) && st.Operation != nil && st.Operation.Phase == engine.PhaseSucceeded
 	})
 	eventually(t, "the webhook, Slack and email notifications", 30*time.Second, func() bool {
-		return len(hooks.requests()) >= 1 && len(slack.messages("deploys")) >= 1 && len(ms.got()) >= 1
+		return len(hooks.requests()) >= 1 && len(slack.messages("deploys")) >= 1 && len(ms.Mails()) >= 1
 	})
 	st, _ := w.h.Engine().Status("web")
 	rev := st.Operation.Revision
@@ -345,9 +244,9 @@ return {status = "Healthy"}`}}
 	if att, _ := sm["attachments"].([]any); len(att) != 1 || att[0].(map[string]any)["title"] != "web" {
 		t.Errorf("slack attachments %v", sm["attachments"])
 	}
-	m := ms.got()[0]
-	if m.from != "cd@example.com" || strings.Join(m.to, ",") != "dev@example.com,ops@example.com" || !strings.Contains(m.data, "Subject: Synced web") || !strings.Contains(m.data, "web synced to "+rev[:7]) {
-		t.Errorf("mail from %s to %v:\n%s", m.from, m.to, m.data)
+	m := ms.Mails()[0]
+	if m.From != "cd@example.com" || strings.Join(m.To, ",") != "dev@example.com,ops@example.com" || !strings.Contains(m.Data, "Subject: Synced web") || !strings.Contains(m.Data, "web synced to "+rev[:7]) {
+		t.Errorf("mail from %s to %v:\n%s", m.From, m.To, m.Data)
 	}
 	// The unknown service is named; the others were sent all the same.
 	eventually(t, "the unknown service named in health", 10*time.Second, func() bool {
@@ -367,7 +266,7 @@ return {status = "Healthy"}`}}
 
 	// A restart: the state file says what was sent, so nothing is sent again.
 	time.Sleep(500 * time.Millisecond)
-	nHooks, nDeploys, nAlerts, nMails := len(hooks.requests()), len(slack.messages("deploys")), len(slack.messages("alerts")), len(ms.got())
+	nHooks, nDeploys, nAlerts, nMails := len(hooks.requests()), len(slack.messages("deploys")), len(slack.messages("alerts")), len(ms.Mails())
 	w.stop()
 	h2, err := host.New(w.opts)
 	if err != nil {
@@ -383,7 +282,7 @@ return {status = "Healthy"}`}}
 	})
 	h2.Notifications().Process(ctx, "web")
 	time.Sleep(time.Second)
-	if a, b, c, d := len(hooks.requests()), len(slack.messages("deploys")), len(slack.messages("alerts")), len(ms.got()); a != nHooks || b != nDeploys || c != nAlerts || d != nMails {
+	if a, b, c, d := len(hooks.requests()), len(slack.messages("deploys")), len(slack.messages("alerts")), len(ms.Mails()); a != nHooks || b != nDeploys || c != nAlerts || d != nMails {
 		t.Errorf("after a restart: hooks %d→%d, deploys %d→%d, alerts %d→%d, mails %d→%d", nHooks, a, nDeploys, b, nAlerts, c, nMails, d)
 	}
 	if st := h2.Notifications().State("web"); len(st) == 0 {
