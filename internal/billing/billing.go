@@ -62,6 +62,7 @@ type Store interface {
 	GetAccountPlan(ctx context.Context, accountID string) (store.AccountPlan, error)
 	CountUse(ctx context.Context, accountID, what string, since, now time.Time) (int64, error)
 	UsageDays(ctx context.Context, accountID string, from, to time.Time) ([]store.UsageDay, error)
+	ReleaseReservation(ctx context.Context, accountID, id string) error
 }
 
 var _ Store = (*store.DB)(nil)
@@ -72,6 +73,7 @@ type Service struct {
 	cat Catalogue
 	log *slog.Logger
 	now func() time.Time
+	ttl time.Duration // of reservations
 }
 
 // Deps is what a Service is built from.
@@ -79,6 +81,9 @@ type Deps struct {
 	Store     Store
 	Catalogue Catalogue // Options.Catalogue(); a zero Catalogue is DefaultCatalogue()
 	Log       *slog.Logger
+	// ReservationTTL bounds a limit reservation's life (Options.ReservationTTL; 0:
+	// ReservationTTL).
+	ReservationTTL time.Duration
 }
 
 // New returns a Service built from d.
@@ -91,7 +96,11 @@ func New(d Deps) *Service {
 	if len(cat.Plans) == 0 {
 		cat = DefaultCatalogue()
 	}
-	return &Service{db: d.Store, cat: cat, log: log, now: time.Now}
+	ttl := d.ReservationTTL
+	if ttl <= 0 {
+		ttl = ReservationTTL
+	}
+	return &Service{db: d.Store, cat: cat, log: log, now: time.Now, ttl: ttl}
 }
 
 // Catalogue returns the operator's catalogue.
