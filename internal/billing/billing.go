@@ -183,9 +183,9 @@ func (s *Service) refuseAt(ctx context.Context, tx *store.Tx, accountID, plan st
 }
 
 // Check refuses one more of r in accountID when the account's use, as the database holds it
-// now, is at its plan's limit — without a lock, for resources created outside the control
-// plane's transactions (applications, which a runtime creates): the check is as fresh as the
-// runtimes' reports, and two creations racing through different runtimes may both pass.
+// now, is at its plan's limit — without a lock or a reservation, so two callers racing may
+// both pass: a glance, not an admission. Applications created through a runtime's app-proxy
+// are admitted with Reserve.
 func (s *Service) Check(ctx context.Context, accountID string, r Resource) error {
 	what, ok := counted[r]
 	if !ok {
@@ -212,7 +212,7 @@ func (s *Service) Check(ctx context.Context, accountID string, r Resource) error
 }
 
 // CheckReported refuses one more of r within scope (a runtime, for ClustersPerRuntime) where
-// its owner reported used of them: for resources the control plane does not hold at all.
+// its owner reported used of them, without a lock (a glance; Reserve admits).
 func (s *Service) CheckReported(ctx context.Context, accountID string, r Resource, scope string, used int64) error {
 	row, err := s.db.GetAccountPlan(ctx, accountID)
 	if err != nil {
