@@ -155,3 +155,12 @@ func (s *Service) Release(ctx context.Context, accountID, id string) error {
 	}
 	return s.db.ReleaseReservation(ctx, accountID, id)
 }
+
+// Limited reports whether accountID's plan bounds r (an unlocked read of the plan).
+func (s *Service) Limited(ctx context.Context, accountID string, r Resource) (bool, error) {
+	row, err := s.db.GetAccountPlan(ctx, accountID)
+	if err != nil {
+		return false, err
+	}
+	return s.plan(accountID, row.Plan).Limit(r) != Unlimited, nil
+}

@@ -450,8 +450,9 @@ func (s *Service) Heartbeat(ctx context.Context, rt Runtime, hb runtimev1.Heartb
 	}
 	// The limit reservations of the clusters it lists are settled, now that the stored
 	// heartbeat counts them (internal/billing Reserve).
+	// A failure leaves them to expire (they count the clusters twice until then, never zero).
 	if err := s.db.SettleReservations(ctx, rt.AccountID, store.ReserveClusters, rt.ID, managed(hb.Clusters)); err != nil {
-		return "", err
+		s.log.Warn("settle cluster limit reservations", "runtime", rt.Name, "account", rt.AccountID, "err", err)
 	}
 	if rt.Status != status {
 		s.log.Info("runtime status", "runtime", rt.Name, "account", rt.AccountID, "from", rt.Status, "to", status)

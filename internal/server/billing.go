@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
 
 	"github.com/freshet-dev/freshet/internal/billing"
+	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/runtimes"
 	"github.com/freshet-dev/freshet/internal/store"
@@ -30,6 +32,9 @@ const maxCreateBody = 1 << 20
 func (s *Server) checkAppProxyLimits(r *http.Request, p rbac.Principal, rtID, rtName, path string) error {
 	if r.Method != http.MethodPost {
 		return nil
+	}
+	if path == appProxyGraphQL {
+		return s.checkAppProxyGraphQL(r, p)
 	}
 	kind, action, name, ok := appProxyOperation(r.Method, path)
 	if !ok || action != rbac.ActCreate || name != "" {
@@ -61,6 +66,37 @@ func (s *Server) checkAppProxyLimits(r *http.Request, p rbac.Principal, rtID, rt
 	} else if id != "" {
 		// Not served through reserving: nobody would release it on a refusal; it expires.
 		s.log.Warn("app-proxy limit reservation without a holder", "reservation", id)
+	}
+	return nil
+}
+
+// appProxyGraphQL is the app-proxy's GraphQL endpoint under a runtime's path.
+const appProxyGraphQL = "/app-proxy/api/graphql"
+
+// checkAppProxyGraphQL refuses the app-proxy GraphQL's createApplication while the account's
+// plan limits applications: a GraphQL request may create several applications under aliases
+// and variables, so creates are admitted (reserved) through the REST API only. The query is
+// read as the runtime reads it (the first JSON value of the body, at most 1 MiB, its "query"
+// field), and a field can only be named literally in it, so no create passes unseen; a body
+// that does not decode passes, for the runtime refuses it too.
+func (s *Server) checkAppProxyGraphQL(r *http.Request, p rbac.Principal) error {
+	limited, err := s.billing.Limited(r.Context(), p.AccountID, billing.Applications)
+	if err != nil || !limited {
+		return err
+	}
+	body, err := peekBody(r, maxCreateBody)
+	if err != nil {
+		return err
+	}
+	var req struct {
+		Query string `json:"query"`
+	}
+	if json.NewDecoder(bytes.NewReader(body)).Decode(&req) != nil {
+		return nil
+	}
+	if strings.Contains(req.Query, "createApplication") {
+		return errdefs.Invalid("query", "createApplication", "is not taken through the app-proxy's GraphQL while the account's plan limits applications: "+
+			"create the application with POST /runtimes/{runtime}/app-proxy/api/v1/applications, which the limit admits")
 	}
 	return nil
 }

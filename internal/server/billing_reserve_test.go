@@ -151,6 +151,20 @@ func TestAppProxyCreatesUnderConcurrency(t *testing.T) {
 			parallel("clusters", 20, 2, `plan "three" allows 2 clusters per runtime; runtime edge has 2`)
 			t.Logf("20 parallel creates at a limit of 3 took %s", took)
 
+			// The app-proxy's GraphQL cannot create applications past the limit: while the plan
+			// limits them, its createApplication is refused (however the JSON spells it) and
+			// creates go through the REST API; other GraphQL requests pass.
+			for _, q := range []string{`{"query":"mutation { a: createApplication(manifest: \"x\") { name } }"}`,
+				`{"QUERY":"mutation { create\u0041pplication(manifest: \"x\") { name } }"}`} {
+				st, resp, _ := call(t, "POST", s.URL+"/runtimes/edge/app-proxy/api/graphql", key.Token, []byte(q))
+				if _, field, msg := errField(resp); st != http.StatusBadRequest || field != "query" || !strings.Contains(msg, "POST /runtimes/{runtime}/app-proxy/api/v1/applications") {
+					t.Errorf("GraphQL createApplication %s: %d %v", q, st, resp)
+				}
+			}
+			if st, _, _ := call(t, "POST", s.URL+"/runtimes/edge/app-proxy/api/graphql", key.Token, []byte(`{"query":"{ applications { name } }"}`)); st != http.StatusNotFound {
+				t.Errorf("a GraphQL query: %d; want the runtime's answer (404 here)", st)
+			}
+
 			// Nothing reported yet: the reservations alone hold the limit.
 			if st, msg := create("applications", "later"); st != http.StatusPaymentRequired || msg != appsRefusal(3) {
 				t.Errorf("a create with 3 reserved: %d %q", st, msg)
