@@ -9,7 +9,9 @@
 // transactions hold the one write lock), counts what the account has and refuses with a
 // *LimitError (errdefs.ErrLimitExceeded, HTTP 402) naming the limit, the plan and the current
 // use when one more would pass the limit. Admissions of one account are thus serialized and
-// none is admitted past a limit, however many arrive at once.
+// none is admitted past a limit, however many arrive at once. What a runtime creates
+// (applications, managed clusters) is admitted the same way by Reserve, which holds a
+// reservation row until the runtime reports the object, refuses it, or ReservationTTL passes.
 //
 // Usage is metered per UTC day from the records themselves (builds, the syncs runtimes
 // reported, audit records) and exported as JSON or CSV. See docs/billing.md.
