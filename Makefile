@@ -79,9 +79,10 @@ bench-lint:
 
 ## bench-billing: 100 concurrent build starts at a concurrent-build limit of 3 (SQLite, and
 ## PostgreSQL with FRESHET_TEST_POSTGRES): none over the limit; claim latency with the limit
-## check beside the same claims without it (baseline)
+## check beside the same claims without it (baseline); and 100 application creates admitted
+## at once at an applications limit of 3 beside the same 100 one after another (baseline)
 bench-billing:
-	$(GO) test -count=1 -run '^$$' -bench Claims100 -benchtime 5x ./internal/billing/ | grep -E '^(Benchmark|ok|FAIL)'
+	$(GO) test -count=1 -run '^$$' -bench 'Claims100|AppCreates100' -benchtime 5x ./internal/billing/ | grep -E '^(Benchmark|ok|FAIL)'
 
 ## bench-analytics: DORA reports over 1,000,000 deployment records of 10,000 applications
 ## (SQLite, and PostgreSQL with FRESHET_TEST_POSTGRES), and event → visible in analytics

@@ -148,7 +148,6 @@ var noFuzzTarget = map[string]string{
 	"internal/runner/executor/local":     "/proc/PID/stat of its own children and the sandbox's status pipe, written by Freshet",
 	"internal/runtimes/install":          "the installer's own manifests and the user's kubeconfig, read by client-go on the user's machine",
 	"internal/runtimes/manifests":        "renders its own embedded charts (internal/helmchart, FuzzRenderValues); decodes only the executor's Role, not input",
-	"internal/server":                    "operator options and bus messages between replicas",
 	"internal/store":                     "its own rows and the operator's DSN",
 	"internal/testenv/usage":             "reads the test process's own /proc/self/status",
 	"internal/store/storetest":           "test helper",

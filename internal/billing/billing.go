@@ -9,7 +9,9 @@
 // transactions hold the one write lock), counts what the account has and refuses with a
 // *LimitError (errdefs.ErrLimitExceeded, HTTP 402) naming the limit, the plan and the current
 // use when one more would pass the limit. Admissions of one account are thus serialized and
-// none is admitted past a limit, however many arrive at once.
+// none is admitted past a limit, however many arrive at once. What a runtime creates
+// (applications, managed clusters) is admitted the same way by Reserve, which holds a
+// reservation row until the runtime reports the object, refuses it, or ReservationTTL passes.
 //
 // Usage is metered per UTC day from the records themselves (builds, the syncs runtimes
 // reported, audit records) and exported as JSON or CSV. See docs/billing.md.
@@ -62,6 +64,7 @@ type Store interface {
 	GetAccountPlan(ctx context.Context, accountID string) (store.AccountPlan, error)
 	CountUse(ctx context.Context, accountID, what string, since, now time.Time) (int64, error)
 	UsageDays(ctx context.Context, accountID string, from, to time.Time) ([]store.UsageDay, error)
+	ReleaseReservation(ctx context.Context, accountID, id string) error
 }
 
 var _ Store = (*store.DB)(nil)
@@ -72,6 +75,7 @@ type Service struct {
 	cat Catalogue
 	log *slog.Logger
 	now func() time.Time
+	ttl time.Duration // of reservations
 }
 
 // Deps is what a Service is built from.
@@ -79,6 +83,9 @@ type Deps struct {
 	Store     Store
 	Catalogue Catalogue // Options.Catalogue(); a zero Catalogue is DefaultCatalogue()
 	Log       *slog.Logger
+	// ReservationTTL bounds a limit reservation's life (Options.ReservationTTL; 0:
+	// ReservationTTL).
+	ReservationTTL time.Duration
 }
 
 // New returns a Service built from d.
@@ -91,7 +98,11 @@ func New(d Deps) *Service {
 	if len(cat.Plans) == 0 {
 		cat = DefaultCatalogue()
 	}
-	return &Service{db: d.Store, cat: cat, log: log, now: time.Now}
+	ttl := d.ReservationTTL
+	if ttl <= 0 {
+		ttl = ReservationTTL
+	}
+	return &Service{db: d.Store, cat: cat, log: log, now: time.Now, ttl: ttl}
 }
 
 // Catalogue returns the operator's catalogue.
@@ -174,9 +185,9 @@ func (s *Service) refuseAt(ctx context.Context, tx *store.Tx, accountID, plan st
 }
 
 // Check refuses one more of r in accountID when the account's use, as the database holds it
-// now, is at its plan's limit — without a lock, for resources created outside the control
-// plane's transactions (applications, which a runtime creates): the check is as fresh as the
-// runtimes' reports, and two creations racing through different runtimes may both pass.
+// now, is at its plan's limit — without a lock or a reservation, so two callers racing may
+// both pass: a glance, not an admission. Applications created through a runtime's app-proxy
+// are admitted with Reserve.
 func (s *Service) Check(ctx context.Context, accountID string, r Resource) error {
 	what, ok := counted[r]
 	if !ok {
@@ -203,7 +214,7 @@ func (s *Service) Check(ctx context.Context, accountID string, r Resource) error
 }
 
 // CheckReported refuses one more of r within scope (a runtime, for ClustersPerRuntime) where
-// its owner reported used of them: for resources the control plane does not hold at all.
+// its owner reported used of them, without a lock (a glance; Reserve admits).
 func (s *Service) CheckReported(ctx context.Context, accountID string, r Resource, scope string, used int64) error {
 	row, err := s.db.GetAccountPlan(ctx, accountID)
 	if err != nil {

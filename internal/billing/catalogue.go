@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"gopkg.in/yaml.v3"
@@ -212,6 +213,9 @@ type Options struct {
 	PlansFile string
 	// DefaultPlan overrides the catalogue's plan for accounts never put on one.
 	DefaultPlan string
+	// ReservationTTL is how long a limit reservation counts without the runtime reporting its
+	// object (0: ReservationTTL). Not a flag: tests shorten it.
+	ReservationTTL time.Duration
 }
 
 // BindFlags registers the options on fs.

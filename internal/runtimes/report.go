@@ -416,7 +416,12 @@ func (s *Service) Report(ctx context.Context, rt Runtime, req runtimev1.ReportRe
 				}
 			}
 		}
-		return st.write(ctx, now)
+		if err := st.write(ctx, now); err != nil {
+			return err
+		}
+		// The limit reservations of applications this runtime has now reported are settled:
+		// the reported rows count them (internal/billing Reserve).
+		return tx.SettleApplicationReservations(ctx, rt.AccountID, rt.ID)
 	})
 	if err != nil {
 		return 0, err

@@ -82,6 +82,36 @@ type Info struct {
 	GitSources   []string              `json:"gitSources,omitempty"`
 }
 
+// InClusterName is the cluster a runtime runs in (gitops/engine.InClusterName): not a managed
+// cluster, so the clusters-per-runtime limit does not count it.
+const InClusterName = "in-cluster"
+
+// managed names the managed clusters of a runtime's reported clusters.
+func managed(cs []runtimev1.Cluster) []string {
+	var out []string
+	for _, c := range cs {
+		if c.Name != InClusterName {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// ManagedClusters names the managed clusters (its own in-cluster not counted) that
+// accountID's runtime runtimeID listed in its last heartbeat, read in tx: what the
+// clusters-per-runtime limit counts (internal/billing Reserve).
+func ManagedClusters(ctx context.Context, tx *store.Tx, accountID, runtimeID string) ([]string, error) {
+	row, err := tx.GetRuntime(ctx, accountID, runtimeID)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := runtimeFromRow(row)
+	if err != nil {
+		return nil, err
+	}
+	return managed(rt.Clusters), nil
+}
+
 // runtimeFromRow returns the runtime a row holds. When its stored report does not decode, the
 // error says so and the runtime has everything but Info: what needs no report (deleting it,
 // marking it disconnected, authenticating it) can go on.
@@ -417,6 +447,12 @@ func (s *Service) Heartbeat(ctx context.Context, rt Runtime, hb runtimev1.Heartb
 	info, _ := json.Marshal(Info{Capabilities: hb.Capabilities, Components: hb.Components, Clusters: hb.Clusters, GitSources: hb.GitSources})
 	if err := s.db.RuntimeHeartbeat(ctx, rt.ID, hb.Version, status, string(info), s.now()); err != nil {
 		return "", err
+	}
+	// The limit reservations of the clusters it lists are settled, now that the stored
+	// heartbeat counts them (internal/billing Reserve).
+	// A failure leaves them to expire (they count the clusters twice until then, never zero).
+	if err := s.db.SettleReservations(ctx, rt.AccountID, store.ReserveClusters, rt.ID, managed(hb.Clusters)); err != nil {
+		s.log.Warn("settle cluster limit reservations", "runtime", rt.Name, "account", rt.AccountID, "err", err)
 	}
 	if rt.Status != status {
 		s.log.Info("runtime status", "runtime", rt.Name, "account", rt.AccountID, "from", rt.Status, "to", status)

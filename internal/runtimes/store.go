@@ -27,6 +27,9 @@ type Store interface {
 	// RuntimeHeartbeat records runtime id's heartbeat at t: its version, status and Info
 	// (JSON).
 	RuntimeHeartbeat(ctx context.Context, id, version, status, info string, t time.Time) error
+	// SettleReservations deletes account's limit reservations of resource in runtime runtimeID
+	// for the names the runtime reported.
+	SettleReservations(ctx context.Context, accountID, resource, runtimeID string, names []string) error
 	// StaleRuntimes lists the runtimes of all accounts not marked disconnected whose last
 	// heartbeat is older than t.
 	StaleRuntimes(ctx context.Context, t time.Time) ([]store.Runtime, error)

@@ -123,7 +123,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
-	s.billing = billing.New(billing.Deps{Store: s.db, Catalogue: plans, Log: log.With("component", "billing")})
+	s.billing = billing.New(billing.Deps{Store: s.db, Catalogue: plans, Log: log.With("component", "billing"), ReservationTTL: opts.Billing.ReservationTTL})
 	baseURL := opts.PublicURL
 	if baseURL == "" {
 		baseURL = s.URL()
@@ -381,7 +381,7 @@ func (s *Server) routes(gql *graphql.Handler) http.Handler {
 	mux.Handle("/api/graphql", gql)
 	// /runtimes/{runtime}/… reaches a runtime through its tunnel (authenticated users only);
 	// /runtimes and /runtimes/{runtime} themselves are the web UI's pages.
-	mux.Handle(tunnel.DefaultPathPrefix, s.tunnel.ProxyHandler())
+	mux.Handle(tunnel.DefaultPathPrefix, s.reserving(s.tunnel.ProxyHandler()))
 	mux.Handle("GET /runtimes", webui.Handler())
 	mux.Handle("GET /runtimes/{runtime}", webui.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -60,7 +60,7 @@ func (s *Server) newTunnel(log *slog.Logger) (*tunnel.Server, error) {
 			if err := s.authorizeAppProxy(r.Context(), p, rt.Name, r.Method, path); err != nil {
 				return err
 			}
-			return s.checkAppProxyLimits(r.Context(), p, rt.Name, r.Method, path)
+			return s.checkAppProxyLimits(r, p, rt.ID, rt.Name, path)
 		},
 		// A WebSocket or event stream through the tunnel ends when its caller loses access.
 		Hold: func(r *http.Request, rt tunnel.Runtime) (context.Context, func()) {
