@@ -290,3 +290,48 @@ export function scrollFrames(list: Locator, rowSelector: string): Promise<Scroll
     return { frames: deltas.length, p50: q(0.5), p95: q(0.95), max: deltas[deltas.length - 1], over50: deltas.filter((d) => d > 50).length, maxRows };
   }, rowSelector);
 }
+
+export interface OIDCProvider extends Running {
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  /** Queues the person the provider logs in at its next authorization request. */
+  queueUser: (u: { email: string; name?: string; emailVerified?: boolean; groups?: string[] }) => Promise<void>;
+}
+
+/**
+ * A real OpenID Connect provider on loopback (hack/oidcprovider: mockoidc's server — discovery,
+ * JWKS, the code flow with PKCE, signed ID tokens), built from this checkout.
+ */
+export async function startOIDCProvider(tmp: string): Promise<OIDCProvider> {
+  const bin = join(tmp, 'oidcprovider');
+  const res = spawnSync('go', ['build', '-o', bin, './hack/oidcprovider'], { cwd: repoRoot, stdio: 'inherit', timeout: 600_000 });
+  if (res.status !== 0) throw new Error(`go build ./hack/oidcprovider failed (status ${res.status}, ${res.error ?? ''})`);
+  // stdin stays open: the provider stops when it closes (or on SIGTERM).
+  const proc = spawn(bin, [], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const first = await new Promise<string>((ok, fail) => {
+    let out = '';
+    const t = setTimeout(() => fail(new Error(`oidcprovider printed no line in 30s: ${out}`)), 30_000);
+    proc.stdout!.on('data', (d) => {
+      out += d;
+      const nl = out.indexOf('\n');
+      if (nl >= 0) {
+        clearTimeout(t);
+        ok(out.slice(0, nl));
+      }
+    });
+    proc.once('exit', (code) => fail(new Error(`oidcprovider exited with ${code}: ${out}`)));
+  });
+  const { control: controlURL, ...info } = JSON.parse(first) as { issuer: string; clientId: string; clientSecret: string; control: string };
+  const control = controlURL + '/_test/users';
+  log(`OpenID provider at ${info.issuer}`);
+  return {
+    ...info,
+    url: info.issuer,
+    queueUser: async (u) => {
+      const r = await fetch(control, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(u) });
+      if (r.status !== 204) throw new Error(`queue user: ${r.status} ${await r.text()}`);
+    },
+    stop: stopper(proc),
+  };
+}

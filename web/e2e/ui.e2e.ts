@@ -45,6 +45,7 @@ import {
   serverServesUI,
   startFreshet,
   startKube,
+  startOIDCProvider,
   startPreview,
   tempDir,
   type GitRepo,
@@ -1892,6 +1893,63 @@ describe('web UI', () => {
       await shot('audit-member-denied', p);
     } finally {
       await other.close();
+    }
+  });
+
+  it('logs a new person in through single sign-on, and says why when it refuses one', async () => {
+    // A real OpenID provider; the account's single sign-on set through the API as an admin would.
+    const idp = await startOIDCProvider(tmp);
+    const token = await adminToken();
+    const other = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    try {
+      const me = (await (await api('/api/v1/me', token)).json()) as { account: { name: string } };
+      const sso = await api('/api/v1/sso', token, {
+        method: 'PUT',
+        body: JSON.stringify({ issuer: idp.issuer, clientId: idp.clientId, clientSecret: idp.clientSecret, scopes: ['openid', 'email', 'profile', 'groups'], allowedDomains: ['sso.test'] }),
+      });
+      expect(sso.status).toBe(200);
+      const team = await api('/api/v1/teams', token, { method: 'POST', body: JSON.stringify({ name: 'platform' }) });
+      expect([201, 409]).toContain(team.status);
+
+      // A new person of the allowed domain: the browser goes to the provider and back, logged in
+      // as a member created just in time, in the team their group names.
+      await idp.queueUser({ email: 'jo@sso.test', name: 'Jo', groups: ['platform', 'no-such-team'] });
+      const p = await other.newPage();
+      await p.goto(base + '/login');
+      await p.getByLabel('Account').fill(me.account.name);
+      await shot('login-sso', p);
+      await p.getByRole('button', { name: 'Continue with single sign-on' }).click();
+      await p.locator('[data-page="home"][data-ready="true"]').waitFor({ timeout: 30_000 });
+      const who = await p.evaluate(async () => (await (await fetch('/api/v1/me')).json()) as { user: { email: string }; role: string });
+      expect(who.user.email).toBe('jo@sso.test');
+      expect(who.role).toBe('member');
+      const teams = (await (await api('/api/v1/teams', token)).json()) as { items: { name: string; members: { email: string }[] }[] };
+      expect(teams.items.find((t) => t.name === 'platform')?.members.map((m) => m.email)).toContain('jo@sso.test');
+      await shot('home-sso', p);
+
+      // A person outside the allowed domains: the server's own page names the reason, and links
+      // back to the login page; nobody is created.
+      await idp.queueUser({ email: 'eve@elsewhere.test' });
+      const q = await (await browser.newContext({ viewport: { width: 1280, height: 800 } })).newPage();
+      try {
+        await q.goto(base + '/login');
+        await q.getByLabel('Account').fill(me.account.name);
+        await q.getByRole('button', { name: 'Continue with single sign-on' }).click();
+        await q.getByRole('heading', { name: 'Single sign-on failed' }).waitFor({ timeout: 30_000 });
+        expect(await q.getByRole('alert').textContent()).toMatch(/domain/);
+        await shot('login-sso-refused', q);
+        await q.getByRole('link', { name: 'Back to log in' }).click();
+        await q.getByRole('heading', { name: 'Log in' }).waitFor();
+        expect(await q.getByLabel('Account').inputValue()).toBe(me.account.name); // remembered
+      } finally {
+        await q.context().close();
+      }
+      const users = (await (await api('/api/v1/users?limit=200', token)).json()) as { items: { email: string }[] };
+      expect(users.items.map((u) => u.email)).not.toContain('eve@elsewhere.test');
+    } finally {
+      await other.close();
+      await api('/api/v1/sso', token, { method: 'DELETE' });
+      await idp.stop();
     }
   });
 

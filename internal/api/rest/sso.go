@@ -1,7 +1,11 @@
 package rest
 
 import (
+	"html/template"
 	"net/http"
+	"strings"
+
+	"github.com/freshet-dev/freshet/internal/errdefs"
 
 	"github.com/freshet-dev/freshet/client"
 	"github.com/freshet-dev/freshet/internal/api/httpx"
@@ -26,7 +30,7 @@ func (a *API) ssoLogin(w http.ResponseWriter, r *http.Request) error {
 		u, err = a.id.BeginSSO(r.Context(), r.PathValue("account"), a.ssoCallbackURL(r))
 	}
 	if err != nil {
-		return err
+		return a.ssoFailed(w, r, err)
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	http.Redirect(w, r, u, http.StatusFound)
@@ -40,11 +44,11 @@ func (a *API) ssoCallback(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	if e := q.Get("error"); e != "" {
 		// The login in flight ends here; a device request it was to approve is denied.
-		return a.id.FailSSO(r.Context(), q.Get("state"), e, q.Get("error_description"))
+		return a.ssoFailed(w, r, a.id.FailSSO(r.Context(), q.Get("state"), e, q.Get("error_description")))
 	}
 	res, err := a.id.FinishSSO(r.Context(), q.Get("state"), q.Get("code"), a.ssoCallbackURL(r))
 	if err != nil {
-		return err
+		return a.ssoFailed(w, r, err)
 	}
 	if res.DeviceApproved {
 		a.deviceApproved(w, res)
@@ -120,3 +124,25 @@ func (a *API) deleteSSO(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
+
+// ssoFailed answers a single sign-on that could not start or finish. A browser (it asks for
+// HTML) gets a page of the server's own that says why and links back to the login page — the
+// reason is not put in a UI link, where anyone could write a message of their choosing; a
+// program gets the JSON error.
+func (a *API) ssoFailed(w http.ResponseWriter, r *http.Request, err error) error {
+	if err == nil || !strings.Contains(r.Header.Get("Accept"), "text/html") {
+		return err
+	}
+	a.renderPage(w, errdefs.HTTPStatus(err), ssoErrorPage, struct{ Message string }{errdefs.Public(err, httpx.RequestID(r.Context())).Message})
+	return nil
+}
+
+var ssoErrorPage = template.Must(template.New("sso-error").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer"><title>Freshet single sign-on</title>
+<style>body{font-family:system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;line-height:1.5}</style></head><body>
+<h1>Single sign-on failed</h1>
+<p role="alert"><strong>{{.Message}}</strong></p>
+<p><a href="/login">Back to log in</a></p>
+</body></html>
+`))

@@ -109,6 +109,12 @@ type devicePageData struct {
 
 func (a *API) renderDevicePage(w http.ResponseWriter, status int, d devicePageData) {
 	d.Path = devicePath
+	a.renderPage(w, status, devicePage, d)
+}
+
+// renderPage writes one of the few pages the server renders itself (the SSO pages): no
+// scripts, no framing, no referrer.
+func (a *API) renderPage(w http.ResponseWriter, status int, page *template.Template, data any) {
 	h := w.Header()
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
@@ -117,7 +123,7 @@ func (a *API) renderDevicePage(w http.ResponseWriter, status int, d devicePageDa
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "no-referrer")
 	w.WriteHeader(status)
-	_ = devicePage.Execute(w, d)
+	_ = page.Execute(w, data)
 }
 
 // deviceVerify serves the verification page and its two actions (approve: redirect to the

@@ -4,6 +4,8 @@ import { useSession } from '../app/session';
 import { Field } from '../components/Field';
 import * as v from '../lib/validate';
 
+const ssoAccountKey = 'freshet.ssoAccount';
+
 export function Login({ reason }: { reason?: string }) {
   const { login } = useSession();
   const [email, setEmail] = useState('');
@@ -11,6 +13,22 @@ export function Login({ reason }: { reason?: string }) {
   const [errors, setErrors] = useState<v.Errors<'email' | 'password'>>({});
   const [error, setError] = useState<unknown>();
   const [busy, setBusy] = useState(false);
+  const [account, setAccount] = useState(() => localStorage.getItem(ssoAccountKey) ?? '');
+  const [accountError, setAccountError] = useState<string>();
+
+  // Single sign-on is the server's redirect flow (authorization code with PKCE): the browser
+  // leaves for the account's identity provider and comes back logged in, or to a page of the
+  // server's that says why not.
+  const sso = (e: FormEvent) => {
+    e.preventDefault();
+    const a = account.trim();
+    if (!a) {
+      setAccountError('Account is required: the name of the account whose single sign-on to use.');
+      return;
+    }
+    localStorage.setItem(ssoAccountKey, a);
+    window.location.assign(`/auth/sso/${encodeURIComponent(a)}/login`);
+  };
 
   const submit = async (e: FormEvent) => {
     e.preventDefault();
@@ -65,6 +83,15 @@ export function Login({ reason }: { reason?: string }) {
         <p className="muted small">
           The first admin's password is printed by <code>freshet up</code> (or set with <code>FRESHET_ADMIN_PASSWORD</code>).
         </p>
+      </form>
+      <form className="login-card" onSubmit={sso} noValidate aria-labelledby="sso-title">
+        <h2 id="sso-title">Single sign-on</h2>
+        <Field label="Account" error={accountError}>
+          <input type="text" name="account" autoComplete="organization" value={account} onChange={(e) => (setAccount(e.target.value), setAccountError(undefined))} />
+        </Field>
+        <button type="submit" className="button button-block">
+          Continue with single sign-on
+        </button>
       </form>
     </div>
   );
