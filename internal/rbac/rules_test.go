@@ -114,7 +114,9 @@ func TestAuthorizeByOwner(t *testing.T) {
 	pipe := func(owner string, tags ...string) Resource {
 		return Resource{Kind: KindPipelines, Name: "p/x", Attrs: Attributes{Tags: tags, Owner: owner}}
 	}
-	app := func(owner string) Resource { return Resource{Kind: KindApplications, Name: "rt/a", Attrs: Attributes{Runtime: "rt", Owner: owner}} }
+	app := func(owner string) Resource {
+		return Resource{Kind: KindApplications, Name: "rt/a", Attrs: Attributes{Runtime: "rt", Owner: owner}}
+	}
 	cases := []struct {
 		name string
 		p    Principal
