@@ -510,11 +510,14 @@ func (s *Service) Explain(ctx context.Context, p rbac.Principal, user, action, r
 		}
 	} else if s.describe != nil && attrs.Runtime != "" {
 		// What a runtime holds is owned by the runtime's owner team.
+		// A runtime the account does not have (yet) owns nothing.
 		rt, err := s.describe(ctx, p.AccountID, rbac.KindRuntimes, attrs.Runtime)
-		if err != nil {
+		switch {
+		case err == nil:
+			res.Attrs.Owner = rt.Attrs.Owner
+		case !errors.Is(err, errdefs.ErrNotFound):
 			return Explanation{}, fmt.Errorf("runtime %s: %w", attrs.Runtime, err)
 		}
-		res.Attrs.Owner = rt.Attrs.Owner
 	}
 	if res.Attrs.Owner != "" {
 		t, err := s.db.GetTeam(ctx, p.AccountID, res.Attrs.Owner)
