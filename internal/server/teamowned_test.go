@@ -12,6 +12,7 @@ import (
 	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/client"
 	"github.com/freshet-dev/freshet/internal/server/servertest"
+	"github.com/freshet-dev/freshet/internal/store"
 	"github.com/freshet-dev/freshet/internal/store/storetest"
 )
 
@@ -290,5 +291,72 @@ func TestTeamOwnedResources(t *testing.T) {
 				t.Fatalf("B's projects: %+v, %v", ps, err)
 			}
 		})
+	}
+}
+
+// Through the tunnel the control plane decides by the runtime's owner as it is at each request:
+// a member of the owner team reaches the runtime's app-proxy, a member of another team does not,
+// and a change of owner turns that around at once.
+func TestTeamOwnedRuntimeThroughTheTunnel(t *testing.T) {
+	ctx := context.Background()
+	s := servertest.Start(t, store.SQLite)
+	admin := s.Admin
+	for _, team := range []string{"web", "data"} {
+		if _, err := admin.CreateTeam(ctx, team); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reg, err := admin.RegisterRuntime(ctx, client.RegisterRuntimeRequest{Name: "edge", AccessMode: "tunnel", Team: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stop := startRuntime(t, s, reg.Token)
+	defer stop()
+	waitRuntime(t, admin, "edge", 10*time.Second, "healthy")
+	keys := map[string]string{}
+	for email, team := range map[string]string{"mo@first.test": "web", "di@first.test": "data"} {
+		if _, err := admin.CreateUser(ctx, client.CreateUserRequest{Email: email, Role: "member", Password: "pass-word-1234"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.AddTeamMember(ctx, team, email); err != nil {
+			t.Fatal(err)
+		}
+		k, err := s.Login(t, email, "pass-word-1234").CreateAPIKey(ctx, client.CreateAPIKeyRequest{Name: "k"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys[email] = k.Token
+		for _, kind := range []string{"runtimes", "applications"} {
+			if _, err := admin.CreateRule(ctx, client.CreateRuleRequest{Team: team, Action: "read", Kind: kind, Owner: "own-team"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	get := func(email string) int {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			st, _, _ := call(t, "GET", s.URL+"/runtimes/edge/app-proxy/api/v1/applications/shop", keys[email], nil)
+			if st != http.StatusBadGateway || time.Now().After(deadline) {
+				return st
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	// Forwarded (the runtime has no such application: its 404), or refused by the control plane.
+	if st := get("mo@first.test"); st != http.StatusNotFound {
+		t.Fatalf("mo (web owns edge): %d, want the runtime's 404", st)
+	}
+	if st := get("di@first.test"); st != http.StatusForbidden {
+		t.Fatalf("di (data does not own edge): %d, want 403", st)
+	}
+	if _, err := admin.SetRuntimeOwner(ctx, "edge", "data"); err != nil {
+		t.Fatal(err)
+	}
+	if st := get("mo@first.test"); st != http.StatusForbidden {
+		t.Fatalf("mo after edge moved to data: %d, want 403", st)
+	}
+	if st := get("di@first.test"); st != http.StatusNotFound {
+		t.Fatalf("di after edge moved to data: %d, want the runtime's 404", st)
 	}
 }
