@@ -93,6 +93,8 @@ type Service struct {
 	net *netpolicy.Policy
 	// onEvents is called after a transaction queued events in the outbox.
 	onEvents func()
+	// onOwnerChange is called after a project changed owner team (see Deps).
+	onOwnerChange func(accountID string)
 	// limits admits runners, builds and build minutes under the account's plan; nil: none.
 	limits Limits
 }
@@ -125,6 +127,9 @@ type Deps struct {
 	// Limits admits runners, builds and build minutes under the account's plan (a
 	// *billing.Service); nil: no limits.
 	Limits Limits
+	// OnOwnerChange is called after a project changed owner team, which may take away what rules
+	// gave some of the account's members: streams held open there are checked again at once.
+	OnOwnerChange func(accountID string)
 }
 
 // Limits is the account's plan as the CI service asks it: Admit refuses, in the transaction
@@ -153,7 +158,7 @@ func New(d Deps) *Service {
 	s := &Service{db: d.Store, audit: d.Audit, keys: d.Keys, log: log, now: time.Now, queued: func() {},
 		baseURL: strings.TrimRight(d.BaseURL, "/"), specs: d.Specs, steps: d.Steps, onCronChange: d.OnCronChange, onPush: d.OnPush,
 		decoy: webhook.NewDecoy(d.Keys), recentPushes: webhook.NewRecent(webhook.ReplayWindow, 0),
-		net: netPolicy(d.Net), onEvents: d.OnEvents, limits: d.Limits}
+		net: netPolicy(d.Net), onEvents: d.OnEvents, limits: d.Limits, onOwnerChange: d.OnOwnerChange}
 	if s.onEvents == nil {
 		s.onEvents = func() {}
 	}
@@ -391,6 +396,9 @@ func (s *Service) SetProjectOwner(ctx context.Context, p rbac.Principal, ref, te
 	})
 	if err != nil {
 		return Project{}, err
+	}
+	if s.onOwnerChange != nil {
+		s.onOwnerChange(p.AccountID)
 	}
 	return toProject(pr), nil
 }

@@ -133,6 +133,8 @@ type Service struct {
 	tunnel      Tunnel
 	// onEvents is called after a report queued bus events in the outbox.
 	onEvents func()
+	// onOwnerChange is called after a runtime changed owner team (see Deps).
+	onOwnerChange func(accountID string)
 	// limits admits hosted runtimes under the account's plan; nil: none.
 	limits Limits
 	// decoy verifies deliveries to accounts without a GitOps webhook (HandleWebhook).
@@ -158,6 +160,9 @@ type Deps struct {
 	// Limits admits hosted runtimes under the account's plan (a *billing.Service); nil: no
 	// limits beyond one hosted runtime per account.
 	Limits Limits
+	// OnOwnerChange is called after a runtime changed owner team, which may take away what rules
+	// gave some of the account's members: streams held open there are checked again at once.
+	OnOwnerChange func(accountID string)
 }
 
 // New returns the registry built from d.
@@ -171,7 +176,7 @@ func New(d Deps) *Service {
 		sealer = d.Keys
 	}
 	return &Service{db: d.Store, audit: d.Audit, keys: d.Keys, log: log, now: time.Now,
-		provisioner: d.Provisioner, tunnel: d.Tunnel, onEvents: d.OnEvents, limits: d.Limits,
+		provisioner: d.Provisioner, tunnel: d.Tunnel, onEvents: d.OnEvents, limits: d.Limits, onOwnerChange: d.OnOwnerChange,
 		decoy: webhook.NewDecoy(sealer), recentPushes: webhook.NewRecent(webhook.ReplayWindow, 0)}
 }
 
@@ -410,6 +415,9 @@ func (s *Service) SetOwner(ctx context.Context, p rbac.Principal, ref, team stri
 	})
 	if err != nil {
 		return Runtime{}, err
+	}
+	if s.onOwnerChange != nil {
+		s.onOwnerChange(p.AccountID)
 	}
 	rt, _ = runtimeFromRow(row)
 	return rt, nil
