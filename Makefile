@@ -10,7 +10,7 @@ export GOFLAGS ?= -buildvcs=false
 CHART_REGISTRY ?=
 CHART_VERSION  ?=
 
-.PHONY: chart all build up test test-deps test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-workflows bench-events bench-containers bench-analytics bench-notify bench-helm bench-billing faults generate check fuzz security clean
+.PHONY: chart all build up test test-deps test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-workflows bench-events bench-containers bench-analytics bench-notify bench-helm bench-billing bench-authz faults generate check fuzz security clean
 
 all: build
 
@@ -72,10 +72,16 @@ bench: build
 	$(MAKE) --no-print-directory bench-notify
 	$(MAKE) --no-print-directory bench-helm
 	$(MAKE) --no-print-directory bench-billing
+	$(MAKE) --no-print-directory bench-authz
 
 ## bench-lint: pipeline lint of 1,000 codefresh.yml files, median and p99 time per file
 bench-lint:
 	$(GO) test -count=1 -run '^$$' -bench Lint1000Files -benchtime 5x ./internal/pipeline/spec/ | grep -E '^(Benchmark|ok|FAIL)'
+
+## bench-authz: what attribute-based rules add to a request, in an account with 1,000 rules over
+## 100 teams (SQLite, and PostgreSQL with FRESHET_TEST_POSTGRES); see docs/benchmarks.md
+bench-authz:
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkAuthorization -benchtime 20000x ./internal/identity/ | grep -E '^(Benchmark|ok|FAIL)'
 
 ## bench-billing: 100 concurrent build starts at a concurrent-build limit of 3 (SQLite, and
 ## PostgreSQL with FRESHET_TEST_POSTGRES): none over the limit; claim latency with the limit

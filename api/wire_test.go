@@ -78,6 +78,8 @@ var wireTypes = map[string]any{
 	"client.TriggerRequest":                        client.TriggerRequest{},
 	"client.CreatedTrigger":                        client.CreatedTrigger{},
 	"client.Team":                                  client.Team{},
+	"client.TeamOwns":                              client.TeamOwns{},
+	"client.SetOwnerRequest":                       client.SetOwnerRequest{},
 	"client.SSOConfig":                             client.SSOConfig{},
 	"client.SSOConfigRequest":                      client.SSOConfigRequest{},
 	"client.SSOTokenRequest":                       client.SSOTokenRequest{},

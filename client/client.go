@@ -400,6 +400,21 @@ func (c *Client) RotateRuntimeToken(ctx context.Context, name string) (Registere
 	return out, err
 }
 
+// SetRuntimeOwner gives a runtime (and its clusters, applications, git sources and workflows)
+// to team (name or ID; empty: no team).
+func (c *Client) SetRuntimeOwner(ctx context.Context, name, team string) (Runtime, error) {
+	var out Runtime
+	err := c.do(ctx, http.MethodPut, "/api/v1/runtimes/"+url.PathEscape(name)+"/owner", nil, SetOwnerRequest{Team: team}, &out)
+	return out, err
+}
+
+// ListRuntimesOwnedBy lists the runtimes team (name or ID) owns.
+func (c *Client) ListRuntimesOwnedBy(ctx context.Context, team string) (List[Runtime], error) {
+	var out List[Runtime]
+	err := c.do(ctx, http.MethodGet, "/api/v1/runtimes", url.Values{"owner": {team}}, nil, &out)
+	return out, err
+}
+
 // DeleteRuntime deregisters a runtime.
 func (c *Client) DeleteRuntime(ctx context.Context, name string) error {
 	return c.do(ctx, http.MethodDelete, "/api/v1/runtimes/"+url.PathEscape(name), nil, nil, nil)

@@ -14,6 +14,19 @@ type Team struct {
 	Name      string       `json:"name"`
 	Members   []TeamMember `json:"members"`
 	CreatedAt time.Time    `json:"createdAt"`
+	Owns      TeamOwns     `json:"owns"` // what the team owns
+}
+
+// TeamOwns is what a team owns, by name: projects (with their pipelines and builds) and
+// runtimes (with their clusters, applications, git sources and workflows).
+type TeamOwns struct {
+	Projects []string `json:"projects"`
+	Runtimes []string `json:"runtimes"`
+}
+
+// SetOwnerRequest gives a project or runtime to Team (name or ID; empty: no team).
+type SetOwnerRequest struct {
+	Team string `json:"team"`
 }
 
 // TeamMember is a member of a team.
@@ -47,7 +60,8 @@ type Rule struct {
 	Runtime   string    `json:"runtime,omitempty"`
 	Cluster   string    `json:"cluster,omitempty"`
 	Namespace string    `json:"namespace,omitempty"`
-	Summary   string    `json:"summary"` // the rule in one line
+	Owner     string    `json:"owner,omitempty"` // own-team, or the name of the team that must own the resource
+	Summary   string    `json:"summary"`         // the rule in one line
 	CreatedAt time.Time `json:"createdAt"`
 }
 
@@ -61,6 +75,7 @@ type CreateRuleRequest struct {
 	Runtime   string   `json:"runtime,omitempty"`
 	Cluster   string   `json:"cluster,omitempty"`
 	Namespace string   `json:"namespace,omitempty"`
+	Owner     string   `json:"owner,omitempty"` // own-team, or a team's name or ID
 }
 
 // AuthzExplanation says whether a user may take an action on a resource, and why.
@@ -79,6 +94,7 @@ type AuthzExplanation struct {
 	Runtime    string   `json:"runtime,omitempty"` //
 	Cluster    string   `json:"cluster,omitempty"` //
 	Namespace  string   `json:"namespace,omitempty"`
+	Owner      string   `json:"owner,omitempty"` // the name of the team that owns the resource
 }
 
 // ExplainRequest asks whether User (email or ID; empty: the caller) may take Action on

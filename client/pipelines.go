@@ -20,12 +20,14 @@ type Project struct {
 	Name      string    `json:"name"`
 	Tags      []string  `json:"tags,omitempty"` // what attribute-based rules match the project by
 	CreatedAt time.Time `json:"createdAt"`
+	OwnerTeam string    `json:"ownerTeam,omitempty"` // the team that owns it (and its pipelines and builds)
 }
 
-// ProjectRequest creates a project.
+// ProjectRequest creates a project, owned by Team (name or ID) when set.
 type ProjectRequest struct {
 	Name string   `json:"name"`
 	Tags []string `json:"tags,omitempty"`
+	Team string   `json:"team,omitempty"`
 }
 
 // PipelineConfig is a pipeline's settings besides its spec.
@@ -245,6 +247,30 @@ func pathEscape(s string) string { return url.PathEscape(s) }
 func (c *Client) CreateProject(ctx context.Context, name string, tags ...string) (Project, error) {
 	var out Project
 	err := c.do(ctx, http.MethodPost, "/api/v1/projects", nil, ProjectRequest{Name: name, Tags: tags}, &out)
+	return out, err
+}
+
+// CreateOwnedProject creates a project owned by team (name or ID), with tags.
+func (c *Client) CreateOwnedProject(ctx context.Context, name, team string, tags ...string) (Project, error) {
+	var out Project
+	err := c.do(ctx, http.MethodPost, "/api/v1/projects", nil, ProjectRequest{Name: name, Tags: tags, Team: team}, &out)
+	return out, err
+}
+
+// SetProjectOwner gives a project (and its pipelines and builds) to team (name or ID; empty:
+// no team).
+func (c *Client) SetProjectOwner(ctx context.Context, ref, team string) (Project, error) {
+	var out Project
+	err := c.do(ctx, http.MethodPut, "/api/v1/projects/"+pathEscape(ref)+"/owner", nil, SetOwnerRequest{Team: team}, &out)
+	return out, err
+}
+
+// ListProjectsOwnedBy lists the projects team (name or ID) owns.
+func (c *Client) ListProjectsOwnedBy(ctx context.Context, team string, o ListOptions) (List[Project], error) {
+	var out List[Project]
+	q := listQuery(o)
+	q.Set("owner", team)
+	err := c.do(ctx, http.MethodGet, "/api/v1/projects", q, nil, &out)
 	return out, err
 }
 

@@ -235,6 +235,7 @@ type Runtime struct {
 	Clusters      []RuntimeCluster   `json:"clusters,omitempty"`
 	GitSources    []string           `json:"gitSources,omitempty"`
 	CreatedAt     time.Time          `json:"createdAt"`
+	OwnerTeam     string             `json:"ownerTeam,omitempty"` // the team that owns it (and what it holds)
 }
 
 // RuntimeComponent is a part of a runtime and its health.
@@ -258,6 +259,7 @@ type RegisterRuntimeRequest struct {
 	AccessMode  string `json:"accessMode,omitempty"`
 	IngressHost string `json:"ingressHost,omitempty"`
 	Repo        string `json:"repo,omitempty"`
+	Team        string `json:"team,omitempty"` // the owner team (name or ID)
 }
 
 // RegisteredRuntime is a runtime with its token, shown once.

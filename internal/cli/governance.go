@@ -39,18 +39,31 @@ func (a *app) teamCommand() *cobra.Command {
 				return err
 			}
 			return printData(a.stdout, listOut, teams, func(tw *tabwriter.Writer) {
-				row(tw, "ID", "NAME", "MEMBERS", "CREATED")
+				row(tw, "ID", "NAME", "MEMBERS", "OWNS", "CREATED")
 				for _, t := range teams {
 					emails := make([]string, len(t.Members))
 					for i, m := range t.Members {
 						emails[i] = m.Email
 					}
-					row(tw, t.ID, t.Name, strings.Join(emails, ","), t.CreatedAt)
+					row(tw, t.ID, t.Name, strings.Join(emails, ","), ownsOf(t.Owns), t.CreatedAt)
 				}
 			})
 		},
 	}
 	addOutputFlag(list, &listOut)
+	get := getCommand(a, "get TEAM", "Show a team with its members and what it owns", (*client.Client).GetTeam, func(t client.Team) error {
+		return printData(a.stdout, listOut, t, func(tw *tabwriter.Writer) {
+			fmt.Fprintf(tw, "Team:\t%s (%s)\n", t.Name, t.ID)
+			emails := make([]string, len(t.Members))
+			for i, m := range t.Members {
+				emails[i] = m.Email
+			}
+			fmt.Fprintf(tw, "Members:\t%s\n", strings.Join(emails, ", "))
+			fmt.Fprintf(tw, "Owns projects:\t%s\n", strings.Join(t.Owns.Projects, ", "))
+			fmt.Fprintf(tw, "Owns runtimes:\t%s\n", strings.Join(t.Owns.Runtimes, ", "))
+		})
+	})
+	addOutputFlag(get, &listOut)
 	addMember := &cobra.Command{
 		Use:   "add-member TEAM USER",
 		Short: "Add a member of the account (email or user ID) to a team",
@@ -83,10 +96,10 @@ func (a *app) teamCommand() *cobra.Command {
 			return nil
 		},
 	}
-	del := a.actionCommand("delete TEAM", "Delete a team and its rules", func(ctx context.Context, c *client.Client, team string) (string, error) {
+	del := a.actionCommand("delete TEAM", "Delete a team and its rules (refused while it owns projects or runtimes, or a rule names it as owner)", func(ctx context.Context, c *client.Client, team string) (string, error) {
 		return "Deleted team " + team + ".", c.DeleteTeam(ctx, team)
 	})
-	cmd.AddCommand(create, list, addMember, removeMember, del)
+	cmd.AddCommand(create, list, get, addMember, removeMember, del)
 	return cmd
 }
 
@@ -98,7 +111,7 @@ func (a *app) ruleCommand() *cobra.Command {
 	var in client.CreateRuleRequest
 	var createOut string
 	create := &cobra.Command{
-		Use:   "create (--team T | --user U) --action A --kind K [--tag T]… [--runtime R] [--cluster C] [--namespace N]",
+		Use:   "create (--team T | --user U) --action A --kind K [--tag T]… [--runtime R] [--cluster C] [--namespace N] [--owner own-team|TEAM]",
 		Short: "Create a rule",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -129,6 +142,7 @@ func (a *app) ruleCommand() *cobra.Command {
 	fs.StringVar(&in.Runtime, "runtime", "", "the resource is in this runtime (GitOps kinds)")
 	fs.StringVar(&in.Cluster, "cluster", "", "the resource is in this cluster (GitOps kinds)")
 	fs.StringVar(&in.Namespace, "namespace", "", "the resource is in this namespace (GitOps kinds)")
+	fs.StringVar(&in.Owner, "owner", "", "own-team: the resource is owned by the rule's team (for --user: by a team of theirs); or a team (name or ID) that must own it (all kinds but contexts)")
 	addOutputFlag(create, &createOut)
 
 	var listOut string
@@ -366,4 +380,16 @@ func (a *app) passwordAsker(fromStdin bool) func(prompt string) (string, error) 
 		}
 		return line, nil
 	}
+}
+
+// ownsOf is what a team owns, in a table cell.
+func ownsOf(o client.TeamOwns) string {
+	var parts []string
+	for _, p := range o.Projects {
+		parts = append(parts, "projects/"+p)
+	}
+	for _, r := range o.Runtimes {
+		parts = append(parts, "runtimes/"+r)
+	}
+	return strings.Join(parts, ",")
 }

@@ -131,3 +131,72 @@ func TestPasswdResetAndSessionCommands(t *testing.T) {
 		t.Fatalf("a reset token used twice: %d %s", code, out)
 	}
 }
+
+// Team-owned resources from the CLI: create with --team, list by --owner, set-owner, team get
+// and list show what a team owns, rules with --owner, explain names the owner, and team delete
+// refuses a team that owns something.
+func TestTeamOwnershipCommands(t *testing.T) {
+	s := servertest.Start(t, store.SQLite)
+	ctx := context.Background()
+	key, err := s.Admin.CreateAPIKey(ctx, client.CreateAPIKeyRequest{Name: "cli"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Admin.CreateUser(ctx, client.CreateUserRequest{Email: "kim@first.test", Role: "member", Password: "kim-password-1"}); err != nil {
+		t.Fatal(err)
+	}
+	run := func(want int, args ...string) string {
+		t.Helper()
+		code, out, errs := runAs(t, s.URL, key.Token, args...)
+		if code != want {
+			t.Fatalf("freshet %s: exit %d, want %d\n%s%s", strings.Join(args, " "), code, want, out, errs)
+		}
+		return out + errs
+	}
+	run(0, "team", "create", "web")
+	run(0, "team", "create", "data")
+	run(0, "team", "add-member", "web", "kim@first.test")
+	run(0, "project", "create", "shop", "--team", "web")
+	run(0, "project", "create", "lake")
+	if out := run(1, "project", "create", "x", "--team", "nope"); !strings.Contains(out, "team") || !strings.Contains(out, "nope") {
+		t.Fatalf("project of an unknown team: %q", out)
+	}
+	if out := run(0, "project", "list", "--owner", "web"); !strings.Contains(out, "shop") || strings.Contains(out, "lake") {
+		t.Fatalf("project list --owner web: %q", out)
+	}
+	if out := run(0, "project", "set-owner", "lake", "data"); !strings.Contains(out, "Project lake is owned by team data.") {
+		t.Fatalf("set-owner: %q", out)
+	}
+	if out := run(0, "runtime", "register", "edge", "--team", "web"); !strings.Contains(out, "Registered runtime edge") {
+		t.Fatalf("runtime register --team: %q", out)
+	}
+	if out := run(0, "runtime", "list", "--owner", "web"); !strings.Contains(out, "edge") {
+		t.Fatalf("runtime list --owner web: %q", out)
+	}
+	if out := run(0, "team", "get", "web"); !strings.Contains(out, "Owns projects:  shop") || !strings.Contains(out, "Owns runtimes:  edge") {
+		t.Fatalf("team get: %q", out)
+	}
+	if out := run(0, "team", "list"); !strings.Contains(out, "projects/shop,runtimes/edge") || !strings.Contains(out, "projects/lake") {
+		t.Fatalf("team list: %q", out)
+	}
+	if out := run(0, "rule", "create", "--team", "web", "--action", "read", "--kind", "projects", "--owner", "own-team"); !strings.Contains(out, "team web may read projects owned by the team") {
+		t.Fatalf("rule create --owner: %q", out)
+	}
+	if out := run(1, "rule", "create", "--team", "web", "--action", "read", "--kind", "contexts", "--owner", "own-team"); !strings.Contains(out, "owner") {
+		t.Fatalf("rule on contexts with --owner: %q", out)
+	}
+	out := run(0, "authz", "explain", "--user", "kim@first.test", "--action", "read", "--resource", "projects/shop")
+	if !strings.Contains(out, "MAY read projects/shop") || !strings.Contains(out, "owned by team web, the rule's own team") {
+		t.Fatalf("authz explain: %q", out)
+	}
+	if out := run(1, "authz", "explain", "--user", "kim@first.test", "--action", "read", "--resource", "projects/lake"); !strings.Contains(out, "is owned by team data, not by the rule's team web") {
+		t.Fatalf("authz explain (refused): %q", out)
+	}
+	if out := run(1, "team", "delete", "web"); !strings.Contains(out, "owns projects shop and runtimes edge") {
+		t.Fatalf("team delete of an owner: %q", out)
+	}
+	run(0, "project", "set-owner", "lake")
+	if out := run(0, "project", "get", "lake", "-o", "json"); strings.Contains(out, "ownerTeam") {
+		t.Fatalf("lake after set-owner to none: %q", out)
+	}
+}

@@ -20,20 +20,21 @@ func (a *app) projectCommand() *cobra.Command {
 	var out string
 	printProjects := func(v any, ps []client.Project) error {
 		return printData(a.stdout, out, v, func(tw *tabwriter.Writer) {
-			row(tw, "ID", "NAME", "TAGS", "CREATED")
+			row(tw, "ID", "NAME", "TAGS", "OWNER", "CREATED")
 			for _, p := range ps {
-				row(tw, p.ID, p.Name, strings.Join(p.Tags, ","), p.CreatedAt)
+				row(tw, p.ID, p.Name, strings.Join(p.Tags, ","), p.OwnerTeam, p.CreatedAt)
 			}
 		})
 	}
 	var projectTags []string
-	create := &cobra.Command{Use: "create NAME [--tag T]…", Short: "Create a project", Args: cobra.ExactArgs(1),
+	var projectTeam, ownerFilter string
+	create := &cobra.Command{Use: "create NAME [--tag T]… [--team TEAM]", Short: "Create a project", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
 			if err != nil {
 				return err
 			}
-			p, err := c.CreateProject(cmd.Context(), args[0], projectTags...)
+			p, err := c.CreateOwnedProject(cmd.Context(), args[0], projectTeam, projectTags...)
 			if err != nil {
 				return err
 			}
@@ -41,6 +42,7 @@ func (a *app) projectCommand() *cobra.Command {
 			return nil
 		}}
 	create.Flags().StringArrayVar(&projectTags, "tag", nil, "a tag attribute-based rules match the project by (repeatable)")
+	create.Flags().StringVar(&projectTeam, "team", "", "the team (name or ID) that owns the project and its pipelines and builds")
 	list := &cobra.Command{Use: "list", Short: "List projects", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := a.client()
@@ -48,6 +50,9 @@ func (a *app) projectCommand() *cobra.Command {
 				return err
 			}
 			ps, err := listAll(cmd.Context(), 0, func(o client.ListOptions) (client.List[client.Project], error) {
+				if ownerFilter != "" {
+					return c.ListProjectsOwnedBy(cmd.Context(), ownerFilter, o)
+				}
 				return c.ListProjects(cmd.Context(), o)
 			})
 			if err != nil {
@@ -56,14 +61,41 @@ func (a *app) projectCommand() *cobra.Command {
 			return printProjects(ps, ps)
 		}}
 	addOutputFlag(list, &out)
+	list.Flags().StringVar(&ownerFilter, "owner", "", "only the projects this team (name or ID) owns")
+	setOwner := &cobra.Command{Use: "set-owner NAME [TEAM]", Short: "Give a project (with its pipelines and builds) to a team; no TEAM: to none",
+		Long: "Only an admin, or a member of both the team that owns the project and the new one who may update it, may change its owner.",
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			team := ""
+			if len(args) == 2 {
+				team = args[1]
+			}
+			p, err := c.SetProjectOwner(cmd.Context(), args[0], team)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "Project %s is owned by %s.\n", p.Name, ownerOrNone(p.OwnerTeam))
+			return nil
+		}}
 	get := getCommand(a, "get NAME", "Show a project", (*client.Client).GetProject,
 		func(p client.Project) error { return printProjects(p, []client.Project{p}) })
 	addOutputFlag(get, &out)
 	del := a.actionCommand("delete NAME", "Delete a project with its pipelines and builds", func(ctx context.Context, c *client.Client, name string) (string, error) {
 		return "Deleted project " + name + ".", c.DeleteProject(ctx, name)
 	})
-	cmd.AddCommand(create, list, get, del)
+	cmd.AddCommand(create, list, get, setOwner, del)
 	return cmd
+}
+
+func ownerOrNone(team string) string {
+	if team == "" {
+		return "no team"
+	}
+	return "team " + team
 }
 
 // parseKV reads K=V arguments into a map, naming the flag of a bad one.

@@ -56,16 +56,16 @@ func (a *app) runtimeCommand() *cobra.Command {
 	cmd.Flags().StringVar(&logFormat, "log-format", "text", "log format: text or json")
 	cmd.Flags().StringVar(&logLevel, "log-level", "info", "log level: debug, info, warn or error")
 
-	var out string
+	var out, ownerFilter string
 	printRuntimes := func(v any, rts []client.Runtime) error {
 		return printData(a.stdout, out, v, func(tw *tabwriter.Writer) {
-			row(tw, "NAME", "TYPE", "ACCESS", "STATUS", "VERSION", "CLUSTERS", "LAST HEARTBEAT")
+			row(tw, "NAME", "TYPE", "ACCESS", "STATUS", "VERSION", "CLUSTERS", "OWNER", "LAST HEARTBEAT")
 			for _, r := range rts {
 				var clusters []string
 				for _, c := range r.Clusters {
 					clusters = append(clusters, c.Name)
 				}
-				row(tw, r.Name, r.Type, r.AccessMode, r.Status, r.Version, strings.Join(clusters, ","), r.LastHeartbeat)
+				row(tw, r.Name, r.Type, r.AccessMode, r.Status, r.Version, strings.Join(clusters, ","), r.OwnerTeam, r.LastHeartbeat)
 			}
 		})
 	}
@@ -75,13 +75,38 @@ func (a *app) runtimeCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			l, err := c.ListRuntimes(cmd.Context())
+			var l client.List[client.Runtime]
+			if ownerFilter != "" {
+				l, err = c.ListRuntimesOwnedBy(cmd.Context(), ownerFilter)
+			} else {
+				l, err = c.ListRuntimes(cmd.Context())
+			}
 			if err != nil {
 				return err
 			}
 			return printRuntimes(l.Items, l.Items)
 		}}
 	addOutputFlag(list, &out)
+	list.Flags().StringVar(&ownerFilter, "owner", "", "only the runtimes this team (name or ID) owns")
+	setOwner := &cobra.Command{Use: "set-owner NAME [TEAM]", Short: "Give a runtime (with its clusters, applications, git sources and workflows) to a team; no TEAM: to none",
+		Long: "Only an admin, or a member of both the team that owns the runtime and the new one who may update it, may change its owner.",
+		Args: cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			team := ""
+			if len(args) == 2 {
+				team = args[1]
+			}
+			r, err := c.SetRuntimeOwner(cmd.Context(), args[0], team)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "Runtime %s is owned by %s.\n", r.Name, ownerOrNone(r.OwnerTeam))
+			return nil
+		}}
 	get := &cobra.Command{Use: "get NAME", Short: "Show a runtime with its components and clusters", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
@@ -98,6 +123,9 @@ func (a *app) runtimeCommand() *cobra.Command {
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 			fmt.Fprintf(tw, "Runtime:\t%s (%s)\nType:\t%s\nAccess mode:\t%s %s\nStatus:\t%s\nVersion:\t%s\nLast heartbeat:\t%s\n\n",
 				r.Name, r.ID, r.Type, r.AccessMode, r.IngressURL, r.Status, r.Version, lastSeen(r.LastHeartbeat))
+			if r.OwnerTeam != "" {
+				fmt.Fprintf(tw, "Owner:\tteam %s\n\n", r.OwnerTeam)
+			}
 			row(tw, "COMPONENT", "HEALTH", "MESSAGE")
 			for _, co := range r.Components {
 				row(tw, co.Name, co.Health, co.Message)
@@ -135,6 +163,7 @@ func (a *app) runtimeCommand() *cobra.Command {
 	register.Flags().StringVar(&reg.AccessMode, "access-mode", "tunnel", "tunnel or ingress")
 	register.Flags().StringVar(&reg.IngressHost, "ingress-host", "", "ingress mode: the host the app-proxy is reachable at")
 	register.Flags().StringVar(&reg.Repo, "repo", "", "the installation repository")
+	register.Flags().StringVar(&reg.Team, "team", "", "the team (name or ID) that owns the runtime and what it holds")
 	hosted := &cobra.Command{Use: "create-hosted [NAME]", Short: "Provision the account's hosted runtime (one per account, CD only)", Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			name := ""
@@ -199,7 +228,7 @@ func (a *app) runtimeCommand() *cobra.Command {
 	man.Flags().StringVar(&mo.Image, "image", "", "the freshet image (default "+manifests.DefaultImage+":<version>)")
 	man.Flags().StringVar(&mo.IngressClass, "ingress-class", "", "ingress mode: the IngressClass")
 	man.Flags().StringVar(&mo.Server, "control-plane", "", "the control plane URL the runtime dials (default: the CLI's server)")
-	cmd.AddCommand(list, get, register, hosted, rotate, man)
+	cmd.AddCommand(list, get, register, hosted, rotate, setOwner, man)
 	cmd.AddCommand(a.runtimeInstallCommands()...)
 	return cmd
 }

@@ -94,6 +94,7 @@ func (s *Service) loadPolicy(ctx context.Context, accountID string, version int6
 		teamsOf[m.UserID] = append(teamsOf[m.UserID], m.TeamID)
 	}
 	var governed []rbac.Kind
+	var all []*rbac.Rule
 	byTeam := map[string][]*rbac.Rule{}
 	byUser := map[string][]*rbac.Rule{}
 	for _, row := range rows {
@@ -102,6 +103,7 @@ func (s *Service) loadPolicy(ctx context.Context, accountID string, version int6
 			return nil, err
 		}
 		rule := &r.Rule
+		all = append(all, rule)
 		if !slices.Contains(governed, rule.Kind) {
 			governed = append(governed, rule.Kind)
 		}
@@ -110,6 +112,9 @@ func (s *Service) loadPolicy(ctx context.Context, accountID string, version int6
 		} else {
 			byUser[rule.UserID] = append(byUser[rule.UserID], rule)
 		}
+	}
+	if err := nameOwners(ctx, s.db, accountID, all); err != nil {
+		return nil, fmt.Errorf("load rules: owner teams: %w", err)
 	}
 	users := map[string]bool{}
 	for u := range byUser {
@@ -123,7 +128,7 @@ func (s *Service) loadPolicy(ctx context.Context, accountID string, version int6
 		for _, t := range teamsOf[u] {
 			rules = append(rules, byTeam[t]...)
 		}
-		ap.byUser[u] = rbac.NewRules(governed, rules)
+		ap.byUser[u] = rbac.NewRules(governed, rules, teamsOf[u]...)
 	}
 	ap.others = rbac.NewRules(governed, nil)
 	return ap, nil

@@ -51,6 +51,10 @@ type Store interface {
 	ListTeams(ctx context.Context, accountID string, p paging.Page) ([]store.Team, error)
 	// TeamMembers lists the members of accountID's teams teamIDs (all teams when none).
 	TeamMembers(ctx context.Context, accountID string, teamIDs ...string) ([]store.TeamMember, error)
+	// TeamNames returns the names of accountID's teams by ID.
+	TeamNames(ctx context.Context, accountID string) (map[string]string, error)
+	// TeamsOwn returns what accountID's teams teamIDs (none: all) own, by team ID.
+	TeamsOwn(ctx context.Context, accountID string, teamIDs ...string) (map[string]*store.Owned, error)
 	// ListRules returns one page of accountID's rules ordered by ID.
 	ListRules(ctx context.Context, accountID string, p paging.Page) ([]store.Rule, error)
 	// AllRules returns every rule of accountID, to build the account's policy.

@@ -49,7 +49,7 @@ func (s *Service) CreateTeam(ctx context.Context, p rbac.Principal, name string)
 	if err != nil {
 		return Team{}, err
 	}
-	return Team{ID: t.ID, Name: t.Name, CreatedAt: storedTime(t.CreatedAt), Members: []TeamMember{}}, nil
+	return Team{ID: t.ID, Name: t.Name, CreatedAt: storedTime(t.CreatedAt), Members: []TeamMember{}, Owns: ownedOf(nil)}, nil
 }
 
 // ListTeams returns one page of p's account's teams with their members.
@@ -72,6 +72,10 @@ func (s *Service) ListTeams(ctx context.Context, p rbac.Principal, page paging.P
 	if err != nil {
 		return nil, err
 	}
+	owns, err := s.db.TeamsOwn(ctx, p.AccountID, ids...)
+	if err != nil {
+		return nil, err
+	}
 	byTeam := map[string][]TeamMember{}
 	for _, m := range ms {
 		byTeam[m.TeamID] = append(byTeam[m.TeamID], TeamMember{UserID: m.UserID, Email: m.Email, AddedAt: m.AddedAt})
@@ -82,7 +86,7 @@ func (s *Service) ListTeams(ctx context.Context, p rbac.Principal, page paging.P
 		if members == nil {
 			members = []TeamMember{}
 		}
-		out[i] = Team{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, Members: members}
+		out[i] = Team{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, Members: members, Owns: ownedOf(owns[t.ID])}
 	}
 	return out, nil
 }
@@ -100,14 +104,29 @@ func (s *Service) GetTeam(ctx context.Context, p rbac.Principal, ref string) (Te
 	if err != nil {
 		return Team{}, err
 	}
-	out := Team{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, Members: make([]TeamMember, len(ms))}
+	owns, err := s.db.TeamsOwn(ctx, p.AccountID, t.ID)
+	if err != nil {
+		return Team{}, err
+	}
+	out := Team{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, Members: make([]TeamMember, len(ms)), Owns: ownedOf(owns[t.ID])}
 	for i, m := range ms {
 		out.Members[i] = TeamMember{UserID: m.UserID, Email: m.Email, AddedAt: m.AddedAt}
 	}
 	return out, nil
 }
 
-// DeleteTeam deletes a team of p's account, with its rules.
+func ownedOf(o *store.Owned) Owned {
+	out := Owned{Projects: []string{}, Runtimes: []string{}}
+	if o != nil {
+		out.Projects = append(out.Projects, o.Projects...)
+		out.Runtimes = append(out.Runtimes, o.Runtimes...)
+	}
+	return out
+}
+
+// DeleteTeam deletes a team of p's account, with its rules. A team that owns projects or
+// runtimes, or that another team's or a member's rule names as owner, is not deleted: the error
+// names what it owns (give it to another team or to none first) or the rules.
 func (s *Service) DeleteTeam(ctx context.Context, p rbac.Principal, ref string) (err error) {
 	e := audit.Start(ctx, p, "team.delete", "team", ref)
 	defer func() { s.audit.Finish(ctx, e, err) }()
@@ -122,6 +141,34 @@ func (s *Service) DeleteTeam(ctx context.Context, p rbac.Principal, ref string) 
 		}
 		e.Resource(t.ID)
 		e.Detail("%q", t.Name)
+		owns, err := tx.TeamsOwn(ctx, p.AccountID, t.ID)
+		if err != nil {
+			return err
+		}
+		if o := owns[t.ID]; o != nil {
+			var what []string
+			if len(o.Projects) > 0 {
+				what = append(what, "projects "+strings.Join(o.Projects, ", "))
+			}
+			if len(o.Runtimes) > 0 {
+				what = append(what, "runtimes "+strings.Join(o.Runtimes, ", "))
+			}
+			return fmt.Errorf("team %s owns %s: give them to another team or none first ('freshet project set-owner', 'freshet runtime set-owner'): %w",
+				t.Name, strings.Join(what, " and "), errdefs.ErrConflict)
+		}
+		rules, err := tx.AllRules(ctx, p.AccountID)
+		if err != nil {
+			return err
+		}
+		var naming []string
+		for _, row := range rules {
+			if r, err := ruleOf(row); err == nil && r.Owner == t.ID && r.TeamID != t.ID {
+				naming = append(naming, r.ID)
+			}
+		}
+		if len(naming) > 0 {
+			return fmt.Errorf("team %s is the owner of rules %s: delete them first: %w", t.Name, strings.Join(naming, ", "), errdefs.ErrConflict)
+		}
 		if err := tx.DeleteTeam(ctx, p.AccountID, t.ID); err != nil {
 			return err
 		}
@@ -219,6 +266,9 @@ type RuleInput struct {
 	Action, Kind                string
 	Tags                        []string
 	Runtime, Cluster, Namespace string
+	// Owner is "own-team" (resources owned by the rule's team, or for a member's rule by a team
+	// they are in) or a team of the account (name or ID) that must own the resource.
+	Owner string
 }
 
 type ruleAttrs struct {
@@ -226,6 +276,7 @@ type ruleAttrs struct {
 	Runtime   string   `json:"runtime,omitempty"`
 	Cluster   string   `json:"cluster,omitempty"`
 	Namespace string   `json:"namespace,omitempty"`
+	Owner     string   `json:"owner,omitempty"` // rbac.OwnTeam or a team ID
 }
 
 // ruleOf decodes a stored rule.
@@ -239,7 +290,7 @@ func ruleOf(r store.Rule) (Rule, error) {
 		subject = "team " + r.TeamName
 	}
 	return Rule{Rule: rbac.Rule{ID: r.ID, TeamID: r.TeamID, UserID: r.UserID, Subject: subject, Action: rbac.Action(r.Action),
-		Kind: rbac.Kind(r.Kind), Tags: a.Tags, Runtime: a.Runtime, Cluster: a.Cluster, Namespace: a.Namespace},
+		Kind: rbac.Kind(r.Kind), Tags: a.Tags, Runtime: a.Runtime, Cluster: a.Cluster, Namespace: a.Namespace, Owner: a.Owner, OwnerName: a.Owner},
 		CreatedAt: r.CreatedAt}, nil
 }
 
@@ -263,7 +314,7 @@ func (s *Service) CreateRule(ctx context.Context, p rbac.Principal, in RuleInput
 		return Rule{}, err
 	}
 	r := rbac.Rule{ID: store.NewID(store.PrefixRule), TeamID: in.Team, UserID: in.User, Action: action, Kind: kind, Tags: in.Tags,
-		Runtime: in.Runtime, Cluster: in.Cluster, Namespace: in.Namespace}
+		Runtime: in.Runtime, Cluster: in.Cluster, Namespace: in.Namespace, Owner: in.Owner, OwnerName: in.Owner}
 	if err := r.Validate(); err != nil {
 		return Rule{}, err
 	}
@@ -272,14 +323,26 @@ func (s *Service) CreateRule(ctx context.Context, p rbac.Principal, in RuleInput
 			return Rule{}, errdefs.Invalid(f, v, "is not a name: up to 253 characters without spaces or '/'")
 		}
 	}
-	attrs, err := json.Marshal(ruleAttrs{Tags: in.Tags, Runtime: in.Runtime, Cluster: in.Cluster, Namespace: in.Namespace})
-	if err != nil {
-		return Rule{}, err
-	}
 	now := s.now()
-	row := store.Rule{ID: r.ID, AccountID: p.AccountID, Action: string(action), Kind: string(kind), Attrs: string(attrs), CreatedAt: now}
+	row := store.Rule{ID: r.ID, AccountID: p.AccountID, Action: string(action), Kind: string(kind), CreatedAt: now}
 	e.Resource(r.ID)
+	ownerName := in.Owner
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		owner := in.Owner
+		if owner != "" && owner != rbac.OwnTeam {
+			t, err := tx.GetTeam(ctx, p.AccountID, owner)
+			if errors.Is(err, errdefs.ErrNotFound) {
+				return errdefs.Invalid("owner", in.Owner, "is not a team of this account: use own-team or a team's name (see 'freshet team list')")
+			} else if err != nil {
+				return err
+			}
+			owner, ownerName = t.ID, t.Name
+		}
+		attrs, err := json.Marshal(ruleAttrs{Tags: in.Tags, Runtime: in.Runtime, Cluster: in.Cluster, Namespace: in.Namespace, Owner: owner})
+		if err != nil {
+			return err
+		}
+		row.Attrs = string(attrs)
 		rules, err := tx.AllRules(ctx, p.AccountID)
 		if err != nil {
 			return err
@@ -309,6 +372,7 @@ func (s *Service) CreateRule(ctx context.Context, p rbac.Principal, in RuleInput
 			return err
 		}
 		out, _ := ruleOf(row)
+		out.OwnerName = ownerName
 		e.Detail("%s", out.Describe())
 		return e.Commit(ctx, tx)
 	})
@@ -319,7 +383,31 @@ func (s *Service) CreateRule(ctx context.Context, p rbac.Principal, in RuleInput
 		return Rule{}, err
 	}
 	row.CreatedAt = storedTime(now)
-	return ruleOf(row)
+	out, err := ruleOf(row)
+	out.OwnerName = ownerName
+	return out, err
+}
+
+// nameOwners fills the OwnerName of rules naming an owner team.
+func nameOwners(ctx context.Context, q interface {
+	TeamNames(ctx context.Context, accountID string) (map[string]string, error)
+}, accountID string, rules []*rbac.Rule) error {
+	var names map[string]string
+	for _, r := range rules {
+		if r.Owner == "" || r.Owner == rbac.OwnTeam {
+			continue
+		}
+		if names == nil {
+			var err error
+			if names, err = q.TeamNames(ctx, accountID); err != nil {
+				return err
+			}
+		}
+		if n, ok := names[r.Owner]; ok {
+			r.OwnerName = n
+		}
+	}
+	return nil
 }
 
 // ListRules returns one page of p's account's rules.
@@ -332,12 +420,19 @@ func (s *Service) ListRules(ctx context.Context, p rbac.Principal, page paging.P
 		return nil, err
 	}
 	out := make([]Rule, 0, len(rows))
+	ptrs := make([]*rbac.Rule, 0, len(rows))
 	for _, r := range rows {
 		rule, err := ruleOf(r)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, rule)
+	}
+	for i := range out {
+		ptrs = append(ptrs, &out[i].Rule)
+	}
+	if err := nameOwners(ctx, s.db, p.AccountID, ptrs); err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -413,6 +508,23 @@ func (s *Service) Explain(ctx context.Context, p rbac.Principal, user, action, r
 		if res, err = s.describe(ctx, p.AccountID, k, name); err != nil {
 			return Explanation{}, fmt.Errorf("resource %s: %w", resource, err)
 		}
+	} else if s.describe != nil && attrs.Runtime != "" {
+		// What a runtime holds is owned by the runtime's owner team.
+		// A runtime the account does not have (yet) owns nothing.
+		rt, err := s.describe(ctx, p.AccountID, rbac.KindRuntimes, attrs.Runtime)
+		switch {
+		case err == nil:
+			res.Attrs.Owner = rt.Attrs.Owner
+		case !errors.Is(err, errdefs.ErrNotFound):
+			return Explanation{}, fmt.Errorf("runtime %s: %w", attrs.Runtime, err)
+		}
+	}
+	if res.Attrs.Owner != "" {
+		t, err := s.db.GetTeam(ctx, p.AccountID, res.Attrs.Owner)
+		if err != nil {
+			return Explanation{}, fmt.Errorf("resource %s: its owner team: %w", resource, err)
+		}
+		res.Attrs.OwnerName = t.Name
 	}
 	if user == "" {
 		user = p.UserID

@@ -136,6 +136,14 @@ type Team struct {
 	Name      string
 	Members   []TeamMember
 	CreatedAt time.Time
+	// Owns is what the team owns: the names of its projects and runtimes.
+	Owns Owned
+}
+
+// Owned is what a team owns, by name.
+type Owned struct {
+	Projects []string
+	Runtimes []string
 }
 
 // TeamMember is a member of a team.

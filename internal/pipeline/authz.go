@@ -12,10 +12,10 @@ import (
 
 // The resources of this package as attribute-based rules see them (rbac.Authorize): projects
 // by name, pipelines by project/name with their tags, builds with their pipeline's tags,
-// contexts by name.
+// contexts by name. Projects carry their owner team, pipelines and builds their project's.
 
 func projectResource(pr store.Project) rbac.Resource {
-	return rbac.Resource{Kind: rbac.KindProjects, Name: pr.Name, Attrs: rbac.Attributes{Tags: pr.Tags}}
+	return rbac.Resource{Kind: rbac.KindProjects, Name: pr.Name, Attrs: rbac.Attributes{Tags: pr.Tags, Owner: pr.OwnerTeamID, OwnerName: pr.OwnerTeam}}
 }
 
 func contextResource(name string) rbac.Resource {
@@ -25,10 +25,11 @@ func contextResource(name string) rbac.Resource {
 // pipelineResource describes a stored pipeline; a config that does not decode has no tags.
 func pipelineResource(pl store.Pipeline) rbac.Resource {
 	c, _ := decodeConfig(pl)
-	return rbac.Resource{Kind: rbac.KindPipelines, Name: fullName(pl), Attrs: rbac.Attributes{Tags: c.Tags}}
+	return rbac.Resource{Kind: rbac.KindPipelines, Name: fullName(pl), Attrs: rbac.Attributes{Tags: c.Tags, Owner: pl.ProjectOwner}}
 }
 
-// buildResource describes a build: its pipeline's tags, read only when rules bind p on builds.
+// buildResource describes a build: its pipeline's tags and project's owner, read only when
+// rules bind p on builds.
 func (s *Service) buildResource(ctx context.Context, p rbac.Principal, b store.Build) (rbac.Resource, error) {
 	res := rbac.Resource{Kind: rbac.KindBuilds, Name: b.ID}
 	if !p.Bound(rbac.KindBuilds) {
@@ -38,7 +39,7 @@ func (s *Service) buildResource(ctx context.Context, p rbac.Principal, b store.B
 	if err != nil {
 		return res, fmt.Errorf("build %s: its pipeline: %w", b.ID, err)
 	}
-	res.Attrs.Tags = pipelineResource(pl).Attrs.Tags
+	res.Attrs = pipelineResource(pl).Attrs
 	return res, nil
 }
 

@@ -233,7 +233,7 @@ func (s *Service) ListBuilds(ctx context.Context, p rbac.Principal, f BuildFilte
 		}
 		sf.PipelineID = pl.ID
 	}
-	tags := map[string][]string{} // of pipelines, read once each
+	tags := map[string]rbac.Attributes{} // of pipelines, read once each
 	rows, err := visiblePage(page, func(pg paging.Page) ([]store.Build, error) { return s.db.ListBuilds(ctx, p.AccountID, sf, pg) },
 		func(r store.Build) string { return r.ID },
 		func(rows []store.Build) ([]store.Build, error) {
@@ -248,9 +248,9 @@ func (s *Service) ListBuilds(ctx context.Context, p rbac.Principal, f BuildFilte
 					if err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 						return nil, err
 					}
-					t, tags[b.PipelineID] = res.Attrs.Tags, res.Attrs.Tags
+					t, tags[b.PipelineID] = res.Attrs, res.Attrs
 				}
-				if rbac.Visible(p, rbac.Resource{Kind: rbac.KindBuilds, Name: b.ID, Attrs: rbac.Attributes{Tags: t}}) {
+				if rbac.Visible(p, rbac.Resource{Kind: rbac.KindBuilds, Name: b.ID, Attrs: t}) {
 					out = append(out, b)
 				}
 			}

@@ -10,6 +10,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -92,6 +93,8 @@ type Service struct {
 	net *netpolicy.Policy
 	// onEvents is called after a transaction queued events in the outbox.
 	onEvents func()
+	// onOwnerChange is called after a project changed owner team (see Deps).
+	onOwnerChange func(accountID string)
 	// limits admits runners, builds and build minutes under the account's plan; nil: none.
 	limits Limits
 }
@@ -124,6 +127,9 @@ type Deps struct {
 	// Limits admits runners, builds and build minutes under the account's plan (a
 	// *billing.Service); nil: no limits.
 	Limits Limits
+	// OnOwnerChange is called after a project changed owner team, which may take away what rules
+	// gave some of the account's members: streams held open there are checked again at once.
+	OnOwnerChange func(accountID string)
 }
 
 // Limits is the account's plan as the CI service asks it: Admit refuses, in the transaction
@@ -152,7 +158,7 @@ func New(d Deps) *Service {
 	s := &Service{db: d.Store, audit: d.Audit, keys: d.Keys, log: log, now: time.Now, queued: func() {},
 		baseURL: strings.TrimRight(d.BaseURL, "/"), specs: d.Specs, steps: d.Steps, onCronChange: d.OnCronChange, onPush: d.OnPush,
 		decoy: webhook.NewDecoy(d.Keys), recentPushes: webhook.NewRecent(webhook.ReplayWindow, 0),
-		net: netPolicy(d.Net), onEvents: d.OnEvents, limits: d.Limits}
+		net: netPolicy(d.Net), onEvents: d.OnEvents, limits: d.Limits, onOwnerChange: d.OnOwnerChange}
 	if s.onEvents == nil {
 		s.onEvents = func() {}
 	}
@@ -259,6 +265,12 @@ func variableAAD(accountID, key string) []byte {
 
 // CreateProject creates a project in p's account, with tags for attribute-based rules.
 func (s *Service) CreateProject(ctx context.Context, p rbac.Principal, name string, tags ...string) (_ Project, err error) {
+	return s.CreateOwnedProject(ctx, p, name, "", tags...)
+}
+
+// CreateOwnedProject creates a project in p's account owned by team (name or ID; empty: none),
+// of which p must be a member unless an admin.
+func (s *Service) CreateOwnedProject(ctx context.Context, p rbac.Principal, name, team string, tags ...string) (_ Project, err error) {
 	e := audit.Start(ctx, p, "project.create", "project", "")
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.ManagePipelines); err != nil {
@@ -275,12 +287,21 @@ func (s *Service) CreateProject(ctx context.Context, p rbac.Principal, name stri
 			return Project{}, err
 		}
 	}
-	pr := store.Project{ID: store.NewID(store.PrefixProject), AccountID: p.AccountID, Name: name, Tags: tags, CreatedAt: s.now()}
+	t, err := ownerTeam(ctx, s.db, p, "team", team, "")
+	if err != nil {
+		return Project{}, err
+	}
+	pr := store.Project{ID: store.NewID(store.PrefixProject), AccountID: p.AccountID, Name: name, Tags: tags, CreatedAt: s.now(),
+		OwnerTeamID: t.ID, OwnerTeam: t.Name}
 	if err := rbac.Authorize(p, rbac.ActCreate, projectResource(pr)); err != nil {
 		return Project{}, err
 	}
 	e.Resource(pr.ID)
-	e.Detail("%q", name)
+	if t.Name != "" {
+		e.Detail("%q owned by team %s", name, t.Name)
+	} else {
+		e.Detail("%q", name)
+	}
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		if err := tx.CreateProject(ctx, pr); err != nil {
 			return err
@@ -295,10 +316,25 @@ func (s *Service) CreateProject(ctx context.Context, p rbac.Principal, name stri
 
 // ListProjects lists p's account's projects.
 func (s *Service) ListProjects(ctx context.Context, p rbac.Principal, page paging.Page) ([]Project, error) {
+	return s.ListProjectsOwnedBy(ctx, p, "", page)
+}
+
+// ListProjectsOwnedBy lists p's account's projects team (name or ID; empty: any or none) owns.
+func (s *Service) ListProjectsOwnedBy(ctx context.Context, p rbac.Principal, team string, page paging.Page) ([]Project, error) {
 	if err := rbac.Allow(p, rbac.ReadPipelines); err != nil {
 		return nil, err
 	}
-	rows, err := visiblePage(page, func(pg paging.Page) ([]store.Project, error) { return s.db.ListProjects(ctx, p.AccountID, pg) },
+	var owner string
+	if team != "" {
+		t, err := s.db.GetTeam(ctx, p.AccountID, team)
+		if errors.Is(err, errdefs.ErrNotFound) {
+			return nil, errdefs.Invalid("owner", team, "is not a team of this account (see 'freshet team list')")
+		} else if err != nil {
+			return nil, err
+		}
+		owner = t.ID
+	}
+	rows, err := visiblePage(page, func(pg paging.Page) ([]store.Project, error) { return s.db.ListProjects(ctx, p.AccountID, owner, pg) },
 		func(r store.Project) string { return r.ID },
 		func(rows []store.Project) ([]store.Project, error) {
 			return slices.DeleteFunc(rows, func(r store.Project) bool { return !rbac.Visible(p, projectResource(r)) }), nil
@@ -326,6 +362,93 @@ func (s *Service) GetProject(ctx context.Context, p rbac.Principal, ref string) 
 		return Project{}, err
 	}
 	return toProject(pr), nil
+}
+
+// SetProjectOwner makes team (name or ID; empty: none) the owner of p's account's project ref,
+// and so of its pipelines and builds. It takes the right to update the project and, unless p is
+// an admin, membership of both the team that owns it now and the new one.
+func (s *Service) SetProjectOwner(ctx context.Context, p rbac.Principal, ref, team string) (_ Project, err error) {
+	e := audit.Start(ctx, p, "project.set-owner", "project", ref)
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if err := rbac.Allow(p, rbac.ManagePipelines); err != nil {
+		return Project{}, err
+	}
+	var pr store.Project
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		pr, err = tx.GetProject(ctx, p.AccountID, ref)
+		if err != nil {
+			return err
+		}
+		e.Resource(pr.ID)
+		if err := rbac.Authorize(p, rbac.ActUpdate, projectResource(pr)); err != nil {
+			return err
+		}
+		t, err := ownerTeam(ctx, tx, p, "team", team, pr.OwnerTeamID)
+		if err != nil {
+			return err
+		}
+		e.Detail("%q: owner %s → %s", pr.Name, orNone(pr.OwnerTeam), orNone(t.Name))
+		if err := tx.SetProjectOwner(ctx, p.AccountID, pr.ID, t.ID); err != nil {
+			return err
+		}
+		pr.OwnerTeamID, pr.OwnerTeam = t.ID, t.Name
+		return e.Commit(ctx, tx)
+	})
+	if err != nil {
+		return Project{}, err
+	}
+	if s.onOwnerChange != nil {
+		s.onOwnerChange(p.AccountID)
+	}
+	return toProject(pr), nil
+}
+
+func orNone(team string) string {
+	if team == "" {
+		return "none"
+	}
+	return "team " + team
+}
+
+// ownerTeam resolves team ref (name or ID; empty: none) of p's account, named by field, as the
+// new owner of a resource team oldID owns now (empty: none). Admins may give anything to any
+// team; anyone else must be a member of both the old and the new owner.
+func ownerTeam(ctx context.Context, q interface {
+	GetTeam(ctx context.Context, accountID, ref string) (store.Team, error)
+	IsTeamMember(ctx context.Context, accountID, teamID, userID string) (bool, error)
+}, p rbac.Principal, field, ref, oldID string) (store.Team, error) {
+	var t store.Team
+	if ref != "" {
+		var err error
+		t, err = q.GetTeam(ctx, p.AccountID, ref)
+		if errors.Is(err, errdefs.ErrNotFound) {
+			return t, errdefs.Invalid(field, ref, "is not a team of this account (see 'freshet team list'); give a team's name or ID, or nothing for no owner")
+		} else if err != nil {
+			return t, err
+		}
+	}
+	if p.Role == rbac.Admin {
+		return t, nil
+	}
+	for _, id := range []string{oldID, t.ID} {
+		if id == "" {
+			continue
+		}
+		in, err := q.IsTeamMember(ctx, p.AccountID, id, p.UserID)
+		if err != nil {
+			return t, err
+		}
+		if !in {
+			name := t.Name
+			if id != t.ID {
+				if old, err := q.GetTeam(ctx, p.AccountID, id); err == nil {
+					name = old.Name
+				}
+			}
+			return t, fmt.Errorf("%s: only an admin or a member of team %s may give what it owns away or make it an owner: %w", field, name, errdefs.ErrForbidden)
+		}
+	}
+	return t, nil
 }
 
 // DeleteProject deletes a project with its pipelines and builds.
@@ -380,7 +503,7 @@ func (s *Service) CreatePipeline(ctx context.Context, p rbac.Principal, in Pipel
 		return Pipeline{}, fmt.Errorf("project: %w", err)
 	}
 	if err := rbac.Authorize(p, rbac.ActCreate, rbac.Resource{Kind: rbac.KindPipelines, Name: pr.Name + "/" + in.Name,
-		Attrs: rbac.Attributes{Tags: in.Config.Tags}}); err != nil {
+		Attrs: rbac.Attributes{Tags: in.Config.Tags, Owner: pr.OwnerTeamID}}); err != nil {
 		return Pipeline{}, err
 	}
 	now := s.now()
@@ -434,7 +557,7 @@ func (s *Service) UpdatePipeline(ctx context.Context, p rbac.Principal, ref stri
 		return Pipeline{}, err
 	}
 	// Nor may it be tagged into what the caller could not change.
-	if err := rbac.Authorize(p, rbac.ActUpdate, rbac.Resource{Kind: rbac.KindPipelines, Name: fullName(pl), Attrs: rbac.Attributes{Tags: in.Config.Tags}}); err != nil {
+	if err := rbac.Authorize(p, rbac.ActUpdate, rbac.Resource{Kind: rbac.KindPipelines, Name: fullName(pl), Attrs: rbac.Attributes{Tags: in.Config.Tags, Owner: pl.ProjectOwner}}); err != nil {
 		return Pipeline{}, err
 	}
 	e.Resource(pl.ID)

@@ -18,7 +18,11 @@ type Store interface {
 
 	// Projects and pipelines. Pipelines are read with their project's name.
 	GetProject(ctx context.Context, accountID, idOrName string) (store.Project, error)
-	ListProjects(ctx context.Context, accountID string, p paging.Page) ([]store.Project, error)
+	// ListProjects lists the projects team ownerTeamID owns (empty: all).
+	ListProjects(ctx context.Context, accountID, ownerTeamID string, p paging.Page) ([]store.Project, error)
+	// GetTeam resolves an owner team by ID or name; IsTeamMember says whether a user is in it.
+	GetTeam(ctx context.Context, accountID, ref string) (store.Team, error)
+	IsTeamMember(ctx context.Context, accountID, teamID, userID string) (bool, error)
 	GetPipeline(ctx context.Context, accountID, id string) (store.Pipeline, error)
 	GetPipelineByName(ctx context.Context, accountID, projectID, name string) (store.Pipeline, error)
 	ListPipelines(ctx context.Context, accountID, projectID string, p paging.Page) ([]store.Pipeline, error)

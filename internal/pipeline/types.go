@@ -18,6 +18,9 @@ type Project struct {
 	ID, AccountID, Name string
 	Tags                []string // what attribute-based rules match the project by
 	CreatedAt           time.Time
+	// OwnerTeam is the name of the team that owns the project (and its pipelines and builds);
+	// empty when none does.
+	OwnerTeam string
 }
 
 // Pipeline is a CI pipeline. Its Config is decoded, with the values of encrypted variables
@@ -126,7 +129,7 @@ type BuildFilter struct {
 }
 
 func toProject(r store.Project) Project {
-	return Project{ID: r.ID, AccountID: r.AccountID, Name: r.Name, Tags: r.Tags, CreatedAt: r.CreatedAt}
+	return Project{ID: r.ID, AccountID: r.AccountID, Name: r.Name, Tags: r.Tags, CreatedAt: r.CreatedAt, OwnerTeam: r.OwnerTeam}
 }
 
 // toPipeline decodes a stored pipeline and masks its encrypted variables.

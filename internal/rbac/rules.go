@@ -70,6 +70,10 @@ var coarse = map[Kind]map[Action]Permission{
 	KindWorkflows: {ActCreate: ReadRuntimes, ActRead: ReadRuntimes, ActUpdate: ReadRuntimes, ActRun: ReadRuntimes, ActTerminate: ReadRuntimes},
 }
 
+// owned kinds have an owner team: a project's (its pipelines and builds inherit it) or a
+// runtime's (its clusters, applications, git sources and workflows inherit it).
+func (k Kind) owned() bool { return k != KindContexts }
+
 // tagged kinds carry tags; gitops kinds carry runtime, cluster and namespace.
 func (k Kind) tagged() bool { return k == KindProjects || k == KindPipelines || k == KindBuilds }
 func (k Kind) gitops() bool {
@@ -112,13 +116,21 @@ func ActionsOn(k Kind) []Action {
 }
 
 // Attributes describe a resource to rules: tags on projects, pipelines and builds (a build's
-// are its pipeline's); runtime, cluster and namespace on GitOps resources.
+// are its pipeline's); runtime, cluster and namespace on GitOps resources; the owner team on
+// all but contexts (a project's, inherited by its pipelines and builds; a runtime's, inherited
+// by its clusters, applications, git sources and workflows).
 type Attributes struct {
 	Tags      []string
 	Runtime   string
 	Cluster   string
 	Namespace string
+	Owner     string // the owner team's ID; empty: no team owns it
+	OwnerName string // the owner team's name, for messages (Explain fills it)
 }
+
+// OwnTeam is the owner attribute of a rule that matches resources owned by the rule's team, or
+// for a user's rule by a team the user is in.
+const OwnTeam = "own-team"
 
 // Resource is what an action is on.
 type Resource struct {
@@ -147,6 +159,10 @@ type Rule struct {
 	Runtime   string
 	Cluster   string
 	Namespace string
+	// Owner is OwnTeam, or the ID of the team (of the rule's account) that must own the
+	// resource; empty matches any owner or none. OwnerName names it in messages.
+	Owner     string
+	OwnerName string
 }
 
 // Validate checks r's action, kind and attributes, naming the bad field.
@@ -173,6 +189,9 @@ func (r Rule) Validate() error {
 		if err := ValidateTag(fmt.Sprintf("tags[%d]", i), t); err != nil {
 			return err
 		}
+	}
+	if r.Owner != "" && !r.Kind.owned() {
+		return errdefs.Invalid("owner", r.OwnerName, fmt.Sprintf("does not apply to %s: teams own projects (with their pipelines and builds) and runtimes (with their clusters, applications, gitsources and workflows)", r.Kind))
 	}
 	if !r.Kind.gitops() {
 		for _, f := range []struct{ name, v string }{{"runtime", r.Runtime}, {"cluster", r.Cluster}, {"namespace", r.Namespace}} {
@@ -203,9 +222,28 @@ func ValidateTag(field, t string) error {
 	return nil
 }
 
+// ownerOK reports whether r's owner attribute holds for a resource owned by team owner; teams
+// are the teams of the user the rules bind (for a user's own-team rule).
+func (r *Rule) ownerOK(owner string, teams map[string]bool) bool {
+	switch {
+	case r.Owner == "":
+		return true
+	case owner == "":
+		return false
+	case r.Owner != OwnTeam:
+		return r.Owner == owner
+	case r.TeamID != "":
+		return r.TeamID == owner
+	}
+	return teams[owner]
+}
+
 // match reports whether r's attributes hold for res (its action and kind are not checked);
 // it is Matches without the reason, for the path every request takes.
-func (r *Rule) match(res Resource) bool {
+func (r *Rule) match(res Resource, teams map[string]bool) bool {
+	if !r.ownerOK(res.Attrs.Owner, teams) {
+		return false
+	}
 	if len(r.Tags) > 0 && !slices.ContainsFunc(r.Tags, func(t string) bool { return slices.Contains(res.Attrs.Tags, t) }) {
 		return false
 	}
@@ -213,11 +251,24 @@ func (r *Rule) match(res Resource) bool {
 		(r.Namespace == "" || r.Namespace == res.Attrs.Namespace)
 }
 
-// Matches reports whether r's attributes hold for res (its action and kind are not checked),
-// and when not, why.
-func (r *Rule) Matches(res Resource) (bool, string) {
-	if r.match(res) {
+// Matches reports whether r's attributes hold for res (its action and kind are not checked)
+// for a user in teams (team IDs), and when not, why.
+func (r *Rule) Matches(res Resource, teams map[string]bool) (bool, string) {
+	if r.match(res, teams) {
 		return true, ""
+	}
+	if !r.ownerOK(res.Attrs.Owner, teams) {
+		owned := "is owned by no team"
+		if res.Attrs.Owner != "" {
+			owned = "is owned by team " + ownerName(res.Attrs)
+		}
+		switch {
+		case r.Owner != OwnTeam:
+			return false, fmt.Sprintf("%s %s, not by team %s", res, owned, r.OwnerName)
+		case r.TeamID != "":
+			return false, fmt.Sprintf("%s %s, not by the rule's %s", res, owned, r.Subject)
+		}
+		return false, fmt.Sprintf("%s %s, not by a team the user is in", res, owned)
 	}
 	if len(r.Tags) > 0 && !slices.ContainsFunc(r.Tags, func(t string) bool { return slices.Contains(res.Attrs.Tags, t) }) {
 		return false, fmt.Sprintf("%s has none of the tags %s", res, strings.Join(r.Tags, ", "))
@@ -242,7 +293,35 @@ func (r *Rule) Describe() string {
 			fmt.Fprintf(&b, " in %s %s", f.name, f.v)
 		}
 	}
+	switch {
+	case r.Owner == OwnTeam && r.TeamID != "":
+		b.WriteString(" owned by the team")
+	case r.Owner == OwnTeam:
+		b.WriteString(" owned by a team of theirs")
+	case r.Owner != "":
+		fmt.Fprintf(&b, " owned by team %s", r.OwnerName)
+	}
 	return b.String()
+}
+
+func ownerName(a Attributes) string {
+	if a.OwnerName != "" {
+		return a.OwnerName
+	}
+	return a.Owner
+}
+
+// ownerWhy says why r's owner attribute holds for res, for Explain.
+func (r *Rule) ownerWhy(res Resource) string {
+	switch {
+	case r.Owner == "":
+		return ""
+	case r.Owner != OwnTeam:
+		return fmt.Sprintf("; %s is owned by team %s, the team the rule names", res, ownerName(res.Attrs))
+	case r.TeamID != "":
+		return fmt.Sprintf("; %s is owned by team %s, the rule's own team (owner: own-team)", res, ownerName(res.Attrs))
+	}
+	return fmt.Sprintf("; %s is owned by team %s, which the user is in (owner: own-team)", res, ownerName(res.Attrs))
 }
 
 // Rules are the rules that bind one user in one account: which kinds are governed there, and
@@ -251,6 +330,8 @@ func (r *Rule) Describe() string {
 type Rules struct {
 	governed map[Kind]bool
 	byKey    map[ruleKey][]*Rule
+	teams    map[string]bool // the user's teams, for their own-team rules
+	byOwner  map[Kind]bool   // kinds some rule of the user matches by owner
 }
 
 type ruleKey struct {
@@ -258,16 +339,28 @@ type ruleKey struct {
 	action Action
 }
 
-// NewRules builds the Rules of a user from the kinds governed in the account and the rules for
-// the user or their teams.
-func NewRules(governed []Kind, rules []*Rule) *Rules {
+// NewRules builds the Rules of a user from the kinds governed in the account, the rules for the
+// user or their teams, and the IDs of the teams the user is in.
+func NewRules(governed []Kind, rules []*Rule, teams ...string) *Rules {
 	rs := &Rules{governed: make(map[Kind]bool, len(governed)), byKey: make(map[ruleKey][]*Rule)}
+	if len(teams) > 0 {
+		rs.teams = make(map[string]bool, len(teams))
+		for _, t := range teams {
+			rs.teams[t] = true
+		}
+	}
 	for _, k := range governed {
 		rs.governed[k] = true
 	}
 	for _, r := range rules {
 		k := ruleKey{r.Kind, r.Action}
 		rs.byKey[k] = append(rs.byKey[k], r)
+		if r.Owner != "" {
+			if rs.byOwner == nil {
+				rs.byOwner = map[Kind]bool{}
+			}
+			rs.byOwner[r.Kind] = true
+		}
 	}
 	return rs
 }
@@ -290,7 +383,7 @@ func Authorize(p Principal, a Action, res Resource) error {
 		return nil
 	}
 	for _, r := range p.Rules.byKey[ruleKey{res.Kind, a}] {
-		if r.match(res) {
+		if r.match(res, p.Rules.teams) {
 			return nil
 		}
 	}
@@ -339,15 +432,22 @@ func Explain(p Principal, a Action, res Resource) Decision {
 		d.Reasons = append(d.Reasons, fmt.Sprintf("rules: no rule names %s in this account, so the role decides", res.Kind))
 		return d
 	}
+	if res.Kind.owned() {
+		if res.Attrs.Owner != "" {
+			d.Reasons = append(d.Reasons, fmt.Sprintf("owner: %s is owned by team %s", res, ownerName(res.Attrs)))
+		} else {
+			d.Reasons = append(d.Reasons, fmt.Sprintf("owner: %s is owned by no team", res))
+		}
+	}
 	cands := p.Rules.byKey[ruleKey{res.Kind, a}]
 	if len(cands) == 0 {
 		d.Reasons = append(d.Reasons, fmt.Sprintf("rules: rules govern %s, and none for this user or their teams lets them %s %s", res.Kind, a, res.Kind))
 		return d
 	}
 	for _, r := range cands {
-		if ok, why := r.Matches(res); ok {
+		if ok, why := r.Matches(res, p.Rules.teams); ok {
 			d.Allowed, d.Rule = true, r
-			d.Reasons = append(d.Reasons, fmt.Sprintf("rules: rule %s allows it (%s)", r.ID, r.Describe()))
+			d.Reasons = append(d.Reasons, fmt.Sprintf("rules: rule %s allows it (%s)%s", r.ID, r.Describe(), r.ownerWhy(res)))
 			return d
 		} else {
 			d.Reasons = append(d.Reasons, fmt.Sprintf("rules: rule %s (%s) does not match: %s", r.ID, r.Describe(), why))
@@ -360,3 +460,8 @@ func Explain(p Principal, a Action, res Resource) Decision {
 // Bound reports whether rules bind p on kind k: rules govern k in p's account and p is not an
 // admin. Callers use it to skip reading attributes no rule will look at.
 func (p Principal) Bound(k Kind) bool { return p.Role != Admin && p.Rules.Governed(k) }
+
+// OwnerMatters reports whether a decision for p on kind k may turn on the resource's owner
+// team: rules bind p on k and one of p's rules for k names an owner. Callers that must read the
+// owner separately (it does not come with the row they hold) skip the read when it does not.
+func (p Principal) OwnerMatters(k Kind) bool { return p.Bound(k) && p.Rules.byOwner[k] }

@@ -98,6 +98,8 @@ type Application struct {
 	AccountID string
 	RuntimeID string
 	Runtime   string // the runtime's name
+	// RuntimeOwner is the ID of the team that owns the runtime (and so the application).
+	RuntimeOwner string
 	runtimev1.Application
 	UpdatedAt time.Time // when a report last changed it
 }
@@ -109,7 +111,7 @@ func applicationFromRow(r store.Application) (Application, error) {
 		return Application{}, err
 	}
 	state.Name = r.Name
-	return Application{ID: r.ID, AccountID: r.AccountID, RuntimeID: r.RuntimeID, Runtime: r.Runtime, Application: state, UpdatedAt: r.UpdatedAt}, nil
+	return Application{ID: r.ID, AccountID: r.AccountID, RuntimeID: r.RuntimeID, Runtime: r.Runtime, RuntimeOwner: r.RuntimeOwner, Application: state, UpdatedAt: r.UpdatedAt}, nil
 }
 
 // decodeState returns an application's state as its runtime reported it, which a row keeps as

@@ -11,27 +11,35 @@ import (
 
 // The resources of this package as attribute-based rules see them (rbac.Authorize): a runtime
 // by its name (its runtime attribute is itself); an application by runtime/name, with its
-// runtime, its destination cluster (name, or server URL when unnamed) and namespace.
+// runtime, its destination cluster (name, or server URL when unnamed) and namespace. Both carry
+// the runtime's owner team (owner: the team's ID, empty when none): what a runtime holds is
+// owned by the runtime's owner.
 
-func runtimeResource(name string) rbac.Resource {
-	return rbac.Resource{Kind: rbac.KindRuntimes, Name: name, Attrs: rbac.Attributes{Runtime: name}}
+func runtimeResource(name, owner string) rbac.Resource {
+	return rbac.Resource{Kind: rbac.KindRuntimes, Name: name, Attrs: rbac.Attributes{Runtime: name, Owner: owner}}
 }
 
-func appResource(runtime, name, destName, destServer, namespace string) rbac.Resource {
+func rtResource(rt store.Runtime) rbac.Resource {
+	res := runtimeResource(rt.Name, rt.OwnerTeamID)
+	res.Attrs.OwnerName = rt.OwnerTeam
+	return res
+}
+
+func appResource(runtime, owner, name, destName, destServer, namespace string) rbac.Resource {
 	cluster := destName
 	if cluster == "" {
 		cluster = destServer
 	}
 	return rbac.Resource{Kind: rbac.KindApplications, Name: runtime + "/" + name,
-		Attrs: rbac.Attributes{Runtime: runtime, Cluster: cluster, Namespace: namespace}}
+		Attrs: rbac.Attributes{Runtime: runtime, Cluster: cluster, Namespace: namespace, Owner: owner}}
 }
 
 func appRowResource(r store.Application) rbac.Resource {
-	return appResource(r.Runtime, r.Name, r.DestName, r.DestServer, r.DestNamespace)
+	return appResource(r.Runtime, r.RuntimeOwner, r.Name, r.DestName, r.DestServer, r.DestNamespace)
 }
 
 func (a Application) resource() rbac.Resource {
-	return appResource(a.Runtime, a.Name, a.DestName, a.DestServer, a.DestNamespace)
+	return appResource(a.Runtime, a.RuntimeOwner, a.Name, a.DestName, a.DestServer, a.DestNamespace)
 }
 
 // Resource describes the resource of kind k named name in accountID as rules see it, for
@@ -43,7 +51,7 @@ func (s *Service) Resource(ctx context.Context, accountID string, k rbac.Kind, n
 		if err != nil {
 			return rbac.Resource{}, err
 		}
-		return runtimeResource(rt.Name), nil
+		return rtResource(rt), nil
 	case rbac.KindApplications:
 		runtime, app, ok := cutLast(name)
 		if !ok {

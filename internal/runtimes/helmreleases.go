@@ -214,13 +214,13 @@ func (s *Service) helmReleases(ctx context.Context, p rbac.Principal, f HelmRele
 	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
 		return nil, err
 	}
-	names := map[string]string{}
+	names, owners := map[string]string{}, map[string]string{}
 	rts, err := s.db.ListRuntimes(ctx, p.AccountID)
 	if err != nil {
 		return nil, err
 	}
 	for _, rt := range rts {
-		names[rt.ID] = rt.Name
+		names[rt.ID], owners[rt.ID] = rt.Name, rt.OwnerTeamID
 	}
 	sf := store.HelmReleaseFilter{Cluster: f.Cluster, Namespace: f.Namespace, Name: name}
 	if f.Runtime != "" {
@@ -236,7 +236,7 @@ func (s *Service) helmReleases(ctx context.Context, p rbac.Principal, f HelmRele
 	}
 	out := []HelmRelease{}
 	for _, r := range rows {
-		if !rbac.Visible(p, runtimeResource(names[r.RuntimeID])) {
+		if !rbac.Visible(p, runtimeResource(names[r.RuntimeID], owners[r.RuntimeID])) {
 			continue
 		}
 		h, err := helmFromRow(r, names[r.RuntimeID], withHistory)

@@ -72,6 +72,9 @@ type Runtime struct {
 	Info
 	LastHeartbeat time.Time // zero before the first heartbeat
 	CreatedAt     time.Time
+	// OwnerTeam is the name of the team that owns the runtime (and its clusters, applications,
+	// git sources and workflows); empty when none does.
+	OwnerTeam string
 }
 
 // Info is what a runtime last reported in a heartbeat. It is stored as JSON.
@@ -117,7 +120,8 @@ func ManagedClusters(ctx context.Context, tx *store.Tx, accountID, runtimeID str
 // marking it disconnected, authenticating it) can go on.
 func runtimeFromRow(r store.Runtime) (Runtime, error) {
 	rt := Runtime{ID: r.ID, AccountID: r.AccountID, Name: r.Name, Type: r.Type, AccessMode: r.AccessMode, IngressURL: r.IngressURL,
-		Repo: r.Repo, Version: r.Version, Status: r.Status, LastHeartbeat: r.LastHeartbeat, CreatedAt: r.CreatedAt}
+		Repo: r.Repo, Version: r.Version, Status: r.Status, LastHeartbeat: r.LastHeartbeat, CreatedAt: r.CreatedAt,
+		OwnerTeam: r.OwnerTeam}
 	if r.Info == "" {
 		return rt, nil
 	}
@@ -159,6 +163,8 @@ type Service struct {
 	tunnel      Tunnel
 	// onEvents is called after a report queued bus events in the outbox.
 	onEvents func()
+	// onOwnerChange is called after a runtime changed owner team (see Deps).
+	onOwnerChange func(accountID string)
 	// limits admits hosted runtimes under the account's plan; nil: none.
 	limits Limits
 	// decoy verifies deliveries to accounts without a GitOps webhook (HandleWebhook).
@@ -184,6 +190,9 @@ type Deps struct {
 	// Limits admits hosted runtimes under the account's plan (a *billing.Service); nil: no
 	// limits beyond one hosted runtime per account.
 	Limits Limits
+	// OnOwnerChange is called after a runtime changed owner team, which may take away what rules
+	// gave some of the account's members: streams held open there are checked again at once.
+	OnOwnerChange func(accountID string)
 }
 
 // New returns the registry built from d.
@@ -197,7 +206,7 @@ func New(d Deps) *Service {
 		sealer = d.Keys
 	}
 	return &Service{db: d.Store, audit: d.Audit, keys: d.Keys, log: log, now: time.Now,
-		provisioner: d.Provisioner, tunnel: d.Tunnel, onEvents: d.OnEvents, limits: d.Limits,
+		provisioner: d.Provisioner, tunnel: d.Tunnel, onEvents: d.OnEvents, limits: d.Limits, onOwnerChange: d.OnOwnerChange,
 		decoy: webhook.NewDecoy(sealer), recentPushes: webhook.NewRecent(webhook.ReplayWindow, 0)}
 }
 
@@ -213,6 +222,7 @@ type RegisterInput struct {
 	AccessMode  string // ingress or tunnel
 	IngressHost string // ingress mode: https URL or host the app-proxy is reachable at
 	Repo        string // the installation repository
+	Team        string // the team (name or ID) that owns the runtime; empty: none
 }
 
 func validate(in *RegisterInput) error {
@@ -250,10 +260,17 @@ func (s *Service) Register(ctx context.Context, p rbac.Principal, in RegisterInp
 	if err := validate(&in); err != nil {
 		return rt, "", err
 	}
-	if err := rbac.Authorize(p, rbac.ActCreate, runtimeResource(in.Name)); err != nil {
+	team, err := ownerTeam(ctx, s.db, p, "team", in.Team, "")
+	if err != nil {
 		return rt, "", err
 	}
-	return s.create(ctx, p.AccountID, TypeHybrid, in, e)
+	if err := rbac.Authorize(p, rbac.ActCreate, runtimeResource(in.Name, team.ID)); err != nil {
+		return rt, "", err
+	}
+	in.Team = team.ID
+	rt, tok, err = s.create(ctx, p.AccountID, TypeHybrid, in, e)
+	rt.OwnerTeam = team.Name
+	return rt, tok, err
 }
 
 func (s *Service) create(ctx context.Context, accountID, typ string, in RegisterInput, e *audit.Entry) (Runtime, string, error) {
@@ -261,7 +278,7 @@ func (s *Service) create(ctx context.Context, accountID, typ string, in Register
 	now := s.now()
 	row := store.Runtime{ID: store.NewID(store.PrefixRuntime), AccountID: accountID, Name: in.Name, Type: typ, AccessMode: in.AccessMode,
 		IngressURL: in.IngressHost, Repo: in.Repo, TokenPrefix: minted.ID, TokenHash: minted.Hash, Status: StatusInstalling,
-		Info: "{}", CreatedAt: now}
+		Info: "{}", CreatedAt: now, OwnerTeamID: in.Team}
 	e.Resource(row.ID)
 	e.Detail("%s runtime %q (%s)", typ, in.Name, in.AccessMode)
 	err := s.db.Tx(ctx, func(tx *store.Tx) error {
@@ -300,7 +317,7 @@ func (s *Service) CreateHosted(ctx context.Context, p rbac.Principal, name strin
 	if err := validate(&in); err != nil {
 		return rt, err
 	}
-	if err := rbac.Authorize(p, rbac.ActCreate, runtimeResource(in.Name)); err != nil {
+	if err := rbac.Authorize(p, rbac.ActCreate, runtimeResource(in.Name, "")); err != nil {
 		return rt, err
 	}
 	existing, err := s.db.ListRuntimes(ctx, p.AccountID)
@@ -332,7 +349,26 @@ func (s *Service) List(ctx context.Context, p rbac.Principal) ([]Runtime, error)
 	if err != nil {
 		return nil, err
 	}
-	rows = slices.DeleteFunc(rows, func(r store.Runtime) bool { return !rbac.Visible(p, runtimeResource(r.Name)) })
+	rows = slices.DeleteFunc(rows, func(r store.Runtime) bool { return !rbac.Visible(p, rtResource(r)) })
+	return runtimesFromRows(rows)
+}
+
+// ListOwnedBy returns p's account's runtimes team (name or ID) owns.
+func (s *Service) ListOwnedBy(ctx context.Context, p rbac.Principal, team string) ([]Runtime, error) {
+	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
+		return nil, err
+	}
+	t, err := s.db.GetTeam(ctx, p.AccountID, team)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		return nil, errdefs.Invalid("owner", team, "is not a team of this account (see 'freshet team list')")
+	} else if err != nil {
+		return nil, err
+	}
+	rows, err := s.db.ListRuntimes(ctx, p.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	rows = slices.DeleteFunc(rows, func(r store.Runtime) bool { return r.OwnerTeamID != t.ID || !rbac.Visible(p, rtResource(r)) })
 	return runtimesFromRows(rows)
 }
 
@@ -345,7 +381,7 @@ func (s *Service) Get(ctx context.Context, p rbac.Principal, ref string) (Runtim
 	if err != nil {
 		return Runtime{}, err
 	}
-	if err := rbac.Authorize(p, rbac.ActRead, runtimeResource(row.Name)); err != nil {
+	if err := rbac.Authorize(p, rbac.ActRead, rtResource(row)); err != nil {
 		return Runtime{}, err
 	}
 	return runtimeFromRow(row)
@@ -365,7 +401,7 @@ func (s *Service) RotateToken(ctx context.Context, p rbac.Principal, ref string)
 			return err
 		}
 		e.Resource(rt.ID)
-		if err := rbac.Authorize(p, rbac.ActUpdate, runtimeResource(rt.Name)); err != nil {
+		if err := rbac.Authorize(p, rbac.ActUpdate, rtResource(rt)); err != nil {
 			return err
 		}
 		if err := tx.SetRuntimeToken(ctx, p.AccountID, rt.ID, minted.ID, minted.Hash); err != nil {
@@ -374,6 +410,95 @@ func (s *Service) RotateToken(ctx context.Context, p rbac.Principal, ref string)
 		return e.Commit(ctx, tx)
 	})
 	return minted.Token, err
+}
+
+// SetOwner makes team (name or ID; empty: none) the owner of p's account's runtime ref, and so
+// of its clusters, applications, git sources and workflows. It takes the right to update the
+// runtime and, unless p is an admin, membership of both the team that owns it now and the new
+// one.
+func (s *Service) SetOwner(ctx context.Context, p rbac.Principal, ref, team string) (rt Runtime, err error) {
+	e := audit.Start(ctx, p, "runtime.set-owner", "runtime", ref)
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if err := rbac.Allow(p, rbac.ManageRuntimes); err != nil {
+		return rt, err
+	}
+	var row store.Runtime
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		row, err = tx.GetRuntime(ctx, p.AccountID, ref)
+		if err != nil {
+			return err
+		}
+		e.Resource(row.ID)
+		if err := rbac.Authorize(p, rbac.ActUpdate, rtResource(row)); err != nil {
+			return err
+		}
+		t, err := ownerTeam(ctx, tx, p, "team", team, row.OwnerTeamID)
+		if err != nil {
+			return err
+		}
+		e.Detail("%q: owner %s → %s", row.Name, orNone(row.OwnerTeam), orNone(t.Name))
+		if err := tx.SetRuntimeOwner(ctx, p.AccountID, row.ID, t.ID); err != nil {
+			return err
+		}
+		row.OwnerTeamID, row.OwnerTeam = t.ID, t.Name
+		return e.Commit(ctx, tx)
+	})
+	if err != nil {
+		return Runtime{}, err
+	}
+	if s.onOwnerChange != nil {
+		s.onOwnerChange(p.AccountID)
+	}
+	rt, _ = runtimeFromRow(row)
+	return rt, nil
+}
+
+func orNone(team string) string {
+	if team == "" {
+		return "none"
+	}
+	return "team " + team
+}
+
+// ownerTeam resolves team ref (name or ID; empty: none) of p's account, named by field, as the
+// new owner of a resource team oldID owns now (empty: none). Admins may give anything to any
+// team; anyone else must be a member of both the old and the new owner.
+func ownerTeam(ctx context.Context, q interface {
+	GetTeam(ctx context.Context, accountID, ref string) (store.Team, error)
+	IsTeamMember(ctx context.Context, accountID, teamID, userID string) (bool, error)
+}, p rbac.Principal, field, ref, oldID string) (store.Team, error) {
+	var t store.Team
+	if ref != "" {
+		var err error
+		t, err = q.GetTeam(ctx, p.AccountID, ref)
+		if errors.Is(err, errdefs.ErrNotFound) {
+			return t, errdefs.Invalid(field, ref, "is not a team of this account (see 'freshet team list'); give a team's name or ID, or nothing for no owner")
+		} else if err != nil {
+			return t, err
+		}
+	}
+	if p.Role == rbac.Admin {
+		return t, nil
+	}
+	for _, id := range []string{oldID, t.ID} {
+		if id == "" {
+			continue
+		}
+		in, err := q.IsTeamMember(ctx, p.AccountID, id, p.UserID)
+		if err != nil {
+			return t, err
+		}
+		if !in {
+			name := t.Name
+			if id != t.ID {
+				if old, err := q.GetTeam(ctx, p.AccountID, id); err == nil {
+					name = old.Name
+				}
+			}
+			return t, fmt.Errorf("%s: only an admin or a member of team %s may give what it owns away or make it an owner: %w", field, name, errdefs.ErrForbidden)
+		}
+	}
+	return t, nil
 }
 
 // Delete deregisters a runtime (a hosted one is also stopped); its token stops working.
@@ -389,7 +514,7 @@ func (s *Service) Delete(ctx context.Context, p rbac.Principal, ref string) (err
 	}
 	rt, _ := runtimeFromRow(row) // deleting it needs no report
 	e.Resource(rt.ID)
-	if err := rbac.Authorize(p, rbac.ActDelete, runtimeResource(row.Name)); err != nil {
+	if err := rbac.Authorize(p, rbac.ActDelete, rtResource(row)); err != nil {
 		return err
 	}
 	if rt.Type == TypeHosted && s.provisioner != nil {

@@ -17,6 +17,9 @@ type Store interface {
 	Tx(ctx context.Context, fn func(tx *store.Tx) error) error
 
 	// ListRuntimes returns account's runtimes by name.
+	// GetTeam resolves an owner team by ID or name; IsTeamMember says whether a user is in it.
+	GetTeam(ctx context.Context, accountID, ref string) (store.Team, error)
+	IsTeamMember(ctx context.Context, accountID, teamID, userID string) (bool, error)
 	ListRuntimes(ctx context.Context, accountID string) ([]store.Runtime, error)
 	// GetRuntime returns account's runtime by ID or name.
 	GetRuntime(ctx context.Context, accountID, idOrName string) (store.Runtime, error)

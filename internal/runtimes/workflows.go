@@ -150,9 +150,9 @@ func queueWorkflowFinished(ctx context.Context, tx *store.Tx, rt Runtime, row st
 	})
 }
 
-func workflowResource(runtime, namespace, name string) rbac.Resource {
+func workflowResource(runtime, owner, namespace, name string) rbac.Resource {
 	return rbac.Resource{Kind: rbac.KindWorkflows, Name: runtime + "/" + namespace + "/" + name,
-		Attrs: rbac.Attributes{Runtime: runtime, Namespace: namespace}}
+		Attrs: rbac.Attributes{Runtime: runtime, Namespace: namespace, Owner: owner}}
 }
 
 // ArchiveFilter narrows ListArchivedWorkflows: a runtime (name or ID), namespace, workflow
@@ -181,13 +181,13 @@ func (s *Service) ListArchivedWorkflows(ctx context.Context, p rbac.Principal, f
 	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
 		return nil, err
 	}
-	names := map[string]string{}
+	names, owners := map[string]string{}, map[string]string{}
 	rts, err := s.db.ListRuntimes(ctx, p.AccountID)
 	if err != nil {
 		return nil, err
 	}
 	for _, rt := range rts {
-		names[rt.ID] = rt.Name
+		names[rt.ID], owners[rt.ID] = rt.Name, rt.OwnerTeamID
 	}
 	sf := store.ArchivedWorkflowFilter{Namespace: f.Namespace, Name: f.Name, Phase: f.Phase}
 	if f.Runtime != "" {
@@ -206,7 +206,7 @@ func (s *Service) ListArchivedWorkflows(ctx context.Context, p rbac.Principal, f
 	}
 	out := []ArchivedWorkflow{}
 	for _, r := range rows {
-		if !rbac.Visible(p, workflowResource(names[r.RuntimeID], r.Namespace, r.Name)) {
+		if !rbac.Visible(p, workflowResource(names[r.RuntimeID], owners[r.RuntimeID], r.Namespace, r.Name)) {
 			continue
 		}
 		w, err := archivedFromRow(r, names[r.RuntimeID])
@@ -232,7 +232,7 @@ func (s *Service) GetArchivedWorkflow(ctx context.Context, p rbac.Principal, idO
 	if err != nil {
 		return ArchivedWorkflow{}, err
 	}
-	if err := rbac.Authorize(p, rbac.ActRead, workflowResource(rt.Name, r.Namespace, r.Name)); err != nil {
+	if err := rbac.Authorize(p, rbac.ActRead, workflowResource(rt.Name, rt.OwnerTeamID, r.Namespace, r.Name)); err != nil {
 		return ArchivedWorkflow{}, err
 	}
 	return archivedFromRow(r, rt.Name)

@@ -48,6 +48,8 @@ var laxBase = map[string]string{
 	"POST /api/v1/runners":                       `{"name":"lax-runner","labels":{"os":"linux"}}`,
 	"POST /api/graphql":                          `{"query":"{ me { role } }","variables":{"a":1}}`,
 	"POST /api/v1/teams":                         `{"name":"lax-team"}`,
+	"PUT /api/v1/projects/{project}/owner":       `{"team":""}`,
+	"PUT /api/v1/runtimes/{runtime}/owner":       `{"team":""}`,
 	"POST /api/v1/images":                        `{"image":"ghcr.io/lax/web:1","digest":"sha256:` + strings.Repeat("ab", 32) + `","commit":"0123456789abcdef0123456789abcdef01234567","issues":["LAX-1"]}`,
 	"POST /api/v1/issue-trackers":                `{"name":"lax-tracker","kind":"github","scope":["lax"]}`,
 	"POST /api/v1/notifications/channels":        `{"name":"lax-channel","kind":"webhook","url":"https://lax-hook.example/in","secret":"lax-secret"}`,

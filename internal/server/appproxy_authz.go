@@ -132,6 +132,15 @@ func (s *Server) authorizeAppProxy(ctx context.Context, p rbac.Principal, rtName
 	if ns, _, ok := strings.Cut(name, "/"); ok && kind == rbac.KindWorkflows {
 		res.Attrs.Namespace = ns // a workflow's rules may name its namespace
 	}
+	if p.OwnerMatters(kind) {
+		// What a runtime holds is owned by the runtime's owner team, read now: ownership can
+		// change while the tunnel stays up.
+		rt, err := s.runtimes.Resource(ctx, p.AccountID, rbac.KindRuntimes, rtName)
+		if err != nil {
+			return err
+		}
+		res.Attrs.Owner = rt.Attrs.Owner
+	}
 	if kind == rbac.KindApplications && name != "" && p.Bound(kind) {
 		got, err := s.runtimes.Resource(ctx, p.AccountID, kind, rtName+"/"+name)
 		switch {

@@ -177,6 +177,13 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 		t.Fatal(err)
 	}
 	tn.aProject, tn.aPipeline, tn.aBuild, tn.aRunner, tn.aTrigger, tn.aRuntime = pr.ID, pl.ID, bl.ID, rn.ID, trg.ID, art.ID
+	// A's team owns A's project and runtime: B's lists and reads must not show it.
+	if _, err := s.Admin.SetProjectOwner(ctx, pr.ID, tn.aTeam); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Admin.SetRuntimeOwner(ctx, art.ID, tn.aTeam); err != nil {
+		t.Fatal(err)
+	}
 	// An image A's build pushed (recorded as the runner protocol records it; the build stays
 	// queued for the checks below).
 	if _, err := s.DB().PutBuildImage(ctx, store.BuildImage{ID: store.NewID(store.PrefixImage), AccountID: aMe.Account.ID, BuildID: bl.ID, Step: "one",
@@ -680,6 +687,15 @@ func init() {
 		},
 		"GET /api/v1/projects/{project}":    notFound("GET", "/api/v1/projects/{project}", ""),
 		"DELETE /api/v1/projects/{project}": notFound("DELETE", "/api/v1/projects/{project}", ""),
+		// Neither A's project to B's team nor B's project to A's team (a name B can guess).
+		"PUT /api/v1/projects/{project}/owner": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "PUT", "/api/v1/projects/"+tn.aProject+"/owner", tn.bKey, `{"team":"b-team"}`)
+			expect(t, "give A's project to B's team", st, 404)
+			raw(t, tn, "POST", "/api/v1/projects", tn.bKey, `{"name":"b-owned"}`)
+			st2, out2 := raw(t, tn, "PUT", "/api/v1/projects/b-owned/owner", tn.bKey, `{"team":"`+tn.aTeam+`"}`)
+			expect(t, "give B's project to A's team", st2, 400)
+			return st, out + out2
+		},
 		"GET /api/v1/pipelines": func(t *testing.T, tn *tenants) (int, string) {
 			return raw(t, tn, "GET", "/api/v1/pipelines", tn.bKey, "")
 		},
@@ -725,6 +741,7 @@ func init() {
 		"GET /api/v1/runtimes/{runtime}":        notFound("GET", "/api/v1/runtimes/{runtime}", ""),
 		"DELETE /api/v1/runtimes/{runtime}":     notFound("DELETE", "/api/v1/runtimes/{runtime}", ""),
 		"POST /api/v1/runtimes/{runtime}/token": notFound("POST", "/api/v1/runtimes/{runtime}/token", `{}`),
+		"PUT /api/v1/runtimes/{runtime}/owner":  notFound("PUT", "/api/v1/runtimes/{runtime}/owner", `{"team":""}`),
 		"POST /api/v1/runtimes": func(t *testing.T, tn *tenants) (int, string) {
 			st, out := raw(t, tn, "POST", "/api/v1/runtimes", tn.bKey, `{"name":"a-runtime"}`)
 			expect(t, "B's own runtime named like A's", st, 201)

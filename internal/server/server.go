@@ -159,7 +159,8 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	// requests are served, when every component exists.
 	s.pipes = pipeline.New(pipeline.Deps{Store: s.db, Audit: s.audit, Keys: keys, Log: log.With("component", "pipelines"),
 		Specs: gitSpecs{cache: cache, policy: s.policy}, Steps: steps, BaseURL: baseURL, Net: s.policy, OnEvents: s.outbox.Kick, Limits: s.billing,
-		OnCronChange: func() { s.cron.Reload() },
+		OnOwnerChange: func(accountID string) { s.revoked(accountID, "") },
+		OnCronChange:  func() { s.cron.Reload() },
 		// Verified pushes to CI triggers' webhooks also reach the account's GitOps runtimes.
 		OnPush: func(ctx context.Context, accountID string, evs []webhook.Event) {
 			var ns []runtimes.Notification
@@ -187,7 +188,8 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	}
 	s.hosted = newInProcessProvisioner(s, log.With("component", "hosted-runtimes"))
 	s.runtimes = runtimes.New(runtimes.Deps{Store: s.db, Audit: s.audit, Keys: keys, Log: log.With("component", "runtimes"),
-		Provisioner: s.hosted, Tunnel: runtimeTunnel{s.tunnel}, OnEvents: s.outbox.Kick, Limits: s.billing})
+		Provisioner: s.hosted, Tunnel: runtimeTunnel{s.tunnel}, OnEvents: s.outbox.Kick, Limits: s.billing,
+		OnOwnerChange: func(accountID string) { s.revoked(accountID, "") }})
 	// Every replica runs the analytics consumers; their durable names make them share the work.
 	s.images = images.New(images.Deps{Store: s.db, Audit: s.audit, Keys: keys, Net: s.policy, Commits: gitCommits{cache: cache}, Log: log.With("component", "images")})
 	s.stats = analytics.New(analytics.Deps{Store: s.db, Log: log.With("component", "analytics"), FailureWindow: opts.AnalyticsFailureWindow,

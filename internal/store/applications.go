@@ -27,6 +27,7 @@ const (
 type Application struct {
 	ID, AccountID, RuntimeID string
 	Runtime                  string // the runtime's name; filled by reads
+	RuntimeOwner             string // the runtime's owner team ID; filled by reads
 	Name, Project            string
 	RepoURL, Path            string
 	TargetRevision           string
@@ -68,7 +69,7 @@ type ApplicationSync struct {
 }
 
 const appCols = `a.id, a.account_id, a.runtime_id, r.name, a.name, a.project, a.repo_url, a.path, a.target_revision,
-	a.dest_server, a.dest_name, a.dest_namespace, a.sync_status, a.health_status, a.health_message, a.revision, a.labels, a.app, a.updated_at`
+	a.dest_server, a.dest_name, a.dest_namespace, a.sync_status, a.health_status, a.health_message, a.revision, a.labels, a.app, a.updated_at, r.owner_team_id`
 
 const appFrom = ` FROM applications a JOIN runtimes r ON r.id = a.runtime_id AND r.account_id = a.account_id`
 
@@ -77,7 +78,7 @@ func scanApplication(s interface{ Scan(...any) error }) (Application, error) {
 	var labels string
 	var updated int64
 	err := s.Scan(&a.ID, &a.AccountID, &a.RuntimeID, &a.Runtime, &a.Name, &a.Project, &a.RepoURL, &a.Path, &a.TargetRevision,
-		&a.DestServer, &a.DestName, &a.DestNamespace, &a.Sync, &a.Health, &a.HealthMessage, &a.Revision, &labels, &a.Data, &updated)
+		&a.DestServer, &a.DestName, &a.DestNamespace, &a.Sync, &a.Health, &a.HealthMessage, &a.Revision, &labels, &a.Data, &updated, &a.RuntimeOwner)
 	if err != nil {
 		return a, err
 	}

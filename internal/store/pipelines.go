@@ -27,7 +27,12 @@ const (
 type Project struct {
 	ID, AccountID, Name string
 	Tags                []string // for attribute-based rules
-	CreatedAt           time.Time
+	// OwnerTeamID is the team of the account that owns the project (and its pipelines and
+	// builds); empty when none does.
+	OwnerTeamID string
+	CreatedAt   time.Time
+	// OwnerTeam is the owner team's name; reads fill it, writes ignore it.
+	OwnerTeam string
 }
 
 // Pipeline is a CI pipeline. Config is JSON owned by the pipeline package.
@@ -40,6 +45,8 @@ type Pipeline struct {
 	// ProjectName is the name of the pipeline's project. Reads fill it (joined from projects, so
 	// a listing costs one query); writes ignore it.
 	ProjectName string
+	// ProjectOwner is the owner team of the pipeline's project (joined too); writes ignore it.
+	ProjectOwner string
 }
 
 // Trigger starts builds of a pipeline. Config is JSON owned by the pipeline package.
@@ -98,7 +105,8 @@ func (q *Queries) CreateProject(ctx context.Context, p Project) error {
 	if err != nil {
 		return err
 	}
-	_, err = q.exec(ctx, `INSERT INTO projects (id, account_id, name, tags, created_at) VALUES (?, ?, ?, ?, ?)`, p.ID, p.AccountID, p.Name, string(tags), micros(p.CreatedAt))
+	_, err = q.exec(ctx, `INSERT INTO projects (id, account_id, name, tags, owner_team_id, created_at) VALUES (?, ?, ?, ?, ?, ?)`,
+		p.ID, p.AccountID, p.Name, string(tags), p.OwnerTeamID, micros(p.CreatedAt))
 	if errors.Is(err, errdefs.ErrConflict) {
 		return fmt.Errorf("name: project %q already exists: %w", p.Name, errdefs.ErrConflict)
 	}
@@ -116,7 +124,7 @@ func scanProject(s interface{ Scan(...any) error }) (Project, error) {
 	var p Project
 	var created int64
 	var tags string
-	err := s.Scan(&p.ID, &p.AccountID, &p.Name, &tags, &created)
+	err := s.Scan(&p.ID, &p.AccountID, &p.Name, &tags, &p.OwnerTeamID, &created, &p.OwnerTeam)
 	if err != nil {
 		return p, err
 	}
@@ -129,16 +137,21 @@ func scanProject(s interface{ Scan(...any) error }) (Project, error) {
 
 // GetProject finds account's project by ID or name.
 func (q *Queries) GetProject(ctx context.Context, accountID, idOrName string) (Project, error) {
-	p, err := scanProject(q.queryRow(ctx, `SELECT id, account_id, name, tags, created_at FROM projects WHERE account_id = ? AND (id = ? OR name = ?)`, accountID, idOrName, idOrName))
+	p, err := scanProject(q.queryRow(ctx, `SELECT `+projectCols+` FROM projects WHERE account_id = ? AND (id = ? OR name = ?)`, accountID, idOrName, idOrName))
 	if err != nil {
 		return Project{}, notFound(err, "project", idOrName)
 	}
 	return p, nil
 }
 
-// ListProjects returns one page of account's projects.
-func (q *Queries) ListProjects(ctx context.Context, accountID string, p paging.Page) ([]Project, error) {
-	rows, err := q.query(ctx, `SELECT id, account_id, name, tags, created_at FROM projects WHERE account_id = ? AND id > ? ORDER BY id LIMIT ?`, accountID, p.After, p.Size())
+// projectCols are what scanProject reads: the columns, and the owner team's name.
+const projectCols = `id, account_id, name, tags, owner_team_id, created_at,
+	COALESCE((SELECT t.name FROM teams t WHERE t.id = projects.owner_team_id), '')`
+
+// ListProjects returns one page of account's projects; ownerTeamID set: those that team owns.
+func (q *Queries) ListProjects(ctx context.Context, accountID, ownerTeamID string, p paging.Page) ([]Project, error) {
+	rows, err := q.query(ctx, `SELECT `+projectCols+` FROM projects WHERE account_id = ? AND (? = '' OR owner_team_id = ?) AND id > ? ORDER BY id LIMIT ?`,
+		accountID, ownerTeamID, ownerTeamID, p.After, p.Size())
 	if err != nil {
 		return nil, err
 	}
@@ -152,6 +165,15 @@ func (q *Queries) ListProjects(ctx context.Context, accountID string, p paging.P
 		out = append(out, pr)
 	}
 	return out, rows.Err()
+}
+
+// SetProjectOwner makes team ownerTeamID (empty: none) own accountID's project id.
+func (q *Queries) SetProjectOwner(ctx context.Context, accountID, id, ownerTeamID string) error {
+	res, err := q.exec(ctx, `UPDATE projects SET owner_team_id = ? WHERE account_id = ? AND id = ?`, ownerTeamID, accountID, id)
+	if err != nil {
+		return err
+	}
+	return affected(res, "project", id)
 }
 
 // DeleteProject deletes account's project and everything in it.
@@ -168,12 +190,12 @@ const pipelineCols = `id, account_id, project_id, name, spec_yaml, spec_repo, sp
 // selectPipelines reads pipelines (alias p) with their project's name (alias pr); callers add
 // the WHERE clause.
 const selectPipelines = `SELECT p.id, p.account_id, p.project_id, p.name, p.spec_yaml, p.spec_repo, p.spec_path, p.config,
-	p.created_at, p.updated_at, pr.name FROM pipelines p JOIN projects pr ON pr.id = p.project_id`
+	p.created_at, p.updated_at, pr.name, pr.owner_team_id FROM pipelines p JOIN projects pr ON pr.id = p.project_id`
 
 func scanPipeline(s interface{ Scan(...any) error }) (Pipeline, error) {
 	var p Pipeline
 	var created, updated int64
-	err := s.Scan(&p.ID, &p.AccountID, &p.ProjectID, &p.Name, &p.SpecYAML, &p.SpecRepo, &p.SpecPath, &p.Config, &created, &updated, &p.ProjectName)
+	err := s.Scan(&p.ID, &p.AccountID, &p.ProjectID, &p.Name, &p.SpecYAML, &p.SpecRepo, &p.SpecPath, &p.Config, &created, &updated, &p.ProjectName, &p.ProjectOwner)
 	p.CreatedAt, p.UpdatedAt = fromMicros(created), fromMicros(updated)
 	return p, err
 }

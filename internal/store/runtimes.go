@@ -18,24 +18,31 @@ type Runtime struct {
 	TokenPrefix, TokenHash                                  string
 	Version, Status, Info                                   string
 	LastHeartbeat, CreatedAt                                time.Time
+	// OwnerTeamID is the team of the account that owns the runtime (and its clusters,
+	// applications, git sources and workflows); empty when none does.
+	OwnerTeamID string
+	OwnerTeam   string // the owner team's name; reads fill it, writes ignore it
 }
 
-const runtimeCols = `id, account_id, name, type, access_mode, ingress_url, repo, token_prefix, token_hash, version, status, info, last_heartbeat, created_at`
+const runtimeCols = `id, account_id, name, type, access_mode, ingress_url, repo, token_prefix, token_hash, version, status, info, last_heartbeat, created_at, owner_team_id`
+
+// runtimeSelect are what scanRuntime reads: the columns, and the owner team's name.
+const runtimeSelect = runtimeCols + `, COALESCE((SELECT t.name FROM teams t WHERE t.id = runtimes.owner_team_id), '')`
 
 func scanRuntime(s interface{ Scan(...any) error }) (Runtime, error) {
 	var r Runtime
 	var hb, created int64
 	err := s.Scan(&r.ID, &r.AccountID, &r.Name, &r.Type, &r.AccessMode, &r.IngressURL, &r.Repo, &r.TokenPrefix, &r.TokenHash,
-		&r.Version, &r.Status, &r.Info, &hb, &created)
+		&r.Version, &r.Status, &r.Info, &hb, &created, &r.OwnerTeamID, &r.OwnerTeam)
 	r.LastHeartbeat, r.CreatedAt = fromMicros(hb), fromMicros(created)
 	return r, err
 }
 
 // CreateRuntime inserts a runtime. A second hosted runtime of an account is a conflict.
 func (q *Queries) CreateRuntime(ctx context.Context, r Runtime) error {
-	_, err := q.exec(ctx, `INSERT INTO runtimes (`+runtimeCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := q.exec(ctx, `INSERT INTO runtimes (`+runtimeCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.AccountID, r.Name, r.Type, r.AccessMode, r.IngressURL, r.Repo, r.TokenPrefix, r.TokenHash, r.Version, r.Status, r.Info,
-		micros(r.LastHeartbeat), micros(r.CreatedAt))
+		micros(r.LastHeartbeat), micros(r.CreatedAt), r.OwnerTeamID)
 	if errors.Is(err, errdefs.ErrConflict) {
 		if r.Type == "hosted" {
 			if _, gerr := q.GetRuntime(ctx, r.AccountID, r.Name); gerr != nil {
@@ -49,7 +56,7 @@ func (q *Queries) CreateRuntime(ctx context.Context, r Runtime) error {
 
 // GetRuntime returns account's runtime by ID or name.
 func (q *Queries) GetRuntime(ctx context.Context, accountID, idOrName string) (Runtime, error) {
-	r, err := scanRuntime(q.queryRow(ctx, `SELECT `+runtimeCols+` FROM runtimes WHERE account_id = ? AND (id = ? OR name = ?)`, accountID, idOrName, idOrName))
+	r, err := scanRuntime(q.queryRow(ctx, `SELECT `+runtimeSelect+` FROM runtimes WHERE account_id = ? AND (id = ? OR name = ?)`, accountID, idOrName, idOrName))
 	if err != nil {
 		return Runtime{}, notFound(err, "runtime", idOrName)
 	}
@@ -58,7 +65,7 @@ func (q *Queries) GetRuntime(ctx context.Context, accountID, idOrName string) (R
 
 // RuntimeByPrefix finds a runtime by its token prefix, for authentication.
 func (q *Queries) RuntimeByPrefix(ctx context.Context, prefix string) (Runtime, error) {
-	r, err := scanRuntime(q.queryRow(ctx, `SELECT `+runtimeCols+` FROM runtimes WHERE token_prefix = ?`, prefix))
+	r, err := scanRuntime(q.queryRow(ctx, `SELECT `+runtimeSelect+` FROM runtimes WHERE token_prefix = ?`, prefix))
 	if err != nil {
 		return Runtime{}, notFound(err, "runtime", prefix)
 	}
@@ -67,7 +74,7 @@ func (q *Queries) RuntimeByPrefix(ctx context.Context, prefix string) (Runtime, 
 
 // ListRuntimes returns account's runtimes by name.
 func (q *Queries) ListRuntimes(ctx context.Context, accountID string) ([]Runtime, error) {
-	rows, err := q.query(ctx, `SELECT `+runtimeCols+` FROM runtimes WHERE account_id = ? ORDER BY name`, accountID)
+	rows, err := q.query(ctx, `SELECT `+runtimeSelect+` FROM runtimes WHERE account_id = ? ORDER BY name`, accountID)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +108,7 @@ func (q *Queries) SetRuntimeStatus(ctx context.Context, id, status string) error
 // StaleRuntimes lists runtimes of all accounts whose last heartbeat is older than t and that
 // are not yet marked disconnected.
 func (q *Queries) StaleRuntimes(ctx context.Context, t time.Time) ([]Runtime, error) {
-	rows, err := q.query(ctx, `SELECT `+runtimeCols+` FROM runtimes WHERE status IN ('healthy', 'degraded') AND last_heartbeat < ?`, micros(t))
+	rows, err := q.query(ctx, `SELECT `+runtimeSelect+` FROM runtimes WHERE status IN ('healthy', 'degraded') AND last_heartbeat < ?`, micros(t))
 	if err != nil {
 		return nil, err
 	}
@@ -120,6 +127,15 @@ func (q *Queries) StaleRuntimes(ctx context.Context, t time.Time) ([]Runtime, er
 // SetRuntimeToken replaces a runtime's token (rotation).
 func (q *Queries) SetRuntimeToken(ctx context.Context, accountID, id, prefix, hash string) error {
 	res, err := q.exec(ctx, `UPDATE runtimes SET token_prefix = ?, token_hash = ? WHERE account_id = ? AND id = ?`, prefix, hash, accountID, id)
+	if err != nil {
+		return err
+	}
+	return affected(res, "runtime", id)
+}
+
+// SetRuntimeOwner makes team ownerTeamID (empty: none) own accountID's runtime id.
+func (q *Queries) SetRuntimeOwner(ctx context.Context, accountID, id, ownerTeamID string) error {
+	res, err := q.exec(ctx, `UPDATE runtimes SET owner_team_id = ? WHERE account_id = ? AND id = ?`, ownerTeamID, accountID, id)
 	if err != nil {
 		return err
 	}

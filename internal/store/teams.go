@@ -233,3 +233,76 @@ func (q *Queries) DeleteRule(ctx context.Context, accountID, id string) error {
 	}
 	return affected(res, "rule", id)
 }
+
+// Owned is what a team owns: its projects' and runtimes' names.
+type Owned struct {
+	Projects []string
+	Runtimes []string
+}
+
+// TeamsOwn returns what each of accountID's teams teamIDs (none: all) owns, by team ID; teams
+// that own nothing are absent.
+func (q *Queries) TeamsOwn(ctx context.Context, accountID string, teamIDs ...string) (map[string]*Owned, error) {
+	out := map[string]*Owned{}
+	want := map[string]bool{}
+	for _, id := range teamIDs {
+		want[id] = true
+	}
+	for _, t := range []string{"projects", "runtimes"} {
+		rows, err := q.query(ctx, `SELECT owner_team_id, name FROM `+t+` WHERE account_id = ? AND owner_team_id <> '' ORDER BY name`, accountID)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var team, name string
+			if err := rows.Scan(&team, &name); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			if len(want) > 0 && !want[team] {
+				continue
+			}
+			o := out[team]
+			if o == nil {
+				o = &Owned{}
+				out[team] = o
+			}
+			if t == "projects" {
+				o.Projects = append(o.Projects, name)
+			} else {
+				o.Runtimes = append(o.Runtimes, name)
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// IsTeamMember reports whether userID is in accountID's team teamID.
+func (q *Queries) IsTeamMember(ctx context.Context, accountID, teamID, userID string) (bool, error) {
+	var n int
+	err := q.queryRow(ctx, `SELECT COUNT(*) FROM team_members WHERE account_id = ? AND team_id = ? AND user_id = ?`, accountID, teamID, userID).Scan(&n)
+	return n > 0, err
+}
+
+// TeamNames returns the names of accountID's teams by ID.
+func (q *Queries) TeamNames(ctx context.Context, accountID string) (map[string]string, error) {
+	rows, err := q.query(ctx, `SELECT id, name FROM teams WHERE account_id = ?`, accountID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var id, name string
+		if err := rows.Scan(&id, &name); err != nil {
+			return nil, err
+		}
+		out[id] = name
+	}
+	return out, rows.Err()
+}

@@ -153,7 +153,7 @@ func TestProjectTags(t *testing.T) {
 		if err != nil || len(got.Tags) != 2 || got.Tags[1] != "pci" {
 			t.Fatalf("GetProject = %+v, %v", got, err)
 		}
-		list, err := db.ListProjects(ctx, a.ID, paging.Page{})
+		list, err := db.ListProjects(ctx, a.ID, "", paging.Page{})
 		if err != nil || len(list) != 2 || len(list[1].Tags) != 0 {
 			t.Fatalf("ListProjects = %+v, %v", list, err)
 		}

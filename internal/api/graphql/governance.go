@@ -25,6 +25,20 @@ func (t teamResolver) Members() []teamMemberResolver {
 	return out
 }
 
+func (t teamResolver) Owns() teamOwnsResolver { return teamOwnsResolver{t.t.Owns} }
+
+type teamOwnsResolver struct{ o client.TeamOwns }
+
+func (o teamOwnsResolver) Projects() []string { return orEmpty(o.o.Projects) }
+func (o teamOwnsResolver) Runtimes() []string { return orEmpty(o.o.Runtimes) }
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
 type teamMemberResolver struct{ m client.TeamMember }
 
 func (m teamMemberResolver) UserID() gql.ID  { return gql.ID(m.m.UserID) }
@@ -42,6 +56,7 @@ func (r ruleResolver) Runtime() *string   { return strPtr(r.r.Runtime) }
 func (r ruleResolver) Cluster() *string   { return strPtr(r.r.Cluster) }
 func (r ruleResolver) Namespace() *string { return strPtr(r.r.Namespace) }
 func (r ruleResolver) Summary() string    { return r.r.Summary }
+func (r ruleResolver) Owner() *string     { return strPtr(r.r.Owner) }
 func (r ruleResolver) CreatedAt() string  { return r.r.CreatedAt.Format(time.RFC3339Nano) }
 func (r ruleResolver) Tags() []string {
 	if r.r.Tags == nil {
@@ -68,6 +83,7 @@ func (e explanationResolver) Rule() *gql.ID {
 	return &id
 }
 func (e explanationResolver) Reasons() []string { return e.e.Reasons }
+func (e explanationResolver) Owner() *string    { return strPtr(e.e.Owner) }
 
 func (r *resolver) Teams(ctx context.Context, args pageArgs) (connection[teamResolver], error) {
 	p, err := httpx.Principal(ctx)

@@ -149,6 +149,7 @@ func (r runtimeResolver) IngressURL() *string    { return strPtr(r.r.IngressURL)
 func (r runtimeResolver) Version() *string       { return strPtr(r.r.Version) }
 func (r runtimeResolver) Status() string         { return r.r.Status }
 func (r runtimeResolver) LastHeartbeat() *string { return timePtr(r.r.LastHeartbeat) }
+func (r runtimeResolver) OwnerTeam() *string     { return strPtr(r.r.OwnerTeam) }
 func (r runtimeResolver) Capabilities() []string {
 	if r.r.Capabilities == nil {
 		return []string{}
@@ -187,12 +188,17 @@ func (c clusterResolver) Health() *string {
 	return &c.c.Health
 }
 
-func (r *resolver) Runtimes(ctx context.Context) ([]runtimeResolver, error) {
+func (r *resolver) Runtimes(ctx context.Context, args struct{ Owner *string }) ([]runtimeResolver, error) {
 	p, err := httpx.Principal(ctx)
 	if err != nil {
 		return nil, wrap(err)
 	}
-	rts, err := r.runtimes.List(ctx, p)
+	var rts []runtimes.Runtime
+	if args.Owner != nil && *args.Owner != "" {
+		rts, err = r.runtimes.ListOwnedBy(ctx, p, *args.Owner)
+	} else {
+		rts, err = r.runtimes.List(ctx, p)
+	}
 	if err != nil {
 		return nil, wrap(err)
 	}

@@ -13,17 +13,28 @@ import (
 
 // ToTeam converts a team to its API form.
 func ToTeam(t identity.Team) client.Team {
-	out := client.Team{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, Members: make([]client.TeamMember, len(t.Members))}
+	out := client.Team{ID: t.ID, Name: t.Name, CreatedAt: t.CreatedAt, Members: make([]client.TeamMember, len(t.Members)),
+		Owns: client.TeamOwns{Projects: orEmpty(t.Owns.Projects), Runtimes: orEmpty(t.Owns.Runtimes)}}
 	for i, m := range t.Members {
 		out.Members[i] = client.TeamMember{UserID: m.UserID, Email: m.Email, AddedAt: m.AddedAt}
 	}
 	return out
 }
 
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
 // ToRule converts a rule to its API form.
 func ToRule(r identity.Rule) client.Rule {
 	out := client.Rule{ID: r.ID, TeamID: r.TeamID, UserID: r.UserID, Action: string(r.Action), Kind: string(r.Kind), Tags: r.Tags,
 		Runtime: r.Runtime, Cluster: r.Cluster, Namespace: r.Namespace, Summary: r.Describe(), CreatedAt: r.CreatedAt}
+	if r.Owner != "" {
+		out.Owner = r.OwnerName
+	}
 	if r.TeamID != "" {
 		out.Team = strings.TrimPrefix(r.Subject, "team ")
 	} else {
@@ -36,7 +47,8 @@ func ToRule(r identity.Rule) client.Rule {
 func ToExplanation(e identity.Explanation) client.AuthzExplanation {
 	out := client.AuthzExplanation{User: e.User, Action: string(e.Action), Resource: e.Resource.String(), Allowed: e.Allowed,
 		Role: string(e.Role), Permission: string(e.Permission), RoleOK: e.RoleOK, Governed: e.Governed, Reasons: e.Reasons,
-		Tags: e.Resource.Attrs.Tags, Runtime: e.Resource.Attrs.Runtime, Cluster: e.Resource.Attrs.Cluster, Namespace: e.Resource.Attrs.Namespace}
+		Tags: e.Resource.Attrs.Tags, Runtime: e.Resource.Attrs.Runtime, Cluster: e.Resource.Attrs.Cluster, Namespace: e.Resource.Attrs.Namespace,
+		Owner: e.Resource.Attrs.OwnerName}
 	if e.Rule != nil {
 		out.Rule = e.Rule.ID
 	}
@@ -142,7 +154,7 @@ func (a *API) createRule(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rule, err := a.id.CreateRule(r.Context(), principal(r), identity.RuleInput{Team: in.Team, User: in.User, Action: in.Action, Kind: in.Kind,
-		Tags: in.Tags, Runtime: in.Runtime, Cluster: in.Cluster, Namespace: in.Namespace})
+		Tags: in.Tags, Runtime: in.Runtime, Cluster: in.Cluster, Namespace: in.Namespace, Owner: in.Owner})
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 )
 
 func toProject(p pipeline.Project) client.Project {
-	return client.Project{ID: p.ID, Name: p.Name, Tags: p.Tags, CreatedAt: p.CreatedAt}
+	return client.Project{ID: p.ID, Name: p.Name, Tags: p.Tags, CreatedAt: p.CreatedAt, OwnerTeam: p.OwnerTeam}
 }
 
 // toPipeline maps a pipeline, its encrypted variables already masked by the service.
@@ -67,7 +67,7 @@ func (a *API) listProjects(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	ps, err := a.pipelines.ListProjects(r.Context(), principal(r), page)
+	ps, err := a.pipelines.ListProjectsOwnedBy(r.Context(), principal(r), r.URL.Query().Get("owner"), page)
 	if err != nil {
 		return err
 	}
@@ -87,11 +87,24 @@ func (a *API) createProject(w http.ResponseWriter, r *http.Request) error {
 	if err := httpx.DecodeJSON(r, &in); err != nil {
 		return err
 	}
-	p, err := a.pipelines.CreateProject(r.Context(), principal(r), in.Name, in.Tags...)
+	p, err := a.pipelines.CreateOwnedProject(r.Context(), principal(r), in.Name, in.Team, in.Tags...)
 	if err != nil {
 		return err
 	}
 	httpx.WriteJSON(w, http.StatusCreated, toProject(p))
+	return nil
+}
+
+func (a *API) setProjectOwner(w http.ResponseWriter, r *http.Request) error {
+	var in client.SetOwnerRequest
+	if err := httpx.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	p, err := a.pipelines.SetProjectOwner(r.Context(), principal(r), r.PathValue("project"), in.Team)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, toProject(p))
 	return nil
 }
 

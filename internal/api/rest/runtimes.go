@@ -12,7 +12,7 @@ import (
 func ToRuntime(rt runtimes.Runtime) client.Runtime {
 	out := client.Runtime{ID: rt.ID, Name: rt.Name, Type: rt.Type, AccessMode: rt.AccessMode, IngressURL: rt.IngressURL, Repo: rt.Repo,
 		Version: rt.Version, Status: rt.Status, LastHeartbeat: timePtr(rt.LastHeartbeat), Capabilities: rt.Capabilities,
-		GitSources: rt.GitSources, CreatedAt: rt.CreatedAt}
+		GitSources: rt.GitSources, CreatedAt: rt.CreatedAt, OwnerTeam: rt.OwnerTeam}
 	for _, c := range rt.Components {
 		out.Components = append(out.Components, client.RuntimeComponent{Name: c.Name, Health: c.Health, Message: c.Message, Version: c.Version})
 	}
@@ -23,7 +23,13 @@ func ToRuntime(rt runtimes.Runtime) client.Runtime {
 }
 
 func (a *API) listRuntimes(w http.ResponseWriter, r *http.Request) error {
-	rts, err := a.runtimes.List(r.Context(), principal(r))
+	var rts []runtimes.Runtime
+	var err error
+	if owner := r.URL.Query().Get("owner"); owner != "" {
+		rts, err = a.runtimes.ListOwnedBy(r.Context(), principal(r), owner)
+	} else {
+		rts, err = a.runtimes.List(r.Context(), principal(r))
+	}
 	if err != nil {
 		return err
 	}
@@ -32,6 +38,19 @@ func (a *API) listRuntimes(w http.ResponseWriter, r *http.Request) error {
 		out.Items = append(out.Items, ToRuntime(rt))
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func (a *API) setRuntimeOwner(w http.ResponseWriter, r *http.Request) error {
+	var in client.SetOwnerRequest
+	if err := httpx.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	rt, err := a.runtimes.SetOwner(r.Context(), principal(r), r.PathValue("runtime"), in.Team)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, ToRuntime(rt))
 	return nil
 }
 
@@ -50,7 +69,7 @@ func (a *API) registerRuntime(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rt, token, err := a.runtimes.Register(r.Context(), principal(r), runtimes.RegisterInput{Name: in.Name, AccessMode: in.AccessMode,
-		IngressHost: in.IngressHost, Repo: in.Repo})
+		IngressHost: in.IngressHost, Repo: in.Repo, Team: in.Team})
 	if err != nil {
 		return err
 	}

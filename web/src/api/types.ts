@@ -191,11 +191,13 @@ export interface Project {
   /** What attribute-based rules match the project by. */
   tags?: string[];
   createdAt: string;
+  ownerTeam?: string;
 }
 
 export interface ProjectRequest {
   name: string;
   tags?: string[];
+  team?: string;
 }
 
 export interface PipelineVariable {
@@ -504,6 +506,7 @@ export interface Runtime {
   clusters?: RuntimeCluster[];
   gitSources?: string[];
   createdAt: string;
+  ownerTeam?: string;
 }
 
 export interface RegisterRuntimeRequest {
@@ -511,6 +514,7 @@ export interface RegisterRuntimeRequest {
   accessMode?: 'ingress' | 'tunnel';
   ingressHost?: string;
   repo?: string;
+  team?: string;
 }
 
 export interface RegisteredRuntime extends Runtime {

@@ -158,6 +158,8 @@ import client_CreateTeamRequest from '../../../api/testdata/wire/client.CreateTe
 import client_Rule from '../../../api/testdata/wire/client.Rule.json';
 import client_Team from '../../../api/testdata/wire/client.Team.json';
 import client_TeamMember from '../../../api/testdata/wire/client.TeamMember.json';
+import client_TeamOwns from '../../../api/testdata/wire/client.TeamOwns.json';
+import client_SetOwnerRequest from '../../../api/testdata/wire/client.SetOwnerRequest.json';
 import client_TeamMemberRequest from '../../../api/testdata/wire/client.TeamMemberRequest.json';
 import client_SSOConfig from '../../../api/testdata/wire/client.SSOConfig.json';
 import client_SSOConfigRequest from '../../../api/testdata/wire/client.SSOConfigRequest.json';
@@ -380,6 +382,8 @@ const notInTheUI: Record<string, { golden: Golden; why: string }> = {
   'client.Rule': { golden: client_Rule, why: 'attribute-based rules are managed through the CLI and API (`freshet rule`); the UI has no page for them yet' },
   'client.Team': { golden: client_Team, why: 'teams are managed through the CLI and API (`freshet team`); the UI has no page for them yet' },
   'client.TeamMember': { golden: client_TeamMember, why: 'part of a Team' },
+  'client.TeamOwns': { golden: client_TeamOwns, why: 'part of a Team: what it owns' },
+  'client.SetOwnerRequest': { golden: client_SetOwnerRequest, why: '`freshet project set-owner` and `freshet runtime set-owner`' },
   'client.TeamMemberRequest': { golden: client_TeamMemberRequest, why: '`freshet team add-member`' },
   'client.SSOConfig': { golden: client_SSOConfig, why: 'GET/PUT /api/v1/sso (admins; no UI page yet)' },
   'client.SSOConfigRequest': { golden: client_SSOConfigRequest, why: 'PUT /api/v1/sso (admins; no UI page yet)' },
