@@ -50,6 +50,9 @@ type clusterApps struct {
 	// origin): written to its status conditions.
 	problems map[string]problem
 	projects map[string]*app.AppProject // the namespace's AppProjects that decode
+	// ops are the operation requests last taken from each resource (see clusterops.go).
+	ops map[string]*crOp
+	wg  sync.WaitGroup // requested syncs running
 }
 
 // problem is a resource's spec problem and since when it has had it.
@@ -65,7 +68,7 @@ const (
 )
 
 func newClusterApps(h *Host, ns string, dyn dynamic.Interface) *clusterApps {
-	return &clusterApps{h: h, ns: ns, dyn: dyn, managed: map[string]int64{}, problems: map[string]problem{}, projects: map[string]*app.AppProject{},
+	return &clusterApps{h: h, ns: ns, dyn: dyn, managed: map[string]int64{}, problems: map[string]problem{}, projects: map[string]*app.AppProject{}, ops: map[string]*crOp{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig[string](
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "cluster-apps"})}
@@ -118,6 +121,7 @@ func (c *clusterApps) notify(name string) {
 // run installs the CRDs, waits until the installation repository was read once (ready), then
 // watches until ctx ends.
 func (c *clusterApps) run(ctx context.Context, ready <-chan struct{}) error {
+	defer c.wg.Wait()
 	defer c.queue.ShutDown()
 	for backoff := time.Second; ; backoff = min(2*backoff, time.Minute) {
 		err := EnsureArgoCDCRDs(ctx, c.dyn)
@@ -324,21 +328,27 @@ func (c *clusterApps) reconcile(ctx context.Context, name string) error {
 		}
 		return nil
 	}
-	if managed && gen == u.GetGeneration() {
-		return nil // a status write, or a resync: nothing of the spec changed
+	// A status write or a resync changes nothing of the spec (the generation is the same).
+	if !managed || gen != u.GetGeneration() {
+		msg, conflict, err := c.register(u, managed)
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		if msg == "" {
+			delete(c.problems, name)
+		} else if c.problems[name].msg != msg {
+			c.problems[name] = problem{msg: msg, since: time.Now(), conflict: conflict}
+		}
+		c.mu.Unlock()
+		if err := c.writeStatus(ctx, name); err != nil {
+			return err
+		}
 	}
-	msg, conflict, err := c.register(u, managed)
-	if err != nil {
-		return err
+	if u.Object["operation"] != nil {
+		return c.operate(ctx, u)
 	}
-	c.mu.Lock()
-	if msg == "" {
-		delete(c.problems, name)
-	} else if c.problems[name].msg != msg {
-		c.problems[name] = problem{msg: msg, since: time.Now(), conflict: conflict}
-	}
-	c.mu.Unlock()
-	return c.writeStatus(ctx, name)
+	return nil
 }
 
 // register decodes the resource and upserts it; the problem, when the spec is refused, is for
@@ -391,6 +401,9 @@ func (c *clusterApps) forget(name string) {
 	c.mu.Lock()
 	delete(c.managed, name)
 	delete(c.problems, name)
+	if rec := c.ops[name]; rec != nil && !rec.running {
+		delete(c.ops, name)
+	}
 	c.mu.Unlock()
 }
 
@@ -421,17 +434,35 @@ func (c *clusterApps) writeStatus(ctx context.Context, name string) error {
 	c.mu.Lock()
 	_, managed := c.managed[name]
 	pr, hasProblem := c.problems[name]
+	var rec *crOp
+	if r := c.ops[name]; r != nil {
+		cp := *r
+		rec = &cp
+	}
 	c.mu.Unlock()
 	var st *engine.AppStatus
+	var x statusExtras
 	if managed {
 		if s, err := c.h.eng.Status(name); err == nil {
 			st = &s
+			x.history, _ = c.h.eng.History(name)
+			x.summary, _ = c.h.eng.Summary(name)
 		}
 	}
-	if st == nil && !hasProblem {
+	if st == nil && !hasProblem && rec == nil {
 		return nil
 	}
-	status := argoStatus(st, pr, time.Now())
+	x.op = rec
+	x.historyLimit = engine.DefaultHistoryLimit
+	if obj, err := c.apps.Get(name); err == nil {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			if n, ok, _ := unstructured.NestedInt64(u.Object, "spec", "revisionHistoryLimit"); ok && n > 0 {
+				x.historyLimit = int(n)
+			}
+			x.sources, _, _ = unstructured.NestedSlice(u.Object, "spec", "sources")
+		}
+	}
+	status := argoStatus(st, pr, time.Now(), x)
 	body, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
 		return err
@@ -452,20 +483,34 @@ func argoTimeOf(t time.Time) any {
 	return t.UTC().Format(argoTime)
 }
 
+// statusExtras is what an Application resource's status shows besides the engine's status:
+// the operation requested on the resource, history and summary.
+type statusExtras struct {
+	op           *crOp
+	history      []engine.HistoryEntry
+	historyLimit int   // spec.revisionHistoryLimit, else 10
+	sources      []any // spec.sources of a multi-source app, for its history
+	summary      engine.Summary
+}
+
 // argoStatus is an Application's status in Argo CD's shape (a merge patch: absent parts are
 // null, so they are removed). st nil is an application the engine does not run (refused).
-func argoStatus(st *engine.AppStatus, pr problem, now time.Time) map[string]any {
+func argoStatus(st *engine.AppStatus, pr problem, now time.Time, x statusExtras) map[string]any {
 	var conds []any
 	if pr.msg != "" {
 		conds = append(conds, map[string]any{"type": condInvalidSpec, "message": pr.msg, "lastTransitionTime": argoTimeOf(pr.since)})
 	}
 	if st == nil {
+		var opState any
+		if os, ok := x.op.refusedState(nil); ok {
+			opState = os
+		}
 		return map[string]any{
 			"sync":           map[string]any{"status": string(engine.Unknown), "revision": nil},
 			"health":         map[string]any{"status": "Unknown", "message": nil},
 			"conditions":     conds,
 			"resources":      nil,
-			"operationState": nil,
+			"operationState": opState,
 			"reconciledAt":   argoTimeOf(now),
 		}
 	}
@@ -510,6 +555,8 @@ func argoStatus(st *engine.AppStatus, pr problem, now time.Time) map[string]any 
 	out := map[string]any{
 		"sync": sync, "health": health, "conditions": conds, "resources": res,
 		"reconciledAt": argoTimeOf(st.ReconciledAt), "operationState": nil,
+		"history": argoHistory(x.history, x.historyLimit, x.sources),
+		"summary": argoSummary(x.summary),
 	}
 	if st.SourceType != "" {
 		out["sourceType"] = string(st.SourceType)
@@ -536,24 +583,96 @@ func argoStatus(st *engine.AppStatus, pr problem, now time.Time) map[string]any 
 			}
 			rr = append(rr, m)
 		}
-		initiated := map[string]any{}
-		if op.InitiatedBy == engine.InitiatedByUser || op.InitiatedBy == engine.InitiatedByRollback {
-			initiated["username"] = op.User
-		} else {
-			initiated["automated"] = true
-		}
 		opSync := map[string]any{"revision": op.Revision}
 		if op.Prune {
 			opSync["prune"] = true
 		}
+		if op.DryRun {
+			opSync["dryRun"] = true
+		}
+		var operation any = map[string]any{"sync": opSync, "initiatedBy": argoInitiator(op.InitiatedBy, op.User)}
+		msg := op.Message
+		if x.op.matches(op) {
+			// Requested on the resource: the request as written, as Argo CD records it.
+			operation = x.op.raw
+			msg += x.op.warningsNote()
+		}
+		syncResult := map[string]any{"revision": op.Revision, "resources": rr}
+		if revs := strings.Split(op.Revision, ","); len(revs) > 1 {
+			syncResult["revisions"] = revs
+			syncResult["revision"] = nil
+		}
 		out["operationState"] = map[string]any{
 			"phase":      string(op.Phase),
-			"message":    op.Message,
+			"message":    msg,
 			"startedAt":  argoTimeOf(op.StartedAt),
 			"finishedAt": argoTimeOf(op.FinishedAt),
-			"operation":  map[string]any{"sync": opSync, "initiatedBy": initiated},
-			"syncResult": map[string]any{"revision": op.Revision, "resources": rr},
+			"operation":  operation,
+			"syncResult": syncResult,
 		}
+	}
+	if os, ok := x.op.refusedState(st.Operation); ok {
+		out["operationState"] = os
+	}
+	return out
+}
+
+// argoInitiator is Argo CD's operation.initiatedBy: the user's name, or automated.
+func argoInitiator(by engine.Initiator, user string) map[string]any {
+	if by == engine.InitiatedByUser || by == engine.InitiatedByRollback {
+		if user == "" {
+			return map[string]any{}
+		}
+		return map[string]any{"username": user}
+	}
+	return map[string]any{"automated": true}
+}
+
+// argoHistory is status.history in Argo CD's shape: the successful syncs (Argo CD records no
+// other), oldest first, at most limit (spec.revisionHistoryLimit). A multi-source app's entries
+// have revisions and sources (the app's current spec.sources) instead of revision and source.
+func argoHistory(hist []engine.HistoryEntry, limit int, sources []any) []any {
+	var out []any
+	for _, h := range hist {
+		if h.Phase != engine.PhaseSucceeded {
+			continue
+		}
+		e := map[string]any{
+			"id": h.ID, "deployStartedAt": argoTimeOf(h.StartedAt), "deployedAt": argoTimeOf(h.FinishedAt),
+			"initiatedBy": argoInitiator(h.InitiatedBy, h.User),
+		}
+		if revs := strings.Split(h.Revision, ","); len(sources) > 0 {
+			e["revisions"] = revs
+			e["sources"] = sources
+		} else {
+			e["revision"] = h.Revision
+			e["source"] = sourceMap(h.Source)
+		}
+		out = append(out, e)
+	}
+	if len(out) > limit {
+		out = out[len(out)-limit:]
+	}
+	return out
+}
+
+// sourceMap is a source in its JSON form (Argo CD's field names).
+func sourceMap(s app.Source) map[string]any {
+	var m map[string]any
+	if data, err := json.Marshal(s); err == nil {
+		_ = json.Unmarshal(data, &m)
+	}
+	return m
+}
+
+// argoSummary is status.summary: images and external URLs, absent parts left out.
+func argoSummary(s engine.Summary) map[string]any {
+	out := map[string]any{"images": nil, "externalURLs": nil}
+	if len(s.Images) > 0 {
+		out["images"] = s.Images
+	}
+	if len(s.ExternalURLs) > 0 {
+		out["externalURLs"] = s.ExternalURLs
 	}
 	return out
 }
