@@ -42,6 +42,7 @@ type clusterApps struct {
 	queue workqueue.TypedRateLimitingInterface[string] // "app/NAME", "status/NAME", "projects"
 	apps  cache.GenericNamespaceLister
 	projs cache.GenericNamespaceLister
+	sets  cache.GenericNamespaceLister
 
 	mu sync.Mutex
 	// managed are the resources the engine runs, with the generation last registered.
@@ -52,6 +53,10 @@ type clusterApps struct {
 	projects map[string]*app.AppProject // the namespace's AppProjects that decode
 	// ops are the operation requests last taken from each resource (see clusterops.go).
 	ops map[string]*crOp
+	// setGens are the ApplicationSet resources the controller runs, with the generation last
+	// put; setProblems their current spec problems (see clustersets.go).
+	setGens     map[string]int64
+	setProblems map[string]problem
 	wg  sync.WaitGroup // requested syncs running
 }
 
@@ -68,7 +73,7 @@ const (
 )
 
 func newClusterApps(h *Host, ns string, dyn dynamic.Interface) *clusterApps {
-	return &clusterApps{h: h, ns: ns, dyn: dyn, managed: map[string]int64{}, problems: map[string]problem{}, projects: map[string]*app.AppProject{}, ops: map[string]*crOp{},
+	return &clusterApps{h: h, ns: ns, dyn: dyn, managed: map[string]int64{}, problems: map[string]problem{}, projects: map[string]*app.AppProject{}, ops: map[string]*crOp{}, setGens: map[string]int64{}, setProblems: map[string]problem{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig[string](
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "cluster-apps"})}
@@ -111,10 +116,16 @@ func (c *clusterApps) retryRefused() {
 	}
 }
 
-// notify is called for every engine event: a managed app's status is written back.
+// notify is called for every engine event: a managed app's status is written back, and the
+// status of the ApplicationSet resource that generates it.
 func (c *clusterApps) notify(name string) {
 	if c.holds(name) {
 		c.queue.Add("status/" + name)
+	}
+	if owner, err := c.h.eng.Owner(name); err == nil {
+		if set, ok := strings.CutPrefix(owner, engine.AppSetOwner("")); ok {
+			c.setChanged(set)
+		}
 	}
 }
 
@@ -143,6 +154,7 @@ func (c *clusterApps) run(ctx context.Context, ready <-chan struct{}) error {
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.dyn, 10*time.Minute, c.ns, nil)
 	ai := f.ForResource(ApplicationsResource)
 	pi := f.ForResource(AppProjectsResource)
+	si := f.ForResource(ApplicationSetsResource)
 	enqueue := func(obj any) {
 		if u, ok := obj.(*unstructured.Unstructured); ok {
 			c.queue.Add("app/" + u.GetName())
@@ -161,11 +173,25 @@ func (c *clusterApps) run(ctx context.Context, ready <-chan struct{}) error {
 		UpdateFunc: func(_, n any) { projects(n) }, DeleteFunc: projects}); err != nil {
 		return err
 	}
+	setEvent := func(obj any) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			c.queue.Add("appset/" + u.GetName())
+		} else if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			if _, name, err := cache.SplitMetaNamespaceKey(t.Key); err == nil {
+				c.queue.Add("appset/" + name)
+			}
+		}
+	}
+	if _, err := si.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: setEvent,
+		UpdateFunc: func(_, n any) { setEvent(n) }, DeleteFunc: setEvent}); err != nil {
+		return err
+	}
 	c.apps = ai.Lister().ByNamespace(c.ns)
+	c.sets = si.Lister().ByNamespace(c.ns)
 	c.projs = pi.Lister().ByNamespace(c.ns)
 	f.Start(ctx.Done())
 	defer f.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), ai.Informer().HasSynced, pi.Informer().HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), ai.Informer().HasSynced, pi.Informer().HasSynced, si.Informer().HasSynced) {
 		return nil
 	}
 	c.loadProjects()
@@ -201,6 +227,10 @@ func (c *clusterApps) handle(ctx context.Context, key string) error {
 			c.queue.Add("app/" + n)
 		}
 		return nil
+	case strings.HasPrefix(key, "appset/"):
+		return c.reconcileSet(ctx, strings.TrimPrefix(key, "appset/"))
+	case strings.HasPrefix(key, "setstatus/"):
+		return c.writeSetStatus(ctx, strings.TrimPrefix(key, "setstatus/"))
 	case strings.HasPrefix(key, "status/"):
 		return c.writeStatus(ctx, strings.TrimPrefix(key, "status/"))
 	default:

@@ -259,7 +259,12 @@ func New(opts Options) (*Host, error) {
 	}
 	ccancel()
 	h.sets = appset.New(appset.Options{Logger: opts.Logger.With("component", "applicationsets"),
-		Sources: appset.Sources{Checkout: h.checkout, Clusters: h.appSetClusters}})
+		Sources: appset.Sources{Checkout: h.checkout, Clusters: h.appSetClusters},
+		OnStatus: func(s appset.Status) {
+			if h.capps != nil {
+				h.capps.setChanged(s.Name)
+			}
+		}})
 	eo.AppSets = h.sets.Hook()
 	if h.eng, err = engine.New(eo); err != nil {
 		return nil, err
