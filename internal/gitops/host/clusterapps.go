@@ -57,7 +57,7 @@ type clusterApps struct {
 	// put; setProblems their current spec problems (see clustersets.go).
 	setGens     map[string]int64
 	setProblems map[string]problem
-	wg  sync.WaitGroup // requested syncs running
+	wg          sync.WaitGroup // requested syncs running
 }
 
 // problem is a resource's spec problem and since when it has had it.
