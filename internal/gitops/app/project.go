@@ -91,6 +91,7 @@ func (p *AppProject) validate(d *decoder) {
 		d.add(&Error{Path: "spec.permitOnlyProjectScopedClusters", Line: d.line("spec.permitOnlyProjectScopedClusters"),
 			Value: "true", Reason: "project-scoped clusters are not supported yet", Unsupported: true})
 	}
+	p.validateRoles(d)
 	if len(p.Spec.SourceNamespaces) > 0 {
 		d.warnings = append(d.warnings, fmt.Sprintf("spec.sourceNamespaces (line %d) is ignored: applications live in git, not in namespaces", d.line("spec.sourceNamespaces")))
 	}
