@@ -164,9 +164,9 @@ func TestClusterApplicationOperation(t *testing.T) {
 	}
 	// Once: no second sync of the same request.
 	time.Sleep(time.Second)
-	var hist []engine.HistoryEntry
-	if code := w.call("viewer", "GET", "applications/web/history", "", &hist); code != http.StatusOK || len(hist) != 1 {
-		t.Errorf("history through the API: %d, %d entries, want 1", code, len(hist))
+	var hist struct{ Items []engine.HistoryEntry }
+	if code := w.call("viewer", "GET", "applications/web/history", "", &hist); code != http.StatusOK || len(hist.Items) != 1 || hist.Items[0].User != "alice" {
+		t.Errorf("history through the API: %d, %+v, want one sync by alice", code, hist.Items)
 	}
 
 	// More syncs: the history keeps spec.revisionHistoryLimit (2) entries, newest last; the
