@@ -92,3 +92,23 @@ func FuzzParsePolicy(f *testing.F) {
 		}
 	})
 }
+
+func TestPermitsSourceNamespace(t *testing.T) {
+	p, err := app.DecodeAppProject([]byte("apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: team}\nspec:\n  sourceNamespaces: ['team-*', '!team-secret']\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ns, want := range map[string]bool{"team-a": true, "team-secret": false, "other": false} {
+		if err := p.PermitsSourceNamespace(ns); (err == nil) != want {
+			t.Errorf("%s: %v, want allowed=%v", ns, err, want)
+		} else if err != nil && (!strings.Contains(err.Error(), ns) || !strings.Contains(err.Error(), "team-*, !team-secret")) {
+			t.Errorf("%s: %v does not name the namespace and the list", ns, err)
+		}
+	}
+	if err := app.NewDefaultProject().PermitsSourceNamespace("x"); err == nil || !strings.Contains(err.Error(), "none") {
+		t.Errorf("default project: %v, want refused (none listed)", err)
+	}
+	if _, err := app.DecodeAppProject([]byte("apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: team}\nspec:\n  sourceNamespaces: ['[']\n")); err == nil || !strings.Contains(err.Error(), "spec.sourceNamespaces[0]") {
+		t.Errorf("bad glob: %v", err)
+	}
+}

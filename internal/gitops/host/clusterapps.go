@@ -36,8 +36,13 @@ import (
 
 // clusterApps watches the Application and AppProject resources of a namespace.
 type clusterApps struct {
-	h     *Host
-	ns    string
+	h  *Host
+	ns string
+	// home is the runtime's own namespace's watcher, for one of another namespace (whose
+	// applications need their project's spec.sourceNamespaces); nil for the home itself,
+	// whose others are the watchers of the other namespaces.
+	home   *clusterApps
+	others []*clusterApps
 	dyn   dynamic.Interface
 	queue workqueue.TypedRateLimitingInterface[string] // "app/NAME", "status/NAME", "projects"
 	apps  cache.GenericNamespaceLister
@@ -79,22 +84,50 @@ func newClusterApps(h *Host, ns string, dyn dynamic.Interface) *clusterApps {
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "cluster-apps"})}
 }
 
-// holds reports whether name is an application the cluster's resources define.
+// holds reports whether name is an application the cluster's resources define (in any
+// watched namespace).
 func (c *clusterApps) holds(name string) bool {
+	_, ok := c.holder(name)
+	return ok
+}
+
+// holder is the namespace of the resource that defines application name.
+func (c *clusterApps) holder(name string) (string, bool) {
 	if c == nil {
-		return false
+		return "", false
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	_, ok := c.managed[name]
-	return ok
+	c.mu.Unlock()
+	if ok {
+		return c.ns, true
+	}
+	for _, o := range c.others {
+		if ns, ok := o.holder(name); ok {
+			return ns, true
+		}
+	}
+	return "", false
 }
 
 // count is how many applications the cluster's resources define.
 func (c *clusterApps) count() int {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.managed)
+	n := len(c.managed)
+	c.mu.Unlock()
+	for _, o := range c.others {
+		n += o.count()
+	}
+	return n
+}
+
+// namespaces lists the watched namespaces, the runtime's first.
+func (c *clusterApps) namespaces() []string {
+	out := []string{c.ns}
+	for _, o := range c.others {
+		out = append(out, o.ns)
+	}
+	return out
 }
 
 // retryRefused looks again at the resources refused because another origin held their name
@@ -102,6 +135,9 @@ func (c *clusterApps) count() int {
 func (c *clusterApps) retryRefused() {
 	if c == nil {
 		return
+	}
+	for _, o := range c.others {
+		o.retryRefused()
 	}
 	c.mu.Lock()
 	var names []string
@@ -119,8 +155,17 @@ func (c *clusterApps) retryRefused() {
 // notify is called for every engine event: a managed app's status is written back, and the
 // status of the ApplicationSet resource that generates it.
 func (c *clusterApps) notify(name string) {
-	if c.holds(name) {
+	for _, o := range c.others {
+		o.notify(name)
+	}
+	c.mu.Lock()
+	_, held := c.managed[name]
+	c.mu.Unlock()
+	if held {
 		c.queue.Add("status/" + name)
+	}
+	if c.home != nil {
+		return
 	}
 	if owner, err := c.h.eng.Owner(name); err == nil {
 		if set, ok := strings.CutPrefix(owner, engine.AppSetOwner("")); ok {
@@ -134,7 +179,18 @@ func (c *clusterApps) notify(name string) {
 func (c *clusterApps) run(ctx context.Context, ready <-chan struct{}) error {
 	defer c.wg.Wait()
 	defer c.queue.ShutDown()
-	for backoff := time.Second; ; backoff = min(2*backoff, time.Minute) {
+	var others sync.WaitGroup
+	defer others.Wait()
+	for _, o := range c.others {
+		others.Add(1)
+		go func() {
+			defer others.Done()
+			if err := o.run(ctx, ready); err != nil && ctx.Err() == nil {
+				c.h.log.Error("watching Application resources stopped", "namespace", o.ns, "err", err)
+			}
+		}()
+	}
+	for backoff := time.Second; c.home == nil; backoff = min(2*backoff, time.Minute) {
 		err := EnsureArgoCDCRDs(ctx, c.dyn)
 		if err == nil {
 			break
@@ -153,8 +209,6 @@ func (c *clusterApps) run(ctx context.Context, ready <-chan struct{}) error {
 	}
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.dyn, 10*time.Minute, c.ns, nil)
 	ai := f.ForResource(ApplicationsResource)
-	pi := f.ForResource(AppProjectsResource)
-	si := f.ForResource(ApplicationSetsResource)
 	enqueue := func(obj any) {
 		if u, ok := obj.(*unstructured.Unstructured); ok {
 			c.queue.Add("app/" + u.GetName())
@@ -168,6 +222,43 @@ func (c *clusterApps) run(ctx context.Context, ready <-chan struct{}) error {
 		UpdateFunc: func(_, n any) { enqueue(n) }, DeleteFunc: enqueue}); err != nil {
 		return err
 	}
+	c.apps = ai.Lister().ByNamespace(c.ns)
+	synced := []cache.InformerSynced{ai.Informer().HasSynced}
+	if c.home == nil {
+		// AppProjects and ApplicationSets are read in the runtime's own namespace only.
+		if err := c.watchProjectsAndSets(f, &synced); err != nil {
+			return err
+		}
+	}
+	f.Start(ctx.Done())
+	defer f.Shutdown()
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return nil
+	}
+	if c.home == nil {
+		c.loadProjects()
+	}
+	go func() { <-ctx.Done(); c.queue.ShutDown() }()
+	for {
+		key, quit := c.queue.Get()
+		if quit {
+			return nil
+		}
+		err := c.handle(ctx, key)
+		if err != nil && ctx.Err() == nil {
+			c.h.log.Warn("cluster application", "namespace", c.ns, "key", key, "err", err)
+			c.queue.AddRateLimited(key)
+		} else {
+			c.queue.Forget(key)
+		}
+		c.queue.Done(key)
+	}
+}
+
+// watchProjectsAndSets adds the AppProject and ApplicationSet informers to f.
+func (c *clusterApps) watchProjectsAndSets(f dynamicinformer.DynamicSharedInformerFactory, synced *[]cache.InformerSynced) error {
+	pi := f.ForResource(AppProjectsResource)
+	si := f.ForResource(ApplicationSetsResource)
 	projects := func(any) { c.queue.Add("projects") }
 	if _, err := pi.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: projects,
 		UpdateFunc: func(_, n any) { projects(n) }, DeleteFunc: projects}); err != nil {
@@ -186,41 +277,29 @@ func (c *clusterApps) run(ctx context.Context, ready <-chan struct{}) error {
 		UpdateFunc: func(_, n any) { setEvent(n) }, DeleteFunc: setEvent}); err != nil {
 		return err
 	}
-	c.apps = ai.Lister().ByNamespace(c.ns)
 	c.sets = si.Lister().ByNamespace(c.ns)
 	c.projs = pi.Lister().ByNamespace(c.ns)
-	f.Start(ctx.Done())
-	defer f.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), ai.Informer().HasSynced, pi.Informer().HasSynced, si.Informer().HasSynced) {
-		return nil
-	}
-	c.loadProjects()
-	go func() { <-ctx.Done(); c.queue.ShutDown() }()
-	for {
-		key, quit := c.queue.Get()
-		if quit {
-			return nil
-		}
-		err := c.handle(ctx, key)
-		if err != nil && ctx.Err() == nil {
-			c.h.log.Warn("cluster application", "key", key, "err", err)
-			c.queue.AddRateLimited(key)
-		} else {
-			c.queue.Forget(key)
-		}
-		c.queue.Done(key)
-	}
+	*synced = append(*synced, pi.Informer().HasSynced, si.Informer().HasSynced)
+	return nil
 }
 
 func (c *clusterApps) handle(ctx context.Context, key string) error {
 	switch {
 	case key == "projects":
-		c.loadProjects()
+		if c.home == nil {
+			c.loadProjects()
+			for _, o := range c.others {
+				o.queue.Add("projects")
+			}
+		}
 		c.mu.Lock()
 		names := make([]string, 0, len(c.managed))
 		for n := range c.managed {
 			names = append(names, n)
 			c.managed[n] = -1 // re-register with the new projects
+		}
+		for n := range c.problems {
+			names = append(names, n) // a project may now accept it
 		}
 		c.mu.Unlock()
 		for _, n := range names {
@@ -268,9 +347,13 @@ func (c *clusterApps) loadProjects() {
 // else one from the installation repository or a Git Source, else the built-in default, else
 // one that permits nothing and says why.
 func (c *clusterApps) project(a *app.Application) *app.AppProject {
-	c.mu.Lock()
-	p := c.projects[a.Spec.Project]
-	c.mu.Unlock()
+	src := c
+	if c.home != nil {
+		src = c.home // AppProjects live in the runtime's own namespace
+	}
+	src.mu.Lock()
+	p := src.projects[a.Spec.Project]
+	src.mu.Unlock()
 	if p != nil {
 		return p
 	}
@@ -282,7 +365,7 @@ func (c *clusterApps) project(a *app.Application) *app.AppProject {
 	}
 	p = &app.AppProject{APIVersion: app.APIVersion, Kind: app.KindAppProject}
 	p.Metadata.Name = a.Spec.Project
-	p.Spec.Description = fmt.Sprintf("project %q exists neither as an AppProject in namespace %s nor in the installation repository (%s/)", a.Spec.Project, c.ns, ProjectsDir)
+	p.Spec.Description = fmt.Sprintf("project %q exists neither as an AppProject in namespace %s nor in the installation repository (%s/)", a.Spec.Project, src.ns, ProjectsDir)
 	return p
 }
 
@@ -394,6 +477,24 @@ func (c *clusterApps) register(u *unstructured.Unstructured, managed bool) (msg 
 		// The document is one line of JSON: the decoder's line numbers say nothing here.
 		return strings.ReplaceAll(fmt.Sprintf("Application %s/%s: %v", c.ns, name, derr), "line 1: ", ""), false, nil
 	}
+	project := c.project(a)
+	if c.home != nil {
+		// Another namespace than the runtime's: its project must list it, as in Argo CD.
+		p := project
+		if p == nil {
+			p = app.NewDefaultProject()
+		}
+		if err := p.PermitsSourceNamespace(c.ns); err != nil {
+			if managed {
+				// It ran while the project listed the namespace: it stops.
+				c.forget(name)
+				if err := c.h.eng.Remove(context.Background(), name, false); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+					return "", false, err
+				}
+			}
+			return fmt.Sprintf("Application %s/%s: %v", c.ns, name, err), false, nil
+		}
+	}
 	// No load of the installation repository may run meanwhile: the name checks below and the
 	// upsert are one step.
 	c.h.loadMu.Lock()
@@ -412,7 +513,7 @@ func (c *clusterApps) register(u *unstructured.Unstructured, managed bool) (msg 
 	c.mu.Lock()
 	c.managed[name] = u.GetGeneration()
 	c.mu.Unlock()
-	if err := c.h.eng.Upsert(a, c.project(a)); err != nil {
+	if err := c.h.eng.Upsert(a, project); err != nil {
 		if !managed {
 			c.forget(name)
 		}
