@@ -84,14 +84,8 @@ func newClusterApps(h *Host, ns string, dyn dynamic.Interface) *clusterApps {
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "cluster-apps"})}
 }
 
-// holds reports whether name is an application the cluster's resources define (in any
-// watched namespace).
-func (c *clusterApps) holds(name string) bool {
-	_, ok := c.holder(name)
-	return ok
-}
-
-// holder is the namespace of the resource that defines application name.
+// holder is the namespace of the resource that defines application name (in any watched
+// namespace).
 func (c *clusterApps) holder(name string) (string, bool) {
 	if c == nil {
 		return "", false
