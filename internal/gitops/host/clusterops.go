@@ -86,6 +86,16 @@ func (c *clusterApps) operate(ctx context.Context, u *unstructured.Unstructured)
 	for _, r := range op.Sync.Resources {
 		opts.Resources = append(opts.Resources, engine.ResourceKey{Group: r.Group, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name})
 	}
+	// A requested sync goes to what its revision names now, not to what the shared ref
+	// advertisement said up to RefsTTL ago (as `freshet app sync` does).
+	if a, err := c.h.eng.Spec(name); err == nil {
+		if a.Spec.Source != nil {
+			c.h.cache.Invalidate(a.Spec.Source.RepoURL)
+		}
+		for _, src := range a.Spec.Sources {
+			c.h.cache.Invalidate(src.RepoURL)
+		}
+	}
 	c.mu.Lock()
 	rec.running, rec.warnings = true, op.Warnings
 	c.mu.Unlock()
