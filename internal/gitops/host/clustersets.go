@@ -59,7 +59,7 @@ func (c *clusterApps) reconcileSet(ctx context.Context, name string) error {
 	set, derr := appset.Decode(data)
 	if derr != nil {
 		msg = strings.ReplaceAll(fmt.Sprintf("ApplicationSet %s/%s: %v", c.ns, name, derr), "line 1: ", "")
-	} else if err := c.h.sets.Put(appset.Entry{Set: set, File: owner, Owner: owner}); err != nil {
+	} else if err := c.putSet(u, set, owner); err != nil {
 		if !errors.Is(err, appset.ErrOwned) {
 			return err
 		}
@@ -201,4 +201,29 @@ func argoSetStatus(st *appset.Status, pr problem, ns string, apps map[string]eng
 		steps = append(steps, m)
 	}
 	return map[string]any{"conditions": conds, "resources": res, "applicationStatus": steps}
+}
+
+// putSet hands a decoded resource to the controller; the repositories its generators read are
+// read afresh, so a spec change generates from what their branches name now.
+func (c *clusterApps) putSet(u *unstructured.Unstructured, set *appset.ApplicationSet, owner string) error {
+	gens, _, _ := unstructured.NestedSlice(u.Object, "spec", "generators")
+	var walk func(v any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case map[string]any:
+			for k, e := range t {
+				if s, ok := e.(string); ok && k == "repoURL" && s != "" {
+					c.h.cache.Invalidate(s)
+				} else {
+					walk(e)
+				}
+			}
+		case []any:
+			for _, e := range t {
+				walk(e)
+			}
+		}
+	}
+	walk(gens)
+	return c.h.sets.Put(appset.Entry{Set: set, File: owner, Owner: owner})
 }
