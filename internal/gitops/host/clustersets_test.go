@@ -38,6 +38,16 @@ func waitSet(t *testing.T, dyn dynamic.Interface, ns, name, what string, ok func
 	}
 }
 
+// waitSetCRD waits until the API server serves ApplicationSets.
+func waitSetCRD(t *testing.T, dyn dynamic.Interface) {
+	t.Helper()
+	waitCRD(t, dyn)
+	waitGone(t, "the ApplicationSet CRD", func() bool {
+		_, err := dyn.Resource(host.ApplicationSetsResource).List(context.Background(), metav1.ListOptions{Limit: 1})
+		return err == nil
+	})
+}
+
 func setCondition(u *unstructured.Unstructured, typ, status, contains string) bool {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
@@ -81,7 +91,7 @@ spec:
       destination: {server: https://kubernetes.default.svc, namespace: %s}
       syncPolicy: {automated: {prune: true}}
 `, w.ns, w.source.URL(), w.source.URL(), w.ns)
-	waitCRD(t, dyn)
+	waitSetCRD(t, dyn)
 	kubectlApplyAs(t, dyn, host.ApplicationSetsResource, w.ns, set)
 
 	// The generated applications run and show their owner; the resource's status lists them
@@ -171,4 +181,74 @@ spec:
 		_, err := w.kc.CoreV1().ConfigMaps(w.ns).Get(ctx, "cm-dev", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
 	})
+}
+
+// A RollingSync ApplicationSet resource: applicationStatus says each app's step and state,
+// read back from the API server, until every step is Healthy.
+func TestApplicationSetResourceRollingSync(t *testing.T) {
+	w := newWorldWith(t, func(ns string, o *host.Options) { o.ClusterApps, o.ClusterAppsNamespace = true, ns })
+	dyn, err := dynamic.NewForConfig(kube.Shared(t).RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmNamed := func(name string) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s}\ndata: {k: v}\n", name)
+	}
+	w.source.Commit("main", map[string]string{"env/dev/cm.yaml": cmNamed("r-dev"), "env/prod/cm.yaml": cmNamed("r-prod")}, "envs")
+	waitSetCRD(t, dyn)
+	kubectlApplyAs(t, dyn, host.ApplicationSetsResource, w.ns, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: ApplicationSet
+metadata: {name: rolling, namespace: %s}
+spec:
+  goTemplate: true
+  generators:
+  - list:
+      elements: [{env: dev}, {env: prod}]
+  strategy:
+    type: RollingSync
+    rollingSync:
+      steps:
+      - matchExpressions: [{key: envLabel, operator: In, values: [dev]}]
+      - matchExpressions: [{key: envLabel, operator: In, values: [prod]}]
+  template:
+    metadata:
+      name: 'r-{{.env}}'
+      labels: {envLabel: '{{.env}}'}
+    spec:
+      project: default
+      source: {repoURL: %s, targetRevision: main, path: 'env/{{.env}}'}
+      destination: {server: https://kubernetes.default.svc, namespace: %s}
+      syncPolicy: {automated: {prune: true}}
+`, w.ns, w.source.URL(), w.ns))
+	u := waitSet(t, dyn, w.ns, "rolling", "every step Healthy", func(u *unstructured.Unstructured) bool {
+		st, _, _ := unstructured.NestedSlice(u.Object, "status", "applicationStatus")
+		if len(st) != 2 {
+			return false
+		}
+		for _, s := range st {
+			if s.(map[string]any)["status"] != "Healthy" {
+				return false
+			}
+		}
+		return true
+	})
+	st, _, _ := unstructured.NestedSlice(u.Object, "status", "applicationStatus")
+	steps := map[any]any{}
+	for _, s := range st {
+		m := s.(map[string]any)
+		steps[m["application"]] = m["step"]
+	}
+	if steps["r-dev"] != "1" || steps["r-prod"] != "2" {
+		t.Errorf("applicationStatus steps %v, want r-dev 1, r-prod 2", steps)
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	found := false
+	for _, c := range conds {
+		if c.(map[string]any)["type"] == "RolloutProgressing" {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no RolloutProgressing condition: %v", conds)
+	}
 }
