@@ -99,7 +99,7 @@ type Options struct {
 	// each only when its project's spec.sourceNamespaces lists the namespace (Argo CD's
 	// application.namespaces).
 	ClusterAppsSourceNamespaces []string
-	Engine               engine.Options
+	Engine                      engine.Options
 	// IngressAuthTTL: how long a caller's token checked with the control plane is trusted on
 	// the runtime's ingress (default 30 s).
 	IngressAuthTTL time.Duration

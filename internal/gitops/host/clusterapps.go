@@ -43,11 +43,11 @@ type clusterApps struct {
 	// whose others are the watchers of the other namespaces.
 	home   *clusterApps
 	others []*clusterApps
-	dyn   dynamic.Interface
-	queue workqueue.TypedRateLimitingInterface[string] // "app/NAME", "status/NAME", "projects"
-	apps  cache.GenericNamespaceLister
-	projs cache.GenericNamespaceLister
-	sets  cache.GenericNamespaceLister
+	dyn    dynamic.Interface
+	queue  workqueue.TypedRateLimitingInterface[string] // "app/NAME", "status/NAME", "projects"
+	apps   cache.GenericNamespaceLister
+	projs  cache.GenericNamespaceLister
+	sets   cache.GenericNamespaceLister
 
 	mu sync.Mutex
 	// managed are the resources the engine runs, with the generation last registered.
