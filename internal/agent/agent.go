@@ -95,7 +95,11 @@ type Options struct {
 	// runtime's own cluster, as Argo CD does (docs/gitops.md, "Applications from the cluster").
 	WatchClusterApps     bool
 	ClusterAppsNamespace string
-	Engine               engine.Options
+	// ClusterAppsSourceNamespaces are other namespaces whose Application resources run too,
+	// each only when its project's spec.sourceNamespaces lists the namespace (Argo CD's
+	// application.namespaces).
+	ClusterAppsSourceNamespaces []string
+	Engine                      engine.Options
 	// IngressAuthTTL: how long a caller's token checked with the control plane is trusted on
 	// the runtime's ingress (default 30 s).
 	IngressAuthTTL time.Duration
@@ -130,6 +134,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WorkflowExecutorImage, "workflow-executor-image", workflows.DefaultExecutorImage, "image holding the freshet binary that runs in every workflow pod (the emissary)")
 	fs.StringVar(&o.WorkflowExecutorPath, "workflow-executor-path", workflows.DefaultExecutorPath, "path of the freshet binary in --workflow-executor-image")
 	fs.BoolVar(&o.WatchClusterApps, "watch-cluster-apps", os.Getenv("FRESHET_WATCH_CLUSTER_APPS") == "true", "also run the argoproj.io Application and AppProject resources of --cluster-apps-namespace (installs their CRDs; env FRESHET_WATCH_CLUSTER_APPS=true)")
+	fs.StringSliceVar(&o.ClusterAppsSourceNamespaces, "cluster-apps-source-namespaces", nil, "other namespaces whose Application resources --watch-cluster-apps runs, each only when the app's AppProject lists the namespace in spec.sourceNamespaces (comma-separated; Argo CD's application.namespaces)")
 	fs.StringVar(&o.ClusterAppsNamespace, "cluster-apps-namespace", "", "namespace whose Application resources --watch-cluster-apps runs (default: the runtime Pod's namespace, else default)")
 	o.Engine.BindFlags(fs)
 }
@@ -301,7 +306,8 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 	}
 	gh, err := host.New(host.Options{Workflows: wfs, Dir: opts.DataDir, InstallRepo: opts.InstallRepo, InCluster: kube, Engine: opts.Engine,
 		ClusterStore: store, RepoCreds: creds, Sink: r.sendReport, Logger: log, Policy: policy, Rollouts: ro,
-		ClusterApps: opts.WatchClusterApps && kube != nil, ClusterAppsNamespace: clusterAppsNamespace(opts.ClusterAppsNamespace)})
+		ClusterApps: opts.WatchClusterApps && kube != nil, ClusterAppsNamespace: clusterAppsNamespace(opts.ClusterAppsNamespace),
+		ClusterAppsSourceNamespaces: opts.ClusterAppsSourceNamespaces})
 	if err != nil {
 		return nil, fmt.Errorf("gitops: %w", err)
 	}

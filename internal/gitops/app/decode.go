@@ -102,7 +102,6 @@ var recognised = map[reflect.Type]map[string]recognition{
 	reflect.TypeFor[ApplicationSpec](): {"sourceHydrator": {true, "source hydration is not supported; render from the dry source directly"}},
 	reflect.TypeFor[Source]():          {"plugin": {true, "config management plugins are not supported; use a directory, Kustomize or Helm source"}},
 	reflect.TypeFor[AppProjectSpec](): {
-		"roles":                      {false, "project roles are ignored: access is governed by Freshet's RBAC"},
 		"orphanedResources":          {false, "orphaned-resource monitoring is not supported yet; ignored"},
 		"signatureKeys":              {true, "commit signature verification is not supported yet (ignoring it would deploy unverified commits)"},
 		"destinationServiceAccounts": {true, "impersonating a service account per destination is not supported yet"},

@@ -91,9 +91,39 @@ func (p *AppProject) validate(d *decoder) {
 		d.add(&Error{Path: "spec.permitOnlyProjectScopedClusters", Line: d.line("spec.permitOnlyProjectScopedClusters"),
 			Value: "true", Reason: "project-scoped clusters are not supported yet", Unsupported: true})
 	}
-	if len(p.Spec.SourceNamespaces) > 0 {
-		d.warnings = append(d.warnings, fmt.Sprintf("spec.sourceNamespaces (line %d) is ignored: applications live in git, not in namespaces", d.line("spec.sourceNamespaces")))
+	p.validateRoles(d)
+	for i, ns := range p.Spec.SourceNamespaces {
+		if _, err := compileGlob(strings.TrimPrefix(ns, "!")); err != nil || ns == "" {
+			fail(fmt.Sprintf("spec.sourceNamespaces[%d]", i), ns, "is not a valid glob of namespaces (\"*\" for any)")
+		}
 	}
+}
+
+// PermitsSourceNamespace reports whether the project accepts Application resources of
+// namespace ns besides the runtime's own (spec.sourceNamespaces: globs, "!" negates, an
+// exclusion wins); the error names the namespace and what the project lists.
+func (p *AppProject) PermitsSourceNamespace(ns string) error {
+	allowed := false
+	for _, g := range p.Spec.SourceNamespaces {
+		if neg, ok := strings.CutPrefix(g, "!"); ok {
+			if globMatch(neg, ns) {
+				allowed = false
+				break
+			}
+			continue
+		}
+		if globMatch(g, ns) {
+			allowed = true
+		}
+	}
+	if allowed {
+		return nil
+	}
+	list := "none"
+	if len(p.Spec.SourceNamespaces) > 0 {
+		list = strings.Join(p.Spec.SourceNamespaces, ", ")
+	}
+	return forbidden("namespace %q is not among the source namespaces of project %q (spec.sourceNamespaces: %s): add it there to run Application resources of that namespace", ns, p.Metadata.Name, list)
 }
 
 // forbidden builds the error a denied check returns.

@@ -286,6 +286,7 @@ type AppProjectSpec struct {
 	NamespaceResourceBlacklist []GroupKind   `json:"namespaceResourceBlacklist,omitempty"`
 	SourceNamespaces           []string      `json:"sourceNamespaces,omitempty"`
 	SyncWindows                []SyncWindow  `json:"syncWindows,omitempty"`
+	Roles                      []ProjectRole `json:"roles,omitempty"`
 	// PermitOnlyProjectScopedClusters is recognised; true is unsupported.
 	PermitOnlyProjectScopedClusters bool `json:"permitOnlyProjectScopedClusters,omitempty"`
 }

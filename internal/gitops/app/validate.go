@@ -152,18 +152,7 @@ func (a *Application) validate(d *decoder) {
 	}
 	if p := s.SyncPolicy; p != nil {
 		for i, opt := range p.SyncOptions {
-			fp := fmt.Sprintf("spec.syncPolicy.syncOptions[%d]", i)
-			k, v, ok := strings.Cut(opt, "=")
-			k, v = strings.TrimSpace(k), strings.TrimSpace(v)
-			allowed, known := syncOptionValues[k]
-			switch {
-			case !ok:
-				fail(fp, opt, "want Key=value, e.g. CreateNamespace=true")
-			case !known:
-				fail(fp, opt, "is not a known sync option; known: "+knownOptions())
-			case !containsFold(allowed, v):
-				fail(fp, opt, fmt.Sprintf("%s takes %s", k, strings.Join(allowed, " or ")))
-			}
+			validateSyncOption(d, fmt.Sprintf("spec.syncPolicy.syncOptions[%d]", i), opt)
 		}
 		if r := p.Retry; r != nil && r.Backoff != nil {
 			if b := r.Backoff; b.Duration != "" {
@@ -426,4 +415,19 @@ func refList(refs map[string]int) string {
 	}
 	sortStrings(names)
 	return strings.Join(names, ", ")
+}
+
+// validateSyncOption checks one "Key=value" sync option against Argo CD's list.
+func validateSyncOption(d *decoder, fp, opt string) {
+	k, v, ok := strings.Cut(opt, "=")
+	k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+	allowed, known := syncOptionValues[k]
+	switch {
+	case !ok:
+		d.fail(fp, d.line(fp), opt, "want Key=value, e.g. CreateNamespace=true")
+	case !known:
+		d.fail(fp, d.line(fp), opt, "is not a known sync option; known: "+knownOptions())
+	case !containsFold(allowed, v):
+		d.fail(fp, d.line(fp), opt, fmt.Sprintf("%s takes %s", k, strings.Join(allowed, " or ")))
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -176,7 +177,21 @@ func (c *Controller) Put(e Entry) error {
 	return nil
 }
 
+// resourceOwnerPrefix marks the owner of an ApplicationSet resource of the runtime's cluster
+// (never an application's name: it has a space).
+const resourceOwnerPrefix = "ApplicationSet resource "
+
+// ResourceOwner is the Entry.Owner of the ApplicationSet resource ns/name of the runtime's
+// cluster: such a set is neither git's (SetAll leaves it) nor an application's.
+func ResourceOwner(ns, name string) string { return resourceOwnerPrefix + ns + "/" + name }
+
+// IsResourceOwner reports whether owner is a ResourceOwner.
+func IsResourceOwner(owner string) bool { return strings.HasPrefix(owner, resourceOwnerPrefix) }
+
 func ownerText(owner string) string {
+	if IsResourceOwner(owner) {
+		return owner
+	}
 	if owner == "" {
 		return "the installation repository or a Git Source"
 	}
@@ -370,7 +385,7 @@ func (c *Controller) Reconcile(ctx context.Context, name string) time.Duration {
 	c.mu.Lock()
 	set, owner, before := st.entry.Set, st.entry.Owner, st.status.Health()
 	c.mu.Unlock()
-	if owner != "" {
+	if owner != "" && !IsResourceOwner(owner) {
 		// The owning application shows this ApplicationSet's health among its resources.
 		defer func() {
 			c.mu.Lock()

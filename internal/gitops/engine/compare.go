@@ -176,6 +176,10 @@ func (e *Engine) compare(ctx context.Context, st *appState, revision string, har
 	for _, w := range a.Warnings {
 		cmp.conds = append(cmp.conds, Condition{Type: ConditionSpecWarning, Message: w})
 	}
+	for _, w := range project.Warnings {
+		// The project's ignored fields and policy lines (a bad role policy names the role and line).
+		cmp.conds = append(cmp.conds, Condition{Type: ConditionSpecWarning, Message: "AppProject " + project.Metadata.Name + ": " + w})
+	}
 	ign := compileIgnores(a.Spec.IgnoreDifferences)
 	cmp.conds = append(cmp.conds, ign.conds...)
 	if a.Spec.SyncPolicy != nil {

@@ -103,6 +103,7 @@ type appState struct {
 	adopted       map[ResourceKey]bool
 	adoptedDone   bool
 	history       []HistoryEntry
+	summary       Summary // of the last comparison that did not fail
 	nextHistoryID int64
 	autoSyncOff   bool
 	last          lastSync
@@ -837,6 +838,7 @@ func (e *Engine) publish(ctx context.Context, st *appState, cmp *comparison) App
 			}
 			s.Resources = append(s.Resources, rs)
 		}
+		st.summary = summarize(a.Metadata.Annotations, cmp.results)
 	}
 	conds := append([]Condition(nil), cmp.conds...)
 	if cmp.failed && cmp.temporary {

@@ -32,6 +32,8 @@ type SyncOptions struct {
 	// Resources restricts the sync to these resources (selective sync: no hooks, and only the
 	// selected resources are pruned).
 	Resources []ResourceKey
+	// SkipHooks applies the objects without running hooks (Argo CD's apply sync strategy).
+	SkipHooks bool
 	// Options add sync options to the app's syncPolicy.syncOptions for this sync
 	// ("Replace=true", "ApplyOutOfSyncOnly=true", ...).
 	Options app.SyncOptions
@@ -241,7 +243,7 @@ func (r *syncRun) execute(ctx context.Context) error {
 	if selective && len(applies)+len(prunes)+len(pruneLast) == 0 {
 		return r.fail(PhaseFailed, false, "none of the selected resources is part of the application")
 	}
-	hooksOn := !opts.DryRun && !selective
+	hooksOn := !opts.DryRun && !selective && !opts.SkipHooks
 	hooks := map[HookType][]*desiredObj{}
 	if hooksOn {
 		for _, h := range cmp.desired.hooks {

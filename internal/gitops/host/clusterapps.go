@@ -36,12 +36,18 @@ import (
 
 // clusterApps watches the Application and AppProject resources of a namespace.
 type clusterApps struct {
-	h     *Host
-	ns    string
-	dyn   dynamic.Interface
-	queue workqueue.TypedRateLimitingInterface[string] // "app/NAME", "status/NAME", "projects"
-	apps  cache.GenericNamespaceLister
-	projs cache.GenericNamespaceLister
+	h  *Host
+	ns string
+	// home is the runtime's own namespace's watcher, for one of another namespace (whose
+	// applications need their project's spec.sourceNamespaces); nil for the home itself,
+	// whose others are the watchers of the other namespaces.
+	home   *clusterApps
+	others []*clusterApps
+	dyn    dynamic.Interface
+	queue  workqueue.TypedRateLimitingInterface[string] // "app/NAME", "status/NAME", "projects"
+	apps   cache.GenericNamespaceLister
+	projs  cache.GenericNamespaceLister
+	sets   cache.GenericNamespaceLister
 
 	mu sync.Mutex
 	// managed are the resources the engine runs, with the generation last registered.
@@ -50,6 +56,13 @@ type clusterApps struct {
 	// origin): written to its status conditions.
 	problems map[string]problem
 	projects map[string]*app.AppProject // the namespace's AppProjects that decode
+	// ops are the operation requests last taken from each resource (see clusterops.go).
+	ops map[string]*crOp
+	// setGens are the ApplicationSet resources the controller runs, with the generation last
+	// put; setProblems their current spec problems (see clustersets.go).
+	setGens     map[string]int64
+	setProblems map[string]problem
+	wg          sync.WaitGroup // requested syncs running
 }
 
 // problem is a resource's spec problem and since when it has had it.
@@ -65,28 +78,50 @@ const (
 )
 
 func newClusterApps(h *Host, ns string, dyn dynamic.Interface) *clusterApps {
-	return &clusterApps{h: h, ns: ns, dyn: dyn, managed: map[string]int64{}, problems: map[string]problem{}, projects: map[string]*app.AppProject{},
+	return &clusterApps{h: h, ns: ns, dyn: dyn, managed: map[string]int64{}, problems: map[string]problem{}, projects: map[string]*app.AppProject{}, ops: map[string]*crOp{}, setGens: map[string]int64{}, setProblems: map[string]problem{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig[string](
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "cluster-apps"})}
 }
 
-// holds reports whether name is an application the cluster's resources define.
-func (c *clusterApps) holds(name string) bool {
+// holder is the namespace of the resource that defines application name (in any watched
+// namespace).
+func (c *clusterApps) holder(name string) (string, bool) {
 	if c == nil {
-		return false
+		return "", false
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	_, ok := c.managed[name]
-	return ok
+	c.mu.Unlock()
+	if ok {
+		return c.ns, true
+	}
+	for _, o := range c.others {
+		if ns, ok := o.holder(name); ok {
+			return ns, true
+		}
+	}
+	return "", false
 }
 
 // count is how many applications the cluster's resources define.
 func (c *clusterApps) count() int {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.managed)
+	n := len(c.managed)
+	c.mu.Unlock()
+	for _, o := range c.others {
+		n += o.count()
+	}
+	return n
+}
+
+// namespaces lists the watched namespaces, the runtime's first.
+func (c *clusterApps) namespaces() []string {
+	out := []string{c.ns}
+	for _, o := range c.others {
+		out = append(out, o.ns)
+	}
+	return out
 }
 
 // retryRefused looks again at the resources refused because another origin held their name
@@ -94,6 +129,9 @@ func (c *clusterApps) count() int {
 func (c *clusterApps) retryRefused() {
 	if c == nil {
 		return
+	}
+	for _, o := range c.others {
+		o.retryRefused()
 	}
 	c.mu.Lock()
 	var names []string
@@ -108,18 +146,45 @@ func (c *clusterApps) retryRefused() {
 	}
 }
 
-// notify is called for every engine event: a managed app's status is written back.
+// notify is called for every engine event: a managed app's status is written back, and the
+// status of the ApplicationSet resource that generates it.
 func (c *clusterApps) notify(name string) {
-	if c.holds(name) {
+	for _, o := range c.others {
+		o.notify(name)
+	}
+	c.mu.Lock()
+	_, held := c.managed[name]
+	c.mu.Unlock()
+	if held {
 		c.queue.Add("status/" + name)
+	}
+	if c.home != nil {
+		return
+	}
+	if owner, err := c.h.eng.Owner(name); err == nil {
+		if set, ok := strings.CutPrefix(owner, engine.AppSetOwner("")); ok {
+			c.setChanged(set)
+		}
 	}
 }
 
 // run installs the CRDs, waits until the installation repository was read once (ready), then
 // watches until ctx ends.
 func (c *clusterApps) run(ctx context.Context, ready <-chan struct{}) error {
+	defer c.wg.Wait()
 	defer c.queue.ShutDown()
-	for backoff := time.Second; ; backoff = min(2*backoff, time.Minute) {
+	var others sync.WaitGroup
+	defer others.Wait()
+	for _, o := range c.others {
+		others.Add(1)
+		go func() {
+			defer others.Done()
+			if err := o.run(ctx, ready); err != nil && ctx.Err() == nil {
+				c.h.log.Error("watching Application resources stopped", "namespace", o.ns, "err", err)
+			}
+		}()
+	}
+	for backoff := time.Second; c.home == nil; backoff = min(2*backoff, time.Minute) {
 		err := EnsureArgoCDCRDs(ctx, c.dyn)
 		if err == nil {
 			break
@@ -138,7 +203,6 @@ func (c *clusterApps) run(ctx context.Context, ready <-chan struct{}) error {
 	}
 	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(c.dyn, 10*time.Minute, c.ns, nil)
 	ai := f.ForResource(ApplicationsResource)
-	pi := f.ForResource(AppProjectsResource)
 	enqueue := func(obj any) {
 		if u, ok := obj.(*unstructured.Unstructured); ok {
 			c.queue.Add("app/" + u.GetName())
@@ -152,19 +216,22 @@ func (c *clusterApps) run(ctx context.Context, ready <-chan struct{}) error {
 		UpdateFunc: func(_, n any) { enqueue(n) }, DeleteFunc: enqueue}); err != nil {
 		return err
 	}
-	projects := func(any) { c.queue.Add("projects") }
-	if _, err := pi.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: projects,
-		UpdateFunc: func(_, n any) { projects(n) }, DeleteFunc: projects}); err != nil {
-		return err
-	}
 	c.apps = ai.Lister().ByNamespace(c.ns)
-	c.projs = pi.Lister().ByNamespace(c.ns)
+	synced := []cache.InformerSynced{ai.Informer().HasSynced}
+	if c.home == nil {
+		// AppProjects and ApplicationSets are read in the runtime's own namespace only.
+		if err := c.watchProjectsAndSets(f, &synced); err != nil {
+			return err
+		}
+	}
 	f.Start(ctx.Done())
 	defer f.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), ai.Informer().HasSynced, pi.Informer().HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return nil
 	}
-	c.loadProjects()
+	if c.home == nil {
+		c.loadProjects()
+	}
 	go func() { <-ctx.Done(); c.queue.ShutDown() }()
 	for {
 		key, quit := c.queue.Get()
@@ -173,7 +240,7 @@ func (c *clusterApps) run(ctx context.Context, ready <-chan struct{}) error {
 		}
 		err := c.handle(ctx, key)
 		if err != nil && ctx.Err() == nil {
-			c.h.log.Warn("cluster application", "key", key, "err", err)
+			c.h.log.Warn("cluster application", "namespace", c.ns, "key", key, "err", err)
 			c.queue.AddRateLimited(key)
 		} else {
 			c.queue.Forget(key)
@@ -182,21 +249,61 @@ func (c *clusterApps) run(ctx context.Context, ready <-chan struct{}) error {
 	}
 }
 
+// watchProjectsAndSets adds the AppProject and ApplicationSet informers to f.
+func (c *clusterApps) watchProjectsAndSets(f dynamicinformer.DynamicSharedInformerFactory, synced *[]cache.InformerSynced) error {
+	pi := f.ForResource(AppProjectsResource)
+	si := f.ForResource(ApplicationSetsResource)
+	projects := func(any) { c.queue.Add("projects") }
+	if _, err := pi.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: projects,
+		UpdateFunc: func(_, n any) { projects(n) }, DeleteFunc: projects}); err != nil {
+		return err
+	}
+	setEvent := func(obj any) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			c.queue.Add("appset/" + u.GetName())
+		} else if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			if _, name, err := cache.SplitMetaNamespaceKey(t.Key); err == nil {
+				c.queue.Add("appset/" + name)
+			}
+		}
+	}
+	if _, err := si.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: setEvent,
+		UpdateFunc: func(_, n any) { setEvent(n) }, DeleteFunc: setEvent}); err != nil {
+		return err
+	}
+	c.sets = si.Lister().ByNamespace(c.ns)
+	c.projs = pi.Lister().ByNamespace(c.ns)
+	*synced = append(*synced, pi.Informer().HasSynced, si.Informer().HasSynced)
+	return nil
+}
+
 func (c *clusterApps) handle(ctx context.Context, key string) error {
 	switch {
 	case key == "projects":
-		c.loadProjects()
+		if c.home == nil {
+			c.loadProjects()
+			for _, o := range c.others {
+				o.queue.Add("projects")
+			}
+		}
 		c.mu.Lock()
 		names := make([]string, 0, len(c.managed))
 		for n := range c.managed {
 			names = append(names, n)
 			c.managed[n] = -1 // re-register with the new projects
 		}
+		for n := range c.problems {
+			names = append(names, n) // a project may now accept it
+		}
 		c.mu.Unlock()
 		for _, n := range names {
 			c.queue.Add("app/" + n)
 		}
 		return nil
+	case strings.HasPrefix(key, "appset/"):
+		return c.reconcileSet(ctx, strings.TrimPrefix(key, "appset/"))
+	case strings.HasPrefix(key, "setstatus/"):
+		return c.writeSetStatus(ctx, strings.TrimPrefix(key, "setstatus/"))
 	case strings.HasPrefix(key, "status/"):
 		return c.writeStatus(ctx, strings.TrimPrefix(key, "status/"))
 	default:
@@ -234,9 +341,13 @@ func (c *clusterApps) loadProjects() {
 // else one from the installation repository or a Git Source, else the built-in default, else
 // one that permits nothing and says why.
 func (c *clusterApps) project(a *app.Application) *app.AppProject {
-	c.mu.Lock()
-	p := c.projects[a.Spec.Project]
-	c.mu.Unlock()
+	src := c
+	if c.home != nil {
+		src = c.home // AppProjects live in the runtime's own namespace
+	}
+	src.mu.Lock()
+	p := src.projects[a.Spec.Project]
+	src.mu.Unlock()
 	if p != nil {
 		return p
 	}
@@ -248,7 +359,7 @@ func (c *clusterApps) project(a *app.Application) *app.AppProject {
 	}
 	p = &app.AppProject{APIVersion: app.APIVersion, Kind: app.KindAppProject}
 	p.Metadata.Name = a.Spec.Project
-	p.Spec.Description = fmt.Sprintf("project %q exists neither as an AppProject in namespace %s nor in the installation repository (%s/)", a.Spec.Project, c.ns, ProjectsDir)
+	p.Spec.Description = fmt.Sprintf("project %q exists neither as an AppProject in namespace %s nor in the installation repository (%s/)", a.Spec.Project, src.ns, ProjectsDir)
 	return p
 }
 
@@ -324,21 +435,27 @@ func (c *clusterApps) reconcile(ctx context.Context, name string) error {
 		}
 		return nil
 	}
-	if managed && gen == u.GetGeneration() {
-		return nil // a status write, or a resync: nothing of the spec changed
+	// A status write or a resync changes nothing of the spec (the generation is the same).
+	if !managed || gen != u.GetGeneration() {
+		msg, conflict, err := c.register(u, managed)
+		if err != nil {
+			return err
+		}
+		c.mu.Lock()
+		if msg == "" {
+			delete(c.problems, name)
+		} else if c.problems[name].msg != msg {
+			c.problems[name] = problem{msg: msg, since: time.Now(), conflict: conflict}
+		}
+		c.mu.Unlock()
+		if err := c.writeStatus(ctx, name); err != nil {
+			return err
+		}
 	}
-	msg, conflict, err := c.register(u, managed)
-	if err != nil {
-		return err
+	if u.Object["operation"] != nil {
+		return c.operate(ctx, u)
 	}
-	c.mu.Lock()
-	if msg == "" {
-		delete(c.problems, name)
-	} else if c.problems[name].msg != msg {
-		c.problems[name] = problem{msg: msg, since: time.Now(), conflict: conflict}
-	}
-	c.mu.Unlock()
-	return c.writeStatus(ctx, name)
+	return nil
 }
 
 // register decodes the resource and upserts it; the problem, when the spec is refused, is for
@@ -353,6 +470,24 @@ func (c *clusterApps) register(u *unstructured.Unstructured, managed bool) (msg 
 	if derr != nil {
 		// The document is one line of JSON: the decoder's line numbers say nothing here.
 		return strings.ReplaceAll(fmt.Sprintf("Application %s/%s: %v", c.ns, name, derr), "line 1: ", ""), false, nil
+	}
+	project := c.project(a)
+	if c.home != nil {
+		// Another namespace than the runtime's: its project must list it, as in Argo CD.
+		p := project
+		if p == nil {
+			p = app.NewDefaultProject()
+		}
+		if err := p.PermitsSourceNamespace(c.ns); err != nil {
+			if managed {
+				// It ran while the project listed the namespace: it stops.
+				c.forget(name)
+				if err := c.h.eng.Remove(context.Background(), name, false); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+					return "", false, err
+				}
+			}
+			return fmt.Sprintf("Application %s/%s: %v", c.ns, name, err), false, nil
+		}
 	}
 	// No load of the installation repository may run meanwhile: the name checks below and the
 	// upsert are one step.
@@ -372,7 +507,7 @@ func (c *clusterApps) register(u *unstructured.Unstructured, managed bool) (msg 
 	c.mu.Lock()
 	c.managed[name] = u.GetGeneration()
 	c.mu.Unlock()
-	if err := c.h.eng.Upsert(a, c.project(a)); err != nil {
+	if err := c.h.eng.Upsert(a, project); err != nil {
 		if !managed {
 			c.forget(name)
 		}
@@ -391,6 +526,9 @@ func (c *clusterApps) forget(name string) {
 	c.mu.Lock()
 	delete(c.managed, name)
 	delete(c.problems, name)
+	if rec := c.ops[name]; rec != nil && !rec.running {
+		delete(c.ops, name)
+	}
 	c.mu.Unlock()
 }
 
@@ -421,17 +559,35 @@ func (c *clusterApps) writeStatus(ctx context.Context, name string) error {
 	c.mu.Lock()
 	_, managed := c.managed[name]
 	pr, hasProblem := c.problems[name]
+	var rec *crOp
+	if r := c.ops[name]; r != nil {
+		cp := *r
+		rec = &cp
+	}
 	c.mu.Unlock()
 	var st *engine.AppStatus
+	var x statusExtras
 	if managed {
 		if s, err := c.h.eng.Status(name); err == nil {
 			st = &s
+			x.history, _ = c.h.eng.History(name)
+			x.summary, _ = c.h.eng.Summary(name)
 		}
 	}
-	if st == nil && !hasProblem {
+	if st == nil && !hasProblem && rec == nil {
 		return nil
 	}
-	status := argoStatus(st, pr, time.Now())
+	x.op = rec
+	x.historyLimit = engine.DefaultHistoryLimit
+	if obj, err := c.apps.Get(name); err == nil {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			if n, ok, _ := unstructured.NestedInt64(u.Object, "spec", "revisionHistoryLimit"); ok && n > 0 {
+				x.historyLimit = int(n)
+			}
+			x.sources, _, _ = unstructured.NestedSlice(u.Object, "spec", "sources")
+		}
+	}
+	status := argoStatus(st, pr, time.Now(), x)
 	body, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
 		return err
@@ -452,20 +608,34 @@ func argoTimeOf(t time.Time) any {
 	return t.UTC().Format(argoTime)
 }
 
+// statusExtras is what an Application resource's status shows besides the engine's status:
+// the operation requested on the resource, history and summary.
+type statusExtras struct {
+	op           *crOp
+	history      []engine.HistoryEntry
+	historyLimit int   // spec.revisionHistoryLimit, else 10
+	sources      []any // spec.sources of a multi-source app, for its history
+	summary      engine.Summary
+}
+
 // argoStatus is an Application's status in Argo CD's shape (a merge patch: absent parts are
 // null, so they are removed). st nil is an application the engine does not run (refused).
-func argoStatus(st *engine.AppStatus, pr problem, now time.Time) map[string]any {
+func argoStatus(st *engine.AppStatus, pr problem, now time.Time, x statusExtras) map[string]any {
 	var conds []any
 	if pr.msg != "" {
 		conds = append(conds, map[string]any{"type": condInvalidSpec, "message": pr.msg, "lastTransitionTime": argoTimeOf(pr.since)})
 	}
 	if st == nil {
+		var opState any
+		if os, ok := x.op.refusedState(nil); ok {
+			opState = os
+		}
 		return map[string]any{
 			"sync":           map[string]any{"status": string(engine.Unknown), "revision": nil},
 			"health":         map[string]any{"status": "Unknown", "message": nil},
 			"conditions":     conds,
 			"resources":      nil,
-			"operationState": nil,
+			"operationState": opState,
 			"reconciledAt":   argoTimeOf(now),
 		}
 	}
@@ -510,6 +680,8 @@ func argoStatus(st *engine.AppStatus, pr problem, now time.Time) map[string]any 
 	out := map[string]any{
 		"sync": sync, "health": health, "conditions": conds, "resources": res,
 		"reconciledAt": argoTimeOf(st.ReconciledAt), "operationState": nil,
+		"history": argoHistory(x.history, x.historyLimit, x.sources),
+		"summary": argoSummary(x.summary),
 	}
 	if st.SourceType != "" {
 		out["sourceType"] = string(st.SourceType)
@@ -536,24 +708,96 @@ func argoStatus(st *engine.AppStatus, pr problem, now time.Time) map[string]any 
 			}
 			rr = append(rr, m)
 		}
-		initiated := map[string]any{}
-		if op.InitiatedBy == engine.InitiatedByUser || op.InitiatedBy == engine.InitiatedByRollback {
-			initiated["username"] = op.User
-		} else {
-			initiated["automated"] = true
-		}
 		opSync := map[string]any{"revision": op.Revision}
 		if op.Prune {
 			opSync["prune"] = true
 		}
+		if op.DryRun {
+			opSync["dryRun"] = true
+		}
+		var operation any = map[string]any{"sync": opSync, "initiatedBy": argoInitiator(op.InitiatedBy, op.User)}
+		msg := op.Message
+		if x.op.matches(op) {
+			// Requested on the resource: the request as written, as Argo CD records it.
+			operation = x.op.raw
+			msg += x.op.warningsNote()
+		}
+		syncResult := map[string]any{"revision": op.Revision, "resources": rr}
+		if revs := strings.Split(op.Revision, ","); len(revs) > 1 {
+			syncResult["revisions"] = revs
+			syncResult["revision"] = nil
+		}
 		out["operationState"] = map[string]any{
 			"phase":      string(op.Phase),
-			"message":    op.Message,
+			"message":    msg,
 			"startedAt":  argoTimeOf(op.StartedAt),
 			"finishedAt": argoTimeOf(op.FinishedAt),
-			"operation":  map[string]any{"sync": opSync, "initiatedBy": initiated},
-			"syncResult": map[string]any{"revision": op.Revision, "resources": rr},
+			"operation":  operation,
+			"syncResult": syncResult,
 		}
+	}
+	if os, ok := x.op.refusedState(st.Operation); ok {
+		out["operationState"] = os
+	}
+	return out
+}
+
+// argoInitiator is Argo CD's operation.initiatedBy: the user's name, or automated.
+func argoInitiator(by engine.Initiator, user string) map[string]any {
+	if by == engine.InitiatedByUser || by == engine.InitiatedByRollback {
+		if user == "" {
+			return map[string]any{}
+		}
+		return map[string]any{"username": user}
+	}
+	return map[string]any{"automated": true}
+}
+
+// argoHistory is status.history in Argo CD's shape: the successful syncs (Argo CD records no
+// other), oldest first, at most limit (spec.revisionHistoryLimit). A multi-source app's entries
+// have revisions and sources (the app's current spec.sources) instead of revision and source.
+func argoHistory(hist []engine.HistoryEntry, limit int, sources []any) []any {
+	var out []any
+	for _, h := range hist {
+		if h.Phase != engine.PhaseSucceeded {
+			continue
+		}
+		e := map[string]any{
+			"id": h.ID, "deployStartedAt": argoTimeOf(h.StartedAt), "deployedAt": argoTimeOf(h.FinishedAt),
+			"initiatedBy": argoInitiator(h.InitiatedBy, h.User),
+		}
+		if revs := strings.Split(h.Revision, ","); len(sources) > 0 {
+			e["revisions"] = revs
+			e["sources"] = sources
+		} else {
+			e["revision"] = h.Revision
+			e["source"] = sourceMap(h.Source)
+		}
+		out = append(out, e)
+	}
+	if len(out) > limit {
+		out = out[len(out)-limit:]
+	}
+	return out
+}
+
+// sourceMap is a source in its JSON form (Argo CD's field names).
+func sourceMap(s app.Source) map[string]any {
+	var m map[string]any
+	if data, err := json.Marshal(s); err == nil {
+		_ = json.Unmarshal(data, &m)
+	}
+	return m
+}
+
+// argoSummary is status.summary: images and external URLs, absent parts left out.
+func argoSummary(s engine.Summary) map[string]any {
+	out := map[string]any{"images": nil, "externalURLs": nil}
+	if len(s.Images) > 0 {
+		out["images"] = s.Images
+	}
+	if len(s.ExternalURLs) > 0 {
+		out["externalURLs"] = s.ExternalURLs
 	}
 	return out
 }

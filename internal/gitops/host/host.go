@@ -28,6 +28,7 @@ import (
 
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
@@ -106,6 +107,11 @@ type Options struct {
 	// MailRootCAs check the certificates of the mail servers argocd-notifications-cm's email
 	// services name (nil: the host's).
 	MailRootCAs *x509.CertPool
+	// ClusterAppsSourceNamespaces are other namespaces whose Application resources run with
+	// ClusterApps (Argo CD's application.namespaces): one runs only when its project's
+	// spec.sourceNamespaces lists its namespace. AppProjects and ApplicationSets are read in
+	// ClusterAppsNamespace only.
+	ClusterAppsSourceNamespaces []string
 }
 
 // Host is a running GitOps engine with its application loader.
@@ -209,6 +215,17 @@ func New(opts Options) (*Host, error) {
 			return nil, err
 		}
 		h.capps = newClusterApps(h, ns, dyn)
+		for i, other := range opts.ClusterAppsSourceNamespaces {
+			if msgs := validation.IsDNS1123Label(other); len(msgs) > 0 {
+				return nil, errdefs.Invalid(fmt.Sprintf("clusterAppsSourceNamespaces[%d]", i), other, "is not a namespace name: "+strings.Join(msgs, "; "))
+			}
+			if other == ns || slices.Contains(opts.ClusterAppsSourceNamespaces[:i], other) {
+				continue
+			}
+			o := newClusterApps(h, other, dyn)
+			o.home = h.capps
+			h.capps.others = append(h.capps.others, o)
+		}
 	}
 	lctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	err = h.loadClusters(lctx)
@@ -279,7 +296,12 @@ func New(opts Options) (*Host, error) {
 	h.loadNotifications(cctx)
 	ccancel()
 	h.sets = appset.New(appset.Options{Logger: opts.Logger.With("component", "applicationsets"),
-		Sources: appset.Sources{Checkout: h.checkout, Clusters: h.appSetClusters}})
+		Sources: appset.Sources{Checkout: h.checkout, Clusters: h.appSetClusters},
+		OnStatus: func(s appset.Status) {
+			if h.capps != nil {
+				h.capps.setChanged(s.Name)
+			}
+		}})
 	eo.AppSets = h.sets.Hook()
 	if h.eng, err = engine.New(eo); err != nil {
 		return nil, err
@@ -464,8 +486,8 @@ func (h *Host) apply(ctx context.Context, apps map[string]loadedApp, keep func(l
 	h.mu.Unlock()
 	next := make(map[string]loadedApp, len(apps))
 	for name, la := range apps {
-		if h.capps.holds(name) {
-			problems = append(problems, fmt.Sprintf("%s: application %q is defined twice: here and as the Application resource %s/%s; the first one registered (the resource) keeps it: rename or remove one", la.file, name, h.capps.ns, name))
+		if ns, held := h.capps.holder(name); held {
+			problems = append(problems, fmt.Sprintf("%s: application %q is defined twice: here and as the Application resource %s/%s; the first one registered (the resource) keeps it: rename or remove one", la.file, name, ns, name))
 			continue
 		}
 		if err := h.eng.Upsert(la.app, projectFor(la.app, projects)); err != nil {
@@ -668,7 +690,7 @@ func (h *Host) Health() runtimev1.Component {
 		}
 	}
 	if h.capps != nil {
-		c.Message += fmt.Sprintf("; %d from Application resources in namespace %s", h.capps.count(), h.capps.ns)
+		c.Message += fmt.Sprintf("; %d from Application resources in namespace %s", h.capps.count(), strings.Join(h.capps.namespaces(), ", "))
 	}
 	if h.opts.InCluster == nil {
 		c.Message += "; no in-cluster destination configured"

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/freshet-dev/freshet/internal/gitops/engine"
 	"github.com/freshet-dev/freshet/internal/gitops/notifications"
 	"github.com/freshet-dev/freshet/internal/gitops/repocreds"
 )
@@ -53,7 +54,12 @@ func (h *Host) notificationSubject(name string) (notifications.Subject, bool) {
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return notifications.Subject{}, false
 	}
-	status := argoStatus(&st, problem{}, time.Now())
+	// History and summary as on an Application resource: templates read .app.status.summary.images
+	// and .app.status.history as they do on Argo CD's objects.
+	x := statusExtras{historyLimit: engine.DefaultHistoryLimit}
+	x.history, _ = h.eng.History(name)
+	x.summary, _ = h.eng.Summary(name)
+	status := argoStatus(&st, problem{}, time.Now(), x)
 	// The status as it reads in JSON (the triggers compare strings, as on Argo CD's objects).
 	sraw, _ := json.Marshal(status)
 	var sobj map[string]any

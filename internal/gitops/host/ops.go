@@ -76,9 +76,9 @@ func (h *Host) application(st engine.AppStatus) Application {
 			}
 		}
 	}
-	if a.Spec == nil && h.capps.holds(st.Name) {
+	if ns, held := h.capps.holder(st.Name); a.Spec == nil && held {
 		a.Spec, _ = h.eng.Spec(st.Name)
-		a.File = "Application resource " + h.capps.ns + "/" + st.Name
+		a.File = "Application resource " + ns + "/" + st.Name
 	}
 	return a
 }
@@ -122,8 +122,8 @@ func (h *Host) CreateApplication(ctx context.Context, c Caller, data []byte, ups
 		return Application{}, err
 	}
 	name := a.Metadata.Name
-	if h.capps.holds(name) {
-		return Application{}, fmt.Errorf("application %q is the Application resource %s/%s in the runtime's cluster: change it with kubectl: %w", name, h.capps.ns, name, errdefs.ErrConflict)
+	if ns, held := h.capps.holder(name); held {
+		return Application{}, fmt.Errorf("application %q is the Application resource %s/%s in the runtime's cluster: change it with kubectl: %w", name, ns, name, errdefs.ErrConflict)
 	}
 	if owner, err := h.eng.Owner(name); err == nil && owner != "" {
 		if set, ok := strings.CutPrefix(owner, engine.AppSetOwner("")); ok {
@@ -198,8 +198,8 @@ func (h *Host) DeleteApplication(ctx context.Context, c Caller, name string, cas
 	h.loadMu.Lock()
 	defer h.loadMu.Unlock()
 	la, ok := h.loaded(name)
-	if !ok && h.capps.holds(name) {
-		return fmt.Errorf("application %q is the Application resource %s/%s in the runtime's cluster: delete it with kubectl: %w", name, h.capps.ns, name, errdefs.ErrConflict)
+	if ns, held := h.capps.holder(name); !ok && held {
+		return fmt.Errorf("application %q is the Application resource %s/%s in the runtime's cluster: delete it with kubectl: %w", name, ns, name, errdefs.ErrConflict)
 	}
 	if !ok {
 		if owner, err := h.eng.Owner(name); err == nil && owner != "" {
