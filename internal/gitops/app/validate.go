@@ -218,7 +218,7 @@ func validateSource(d *decoder, p string, src *Source, refs map[string]int) {
 		d.warnings = append(d.warnings, fmt.Sprintf("%s (line %d) %s", fp, d.line(fp), reason))
 	}
 	if src.Chart != "" {
-		validateChartSource(d, p, src, refs != nil)
+		validateChartSource(d, p, src)
 	} else if src.RepoURL == "" {
 		fail(p+".repoURL", "", "is required")
 	} else if _, err := repourl.Normalize(src.RepoURL); err != nil {
@@ -229,6 +229,8 @@ func validateSource(d *decoder, p string, src *Source, refs map[string]int) {
 	}
 	if src.Ref != "" && refs == nil {
 		fail(p+".ref", src.Ref, "is only valid in an entry of spec.sources (a source other sources' $ref/ value files read)")
+	} else if src.Ref != "" && src.Chart != "" {
+		fail(p+".ref", src.Ref, "cannot be set on a chart from a chart repository: a ref names a git repository whose files $ref/path value files read")
 	}
 	set := 0
 	for _, on := range []bool{src.Helm != nil, src.Kustomize != nil, src.Directory != nil} {

@@ -127,6 +127,14 @@ func (e *Engine) startRevision(ctx context.Context, a *app.Application, revision
 			return revision
 		}
 		for i, src := range a.Spec.Sources {
+			if src.IsChartRepo() {
+				if ch, err := e.resolveChart(ctx, &a.Spec.Sources[i], revs[i]); err == nil {
+					revs[i] = ch.Version
+				} else if revs[i] == "" {
+					revs[i] = src.TargetRevision
+				}
+				continue
+			}
 			rev := revs[i]
 			if rev == "" {
 				rev = src.TargetRevision
