@@ -243,6 +243,9 @@ func (r *syncRun) execute(ctx context.Context) error {
 			return r.fail(PhaseFailed, false, "%s (%s): %s", rr.d.key, rr.d.source, rr.message)
 		}
 	}
+	if err := r.checkShared(ctx, applies); err != nil {
+		return err
+	}
 	if err := r.checkMissingKinds(applies); err != nil {
 		return err
 	}
