@@ -326,7 +326,7 @@ func validateSource(d *decoder, p string, src *Source, refs map[string]int) {
 			fail(hp+".kubeVersion", h.KubeVersion, `want a Kubernetes version such as "1.34.0"`)
 		}
 		if h.PassCredentials {
-			warn(hp+".passCredentials", "has no effect: Freshet does not fetch charts from Helm repositories")
+			warn(hp+".passCredentials", "has no effect: repository credentials are sent only to the chart repository's own scheme and host, never to chart URLs elsewhere")
 		}
 	}
 	if k := src.Kustomize; k != nil {

@@ -178,7 +178,9 @@ data:
 	if _, err := v.c.Dynamic.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = v.c.Dynamic.Resource(crdGVR).Delete(context.Background(), "probes."+group, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = v.c.Dynamic.Resource(crdGVR).Delete(context.Background(), "probes."+group, metav1.DeleteOptions{})
+	})
 	v.eventually(30*time.Second, "the CRD's group in discovery", func() (bool, string) {
 		groups, err := v.c.Client.Discovery().ServerGroups()
 		if err != nil {

@@ -28,6 +28,7 @@ func TestFailOnSharedResource(t *testing.T) {
 	opt := "  syncPolicy:\n    syncOptions: [FailOnSharedResource=true]\n"
 	v.upsert(v.application("taker", "taker", opt))
 	res := v.sync("taker", engine.SyncOptions{})
+	t.Logf("taker: %s", res.Message)
 	want := "ConfigMap/" + v.ns + "/shared"
 	if res.Phase != engine.PhaseFailed || !strings.Contains(res.Message, want) || !strings.Contains(res.Message, `application "owner"`) ||
 		!strings.Contains(res.Message, "FailOnSharedResource") {
