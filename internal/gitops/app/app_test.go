@@ -125,6 +125,20 @@ func TestDecodeOCIChartSources(t *testing.T) {
 	}
 }
 
+// A chart from a chart repository in spec.sources reading a $values file of a git ref source
+// decodes (Argo CD's "Helm value files from external Git repository" example).
+func TestDecodeChartInSources(t *testing.T) {
+	a, err := app.DecodeApplication([]byte(strings.Replace(base, "  source:\n    repoURL: https://github.com/argoproj/argocd-example-apps.git\n    path: guestbook\n",
+		"  sources:\n    - repoURL: https://prometheus-community.github.io/helm-charts\n      chart: prometheus\n      targetRevision: 15.7.1\n"+
+			"      helm: {valueFiles: [$values/charts/prometheus/values.yaml]}\n    - {repoURL: 'https://git.example.com/org/value-files.git', targetRevision: dev, ref: values}\n", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src := a.EffectiveSource(); !src.IsChartRepo() || src.Chart != "prometheus" || len(a.Spec.Sources) != 2 {
+		t.Errorf("sources %+v", a.Spec.Sources)
+	}
+}
+
 const base = `apiVersion: argoproj.io/v1alpha1
 kind: Application
 metadata:
@@ -185,6 +199,8 @@ func TestDecodeErrors(t *testing.T) {
 		{"unknown $ref", strings.Replace(base, "  source:\n    repoURL: https://github.com/argoproj/argocd-example-apps.git\n    path: guestbook\n",
 			"  sources:\n    - repoURL: https://a.example/x\n      path: chart\n      helm: {valueFiles: [$valuez/prod.yaml]}\n    - repoURL: https://b.example/y\n      ref: values\n", 1),
 			"spec.sources[0].helm.valueFiles[0]", 10, "$valuez must be the ref of an entry of spec.sources (refs here: $values)", false},
+		{"ref on a chart", strings.Replace(base, "  source:\n    repoURL: https://github.com/argoproj/argocd-example-apps.git\n    path: guestbook\n",
+			"  sources:\n    - {repoURL: https://charts.example.com, chart: nginx, ref: values}\n    - {repoURL: https://b.example/y, path: p}\n", 1), "spec.sources[0].ref", 8, "cannot be set on a chart from a chart repository", false},
 		{"duplicate ref", strings.Replace(base, "  source:\n    repoURL: https://github.com/argoproj/argocd-example-apps.git\n    path: guestbook\n",
 			"  sources:\n    - {repoURL: https://a.example/x, ref: v}\n    - {repoURL: https://b.example/y, ref: v}\n", 1), "spec.sources[1].ref", 9, "is also the ref of spec.sources[0]", false},
 		{"remote values", strings.Replace(base, "    path: guestbook\n", "    path: guestbook\n    helm:\n      valueFiles: [https://example.com/v.yaml]\n", 1), "spec.source.helm.valueFiles[0]", 11, "remote values files", true},

@@ -14,16 +14,11 @@ func (s *Source) IsChartRepo() bool { return s != nil && s.Chart != "" }
 
 // validateChartSource checks a source naming a chart from a chart repository: an http(s)
 // repoURL or an OCI registry's (oci://host/path, or host/path as Argo CD writes it) without
-// credentials in it, a chart name, no kustomize or directory options. Chart sources in
-// spec.sources are not supported yet.
-func validateChartSource(d *decoder, p string, src *Source, inSources bool) {
+// credentials in it, a chart name, no kustomize or directory options. In spec.sources such
+// an entry may read $ref/path value files of the other entries, but cannot be a ref itself:
+// refs name git repositories whose files the others read (as in Argo CD).
+func validateChartSource(d *decoder, p string, src *Source) {
 	fail := func(fp, value, reason string) { d.fail(fp, d.line(fp), value, reason) }
-	unsupported := func(fp, value, reason string) {
-		d.add(&Error{Path: fp, Line: d.line(fp), Value: value, Reason: reason, Unsupported: true})
-	}
-	if inSources {
-		unsupported(p+".chart", src.Chart, "a chart from a chart repository in spec.sources is not supported yet; use spec.source")
-	}
 	if strings.ContainsAny(src.Chart, `/\`) || src.Chart == "." || src.Chart == ".." {
 		fail(p+".chart", src.Chart, "must be the name of a chart in the repository (no slashes)")
 	}

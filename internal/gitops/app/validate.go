@@ -207,7 +207,7 @@ func validateSource(d *decoder, p string, src *Source, refs map[string]int) {
 		d.warnings = append(d.warnings, fmt.Sprintf("%s (line %d) %s", fp, d.line(fp), reason))
 	}
 	if src.Chart != "" {
-		validateChartSource(d, p, src, refs != nil)
+		validateChartSource(d, p, src)
 	} else if src.RepoURL == "" {
 		fail(p+".repoURL", "", "is required")
 	} else if _, err := repourl.Normalize(src.RepoURL); err != nil {
@@ -218,6 +218,8 @@ func validateSource(d *decoder, p string, src *Source, refs map[string]int) {
 	}
 	if src.Ref != "" && refs == nil {
 		fail(p+".ref", src.Ref, "is only valid in an entry of spec.sources (a source other sources' $ref/ value files read)")
+	} else if src.Ref != "" && src.Chart != "" {
+		fail(p+".ref", src.Ref, "cannot be set on a chart from a chart repository: a ref names a git repository whose files $ref/path value files read")
 	}
 	set := 0
 	for _, on := range []bool{src.Helm != nil, src.Kustomize != nil, src.Directory != nil} {
@@ -313,7 +315,7 @@ func validateSource(d *decoder, p string, src *Source, refs map[string]int) {
 			fail(hp+".kubeVersion", h.KubeVersion, `want a Kubernetes version such as "1.34.0"`)
 		}
 		if h.PassCredentials {
-			warn(hp+".passCredentials", "has no effect: Freshet does not fetch charts from Helm repositories")
+			warn(hp+".passCredentials", "has no effect: repository credentials are sent only to the chart repository's own scheme and host, never to chart URLs elsewhere")
 		}
 	}
 	if k := src.Kustomize; k != nil {

@@ -90,8 +90,7 @@ func (e *Engine) desiredChart(ctx context.Context, st *appState, a *app.Applicat
 		if err != nil {
 			return nil, err
 		}
-		return &renderEntry{res: res, commit: git.CommitInfo{SHA: ch.Version,
-			Message: fmt.Sprintf("chart %s %s from %s", ch.Name, ch.Version, ch.Repo)}}, nil
+		return &renderEntry{res: res, commit: chartCommit(ch)}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -104,6 +103,11 @@ func (e *Engine) desiredChart(ctx context.Context, st *appState, a *app.Applicat
 		st.mu.Unlock()
 	}
 	return ds, nil
+}
+
+// chartCommit is what a chart version shows where a git source shows its commit.
+func chartCommit(ch *helmrepo.Chart) git.CommitInfo {
+	return git.CommitInfo{SHA: ch.Version, Message: fmt.Sprintf("chart %s %s from %s", ch.Name, ch.Version, ch.Repo)}
 }
 
 // depFetcher fetches Helm charts' remote dependencies through the chart cache (nil without
@@ -150,7 +154,13 @@ func chartTemporary(err error) bool { return errors.Is(err, helmrepo.ErrUnavaila
 // hardRefreshCharts makes a hard refresh of a chart app read its repository's index again and
 // render again.
 func (e *Engine) hardRefreshCharts(a *app.Application) {
-	if src := a.EffectiveSource(); src.IsChartRepo() && e.opts.Charts != nil {
+	if e.opts.Charts == nil {
+		return
+	}
+	for _, src := range appSources(a) {
+		if !src.IsChartRepo() {
+			continue
+		}
 		e.opts.Charts.Invalidate(src.RepoURL)
 		if rest, ok := strings.CutPrefix(src.RepoURL, "https://"); ok { // an OCI registry by its repository credentials
 			e.opts.Charts.Invalidate("oci://" + rest)

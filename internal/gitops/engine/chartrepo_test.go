@@ -1,11 +1,17 @@
 package engine_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/freshet-dev/freshet/internal/gitops/app"
 	"github.com/freshet-dev/freshet/internal/gitops/engine"
@@ -128,5 +134,80 @@ func TestChartRepositoryBadInput(t *testing.T) {
 	}
 	if _, found := v.get(gvrCM, "missing-cm"); found {
 		t.Error("something was applied")
+	}
+}
+
+// Helm's lookup as Argo CD provides it: Argo CD renders with `helm template`, where lookup
+// finds nothing, so a chart guarding `if (lookup ...)` renders its fallback even when the
+// object exists in the destination; .Capabilities.KubeVersion and .Capabilities.APIVersions
+// are the destination cluster's (a CRD's group installed there is listed).
+func TestChartLookupAndCapabilities(t *testing.T) {
+	repo := chartrepo.New(t, "demo", "1.0.0")
+	repo.AddTemplates(t, "probe", "0.1.0", map[string]string{"cm.yaml": `{{- $existing := lookup "v1" "ConfigMap" .Release.Namespace "pre-existing" }}
+{{- $all := lookup "v1" "ConfigMap" .Release.Namespace "" }}
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Release.Name }}-probe
+data:
+  found: {{ if $existing }}"yes: {{ $existing.data.secret }}"{{ else }}"no"{{ end }}
+  listed: {{ len $all | quote }}
+  kube: {{ .Capabilities.KubeVersion.Version | quote }}
+  has-apps: {{ .Capabilities.APIVersions.Has "apps/v1" | quote }}
+  has-crd: {{ .Capabilities.APIVersions.Has (printf "%s/v1" .Values.group) | quote }}
+`})
+	v := newEnv(t, withCharts(t, nil))
+	ctx := v.ctx(60 * time.Second)
+	// The object lookup would find, were the render given the cluster.
+	if _, err := v.c.Client.CoreV1().ConfigMaps(v.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "pre-existing"},
+		Data: map[string]string{"secret": "live"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A CRD of a group unique to this test, installed before the engine first looks at the
+	// cluster's API versions.
+	group := v.ns + ".probe.freshet.dev"
+	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "probes." + group},
+		"spec": map[string]any{"group": group, "scope": "Namespaced",
+			"names": map[string]any{"plural": "probes", "singular": "probe", "kind": "Probe", "listKind": "ProbeList"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}},
+	}}
+	if _, err := v.c.Dynamic.Resource(crdGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = v.c.Dynamic.Resource(crdGVR).Delete(context.Background(), "probes."+group, metav1.DeleteOptions{})
+	})
+	v.eventually(30*time.Second, "the CRD's group in discovery", func() (bool, string) {
+		groups, err := v.c.Client.Discovery().ServerGroups()
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, g := range groups.Groups {
+			if g.Name == group {
+				return true, ""
+			}
+		}
+		return false, "not listed"
+	})
+	server, err := v.c.Client.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	v.upsert(v.chartApp("lk", repo.URL, "probe", "0.1.0", fmt.Sprintf("    helm:\n      valuesObject: {group: %s}\n", group)))
+	v.mustSucceed(v.sync("lk", engine.SyncOptions{}))
+	data := v.mustGet(gvrCM, "lk-probe").Object["data"].(map[string]any)
+	if data["found"] != "no" || data["listed"] != "0" {
+		t.Errorf("lookup: found %v, listed %v; want the fallback (helm template's empty lookup)", data["found"], data["listed"])
+	}
+	if data["kube"] != server.GitVersion {
+		t.Errorf(".Capabilities.KubeVersion %v, want the destination's %s", data["kube"], server.GitVersion)
+	}
+	if data["has-apps"] != "true" || data["has-crd"] != "true" {
+		t.Errorf(".Capabilities.APIVersions: apps/v1 %v, %s/v1 %v; want the destination's groups", data["has-apps"], group, data["has-crd"])
 	}
 }

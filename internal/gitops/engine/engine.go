@@ -335,6 +335,8 @@ func (e *Engine) Remove(ctx context.Context, name string, cascade bool) error {
 		if err != nil {
 			return err
 		}
+		postDelete := e.postDeleteHooks(ctx, st, cl)
+		var deleted []ObjRef
 		fg := metav1DeletePropagationForeground()
 		var errs []error
 		for _, ref := range refs {
@@ -355,9 +357,18 @@ func (e *Engine) Remove(ctx context.Context, name string, cascade bool) error {
 			if err := deleteObject(ctx, cl, m, ref, fg); err != nil {
 				errs = append(errs, err)
 			}
+			deleted = append(deleted, ref)
 		}
 		if err := errors.Join(errs...); err != nil {
 			return err
+		}
+		if len(postDelete) > 0 {
+			if err := e.waitGone(ctx, cl, deleted); err != nil {
+				return err
+			}
+			if err := e.runPostDelete(ctx, st, cl, postDelete); err != nil {
+				return err
+			}
 		}
 		st.mu.Lock()
 		hooks := append([]ObjRef(nil), st.hooks...)

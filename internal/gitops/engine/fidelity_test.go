@@ -144,7 +144,7 @@ func TestIgnoredSyncOptionsWarn(t *testing.T) {
 	v.repo.Commit("main", map[string]string{
 		"io/cm.yaml": configMap("io", "1", "argocd.argoproj.io/sync-options: ServerSideApply=false", "argocd.argoproj.io/compare-options: ServerSideDiff=false"),
 	}, "options")
-	v.upsert(v.application("io", "io", "  syncPolicy:\n    syncOptions: [Validate=false, FailOnSharedResource=true, CreateNamespace=true, SkipDryRunOnMissingResource=true, ServerSideApply=true]\n"))
+	v.upsert(v.application("io", "io", "  syncPolicy:\n    syncOptions: [Validate=false, Force=true, FailOnSharedResource=true, CreateNamespace=true, SkipDryRunOnMissingResource=true, ServerSideApply=true]\n"))
 	s := v.refresh("io")
 	var msgs []string
 	for _, c := range s.Conditions {
@@ -154,7 +154,7 @@ func TestIgnoredSyncOptionsWarn(t *testing.T) {
 	}
 	all := strings.Join(msgs, "\n")
 	for _, want := range []string{
-		"spec.syncPolicy.syncOptions: FailOnSharedResource=true is ignored",
+		"spec.syncPolicy.syncOptions: Force=true is ignored",
 		"ConfigMap/" + v.ns + "/io argocd.argoproj.io/sync-options: ServerSideApply=false is ignored",
 		"ConfigMap/" + v.ns + "/io argocd.argoproj.io/compare-options: ServerSideDiff=false is ignored",
 	} {
@@ -162,7 +162,7 @@ func TestIgnoredSyncOptionsWarn(t *testing.T) {
 			t.Errorf("no warning %q in:\n%s", want, all)
 		}
 	}
-	if strings.Contains(all, "CreateNamespace") || strings.Contains(all, "Validate") || strings.Contains(all, "SkipDryRun") || strings.Contains(all, "ServerSideApply=true") {
+	if strings.Contains(all, "CreateNamespace") || strings.Contains(all, "Validate") || strings.Contains(all, "SkipDryRun") || strings.Contains(all, "FailOnSharedResource") || strings.Contains(all, "ServerSideApply=true") {
 		t.Errorf("a supported option is warned about:\n%s", all)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/gitops/app"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
+	"github.com/freshet-dev/freshet/internal/gitops/helmrepo"
 	"github.com/freshet-dev/freshet/internal/gitops/render"
 )
 
@@ -15,7 +16,8 @@ import (
 // resolved and rendered, and their objects make one desired state. A source with a ref and no
 // path is only read: Helm value files written $ref/path in the other sources come from its
 // checkout. The app's revision is the sources' commits, comma-separated in spec.sources
-// order; a rollback passes such a list back.
+// order (a chart from a chart repository counts with its chart version, as a single-source
+// chart app does); a rollback passes such a list back.
 
 // isMultiSource reports whether an app renders several sources.
 func isMultiSource(a *app.Application) bool { return a.Spec.Source == nil && len(a.Spec.Sources) > 1 }
@@ -40,7 +42,19 @@ func (e *Engine) desiredMulti(ctx context.Context, st *appState, a *app.Applicat
 		return nil, err
 	}
 	shas := make([]string, len(srcs))
+	charts := make([]*helmrepo.Chart, len(srcs))
+	digests := make([]string, len(srcs))
 	for i, src := range srcs {
+		if src.IsChartRepo() {
+			// A chart from a chart repository: its revision is the chart version, as for a
+			// single-source chart app; the render is keyed by the archive's digest.
+			ch, err := e.resolveChart(ctx, &srcs[i], revs[i])
+			if err != nil {
+				return nil, fmt.Errorf("spec.sources[%d]: %w", i, err)
+			}
+			charts[i], shas[i], digests[i] = ch, ch.Version, ch.Digest
+			continue
+		}
 		rev := revs[i]
 		if rev == "" {
 			rev = src.TargetRevision
@@ -67,7 +81,7 @@ func (e *Engine) desiredMulti(ctx context.Context, st *appState, a *app.Applicat
 		return cur, nil
 	}
 	kubeVersion, apiVersions := cl.serverInfo()
-	key := "multi\x00" + sha + "\x00" + string(data) + "\x00" + kubeVersion
+	key := "multi\x00" + sha + "\x00" + strings.Join(digests, ",") + "\x00" + string(data) + "\x00" + kubeVersion
 	entry, err := e.renders.get(ctx, key, func(ctx context.Context) (*renderEntry, error) {
 		snaps := make([]*git.Snapshot, len(srcs))
 		defer func() {
@@ -79,6 +93,9 @@ func (e *Engine) desiredMulti(ctx context.Context, st *appState, a *app.Applicat
 		}()
 		refs := map[string]string{}
 		for i, src := range srcs {
+			if charts[i] != nil {
+				continue // unpacked in the chart cache
+			}
 			s, err := e.cache.Checkout(ctx, e.repo(src.RepoURL), shas[i])
 			if err != nil {
 				return nil, fmt.Errorf("spec.sources[%d]: %w", i, err)
@@ -88,13 +105,24 @@ func (e *Engine) desiredMulti(ctx context.Context, st *appState, a *app.Applicat
 				refs[src.Ref] = s.Dir
 			}
 		}
-		out := &renderEntry{res: &render.Result{}, commit: snaps[0].Commit}
+		out := &renderEntry{res: &render.Result{}}
+		if ch := charts[0]; ch != nil {
+			out.commit = chartCommit(ch)
+		} else {
+			out.commit = snaps[0].Commit
+		}
 		for i, src := range srcs {
 			if src.Ref != "" && src.Path == "" {
 				continue // only read through $ref
 			}
+			root := ""
+			if ch := charts[i]; ch != nil {
+				root = ch.Dir
+			} else {
+				root = snaps[i].Dir
+			}
 			res, err := e.renderer.Render(ctx, render.Request{
-				Root: snaps[i].Dir, Source: src, AppName: a.Metadata.Name, Namespace: a.Spec.Destination.Namespace,
+				Root: root, Source: src, AppName: a.Metadata.Name, Namespace: a.Spec.Destination.Namespace,
 				Revision: shas[i], KubeVersion: kubeVersion, APIVersions: apiVersions, Refs: refs, Charts: e.depFetcher(),
 			})
 			if err != nil {

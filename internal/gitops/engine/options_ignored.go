@@ -15,7 +15,6 @@ var ignoredOptions = []struct {
 	key, value, why string
 }{
 	{"ServerSideApply", "false", "objects are always applied server-side"},
-	{"FailOnSharedResource", "true", "not implemented: an object another application applies is taken over"},
 	{"Force", "true", "not implemented: Replace=true replaces without deleting first"},
 	{"Prune", "confirm", "not implemented: the prune happens without confirmation"},
 	{"Delete", "confirm", "not implemented: the delete happens without confirmation"},

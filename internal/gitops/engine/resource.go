@@ -48,6 +48,8 @@ const (
 	HookPostSync HookType = "PostSync"
 	HookSyncFail HookType = "SyncFail"
 	HookSkip     HookType = "Skip"
+	// HookPostDelete hooks run after a cascading delete has deleted the app's resources.
+	HookPostDelete HookType = "PostDelete"
 )
 
 // DeletePolicy is when a hook object is deleted.
@@ -125,13 +127,15 @@ func syncWave(obj *unstructured.Unstructured) int {
 	return 0
 }
 
-// helmHookTypes maps Helm hooks onto Argo CD hooks, as Argo CD does; other Helm hooks (test,
-// pre-delete, post-delete, rollback) are not run by a sync.
+// helmHookTypes maps Helm hooks onto Argo CD hooks, as Argo CD does (post-delete is a
+// PostDelete hook, run by a cascading delete); other Helm hooks (test, pre-delete, rollback)
+// are not run.
 var helmHookTypes = map[string]HookType{
 	"pre-install":  HookPreSync,
 	"pre-upgrade":  HookPreSync,
 	"post-install": HookPostSync,
 	"post-upgrade": HookPostSync,
+	"post-delete":  HookPostDelete,
 }
 
 var helmDeletePolicies = map[string]DeletePolicy{
@@ -149,7 +153,7 @@ func hookInfo(obj *unstructured.Unstructured) (isHook bool, types []HookType) {
 		for _, t := range strings.Split(v, ",") {
 			t = strings.TrimSpace(t)
 			switch HookType(t) {
-			case HookPreSync, HookSync, HookPostSync, HookSyncFail, HookSkip:
+			case HookPreSync, HookSync, HookPostSync, HookSyncFail, HookSkip, HookPostDelete:
 				types = append(types, HookType(t))
 			}
 		}

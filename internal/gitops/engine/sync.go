@@ -129,6 +129,14 @@ func (e *Engine) startRevision(ctx context.Context, a *app.Application, revision
 			return revision
 		}
 		for i, src := range a.Spec.Sources {
+			if src.IsChartRepo() {
+				if ch, err := e.resolveChart(ctx, &a.Spec.Sources[i], revs[i]); err == nil {
+					revs[i] = ch.Version
+				} else if revs[i] == "" {
+					revs[i] = src.TargetRevision
+				}
+				continue
+			}
 			rev := revs[i]
 			if rev == "" {
 				rev = src.TargetRevision
@@ -236,6 +244,9 @@ func (r *syncRun) execute(ctx context.Context) error {
 			r.record(rr.ref, ResultFailed, rr.d.wave, rr.message)
 			return r.fail(PhaseFailed, false, "%s (%s): %s", rr.d.key, rr.d.source, rr.message)
 		}
+	}
+	if err := r.checkShared(ctx, applies); err != nil {
+		return err
 	}
 	if err := r.checkMissingKinds(applies); err != nil {
 		return err

@@ -56,7 +56,27 @@ func New(t testing.TB, name string, versions ...string) *Repo {
 // Add packages chart name at version and lists it in the index.
 func (r *Repo) Add(t testing.TB, name, version string) {
 	t.Helper()
-	path := Package(t, r.dir, name, version)
+	r.index(t, name, version, Package(t, r.dir, name, version))
+}
+
+// AddTemplates packages chart name at version with these templates (name under templates/ →
+// text) instead of the test chart's, and lists it in the index.
+func (r *Repo) AddTemplates(t testing.TB, name, version string, templates map[string]string) {
+	t.Helper()
+	ch := &chart.Chart{Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: name, Version: version, AppVersion: version}}
+	for n, text := range templates {
+		ch.Templates = append(ch.Templates, &chart.File{Name: "templates/" + n, Data: []byte(text)})
+	}
+	path, err := chartutil.Save(ch, r.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.index(t, name, version, path)
+}
+
+// index lists the archive at path as chart name at version.
+func (r *Repo) index(t testing.TB, name, version, path string) {
+	t.Helper()
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
