@@ -630,13 +630,20 @@ func argoStatus(st *engine.AppStatus, pr problem, now time.Time, x statusExtras)
 		if os, ok := x.op.refusedState(nil); ok {
 			opState = os
 		}
+		// Reconciled when the problem was found, not now: each status write is an update the
+		// watch sees, and a time that moved would make every write ask for another (a write a
+		// second for as long as the resource stays refused).
+		reconciled := now
+		if !pr.since.IsZero() {
+			reconciled = pr.since
+		}
 		return map[string]any{
 			"sync":           map[string]any{"status": string(engine.Unknown), "revision": nil},
 			"health":         map[string]any{"status": "Unknown", "message": nil},
 			"conditions":     conds,
 			"resources":      nil,
 			"operationState": opState,
-			"reconciledAt":   argoTimeOf(now),
+			"reconciledAt":   argoTimeOf(reconciled),
 		}
 	}
 	for _, cd := range st.Conditions {

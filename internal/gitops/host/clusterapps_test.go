@@ -174,6 +174,13 @@ func TestApplicationsFromTheCluster(t *testing.T) {
 	if msg := fmt.Sprint(mustGet(t, dyn, w.ns, "bad").Object["status"]); strings.Contains(msg, "line 1") {
 		t.Errorf("the condition names a line of the JSON the runtime made: %s", msg)
 	}
+	// Once written, a refused resource's status stays as it is: no write a second (each write is
+	// an update the runtime's own watch sees).
+	rv := mustGet(t, dyn, w.ns, "bad").GetResourceVersion()
+	time.Sleep(2500 * time.Millisecond)
+	if now := mustGet(t, dyn, w.ns, "bad").GetResourceVersion(); now != rv {
+		t.Errorf("the refused resource was written again with nothing changed (resourceVersion %s → %s)", rv, now)
+	}
 	if code := w.call("viewer", "GET", "applications/bad", "", nil); code != http.StatusNotFound {
 		t.Errorf("GET applications/bad = %d, want 404 (not run)", code)
 	}
