@@ -21,6 +21,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/billing"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/identity"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/rbac"
@@ -287,7 +288,7 @@ func (s *Service) CreateOwnedProject(ctx context.Context, p rbac.Principal, name
 			return Project{}, err
 		}
 	}
-	t, err := ownerTeam(ctx, s.db, p, "team", team, "")
+	t, err := identity.OwnerTeam(ctx, s.db, p, "team", team, "")
 	if err != nil {
 		return Project{}, err
 	}
@@ -383,11 +384,11 @@ func (s *Service) SetProjectOwner(ctx context.Context, p rbac.Principal, ref, te
 		if err := rbac.Authorize(p, rbac.ActUpdate, projectResource(pr)); err != nil {
 			return err
 		}
-		t, err := ownerTeam(ctx, tx, p, "team", team, pr.OwnerTeamID)
+		t, err := identity.OwnerTeam(ctx, tx, p, "team", team, pr.OwnerTeamID)
 		if err != nil {
 			return err
 		}
-		e.Detail("%q: owner %s → %s", pr.Name, orNone(pr.OwnerTeam), orNone(t.Name))
+		e.Detail("%q: owner %s → %s", pr.Name, identity.OwnerLabel(pr.OwnerTeam), identity.OwnerLabel(t.Name))
 		if err := tx.SetProjectOwner(ctx, p.AccountID, pr.ID, t.ID); err != nil {
 			return err
 		}
@@ -401,54 +402,6 @@ func (s *Service) SetProjectOwner(ctx context.Context, p rbac.Principal, ref, te
 		s.onOwnerChange(p.AccountID)
 	}
 	return toProject(pr), nil
-}
-
-func orNone(team string) string {
-	if team == "" {
-		return "none"
-	}
-	return "team " + team
-}
-
-// ownerTeam resolves team ref (name or ID; empty: none) of p's account, named by field, as the
-// new owner of a resource team oldID owns now (empty: none). Admins may give anything to any
-// team; anyone else must be a member of both the old and the new owner.
-func ownerTeam(ctx context.Context, q interface {
-	GetTeam(ctx context.Context, accountID, ref string) (store.Team, error)
-	IsTeamMember(ctx context.Context, accountID, teamID, userID string) (bool, error)
-}, p rbac.Principal, field, ref, oldID string) (store.Team, error) {
-	var t store.Team
-	if ref != "" {
-		var err error
-		t, err = q.GetTeam(ctx, p.AccountID, ref)
-		if errors.Is(err, errdefs.ErrNotFound) {
-			return t, errdefs.Invalid(field, ref, "is not a team of this account (see 'freshet team list'); give a team's name or ID, or nothing for no owner")
-		} else if err != nil {
-			return t, err
-		}
-	}
-	if p.Role == rbac.Admin {
-		return t, nil
-	}
-	for _, id := range []string{oldID, t.ID} {
-		if id == "" {
-			continue
-		}
-		in, err := q.IsTeamMember(ctx, p.AccountID, id, p.UserID)
-		if err != nil {
-			return t, err
-		}
-		if !in {
-			name := t.Name
-			if id != t.ID {
-				if old, err := q.GetTeam(ctx, p.AccountID, id); err == nil {
-					name = old.Name
-				}
-			}
-			return t, fmt.Errorf("%s: only an admin or a member of team %s may give what it owns away or make it an owner: %w", field, name, errdefs.ErrForbidden)
-		}
-	}
-	return t, nil
 }
 
 // DeleteProject deletes a project with its pipelines and builds.

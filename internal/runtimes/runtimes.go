@@ -32,6 +32,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/billing"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/identity"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/store"
@@ -260,7 +261,7 @@ func (s *Service) Register(ctx context.Context, p rbac.Principal, in RegisterInp
 	if err := validate(&in); err != nil {
 		return rt, "", err
 	}
-	team, err := ownerTeam(ctx, s.db, p, "team", in.Team, "")
+	team, err := identity.OwnerTeam(ctx, s.db, p, "team", in.Team, "")
 	if err != nil {
 		return rt, "", err
 	}
@@ -432,11 +433,11 @@ func (s *Service) SetOwner(ctx context.Context, p rbac.Principal, ref, team stri
 		if err := rbac.Authorize(p, rbac.ActUpdate, rtResource(row)); err != nil {
 			return err
 		}
-		t, err := ownerTeam(ctx, tx, p, "team", team, row.OwnerTeamID)
+		t, err := identity.OwnerTeam(ctx, tx, p, "team", team, row.OwnerTeamID)
 		if err != nil {
 			return err
 		}
-		e.Detail("%q: owner %s → %s", row.Name, orNone(row.OwnerTeam), orNone(t.Name))
+		e.Detail("%q: owner %s → %s", row.Name, identity.OwnerLabel(row.OwnerTeam), identity.OwnerLabel(t.Name))
 		if err := tx.SetRuntimeOwner(ctx, p.AccountID, row.ID, t.ID); err != nil {
 			return err
 		}
@@ -451,54 +452,6 @@ func (s *Service) SetOwner(ctx context.Context, p rbac.Principal, ref, team stri
 	}
 	rt, _ = runtimeFromRow(row)
 	return rt, nil
-}
-
-func orNone(team string) string {
-	if team == "" {
-		return "none"
-	}
-	return "team " + team
-}
-
-// ownerTeam resolves team ref (name or ID; empty: none) of p's account, named by field, as the
-// new owner of a resource team oldID owns now (empty: none). Admins may give anything to any
-// team; anyone else must be a member of both the old and the new owner.
-func ownerTeam(ctx context.Context, q interface {
-	GetTeam(ctx context.Context, accountID, ref string) (store.Team, error)
-	IsTeamMember(ctx context.Context, accountID, teamID, userID string) (bool, error)
-}, p rbac.Principal, field, ref, oldID string) (store.Team, error) {
-	var t store.Team
-	if ref != "" {
-		var err error
-		t, err = q.GetTeam(ctx, p.AccountID, ref)
-		if errors.Is(err, errdefs.ErrNotFound) {
-			return t, errdefs.Invalid(field, ref, "is not a team of this account (see 'freshet team list'); give a team's name or ID, or nothing for no owner")
-		} else if err != nil {
-			return t, err
-		}
-	}
-	if p.Role == rbac.Admin {
-		return t, nil
-	}
-	for _, id := range []string{oldID, t.ID} {
-		if id == "" {
-			continue
-		}
-		in, err := q.IsTeamMember(ctx, p.AccountID, id, p.UserID)
-		if err != nil {
-			return t, err
-		}
-		if !in {
-			name := t.Name
-			if id != t.ID {
-				if old, err := q.GetTeam(ctx, p.AccountID, id); err == nil {
-					name = old.Name
-				}
-			}
-			return t, fmt.Errorf("%s: only an admin or a member of team %s may give what it owns away or make it an owner: %w", field, name, errdefs.ErrForbidden)
-		}
-	}
-	return t, nil
 }
 
 // Delete deregisters a runtime (a hosted one is also stopped); its token stops working.
