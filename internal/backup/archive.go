@@ -192,7 +192,11 @@ func ReadArchive(r io.Reader, source string, db io.Writer) (*Archive, error) {
 		return nil, invalid(source, fmt.Sprintf("%s entry is %d bytes but the manifest says %d", DatabaseName, h.Size, m.Database.Size))
 	}
 	sum := sha256.New()
-	n, err := io.Copy(io.MultiWriter(db, sum), io.LimitReader(tr, m.Database.Size))
+	rd := &readErr{r: io.LimitReader(tr, m.Database.Size)}
+	n, err := io.Copy(io.MultiWriter(db, sum), rd)
+	if rd.err != nil {
+		return nil, invalid(source, "reading "+DatabaseName+": "+truncated(rd.err))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("backup %s: copy out %s: %w", source, DatabaseName, err)
 	}
@@ -282,4 +286,18 @@ func writeArchive(w io.Writer, m *Manifest, db io.Reader, key []byte) error {
 		return err
 	}
 	return gz.Close()
+}
+
+// readErr remembers its reader's error, to tell a damaged archive from a failing destination.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (r *readErr) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF {
+		r.err = err
+	}
+	return n, err
 }

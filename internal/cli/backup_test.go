@@ -2,8 +2,11 @@ package cli
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,6 +20,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/server"
 	"github.com/freshet-dev/freshet/internal/server/servertest"
 	"github.com/freshet-dev/freshet/internal/store"
+	"github.com/freshet-dev/freshet/internal/store/storetest"
 )
 
 // `freshet admin backup` snapshots the SQLite database of a running server while clients write
@@ -189,5 +193,73 @@ func checkRestored(t *testing.T, dir string) {
 	}
 	if n == 0 {
 		t.Error("the snapshot holds none of the contexts written before it")
+	}
+}
+
+// The documented PostgreSQL procedure (docs/operations.md, "Backup and restore"): pg_dump of a
+// running server's database, pg_restore into a fresh database, the master key file beside it; a
+// server started there reads the secret back. `freshet admin backup` refuses PostgreSQL.
+func TestPostgresBackupProcedure(t *testing.T) {
+	base := os.Getenv(storetest.EnvPostgres)
+	if base == "" {
+		t.Skipf("%s is not set", storetest.EnvPostgres)
+	}
+	for _, tool := range []string{"pg_dump", "pg_restore"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed: the PostgreSQL procedure needs the PostgreSQL client tools", tool)
+		}
+	}
+	var opts server.Options
+	s := servertest.StartWith(t, store.Postgres, servertest.Config{Edit: func(o *server.Options) { opts = *o }})
+	ctx := context.Background()
+	if _, err := s.Admin.CreateContext(ctx, client.ContextRequest{Name: "creds", Type: "secret", Values: map[string]string{"TOKEN": "pg-s3cret"}}); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(opts.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := u.Query().Get("search_path") // the test's own schema in the shared test database
+	dump := filepath.Join(t.TempDir(), "freshet.dump")
+	if out, err := exec.Command("pg_dump", "--format=custom", "--schema="+schema, "--file="+dump, base).CombinedOutput(); err != nil {
+		t.Fatalf("pg_dump: %v: %s", err, out)
+	}
+	code, _, stderr := runIn(t, s.URL, "", "", "admin", "backup", "--out", filepath.Join(t.TempDir(), "b.tar.gz"), "--db", opts.DB)
+	if code == 0 || !strings.Contains(stderr, "pg_dump") {
+		t.Errorf("admin backup of PostgreSQL: %d %s", code, stderr)
+	}
+
+	admin, err := sql.Open("pgx", base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close()
+	dbName := fmt.Sprintf("restore_%d_%d", os.Getpid(), time.Now().UnixNano()%1e9)
+	if _, err := admin.Exec(`CREATE DATABASE ` + dbName); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Exec(`DROP DATABASE ` + dbName + ` WITH (FORCE)`) })
+	ru := *u
+	ru.Path = "/" + dbName
+	q := ru.Query()
+	q.Del("search_path")
+	ru.RawQuery = q.Encode()
+	if out, err := exec.Command("pg_restore", "--no-owner", "--exit-on-error", "--dbname="+ru.String(), dump).CombinedOutput(); err != nil {
+		t.Fatalf("pg_restore: %v: %s", err, out)
+	}
+	q.Set("search_path", schema)
+	ru.RawQuery = q.Encode()
+	keyCopy := filepath.Join(t.TempDir(), "master.key")
+	b, err := os.ReadFile(opts.MasterKeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyCopy, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := servertest.StartWith(t, store.Postgres, servertest.Config{Edit: func(o *server.Options) { o.DB = ru.String(); o.MasterKeyFile = keyCopy }})
+	c, err := r.Admin.GetContext(ctx, "creds", true)
+	if err != nil || c.Values["TOKEN"] != "pg-s3cret" {
+		t.Fatalf("the restored secret: %+v %v", c, err)
 	}
 }
