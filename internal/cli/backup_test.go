@@ -33,6 +33,9 @@ func TestAdminBackupAndRestore(t *testing.T) {
 	if _, err := s.Admin.CreateContext(ctx, client.ContextRequest{Name: "creds", Type: "secret", Values: map[string]string{"TOKEN": "s3cret-value"}}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := s.Admin.CreateNotificationChannel(ctx, client.CreateNotificationChannelRequest{Name: "hook", Kind: "webhook", URL: "https://hooks.example.com/freshet", Secret: "hook-signing-secret"}); err != nil {
+		t.Fatal(err)
+	}
 	key, err := s.Admin.CreateAPIKey(ctx, client.CreateAPIKeyRequest{Name: "cli"})
 	if err != nil {
 		t.Fatal(err)
@@ -132,10 +135,20 @@ func TestAdminBackupAndRestore(t *testing.T) {
 	if code, _, stderr := run("admin", "restore", "--from", out, "--data-dir", fresh); code == 0 || !strings.Contains(stderr, "--force") {
 		t.Errorf("restore over an existing database: %d %s", code, stderr)
 	}
-	if code, stdout, stderr := run("admin", "restore", "--from", out, "--data-dir", fresh, "--force"); code != 0 {
-		t.Errorf("restore --force: %d %s %s", code, stdout, stderr)
+	code, stdout, stderr = run("admin", "restore", "--from", out, "--data-dir", fresh, "--force")
+	if code != 0 {
+		t.Fatalf("restore --force: %d %s %s", code, stdout, stderr)
 	}
-	checkRestored(t, fresh)
+	// Restore decrypted every secret: the contexts' values and the channel's signing secret.
+	var checked int
+	if _, rest, ok := strings.Cut(stdout, "); "); !ok {
+		t.Fatalf("restore's report: %s", stdout)
+	} else if _, err := fmt.Sscanf(rest, "%d secret values decrypt", &checked); err != nil {
+		t.Fatalf("restore's report: %s: %v", stdout, err)
+	}
+	if n := checkRestored(t, fresh); checked != n+2 {
+		t.Errorf("restore decrypted %d secrets; the snapshot holds %d contexts written during the backup, creds and the channel's", checked, n)
+	}
 
 	// The archive with the key restores into an empty directory and installs the key.
 	empty := t.TempDir()
@@ -170,13 +183,16 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // checkRestored starts a server on dir and reads the secret back, and every context the
 // snapshot holds decrypts (a consistent snapshot).
-func checkRestored(t *testing.T, dir string) {
+func checkRestored(t *testing.T, dir string) int {
 	t.Helper()
 	s := servertest.StartWith(t, store.SQLite, servertest.Config{Edit: func(o *server.Options) { o.DataDir = dir }})
 	ctx := context.Background()
 	c, err := s.Admin.GetContext(ctx, "creds", true)
 	if err != nil || c.Values["TOKEN"] != "s3cret-value" {
 		t.Fatalf("the restored secret: %+v %v", c, err)
+	}
+	if chs, err := s.Admin.ListNotificationChannels(ctx); err != nil || len(chs.Items) != 1 || chs.Items[0].Name != "hook" {
+		t.Errorf("the restored notification channels: %+v %v", chs, err)
 	}
 	cs, err := s.Admin.ListContexts(ctx)
 	if err != nil {
@@ -194,6 +210,7 @@ func checkRestored(t *testing.T, dir string) {
 	if n == 0 {
 		t.Error("the snapshot holds none of the contexts written before it")
 	}
+	return n
 }
 
 // The documented PostgreSQL procedure (docs/operations.md, "Backup and restore"): pg_dump of a
