@@ -290,7 +290,7 @@ type RestoreResult struct {
 // would use decrypt every secret in it. It refuses while a server holds the database's cron lease
 // (a running server), and refuses to replace an existing database unless force. It writes the
 // database beside its place, syncs it and renames it over; on any error nothing is replaced.
-func Restore(ctx context.Context, o Options, from string, force bool) (*RestoreResult, error) {
+func Restore(ctx context.Context, o Options, from string, force bool) (_ *RestoreResult, err error) {
 	path, err := sqlitePath(o.DSN)
 	if err != nil {
 		return nil, err
@@ -304,8 +304,16 @@ func Restore(ctx context.Context, o Options, from string, force bool) (*RestoreR
 	}
 	defer in.Close()
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, err
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		// A refused restore leaves no empty directory behind either.
+		defer func() {
+			if err != nil {
+				os.Remove(dir)
+			}
+		}()
 	}
 	work, err := os.MkdirTemp(dir, ".freshet-restore-*")
 	if err != nil {
