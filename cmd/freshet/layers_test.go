@@ -32,7 +32,7 @@ var layers = []struct {
 	{"edges", []string{
 		"internal/api", "internal/webui", "internal/tunnel", "internal/appproxy",
 	}},
-	{"wiring", []string{"internal/server", "internal/agent"}},
+	{"wiring", []string{"internal/server", "internal/agent", "internal/backup"}},
 	{"commands", []string{"internal/cli"}},
 	{"programs and suites", []string{
 		"cmd", "hack", "internal/e2e", "internal/faults", "internal/security", "internal/tunnel/bench",

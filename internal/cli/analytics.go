@@ -189,6 +189,6 @@ func (a *app) adminCommand() *cobra.Command {
 	fs.StringVar(&account, "account", "", "only this account (ID; default: every account)")
 	fs.BoolVar(&reset, "reset", false, "delete the accounts' deployment records first, also those whose syncs are no longer recorded")
 	an.AddCommand(rebuild)
-	cmd.AddCommand(an)
+	cmd.AddCommand(an, a.backupCommand(), a.restoreCommand())
 	return cmd
 }
