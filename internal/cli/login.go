@@ -225,6 +225,7 @@ func (a *app) deviceLogin(ctx context.Context, server, account string, timeout t
 		d.Account, d.VerificationURI, d.UserCode, d.VerificationURIComplete)
 	fmt.Fprintf(a.stderr, "Check that the page shows the code %s, then approve. Waiting up to %s...\n", d.UserCode, min(timeout, time.Duration(d.ExpiresIn)*time.Second))
 	interval := time.Duration(max(d.Interval, 1)) * time.Second
+	warned := false
 	for {
 		select {
 		case <-ctx.Done():
@@ -236,12 +237,16 @@ func (a *app) deviceLogin(ctx context.Context, server, account string, timeout t
 			return res, nil
 		}
 		var ce *client.Error
-		if !errors.As(err, &ce) {
-			if ctx.Err() != nil {
-				continue // the timeout: reported above
+		if !errors.As(err, &ce) || ce.Status >= 500 {
+			// The network or the server failing for a moment (a restart, a replica going away)
+			// ends nothing: the request stays valid until it expires, so poll on, saying so once.
+			if ctx.Err() == nil && !warned {
+				fmt.Fprintf(a.stderr, "Could not reach %s (%v); still waiting...\n", server, err)
+				warned = true
 			}
-			return client.LoginResponse{}, fmt.Errorf("single sign-on (device): %w", err)
+			continue
 		}
+		warned = false
 		switch ce.Code {
 		case "authorization_pending":
 		case "slow_down":

@@ -8,10 +8,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -204,6 +207,44 @@ func testLoginSSODevice(t *testing.T, d store.Dialect) {
 	run = startDeviceLogin(t, append(login, "--timeout", "2s")...)
 	if code := run.wait(t); code != 1 || !strings.Contains(run.errText(), "not approved within 2s") {
 		t.Fatalf("timeout: exit %d\n%s", code, run.errText())
+	}
+
+	// The server out of reach for a while (a restart, a replica going away) ends nothing: the
+	// CLI says so once and polls on, and the approval given meanwhile logs it in.
+	var down atomic.Bool
+	target, _ := url.Parse(s.URL)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if down.Load() {
+			if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				c.Close() // a connection cut, as from a server that went away
+			}
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	viaFront := append([]string(nil), login...)
+	viaFront[2] = front.URL
+	run = startDeviceLogin(t, viaFront...)
+	down.Store(true)
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(run.errText(), "Could not reach "+front.URL) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the CLI did not say the server is out of reach:\n%s", run.errText())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	down.Store(false)
+	u, _ = url.Parse(run.url)
+	browser = newBrowser()
+	_, confirm = openDevicePage(t, browser, s.URL+"/auth/sso/device?"+u.RawQuery)
+	idp.QueueUser(&mockoidc.MockUser{Subject: "jane", Email: "jane@first.test", EmailVerified: true})
+	if code, page := pressDevice(t, browser, s.URL, u.Query().Get("user_code"), confirm, "approve"); code != http.StatusOK || !strings.Contains(page, "Approved") {
+		t.Fatalf("approve after the outage: %d %q", code, page)
+	}
+	if code := run.wait(t); code != 0 || !strings.Contains(run.stdout.String(), "as jane@first.test") {
+		t.Fatalf("login through an outage: exit %d\n%s%s", code, run.stdout, run.errText())
 	}
 
 	// A wrong code at the page is a clear refusal there.
