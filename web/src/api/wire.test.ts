@@ -136,6 +136,17 @@ import client_ReportedImage from '../../../api/testdata/wire/client.ReportedImag
 import client_ReportImageRequest from '../../../api/testdata/wire/client.ReportImageRequest.json';
 import client_IssueTracker from '../../../api/testdata/wire/client.IssueTracker.json';
 import client_CreateIssueTrackerRequest from '../../../api/testdata/wire/client.CreateIssueTrackerRequest.json';
+import client_EnvironmentTarget from '../../../api/testdata/wire/client.EnvironmentTarget.json';
+import client_Environment from '../../../api/testdata/wire/client.Environment.json';
+import client_EnvironmentRequest from '../../../api/testdata/wire/client.EnvironmentRequest.json';
+import client_Product from '../../../api/testdata/wire/client.Product.json';
+import client_CreateProductRequest from '../../../api/testdata/wire/client.CreateProductRequest.json';
+import client_ProductImage from '../../../api/testdata/wire/client.ProductImage.json';
+import client_ProductApplication from '../../../api/testdata/wire/client.ProductApplication.json';
+import client_ProductEnvironment from '../../../api/testdata/wire/client.ProductEnvironment.json';
+import client_ProductImageChange from '../../../api/testdata/wire/client.ProductImageChange.json';
+import client_ProductPromotion from '../../../api/testdata/wire/client.ProductPromotion.json';
+import client_ProductView from '../../../api/testdata/wire/client.ProductView.json';
 import client_NotificationChannel from '../../../api/testdata/wire/client.NotificationChannel.json';
 import client_NotificationSMTP from '../../../api/testdata/wire/client.NotificationSMTP.json';
 import client_CreateNotificationChannelRequest from '../../../api/testdata/wire/client.CreateNotificationChannelRequest.json';
@@ -358,6 +369,17 @@ const notInTheUI: Record<string, { golden: Golden; why: string }> = {
   'client.ReportImageRequest': { golden: client_ReportImageRequest, why: '`freshet image report` and CI systems send it' },
   'client.IssueTracker': { golden: client_IssueTracker, why: '`freshet image trackers list`; no settings page yet' },
   'client.CreateIssueTrackerRequest': { golden: client_CreateIssueTrackerRequest, why: '`freshet image trackers create`; no settings page yet' },
+  'client.EnvironmentTarget': { golden: client_EnvironmentTarget, why: '`freshet environment create --target` (products, issue 17); no Environments page yet' },
+  'client.Environment': { golden: client_Environment, why: '`freshet environment list|get` (products, issue 17); no Environments page yet' },
+  'client.EnvironmentRequest': { golden: client_EnvironmentRequest, why: '`freshet environment create`; environments are defined from the CLI (products, issue 17); no Environments page yet' },
+  'client.Product': { golden: client_Product, why: '`freshet product list` (products, issue 17); no Environments page yet' },
+  'client.CreateProductRequest': { golden: client_CreateProductRequest, why: '`freshet product create` (products, issue 17); no Environments page yet' },
+  'client.ProductImage': { golden: client_ProductImage, why: '`freshet product get` (products, issue 17); no Environments page yet' },
+  'client.ProductApplication': { golden: client_ProductApplication, why: '`freshet product get` (products, issue 17); no Environments page yet' },
+  'client.ProductEnvironment': { golden: client_ProductEnvironment, why: '`freshet product get` (products, issue 17); no Environments page yet' },
+  'client.ProductImageChange': { golden: client_ProductImageChange, why: '`freshet product get` (products, issue 17); no Environments page yet' },
+  'client.ProductPromotion': { golden: client_ProductPromotion, why: '`freshet product get` (products, issue 17); no Environments page yet' },
+  'client.ProductView': { golden: client_ProductView, why: '`freshet product get` (products, issue 17); no Environments page yet' },
   'client.NotificationChannel': { golden: client_NotificationChannel, why: '`freshet notification channel list`; no settings page yet' },
   'client.NotificationSMTP': { golden: client_NotificationSMTP, why: 'the settings of an email channel (`freshet notification channel create --kind email`); no settings page yet' },
   'client.CreateNotificationChannelRequest': { golden: client_CreateNotificationChannelRequest, why: '`freshet notification channel create`; no settings page yet' },
