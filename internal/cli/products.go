@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -8,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"context"
 	"github.com/freshet-dev/freshet/client"
 )
 
