@@ -16,6 +16,7 @@ import type * as apps from './apps';
 import type * as gitops from './gitops';
 import type * as ro from './rollouts';
 import type * as t from './types';
+import type * as prd from './products';
 import type { LintIssue } from '../lib/lint';
 
 import client_Account from '../../../api/testdata/wire/client.Account.json';
@@ -257,6 +258,15 @@ function pair<T, Optional extends keyof T = never>() {
 }
 
 const wire = [
+  pair<prd.EnvironmentTarget>()('client.EnvironmentTarget', client_EnvironmentTarget, 'no drift'),
+  pair<prd.Environment>()('client.Environment', client_Environment, 'no drift'),
+  pair<prd.Product>()('client.Product', client_Product, 'no drift'),
+  pair<prd.ProductImage>()('client.ProductImage', client_ProductImage, 'no drift'),
+  pair<prd.ProductApplication>()('client.ProductApplication', client_ProductApplication, 'no drift'),
+  pair<prd.ProductEnvironment>()('client.ProductEnvironment', client_ProductEnvironment, 'no drift'),
+  pair<prd.ProductImageChange>()('client.ProductImageChange', client_ProductImageChange, 'no drift'),
+  pair<prd.ProductPromotion>()('client.ProductPromotion', client_ProductPromotion, 'no drift'),
+  pair<prd.ProductView>()('client.ProductView', client_ProductView, 'no drift'),
   pair<t.Account>()('client.Account', client_Account, 'no drift'),
   pair<t.AccountMembership>()('client.AccountMembership', client_AccountMembership, 'no drift'),
   pair<t.User>()('client.User', client_User, 'no drift'),
@@ -369,17 +379,8 @@ const notInTheUI: Record<string, { golden: Golden; why: string }> = {
   'client.ReportImageRequest': { golden: client_ReportImageRequest, why: '`freshet image report` and CI systems send it' },
   'client.IssueTracker': { golden: client_IssueTracker, why: '`freshet image trackers list`; no settings page yet' },
   'client.CreateIssueTrackerRequest': { golden: client_CreateIssueTrackerRequest, why: '`freshet image trackers create`; no settings page yet' },
-  'client.EnvironmentTarget': { golden: client_EnvironmentTarget, why: '`freshet environment create --target` (products, issue 17); no Environments page yet' },
-  'client.Environment': { golden: client_Environment, why: '`freshet environment list|get` (products, issue 17); no Environments page yet' },
-  'client.EnvironmentRequest': { golden: client_EnvironmentRequest, why: '`freshet environment create`; environments are defined from the CLI (products, issue 17); no Environments page yet' },
-  'client.Product': { golden: client_Product, why: '`freshet product list` (products, issue 17); no Environments page yet' },
-  'client.CreateProductRequest': { golden: client_CreateProductRequest, why: '`freshet product create` (products, issue 17); no Environments page yet' },
-  'client.ProductImage': { golden: client_ProductImage, why: '`freshet product get` (products, issue 17); no Environments page yet' },
-  'client.ProductApplication': { golden: client_ProductApplication, why: '`freshet product get` (products, issue 17); no Environments page yet' },
-  'client.ProductEnvironment': { golden: client_ProductEnvironment, why: '`freshet product get` (products, issue 17); no Environments page yet' },
-  'client.ProductImageChange': { golden: client_ProductImageChange, why: '`freshet product get` (products, issue 17); no Environments page yet' },
-  'client.ProductPromotion': { golden: client_ProductPromotion, why: '`freshet product get` (products, issue 17); no Environments page yet' },
-  'client.ProductView': { golden: client_ProductView, why: '`freshet product get` (products, issue 17); no Environments page yet' },
+  'client.EnvironmentRequest': { golden: client_EnvironmentRequest, why: '`freshet environment create` (products, issue 17); the Environments page only reads' },
+  'client.CreateProductRequest': { golden: client_CreateProductRequest, why: '`freshet product create` (products, issue 17); the Environments page only reads' },
   'client.NotificationChannel': { golden: client_NotificationChannel, why: '`freshet notification channel list`; no settings page yet' },
   'client.NotificationSMTP': { golden: client_NotificationSMTP, why: 'the settings of an email channel (`freshet notification channel create --kind email`); no settings page yet' },
   'client.CreateNotificationChannelRequest': { golden: client_CreateNotificationChannelRequest, why: '`freshet notification channel create`; no settings page yet' },
