@@ -1,8 +1,8 @@
 // The Environments view (docs/products.md): for a product, a grid of its applications per
 // environment in promotion order — version, health, deployed-at — and the promotion diff
 // between consecutive environments.
-import { useState } from 'react';
 import { products, shortDigest, type ProductApplication, type ProductPromotion, type ProductView } from '../api/products';
+import { href, navigate, useSearchParams } from '../app/router';
 import { Badge } from '../components/Badge';
 import { PageHeader } from '../components/PageHeader';
 import { EmptyState, ErrorState, LoadingRows } from '../components/States';
@@ -116,7 +116,7 @@ function ProductSection({ name }: { name: string }) {
 
 export default function Environments() {
   const list = useResource((signal) => products.list(signal), []);
-  const [chosen, setChosen] = useState<string>();
+  const chosen = useSearchParams().get('product') ?? undefined;
   const items = list.data?.items ?? [];
   const current = chosen ?? items[0]?.name;
   return (
@@ -136,7 +136,7 @@ export default function Environments() {
         <>
           <label>
             Product{' '}
-            <select value={current} onChange={(e) => setChosen(e.target.value)}>
+            <select value={current} onChange={(e) => navigate(href('/environments', { product: e.target.value }), { replace: true })}>
               {items.map((p) => (
                 <option key={p.name} value={p.name}>
                   {p.name} ({p.applications})
