@@ -965,6 +965,7 @@ func init() {
 
 // gqlCases attack each GraphQL query field from account B.
 var gqlCases = map[string]string{
+	"product":     `{ a: product(name: "a-secret-product") { name patterns } b: product(name: "a-annotated-product") { name environments { name applications { name } } } }`,
 	"me":          `{ me { user { id email } account { id name } role accounts { id name role } invitations { id account { id name } role invitedBy } } }`,
 	"account":     `{ account { id name createdAt } }`,
 	"users":       `{ users(first: 1000) { nodes { id email name role } pageInfo { endCursor hasNextPage } } }`,

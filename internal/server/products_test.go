@@ -122,6 +122,32 @@ func TestProductsEnvironmentsView(t *testing.T) {
 				t.Fatalf("promotion's commits and issues: %+v %+v", pr.Commits, pr.Issues)
 			}
 
+			// GraphQL answers the same view.
+			var gq struct {
+				Product struct {
+					Environments []struct {
+						Name         string
+						Applications []struct {
+							Name   string
+							Images []struct{ Digest string }
+						}
+					}
+					Promotions []struct {
+						Images []struct{ From, To string }
+						Issues []struct{ Key string }
+					}
+				}
+				Missing *struct{ Name string }
+			}
+			if err := s.Admin.GraphQL(ctx, `{ product(name: "shop") { environments { name applications { name images { digest } } } promotions { images { from to } issues { key } } }
+				missing: product(name: "nothing") { name } }`, nil, &gq); err != nil {
+				t.Fatal(err)
+			}
+			if len(gq.Product.Environments) != 2 || gq.Product.Environments[0].Applications[0].Images[0].Digest != stagingDigest ||
+				len(gq.Product.Promotions) != 1 || gq.Product.Promotions[0].Images[0].To != prodDigest || gq.Product.Promotions[0].Issues[0].Key != "SHOP-12" || gq.Missing != nil {
+				t.Fatalf("GraphQL product: %+v", gq)
+			}
+
 			// A viewer whose rule lets them read only production's shop namespace sees only that.
 			if _, err := s.Admin.CreateUser(ctx, client.CreateUserRequest{Email: "prod@first.test", Role: "viewer", Password: "prod-password-1"}); err != nil {
 				t.Fatal(err)
