@@ -253,8 +253,11 @@ type Application struct {
 	// ApplicationSet that generates it; "" for an application defined in git.
 	Owner string `json:"owner,omitempty"`
 	// OwnerKind is the owner's kind: Application or ApplicationSet.
-	OwnerKind      string            `json:"ownerKind,omitempty"`
-	Labels         map[string]string `json:"labels,omitempty"`
+	OwnerKind string            `json:"ownerKind,omitempty"`
+	Labels    map[string]string `json:"labels,omitempty"`
+	// Annotations are the application's annotations a runtime reports: those under
+	// codefresh.io/ and freshet.dev/ (the product annotation among them). Older runtimes omit them.
+	Annotations    map[string]string `json:"annotations,omitempty"`
 	RepoURL        string            `json:"repoUrl"`
 	Path           string            `json:"path,omitempty"`
 	TargetRevision string            `json:"targetRevision,omitempty"`

@@ -24,7 +24,7 @@ var layers = []struct {
 	}},
 	{"store", []string{"internal/store"}},
 	{"domains and engines", []string{
-		"internal/identity", "internal/audit", "internal/images", "internal/billing", "internal/pipeline", "internal/runtimes", "internal/events", "internal/analytics", "internal/notify",
+		"internal/identity", "internal/audit", "internal/images", "internal/billing", "internal/pipeline", "internal/runtimes", "internal/events", "internal/analytics", "internal/notify", "internal/products",
 		"internal/cron", "internal/runner", "internal/gitops", "internal/gitops/rollouts", "internal/gitops/events", "internal/gitops/appset", "internal/tunnel/client", "internal/testenv",
 		"internal/runner/executor/local", "internal/runner/executor/kubernetes", "internal/runner/executor/executortest",
 		"internal/runner/executor/container",

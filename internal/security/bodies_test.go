@@ -52,6 +52,9 @@ var laxBase = map[string]string{
 	"PUT /api/v1/runtimes/{runtime}/owner":       `{"team":""}`,
 	"POST /api/v1/images":                        `{"image":"ghcr.io/lax/web:1","digest":"sha256:` + strings.Repeat("ab", 32) + `","commit":"0123456789abcdef0123456789abcdef01234567","issues":["LAX-1"]}`,
 	"POST /api/v1/issue-trackers":                `{"name":"lax-tracker","kind":"github","scope":["lax"]}`,
+	"POST /api/v1/environments":                  `{"name":"lax-env","kind":"prod","order":1,"targets":[{"runtime":"lax-rt","cluster":"lax","namespace":"lax-*"}]}`,
+	"PUT /api/v1/environments/{name}":            `{"kind":"prod","order":2,"targets":[{"cluster":"lax"}]}`,
+	"POST /api/v1/products":                      `{"name":"lax-product","patterns":["lax-*"]}`,
 	"POST /api/v1/notifications/channels":        `{"name":"lax-channel","kind":"webhook","url":"https://lax-hook.example/in","secret":"lax-secret"}`,
 	"POST /api/v1/notifications/subscriptions":   `{"channel":"lax-channel","events":["deployment"]}`,
 	"POST /api/v1/teams/{team}/members":          `{"user":"b-user@bravo.test"}`,
@@ -255,6 +258,10 @@ func laxFixtures(t *testing.T, tn *tenants) map[string]string {
 		t.Fatal(err)
 	}
 	if _, err := b.CreateContext(ctx, client.ContextRequest{Name: "b-context", Type: "config", Values: map[string]string{"A": "0"}}); err != nil {
+		t.Fatal(err)
+	}
+	// PUT /api/v1/environments/{name} replaces an environment of that name.
+	if _, err := b.CreateEnvironment(ctx, client.EnvironmentRequest{Name: "b-context", Kind: "non-prod", Targets: []client.EnvironmentTarget{{Cluster: "b"}}}); err != nil {
 		t.Fatal(err)
 	}
 	rn, err := b.RegisterRunner(ctx, client.RegisterRunnerRequest{Name: "b-runner"})

@@ -51,7 +51,7 @@ func aReport() runtimev1.ReportRequest {
 	start := time.Unix(1700000000, 0).UTC()
 	web := runtimev1.Application{Name: "a-shop-web", Project: "a-project-x", RepoURL: "https://git.example/acme/a-secret-repo.git",
 		Path: "apps/shop", DestServer: "https://kubernetes.default.svc", DestNamespace: "shop", Sync: "Synced", Health: "Healthy",
-		Labels: map[string]string{"a-team-label": "a-payments"}, ReconciledAt: start}
+		Labels: map[string]string{"a-team-label": "a-payments"}, Annotations: map[string]string{"codefresh.io/product": "a-annotated-product"}, ReconciledAt: start}
 	return runtimev1.ReportRequest{Snapshot: true, Applications: []runtimev1.Application{web},
 		Events: []runtimev1.AppEvent{{Type: runtimev1.SyncFinished, App: "a-shop-web",
 			Sync: &runtimev1.SyncRecord{ID: 1, Revision: "abc", Phase: "Succeeded", InitiatedBy: "automated", StartedAt: start, FinishedAt: start.Add(time.Second)}}}}

@@ -64,6 +64,8 @@ const (
 	aReportedIssue = "ASECRET-77"
 	aTracker       = "a-secret-tracker"
 	aChannel       = "a-secret-channel"
+	aEnvironment   = "a-secret-env"
+	aProduct       = "a-secret-product"
 )
 
 const isolationSpec = "version: '1.0'\nsteps:\n  one:\n    commands: [\"echo one\"]\n"
@@ -260,6 +262,13 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 		t.Fatal(err)
 	}
 	tn.aSubscription = sub.ID
+	if _, err := s.Admin.CreateEnvironment(ctx, client.EnvironmentRequest{Name: aEnvironment, Kind: "prod", Order: 1,
+		Targets: []client.EnvironmentTarget{{Cluster: "a-secret-cluster", Namespace: "a-secret-ns-*"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Admin.CreateProduct(ctx, client.CreateProductRequest{Name: aProduct, Patterns: []string{"a-secret-glob-*"}}); err != nil {
+		t.Fatal(err)
+	}
 
 	audit, err := s.Admin.ListAudit(ctx, client.AuditFilter{ListOptions: client.ListOptions{Limit: 1000}})
 	if err != nil {
@@ -272,7 +281,7 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 		aApps[0].ID, "a-shop-web", "a-secret-repo", "a-team-label", "a-payments", "a-project-x", aHookSecret, tn.aInvitation, aDeployment,
 		aReportedDigest, aReportedRepo, aReportedIssue, aTracker, "a-tracker-token",
 		aChannel, "a-secret-hook.example", "a-channel-secret", "a-notified-app", sub.ID, aWorkflowUID, "a-secret-pipeline-run",
-		"a-secret-release", "a-secret-chart"}
+		"a-secret-release", "a-secret-chart", aEnvironment, "a-secret-cluster", "a-secret-ns-", aProduct, "a-secret-glob-", "a-annotated-product"}
 	for _, e := range audit.Items {
 		tn.aOnly = append(tn.aOnly, e.ID)
 	}
@@ -814,6 +823,54 @@ func init() {
 			expect(t, "deleting A's tracker", st, 404)
 			return st, out
 		},
+		"GET /api/v1/environments": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "GET", "/api/v1/environments", tn.bKey, "")
+			expect(t, "B's own environments", st, 200)
+			return st, out
+		},
+		"POST /api/v1/environments": func(t *testing.T, tn *tenants) (int, string) {
+			// B may name an environment like A's: names are per account.
+			st, out := raw(t, tn, "POST", "/api/v1/environments", tn.bKey, `{"name":"`+aEnvironment+`","kind":"non-prod","targets":[{"cluster":"b-cluster"}]}`)
+			expect(t, "B's environment named like A's", st, 201)
+			return st, strings.ReplaceAll(out, aEnvironment, "(b's own)")
+		},
+		"GET /api/v1/environments/{name}": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "GET", "/api/v1/environments/a-secret-env-other", tn.bKey, "")
+			expect(t, "reading an environment B has not", st, 404)
+			return st, out
+		},
+		"PUT /api/v1/environments/{name}": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "PUT", "/api/v1/environments/"+aEnvironment+"x", tn.bKey, `{"kind":"prod","targets":[{"cluster":"b-cluster"}]}`)
+			expect(t, "updating an environment B has not", st, 404)
+			return st, out
+		},
+		"DELETE /api/v1/environments/{name}": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "DELETE", "/api/v1/environments/a-secret-env-other", tn.bKey, "")
+			expect(t, "deleting an environment B has not", st, 404)
+			return st, out
+		},
+		"GET /api/v1/products": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "GET", "/api/v1/products", tn.bKey, "")
+			expect(t, "B's own products", st, 200)
+			return st, out
+		},
+		"POST /api/v1/products": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "POST", "/api/v1/products", tn.bKey, `{"name":"b-product","patterns":["b-*"]}`)
+			expect(t, "B's own product", st, 201)
+			return st, out
+		},
+		"GET /api/v1/products/{name}": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "GET", "/api/v1/products/"+aProduct, tn.bKey, "")
+			expect(t, "reading A's product", st, 404)
+			st2, out2 := raw(t, tn, "GET", "/api/v1/products/a-annotated-product", tn.bKey, "")
+			expect(t, "reading the product A's application names", st2, 404)
+			return st, out + out2
+		},
+		"DELETE /api/v1/products/{name}": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "DELETE", "/api/v1/products/"+aProduct, tn.bKey, "")
+			expect(t, "deleting A's product", st, 404)
+			return st, out
+		},
 		"GET /api/v1/notifications/channels": func(t *testing.T, tn *tenants) (int, string) {
 			return raw(t, tn, "GET", "/api/v1/notifications/channels", tn.bKey, "")
 		},
@@ -908,6 +965,7 @@ func init() {
 
 // gqlCases attack each GraphQL query field from account B.
 var gqlCases = map[string]string{
+	"product":     `{ a: product(name: "a-secret-product") { name patterns } b: product(name: "a-annotated-product") { name environments { name applications { name } } } }`,
 	"me":          `{ me { user { id email } account { id name } role accounts { id name role } invitations { id account { id name } role invitedBy } } }`,
 	"account":     `{ account { id name createdAt } }`,
 	"users":       `{ users(first: 1000) { nodes { id email name role } pageInfo { endCursor hasNextPage } } }`,

@@ -41,6 +41,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/notify"
 	"github.com/freshet-dev/freshet/internal/pipeline"
+	"github.com/freshet-dev/freshet/internal/products"
 	"github.com/freshet-dev/freshet/internal/runtimes"
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/store"
@@ -66,6 +67,7 @@ type Server struct {
 	stats    *analytics.Service
 	images   *images.Service
 	notify   *notify.Service
+	products *products.Service
 	billing  *billing.Service
 	pipes    *pipeline.Service
 	dispatch *pipeline.Dispatcher
@@ -197,10 +199,11 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	s.analyze = analytics.NewHandler(analytics.HandlerDeps{Store: s.db, Bus: s.bus, Ledger: s.db.Ledger(), Log: log.With("component", "analytics"),
 		FailureWindow: opts.AnalyticsFailureWindow})
 	s.notify = notify.New(notify.Deps{Store: s.db, Audit: s.audit, Keys: keys, Net: s.policy, BaseURL: baseURL, Log: log.With("component", "notifications")})
+	s.products = products.New(products.Deps{Store: s.db, Audit: s.audit, Apps: s.runtimes, Deployments: s.stats, Log: log.With("component", "products")})
 	s.rest = rest.New(rest.Deps{Identity: s.identity, Audit: s.audit, Pipelines: s.pipes, Dispatcher: s.dispatch, Runtimes: s.runtimes, Analytics: s.stats, Images: s.images,
-		Notifications: s.notify, Billing: s.billing, Log: log,
+		Notifications: s.notify, Products: s.products, Billing: s.billing, Log: log,
 		SecureCookies: opts.TLSCert != "", Access: s.access, PublicURL: baseURL})
-	gql, err := graphql.New(s.identity, s.audit, s.runtimes, s.stats, log)
+	gql, err := graphql.New(s.identity, s.audit, s.runtimes, s.stats, s.products, log)
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("graphql schema: %w", err)

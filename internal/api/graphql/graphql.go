@@ -23,6 +23,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/gqlguard"
 	"github.com/freshet-dev/freshet/internal/identity"
 	"github.com/freshet-dev/freshet/internal/paging"
+	"github.com/freshet-dev/freshet/internal/products"
 	"github.com/freshet-dev/freshet/internal/runtimes"
 )
 
@@ -50,7 +51,7 @@ const (
 // Limits are the bounds of one GraphQL request: gqlguard's defaults with the page sizes of
 // internal/paging and the weights of what reads storage or a runtime.
 func Limits() gqlguard.Limits {
-	w := map[string]int{"Query.applications": scanWeight, "Query.applicationCounts": scanWeight, "Query.dora": doraWeight,
+	w := map[string]int{"Query.applications": scanWeight, "Query.applicationCounts": scanWeight, "Query.product": scanWeight, "Query.dora": doraWeight,
 		"Query.deployments": readWeight, "Deployment": applicationWeight,
 		"Application.history": historyWeight, "Application.tree": treeWeight, "Application": applicationWeight}
 	for _, f := range []string{"me", "account", "users", "apiKeys", "auditEvents", "runtimes", "runtime", "application"} {
@@ -67,8 +68,8 @@ type Handler struct {
 }
 
 // New parses the schema and binds it to the services.
-func New(id *identity.Service, a *audit.Log, rts *runtimes.Service, stats *analytics.Service, log *slog.Logger) (*Handler, error) {
-	g, err := gqlguard.New(api.GraphQLSchema, &resolver{id: id, audit: a, runtimes: rts, analytics: stats}, Limits(), gql.UseFieldResolvers())
+func New(id *identity.Service, a *audit.Log, rts *runtimes.Service, stats *analytics.Service, prods *products.Service, log *slog.Logger) (*Handler, error) {
+	g, err := gqlguard.New(api.GraphQLSchema, &resolver{id: id, audit: a, runtimes: rts, analytics: stats, products: prods}, Limits(), gql.UseFieldResolvers())
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +138,7 @@ type resolver struct {
 	audit     *audit.Log
 	runtimes  *runtimes.Service
 	analytics *analytics.Service
+	products  *products.Service
 }
 
 type runtimeResolver struct{ r client.Runtime }

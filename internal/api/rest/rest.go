@@ -21,6 +21,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/images"
 	"github.com/freshet-dev/freshet/internal/notify"
 	"github.com/freshet-dev/freshet/internal/pipeline"
+	"github.com/freshet-dev/freshet/internal/products"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/runtimes"
 )
@@ -43,6 +44,7 @@ type API struct {
 	analytics *analytics.Service
 	images    *images.Service
 	notify    *notify.Service
+	products  *products.Service
 	billing   *billing.Service
 	log       *slog.Logger
 	secure    bool // cookies get the Secure attribute (the server speaks TLS)
@@ -61,8 +63,10 @@ type Deps struct {
 	Images     *images.Service
 	// Notifications serves /api/v1/notifications/…
 	Notifications *notify.Service
-	Billing       *billing.Service
-	Log           *slog.Logger
+	// Products serves /api/v1/environments/… and /api/v1/products/…
+	Products *products.Service
+	Billing  *billing.Service
+	Log      *slog.Logger
 	// SecureCookies marks session cookies Secure (the server speaks TLS).
 	SecureCookies bool
 	// Access ends streams (a followed log) whose caller lost access.
@@ -74,7 +78,7 @@ type Deps struct {
 
 // New returns the REST API over the given services.
 func New(d Deps) *API {
-	return &API{id: d.Identity, audit: d.Audit, pipelines: d.Pipelines, dispatch: d.Dispatcher, runtimes: d.Runtimes, analytics: d.Analytics, images: d.Images, notify: d.Notifications, billing: d.Billing, log: d.Log, secure: d.SecureCookies, access: d.Access, publicURL: strings.TrimSuffix(d.PublicURL, "/")}
+	return &API{id: d.Identity, audit: d.Audit, pipelines: d.Pipelines, dispatch: d.Dispatcher, runtimes: d.Runtimes, analytics: d.Analytics, images: d.Images, notify: d.Notifications, products: d.Products, billing: d.Billing, log: d.Log, secure: d.SecureCookies, access: d.Access, publicURL: strings.TrimSuffix(d.PublicURL, "/")}
 }
 
 // Routes lists every REST endpoint.
@@ -176,6 +180,15 @@ func (a *API) Routes() []Route {
 		{Method: "GET", Path: "/api/v1/issue-trackers", Handler: a.listIssueTrackers},
 		{Method: "POST", Path: "/api/v1/issue-trackers", Handler: a.createIssueTracker},
 		{Method: "DELETE", Path: "/api/v1/issue-trackers/{name}", Handler: a.deleteIssueTracker},
+		{Method: "GET", Path: "/api/v1/environments", Handler: a.listEnvironments},
+		{Method: "POST", Path: "/api/v1/environments", Handler: a.createEnvironment},
+		{Method: "GET", Path: "/api/v1/environments/{name}", Handler: a.getEnvironment},
+		{Method: "PUT", Path: "/api/v1/environments/{name}", Handler: a.updateEnvironment},
+		{Method: "DELETE", Path: "/api/v1/environments/{name}", Handler: a.deleteEnvironment},
+		{Method: "GET", Path: "/api/v1/products", Handler: a.listProducts},
+		{Method: "POST", Path: "/api/v1/products", Handler: a.createProduct},
+		{Method: "GET", Path: "/api/v1/products/{name}", Handler: a.getProduct},
+		{Method: "DELETE", Path: "/api/v1/products/{name}", Handler: a.deleteProduct},
 		{Method: "GET", Path: "/api/v1/notifications/channels", Handler: a.listNotificationChannels},
 		{Method: "POST", Path: "/api/v1/notifications/channels", Handler: a.createNotificationChannel},
 		{Method: "DELETE", Path: "/api/v1/notifications/channels/{name}", Handler: a.deleteNotificationChannel},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -227,6 +228,14 @@ func toReport(spec *app.Application, st engine.AppStatus) runtimev1.Application 
 	}
 	if spec != nil {
 		a.Labels = spec.Metadata.Labels
+		for k, v := range spec.Metadata.Annotations {
+			if strings.HasPrefix(k, "codefresh.io/") || strings.HasPrefix(k, "freshet.dev/") {
+				if a.Annotations == nil {
+					a.Annotations = map[string]string{}
+				}
+				a.Annotations[k] = v
+			}
+		}
 		if src := spec.EffectiveSource(); src != nil {
 			a.RepoURL, a.Path = src.RepoURL, src.Path
 			if a.TargetRevision == "" {

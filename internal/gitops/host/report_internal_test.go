@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/freshet-dev/freshet/api/runtimev1"
+	"github.com/freshet-dev/freshet/internal/gitops/app"
+	"github.com/freshet-dev/freshet/internal/gitops/engine"
 )
 
 // A finished Workflow counts as archived only once a report carrying it was taken (not while
@@ -70,5 +72,21 @@ func TestWorkflowArchivedAfterReportTaken(t *testing.T) {
 	}
 	if len(taken) > maxQueued {
 		t.Errorf("%d events taken: the overflow kept application events", len(taken))
+	}
+}
+
+// A report carries the application's product annotations (codefresh.io/, freshet.dev/) and no
+// other annotation.
+func TestReportCarriesProductAnnotations(t *testing.T) {
+	spec := &app.Application{Metadata: app.ObjectMeta{Name: "shop", Annotations: map[string]string{
+		"codefresh.io/product": "shop", "freshet.dev/product": "shop-alias",
+		"kubectl.kubernetes.io/last-applied-configuration": "{huge}", "notes": "x"}}}
+	got := toReport(spec, engine.AppStatus{Name: "shop"})
+	want := map[string]string{"codefresh.io/product": "shop", "freshet.dev/product": "shop-alias"}
+	if len(got.Annotations) != len(want) || got.Annotations["codefresh.io/product"] != "shop" || got.Annotations["freshet.dev/product"] != "shop-alias" {
+		t.Fatalf("annotations %v, want %v", got.Annotations, want)
+	}
+	if none := toReport(&app.Application{Metadata: app.ObjectMeta{Name: "web", Annotations: map[string]string{"notes": "x"}}}, engine.AppStatus{Name: "web"}); none.Annotations != nil {
+		t.Fatalf("an application without product annotations reports %v", none.Annotations)
 	}
 }

@@ -16,6 +16,7 @@ import type * as apps from './apps';
 import type * as gitops from './gitops';
 import type * as ro from './rollouts';
 import type * as t from './types';
+import type * as prd from './products';
 import type { LintIssue } from '../lib/lint';
 
 import client_Account from '../../../api/testdata/wire/client.Account.json';
@@ -136,6 +137,17 @@ import client_ReportedImage from '../../../api/testdata/wire/client.ReportedImag
 import client_ReportImageRequest from '../../../api/testdata/wire/client.ReportImageRequest.json';
 import client_IssueTracker from '../../../api/testdata/wire/client.IssueTracker.json';
 import client_CreateIssueTrackerRequest from '../../../api/testdata/wire/client.CreateIssueTrackerRequest.json';
+import client_EnvironmentTarget from '../../../api/testdata/wire/client.EnvironmentTarget.json';
+import client_Environment from '../../../api/testdata/wire/client.Environment.json';
+import client_EnvironmentRequest from '../../../api/testdata/wire/client.EnvironmentRequest.json';
+import client_Product from '../../../api/testdata/wire/client.Product.json';
+import client_CreateProductRequest from '../../../api/testdata/wire/client.CreateProductRequest.json';
+import client_ProductImage from '../../../api/testdata/wire/client.ProductImage.json';
+import client_ProductApplication from '../../../api/testdata/wire/client.ProductApplication.json';
+import client_ProductEnvironment from '../../../api/testdata/wire/client.ProductEnvironment.json';
+import client_ProductImageChange from '../../../api/testdata/wire/client.ProductImageChange.json';
+import client_ProductPromotion from '../../../api/testdata/wire/client.ProductPromotion.json';
+import client_ProductView from '../../../api/testdata/wire/client.ProductView.json';
 import client_NotificationChannel from '../../../api/testdata/wire/client.NotificationChannel.json';
 import client_NotificationSMTP from '../../../api/testdata/wire/client.NotificationSMTP.json';
 import client_CreateNotificationChannelRequest from '../../../api/testdata/wire/client.CreateNotificationChannelRequest.json';
@@ -246,6 +258,15 @@ function pair<T, Optional extends keyof T = never>() {
 }
 
 const wire = [
+  pair<prd.EnvironmentTarget>()('client.EnvironmentTarget', client_EnvironmentTarget, 'no drift'),
+  pair<prd.Environment>()('client.Environment', client_Environment, 'no drift'),
+  pair<prd.Product>()('client.Product', client_Product, 'no drift'),
+  pair<prd.ProductImage>()('client.ProductImage', client_ProductImage, 'no drift'),
+  pair<prd.ProductApplication>()('client.ProductApplication', client_ProductApplication, 'no drift'),
+  pair<prd.ProductEnvironment>()('client.ProductEnvironment', client_ProductEnvironment, 'no drift'),
+  pair<prd.ProductImageChange>()('client.ProductImageChange', client_ProductImageChange, 'no drift'),
+  pair<prd.ProductPromotion>()('client.ProductPromotion', client_ProductPromotion, 'no drift'),
+  pair<prd.ProductView>()('client.ProductView', client_ProductView, 'no drift'),
   pair<t.Account>()('client.Account', client_Account, 'no drift'),
   pair<t.AccountMembership>()('client.AccountMembership', client_AccountMembership, 'no drift'),
   pair<t.User>()('client.User', client_User, 'no drift'),
@@ -358,6 +379,8 @@ const notInTheUI: Record<string, { golden: Golden; why: string }> = {
   'client.ReportImageRequest': { golden: client_ReportImageRequest, why: '`freshet image report` and CI systems send it' },
   'client.IssueTracker': { golden: client_IssueTracker, why: '`freshet image trackers list`; no settings page yet' },
   'client.CreateIssueTrackerRequest': { golden: client_CreateIssueTrackerRequest, why: '`freshet image trackers create`; no settings page yet' },
+  'client.EnvironmentRequest': { golden: client_EnvironmentRequest, why: '`freshet environment create` (products, issue 17); the Environments page only reads' },
+  'client.CreateProductRequest': { golden: client_CreateProductRequest, why: '`freshet product create` (products, issue 17); the Environments page only reads' },
   'client.NotificationChannel': { golden: client_NotificationChannel, why: '`freshet notification channel list`; no settings page yet' },
   'client.NotificationSMTP': { golden: client_NotificationSMTP, why: 'the settings of an email channel (`freshet notification channel create --kind email`); no settings page yet' },
   'client.CreateNotificationChannelRequest': { golden: client_CreateNotificationChannelRequest, why: '`freshet notification channel create`; no settings page yet' },

@@ -22,6 +22,7 @@ const GitIntegrations = lazy(() => import('../pages/GitIntegrations'));
 const Billing = lazy(() => import('../pages/Billing'));
 const Applications = lazy(() => import('../pages/Applications'));
 const Application = lazy(() => import('../pages/Application'));
+const Environments = lazy(() => import('../pages/Environments'));
 
 export interface RouteDef {
   /** Pattern for matchPath: /users, /applications/:name, … */
@@ -36,6 +37,7 @@ export const routes: RouteDef[] = [
   { path: '/runtimes/:name', title: 'Runtime', component: RuntimeDetail },
   { path: '/applications', title: 'Applications', component: Applications },
   { path: '/applications/:runtime/:name', title: 'Application', component: Application },
+  { path: '/environments', title: 'Environments', component: Environments },
   { path: '/pipelines', title: 'Pipelines', component: Pipelines },
   { path: '/pipelines/new', title: 'New pipeline', component: PipelineNew },
   { path: '/pipelines/:project/:name', title: 'Pipeline', component: Pipeline },
@@ -67,6 +69,7 @@ export const nav: { heading?: string; items: NavItem[] }[] = [
     items: [
       { to: '/runtimes', label: 'Runtimes' },
       { to: '/applications', label: 'Applications' },
+      { to: '/environments', label: 'Environments' },
       { to: '/pipelines', label: 'Pipelines' },
       { to: '/builds', label: 'Builds' },
     ],
