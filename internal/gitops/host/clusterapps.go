@@ -285,6 +285,9 @@ func (c *clusterApps) handle(ctx context.Context, key string) error {
 			for _, o := range c.others {
 				o.queue.Add("projects")
 			}
+			if err := c.writeProjectStatuses(ctx); err != nil && ctx.Err() == nil {
+				c.h.log.Warn("AppProject status", "namespace", c.ns, "err", err)
+			}
 		}
 		c.mu.Lock()
 		names := make([]string, 0, len(c.managed))

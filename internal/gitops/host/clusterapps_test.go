@@ -233,6 +233,53 @@ spec:
 		return apierrors.IsNotFound(err)
 	})
 
+	// AppProject resources get a status as Argo CD writes it (jwtTokensByRole, empty: no
+	// project tokens), plus a warning per policy line that does not parse and a spec error for
+	// a project that does not decode; fixed, the conditions go.
+	waitProject := func(name, what string, ok func(*unstructured.Unstructured) bool) {
+		t.Helper()
+		var u *unstructured.Unstructured
+		waitGone(t, "AppProject "+name+": "+what, func() bool {
+			var err error
+			u, err = dyn.Resource(host.AppProjectsResource).Namespace(w.ns).Get(ctx, name, metav1.GetOptions{})
+			return err == nil && ok(u)
+		})
+	}
+	waitProject("team", "jwtTokensByRole, no conditions", func(u *unstructured.Unstructured) bool {
+		m, found, _ := unstructured.NestedMap(u.Object, "status", "jwtTokensByRole")
+		_, hasConds, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		return found && len(m) == 0 && !hasConds
+	})
+	rolesProject := func(policy string) string {
+		return fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata: {name: roles, namespace: %s}
+spec:
+  sourceRepos: ['*']
+  destinations: [{server: https://kubernetes.default.svc, namespace: %s}]
+  roles:
+  - name: deployer
+    groups: [qa]
+    policies:
+    - p, proj:roles:deployer, applications, sync, roles/web-*, allow
+    - %s
+`, w.ns, w.ns, policy)
+	}
+	kubectlApplyAs(t, dyn, host.AppProjectsResource, w.ns, rolesProject("p, proj:roles:deployer, applications, launch, roles/*, allow"))
+	waitProject("roles", "the bad policy line named", func(u *unstructured.Unstructured) bool {
+		return hasCondition(u, "InvalidPolicyWarning", `spec.roles[0].policies[1] (role "deployer") "p, proj:roles:deployer, applications, launch, roles/*, allow" is ignored: action "launch" is not valid`)
+	})
+	kubectlApplyAs(t, dyn, host.AppProjectsResource, w.ns, strings.Replace(rolesProject("p, proj:roles:deployer, applications, get, roles/*, allow"), "name: deployer", "name: -bad-", 1))
+	waitProject("roles", "the spec error named", func(u *unstructured.Unstructured) bool {
+		return hasCondition(u, "InvalidSpecError", "spec.roles[0].name") && !hasCondition(u, "InvalidPolicyWarning", "")
+	})
+	kubectlApplyAs(t, dyn, host.AppProjectsResource, w.ns, rolesProject("p, proj:roles:deployer, applications, get, roles/*, allow"))
+	waitProject("roles", "the conditions gone", func(u *unstructured.Unstructured) bool {
+		_, hasConds, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		_, found, _ := unstructured.NestedMap(u.Object, "status", "jwtTokensByRole")
+		return found && !hasConds
+	})
+
 	// Without the finalizer, deleting the resource stops managing the app; resources stay.
 	kubectlApply(t, dyn, w.ns, clusterApp("keep", w.ns, w.source.URL(), "keep", false))
 	waitCR(t, dyn, w.ns, "keep", "Synced", func(u *unstructured.Unstructured) bool {
