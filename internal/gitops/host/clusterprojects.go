@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/internal/gitops/app"
 )
 
@@ -90,6 +93,38 @@ func (c *clusterApps) writeProjectStatuses(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// rolesEvent lists the roles of the namespace's AppProjects that decode, with their policy
+// lines that parse (the control plane derives rules from them: docs/security.md).
+func (c *clusterApps) rolesEvent() runtimev1.AppEvent {
+	c.mu.Lock()
+	projects := make([]*app.AppProject, 0, len(c.projects))
+	for _, p := range c.projects {
+		projects = append(projects, p)
+	}
+	c.mu.Unlock()
+	slices.SortFunc(projects, func(a, b *app.AppProject) int { return strings.Compare(a.Metadata.Name, b.Metadata.Name) })
+	ev := runtimev1.AppEvent{Type: runtimev1.ProjectRolesListed, At: time.Now(), ProjectRoles: []runtimev1.ProjectRoleRecord{}}
+	for _, p := range projects {
+		for _, r := range p.Spec.Roles {
+			if len(ev.ProjectRoles) >= runtimev1.MaxProjectRoles {
+				c.h.log.Warn("AppProject roles: more than the control plane takes; the rest are not reported", "max", runtimev1.MaxProjectRoles)
+				return ev
+			}
+			rec := runtimev1.ProjectRoleRecord{Project: p.Metadata.Name, Role: r.Name, Groups: r.Groups}
+			for _, line := range r.Policies {
+				pol, err := app.ParsePolicy(p.Metadata.Name, r.Name, line)
+				if err != nil || len(rec.Policies) >= runtimev1.MaxRolePolicies {
+					continue // shown as a condition of the AppProject
+				}
+				rec.Policies = append(rec.Policies, runtimev1.ProjectPolicyRecord{Resource: pol.Resource, Action: pol.Action,
+					Object: strings.TrimPrefix(pol.Object, p.Metadata.Name+"/"), Allow: pol.Allow})
+			}
+			ev.ProjectRoles = append(ev.ProjectRoles, rec)
+		}
+	}
+	return ev
 }
 
 // sameConditions: the written conditions say what want says (type and message, in order).
