@@ -85,7 +85,9 @@ func TestRulesDerivedFromAppProjectRoles(t *testing.T) {
 				t.Errorf("deleting a derived rule: %v", err)
 			}
 			ex, err := s.Admin.ExplainAuthz(ctx, client.ExplainRequest{User: "qa@first.test", Action: "sync", Resource: "applications/edge/web-1"})
-			if err != nil || !ex.Allowed || !slices.ContainsFunc(ex.Reasons, func(r string) bool { return strings.Contains(r, "derived from AppProject proj of runtime edge, role deployer") }) {
+			if err != nil || !ex.Allowed || !slices.ContainsFunc(ex.Reasons, func(r string) bool {
+				return strings.Contains(r, "derived from AppProject proj of runtime edge, role deployer")
+			}) {
 				t.Errorf("explain does not name the origin: %+v, %v", ex, err)
 			}
 
