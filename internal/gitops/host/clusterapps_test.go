@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
+	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/internal/gitops/host"
 	"github.com/freshet-dev/freshet/internal/testenv/kube"
 )
@@ -278,6 +280,32 @@ spec:
 		_, hasConds, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 		_, found, _ := unstructured.NestedMap(u.Object, "status", "jwtTokensByRole")
 		return found && !hasConds
+	})
+	// The runtime reports its AppProjects' roles to the control plane (which derives rules from
+	// them): the role with its parsed lines; once the AppProject is deleted, a list without it.
+	lastRoles := func() (runtimev1.AppEvent, bool) {
+		evs := w.sink.events(runtimev1.ProjectRolesListed, "")
+		if len(evs) == 0 {
+			return runtimev1.AppEvent{}, false
+		}
+		return evs[len(evs)-1], true
+	}
+	waitGone(t, "the roles reported", func() bool {
+		ev, ok := lastRoles()
+		for _, r := range ev.ProjectRoles {
+			if ok && r.Project == "roles" && r.Role == "deployer" && slices.Equal(r.Groups, []string{"qa"}) &&
+				slices.Equal(r.Policies, []runtimev1.ProjectPolicyRecord{{Resource: "applications", Action: "sync", Object: "web-*", Allow: true}, {Resource: "applications", Action: "get", Object: "*", Allow: true}}) {
+				return true
+			}
+		}
+		return false
+	})
+	if err := dyn.Resource(host.AppProjectsResource).Namespace(w.ns).Delete(ctx, "roles", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, "the roles reported gone", func() bool {
+		ev, ok := lastRoles()
+		return ok && !slices.ContainsFunc(ev.ProjectRoles, func(r runtimev1.ProjectRoleRecord) bool { return r.Project == "roles" })
 	})
 
 	// Without the finalizer, deleting the resource stops managing the app; resources stay.
