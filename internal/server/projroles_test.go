@@ -96,6 +96,19 @@ func TestRulesDerivedFromAppProjectRoles(t *testing.T) {
 			if rules, err := s.Admin.ListRules(ctx, client.ListOptions{}); err != nil || len(rules.Items) != 0 {
 				t.Fatalf("rules after the project went: %+v, %v", rules.Items, err)
 			}
+
+			// Reported again, then the runtime deleted: its derived rules go with it, and the
+			// kind is no longer governed (qa's role decides again: 404, no such runtime).
+			reportApps(t, s.URL, reg.Token, runtimev1.ReportRequest{Events: []runtimev1.AppEvent{{Type: runtimev1.ProjectRolesListed, At: time.Now(), ProjectRoles: roles}}})
+			if st, _, _ := call(t, "DELETE", s.URL+"/runtimes/edge/app-proxy/api/v1/applications/web-2", key.Token, nil); st != http.StatusForbidden {
+				t.Fatalf("delete with the rules back: %d", st)
+			}
+			if err := s.Admin.DeleteRuntime(ctx, "edge"); err != nil {
+				t.Fatal(err)
+			}
+			if rules, err := s.Admin.ListRules(ctx, client.ListOptions{}); err != nil || len(rules.Items) != 0 {
+				t.Fatalf("rules after the runtime went: %+v, %v", rules.Items, err)
+			}
 		})
 	}
 }
