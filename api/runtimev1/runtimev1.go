@@ -108,7 +108,37 @@ const (
 	// runtime sends it after its first read of a cluster and now and then, so releases
 	// uninstalled while it was away or while reports were lost are forgotten.
 	HelmReleasesListed = "HelmReleasesListed"
+	// ProjectRolesListed: ProjectRoles is every role of every AppProject resource the runtime
+	// runs (App is empty); the control plane replaces the rules it derived from the runtime's
+	// roles (docs/security.md). A runtime sends it when its AppProjects change and with each
+	// snapshot.
+	ProjectRolesListed = "ProjectRolesListed"
 )
+
+// MaxProjectRoles bounds a ProjectRolesListed event's roles, and MaxRolePolicies one role's
+// policy lines.
+const (
+	MaxProjectRoles = 1000
+	MaxRolePolicies = 200
+)
+
+// ProjectRoleRecord is one role of an AppProject as the runtime parsed it: its groups
+// (Freshet team names) and its policy lines that parse (app.ParsePolicy), Object being the
+// part after "<project>/".
+type ProjectRoleRecord struct {
+	Project  string                `json:"project"`
+	Role     string                `json:"role"`
+	Groups   []string              `json:"groups,omitempty"`
+	Policies []ProjectPolicyRecord `json:"policies,omitempty"`
+}
+
+// ProjectPolicyRecord is one parsed policy line of a project role.
+type ProjectPolicyRecord struct {
+	Resource string `json:"resource"`
+	Action   string `json:"action"`
+	Object   string `json:"object"`
+	Allow    bool   `json:"allow,omitempty"`
+}
 
 // MaxHelmReleasesListed bounds a HelmReleasesListed event's releases.
 const MaxHelmReleasesListed = 20000
@@ -169,6 +199,8 @@ type AppEvent struct {
 	HelmRelease *HelmReleaseRecord `json:"helmRelease,omitempty"`
 	// HelmReleases: HelmReleasesListed.
 	HelmReleases []string `json:"helmReleases,omitempty"`
+	// ProjectRoles: ProjectRolesListed.
+	ProjectRoles []ProjectRoleRecord `json:"projectRoles,omitempty"`
 }
 
 // WorkflowRecord is a finished Argo Workflow (WorkflowFinished): what the control plane keeps

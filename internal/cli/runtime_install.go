@@ -91,6 +91,7 @@ func (a *app) runtimeInstallCommands() []*cobra.Command {
 	fl.StringVar(&o.Repo, "repo", "", "installation repository URL (initialised with runtime.yaml, apps/ and projects/)")
 	fl.StringVar(&o.GitToken, "git-token", "", "token for the installation repository (env FRESHET_GIT_TOKEN); kept in the runtime's Secret")
 	fl.BoolVar(&o.WatchClusterApps, "watch-cluster-apps", false, "the runtime also runs the argoproj.io Application and AppProject resources of its namespace (installs the Argo CD CRDs)")
+	fl.StringSliceVar(&o.ClusterAppsSourceNamespaces, "cluster-apps-source-namespaces", nil, "with --watch-cluster-apps: other namespaces whose Application resources the runtime runs, each only when the app's AppProject lists it in spec.sourceNamespaces (comma-separated)")
 	fl.BoolVar(&o.FromRepo, "from-repo", false, "recover the runtime from --repo's runtime.yaml")
 	fl.StringVar(&o.Token, "token", "", "token of a runtime registered beforehand (the web UI's install wizard shows it; env FRESHET_RUNTIME_TOKEN)")
 	fl.StringVar(&o.Image, "image", "", "the freshet image (default "+manifests.DefaultImage+":<version>)")

@@ -52,6 +52,7 @@ func (a *app) serveCommand(use string, local bool, short, long string) *cobra.Co
 		up.Engine.BindFlags(cmd.Flags())
 		cmd.Flags().BoolVar(&up.WatchClusterApps, "watch-cluster-apps", false, "the local runtime also runs the argoproj.io Application and AppProject resources of --cluster-apps-namespace (installs their CRDs)")
 		cmd.Flags().StringVar(&up.ClusterAppsNamespace, "cluster-apps-namespace", "", "namespace whose Application resources --watch-cluster-apps runs (default: default)")
+		cmd.Flags().StringSliceVar(&up.ClusterAppsSourceNamespaces, "cluster-apps-source-namespaces", nil, "other namespaces whose Application resources --watch-cluster-apps runs, each only when the app's AppProject lists it in spec.sourceNamespaces (comma-separated)")
 		cmd.Flags().BoolVar(&up.InsecureLocalSteps, "insecure-local-steps", false, "run the in-process runner's steps as this server's own user, not isolated: "+
 			"any member who can run a pipeline can then read the data dir (master key, database) and the server's environment (admin password). "+
 			"Only for a server whose members may all read its data, on a host where steps cannot be isolated")

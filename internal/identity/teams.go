@@ -277,6 +277,10 @@ type ruleAttrs struct {
 	Cluster   string   `json:"cluster,omitempty"`
 	Namespace string   `json:"namespace,omitempty"`
 	Owner     string   `json:"owner,omitempty"` // rbac.OwnTeam or a team ID
+	// Derived rules only (SetDerivedRules).
+	Project    string   `json:"project,omitempty"`
+	Apps       []string `json:"apps,omitempty"`
+	ExceptApps []string `json:"exceptApps,omitempty"`
 }
 
 // ruleOf decodes a stored rule.
@@ -290,7 +294,8 @@ func ruleOf(r store.Rule) (Rule, error) {
 		subject = "team " + r.TeamName
 	}
 	return Rule{Rule: rbac.Rule{ID: r.ID, TeamID: r.TeamID, UserID: r.UserID, Subject: subject, Action: rbac.Action(r.Action),
-		Kind: rbac.Kind(r.Kind), Tags: a.Tags, Runtime: a.Runtime, Cluster: a.Cluster, Namespace: a.Namespace, Owner: a.Owner, OwnerName: a.Owner},
+		Kind: rbac.Kind(r.Kind), Tags: a.Tags, Runtime: a.Runtime, Cluster: a.Cluster, Namespace: a.Namespace, Owner: a.Owner, OwnerName: a.Owner,
+		Project: a.Project, Apps: a.Apps, ExceptApps: a.ExceptApps, Origin: r.Origin},
 		CreatedAt: r.CreatedAt}, nil
 }
 
@@ -449,6 +454,9 @@ func (s *Service) DeleteRule(ctx context.Context, p rbac.Principal, id string) (
 		r, err := tx.GetRule(ctx, p.AccountID, id)
 		if err != nil {
 			return err
+		}
+		if r.Origin != "" {
+			return errdefs.Invalid("rule", id, "is derived from "+r.Origin+": change the AppProject's roles instead (the runtime's next report replaces the rule)")
 		}
 		if rule, err := ruleOf(r); err == nil {
 			e.Detail("%s", rule.Describe())

@@ -2,6 +2,7 @@ package rbac
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
@@ -124,6 +125,10 @@ type Attributes struct {
 	Runtime   string
 	Cluster   string
 	Namespace string
+	// Project is an application's Argo CD project (spec.project) and App its name: the
+	// attributes of rules derived from AppProject roles (applications only).
+	Project   string
+	App       string
 	Owner     string // the owner team's ID; empty: no team owns it
 	OwnerName string // the owner team's name, for messages (Explain fills it)
 }
@@ -159,6 +164,15 @@ type Rule struct {
 	Runtime   string
 	Cluster   string
 	Namespace string
+	// Project is the Argo CD project an application must be in, and Apps globs (path.Match,
+	// '*' any run of characters) of which its name must match one; ExceptApps globs its name
+	// must match none of (an AppProject role's deny lines). Applications only.
+	Project    string
+	Apps       []string
+	ExceptApps []string
+	// Origin names where a derived rule comes from ("AppProject P of runtime R, role X"); such
+	// a rule is not edited through the rules API and is replaced wholesale when its source is.
+	Origin string
 	// Owner is OwnTeam, or the ID of the team (of the rule's account) that must own the
 	// resource; empty matches any owner or none. OwnerName names it in messages.
 	Owner     string
@@ -192,6 +206,23 @@ func (r Rule) Validate() error {
 	}
 	if r.Owner != "" && !r.Kind.owned() {
 		return errdefs.Invalid("owner", r.OwnerName, fmt.Sprintf("does not apply to %s: teams own projects (with their pipelines and builds) and runtimes (with their clusters, applications, gitsources and workflows)", r.Kind))
+	}
+	if r.Kind != KindApplications {
+		for _, f := range []struct{ name, v string }{{"project", r.Project}, {"apps", strings.Join(r.Apps, ",")}, {"except-apps", strings.Join(r.ExceptApps, ",")}} {
+			if f.v != "" {
+				return errdefs.Invalid(f.name, f.v, fmt.Sprintf("does not apply to %s: project and application names describe applications", r.Kind))
+			}
+		}
+	}
+	for _, gs := range []struct {
+		name  string
+		globs []string
+	}{{"apps", r.Apps}, {"except-apps", r.ExceptApps}} {
+		for i, g := range gs.globs {
+			if _, err := path.Match(g, ""); err != nil || g == "" {
+				return errdefs.Invalid(fmt.Sprintf("%s[%d]", gs.name, i), g, "is not a glob of application names (path.Match syntax: *, ?, [a-z])")
+			}
+		}
 	}
 	if !r.Kind.gitops() {
 		for _, f := range []struct{ name, v string }{{"runtime", r.Runtime}, {"cluster", r.Cluster}, {"namespace", r.Namespace}} {
@@ -248,7 +279,26 @@ func (r *Rule) match(res Resource, teams map[string]bool) bool {
 		return false
 	}
 	return (r.Runtime == "" || r.Runtime == res.Attrs.Runtime) && (r.Cluster == "" || r.Cluster == res.Attrs.Cluster) &&
-		(r.Namespace == "" || r.Namespace == res.Attrs.Namespace)
+		(r.Namespace == "" || r.Namespace == res.Attrs.Namespace) && r.appOK(res.Attrs) == ""
+}
+
+// appOK says why r's project and application-name attributes do not hold for a, or "".
+func (r *Rule) appOK(a Attributes) string {
+	if r.Project != "" && r.Project != a.Project {
+		return fmt.Sprintf("is in Argo CD project %q, not %q", a.Project, r.Project)
+	}
+	if len(r.Apps) > 0 && !slices.ContainsFunc(r.Apps, func(g string) bool { return globMatch(g, a.App) }) {
+		return "matches none of the application names " + strings.Join(r.Apps, ", ")
+	}
+	if i := slices.IndexFunc(r.ExceptApps, func(g string) bool { return globMatch(g, a.App) }); i >= 0 {
+		return fmt.Sprintf("matches %s, which the rule excepts (a deny line)", r.ExceptApps[i])
+	}
+	return ""
+}
+
+func globMatch(g, name string) bool {
+	ok, err := path.Match(g, name)
+	return ok && err == nil
 }
 
 // Matches reports whether r's attributes hold for res (its action and kind are not checked)
@@ -278,6 +328,9 @@ func (r *Rule) Matches(res Resource, teams map[string]bool) (bool, string) {
 			return false, fmt.Sprintf("%s is in %s %q, not %q", res, f.name, f.got, f.want)
 		}
 	}
+	if why := r.appOK(res.Attrs); why != "" {
+		return false, fmt.Sprintf("%s %s", res, why)
+	}
 	return true, ""
 }
 
@@ -293,6 +346,15 @@ func (r *Rule) Describe() string {
 			fmt.Fprintf(&b, " in %s %s", f.name, f.v)
 		}
 	}
+	if r.Project != "" {
+		fmt.Fprintf(&b, " in Argo CD project %s", r.Project)
+	}
+	if len(r.Apps) > 0 {
+		fmt.Fprintf(&b, " named %s", strings.Join(r.Apps, " or "))
+	}
+	if len(r.ExceptApps) > 0 {
+		fmt.Fprintf(&b, " except %s", strings.Join(r.ExceptApps, ", "))
+	}
 	switch {
 	case r.Owner == OwnTeam && r.TeamID != "":
 		b.WriteString(" owned by the team")
@@ -300,6 +362,9 @@ func (r *Rule) Describe() string {
 		b.WriteString(" owned by a team of theirs")
 	case r.Owner != "":
 		fmt.Fprintf(&b, " owned by team %s", r.OwnerName)
+	}
+	if r.Origin != "" {
+		fmt.Fprintf(&b, " (derived from %s)", r.Origin)
 	}
 	return b.String()
 }

@@ -11,7 +11,8 @@ import (
 
 // The resources of this package as attribute-based rules see them (rbac.Authorize): a runtime
 // by its name (its runtime attribute is itself); an application by runtime/name, with its
-// runtime, its destination cluster (name, or server URL when unnamed) and namespace. Both carry
+// runtime, its destination cluster (name, or server URL when unnamed) and namespace, its Argo CD
+// project and its name (what rules derived from AppProject roles match). Both carry
 // the runtime's owner team (owner: the team's ID, empty when none): what a runtime holds is
 // owned by the runtime's owner.
 
@@ -25,21 +26,21 @@ func rtResource(rt store.Runtime) rbac.Resource {
 	return res
 }
 
-func appResource(runtime, owner, name, destName, destServer, namespace string) rbac.Resource {
+func appResource(runtime, owner, name, project, destName, destServer, namespace string) rbac.Resource {
 	cluster := destName
 	if cluster == "" {
 		cluster = destServer
 	}
 	return rbac.Resource{Kind: rbac.KindApplications, Name: runtime + "/" + name,
-		Attrs: rbac.Attributes{Runtime: runtime, Cluster: cluster, Namespace: namespace, Owner: owner}}
+		Attrs: rbac.Attributes{Runtime: runtime, Cluster: cluster, Namespace: namespace, Project: project, App: name, Owner: owner}}
 }
 
 func appRowResource(r store.Application) rbac.Resource {
-	return appResource(r.Runtime, r.RuntimeOwner, r.Name, r.DestName, r.DestServer, r.DestNamespace)
+	return appResource(r.Runtime, r.RuntimeOwner, r.Name, r.Project, r.DestName, r.DestServer, r.DestNamespace)
 }
 
 func (a Application) resource() rbac.Resource {
-	return appResource(a.Runtime, a.RuntimeOwner, a.Name, a.DestName, a.DestServer, a.DestNamespace)
+	return appResource(a.Runtime, a.RuntimeOwner, a.Name, a.Project, a.DestName, a.DestServer, a.DestNamespace)
 }
 
 // Resource describes the resource of kind k named name in accountID as rules see it, for

@@ -17,6 +17,7 @@ import (
 	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/events"
+	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/store"
 )
 
@@ -134,10 +135,11 @@ type preparedEvent struct {
 	// namespace, name); helmKeep: HelmReleasesListed's releases.
 	helm     *store.HelmRelease
 	helmKeep map[string]bool
+	roles    []rbac.ProjectRole // ProjectRolesListed
 }
 
 var eventTypes = []string{runtimev1.AppChanged, runtimev1.AppDeleted, runtimev1.SyncStarted, runtimev1.SyncFinished, runtimev1.HealthChanged, runtimev1.RolloutChanged, runtimev1.WorkflowFinished,
-	runtimev1.HelmReleaseChanged, runtimev1.HelmReleaseDeleted, runtimev1.HelmReleasesListed}
+	runtimev1.HelmReleaseChanged, runtimev1.HelmReleaseDeleted, runtimev1.HelmReleasesListed, runtimev1.ProjectRolesListed}
 
 // prepareReport validates req and converts it. Errors are *errdefs.FieldError naming the
 // field (applications[3].name, events[7].type), the value and what would be valid.
@@ -178,6 +180,13 @@ func prepareReport(req *runtimev1.ReportRequest) (preparedReport, error) {
 			continue
 		}
 		switch ev.Type {
+		case runtimev1.ProjectRolesListed:
+			roles, err := prepareProjectRoles(field, ev)
+			if err != nil {
+				return out, err
+			}
+			out.events = append(out.events, preparedEvent{typ: ev.Type, at: ev.At, roles: roles})
+			continue
 		case runtimev1.HelmReleaseChanged, runtimev1.HelmReleaseDeleted, runtimev1.HelmReleasesListed:
 			pe, err := prepareHelmEvent(field, ev)
 			if err != nil {
@@ -428,6 +437,17 @@ func (s *Service) Report(ctx context.Context, rt Runtime, req runtimev1.ReportRe
 	}
 	if published > 0 && s.onEvents != nil {
 		s.onEvents()
+	}
+	// The last list of AppProject roles replaces the rules derived from the runtime's roles.
+	for i := len(rep.events) - 1; i >= 0; i-- {
+		if ev := rep.events[i]; ev.typ == runtimev1.ProjectRolesListed {
+			if s.onProjectRoles != nil {
+				if err := s.onProjectRoles(ctx, rt.AccountID, rt.ID, rt.Name, ev.roles); err != nil {
+					return 0, fmt.Errorf("rules derived from AppProject roles: %w", err)
+				}
+			}
+			break
+		}
 	}
 	return len(rep.apps) + len(rep.events), nil
 }

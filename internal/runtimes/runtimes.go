@@ -166,6 +166,8 @@ type Service struct {
 	onEvents func()
 	// onOwnerChange is called after a runtime changed owner team (see Deps).
 	onOwnerChange func(accountID string)
+	// onProjectRoles replaces the rules derived from a runtime's AppProject roles.
+	onProjectRoles ProjectRolesFunc
 	// limits admits hosted runtimes under the account's plan; nil: none.
 	limits Limits
 	// decoy verifies deliveries to accounts without a GitOps webhook (HandleWebhook).
@@ -194,6 +196,9 @@ type Deps struct {
 	// OnOwnerChange is called after a runtime changed owner team, which may take away what rules
 	// gave some of the account's members: streams held open there are checked again at once.
 	OnOwnerChange func(accountID string)
+	// OnProjectRoles replaces the rules derived from a runtime's AppProject roles after a
+	// report listed them (identity.Service.SetDerivedRules); nil: roles are not enforced.
+	OnProjectRoles ProjectRolesFunc
 }
 
 // New returns the registry built from d.
@@ -207,7 +212,7 @@ func New(d Deps) *Service {
 		sealer = d.Keys
 	}
 	return &Service{db: d.Store, audit: d.Audit, keys: d.Keys, log: log, now: time.Now,
-		provisioner: d.Provisioner, tunnel: d.Tunnel, onEvents: d.OnEvents, limits: d.Limits, onOwnerChange: d.OnOwnerChange,
+		provisioner: d.Provisioner, tunnel: d.Tunnel, onEvents: d.OnEvents, limits: d.Limits, onOwnerChange: d.OnOwnerChange, onProjectRoles: d.OnProjectRoles,
 		decoy: webhook.NewDecoy(sealer), recentPushes: webhook.NewRecent(webhook.ReplayWindow, 0)}
 }
 

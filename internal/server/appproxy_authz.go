@@ -128,6 +128,9 @@ func (s *Server) authorizeAppProxy(ctx context.Context, p rbac.Principal, rtName
 	res := rbac.Resource{Kind: kind, Name: rtName, Attrs: rbac.Attributes{Runtime: rtName}}
 	if name != "" {
 		res.Name = rtName + "/" + name
+		if kind == rbac.KindApplications {
+			res.Attrs.App = name // its project comes with the reported row below
+		}
 	}
 	if ns, _, ok := strings.Cut(name, "/"); ok && kind == rbac.KindWorkflows {
 		res.Attrs.Namespace = ns // a workflow's rules may name its namespace

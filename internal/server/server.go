@@ -42,6 +42,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/notify"
 	"github.com/freshet-dev/freshet/internal/pipeline"
 	"github.com/freshet-dev/freshet/internal/products"
+	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/runtimes"
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/store"
@@ -191,7 +192,16 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	s.hosted = newInProcessProvisioner(s, log.With("component", "hosted-runtimes"))
 	s.runtimes = runtimes.New(runtimes.Deps{Store: s.db, Audit: s.audit, Keys: keys, Log: log.With("component", "runtimes"),
 		Provisioner: s.hosted, Tunnel: runtimeTunnel{s.tunnel}, OnEvents: s.outbox.Kick, Limits: s.billing,
-		OnOwnerChange: func(accountID string) { s.revoked(accountID, "") }})
+		OnOwnerChange: func(accountID string) { s.revoked(accountID, "") },
+		// AppProject roles a runtime reports become rules derived from them (docs/security.md).
+		OnProjectRoles: func(ctx context.Context, accountID, runtimeID, runtimeName string, roles []rbac.ProjectRole) error {
+			d, err := s.identity.SetDerivedRules(ctx, accountID, runtimeID, runtimeName, roles)
+			if err == nil && (len(d.UnknownGroups) > 0 || len(d.Skipped) > 0) {
+				log.Info("AppProject roles: groups naming no team are ignored, lines not mapped are skipped", "account", accountID, "runtime", runtimeName,
+					"unknownGroups", d.UnknownGroups, "skipped", d.Skipped)
+			}
+			return err
+		}})
 	// Every replica runs the analytics consumers; their durable names make them share the work.
 	s.images = images.New(images.Deps{Store: s.db, Audit: s.audit, Keys: keys, Net: s.policy, Commits: gitCommits{cache: cache}, Log: log.With("component", "images")})
 	s.stats = analytics.New(analytics.Deps{Store: s.db, Log: log.With("component", "analytics"), FailureWindow: opts.AnalyticsFailureWindow,

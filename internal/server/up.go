@@ -51,6 +51,9 @@ type LocalOptions struct {
 	// ClusterAppsNamespace ("default" when empty) in its cluster (docs/gitops.md).
 	WatchClusterApps     bool
 	ClusterAppsNamespace string
+	// ClusterAppsSourceNamespaces are other namespaces whose Application resources run too,
+	// each only when the app's AppProject lists it in spec.sourceNamespaces.
+	ClusterAppsSourceNamespaces []string
 }
 
 // Up runs everything in one process (`freshet up`) until ctx ends: the control plane, the
@@ -157,7 +160,8 @@ func (s *Server) localAgents(ctx context.Context, local LocalOptions, steps loca
 	// the operator's own and is not a tenant's URL).
 	rt, err := agent.New(agent.Options{Server: s.URL(), Token: rtToken, AccessMode: "tunnel", Version: version.Version,
 		Kubeconfig: local.Kubeconfig, Context: local.Context, DataDir: rtDir, InstallRepo: git.Repo{URL: repoURL}, Engine: local.Engine,
-		Policy: s.policy, WatchClusterApps: local.WatchClusterApps, ClusterAppsNamespace: local.ClusterAppsNamespace},
+		Policy: s.policy, WatchClusterApps: local.WatchClusterApps, ClusterAppsNamespace: local.ClusterAppsNamespace,
+		ClusterAppsSourceNamespaces: local.ClusterAppsSourceNamespaces},
 		nil, log.With("component", "runtime"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("local runtime: %w", err)

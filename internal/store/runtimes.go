@@ -144,9 +144,21 @@ func (q *Queries) SetRuntimeOwner(ctx context.Context, accountID, id, ownerTeamI
 
 // DeleteRuntime deregisters account's runtime.
 func (q *Queries) DeleteRuntime(ctx context.Context, accountID, id string) error {
+	// Rules derived from the runtime's AppProject roles go with it (ON DELETE CASCADE); the
+	// account's policy changes then, so compiled rules are rebuilt.
+	var derived int
+	if err := q.queryRow(ctx, `SELECT COUNT(*) FROM authz_rules WHERE account_id = ? AND source_runtime_id = ?`, accountID, id).Scan(&derived); err != nil {
+		return err
+	}
 	res, err := q.exec(ctx, `DELETE FROM runtimes WHERE account_id = ? AND id = ?`, accountID, id)
 	if err != nil {
 		return err
 	}
-	return affected(res, "runtime", id)
+	if err := affected(res, "runtime", id); err != nil {
+		return err
+	}
+	if derived > 0 {
+		return q.BumpPolicyVersion(ctx, accountID)
+	}
+	return nil
 }

@@ -44,6 +44,9 @@ type Rule struct {
 	Kind      string
 	Attrs     string
 	CreatedAt time.Time
+	// SourceRuntimeID and Origin are set on a rule derived from a runtime's AppProject roles.
+	SourceRuntimeID string
+	Origin          string
 }
 
 // BumpPolicyVersion marks accountID's teams or rules as changed.
@@ -166,8 +169,8 @@ func (q *Queries) TeamMembers(ctx context.Context, accountID string, teamIDs ...
 
 // CreateRule inserts a rule.
 func (q *Queries) CreateRule(ctx context.Context, r Rule) error {
-	_, err := q.exec(ctx, `INSERT INTO authz_rules (id, account_id, team_id, user_id, action, kind, attrs, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, r.AccountID, nullString(r.TeamID), nullString(r.UserID), r.Action, r.Kind, r.Attrs, micros(r.CreatedAt))
+	_, err := q.exec(ctx, `INSERT INTO authz_rules (id, account_id, team_id, user_id, action, kind, attrs, created_at, source_runtime_id, origin) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.AccountID, nullString(r.TeamID), nullString(r.UserID), r.Action, r.Kind, r.Attrs, micros(r.CreatedAt), nullString(r.SourceRuntimeID), r.Origin)
 	if err != nil {
 		return fmt.Errorf("create rule: %w", err)
 	}
@@ -177,13 +180,13 @@ func (q *Queries) CreateRule(ctx context.Context, r Rule) error {
 func nullString(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
 const ruleSelect = `SELECT r.id, r.account_id, COALESCE(r.team_id, ''), COALESCE(r.user_id, ''), COALESCE(t.name, ''), COALESCE(u.email, ''),
-	r.action, r.kind, r.attrs, r.created_at FROM authz_rules r
+	r.action, r.kind, r.attrs, r.created_at, COALESCE(r.source_runtime_id, ''), r.origin FROM authz_rules r
 	LEFT JOIN teams t ON t.id = r.team_id LEFT JOIN users u ON u.id = r.user_id `
 
 func scanRule(s interface{ Scan(...any) error }) (Rule, error) {
 	var r Rule
 	var created int64
-	err := s.Scan(&r.ID, &r.AccountID, &r.TeamID, &r.UserID, &r.TeamName, &r.UserEmail, &r.Action, &r.Kind, &r.Attrs, &created)
+	err := s.Scan(&r.ID, &r.AccountID, &r.TeamID, &r.UserID, &r.TeamName, &r.UserEmail, &r.Action, &r.Kind, &r.Attrs, &created, &r.SourceRuntimeID, &r.Origin)
 	r.CreatedAt = fromMicros(created)
 	return r, err
 }
@@ -223,6 +226,24 @@ func (q *Queries) GetRule(ctx context.Context, accountID, id string) (Rule, erro
 		return Rule{}, notFound(err, "rule", id)
 	}
 	return r, nil
+}
+
+// ReplaceDerivedRules replaces the rules derived from runtimeID's AppProject roles in
+// accountID with rules (each with SourceRuntimeID and Origin set), and reports whether any
+// were there before or are now.
+func (q *Queries) ReplaceDerivedRules(ctx context.Context, accountID, runtimeID string, rules []Rule) (bool, error) {
+	res, err := q.exec(ctx, `DELETE FROM authz_rules WHERE account_id = ? AND source_runtime_id = ?`, accountID, runtimeID)
+	if err != nil {
+		return false, err
+	}
+	n, _ := res.RowsAffected()
+	for _, r := range rules {
+		r.AccountID, r.SourceRuntimeID = accountID, runtimeID
+		if err := q.CreateRule(ctx, r); err != nil {
+			return false, err
+		}
+	}
+	return n > 0 || len(rules) > 0, nil
 }
 
 // DeleteRule deletes accountID's rule id.

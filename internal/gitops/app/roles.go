@@ -89,7 +89,7 @@ func ParsePolicy(project, role, line string) (RolePolicy, error) {
 // the line is left out and the rest of the project applies.
 func (p *AppProject) validateRoles(d *decoder) {
 	if len(p.Spec.Roles) > 0 {
-		d.warnings = append(d.warnings, fmt.Sprintf("spec.roles (line %d) are checked but not enforced yet: access to applications is governed by Freshet's RBAC (teams and rules)", d.line("spec.roles")))
+		d.warnings = append(d.warnings, fmt.Sprintf("spec.roles (line %d) become Freshet rules only for an AppProject resource of a runtime that watches them (--watch-cluster-apps); in git they are checked, not enforced", d.line("spec.roles")))
 	}
 	seen := map[string]int{}
 	for i, r := range p.Spec.Roles {

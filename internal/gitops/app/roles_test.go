@@ -50,7 +50,7 @@ spec:
 		t.Fatal(err)
 	}
 	w := strings.Join(p.Warnings, "\n")
-	for _, want := range []string{`spec.roles[0].policies[1] (role "ci", line 10)`, "has 5 comma-separated fields", "jwtTokens", "not enforced yet"} {
+	for _, want := range []string{`spec.roles[0].policies[1] (role "ci", line 10)`, "has 5 comma-separated fields", "jwtTokens", "in git they are checked, not enforced"} {
 		if !strings.Contains(w, want) {
 			t.Errorf("warnings %q lack %q", w, want)
 		}

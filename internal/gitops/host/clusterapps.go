@@ -285,6 +285,10 @@ func (c *clusterApps) handle(ctx context.Context, key string) error {
 			for _, o := range c.others {
 				o.queue.Add("projects")
 			}
+			c.h.rep.enqueue(c.rolesEvent())
+			if err := c.writeProjectStatuses(ctx); err != nil && ctx.Err() == nil {
+				c.h.log.Warn("AppProject status", "namespace", c.ns, "err", err)
+			}
 		}
 		c.mu.Lock()
 		names := make([]string, 0, len(c.managed))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
+	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/internal/gitops/host"
 	"github.com/freshet-dev/freshet/internal/testenv/kube"
 )
@@ -238,6 +240,79 @@ spec:
 	waitGone(t, "Application resource projapp", func() bool {
 		_, err := dyn.Resource(host.ApplicationsResource).Namespace(w.ns).Get(ctx, "projapp", metav1.GetOptions{})
 		return apierrors.IsNotFound(err)
+	})
+
+	// AppProject resources get a status as Argo CD writes it (jwtTokensByRole, empty: no
+	// project tokens), plus a warning per policy line that does not parse and a spec error for
+	// a project that does not decode; fixed, the conditions go.
+	waitProject := func(name, what string, ok func(*unstructured.Unstructured) bool) {
+		t.Helper()
+		var u *unstructured.Unstructured
+		waitGone(t, "AppProject "+name+": "+what, func() bool {
+			var err error
+			u, err = dyn.Resource(host.AppProjectsResource).Namespace(w.ns).Get(ctx, name, metav1.GetOptions{})
+			return err == nil && ok(u)
+		})
+	}
+	waitProject("team", "jwtTokensByRole, no conditions", func(u *unstructured.Unstructured) bool {
+		m, found, _ := unstructured.NestedMap(u.Object, "status", "jwtTokensByRole")
+		_, hasConds, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		return found && len(m) == 0 && !hasConds
+	})
+	rolesProject := func(policy string) string {
+		return fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: AppProject
+metadata: {name: roles, namespace: %s}
+spec:
+  sourceRepos: ['*']
+  destinations: [{server: https://kubernetes.default.svc, namespace: %s}]
+  roles:
+  - name: deployer
+    groups: [qa]
+    policies:
+    - p, proj:roles:deployer, applications, sync, roles/web-*, allow
+    - %s
+`, w.ns, w.ns, policy)
+	}
+	kubectlApplyAs(t, dyn, host.AppProjectsResource, w.ns, rolesProject("p, proj:roles:deployer, applications, launch, roles/*, allow"))
+	waitProject("roles", "the bad policy line named", func(u *unstructured.Unstructured) bool {
+		return hasCondition(u, "InvalidPolicyWarning", `spec.roles[0].policies[1] (role "deployer") "p, proj:roles:deployer, applications, launch, roles/*, allow" is ignored: action "launch" is not valid`)
+	})
+	kubectlApplyAs(t, dyn, host.AppProjectsResource, w.ns, strings.Replace(rolesProject("p, proj:roles:deployer, applications, get, roles/*, allow"), "name: deployer", "name: -bad-", 1))
+	waitProject("roles", "the spec error named", func(u *unstructured.Unstructured) bool {
+		return hasCondition(u, "InvalidSpecError", "spec.roles[0].name") && !hasCondition(u, "InvalidPolicyWarning", "")
+	})
+	kubectlApplyAs(t, dyn, host.AppProjectsResource, w.ns, rolesProject("p, proj:roles:deployer, applications, get, roles/*, allow"))
+	waitProject("roles", "the conditions gone", func(u *unstructured.Unstructured) bool {
+		_, hasConds, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		_, found, _ := unstructured.NestedMap(u.Object, "status", "jwtTokensByRole")
+		return found && !hasConds
+	})
+	// The runtime reports its AppProjects' roles to the control plane (which derives rules from
+	// them): the role with its parsed lines; once the AppProject is deleted, a list without it.
+	lastRoles := func() (runtimev1.AppEvent, bool) {
+		evs := w.sink.events(runtimev1.ProjectRolesListed, "")
+		if len(evs) == 0 {
+			return runtimev1.AppEvent{}, false
+		}
+		return evs[len(evs)-1], true
+	}
+	waitGone(t, "the roles reported", func() bool {
+		ev, ok := lastRoles()
+		for _, r := range ev.ProjectRoles {
+			if ok && r.Project == "roles" && r.Role == "deployer" && slices.Equal(r.Groups, []string{"qa"}) &&
+				slices.Equal(r.Policies, []runtimev1.ProjectPolicyRecord{{Resource: "applications", Action: "sync", Object: "web-*", Allow: true}, {Resource: "applications", Action: "get", Object: "*", Allow: true}}) {
+				return true
+			}
+		}
+		return false
+	})
+	if err := dyn.Resource(host.AppProjectsResource).Namespace(w.ns).Delete(ctx, "roles", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, "the roles reported gone", func() bool {
+		ev, ok := lastRoles()
+		return ok && !slices.ContainsFunc(ev.ProjectRoles, func(r runtimev1.ProjectRoleRecord) bool { return r.Project == "roles" })
 	})
 
 	// Without the finalizer, deleting the resource stops managing the app; resources stay.

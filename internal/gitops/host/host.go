@@ -234,6 +234,9 @@ func New(opts Options) (*Host, error) {
 		return nil, err
 	}
 	h.rep = newReporter(opts.Sink, opts.Logger.With("component", "gitops-report"))
+	if h.capps != nil {
+		h.rep.roles = h.capps.rolesEvent
+	}
 	h.rep.spec = func(name string) *app.Application {
 		if la, ok := h.loaded(name); ok {
 			return la.app

@@ -38,6 +38,9 @@ type reporter struct {
 	sink func(context.Context, runtimev1.ReportRequest) error
 	log  *slog.Logger
 	spec func(name string) *app.Application
+	// roles is the ProjectRolesListed event sent with each snapshot; nil: none (the runtime
+	// does not watch AppProject resources).
+	roles func() runtimev1.AppEvent
 
 	mu           sync.Mutex
 	queue        []runtimev1.AppEvent
@@ -132,6 +135,9 @@ func (r *reporter) run(ctx context.Context, snapshot func() []runtimev1.Applicat
 			r.mu.Unlock()
 			if snap {
 				req.Snapshot, req.Applications = true, snapshot()
+				if r.roles != nil {
+					req.Events = append(req.Events, r.roles())
+				}
 				// Events from before the snapshot are in it; later ones follow in order.
 			}
 			if !snap && n == 0 {

@@ -83,6 +83,9 @@ type Options struct {
 	// WatchClusterApps: the runtime also runs the Application and AppProject resources of its
 	// namespace; the Argo CD CRDs are installed.
 	WatchClusterApps bool
+	// ClusterAppsSourceNamespaces: other namespaces whose Application resources the runtime
+	// runs (--cluster-apps-source-namespaces; AppProject spec.sourceNamespaces decides).
+	ClusterAppsSourceNamespaces []string
 	// FromRepo reads the installation's settings from Repo's runtime.yaml.
 	FromRepo bool
 	// Wait is how long to wait for the runtime to report healthy; 0 does not wait.
@@ -164,7 +167,7 @@ func (o *Options) defaults(cp ControlPlane) error {
 func (o *Options) manifestOptions(id, token string) manifests.Options {
 	return manifests.Options{Name: o.Name, Namespace: o.Namespace, Image: o.Image, Version: o.Version, Server: o.Server, Token: token,
 		AccessMode: o.AccessMode, IngressHost: o.IngressHost, IngressClass: o.IngressClass, RuntimeID: id, Repo: o.Repo, GitToken: o.GitToken,
-		WatchClusterApps: o.WatchClusterApps}
+		WatchClusterApps: o.WatchClusterApps, ClusterAppsSourceNamespaces: o.ClusterAppsSourceNamespaces}
 }
 
 // DryRun prints the manifests install would apply (the token left out) and changes nothing.

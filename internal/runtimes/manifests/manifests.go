@@ -10,6 +10,7 @@ package manifests
 
 import (
 	"bytes"
+	"fmt"
 	"regexp"
 	"strings"
 
@@ -54,6 +55,10 @@ type Options struct {
 	GitToken     string // the installation repository's token, kept in the token Secret
 	// WatchClusterApps runs the runtime with --watch-cluster-apps.
 	WatchClusterApps bool
+	// ClusterAppsSourceNamespaces: --cluster-apps-source-namespaces, the other namespaces
+	// whose Application resources the runtime runs (each only when the app's AppProject
+	// lists it in spec.sourceNamespaces). Needs WatchClusterApps.
+	ClusterAppsSourceNamespaces []string
 }
 
 var dns1123 = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -71,6 +76,13 @@ func (o *Options) Validate() error {
 		return errdefs.Invalid("namespace", o.Namespace, "is not a Kubernetes namespace name")
 	case !strings.HasPrefix(o.Server, "http://") && !strings.HasPrefix(o.Server, "https://"):
 		return errdefs.Invalid("server", o.Server, "is not the control plane's http(s) URL")
+	case len(o.ClusterAppsSourceNamespaces) > 0 && !o.WatchClusterApps:
+		return errdefs.Invalid("cluster-apps-source-namespaces", strings.Join(o.ClusterAppsSourceNamespaces, ","), "needs --watch-cluster-apps")
+	}
+	for i, ns := range o.ClusterAppsSourceNamespaces {
+		if !dns1123.MatchString(ns) {
+			return errdefs.Invalid(fmt.Sprintf("cluster-apps-source-namespaces[%d]", i), ns, "is not a Kubernetes namespace name")
+		}
 	}
 	switch o.AccessMode {
 	case "", "tunnel":
@@ -104,7 +116,7 @@ func Objects(o Options) ([]Object, error) {
 // Values are the freshet-runtime chart's values for the options (Validate them first): what
 // `helm install` would be given to install the same runtime.
 func (o Options) Values() map[string]any {
-	return map[string]any{
+	v := map[string]any{
 		"name":             o.Name,
 		"server":           o.Server,
 		"accessMode":       o.AccessMode,
@@ -116,6 +128,14 @@ func (o Options) Values() map[string]any {
 		"watchClusterApps": o.WatchClusterApps,
 		"createNamespace":  true,
 	}
+	if len(o.ClusterAppsSourceNamespaces) > 0 {
+		nss := make([]any, len(o.ClusterAppsSourceNamespaces)) // the schema check wants JSON-shaped values
+		for i, ns := range o.ClusterAppsSourceNamespaces {
+			nss[i] = ns
+		}
+		v["clusterAppsSourceNamespaces"] = nss
+	}
+	return v
 }
 
 // YAML renders objects as one multi-document YAML stream.

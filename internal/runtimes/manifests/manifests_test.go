@@ -46,6 +46,20 @@ func TestObjects(t *testing.T) {
 	if got := kinds(objs); got != "Namespace,ServiceAccount,ClusterRole,ClusterRoleBinding,Deployment,Service,Ingress" {
 		t.Fatalf("ingress kinds = %s", got)
 	}
+	// --watch-cluster-apps with source namespaces: both flags on the runtime's Deployment
+	// (its ClusterRole already reaches every namespace's Applications).
+	objs, err = Objects(Options{Name: "edge", Server: "https://f.example", WatchClusterApps: true, ClusterAppsSourceNamespaces: []string{"team-a", "team-b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, _ = YAML(objs)
+	if !strings.Contains(string(y), "- --watch-cluster-apps\n        - --cluster-apps-source-namespaces\n        - team-a,team-b\n") {
+		t.Errorf("Deployment args lack the source namespaces:\n%s", y)
+	}
+	objs, _ = Objects(Options{Name: "edge", Server: "https://f.example", WatchClusterApps: true})
+	if y, _ = YAML(objs); strings.Contains(string(y), "cluster-apps-source-namespaces") {
+		t.Errorf("source namespaces flag without any given:\n%s", y)
+	}
 	for _, c := range []struct {
 		o     Options
 		field string
@@ -55,6 +69,8 @@ func TestObjects(t *testing.T) {
 		{Options{Name: "e", Server: "https://f", AccessMode: "vpn"}, "access-mode"},
 		{Options{Name: "e", Server: "https://f", AccessMode: "ingress"}, "ingress-host"},
 		{Options{Name: "e", Server: "https://f", Namespace: "Bad_NS"}, "namespace"},
+		{Options{Name: "e", Server: "https://f", ClusterAppsSourceNamespaces: []string{"a"}}, "cluster-apps-source-namespaces"},
+		{Options{Name: "e", Server: "https://f", WatchClusterApps: true, ClusterAppsSourceNamespaces: []string{"a", "B_b"}}, "cluster-apps-source-namespaces[1]"},
 	} {
 		if _, err := Objects(c.o); errdefs.Field(err) != c.field {
 			t.Errorf("%+v: err = %v, want field %s", c.o, err, c.field)
