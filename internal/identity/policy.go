@@ -104,7 +104,11 @@ func (s *Service) loadPolicy(ctx context.Context, accountID string, version int6
 		}
 		rule := &r.Rule
 		all = append(all, rule)
-		if !slices.Contains(governed, rule.Kind) {
+		// A rule derived from a runtime's AppProject roles refines a kind the account governs; it
+		// does not make the kind governed on its own. Otherwise one AppProject with a role, applied
+		// by whoever may write to the runtime's namespace, would take applications away from
+		// every member and viewer the role does not name.
+		if rule.Origin == "" && !slices.Contains(governed, rule.Kind) {
 			governed = append(governed, rule.Kind)
 		}
 		if rule.TeamID != "" {

@@ -55,6 +55,20 @@ func TestRulesDerivedFromAppProjectRoles(t *testing.T) {
 				Applications: []runtimev1.Application{app("web-1", "proj"), app("web-2", "proj"), app("web-3", "proj"), app("api-1", "other")},
 				Events:       []runtimev1.AppEvent{{Type: runtimev1.ProjectRolesListed, At: time.Now(), ProjectRoles: roles}}})
 
+			// Derived rules alone do not make applications governed: an AppProject with a role,
+			// applied by whoever may write to the runtime's namespace, takes nothing from anyone.
+			// qa's role decides (allowed: 502, the runtime is not connected).
+			if st, body, _ := call(t, "DELETE", s.URL+"/runtimes/edge/app-proxy/api/v1/applications/web-2", key.Token, nil); st != http.StatusBadGateway {
+				t.Fatalf("delete while no hand-written rule governs applications: %d %v, want 502", st, body)
+			}
+			// Once the account governs applications with a rule of its own, the roles refine it.
+			if _, err := s.Admin.CreateTeam(ctx, "ops"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Admin.CreateRule(ctx, client.CreateRuleRequest{Team: "ops", Action: "read", Kind: "applications", Runtime: "elsewhere"}); err != nil {
+				t.Fatal(err)
+			}
+
 			// Allowed requests pass the control plane's decision and find no tunnel (502: the
 			// runtime is not connected); refused ones are 403 from the control plane.
 			for _, c := range []struct {
@@ -72,16 +86,30 @@ func TestRulesDerivedFromAppProjectRoles(t *testing.T) {
 				}
 			}
 
-			rules, err := s.Admin.ListRules(ctx, client.ListOptions{})
-			if err != nil || len(rules.Items) != 2 {
-				t.Fatalf("derived rules: %+v, %v", rules.Items, err)
+			derived := func() []client.Rule {
+				t.Helper()
+				rules, err := s.Admin.ListRules(ctx, client.ListOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var out []client.Rule
+				for _, r := range rules.Items {
+					if strings.Contains(r.Summary, "derived from") {
+						out = append(out, r)
+					}
+				}
+				return out
 			}
-			for _, r := range rules.Items {
+			rules := derived()
+			if len(rules) != 2 {
+				t.Fatalf("derived rules: %+v", rules)
+			}
+			for _, r := range rules {
 				if r.Team != "qa" || !strings.Contains(r.Summary, "in Argo CD project proj") || !strings.Contains(r.Summary, "(derived from AppProject proj of runtime edge, role deployer)") {
 					t.Errorf("derived rule listed as %+v", r)
 				}
 			}
-			if err := s.Admin.DeleteRule(ctx, rules.Items[0].ID); status(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "change the AppProject's roles instead") {
+			if err := s.Admin.DeleteRule(ctx, rules[0].ID); status(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "change the AppProject's roles instead") {
 				t.Errorf("deleting a derived rule: %v", err)
 			}
 			ex, err := s.Admin.ExplainAuthz(ctx, client.ExplainRequest{User: "qa@first.test", Action: "sync", Resource: "applications/edge/web-1"})
@@ -93,12 +121,11 @@ func TestRulesDerivedFromAppProjectRoles(t *testing.T) {
 
 			// The AppProject deleted: the next list has no roles, and the rules go.
 			reportApps(t, s.URL, reg.Token, runtimev1.ReportRequest{Events: []runtimev1.AppEvent{{Type: runtimev1.ProjectRolesListed, At: time.Now()}}})
-			if rules, err := s.Admin.ListRules(ctx, client.ListOptions{}); err != nil || len(rules.Items) != 0 {
-				t.Fatalf("rules after the project went: %+v, %v", rules.Items, err)
+			if rules := derived(); len(rules) != 0 {
+				t.Fatalf("rules after the project went: %+v", rules)
 			}
 
-			// Reported again, then the runtime deleted: its derived rules go with it, and the
-			// kind is no longer governed (qa's role decides again: 404, no such runtime).
+			// Reported again, then the runtime deleted: its derived rules go with it.
 			reportApps(t, s.URL, reg.Token, runtimev1.ReportRequest{Events: []runtimev1.AppEvent{{Type: runtimev1.ProjectRolesListed, At: time.Now(), ProjectRoles: roles}}})
 			if st, _, _ := call(t, "DELETE", s.URL+"/runtimes/edge/app-proxy/api/v1/applications/web-2", key.Token, nil); st != http.StatusForbidden {
 				t.Fatalf("delete with the rules back: %d", st)
@@ -106,8 +133,8 @@ func TestRulesDerivedFromAppProjectRoles(t *testing.T) {
 			if err := s.Admin.DeleteRuntime(ctx, "edge"); err != nil {
 				t.Fatal(err)
 			}
-			if rules, err := s.Admin.ListRules(ctx, client.ListOptions{}); err != nil || len(rules.Items) != 0 {
-				t.Fatalf("rules after the runtime went: %+v, %v", rules.Items, err)
+			if rules := derived(); len(rules) != 0 {
+				t.Fatalf("rules after the runtime went: %+v", rules)
 			}
 		})
 	}
