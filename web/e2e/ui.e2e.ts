@@ -1720,6 +1720,7 @@ describe('web UI', () => {
       ['/runtimes', 'runtimes'],
       ['/runtimes/local', 'runtime'],
       ['/applications', 'applications'],
+      ['/environments', 'environments'],
       ...(kube ? ([['/applications/local/shop', 'application']] as const) : []),
     ] as const) {
       await visit(path, name);
@@ -1766,6 +1767,7 @@ describe('web UI', () => {
       ['/runtimes', 'runtimes'],
       ['/runtimes/local', 'runtime'],
       ['/applications', 'applications'],
+      ['/environments', 'environments'],
       ...(kube
         ? ([
             ['/applications/local/shop', 'application'],
