@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -14,36 +15,20 @@ func (a *app) helmReleaseCommand() *cobra.Command {
 	cmd := &cobra.Command{Use: "helm-release", Aliases: []string{"helm-releases"},
 		Short: "Read the Helm releases runtimes find in their clusters (read-only)"}
 	var f client.HelmReleaseFilter
-	var output string
-	list := &cobra.Command{
-		Use:   "list [--runtime R] [--cluster C] [--namespace NS]",
-		Short: "List Helm releases by cluster, namespace and name",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkOutput(output); err != nil {
-				return usageError("%v", err)
-			}
-			c, err := a.client()
-			if err != nil {
-				return err
-			}
-			l, err := c.ListHelmReleases(cmd.Context(), f)
-			if err != nil {
-				return err
-			}
-			return printData(a.stdout, output, l.Items, func(tw *tabwriter.Writer) {
-				row(tw, "RUNTIME", "CLUSTER", "NAMESPACE", "NAME", "REVISION", "STATUS", "CHART", "APP VERSION", "UPDATED")
-				for _, h := range l.Items {
-					row(tw, h.Runtime, h.Cluster, h.Namespace, h.Name, strconv.Itoa(h.Revision), h.Status, h.Chart+"-"+h.ChartVersion, h.AppVersion, helmTime(h.Updated))
-				}
-			})
-		},
-	}
+	list := listCommand(a, "List Helm releases by cluster, namespace and name", func(ctx context.Context, c *client.Client) ([]client.HelmRelease, error) {
+		l, err := c.ListHelmReleases(ctx, f)
+		return l.Items, err
+	}, func(tw *tabwriter.Writer, items []client.HelmRelease) {
+		row(tw, "RUNTIME", "CLUSTER", "NAMESPACE", "NAME", "REVISION", "STATUS", "CHART", "APP VERSION", "UPDATED")
+		for _, h := range items {
+			row(tw, h.Runtime, h.Cluster, h.Namespace, h.Name, strconv.Itoa(h.Revision), h.Status, h.Chart+"-"+h.ChartVersion, h.AppVersion, helmTime(h.Updated))
+		}
+	})
+	list.Use = "list [--runtime R] [--cluster C] [--namespace NS]"
 	lf := list.Flags()
 	lf.StringVar(&f.Runtime, "runtime", "", "only this runtime's (name or ID)")
 	lf.StringVar(&f.Cluster, "cluster", "", "only this cluster's (as the runtime names it: in-cluster for its own)")
 	lf.StringVar(&f.Namespace, "namespace", "", "only this namespace's")
-	addOutputFlag(list, &output)
 
 	var gf client.HelmReleaseFilter
 	var ns, getOutput string
