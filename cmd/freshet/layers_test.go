@@ -18,8 +18,8 @@ var layers = []struct {
 	{"leaves", []string{
 		"internal/errdefs", "internal/paging", "internal/token", "internal/rbac", "internal/webhook",
 		"internal/pipeline/spec", "internal/version", "internal/config", "internal/runner/mask",
-		"internal/runner/executor", "internal/runner/imagesign", "internal/schedule", "internal/gitops/repourl", "internal/gitops/crd", "internal/gitops/internal/yamlx",
-		"internal/tunnel/wire", "internal/runtimes/manifests", "internal/secrets", "internal/bus", "internal/netpolicy", "internal/gqlguard", "internal/notify/sender",
+		"internal/runner/executor", "internal/runner/imagesign", "internal/schedule", "internal/repourl", "internal/gitops/crd", "internal/gitops/internal/yamlx",
+		"internal/tunnel/wire", "internal/runtimes/manifests", "internal/secrets", "internal/bus", "internal/netpolicy", "internal/gqlguard", "internal/sender",
 		"api", "client", "internal/testenv/fill", "charts", "internal/helmchart",
 	}},
 	{"store", []string{"internal/store"}},

@@ -35,10 +35,10 @@ import (
 	"github.com/freshet-dev/freshet/internal/gitops/helmreleases"
 	"github.com/freshet-dev/freshet/internal/gitops/host"
 	"github.com/freshet-dev/freshet/internal/gitops/repocreds"
-	"github.com/freshet-dev/freshet/internal/gitops/repourl"
 	"github.com/freshet-dev/freshet/internal/gitops/rollouts"
 	"github.com/freshet-dev/freshet/internal/gitops/workflows"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
+	"github.com/freshet-dev/freshet/internal/repourl"
 	tunnelclient "github.com/freshet-dev/freshet/internal/tunnel/client"
 )
 

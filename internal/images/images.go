@@ -16,10 +16,10 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
-	"github.com/freshet-dev/freshet/internal/gitops/repourl"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/rbac"
+	"github.com/freshet-dev/freshet/internal/repourl"
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/store"
 )

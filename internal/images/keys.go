@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
-	"github.com/freshet-dev/freshet/internal/gitops/repourl"
+	"github.com/freshet-dev/freshet/internal/repourl"
 )
 
 // Bounds of issue keys.

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/freshet-dev/freshet/internal/gitops/repourl"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
+	"github.com/freshet-dev/freshet/internal/repourl"
 )
 
 // FuzzCheckRepoURL: whatever the input, a URL the server's default policy accepts is a network

@@ -31,7 +31,7 @@ import (
 	"strings"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
-	"github.com/freshet-dev/freshet/internal/gitops/repourl"
+	"github.com/freshet-dev/freshet/internal/repourl"
 )
 
 // SaaSProviderHosts are the git provider API hosts every policy allows: GitHub's API, GitLab,

@@ -28,10 +28,10 @@ import (
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
-	"github.com/freshet-dev/freshet/internal/notify/sender"
 	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/rbac"
 	"github.com/freshet-dev/freshet/internal/secrets"
+	"github.com/freshet-dev/freshet/internal/sender"
 	"github.com/freshet-dev/freshet/internal/store"
 )
 

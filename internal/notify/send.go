@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
-	"github.com/freshet-dev/freshet/internal/notify/sender"
 	"github.com/freshet-dev/freshet/internal/rbac"
+	"github.com/freshet-dev/freshet/internal/sender"
 	"github.com/freshet-dev/freshet/internal/store"
 )
 

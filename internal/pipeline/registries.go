@@ -14,8 +14,8 @@ import (
 
 	"github.com/freshet-dev/freshet/api/runnerv1"
 	"github.com/freshet-dev/freshet/internal/errdefs"
-	"github.com/freshet-dev/freshet/internal/gitops/repourl"
 	"github.com/freshet-dev/freshet/internal/images"
+	"github.com/freshet-dev/freshet/internal/repourl"
 	"github.com/freshet-dev/freshet/internal/store"
 )
 

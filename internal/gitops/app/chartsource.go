@@ -4,7 +4,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/freshet-dev/freshet/internal/gitops/repourl"
+	"github.com/freshet-dev/freshet/internal/repourl"
 )
 
 // IsChartRepo reports whether the source is a chart from a Helm chart repository

@@ -9,7 +9,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
-	"github.com/freshet-dev/freshet/internal/gitops/repourl"
+	"github.com/freshet-dev/freshet/internal/repourl"
 )
 
 // NewDefaultProject returns the project every installation has, as Argo CD's "default": any

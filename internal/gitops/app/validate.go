@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/freshet-dev/freshet/internal/gitops/internal/yamlx"
-	"github.com/freshet-dev/freshet/internal/gitops/repourl"
+	"github.com/freshet-dev/freshet/internal/repourl"
 )
 
 // SyncOptions are Argo CD sync options ("CreateNamespace=true", ...).

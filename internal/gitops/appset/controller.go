@@ -15,7 +15,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/gitops/app"
 	"github.com/freshet-dev/freshet/internal/gitops/engine"
 	"github.com/freshet-dev/freshet/internal/gitops/engine/health"
-	"github.com/freshet-dev/freshet/internal/gitops/repourl"
+	"github.com/freshet-dev/freshet/internal/repourl"
 )
 
 // Defaults.

@@ -7,7 +7,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/freshet-dev/freshet/internal/gitops/repourl"
+	"github.com/freshet-dev/freshet/internal/repourl"
 )
 
 // NormalizeURL is repourl.Normalize: the canonical form of a repository URL, the cache key.

@@ -13,7 +13,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gitops/app"
 	"github.com/freshet-dev/freshet/internal/gitops/engine"
-	"github.com/freshet-dev/freshet/internal/gitops/repourl"
+	"github.com/freshet-dev/freshet/internal/repourl"
 	"github.com/freshet-dev/freshet/internal/tunnel/wire"
 )
 

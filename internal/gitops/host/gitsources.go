@@ -23,7 +23,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/gitops/engine"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
 	"github.com/freshet-dev/freshet/internal/gitops/render"
-	"github.com/freshet-dev/freshet/internal/gitops/repourl"
+	"github.com/freshet-dev/freshet/internal/repourl"
 )
 
 // GitSourcesDir holds the runtime's Git Sources in its installation repository.

@@ -42,8 +42,8 @@ import (
 	"github.com/freshet-dev/freshet/internal/gitops/notifications"
 	"github.com/freshet-dev/freshet/internal/gitops/render"
 	"github.com/freshet-dev/freshet/internal/gitops/repocreds"
-	"github.com/freshet-dev/freshet/internal/gitops/repourl"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
+	"github.com/freshet-dev/freshet/internal/repourl"
 )
 
 // Installation repository layout.

@@ -6,7 +6,7 @@
 // trigger conditions in expr-lang, templates in Go text/template with Argo CD's variables and
 // functions, and the notified.notifications.argoproj.io state so that a notification is sent
 // once. Webhook, Slack (chat.postMessage, Slack-compatible through apiURL) and email services
-// send through internal/notify/sender under the operator's network policy.
+// send through internal/sender under the operator's network policy.
 //
 // The ConfigMap is the team's: it is data. Templates have no function that reaches the
 // environment, the network or a shell; their execution is bounded in time and size; URLs and
@@ -27,7 +27,7 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gitops/internal/yamlx"
-	"github.com/freshet-dev/freshet/internal/notify/sender"
+	"github.com/freshet-dev/freshet/internal/sender"
 )
 
 // Names of Argo CD's notifications objects and annotations.

@@ -19,7 +19,7 @@ import (
 	"github.com/expr-lang/expr"
 
 	"github.com/freshet-dev/freshet/internal/netpolicy"
-	"github.com/freshet-dev/freshet/internal/notify/sender"
+	"github.com/freshet-dev/freshet/internal/sender"
 )
 
 // Defaults.

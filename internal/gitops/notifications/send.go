@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/freshet-dev/freshet/internal/netpolicy"
-	"github.com/freshet-dev/freshet/internal/notify/sender"
+	"github.com/freshet-dev/freshet/internal/sender"
 )
 
 // Destination is one recipient of a service.

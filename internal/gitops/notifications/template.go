@@ -14,7 +14,7 @@ import (
 
 	"github.com/Masterminds/sprig/v3"
 
-	"github.com/freshet-dev/freshet/internal/gitops/repourl"
+	"github.com/freshet-dev/freshet/internal/repourl"
 )
 
 // Bounds on a template's execution.

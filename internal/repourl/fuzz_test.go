@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
-	"github.com/freshet-dev/freshet/internal/gitops/repourl"
+	"github.com/freshet-dev/freshet/internal/repourl"
 )
 
 // FuzzNormalize feeds arbitrary repository URLs (Application repoURL, git source input, webhook

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/freshet-dev/freshet/internal/gitops/repourl"
+	"github.com/freshet-dev/freshet/internal/repourl"
 )
 
 func TestRedact(t *testing.T) {
