@@ -285,7 +285,7 @@ func (c *clusterApps) handle(ctx context.Context, key string) error {
 			for _, o := range c.others {
 				o.queue.Add("projects")
 			}
-			c.h.rep.enqueue(c.rolesEvent())
+			c.h.reportRoles()
 			if err := c.writeProjectStatuses(ctx); err != nil && ctx.Err() == nil {
 				c.h.log.Warn("AppProject status", "namespace", c.ns, "err", err)
 			}
