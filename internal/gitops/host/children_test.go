@@ -175,6 +175,7 @@ func TestAppOfAppsProjectRolesReported(t *testing.T) {
 		"    policies:\n    - p, proj:rendered:deployer, applications, sync, rendered/web-*, allow\n"
 	w.source.Commit("main", map[string]string{
 		"web/cm.yaml":       fmt.Sprintf(cm, "green"),
+		"root/keep.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: keep}\ndata: {a: b}\n",
 		"root/project.yaml": proj,
 		"root/child.yaml":   strings.Replace(appYAML("child", w.source.URL(), w.ns, true), "project: default", "project: rendered", 1),
 	}, "app of apps with a project")
