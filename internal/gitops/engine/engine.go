@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -668,6 +669,10 @@ func (e *Engine) RollbackAs(ctx context.Context, name string, id int64, prune bo
 		st.mu.Unlock()
 		return nil, fmt.Errorf("%d (history of %s has ids %s): %w", id, name, strings.Join(ids, ", "), ErrHistoryNotFound)
 	}
+	if err := rollbackSourcesMatch(st.app, entry); err != nil {
+		st.mu.Unlock()
+		return nil, err
+	}
 	out := &RollbackResult{Entry: *entry}
 	if st.app.Spec.SyncPolicy.IsAutomated() && !st.autoSyncOff {
 		st.autoSyncOff = true
@@ -681,6 +686,42 @@ func (e *Engine) RollbackAs(ctx context.Context, name string, id int64, prune bo
 	}
 	out.Result = res
 	return out, nil
+}
+
+// rollbackSourcesMatch checks that a rollback to a multi-source history entry can restore each
+// source's revision: the application has the same number of sources, from the same
+// repositories, as when the entry was synced (a rollback keeps the current source options).
+func rollbackSourcesMatch(a *app.Application, entry *HistoryEntry) error {
+	if len(entry.Sources) == 0 && !isMultiSource(a) {
+		return nil
+	}
+	repos := func(srcs []app.Source) string {
+		var out []string
+		for _, s := range srcs {
+			r := s.RepoURL
+			if s.Chart != "" {
+				r += " (chart " + s.Chart + ")"
+			}
+			out = append(out, r)
+		}
+		return strings.Join(out, ", ")
+	}
+	field := fmt.Sprintf("history[id=%d]", entry.ID)
+	if len(entry.Sources) == 0 {
+		return errdefs.Invalid(field, entry.Revision, fmt.Sprintf("was synced from one source; the application now has %d (%s): a rollback restores the revisions of the same sources", len(a.Spec.Sources), repos(a.Spec.Sources)))
+	}
+	cur := a.Spec.Sources
+	if a.Spec.Source != nil {
+		cur = []app.Source{*a.Spec.Source}
+	}
+	same := len(cur) == len(entry.Sources)
+	for i := 0; same && i < len(cur); i++ {
+		same = cur[i].RepoURL == entry.Sources[i].RepoURL && cur[i].Chart == entry.Sources[i].Chart
+	}
+	if !same {
+		return errdefs.Invalid(field, entry.Revision, fmt.Sprintf("was synced from the sources %s; the application now has %s: a rollback restores each source's revision and needs the same sources in the same order", repos(entry.Sources), repos(cur)))
+	}
+	return nil
 }
 
 // SetAutoSync turns automated sync back on (or off) for an application whose spec asks for it.
@@ -1102,6 +1143,12 @@ func (e *Engine) finishSync(ctx context.Context, st *appState, run *syncRun, res
 			StartedAt: res.StartedAt, FinishedAt: res.FinishedAt, Duration: res.FinishedAt.Sub(res.StartedAt)}
 		if src := a.EffectiveSource(); src != nil {
 			h.Source = *src
+		}
+		if isMultiSource(a) {
+			h.Sources = slices.Clone(a.Spec.Sources)
+			if revs := strings.Split(res.Revision, ","); len(revs) == len(a.Spec.Sources) {
+				h.Revisions = revs
+			}
 		}
 		if run.cmp != nil && run.cmp.desired != nil {
 			ci := run.cmp.desired.commit

@@ -217,9 +217,17 @@ func (r *SyncResult) Changed() []ResourceResult {
 
 // HistoryEntry is one recorded sync (dry runs are not recorded).
 type HistoryEntry struct {
-	ID          int64            `json:"id"`
-	Revision    string           `json:"revision"`
-	Source      app.Source       `json:"source"`
+	ID int64 `json:"id"`
+	// Revision is what was synced: a commit (a chart version for a chart from a chart
+	// repository); for a multi-source app, every source's, comma-separated in spec.sources
+	// order (Revisions lists them).
+	Revision string `json:"revision"`
+	// Source is the app's main source (EffectiveSource) at the sync.
+	Source app.Source `json:"source"`
+	// Sources and Revisions: a multi-source app's spec.sources at the sync and each one's
+	// revision, in order (Argo CD's history entries' sources and revisions); empty otherwise.
+	Sources     []app.Source     `json:"sources,omitempty"`
+	Revisions   []string         `json:"revisions,omitempty"`
 	Commit      *git.CommitInfo  `json:"commit,omitempty"`
 	Phase       OperationPhase   `json:"phase"`
 	Message     string           `json:"message,omitempty"`

@@ -684,8 +684,10 @@ func argoStatus(st *engine.AppStatus, pr problem, now time.Time, x statusExtras)
 	if st.Health.Message != "" {
 		health["message"] = st.Health.Message
 	}
-	sync := map[string]any{"status": string(st.Sync), "revision": nil}
-	if st.Revision != "" {
+	sync := map[string]any{"status": string(st.Sync), "revision": nil, "revisions": nil}
+	if revs := strings.Split(st.Revision, ","); len(revs) > 1 {
+		sync["revisions"] = revs // a multi-source app: each source's, as Argo CD writes it
+	} else if st.Revision != "" {
 		sync["revision"] = st.Revision
 	}
 	out := map[string]any{
@@ -766,7 +768,8 @@ func argoInitiator(by engine.Initiator, user string) map[string]any {
 
 // argoHistory is status.history in Argo CD's shape: the successful syncs (Argo CD records no
 // other), oldest first, at most limit (spec.revisionHistoryLimit). A multi-source app's entries
-// have revisions and sources (the app's current spec.sources) instead of revision and source.
+// have revisions and sources (the sources that sync used, each with its revision) instead of
+// revision and source.
 func argoHistory(hist []engine.HistoryEntry, limit int, sources []any) []any {
 	var out []any
 	for _, h := range hist {
@@ -777,10 +780,23 @@ func argoHistory(hist []engine.HistoryEntry, limit int, sources []any) []any {
 			"id": h.ID, "deployStartedAt": argoTimeOf(h.StartedAt), "deployedAt": argoTimeOf(h.FinishedAt),
 			"initiatedBy": argoInitiator(h.InitiatedBy, h.User),
 		}
-		if revs := strings.Split(h.Revision, ","); len(sources) > 0 {
-			e["revisions"] = revs
+		switch {
+		case len(h.Sources) > 0:
+			// The sources the sync used, each with its revision.
+			srcs := make([]any, len(h.Sources))
+			for i, src := range h.Sources {
+				srcs[i] = sourceMap(src)
+			}
+			e["sources"] = srcs
+			e["revisions"] = h.Revisions
+			if len(h.Revisions) == 0 {
+				e["revisions"] = strings.Split(h.Revision, ",")
+			}
+		case len(sources) > 0:
+			// An entry recorded before sources were kept: the app's current ones.
+			e["revisions"] = strings.Split(h.Revision, ",")
 			e["sources"] = sources
-		} else {
+		default:
 			e["revision"] = h.Revision
 			e["source"] = sourceMap(h.Source)
 		}
