@@ -43,6 +43,9 @@ const (
 	ConditionNoCluster = "NoClusterConfigured"
 	// ConditionSyncError: the last sync failed.
 	ConditionSyncError = "SyncError"
+	// ConditionDeletionError: a cascading delete could not finish (a PostDelete hook failed):
+	// the application stays, deleting, and the deletion is retried (Argo CD's DeletionError).
+	ConditionDeletionError = "DeletionError"
 	// ConditionUnsupported: the spec uses something Freshet recognises but does not do; the
 	// rest of the app works.
 	ConditionUnsupported = "UnsupportedWarning"
