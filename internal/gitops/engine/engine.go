@@ -36,10 +36,19 @@ var (
 	// ErrDeletionPending: a cascading delete deleted the app's resources but its PostDelete
 	// hooks did not succeed: the app stays, deleting (a DeletionError condition says why), and
 	// the engine retries the deletion until they do.
-	ErrDeletionPending = fmt.Errorf("the application stays, deleting, until its PostDelete hooks succeed: %w", errdefs.ErrConflict)
+	ErrDeletionPending error = &kindError{"the application stays, deleting, until its PostDelete hooks succeed", errdefs.ErrConflict}
 	// ErrDeletionRunning: a deletion of the application is running.
-	ErrDeletionRunning = fmt.Errorf("a deletion of the application is running: %w", errdefs.ErrConflict)
+	ErrDeletionRunning error = &kindError{"a deletion of the application is running", errdefs.ErrConflict}
 )
+
+// kindError is an error of an errdefs kind whose message does not repeat the kind's.
+type kindError struct {
+	msg  string
+	kind error
+}
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.kind }
 
 // Log attribute keys.
 const (
@@ -454,7 +463,8 @@ func (e *Engine) deletionPending(st *appState, cascade bool, cause error) error 
 	st.mu.Unlock()
 	e.log.Warn("cascading delete not finished; the application stays, deleting", logKeyApp, st.name, "err", cause, "retry", delay)
 	e.queue.Add(st.name) // its status shows it now; the retry comes at retryAt
-	return fmt.Errorf("%w; %w (retried in %s)", cause, ErrDeletionPending, delay.Round(time.Second))
+	// The cause is text only: what it wraps (a NotFound, say) must not pass for the outcome.
+	return fmt.Errorf("%s; %w (retried in %s)", cause, ErrDeletionPending, delay.Round(time.Second))
 }
 
 // retryDeletion runs a pending deletion's next attempt when it is due (in the background:

@@ -62,7 +62,11 @@ type clusterApps struct {
 	// put; setProblems their current spec problems (see clustersets.go).
 	setGens     map[string]int64
 	setProblems map[string]problem
-	wg          sync.WaitGroup // requested syncs running
+	// deleted are the resources (name → UID) whose deletion the engine finished: a stale
+	// read of one still carrying the finalizer must not register it again (and run its
+	// PostDelete hooks twice). Forgotten when the resource is gone.
+	deleted map[string]types.UID
+	wg      sync.WaitGroup // requested syncs running
 }
 
 // problem is a resource's spec problem and since when it has had it.
@@ -78,7 +82,7 @@ const (
 )
 
 func newClusterApps(h *Host, ns string, dyn dynamic.Interface) *clusterApps {
-	return &clusterApps{h: h, ns: ns, dyn: dyn, managed: map[string]int64{}, problems: map[string]problem{}, projects: map[string]*app.AppProject{}, ops: map[string]*crOp{}, setGens: map[string]int64{}, setProblems: map[string]problem{},
+	return &clusterApps{h: h, ns: ns, dyn: dyn, managed: map[string]int64{}, problems: map[string]problem{}, projects: map[string]*app.AppProject{}, ops: map[string]*crOp{}, setGens: map[string]int64{}, setProblems: map[string]problem{}, deleted: map[string]types.UID{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig[string](
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "cluster-apps"})}
@@ -409,6 +413,9 @@ func (c *clusterApps) reconcile(ctx context.Context, name string) error {
 		// Gone without our finalizer (or removed by another controller): the app stops being
 		// managed, its resources stay.
 		c.forget(name)
+		c.mu.Lock()
+		delete(c.deleted, name)
+		c.mu.Unlock()
 		if managed {
 			if err := c.h.eng.Remove(ctx, name, false); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 				return err
@@ -418,6 +425,16 @@ func (c *clusterApps) reconcile(ctx context.Context, name string) error {
 	}
 	if u.GetDeletionTimestamp() != nil {
 		cascade := slices.Contains(u.GetFinalizers(), CascadeFinalizer)
+		c.mu.Lock()
+		done := c.deleted[name] == u.GetUID()
+		c.mu.Unlock()
+		if done {
+			// Its deletion finished; this is a read from before the finalizer went.
+			if cascade {
+				return c.removeFinalizer(ctx, u)
+			}
+			return nil
+		}
 		if !managed && cascade {
 			// Deleted while no runtime watched (or before it first saw it): register the app
 			// so that its resources, found through its inventory, are deleted with it. One
@@ -433,6 +450,9 @@ func (c *clusterApps) reconcile(ctx context.Context, name string) error {
 				return fmt.Errorf("deleting application %s: %w", name, err)
 			}
 			c.forget(name)
+			c.mu.Lock()
+			c.deleted[name] = u.GetUID()
+			c.mu.Unlock()
 		}
 		if cascade {
 			return c.removeFinalizer(ctx, u)
