@@ -351,9 +351,14 @@ type HookResult struct {
 // HistoryEntry is one recorded sync (dry runs are not recorded): GET
 // applications/{name}/history answers a List of them, oldest first.
 type HistoryEntry struct {
-	ID          int64            `json:"id"`
-	Revision    string           `json:"revision"`
-	Source      AppSource        `json:"source"`
+	ID       int64     `json:"id"`
+	Revision string    `json:"revision"`
+	Source   AppSource `json:"source"`
+	// Sources and Revisions: a multi-source application's spec.sources when it was synced and
+	// each one's revision, in order (Revision is them comma-separated); absent otherwise. A
+	// rollback to the entry restores every source's revision.
+	Sources     []AppSource      `json:"sources,omitempty"`
+	Revisions   []string         `json:"revisions,omitempty"`
 	Commit      *CommitInfo      `json:"commit,omitempty"`
 	Phase       string           `json:"phase"`
 	Message     string           `json:"message,omitempty"`

@@ -308,6 +308,7 @@ func (e *Engine) applyChild(parent string, d *desiredObj, dryRun bool) (ResultCo
 		for _, n := range owned {
 			e.queue.Add(n) // their permissions may have changed
 		}
+		e.projectsChanged()
 		return code, nil
 	}
 	if err := e.upsert(d.child.app, nil, parent, d.obj, d.hash); err != nil {
@@ -334,10 +335,14 @@ func (e *Engine) childrenUsing(project string) []string {
 func (e *Engine) removeChild(ctx context.Context, parent string, ref ObjRef) error {
 	if ref.Kind == KindAppProject {
 		e.mu.Lock()
-		if cp := e.projects[ref.Name]; cp != nil && cp.owner == parent {
+		cp := e.projects[ref.Name]
+		if cp != nil && cp.owner == parent {
 			delete(e.projects, ref.Name)
 		}
 		e.mu.Unlock()
+		if cp != nil && cp.owner == parent {
+			e.projectsChanged()
+		}
 		return nil
 	}
 	if ref.Kind == KindApplicationSet {
@@ -371,9 +376,11 @@ func (e *Engine) removeChildren(ctx context.Context, parent string, cascade bool
 		}
 		st.mu.Unlock()
 	}
+	removedProjects := false
 	for name, cp := range e.projects {
 		if cp.owner == parent {
 			delete(e.projects, name)
+			removedProjects = true
 		}
 	}
 	var sets []string
@@ -383,6 +390,9 @@ func (e *Engine) removeChildren(ctx context.Context, parent string, cascade bool
 		}
 	}
 	e.mu.Unlock()
+	if removedProjects {
+		e.projectsChanged()
+	}
 	sort.Strings(names)
 	sort.Strings(sets)
 	var errs []error
@@ -510,4 +520,30 @@ func (e *Engine) removeAppSet(ctx context.Context, name, parent string, cascade 
 		return nil
 	}
 	return e.opts.AppSets.Delete(ctx, name, parent, cascade)
+}
+
+// ChildProjects are the AppProjects applications render (app of apps), by name, with the
+// application that renders each.
+func (e *Engine) ChildProjects() []OwnedProject {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]OwnedProject, 0, len(e.projects))
+	for _, cp := range e.projects {
+		out = append(out, OwnedProject{Project: cp.project, Owner: cp.owner})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Project.Metadata.Name < out[j].Project.Metadata.Name })
+	return out
+}
+
+// OwnedProject is an AppProject an application renders, and that application.
+type OwnedProject struct {
+	Project *app.AppProject
+	Owner   string
+}
+
+// projectsChanged tells Options.ProjectsChanged (e.mu not held).
+func (e *Engine) projectsChanged() {
+	if e.opts.ProjectsChanged != nil {
+		e.opts.ProjectsChanged()
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -32,7 +33,22 @@ var (
 	ErrOperationRunning = fmt.Errorf("another sync operation is running: %w", errdefs.ErrConflict)
 	// ErrHistoryNotFound: no history entry with that id.
 	ErrHistoryNotFound = fmt.Errorf("history entry %w", errdefs.ErrNotFound)
+	// ErrDeletionPending: a cascading delete deleted the app's resources but its PostDelete
+	// hooks did not succeed: the app stays, deleting (a DeletionError condition says why), and
+	// the engine retries the deletion until they do.
+	ErrDeletionPending error = &kindError{"the application stays, deleting, until its PostDelete hooks succeed", errdefs.ErrConflict}
+	// ErrDeletionRunning: a deletion of the application is running.
+	ErrDeletionRunning error = &kindError{"a deletion of the application is running", errdefs.ErrConflict}
 )
+
+// kindError is an error of an errdefs kind whose message does not repeat the kind's.
+type kindError struct {
+	msg  string
+	kind error
+}
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.kind }
 
 // Log attribute keys.
 const (
@@ -115,6 +131,10 @@ type appState struct {
 	lastOp        *SyncResult
 	syncErr       string
 	removed       bool
+	// deleting is a cascading delete that could not finish (its PostDelete hooks failed); the
+	// engine retries it. deleteRunning: Remove is running.
+	deleting      *deletion
+	deleteRunning bool
 	// hooks are the hook objects syncs created and did not delete (their delete policy keeps
 	// them): shown in the resource tree, deleted with the app.
 	hooks []ObjRef
@@ -130,6 +150,16 @@ type appState struct {
 
 	cmpMu sync.Mutex
 	cmp   map[ResourceKey]*cmpEntry
+}
+
+// deletion is a pending cascading delete: the resources are deleted, the PostDelete hooks
+// have not succeeded yet.
+type deletion struct {
+	cascade  bool
+	since    time.Time
+	err      string // why the last attempt did not finish
+	attempts int
+	retryAt  time.Time
 }
 
 // lastSync is what automation remembers of the last sync.
@@ -298,24 +328,43 @@ func (e *Engine) upsert(a *app.Application, project *app.AppProject, owner strin
 
 // Remove forgets an application. With cascade, every resource in its inventory is deleted
 // (foreground propagation) and so is the inventory itself, as Argo CD's cascading delete.
-func (e *Engine) Remove(ctx context.Context, name string, cascade bool) error {
+//
+// When the app's PostDelete hooks fail (or its deleted resources do not go within
+// Options.HookTimeout), the app stays, deleting: no sync starts, its status has a
+// DeletionError condition naming the hook and its failure, and the engine retries the
+// deletion (backing off as failed refreshes do; a fixed hook in git is used by the next
+// attempt) until the hooks succeed; the error wraps ErrDeletionPending. Remove called again
+// retries at once; without cascade it stops waiting and forgets the app.
+func (e *Engine) Remove(ctx context.Context, name string, cascade bool) (err error) {
 	st, err := e.get(name)
 	if err != nil {
 		return err
 	}
 	st.mu.Lock()
+	if st.deleteRunning {
+		st.mu.Unlock()
+		return fmt.Errorf("%q: %w", name, ErrDeletionRunning)
+	}
+	st.deleteRunning = true
 	if st.opCancel != nil {
 		st.opCancel(errors.New("application deleted"))
 	}
 	st.removed = true // no sync starts from here on; undone if the removal fails
 	a := st.app
+	pending := st.deleting != nil
 	st.mu.Unlock()
 	done := false
 	defer func() {
-		if !done {
-			st.mu.Lock()
+		st.mu.Lock()
+		st.deleteRunning = false
+		if !done && st.deleting == nil {
 			st.removed = false
-			st.mu.Unlock()
+		}
+		st.mu.Unlock()
+		if !done && pending && !errors.Is(err, ErrDeletionPending) {
+			// A retry that failed before its hooks (the cluster did not answer, say): still
+			// deleting; tried again later.
+			err = e.deletionPending(st, cascade, err)
 		}
 	}()
 	// A sync in flight may still be applying objects: wait until it has ended, so that nothing
@@ -364,10 +413,10 @@ func (e *Engine) Remove(ctx context.Context, name string, cascade bool) error {
 		}
 		if len(postDelete) > 0 {
 			if err := e.waitGone(ctx, cl, deleted); err != nil {
-				return err
+				return e.deletionPending(st, cascade, err)
 			}
-			if err := e.runPostDelete(ctx, st, cl, postDelete); err != nil {
-				return err
+			if err := e.runPostDelete(ctx, st, cl, postDelete, pending); err != nil {
+				return e.deletionPending(st, cascade, err)
 			}
 		}
 		st.mu.Lock()
@@ -389,8 +438,71 @@ func (e *Engine) Remove(ctx context.Context, name string, cascade bool) error {
 	delete(e.byLabel, st.label)
 	e.mu.Unlock()
 	done = true
+	st.mu.Lock()
+	st.deleting = nil
+	st.mu.Unlock()
 	e.emit(ctx, Event{Type: EventAppDeleted, App: name})
 	return nil
+}
+
+// deletionPending records that a cascading delete of st could not finish (cause) and
+// schedules the next attempt: the app stays, deleting. The error wraps ErrDeletionPending.
+func (e *Engine) deletionPending(st *appState, cascade bool, cause error) error {
+	now := e.now()
+	st.mu.Lock()
+	d := st.deleting
+	if d == nil {
+		d = &deletion{since: now}
+		st.deleting = d
+	}
+	d.cascade, d.err = cascade, cause.Error()
+	d.attempts++
+	delay := e.retryDelay(d.attempts)
+	d.retryAt = now.Add(delay)
+	st.removed = true
+	st.mu.Unlock()
+	e.log.Warn("cascading delete not finished; the application stays, deleting", logKeyApp, st.name, "err", cause, "retry", delay)
+	e.queue.Add(st.name) // its status shows it now; the retry comes at retryAt
+	// The cause is text only: what it wraps (a NotFound, say) must not pass for the outcome.
+	return fmt.Errorf("%s; %w (retried in %s)", cause, ErrDeletionPending, delay.Round(time.Second))
+}
+
+// retryDeletion runs a pending deletion's next attempt when it is due (in the background:
+// hooks can run long), and says when to look again.
+func (e *Engine) retryDeletion(ctx context.Context, st *appState) time.Duration {
+	st.mu.Lock()
+	d := st.deleting
+	if d == nil || st.deleteRunning {
+		st.mu.Unlock()
+		return e.opts.PollInterval
+	}
+	wait := d.retryAt.Sub(e.now())
+	cascade := d.cascade
+	st.mu.Unlock()
+	if wait > 0 {
+		return wait
+	}
+	go func() {
+		if err := e.Remove(ctx, st.name, cascade); err != nil && ctx.Err() == nil && !errors.Is(err, ErrDeletionRunning) {
+			e.log.Info("deletion retried, not finished", logKeyApp, st.name, "err", err)
+		}
+	}()
+	return e.retryDelay(d.attempts + 1)
+}
+
+// deletionCondition is the DeletionError condition of a pending deletion (st.mu held).
+func (e *Engine) deletionCondition(st *appState, now time.Time) (Condition, bool) {
+	d := st.deleting
+	if d == nil {
+		return Condition{}, false
+	}
+	next := "now"
+	if w := d.retryAt.Sub(now); w > 0 {
+		next = "in " + w.Round(time.Second).String()
+	}
+	return Condition{Type: ConditionDeletionError, Message: fmt.Sprintf(
+		"the application is being deleted: its resources are deleted, but %s; it stays until its PostDelete hooks succeed: fix the hook (in git) or what it needs — the deletion is retried (attempt %d; retrying %s), or delete the application again to retry at once, or without cascade to stop waiting",
+		d.err, d.attempts, next)}, true
 }
 
 // opEndWait bounds how long Remove waits for a cancelled sync to end.
@@ -588,6 +700,12 @@ func (e *Engine) Sync(ctx context.Context, name string, opts SyncOptions) (*Sync
 		return nil, err
 	}
 	if !e.beginOp(st, cancel) {
+		st.mu.Lock()
+		deleting := st.removed
+		st.mu.Unlock()
+		if deleting {
+			return nil, fmt.Errorf("application %q is being deleted: no sync starts: %w", name, errdefs.ErrConflict)
+		}
 		return nil, ErrOperationRunning
 	}
 	return e.runSync(ctx, st, opts), nil
@@ -668,6 +786,10 @@ func (e *Engine) RollbackAs(ctx context.Context, name string, id int64, prune bo
 		st.mu.Unlock()
 		return nil, fmt.Errorf("%d (history of %s has ids %s): %w", id, name, strings.Join(ids, ", "), ErrHistoryNotFound)
 	}
+	if err := rollbackSourcesMatch(st.app, entry); err != nil {
+		st.mu.Unlock()
+		return nil, err
+	}
 	out := &RollbackResult{Entry: *entry}
 	if st.app.Spec.SyncPolicy.IsAutomated() && !st.autoSyncOff {
 		st.autoSyncOff = true
@@ -681,6 +803,42 @@ func (e *Engine) RollbackAs(ctx context.Context, name string, id int64, prune bo
 	}
 	out.Result = res
 	return out, nil
+}
+
+// rollbackSourcesMatch checks that a rollback to a multi-source history entry can restore each
+// source's revision: the application has the same number of sources, from the same
+// repositories, as when the entry was synced (a rollback keeps the current source options).
+func rollbackSourcesMatch(a *app.Application, entry *HistoryEntry) error {
+	if len(entry.Sources) == 0 && !isMultiSource(a) {
+		return nil
+	}
+	repos := func(srcs []app.Source) string {
+		var out []string
+		for _, s := range srcs {
+			r := s.RepoURL
+			if s.Chart != "" {
+				r += " (chart " + s.Chart + ")"
+			}
+			out = append(out, r)
+		}
+		return strings.Join(out, ", ")
+	}
+	field := fmt.Sprintf("history[id=%d]", entry.ID)
+	if len(entry.Sources) == 0 {
+		return errdefs.Invalid(field, entry.Revision, fmt.Sprintf("was synced from one source; the application now has %d (%s): a rollback restores the revisions of the same sources", len(a.Spec.Sources), repos(a.Spec.Sources)))
+	}
+	cur := a.Spec.Sources
+	if a.Spec.Source != nil {
+		cur = []app.Source{*a.Spec.Source}
+	}
+	same := len(cur) == len(entry.Sources)
+	for i := 0; same && i < len(cur); i++ {
+		same = cur[i].RepoURL == entry.Sources[i].RepoURL && cur[i].Chart == entry.Sources[i].Chart
+	}
+	if !same {
+		return errdefs.Invalid(field, entry.Revision, fmt.Sprintf("was synced from the sources %s; the application now has %s: a rollback restores each source's revision and needs the same sources in the same order", repos(entry.Sources), repos(cur)))
+	}
+	return nil
 }
 
 // SetAutoSync turns automated sync back on (or off) for an application whose spec asks for it.
@@ -867,6 +1025,9 @@ func (e *Engine) publish(ctx context.Context, st *appState, cmp *comparison) App
 	if c, ok := windowCondition(st, project, cmp, now); ok {
 		conds = append(conds, c)
 	}
+	if c, ok := e.deletionCondition(st, now); ok {
+		conds = append(conds, c)
+	}
 	seen := map[string]bool{}
 	for i := range conds {
 		if since, ok := st.condSince[conds[i].Type]; ok {
@@ -891,7 +1052,7 @@ func (e *Engine) publish(ctx context.Context, st *appState, cmp *comparison) App
 	digest := statusDigest(s)
 	changed := digest != st.statusDigest
 	st.status, st.statusDigest = s, digest
-	removed := st.removed
+	removed := st.removed && st.deleting == nil // a pending deletion is shown
 	owner := st.owner
 	st.mu.Unlock()
 	if removed {
@@ -936,6 +1097,13 @@ func (e *Engine) reconcile(ctx context.Context, name string) {
 	}
 	_, cmp := e.refresh(ctx, st, false)
 	if ctx.Err() != nil {
+		return
+	}
+	st.mu.Lock()
+	deleting := st.deleting != nil
+	st.mu.Unlock()
+	if deleting {
+		e.queue.AddAfter(name, e.retryDeletion(ctx, st))
 		return
 	}
 	next := jitter(e.opts.PollInterval)
@@ -1102,6 +1270,12 @@ func (e *Engine) finishSync(ctx context.Context, st *appState, run *syncRun, res
 			StartedAt: res.StartedAt, FinishedAt: res.FinishedAt, Duration: res.FinishedAt.Sub(res.StartedAt)}
 		if src := a.EffectiveSource(); src != nil {
 			h.Source = *src
+		}
+		if isMultiSource(a) {
+			h.Sources = slices.Clone(a.Spec.Sources)
+			if revs := strings.Split(res.Revision, ","); len(revs) == len(a.Spec.Sources) {
+				h.Revisions = revs
+			}
 		}
 		if run.cmp != nil && run.cmp.desired != nil {
 			ci := run.cmp.desired.commit

@@ -1,11 +1,14 @@
 package engine_test
 
 import (
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gitops/app"
 	"github.com/freshet-dev/freshet/internal/gitops/engine"
 	"github.com/freshet-dev/freshet/internal/testenv/chartrepo"
@@ -80,6 +83,14 @@ spec:
 	if len(hist) != 2 {
 		t.Fatalf("history %d entries", len(hist))
 	}
+	// Each entry records every source and its revision, as Argo CD's history does.
+	for i, want := range [][]string{{chartRev, first, chartRev}, {chartRev, second, chartRev}} {
+		h := hist[i]
+		if !slices.Equal(h.Revisions, want) || len(h.Sources) != 3 || h.Sources[1].Ref != "values" || h.Sources[1].RepoURL != values.URL() ||
+			h.Sources[2].Path != "extra" || h.Revision != strings.Join(want, ",") {
+			t.Errorf("history[%d]: revisions %q sources %+v revision %q, want %q", i, h.Revisions, h.Sources, h.Revision, want)
+		}
+	}
 	rb, err := v.e.Rollback(v.ctx(60e9), "ms", hist[0].ID, false)
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +98,23 @@ spec:
 	v.mustSucceed(rb.Result)
 	if got := color(); got != "blue" || rb.Result.Revision != hist[0].Revision {
 		t.Errorf("after the rollback: color %q revision %s, want blue at %s", got, rb.Result.Revision, hist[0].Revision)
+	}
+	hist, _ = v.e.History("ms")
+	if last := hist[len(hist)-1]; last.InitiatedBy != engine.InitiatedByRollback || !slices.Equal(last.Revisions, []string{chartRev, first, chartRev}) {
+		t.Errorf("the rollback's history entry: %+v", last)
+	}
+
+	// The sources changed since (the extra directory dropped): a rollback to an entry synced
+	// from other sources cannot restore them, and says so.
+	b, err := app.DecodeApplication([]byte(strings.Replace(doc, fmt.Sprintf("  - repoURL: %s\n    path: extra\n    targetRevision: main\n", v.repo.URL()), "", 1)))
+	if err != nil || len(b.Spec.Sources) != 2 {
+		t.Fatalf("two sources: %v %+v", err, b)
+	}
+	v.upsert(b)
+	_, err = v.e.Rollback(v.ctx(60e9), "ms", hist[0].ID, false)
+	if err == nil || !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), "needs the same sources in the same order") ||
+		!strings.Contains(err.Error(), fmt.Sprintf("history[id=%d]", hist[0].ID)) {
+		t.Errorf("rollback onto other sources: %v", err)
 	}
 }
 

@@ -77,6 +77,10 @@ type Options struct {
 	// Child applications (app of apps) resolve their project through it, then through the
 	// AppProjects their parents render.
 	Projects func(name string) *app.AppProject
+	// ProjectsChanged is called (without the engine's locks held) when the AppProjects
+	// applications render (app of apps) change: one is created, changed or removed. See
+	// Engine.ChildProjects. nil: not called.
+	ProjectsChanged func()
 	// AppSets is the ApplicationSet controller that takes the ApplicationSets applications
 	// render (nil: an application rendering one gets an InvalidSpecError).
 	AppSets  AppSets

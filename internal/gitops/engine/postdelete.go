@@ -14,8 +14,8 @@ import (
 // CD: never run by a sync; a cascading delete of the app first deletes its resources and
 // waits until they are gone, then runs its PostDelete hooks wave by wave, as a sync runs
 // hooks, and finally deletes the hook objects. A hook that fails (or does not complete within
-// Options.HookTimeout) fails the deletion: the app stays, with the hook left for inspection,
-// and a later delete runs the hooks again.
+// Options.HookTimeout) keeps the app, deleting, with a DeletionError condition naming the
+// hook, which is left for inspection; the engine retries the deletion (see Engine.Remove).
 
 // postDeleteHooks are the PostDelete hooks of the app's current desired state, in wave
 // order. An app that cannot be rendered has none (its resources are deleted all the same).
@@ -68,14 +68,24 @@ func (e *Engine) waitGone(ctx context.Context, cl *cluster, refs []ObjRef) error
 	return nil
 }
 
-// runPostDelete runs the PostDelete hooks of a cascading delete and deletes them after.
-func (e *Engine) runPostDelete(ctx context.Context, st *appState, cl *cluster, hooks []*desiredObj) error {
+// runPostDelete runs the PostDelete hooks of a cascading delete and deletes them after. A
+// retry (a previous attempt's hook failed) first deletes the hook objects of that attempt,
+// whatever their delete policy, so each runs afresh.
+func (e *Engine) runPostDelete(ctx context.Context, st *appState, cl *cluster, hooks []*desiredObj, retry bool) error {
 	st.mu.Lock()
 	a := st.app
 	st.mu.Unlock()
 	run := &syncRun{e: e, st: st, a: a, cl: cl, res: &SyncResult{Phase: PhaseRunning}}
 	var created []ObjRef
 	for _, h := range hooks {
+		if name := h.obj.GetName(); retry && name != "" {
+			if m, err := cl.mapping(h.ref.GVK(), false); err == nil {
+				if err := deleteAndWait(ctx, cl.resource(m, h.key.Namespace), name, e.opts.PollStep); err != nil {
+					return fmt.Errorf("PostDelete hook %s: deleting the previous attempt's: %w", h.key, err)
+				}
+				st.trackHook(h.ref, true)
+			}
+		}
 		hr := run.runHook(ctx, h, HookPostDelete)
 		ref := h.ref
 		if hr.Name != "" {
@@ -85,7 +95,7 @@ func (e *Engine) runPostDelete(ctx context.Context, st *appState, cl *cluster, h
 			created = append(created, ref)
 		}
 		if hr.Phase != PhaseSucceeded {
-			return fmt.Errorf("PostDelete hook %s failed: %s; the application is not deleted", h.key, hr.Message)
+			return fmt.Errorf("PostDelete hook %s failed: %s", h.key, hr.Message)
 		}
 	}
 	bg := metav1.DeletePropagationBackground

@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -73,8 +74,10 @@ func TestPostDeleteHook(t *testing.T) {
 	}
 }
 
-// A PostDelete hook that fails fails the deletion: the error names it, the app stays, the
-// hook is left for inspection.
+// A PostDelete hook that fails keeps the app, deleting, as Argo CD does: the error and a
+// DeletionError condition name the hook and its failure, no sync starts, the hook is left for
+// inspection and the engine retries; once the hook is fixed in git, a retry runs it again and
+// the deletion finishes (the app and the hook gone).
 func TestPostDeleteHookFails(t *testing.T) {
 	v := newEnv(t)
 	v.repo.Commit("main", map[string]string{
@@ -84,7 +87,7 @@ func TestPostDeleteHookFails(t *testing.T) {
 	v.upsert(v.application("pdf", "pdf", ""))
 	v.mustSucceed(v.sync("pdf", engine.SyncOptions{}))
 	err := v.e.Remove(v.ctx(120*time.Second), "pdf", true)
-	if err == nil || !strings.Contains(err.Error(), "PostDelete hook") || !strings.Contains(err.Error(), "pdf-cleanup") {
+	if err == nil || !errors.Is(err, engine.ErrDeletionPending) || !strings.Contains(err.Error(), "PostDelete hook") || !strings.Contains(err.Error(), "pdf-cleanup") {
 		t.Fatalf("delete with a failing PostDelete hook: %v", err)
 	}
 	if _, err := v.e.History("pdf"); err != nil {
@@ -93,5 +96,46 @@ func TestPostDeleteHookFails(t *testing.T) {
 	v.mustGet(gvrJob, "pdf-cleanup")
 	if _, found := v.get(gvrCM, "pdf-res"); found {
 		t.Error("the app's resource was not deleted before the hook ran")
+	}
+	if _, err := v.e.Sync(v.ctx(10*time.Second), "pdf", engine.SyncOptions{}); err == nil {
+		t.Error("a sync of an app being deleted started")
+	}
+
+	// The engine runs: the status says why the app stays, and retries (failing again).
+	v.run()
+	waitUntil(t, 30*time.Second, "the DeletionError condition", func() bool {
+		st, err := v.e.Status("pdf")
+		c, ok := st.Condition(engine.ConditionDeletionError)
+		return err == nil && ok && strings.Contains(c.Message, "PostDelete hook") && strings.Contains(c.Message, "pdf-cleanup") &&
+			strings.Contains(c.Message, "attempt 2")
+	})
+	if n := v.events.count(engine.EventAppDeleted, func(ev engine.Event) bool { return ev.App == "pdf" }); n != 0 {
+		t.Fatalf("AppDeleted reported %d times while the hook fails", n)
+	}
+
+	// The hook fixed in git: the next retry runs it again, it succeeds, the app goes.
+	v.repo.Commit("main", map[string]string{"pdf/hook.yaml": job("pdf-cleanup", []string{"argocd.argoproj.io/hook: PostDelete"}, "0", "")}, "fixed hook")
+	v.e.Notify(v.repo.URL(), "main")
+	waitUntil(t, 90*time.Second, "the deletion to finish", func() bool {
+		_, err := v.e.Status("pdf")
+		return errors.Is(err, engine.ErrAppNotFound)
+	})
+	if _, found := v.get(gvrJob, "pdf-cleanup"); found {
+		t.Error("the PostDelete hook is still there after the deletion finished")
+	}
+	if n := v.events.count(engine.EventAppDeleted, func(ev engine.Event) bool { return ev.App == "pdf" }); n != 1 {
+		t.Errorf("AppDeleted reported %d times, want 1", n)
+	}
+}
+
+// waitUntil polls cond until it holds, failing the test after d.
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -43,6 +43,9 @@ const (
 	ConditionNoCluster = "NoClusterConfigured"
 	// ConditionSyncError: the last sync failed.
 	ConditionSyncError = "SyncError"
+	// ConditionDeletionError: a cascading delete could not finish (a PostDelete hook failed):
+	// the application stays, deleting, and the deletion is retried (Argo CD's DeletionError).
+	ConditionDeletionError = "DeletionError"
 	// ConditionUnsupported: the spec uses something Freshet recognises but does not do; the
 	// rest of the app works.
 	ConditionUnsupported = "UnsupportedWarning"
@@ -217,9 +220,17 @@ func (r *SyncResult) Changed() []ResourceResult {
 
 // HistoryEntry is one recorded sync (dry runs are not recorded).
 type HistoryEntry struct {
-	ID          int64            `json:"id"`
-	Revision    string           `json:"revision"`
-	Source      app.Source       `json:"source"`
+	ID int64 `json:"id"`
+	// Revision is what was synced: a commit (a chart version for a chart from a chart
+	// repository); for a multi-source app, every source's, comma-separated in spec.sources
+	// order (Revisions lists them).
+	Revision string `json:"revision"`
+	// Source is the app's main source (EffectiveSource) at the sync.
+	Source app.Source `json:"source"`
+	// Sources and Revisions: a multi-source app's spec.sources at the sync and each one's
+	// revision, in order (Argo CD's history entries' sources and revisions); empty otherwise.
+	Sources     []app.Source     `json:"sources,omitempty"`
+	Revisions   []string         `json:"revisions,omitempty"`
 	Commit      *git.CommitInfo  `json:"commit,omitempty"`
 	Phase       OperationPhase   `json:"phase"`
 	Message     string           `json:"message,omitempty"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -162,4 +163,52 @@ func (s *sink) reported(app string, ok func(runtimev1.Application) bool) bool {
 		}
 	}
 	return false
+}
+
+// The roles of an AppProject an application renders (app of apps) are reported to the control
+// plane with the runtime's other AppProjects' (it derives rules from them: docs/security.md);
+// pruned from the parent, the project's roles are reported gone.
+func TestAppOfAppsProjectRolesReported(t *testing.T) {
+	w := newWorld(t)
+	proj := "apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: rendered}\nspec:\n  sourceRepos: ['*']\n" +
+		"  destinations: [{server: https://kubernetes.default.svc, namespace: '*'}]\n  roles:\n  - name: deployer\n    groups: [qa]\n" +
+		"    policies:\n    - p, proj:rendered:deployer, applications, sync, rendered/web-*, allow\n"
+	w.source.Commit("main", map[string]string{
+		"web/cm.yaml":       fmt.Sprintf(cm, "green"),
+		"root/keep.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: keep}\ndata: {a: b}\n",
+		"root/project.yaml": proj,
+		"root/child.yaml":   strings.Replace(appYAML("child", w.source.URL(), w.ns, true), "project: default", "project: rendered", 1),
+	}, "app of apps with a project")
+	commitInstall(t, w, map[string]string{"projects/team.yaml": "apiVersion: argoproj.io/v1alpha1\nkind: AppProject\nmetadata: {name: team}\nspec:\n" +
+		"  sourceRepos: ['*']\n  roles:\n  - name: viewer\n    groups: [ops]\n    policies:\n    - p, proj:team:viewer, applications, get, team/*, allow\n",
+		"apps/root.yaml": strings.Replace(appYAML("root", w.source.URL(), w.ns, true), "path: web", "path: root", 1)})
+	w.waitApp("child", synced)
+	lastRoles := func() []runtimev1.ProjectRoleRecord {
+		evs := w.sink.events(runtimev1.ProjectRolesListed, "")
+		if len(evs) == 0 {
+			return nil
+		}
+		return evs[len(evs)-1].ProjectRoles
+	}
+	want := []runtimev1.ProjectRoleRecord{
+		{Project: "team", Role: "viewer", Groups: []string{"ops"}, Policies: []runtimev1.ProjectPolicyRecord{{Resource: "applications", Action: "get", Object: "*", Allow: true}}},
+		{Project: "rendered", Role: "deployer", Groups: []string{"qa"}, Policies: []runtimev1.ProjectPolicyRecord{{Resource: "applications", Action: "sync", Object: "web-*", Allow: true}}},
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !reflect.DeepEqual(lastRoles(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("roles reported: %+v, want %+v", lastRoles(), want)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	// The parent no longer renders the project (nor its app): its roles are reported gone.
+	w.source.Delete("main", "no project", "root/project.yaml", "root/child.yaml")
+	w.call("member", "POST", "applications/root/refresh", "", nil)
+	deadline = time.Now().Add(30 * time.Second)
+	for !reflect.DeepEqual(lastRoles(), want[:1]) {
+		if time.Now().After(deadline) {
+			t.Fatalf("roles reported after the prune: %+v, want %+v", lastRoles(), want[:1])
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -62,7 +62,11 @@ type clusterApps struct {
 	// put; setProblems their current spec problems (see clustersets.go).
 	setGens     map[string]int64
 	setProblems map[string]problem
-	wg          sync.WaitGroup // requested syncs running
+	// deleted are the resources (name → UID) whose deletion the engine finished: a stale
+	// read of one still carrying the finalizer must not register it again (and run its
+	// PostDelete hooks twice). Forgotten when the resource is gone.
+	deleted map[string]types.UID
+	wg      sync.WaitGroup // requested syncs running
 }
 
 // problem is a resource's spec problem and since when it has had it.
@@ -78,7 +82,7 @@ const (
 )
 
 func newClusterApps(h *Host, ns string, dyn dynamic.Interface) *clusterApps {
-	return &clusterApps{h: h, ns: ns, dyn: dyn, managed: map[string]int64{}, problems: map[string]problem{}, projects: map[string]*app.AppProject{}, ops: map[string]*crOp{}, setGens: map[string]int64{}, setProblems: map[string]problem{},
+	return &clusterApps{h: h, ns: ns, dyn: dyn, managed: map[string]int64{}, problems: map[string]problem{}, projects: map[string]*app.AppProject{}, ops: map[string]*crOp{}, setGens: map[string]int64{}, setProblems: map[string]problem{}, deleted: map[string]types.UID{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig[string](
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "cluster-apps"})}
@@ -285,7 +289,7 @@ func (c *clusterApps) handle(ctx context.Context, key string) error {
 			for _, o := range c.others {
 				o.queue.Add("projects")
 			}
-			c.h.rep.enqueue(c.rolesEvent())
+			c.h.reportRoles()
 			if err := c.writeProjectStatuses(ctx); err != nil && ctx.Err() == nil {
 				c.h.log.Warn("AppProject status", "namespace", c.ns, "err", err)
 			}
@@ -409,6 +413,9 @@ func (c *clusterApps) reconcile(ctx context.Context, name string) error {
 		// Gone without our finalizer (or removed by another controller): the app stops being
 		// managed, its resources stay.
 		c.forget(name)
+		c.mu.Lock()
+		delete(c.deleted, name)
+		c.mu.Unlock()
 		if managed {
 			if err := c.h.eng.Remove(ctx, name, false); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
 				return err
@@ -418,6 +425,16 @@ func (c *clusterApps) reconcile(ctx context.Context, name string) error {
 	}
 	if u.GetDeletionTimestamp() != nil {
 		cascade := slices.Contains(u.GetFinalizers(), CascadeFinalizer)
+		c.mu.Lock()
+		done := c.deleted[name] == u.GetUID()
+		c.mu.Unlock()
+		if done {
+			// Its deletion finished; this is a read from before the finalizer went.
+			if cascade {
+				return c.removeFinalizer(ctx, u)
+			}
+			return nil
+		}
 		if !managed && cascade {
 			// Deleted while no runtime watched (or before it first saw it): register the app
 			// so that its resources, found through its inventory, are deleted with it. One
@@ -433,6 +450,9 @@ func (c *clusterApps) reconcile(ctx context.Context, name string) error {
 				return fmt.Errorf("deleting application %s: %w", name, err)
 			}
 			c.forget(name)
+			c.mu.Lock()
+			c.deleted[name] = u.GetUID()
+			c.mu.Unlock()
 		}
 		if cascade {
 			return c.removeFinalizer(ctx, u)
@@ -684,8 +704,10 @@ func argoStatus(st *engine.AppStatus, pr problem, now time.Time, x statusExtras)
 	if st.Health.Message != "" {
 		health["message"] = st.Health.Message
 	}
-	sync := map[string]any{"status": string(st.Sync), "revision": nil}
-	if st.Revision != "" {
+	sync := map[string]any{"status": string(st.Sync), "revision": nil, "revisions": nil}
+	if revs := strings.Split(st.Revision, ","); len(revs) > 1 {
+		sync["revisions"] = revs // a multi-source app: each source's, as Argo CD writes it
+	} else if st.Revision != "" {
 		sync["revision"] = st.Revision
 	}
 	out := map[string]any{
@@ -766,7 +788,8 @@ func argoInitiator(by engine.Initiator, user string) map[string]any {
 
 // argoHistory is status.history in Argo CD's shape: the successful syncs (Argo CD records no
 // other), oldest first, at most limit (spec.revisionHistoryLimit). A multi-source app's entries
-// have revisions and sources (the app's current spec.sources) instead of revision and source.
+// have revisions and sources (the sources that sync used, each with its revision) instead of
+// revision and source.
 func argoHistory(hist []engine.HistoryEntry, limit int, sources []any) []any {
 	var out []any
 	for _, h := range hist {
@@ -777,10 +800,23 @@ func argoHistory(hist []engine.HistoryEntry, limit int, sources []any) []any {
 			"id": h.ID, "deployStartedAt": argoTimeOf(h.StartedAt), "deployedAt": argoTimeOf(h.FinishedAt),
 			"initiatedBy": argoInitiator(h.InitiatedBy, h.User),
 		}
-		if revs := strings.Split(h.Revision, ","); len(sources) > 0 {
-			e["revisions"] = revs
+		switch {
+		case len(h.Sources) > 0:
+			// The sources the sync used, each with its revision.
+			srcs := make([]any, len(h.Sources))
+			for i, src := range h.Sources {
+				srcs[i] = sourceMap(src)
+			}
+			e["sources"] = srcs
+			e["revisions"] = h.Revisions
+			if len(h.Revisions) == 0 {
+				e["revisions"] = strings.Split(h.Revision, ",")
+			}
+		case len(sources) > 0:
+			// An entry recorded before sources were kept: the app's current ones.
+			e["revisions"] = strings.Split(h.Revision, ",")
 			e["sources"] = sources
-		} else {
+		default:
 			e["revision"] = h.Revision
 			e["source"] = sourceMap(h.Source)
 		}

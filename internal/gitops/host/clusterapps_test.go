@@ -424,3 +424,74 @@ func TestClusterApplicationDeletedWhileStopped(t *testing.T) {
 		t.Errorf("the ConfigMap of an app deleted with the finalizer while stopped: %v, want deleted", err)
 	}
 }
+
+// postDeleteJob is a PostDelete hook Job whose pod exits with code (the devcluster's fake node
+// runs it to that end).
+func postDeleteJob(name, code string) string {
+	return fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata:
+  name: %s
+  annotations: {argocd.argoproj.io/hook: PostDelete}
+spec:
+  backoffLimit: 0
+  template:
+    metadata:
+      annotations: {%s: %q}
+    spec:
+      restartPolicy: Never
+      containers: [{name: cleanup, image: busybox}]
+`, name, kube.AnnotationExitCode, code)
+}
+
+// An Application resource deleted with the resources finalizer whose PostDelete hook fails
+// stays, deleting, as in Argo CD: its resources are gone, its status has a DeletionError
+// condition naming the hook, the finalizer stays; the hook fixed in git, the deletion finishes
+// and the resource goes.
+func TestClusterApplicationPostDeleteHookFails(t *testing.T) {
+	w := newWorldWith(t, func(ns string, o *host.Options) {
+		o.ClusterApps, o.ClusterAppsNamespace = true, ns
+		o.Engine.RetryBase, o.Engine.RetryMax = 500*time.Millisecond, 3*time.Second
+	})
+	ctx := context.Background()
+	dyn, err := dynamic.NewForConfig(kube.Shared(t).RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.source.Commit("main", map[string]string{"pd/cm.yaml": fmt.Sprintf(cm, "blue"), "pd/hook.yaml": postDeleteJob("pd-cleanup", "1")}, "failing hook")
+	waitCRD(t, dyn)
+	kubectlApply(t, dyn, w.ns, clusterApp("pd", w.ns, w.source.URL(), "pd", true))
+	waitCR(t, dyn, w.ns, "pd", "Synced", func(u *unstructured.Unstructured) bool {
+		return str(u, "status", "sync", "status") == "Synced"
+	})
+	if err := dyn.Resource(host.ApplicationsResource).Namespace(w.ns).Delete(ctx, "pd", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	u := waitCR(t, dyn, w.ns, "pd", "the DeletionError condition", func(u *unstructured.Unstructured) bool {
+		return hasCondition(u, "DeletionError", "PostDelete hook") && hasCondition(u, "DeletionError", "pd-cleanup")
+	})
+	if u.GetDeletionTimestamp() == nil || !slices.Contains(u.GetFinalizers(), host.CascadeFinalizer) {
+		t.Errorf("the resource while its hook fails: deletionTimestamp %v finalizers %v", u.GetDeletionTimestamp(), u.GetFinalizers())
+	}
+	if _, err := w.kc.CoreV1().ConfigMaps(w.ns).Get(ctx, "settings", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the app's ConfigMap while the hook fails: %v, want deleted", err)
+	}
+	if code := w.call("viewer", "GET", "applications/pd", "", nil); code != http.StatusOK {
+		t.Errorf("GET applications/pd while deleting = %d, want 200", code)
+	}
+
+	// The hook fixed in git: a retry runs it, the deletion finishes, the resource goes.
+	w.source.Commit("main", map[string]string{"pd/hook.yaml": postDeleteJob("pd-cleanup", "0")}, "fixed hook")
+	w.h.Engine().Notify(w.source.URL(), "main")
+	waitGone(t, "Application resource pd", func() bool {
+		_, err := dyn.Resource(host.ApplicationsResource).Namespace(w.ns).Get(ctx, "pd", metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	})
+	var left host.Application
+	if code := w.call("viewer", "GET", "applications/pd", "", &left); code != http.StatusNotFound {
+		t.Errorf("GET applications/pd after the deletion = %d %+v, want 404", code, left.Status.Conditions)
+	}
+	if _, err := w.kc.BatchV1().Jobs(w.ns).Get(ctx, "pd-cleanup", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the hook Job after the deletion: %v, want deleted", err)
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/gitops/engine"
 	"github.com/freshet-dev/freshet/internal/gitops/host"
+	"github.com/freshet-dev/freshet/internal/testenv/gitserver"
 	"github.com/freshet-dev/freshet/internal/testenv/kube"
 )
 
@@ -246,5 +247,103 @@ func TestClusterApplicationOperation(t *testing.T) {
 	u = waitCR(t, dyn, w.ns, "bad", "the operation refused", operationDone(since))
 	if got, msg := str(u, "status", "operationState", "phase"), str(u, "status", "operationState", "message"); got != "Error" || !strings.Contains(msg, "spec.destination.namespace") {
 		t.Errorf("operation on an invalid app: %s %q", got, msg)
+	}
+}
+
+// A multi-source Application resource (a chart with a $values file from a second repository):
+// each status.history entry names both sources and each one's revision, as Argo CD writes it;
+// the API's history does too; a rollback to the first entry brings both sources back.
+func TestClusterMultiSourceHistory(t *testing.T) {
+	w := newWorldWith(t, func(ns string, o *host.Options) { o.ClusterApps, o.ClusterAppsNamespace = true, ns })
+	ctx := context.Background()
+	dyn, err := dynamic.NewForConfig(kube.Shared(t).RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := gitserver.New(t).NewRepo("values")
+	chart1 := w.source.Commit("main", map[string]string{
+		"chart/Chart.yaml":        "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+		"chart/values.yaml":       "color: red\n",
+		"chart/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ms}\ndata: {color: {{ .Values.color | quote }}}\n",
+	}, "chart")
+	values1 := values.Commit("main", map[string]string{"envs/prod.yaml": "color: blue\n"}, "blue")
+	waitCRD(t, dyn)
+	kubectlApply(t, dyn, w.ns, fmt.Sprintf(`apiVersion: argoproj.io/v1alpha1
+kind: Application
+metadata: {name: ms, namespace: %[1]s}
+spec:
+  project: default
+  revisionHistoryLimit: 5
+  sources:
+  - {repoURL: %[2]s, path: chart, targetRevision: main, helm: {valueFiles: [$values/envs/prod.yaml]}}
+  - {repoURL: %[3]s, targetRevision: main, ref: values}
+  destination: {server: https://kubernetes.default.svc, namespace: %[1]s}
+`, w.ns, w.source.URL(), values.URL()))
+	color := func() string {
+		cm, err := w.kc.CoreV1().ConfigMaps(w.ns).Get(ctx, "ms", metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		return cm.Data["color"]
+	}
+	sync := func(what string) *unstructured.Unstructured {
+		t.Helper()
+		since := time.Now()
+		requestSync(t, dyn, w.ns, "ms", `{"sync":{},"initiatedBy":{"username":"alice"}}`)
+		u := waitCR(t, dyn, w.ns, "ms", what, operationDone(since))
+		if got := str(u, "status", "operationState", "phase"); got != "Succeeded" {
+			t.Fatalf("%s: %s %s", what, got, str(u, "status", "operationState", "message"))
+		}
+		return u
+	}
+	sync("the first sync")
+	values2 := values.Commit("main", map[string]string{"envs/prod.yaml": "color: green\n"}, "green")
+	u := sync("the second sync")
+	if got := color(); got != "green" {
+		t.Fatalf("color after the second sync: %q", got)
+	}
+	// status.history: both entries with both sources and each one's revision.
+	checkEntry := func(h map[string]any, revs []string) {
+		t.Helper()
+		got, _, _ := unstructured.NestedStringSlice(h, "revisions")
+		srcs, _, _ := unstructured.NestedSlice(h, "sources")
+		if !slices.Equal(got, revs) || len(srcs) != 2 || h["revision"] != nil || h["source"] != nil {
+			t.Errorf("history entry %v: revisions %q, want %q, and two sources", h, got, revs)
+			return
+		}
+		s0, s1 := srcs[0].(map[string]any), srcs[1].(map[string]any)
+		if s0["repoURL"] != w.source.URL() || s0["path"] != "chart" || s1["repoURL"] != values.URL() || s1["ref"] != "values" {
+			t.Errorf("history entry sources %v", srcs)
+		}
+	}
+	hs := history(u)
+	if len(hs) != 2 {
+		t.Fatalf("status.history = %v, want two entries", hs)
+	}
+	checkEntry(hs[0], []string{chart1, values1})
+	checkEntry(hs[1], []string{chart1, values2})
+
+	// The API's history says the same.
+	var hist struct{ Items []engine.HistoryEntry }
+	if code := w.call("viewer", "GET", "applications/ms/history", "", &hist); code != http.StatusOK || len(hist.Items) != 2 ||
+		!slices.Equal(hist.Items[0].Revisions, []string{chart1, values1}) || len(hist.Items[0].Sources) != 2 || hist.Items[0].Sources[1].Ref != "values" {
+		t.Fatalf("history through the API: %d %+v", code, hist.Items)
+	}
+
+	// A rollback to the first entry: the values repository's earlier commit is back, and the
+	// new entry names both sources at their first revisions.
+	var rb engine.RollbackResult
+	if code := w.call("member", "POST", "applications/ms/rollback", fmt.Sprintf(`{"id": %d}`, hist.Items[0].ID), &rb); code != http.StatusOK || rb.Result == nil || rb.Result.Phase != engine.PhaseSucceeded {
+		t.Fatalf("rollback: %d %+v", code, rb)
+	}
+	if got := color(); got != "blue" || rb.Result.Revision != chart1+","+values1 {
+		t.Errorf("after the rollback: color %q at %q, want blue at %s,%s", got, rb.Result.Revision, chart1, values1)
+	}
+	u = waitCR(t, dyn, w.ns, "ms", "the rollback in the history", func(u *unstructured.Unstructured) bool { return len(history(u)) == 3 })
+	checkEntry(history(u)[2], []string{chart1, values1})
+	// status.sync of a multi-source app has revisions (what the sources' target revisions
+	// resolve to: the values branch's head), as Argo CD writes it.
+	if revs, _, _ := unstructured.NestedStringSlice(u.Object, "status", "sync", "revisions"); !slices.Equal(revs, []string{chart1, values2}) || str(u, "status", "sync", "revision") != "" {
+		t.Errorf("status.sync: revision %q revisions %q", str(u, "status", "sync", "revision"), revs)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -95,9 +96,8 @@ func (c *clusterApps) writeProjectStatuses(ctx context.Context) error {
 	return nil
 }
 
-// rolesEvent lists the roles of the namespace's AppProjects that decode, with their policy
-// lines that parse (the control plane derives rules from them: docs/security.md).
-func (c *clusterApps) rolesEvent() runtimev1.AppEvent {
+// clusterProjects are the namespace's AppProject resources that decode.
+func (c *clusterApps) clusterProjects() []*app.AppProject {
 	c.mu.Lock()
 	projects := make([]*app.AppProject, 0, len(c.projects))
 	for _, p := range c.projects {
@@ -105,18 +105,55 @@ func (c *clusterApps) rolesEvent() runtimev1.AppEvent {
 	}
 	c.mu.Unlock()
 	slices.SortFunc(projects, func(a, b *app.AppProject) int { return strings.Compare(a.Metadata.Name, b.Metadata.Name) })
+	return projects
+}
+
+// rolesEvent lists the roles of every AppProject the runtime runs, with their policy lines
+// that parse (the control plane derives rules from them: docs/security.md). A name defined in
+// several places is listed once, from where a cluster application finds it first: an
+// AppProject resource, then the installation repository, then a Git Source, then an
+// application that renders it (app of apps).
+func (h *Host) rolesEvent() runtimev1.AppEvent {
+	var projects []*app.AppProject
+	seen := map[string]string{}
+	add := func(p *app.AppProject, where string) {
+		name := p.Metadata.Name
+		if prev, dup := seen[name]; dup {
+			h.log.Debug("AppProject defined twice: its roles are taken from the first", "project", name, "first", prev, "also", where)
+			return
+		}
+		seen[name] = where
+		projects = append(projects, p)
+	}
+	if h.capps != nil {
+		for _, p := range h.capps.clusterProjects() {
+			add(p, "AppProject resource")
+		}
+	}
+	h.mu.Lock()
+	gitProjects := slices.Collect(maps.Values(h.projects))
+	h.mu.Unlock()
+	slices.SortFunc(gitProjects, func(a, b *app.AppProject) int { return strings.Compare(a.Metadata.Name, b.Metadata.Name) })
+	for _, p := range gitProjects {
+		add(p, "git")
+	}
+	if h.eng != nil {
+		for _, op := range h.eng.ChildProjects() {
+			add(op.Project, "application "+op.Owner)
+		}
+	}
 	ev := runtimev1.AppEvent{Type: runtimev1.ProjectRolesListed, At: time.Now(), ProjectRoles: []runtimev1.ProjectRoleRecord{}}
 	for _, p := range projects {
 		for _, r := range p.Spec.Roles {
 			if len(ev.ProjectRoles) >= runtimev1.MaxProjectRoles {
-				c.h.log.Warn("AppProject roles: more than the control plane takes; the rest are not reported", "max", runtimev1.MaxProjectRoles)
+				h.log.Warn("AppProject roles: more than the control plane takes; the rest are not reported", "max", runtimev1.MaxProjectRoles)
 				return ev
 			}
 			rec := runtimev1.ProjectRoleRecord{Project: p.Metadata.Name, Role: r.Name, Groups: r.Groups}
 			for _, line := range r.Policies {
 				pol, err := app.ParsePolicy(p.Metadata.Name, r.Name, line)
 				if err != nil || len(rec.Policies) >= runtimev1.MaxRolePolicies {
-					continue // shown as a condition of the AppProject
+					continue // shown as a condition of the AppProject, or a warning of its apps
 				}
 				rec.Policies = append(rec.Policies, runtimev1.ProjectPolicyRecord{Resource: pol.Resource, Action: pol.Action,
 					Object: strings.TrimPrefix(pol.Object, p.Metadata.Name+"/"), Allow: pol.Allow})
@@ -125,6 +162,33 @@ func (c *clusterApps) rolesEvent() runtimev1.AppEvent {
 		}
 	}
 	return ev
+}
+
+// snapshotRoles is the roles event sent with a snapshot; it is what the control plane holds
+// after it, so reportRoles compares later lists with it.
+func (h *Host) snapshotRoles() runtimev1.AppEvent {
+	ev := h.rolesEvent()
+	h.rolesMu.Lock()
+	h.lastRoles = ev.ProjectRoles
+	h.rolesMu.Unlock()
+	return ev
+}
+
+// reportRoles sends the roles of the runtime's AppProjects when they differ from the last
+// list sent: after a load of the installation repository, a change of the AppProject
+// resources, or of those applications render.
+func (h *Host) reportRoles() {
+	if h.rep == nil || h.rep.sink == nil {
+		return
+	}
+	ev := h.rolesEvent()
+	h.rolesMu.Lock()
+	defer h.rolesMu.Unlock()
+	if h.lastRoles != nil && reflect.DeepEqual(h.lastRoles, ev.ProjectRoles) {
+		return
+	}
+	h.lastRoles = ev.ProjectRoles
+	h.rep.enqueue(ev)
 }
 
 // sameConditions: the written conditions say what want says (type and message, in order).

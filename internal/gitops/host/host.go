@@ -157,6 +157,10 @@ type Host struct {
 	revision   string // the installation repository's commit last loaded
 	lastErr    error  // the last load's failure (the repository itself)
 
+	// lastRoles are the AppProject roles last sent to the control plane (nil: none yet).
+	rolesMu   sync.Mutex
+	lastRoles []runtimev1.ProjectRoleRecord
+
 	capps     *clusterApps  // nil without Options.ClusterApps
 	firstLoad chan struct{} // closed after the first load of the installation repository
 	firstOnce sync.Once
@@ -234,9 +238,7 @@ func New(opts Options) (*Host, error) {
 		return nil, err
 	}
 	h.rep = newReporter(opts.Sink, opts.Logger.With("component", "gitops-report"))
-	if h.capps != nil {
-		h.rep.roles = h.capps.rolesEvent
-	}
+	h.rep.roles = h.snapshotRoles
 	h.rep.spec = func(name string) *app.Application {
 		if la, ok := h.loaded(name); ok {
 			return la.app
@@ -270,6 +272,7 @@ func New(opts Options) (*Host, error) {
 		eo.Credentials = opts.Credentials
 	}
 	eo.Projects = h.project
+	eo.ProjectsChanged = h.reportRoles
 	if eo.Credentials == nil {
 		// Apps in the installation repository itself use its credentials; other repositories
 		// the runtime's repository credentials.
@@ -457,6 +460,7 @@ func (h *Host) Load(ctx context.Context) error {
 	h.mu.Lock()
 	h.projects = projects
 	h.mu.Unlock()
+	h.reportRoles()
 	problems = append(problems, h.apply(ctx, apps, func(la loadedApp) bool { return keep(la) || failedSources[la.source] }, projects, snap.SHA)...)
 	problems = append(problems, h.applySets(ctx, sets, func(ls loadedSet) bool { return failed[ls.file] || failedSources[ls.source] })...)
 	h.mu.Lock()

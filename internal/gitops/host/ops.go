@@ -222,8 +222,15 @@ func (h *Host) DeleteApplication(ctx context.Context, c Caller, name string, cas
 	if err != nil {
 		return err
 	}
-	// Remove it first with the caller's cascade choice; the reload then finds it gone.
+	// Remove it first with the caller's cascade choice; the reload then finds it gone. One
+	// whose PostDelete hooks failed stays in the engine, deleting, which retries it: the
+	// loader forgets it all the same (a reload must not delete it again with another cascade).
 	if err := h.eng.Remove(ctx, name, cascade); err != nil && !errors.Is(err, errdefs.ErrNotFound) {
+		if errors.Is(err, engine.ErrDeletionPending) {
+			h.mu.Lock()
+			delete(h.apps, name)
+			h.mu.Unlock()
+		}
 		return err
 	}
 	h.mu.Lock()

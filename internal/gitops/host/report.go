@@ -38,8 +38,8 @@ type reporter struct {
 	sink func(context.Context, runtimev1.ReportRequest) error
 	log  *slog.Logger
 	spec func(name string) *app.Application
-	// roles is the ProjectRolesListed event sent with each snapshot; nil: none (the runtime
-	// does not watch AppProject resources).
+	// roles is the ProjectRolesListed event sent with each snapshot (every AppProject the
+	// runtime runs: resources, git, rendered by applications); nil: none.
 	roles func() runtimev1.AppEvent
 
 	mu           sync.Mutex

@@ -147,11 +147,15 @@ func wireHistory(hs []engine.HistoryEntry) []appproxyv1.HistoryEntry {
 }
 
 func wireHistoryEntry(h engine.HistoryEntry) appproxyv1.HistoryEntry {
-	return appproxyv1.HistoryEntry{
+	out := appproxyv1.HistoryEntry{
 		ID: h.ID, Revision: h.Revision, Source: wireSource(h.Source), Commit: wireCommit(h.Commit), Phase: string(h.Phase), Message: h.Message,
 		Changed: wireResults(h.Changed), InitiatedBy: string(h.InitiatedBy), User: h.User, StartedAt: h.StartedAt, FinishedAt: h.FinishedAt,
-		Duration: h.Duration,
+		Duration: h.Duration, Revisions: h.Revisions,
 	}
+	for _, src := range h.Sources {
+		out.Sources = append(out.Sources, wireSource(src))
+	}
+	return out
 }
 
 func wireRollback(r *engine.RollbackResult) *appproxyv1.RollbackResult {

@@ -228,6 +228,9 @@ export interface HistoryEntry {
   id: number;
   revision: string;
   source: AppSource;
+  /** A multi-source app's sources when it was synced, and each one's revision, in order. */
+  sources?: AppSource[];
+  revisions?: string[];
   commit?: CommitInfo;
   phase: OperationPhase | string;
   message?: string;
