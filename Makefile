@@ -153,6 +153,24 @@ faults:
 	grep -o 'FAULT|.*' $$log | awk -F'|' '{ printf "%-5s | %-84s | %s\n", $$2, $$3, $$4 }'; \
 	rm -f $$log; exit $$status
 
+## chaos: the chaos suite (internal/faults TestChaos; FRESHET_TEST_POSTGRES required): 3 `freshet
+## server` replicas on PostgreSQL and a 3-node NATS JetStream cluster (nats-server built from
+## the module in go.mod, cached in $(NATS_CACHE)), runners and a tunnel runtime under steady
+## load; a replica, a runner and a NATS node killed, PostgreSQL frozen, the tunnel cut; prints
+## one row per fault (see docs/benchmarks.md, "Chaos"). THROUGHPUT=1 also measures builds/s and
+## tunnel requests/s with 3 replicas, then 1
+NATS_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/freshet/nats
+chaos:
+	@v=$$($(GO) list -m -f '{{.Version}}' github.com/nats-io/nats-server/v2) && nats=$(NATS_CACHE)/nats-server-$$v && \
+	{ [ -x $$nats ] || { mkdir -p $(NATS_CACHE) && $(GO) build -o $$nats.tmp github.com/nats-io/nats-server/v2 && mv $$nats.tmp $$nats; }; } || exit 1; \
+	log=$$(mktemp); FRESHET_CHAOS_NATS_SERVER=$$nats $(if $(THROUGHPUT),FRESHET_CHAOS_THROUGHPUT=1) $(GO) test -count=1 -v -timeout 12m -run '^TestChaos$$$(if $(THROUGHPUT),|^TestChaosThroughput$$)' ./internal/faults/ > $$log 2>&1; status=$$?; \
+	grep -E '^(--- |ok|FAIL|panic)' $$log; [ $$status -eq 0 ] || grep -vE '^=== |level=DEBUG|level=INFO' $$log | grep -v CHAOS | tail -60; \
+	echo; grep -o 'CHAOS .*' $$log; echo; \
+	grep -o 'CHAOSROW|.*' $$log | awk -F'|' '{ printf "%-62s %11s %11s %14s %16s %15s %10s | %13s %15s %19s %29s %6s %11s %8s\n", $$2,$$3,$$4,$$5,$$6,$$7,$$8,$$9,$$10,$$11,$$12,$$13,$$14,$$15 }'; echo; \
+	grep -o 'CHAOSPROC|.*' $$log | awk -F'|' '{ printf "%-22s %17s %16s %10s %9s\n", $$2,$$3,$$4,$$5,$$6 }'; \
+	grep -q 'CHAOSTHRU|' $$log && { echo; grep -o 'CHAOSTHRU|.*' $$log | awk -F'|' '{ printf "%-9s %13s %22s %14s\n", $$2,$$3,$$4,$$5 }'; }; \
+	if [ $$status -eq 0 ]; then rm -f $$log; else echo "whole output kept in $$log"; fi; exit $$status
+
 ## fuzz: run every fuzz target in the tree (found by hack/fuzz.sh, not listed) for FUZZTIME
 ## each; FUZZ=REGEXP runs those whose name matches
 fuzz:

@@ -16,4 +16,9 @@
 // a table; docs/benchmarks.md keeps the numbers before and after each fix. Tests for the control
 // plane's own faults (log appends, the outbox relay, dispatch sessions, build numbers) belong
 // beside these, with the same helpers (harness_test.go).
+//
+// TestChaos (`make chaos`, chaos_test.go) runs on the same harness: three `freshet server`
+// replicas, a NATS cluster of nats-server processes, runners and a tunnel runtime under steady
+// load, through one fault after another, with a row "CHAOSROW|fault|counts…" per fault. It runs
+// only when `make chaos` built nats-server (FRESHET_CHAOS_NATS_SERVER), on PostgreSQL.
 package faults

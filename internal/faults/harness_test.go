@@ -139,6 +139,15 @@ type controlPlane struct {
 // FRESHET_TEST_POSTGRES is set, SQLite in its data dir otherwise. extra are more flags.
 func newControlPlane(t *testing.T, mode string, extra ...string) *controlPlane {
 	t.Helper()
+	cp := prepareControlPlane(t, mode, extra...)
+	cp.begin()
+	return cp
+}
+
+// prepareControlPlane is newControlPlane without starting it: a test may change its flags and
+// environment (cp.args, cp.env), then call begin.
+func prepareControlPlane(t *testing.T, mode string, extra ...string) *controlPlane {
+	t.Helper()
 	dir := t.TempDir()
 	port := testproc.FreePort(t)
 	cp := &controlPlane{t: t, url: fmt.Sprintf("http://127.0.0.1:%d", port),
@@ -152,13 +161,18 @@ func newControlPlane(t *testing.T, mode string, extra ...string) *controlPlane {
 		cp.args = append(cp.args, "--db", storetest.DSN(t, store.Postgres), "--master-key-file", keys)
 	}
 	cp.args = append(cp.args, extra...)
+	return cp
+}
+
+// begin starts a prepared control plane and logs in as its admin.
+func (cp *controlPlane) begin() {
+	cp.t.Helper()
 	cp.start()
 	login, err := client.New(cp.url).Login(context.Background(), client.LoginRequest{Email: "admin@freshet.local", Password: adminPassword})
 	if err != nil {
-		t.Fatal(err)
+		cp.t.Fatal(err)
 	}
 	cp.admin = client.New(cp.url, client.WithToken(login.Token))
-	return cp
 }
 
 // start starts the control plane and waits until it is ready.

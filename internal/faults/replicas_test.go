@@ -51,6 +51,8 @@ func (cp *controlPlane) replica() *controlPlane {
 			r.args[i+1] = fmt.Sprintf("127.0.0.1:%d", port)
 		case "--data-dir":
 			r.args[i+1] = filepath.Join(cp.t.TempDir(), "data")
+		case "--advertise-url":
+			r.args[i+1] = r.url
 		}
 	}
 	r.start()

@@ -412,11 +412,13 @@ func (d *Dispatcher) endLease(ctx context.Context, b store.Build, why string) {
 	}
 	requeue := err == nil && cfg.OnLeaseExpiry != "fail" && b.Attempt < cfg.maxAttempts() && b.Status != StatusTerminating
 	if requeue {
-		ok, err := d.db.RequeueBuild(ctx, b.AccountID, b.ID, b.LeaseID, reason+"; requeued")
+		// The marker goes in with the requeue: the next attempt's log starts after it.
+		marker := markerLine(fmt.Sprintf("[freshet] %s; the build was requeued", reason))
+		ok, at, err := d.db.RequeueBuild(ctx, b.AccountID, b.ID, b.LeaseID, reason+"; requeued", marker)
 		if err != nil || !ok {
 			return
 		}
-		d.appendMarker(ctx, b, fmt.Sprintf("[freshet] %s; the build was requeued", reason))
+		d.publishLog(b.ID, at, marker)
 	} else {
 		status := StatusFailed
 		if b.Status == StatusTerminating {
@@ -438,11 +440,14 @@ func (d *Dispatcher) appendMarker(ctx context.Context, b store.Build, line strin
 	if err != nil {
 		return
 	}
-	data := []byte("\n" + line + "\n")
+	data := markerLine(line)
 	if _, err := d.db.AppendLog(ctx, b.ID, cur.LogSize, data); err == nil {
 		d.publishLog(b.ID, cur.LogSize, data)
 	}
 }
+
+// markerLine is a line the control plane writes in a build's log, on a line of its own.
+func markerLine(line string) []byte { return []byte("\n" + line + "\n") }
 
 // forget drops a build from every local session.
 func (d *Dispatcher) forget(buildID string) {

@@ -59,7 +59,7 @@ type Store interface {
 	ExpiredLeases(ctx context.Context, t time.Time) ([]store.Build, error)
 	LeasedBuilds(ctx context.Context, accountID, runnerID string) ([]store.Build, error)
 	RunnerLeases(ctx context.Context) (map[string][]string, error)
-	RequeueBuild(ctx context.Context, accountID, buildID, leaseID, reason string) (bool, error)
+	RequeueBuild(ctx context.Context, accountID, buildID, leaseID, reason string, marker []byte) (ok bool, at int64, err error)
 
 	// Contexts. DefaultContext is the account's default registry (ErrNotFound: none).
 	GetContext(ctx context.Context, accountID, name string) (store.ConfigContext, error)

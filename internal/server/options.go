@@ -13,6 +13,7 @@ import (
 	"github.com/freshet-dev/freshet/api/runnerv1"
 	"github.com/freshet-dev/freshet/internal/analytics"
 	"github.com/freshet-dev/freshet/internal/billing"
+	"github.com/freshet-dev/freshet/internal/bus"
 	"github.com/freshet-dev/freshet/internal/cron"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
@@ -36,6 +37,7 @@ type Options struct {
 	DataDir         string
 	DB              string // SQLite path or postgres:// URL; empty: SQLite in DataDir
 	NATS            string // external NATS URL(s); empty: embedded in DataDir
+	NATSReplicas    int    // the event stream's replicas on a NATS cluster (0 means 1; 3 survives a node's loss)
 	TLSCert         string
 	TLSKey          string
 	LogFormat       string
@@ -94,6 +96,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet, local bool) {
 	fs.StringVar(&o.DataDir, "data-dir", DefaultDataDir(), "directory for the SQLite database, embedded NATS data and other state")
 	fs.StringVar(&o.DB, "db", "", "database: a postgres:// URL, or a SQLite file path (default: freshet.db in --data-dir)")
 	fs.StringVar(&o.NATS, "nats", "", "external NATS URL(s), comma separated (default: an embedded NATS JetStream server in --data-dir)")
+	fs.IntVar(&o.NATSReplicas, "nats-replicas", 0, "replicas of the event stream on a NATS cluster, 1 to 5 (default 1; 3 survives the loss of a node; --nats only)")
 	fs.StringVar(&o.TLSCert, "tls-cert", "", "TLS certificate file (PEM); with --tls-key, serve HTTPS")
 	fs.StringVar(&o.TLSKey, "tls-key", "", "TLS private key file (PEM)")
 	fs.StringVar(&o.LogFormat, "log-format", "text", "log format: text or json")
@@ -147,6 +150,12 @@ func (o *Options) Validate() error {
 	}
 	if o.NATS != "" && !strings.HasPrefix(o.NATS, "nats://") && !strings.HasPrefix(o.NATS, "tls://") {
 		return errdefs.Invalid("nats", o.NATS, "is not a nats:// or tls:// URL")
+	}
+	switch {
+	case o.NATSReplicas < 0 || o.NATSReplicas > bus.MaxReplicas:
+		return errdefs.Invalid("nats-replicas", fmt.Sprint(o.NATSReplicas), fmt.Sprintf("must be between 1 and %d (0 means 1)", bus.MaxReplicas))
+	case o.NATSReplicas > 1 && o.NATS == "":
+		return errdefs.Invalid("nats-replicas", fmt.Sprint(o.NATSReplicas), "needs --nats: the embedded NATS server is a single node")
 	}
 	if o.ShutdownTimeout <= 0 {
 		return errdefs.Invalid("shutdown-timeout", o.ShutdownTimeout.String(), "must be positive")

@@ -105,7 +105,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 		ln.Close()
 		return nil, err
 	}
-	if s.bus, err = bus.Open(ctx, bus.Options{URL: opts.NATS, DataDir: filepath.Join(opts.DataDir, "nats")}, log.With("component", "bus")); err != nil {
+	if s.bus, err = bus.Open(ctx, bus.Options{URL: opts.NATS, Replicas: opts.NATSReplicas, DataDir: filepath.Join(opts.DataDir, "nats")}, log.With("component", "bus")); err != nil {
 		s.db.Close()
 		return nil, fmt.Errorf("event bus: %w", err)
 	}

@@ -98,6 +98,8 @@ func TestOptionsValidate(t *testing.T) {
 		{"log-format", func(o *server.Options) { o.LogFormat = "xml" }},
 		{"log-level", func(o *server.Options) { o.LogLevel = "loud" }},
 		{"nats", func(o *server.Options) { o.NATS = "http://x" }},
+		{"nats-replicas", func(o *server.Options) { o.NATSReplicas = 3 }}, // the embedded server is one node
+		{"nats-replicas", func(o *server.Options) { o.NATS, o.NATSReplicas = "nats://127.0.0.1:4222", 6 }},
 		{"shutdown-timeout", func(o *server.Options) { o.ShutdownTimeout = 0 }},
 	}
 	for _, c := range cases {

@@ -319,3 +319,49 @@ func TestRunnerLeases(t *testing.T) {
 		}
 	})
 }
+
+// RequeueBuild requeues a build and appends its marker to the log in one transaction: the next
+// attempt, claimed after it, starts its log after the marker and appends there. A stale lease
+// changes nothing, marker included.
+func TestRequeueBuildAppendsItsMarker(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		a, _ := seed(t, db, "acme")
+		p := createPipeline(t, db, a.ID, createProject(t, db, a.ID, "web").ID, "ci")
+		bl, err := queueBuild(ctx, db, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Now()
+		lease := store.NewID(store.PrefixLease)
+		if ok, err := db.ClaimBuild(ctx, a.ID, bl.ID, "run_1", lease, now.Add(time.Minute), now); !ok || err != nil {
+			t.Fatalf("ClaimBuild = %v, %v", ok, err)
+		}
+		if _, err := db.AppendLog(ctx, bl.ID, 0, []byte("line 1\n")); err != nil {
+			t.Fatal(err)
+		}
+		marker := []byte("\n[freshet] lease expired; requeued\n")
+		if ok, _, err := db.RequeueBuild(ctx, a.ID, bl.ID, "lse_stale", "stale", marker); ok || err != nil {
+			t.Fatalf("RequeueBuild under a stale lease = %v, %v; want false, nil", ok, err)
+		}
+		ok, at, err := db.RequeueBuild(ctx, a.ID, bl.ID, lease, "lease expired", marker)
+		if !ok || err != nil || at != 7 {
+			t.Fatalf("RequeueBuild = %v, %d, %v; want true, 7, nil", ok, at, err)
+		}
+		got, err := db.GetBuild(ctx, a.ID, bl.ID)
+		if err != nil || got.Status != "queued" || got.LogSize != 7+int64(len(marker)) {
+			t.Fatalf("after the requeue: %s, log size %d, %v; want queued, %d", got.Status, got.LogSize, err, 7+len(marker))
+		}
+		// The next attempt continues the log where the claim finds it ending.
+		if ok, err := db.ClaimBuild(ctx, a.ID, bl.ID, "run_2", store.NewID(store.PrefixLease), now.Add(time.Minute), now); !ok || err != nil {
+			t.Fatalf("ClaimBuild again = %v, %v", ok, err)
+		}
+		if _, err := db.AppendLog(ctx, bl.ID, got.LogSize, []byte("line 1\n")); err != nil {
+			t.Fatalf("the next attempt's first chunk: %v", err)
+		}
+		want := "line 1\n" + string(marker) + "line 1\n"
+		if log, err := db.ReadLog(ctx, bl.ID, 0, 1<<20); err != nil || string(log) != want {
+			t.Fatalf("ReadLog = %q, %v; want %q", log, err, want)
+		}
+	})
+}

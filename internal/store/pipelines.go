@@ -576,19 +576,41 @@ func (q *Queries) SetBuildStatus(ctx context.Context, accountID, buildID, leaseI
 }
 
 // RequeueBuild puts a build whose lease expired back in the queue under no lease, if leaseID is
-// still its lease. Its log is kept (the next attempt continues it); its steps start over.
-func (q *Queries) RequeueBuild(ctx context.Context, accountID, buildID, leaseID, reason string) (bool, error) {
-	res, err := q.exec(ctx, `UPDATE builds SET status = 'queued', runner_id = '', lease_id = '', lease_expires = 0, reason = ?
-		WHERE account_id = ? AND id = ? AND lease_id = ?`, reason, accountID, buildID, leaseID)
+// still its lease, and appends marker (when not empty) to its log; at is where the marker starts.
+// Its log is kept (the next attempt continues it); its steps start over. It is one transaction:
+// the next attempt's log starts after the marker, whichever replica hands the build out (a
+// marker appended after the requeue could land where that attempt had begun its log, and the
+// attempt's runner could then never ship its lines).
+func (db *DB) RequeueBuild(ctx context.Context, accountID, buildID, leaseID, reason string, marker []byte) (ok bool, at int64, err error) {
+	err = db.Tx(ctx, func(tx *Tx) error {
+		res, err := tx.exec(ctx, `UPDATE builds SET status = 'queued', runner_id = '', lease_id = '', lease_expires = 0, reason = ?
+			WHERE account_id = ? AND id = ? AND lease_id = ?`, reason, accountID, buildID, leaseID)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil || n == 0 {
+			return err
+		}
+		if _, err := tx.exec(ctx, `DELETE FROM build_steps WHERE build_id = ?`, buildID); err != nil {
+			return err
+		}
+		if len(marker) > 0 {
+			// The row is locked by the update (PostgreSQL) or the database by the transaction
+			// (SQLite): no append moves the log's end meanwhile.
+			if err := tx.queryRow(ctx, `SELECT log_size FROM builds WHERE id = ?`, buildID).Scan(&at); err != nil {
+				return err
+			}
+			if _, err := tx.appendLog(ctx, buildID, at, marker); err != nil {
+				return err
+			}
+		}
+		ok = true
+		return nil
+	})
 	if err != nil {
-		return false, err
+		return false, 0, err
 	}
-	n, err := res.RowsAffected()
-	if err != nil || n == 0 {
-		return false, err
-	}
-	_, err = q.exec(ctx, `DELETE FROM build_steps WHERE build_id = ?`, buildID)
-	return true, err
+	return ok, at, nil
 }
 
 func repeat(s string, n int) string {

@@ -5,12 +5,15 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
@@ -43,37 +46,76 @@ func hopSignature(secret []byte, from, ts, method, runtimeID, target string, h h
 	return hex.EncodeToString(m.Sum(nil))
 }
 
+// maxHopTries bounds the replicas one request is offered to when they refuse connections.
+const maxHopTries = 3
+
 // forwardHop sends an authorized request to the replica at addr, which holds rt's tunnel.
-// The hop is plain HTTP/1.1 so that upgrades pass through it as they are.
-func (s *Server) forwardHop(w http.ResponseWriter, r *http.Request, rt Runtime, addr string, h http.Header, escPath string) {
+// The hop is plain HTTP/1.1 so that upgrades pass through it as they are. It reports refused
+// (and answers nothing) when the replica refused the connection before any of the request was
+// sent: the caller may offer the request to another replica.
+func (s *Server) forwardHop(w http.ResponseWriter, r *http.Request, rt Runtime, addr string, h http.Header, escPath string) (refused bool) {
 	if r.ProtoMajor == 1 {
 		if proto := wire.IsUpgrade(r.Header); proto != "" {
 			h["Connection"] = []string{"Upgrade"}
 			h["Upgrade"] = []string{proto}
 		}
 	}
-	var body io.ReadCloser
+	var body *hopBody
+	var out *http.Request
+	var err error
 	if r.ContentLength != 0 {
-		body = r.Body
+		// The transport closes the body when the connection fails; the request's own body
+		// stays open for the next replica, which it may go to if none of it was read.
+		body = &hopBody{r: r.Body}
+		out, err = s.hopRequest(r.Context(), r.Method, rt, addr, h, escPath, r.URL.RawQuery, body, r.ContentLength)
+	} else {
+		out, err = s.hopRequest(r.Context(), r.Method, rt, addr, h, escPath, r.URL.RawQuery, nil, r.ContentLength)
 	}
-	out, err := s.hopRequest(r.Context(), r.Method, rt, addr, h, escPath, r.URL.RawQuery, body, r.ContentLength)
 	if err != nil {
 		s.writeError(w, r, err)
-		return
+		return false
 	}
 	resp, err := s.hop.RoundTrip(out)
 	if err != nil {
 		if r.Context().Err() != nil {
-			return
+			return false
+		}
+		if connectionRefused(err) && (body == nil || !body.read) {
+			s.log.Warn("tunnel hop refused: the replica is gone; trying another", logKeyRuntime, rt.Name, logKeyReplica, addr, logKeyErr, err)
+			return true
 		}
 		s.writeError(w, r, s.hopFailed(rt, addr, err))
-		return
+		return false
 	}
 	if resp.StatusCode == http.StatusSwitchingProtocols {
 		s.pipe101(w, r, resp)
 		return
 	}
 	s.copyResponse(w, r, rt, resp)
+	return false
+}
+
+// hopBody is a request's body as one hop reads it: Close does not close the request's body,
+// and read says whether any of it was read.
+type hopBody struct {
+	r    io.Reader
+	read bool
+}
+
+func (b *hopBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if n > 0 {
+		b.read = true
+	}
+	return n, err
+}
+
+func (b *hopBody) Close() error { return nil }
+
+// connectionRefused reports a hop that failed to connect: the replica got none of it.
+func connectionRefused(err error) bool {
+	var op *net.OpError
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &op) && op.Op == "dial"
 }
 
 // hopRequest makes the signed request that forwards a request for rt, with header h (the

@@ -197,6 +197,22 @@ func (t *peerTable) update(a Announcement, now time.Time) {
 	t.reindex()
 }
 
+// drop forgets the replica at addr, which refused a connection (it died without withdrawing
+// its announcement); it is learned again from its next announcement if it is back.
+func (t *peerTable) drop(addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := len(t.replicas)
+	for id, p := range t.replicas {
+		if p.addr == addr {
+			delete(t.replicas, id)
+		}
+	}
+	if len(t.replicas) != n {
+		t.reindex()
+	}
+}
+
 func (t *peerTable) expire(now time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -201,9 +201,18 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request, rt Runtime, p rba
 		s.forwardTunnel(w, r, rt, e, h, escPath)
 		return
 	}
-	if _, addr, ok := s.peers.lookupID(rt.ID, time.Now()); ok {
-		s.forwardHop(w, r, rt, addr, h, escPath)
-		return
+	// A replica that refuses the connection is gone (killed: it could not withdraw its
+	// announcement): forget it and try the next replica holding the runtime, since nothing
+	// was sent.
+	for range maxHopTries {
+		_, addr, ok := s.peers.lookupID(rt.ID, time.Now())
+		if !ok {
+			break
+		}
+		if !s.forwardHop(w, r, rt, addr, h, escPath) {
+			return
+		}
+		s.peers.drop(addr)
 	}
 	s.writeError(w, r, notConnected(rt.Name))
 }

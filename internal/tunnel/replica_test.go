@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/bus"
 	"github.com/freshet-dev/freshet/internal/tunnel"
+	"github.com/freshet-dev/freshet/internal/tunnel/client"
 )
 
 // replica starts a control-plane replica announcing over its own connection to the shared NATS.
@@ -162,4 +164,59 @@ func TestRequestOnOtherReplicaIsForwarded(t *testing.T) {
 		return strings.Contains(e.Message, "not connected")
 	})
 	fmt.Fprint(io.Discard, ra.connectEvents())
+}
+
+// mutePresence is a replica's presence that stops announcing when muted, as a killed replica
+// does: it never withdraws what it announced.
+type mutePresence struct {
+	tunnel.Presence
+	muted atomic.Bool
+}
+
+func (p *mutePresence) Publish(ctx context.Context, a tunnel.Announcement) error {
+	if p.muted.Load() {
+		return nil
+	}
+	return p.Presence.Publish(ctx, a)
+}
+
+// A replica holding a runtime's tunnel dies without withdrawing its announcement (SIGKILL)
+// while another replica holds a tunnel connection of the same runtime too. A request on a third
+// replica that picks the dead one finds it refusing connections, forgets it, and goes to the
+// live holder: no request fails because of the dead replica's announcement (make chaos found
+// such requests failing with 502 for up to 3 presence intervals).
+func TestHopSkipsAReplicaThatRefuses(t *testing.T) {
+	checkLeaks(t)
+	b, err := bus.Open(context.Background(), bus.Options{DataDir: t.TempDir(), ListenLoopback: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	secret := bytes.Repeat([]byte("replica-secret!!"), 2)
+	ra := replica(t, b, "a", secret)
+	var ghostPresence *mutePresence
+	ghost := replicaWith(t, b, "ghost", secret, func(o *tunnel.Options) {
+		ghostPresence = &mutePresence{Presence: o.Presence}
+		o.Presence = ghostPresence
+		// Its announcements outlive a's: the other replicas prefer it while it lasts.
+		o.PresenceInterval = 10 * time.Second
+	})
+	rc := replica(t, b, "c", secret)
+	startRuntime(t, ra, "token-a", newApp(), nil)
+	startRuntime(t, ghost, "token-a", newApp(), func(o *client.Options) { o.MaxBackoff = time.Hour })
+	hc := httpClient(t)
+	waitFor(t, "replica c to forward to the runtime", func() bool {
+		code, _, _ := get(t, hc, rc.url+"/runtimes/prod/hello", "alice")
+		return code == http.StatusOK && ghost.srv.Conns("rt-a") > 0 && ra.srv.Conns("rt-a") > 0
+	})
+
+	// The ghost dies: silent, its port refusing connections.
+	ghostPresence.muted.Store(true)
+	ghost.ts.CloseClientConnections()
+	ghost.ts.Listener.Close()
+	for i := range 20 {
+		if code, _, body := get(t, hc, rc.url+"/runtimes/prod/hello", "alice"); code != http.StatusOK {
+			t.Fatalf("request %d after the ghost died = %d %s, want 200 through replica a", i, code, body)
+		}
+	}
 }
