@@ -22,7 +22,7 @@ build:
 up: web build
 	./$(BIN) up
 
-## test: vet, lint and every test with the race detector (PostgreSQL suites run when
+## test: vet, lint and every test with the race detector (PostgreSQL suites and `make chaos` run when
 ## FRESHET_TEST_POSTGRES is set; Kubernetes suites when the devcluster binaries are built;
 ## container suites when `make containers-deps` installed their Debian packages, as root)
 test: vet web test-deps
@@ -30,6 +30,7 @@ test: vet web test-deps
 	$(MAKE) --no-print-directory test-real-node
 	$(MAKE) --no-print-directory devcluster-test
 	$(MAKE) --no-print-directory web-test
+	$(if $(FRESHET_TEST_POSTGRES),$(MAKE) --no-print-directory chaos,@echo "chaos suite skipped: it needs FRESHET_TEST_POSTGRES")
 
 ## test-deps: what the suites need besides Go modules and npm packages: the loopback Kubernetes
 ## binaries (built once, cached outside the clone) and Debian's container packages (apt-get)
