@@ -1721,6 +1721,8 @@ describe('web UI', () => {
       ['/runtimes/local', 'runtime'],
       ['/applications', 'applications'],
       ['/environments', 'environments'],
+      ['/hub', 'hub'],
+      ['/hub/git-clone', 'hub-template'],
       ...(kube ? ([['/applications/local/shop', 'application']] as const) : []),
     ] as const) {
       await visit(path, name);
@@ -1731,6 +1733,31 @@ describe('web UI', () => {
     expect(darkProblems, darkProblems.join('\n')).toEqual([]);
     await page.getByRole('button', { name: 'Switch to light theme' }).click();
     expect(await page.evaluate(() => localStorage.getItem('freshet.theme'))).toBe('light');
+  });
+
+  it('browses the template Hub: search, a template with its parameters and README as text, another version', async () => {
+    await visit('/hub', 'hub');
+    for (const name of ['git-clone', 'build-image', 'push-image', 'run-tests', 'promote-image-tag', 'notify']) {
+      await page.getByTestId(`hub-template-${name}`).waitFor();
+    }
+    await page.getByLabel('Search').fill('slack');
+    await expect.poll(() => page.locator('[data-testid^="hub-template-"]').count()).toBe(1);
+    await page.getByTestId('hub-template-notify').waitFor();
+    await page.getByLabel('Search').fill('');
+    await page.getByLabel('Category').selectOption('gitops');
+    await expect.poll(() => page.locator('[data-testid^="hub-template-"]').count()).toBe(1);
+    await page.getByRole('link', { name: 'promote-image-tag' }).click();
+    await page.locator('[data-page="hub-template"]').waitFor();
+    await page.getByRole('heading', { name: 'Parameters' }).waitFor();
+    await page.getByRole('cell', { name: 'git-credentials-secret' }).waitFor();
+    // The README is Markdown rendered as elements: its heading and table, no raw HTML.
+    await page.locator('.markdown h3', { hasText: 'promote-image-tag' }).waitFor();
+    expect(await page.locator('.markdown table').count()).toBeGreaterThan(0);
+    await page.getByRole('button', { name: 'Use this template' }).click();
+    await page.getByRole('dialog').waitFor();
+    await shot('hub-use-dialog');
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await shot('hub-template');
   });
 
   it('creates an account and switches to it and back', async () => {
@@ -1768,6 +1795,8 @@ describe('web UI', () => {
       ['/runtimes/local', 'runtime'],
       ['/applications', 'applications'],
       ['/environments', 'environments'],
+      ['/hub', 'hub'],
+      ['/hub/git-clone', 'hub-template'],
       ...(kube
         ? ([
             ['/applications/local/shop', 'application'],
