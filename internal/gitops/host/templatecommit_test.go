@@ -77,7 +77,7 @@ func TestCommitWorkflowTemplate(t *testing.T) {
 	if got := appsRepo.RevParse("main"); got != res.Commit {
 		t.Errorf("the branch is at %s, the answer says %s", got, res.Commit)
 	}
-	if f, ok := appsRepo.ReadFile("main", "workflow-templates/git-clone.yaml"); !ok || f != string(manifest) {
+	if f, ok := appsRepo.ReadFile("main", "workflow-templates/git-clone.yaml"); !ok || strings.TrimSpace(f) != strings.TrimSpace(string(manifest)) {
 		t.Errorf("the template in git differs from the manifest given (%v):\n%s", ok, f)
 	}
 	if f, ok := appsRepo.ReadFile("main", "apps/ci-workflow-templates.yaml"); !ok || !strings.Contains(f, "path: workflow-templates") {
