@@ -1748,7 +1748,7 @@ describe('web UI', () => {
     await expect.poll(() => page.locator('[data-testid^="hub-template-"]').count()).toBe(1);
     await page.getByRole('link', { name: 'promote-image-tag' }).click();
     await page.locator('[data-page="hub-template"]').waitFor();
-    await page.getByRole('heading', { name: 'Parameters' }).waitFor();
+    await page.getByRole('heading', { name: 'Parameters', level: 2 }).waitFor();
     await page.getByRole('cell', { name: 'git-credentials-secret' }).waitFor();
     // The README is Markdown rendered as elements: its heading and table, no raw HTML.
     await page.locator('.markdown h3', { hasText: 'promote-image-tag' }).waitFor();

@@ -138,7 +138,8 @@ export function Markdown({ source }: { source: string }) {
           }
           case 'code':
             return (
-              <pre key={k}>
+              // Focusable: a long line scrolls the block sideways, and the keyboard must reach it.
+              <pre key={k} tabIndex={0}>
                 <code>{b.text}</code>
               </pre>
             );

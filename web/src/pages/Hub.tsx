@@ -212,9 +212,10 @@ export function HubTemplateView({ params }: { params: Record<string, string> }) 
             </button>
           ) : undefined
         }
-      >
-        <Link to="/hub">Hub</Link> / {name}
-      </PageHeader>
+      />
+      <p>
+        <Link to="/hub">All templates</Link>
+      </p>
       {d.error ? (
         <ErrorState error={d.error} onRetry={() => d.reload()} />
       ) : !t ? (
@@ -265,7 +266,7 @@ export function HubTemplateView({ params }: { params: Record<string, string> }) 
           {t.readme ? <Markdown source={t.readme} /> : <p className="muted">This version has no README.</p>}
           <details>
             <summary>Manifest ({t.file})</summary>
-            <pre className="wrap">
+            <pre className="wrap" tabIndex={0}>
               <code>{t.manifest}</code>
             </pre>
           </details>
