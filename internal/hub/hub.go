@@ -42,6 +42,8 @@ const BuiltinSource = "builtin"
 const (
 	MaxSources   = 20
 	fetchTimeout = 60 * time.Second
+	// maxLoaded bounds the decoded sources kept (by URL, revision and path).
+	maxLoaded = 1000
 )
 
 var sourceNameRe = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -127,6 +129,7 @@ type Service struct {
 
 type loadedSource struct {
 	err       error // the fetch's, when it failed
+	badPath   bool  // the source's path is not a directory at the commit
 	commit    string
 	templates []Template
 	errs      []string
@@ -306,12 +309,17 @@ func (s *Service) read(ctx context.Context, src Source) loadedSource {
 	ls = loadedSource{commit: snap.SHA, templates: ts}
 	for _, e := range errs {
 		if e.File == root && e.Field == "path" {
+			ls.badPath = true
 			ls.errs = append(ls.errs, fmt.Sprintf("%s: path %q: %s", at, src.Path, e.Reason))
 			continue
 		}
 		ls.errs = append(ls.errs, at+": "+path.Join(strings.TrimPrefix(root, "."), e.File)+": "+strings.TrimPrefix(e.Error(), e.File+": "))
 	}
 	s.mu.Lock()
+	if len(s.loaded) >= maxLoaded {
+		// Sources deleted, or revisions moved on: forget them all rather than grow.
+		clear(s.loaded)
+	}
 	s.loaded[key] = ls
 	s.mu.Unlock()
 	return ls
@@ -390,7 +398,7 @@ func (s *Service) AddSource(ctx context.Context, p rbac.Principal, src Source) (
 	if errors.Is(ls.err, git.ErrUnreachable) {
 		return SourceStatus{}, fmt.Errorf("url %s cannot be reached now (retry later): %s: %w", src.URL, strings.Join(ls.errs, "; "), errdefs.ErrUnavailable)
 	}
-	if ls.commit == "" || (len(ls.templates) == 0 && len(ls.errs) > 0 && strings.Contains(ls.errs[0], "path ")) {
+	if ls.commit == "" || ls.badPath {
 		field, v := "url", src.URL
 		if ls.commit != "" {
 			field, v = "path", src.Path

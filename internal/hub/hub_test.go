@@ -299,3 +299,24 @@ func TestUseRefusals(t *testing.T) {
 }
 
 func pageAll() paging.Page { return paging.Page{Limit: paging.MaxLimit} }
+
+// A source whose every template is broken is still added (its repository and path are
+// readable): each file is reported, none joins the catalogue.
+func TestSourceOfBrokenTemplates(t *testing.T) {
+	db := storetest.Open(t, store.SQLite)
+	e := newEnv(t, db, loopback(t))
+	e.repo.Commit("main", map[string]string{
+		"a/versions/1.0.0/workflowTemplate.yaml": strings.Replace(tmpl("a", "1.0.0", "main"), "      container:", "      outputs: {parameters: [{name: o, valueFrom: {jsonPath: x}}]}\n      container:", 1),
+		"b/versions/1.0.0/workflowTemplate.yaml": "kind: [",
+		"c/versions/1.0.0/README.md":             "no manifest",
+	}, "broken")
+	st, err := e.svc.AddSource(context.Background(), e.admin, hub.Source{Name: "broken", URL: e.repo.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := strings.Join(st.Errors, "\n")
+	if st.Templates != 0 || len(st.Errors) != 3 || !strings.Contains(errs, "a/versions/1.0.0/workflowTemplate.yaml: spec.templates[0].outputs.parameters[0].valueFrom.jsonPath") ||
+		!strings.Contains(errs, "b/versions/1.0.0/workflowTemplate.yaml: workflowTemplate.yaml: is not YAML") || !strings.Contains(errs, "c/versions/1.0.0/workflowTemplate.yaml: is missing") {
+		t.Errorf("status: %+v", st)
+	}
+}
