@@ -1735,7 +1735,7 @@ describe('web UI', () => {
     expect(await page.evaluate(() => localStorage.getItem('freshet.theme'))).toBe('light');
   });
 
-  it('browses the template Hub: search, a template with its parameters and README as text, another version', async () => {
+  it('browses the template Hub: search, a category, a template with its parameters and README rendered, the use dialog', async () => {
     await visit('/hub', 'hub');
     for (const name of ['git-clone', 'build-image', 'push-image', 'run-tests', 'promote-image-tag', 'notify']) {
       await page.getByTestId(`hub-template-${name}`).waitFor();
@@ -1749,7 +1749,7 @@ describe('web UI', () => {
     await page.getByRole('link', { name: 'promote-image-tag' }).click();
     await page.locator('[data-page="hub-template"]').waitFor();
     await page.getByRole('heading', { name: 'Parameters', level: 2 }).waitFor();
-    await page.getByRole('cell', { name: 'git-credentials-secret' }).waitFor();
+    await page.getByRole('cell', { name: 'git-credentials-secret' }).first().waitFor();
     // The README is Markdown rendered as elements: its heading and table, no raw HTML.
     await page.locator('.markdown h3', { hasText: 'promote-image-tag' }).waitFor();
     expect(await page.locator('.markdown table').count()).toBeGreaterThan(0);
