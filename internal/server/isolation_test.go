@@ -1006,15 +1006,17 @@ func init() {
 
 // gqlCases attack each GraphQL query field from account B.
 var gqlCases = map[string]string{
-	"product":     `{ a: product(name: "a-secret-product") { name patterns } b: product(name: "a-annotated-product") { name environments { name applications { name } } } }`,
-	"me":          `{ me { user { id email } account { id name } role accounts { id name role } invitations { id account { id name } role invitedBy } } }`,
-	"account":     `{ account { id name createdAt } }`,
-	"users":       `{ users(first: 1000) { nodes { id email name role } pageInfo { endCursor hasNextPage } } }`,
-	"apiKeys":     `{ apiKeys(first: 1000) { nodes { id name prefix userId } } }`,
-	"auditEvents": `{ auditEvents(first: 1000) { nodes { id actor actorId action resourceId detail } } }`,
-	"teams":       `{ teams(first: 1000) { nodes { id name members { userId email } } } }`,
-	"sessions":    `{ sessions { id account { id name } current } }`,
-	"rules":       `{ rules(first: 1000) { nodes { id team user action kind runtime summary } } }`,
+	"hubTemplates": `{ hubTemplates { name source versions } }`,
+	"hubTemplate":  `{ builtin: hubTemplate(name: "git-clone") { name version parameters { name default required } } a: hubTemplate(name: "a-secret-template") { name } }`,
+	"product":      `{ a: product(name: "a-secret-product") { name patterns } b: product(name: "a-annotated-product") { name environments { name applications { name } } } }`,
+	"me":           `{ me { user { id email } account { id name } role accounts { id name role } invitations { id account { id name } role invitedBy } } }`,
+	"account":      `{ account { id name createdAt } }`,
+	"users":        `{ users(first: 1000) { nodes { id email name role } pageInfo { endCursor hasNextPage } } }`,
+	"apiKeys":      `{ apiKeys(first: 1000) { nodes { id name prefix userId } } }`,
+	"auditEvents":  `{ auditEvents(first: 1000) { nodes { id actor actorId action resourceId detail } } }`,
+	"teams":        `{ teams(first: 1000) { nodes { id name members { userId email } } } }`,
+	"sessions":     `{ sessions { id account { id name } current } }`,
+	"rules":        `{ rules(first: 1000) { nodes { id team user action kind runtime summary } } }`,
 	// B's own decisions name nothing of A's rules (A's rule governs gitsources in A only); asking
 	// about A's member or A's pipeline is refused (the REST case checks how).
 	"authzExplain": `{ gitsources: authzExplain(action: "read", resource: "gitsources/a-rt-attr") { allowed governed reasons rule }
