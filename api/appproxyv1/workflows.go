@@ -126,3 +126,37 @@ type WorkflowTemplateParameter struct {
 	Enum        []string `json:"enum"`
 	Description string   `json:"description"`
 }
+
+// WorkflowTemplateCommitRequest is the body of `POST git-sources/{name}/workflow-templates`:
+// a WorkflowTemplate committed to the Git Source's repository (with the Application that
+// deploys the directory it is in, when the Git Source has none yet).
+type WorkflowTemplateCommitRequest struct {
+	// Manifest is the WorkflowTemplate, YAML or JSON; it must pass the engine's lint.
+	Manifest string `json:"manifest"`
+	// Dir is the directory of the Git Source's repository the template is written to
+	// (default workflow-templates); it must lie outside the Git Source's own path.
+	Dir string `json:"dir,omitempty"`
+	// Namespace is where the templates are deployed (default: the Git Source's destination
+	// namespace).
+	Namespace string `json:"namespace,omitempty"`
+	// Upsert replaces a template file that exists.
+	Upsert bool `json:"upsert,omitempty"`
+	// Message is the commit message (default: "add workflow template NAME").
+	Message string `json:"message,omitempty"`
+}
+
+// WorkflowTemplateCommit is what committing a WorkflowTemplate to a Git Source did.
+type WorkflowTemplateCommit struct {
+	Name      string `json:"name"`
+	GitSource string `json:"gitSource"`
+	RepoURL   string `json:"repoURL"`
+	Branch    string `json:"branch"`
+	// File is the template's path in the repository.
+	File string `json:"file"`
+	// Application is the application that deploys Dir (created by this commit or before).
+	Application string `json:"application"`
+	// ApplicationCreated says whether this commit created it.
+	ApplicationCreated bool   `json:"applicationCreated"`
+	Commit             string `json:"commit"`
+	Namespace          string `json:"namespace"`
+}

@@ -20,11 +20,11 @@ var layers = []struct {
 		"internal/pipeline/spec", "internal/version", "internal/config", "internal/runner/mask",
 		"internal/runner/executor", "internal/runner/imagesign", "internal/schedule", "internal/repourl", "internal/gitops/crd", "internal/gitops/internal/yamlx",
 		"internal/tunnel/wire", "internal/runtimes/manifests", "internal/secrets", "internal/bus", "internal/netpolicy", "internal/gqlguard", "internal/sender",
-		"api", "client", "internal/testenv/fill", "charts", "internal/helmchart",
+		"api", "client", "internal/testenv/fill", "charts", "hub", "internal/helmchart",
 	}},
 	{"store", []string{"internal/store"}},
 	{"domains and engines", []string{
-		"internal/identity", "internal/audit", "internal/images", "internal/billing", "internal/pipeline", "internal/runtimes", "internal/events", "internal/analytics", "internal/notify", "internal/products",
+		"internal/identity", "internal/audit", "internal/images", "internal/billing", "internal/pipeline", "internal/runtimes", "internal/events", "internal/analytics", "internal/notify", "internal/products", "internal/hub",
 		"internal/cron", "internal/runner", "internal/gitops", "internal/gitops/rollouts", "internal/gitops/events", "internal/gitops/appset", "internal/tunnel/client", "internal/testenv",
 		"internal/runner/executor/local", "internal/runner/executor/kubernetes", "internal/runner/executor/executortest",
 		"internal/runner/executor/container",

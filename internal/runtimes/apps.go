@@ -374,6 +374,8 @@ func runtimeError(name string, resp *http.Response) error {
 		kind = errdefs.ErrForbidden
 	case http.StatusBadRequest:
 		kind = errdefs.ErrInvalid
+	case http.StatusConflict:
+		kind = errdefs.ErrConflict
 	}
 	return &kindError{fmt.Sprintf("runtime %s answered %d: %s", name, resp.StatusCode, msg), []error{kind}}
 }

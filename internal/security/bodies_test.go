@@ -55,6 +55,8 @@ var laxBase = map[string]string{
 	"POST /api/v1/environments":                  `{"name":"lax-env","kind":"prod","order":1,"targets":[{"runtime":"lax-rt","cluster":"lax","namespace":"lax-*"}]}`,
 	"PUT /api/v1/environments/{name}":            `{"kind":"prod","order":2,"targets":[{"cluster":"lax"}]}`,
 	"POST /api/v1/products":                      `{"name":"lax-product","patterns":["lax-*"]}`,
+	"POST /api/v1/hub/sources":                   `{"name":"lax-hub","url":"https://lax.example/hub.git","revision":"main","path":"workflows"}`,
+	"POST /api/v1/hub/templates/{name}/use":      `{"version":"0.1.0","runtime":"lax-rt","gitSource":"lax-gs","name":"lax-t","dir":"lax","namespace":"lax","upsert":true}`,
 	"POST /api/v1/notifications/channels":        `{"name":"lax-channel","kind":"webhook","url":"https://lax-hook.example/in","secret":"lax-secret"}`,
 	"POST /api/v1/notifications/subscriptions":   `{"channel":"lax-channel","events":["deployment"]}`,
 	"POST /api/v1/teams/{team}/members":          `{"user":"b-user@bravo.test"}`,

@@ -415,6 +415,33 @@ func TestGraphQL(t *testing.T) {
 	if !asGraphQL(err, &ge) || ge[0].Extensions["code"] != "invalid_argument" || ge[0].Extensions["field"] != "first" {
 		t.Fatalf("bad first: %v %+v", err, ge)
 	}
+	// The template Hub: the catalogue and one version, as REST answers them; an unknown
+	// template is null, an unknown version an error naming it.
+	var hubOut struct {
+		HubTemplates []struct{ Name, Source, LatestVersion string }
+		HubTemplate  *struct {
+			Name, Version, Readme string
+			Parameters            []struct {
+				Name, Default string
+				Required      bool
+			}
+		}
+		Absent *struct{ Name string }
+	}
+	if err := s.Admin.GraphQL(ctx, `{ hubTemplates(category: "gitops") { name source latestVersion }
+		hubTemplate(name: "git-clone", version: "0.1.0") { name version readme parameters { name default required } }
+		absent: hubTemplate(name: "absent") { name } }`, nil, &hubOut); err != nil {
+		t.Fatal(err)
+	}
+	if len(hubOut.HubTemplates) != 1 || hubOut.HubTemplates[0].Name != "promote-image-tag" || hubOut.HubTemplates[0].Source != "builtin" ||
+		hubOut.HubTemplate == nil || hubOut.HubTemplate.Readme == "" || len(hubOut.HubTemplate.Parameters) != 3 || !hubOut.HubTemplate.Parameters[0].Required ||
+		hubOut.HubTemplate.Parameters[1].Default != "main" || hubOut.Absent != nil {
+		t.Fatalf("hub over GraphQL: %+v", hubOut)
+	}
+	err = s.Admin.GraphQL(ctx, `{ hubTemplate(name: "git-clone", version: "9.9.9") { name } }`, nil, &hubOut)
+	if !asGraphQL(err, &ge) || ge[0].Extensions["field"] != "version" {
+		t.Fatalf("an unknown hub version: %v %+v", err, ge)
+	}
 	// Unauthenticated GraphQL is a 401, like REST.
 	if err := client.New(s.URL).GraphQL(ctx, `{ me { role } }`, nil, nil); !client.IsStatus(err, 401) {
 		t.Fatalf("anonymous graphql: %v", err)

@@ -66,6 +66,7 @@ const (
 	aChannel       = "a-secret-channel"
 	aEnvironment   = "a-secret-env"
 	aProduct       = "a-secret-product"
+	aHubSource     = "a-secret-hub"
 )
 
 const isolationSpec = "version: '1.0'\nsteps:\n  one:\n    commands: [\"echo one\"]\n"
@@ -270,6 +271,15 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 		t.Fatal(err)
 	}
 
+	// A's hub source, stored as the API stores one (its repository is not reachable under the
+	// test server's policy: its status carries A's URL in an error, which B must not see).
+	if err := s.DB().Tx(ctx, func(tx *store.Tx) error {
+		return tx.CreateHubSource(ctx, store.HubSource{ID: store.NewID(store.PrefixHubSource), AccountID: aMe.Account.ID, Name: aHubSource,
+			URL: "https://a-secret-hub.example/templates.git", Path: "workflows", CreatedAt: time.Now()})
+	}); err != nil {
+		t.Fatal(err)
+	}
+
 	audit, err := s.Admin.ListAudit(ctx, client.AuditFilter{ListOptions: client.ListOptions{Limit: 1000}})
 	if err != nil {
 		t.Fatal(err)
@@ -281,7 +291,7 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 		aApps[0].ID, "a-shop-web", "a-secret-repo", "a-team-label", "a-payments", "a-project-x", aHookSecret, tn.aInvitation, aDeployment,
 		aReportedDigest, aReportedRepo, aReportedIssue, aTracker, "a-tracker-token",
 		aChannel, "a-secret-hook.example", "a-channel-secret", "a-notified-app", sub.ID, aWorkflowUID, "a-secret-pipeline-run",
-		"a-secret-release", "a-secret-chart", aEnvironment, "a-secret-cluster", "a-secret-ns-", aProduct, "a-secret-glob-", "a-annotated-product"}
+		"a-secret-release", "a-secret-chart", aEnvironment, "a-secret-cluster", "a-secret-ns-", aProduct, "a-secret-glob-", "a-annotated-product", aHubSource, "a-secret-hub.example"}
 	for _, e := range audit.Items {
 		tn.aOnly = append(tn.aOnly, e.ID)
 	}
@@ -871,6 +881,37 @@ func init() {
 			expect(t, "deleting A's product", st, 404)
 			return st, out
 		},
+		"GET /api/v1/hub/templates": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "GET", "/api/v1/hub/templates", tn.bKey, "")
+			expect(t, "B's own catalogue", st, 200)
+			return st, out
+		},
+		"GET /api/v1/hub/templates/{name}": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "GET", "/api/v1/hub/templates/git-clone", tn.bKey, "")
+			expect(t, "a builtin template", st, 200)
+			return st, out
+		},
+		"POST /api/v1/hub/templates/{name}/use": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "POST", "/api/v1/hub/templates/git-clone/use", tn.bKey, `{"runtime":"a-rt","gitSource":"a-source"}`)
+			expect(t, "using a template on A's runtime", st, 404)
+			return st, out
+		},
+		"GET /api/v1/hub/sources": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "GET", "/api/v1/hub/sources", tn.bKey, "")
+			expect(t, "B's own hub sources", st, 200)
+			return st, out
+		},
+		"POST /api/v1/hub/sources": func(t *testing.T, tn *tenants) (int, string) {
+			// B's source named like A's: names are per account (the URL is refused by policy).
+			st, out := raw(t, tn, "POST", "/api/v1/hub/sources", tn.bKey, `{"name":"`+aHubSource+`","url":"http://127.0.0.1:1/b.git"}`)
+			expect(t, "B's hub source on loopback", st, 400)
+			return st, strings.ReplaceAll(out, aHubSource, "(b's own)")
+		},
+		"DELETE /api/v1/hub/sources/{name}": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "DELETE", "/api/v1/hub/sources/"+aHubSource, tn.bKey, "")
+			expect(t, "deleting A's hub source", st, 404)
+			return st, out
+		},
 		"GET /api/v1/notifications/channels": func(t *testing.T, tn *tenants) (int, string) {
 			return raw(t, tn, "GET", "/api/v1/notifications/channels", tn.bKey, "")
 		},
@@ -965,15 +1006,17 @@ func init() {
 
 // gqlCases attack each GraphQL query field from account B.
 var gqlCases = map[string]string{
-	"product":     `{ a: product(name: "a-secret-product") { name patterns } b: product(name: "a-annotated-product") { name environments { name applications { name } } } }`,
-	"me":          `{ me { user { id email } account { id name } role accounts { id name role } invitations { id account { id name } role invitedBy } } }`,
-	"account":     `{ account { id name createdAt } }`,
-	"users":       `{ users(first: 1000) { nodes { id email name role } pageInfo { endCursor hasNextPage } } }`,
-	"apiKeys":     `{ apiKeys(first: 1000) { nodes { id name prefix userId } } }`,
-	"auditEvents": `{ auditEvents(first: 1000) { nodes { id actor actorId action resourceId detail } } }`,
-	"teams":       `{ teams(first: 1000) { nodes { id name members { userId email } } } }`,
-	"sessions":    `{ sessions { id account { id name } current } }`,
-	"rules":       `{ rules(first: 1000) { nodes { id team user action kind runtime summary } } }`,
+	"hubTemplates": `{ hubTemplates { name source versions } }`,
+	"hubTemplate":  `{ builtin: hubTemplate(name: "git-clone") { name version parameters { name default required } } a: hubTemplate(name: "a-secret-template") { name } }`,
+	"product":      `{ a: product(name: "a-secret-product") { name patterns } b: product(name: "a-annotated-product") { name environments { name applications { name } } } }`,
+	"me":           `{ me { user { id email } account { id name } role accounts { id name role } invitations { id account { id name } role invitedBy } } }`,
+	"account":      `{ account { id name createdAt } }`,
+	"users":        `{ users(first: 1000) { nodes { id email name role } pageInfo { endCursor hasNextPage } } }`,
+	"apiKeys":      `{ apiKeys(first: 1000) { nodes { id name prefix userId } } }`,
+	"auditEvents":  `{ auditEvents(first: 1000) { nodes { id actor actorId action resourceId detail } } }`,
+	"teams":        `{ teams(first: 1000) { nodes { id name members { userId email } } } }`,
+	"sessions":     `{ sessions { id account { id name } current } }`,
+	"rules":        `{ rules(first: 1000) { nodes { id team user action kind runtime summary } } }`,
 	// B's own decisions name nothing of A's rules (A's rule governs gitsources in A only); asking
 	// about A's member or A's pipeline is refused (the REST case checks how).
 	"authzExplain": `{ gitsources: authzExplain(action: "read", resource: "gitsources/a-rt-attr") { allowed governed reasons rule }

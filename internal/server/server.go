@@ -36,6 +36,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/events"
 	"github.com/freshet-dev/freshet/internal/gitops/git"
+	"github.com/freshet-dev/freshet/internal/hub"
 	"github.com/freshet-dev/freshet/internal/identity"
 	"github.com/freshet-dev/freshet/internal/images"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
@@ -69,6 +70,7 @@ type Server struct {
 	images   *images.Service
 	notify   *notify.Service
 	products *products.Service
+	hub      *hub.Service
 	billing  *billing.Service
 	pipes    *pipeline.Service
 	dispatch *pipeline.Dispatcher
@@ -210,10 +212,14 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 		FailureWindow: opts.AnalyticsFailureWindow})
 	s.notify = notify.New(notify.Deps{Store: s.db, Audit: s.audit, Keys: keys, Net: s.policy, BaseURL: baseURL, Log: log.With("component", "notifications")})
 	s.products = products.New(products.Deps{Store: s.db, Audit: s.audit, Apps: s.runtimes, Deployments: s.stats, Log: log.With("component", "products")})
+	if s.hub, err = hub.New(hub.Deps{Store: s.db, Audit: s.audit, Git: cache, Net: s.policy, Runtimes: s.runtimes, Log: log.With("component", "hub")}); err != nil {
+		s.Close()
+		return nil, err
+	}
 	s.rest = rest.New(rest.Deps{Identity: s.identity, Audit: s.audit, Pipelines: s.pipes, Dispatcher: s.dispatch, Runtimes: s.runtimes, Analytics: s.stats, Images: s.images,
-		Notifications: s.notify, Products: s.products, Billing: s.billing, Log: log,
+		Notifications: s.notify, Products: s.products, Hub: s.hub, Billing: s.billing, Log: log,
 		SecureCookies: opts.TLSCert != "", Access: s.access, PublicURL: baseURL})
-	gql, err := graphql.New(s.identity, s.audit, s.runtimes, s.stats, s.products, log)
+	gql, err := graphql.New(s.identity, s.audit, s.runtimes, s.stats, s.products, s.hub, log)
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("graphql schema: %w", err)

@@ -21,6 +21,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gqlguard"
+	"github.com/freshet-dev/freshet/internal/hub"
 	"github.com/freshet-dev/freshet/internal/identity"
 	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/products"
@@ -51,7 +52,7 @@ const (
 // Limits are the bounds of one GraphQL request: gqlguard's defaults with the page sizes of
 // internal/paging and the weights of what reads storage or a runtime.
 func Limits() gqlguard.Limits {
-	w := map[string]int{"Query.applications": scanWeight, "Query.applicationCounts": scanWeight, "Query.product": scanWeight, "Query.dora": doraWeight,
+	w := map[string]int{"Query.applications": scanWeight, "Query.applicationCounts": scanWeight, "Query.product": scanWeight, "Query.hubTemplates": scanWeight, "Query.hubTemplate": scanWeight, "Query.dora": doraWeight,
 		"Query.deployments": readWeight, "Deployment": applicationWeight,
 		"Application.history": historyWeight, "Application.tree": treeWeight, "Application": applicationWeight}
 	for _, f := range []string{"me", "account", "users", "apiKeys", "auditEvents", "runtimes", "runtime", "application"} {
@@ -68,8 +69,8 @@ type Handler struct {
 }
 
 // New parses the schema and binds it to the services.
-func New(id *identity.Service, a *audit.Log, rts *runtimes.Service, stats *analytics.Service, prods *products.Service, log *slog.Logger) (*Handler, error) {
-	g, err := gqlguard.New(api.GraphQLSchema, &resolver{id: id, audit: a, runtimes: rts, analytics: stats, products: prods}, Limits(), gql.UseFieldResolvers())
+func New(id *identity.Service, a *audit.Log, rts *runtimes.Service, stats *analytics.Service, prods *products.Service, hubs *hub.Service, log *slog.Logger) (*Handler, error) {
+	g, err := gqlguard.New(api.GraphQLSchema, &resolver{id: id, audit: a, runtimes: rts, analytics: stats, products: prods, hub: hubs}, Limits(), gql.UseFieldResolvers())
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +140,7 @@ type resolver struct {
 	runtimes  *runtimes.Service
 	analytics *analytics.Service
 	products  *products.Service
+	hub       *hub.Service
 }
 
 type runtimeResolver struct{ r client.Runtime }

@@ -17,6 +17,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/api/httpx"
 	"github.com/freshet-dev/freshet/internal/audit"
 	"github.com/freshet-dev/freshet/internal/billing"
+	"github.com/freshet-dev/freshet/internal/hub"
 	"github.com/freshet-dev/freshet/internal/identity"
 	"github.com/freshet-dev/freshet/internal/images"
 	"github.com/freshet-dev/freshet/internal/notify"
@@ -45,6 +46,7 @@ type API struct {
 	images    *images.Service
 	notify    *notify.Service
 	products  *products.Service
+	hub       *hub.Service
 	billing   *billing.Service
 	log       *slog.Logger
 	secure    bool // cookies get the Secure attribute (the server speaks TLS)
@@ -65,8 +67,10 @@ type Deps struct {
 	Notifications *notify.Service
 	// Products serves /api/v1/environments/… and /api/v1/products/…
 	Products *products.Service
-	Billing  *billing.Service
-	Log      *slog.Logger
+	// Hub serves /api/v1/hub/…
+	Hub     *hub.Service
+	Billing *billing.Service
+	Log     *slog.Logger
 	// SecureCookies marks session cookies Secure (the server speaks TLS).
 	SecureCookies bool
 	// Access ends streams (a followed log) whose caller lost access.
@@ -78,7 +82,7 @@ type Deps struct {
 
 // New returns the REST API over the given services.
 func New(d Deps) *API {
-	return &API{id: d.Identity, audit: d.Audit, pipelines: d.Pipelines, dispatch: d.Dispatcher, runtimes: d.Runtimes, analytics: d.Analytics, images: d.Images, notify: d.Notifications, products: d.Products, billing: d.Billing, log: d.Log, secure: d.SecureCookies, access: d.Access, publicURL: strings.TrimSuffix(d.PublicURL, "/")}
+	return &API{id: d.Identity, audit: d.Audit, pipelines: d.Pipelines, dispatch: d.Dispatcher, runtimes: d.Runtimes, analytics: d.Analytics, images: d.Images, notify: d.Notifications, products: d.Products, hub: d.Hub, billing: d.Billing, log: d.Log, secure: d.SecureCookies, access: d.Access, publicURL: strings.TrimSuffix(d.PublicURL, "/")}
 }
 
 // Routes lists every REST endpoint.
@@ -189,6 +193,12 @@ func (a *API) Routes() []Route {
 		{Method: "POST", Path: "/api/v1/products", Handler: a.createProduct},
 		{Method: "GET", Path: "/api/v1/products/{name}", Handler: a.getProduct},
 		{Method: "DELETE", Path: "/api/v1/products/{name}", Handler: a.deleteProduct},
+		{Method: "GET", Path: "/api/v1/hub/templates", Handler: a.listHubTemplates},
+		{Method: "GET", Path: "/api/v1/hub/templates/{name}", Handler: a.getHubTemplate},
+		{Method: "POST", Path: "/api/v1/hub/templates/{name}/use", Handler: a.useHubTemplate},
+		{Method: "GET", Path: "/api/v1/hub/sources", Handler: a.listHubSources},
+		{Method: "POST", Path: "/api/v1/hub/sources", Handler: a.addHubSource},
+		{Method: "DELETE", Path: "/api/v1/hub/sources/{name}", Handler: a.deleteHubSource},
 		{Method: "GET", Path: "/api/v1/notifications/channels", Handler: a.listNotificationChannels},
 		{Method: "POST", Path: "/api/v1/notifications/channels", Handler: a.createNotificationChannel},
 		{Method: "DELETE", Path: "/api/v1/notifications/channels/{name}", Handler: a.deleteNotificationChannel},

@@ -183,6 +183,7 @@ func (h *Host) routes(mux *http.ServeMux) {
 	})
 	h.rolloutRoutes(handle)
 	h.workflowRoutes(mux, handle)
+	h.templateCommitRoutes(handle)
 	handle("GET "+APIPrefix+"clusters", func(*http.Request) (int, any, error) { return ok(items(wireClusters(h.Clusters())), nil) })
 	handle("POST "+APIPrefix+"clusters", func(r *http.Request) (int, any, error) {
 		var cred appproxyv1.ClusterCredential

@@ -17,6 +17,7 @@ import type * as gitops from './gitops';
 import type * as ro from './rollouts';
 import type * as t from './types';
 import type * as prd from './products';
+import type * as hb from './hub';
 import type { LintIssue } from '../lib/lint';
 
 import client_Account from '../../../api/testdata/wire/client.Account.json';
@@ -148,6 +149,17 @@ import client_ProductEnvironment from '../../../api/testdata/wire/client.Product
 import client_ProductImageChange from '../../../api/testdata/wire/client.ProductImageChange.json';
 import client_ProductPromotion from '../../../api/testdata/wire/client.ProductPromotion.json';
 import client_ProductView from '../../../api/testdata/wire/client.ProductView.json';
+import client_HubParameter from '../../../api/testdata/wire/client.HubParameter.json';
+import client_HubEntry from '../../../api/testdata/wire/client.HubEntry.json';
+import client_HubTemplate from '../../../api/testdata/wire/client.HubTemplate.json';
+import client_HubTemplateDetail from '../../../api/testdata/wire/client.HubTemplateDetail.json';
+import client_HubSource from '../../../api/testdata/wire/client.HubSource.json';
+import client_HubCatalogue from '../../../api/testdata/wire/client.HubCatalogue.json';
+import client_HubSourceRequest from '../../../api/testdata/wire/client.HubSourceRequest.json';
+import client_HubUseRequest from '../../../api/testdata/wire/client.HubUseRequest.json';
+import client_HubUseResult from '../../../api/testdata/wire/client.HubUseResult.json';
+import appproxyv1_WorkflowTemplateCommit from '../../../api/testdata/wire/appproxyv1.WorkflowTemplateCommit.json';
+import appproxyv1_WorkflowTemplateCommitRequest from '../../../api/testdata/wire/appproxyv1.WorkflowTemplateCommitRequest.json';
 import client_NotificationChannel from '../../../api/testdata/wire/client.NotificationChannel.json';
 import client_NotificationSMTP from '../../../api/testdata/wire/client.NotificationSMTP.json';
 import client_CreateNotificationChannelRequest from '../../../api/testdata/wire/client.CreateNotificationChannelRequest.json';
@@ -267,6 +279,14 @@ const wire = [
   pair<prd.ProductImageChange>()('client.ProductImageChange', client_ProductImageChange, 'no drift'),
   pair<prd.ProductPromotion>()('client.ProductPromotion', client_ProductPromotion, 'no drift'),
   pair<prd.ProductView>()('client.ProductView', client_ProductView, 'no drift'),
+  pair<hb.HubParameter>()('client.HubParameter', client_HubParameter, 'no drift'),
+  pair<hb.HubEntry>()('client.HubEntry', client_HubEntry, 'no drift'),
+  pair<hb.HubTemplate>()('client.HubTemplate', client_HubTemplate, 'no drift'),
+  pair<hb.HubTemplateDetail>()('client.HubTemplateDetail', client_HubTemplateDetail, 'no drift'),
+  pair<hb.HubSource>()('client.HubSource', client_HubSource, 'no drift'),
+  pair<hb.HubCatalogue>()('client.HubCatalogue', client_HubCatalogue, 'no drift'),
+  pair<hb.HubUseRequest>()('client.HubUseRequest', client_HubUseRequest, 'no drift'),
+  pair<hb.HubUseResult>()('client.HubUseResult', client_HubUseResult, 'no drift'),
   pair<t.Account>()('client.Account', client_Account, 'no drift'),
   pair<t.AccountMembership>()('client.AccountMembership', client_AccountMembership, 'no drift'),
   pair<t.User>()('client.User', client_User, 'no drift'),
@@ -418,6 +438,9 @@ const notInTheUI: Record<string, { golden: Golden; why: string }> = {
   'appproxyv1.WorkflowNode': { golden: appproxyv1_WorkflowNode, why: '`freshet workflow` and the app-proxy workflows API; the UI has no Delivery Pipelines pages yet (issue 16)' },
   'appproxyv1.WorkflowParameter': { golden: appproxyv1_WorkflowParameter, why: '`freshet workflow` and the app-proxy workflows API; the UI has no Delivery Pipelines pages yet (issue 16)' },
   'appproxyv1.WorkflowSubmitRequest': { golden: appproxyv1_WorkflowSubmitRequest, why: '`freshet workflow` and the app-proxy workflows API; the UI has no Delivery Pipelines pages yet (issue 16)' },
+  'client.HubSourceRequest': { golden: client_HubSourceRequest, why: '`freshet hub source add` (admins); the Hub page lists sources and their errors, it does not add them' },
+  'appproxyv1.WorkflowTemplateCommitRequest': { golden: appproxyv1_WorkflowTemplateCommitRequest, why: 'sent by the control plane to a runtime (the Hub\'s "use this template"); the UI calls POST /api/v1/hub/templates/{name}/use' },
+  'appproxyv1.WorkflowTemplateCommit': { golden: appproxyv1_WorkflowTemplateCommit, why: 'a runtime\'s answer to the control plane; the UI reads client.HubUseResult' },
   'appproxyv1.WorkflowTemplate': { golden: appproxyv1_WorkflowTemplate, why: '`freshet workflow` and the app-proxy workflows API; the UI has no Delivery Pipelines pages yet (issue 16)' },
   'appproxyv1.WorkflowTemplateParameter': { golden: appproxyv1_WorkflowTemplateParameter, why: '`freshet workflow` and the app-proxy workflows API; the UI has no Delivery Pipelines pages yet (issue 16)' },
   'client.ArchivedWorkflow': { golden: client_ArchivedWorkflow, why: 'GET /api/v1/archived-workflows; the UI has no Delivery Pipelines pages yet (issue 16)' },

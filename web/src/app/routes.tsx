@@ -23,6 +23,8 @@ const Billing = lazy(() => import('../pages/Billing'));
 const Applications = lazy(() => import('../pages/Applications'));
 const Application = lazy(() => import('../pages/Application'));
 const Environments = lazy(() => import('../pages/Environments'));
+const Hub = lazy(() => import('../pages/Hub'));
+const HubTemplate = lazy(() => import('../pages/Hub').then((m) => ({ default: m.HubTemplateView })));
 
 export interface RouteDef {
   /** Pattern for matchPath: /users, /applications/:name, … */
@@ -38,6 +40,8 @@ export const routes: RouteDef[] = [
   { path: '/applications', title: 'Applications', component: Applications },
   { path: '/applications/:runtime/:name', title: 'Application', component: Application },
   { path: '/environments', title: 'Environments', component: Environments },
+  { path: '/hub', title: 'Hub', component: Hub },
+  { path: '/hub/:name', title: 'Hub template', component: HubTemplate },
   { path: '/pipelines', title: 'Pipelines', component: Pipelines },
   { path: '/pipelines/new', title: 'New pipeline', component: PipelineNew },
   { path: '/pipelines/:project/:name', title: 'Pipeline', component: Pipeline },
@@ -70,6 +74,7 @@ export const nav: { heading?: string; items: NavItem[] }[] = [
       { to: '/runtimes', label: 'Runtimes' },
       { to: '/applications', label: 'Applications' },
       { to: '/environments', label: 'Environments' },
+      { to: '/hub', label: 'Hub' },
       { to: '/pipelines', label: 'Pipelines' },
       { to: '/builds', label: 'Builds' },
     ],
