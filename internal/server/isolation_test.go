@@ -990,7 +990,7 @@ var gqlCases = map[string]string{
 	"deployments": `{ all: deployments(first: 1000, filter: {since: "3650d"}) { nodes { id application runtime project } }
 		byRuntime: deployments(filter: {runtime: "RUNTIME_ID", application: "a-shop-web", since: "3650d"}) { nodes { id } } }`,
 	"dora": `{ dora(filter: {runtime: "RUNTIME_ID", since: "2023-11-01T00:00:00Z", until: "2023-12-01T00:00:00Z"}) { deployments successful
-		deploymentFrequency { value band } series { start deployments } } }`,
+		deploymentFrequency { value band } series { start deployments incidents openIncidents timeToRestoreSeconds } } }`,
 }
 
 func TestTenantIsolation(t *testing.T) {
