@@ -965,15 +965,19 @@ func init() {
 
 // gqlCases attack each GraphQL query field from account B.
 var gqlCases = map[string]string{
-	"product":     `{ a: product(name: "a-secret-product") { name patterns } b: product(name: "a-annotated-product") { name environments { name applications { name } } } }`,
-	"me":          `{ me { user { id email } account { id name } role accounts { id name role } invitations { id account { id name } role invitedBy } } }`,
-	"account":     `{ account { id name createdAt } }`,
-	"users":       `{ users(first: 1000) { nodes { id email name role } pageInfo { endCursor hasNextPage } } }`,
-	"apiKeys":     `{ apiKeys(first: 1000) { nodes { id name prefix userId } } }`,
-	"auditEvents": `{ auditEvents(first: 1000) { nodes { id actor actorId action resourceId detail } } }`,
-	"teams":       `{ teams(first: 1000) { nodes { id name members { userId email } } } }`,
-	"sessions":    `{ sessions { id account { id name } current } }`,
-	"rules":       `{ rules(first: 1000) { nodes { id team user action kind runtime summary } } }`,
+	"products":     `{ products { name patterns defined applications createdAt } }`,
+	"helmReleases": `{ all: helmReleases { id name chart runtime } ns: helmReleases(namespace: "a-helm-ns", cluster: "in-cluster") { id name chart history { revision } } }`,
+	"helmRelease":  `{ helmRelease(namespace: "a-helm-ns", name: "a-secret-release") { id name chart history { revision chart } } }`,
+	"images":       `{ all: images(first: 1000) { nodes { id repository digest tags commit { sha message } issues { key title } } } byCommit: images(filter: {commit: "aaaaaaa"}) { nodes { id } } }`,
+	"product":      `{ a: product(name: "a-secret-product") { name patterns } b: product(name: "a-annotated-product") { name environments { name applications { name } } } }`,
+	"me":           `{ me { user { id email } account { id name } role accounts { id name role } invitations { id account { id name } role invitedBy } } }`,
+	"account":      `{ account { id name createdAt } }`,
+	"users":        `{ users(first: 1000) { nodes { id email name role } pageInfo { endCursor hasNextPage } } }`,
+	"apiKeys":      `{ apiKeys(first: 1000) { nodes { id name prefix userId } } }`,
+	"auditEvents":  `{ auditEvents(first: 1000) { nodes { id actor actorId action resourceId detail } } }`,
+	"teams":        `{ teams(first: 1000) { nodes { id name members { userId email } } } }`,
+	"sessions":     `{ sessions { id account { id name } current } }`,
+	"rules":        `{ rules(first: 1000) { nodes { id team user action kind runtime summary } } }`,
 	// B's own decisions name nothing of A's rules (A's rule governs gitsources in A only); asking
 	// about A's member or A's pipeline is refused (the REST case checks how).
 	"authzExplain": `{ gitsources: authzExplain(action: "read", resource: "gitsources/a-rt-attr") { allowed governed reasons rule }
@@ -1068,6 +1072,10 @@ func testTenantIsolation(t *testing.T, d store.Dialect) {
 			}
 			if (f.Name == "deployments" && strings.Count(string(out), `"nodes":[]`) != 2) || (f.Name == "dora" && !strings.Contains(string(out), `"deployments":0`)) {
 				t.Errorf("B reads A's deployments: %s", out)
+			}
+			if (f.Name == "helmReleases" && strings.Count(string(out), `[]`) != 2) || (f.Name == "helmRelease" && !strings.Contains(string(out), `"helmRelease":null`)) ||
+				(f.Name == "images" && !strings.Contains(string(out), `"byCommit":{"nodes":[]}`)) {
+				t.Errorf("B reads A's %s: %s", f.Name, out)
 			}
 			if f.Name == "applicationCounts" && strings.Count(string(out), `"total":0`) != 2 {
 				t.Errorf("B counts A's applications: %s", out)

@@ -22,6 +22,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gqlguard"
 	"github.com/freshet-dev/freshet/internal/identity"
+	"github.com/freshet-dev/freshet/internal/images"
 	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/products"
 	"github.com/freshet-dev/freshet/internal/runtimes"
@@ -68,8 +69,8 @@ type Handler struct {
 }
 
 // New parses the schema and binds it to the services.
-func New(id *identity.Service, a *audit.Log, rts *runtimes.Service, stats *analytics.Service, prods *products.Service, log *slog.Logger) (*Handler, error) {
-	g, err := gqlguard.New(api.GraphQLSchema, &resolver{id: id, audit: a, runtimes: rts, analytics: stats, products: prods}, Limits(), gql.UseFieldResolvers())
+func New(id *identity.Service, a *audit.Log, rts *runtimes.Service, stats *analytics.Service, prods *products.Service, ims *images.Service, log *slog.Logger) (*Handler, error) {
+	g, err := gqlguard.New(api.GraphQLSchema, &resolver{id: id, audit: a, runtimes: rts, analytics: stats, products: prods, images: ims}, Limits(), gql.UseFieldResolvers())
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +140,7 @@ type resolver struct {
 	runtimes  *runtimes.Service
 	analytics *analytics.Service
 	products  *products.Service
+	images    *images.Service
 }
 
 type runtimeResolver struct{ r client.Runtime }
