@@ -23,6 +23,11 @@ const Billing = lazy(() => import('../pages/Billing'));
 const Applications = lazy(() => import('../pages/Applications'));
 const Application = lazy(() => import('../pages/Application'));
 const Environments = lazy(() => import('../pages/Environments'));
+const Products = lazy(() => import('../pages/Products'));
+const Dora = lazy(() => import('../pages/Dora'));
+const Deployments = lazy(() => import('../pages/Deployments'));
+const Helm = lazy(() => import('../pages/Helm'));
+const HelmRelease = lazy(() => import('../pages/Helm').then((m) => ({ default: m.HelmReleasePage })));
 
 export interface RouteDef {
   /** Pattern for matchPath: /users, /applications/:name, … */
@@ -38,6 +43,11 @@ export const routes: RouteDef[] = [
   { path: '/applications', title: 'Applications', component: Applications },
   { path: '/applications/:runtime/:name', title: 'Application', component: Application },
   { path: '/environments', title: 'Environments', component: Environments },
+  { path: '/products', title: 'Products', component: Products },
+  { path: '/dora', title: 'DORA metrics', component: Dora },
+  { path: '/deployments', title: 'Deployments', component: Deployments },
+  { path: '/helm', title: 'Helm releases', component: Helm },
+  { path: '/helm/:namespace/:name', title: 'Helm release', component: HelmRelease },
   { path: '/pipelines', title: 'Pipelines', component: Pipelines },
   { path: '/pipelines/new', title: 'New pipeline', component: PipelineNew },
   { path: '/pipelines/:project/:name', title: 'Pipeline', component: Pipeline },
@@ -69,7 +79,11 @@ export const nav: { heading?: string; items: NavItem[] }[] = [
     items: [
       { to: '/runtimes', label: 'Runtimes' },
       { to: '/applications', label: 'Applications' },
+      { to: '/deployments', label: 'Deployments' },
+      { to: '/products', label: 'Products' },
       { to: '/environments', label: 'Environments' },
+      { to: '/helm', label: 'Helm releases' },
+      { to: '/dora', label: 'DORA metrics' },
       { to: '/pipelines', label: 'Pipelines' },
       { to: '/builds', label: 'Builds' },
     ],
