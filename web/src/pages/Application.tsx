@@ -143,7 +143,7 @@ function DeploymentsPanel({ runtime, app }: { runtime: string; app: string }) {
   const items = list.data.items;
   return (
     <div data-testid="app-deployments">
-      <p className="muted small">
+      <p className="muted small inline-links">
         Each sync that reached the cluster, newest first, with the images it deployed and the commits and issues they were built from.{' '}
         <Link to={href('/deployments', { app, runtime })}>All deployments of {app} →</Link> · <Link to={href('/dora', { app, runtime })}>DORA metrics →</Link>
       </p>

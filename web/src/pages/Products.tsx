@@ -33,7 +33,7 @@ export function ProductMatrix({ environments, views }: { environments: Environme
   const anyUnplaced = views.some((v) => v.unplaced.length > 0);
   return (
     <TableScroll>
-      <table className="table" data-testid="products-matrix">
+      <table className="table products-matrix" data-testid="products-matrix">
         <caption className="visually-hidden">Products and their applications per environment</caption>
         <thead>
           <tr>
