@@ -90,6 +90,11 @@ type DORABucket struct {
 	Failures    int64     `json:"failures"`
 	// LeadTimeSeconds is the mean lead time of the bucket's successful deployments.
 	LeadTimeSeconds *float64 `json:"leadTimeSeconds,omitempty"`
+	// Incidents started in the bucket, OpenIncidents of them not restored yet.
+	Incidents     int64 `json:"incidents"`
+	OpenIncidents int64 `json:"openIncidents"`
+	// TimeToRestoreSeconds is the median length of the bucket's restored incidents.
+	TimeToRestoreSeconds *float64 `json:"timeToRestoreSeconds,omitempty"`
 }
 
 // DORAReport is the four DORA metrics over a range (docs/analytics.md defines them).

@@ -425,6 +425,16 @@ func TestDORA(t *testing.T) {
 			r.Series[3].Failures != 1 || r.Series[3].Successful != 0 || r.Series[1].LeadTime != time.Hour || r.Series[0].LeadTime != -1 {
 			t.Errorf("day series: %+v", r.Series[:7])
 		}
+		// Incidents and time to restore per bucket, by when the incident started.
+		if s := r.Series; s[4].Incidents != 1 || s[4].OpenIncidents != 0 || s[4].TimeToRestore != 30*time.Minute ||
+			s[19].Incidents != 1 || s[19].TimeToRestore != 3*time.Hour || s[24].Incidents != 1 || s[24].OpenIncidents != 1 ||
+			s[24].TimeToRestore != -1 || s[0].Incidents != 0 || s[0].TimeToRestore != -1 {
+			t.Errorf("incident series: day 5 %+v, day 20 %+v, day 25 %+v, day 1 %+v", s[4], s[19], s[24], s[0])
+		}
+		if r, err := svc.DORA(ctx, p, analytics.Query{Filter: march, Bucket: "month"}); err != nil || len(r.Series) != 1 ||
+			r.Series[0].Incidents != 3 || r.Series[0].OpenIncidents != 1 || r.Series[0].TimeToRestore != 30*time.Minute {
+			t.Errorf("month series: %+v, %v", r.Series, err)
+		}
 
 		// Per application, per cluster, per runtime.
 		r, _ = svc.DORA(ctx, p, analytics.Query{Filter: analytics.Filter{App: "web", Since: march.Since, Until: march.Until}})

@@ -48,6 +48,11 @@ type Bucket struct {
 	// LeadTime is the mean lead time of the bucket's successful deployments whose commit time
 	// is known; -1 when there are none.
 	LeadTime time.Duration
+	// Incidents started in the bucket; OpenIncidents of them not restored yet.
+	Incidents, OpenIncidents int64
+	// TimeToRestore is the median length of the bucket's restored incidents (the lower median
+	// for an even count); -1 when none was restored.
+	TimeToRestore time.Duration
 }
 
 // Report is the four DORA metrics over a range, with its series.
@@ -177,21 +182,51 @@ func (s *Service) dora(ctx context.Context, accountID string, q Query, now time.
 		return Report{}, fmt.Errorf("dora: incidents: %w", err)
 	}
 	var restore []time.Duration
+	perBucket := make([][]time.Duration, len(r.Series))
 	for _, i := range incidents {
 		r.Incidents++
+		b := bucketIndex(r.Series, i.Start)
+		if b >= 0 {
+			r.Series[b].Incidents++
+		}
 		if i.RestoredAt.IsZero() {
 			r.OpenIncidents++
+			if b >= 0 {
+				r.Series[b].OpenIncidents++
+			}
 			continue
 		}
 		restore = append(restore, i.RestoredAt.Sub(i.Start))
+		if b >= 0 {
+			perBucket[b] = append(perBucket[b], i.RestoredAt.Sub(i.Start))
+		}
 	}
 	r.TimeToRestore = Metric{Unit: UnitSeconds, Band: BandNone}
-	if len(restore) > 0 {
-		sort.Slice(restore, func(i, j int) bool { return restore[i] < restore[j] })
-		med := restore[(len(restore)-1)/2]
+	if med, ok := lowerMedian(restore); ok {
 		r.TimeToRestore = Metric{Value: round(med.Seconds(), 3), Unit: UnitSeconds, Band: restoreBand(med)}
 	}
+	for b := range r.Series {
+		r.Series[b].TimeToRestore = -1
+		if med, ok := lowerMedian(perBucket[b]); ok {
+			r.Series[b].TimeToRestore = med
+		}
+	}
 	return r, nil
+}
+
+// lowerMedian is the median of ds (the lower one for an even count); it sorts ds.
+func lowerMedian(ds []time.Duration) (time.Duration, bool) {
+	if len(ds) == 0 {
+		return 0, false
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[(len(ds)-1)/2], true
+}
+
+// bucketIndex is the index of the bucket of series that t falls in, -1 when none does.
+func bucketIndex(series []Bucket, t time.Time) int {
+	i := sort.Search(len(series), func(i int) bool { return series[i].Start.After(t) }) - 1
+	return i
 }
 
 const dayLen = 24 * time.Hour

@@ -1008,6 +1008,10 @@ func init() {
 var gqlCases = map[string]string{
 	"hubTemplates": `{ hubTemplates { name source versions } }`,
 	"hubTemplate":  `{ builtin: hubTemplate(name: "git-clone") { name version parameters { name default required } } a: hubTemplate(name: "a-secret-template") { name } }`,
+	"products":     `{ products { name patterns defined applications createdAt } }`,
+	"helmReleases": `{ all: helmReleases { id name chart runtime } ns: helmReleases(namespace: "a-helm-ns", cluster: "in-cluster") { id name chart history { revision } } }`,
+	"helmRelease":  `{ helmRelease(namespace: "a-helm-ns", name: "a-secret-release") { id name chart history { revision chart } } }`,
+	"images":       `{ all: images(first: 1000) { nodes { id repository digest tags commit { sha message } issues { key title } } } byCommit: images(filter: {commit: "aaaaaaa"}) { nodes { id } } }`,
 	"product":      `{ a: product(name: "a-secret-product") { name patterns } b: product(name: "a-annotated-product") { name environments { name applications { name } } } }`,
 	"me":           `{ me { user { id email } account { id name } role accounts { id name role } invitations { id account { id name } role invitedBy } } }`,
 	"account":      `{ account { id name createdAt } }`,
@@ -1033,7 +1037,7 @@ var gqlCases = map[string]string{
 	"deployments": `{ all: deployments(first: 1000, filter: {since: "3650d"}) { nodes { id application runtime project } }
 		byRuntime: deployments(filter: {runtime: "RUNTIME_ID", application: "a-shop-web", since: "3650d"}) { nodes { id } } }`,
 	"dora": `{ dora(filter: {runtime: "RUNTIME_ID", since: "2023-11-01T00:00:00Z", until: "2023-12-01T00:00:00Z"}) { deployments successful
-		deploymentFrequency { value band } series { start deployments } } }`,
+		deploymentFrequency { value band } series { start deployments incidents openIncidents timeToRestoreSeconds } } }`,
 }
 
 func TestTenantIsolation(t *testing.T) {
@@ -1111,6 +1115,10 @@ func testTenantIsolation(t *testing.T, d store.Dialect) {
 			}
 			if (f.Name == "deployments" && strings.Count(string(out), `"nodes":[]`) != 2) || (f.Name == "dora" && !strings.Contains(string(out), `"deployments":0`)) {
 				t.Errorf("B reads A's deployments: %s", out)
+			}
+			if (f.Name == "helmReleases" && strings.Count(string(out), `[]`) != 2) || (f.Name == "helmRelease" && !strings.Contains(string(out), `"helmRelease":null`)) ||
+				(f.Name == "images" && !strings.Contains(string(out), `"byCommit":{"nodes":[]}`)) {
+				t.Errorf("B reads A's %s: %s", f.Name, out)
 			}
 			if f.Name == "applicationCounts" && strings.Count(string(out), `"total":0`) != 2 {
 				t.Errorf("B counts A's applications: %s", out)

@@ -219,7 +219,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 	s.rest = rest.New(rest.Deps{Identity: s.identity, Audit: s.audit, Pipelines: s.pipes, Dispatcher: s.dispatch, Runtimes: s.runtimes, Analytics: s.stats, Images: s.images,
 		Notifications: s.notify, Products: s.products, Hub: s.hub, Billing: s.billing, Log: log,
 		SecureCookies: opts.TLSCert != "", Access: s.access, PublicURL: baseURL})
-	gql, err := graphql.New(s.identity, s.audit, s.runtimes, s.stats, s.products, s.hub, log)
+	gql, err := graphql.New(s.identity, s.audit, s.runtimes, s.stats, s.products, s.images, s.hub, log)
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("graphql schema: %w", err)

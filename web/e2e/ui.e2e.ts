@@ -148,6 +148,8 @@ function addCounts(a: Counts, b: Counts): Counts {
   return { total: a.total + b.total, health: add(a.health, b.health), sync: add(a.sync, b.sync) };
 }
 
+/** The runtime that reports the deployments, incidents and Helm release of the dashboards' test. */
+const DELIVERY_RUNTIME = 'delivery-e2e';
 /** The runtime registered to report Home's applications (deregistered afterwards). */
 const HOME_RUNTIME = 'home-bench';
 /** Health of the seeded applications, a twentieth each: mostly healthy, some of each other. */
@@ -1647,6 +1649,183 @@ describe('web UI', () => {
     await shot('runners-queue');
   });
 
+  it('draws DORA and Home deployment charts from syncs a runtime reported, with the timeline, Helm releases and Products', async () => {
+    // Seeded the way production gets them: an image reported by CI (with its commit and an issue
+    // key), then a runtime's Report with an application, its finished syncs, health transitions
+    // and a Helm release; the syncs reach analytics through the outbox and the bus.
+    const session = await adminToken();
+    const reg = await api('/api/v1/runtimes', session, { method: 'POST', body: JSON.stringify({ name: DELIVERY_RUNTIME, accessMode: 'tunnel' }) });
+    expect(reg.status, await reg.clone().text()).toBe(201);
+    const rtToken = ((await reg.json()) as { token: string }).token;
+    const sha = (i: number) => String(i).repeat(40).slice(0, 40);
+    const digest = 'sha256:' + 'd'.repeat(64);
+    const img = await api('/api/v1/images', session, {
+      method: 'POST',
+      body: JSON.stringify({ image: 'registry.example/acme/pay:1.6', digest, commit: sha(6), branch: 'feature/PAY-7-checkout', message: 'PAY-7 faster checkout', issues: ['PAY-7'] }),
+    });
+    expect(img.status, await img.clone().text()).toBe(200);
+    const day = 86_400_000;
+    const now = Date.now();
+    const iso = (t: number) => new Date(t).toISOString();
+    // Six syncs over the last five days, one failed; each commit an hour older than its sync.
+    const syncs = [1, 2, 3, 4, 5, 6].map((i) => {
+      const finished = now - (6 - i) * day + (i === 6 ? -60_000 : 0) - 3_600_000;
+      return {
+        type: 'SyncFinished',
+        app: 'pay-api',
+        at: iso(finished),
+        sync: {
+          id: i,
+          revision: sha(i),
+          phase: i === 3 ? 'Failed' : 'Succeeded',
+          message: i === 3 ? 'one or more objects failed to apply' : 'successfully synced',
+          initiatedBy: i === 4 ? 'user' : 'automated',
+          user: i === 4 ? ADMIN_EMAIL : undefined,
+          commit: { sha: sha(i), author: 'Ada', message: `change ${i}`, time: iso(finished - 3_600_000) },
+          startedAt: iso(finished - 20_000),
+          finishedAt: iso(finished),
+        },
+      };
+    });
+    const application = (health: string) => ({
+      name: 'pay-api',
+      project: 'default',
+      repoUrl: 'https://git.example.com/acme/deploy.git',
+      path: 'pay',
+      targetRevision: 'main',
+      destName: 'prod-eu',
+      destNamespace: 'pay',
+      sourceType: 'Directory',
+      autoSync: true,
+      sync: 'Synced',
+      health,
+      revision: sha(6),
+      annotations: { 'codefresh.io/product': 'pay' },
+      reconciledAt: iso(now),
+    });
+    const helm = {
+      type: 'HelmReleaseChanged',
+      app: '',
+      at: iso(now),
+      helmRelease: {
+        cluster: 'prod-eu',
+        namespace: 'cache',
+        name: 'redis',
+        chart: 'redis',
+        chartVersion: '18.1.0',
+        appVersion: '7.2.3',
+        status: 'deployed',
+        revision: 2,
+        updated: iso(now - day),
+        description: 'Upgrade complete',
+        history: [
+          { revision: 2, status: 'deployed', chart: 'redis', chartVersion: '18.1.0', appVersion: '7.2.3', updated: iso(now - day), description: 'Upgrade complete' },
+          { revision: 1, status: 'superseded', chart: 'redis', chartVersion: '18.0.0', appVersion: '7.2.0', updated: iso(now - 3 * day), description: 'Install complete' },
+        ],
+      },
+    };
+    // An incident: Degraded 30 minutes after the fifth deployment, Healthy 20 minutes later.
+    const t5 = now - day - 3_600_000;
+    const healths = [
+      { type: 'HealthChanged', app: 'pay-api', at: iso(t5 + 30 * 60_000), application: application('Degraded'), healthFrom: 'Healthy' },
+      { type: 'HealthChanged', app: 'pay-api', at: iso(t5 + 50 * 60_000), application: application('Healthy'), healthFrom: 'Degraded' },
+    ];
+    const rep = await fetch(server.url + '/freshet.runtime.v1.RuntimeService/Report', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${rtToken}` },
+      body: JSON.stringify({ snapshot: true, applications: [application('Healthy')], events: [...syncs, ...healths, helm] }),
+    });
+    expect(rep.status, await rep.clone().text()).toBe(200);
+    const env = await api('/api/v1/environments', session, {
+      method: 'POST',
+      body: JSON.stringify({ name: 'production', kind: 'prod', order: 2, targets: [{ runtime: DELIVERY_RUNTIME, cluster: 'prod-*' }] }),
+    });
+    expect(env.status, await env.clone().text()).toBe(201);
+
+    // Wait for analytics: six deployments and the incident.
+    let report: { deployments: number; successful: number; failedChanges: number; incidents: number } = { deployments: 0, successful: 0, failedChanges: 0, incidents: 0 };
+    await expect
+      .poll(
+        async () => {
+          report = await (await api(`/api/v1/dora?runtime=${DELIVERY_RUNTIME}&since=30d`, session)).json();
+          return [report.deployments, report.incidents];
+        },
+        { timeout: 20_000 },
+      )
+      .toEqual([6, 1]);
+    expect(report.successful).toBe(5);
+
+    // The DORA page, filtered by the runtime through the URL.
+    await visit(`/dora?runtime=${DELIVERY_RUNTIME}`, 'dora');
+    await page.locator('[data-page="dora"][data-ready="true"]').waitFor();
+    const freq = page.getByTestId('metric-deploymentFrequency');
+    expect(await freq.textContent()).toContain('per week');
+    expect(await freq.getAttribute('data-band')).toBe('high');
+    expect(await page.getByTestId('metric-leadTimeForChanges').textContent()).toContain('1h');
+    expect(await page.getByTestId('metric-leadTimeForChanges').getAttribute('data-band')).toBe('elite');
+    expect(await page.getByTestId('metric-changeFailureRate').getAttribute('data-band')).not.toBe('none');
+    expect(await page.getByTestId('metric-timeToRestore').textContent()).toContain('20m');
+    const depChart = page.getByTestId('chart-deployments').getByRole('img');
+    await depChart.waitFor();
+    expect(await depChart.getAttribute('aria-label')).toContain('6 deployments over 30 days: 5 successful, 1 not');
+    expect((await page.getByTestId('chart-deployments').locator('tbody tr').count())).toBe(30);
+    expect(Number(await depChart.getAttribute('data-chart-bars'))).toBeGreaterThanOrEqual(5);
+    expect(await page.getByTestId('chart-deployments').locator('rect').count()).toBeGreaterThanOrEqual(6);
+    expect(await page.getByTestId('chart-lead-time').getByRole('img').getAttribute('aria-label')).toContain('Median lead time 1h');
+    expect(await page.getByTestId('chart-restore').getByRole('img').getAttribute('aria-label')).toContain('1 incident; median time to restore 20m');
+    await shot('dora');
+    // Weeks, through the form into the URL.
+    await page.getByLabel('Per', { exact: true }).selectOption('week');
+    await expect.poll(() => page.url()).toContain('bucket=week');
+    await expect
+      .poll(() => page.getByTestId('chart-deployments').getByRole('img').getAttribute('aria-label'), { timeout: 10_000 })
+      .toMatch(/^Deployments per week\. 6 deployments over \d weeks/);
+    // By product: the product's applications, each with its own medians.
+    await visit('/dora?product=pay', 'dora');
+    await page.getByTestId('dora-app-' + DELIVERY_RUNTIME + '-pay-api').waitFor();
+    expect(await page.getByTestId('metric-deploymentFrequency').getAttribute('data-band')).toBe('high');
+    await shot('dora-product');
+
+    // Home: deployments over time with the success rate, and per runtime.
+    await visit('/', 'home');
+    const homeChart = page.getByTestId('chart-home-deployments').getByRole('img');
+    await homeChart.waitFor();
+    expect(await homeChart.getAttribute('aria-label')).toMatch(/Deployments and success rate, last 14 days\. \d+ deployments over 14 days/);
+    expect(Number(await homeChart.getAttribute('data-chart-bars'))).toBeGreaterThanOrEqual(5);
+    const rtRow = page.getByTestId(`home-runtime-deployments-${DELIVERY_RUNTIME}`);
+    await rtRow.waitFor();
+    expect(await rtRow.getByRole('img').getAttribute('aria-label')).toBe(`${DELIVERY_RUNTIME}: 6 deployments in 14 days, 5 successful`);
+    await page.getByTestId('delivery-trends').scrollIntoViewIfNeeded();
+    await shot('home-deployments');
+
+    // The timeline: the newest deployment shipped the reported image, its commit and issue.
+    await visit(`/deployments?app=pay-api&runtime=${DELIVERY_RUNTIME}`, 'deployments');
+    const items = page.locator('[data-testid^="deployment-dep_"]');
+    expect(await items.count()).toBe(6);
+    const newest = items.first();
+    expect(await newest.textContent()).toContain('registry.example/acme/pay:1.6@dddddddddddd');
+    expect(await newest.textContent()).toContain('PAY-7 faster checkout');
+    await newest.getByTestId('issue-PAY-7').waitFor();
+    expect(await items.nth(3).getAttribute('data-result')).toBe('failed');
+    await shot('deployments');
+
+    // Helm: the release under its cluster and namespace, then its history.
+    await visit('/helm', 'helm');
+    const row = page.getByTestId('helm-cluster-prod-eu').getByTestId('helm-release-cache-redis');
+    expect(await row.textContent()).toMatch(/redis.*18\.1\.0.*7\.2\.3.*2.*deployed/);
+    await shot('helm');
+    await row.getByRole('link', { name: 'redis' }).click();
+    await page.locator('[data-page="helm-release"][data-ready="true"]').waitFor();
+    expect(await page.getByTestId('helm-history').locator('tbody tr').count()).toBe(2);
+    expect(await page.getByTestId('helm-revision-1').textContent()).toContain('superseded');
+    await shot('helm-release');
+
+    // Products: pay in production.
+    await visit('/products', 'products');
+    expect(await page.getByTestId('product-pay').textContent()).toContain('pay-api');
+    await shot('products');
+  });
+
   it('puts the navigation in a drawer on a narrow screen: a button opens it, Tab stays inside, Escape or a link closes it', async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     try {
@@ -1723,6 +1902,11 @@ describe('web UI', () => {
       ['/environments', 'environments'],
       ['/hub', 'hub'],
       ['/hub/git-clone', 'hub-template'],
+      ['/products', 'products'],
+      ['/dora', 'dora'],
+      ['/deployments', 'deployments'],
+      ['/helm', 'helm'],
+      [`/helm/cache/redis?runtime=${DELIVERY_RUNTIME}&cluster=prod-eu`, 'helm-release'],
       ...(kube ? ([['/applications/local/shop', 'application']] as const) : []),
     ] as const) {
       await visit(path, name);
@@ -1797,10 +1981,17 @@ describe('web UI', () => {
       ['/environments', 'environments'],
       ['/hub', 'hub'],
       ['/hub/git-clone', 'hub-template'],
+      ['/products', 'products'],
+      ['/dora', 'dora'],
+      ['/dora?product=pay', 'dora-product'],
+      ['/deployments', 'deployments'],
+      ['/helm', 'helm'],
+      [`/helm/cache/redis?runtime=${DELIVERY_RUNTIME}&cluster=prod-eu`, 'helm-release'],
       ...(kube
         ? ([
             ['/applications/local/shop', 'application'],
             ['/applications/local/shop?tab=history', 'application-history'],
+            ['/applications/local/shop?tab=deployments', 'application-deployments'],
           ] as const)
         : []),
       ['/pipelines', 'pipelines'],
@@ -1827,7 +2018,7 @@ describe('web UI', () => {
     ]) {
       await page.setViewportSize(size);
       for (const [path, name] of pages) {
-        await visit(path, name.startsWith('pipeline-') && name !== 'pipeline-new' ? 'pipeline' : name.startsWith('application-') ? 'application' : name);
+        await visit(path, name.startsWith('pipeline-') && name !== 'pipeline-new' ? 'pipeline' : name.startsWith('application-') ? 'application' : name === 'dora-product' ? 'dora' : name);
         // Nothing spills sideways: tables and wide lists scroll inside their own box.
         const { scroll, inner } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth }));
         if (scroll > inner) spills.push(`${path} at ${size.width} px: the page is ${scroll} px wide`);

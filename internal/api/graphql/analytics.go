@@ -227,10 +227,19 @@ func (d doraResolver) Series() []bucketResolver {
 
 type bucketResolver struct{ b analytics.Bucket }
 
-func (b bucketResolver) Start() string      { return b.b.Start.Format(time.RFC3339) }
-func (b bucketResolver) Deployments() int32 { return int32(b.b.Deployments) }
-func (b bucketResolver) Successful() int32  { return int32(b.b.Successful) }
-func (b bucketResolver) Failures() int32    { return int32(b.b.Failures) }
+func (b bucketResolver) Start() string        { return b.b.Start.Format(time.RFC3339) }
+func (b bucketResolver) Deployments() int32   { return int32(b.b.Deployments) }
+func (b bucketResolver) Successful() int32    { return int32(b.b.Successful) }
+func (b bucketResolver) Failures() int32      { return int32(b.b.Failures) }
+func (b bucketResolver) Incidents() int32     { return int32(b.b.Incidents) }
+func (b bucketResolver) OpenIncidents() int32 { return int32(b.b.OpenIncidents) }
+func (b bucketResolver) TimeToRestoreSeconds() *float64 {
+	if b.b.TimeToRestore < 0 {
+		return nil
+	}
+	s := b.b.TimeToRestore.Seconds()
+	return &s
+}
 func (b bucketResolver) LeadTimeSeconds() *float64 {
 	if b.b.LeadTime < 0 {
 		return nil

@@ -23,6 +23,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/gqlguard"
 	"github.com/freshet-dev/freshet/internal/hub"
 	"github.com/freshet-dev/freshet/internal/identity"
+	"github.com/freshet-dev/freshet/internal/images"
 	"github.com/freshet-dev/freshet/internal/paging"
 	"github.com/freshet-dev/freshet/internal/products"
 	"github.com/freshet-dev/freshet/internal/runtimes"
@@ -69,8 +70,8 @@ type Handler struct {
 }
 
 // New parses the schema and binds it to the services.
-func New(id *identity.Service, a *audit.Log, rts *runtimes.Service, stats *analytics.Service, prods *products.Service, hubs *hub.Service, log *slog.Logger) (*Handler, error) {
-	g, err := gqlguard.New(api.GraphQLSchema, &resolver{id: id, audit: a, runtimes: rts, analytics: stats, products: prods, hub: hubs}, Limits(), gql.UseFieldResolvers())
+func New(id *identity.Service, a *audit.Log, rts *runtimes.Service, stats *analytics.Service, prods *products.Service, ims *images.Service, hubs *hub.Service, log *slog.Logger) (*Handler, error) {
+	g, err := gqlguard.New(api.GraphQLSchema, &resolver{id: id, audit: a, runtimes: rts, analytics: stats, products: prods, images: ims, hub: hubs}, Limits(), gql.UseFieldResolvers())
 	if err != nil {
 		return nil, err
 	}
@@ -141,6 +142,7 @@ type resolver struct {
 	analytics *analytics.Service
 	products  *products.Service
 	hub       *hub.Service
+	images    *images.Service
 }
 
 type runtimeResolver struct{ r client.Runtime }

@@ -92,7 +92,7 @@ func newHandler(t testing.TB) (*graphql.Handler, rbac.Principal) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := graphql.New(id, a, runtimes.New(runtimes.Deps{Store: db, Audit: a, Keys: secrets.Generate()}), analytics.New(analytics.Deps{Store: db}), nil, nil, nil)
+	h, err := graphql.New(id, a, runtimes.New(runtimes.Deps{Store: db, Audit: a, Keys: secrets.Generate()}), analytics.New(analytics.Deps{Store: db}), nil, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

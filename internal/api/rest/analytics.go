@@ -108,10 +108,15 @@ func ToDORAReport(r analytics.Report) client.DORAReport {
 		out.Failures = []string{}
 	}
 	for _, b := range r.Series {
-		cb := client.DORABucket{Start: b.Start, Deployments: b.Deployments, Successful: b.Successful, Failures: b.Failures}
+		cb := client.DORABucket{Start: b.Start, Deployments: b.Deployments, Successful: b.Successful, Failures: b.Failures,
+			Incidents: b.Incidents, OpenIncidents: b.OpenIncidents}
 		if b.LeadTime >= 0 {
 			s := b.LeadTime.Seconds()
 			cb.LeadTimeSeconds = &s
+		}
+		if b.TimeToRestore >= 0 {
+			s := b.TimeToRestore.Seconds()
+			cb.TimeToRestoreSeconds = &s
 		}
 		out.Series = append(out.Series, cb)
 	}

@@ -18,6 +18,7 @@ import type * as ro from './rollouts';
 import type * as t from './types';
 import type * as prd from './products';
 import type * as hb from './hub';
+import type * as an from './analytics';
 import type { LintIssue } from '../lib/lint';
 
 import client_Account from '../../../api/testdata/wire/client.Account.json';
@@ -287,6 +288,16 @@ const wire = [
   pair<hb.HubCatalogue>()('client.HubCatalogue', client_HubCatalogue, 'no drift'),
   pair<hb.HubUseRequest>()('client.HubUseRequest', client_HubUseRequest, 'no drift'),
   pair<hb.HubUseResult>()('client.HubUseResult', client_HubUseResult, 'no drift'),
+  pair<an.DORABucket>()('client.DORABucket', client_DORABucket, 'no drift'),
+  pair<an.DORAMetric>()('client.DORAMetric', client_DORAMetric, 'no drift'),
+  pair<an.DORAReport>()('client.DORAReport', client_DORAReport, 'no drift'),
+  pair<an.HelmRelease>()('client.HelmRelease', client_HelmRelease, 'no drift'),
+  pair<an.HelmRevision>()('client.HelmRevision', client_HelmRevision, 'no drift'),
+  pair<an.Deployment>()('client.Deployment', client_Deployment, 'no drift'),
+  pair<an.DeployedImage>()('client.DeployedImage', client_DeployedImage, 'no drift'),
+  pair<an.DeploymentCommit>()('client.DeploymentCommit', client_DeploymentCommit, 'no drift'),
+  pair<prd.ImageCommit>()('client.ImageCommit', client_ImageCommit, 'no drift'),
+  pair<prd.ImageIssue>()('client.ImageIssue', client_ImageIssue, 'no drift'),
   pair<t.Account>()('client.Account', client_Account, 'no drift'),
   pair<t.AccountMembership>()('client.AccountMembership', client_AccountMembership, 'no drift'),
   pair<t.User>()('client.User', client_User, 'no drift'),
@@ -388,13 +399,6 @@ const wire = [
 
 /** Go types the UI neither reads nor sends, and why. */
 const notInTheUI: Record<string, { golden: Golden; why: string }> = {
-  'client.DORABucket': { golden: client_DORABucket, why: 'analytics (issue 17): the CLI and GraphQL read it; the dashboards that will are not built yet' },
-  'client.DORAMetric': { golden: client_DORAMetric, why: 'analytics (issue 17): the CLI and GraphQL read it; the dashboards that will are not built yet' },
-  'client.DORAReport': { golden: client_DORAReport, why: 'analytics (issue 17): the CLI and GraphQL read it; the dashboards that will are not built yet' },
-  'client.HelmRelease': { golden: client_HelmRelease, why: 'Helm releases (issue 17): `freshet helm-release list|get` read it; the Helm dashboard is not built yet' },
-  'client.HelmRevision': { golden: client_HelmRevision, why: 'a Helm release\'s history (`freshet helm-release get`); the Helm dashboard is not built yet' },
-  'client.ImageCommit': { golden: client_ImageCommit, why: "image enrichment (issue 17): `freshet images list` and the deployments' images read it; no dashboard yet" },
-  'client.ImageIssue': { golden: client_ImageIssue, why: "image enrichment (issue 17): `freshet images list` and the deployments' images read it; no dashboard yet" },
   'client.ReportedImage': { golden: client_ReportedImage, why: 'image enrichment (issue 17): `freshet image report|list`; no dashboard yet' },
   'client.ReportImageRequest': { golden: client_ReportImageRequest, why: '`freshet image report` and CI systems send it' },
   'client.IssueTracker': { golden: client_IssueTracker, why: '`freshet image trackers list`; no settings page yet' },
@@ -408,9 +412,6 @@ const notInTheUI: Record<string, { golden: Golden; why: string }> = {
   'client.CreateNotificationSubscriptionRequest': { golden: client_CreateNotificationSubscriptionRequest, why: '`freshet notification subscription create`; no settings page yet' },
   'client.NotificationDelivery': { golden: client_NotificationDelivery, why: '`freshet notification deliveries` and `channel test`; no settings page yet' },
   'client.NotificationAttempt': { golden: client_NotificationAttempt, why: 'the attempts of a delivery (`freshet notification deliveries`); no settings page yet' },
-  'client.DeployedImage': { golden: client_DeployedImage, why: 'analytics (issue 17): the CLI and GraphQL read it; the dashboards that will are not built yet' },
-  'client.Deployment': { golden: client_Deployment, why: 'analytics (issue 17): the CLI and GraphQL read it; the dashboards that will are not built yet' },
-  'client.DeploymentCommit': { golden: client_DeploymentCommit, why: 'analytics (issue 17): the CLI and GraphQL read it; the dashboards that will are not built yet' },
   'appproxyv1.NotifyRequest': { golden: appproxyv1_NotifyRequest, why: 'the control plane sends it to a runtime after a verified push webhook' },
   'appproxyv1.NotifyResult': { golden: appproxyv1_NotifyResult, why: 'what a runtime answers the control plane to a NotifyRequest' },
   'appproxyv1.ClusterCredential': { golden: appproxyv1_ClusterCredential, why: '`freshet cluster add` hands a service account token to a runtime; the UI does not' },

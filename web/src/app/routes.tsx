@@ -25,6 +25,11 @@ const Application = lazy(() => import('../pages/Application'));
 const Environments = lazy(() => import('../pages/Environments'));
 const Hub = lazy(() => import('../pages/Hub'));
 const HubTemplate = lazy(() => import('../pages/Hub').then((m) => ({ default: m.HubTemplateView })));
+const Products = lazy(() => import('../pages/Products'));
+const Dora = lazy(() => import('../pages/Dora'));
+const Deployments = lazy(() => import('../pages/Deployments'));
+const Helm = lazy(() => import('../pages/Helm'));
+const HelmRelease = lazy(() => import('../pages/Helm').then((m) => ({ default: m.HelmReleasePage })));
 
 export interface RouteDef {
   /** Pattern for matchPath: /users, /applications/:name, … */
@@ -42,6 +47,11 @@ export const routes: RouteDef[] = [
   { path: '/environments', title: 'Environments', component: Environments },
   { path: '/hub', title: 'Hub', component: Hub },
   { path: '/hub/:name', title: 'Hub template', component: HubTemplate },
+  { path: '/products', title: 'Products', component: Products },
+  { path: '/dora', title: 'DORA metrics', component: Dora },
+  { path: '/deployments', title: 'Deployments', component: Deployments },
+  { path: '/helm', title: 'Helm releases', component: Helm },
+  { path: '/helm/:namespace/:name', title: 'Helm release', component: HelmRelease },
   { path: '/pipelines', title: 'Pipelines', component: Pipelines },
   { path: '/pipelines/new', title: 'New pipeline', component: PipelineNew },
   { path: '/pipelines/:project/:name', title: 'Pipeline', component: Pipeline },
@@ -73,8 +83,12 @@ export const nav: { heading?: string; items: NavItem[] }[] = [
     items: [
       { to: '/runtimes', label: 'Runtimes' },
       { to: '/applications', label: 'Applications' },
+      { to: '/deployments', label: 'Deployments' },
+      { to: '/products', label: 'Products' },
       { to: '/environments', label: 'Environments' },
       { to: '/hub', label: 'Hub' },
+      { to: '/helm', label: 'Helm releases' },
+      { to: '/dora', label: 'DORA metrics' },
       { to: '/pipelines', label: 'Pipelines' },
       { to: '/builds', label: 'Builds' },
     ],

@@ -33,6 +33,8 @@ export interface DailyChartProps {
   testId?: string;
   /** Under the chart, e.g. totals. */
   footer?: ReactNode;
+  /** The table's first column header: what a label is ("Day", "Week of", "Month"). */
+  labelHeader?: string;
 }
 
 const MARGIN = { top: 10, right: 44, bottom: 24, left: 48 };
@@ -53,7 +55,7 @@ function useWidth<T extends HTMLElement>(fallback: number) {
   return [ref, width] as const;
 }
 
-export function DailyChart({ title, summary, labels, bars, line, formatBar = String, formatLine = String, height = 180, testId, footer }: DailyChartProps) {
+export function DailyChart({ title, summary, labels, bars, line, formatBar = String, formatLine = String, height = 180, testId, footer, labelHeader = 'Day' }: DailyChartProps) {
   const [box, width] = useWidth<HTMLDivElement>(560);
   const titleId = useId();
   const innerW = Math.max(40, width - MARGIN.left - (line ? MARGIN.right : 12));
@@ -138,7 +140,7 @@ export function DailyChart({ title, summary, labels, bars, line, formatBar = Str
             <caption className="visually-hidden">{title}</caption>
             <thead>
               <tr>
-                <th scope="col">Day</th>
+                <th scope="col">{labelHeader}</th>
                 {bars.map((b) => (
                   <th key={b.key} scope="col" className="col-num">
                     {b.label}

@@ -3,6 +3,7 @@
 // resource tree, diff, history, conditions and resources, each a tab with its own URL
 // (?tab=tree|diff|history|conditions|resources). Polled every few seconds while visible.
 import { useEffect, useMemo, useState, type FormEvent, type ReactNode } from 'react';
+import { deployments as deploymentsApi } from '../api/analytics';
 import { appProxy, type HistoryEntry, type ProxyApplication, type ResourceDiff, type ResourceStatus, type SourceLocation, type SyncResult, type TreeNode } from '../api/apps';
 import { Link, href, navigate, useLocation } from '../app/router';
 import { useMe } from '../app/session';
@@ -13,6 +14,7 @@ import { Dialog } from '../components/Dialog';
 import { Field } from '../components/Field';
 import { FormDialog } from '../components/FormDialog';
 import { Menu } from '../components/Menu';
+import { DeploymentTimeline } from '../components/DeploymentTimeline';
 import { RolloutsPanel } from '../components/RolloutsPanel';
 import { DataTable } from '../components/ResourceTable';
 import { AppProblems } from '../components/AppProblems';
@@ -45,8 +47,8 @@ const POLL_MS = 3000;
 /** The tree changes as Pods come and go: asked for again this often on its tab. */
 const TREE_POLL_MS = 5000;
 
-type Tab = 'tree' | 'diff' | 'history' | 'rollouts' | 'conditions' | 'resources';
-const TABS: Tab[] = ['tree', 'diff', 'history', 'rollouts', 'conditions', 'resources'];
+type Tab = 'tree' | 'diff' | 'history' | 'deployments' | 'rollouts' | 'conditions' | 'resources';
+const TABS: Tab[] = ['tree', 'diff', 'history', 'deployments', 'rollouts', 'conditions', 'resources'];
 
 function useTab(): [Tab, (t: Tab) => void] {
   const { search, pathname } = useLocation();
@@ -104,6 +106,7 @@ function ApplicationPage({ runtime, name }: { runtime: string; name: string }) {
     { id: 'tree', label: 'Tree' },
     { id: 'diff', label: <>Diff{outOfSync > 0 && <span className="tab-count">{outOfSync}</span>}</> },
     { id: 'history', label: 'History' },
+    { id: 'deployments', label: 'Deployments' },
     { id: 'rollouts', label: 'Rollouts' },
     { id: 'conditions', label: <>Conditions{conditions.length > 0 && <span className="tab-count tab-count-warn">{conditions.length}</span>}</> },
     { id: 'resources', label: <>Resources<span className="tab-count">{resources.length}</span></> },
@@ -123,10 +126,28 @@ function ApplicationPage({ runtime, name }: { runtime: string; name: string }) {
         {tab === 'tree' && <TreePanel runtime={runtime} a={a} />}
         {tab === 'diff' && <DiffPanel runtime={runtime} a={a} />}
         {tab === 'history' && <HistoryPanel runtime={runtime} a={a} canWrite={canWrite} onChanged={changed} />}
+        {tab === 'deployments' && <DeploymentsPanel runtime={runtime} app={a.name} />}
         {tab === 'rollouts' && <RolloutsPanel runtime={runtime} app={a.name} canWrite={canWrite} />}
         {tab === 'conditions' && <ConditionsPanel a={a} />}
         {tab === 'resources' && <ResourcesPanel resources={resources} />}
       </div>
+    </div>
+  );
+}
+
+/** The application's deployment records with what each shipped (analytics, not the app-proxy). */
+function DeploymentsPanel({ runtime, app }: { runtime: string; app: string }) {
+  const list = useResource((signal) => deploymentsApi.list({ app, runtime, since: '366d' }, { limit: 50 }, signal), [runtime, app]);
+  if (list.error !== undefined) return <ErrorState error={list.error} onRetry={() => list.reload()} />;
+  if (!list.data) return <LoadingRows rows={3} label="Loading deployments" />;
+  const items = list.data.items;
+  return (
+    <div data-testid="app-deployments">
+      <p className="muted small inline-links">
+        Each sync that reached the cluster, newest first, with the images it deployed and the commits and issues they were built from.{' '}
+        <Link to={href('/deployments', { app, runtime })}>All deployments of {app} →</Link> · <Link to={href('/dora', { app, runtime })}>DORA metrics →</Link>
+      </p>
+      {items.length === 0 ? <EmptyState title="No deployments recorded">A deployment is recorded when a sync of this application finishes.</EmptyState> : <DeploymentTimeline items={items} showApp={false} />}
     </div>
   );
 }

@@ -45,6 +45,7 @@ interface HomeData {
 
 // The charts load after the page (visx and the stats call are not part of Home's first load).
 const BuildTrends = lazy(() => import('../components/BuildTrends'));
+const DeliveryTrends = lazy(() => import('../components/DoraCharts'));
 
 /** Builds the Home card counts from: the newest page (GraphQL has no builds yet). */
 const RECENT_BUILDS = 100;
@@ -122,6 +123,20 @@ export function Home() {
       <Suspense fallback={<div className="chart-placeholder skeleton-row" role="status" aria-label="Loading build trends" />}>
         <BuildTrends />
       </Suspense>
+
+      <div className="section-row">
+        <h2 className="section-title">Deployment trends</h2>
+        <Link to="/dora" className="small">
+          DORA metrics →
+        </Link>
+      </div>
+      {data ? (
+        <Suspense fallback={<div className="chart-placeholder skeleton-row" role="status" aria-label="Loading deployment trends" />}>
+          <DeliveryTrends runtimes={data.runtimes && 'items' in data.runtimes ? data.runtimes.items : []} />
+        </Suspense>
+      ) : (
+        <div className="chart-placeholder skeleton-row" role="status" aria-label="Loading deployment trends" />
+      )}
 
       <div className="section-row">
         <h2 className="section-title">Recent activity</h2>
