@@ -19,8 +19,11 @@ import (
 // OnWorkflowDeletion) until they are: Argo's finalizer name.
 const FinalizerArtifactGC = "workflows.argoproj.io/artifact-gc"
 
-// gcTimeout bounds one object's deletion.
-const gcTimeout = 30 * time.Second
+// gcTimeout bounds one object's deletion; gcRetry is when a failed deletion is tried again.
+const (
+	gcTimeout = 30 * time.Second
+	gcRetry   = 30 * time.Second
+)
 
 // needsGCFinalizer reports whether any output artifact of the spec's templates is deleted with
 // the Workflow.

@@ -2,6 +2,7 @@ package workflows_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -72,14 +73,22 @@ spec:
 		}
 		return s, pod
 	}
+	// The status is written after the pod is made: wait for it.
+	repoRef := func(name string, ok func(*workflows.ArtifactRepositoryRefStatus) bool) {
+		t.Helper()
+		e.waitFor(name+"'s status.artifactRepositoryRef", 30*time.Second, func() (bool, string) {
+			r := e.workflow(name).Status.ArtifactRepositoryRef
+			return r != nil && ok(r), fmt.Sprintf("%+v", r)
+		})
+	}
 	cm(workflows.ControllerConfigMap, nil, map[string]string{workflows.ControllerConfigMapRepositoryKey: "s3: {bucket: runtime, endpoint: 's3.runtime:9000'}"})
 	e.create(workflows.WorkflowsResource, wf("rt", ""))
 	if s, pod := spec("rt"); s.Outputs[0].Location.S3.Bucket != "runtime" || s.Outputs[0].Location.S3.Key != "rt/"+pod.Name+"/out.tgz" {
 		t.Fatalf("rt: %+v", s.Outputs[0].Location.S3)
 	}
-	if r := e.workflow("rt").Status.ArtifactRepositoryRef; r == nil || !r.Default || r.ConfigMap != workflows.ControllerConfigMap {
-		t.Fatalf("rt: status.artifactRepositoryRef: %+v", r)
-	}
+	repoRef("rt", func(r *workflows.ArtifactRepositoryRefStatus) bool {
+		return r.Default && r.ConfigMap == workflows.ControllerConfigMap && r.ArtifactRepository.S3.Bucket == "runtime"
+	})
 	cm(workflows.ArtifactRepositoriesConfigMap, map[string]string{workflows.AnnotationDefaultArtifactRepository: "team"}, map[string]string{
 		"team":  "s3: {bucket: team, endpoint: 's3.team:9000', insecure: true, keyFormat: 'team/{{workflow.name}}/{{workflow.parameters.p}}'}",
 		"other": "s3: {bucket: other, endpoint: 's3.other:9000'}",
@@ -90,9 +99,9 @@ spec:
 	if l := s.Outputs[0].Location.S3; l.Bucket != "team" || l.Endpoint != "s3.team:9000" || !l.Insecure || l.Key != "team/team/v1/out.tgz" {
 		t.Fatalf("team: %+v (pod %s)", l, pod.Name)
 	}
-	if r := e.workflow("team").Status.ArtifactRepositoryRef; r == nil || r.ConfigMap != workflows.ArtifactRepositoriesConfigMap || r.Key != "team" || r.Default {
-		t.Fatalf("status.artifactRepositoryRef: %+v", r)
-	}
+	repoRef("team", func(r *workflows.ArtifactRepositoryRefStatus) bool {
+		return r.ConfigMap == workflows.ArtifactRepositoriesConfigMap && r.Key == "team" && !r.Default && r.Namespace == e.ns
+	})
 	e.create(workflows.WorkflowsResource, wf("other", "\n  artifactRepositoryRef: {key: other}"))
 	if s, pod := spec("other"); s.Outputs[0].Location.S3.Bucket != "other" || s.Outputs[0].Location.S3.Key != "other/"+pod.Name+"/out.tgz" {
 		t.Fatalf("other: %+v", s.Outputs[0].Location.S3)

@@ -273,10 +273,19 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	}
 	if wf.Status.Phase.Completed() {
 		c.finished(key, wf) // first: the archive hears of it before its ttlStrategy deletes it
-		if d, done, err := c.collectArtifacts(ctx, u, wf); done || err != nil {
-			return d, err
+		d, done, gcErr := c.collectArtifacts(ctx, u, wf)
+		if done {
+			return d, gcErr // the status changed: the next reconcile goes on
 		}
-		return c.collectFinished(ctx, wf, now)
+		wait, err := c.collectFinished(ctx, wf, now)
+		if gcErr != nil {
+			// An unreachable store does not hold podGC and ttlStrategy back; GC is retried.
+			c.log.Info("artifact GC failed; retrying", logWorkflow, key, logErr, gcErr)
+			if wait == 0 || wait > gcRetry {
+				wait = gcRetry
+			}
+		}
+		return wait, err
 	}
 	if verr != nil {
 		return 0, c.writeInvalid(ctx, u, verr, now)
@@ -327,12 +336,16 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	for id, n := range o.nodes {
 		st.Nodes[id] = *n
 	}
+	write := c.writeStatus
 	if needsGCFinalizer(spec) && !slices.Contains(u.GetFinalizers(), FinalizerArtifactGC) {
+		// Written with the status, whatever it is: the Workflow's artifacts go with it.
 		u = u.DeepCopy()
 		u.SetFinalizers(append(u.GetFinalizers(), FinalizerArtifactGC))
-		wf.Status.Phase = "" // written whatever the status
+		write = func(ctx context.Context, u *unstructured.Unstructured, _ *Workflow, st WorkflowStatus) error {
+			return c.putStatus(ctx, u, st)
+		}
 	}
-	if err := c.writeStatus(ctx, u, wf, st); err != nil {
+	if err := write(ctx, u, wf, st); err != nil {
 		if apierrors.IsConflict(err) {
 			return staleRetry, nil
 		}
@@ -378,6 +391,7 @@ func (c *Controller) collectFinished(ctx context.Context, wf *Workflow, now time
 
 // collectArtifacts deletes a finished Workflow's artifacts due on completion (artifactGC) and
 // records it in the status; done is true when it wrote the status (the next reconcile goes on).
+// What it could not delete is retried after gcRetry.
 func (c *Controller) collectArtifacts(ctx context.Context, u *unstructured.Unstructured, wf *Workflow) (time.Duration, bool, error) {
 	if wf.Status.ArtifactGCStatus != nil && wf.Status.ArtifactGCStatus.Done {
 		return 0, false, nil
@@ -392,7 +406,7 @@ func (c *Controller) collectArtifacts(ctx context.Context, u *unstructured.Unstr
 	st := *wf.Status.deepCopy()
 	changed, gcErr := c.gcArtifacts(ctx, wf.Namespace, spec, &st, false)
 	if !changed {
-		return 0, true, gcErr
+		return 0, false, gcErr
 	}
 	if err := c.putStatus(ctx, u, st); err != nil {
 		if apierrors.IsConflict(err) {
