@@ -287,3 +287,69 @@ func TestArtifactGCDue(t *testing.T) {
 		t.Fatal("needsGCFinalizer")
 	}
 }
+
+// TestArtifactFromExpression: Argo's coin-flip example — the artifact of whichever task ran,
+// chosen by a fromExpression on another task's result, in a task's arguments and in the DAG's
+// outputs.
+func TestArtifactFromExpression(t *testing.T) {
+	for _, side := range []string{"heads", "tails"} {
+		t.Run(side, func(t *testing.T) {
+			var got artifacts.Spec
+			h := newHarness(t, `
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: flip}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: flip-coin, template: flip}
+      - {name: heads, template: make, depends: flip-coin, when: "{{tasks.flip-coin.outputs.result}} == heads"}
+      - {name: tails, template: make, depends: flip-coin, when: "{{tasks.flip-coin.outputs.result}} == tails"}
+      - name: use
+        template: use
+        depends: heads || tails
+        arguments:
+          artifacts:
+          - name: in
+            fromExpression: "tasks['flip-coin'].outputs.result == 'heads' ? tasks.heads.outputs.artifacts.out : tasks.tails.outputs.artifacts.out"
+    outputs:
+      artifacts:
+      - {name: chosen, fromExpression: "tasks['flip-coin'].outputs.result == 'heads' ? tasks.heads.outputs.artifacts.out : tasks.tails.outputs.artifacts.out"}
+  - {name: flip, script: {image: busybox, command: [sh], source: "echo"}}
+  - name: make
+    outputs: {artifacts: [{name: out, path: /tmp/out}]}
+    container: {image: busybox, command: ["true"]}
+  - name: use
+    inputs: {artifacts: [{name: in, path: /tmp/in}]}
+    container: {image: busybox, command: [cat, /tmp/in]}
+`, nil)
+			h.fc.repo = testRepo()
+			h.kubelet = func(p *corev1.Pod) run {
+				switch p.Annotations[AnnotationNodeName] {
+				case "flip.flip-coin":
+					return run{result: side}
+				case "flip.use":
+					got, _ = podSpec(t, p)
+				}
+				if spec, _ := podSpec(t, p); len(spec.Outputs) > 0 {
+					return run{arts: map[string]int64{"out": 1}}
+				}
+				return run{}
+			}
+			h.runToEnd()
+			if h.wf.Status.Phase != WorkflowSucceeded {
+				t.Fatal(h.dump())
+			}
+			want := "runs/flip/" + podName(nodeID("flip", "flip."+side)) + "/out.tgz"
+			if len(got.Inputs) != 1 || got.Inputs[0].Location.S3.Key != want {
+				t.Fatalf("use loads %+v, want %s", got.Inputs, want)
+			}
+			if o := h.node("flip").Outputs; o == nil || len(o.Artifacts) != 1 || o.Artifacts[0].S3.Key != want {
+				t.Fatalf("the DAG's output: %+v", o)
+			}
+		})
+	}
+}

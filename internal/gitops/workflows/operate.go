@@ -1039,6 +1039,19 @@ func (o *operation) runCall(c call, base string, display string, parent *NodeSta
 			if err := substitute(&arts, "arguments", s, nil); err != nil {
 				return o.errorNode(inv, err)
 			}
+			for i, a := range arts.Artifacts {
+				if a.FromExpression == "" {
+					continue
+				}
+				v, ok, err := evalFromExpression(a.FromExpression, s)
+				if err != nil {
+					return o.errorNode(inv, fmt.Errorf("arguments.artifacts.%s.fromExpression %q: %v", a.Name, a.FromExpression, err))
+				}
+				if !ok {
+					v = "{{=" + a.FromExpression + "}}" // names nothing: the input decides
+				}
+				arts.Artifacts[i].From, arts.Artifacts[i].FromExpression = v, ""
+			}
 			inv.arts = arts.Artifacts
 		}
 		return o.execute(inv)
@@ -1171,6 +1184,17 @@ func (o *operation) finishComposite(n *NodeStatus, t *Template, sc scope) {
 	}
 	for _, a := range t.Outputs.Artifacts {
 		from, _ := sc.replace(a.From, leafStrict)
+		if a.FromExpression != "" {
+			v, ok, err := evalFromExpression(a.FromExpression, sc)
+			if err != nil {
+				o.finish(n, NodeError, fmt.Sprintf("outputs.artifacts.%s.fromExpression %q: %v", a.Name, a.FromExpression, err))
+				return
+			}
+			from = v
+			if !ok {
+				from = "{{=" + a.FromExpression + "}}"
+			}
+		}
 		got, ok, err := resolveFrom(from)
 		if err != nil {
 			o.finish(n, NodeError, fmt.Sprintf("outputs.artifacts.%s: from: %v", a.Name, err))
@@ -1180,7 +1204,7 @@ func (o *operation) finishComposite(n *NodeStatus, t *Template, sc scope) {
 			if a.Optional {
 				continue
 			}
-			o.finish(n, NodeError, fmt.Sprintf("outputs.artifacts.%s: %s did not resolve (the step or task did not produce it)", a.Name, a.From))
+			o.finish(n, NodeError, fmt.Sprintf("outputs.artifacts.%s: %s did not resolve (the step or task did not produce it)", a.Name, from))
 			return
 		}
 		res := a

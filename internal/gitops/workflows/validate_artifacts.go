@@ -33,9 +33,18 @@ func checkArtifacts(arts []Artifact, path string, where int, t *Template, names 
 			return errdefs.Invalid(f+".name", a.Name, "is given twice")
 		}
 		names[a.Name] = true
+		if a.FromExpression != "" {
+			if where == artsInputs || (where == artsOutputs && !composite) {
+				return errdefs.Invalid(f+".fromExpression", a.FromExpression, "is for arguments and the outputs of steps and dag templates")
+			}
+			if a.From != "" || a.HasLocation() {
+				return errdefs.Invalid(f+".fromExpression", a.FromExpression, "cannot be given with from or a location")
+			}
+			if err := checkFromExpression(a.FromExpression); err != nil {
+				return errdefs.Invalid(f+".fromExpression", a.FromExpression, err.Error())
+			}
+		}
 		switch {
-		case a.FromExpression != "":
-			return notYet(f+".fromExpression", "artifact fromExpression")
 		case a.SubPath != "":
 			return notYet(f+".subPath", "artifact subPath")
 		case a.RecurseMode:
@@ -76,8 +85,8 @@ func checkArtifacts(arts []Artifact, path string, where int, t *Template, names 
 		}
 		switch where {
 		case artsArguments:
-			if a.From == "" && !a.HasLocation() {
-				return errdefs.Invalid(f, a.Name, "must give from or a location (s3, git, http, raw)")
+			if a.From == "" && a.FromExpression == "" && !a.HasLocation() {
+				return errdefs.Invalid(f, a.Name, "must give from, fromExpression or a location (s3, git, http, raw)")
 			}
 		case artsInputs:
 			if a.From != "" {
@@ -98,8 +107,8 @@ func checkArtifacts(arts []Artifact, path string, where int, t *Template, names 
 					return errdefs.Invalid(f+".from", a.From, "is for steps and dag templates: a container's output artifact is read from its path")
 				}
 			case composite:
-				if a.From == "" {
-					return errdefs.Invalid(f+".from", "", "is required: the output artifact of a step or task, such as {{steps.NAME.outputs.artifacts.NAME}}")
+				if a.From == "" && a.FromExpression == "" {
+					return errdefs.Invalid(f+".from", "", "is required (or fromExpression): the output artifact of a step or task, such as {{steps.NAME.outputs.artifacts.NAME}}")
 				}
 			default:
 				return errdefs.Invalid(f, a.Name, "output artifacts are for container, script, steps and dag templates")

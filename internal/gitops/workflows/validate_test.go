@@ -173,12 +173,16 @@ func TestLint(t *testing.T) {
   entrypoint: main
   templates:
   - {name: main, container: {image: x}}`, "spec.templates[0].container.command", "entrypoint is not looked up yet"},
-		{"artifact fromExpression refused", `
+		{"artifact fromExpression that does not parse", `
   entrypoint: main
   templates:
   - name: main
-    steps: [[{name: a, template: b, arguments: {artifacts: [{name: x, fromExpression: "tasks.a.outputs.artifacts.x"}]}}]]
-  - {name: b, inputs: {artifacts: [{name: x, path: /x}]}, container: {image: x, command: [x]}}`, "spec.templates[0].steps[0][0].arguments.artifacts[0].fromExpression", "is not supported yet"},
+    steps: [[{name: a, template: b, arguments: {artifacts: [{name: x, fromExpression: "steps.a.outputs.artifacts.x ? :"}]}}]]
+  - {name: b, inputs: {artifacts: [{name: x, path: /x}]}, container: {image: x, command: [x]}}`, "spec.templates[0].steps[0][0].arguments.artifacts[0].fromExpression", "does not parse"},
+		{"artifact fromExpression on a container's output", `
+  entrypoint: main
+  templates:
+  - {name: main, outputs: {artifacts: [{name: a, path: /a, fromExpression: "x"}]}, container: {image: x, command: [x]}}`, "spec.templates[0].outputs.artifacts[0].fromExpression", "is for arguments"},
 		{"gcs artifacts refused", `
   entrypoint: main
   templates:
