@@ -10,7 +10,7 @@ export GOFLAGS ?= -buildvcs=false
 CHART_REGISTRY ?=
 CHART_VERSION  ?=
 
-.PHONY: chart all build up test test-deps test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-workflows bench-events bench-containers bench-analytics bench-notify bench-helm bench-billing bench-authz faults generate check fuzz security clean
+.PHONY: chart all build up test test-deps s3-server test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-workflows bench-events bench-containers bench-analytics bench-notify bench-helm bench-billing bench-authz faults generate check fuzz security clean
 
 all: build
 
@@ -26,7 +26,7 @@ up: web build
 ## FRESHET_TEST_POSTGRES is set; Kubernetes suites when the devcluster binaries are built;
 ## container suites when `make containers-deps` installed their Debian packages, as root)
 test: vet web test-deps
-	FRESHET_CTRENV_TOOL=$(abspath $(CTRENV)) $(GO) test -race -count=1 -timeout 20m ./...
+	FRESHET_TEST_S3=1 FRESHET_CTRENV_TOOL=$(abspath $(CTRENV)) $(GO) test -race -count=1 -timeout 20m ./...
 	$(MAKE) --no-print-directory test-real-node
 	$(MAKE) --no-print-directory devcluster-test
 	$(MAKE) --no-print-directory web-test
@@ -35,7 +35,17 @@ test: vet web test-deps
 ## test-deps: what the suites need besides Go modules and npm packages: the loopback Kubernetes
 ## binaries (built once, cached outside the clone) and Debian's container packages (apt-get)
 test-deps: REAL_NODE := 1
-test-deps: devcluster-build containers-deps
+test-deps: devcluster-build containers-deps s3-server
+
+## s3-server: MinIO's server, the real S3-compatible server of the workflow artifact tests
+## (internal/testenv/s3env), built once per machine from the Go module proxy (≈ 4 CPU-min cold)
+## and cached outside the clone; S3_SERVER_VERSION must match s3env.MinIOVersion
+S3_SERVER_VERSION ?= v0.0.0-20260212201848-7aac2a2c5b7c
+S3_CACHE          ?= $(if $(FRESHET_S3_CACHE),$(FRESHET_S3_CACHE),$(if $(XDG_CACHE_HOME),$(XDG_CACHE_HOME),$(HOME)/.cache)/freshet/s3)
+S3_SERVER         := $(S3_CACHE)/minio-$(S3_SERVER_VERSION)/minio
+s3-server: $(S3_SERVER)
+$(S3_SERVER):
+	GOBIN=$(dir $@) $(GO) install github.com/minio/minio@$(S3_SERVER_VERSION)
 
 ## test-real-node: the tests on the loopback cluster's real node (kubelet, containerd, runc; root):
 ## pods that really run, a builder pod, build and push steps through the kubernetes executor, a
@@ -43,8 +53,8 @@ test-deps: devcluster-build containers-deps
 ## FULL=1 adds the executor's whole contract suite there (≈ 5 min) and a runner installed from
 ## the freshet image (builds the image: minutes with a cold Go cache).
 test-real-node: test-deps
-	FRESHET_TEST_REAL_NODE=1 FRESHET_TEST_KUBE=1 FRESHET_CTRENV_TOOL=$(abspath $(CTRENV)) $(GO) test -race -count=1 -timeout 30m \
-		-run '^TestRealNode$(if $(FULL),|^TestContract$$|^TestRunnerOnRealNode$$)' \
+	FRESHET_TEST_REAL_NODE=1 FRESHET_TEST_KUBE=1 FRESHET_TEST_S3=1 FRESHET_CTRENV_TOOL=$(abspath $(CTRENV)) $(GO) test -race -count=1 -timeout 30m \
+		-run '^TestRealNode(Artifacts)?$(if $(FULL),|^TestContract$$|^TestRunnerOnRealNode$$)' \
 		./internal/testenv/kube/ ./internal/runner/executor/kubernetes/ ./internal/gitops/workflows/ $(if $(FULL),./internal/runtimes/install/)
 
 ## test-short: the unit tests only, fast

@@ -144,6 +144,7 @@ var noFuzzTarget = map[string]string{
 	"internal/agent":                     "decodes the control plane's own answer to the runtime; the repository URL goes through repourl (FuzzNormalize)",
 	"internal/bus":                       "operator configuration (NATS URLs) and events the server itself published",
 	"internal/gitops/git":                "URLs go through repourl (FuzzNormalize); git objects are go-git's",
+	"internal/gitops/workflows/emissary": "decodes the artifacts' spec its own controller wrote into the pod (the Workflow's artifacts are fuzzed in FuzzDecodeWorkflow)",
 	"internal/runner/executor/container": "decodes the container engine's build stream (the engine's JSON, not the step's bytes) and operator options",
 	"internal/runner/executor/local":     "/proc/PID/stat of its own children and the sandbox's status pipe, written by Freshet",
 	"internal/runtimes/install":          "the installer's own manifests and the user's kubeconfig, read by client-go on the user's machine",

@@ -278,6 +278,9 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 	if kube != nil && !opts.NoWorkflows && !opts.CDOnly {
 		if r.wf, err = workflows.New(kube, workflows.Options{Logger: log.With("component", "workflows"),
 			ExecutorImage: opts.WorkflowExecutorImage, ExecutorPath: opts.WorkflowExecutorPath,
+			// Artifacts' URLs (S3, HTTP, git) go through the runtime's network policy; the
+			// runtime's default artifact repository is in its own namespace.
+			Policy: policy, ConfigNamespace: clusterAppsNamespace(""),
 			// Finished workflows go to the control plane with the applications' events; it
 			// archives them (r.gitops is set below, before the controller runs).
 			OnFinished: func(rec runtimev1.WorkflowRecord) { r.gitops.ReportWorkflow(rec) },

@@ -298,3 +298,7 @@ func resolvePath(p string) string {
 		cur = parent
 	}
 }
+
+// Networks returns the refused ranges the policy allows anyway, as the operator wrote them
+// (Options.PrivateNetworks): what a helper process builds the same policy from.
+func (p *Policy) Networks() []string { return slices.Clone(p.networkNames) }

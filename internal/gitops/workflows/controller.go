@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +32,7 @@ import (
 
 	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/internal/gitops/ctrlloop"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 )
 
 // Defaults of the controller.
@@ -77,6 +79,13 @@ type Options struct {
 	// finish time) has reached the archive; a ttlStrategy deletes a Workflow only once it has,
 	// so a crash or an unreachable control plane never loses a record. Nil: at once.
 	Archived func(uid string, finishedAt time.Time) bool
+	// Policy decides which addresses artifacts' URLs (S3 endpoints, HTTP URLs, git
+	// repositories) may reach, in the controller and in the pods' emissary; nil: any (a hybrid
+	// runtime's netpolicy.Unrestricted).
+	Policy *netpolicy.Policy
+	// ConfigNamespace is the runtime's namespace: its ConfigMap workflow-controller-configmap
+	// may hold the default artifact repository (key artifactRepository).
+	ConfigNamespace string
 }
 
 // Controller runs Workflows in one cluster: their pods, suspend and resource nodes, and their
@@ -131,6 +140,9 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	}
 	if opts.ExecutorPath == "" {
 		opts.ExecutorPath = DefaultExecutorPath
+	}
+	if opts.Policy == nil {
+		opts.Policy = netpolicy.Unrestricted()
 	}
 	return &Controller{cfg: rest.CopyConfig(cfg), kube: kc, dyn: dyn, opts: opts, log: opts.Logger,
 		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
@@ -248,7 +260,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 		return staleRetry, nil // the cache has not seen this controller's last write yet
 	}
 	if u.GetDeletionTimestamp() != nil {
-		return 0, nil
+		return c.finalizeDeleted(ctx, u)
 	}
 	data, err := u.MarshalJSON()
 	if err != nil {
@@ -261,7 +273,19 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	}
 	if wf.Status.Phase.Completed() {
 		c.finished(key, wf) // first: the archive hears of it before its ttlStrategy deletes it
-		return c.collectFinished(ctx, wf, now)
+		d, done, gcErr := c.collectArtifacts(ctx, u, wf)
+		if done {
+			return d, gcErr // the status changed: the next reconcile goes on
+		}
+		wait, err := c.collectFinished(ctx, wf, now)
+		if gcErr != nil {
+			// An unreachable store does not hold podGC and ttlStrategy back; GC is retried.
+			c.log.Info("artifact GC failed; retrying", logWorkflow, key, logErr, gcErr)
+			if wait == 0 || wait > gcRetry {
+				wait = gcRetry
+			}
+		}
+		return wait, err
 	}
 	if verr != nil {
 		return 0, c.writeInvalid(ctx, u, verr, now)
@@ -297,7 +321,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	o := &operation{ctx: ctx, cl: c, wf: wf, spec: spec, nodes: map[string]*NodeStatus{}, pods: map[string]*corev1.Pod{},
 		now: now, globals: globalScope(wf, spec), tmplSpecs: map[string]*WorkflowSpec{},
 		opts: podOptions{executorImage: c.opts.ExecutorImage, executorPath: c.opts.ExecutorPath,
-			nodeSelector: c.opts.NodeSelector, tolerations: c.opts.Tolerations}}
+			nodeSelector: c.opts.NodeSelector, tolerations: c.opts.Tolerations, policy: c.opts.Policy}}
 	for id, n := range st.Nodes {
 		n := n
 		o.nodes[id] = &n
@@ -312,7 +336,16 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	for id, n := range o.nodes {
 		st.Nodes[id] = *n
 	}
-	if err := c.writeStatus(ctx, u, wf, st); err != nil {
+	write := c.writeStatus
+	if needsGCFinalizer(spec) && !slices.Contains(u.GetFinalizers(), FinalizerArtifactGC) {
+		// Written with the status, whatever it is: the Workflow's artifacts go with it.
+		u = u.DeepCopy()
+		u.SetFinalizers(append(u.GetFinalizers(), FinalizerArtifactGC))
+		write = func(ctx context.Context, u *unstructured.Unstructured, _ *Workflow, st WorkflowStatus) error {
+			return c.putStatus(ctx, u, st)
+		}
+	}
+	if err := write(ctx, u, wf, st); err != nil {
 		if apierrors.IsConflict(err) {
 			return staleRetry, nil
 		}
@@ -354,6 +387,34 @@ func (c *Controller) collectFinished(ctx context.Context, wf *Workflow, now time
 	}
 	wait, _, err := c.collect(ctx, wf, spec, &wf.Status, pods, now)
 	return wait, err
+}
+
+// collectArtifacts deletes a finished Workflow's artifacts due on completion (artifactGC) and
+// records it in the status; done is true when it wrote the status (the next reconcile goes on).
+// What it could not delete is retried after gcRetry.
+func (c *Controller) collectArtifacts(ctx context.Context, u *unstructured.Unstructured, wf *Workflow) (time.Duration, bool, error) {
+	if wf.Status.ArtifactGCStatus != nil && wf.Status.ArtifactGCStatus.Done {
+		return 0, false, nil
+	}
+	spec := &wf.Spec
+	if wf.Spec.WorkflowTemplateRef != nil && wf.Status.StoredWorkflowTemplateSpec != nil {
+		spec = mergeSpec(&wf.Spec, wf.Status.StoredWorkflowTemplateSpec)
+	}
+	if len(dueArtifacts(spec, &wf.Status, false)) == 0 {
+		return 0, false, nil
+	}
+	st := *wf.Status.deepCopy()
+	changed, gcErr := c.gcArtifacts(ctx, wf.Namespace, spec, &st, false)
+	if !changed {
+		return 0, false, gcErr
+	}
+	if err := c.putStatus(ctx, u, st); err != nil {
+		if apierrors.IsConflict(err) {
+			return staleRetry, true, nil
+		}
+		return 0, true, errors.Join(gcErr, err)
+	}
+	return 0, true, gcErr
 }
 
 // finished tells OnFinished of a finished Workflow, once per UID, finish time and phase.

@@ -60,6 +60,9 @@ func startEnv(t *testing.T, c *kube.Cluster, opts workflows.Options) *env {
 	t.Helper()
 	ns := c.Namespace(t)
 	opts.Namespace = ns
+	if opts.ConfigNamespace == "" {
+		opts.ConfigNamespace = ns // the runtime's own ConfigMaps (workflow-controller-configmap)
+	}
 	opts.Logger = slog.New(slog.NewTextHandler(testWriter{t}, nil))
 	ctrl, err := workflows.New(c.RESTConfig(), opts)
 	if err != nil {

@@ -23,6 +23,14 @@ type fakeCluster struct {
 	order     []string // pod names in creation order
 	templates map[string]*WorkflowSpec
 	resources []string
+	repo      *ArtifactRepositoryRefStatus
+}
+
+func (f *fakeCluster) artifactRepository(_ context.Context, _ string, _ *ArtifactRepositoryRef) (*ArtifactRepositoryRefStatus, error) {
+	if f.repo == nil {
+		return nil, errNoRepository
+	}
+	return f.repo, nil
 }
 
 func (f *fakeCluster) createPod(_ context.Context, p *corev1.Pod) error {
@@ -51,9 +59,12 @@ func (f *fakeCluster) resource(_ context.Context, _ *Workflow, sa, action string
 
 // run is what a step's pod does: its exit code and what the emissary reports.
 type run struct {
-	code   int32
-	result string
-	params map[string]string
+	code     int32
+	result   string
+	params   map[string]string
+	arts     map[string]int64  // output artifacts saved
+	artErrs  map[string]string // output artifacts that could not be saved
+	inputErr string            // an input artifact that could not be loaded
 }
 
 // harness drives a workflow to its end: operate, then the kubelet finishes every pending pod.
@@ -133,7 +144,7 @@ func (h *harness) step() time.Duration {
 			p.Status.Phase = corev1.PodRunning
 			continue
 		}
-		msg, _ := json.Marshal(emissary.Outputs{Result: &r.result, Parameters: r.params})
+		msg, _ := json.Marshal(emissary.Outputs{Result: &r.result, Parameters: r.params, Artifacts: r.arts, ArtifactErrors: r.artErrs, InputError: r.inputErr})
 		p.Status.Phase = corev1.PodSucceeded
 		reason := "Completed"
 		if r.code != 0 {

@@ -2,7 +2,9 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +12,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/gitops/workflows/artifacts"
+	"github.com/freshet-dev/freshet/internal/gitops/workflows/emissary"
 )
 
 // FuzzDecodeWorkflow: a Workflow (submitted or synced from git by anyone who can commit) is
@@ -44,6 +48,8 @@ func FuzzDecodeWorkflow(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Workflow","spec":{"entrypoint":"a","templates":[{"name":"a","dag":{"tasks":[{"name":"x","template":"a","depends":"((((x"}]}}]}}`))
 	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Workflow","spec":{"entrypoint":"a","templates":[{"name":"a","steps":[[{"name":"s","template":"a"}]]}]}}`))
 	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Workflow","spec":{"entrypoint":"a","templates":[{"name":"a","dag":{"tasks":[{"name":"f","template":"g"},{"name":"u","template":"u","depends":"f","arguments":{"artifacts":[{"name":"i","fromExpression":"tasks.f.outputs.exitCode == '0' ? tasks.f.outputs.artifacts.o : nil"}]}}]},"outputs":{"artifacts":[{"name":"c","fromExpression":"tasks['f'].outputs.artifacts.o"}]}},{"name":"g","outputs":{"artifacts":[{"name":"o","path":"/o"}]},"container":{"image":"x","command":["x"]}},{"name":"u","inputs":{"artifacts":[{"name":"i","path":"/i","optional":true}]},"container":{"image":"x","command":["x"]}}]}}`))
+	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Workflow","spec":{"entrypoint":"a","artifactGC":{"strategy":"OnWorkflowDeletion"},"templates":[{"name":"a","steps":[[{"name":"g","template":"g"}],[{"name":"u","template":"u","arguments":{"artifacts":[{"name":"i","from":"{{steps.g.outputs.artifacts.o}}"}]}}]]},{"name":"g","outputs":{"artifacts":[{"name":"o","path":"/o","archive":{"zip":{}},"globalName":"x"}]},"container":{"image":"x","command":["x"]}},{"name":"u","inputs":{"artifacts":[{"name":"i","path":"/i","mode":384},{"name":"r","path":"/r","raw":{"data":"d"}},{"name":"h","path":"/h","http":{"url":"https://h/x","headers":[{"name":"A","value":"b"}]}},{"name":"s","path":"/s","s3":{"endpoint":"e:9000","bucket":"bkt","key":"k","accessKeySecret":{"name":"n","key":"a"},"secretKeySecret":{"name":"n","key":"s"}}},{"name":"git","path":"/g","git":{"repo":"https://g/r.git","revision":"main","depth":1}}]},"container":{"image":"x","command":["x"]}}]}}`))
 	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"CronWorkflow","spec":{"schedules":["*/5 * * * *","CRON_TZ=Asia/Tokyo 0 3 * * 1-5"],"timezone":"","concurrencyPolicy":"Forbid","startingDeadlineSeconds":30,"workflowSpec":{"entrypoint":"a","templates":[{"name":"a","suspend":{}}]}}}`))
 	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"CronWorkflow","spec":{"schedule":"@every 90s","timezone":"Europe/Berlin","workflowSpec":{"entrypoint":"a","templates":[{"name":"a","suspend":{}}]}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -61,7 +67,7 @@ func FuzzDecodeWorkflow(f *testing.F) {
 			return
 		}
 		wf.Name, wf.Namespace, wf.UID = "fz", "ns", "u"
-		fc := &fakeCluster{pods: map[string]*corev1.Pod{}, templates: map[string]*WorkflowSpec{}}
+		fc := &fakeCluster{pods: map[string]*corev1.Pod{}, templates: map[string]*WorkflowSpec{}, repo: testRepo()}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		o := &operation{ctx: ctx, cl: fc, wf: wf, spec: &wf.Spec, nodes: map[string]*NodeStatus{}, pods: fc.pods,
@@ -77,6 +83,19 @@ func FuzzDecodeWorkflow(f *testing.F) {
 			}
 			if len(p.OwnerReferences) != 1 || p.OwnerReferences[0].Name != "fz" || len(p.Name) > 63 {
 				t.Fatalf("pod %s: %+v", p.Name, p.OwnerReferences)
+			}
+			for _, e := range p.Spec.Containers[0].Env {
+				switch {
+				case e.Name == emissary.EnvArtifacts:
+					var spec artifacts.Spec
+					if err := json.Unmarshal([]byte(e.Value), &spec); err != nil || len(e.Value) > maxArtifactSpec {
+						t.Fatalf("pod %s: artifacts spec of %d bytes: %v", p.Name, len(e.Value), err)
+					}
+				case strings.HasPrefix(e.Name, emissary.EnvSecretPrefix):
+					if e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+						t.Fatalf("pod %s: %s is not a Secret reference", p.Name, e.Name)
+					}
+				}
 			}
 		}
 	})
@@ -106,4 +125,36 @@ func fuzzCron(t *testing.T, data []byte) {
 	if name := cronWorkflowName(cw.Name, now); len(name) > 63 {
 		t.Fatalf("workflow name %q longer than 63", name)
 	}
+}
+
+// FuzzDecodeArtifactRepository: an artifact repository (a key of a ConfigMap anyone who may
+// write ConfigMaps in the namespace sets) is refused with an error naming a field, or has a
+// bucket and an endpoint, and its keyFormat renders a relative key for any node.
+func FuzzDecodeArtifactRepository(f *testing.F) {
+	for _, s := range []string{
+		"s3:\n  bucket: arts\n  endpoint: minio:9000\n  insecure: true\n  accessKeySecret: {name: s3, key: ak}\n  secretKeySecret: {name: s3, key: sk}\n  keyFormat: \"{{workflow.creationTimestamp.Y}}/{{workflow.name}}/{{pod.name}}\"\n",
+		`{"s3":{"bucket":"b","endpoint":"e","keyPrefix":"p"}}`,
+		"gcs: {bucket: b}", "s3: {bucket: b}", "archiveLogs: true\ns3: {bucket: b, endpoint: e}", "s3: {bucket: b, endpoint: e, keyFormat: \"{{inputs.parameters.x}}\"}", "[]",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, data string) {
+		r, err := DecodeArtifactRepository(data, "cm")
+		if err != nil {
+			if !errors.Is(err, errdefs.ErrInvalid) || errdefs.Field(err) == "" {
+				t.Fatalf("error %v does not name a field", err)
+			}
+			return
+		}
+		if r.S3 == nil || r.S3.Bucket == "" || r.S3.Endpoint == "" {
+			t.Fatalf("accepted %+v", r)
+		}
+		wf := &Workflow{}
+		wf.Name, wf.Namespace = "wf", "ns"
+		o := &operation{wf: wf, globals: globalScope(wf, &wf.Spec)}
+		key, err := o.renderKey(r.S3, &NodeStatus{ID: "wf-1", Name: "wf[0].a"})
+		if err == nil && (strings.HasPrefix(key, "/") || strings.Contains(key, "..") && strings.Contains("/"+key+"/", "/../")) {
+			t.Fatalf("key %q", key)
+		}
+	})
 }

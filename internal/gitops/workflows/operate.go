@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/freshet-dev/freshet/internal/gitops/workflows/emissary"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 )
 
 // cluster is what one operation needs from the cluster. The controller implements it; unit
@@ -32,6 +33,10 @@ type cluster interface {
 	// resource carries out a resource template's action on obj as the workflow's service
 	// account, and returns what it did ("created pod/x").
 	resource(ctx context.Context, wf *Workflow, serviceAccount, action string, obj *unstructured.Unstructured) (string, error)
+	// artifactRepository resolves the artifact repository of a Workflow in namespace ns
+	// (artifactRepositoryRef, else the namespace's default, else the runtime's); an error
+	// wrapping errNoRepository or errdefs.ErrInvalid is permanent.
+	artifactRepository(ctx context.Context, ns string, ref *ArtifactRepositoryRef) (*ArtifactRepositoryRefStatus, error)
 }
 
 // Messages Argo Workflows writes, kept the same.
@@ -64,6 +69,7 @@ type podOptions struct {
 	executorImage, executorPath string
 	nodeSelector                map[string]string
 	tolerations                 []corev1.Toleration
+	policy                      *netpolicy.Policy
 }
 
 // operation is one reconcile of one Workflow: it walks the template tree from the entrypoint,
@@ -87,6 +93,7 @@ type operation struct {
 	tmplSpecs   map[string]*WorkflowSpec
 	err         error // a temporary error (API): the reconcile is retried
 	createdPods int
+	repo        *ArtifactRepositoryRefStatus // resolved once, kept in the status
 }
 
 type tmplCtx struct {
@@ -99,6 +106,7 @@ type invocation struct {
 	tmpl          string
 	ref           *TemplateRef
 	args          []Parameter
+	arts          []Artifact
 	boundary      string
 	tc            tmplCtx
 	attempt       int // -1: not inside a retry node
@@ -275,6 +283,22 @@ func (o *operation) processInputs(t *Template, inv invocation) (*Template, *Inpu
 	}
 	if b, err := json.Marshal(all); err == nil && all != nil {
 		sc["inputs.parameters"] = string(b)
+	}
+	arts, err := o.inputArtifacts(t, inv, sc)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, a := range arts {
+		sc["inputs.artifacts."+a.Name] = artifactVar(a)
+		if a.Path != "" {
+			sc["inputs.artifacts."+a.Name+".path"] = a.Path
+		}
+	}
+	if arts != nil {
+		if in == nil {
+			in = &Inputs{}
+		}
+		in.Artifacts = arts
 	}
 	id := nodeID(o.wf.Name, inv.name)
 	sc["node.name"] = inv.name
@@ -523,6 +547,9 @@ func (o *operation) executePod(inv invocation, t *Template, inputs *Inputs) *Nod
 	}
 	if pod == nil {
 		p, err := o.buildPod(n, t)
+		if err != nil && o.err != nil {
+			return n // a temporary error: the reconcile is retried
+		}
 		if err != nil {
 			o.finish(n, NodeError, err.Error())
 			o.activePods--
@@ -564,8 +591,14 @@ func (o *operation) assessPod(n *NodeStatus, t *Template, pod *corev1.Pod) {
 	case corev1.PodRunning:
 		n.Phase, n.Message = NodeRunning, ""
 	case corev1.PodSucceeded, corev1.PodFailed:
-		outs, errMsg := o.outputs(t, main)
+		if msg := inputError(main); msg != "" {
+			// The emissary could not load an input artifact: the command never ran.
+			o.finish(n, NodeError, msg)
+			return
+		}
+		outs, errMsg := o.outputs(n, t, main)
 		n.Outputs = outs
+		o.globalArtifacts(n)
 		if pod.Status.Phase == corev1.PodSucceeded {
 			if errMsg != "" {
 				o.finish(n, NodeError, errMsg)
@@ -593,6 +626,18 @@ func (o *operation) assessPod(n *NodeStatus, t *Template, pod *corev1.Pod) {
 	}
 }
 
+// inputError is why the emissary could not load the step's input artifacts ("" when it could).
+func inputError(main *corev1.ContainerStatus) string {
+	if main == nil || main.State.Terminated == nil || main.State.Terminated.Message == "" {
+		return ""
+	}
+	var eo emissary.Outputs
+	if json.Unmarshal([]byte(main.State.Terminated.Message), &eo) != nil {
+		return ""
+	}
+	return eo.InputError
+}
+
 func waitingMessage(pod *corev1.Pod) string {
 	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
 		for _, cs := range list {
@@ -611,7 +656,7 @@ func waitingMessage(pod *corev1.Pod) string {
 
 // outputs reads the step's outputs from the emissary's termination message; the second value
 // names an output parameter that could not be collected.
-func (o *operation) outputs(t *Template, main *corev1.ContainerStatus) (*Outputs, string) {
+func (o *operation) outputs(n *NodeStatus, t *Template, main *corev1.ContainerStatus) (*Outputs, string) {
 	var eo emissary.Outputs
 	out := &Outputs{}
 	if main != nil && main.State.Terminated != nil {
@@ -642,10 +687,13 @@ func (o *operation) outputs(t *Template, main *corev1.ContainerStatus) (*Outputs
 		val := AnyString(v)
 		out.Parameters = append(out.Parameters, Parameter{Name: p.Name, Value: &val})
 	}
-	if out.Result == nil && out.ExitCode == nil && out.Parameters == nil {
-		return nil, ""
+	reported := main != nil && main.State.Terminated != nil && main.State.Terminated.Message != ""
+	arts, msg := o.collectArtifacts(n, t, &eo, reported)
+	out.Artifacts = arts
+	if out.Result == nil && out.ExitCode == nil && out.Parameters == nil && out.Artifacts == nil {
+		return nil, msg
 	}
-	return out, ""
+	return out, msg
 }
 
 func (o *operation) executeResource(inv invocation, t *Template, inputs *Inputs) *NodeStatus {
@@ -897,6 +945,9 @@ func nodeVars(prefix string, n *NodeStatus, sc scope) {
 			sc[prefix+".outputs.parameters."+p.Name] = string(*p.Value)
 		}
 	}
+	for _, a := range n.Outputs.Artifacts {
+		sc[prefix+".outputs.artifacts."+a.Name] = artifactVar(a)
+	}
 }
 
 // aggregateVars are the variables of an expanded step or task: its children's outputs as JSON
@@ -936,6 +987,9 @@ func (o *operation) templateScope(n *NodeStatus) scope {
 			if p.Value != nil {
 				sc["inputs.parameters."+p.Name] = string(*p.Value)
 			}
+		}
+		for _, a := range n.Inputs.Artifacts {
+			sc["inputs.artifacts."+a.Name] = artifactVar(a)
 		}
 	}
 	return sc
@@ -978,6 +1032,28 @@ func (o *operation) runCall(c call, base string, display string, parent *NodeSta
 			return o.errorNode(inv, err)
 		}
 		inv.args = args.Parameters
+		if len(c.args.Artifacts) > 0 {
+			// A from that does not resolve is left as it is: the input it feeds decides
+			// whether that is an error (it is unless the input is optional).
+			arts := Arguments{Artifacts: append([]Artifact(nil), c.args.Artifacts...)}
+			if err := substitute(&arts, "arguments", s, nil); err != nil {
+				return o.errorNode(inv, err)
+			}
+			for i, a := range arts.Artifacts {
+				if a.FromExpression == "" {
+					continue
+				}
+				v, ok, err := evalFromExpression(a.FromExpression, s)
+				if err != nil {
+					return o.errorNode(inv, fmt.Errorf("arguments.artifacts.%s.fromExpression %q: %v", a.Name, a.FromExpression, err))
+				}
+				if !ok {
+					v = "{{=" + a.FromExpression + "}}" // names nothing: the input decides
+				}
+				arts.Artifacts[i].From, arts.Artifacts[i].FromExpression = v, ""
+			}
+			inv.arts = arts.Artifacts
+		}
 		return o.execute(inv)
 	}
 	if exp == nil {
@@ -1105,6 +1181,39 @@ func (o *operation) finishComposite(n *NodeStatus, t *Template, sc scope) {
 		}
 		val := AnyString(v)
 		n.Outputs.Parameters = append(n.Outputs.Parameters, Parameter{Name: p.Name, Value: &val})
+	}
+	for _, a := range t.Outputs.Artifacts {
+		from, _ := sc.replace(a.From, leafStrict)
+		if a.FromExpression != "" {
+			v, ok, err := evalFromExpression(a.FromExpression, sc)
+			if err != nil {
+				o.finish(n, NodeError, fmt.Sprintf("outputs.artifacts.%s.fromExpression %q: %v", a.Name, a.FromExpression, err))
+				return
+			}
+			from = v
+			if !ok {
+				from = "{{=" + a.FromExpression + "}}"
+			}
+		}
+		got, ok, err := resolveFrom(from)
+		if err != nil {
+			o.finish(n, NodeError, fmt.Sprintf("outputs.artifacts.%s: from: %v", a.Name, err))
+			return
+		}
+		if !ok {
+			if a.Optional {
+				continue
+			}
+			o.finish(n, NodeError, fmt.Sprintf("outputs.artifacts.%s: %s did not resolve (the step or task did not produce it)", a.Name, from))
+			return
+		}
+		res := a
+		res.From = ""
+		res.ArtifactLocation = got.ArtifactLocation
+		if n.Outputs == nil {
+			n.Outputs = &Outputs{}
+		}
+		n.Outputs.Artifacts = append(n.Outputs.Artifacts, res)
 	}
 	o.finish(n, NodeSucceeded, "")
 }

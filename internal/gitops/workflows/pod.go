@@ -41,6 +41,14 @@ func (o *operation) buildPod(n *NodeStatus, t *Template) (*corev1.Pod, error) {
 			cmd = append(cmd, "--param", p.Name+"="+p.ValueFrom.Path)
 		}
 	}
+	artEnv, err := o.podArtifacts(n, t)
+	if err != nil {
+		return nil, err
+	}
+	if artEnv != nil {
+		cmd = append(cmd, "--artifacts")
+		main.Env = append(main.Env, artEnv...)
+	}
 	main.Name = mainContainer
 	main.Command = append(append(cmd, "--"), orig...)
 	main.Args = nil

@@ -87,18 +87,18 @@ type WorkflowSpec struct {
 	ImagePullSecrets      []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 	PodGC                 *PodGC                        `json:"podGC,omitempty"`
 	TTLStrategy           *TTLStrategy                  `json:"ttlStrategy,omitempty"`
+	ArtifactRepositoryRef *ArtifactRepositoryRef        `json:"artifactRepositoryRef,omitempty"`
+	ArtifactGC            *WorkflowArtifactGC           `json:"artifactGC,omitempty"`
 
 	// Recognised, not built yet: refused by name.
-	Volumes               json.RawMessage `json:"volumes,omitempty"`
-	VolumeClaimTemplates  json.RawMessage `json:"volumeClaimTemplates,omitempty"`
-	Synchronization       json.RawMessage `json:"synchronization,omitempty"`
-	ArtifactRepositoryRef json.RawMessage `json:"artifactRepositoryRef,omitempty"`
-	ArtifactGC            json.RawMessage `json:"artifactGC,omitempty"`
-	Hooks                 json.RawMessage `json:"hooks,omitempty"`
-	Metrics               json.RawMessage `json:"metrics,omitempty"`
-	PodSpecPatch          json.RawMessage `json:"podSpecPatch,omitempty"`
-	Executor              json.RawMessage `json:"executor,omitempty"`
-	Memoize               json.RawMessage `json:"memoize,omitempty"`
+	Volumes              json.RawMessage `json:"volumes,omitempty"`
+	VolumeClaimTemplates json.RawMessage `json:"volumeClaimTemplates,omitempty"`
+	Synchronization      json.RawMessage `json:"synchronization,omitempty"`
+	Hooks                json.RawMessage `json:"hooks,omitempty"`
+	Metrics              json.RawMessage `json:"metrics,omitempty"`
+	PodSpecPatch         json.RawMessage `json:"podSpecPatch,omitempty"`
+	Executor             json.RawMessage `json:"executor,omitempty"`
+	Memoize              json.RawMessage `json:"memoize,omitempty"`
 }
 
 // WorkflowTemplateRef runs a WorkflowTemplate (or, with ClusterScope, a
@@ -280,22 +280,22 @@ func renderJSON(raw json.RawMessage) string {
 
 // Arguments are the parameters a step, task or Workflow passes.
 type Arguments struct {
-	Parameters []Parameter     `json:"parameters,omitempty"`
-	Artifacts  json.RawMessage `json:"artifacts,omitempty"`
+	Parameters []Parameter `json:"parameters,omitempty"`
+	Artifacts  []Artifact  `json:"artifacts,omitempty"`
 }
 
 // Inputs are a template's declared parameters.
 type Inputs struct {
-	Parameters []Parameter     `json:"parameters,omitempty"`
-	Artifacts  json.RawMessage `json:"artifacts,omitempty"`
+	Parameters []Parameter `json:"parameters,omitempty"`
+	Artifacts  []Artifact  `json:"artifacts,omitempty"`
 }
 
 // Outputs are a template's declared outputs and, in a node's status, their values.
 type Outputs struct {
-	Parameters []Parameter     `json:"parameters,omitempty"`
-	Artifacts  json.RawMessage `json:"artifacts,omitempty"`
-	Result     *string         `json:"result,omitempty"`
-	ExitCode   *string         `json:"exitCode,omitempty"`
+	Parameters []Parameter `json:"parameters,omitempty"`
+	Artifacts  []Artifact  `json:"artifacts,omitempty"`
+	Result     *string     `json:"result,omitempty"`
+	ExitCode   *string     `json:"exitCode,omitempty"`
 }
 
 // Parameter is a named string value.
@@ -445,6 +445,18 @@ type WorkflowStatus struct {
 	// StoredWorkflowTemplateSpec is the spec a workflowTemplateRef resolved to when the run
 	// started: later changes of the template do not change a running workflow.
 	StoredWorkflowTemplateSpec *WorkflowSpec `json:"storedWorkflowTemplateSpec,omitempty"`
+	// ArtifactRepositoryRef is the artifact repository resolved when the run started.
+	ArtifactRepositoryRef *ArtifactRepositoryRefStatus `json:"artifactRepositoryRef,omitempty"`
+	// ArtifactGCStatus records the artifact garbage collection done.
+	ArtifactGCStatus *ArtifactGCStatus `json:"artifactGCStatus,omitempty"`
+}
+
+// ArtifactGCStatus is status.artifactGCStatus: whether the objects artifactGC deletes on
+// completion were deleted.
+type ArtifactGCStatus struct {
+	NotSpecified bool `json:"notSpecified,omitempty"`
+	// Done is set once every object due on completion is deleted.
+	Done bool `json:"done,omitempty"`
 }
 
 // NodeStatus is one node of the run.

@@ -60,8 +60,12 @@ func validateSpec(s *WorkflowSpec, path string, needEntry bool) error {
 	if err := checkParams(s.Arguments.Parameters, path+".arguments.parameters", globals); err != nil {
 		return err
 	}
-	if len(s.Arguments.Artifacts) > 0 {
-		return notYet(path+".arguments.artifacts", "artifacts")
+	globalArts := map[string]bool{}
+	if err := checkArtifacts(s.Arguments.Artifacts, path+".arguments.artifacts", artsArguments, nil, globalArts); err != nil {
+		return err
+	}
+	if err := checkArtifactSpec(s, path); err != nil {
+		return err
 	}
 	for i := range s.Templates {
 		if err := validateTemplate(idx, &s.Templates[i], fmt.Sprintf("%s.templates[%d]", path, i), globals); err != nil {
@@ -92,8 +96,7 @@ func checkUnsupportedSpec(s *WorkflowSpec, path string) error {
 		name string
 		v    json.RawMessage
 	}{{"volumes", s.Volumes}, {"volumeClaimTemplates", s.VolumeClaimTemplates}, {"synchronization", s.Synchronization},
-		{"artifactRepositoryRef", s.ArtifactRepositoryRef},
-		{"artifactGC", s.ArtifactGC}, {"hooks", s.Hooks}, {"metrics", s.Metrics}, {"podSpecPatch", s.PodSpecPatch},
+		{"hooks", s.Hooks}, {"metrics", s.Metrics}, {"podSpecPatch", s.PodSpecPatch},
 		{"executor", s.Executor}, {"memoize", s.Memoize}} {
 		if isSet(u.v) {
 			return notYet(path+"."+u.name, u.name)
@@ -161,11 +164,12 @@ func validateTemplate(idx map[string]*Template, t *Template, p string, globals m
 	if err := checkParams(t.Inputs.Parameters, p+".inputs.parameters", inputs); err != nil {
 		return err
 	}
-	if isSet(t.Inputs.Artifacts) {
-		return notYet(p+".inputs.artifacts", "artifacts")
+	inputArts := map[string]bool{}
+	if err := checkArtifacts(t.Inputs.Artifacts, p+".inputs.artifacts", artsInputs, t, inputArts); err != nil {
+		return err
 	}
-	if isSet(t.Outputs.Artifacts) {
-		return notYet(p+".outputs.artifacts", "artifacts")
+	if err := checkArtifacts(t.Outputs.Artifacts, p+".outputs.artifacts", artsOutputs, t, map[string]bool{}); err != nil {
+		return err
 	}
 	if err := checkParams(t.Outputs.Parameters, p+".outputs.parameters", map[string]bool{}); err != nil {
 		return err
@@ -212,7 +216,7 @@ func validateTemplate(idx map[string]*Template, t *Template, p string, globals m
 	if t.Parallelism != nil && *t.Parallelism < 0 {
 		return errdefs.Invalid(p+".parallelism", strconv.FormatInt(*t.Parallelism, 10), "must be 0 or more")
 	}
-	sc := &refScope{globals: globals, inputs: inputs}
+	sc := &refScope{globals: globals, inputs: inputs, inputArts: inputArts}
 	switch {
 	case t.Container != nil:
 		if len(t.Container.Command) == 0 {
@@ -380,8 +384,17 @@ func validateCall(idx map[string]*Template, c call, f string) error {
 		return errdefs.Invalid(f+".templateRef.template", "", "is required")
 	case c.template != "" && idx[c.template] == nil:
 		return errdefs.Invalid(f+".template", c.template, "is not a template of this workflow"+known(idx))
-	case isSet(c.args.Artifacts):
-		return notYet(f+".arguments.artifacts", "artifacts")
+	}
+	givenArts := map[string]bool{}
+	if err := checkArtifacts(c.args.Artifacts, f+".arguments.artifacts", artsArguments, nil, givenArts); err != nil {
+		return err
+	}
+	if t := idx[c.template]; t != nil {
+		for _, in := range t.Inputs.Artifacts {
+			if !in.Optional && !in.HasLocation() && !givenArts[in.Name] {
+				return errdefs.Invalid(f+".arguments.artifacts", in.Name, fmt.Sprintf("is an input artifact of template %q without a location: it must be given (or be optional)", t.Name))
+			}
+		}
 	}
 	given := map[string]bool{}
 	if err := checkParams(c.args.Parameters, f+".arguments.parameters", given); err != nil {
@@ -575,6 +588,7 @@ func findCycle(tasks []DAGTask, deps map[string][]string) []string {
 // refScope is what a {{reference}} may name at one place of a template.
 type refScope struct {
 	globals, inputs map[string]bool
+	inputArts       map[string]bool
 	steps, tasks    map[string]*Template // visible steps/tasks and their local template (nil: templateRef)
 	item            bool
 }
@@ -595,6 +609,15 @@ func (sc *refScope) check(path, name string) error {
 		if !sc.globals[strings.TrimPrefix(name, "workflow.parameters.")] {
 			return bad("names a parameter that spec.arguments.parameters does not declare")
 		}
+		return nil
+	case strings.HasPrefix(name, "inputs.artifacts."):
+		a := strings.TrimPrefix(name, "inputs.artifacts.")
+		a = strings.TrimSuffix(a, ".path")
+		if !sc.inputArts[a] {
+			return bad("names an artifact that the template's inputs.artifacts do not declare")
+		}
+		return nil
+	case strings.HasPrefix(name, "workflow.outputs.artifacts."):
 		return nil
 	case strings.HasPrefix(name, "inputs.parameters."):
 		if !sc.inputs[strings.TrimPrefix(name, "inputs.parameters.")] {
@@ -631,10 +654,15 @@ func checkNodeRef(name, prefix string, visible map[string]*Template, bad func(st
 		if t != nil && !slices.ContainsFunc(t.Outputs.Parameters, func(o Parameter) bool { return o.Name == p }) {
 			return bad("names an output parameter that template " + strconv.Quote(t.Name) + " does not declare")
 		}
+	case strings.HasPrefix(field, "outputs.artifacts."):
+		a := strings.TrimPrefix(field, "outputs.artifacts.")
+		if t != nil && !slices.ContainsFunc(t.Outputs.Artifacts, func(o Artifact) bool { return o.Name == a }) {
+			return bad("names an output artifact that template " + strconv.Quote(t.Name) + " does not declare")
+		}
 	case field == "outputs.parameters", field == "status", field == "id", field == "exitCode",
 		field == "startedAt", field == "finishedAt", field == "ip":
 	default:
-		return bad("names no field of a " + strings.TrimSuffix(prefix, ".") + " node (outputs.result, outputs.parameters.NAME, status, id, exitCode, startedAt, finishedAt)")
+		return bad("names no field of a " + strings.TrimSuffix(prefix, ".") + " node (outputs.result, outputs.parameters.NAME, outputs.artifacts.NAME, status, id, exitCode, startedAt, finishedAt)")
 	}
 	return nil
 }

@@ -173,10 +173,64 @@ func TestLint(t *testing.T) {
   entrypoint: main
   templates:
   - {name: main, container: {image: x}}`, "spec.templates[0].container.command", "entrypoint is not looked up yet"},
-		{"artifacts refused", `
+		{"artifact fromExpression that does not parse", `
   entrypoint: main
   templates:
-  - {name: main, outputs: {artifacts: [{name: a, path: /a}]}, container: {image: x, command: [x]}}`, "spec.templates[0].outputs.artifacts", "is not supported yet"},
+  - name: main
+    steps: [[{name: a, template: b, arguments: {artifacts: [{name: x, fromExpression: "steps.a.outputs.artifacts.x ? :"}]}}]]
+  - {name: b, inputs: {artifacts: [{name: x, path: /x}]}, container: {image: x, command: [x]}}`, "spec.templates[0].steps[0][0].arguments.artifacts[0].fromExpression", "does not parse"},
+		{"artifact fromExpression on a container's output", `
+  entrypoint: main
+  templates:
+  - {name: main, outputs: {artifacts: [{name: a, path: /a, fromExpression: "x"}]}, container: {image: x, command: [x]}}`, "spec.templates[0].outputs.artifacts[0].fromExpression", "is for arguments"},
+		{"gcs artifacts refused", `
+  entrypoint: main
+  templates:
+  - {name: main, inputs: {artifacts: [{name: a, path: /a, gcs: {bucket: b, key: k}}]}, container: {image: x, command: [x]}}`, "spec.templates[0].inputs.artifacts[0].gcs", "is not supported yet"},
+		{"output artifact without a path", `
+  entrypoint: main
+  templates:
+  - {name: main, outputs: {artifacts: [{name: a}]}, container: {image: x, command: [x]}}`, "spec.templates[0].outputs.artifacts[0].path", "is required"},
+		{"output artifact to git", `
+  entrypoint: main
+  templates:
+  - {name: main, outputs: {artifacts: [{name: a, path: /a, git: {repo: "https://example.com/r.git"}}]}, container: {image: x, command: [x]}}`, "spec.templates[0].outputs.artifacts[0]", "is an input location"},
+		{"two artifact locations", `
+  entrypoint: main
+  templates:
+  - {name: main, inputs: {artifacts: [{name: a, path: /a, raw: {data: x}, http: {url: "https://example.com/x"}}]}, container: {image: x, command: [x]}}`, "spec.templates[0].inputs.artifacts[0]", "at most one location"},
+		{"http artifact URL", `
+  entrypoint: main
+  templates:
+  - {name: main, inputs: {artifacts: [{name: a, path: /a, http: {url: "ftp://example.com/x"}}]}, container: {image: x, command: [x]}}`, "spec.templates[0].inputs.artifacts[0].http.url", "http or https URL"},
+		{"missing input artifact", `
+  entrypoint: main
+  templates:
+  - name: main
+    steps: [[{name: a, template: b}]]
+  - {name: b, inputs: {artifacts: [{name: x, path: /x}]}, container: {image: x, command: [x]}}`, "spec.templates[0].steps[0][0].arguments.artifacts", "must be given"},
+		{"undeclared output artifact", `
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - [{name: a, template: b}]
+    - [{name: c, template: c, arguments: {artifacts: [{name: x, from: "{{steps.a.outputs.artifacts.nope}}"}]}}]
+  - {name: b, outputs: {artifacts: [{name: out, path: /o}]}, container: {image: x, command: [x]}}
+  - {name: c, inputs: {artifacts: [{name: x, path: /x}]}, container: {image: x, command: [x]}}`, "spec.templates[0].steps[1][0].arguments.artifacts[0].from", "does not declare"},
+		{"two archive strategies", `
+  entrypoint: main
+  templates:
+  - {name: main, outputs: {artifacts: [{name: a, path: /a, archive: {none: {}, zip: {}}}]}, container: {image: x, command: [x]}}`, "spec.templates[0].outputs.artifacts[0].archive", "one of tar, none, zip"},
+		{"artifactGC strategy", `
+  entrypoint: main
+  artifactGC: {strategy: Sometimes}
+  templates:
+  - {name: main, container: {image: x, command: [x]}}`, "spec.artifactGC.strategy", "OnWorkflowCompletion"},
+		{"s3 endpoint with a scheme", `
+  entrypoint: main
+  templates:
+  - {name: main, inputs: {artifacts: [{name: a, path: /a, s3: {endpoint: "https://s3", bucket: b, key: k}}]}, container: {image: x, command: [x]}}`, "spec.templates[0].inputs.artifacts[0].s3.endpoint", "no scheme"},
 		{"volumes refused", `
   entrypoint: main
   volumeClaimTemplates: [{metadata: {name: w}}]

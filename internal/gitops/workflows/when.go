@@ -2,6 +2,8 @@ package workflows
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -51,6 +53,72 @@ func checkWhen(s string) error {
 	_, err := expr.Compile(filled, expr.Env(map[string]any{}), expr.Patch(bareWords{}), expr.DisableAllBuiltins())
 	if err != nil {
 		return fmt.Errorf("does not parse as a boolean expression (quote values with spaces): %v", err)
+	}
+	return nil
+}
+
+// fromExprEnv nests a scope's dotted names into maps (steps.a.outputs.result becomes
+// steps → a → outputs → result) for a fromExpression; a name that is also a prefix of longer
+// names is a map.
+func fromExprEnv(sc scope) map[string]any {
+	keys := make([]string, 0, len(sc))
+	for k := range sc {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	env := map[string]any{}
+	for _, k := range keys {
+		parts := strings.Split(k, ".")
+		m := env
+		for _, p := range parts[:len(parts)-1] {
+			next, ok := m[p].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				m[p] = next
+			}
+			m = next
+		}
+		if _, isMap := m[parts[len(parts)-1]].(map[string]any); !isMap {
+			m[parts[len(parts)-1]] = sc[k]
+		}
+	}
+	return env
+}
+
+// evalFromExpression evaluates an artifact's fromExpression (expr-lang, as Argo's:
+// `tasks['flip'].outputs.result == 'heads' ? tasks.heads.outputs.artifacts.out :
+// tasks.tails.outputs.artifacts.out`) over the variables of its scope, no functions reachable.
+// It returns the artifact it names as a from value, or ok false when it names nothing (a step
+// that did not run).
+func evalFromExpression(s string, sc scope) (string, bool, error) {
+	if len(s) > maxWhenLen {
+		return "", false, fmt.Errorf("is longer than %d characters", maxWhenLen)
+	}
+	env := fromExprEnv(sc)
+	prg, err := expr.Compile(s, expr.Env(env), expr.AllowUndefinedVariables(), expr.DisableAllBuiltins())
+	if err != nil {
+		return "", false, fmt.Errorf("does not parse: %v", err)
+	}
+	out, err := expr.Run(prg, env)
+	if err != nil {
+		return "", false, fmt.Errorf("does not evaluate: %v", err)
+	}
+	switch v := out.(type) {
+	case nil:
+		return "", false, nil
+	case string:
+		return v, true, nil
+	}
+	return "", false, fmt.Errorf("gives %T, not an artifact", out)
+}
+
+// checkFromExpression checks that a fromExpression parses.
+func checkFromExpression(s string) error {
+	if len(s) > maxWhenLen {
+		return fmt.Errorf("is longer than %d characters", maxWhenLen)
+	}
+	if _, err := expr.Compile(s, expr.Env(map[string]any{}), expr.AllowUndefinedVariables(), expr.DisableAllBuiltins()); err != nil {
+		return fmt.Errorf("does not parse: %v", err)
 	}
 	return nil
 }

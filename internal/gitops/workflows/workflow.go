@@ -35,9 +35,19 @@ func (o *operation) operate(st *WorkflowStatus) {
 			o.activePods++
 		}
 	}
+	for _, n := range o.nodes {
+		if n.Phase == NodeSucceeded {
+			o.globalArtifacts(n)
+		}
+	}
+	defer o.workflowOutputs(st)
+	if o.repo == nil {
+		o.repo = st.ArtifactRepositoryRef
+	}
+	defer func() { st.ArtifactRepositoryRef = o.repo }()
 	tc := tmplCtx{spec: o.spec}
 	root := o.execute(invocation{name: o.wf.Name, display: o.wf.Name, tmpl: o.spec.Entrypoint,
-		args: o.spec.Arguments.Parameters, tc: tc, attempt: -1})
+		args: o.spec.Arguments.Parameters, arts: o.spec.Arguments.Artifacts, tc: tc, attempt: -1})
 	o.progress(st)
 	if root == nil || !root.Phase.Fulfilled() {
 		return
@@ -163,6 +173,25 @@ func mergeSpec(wf, tmpl *WorkflowSpec) *WorkflowSpec {
 		}
 	}
 	out.Arguments.Parameters = params
+	arts := out.Arguments.Artifacts
+	for _, a := range wf.Arguments.Artifacts {
+		replaced := false
+		for i := range arts {
+			if arts[i].Name == a.Name {
+				arts[i], replaced = a, true
+			}
+		}
+		if !replaced {
+			arts = append(arts, a)
+		}
+	}
+	out.Arguments.Artifacts = arts
+	if wf.ArtifactGC != nil {
+		out.ArtifactGC = wf.ArtifactGC
+	}
+	if wf.ArtifactRepositoryRef != nil {
+		out.ArtifactRepositoryRef = wf.ArtifactRepositoryRef
+	}
 	if wf.Entrypoint != "" {
 		out.Entrypoint = wf.Entrypoint
 	}

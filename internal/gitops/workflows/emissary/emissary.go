@@ -11,6 +11,7 @@ package emissary
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -20,6 +21,9 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/freshet-dev/freshet/internal/gitops/workflows/artifacts"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 )
 
 // Outputs is what `emissary run` writes to the termination message.
@@ -30,6 +34,13 @@ type Outputs struct {
 	Errors map[string]string `json:"errors,omitempty"`
 	// Error says why the outputs could not be written whole.
 	Error string `json:"error,omitempty"`
+	// Artifacts are the output artifacts saved, with their size in bytes as stored.
+	Artifacts map[string]int64 `json:"artifacts,omitempty"`
+	// ArtifactErrors names the output artifacts that could not be saved, and why (a missing
+	// optional one is in neither map).
+	ArtifactErrors map[string]string `json:"artifactErrors,omitempty"`
+	// InputError says why an input artifact could not be loaded: the command did not run.
+	InputError string `json:"inputError,omitempty"`
 }
 
 // Limits. A pod's termination message holds at most 4096 bytes (Kubernetes truncates it).
@@ -39,12 +50,17 @@ const (
 	TerminationPath = "/dev/termination-log"
 	// EnvTerminationPath overrides TerminationPath (tests).
 	EnvTerminationPath = "FRESHET_EMISSARY_TERMINATION_LOG"
+	// EnvArtifacts holds the step's artifacts.Spec as JSON (`run --artifacts`).
+	EnvArtifacts = "FRESHET_EMISSARY_ARTIFACTS"
+	// EnvSecretPrefix starts the names of the variables holding the artifacts' credentials;
+	// they and EnvArtifacts are removed from the command's environment.
+	EnvSecretPrefix = "FRESHET_ARTIFACT_SECRET_"
 )
 
 // Main runs `freshet emissary ARGS` and returns the exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: freshet emissary init DEST | run [--result] [--param NAME=PATH]... -- COMMAND [ARG...]")
+		fmt.Fprintln(stderr, "usage: freshet emissary init DEST | run [--result] [--artifacts] [--param NAME=PATH]... -- COMMAND [ARG...]")
 		return 2
 	}
 	switch args[0] {
@@ -108,7 +124,7 @@ func (c *capped) Write(p []byte) (int, error) {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	var result bool
+	var result, withArtifacts bool
 	params := map[string]string{}
 	var order []string
 	i := 0
@@ -116,6 +132,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		switch a := args[i]; {
 		case a == "--result":
 			result = true
+		case a == "--artifacts":
+			withArtifacts = true
 		case a == "--param" && i+1 < len(args):
 			i++
 			name, path, ok := strings.Cut(args[i], "=")
@@ -134,7 +152,25 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "emissary: no command after --")
 		return 2
 	}
+	out := Outputs{}
+	var spec *artifacts.Spec
+	var mover *artifacts.Mover
+	if withArtifacts {
+		var err error
+		if spec, mover, err = loadSpec(); err == nil {
+			err = loadInputs(spec, mover)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "emissary:", err)
+			out.InputError = capText(err.Error(), 1500)
+			if werr := writeMessage(out); werr != nil {
+				fmt.Fprintln(stderr, "emissary: write outputs:", werr)
+			}
+			return 1
+		}
+	}
 	cmd := exec.Command(args[i+1], args[i+2:]...)
+	cmd.Env = childEnv(os.Environ())
 	cmd.Stdin, cmd.Stderr = stdin, stderr
 	capture := &capped{n: maxCapture}
 	cmd.Stdout = stdout
@@ -173,7 +209,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			code = 1
 		}
 	}
-	out := Outputs{}
+	if spec != nil {
+		saveOutputs(spec, mover, &out, stderr)
+	}
 	if result {
 		r := strings.TrimRight(capture.buf.String(), "\n")
 		out.Result = &r
@@ -202,6 +240,66 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 	return code
+}
+
+func capText(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// childEnv is the environment without the artifacts' spec and credentials.
+func childEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if strings.HasPrefix(kv, EnvArtifacts+"=") || strings.HasPrefix(kv, EnvSecretPrefix) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+func loadSpec() (*artifacts.Spec, *artifacts.Mover, error) {
+	var spec artifacts.Spec
+	if err := json.Unmarshal([]byte(os.Getenv(EnvArtifacts)), &spec); err != nil {
+		return nil, nil, fmt.Errorf("the artifacts' spec (%s) does not decode: %v", EnvArtifacts, err)
+	}
+	p, err := netpolicy.Options{PrivateNetworks: spec.PrivateNetworks}.Policy()
+	if err != nil {
+		return nil, nil, fmt.Errorf("the artifacts' network policy: %v", err)
+	}
+	return &spec, &artifacts.Mover{Policy: p}, nil
+}
+
+func loadInputs(spec *artifacts.Spec, m *artifacts.Mover) error {
+	for _, in := range spec.Inputs {
+		if err := m.Load(context.Background(), in); err != nil {
+			return fmt.Errorf("failed to load input artifact %q from %s: %v", in.Name, in.Location, err)
+		}
+	}
+	return nil
+}
+
+func saveOutputs(spec *artifacts.Spec, m *artifacts.Mover, out *Outputs, stderr io.Writer) {
+	for _, o := range spec.Outputs {
+		size, err := m.Save(context.Background(), o)
+		switch {
+		case errors.Is(err, artifacts.ErrMissing) && o.Optional:
+		case err != nil:
+			fmt.Fprintf(stderr, "emissary: output artifact %s: %v\n", o.Name, err)
+			if out.ArtifactErrors == nil {
+				out.ArtifactErrors = map[string]string{}
+			}
+			out.ArtifactErrors[o.Name] = capText(err.Error(), 400)
+		default:
+			if out.Artifacts == nil {
+				out.Artifacts = map[string]int64{}
+			}
+			out.Artifacts[o.Name] = size
+		}
+	}
 }
 
 func readCapped(path string, n int64) ([]byte, error) {
