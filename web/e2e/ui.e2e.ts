@@ -1761,6 +1761,93 @@ describe('web UI', () => {
     }
   });
 
+  it('saves single sign-on in Settings and shows the client secret masked, never sent back', async () => {
+    await visit('/settings/sso', 'settings-sso');
+    const form = page.getByTestId('sso-form');
+    await form.getByLabel('Issuer URL').fill('http://127.0.0.1:9/e2e-idp');
+    await form.getByLabel('Client ID').fill('freshet-e2e');
+    await form.getByLabel('Client secret').fill('e2e-client-secret-value');
+    await form.getByLabel('Allowed email domains').fill('sso-settings.test');
+    await form.getByRole('button', { name: 'Save single sign-on' }).click();
+    await expect.poll(() => page.getByTestId('sso-secret').textContent()).toBe('••••••••');
+    const summary = (await page.getByTestId('sso-summary').textContent()) ?? '';
+    expect(summary).toContain('freshet-e2e');
+    expect(summary).toContain('sso-settings.test');
+    expect(await page.content()).not.toContain('e2e-client-secret-value');
+    // The field is empty again, its placeholder says a secret is stored; saving keeps it.
+    expect(await form.getByLabel('Client secret').inputValue()).toBe('');
+    expect(await form.getByLabel('Client secret').getAttribute('placeholder')).toContain('stored');
+    await form.getByLabel('Client ID').fill('freshet-e2e-2');
+    await form.getByRole('button', { name: 'Save single sign-on' }).click();
+    await expect.poll(() => page.getByTestId('sso-summary').textContent()).toContain('freshet-e2e-2');
+    expect(await page.getByTestId('sso-secret').textContent()).toBe('••••••••');
+    await shot('settings-sso');
+    // Removed again (confirmed), so that the password logins of later tests are untouched.
+    await page.getByRole('button', { name: 'Remove single sign-on' }).click();
+    await page.getByRole('dialog', { name: 'Remove single sign-on' }).getByRole('button', { name: 'Remove' }).click();
+    await expect.poll(() => page.getByTestId('sso-summary').textContent()).toContain('Not set up');
+  });
+
+  it('creates a team in Settings, adds a member and sees what it owns', async () => {
+    const token = await adminToken();
+    const user = await api('/api/v1/users', token, { method: 'POST', body: JSON.stringify({ email: 'team-member@example.com', name: 'Team Member', role: 'member' }) });
+    expect([201, 409]).toContain(user.status);
+    await visit('/settings/teams', 'settings-teams');
+    await page.getByLabel('New team').fill('reviewers');
+    await page.getByRole('button', { name: 'Create team' }).click();
+    const card = page.getByTestId('team-reviewers');
+    await card.waitFor();
+    await card.getByLabel('Add member').fill('team-member@example.com');
+    await card.getByRole('button', { name: 'Add', exact: true }).click();
+    await expect.poll(() => card.textContent()).toContain('team-member@example.com');
+    // Given a runtime from its page, the team shows it owns it.
+    await visit('/runtimes/local', 'runtime');
+    await page.getByRole('button', { name: 'Change the owner of runtime local' }).click();
+    await page.getByRole('dialog', { name: 'Owner of runtime local' }).getByLabel('Team').selectOption('reviewers');
+    await page.getByRole('button', { name: 'Save owner' }).click();
+    await expect.poll(() => page.getByTestId('owner').textContent()).toContain('team reviewers');
+    await visit('/settings/teams', 'settings-teams');
+    await expect.poll(() => page.getByTestId('team-reviewers').getByTestId('team-owns').textContent()).toContain('local');
+    await shot('settings-teams');
+    // Given back to no team, so the runtime's later checks see it as before.
+    expect((await api('/api/v1/runtimes/local/owner', token, { method: 'PUT', body: JSON.stringify({ team: '' }) })).status).toBe(200);
+  });
+
+  it('creates a rule in Settings, explains a decision with it, and deletes it', async () => {
+    const token = await adminToken();
+    const project = await api('/api/v1/projects', token, { method: 'POST', body: JSON.stringify({ name: 'rules-e2e', tags: ['e2e-rule'] }) });
+    expect([201, 409]).toContain(project.status);
+    await visit('/settings/rules', 'settings-rules');
+    const form = page.getByTestId('rule-form');
+    await form.getByLabel('Team', { exact: true }).selectOption('reviewers');
+    await form.getByLabel('May').selectOption('read');
+    await form.getByLabel('Kind').selectOption('projects');
+    await form.getByLabel('Tags (optional)').fill('e2e-rule');
+    await form.getByRole('button', { name: 'Create rule' }).click();
+    const row = page.getByTestId('rule-row').filter({ hasText: 'team reviewers' });
+    await expect.poll(() => row.count()).toBe(1);
+    expect(await row.textContent()).toMatch(/allow.*read.*projects.*e2e-rule.*hand-written/);
+    // Explain: the team's member may read the tagged project, by that rule.
+    const ex = page.getByTestId('explain-form');
+    await ex.getByLabel('User (optional)').fill('team-member@example.com');
+    await ex.getByLabel('Action').selectOption('read');
+    await ex.getByLabel('Kind').selectOption('projects');
+    await ex.getByLabel('Name', { exact: true }).fill('rules-e2e');
+    await ex.getByRole('button', { name: 'Explain' }).click();
+    const answer = page.getByTestId('explanation');
+    await answer.waitFor();
+    expect(await answer.getAttribute('data-allowed')).toBe('true');
+    const text = (await answer.textContent()) ?? '';
+    expect(text).toContain('team-member@example.com');
+    expect(text).toContain('Rules govern ityes');
+    expect(text).toMatch(/Decided by.*reviewers/);
+    await shot('settings-rules');
+    await row.getByRole('button', { name: /Delete rule/ }).click();
+    await page.getByRole('dialog', { name: 'Delete rule' }).getByRole('button', { name: 'Delete rule' }).click();
+    await expect.poll(() => row.count()).toBe(0);
+    await api('/api/v1/projects/rules-e2e', token, { method: 'DELETE' });
+  });
+
   it('renders every page at 390×844, 1280×800 and 1440×900 with nothing spilling sideways and no serious axe-core violation, and the builds table fits its box at 1280 and 1440', async () => {
     const pages = [
       ['/', 'home'],
@@ -1789,6 +1876,9 @@ describe('web UI', () => {
       ['/settings/gitops-webhook', 'gitops-webhook'],
       ['/settings/git', 'git-integrations'],
       ['/settings/billing', 'billing'],
+      ['/settings/sso', 'settings-sso'],
+      ['/settings/teams', 'settings-teams'],
+      ['/settings/rules', 'settings-rules'],
     ] as const;
     const spills: string[] = [];
     for (const size of [
