@@ -1848,6 +1848,29 @@ describe('web UI', () => {
     await api('/api/v1/projects/rules-e2e', token, { method: 'DELETE' });
   });
 
+  it('names the actor and the resource in the audit log, and opens an event in a drawer with the request\'s fields', async () => {
+    await visit('/audit?action=team.add-member', 'audit');
+    const row = page.getByTestId('audit-row').first();
+    await row.waitFor();
+    // The team by its name, linked to Teams; the actor by name or email, not an ID.
+    expect(await row.getByRole('link', { name: 'reviewers' }).getAttribute('href')).toBe('/settings/teams');
+    expect(await row.getByTestId('audit-actor').textContent()).not.toMatch(/^usr_/);
+    await row.getByRole('button', { name: /Details of team.add-member/ }).click();
+    const drawer = page.getByRole('dialog', { name: 'Audit event' });
+    await drawer.waitFor();
+    const text = (await drawer.textContent()) ?? '';
+    expect(text).toContain(ADMIN_EMAIL);
+    expect(text).toContain('team.add-member');
+    expect(text).toMatch(/Request ID\S+/);
+    expect(text).toMatch(/Source IP\S+/);
+    for (const v of await axeSerious()) throw new Error(`audit drawer: ${v}`);
+    await shot('audit-drawer');
+    await page.keyboard.press('Escape');
+    await expect.poll(() => drawer.isVisible()).toBe(false);
+    // Focus goes back to the row's button that opened it.
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label') ?? '')).toMatch(/Details of team.add-member/);
+  });
+
   it('renders every page at 390×844, 1280×800 and 1440×900 with nothing spilling sideways and no serious axe-core violation, and the builds table fits its box at 1280 and 1440', async () => {
     const pages = [
       ['/', 'home'],
