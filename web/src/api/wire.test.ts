@@ -62,6 +62,7 @@ import client_PipelineBuildStats from '../../../api/testdata/wire/client.Pipelin
 import client_Step from '../../../api/testdata/wire/client.Step.json';
 import client_Image from '../../../api/testdata/wire/client.Image.json';
 import client_RestartRequest from '../../../api/testdata/wire/client.RestartRequest.json';
+import client_ApprovalRequest from '../../../api/testdata/wire/client.ApprovalRequest.json';
 import client_Context from '../../../api/testdata/wire/client.Context.json';
 import client_ContextRequest from '../../../api/testdata/wire/client.ContextRequest.json';
 import client_RegistryContext from '../../../api/testdata/wire/client.RegistryContext.json';
@@ -310,6 +311,7 @@ const wire = [
   pair<t.BuildStep>()('client.Step', client_Step, 'no drift'),
   pair<t.BuildImage>()('client.Image', client_Image, 'no drift'),
   pair<t.RestartRequest>()('client.RestartRequest', client_RestartRequest, 'no drift'),
+  pair<t.ApprovalRequest>()('client.ApprovalRequest', client_ApprovalRequest, 'no drift'),
   pair<t.ConfigContext>()('client.Context', client_Context, 'no drift'),
   pair<t.ContextRequest>()('client.ContextRequest', client_ContextRequest, 'no drift'),
   pair<t.RegistryContext>()('client.RegistryContext', client_RegistryContext, 'no drift'),
