@@ -552,6 +552,32 @@ describe('web UI', () => {
     await page.locator('h1', { hasText: 'e2e/stream #2' }).waitFor();
   });
 
+  it("folds a step's section of the build log, its header saying the step's state, start and duration, and names the runner", async () => {
+    await visit(`/builds/${streamBuild}`, 'build');
+    const log = page.getByTestId('build-log');
+    await expect.poll(() => log.getAttribute('data-ended')).toBe('true');
+    const header = log.locator('.log-step-row[data-step="stream"]');
+    await header.waitFor();
+    const meta = (await page.getByTestId('log-step-stream').textContent()) ?? '';
+    expect(meta).toMatch(/success · started \d\d:\d\d:\d\d · [\d.]+ (ms|s)/);
+    expect(await log.locator('.log-row', { hasText: 'line 5' }).count()).toBe(1);
+    await header.getByRole('button', { name: 'Collapse step stream' }).click();
+    await expect.poll(() => header.getAttribute('data-folded')).toBe('true');
+    expect(await log.locator('.log-row', { hasText: 'line 5' }).count()).toBe(0);
+    expect(await page.getByTestId('log-step-stream').textContent()).toMatch(/lines folded/);
+    expect(await header.getByRole('button', { name: 'Expand step stream' }).getAttribute('aria-expanded')).toBe('false');
+    await shot('build-log-folded');
+    // Searching for a folded line unfolds its section.
+    await log.getByLabel('Search the log').fill('line 5');
+    await expect.poll(() => log.locator('.log-row', { hasText: 'line 5' }).count()).toBe(1);
+    expect(await header.getAttribute('data-folded')).toBe('false');
+    await log.getByLabel('Search the log').fill('');
+    // The runner by its name, linked to Runners, not its ID.
+    const runner = page.getByTestId('build-runner');
+    expect(await runner.textContent()).not.toMatch(/^rnr_/);
+    expect(await runner.getAttribute('href')).toBe('/settings/runners');
+  });
+
   it('cancels a long build after confirming, and restarts it from the failed step', async () => {
     const session = await adminToken();
     const spec = "version: '1.0'\nsteps:\n  prep:\n    image: alpine\n    commands:\n      - echo prepared\n  wait:\n    image: alpine\n    commands:\n      - echo waiting\n      - sleep 120\n";
@@ -596,10 +622,17 @@ describe('web UI', () => {
       await expect.poll(() => page.getByTestId('step-after').getAttribute('data-status')).toBe('pending');
       if (decision === 'Approve') await shot('build-pending-approval');
       await banner.getByRole('button', { name: decision }).click();
+      // Confirmed in a dialog, with an optional comment kept in the audit log.
+      const confirm = page.getByRole('dialog', { name: `${decision} build` });
+      await confirm.getByLabel('Comment (optional)').fill(decision === 'Approve' ? 'ship it' : 'not today');
+      if (decision === 'Approve') await shot('build-approve-confirm');
+      await confirm.getByRole('button', { name: decision, exact: true }).click();
       await expect.poll(() => page.locator('[data-page="build"]').getAttribute('data-status'), { timeout: 20_000 }).toBe(decision === 'Approve' ? 'success' : 'failed');
       if (decision === 'Approve') {
         expect(await page.getByTestId('step-after').getAttribute('data-status')).toBe('success');
         await shot('build-approved');
+        const audited = (await (await api('/api/v1/audit?action=build.approve&result=success', session)).json()) as { items: { resourceId: string; detail: string }[] };
+        expect(audited.items.find((e) => e.resourceId === id)?.detail).toBe('step ask approved: "ship it"');
       } else {
         await shot('build-denied');
       }
