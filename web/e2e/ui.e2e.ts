@@ -1842,11 +1842,21 @@ describe('web UI', () => {
     await page.getByRole('dialog', { name: 'Owner of runtime local' }).getByLabel('Team').selectOption('reviewers');
     await page.getByRole('button', { name: 'Save owner' }).click();
     await expect.poll(() => page.getByTestId('owner').textContent()).toContain('team reviewers');
+    // And a project from the Pipelines page, filtered to it.
+    expect([201, 409]).toContain((await api('/api/v1/projects', token, { method: 'POST', body: JSON.stringify({ name: 'owned-e2e' }) })).status);
+    await visit('/pipelines?project=owned-e2e', 'pipelines');
+    await page.getByRole('button', { name: 'Change the owner of project owned-e2e' }).click();
+    await page.getByRole('dialog', { name: 'Owner of project owned-e2e' }).getByLabel('Team').selectOption('reviewers');
+    await page.getByRole('button', { name: 'Save owner' }).click();
+    await expect.poll(() => page.getByTestId('owner').textContent()).toContain('team reviewers');
     await visit('/settings/teams', 'settings-teams');
-    await expect.poll(() => page.getByTestId('team-reviewers').getByTestId('team-owns').textContent()).toContain('local');
+    const owns = page.getByTestId('team-reviewers').getByTestId('team-owns');
+    await expect.poll(() => owns.textContent()).toContain('local');
+    expect(await owns.getByRole('link', { name: 'owned-e2e' }).getAttribute('href')).toBe('/pipelines?project=owned-e2e');
     await shot('settings-teams');
     // Given back to no team, so the runtime's later checks see it as before.
     expect((await api('/api/v1/runtimes/local/owner', token, { method: 'PUT', body: JSON.stringify({ team: '' }) })).status).toBe(200);
+    expect((await api('/api/v1/projects/owned-e2e', token, { method: 'DELETE' })).status).toBe(204);
   });
 
   it('creates a rule in Settings, explains a decision with it, and deletes it', async () => {
