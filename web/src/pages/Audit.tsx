@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useRef, useState, type FormEvent } from 'react';
+import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
 import { ApiError, fieldError } from '../api/client';
 import { pipelines as pipelinesApi, projects as projectsApi, runners as runnersApi } from '../api/ci';
 import { teams as teamsApi } from '../api/governance';
@@ -13,7 +13,7 @@ import { Field } from '../components/Field';
 import { PageHeader } from '../components/PageHeader';
 import { EmptyState, ErrorNote, ErrorState, LoadingRows, Spinner } from '../components/States';
 import { VirtualList } from '../components/VirtualList';
-import { actorText, describeActor, describeResource, emptyLookups, type AuditLookups } from '../lib/auditNames';
+import { actorText, describeActor, describeResource, emptyLookups, type ActorView, type AuditLookups, type ResourceView } from '../lib/auditNames';
 import { filterFromParams, formFromFilter, isFiltered, paramsFromForm, sincePresets, type AuditFilterForm } from '../lib/auditFilters';
 import { formatTime } from '../lib/format';
 import { appendUnique } from '../lib/pagination';
@@ -43,6 +43,19 @@ export default function Audit() {
   const ctl = useRef<AbortController | null>(null);
   const [open, setOpen] = useState<AuditEvent>();
   const lookups = useAuditLookups(me.accounts);
+  // Each row's names and time, worked out once per event while the lookups stay the same: rows
+  // scrolled back into view cost nothing more.
+  const described = useMemo(() => {
+    const cache = new Map<string, { actor: ActorView; res: ResourceView; time: string }>();
+    return (e: AuditEvent) => {
+      let d = cache.get(e.id);
+      if (!d) {
+        d = { actor: describeActor(e, lookups), res: describeResource(e, lookups), time: formatTime(e.time) };
+        cache.set(e.id, d);
+      }
+      return d;
+    };
+  }, [lookups]);
 
   const fetchPage = useCallback(
     async (after: string | undefined, reset: boolean) => {
@@ -128,13 +141,12 @@ export default function Audit() {
               </div>
             }
             renderRow={(e) => {
-              const actor = describeActor(e, lookups);
-              const res = describeResource(e, lookups);
+              const { actor, res, time } = described(e);
               return (
                 <div className="audit-grid" data-testid="audit-row" data-action={e.action}>
                   <span role="cell" className="nowrap" title={e.time}>
-                    <button type="button" className="audit-open" onClick={() => setOpen(e)} aria-label={`Details of ${e.action} at ${formatTime(e.time)}`} aria-haspopup="dialog">
-                      {formatTime(e.time)}
+                    <button type="button" className="audit-open" onClick={() => setOpen(e)} aria-label={`Details of ${e.action} at ${time}`} aria-haspopup="dialog">
+                      {time}
                     </button>
                   </span>
                   <span role="cell" className="ellipsis" title={actorText(actor)} data-testid="audit-actor">
@@ -220,7 +232,8 @@ function useAuditLookups(accounts: readonly { id: string; name: string }[]): Aud
     }
     return l;
   }, []);
-  const l = r.data ?? emptyLookups();
+  const empty = useMemo(emptyLookups, []);
+  const l = r.data ?? empty;
   for (const a of accounts) l.accounts.set(a.id, a.name);
   return l;
 }
