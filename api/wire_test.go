@@ -66,6 +66,7 @@ var wireTypes = map[string]any{
 	"client.Step":                                  client.Step{},
 	"client.Image":                                 client.Image{},
 	"client.RestartRequest":                        client.RestartRequest{},
+	"client.ApprovalRequest":                       client.ApprovalRequest{},
 	"client.Context":                               client.Context{},
 	"client.ContextRequest":                        client.ContextRequest{},
 	"client.RegistryContext":                       client.RegistryContext{},

@@ -49,19 +49,27 @@ type TeamMemberRequest struct {
 // Rule is an attribute-based rule: a team or a user may take an action on resources of a kind
 // that have its attributes. Once a kind has a rule, members and viewers need one to act on it.
 type Rule struct {
-	ID        string    `json:"id"`
-	Team      string    `json:"team,omitempty"`   // the team's name, for a team's rule
-	TeamID    string    `json:"teamId,omitempty"` //
-	User      string    `json:"user,omitempty"`   // the user's email, for a user's rule
-	UserID    string    `json:"userId,omitempty"` //
-	Action    string    `json:"action"`
-	Kind      string    `json:"kind"`
-	Tags      []string  `json:"tags,omitempty"` // the resource has one of them
-	Runtime   string    `json:"runtime,omitempty"`
-	Cluster   string    `json:"cluster,omitempty"`
-	Namespace string    `json:"namespace,omitempty"`
-	Owner     string    `json:"owner,omitempty"` // own-team, or the name of the team that must own the resource
-	Summary   string    `json:"summary"`         // the rule in one line
+	ID        string   `json:"id"`
+	Team      string   `json:"team,omitempty"`   // the team's name, for a team's rule
+	TeamID    string   `json:"teamId,omitempty"` //
+	User      string   `json:"user,omitempty"`   // the user's email, for a user's rule
+	UserID    string   `json:"userId,omitempty"` //
+	Action    string   `json:"action"`
+	Kind      string   `json:"kind"`
+	Tags      []string `json:"tags,omitempty"` // the resource has one of them
+	Runtime   string   `json:"runtime,omitempty"`
+	Cluster   string   `json:"cluster,omitempty"`
+	Namespace string   `json:"namespace,omitempty"`
+	Owner     string   `json:"owner,omitempty"` // own-team, or the name of the team that must own the resource
+	// Project, Apps and ExceptApps narrow a rule on applications to an Argo CD project and the
+	// application names matching one of Apps and none of ExceptApps (globs).
+	Project    string   `json:"project,omitempty"`
+	Apps       []string `json:"apps,omitempty"`
+	ExceptApps []string `json:"exceptApps,omitempty"`
+	// Origin names where a derived rule comes from ("AppProject P of runtime R, role X"); such a
+	// rule is read-only: the runtime's next report replaces it. Empty for hand-written rules.
+	Origin    string    `json:"origin,omitempty"`
+	Summary   string    `json:"summary"` // the rule in one line
 	CreatedAt time.Time `json:"createdAt"`
 }
 

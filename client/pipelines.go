@@ -118,6 +118,7 @@ type Build struct {
 	Branch      string     `json:"branch,omitempty"`
 	SHA         string     `json:"sha,omitempty"`
 	Message     string     `json:"message,omitempty"`
+	Author      string     `json:"author,omitempty"` // the commit's author, when the trigger knew it
 	RunnerID    string     `json:"runnerId,omitempty"`
 	Attempt     int        `json:"attempt"`
 	RestartOf   string     `json:"restartOf,omitempty"`
@@ -376,13 +377,24 @@ func (c *Client) RestartBuild(ctx context.Context, id string, fromFailed bool) (
 	return out, err
 }
 
+// ApprovalRequest is the optional body of approving or denying a build: a comment kept with the
+// decision (the step's message and the audit record).
+type ApprovalRequest struct {
+	Comment string `json:"comment,omitempty"`
+}
+
 // ApproveBuild approves (or, with approve false, denies) a build waiting for approval.
 func (c *Client) ApproveBuild(ctx context.Context, id string, approve bool) error {
+	return c.DecideBuild(ctx, id, approve, "")
+}
+
+// DecideBuild approves or denies a build waiting for approval, with a comment (may be empty).
+func (c *Client) DecideBuild(ctx context.Context, id string, approve bool, comment string) error {
 	verb := "approve"
 	if !approve {
 		verb = "deny"
 	}
-	return c.do(ctx, http.MethodPost, "/api/v1/builds/"+pathEscape(id)+"/"+verb, nil, struct{}{}, nil)
+	return c.do(ctx, http.MethodPost, "/api/v1/builds/"+pathEscape(id)+"/"+verb, nil, ApprovalRequest{Comment: comment}, nil)
 }
 
 // BuildLog returns a build's log from offset (not following).

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/freshet-dev/freshet/api/runnerv1"
 	"github.com/freshet-dev/freshet/internal/audit"
@@ -363,9 +365,29 @@ func (s *Service) Restart(ctx context.Context, p rbac.Principal, id string, from
 // succeeded before.
 const SkipStepsVariable = "FRESHET_SKIP_STEPS"
 
-// Approve records a decision on a build waiting at a pending-approval step. The runner learns
-// it on its next heartbeat.
-func (s *Service) Approve(ctx context.Context, p rbac.Principal, id string, approve bool) (err error) {
+// MaxApprovalComment is the longest comment an approval or denial keeps, in characters.
+const MaxApprovalComment = 500
+
+// checkApprovalComment refuses a comment that is too long, not UTF-8, or has control characters
+// (it is shown in the step's message and the audit log).
+func checkApprovalComment(c string) error {
+	if !utf8.ValidString(c) {
+		return errdefs.Invalid("comment", "", "is not UTF-8 text")
+	}
+	if n := utf8.RuneCountInString(c); n > MaxApprovalComment {
+		return errdefs.Invalid("comment", string([]rune(c)[:32])+"…", fmt.Sprintf("is %d characters long; at most %d", n, MaxApprovalComment))
+	}
+	for _, r := range c {
+		if unicode.IsControl(r) {
+			return errdefs.Invalid("comment", c, "has a control character (a line break, tab or escape): write it on one line")
+		}
+	}
+	return nil
+}
+
+// Approve records a decision on a build waiting at a pending-approval step, with an optional
+// comment. The runner learns it on its next heartbeat.
+func (s *Service) Approve(ctx context.Context, p rbac.Principal, id string, approve bool, comment string) (err error) {
 	action := "build.approve"
 	if !approve {
 		action = "build.deny"
@@ -373,6 +395,10 @@ func (s *Service) Approve(ctx context.Context, p rbac.Principal, id string, appr
 	e := audit.Start(ctx, p, action, "build", id)
 	defer func() { s.audit.Finish(ctx, e, err) }()
 	if err := rbac.Allow(p, rbac.ApproveBuilds); err != nil {
+		return err
+	}
+	comment = strings.TrimSpace(comment)
+	if err := checkApprovalComment(comment); err != nil {
 		return err
 	}
 	if b, err := s.db.GetBuild(ctx, p.AccountID, id); err != nil {
@@ -395,10 +421,17 @@ func (s *Service) Approve(ctx context.Context, p rbac.Principal, id string, appr
 		for _, st := range steps {
 			if st.Status == StatusPendingApproval {
 				st.Message = decision(approve) + " by " + p.Actor()
+				if comment != "" {
+					st.Message += ": " + comment
+				}
 				if err := tx.UpsertStep(ctx, st); err != nil {
 					return err
 				}
-				e.Detail("step %s %s", st.Name, decision(approve))
+				if comment != "" {
+					e.Detail("step %s %s: %q", st.Name, decision(approve), comment)
+				} else {
+					e.Detail("step %s %s", st.Name, decision(approve))
+				}
 				if _, err := tx.SetBuildStatus(ctx, p.AccountID, b.ID, "", []string{StatusPendingApproval}, StatusRunning, "", time.Time{}); err != nil {
 					return err
 				}

@@ -40,6 +40,8 @@ var laxBase = map[string]string{
 	"POST /api/v1/pipelines/{pipeline}/runs":     `{"branch":"main","variables":{"A":"1"}}`,
 	"POST /api/v1/pipelines/{pipeline}/triggers": `{"type":"cron","expression":"@hourly"}`,
 	"POST /api/v1/builds/{id}/restart":           `{"fromFailed":false}`,
+	"POST /api/v1/builds/{id}/approve":           `{"comment":"looks good"}`,
+	"POST /api/v1/builds/{id}/deny":              `{"comment":"not today"}`,
 	"POST /api/v1/contexts":                      `{"name":"lax-context","type":"config","values":{"A":"1"}}`,
 	"PUT /api/v1/contexts/{name}":                `{"values":{"A":"2"}}`,
 	"POST /api/v1/runtimes":                      `{"name":"lax-runtime"}`,

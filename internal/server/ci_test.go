@@ -197,7 +197,11 @@ func testPipelineEndToEnd(t *testing.T, d store.Dialect) {
 		logDone <- sb.String()
 	}()
 	waitBuild(t, s.Admin, b.ID, 30*time.Second, "pending-approval")
-	if err := s.Admin.ApproveBuild(ctx, b.ID, true); err != nil {
+	// A comment with a line break is refused, naming the field; nothing is decided.
+	if err := s.Admin.DecideBuild(ctx, b.ID, true, "ship\nit"); !invalidField(err, "comment") {
+		t.Fatalf("approve with a two-line comment: %v, want invalid comment", err)
+	}
+	if err := s.Admin.DecideBuild(ctx, b.ID, true, "  ship it  "); err != nil {
 		t.Fatal(err)
 	}
 	final := waitBuild(t, s.Admin, b.ID, 30*time.Second, "success", "failed", "terminated")
@@ -238,9 +242,13 @@ func testPipelineEndToEnd(t *testing.T, d store.Dialect) {
 		}
 	}
 	// The approval is audited.
-	evs, err := s.Admin.ListAudit(ctx, client.AuditFilter{Action: "build.approve"})
-	if err != nil || len(evs.Items) != 1 {
+	// The approval is audited with its comment; the refused one is audited as a failure.
+	evs, err := s.Admin.ListAudit(ctx, client.AuditFilter{Action: "build.approve", Result: "success"})
+	if err != nil || len(evs.Items) != 1 || evs.Items[0].Detail != `step gate approved: "ship it"` {
 		t.Fatalf("build.approve audit = %+v, %v", evs.Items, err)
+	}
+	if evs, err := s.Admin.ListAudit(ctx, client.AuditFilter{Action: "build.approve", Result: "failure"}); err != nil || len(evs.Items) != 1 {
+		t.Fatalf("refused build.approve audit = %+v, %v", evs.Items, err)
 	}
 }
 

@@ -115,6 +115,10 @@ func TestRulesDerivedFromAppProjectRoles(t *testing.T) {
 				if r.Team != "qa" || !strings.Contains(r.Summary, "in Argo CD project proj") || !strings.Contains(r.Summary, "(derived from AppProject proj of runtime edge, role deployer)") {
 					t.Errorf("derived rule listed as %+v", r)
 				}
+				// The origin and the project are fields too, for the UI to show the rule read-only.
+				if r.Origin != "AppProject proj of runtime edge, role deployer" || r.Project != "proj" || len(r.Apps) == 0 {
+					t.Errorf("derived rule's origin, project and apps: %+v", r)
+				}
 			}
 			if err := s.Admin.DeleteRule(ctx, rules[0].ID); status(err) != http.StatusBadRequest || !strings.Contains(err.Error(), "change the AppProject's roles instead") {
 				t.Errorf("deleting a derived rule: %v", err)

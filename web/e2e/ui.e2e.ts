@@ -554,6 +554,32 @@ describe('web UI', () => {
     await page.locator('h1', { hasText: 'e2e/stream #2' }).waitFor();
   });
 
+  it("folds a step's section of the build log, its header saying the step's state, start and duration, and names the runner", async () => {
+    await visit(`/builds/${streamBuild}`, 'build');
+    const log = page.getByTestId('build-log');
+    await expect.poll(() => log.getAttribute('data-ended')).toBe('true');
+    const header = log.locator('.log-step-row[data-step="stream"]');
+    await header.waitFor();
+    const meta = (await page.getByTestId('log-step-stream').textContent()) ?? '';
+    expect(meta).toMatch(/success · started \d\d:\d\d:\d\d · [\d.]+ (ms|s)/);
+    expect(await log.locator('.log-row', { hasText: 'line 5' }).count()).toBe(1);
+    await header.getByRole('button', { name: 'Collapse step stream' }).click();
+    await expect.poll(() => header.getAttribute('data-folded')).toBe('true');
+    expect(await log.locator('.log-row', { hasText: 'line 5' }).count()).toBe(0);
+    expect(await page.getByTestId('log-step-stream').textContent()).toMatch(/lines folded/);
+    expect(await header.getByRole('button', { name: 'Expand step stream' }).getAttribute('aria-expanded')).toBe('false');
+    await shot('build-log-folded');
+    // Searching for a folded line unfolds its section.
+    await log.getByLabel('Search the log').fill('line 5');
+    await expect.poll(() => log.locator('.log-row', { hasText: 'line 5' }).count()).toBe(1);
+    expect(await header.getAttribute('data-folded')).toBe('false');
+    await log.getByLabel('Search the log').fill('');
+    // The runner by its name, linked to Runners, not its ID.
+    const runner = page.getByTestId('build-runner');
+    expect(await runner.textContent()).not.toMatch(/^rnr_/);
+    expect(await runner.getAttribute('href')).toBe('/settings/runners');
+  });
+
   it('cancels a long build after confirming, and restarts it from the failed step', async () => {
     const session = await adminToken();
     const spec = "version: '1.0'\nsteps:\n  prep:\n    image: alpine\n    commands:\n      - echo prepared\n  wait:\n    image: alpine\n    commands:\n      - echo waiting\n      - sleep 120\n";
@@ -598,10 +624,17 @@ describe('web UI', () => {
       await expect.poll(() => page.getByTestId('step-after').getAttribute('data-status')).toBe('pending');
       if (decision === 'Approve') await shot('build-pending-approval');
       await banner.getByRole('button', { name: decision }).click();
+      // Confirmed in a dialog, with an optional comment kept in the audit log.
+      const confirm = page.getByRole('dialog', { name: `${decision} build` });
+      await confirm.getByLabel('Comment (optional)').fill(decision === 'Approve' ? 'ship it' : 'not today');
+      if (decision === 'Approve') await shot('build-approve-confirm');
+      await confirm.getByRole('button', { name: decision, exact: true }).click();
       await expect.poll(() => page.locator('[data-page="build"]').getAttribute('data-status'), { timeout: 20_000 }).toBe(decision === 'Approve' ? 'success' : 'failed');
       if (decision === 'Approve') {
         expect(await page.getByTestId('step-after').getAttribute('data-status')).toBe('success');
         await shot('build-approved');
+        const audited = (await (await api('/api/v1/audit?action=build.approve&result=success', session)).json()) as { items: { resourceId: string; detail: string }[] };
+        expect(audited.items.find((e) => e.resourceId === id)?.detail).toBe('step ask approved: "ship it"');
       } else {
         await shot('build-denied');
       }
@@ -1896,6 +1929,9 @@ describe('web UI', () => {
       ['/settings/gitops-webhook', 'gitops-webhook'],
       ['/settings/git', 'git-integrations'],
       ['/settings/billing', 'billing'],
+      ['/settings/sso', 'settings-sso'],
+      ['/settings/teams', 'settings-teams'],
+      ['/settings/rules', 'settings-rules'],
       ['/runtimes', 'runtimes'],
       ['/runtimes/local', 'runtime'],
       ['/applications', 'applications'],
@@ -1972,6 +2008,126 @@ describe('web UI', () => {
     }
   });
 
+  it('saves single sign-on in Settings and shows the client secret masked, never sent back', async () => {
+    await visit('/settings/sso', 'settings-sso');
+    const form = page.getByTestId('sso-form');
+    await form.getByLabel('Issuer URL').fill('http://127.0.0.1:9/e2e-idp');
+    await form.getByLabel('Client ID').fill('freshet-e2e');
+    await form.getByLabel('Client secret').fill('e2e-client-secret-value');
+    await form.getByLabel('Allowed email domains').fill('sso-settings.test');
+    await form.getByRole('button', { name: 'Save single sign-on' }).click();
+    await expect.poll(() => page.getByTestId('sso-secret').textContent()).toBe('••••••••');
+    const summary = (await page.getByTestId('sso-summary').textContent()) ?? '';
+    expect(summary).toContain('freshet-e2e');
+    expect(summary).toContain('sso-settings.test');
+    expect(await page.content()).not.toContain('e2e-client-secret-value');
+    // The field is empty again, its placeholder says a secret is stored; saving keeps it.
+    expect(await form.getByLabel('Client secret').inputValue()).toBe('');
+    expect(await form.getByLabel('Client secret').getAttribute('placeholder')).toContain('stored');
+    await form.getByLabel('Client ID').fill('freshet-e2e-2');
+    await form.getByRole('button', { name: 'Save single sign-on' }).click();
+    await expect.poll(() => page.getByTestId('sso-summary').textContent()).toContain('freshet-e2e-2');
+    expect(await page.getByTestId('sso-secret').textContent()).toBe('••••••••');
+    await shot('settings-sso');
+    // Removed again (confirmed), so that the password logins of later tests are untouched.
+    await page.getByRole('button', { name: 'Remove single sign-on' }).click();
+    await page.getByRole('dialog', { name: 'Remove single sign-on' }).getByRole('button', { name: 'Remove' }).click();
+    await expect.poll(() => page.getByTestId('sso-summary').textContent()).toContain('Not set up');
+  });
+
+  it('creates a team in Settings, adds a member and sees what it owns', async () => {
+    const token = await adminToken();
+    const user = await api('/api/v1/users', token, { method: 'POST', body: JSON.stringify({ email: 'team-member@example.com', name: 'Team Member', role: 'member' }) });
+    expect([201, 409]).toContain(user.status);
+    await visit('/settings/teams', 'settings-teams');
+    await page.getByLabel('New team').fill('reviewers');
+    await page.getByRole('button', { name: 'Create team' }).click();
+    const card = page.getByTestId('team-reviewers');
+    await card.waitFor();
+    await card.getByLabel('Add member').fill('team-member@example.com');
+    await card.getByRole('button', { name: 'Add', exact: true }).click();
+    await expect.poll(() => card.textContent()).toContain('team-member@example.com');
+    // Given a runtime from its page, the team shows it owns it.
+    await visit('/runtimes/local', 'runtime');
+    await page.getByRole('button', { name: 'Change the owner of runtime local' }).click();
+    await page.getByRole('dialog', { name: 'Owner of runtime local' }).getByLabel('Team').selectOption('reviewers');
+    await page.getByRole('button', { name: 'Save owner' }).click();
+    await expect.poll(() => page.getByTestId('owner').textContent()).toContain('team reviewers');
+    // And a project from the Pipelines page, filtered to it.
+    expect([201, 409]).toContain((await api('/api/v1/projects', token, { method: 'POST', body: JSON.stringify({ name: 'owned-e2e' }) })).status);
+    await visit('/pipelines?project=owned-e2e', 'pipelines');
+    await page.getByRole('button', { name: 'Change the owner of project owned-e2e' }).click();
+    await page.getByRole('dialog', { name: 'Owner of project owned-e2e' }).getByLabel('Team').selectOption('reviewers');
+    await page.getByRole('button', { name: 'Save owner' }).click();
+    await expect.poll(() => page.getByTestId('owner').textContent()).toContain('team reviewers');
+    await visit('/settings/teams', 'settings-teams');
+    const owns = page.getByTestId('team-reviewers').getByTestId('team-owns');
+    await expect.poll(() => owns.textContent()).toContain('local');
+    expect(await owns.getByRole('link', { name: 'owned-e2e' }).getAttribute('href')).toBe('/pipelines?project=owned-e2e');
+    await shot('settings-teams');
+    // Given back to no team, so the runtime's later checks see it as before.
+    expect((await api('/api/v1/runtimes/local/owner', token, { method: 'PUT', body: JSON.stringify({ team: '' }) })).status).toBe(200);
+    expect((await api('/api/v1/projects/owned-e2e', token, { method: 'DELETE' })).status).toBe(204);
+  });
+
+  it('creates a rule in Settings, explains a decision with it, and deletes it', async () => {
+    const token = await adminToken();
+    const project = await api('/api/v1/projects', token, { method: 'POST', body: JSON.stringify({ name: 'rules-e2e', tags: ['e2e-rule'] }) });
+    expect([201, 409]).toContain(project.status);
+    await visit('/settings/rules', 'settings-rules');
+    const form = page.getByTestId('rule-form');
+    await form.getByLabel('Team', { exact: true }).selectOption('reviewers');
+    await form.getByLabel('May').selectOption('read');
+    await form.getByLabel('Kind').selectOption('projects');
+    await form.getByLabel('Tags (optional)').fill('e2e-rule');
+    await form.getByRole('button', { name: 'Create rule' }).click();
+    const row = page.getByTestId('rule-row').filter({ hasText: 'team reviewers' });
+    await expect.poll(() => row.count()).toBe(1);
+    expect(await row.textContent()).toMatch(/allow.*read.*projects.*e2e-rule.*hand-written/);
+    // Explain: the team's member may read the tagged project, by that rule.
+    const ex = page.getByTestId('explain-form');
+    await ex.getByLabel('User (optional)').fill('team-member@example.com');
+    await ex.getByLabel('Action').selectOption('read');
+    await ex.getByLabel('Kind').selectOption('projects');
+    await ex.getByLabel('Name', { exact: true }).fill('rules-e2e');
+    await ex.getByRole('button', { name: 'Explain' }).click();
+    const answer = page.getByTestId('explanation');
+    await answer.waitFor();
+    expect(await answer.getAttribute('data-allowed')).toBe('true');
+    const text = (await answer.textContent()) ?? '';
+    expect(text).toContain('team-member@example.com');
+    expect(text).toContain('Rules govern ityes');
+    expect(text).toMatch(/Decided by.*reviewers/);
+    await shot('settings-rules');
+    await row.getByRole('button', { name: /Delete rule/ }).click();
+    await page.getByRole('dialog', { name: 'Delete rule' }).getByRole('button', { name: 'Delete rule' }).click();
+    await expect.poll(() => row.count()).toBe(0);
+    await api('/api/v1/projects/rules-e2e', token, { method: 'DELETE' });
+  });
+
+  it('names the actor and the resource in the audit log, and opens an event in a drawer with the request\'s fields', async () => {
+    await visit('/audit?action=team.add-member', 'audit');
+    const row = page.getByTestId('audit-row').first();
+    await row.waitFor();
+    // The team by its name, linked to Teams; the actor by name or email, not an ID.
+    expect(await row.getByRole('link', { name: 'reviewers' }).getAttribute('href')).toBe('/settings/teams');
+    expect(await row.getByTestId('audit-actor').textContent()).not.toMatch(/^usr_/);
+    await row.getByRole('button', { name: /Details of team.add-member/ }).click();
+    const drawer = page.getByRole('dialog', { name: 'Audit event' });
+    await drawer.waitFor();
+    const text = (await drawer.textContent()) ?? '';
+    expect(text).toContain(ADMIN_EMAIL);
+    expect(text).toContain('team.add-member');
+    expect(text).toMatch(/Request ID\S+/);
+    expect(text).toMatch(/Source IP\S+/);
+    for (const v of await axeSerious()) throw new Error(`audit drawer: ${v}`);
+    await shot('audit-drawer');
+    await page.keyboard.press('Escape');
+    await expect.poll(() => drawer.isVisible()).toBe(false);
+    // Focus goes back to the row's button that opened it.
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label') ?? '')).toMatch(/Details of team.add-member/);
+  });
+
   it('renders every page at 390×844, 1280×800 and 1440×900 with nothing spilling sideways and no serious axe-core violation, and the builds table fits its box at 1280 and 1440', async () => {
     const pages = [
       ['/', 'home'],
@@ -2009,6 +2165,9 @@ describe('web UI', () => {
       ['/settings/gitops-webhook', 'gitops-webhook'],
       ['/settings/git', 'git-integrations'],
       ['/settings/billing', 'billing'],
+      ['/settings/sso', 'settings-sso'],
+      ['/settings/teams', 'settings-teams'],
+      ['/settings/rules', 'settings-rules'],
     ] as const;
     const spills: string[] = [];
     for (const size of [

@@ -31,7 +31,8 @@ func orEmpty(s []string) []string {
 // ToRule converts a rule to its API form.
 func ToRule(r identity.Rule) client.Rule {
 	out := client.Rule{ID: r.ID, TeamID: r.TeamID, UserID: r.UserID, Action: string(r.Action), Kind: string(r.Kind), Tags: r.Tags,
-		Runtime: r.Runtime, Cluster: r.Cluster, Namespace: r.Namespace, Summary: r.Describe(), CreatedAt: r.CreatedAt}
+		Runtime: r.Runtime, Cluster: r.Cluster, Namespace: r.Namespace, Project: r.Project, Apps: r.Apps, ExceptApps: r.ExceptApps,
+		Origin: r.Origin, Summary: r.Describe(), CreatedAt: r.CreatedAt}
 	if r.Owner != "" {
 		out.Owner = r.OwnerName
 	}

@@ -46,7 +46,7 @@ func timePtr(t time.Time) *time.Time {
 func ToBuild(b pipeline.Build) client.Build {
 	out := client.Build{ID: b.ID, Name: fmt.Sprintf("%s #%d", b.Pipeline, b.Number), Number: b.Number, PipelineID: b.PipelineID, Pipeline: b.Pipeline,
 		Status: b.Status, Reason: b.Reason, Trigger: b.TriggerType, TriggeredBy: b.TriggeredBy, Repo: b.Repo, Branch: b.Branch, SHA: b.SHA,
-		Message: b.CommitMessage, RunnerID: b.RunnerID, Attempt: b.Attempt, RestartOf: b.RestartOf, LogSize: b.LogSize, CreatedAt: b.CreatedAt,
+		Message: b.CommitMessage, Author: b.CommitAuthor, RunnerID: b.RunnerID, Attempt: b.Attempt, RestartOf: b.RestartOf, LogSize: b.LogSize, CreatedAt: b.CreatedAt,
 		StartedAt: timePtr(b.StartedAt), FinishedAt: timePtr(b.FinishedAt)}
 	if out.Pipeline == "" {
 		out.Name = fmt.Sprintf("#%d", b.Number)
@@ -294,14 +294,23 @@ func (a *API) restartBuild(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (a *API) approveBuild(w http.ResponseWriter, r *http.Request) error {
-	if err := a.pipelines.Approve(r.Context(), principal(r), r.PathValue("id"), true); err != nil {
-		return err
-	}
-	return a.writeBuild(w, r, r.PathValue("id"), http.StatusOK)
+	return a.decideBuild(w, r, true)
 }
 
 func (a *API) denyBuild(w http.ResponseWriter, r *http.Request) error {
-	if err := a.pipelines.Approve(r.Context(), principal(r), r.PathValue("id"), false); err != nil {
+	return a.decideBuild(w, r, false)
+}
+
+// decideBuild approves or denies a build; the body (client.ApprovalRequest, with an optional
+// comment) may be left out.
+func (a *API) decideBuild(w http.ResponseWriter, r *http.Request, approve bool) error {
+	var in client.ApprovalRequest
+	if r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody {
+		if err := httpx.DecodeJSON(r, &in); err != nil {
+			return err
+		}
+	}
+	if err := a.pipelines.Approve(r.Context(), principal(r), r.PathValue("id"), approve, in.Comment); err != nil {
 		return err
 	}
 	return a.writeBuild(w, r, r.PathValue("id"), http.StatusOK)

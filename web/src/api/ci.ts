@@ -19,6 +19,7 @@ import type {
   RegisteredRunner,
   RegistryContext,
   RestartRequest,
+  ApprovalRequest,
   RunRequest,
   Runner,
   Trigger,
@@ -56,8 +57,8 @@ export const builds = {
   get: (id: string, signal?: AbortSignal) => request<Build>(`${v1}/builds/${seg(id)}`, { signal }),
   cancel: (id: string) => request<Build>(`${v1}/builds/${seg(id)}/cancel`, { method: 'POST' }),
   restart: (id: string, fromFailed = false) => request<Build>(`${v1}/builds/${seg(id)}/restart`, { method: 'POST', body: (fromFailed ? { fromFailed } : {}) satisfies RestartRequest }),
-  approve: (id: string) => request<Build>(`${v1}/builds/${seg(id)}/approve`, { method: 'POST' }),
-  deny: (id: string) => request<Build>(`${v1}/builds/${seg(id)}/deny`, { method: 'POST' }),
+  approve: (id: string, comment = '') => request<Build>(`${v1}/builds/${seg(id)}/approve`, { method: 'POST', body: (comment ? { comment } : {}) satisfies ApprovalRequest }),
+  deny: (id: string, comment = '') => request<Build>(`${v1}/builds/${seg(id)}/deny`, { method: 'POST', body: (comment ? { comment } : {}) satisfies ApprovalRequest }),
   /** The raw log (ANSI escapes included), for download. */
   logURL: (id: string) => `${v1}/builds/${seg(id)}/logs`,
   /** Builds per day over the last `days` days, counted by the server; by pipeline for sparklines. */

@@ -283,6 +283,8 @@ export interface Build {
   branch?: string;
   sha?: string;
   message?: string;
+  /** The commit's author, when the trigger knew it. */
+  author?: string;
   runnerId?: string;
   attempt: number;
   restartOf?: string;
@@ -349,6 +351,11 @@ export interface BuildImage {
   sha?: string;
   branch?: string;
   createdAt: string;
+}
+
+/** The optional body of approving or denying a build. */
+export interface ApprovalRequest {
+  comment?: string;
 }
 
 export interface RestartRequest {

@@ -14,6 +14,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { describe, expect, test } from 'vitest';
 import type * as apps from './apps';
 import type * as gitops from './gitops';
+import type * as gov from './governance';
 import type * as ro from './rollouts';
 import type * as t from './types';
 import type * as prd from './products';
@@ -63,6 +64,7 @@ import client_PipelineBuildStats from '../../../api/testdata/wire/client.Pipelin
 import client_Step from '../../../api/testdata/wire/client.Step.json';
 import client_Image from '../../../api/testdata/wire/client.Image.json';
 import client_RestartRequest from '../../../api/testdata/wire/client.RestartRequest.json';
+import client_ApprovalRequest from '../../../api/testdata/wire/client.ApprovalRequest.json';
 import client_Context from '../../../api/testdata/wire/client.Context.json';
 import client_ContextRequest from '../../../api/testdata/wire/client.ContextRequest.json';
 import client_RegistryContext from '../../../api/testdata/wire/client.RegistryContext.json';
@@ -340,6 +342,7 @@ const wire = [
   pair<t.BuildStep>()('client.Step', client_Step, 'no drift'),
   pair<t.BuildImage>()('client.Image', client_Image, 'no drift'),
   pair<t.RestartRequest>()('client.RestartRequest', client_RestartRequest, 'no drift'),
+  pair<t.ApprovalRequest>()('client.ApprovalRequest', client_ApprovalRequest, 'no drift'),
   pair<t.ConfigContext>()('client.Context', client_Context, 'no drift'),
   pair<t.ContextRequest>()('client.ContextRequest', client_ContextRequest, 'no drift'),
   pair<t.RegistryContext>()('client.RegistryContext', client_RegistryContext, 'no drift'),
@@ -395,6 +398,17 @@ const wire = [
   pair<ro.Measurement, 'startedAt' | 'finishedAt'>()('appproxyv1.Measurement', appproxyv1_Measurement, 'no drift'),
   pair<ro.RolloutPromoteRequest>()('appproxyv1.RolloutPromoteRequest', appproxyv1_RolloutPromoteRequest, 'no drift'),
   pair<ro.RolloutUndoRequest>()('appproxyv1.RolloutUndoRequest', appproxyv1_RolloutUndoRequest, 'no drift'),
+  pair<gov.AuthzExplanation>()('client.AuthzExplanation', client_AuthzExplanation, 'no drift'),
+  pair<gov.CreateRuleRequest>()('client.CreateRuleRequest', client_CreateRuleRequest, 'no drift'),
+  pair<gov.CreateTeamRequest>()('client.CreateTeamRequest', client_CreateTeamRequest, 'no drift'),
+  pair<gov.Rule>()('client.Rule', client_Rule, 'no drift'),
+  pair<gov.Team>()('client.Team', client_Team, 'no drift'),
+  pair<gov.TeamMember>()('client.TeamMember', client_TeamMember, 'no drift'),
+  pair<gov.TeamOwns>()('client.TeamOwns', client_TeamOwns, 'no drift'),
+  pair<gov.SetOwnerRequest>()('client.SetOwnerRequest', client_SetOwnerRequest, 'no drift'),
+  pair<gov.TeamMemberRequest>()('client.TeamMemberRequest', client_TeamMemberRequest, 'no drift'),
+  pair<gov.SSOConfig>()('client.SSOConfig', client_SSOConfig, 'no drift'),
+  pair<gov.SSOConfigRequest>()('client.SSOConfigRequest', client_SSOConfigRequest, 'no drift'),
 ];
 
 /** Go types the UI neither reads nor sends, and why. */
@@ -416,21 +430,10 @@ const notInTheUI: Record<string, { golden: Golden; why: string }> = {
   'appproxyv1.NotifyResult': { golden: appproxyv1_NotifyResult, why: 'what a runtime answers the control plane to a NotifyRequest' },
   'appproxyv1.ClusterCredential': { golden: appproxyv1_ClusterCredential, why: '`freshet cluster add` hands a service account token to a runtime; the UI does not' },
   'appproxyv1.AddedCluster': { golden: appproxyv1_AddedCluster, why: 'the answer to a ClusterCredential' },
-  'client.AuthzExplanation': { golden: client_AuthzExplanation, why: '`freshet authz explain`' },
   'client.ChangePasswordRequest': { golden: client_ChangePasswordRequest, why: '`freshet user passwd`; the UI has no password page yet' },
   'client.PasswordResetToken': { golden: client_PasswordResetToken, why: '`freshet user reset-password` (admins)' },
   'client.ResetPasswordRequest': { golden: client_ResetPasswordRequest, why: '`freshet user passwd --reset-token`' },
   'client.Session': { golden: client_Session, why: '`freshet session list`' },
-  'client.CreateRuleRequest': { golden: client_CreateRuleRequest, why: '`freshet rule create`' },
-  'client.CreateTeamRequest': { golden: client_CreateTeamRequest, why: '`freshet team create`' },
-  'client.Rule': { golden: client_Rule, why: 'attribute-based rules are managed through the CLI and API (`freshet rule`); the UI has no page for them yet' },
-  'client.Team': { golden: client_Team, why: 'teams are managed through the CLI and API (`freshet team`); the UI has no page for them yet' },
-  'client.TeamMember': { golden: client_TeamMember, why: 'part of a Team' },
-  'client.TeamOwns': { golden: client_TeamOwns, why: 'part of a Team: what it owns' },
-  'client.SetOwnerRequest': { golden: client_SetOwnerRequest, why: '`freshet project set-owner` and `freshet runtime set-owner`' },
-  'client.TeamMemberRequest': { golden: client_TeamMemberRequest, why: '`freshet team add-member`' },
-  'client.SSOConfig': { golden: client_SSOConfig, why: 'GET/PUT /api/v1/sso (admins; no UI page yet)' },
-  'client.SSOConfigRequest': { golden: client_SSOConfigRequest, why: 'PUT /api/v1/sso (admins; no UI page yet)' },
   'client.SSOTokenRequest': { golden: client_SSOTokenRequest, why: '`freshet login --sso` exchanges its one-time code; the UI logs in with cookies' },
   'client.DeviceAuthorization': { golden: client_DeviceAuthorization, why: '`freshet login --sso --device` starts a device login; the UI logs in with cookies' },
   'client.DeviceTokenRequest': { golden: client_DeviceTokenRequest, why: '`freshet login --sso --device` polls for its session; the UI logs in with cookies' },

@@ -20,6 +20,9 @@ const RuntimeDetail = lazy(() => import('../pages/Runtime'));
 const GitOpsWebhook = lazy(() => import('../pages/GitOpsWebhook'));
 const GitIntegrations = lazy(() => import('../pages/GitIntegrations'));
 const Billing = lazy(() => import('../pages/Billing'));
+const SSOSettings = lazy(() => import('../pages/SSOSettings'));
+const Teams = lazy(() => import('../pages/Teams'));
+const Rules = lazy(() => import('../pages/Rules'));
 const Applications = lazy(() => import('../pages/Applications'));
 const Application = lazy(() => import('../pages/Application'));
 const Environments = lazy(() => import('../pages/Environments'));
@@ -65,6 +68,9 @@ export const routes: RouteDef[] = [
   { path: '/settings/contexts', title: 'Contexts and secrets', component: Contexts },
   { path: '/settings/gitops-webhook', title: 'GitOps webhook', component: GitOpsWebhook },
   { path: '/settings/git', title: 'Git integrations', component: GitIntegrations },
+  { path: '/settings/sso', title: 'Single sign-on', component: SSOSettings },
+  { path: '/settings/teams', title: 'Teams', component: Teams },
+  { path: '/settings/rules', title: 'Rules', component: Rules },
   { path: '/settings/billing', title: 'Plan and usage', component: Billing },
 ];
 

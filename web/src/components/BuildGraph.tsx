@@ -13,9 +13,11 @@ export interface BuildGraphProps {
   now: number;
   /** A step was chosen: show its part of the log. */
   onSelect?: (step: BuildStep) => void;
+  /** Step titles from the spec, by name: shown instead of the name, the name beside them. */
+  titles?: ReadonlyMap<string, string>;
 }
 
-export function BuildGraph({ steps, outline, active, now, onSelect }: BuildGraphProps) {
+export function BuildGraph({ steps, outline, active, now, onSelect, titles }: BuildGraphProps) {
   const columns = buildGraph(steps, outline, (n) => ({ name: n.name, stage: n.stage, status: active ? 'pending' : 'not-run', exitCode: 0, attempts: 0 }));
   if (columns.length === 0) return <p className="muted">No steps yet: the runner lists them when it starts the build.</p>;
   return (
@@ -26,7 +28,7 @@ export function BuildGraph({ steps, outline, active, now, onSelect }: BuildGraph
           <ol className="graph-nodes">
             {c.nodes.map((n) => (
               <li key={n.step.name}>
-                <Node node={n} now={now} onSelect={onSelect} />
+                <Node node={n} now={now} onSelect={onSelect} titles={titles} />
               </li>
             ))}
           </ol>
@@ -36,15 +38,15 @@ export function BuildGraph({ steps, outline, active, now, onSelect }: BuildGraph
   );
 }
 
-function Node({ node, now, onSelect }: { node: GraphNode<BuildStep>; now: number; onSelect?: (s: BuildStep) => void }) {
-  if (node.children.length === 0) return <StepCard step={node.step} now={now} onSelect={onSelect} />;
+function Node({ node, now, onSelect, titles }: { node: GraphNode<BuildStep>; now: number; onSelect?: (s: BuildStep) => void; titles?: ReadonlyMap<string, string> }) {
+  if (node.children.length === 0) return <StepCard step={node.step} now={now} onSelect={onSelect} title={titles?.get(node.step.name)} />;
   return (
     <div className={`graph-group graph-${node.step.status}`} data-testid={`step-${node.step.name}`} data-status={node.step.status}>
-      <StepCard step={node.step} now={now} onSelect={onSelect} group />
+      <StepCard step={node.step} now={now} onSelect={onSelect} group title={titles?.get(node.step.name)} />
       <ul className="graph-children" aria-label={`In parallel in ${node.step.name}`}>
         {node.children.map((k) => (
           <li key={k.step.name}>
-            <Node node={k} now={now} onSelect={onSelect} />
+            <Node node={k} now={now} onSelect={onSelect} titles={titles} />
           </li>
         ))}
       </ul>
@@ -52,7 +54,7 @@ function Node({ node, now, onSelect }: { node: GraphNode<BuildStep>; now: number
   );
 }
 
-function StepCard({ step, now, onSelect, group }: { step: BuildStep; now: number; onSelect?: (s: BuildStep) => void; group?: boolean }) {
+function StepCard({ step, now, onSelect, group, title }: { step: BuildStep; now: number; onSelect?: (s: BuildStep) => void; group?: boolean; title?: string }) {
   const detail = step.message || (step.status === 'failed' && step.exitCode ? `exit code ${step.exitCode}` : '');
   // "waiting for approval" is said once, by the message when there is one.
   const label = detail.startsWith(statusLabel(step.status)) ? '' : statusLabel(step.status);
@@ -63,7 +65,7 @@ function StepCard({ step, now, onSelect, group }: { step: BuildStep; now: number
       onClick={() => onSelect?.(step)}
       data-testid={group ? undefined : `step-${step.name}`}
       data-status={step.status}
-      title={`${step.name}: ${statusLabel(step.status)}${detail ? ` — ${detail}` : ''}. Show in the log.`}
+      title={`${title ? `${title} (${step.name})` : step.name}: ${statusLabel(step.status)}${detail ? ` — ${detail}` : ''}. Show in the log.`}
     >
       <span className={step.status === 'running' ? 'step-icon status-running' : 'step-icon'} aria-hidden="true">
         {statusIcon(step.status)}
@@ -71,7 +73,8 @@ function StepCard({ step, now, onSelect, group }: { step: BuildStep; now: number
       <span className="step-main">
         <span className="step-name">
           {group && <span className="muted small">parallel · </span>}
-          {step.name}
+          {title ?? step.name}
+          {title && <span className="muted small"> {step.name}</span>}
         </span>
         <span className="step-meta muted small">
           {label}

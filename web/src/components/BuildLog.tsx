@@ -1,12 +1,14 @@
 // A build's log as a terminal: follows the live stream (logStream.ts), keeps the text in a
 // LogBuffer, and draws only the rows in view, so 100,000 lines scroll like 50. ANSI colours
 // become class names on text nodes (ansi.ts); nothing from the log is ever parsed as HTML.
-import { forwardRef, memo, useCallback, useEffect, useImperativeHandle, useLayoutEffect, useRef, useState, type KeyboardEvent, type MouseEvent } from 'react';
+import { forwardRef, memo, useCallback, useEffect, useImperativeHandle, useLayoutEffect, useMemo, useRef, useState, type KeyboardEvent, type MouseEvent } from 'react';
 import { errorMessage } from '../api/client';
 import { followLog, type FollowState } from '../api/logStream';
 import { builds } from '../api/ci';
 import { parseAnsi, styleClass, type Style } from '../lib/ansi';
-import { stepStartPattern } from '../lib/builds';
+import type { BuildStep } from '../api/types';
+import { elapsed, formatDuration, statusIcon, statusLabel, stepStartPattern } from '../lib/builds';
+import { rowOfLine, scanSections, sectionEnd, sectionOf, visibleLines, type LogSection } from '../lib/logSections';
 import { LogBuffer } from '../lib/logBuffer';
 import { findMatches, firstMatchFrom, splitForHighlight, stepMatch, type Match } from '../lib/logSearch';
 import { logWindow, scrollTopForRow } from '../lib/virtual';
@@ -30,6 +32,10 @@ export interface BuildLogProps {
   onEnd?: (status: string) => void;
   /** Called when new output arrives (the page may refresh step states). */
   onOutput?: () => void;
+  /** The build's steps: each step section's header shows its state, start and duration. */
+  steps?: readonly BuildStep[];
+  /** Step titles from the spec, by step name. */
+  titles?: ReadonlyMap<string, string>;
 }
 
 function firstLineFromHash(): number | undefined {
@@ -37,7 +43,7 @@ function firstLineFromHash(): number | undefined {
   return m ? Number(m[1]) : undefined;
 }
 
-export const BuildLog = forwardRef<BuildLogHandle, BuildLogProps>(function BuildLog({ buildId, fileName, onEnd, onOutput }, ref) {
+export const BuildLog = forwardRef<BuildLogHandle, BuildLogProps>(function BuildLog({ buildId, fileName, onEnd, onOutput, steps, titles }, ref) {
   const buf = useRef<LogBuffer>(null as unknown as LogBuffer);
   if (!buf.current) buf.current = new LogBuffer();
   const [version, setVersion] = useState(0);
@@ -93,6 +99,35 @@ export const BuildLog = forwardRef<BuildLogHandle, BuildLogProps>(function Build
   }, [buildId, nonce, schedule]);
 
   const count = buf.current.count;
+
+  // Step sections, scanned as complete lines arrive; folded ones show their start line only.
+  const sectionsRef = useRef<{ list: LogSection[]; scanned: number }>({ list: [], scanned: 0 });
+  {
+    const sc = sectionsRef.current;
+    const done = buf.current.completeLines;
+    if (done > sc.scanned) {
+      scanSections(sc.list, sc.scanned, done, (i) => buf.current.plain(i));
+      sc.scanned = done;
+    }
+  }
+  const sections = sectionsRef.current.list;
+  const [folded, setFolded] = useState<ReadonlySet<number>>(() => new Set());
+  const rows = useMemo(() => visibleLines(sections, count, folded), [sections, sections.length, count, folded]);
+  const total = rows ? rows.length : count;
+  const rowsRef = useRef(rows);
+  rowsRef.current = rows;
+  const foldedRef = useRef(folded);
+  foldedRef.current = folded;
+  /** Where to scroll once a fold change is drawn: a row, and how to place it. */
+  const pendingRow = useRef<{ row: number; where: 'top' | 'center' } | undefined>(undefined);
+  const toggleFold = useCallback((start: number) => {
+    setFolded((f) => {
+      const n = new Set(f);
+      if (n.has(start)) n.delete(start);
+      else n.add(start);
+      return n;
+    });
+  }, []);
 
   // Performance marks for the browser test: the first rows on screen, and the whole log.
   useEffect(() => {
@@ -173,17 +208,42 @@ export const BuildLog = forwardRef<BuildLogHandle, BuildLogProps>(function Build
     else if (!follow && atEnd && !ended) setFollow(true);
   };
 
+  const placeRow = (row: number, where: 'top' | 'center') => {
+    const el = scroller.current;
+    if (!el) return;
+    const n = rowsRef.current ? rowsRef.current.length : buf.current.count;
+    const rowsInView = Math.floor(el.clientHeight / LOG_ROW);
+    const first = where === 'center' ? row - Math.floor(rowsInView / 2) : Math.max(0, row - 2);
+    const win = logWindow(el.scrollTop, el.clientHeight, LOG_ROW, n, 0);
+    const visible = row >= win.start + 1 && row < win.end - 1;
+    if (where === 'top' || !visible) scrollTo(scrollTopForRow(Math.max(0, first), el.clientHeight, LOG_ROW, n));
+  };
+  useLayoutEffect(() => {
+    const p = pendingRow.current;
+    if (!p) return;
+    pendingRow.current = undefined;
+    placeRow(p.row, p.where);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [folded]);
+
   const showLine = useCallback(
     (index: number, where: 'top' | 'center' = 'center') => {
       const el = scroller.current;
       if (!el) return;
       setFollow(false);
-      const n = buf.current.count;
-      const rowsInView = Math.floor(el.clientHeight / LOG_ROW);
-      const first = where === 'center' ? index - Math.floor(rowsInView / 2) : Math.max(0, index - 2);
-      const win = logWindow(el.scrollTop, el.clientHeight, LOG_ROW, n, 0);
-      const visible = index >= win.start + 1 && index < win.end - 1;
-      if (where === 'top' || !visible) scrollTo(scrollTopForRow(Math.max(0, first), el.clientHeight, LOG_ROW, n));
+      // A line folded away: unfold its section first, then scroll once that is drawn.
+      const list = sectionsRef.current.list;
+      const k = sectionOf(list, index);
+      const f = foldedRef.current;
+      if (k >= 0 && f.has(list[k].start) && index !== list[k].start) {
+        const nf = new Set(f);
+        nf.delete(list[k].start);
+        const nrows = visibleLines(list, buf.current.count, nf);
+        pendingRow.current = { row: rowOfLine(nrows, index), where };
+        setFolded(nf);
+        return;
+      }
+      placeRow(rowOfLine(rowsRef.current, index), where);
     },
     // eslint-disable-next-line react-hooks/exhaustive-deps
     [],
@@ -234,7 +294,8 @@ export const BuildLog = forwardRef<BuildLogHandle, BuildLogProps>(function Build
       setFound(res);
       if (fresh) {
         const el = scroller.current;
-        const top = el ? logWindow(el.scrollTop, el.clientHeight, LOG_ROW, b.count, 0).start : 0;
+        const topRow = el ? logWindow(el.scrollTop, el.clientHeight, LOG_ROW, rowsRef.current ? rowsRef.current.length : b.count, 0).start : 0;
+        const top = rowsRef.current ? (rowsRef.current[topRow] ?? 0) : topRow;
         const i = firstMatchFrom(res.matches, top);
         setCurrent(i);
         if (i >= 0) showLine(res.matches[i].line);
@@ -310,18 +371,26 @@ export const BuildLog = forwardRef<BuildLogHandle, BuildLogProps>(function Build
     history.replaceState(history.state, '', `${window.location.pathname}${window.location.search}#L${n}`);
   };
 
-  const win = logWindow(view.top, view.height, LOG_ROW, count, OVERSCAN);
-  const rows = [];
+  const win = logWindow(view.top, view.height, LOG_ROW, total, OVERSCAN);
+  const drawn = [];
   const b = buf.current;
-  let m = firstMatchFrom(found.matches, win.start);
-  if (m >= 0 && found.matches[m].line < win.start) m = found.matches.length; // wrapped: none in view
-  for (let i = win.start; i < win.end; i++) {
+  const firstLine = rows ? (rows[win.start] ?? count) : win.start;
+  let m = firstMatchFrom(found.matches, firstLine);
+  if (m >= 0 && found.matches[m].line < firstLine) m = found.matches.length; // wrapped: none in view
+  const stepByName = new Map((steps ?? []).map((s) => [s.name, s]));
+  let k = sectionOf(sections, firstLine);
+  for (let r = win.start; r < win.end; r++) {
+    const i = rows ? rows[r] : r;
+    if (m >= 0) while (m < found.matches.length && found.matches[m].line < i) m++;
     let mTo = m < 0 ? -1 : m;
     if (m >= 0) while (mTo < found.matches.length && found.matches[mTo].line === i) mTo++;
-    rows.push(
+    while (k + 1 < sections.length && sections[k + 1].start <= i) k++;
+    const sec = k >= 0 && sections[k].start === i ? sections[k] : undefined;
+    drawn.push(
       <LogRow
         key={i}
         index={i}
+        pos={r}
         line={b.line(i)}
         start={b.startStyle(i)}
         matches={found.matches}
@@ -329,6 +398,7 @@ export const BuildLog = forwardRef<BuildLogHandle, BuildLogProps>(function Build
         mTo={m < 0 ? 0 : mTo}
         current={current}
         focused={focusLine === i + 1}
+        fold={sec && foldInfo(sec, sectionEnd(sections, k, count) - sec.start - 1, folded.has(sec.start), stepByName.get(sec.name), titles?.get(sec.name), toggleFold)}
       />,
     );
     if (m >= 0) m = mTo;
@@ -412,7 +482,7 @@ export const BuildLog = forwardRef<BuildLogHandle, BuildLogProps>(function Build
         ) : (
           <div className="log-inner" style={{ height: win.height }}>
             <div className="log-window" style={{ transform: win.shift ? `translateY(${-win.shift}px)` : undefined }}>
-              {rows}
+              {drawn}
             </div>
           </div>
         )}
@@ -421,8 +491,38 @@ export const BuildLog = forwardRef<BuildLogHandle, BuildLogProps>(function Build
   );
 });
 
+/** A step section's start line: its fold button and the step's state, start and duration. */
+export interface FoldInfo {
+  name: string;
+  title?: string;
+  folded: boolean;
+  /** Lines in the section after its start line. */
+  lines: number;
+  /** "success · started 12:00:01 · 4.2s" */
+  meta: string;
+  status?: string;
+  onToggle: () => void;
+}
+
+export function foldInfo(sec: LogSection, lines: number, folded: boolean, step: BuildStep | undefined, title: string | undefined, toggle: (start: number) => void): FoldInfo {
+  const parts: string[] = [];
+  if (step) {
+    parts.push(statusLabel(step.status));
+    if (step.startedAt) parts.push(`started ${new Date(step.startedAt).toLocaleTimeString('en-GB', { hour12: false })}`);
+    const ms = elapsed(step.startedAt, step.finishedAt);
+    if (step.startedAt && ms !== undefined) parts.push(step.finishedAt ? formatDuration(ms) : `${formatDuration(ms)} so far`);
+  }
+  if (sec.attempts > 1) parts.push(`attempt ${sec.attempt} of ${sec.attempts}`);
+  if (folded) parts.push(`${lines.toLocaleString('en-US')} line${lines === 1 ? '' : 's'} folded`);
+  return { name: sec.name, title, folded, lines, meta: parts.join(' · '), status: step?.status, onToggle: () => toggle(sec.start) };
+}
+
 export interface RowProps {
   index: number;
+  /** The row it is drawn at (index, unless sections above are folded). */
+  pos?: number;
+  /** Set on a step section's start line. */
+  fold?: FoldInfo;
   line: string;
   start: Style;
   matches: Match[];
@@ -435,7 +535,7 @@ export interface RowProps {
 // A row re-renders only when its text, its matches or the current match change: while
 // scrolling, rows that stay in view cost nothing.
 export const LogRow = memo(
-  function LogRow({ index, line, start, matches, mFrom, mTo, current, focused }: RowProps) {
+  function LogRow({ index, pos = index, fold, line, start, matches, mFrom, mTo, current, focused }: RowProps) {
     const { segments } = parseAnsi(line, start);
     const n = index + 1;
     let body;
@@ -464,16 +564,47 @@ export const LogRow = memo(
       });
     }
     return (
-      <div className={focused ? 'log-row log-row-focus' : 'log-row'} style={{ transform: `translateY(${index * LOG_ROW}px)` }} data-line={n}>
+      <div
+        className={(focused ? 'log-row log-row-focus' : 'log-row') + (fold ? ' log-step-row' : '')}
+        style={{ transform: `translateY(${pos * LOG_ROW}px)` }}
+        data-line={n}
+        data-step={fold?.name}
+        data-folded={fold ? String(fold.folded) : undefined}
+      >
         <a className="log-ln" href={`#L${n}`} data-n={n} tabIndex={-1} aria-hidden="true">
           {n}
         </a>
+        {fold && (
+          <button
+            type="button"
+            className="log-fold"
+            aria-expanded={!fold.folded}
+            aria-label={`${fold.folded ? 'Expand' : 'Collapse'} step ${fold.name}`}
+            title={`${fold.folded ? 'Expand' : 'Collapse'} the output of step ${fold.name}`}
+            onClick={fold.onToggle}
+          >
+            {fold.folded ? '▸' : '▾'}
+          </button>
+        )}
         <span className="log-txt">{body}</span>
+        {fold && (
+          <span className="log-step-meta" data-testid={`log-step-${fold.name}`}>
+            {fold.status && <span aria-hidden="true">{statusIcon(fold.status)} </span>}
+            {fold.title && <strong>{fold.title}</strong>}
+            {fold.title && fold.meta && ' · '}
+            {fold.meta}
+          </span>
+        )}
       </div>
     );
   },
   (a, b) =>
     a.index === b.index &&
+    a.pos === b.pos &&
+    a.fold?.folded === b.fold?.folded &&
+    a.fold?.meta === b.fold?.meta &&
+    a.fold?.title === b.fold?.title &&
+    a.fold?.status === b.fold?.status &&
     a.line === b.line &&
     a.start === b.start &&
     a.focused === b.focused &&

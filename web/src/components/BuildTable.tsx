@@ -21,10 +21,11 @@ function buildColumns(now: number, compact?: boolean): (Column<Build> | false)[]
     !compact && {
       header: 'Commit',
       cellClassName: 'ellipsis-cell muted',
-      cellProps: (b) => ({ title: b.message }),
+      cellProps: (b) => ({ title: [b.message, b.author && `by ${b.author}`].filter(Boolean).join(' — ') }),
       cell: (b) => (
         <>
-          {b.sha ? <code>{shortSha(b.sha)}</code> : '—'} {b.message}
+          {b.sha ? <code>{shortSha(b.sha)}</code> : '—'} <span className="build-commit-msg">{b.message}</span>
+          {b.author && <span className="build-commit-author"> · {b.author}</span>}
         </>
       ),
     },

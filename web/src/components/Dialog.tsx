@@ -13,11 +13,13 @@ export interface DialogProps {
   wide?: boolean;
   /** While an action runs, Escape and the close button do nothing. */
   busy?: boolean;
+  /** A panel along the right edge, full height: details beside a list. */
+  drawer?: boolean;
 }
 
 const FOCUSABLE = 'a[href], button:not([disabled]), input:not([disabled]), select:not([disabled]), textarea:not([disabled]), [tabindex]:not([tabindex="-1"])';
 
-export function Dialog({ open, title, onClose, children, footer, wide, busy }: DialogProps) {
+export function Dialog({ open, title, onClose, children, footer, wide, busy, drawer }: DialogProps) {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
   const opener = useRef<Element | null>(null);
@@ -67,7 +69,7 @@ export function Dialog({ open, title, onClose, children, footer, wide, busy }: D
   };
 
   return (
-    <dialog ref={ref} className={wide ? 'dialog dialog-wide' : 'dialog'} aria-labelledby={titleId} onKeyDown={trap}>
+    <dialog ref={ref} className={['dialog', wide && 'dialog-wide', drawer && 'dialog-drawer'].filter(Boolean).join(' ')} aria-labelledby={titleId} onKeyDown={trap}>
       {open && (
         <>
           <header className="dialog-header">

@@ -6,6 +6,9 @@ const ITEMS = [
   { to: '/settings/contexts', label: 'Contexts and secrets' },
   { to: '/settings/gitops-webhook', label: 'GitOps webhook' },
   { to: '/settings/git', label: 'Git integrations' },
+  { to: '/settings/sso', label: 'Single sign-on' },
+  { to: '/settings/teams', label: 'Teams' },
+  { to: '/settings/rules', label: 'Rules' },
   { to: '/settings/billing', label: 'Plan and usage' },
 ];
 

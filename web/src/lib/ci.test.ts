@@ -4,7 +4,7 @@ import { elapsed, formatDuration, isActive, statusTone } from './builds';
 import { isBlank, mapFromRows, parsePairs, rowsFromMap, validateRows } from './kv';
 import { countLines, describeIssue, issueLine, lineOf, marksByLine, offsetOf, sortIssues, summarize, type LintIssue } from './lint';
 import { findMatches, firstMatchFrom, splitForHighlight, stepMatch } from './logSearch';
-import { flowList, keyOf, specOutline, stripComment } from './specOutline';
+import { flowList, keyOf, specOutline, stepTitles, stripComment } from './specOutline';
 import { MAX_SCROLL_PX, logWindow, scrollTopForRow } from './virtual';
 
 describe('log window', () => {
@@ -302,5 +302,34 @@ describe('build states', () => {
     expect(elapsed('2026-01-01T00:00:00Z', '2026-01-01T00:00:02.5Z')).toBe(2500);
     expect(elapsed('2026-01-01T00:00:00Z', undefined, Date.parse('2026-01-01T00:01:00Z'))).toBe(60_000);
     expect(elapsed(undefined)).toBeUndefined();
+  });
+});
+
+describe('step titles from the spec', () => {
+  it('reads each step\'s title, nested steps too, and leaves block scalars alone', () => {
+    const o = specOutline(
+      [
+        "version: '1.0'",
+        'steps:',
+        '  unit:',
+        '    title: "Unit tests"',
+        '    image: alpine',
+        '  checks:',
+        '    type: parallel',
+        '    steps:',
+        "      lint: {image: alpine}",
+        '      vet:',
+        "        title: 'Go vet'",
+        '  notes:',
+        '    title: |',
+        '      long',
+        '',
+      ].join('\n'),
+    );
+    expect([...stepTitles(o)]).toEqual([
+      ['unit', 'Unit tests'],
+      ['vet', 'Go vet'],
+    ]);
+    expect(stepTitles(undefined).size).toBe(0);
   });
 });

@@ -9,6 +9,8 @@ export interface StepNode {
   name: string;
   /** The step's stage: its own, or its parallel parent's. */
   stage?: string;
+  /** Its `title:`, when the spec gives one. */
+  title?: string;
   children: StepNode[];
 }
 
@@ -137,6 +139,8 @@ function stepsOf(ls: Line[], from: number, to: number, depth: number, parentStag
       const nested = fields.find((f) => f.key === 'steps');
       const stage = fields.find((f) => f.key === 'stage');
       if (stage && stage.value) node.stage = unquote(stage.value);
+      const title = fields.find((f) => f.key === 'title');
+      if (title && title.value && !/^[|>]/.test(title.value)) node.title = unquote(title.value);
       if (type && unquote(type.value) === 'parallel' && nested) {
         if (nested.value) return undefined; // a flow mapping
         const kids = stepsOf(ls, nested.from, nested.to, depth + 1, node.stage);
@@ -170,4 +174,17 @@ export function specOutline(yaml: string): SpecOutline | undefined {
   const tree = stepsOf(ls, steps.from, steps.to, 0);
   if (!tree) return undefined;
   return { stages, steps: tree };
+}
+
+/** The steps' titles by name, from an outline (nested steps too). */
+export function stepTitles(o: SpecOutline | undefined): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (ns: StepNode[]) => {
+    for (const n of ns) {
+      if (n.title) out.set(n.name, n.title);
+      walk(n.children);
+    }
+  };
+  if (o) walk(o.steps);
+  return out;
 }

@@ -1,17 +1,23 @@
-import { useCallback, useEffect, useRef, useState, type FormEvent } from 'react';
+import { useCallback, useEffect, useMemo, useRef, useState, type FormEvent } from 'react';
 import { ApiError, fieldError } from '../api/client';
-import { audit } from '../api/rest';
+import { pipelines as pipelinesApi, projects as projectsApi, runners as runnersApi } from '../api/ci';
+import { teams as teamsApi } from '../api/governance';
+import { apiKeys as apiKeysApi, audit, runtimes as runtimesApi, users as usersApi } from '../api/rest';
 import { auditActions, auditResults, type AuditEvent } from '../api/types';
-import { href, navigate, useLocation } from '../app/router';
+import { Link, href, navigate, useLocation } from '../app/router';
 import { useMe } from '../app/session';
 import { StatusBadge } from '../components/Badge';
+import { CopyButton } from '../components/CopyButton';
+import { Dialog } from '../components/Dialog';
 import { Field } from '../components/Field';
 import { PageHeader } from '../components/PageHeader';
 import { EmptyState, ErrorNote, ErrorState, LoadingRows, Spinner } from '../components/States';
 import { VirtualList } from '../components/VirtualList';
+import { actorText, describeActor, describeResource, emptyLookups, type ActorView, type AuditLookups, type ResourceView } from '../lib/auditNames';
 import { filterFromParams, formFromFilter, isFiltered, paramsFromForm, sincePresets, type AuditFilterForm } from '../lib/auditFilters';
 import { formatTime } from '../lib/format';
 import { appendUnique } from '../lib/pagination';
+import { useResource } from '../lib/useResource';
 import * as v from '../lib/validate';
 
 /** Rows fetched per request as the list scrolls. */
@@ -35,6 +41,21 @@ export default function Audit() {
   const [nonce, setNonce] = useState(0);
   const busy = useRef(false);
   const ctl = useRef<AbortController | null>(null);
+  const [open, setOpen] = useState<AuditEvent>();
+  const lookups = useAuditLookups(me.accounts);
+  // Each row's names and time, worked out once per event while the lookups stay the same: rows
+  // scrolled back into view cost nothing more.
+  const described = useMemo(() => {
+    const cache = new Map<string, { actor: ActorView; res: ResourceView; time: string }>();
+    return (e: AuditEvent) => {
+      let d = cache.get(e.id);
+      if (!d) {
+        d = { actor: describeActor(e, lookups), res: describeResource(e, lookups), time: formatTime(e.time) };
+        cache.set(e.id, d);
+      }
+      return d;
+    };
+  }, [lookups]);
 
   const fetchPage = useCallback(
     async (after: string | undefined, reset: boolean) => {
@@ -119,33 +140,40 @@ export default function Audit() {
                 <span role="columnheader">Request</span>
               </div>
             }
-            renderRow={(e) => (
-              <div className="audit-grid" data-testid="audit-row" data-action={e.action}>
-                <span role="cell" className="nowrap" title={e.time}>
-                  {formatTime(e.time)}
-                </span>
-                <span role="cell" className="ellipsis" title={e.actor}>
-                  {e.actor}
-                </span>
-                <span role="cell" className="ellipsis">
-                  <code>{e.action}</code>
-                </span>
-                <span role="cell" className="ellipsis muted" title={[e.resourceType, e.resourceId, e.detail].filter(Boolean).join(' ')}>
-                  {e.resourceType}
-                  {e.resourceId ? ` ${e.resourceId}` : ''}
-                  {e.detail ? ` · ${e.detail}` : ''}
-                </span>
-                <span role="cell">
-                  <StatusBadge value={e.result} />
-                </span>
-                <span role="cell" className="ellipsis muted">
-                  {e.sourceIp ?? ''}
-                </span>
-                <span role="cell" className="ellipsis muted small">
-                  <code>{e.requestId ?? ''}</code>
-                </span>
-              </div>
-            )}
+            renderRow={(e) => {
+              const { actor, res, time } = described(e);
+              return (
+                <div className="audit-grid" data-testid="audit-row" data-action={e.action}>
+                  <span role="cell" className="nowrap" title={e.time}>
+                    <button type="button" className="audit-open" onClick={() => setOpen(e)} aria-label={`Details of ${e.action} at ${time}`} aria-haspopup="dialog">
+                      {time}
+                    </button>
+                  </span>
+                  <span role="cell" className="ellipsis" title={actorText(actor)} data-testid="audit-actor">
+                    {actor.label}
+                    {actor.kind === 'apikey' && <span className="muted small audit-actor-sub">key {actor.key}</span>}
+                    {actor.kind === 'runtime' && <span className="muted small audit-actor-sub">via {actor.runtime}</span>}
+                  </span>
+                  <span role="cell" className="ellipsis">
+                    <code>{e.action}</code>
+                  </span>
+                  <span role="cell" className="ellipsis muted" title={[res.type, res.name, res.id && res.id !== res.name ? `(${res.id})` : '', e.detail].filter(Boolean).join(' ')}>
+                    {res.type}{' '}
+                    {res.name && (res.href ? <Link to={res.href}>{res.name}</Link> : <span>{res.name}</span>)}
+                    {e.detail ? ` · ${e.detail}` : ''}
+                  </span>
+                  <span role="cell">
+                    <StatusBadge value={e.result} />
+                  </span>
+                  <span role="cell" className="ellipsis muted">
+                    {e.sourceIp ?? ''}
+                  </span>
+                  <span role="cell" className="ellipsis muted small">
+                    <code>{e.requestId ?? ''}</code>
+                  </span>
+                </div>
+              );
+            }}
             footer={
               state.error !== undefined && (
                 <div className="vlist-footer">
@@ -159,7 +187,123 @@ export default function Audit() {
           />
         </>
       )}
+      <Dialog open={!!open} title="Audit event" onClose={() => setOpen(undefined)} drawer>
+        {open && <AuditDetail event={open} lookups={lookups} />}
+      </Dialog>
     </div>
+  );
+}
+
+/**
+ * The account's users, keys, runtimes, pipelines, projects, runners and teams, read once to name the
+ * actors and resources of the events. A list that cannot be read leaves its IDs as they are.
+ */
+function useAuditLookups(accounts: readonly { id: string; name: string }[]): AuditLookups {
+  const r = useResource(async (signal) => {
+    const quiet = <T,>(p: Promise<T>) => p.catch(() => undefined);
+    const [us, ks, rts, pls, prs, rns, tms] = await Promise.all([
+      quiet(usersApi.list({ limit: 500 }, signal)),
+      quiet(apiKeysApi.list({ limit: 500 }, signal)),
+      quiet(runtimesApi.list(signal)),
+      quiet(pipelinesApi.list({ limit: 500 }, signal)),
+      quiet(projectsApi.list({ limit: 500 }, signal)),
+      quiet(runnersApi.list(signal)),
+      quiet(teamsApi.list(signal)),
+    ]);
+    const l = emptyLookups();
+    for (const u of us?.items ?? []) l.users.set(u.id, { email: u.email, name: u.name });
+    for (const k of ks?.items ?? []) l.apiKeys.set(k.id, k.name);
+    for (const x of rts?.items ?? []) {
+      l.runtimes.set(x.id, x.name);
+      l.runtimes.set(x.name, x.name);
+    }
+    for (const p of pls?.items ?? []) {
+      l.pipelines.set(p.id, p.fullName);
+      l.pipelines.set(p.fullName, p.fullName);
+    }
+    for (const p of prs?.items ?? []) {
+      l.projects.set(p.id, p.name);
+      l.projects.set(p.name, p.name);
+    }
+    for (const x of rns?.items ?? []) l.runners.set(x.id, x.name);
+    for (const t of tms?.items ?? []) {
+      l.teams.set(t.id, t.name);
+      l.teams.set(t.name, t.name);
+    }
+    return l;
+  }, []);
+  const empty = useMemo(emptyLookups, []);
+  const l = r.data ?? empty;
+  for (const a of accounts) l.accounts.set(a.id, a.name);
+  return l;
+}
+
+/** Every field of one event, named; the actor and resource resolved and linked. */
+export function AuditDetail({ event: e, lookups }: { event: AuditEvent; lookups: AuditLookups }) {
+  const actor = describeActor(e, lookups);
+  const res = describeResource(e, lookups);
+  return (
+    <dl className="props" data-testid="audit-detail">
+      <dt>Time</dt>
+      <dd>
+        {formatTime(e.time)} <span className="muted small">({e.time})</span>
+      </dd>
+      <dt>Actor</dt>
+      <dd>
+        {actor.href ? <Link to={actor.href}>{actor.label}</Link> : actor.label}
+        {actor.email && <span className="muted"> &lt;{actor.email}&gt;</span>}
+        {actor.kind === 'apikey' && (
+          <div className="muted small">
+            with API key <Link to="/api-keys">{actor.key}</Link>
+          </div>
+        )}
+        {actor.kind === 'runtime' && (
+          <div className="muted small">
+            through the ingress of runtime <Link to={`/runtimes/${encodeURIComponent(actor.runtime ?? '')}`}>{actor.runtime}</Link>
+          </div>
+        )}
+        {e.actorId && (
+          <div className="muted small">
+            user ID <code>{e.actorId}</code>
+          </div>
+        )}
+      </dd>
+      <dt>Action</dt>
+      <dd>
+        <code>{e.action}</code>
+      </dd>
+      <dt>Resource</dt>
+      <dd>
+        {res.type} {res.name && (res.href ? <Link to={res.href}>{res.name}</Link> : res.name)}
+        {res.id && (
+          <div className="muted small">
+            ID <code>{res.id}</code>
+          </div>
+        )}
+      </dd>
+      <dt>Result</dt>
+      <dd>
+        <StatusBadge value={e.result} />
+      </dd>
+      <dt>Detail</dt>
+      <dd>{e.detail || <span className="muted">—</span>}</dd>
+      <dt>Source IP</dt>
+      <dd>{e.sourceIp ? <code>{e.sourceIp}</code> : <span className="muted">—</span>}</dd>
+      <dt>Request ID</dt>
+      <dd>
+        {e.requestId ? (
+          <>
+            <code>{e.requestId}</code> <CopyButton text={e.requestId} label="Copy request ID" />
+          </>
+        ) : (
+          <span className="muted">—</span>
+        )}
+      </dd>
+      <dt>Event ID</dt>
+      <dd>
+        <code>{e.id}</code>
+      </dd>
+    </dl>
   );
 }
 

@@ -1,6 +1,8 @@
 import { useState, type FormEvent } from 'react';
 import { fieldError } from '../api/client';
 import { builds as buildsApi, pipelines, projects } from '../api/ci';
+import { owners } from '../api/governance';
+import { OwnerPicker } from '../components/OwnerPicker';
 import type { BuildStatsDay, Pipeline, Project } from '../api/types';
 import { Sparkline } from '../components/Charts';
 import { formatRate, successRate, totals } from '../lib/buildStats';
@@ -76,6 +78,18 @@ export default function Pipelines() {
           <Link to={href('/builds', {})} className="button">
             All builds
           </Link>
+          {project && projs.data?.items.some((p) => p.name === project) && (
+            <span className="owner-inline">
+              Owner{' '}
+              <OwnerPicker
+                what={`project ${project}`}
+                owner={projs.data.items.find((p) => p.name === project)?.ownerTeam}
+                cannot={canEdit ? undefined : 'viewers cannot change it'}
+                save={(team) => owners.setProject(project, team)}
+                onSaved={() => projs.reload()}
+              />
+            </span>
+          )}
           {project && canEdit && (
             <button type="button" className="button button-danger-quiet" onClick={() => setDeleting(true)}>
               Delete project {project}

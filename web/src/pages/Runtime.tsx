@@ -9,6 +9,8 @@ import { runtimes } from '../api/rest';
 import type { RegisteredRuntime, Runtime } from '../api/types';
 import { Link, navigate } from '../app/router';
 import { useMe } from '../app/session';
+import { owners } from '../api/governance';
+import { OwnerPicker } from '../components/OwnerPicker';
 import { Badge } from '../components/Badge';
 import { CommandBox } from '../components/CommandBox';
 import { ConfirmDialog } from '../components/ConfirmDialog';
@@ -90,7 +92,7 @@ function RuntimeView({ name }: { name: string }) {
         <LoadingRows rows={4} label="Loading runtime" />
       ) : (
         <div aria-busy={rt.loading}>
-          <Facts r={r} />
+          <Facts r={r} admin={admin} onChanged={() => rt.reload()} />
           <h2 className="section-title">Components</h2>
           {r.components?.length ? (
             <DataTable
@@ -166,7 +168,7 @@ function RuntimeView({ name }: { name: string }) {
   );
 }
 
-function Facts({ r }: { r: Runtime }) {
+function Facts({ r, admin, onChanged }: { r: Runtime; admin: boolean; onChanged: () => void }) {
   return (
     <dl className="facts" data-testid="runtime-facts">
       <div>
@@ -197,6 +199,18 @@ function Facts({ r }: { r: Runtime }) {
       <div>
         <dt>Registered</dt>
         <dd>{formatTime(r.createdAt)}</dd>
+      </div>
+      <div>
+        <dt>Owner</dt>
+        <dd>
+          <OwnerPicker
+            what={`runtime ${r.name}`}
+            owner={r.ownerTeam}
+            cannot={admin ? undefined : 'only admins can change it'}
+            save={(team) => owners.setRuntime(r.name, team)}
+            onSaved={onChanged}
+          />
+        </dd>
       </div>
       <div>
         <dt>Capabilities</dt>

@@ -74,15 +74,6 @@ export default function Settings() {
         <p className="muted small">Kept in this browser.</p>
       </section>
 
-      <section className="panel" aria-labelledby="s-later">
-        <h2 id="s-later">Not in this version yet</h2>
-        <p className="muted">These settings arrive with the features they belong to; until then there is nothing to configure here.</p>
-        <ul className="plain-list muted">
-          <li>Single sign-on (OIDC)</li>
-          <li>Teams and fine-grained permissions</li>
-          <li>Git integrations</li>
-        </ul>
-      </section>
     </div>
   );
 }
