@@ -232,6 +232,11 @@ type HistoryEntry struct {
 	Sources     []app.Source     `json:"sources,omitempty"`
 	Revisions   []string         `json:"revisions,omitempty"`
 	Commit      *git.CommitInfo  `json:"commit,omitempty"`
+	// Range is what the sync brought from the app's source repository: the commits between
+	// the previous successful sync's revision and this one (git log prev..this), bounded
+	// (DeployCommits). Nil for multi-source apps, chart repositories and dry runs, or when
+	// the walk failed.
+	Range       *git.CommitRange `json:"range,omitempty"`
 	Phase       OperationPhase   `json:"phase"`
 	Message     string           `json:"message,omitempty"`
 	Changed     []ResourceResult `json:"changed,omitempty"`

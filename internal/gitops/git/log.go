@@ -28,10 +28,11 @@ const maxRangeWalk = 20000
 // CommitRange is what a deployment brought: `git log from..to`, newest first, at most the
 // asked-for number of commits (Truncated says there were more).
 type CommitRange struct {
-	Kind      string
-	From, To  string
-	Commits   []CommitInfo
-	Truncated bool
+	Kind      string       `json:"kind"`
+	From      string       `json:"from,omitempty"`
+	To        string       `json:"to,omitempty"`
+	Commits   []CommitInfo `json:"commits,omitempty"`
+	Truncated bool         `json:"truncated,omitempty"`
 }
 
 // Log returns the commits between from (the previously deployed commit, "" for none) and to,
