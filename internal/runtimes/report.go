@@ -289,11 +289,11 @@ func checkSyncCommits(field string, c *runtimev1.SyncCommits) error {
 		if !isCommitSHA(cm.SHA) {
 			return errdefs.Invalid(f+".sha", cm.SHA, "is not a commit: use its 40 or 64 hexadecimal digits")
 		}
-		if len(cm.Author) > runtimev1.MaxCommitAuthorBytes || !utf8.ValidString(cm.Author) {
-			return errdefs.Invalid(f+".author", fmt.Sprintf("%d bytes", len(cm.Author)), fmt.Sprintf("is not valid UTF-8 of at most %d bytes", runtimev1.MaxCommitAuthorBytes))
+		if len(cm.Author) > runtimev1.MaxCommitAuthorBytes || !utf8.ValidString(cm.Author) || strings.ContainsRune(cm.Author, 0) {
+			return errdefs.Invalid(f+".author", fmt.Sprintf("%d bytes", len(cm.Author)), fmt.Sprintf("is not UTF-8 text (no NUL) of at most %d bytes", runtimev1.MaxCommitAuthorBytes))
 		}
-		if len(cm.Message) > runtimev1.MaxCommitMessageBytes || !utf8.ValidString(cm.Message) {
-			return errdefs.Invalid(f+".message", fmt.Sprintf("%d bytes", len(cm.Message)), fmt.Sprintf("is not valid UTF-8 of at most %d bytes (the subject line)", runtimev1.MaxCommitMessageBytes))
+		if len(cm.Message) > runtimev1.MaxCommitMessageBytes || !utf8.ValidString(cm.Message) || strings.ContainsRune(cm.Message, 0) {
+			return errdefs.Invalid(f+".message", fmt.Sprintf("%d bytes", len(cm.Message)), fmt.Sprintf("is not UTF-8 text (no NUL) of at most %d bytes (the subject line)", runtimev1.MaxCommitMessageBytes))
 		}
 	}
 	return nil

@@ -89,7 +89,7 @@ func TestDeploymentCommitRange(t *testing.T) {
 				t.Errorf("first deployment: %+v %s", first.CommitRange, show(first))
 			}
 			// The first deployment's lead time: from its one commit.
-			if first.LeadTimeSeconds == nil || *first.LeadTimeSeconds != (time.Hour + time.Hour + time.Minute).Seconds() {
+			if first.LeadTimeSeconds == nil || *first.LeadTimeSeconds != (time.Hour+time.Hour+time.Minute).Seconds() {
 				t.Errorf("first deployment's lead time = %v", first.LeadTimeSeconds)
 			}
 			second := bySync[2]
