@@ -99,6 +99,8 @@ var wireTypes = map[string]any{
 	"client.Deployment":                            client.Deployment{},
 	"client.DeploymentCommit":                      client.DeploymentCommit{},
 	"client.DeployedImage":                         client.DeployedImage{},
+	"client.DeployedCommit":                        client.DeployedCommit{},
+	"client.DeploymentCommitRange":                 client.DeploymentCommitRange{},
 	"client.ImageCommit":                           client.ImageCommit{},
 	"client.ImageIssue":                            client.ImageIssue{},
 	"client.ReportedImage":                         client.ReportedImage{},

@@ -30,10 +30,16 @@ type Deployment struct {
 	Message string            `json:"message,omitempty"`
 	Commit  *DeploymentCommit `json:"commit,omitempty"`
 	// Images are the images CI builds of the revision pushed, where Freshet built them.
-	Images          []DeployedImage `json:"images"`
-	StartedAt       *time.Time      `json:"startedAt,omitempty"`
-	FinishedAt      time.Time       `json:"finishedAt"`
-	DurationSeconds float64         `json:"durationSeconds"`
+	Images []DeployedImage `json:"images"`
+	// Commits are the commits the deployment shipped, each SHA once: those the runtime walked
+	// in the source repository between the previous deployment's revision and this one
+	// (sources: git), then the deployed images' build commits not among them (image).
+	Commits []DeployedCommit `json:"commits"`
+	// CommitRange is what the runtime's walk found; absent for runtimes that do not report it.
+	CommitRange     *DeploymentCommitRange `json:"commitRange,omitempty"`
+	StartedAt       *time.Time             `json:"startedAt,omitempty"`
+	FinishedAt      time.Time              `json:"finishedAt"`
+	DurationSeconds float64                `json:"durationSeconds"`
 	// LeadTimeSeconds is from the revision's commit to the finished deployment, when the
 	// commit's time is known.
 	LeadTimeSeconds *float64 `json:"leadTimeSeconds,omitempty"`
@@ -42,6 +48,32 @@ type Deployment struct {
 	DegradedAt *time.Time `json:"degradedAt,omitempty"`
 	// RolledBackAt is when the next deployment, within the failure window, rolled this one back.
 	RolledBackAt *time.Time `json:"rolledBackAt,omitempty"`
+}
+
+// DeployedCommit is a commit a deployment shipped. Author and message are as pushed (the
+// message's subject line for git-sourced commits), never interpreted.
+type DeployedCommit struct {
+	SHA        string     `json:"sha"`
+	Author     string     `json:"author,omitempty"`
+	Message    string     `json:"message,omitempty"`
+	AuthorTime *time.Time `json:"authorTime,omitempty"`
+	Time       *time.Time `json:"time,omitempty"`
+	// Issues are the issue keys the message names (PROJ-123, owner/repo#123, #123).
+	Issues []string `json:"issues"`
+	// Sources: git (the runtime's walk of the range), image (an image's build commit), or both.
+	Sources []string `json:"sources"`
+}
+
+// DeploymentCommitRange describes the runtime's walk of a deployment's commits.
+type DeploymentCommitRange struct {
+	// Kind is range (the commits since the previous deployment), first (no earlier
+	// deployment: the revision's own commit), rollback (an older revision: no commits) or
+	// unchanged (the same revision again: no commits).
+	Kind string `json:"kind"`
+	// From is the previous deployment's revision.
+	From string `json:"from,omitempty"`
+	// Truncated: there were more commits than the 50 newest listed.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // DeploymentCommit is the deployed revision's commit.

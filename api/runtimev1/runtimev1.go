@@ -319,7 +319,34 @@ type Commit struct {
 	SHA     string    `json:"sha,omitempty"`
 	Author  string    `json:"author,omitempty"`
 	Message string    `json:"message,omitempty"`
-	Time    time.Time `json:"time,omitzero"`
+	Time    time.Time `json:"time,omitzero"` // the commit time
+	// AuthorTime is when the change was written (SyncCommits' commits).
+	AuthorTime time.Time `json:"authorTime,omitzero"`
+}
+
+// Kinds of SyncCommits.
+const (
+	CommitsRange     = "range"     // the commits since the previous deployment's revision
+	CommitsFirst     = "first"     // no earlier deployment: the revision's own commit
+	CommitsRollback  = "rollback"  // an older revision (an ancestor of the previous one): none
+	CommitsUnchanged = "unchanged" // the same revision again: none
+)
+
+// Bounds of SyncCommits: at most MaxSyncCommits commits (the newest), each author at most
+// MaxCommitAuthorBytes and message (the subject line) at most MaxCommitMessageBytes.
+const (
+	MaxSyncCommits        = 50
+	MaxCommitAuthorBytes  = 100
+	MaxCommitMessageBytes = 200
+)
+
+// SyncCommits is what a deployment brought from its application's source repository: `git log
+// from..revision`, newest first. Runtimes that predate it send none.
+type SyncCommits struct {
+	Kind      string   `json:"kind"`
+	From      string   `json:"from,omitempty"` // the previous deployment's revision
+	Commits   []Commit `json:"commits,omitempty"`
+	Truncated bool     `json:"truncated,omitempty"` // there were more than MaxSyncCommits
 }
 
 // AppCondition is an application condition (ComparisonError, SyncError, ...).
@@ -347,18 +374,20 @@ type AppResource struct {
 // SyncRecord is one sync operation: running (SyncStarted) or finished. Finished syncs that are
 // not dry runs have an ID, unique per application; they are the deployment records.
 type SyncRecord struct {
-	ID          int64            `json:"id,omitempty"`
-	Revision    string           `json:"revision"`
-	Phase       string           `json:"phase"` // Running, Succeeded, Failed, Error
-	Message     string           `json:"message,omitempty"`
-	InitiatedBy string           `json:"initiatedBy"`    // user, automated, selfHeal, rollback
-	User        string           `json:"user,omitempty"` // who asked (an email), for user syncs and rollbacks
-	DryRun      bool             `json:"dryRun,omitempty"`
-	Prune       bool             `json:"prune,omitempty"`
-	Commit      *Commit          `json:"commit,omitempty"`
-	Changed     []ResourceChange `json:"changed,omitempty"`
-	StartedAt   time.Time        `json:"startedAt"`
-	FinishedAt  time.Time        `json:"finishedAt,omitzero"`
+	ID          int64   `json:"id,omitempty"`
+	Revision    string  `json:"revision"`
+	Phase       string  `json:"phase"` // Running, Succeeded, Failed, Error
+	Message     string  `json:"message,omitempty"`
+	InitiatedBy string  `json:"initiatedBy"`    // user, automated, selfHeal, rollback
+	User        string  `json:"user,omitempty"` // who asked (an email), for user syncs and rollbacks
+	DryRun      bool    `json:"dryRun,omitempty"`
+	Prune       bool    `json:"prune,omitempty"`
+	Commit      *Commit `json:"commit,omitempty"`
+	// Commits: what the deployment brought from the source repository (single git sources).
+	Commits    *SyncCommits     `json:"commits,omitempty"`
+	Changed    []ResourceChange `json:"changed,omitempty"`
+	StartedAt  time.Time        `json:"startedAt"`
+	FinishedAt time.Time        `json:"finishedAt,omitzero"`
 }
 
 // ResourceChange is what a sync did to one resource (created, configured, pruned, failed, ...).

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -89,9 +90,16 @@ type Deployment struct {
 	Message     string
 	Commit      Commit
 	Images      []Image
-	StartedAt   time.Time
-	FinishedAt  time.Time
-	Duration    time.Duration
+	// Range is what the runtime reported the deployment brought from the application's source
+	// repository (git log previous..revision); nil for runtimes that do not report it.
+	Range *CommitRange
+	// Commits are the deployment's commits from both sources, each SHA once: the range's
+	// (newest first), then the images' build commits not in it. Filled in when deployments
+	// are read.
+	Commits    []DeployedCommit
+	StartedAt  time.Time
+	FinishedAt time.Time
+	Duration   time.Duration
 	// LeadTime is from the revision's commit to the finished deployment; -1 when the commit's
 	// time is unknown.
 	LeadTime time.Duration
@@ -106,6 +114,44 @@ type Deployment struct {
 type Commit struct {
 	Author, Message string
 	Time            time.Time
+}
+
+// Sources of a DeployedCommit.
+const (
+	// CommitSourceGit: the runtime's walk of the source repository between the previous
+	// deployment's revision and this one.
+	CommitSourceGit = "git"
+	// CommitSourceImage: a deployed image's build commit (image enrichment).
+	CommitSourceImage = "image"
+)
+
+// CommitRange is the commits a runtime reported with a deployment, as stored with the record.
+// Kind is runtimev1's: range, first, rollback or unchanged.
+type CommitRange struct {
+	Kind      string        `json:"kind"`
+	From      string        `json:"from,omitempty"`
+	Truncated bool          `json:"truncated,omitempty"`
+	Commits   []RangeCommit `json:"commits"`
+}
+
+// RangeCommit is one commit of a CommitRange, with the issue keys its message names
+// (images.ParseKeys).
+type RangeCommit struct {
+	SHA        string    `json:"sha"`
+	Author     string    `json:"author,omitempty"`
+	Message    string    `json:"message,omitempty"`
+	AuthorTime time.Time `json:"authorTime,omitzero"`
+	Time       time.Time `json:"time,omitzero"`
+	Issues     []string  `json:"issues,omitempty"`
+}
+
+// DeployedCommit is a commit a deployment shipped, with where Freshet learnt of it (Sources:
+// CommitSourceGit, CommitSourceImage or both) and the issue keys its message names.
+type DeployedCommit struct {
+	SHA, Author, Message string
+	AuthorTime, Time     time.Time
+	Issues               []string
+	Sources              []string
 }
 
 // Image is an image a CI build pushed for the deployed revision. Commits and Issues are what
@@ -204,6 +250,11 @@ func (s *Service) ListDeployments(ctx context.Context, p rbac.Principal, f Filte
 // enrich adds to ds' images the commits and issues of the reported images with their digests:
 // each commit once (by SHA), each issue once (by key), in report order.
 func (s *Service) enrich(ctx context.Context, accountID string, ds []Deployment) error {
+	defer func() {
+		for i := range ds {
+			ds[i].Commits = mergeCommits(ds[i])
+		}
+	}()
 	if s.origins == nil {
 		return nil
 	}
@@ -246,6 +297,51 @@ func (s *Service) enrich(ctx context.Context, accountID string, ds []Deployment)
 	return nil
 }
 
+// mergeCommits is d's commits from its range and its images' build commits, each SHA once
+// (a short SHA matches the full one it starts), the range's first.
+func mergeCommits(d Deployment) []DeployedCommit {
+	out := []DeployedCommit{}
+	find := func(sha string) int {
+		for i, c := range out {
+			if sha != "" && (strings.HasPrefix(c.SHA, sha) || strings.HasPrefix(sha, c.SHA)) {
+				return i
+			}
+		}
+		return -1
+	}
+	if d.Range != nil {
+		for _, c := range d.Range.Commits {
+			if find(c.SHA) >= 0 {
+				continue
+			}
+			out = append(out, DeployedCommit{SHA: c.SHA, Author: c.Author, Message: c.Message, AuthorTime: c.AuthorTime, Time: c.Time,
+				Issues: append([]string{}, c.Issues...), Sources: []string{CommitSourceGit}})
+		}
+	}
+	for _, im := range d.Images {
+		for _, c := range im.Commits {
+			if c.SHA == "" {
+				continue
+			}
+			if i := find(c.SHA); i >= 0 {
+				if !slices.Contains(out[i].Sources, CommitSourceImage) {
+					out[i].Sources = append(out[i].Sources, CommitSourceImage)
+				}
+				if len(c.SHA) > len(out[i].SHA) {
+					out[i].SHA = c.SHA
+				}
+				continue
+			}
+			keys := images.ParseKeys(c.Message)
+			if keys == nil {
+				keys = []string{}
+			}
+			out = append(out, DeployedCommit{SHA: c.SHA, Author: c.Author, Message: c.Message, Time: c.Time, Issues: keys, Sources: []string{CommitSourceImage}})
+		}
+	}
+	return out
+}
+
 func deploymentFromRow(r store.Deployment) (Deployment, error) {
 	d := Deployment{ID: r.ID, RuntimeID: r.RuntimeID, Runtime: r.Runtime, Application: r.App, Project: r.Project, Cluster: r.Cluster,
 		Namespace: r.Namespace, Revision: r.Revision, SyncID: r.SyncID, Trigger: r.Trigger, InitiatedBy: r.InitiatedBy, User: r.User,
@@ -259,6 +355,13 @@ func deploymentFromRow(r store.Deployment) (Deployment, error) {
 			return Deployment{}, fmt.Errorf("deployment %s: decode images: %w", r.ID, err)
 		}
 	}
+	if r.Commits != "" {
+		d.Range = &CommitRange{}
+		if err := json.Unmarshal([]byte(r.Commits), d.Range); err != nil {
+			return Deployment{}, fmt.Errorf("deployment %s: decode commits: %w", r.ID, err)
+		}
+	}
+	d.Commits = mergeCommits(d)
 	return d, nil
 }
 

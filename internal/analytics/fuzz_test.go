@@ -5,8 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/internal/bus"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/images"
 )
 
 // FuzzDecodeGitOps: whatever a GitOps event's payload holds, decoding never panics, refuses with
@@ -17,6 +19,7 @@ func FuzzDecodeGitOps(f *testing.F) {
 	f.Add("freshet.acc_a.gitops.health-changed", `{"accountId":"acc_a","runtimeId":"rt_1","application":"web","to":"Degraded"}`)
 	f.Add("freshet.acc_b.gitops.sync-finished", `{"accountId":"acc_a","runtimeId":"rt_1","application":"web","finishedAt":"2026-01-01T00:01:00Z"}`)
 	f.Add("freshet.acc_a.gitops.sync-finished", `{"syncId":"one"}`)
+	f.Add("freshet.acc_a.gitops.sync-finished", `{"accountId":"acc_a","runtimeId":"rt_1","application":"web","syncId":2,"finishedAt":"2026-01-01T00:01:00Z","commits":{"kind":"range","truncated":true,"commits":[{"sha":"aa","author":"Ann","message":"PROJ-1 and #2","time":"2025-12-31T00:00:00Z"}]}}`)
 	f.Add("freshet.acc_a.gitops.app-renamed", `{}`)
 	f.Add("freshet", `null`)
 	f.Add("freshet.acc_a.gitops.rollout-changed", `{"accountId":"acc_a","runtimeId":"rt_1","application":"web","namespace":"prod","rollout":"web","kind":"Aborted","at":"2026-01-01T00:00:00Z"}`)
@@ -35,6 +38,17 @@ func FuzzDecodeGitOps(f *testing.F) {
 		case ev.sync != nil:
 			if ev.sync.AccountID != account || ev.sync.RuntimeID == "" || ev.sync.Application == "" || ev.sync.FinishedAt.IsZero() {
 				t.Fatalf("accepted a sync without identity: %+v", ev.sync)
+			}
+			// What a deployment stores of the commits is bounded, whatever the event says.
+			if cr := commitRange(ev.sync.Commits); cr != nil {
+				if len(cr.Commits) > runtimev1.MaxSyncCommits {
+					t.Fatalf("stores %d commits", len(cr.Commits))
+				}
+				for _, c := range cr.Commits {
+					if len(c.Author) > runtimev1.MaxCommitAuthorBytes || len(c.Message) > runtimev1.MaxCommitMessageBytes || len(c.Issues) > images.MaxKeys {
+						t.Fatalf("stores commit %+v", c)
+					}
+				}
 			}
 		case ev.health != nil:
 			if ev.health.AccountID != account || ev.health.RuntimeID == "" || ev.health.Application == "" || ev.health.To == "" || ev.health.At.IsZero() {

@@ -13,6 +13,7 @@ import (
 	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/internal/bus"
 	"github.com/freshet-dev/freshet/internal/events"
+	"github.com/freshet-dev/freshet/internal/images"
 	"github.com/freshet-dev/freshet/internal/runtimes"
 	"github.com/freshet-dev/freshet/internal/store"
 )
@@ -268,6 +269,19 @@ func deploymentRow(ctx context.Context, w writer, ev runtimes.SyncFinished) (sto
 			sha = c.SHA
 		}
 	}
+	if cr := commitRange(ev.Commits); cr != nil {
+		enc, err := json.Marshal(cr)
+		if err != nil {
+			return store.Deployment{}, err
+		}
+		d.Commits = string(enc)
+		// Lead time for changes from the range's earliest commit: the first change the
+		// deployment shipped.
+		if first := earliest(cr); !first.IsZero() && !ev.FinishedAt.Before(first) {
+			d.LeadTime = ev.FinishedAt.Sub(first)
+			d.LeadBucket = LeadBucket(d.LeadTime)
+		}
+	}
 	ims, err := w.ImagesOfCommit(ctx, ev.AccountID, sha)
 	if err != nil {
 		return store.Deployment{}, fmt.Errorf("images of %s: %w", sha, err)
@@ -306,6 +320,31 @@ func ApplyHealthChanged(ctx context.Context, w writer, ev runtimes.HealthChanged
 		return err
 	}
 	return refreshAround(ctx, w, ev.AccountID, ev.RuntimeID, ev.Application, ev.At, window)
+}
+
+// commitRange is the stored form of the commits a runtime reported (validated by the runtimes
+// package), with the issue keys of each message; nil when there are none to store.
+func commitRange(c *runtimev1.SyncCommits) *CommitRange {
+	if c == nil {
+		return nil
+	}
+	out := &CommitRange{Kind: c.Kind, From: c.From, Truncated: c.Truncated, Commits: []RangeCommit{}}
+	for _, cm := range c.Commits[:min(len(c.Commits), runtimev1.MaxSyncCommits)] {
+		out.Commits = append(out.Commits, RangeCommit{SHA: cm.SHA, Author: truncate(cm.Author, runtimev1.MaxCommitAuthorBytes),
+			Message: truncate(cm.Message, runtimev1.MaxCommitMessageBytes), AuthorTime: cm.AuthorTime, Time: cm.Time, Issues: images.ParseKeys(cm.Message)})
+	}
+	return out
+}
+
+// earliest is the earliest commit time in r; zero when it has none.
+func earliest(r *CommitRange) time.Time {
+	var t time.Time
+	for _, c := range r.Commits {
+		if !c.Time.IsZero() && (t.IsZero() || c.Time.Before(t)) {
+			t = c.Time
+		}
+	}
+	return t
 }
 
 func truncate(s string, n int) string {

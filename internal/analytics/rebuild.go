@@ -114,6 +114,7 @@ func syncFinishedFromSource(s store.AnalyticsSync) runtimes.SyncFinished {
 	if json.Unmarshal([]byte(s.Detail), &rec) == nil { // the detail is the runtime's record; without it, the columns suffice
 		ev.User = rec.User
 		ev.Commit = rec.Commit
+		ev.Commits = rec.Commits
 	}
 	if ev.Commit == nil && (s.CommitAuthor != "" || s.CommitMessage != "" || !s.CommitTime.IsZero()) {
 		ev.Commit = &runtimev1.Commit{Author: s.CommitAuthor, Message: s.CommitMessage, Time: s.CommitTime}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -40,9 +41,17 @@ func TestDeploymentsAndDORACommands(t *testing.T) {
 		return runtimev1.AppEvent{Type: runtimev1.SyncFinished, App: "web", Sync: &runtimev1.SyncRecord{ID: id, Revision: "abc", Phase: phase,
 			InitiatedBy: by, StartedAt: at.Add(-time.Minute), FinishedAt: at, Commit: &runtimev1.Commit{SHA: "abc", Time: at.Add(-3 * time.Hour)}}}
 	}
+	// The last sync comes with the commits the runtime walked: two, the older 4 hours before.
+	tip, older := strings.Repeat("d", 40), strings.Repeat("e", 40)
+	ranged := func(ev runtimev1.AppEvent) runtimev1.AppEvent {
+		at := ev.Sync.FinishedAt
+		ev.Sync.Commits = &runtimev1.SyncCommits{Kind: runtimev1.CommitsRange, From: "abc", Commits: []runtimev1.Commit{
+			{SHA: tip, Author: "Ann", Message: "PROJ-5 tune", Time: at.Add(-time.Hour)}, {SHA: older, Author: "Bo", Message: "prepare", Time: at.Add(-4 * time.Hour)}}}
+		return ev
+	}
 	if _, err := s.Runtimes().Report(ctx, rt, runtimev1.ReportRequest{Snapshot: true, Applications: []runtimev1.Application{web},
 		Events: []runtimev1.AppEvent{sync(1, "Succeeded", "automated", t0), sync(2, "Failed", "user", t0.Add(time.Hour)),
-			sync(3, "Succeeded", "automated", t0.Add(2*time.Hour)), sync(4, "Succeeded", "automated", t0.Add(3*time.Hour))}}); err != nil {
+			sync(3, "Succeeded", "automated", t0.Add(2*time.Hour)), ranged(sync(4, "Succeeded", "automated", t0.Add(3*time.Hour)))}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -60,8 +69,13 @@ func TestDeploymentsAndDORACommands(t *testing.T) {
 		}
 	}
 	if ds[0].SyncID != 4 || ds[0].Cluster != "prod" || ds[0].Trigger != "auto-sync" || ds[2].Result != "failed" || ds[2].Trigger != "manual" ||
-		ds[0].LeadTimeSeconds == nil || *ds[0].LeadTimeSeconds != 3*3600 {
+		ds[0].LeadTimeSeconds == nil || *ds[0].LeadTimeSeconds != 4*3600 || ds[1].LeadTimeSeconds == nil || *ds[1].LeadTimeSeconds != 3*3600 {
 		t.Errorf("deployments: %+v", ds)
+	}
+	// The JSON output has the commits with their sources and issue keys, and the range.
+	if c := ds[0].Commits; len(c) != 2 || c[0].SHA != tip || c[0].Author != "Ann" || fmt.Sprint(c[0].Issues, c[0].Sources) != "[PROJ-5] [git]" ||
+		c[1].SHA != older || ds[0].CommitRange == nil || ds[0].CommitRange.Kind != "range" || ds[0].CommitRange.From != "abc" || len(ds[1].Commits) != 0 {
+		t.Errorf("deployment commits: %+v %+v", ds[0].Commits, ds[0].CommitRange)
 	}
 
 	code, out, errOut := runIn(t, s.URL, key.Token, "", "dora", "--app", "web", "--runtime", "edge", "--since", "30d", "-o", "json")
@@ -113,7 +127,8 @@ func TestDeploymentsAndDORACommands(t *testing.T) {
 	}
 	code, out, _ = runIn(t, s.URL, key.Token, "", "deployments", "list", "-o", "json")
 	var again []client.Deployment
-	if err := json.Unmarshal([]byte(out), &again); code != 0 || err != nil || len(again) != 4 || again[0].ID != ds[0].ID || again[3].ID != ds[3].ID {
+	if err := json.Unmarshal([]byte(out), &again); code != 0 || err != nil || len(again) != 4 || again[0].ID != ds[0].ID || again[3].ID != ds[3].ID ||
+		len(again[0].Commits) != 2 || again[0].LeadTimeSeconds == nil || *again[0].LeadTimeSeconds != 4*3600 {
 		t.Errorf("after the rebuild: %d %v %s", code, err, out)
 	}
 }

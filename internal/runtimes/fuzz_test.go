@@ -27,6 +27,11 @@ func FuzzReport(f *testing.F) {
 			{Type: runtimev1.SyncFinished, App: "web", Sync: &runtimev1.SyncRecord{ID: 3, Phase: "Succeeded", Commit: &runtimev1.Commit{Author: "Ann"}}},
 			{Type: runtimev1.SyncFinished, App: "web", Sync: &runtimev1.SyncRecord{DryRun: true}},
 		}},
+		{Events: []runtimev1.AppEvent{
+			{Type: runtimev1.SyncFinished, App: "web", Sync: &runtimev1.SyncRecord{ID: 4, Phase: "Succeeded", Commits: &runtimev1.SyncCommits{Kind: runtimev1.CommitsRange,
+				From: strings.Repeat("1", 40), Truncated: true, Commits: []runtimev1.Commit{{SHA: strings.Repeat("a", 40), Author: "Ann", Message: "PROJ-1 fix #2"}}}}},
+			{Type: runtimev1.SyncFinished, App: "web", Sync: &runtimev1.SyncRecord{ID: 5, Phase: "Succeeded", Commits: &runtimev1.SyncCommits{Kind: runtimev1.CommitsRollback}}},
+		}},
 	}
 	for _, s := range seeds {
 		b, _ := json.Marshal(s)
@@ -35,6 +40,7 @@ func FuzzReport(f *testing.F) {
 	for _, s := range []string{`{}`, `null`, `[]`, `{"events":[{}]}`, `{"events":[{"type":"AppChanged","app":"a","application":{}}]}`,
 		`{"applications":[{"name":"a","labels":{"":"x"}}]}`, `{"events":[{"type":"SyncFinished","app":"a","sync":{"id":-5}}]}`,
 		`{"snapshot":true,"applications":[{"name":"a"},{"name":"a"}]}`,
+		`{"events":[{"type":"SyncFinished","app":"a","sync":{"id":1,"commits":{"kind":"first","commits":[{"sha":"ABC","author":"x\u0000"}]}}}]}`,
 		`{"applications":[{"name":"a","project":"p\u0000","healthMessage":"x\u0000y"}]}`,
 		`{"events":[{"type":"RolloutChanged","app":"a","at":"2026-01-01T00:00:00Z","rollout":{"namespace":"prod","name":"web","kind":"Aborted","phase":"Degraded","step":1,"steps":2}}]}`,
 		`{"events":[{"type":"RolloutChanged","app":"a","rollout":{"namespace":"Prod","name":"web","kind":"Exploded","step":-1}}]}`,
@@ -113,6 +119,17 @@ func FuzzReport(f *testing.F) {
 			case runtimev1.SyncStarted, runtimev1.SyncFinished:
 				if ev.sync == nil {
 					t.Fatalf("event %d: a sync event without its sync", i)
+				}
+				if c := ev.sync.Commits; c != nil {
+					if len(c.Commits) > runtimev1.MaxSyncCommits || !slices.Contains(syncCommitKinds, c.Kind) {
+						t.Fatalf("event %d: accepted commits %+v", i, c)
+					}
+					for _, cm := range c.Commits {
+						if !isCommitSHA(cm.SHA) || len(cm.Author) > runtimev1.MaxCommitAuthorBytes || len(cm.Message) > runtimev1.MaxCommitMessageBytes {
+							t.Fatalf("event %d: accepted commit %+v", i, cm)
+						}
+						noNULs("commit", cm.Author, cm.Message)
+					}
 				}
 				if r := ev.rec; r != nil {
 					if ev.typ != runtimev1.SyncFinished || r.SyncID <= 0 || ev.sync.DryRun || r.App != ev.app {

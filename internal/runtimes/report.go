@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -109,8 +110,11 @@ type SyncFinished struct {
 	InitiatedBy   string            `json:"initiatedBy"`
 	User          string            `json:"user,omitempty"` // who asked, for user syncs and rollbacks
 	Commit        *runtimev1.Commit `json:"commit,omitempty"`
-	StartedAt     time.Time         `json:"startedAt"`
-	FinishedAt    time.Time         `json:"finishedAt"`
+	// Commits: what the deployment brought from the source repository, where the runtime
+	// reported it (validated: checkSyncCommits).
+	Commits    *runtimev1.SyncCommits `json:"commits,omitempty"`
+	StartedAt  time.Time              `json:"startedAt"`
+	FinishedAt time.Time              `json:"finishedAt"`
 }
 
 // preparedReport is a validated report turned into store rows; account and runtime are filled
@@ -224,6 +228,9 @@ func prepareReport(req *runtimev1.ReportRequest) (preparedReport, error) {
 			if s.ID < 0 || s.ID > math.MaxInt32 {
 				return out, errdefs.Invalid(field+".sync.id", fmt.Sprint(s.ID), fmt.Sprintf("is not a sync ID: use 1 to %d (0 for dry runs)", math.MaxInt32))
 			}
+			if err := checkSyncCommits(field+".sync.commits", s.Commits); err != nil {
+				return out, err
+			}
 			pe.sync = s
 			if ev.Type == runtimev1.SyncFinished && s.ID > 0 && !s.DryRun {
 				detail, err := json.Marshal(s)
@@ -254,6 +261,55 @@ func prepareReport(req *runtimev1.ReportRequest) (preparedReport, error) {
 		out.events = append(out.events, pe)
 	}
 	return out, nil
+}
+
+// syncCommitKinds are the kinds of runtimev1.SyncCommits.
+var syncCommitKinds = []string{runtimev1.CommitsRange, runtimev1.CommitsFirst, runtimev1.CommitsRollback, runtimev1.CommitsUnchanged}
+
+// checkSyncCommits validates the commits a runtime reports with a sync (optional: older
+// runtimes send none). Authors and messages are stored as data, within their bounds.
+func checkSyncCommits(field string, c *runtimev1.SyncCommits) error {
+	if c == nil {
+		return nil
+	}
+	if !slices.Contains(syncCommitKinds, c.Kind) {
+		return errdefs.Invalid(field+".kind", c.Kind, "is not a kind of commit range: use "+strings.Join(syncCommitKinds, ", "))
+	}
+	if len(c.Commits) > runtimev1.MaxSyncCommits {
+		return errdefs.Invalid(field+".commits", fmt.Sprintf("%d commits", len(c.Commits)), fmt.Sprintf("are too many: at most %d (the newest, with truncated set)", runtimev1.MaxSyncCommits))
+	}
+	if (c.Kind == runtimev1.CommitsRollback || c.Kind == runtimev1.CommitsUnchanged) && len(c.Commits) > 0 {
+		return errdefs.Invalid(field+".commits", fmt.Sprintf("%d commits", len(c.Commits)), "must be empty for a "+c.Kind+": it brings no commits")
+	}
+	if len(c.From) > 200 {
+		return errdefs.Invalid(field+".from", fmt.Sprintf("%d bytes", len(c.From)), "is too long: at most 200 bytes")
+	}
+	for i, cm := range c.Commits {
+		f := fmt.Sprintf("%s.commits[%d]", field, i)
+		if !isCommitSHA(cm.SHA) {
+			return errdefs.Invalid(f+".sha", cm.SHA, "is not a commit: use its 40 or 64 hexadecimal digits")
+		}
+		if len(cm.Author) > runtimev1.MaxCommitAuthorBytes || !utf8.ValidString(cm.Author) || strings.ContainsRune(cm.Author, 0) {
+			return errdefs.Invalid(f+".author", fmt.Sprintf("%d bytes", len(cm.Author)), fmt.Sprintf("is not UTF-8 text (no NUL) of at most %d bytes", runtimev1.MaxCommitAuthorBytes))
+		}
+		if len(cm.Message) > runtimev1.MaxCommitMessageBytes || !utf8.ValidString(cm.Message) || strings.ContainsRune(cm.Message, 0) {
+			return errdefs.Invalid(f+".message", fmt.Sprintf("%d bytes", len(cm.Message)), fmt.Sprintf("is not UTF-8 text (no NUL) of at most %d bytes (the subject line)", runtimev1.MaxCommitMessageBytes))
+		}
+	}
+	return nil
+}
+
+// isCommitSHA reports whether s is a full SHA-1 or SHA-256 commit ID in lower-case hex.
+func isCommitSHA(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if !('0' <= r && r <= '9' || 'a' <= r && r <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // checkRollout validates a reported Rollout transition.
@@ -575,7 +631,7 @@ func queueHealthChanged(ctx context.Context, tx *store.Tx, rt Runtime, ev prepar
 func queueSyncFinished(ctx context.Context, tx *store.Tx, rt Runtime, a *appState, sync *runtimev1.SyncRecord, rec store.ApplicationSync, now time.Time) error {
 	ev := SyncFinished{AccountID: rt.AccountID, RuntimeID: rt.ID, Runtime: rt.Name, Application: rec.App, SyncID: rec.SyncID,
 		Revision: sync.Revision, Phase: sync.Phase, Message: sync.Message, InitiatedBy: sync.InitiatedBy, User: sync.User, Commit: sync.Commit,
-		StartedAt: sync.StartedAt, FinishedAt: sync.FinishedAt}
+		Commits: sync.Commits, StartedAt: sync.StartedAt, FinishedAt: sync.FinishedAt}
 	if a.exists {
 		r := a.row
 		ev.Project, ev.RepoURL, ev.DestServer, ev.DestName, ev.DestNamespace = r.Project, r.RepoURL, r.DestServer, r.DestName, r.DestNamespace

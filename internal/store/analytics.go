@@ -28,6 +28,7 @@ type Deployment struct {
 	CommitMessage              string
 	CommitTime                 time.Time
 	Images                     string
+	Commits                    string // JSON owned by the analytics package; "" when none were reported
 	StartedAt, FinishedAt      time.Time
 	LeadTime                   time.Duration
 	LeadBucket                 int64 // the analytics package's bucket of LeadTime; -1 when unknown
@@ -56,7 +57,7 @@ type HealthEvent struct {
 
 const deploymentCols = `id, account_id, event_key, runtime_id, runtime, app, project, cluster, namespace, revision, sync_id,
 	trigger_kind, initiated_by, user_email, result, message, commit_author, commit_message, commit_time, images,
-	started_at, finished_at, lead_time_ms, lead_bucket, degraded_at, rolled_back_at`
+	started_at, finished_at, lead_time_ms, lead_bucket, degraded_at, rolled_back_at, commits`
 
 // PutDeployment stores d unless a deployment with its event key is stored already (the same
 // sync derived again), and reports whether it stored it. A deployment of an account that does
@@ -64,12 +65,12 @@ const deploymentCols = `id, account_id, event_key, runtime_id, runtime, app, pro
 func (q *Queries) PutDeployment(ctx context.Context, d Deployment) (bool, error) {
 	lead := leadMillis(d)
 	res, err := q.exec(ctx, `INSERT INTO deployments (`+deploymentCols+`)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
 		WHERE EXISTS (SELECT 1 FROM accounts WHERE id = ?)
 		ON CONFLICT DO NOTHING`,
 		d.ID, d.AccountID, d.EventKey, d.RuntimeID, d.Runtime, d.App, d.Project, d.Cluster, d.Namespace, d.Revision, d.SyncID,
 		d.Trigger, d.InitiatedBy, d.User, d.Result, d.Message, d.CommitAuthor, d.CommitMessage, micros(d.CommitTime), d.Images,
-		micros(d.StartedAt), micros(d.FinishedAt), lead, leadBucket(d, lead), micros(d.DegradedAt), micros(d.RolledBackAt), d.AccountID)
+		micros(d.StartedAt), micros(d.FinishedAt), lead, leadBucket(d, lead), micros(d.DegradedAt), micros(d.RolledBackAt), d.Commits, d.AccountID)
 	if err != nil {
 		return false, err
 	}
@@ -80,21 +81,21 @@ func (q *Queries) PutDeployment(ctx context.Context, d Deployment) (bool, error)
 // InsertDeployments stores ds in multi-row statements, for loading many at once (the bench);
 // a deployment with the event key of one stored is left out.
 func (q *Queries) InsertDeployments(ctx context.Context, ds []Deployment) error {
-	const per = 500 // 26 values each: within SQLite's and PostgreSQL's parameter limits
+	const per = 500 // 27 values each: within SQLite's and PostgreSQL's parameter limits
 	for len(ds) > 0 {
 		n := min(per, len(ds))
 		var b strings.Builder
 		b.WriteString(`INSERT INTO deployments (` + deploymentCols + `) VALUES `)
-		args := make([]any, 0, n*26)
+		args := make([]any, 0, n*27)
 		for i, d := range ds[:n] {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 			lead := leadMillis(d)
 			args = append(args, d.ID, d.AccountID, d.EventKey, d.RuntimeID, d.Runtime, d.App, d.Project, d.Cluster, d.Namespace, d.Revision, d.SyncID,
 				d.Trigger, d.InitiatedBy, d.User, d.Result, d.Message, d.CommitAuthor, d.CommitMessage, micros(d.CommitTime), d.Images,
-				micros(d.StartedAt), micros(d.FinishedAt), lead, leadBucket(d, lead), micros(d.DegradedAt), micros(d.RolledBackAt))
+				micros(d.StartedAt), micros(d.FinishedAt), lead, leadBucket(d, lead), micros(d.DegradedAt), micros(d.RolledBackAt), d.Commits)
 		}
 		b.WriteString(" ON CONFLICT DO NOTHING")
 		if _, err := q.exec(ctx, b.String(), args...); err != nil {
@@ -244,7 +245,7 @@ func (q *Queries) ListDeployments(ctx context.Context, accountID string, f Deplo
 		var commit, started, finished, lead, degraded, rolled int64
 		if err := rows.Scan(&d.ID, &d.AccountID, &d.EventKey, &d.RuntimeID, &d.Runtime, &d.App, &d.Project, &d.Cluster, &d.Namespace,
 			&d.Revision, &d.SyncID, &d.Trigger, &d.InitiatedBy, &d.User, &d.Result, &d.Message, &d.CommitAuthor, &d.CommitMessage,
-			&commit, &d.Images, &started, &finished, &lead, &d.LeadBucket, &degraded, &rolled); err != nil {
+			&commit, &d.Images, &started, &finished, &lead, &d.LeadBucket, &degraded, &rolled, &d.Commits); err != nil {
 			return nil, err
 		}
 		d.CommitTime, d.StartedAt, d.FinishedAt = fromMicros(commit), fromMicros(started), fromMicros(finished)

@@ -130,6 +130,19 @@ func (d deploymentResolver) Images() []imageResolver {
 	}
 	return out
 }
+func (d deploymentResolver) Commits() []deployedCommitResolver {
+	out := make([]deployedCommitResolver, len(d.d.Commits))
+	for i, c := range d.d.Commits {
+		out[i] = deployedCommitResolver{c}
+	}
+	return out
+}
+func (d deploymentResolver) CommitRange() *commitRangeResolver {
+	if d.d.Range == nil {
+		return nil
+	}
+	return &commitRangeResolver{*d.d.Range}
+}
 func (d deploymentResolver) StartedAt() *string       { return timeStr(d.d.StartedAt) }
 func (d deploymentResolver) FinishedAt() string       { return d.d.FinishedAt.Format(time.RFC3339Nano) }
 func (d deploymentResolver) DurationSeconds() float64 { return d.d.Duration.Seconds() }
@@ -142,6 +155,22 @@ func (d deploymentResolver) LeadTimeSeconds() *float64 {
 }
 func (d deploymentResolver) DegradedAt() *string   { return timeStr(d.d.DegradedAt) }
 func (d deploymentResolver) RolledBackAt() *string { return timeStr(d.d.RolledBackAt) }
+
+type deployedCommitResolver struct{ c analytics.DeployedCommit }
+
+func (c deployedCommitResolver) SHA() string         { return c.c.SHA }
+func (c deployedCommitResolver) Author() *string     { return strPtr(c.c.Author) }
+func (c deployedCommitResolver) Message() *string    { return strPtr(c.c.Message) }
+func (c deployedCommitResolver) AuthorTime() *string { return timeStr(c.c.AuthorTime) }
+func (c deployedCommitResolver) Time() *string       { return timeStr(c.c.Time) }
+func (c deployedCommitResolver) Issues() []string    { return orEmpty(c.c.Issues) }
+func (c deployedCommitResolver) Sources() []string   { return orEmpty(c.c.Sources) }
+
+type commitRangeResolver struct{ r analytics.CommitRange }
+
+func (r commitRangeResolver) Kind() string    { return r.r.Kind }
+func (r commitRangeResolver) From() *string   { return strPtr(r.r.From) }
+func (r commitRangeResolver) Truncated() bool { return r.r.Truncated }
 
 type imageResolver struct{ i analytics.Image }
 

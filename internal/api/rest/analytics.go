@@ -84,6 +84,14 @@ func ToDeployment(d analytics.Deployment) client.Deployment {
 		s := d.LeadTime.Seconds()
 		out.LeadTimeSeconds = &s
 	}
+	out.Commits = make([]client.DeployedCommit, 0, len(d.Commits))
+	for _, c := range d.Commits {
+		out.Commits = append(out.Commits, client.DeployedCommit{SHA: c.SHA, Author: c.Author, Message: c.Message, AuthorTime: timeOrNil(c.AuthorTime),
+			Time: timeOrNil(c.Time), Issues: nonNil(c.Issues), Sources: nonNil(c.Sources)})
+	}
+	if r := d.Range; r != nil {
+		out.CommitRange = &client.DeploymentCommitRange{Kind: r.Kind, From: r.From, Truncated: r.Truncated}
+	}
 	for _, im := range d.Images {
 		di := client.DeployedImage{Registry: im.Registry, Repository: im.Repository, Tags: im.Tags,
 			Digest: im.Digest, BuildID: im.BuildID, Commits: make([]client.ImageCommit, 0, len(im.Commits)), Issues: ToImageIssues(im.Issues)}

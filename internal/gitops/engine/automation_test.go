@@ -187,6 +187,7 @@ func TestRollback(t *testing.T) {
 		return s
 	}
 	v.eventually(30*time.Second, "v1 synced", func() (bool, string) { _, ok := v.get(gvrCM, "conf"); return ok && value() == "v1", "" })
+	v.repo.Commit("main", map[string]string{"other/readme.txt": "x"}, "PROJ-3 before v2\n\nwith a body")
 	v.repo.Commit("main", map[string]string{"r/cm.yaml": configMap("conf", "v2")}, "v2")
 	if n := v.e.Notify(v.repo.URL(), "refs/heads/main"); n != 1 {
 		t.Fatalf("Notify queued %d apps", n)
@@ -200,6 +201,23 @@ func TestRollback(t *testing.T) {
 	if hist[0].Commit.Subject() != "v1" || hist[1].Commit.Subject() != "v2" || hist[0].InitiatedBy != engine.InitiatedByAutomated {
 		t.Fatalf("history %+v", hist)
 	}
+	// What each deployment brought: the first its own commit, the next the commits since.
+	rangeOf := func(h engine.HistoryEntry) string {
+		if h.Range == nil {
+			return "<nil>"
+		}
+		var subjects []string
+		for _, c := range h.Range.Commits {
+			subjects = append(subjects, c.Message)
+		}
+		return fmt.Sprintf("%s%v%v", h.Range.Kind, subjects, h.Range.Truncated)
+	}
+	if got := rangeOf(hist[0]); got != "first[v1]false" {
+		t.Errorf("first sync's range = %s", got)
+	}
+	if got := rangeOf(hist[1]); got != "range[v2 PROJ-3 before v2]false" || hist[1].Range.From != hist[0].Revision {
+		t.Errorf("second sync's range = %s from %s", got, hist[1].Range.From)
+	}
 	rb, err := v.e.Rollback(v.ctx(50*time.Second), "rb", hist[0].ID, true)
 	if err != nil {
 		t.Fatal(err)
@@ -209,6 +227,10 @@ func TestRollback(t *testing.T) {
 	}
 	if value() != "v1" {
 		t.Fatalf("after rollback: %q", value())
+	}
+	hist, _ = v.e.History("rb")
+	if got := rangeOf(hist[len(hist)-1]); got != "rollback[]false" {
+		t.Errorf("rollback's range = %s", got)
 	}
 	v.e.Notify(v.repo.URL(), "")
 	time.Sleep(2 * time.Second)

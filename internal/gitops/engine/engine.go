@@ -1260,6 +1260,10 @@ func (e *Engine) startBackgroundSync(ctx context.Context, st *appState, opts Syn
 // fresh status.
 func (e *Engine) finishSync(ctx context.Context, st *appState, run *syncRun, res *SyncResult) {
 	var entry *HistoryEntry
+	var cr *git.CommitRange
+	if !res.DryRun && run.cmp != nil && run.cmp.desired != nil {
+		cr = e.commitRange(ctx, st, run.cmp.desired.sha)
+	}
 	st.mu.Lock()
 	st.op, st.opCancel = nil, nil
 	st.syncGen++
@@ -1281,6 +1285,7 @@ func (e *Engine) finishSync(ctx context.Context, st *appState, run *syncRun, res
 			ci := run.cmp.desired.commit
 			h.Commit = &ci
 		}
+		h.Range = cr
 		changed := res.Changed()
 		if len(changed) > maxHistoryChanged {
 			changed = changed[:maxHistoryChanged]

@@ -229,9 +229,14 @@ type HistoryEntry struct {
 	Source app.Source `json:"source"`
 	// Sources and Revisions: a multi-source app's spec.sources at the sync and each one's
 	// revision, in order (Argo CD's history entries' sources and revisions); empty otherwise.
-	Sources     []app.Source     `json:"sources,omitempty"`
-	Revisions   []string         `json:"revisions,omitempty"`
-	Commit      *git.CommitInfo  `json:"commit,omitempty"`
+	Sources   []app.Source    `json:"sources,omitempty"`
+	Revisions []string        `json:"revisions,omitempty"`
+	Commit    *git.CommitInfo `json:"commit,omitempty"`
+	// Range is what the sync brought from the app's source repository: the commits between
+	// the previous successful sync's revision and this one (git log prev..this), bounded
+	// (DeployCommits). Nil for multi-source apps, chart repositories and dry runs, or when
+	// the walk failed.
+	Range       *git.CommitRange `json:"range,omitempty"`
 	Phase       OperationPhase   `json:"phase"`
 	Message     string           `json:"message,omitempty"`
 	Changed     []ResourceResult `json:"changed,omitempty"`

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -317,6 +318,22 @@ func TestApplicationLifecycleThroughTheAPI(t *testing.T) {
 	fin := w.sink.events(runtimev1.SyncFinished, "web")
 	if len(fin) < 4 || fin[0].Sync == nil || fin[0].Sync.ID == 0 || fin[0].Sync.Commit == nil {
 		t.Errorf("SyncFinished reports %+v: want 4 with ids and commits", fin)
+	}
+	// Each reports the commits it brought: the first its own, a rollback none, the sync to
+	// green the green commit.
+	var kinds []string
+	green := false
+	for _, ev := range fin {
+		if c := ev.Sync.Commits; c != nil {
+			kinds = append(kinds, c.Kind)
+			green = green || (c.Kind == runtimev1.CommitsRange && len(c.Commits) > 0 && c.Commits[0].Message == "green" && c.From != "")
+		} else {
+			kinds = append(kinds, "none")
+		}
+	}
+	if len(kinds) < 4 || kinds[0] != runtimev1.CommitsFirst || !slices.Contains(kinds, runtimev1.CommitsRollback) || !green ||
+		len(fin[0].Sync.Commits.Commits) != 1 || fin[0].Sync.Commits.Commits[0].SHA != fin[0].Sync.Revision {
+		t.Errorf("SyncFinished commit ranges: %v (green range %v)", kinds, green)
 	}
 	if ch := w.sink.events(runtimev1.AppChanged, "web"); len(ch) == 0 || ch[len(ch)-1].Application.RepoURL != w.source.URL() || ch[0].Application.Labels["team"] != "web" {
 		t.Errorf("AppChanged reports lack the spec: %+v", ch)

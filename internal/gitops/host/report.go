@@ -281,6 +281,19 @@ func commit(c *git.CommitInfo) *runtimev1.Commit {
 	return &runtimev1.Commit{SHA: c.SHA, Author: c.Author, Message: c.Subject(), Time: c.CommitTime}
 }
 
+// syncCommits is a history entry's commit range as reported (the engine bounds it already).
+func syncCommits(r *git.CommitRange) *runtimev1.SyncCommits {
+	if r == nil {
+		return nil
+	}
+	out := &runtimev1.SyncCommits{Kind: r.Kind, From: r.From, Truncated: r.Truncated}
+	for _, c := range r.Commits[:min(len(r.Commits), runtimev1.MaxSyncCommits)] {
+		out.Commits = append(out.Commits, runtimev1.Commit{SHA: c.SHA, Author: c.Author, Message: c.Subject(), Time: c.CommitTime, AuthorTime: c.AuthorTime})
+	}
+	out.Truncated = out.Truncated || len(r.Commits) > runtimev1.MaxSyncCommits
+	return out
+}
+
 func syncRecord(s *engine.SyncResult) *runtimev1.SyncRecord {
 	out := &runtimev1.SyncRecord{Revision: s.Revision, Phase: string(s.Phase), Message: s.Message, InitiatedBy: string(s.InitiatedBy), User: s.User,
 		DryRun: s.DryRun, Prune: s.Prune, StartedAt: s.StartedAt, FinishedAt: s.FinishedAt}
@@ -290,7 +303,7 @@ func syncRecord(s *engine.SyncResult) *runtimev1.SyncRecord {
 
 func historyRecord(h engine.HistoryEntry, s *engine.SyncResult) *runtimev1.SyncRecord {
 	out := &runtimev1.SyncRecord{ID: h.ID, Revision: h.Revision, Phase: string(h.Phase), Message: h.Message, InitiatedBy: string(h.InitiatedBy), User: h.User,
-		Commit: commit(h.Commit), Changed: changes(h.Changed), StartedAt: h.StartedAt, FinishedAt: h.FinishedAt}
+		Commit: commit(h.Commit), Commits: syncCommits(h.Range), Changed: changes(h.Changed), StartedAt: h.StartedAt, FinishedAt: h.FinishedAt}
 	if s != nil {
 		out.Prune = s.Prune
 	}

@@ -24,6 +24,24 @@ export interface DeployedImage {
   issues: ImageIssue[] | null;
 }
 
+/** A commit a deployment shipped; sources: git (the runtime's walk of the range), image, or both. */
+export interface DeployedCommit {
+  sha: string;
+  author?: string;
+  message?: string;
+  authorTime?: string;
+  time?: string;
+  issues: string[] | null;
+  sources: string[] | null;
+}
+
+export interface DeploymentCommitRange {
+  /** range, first, rollback or unchanged */
+  kind: string;
+  from?: string;
+  truncated?: boolean;
+}
+
 export interface Deployment {
   id: string;
   runtime: string;
@@ -43,6 +61,8 @@ export interface Deployment {
   message?: string;
   commit?: DeploymentCommit;
   images: DeployedImage[] | null;
+  commits: DeployedCommit[] | null;
+  commitRange?: DeploymentCommitRange;
   startedAt?: string;
   finishedAt: string;
   durationSeconds: number;

@@ -171,6 +171,8 @@ import client_CreateNotificationSubscriptionRequest from '../../../api/testdata/
 import client_NotificationDelivery from '../../../api/testdata/wire/client.NotificationDelivery.json';
 import client_NotificationAttempt from '../../../api/testdata/wire/client.NotificationAttempt.json';
 import client_DeploymentCommit from '../../../api/testdata/wire/client.DeploymentCommit.json';
+import client_DeployedCommit from '../../../api/testdata/wire/client.DeployedCommit.json';
+import client_DeploymentCommitRange from '../../../api/testdata/wire/client.DeploymentCommitRange.json';
 import appproxyv1_NotifyRequest from '../../../api/testdata/wire/appproxyv1.NotifyRequest.json';
 import appproxyv1_NotifyResult from '../../../api/testdata/wire/appproxyv1.NotifyResult.json';
 import appproxyv1_ClusterCredential from '../../../api/testdata/wire/appproxyv1.ClusterCredential.json';
@@ -298,6 +300,8 @@ const wire = [
   pair<an.Deployment>()('client.Deployment', client_Deployment, 'no drift'),
   pair<an.DeployedImage>()('client.DeployedImage', client_DeployedImage, 'no drift'),
   pair<an.DeploymentCommit>()('client.DeploymentCommit', client_DeploymentCommit, 'no drift'),
+  pair<an.DeployedCommit>()('client.DeployedCommit', client_DeployedCommit, 'no drift'),
+  pair<an.DeploymentCommitRange>()('client.DeploymentCommitRange', client_DeploymentCommitRange, 'no drift'),
   pair<prd.ImageCommit>()('client.ImageCommit', client_ImageCommit, 'no drift'),
   pair<prd.ImageIssue>()('client.ImageIssue', client_ImageIssue, 'no drift'),
   pair<t.Account>()('client.Account', client_Account, 'no drift'),

@@ -33,6 +33,10 @@ const ok: Deployment = {
       ],
     },
   ],
+  commits: [
+    { sha, message: 'SHOP-12 add the cart', author: 'Ada', time: '2026-11-26T09:00:00Z', issues: ['SHOP-12'], sources: ['git', 'image'] },
+  ],
+  commitRange: { kind: 'range', from: 'c0ffee'.padEnd(40, '0') },
   finishedAt: '2026-11-26T10:00:00Z',
   durationSeconds: 42,
   leadTimeSeconds: 3600,
