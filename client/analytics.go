@@ -102,6 +102,7 @@ type DeploymentFilter struct {
 	App     string
 	Runtime string // ID or name
 	Cluster string // name or server URL
+	Product string // a product's name: its applications' deployments
 	Since   time.Time
 	Until   time.Time
 }
@@ -155,6 +156,7 @@ type DORAQuery struct {
 	App      string
 	Runtime  string
 	Cluster  string
+	Product  string // a product's name: the metrics over its applications as a whole
 	Since    time.Time
 	Until    time.Time
 	Bucket   string   // day, week or month
@@ -164,7 +166,7 @@ type DORAQuery struct {
 // ListDeployments lists deployments, newest first.
 func (c *Client) ListDeployments(ctx context.Context, f DeploymentFilter) (List[Deployment], error) {
 	q := listQuery(f.ListOptions)
-	for k, v := range map[string]string{"app": f.App, "runtime": f.Runtime, "cluster": f.Cluster} {
+	for k, v := range map[string]string{"app": f.App, "runtime": f.Runtime, "cluster": f.Cluster, "product": f.Product} {
 		if v != "" {
 			q.Set(k, v)
 		}
@@ -183,7 +185,7 @@ func (c *Client) ListDeployments(ctx context.Context, f DeploymentFilter) (List[
 // DORA returns the DORA metrics q selects.
 func (c *Client) DORA(ctx context.Context, r DORAQuery) (DORAReport, error) {
 	q := listQuery(ListOptions{})
-	for k, v := range map[string]string{"app": r.App, "runtime": r.Runtime, "cluster": r.Cluster, "bucket": r.Bucket,
+	for k, v := range map[string]string{"app": r.App, "runtime": r.Runtime, "cluster": r.Cluster, "product": r.Product, "bucket": r.Bucket,
 		"failures": strings.Join(r.Failures, ",")} {
 		if v != "" {
 			q.Set(k, v)

@@ -8,7 +8,9 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/freshet-dev/freshet/api/runtimev1"
@@ -26,6 +28,9 @@ import (
 // analyticsOptions size the analytics bench.
 type analyticsOptions struct {
 	deployments, apps, queries, events int
+	// productApps is the size of the product (a random set of applications) timed.
+	productApps int
+	backends    string
 }
 
 // analyticsBench loads deployments records of apps applications over the last 365 days (and
@@ -36,6 +41,9 @@ func analyticsBench(pgBase string, o analyticsOptions) error {
 	backends := []string{"sqlite"}
 	if pgBase != "" {
 		backends = []string{"postgres", "sqlite"} // PostgreSQL's load is the quicker
+	}
+	if o.backends != "" {
+		backends = slices.DeleteFunc(backends, func(b string) bool { return !slices.Contains(strings.Split(o.backends, ","), b) })
 	}
 	fmt.Printf("## Analytics: DORA over %d deployment records of %d applications (%d queries per row)\n\n", o.deployments, o.apps, o.queries)
 	fmt.Println("| backend | DORA report, 90 days | deployments in range | p50 | p99 | max |")
@@ -125,6 +133,15 @@ func analyticsBackend(backend, pgBase string, o analyticsOptions) ([]string, err
 		{"one runtime (of 20)", func() analytics.Filter { return analytics.Filter{Runtime: fmt.Sprintf("rt-%02d", r.IntN(20))} }},
 		{"one cluster (of 50)", func() analytics.Filter { return analytics.Filter{Cluster: fmt.Sprintf("cluster-%02d", r.IntN(50))} }},
 		{"one application", func() analytics.Filter { return analytics.Filter{App: fmt.Sprintf("app-%05d", r.IntN(o.apps))} }},
+		// A product: a random set of applications, as the API passes a product's (runtime ID
+		// and name each), the report over them as a whole.
+		{fmt.Sprintf("one product (%d applications)", o.productApps), func() analytics.Filter {
+			f := analytics.Filter{AppsSet: true}
+			for _, app := range r.Perm(o.apps)[:min(o.productApps, o.apps)] {
+				f.Apps = append(f.Apps, analytics.AppRef{RuntimeID: fmt.Sprintf("rt_%02d", app%20), App: fmt.Sprintf("app-%05d", app)})
+			}
+			return f
+		}},
 	}
 	for _, c := range cases {
 		var times []time.Duration

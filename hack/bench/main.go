@@ -50,6 +50,8 @@ func main() {
 	flag.IntVar(&ao.apps, "analytics-apps", 10000, "applications the deployment records belong to")
 	flag.IntVar(&ao.queries, "analytics-queries", 100, "DORA reports timed per case")
 	flag.IntVar(&ao.events, "analytics-events", 300, "finished syncs timed from report to visible")
+	flag.IntVar(&ao.productApps, "analytics-product-apps", 200, "applications of the product whose DORA report is timed (its applications as one set)")
+	flag.StringVar(&ao.backends, "analytics-backends", "", "only these backends, comma-separated (sqlite, postgres); default every one available")
 	flag.Parse()
 	if *only == "analytics" {
 		pg := os.Getenv("FRESHET_BENCH_POSTGRES")

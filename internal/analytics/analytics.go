@@ -182,12 +182,26 @@ type Filter struct {
 	App     string
 	Runtime string // ID or name
 	Cluster string // name or server URL
+	// Apps, when AppsSet, limits to these applications — a product's, which the API resolves
+	// through the products service — and an empty set selects nothing. At most MaxApps.
+	Apps    []AppRef
+	AppsSet bool
 	Since   time.Time
 	Until   time.Time
 }
 
+// AppRef is an application by its runtime's ID and its name.
+type AppRef struct{ RuntimeID, App string }
+
+// MaxApps bounds Filter.Apps.
+const MaxApps = store.MaxFilterApps
+
 func (f Filter) store() store.DeploymentFilter {
-	return store.DeploymentFilter{App: f.App, Runtime: f.Runtime, Cluster: f.Cluster, Since: f.Since, Until: f.Until}
+	out := store.DeploymentFilter{App: f.App, Runtime: f.Runtime, Cluster: f.Cluster, Since: f.Since, Until: f.Until, AppsSet: f.AppsSet}
+	for _, a := range f.Apps {
+		out.Apps = append(out.Apps, store.AppRef{RuntimeID: a.RuntimeID, App: a.App})
+	}
+	return out
 }
 
 // Service answers analytics queries.

@@ -234,14 +234,15 @@ const dayLen = 24 * time.Hour
 // aggregate returns the day aggregates and the lead-time histogram of the deployments f
 // selects. The whole days of a range over the account, one runtime or one cluster come from
 // the day statistics the consumers keep; the rest (partial days at the range's ends, an
-// application, a runtime and a cluster at once) from the deployments.
+// application, a set of applications such as a product's, a runtime and a cluster at once)
+// from the deployments.
 func (s *Service) aggregate(ctx context.Context, accountID string, f store.DeploymentFilter) ([]store.DORADay, map[int64]int64, error) {
 	first := f.Since.UTC().Truncate(dayLen)
 	if first.Before(f.Since) {
 		first = first.Add(dayLen)
 	}
 	end := f.Until.UTC().Truncate(dayLen)
-	if f.App != "" || (f.Runtime != "" && f.Cluster != "") || !first.Before(end) {
+	if f.App != "" || f.AppsSet || (f.Runtime != "" && f.Cluster != "") || !first.Before(end) {
 		days, err := s.db.DORADays(ctx, accountID, f)
 		if err != nil {
 			return nil, nil, err

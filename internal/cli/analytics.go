@@ -37,7 +37,7 @@ func (a *app) deploymentsCommand() *cobra.Command {
 	var since, until, output string
 	var max int
 	list := &cobra.Command{
-		Use:   "list [--app A] [--runtime R] [--cluster C] [--since 30d]",
+		Use:   "list [--app A] [--runtime R] [--cluster C] [--product P] [--since 30d]",
 		Short: "List deployments, newest first",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -75,6 +75,7 @@ func (a *app) deploymentsCommand() *cobra.Command {
 	fs.StringVar(&f.App, "app", "", "only this application")
 	fs.StringVar(&f.Runtime, "runtime", "", "only this runtime (name or ID)")
 	fs.StringVar(&f.Cluster, "cluster", "", "only this destination cluster (name or server URL)")
+	fs.StringVar(&f.Product, "product", "", "only this product's applications")
 	fs.StringVar(&since, "since", "", "from this time (RFC 3339) or this long ago (36h, 30d, 2w)")
 	fs.StringVar(&until, "until", "", "until this time (RFC 3339) or this long ago")
 	fs.IntVar(&max, "limit", 100, "list at most this many (0: all)")
@@ -94,7 +95,7 @@ func (a *app) doraCommand() *cobra.Command {
 	var q client.DORAQuery
 	var since, until, failures, output string
 	cmd := &cobra.Command{
-		Use:   "dora [--app A] [--runtime R] [--cluster C] [--since 30d] [--bucket day|week|month]",
+		Use:   "dora [--app A] [--runtime R] [--cluster C] [--product P] [--since 30d] [--bucket day|week|month]",
 		Short: "Show the four DORA metrics of GitOps deployments",
 		Long: "Shows deployment frequency, lead time for changes, change failure rate and time to restore,\n" +
 			"each with its DORA performance band, over a range (the last 30 days by default), with a series\n" +
@@ -132,6 +133,7 @@ func (a *app) doraCommand() *cobra.Command {
 	fs.StringVar(&q.App, "app", "", "only this application")
 	fs.StringVar(&q.Runtime, "runtime", "", "only this runtime (name or ID)")
 	fs.StringVar(&q.Cluster, "cluster", "", "only this destination cluster (name or server URL)")
+	fs.StringVar(&q.Product, "product", "", "only this product's applications, as a whole")
 	fs.StringVar(&since, "since", "", "from this time (RFC 3339) or this long ago (default 30d)")
 	fs.StringVar(&until, "until", "", "until this time (RFC 3339) or this long ago (default now)")
 	fs.StringVar(&q.Bucket, "bucket", "", "the series' buckets: day, week or month (default day)")

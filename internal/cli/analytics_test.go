@@ -132,3 +132,77 @@ func TestDeploymentsAndDORACommands(t *testing.T) {
 		t.Errorf("after the rebuild: %d %v %s", code, err, out)
 	}
 }
+
+// `freshet dora --product P` and `freshet deployments list --product P` read the product's
+// applications as a whole: the median lead time is the product's, not an application's.
+func TestDORAAndDeploymentsByProduct(t *testing.T) {
+	s := servertest.Start(t, store.SQLite)
+	ctx := context.Background()
+	key, err := s.Admin.CreateAPIKey(ctx, client.CreateAPIKeyRequest{Name: "cli"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg, err := s.Admin.RegisterRuntime(ctx, client.RegisterRuntimeRequest{Name: "edge", AccessMode: "tunnel"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := s.Runtimes().Authenticate(ctx, reg.Token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now().UTC().Add(-72 * time.Hour).Truncate(time.Second)
+	app := func(name, product string) runtimev1.Application {
+		return runtimev1.Application{Name: name, Project: "shop", DestName: "prod", DestNamespace: name, Sync: "Synced", Health: "Healthy",
+			Annotations: map[string]string{"codefresh.io/product": product}}
+	}
+	var evs []runtimev1.AppEvent
+	ids := map[string]int64{}
+	sync := func(name string, at time.Time, lead time.Duration) {
+		ids[name]++
+		evs = append(evs, runtimev1.AppEvent{Type: runtimev1.SyncFinished, App: name, Sync: &runtimev1.SyncRecord{ID: ids[name], Revision: "abc",
+			Phase: "Succeeded", InitiatedBy: "automated", StartedAt: at.Add(-time.Minute), FinishedAt: at, Commit: &runtimev1.Commit{Time: at.Add(-lead)}}})
+	}
+	// shop: web 1, 2, 3 h (median 2 h), api 10, 11 h (lower median 10 h): 3 h as a whole.
+	sync("web", t0, time.Hour)
+	sync("web", t0.Add(time.Hour), 2*time.Hour)
+	sync("web", t0.Add(2*time.Hour), 3*time.Hour)
+	sync("api", t0.Add(3*time.Hour), 10*time.Hour)
+	sync("api", t0.Add(4*time.Hour), 11*time.Hour)
+	sync("search", t0.Add(5*time.Hour), 50*time.Hour)
+	if _, err := s.Runtimes().Report(ctx, rt, runtimev1.ReportRequest{Snapshot: true,
+		Applications: []runtimev1.Application{app("web", "shop"), app("api", "shop"), app("search", "discovery")}, Events: evs}); err != nil {
+		t.Fatal(err)
+	}
+	var ds []client.Deployment
+	for deadline := time.Now().Add(20 * time.Second); len(ds) != 5; time.Sleep(20 * time.Millisecond) {
+		code, out, errOut := runIn(t, s.URL, key.Token, "", "deployments", "list", "--product", "shop", "-o", "json")
+		if code != 0 {
+			t.Fatalf("deployments list: %d %s", code, errOut)
+		}
+		if err := json.Unmarshal([]byte(out), &ds); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deployments: %s", out)
+		}
+	}
+	for _, d := range ds {
+		if d.Application == "search" {
+			t.Errorf("shop lists search: %+v", d)
+		}
+	}
+	code, out, errOut := runIn(t, s.URL, key.Token, "", "dora", "--product", "shop", "--since", "30d", "-o", "json")
+	if code != 0 {
+		t.Fatalf("dora: %d %s", code, errOut)
+	}
+	var r client.DORAReport
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Deployments != 5 || r.LeadTimeForChanges.Value != 3*3600 {
+		t.Errorf("dora of shop: %s", out)
+	}
+	if code, _, errOut := runIn(t, s.URL, key.Token, "", "dora", "--product", "nope"); code == 0 || !strings.Contains(errOut, "product") || !strings.Contains(errOut, "nope") {
+		t.Errorf("unknown product: %d %s", code, errOut)
+	}
+}

@@ -695,3 +695,35 @@ func revisions(e EnvironmentView) []string {
 	slices.Sort(out)
 	return out
 }
+
+// Applications returns the applications of p's account's product name that p may read, by
+// runtime ID and name, for filtering deployments and DORA metrics to the product. A product
+// with no applications is an empty list; a product neither defined nor named by an annotation
+// of an application p may read is an errdefs.Invalid of field (the query parameter naming it).
+func (s *Service) Applications(ctx context.Context, p rbac.Principal, field, name string) ([]analytics.AppRef, error) {
+	if err := rbac.Allow(p, rbac.ReadRuntimes); err != nil {
+		return nil, err
+	}
+	defs, err := s.definitions(ctx, p.AccountID)
+	if err != nil {
+		return nil, err
+	}
+	pr := Product{Name: name, Patterns: []string{}}
+	if i := slices.IndexFunc(defs, func(d Product) bool { return d.Name == name }); i >= 0 {
+		pr = defs[i]
+	}
+	apps, err := s.visibleApps(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	out := []analytics.AppRef{}
+	for _, a := range apps {
+		if belongs(a, pr) {
+			out = append(out, analytics.AppRef{RuntimeID: a.RuntimeID, App: a.Name})
+		}
+	}
+	if !pr.Defined && len(out) == 0 {
+		return nil, errdefs.Invalid(field, name, "is not a product: none is defined with that name nor named by an application's "+AnnotationProduct+" annotation")
+	}
+	return out, nil
+}

@@ -43,8 +43,45 @@ type DeploymentFilter struct {
 	// instead of Runtime, through the indexes on runtime IDs.
 	RuntimeIDs []string
 	Cluster    string // the destination's cluster name or server URL
+	// Apps, when AppsSet, limits to these applications (a product's, by runtime ID and name):
+	// an empty set selects nothing. At most MaxFilterApps.
+	Apps    []AppRef
+	AppsSet bool
 	// Since and Until bound the finish time: Since <= finished < Until.
 	Since, Until time.Time
+}
+
+// AppRef is an application by its runtime's ID and its name.
+type AppRef struct{ RuntimeID, App string }
+
+// MaxFilterApps bounds DeploymentFilter.Apps: two parameters each, well within SQLite's
+// (32766) and PostgreSQL's (65535) limits on a statement's parameters.
+const MaxFilterApps = 5000
+
+// appSetWhere appends the condition that (runtime_id, app) of the table alias t ("" none) is in
+// f.Apps, when f.AppsSet: a row-value IN over a VALUES list, one statement however many.
+func appSetWhere(f DeploymentFilter, t, query string, args []any) (string, []any, error) {
+	if !f.AppsSet {
+		return query, args, nil
+	}
+	if len(f.Apps) == 0 {
+		return query + ` AND 1 = 0`, args, nil
+	}
+	if len(f.Apps) > MaxFilterApps {
+		return "", nil, fmt.Errorf("deployment filter: %d applications, more than %d", len(f.Apps), MaxFilterApps)
+	}
+	var b strings.Builder
+	b.WriteString(query)
+	fmt.Fprintf(&b, ` AND (%sruntime_id, %sapp) IN (VALUES `, t, t)
+	for i, a := range f.Apps {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?)")
+		args = append(args, a.RuntimeID, a.App)
+	}
+	b.WriteString(")")
+	return b.String(), args, nil
 }
 
 // HealthEvent is a row of app_health_events: an application's health transition.
@@ -191,8 +228,12 @@ func (q *Queries) RefreshAllDeploymentFailures(ctx context.Context, accountID st
 	return err
 }
 
-// deploymentWhere appends f's conditions on the deployments table d.
-func deploymentWhere(f DeploymentFilter, query string, args []any) (string, []any) {
+// deploymentWhere appends f's conditions on the deployments table.
+func deploymentWhere(f DeploymentFilter, query string, args []any) (string, []any, error) {
+	query, args, err := appSetWhere(f, "", query, args)
+	if err != nil {
+		return "", nil, err
+	}
 	if f.App != "" {
 		query += ` AND app = ?`
 		args = append(args, f.App)
@@ -222,13 +263,16 @@ func deploymentWhere(f DeploymentFilter, query string, args []any) (string, []an
 		query += ` AND finished_at < ?`
 		args = append(args, micros(f.Until))
 	}
-	return query, args
+	return query, args, nil
 }
 
 // ListDeployments returns account's deployments that f selects, newest first (IDs sort by
 // finish time).
 func (q *Queries) ListDeployments(ctx context.Context, accountID string, f DeploymentFilter, p paging.Page) ([]Deployment, error) {
-	query, args := deploymentWhere(f, `SELECT `+deploymentCols+` FROM deployments WHERE account_id = ?`, []any{accountID})
+	query, args, err := deploymentWhere(f, `SELECT `+deploymentCols+` FROM deployments WHERE account_id = ?`, []any{accountID})
+	if err != nil {
+		return nil, err
+	}
 	if p.After != "" {
 		query += ` AND id < ?`
 		args = append(args, p.After)
@@ -331,7 +375,10 @@ func scanDays(rows *sql.Rows) ([]DORADay, error) {
 // DORADays aggregates account's deployments that f selects per UTC day of their finish time,
 // oldest day first, from the deployments themselves. Days without deployments are left out.
 func (q *Queries) DORADays(ctx context.Context, accountID string, f DeploymentFilter) ([]DORADay, error) {
-	query, args := deploymentWhere(f, `SELECT finished_at / 86400000000 AS day, `+dayAggregates+` FROM deployments WHERE account_id = ?`, []any{accountID})
+	query, args, err := deploymentWhere(f, `SELECT finished_at / 86400000000 AS day, `+dayAggregates+` FROM deployments WHERE account_id = ?`, []any{accountID})
+	if err != nil {
+		return nil, err
+	}
 	rows, err := q.query(ctx, query+` GROUP BY finished_at / 86400000000 ORDER BY day`, args...)
 	if err != nil {
 		return nil, err
@@ -364,7 +411,10 @@ func (q *Queries) StatsDays(ctx context.Context, accountID string, scopes []stri
 
 // LeadHistogram counts account's successful deployments that f selects by lead-time bucket.
 func (q *Queries) LeadHistogram(ctx context.Context, accountID string, f DeploymentFilter) (map[int64]int64, error) {
-	query, args := deploymentWhere(f, `SELECT lead_bucket, COUNT(*) FROM deployments WHERE account_id = ? AND `+leadCond, []any{accountID})
+	query, args, err := deploymentWhere(f, `SELECT lead_bucket, COUNT(*) FROM deployments WHERE account_id = ? AND `+leadCond, []any{accountID})
+	if err != nil {
+		return nil, err
+	}
 	return q.histogram(ctx, query+` GROUP BY lead_bucket`, args...)
 }
 
@@ -401,7 +451,10 @@ func (q *Queries) histogram(ctx context.Context, query string, args ...any) (map
 // LeadInBucket returns the offset-th smallest lead time (from 0) of account's successful
 // deployments that f selects in lead-time bucket bucket.
 func (q *Queries) LeadInBucket(ctx context.Context, accountID string, f DeploymentFilter, bucket, offset int64) (time.Duration, error) {
-	query, args := deploymentWhere(f, `SELECT lead_time_ms FROM deployments WHERE account_id = ? AND lead_bucket = ?`, []any{accountID, bucket})
+	query, args, err := deploymentWhere(f, `SELECT lead_time_ms FROM deployments WHERE account_id = ? AND lead_bucket = ?`, []any{accountID, bucket})
+	if err != nil {
+		return 0, err
+	}
 	var ms int64
 	if err := q.queryRow(ctx, query+` ORDER BY lead_time_ms LIMIT 1 OFFSET ?`, append(args, offset)...).Scan(&ms); err != nil {
 		return 0, err
@@ -486,6 +539,10 @@ func (q *Queries) Incidents(ctx context.Context, accountID string, f DeploymentF
 			WHERE h.account_id = d.account_id AND h.runtime_id = d.runtime_id AND h.app = d.app AND h.health = 'Healthy' AND h.at > d.at) AS restored
 		FROM app_health_events d WHERE d.account_id = ? AND d.health = 'Degraded'`
 	args := []any{accountID}
+	inner, args, err := appSetWhere(f, "d.", inner, args)
+	if err != nil {
+		return nil, err
+	}
 	if f.App != "" {
 		inner += ` AND d.app = ?`
 		args = append(args, f.App)

@@ -1813,10 +1813,12 @@ describe('web UI', () => {
     await expect
       .poll(() => page.getByTestId('chart-deployments').getByRole('img').getAttribute('aria-label'), { timeout: 10_000 })
       .toMatch(/^Deployments per week\. 6 deployments over \d weeks/);
-    // By product: the product's applications, each with its own medians.
+    // By product: one report of the product's applications as a whole, medians included.
     await visit('/dora?product=pay', 'dora');
-    await page.getByTestId('dora-app-' + DELIVERY_RUNTIME + '-pay-api').waitFor();
+    await page.locator('[data-page="dora"][data-ready="true"]').waitFor();
     expect(await page.getByTestId('metric-deploymentFrequency').getAttribute('data-band')).toBe('high');
+    expect(await page.getByTestId('metric-leadTimeForChanges').textContent()).toContain('1h');
+    expect(await page.getByTestId('metric-timeToRestore').textContent()).toContain('20m');
     await shot('dora-product');
 
     // Home: deployments over time with the success rate, and per runtime.

@@ -9,11 +9,29 @@ import (
 	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/internal/analytics"
 	"github.com/freshet-dev/freshet/internal/api/httpx"
+	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/images"
+	"github.com/freshet-dev/freshet/internal/rbac"
 )
 
 type deploymentFilterInput struct {
-	Application, Runtime, Cluster, Since, Until *string
+	Application, Runtime, Cluster, Product, Since, Until *string
+}
+
+// productFilter limits f to the applications of the product in names, if it names one.
+func (r *resolver) productFilter(ctx context.Context, p rbac.Principal, in *deploymentFilterInput, f *analytics.Filter) error {
+	if in == nil || in.Product == nil || *in.Product == "" {
+		return nil
+	}
+	if r.products == nil {
+		return errdefs.Invalid("filter.product", *in.Product, "cannot filter: this server has no products service")
+	}
+	apps, err := r.products.Applications(ctx, p, "filter.product", *in.Product)
+	if err != nil {
+		return err
+	}
+	f.Apps, f.AppsSet = apps, true
+	return nil
 }
 
 func (in *deploymentFilterInput) filter(now time.Time) (analytics.Filter, error) {
@@ -60,6 +78,9 @@ func (r *resolver) Deployments(ctx context.Context, args struct {
 	if err != nil {
 		return connection[deploymentResolver]{}, wrap(err)
 	}
+	if err := r.productFilter(ctx, p, args.Filter, &f); err != nil {
+		return connection[deploymentResolver]{}, wrap(err)
+	}
 	ds, err := r.analytics.ListDeployments(ctx, p, f, page)
 	if err != nil {
 		return connection[deploymentResolver]{}, wrap(err)
@@ -84,6 +105,9 @@ func (r *resolver) Dora(ctx context.Context, args struct {
 	}
 	f, err := args.Filter.filter(time.Now())
 	if err != nil {
+		return doraResolver{}, wrap(err)
+	}
+	if err := r.productFilter(ctx, p, args.Filter, &f); err != nil {
 		return doraResolver{}, wrap(err)
 	}
 	q := analytics.Query{Filter: f}

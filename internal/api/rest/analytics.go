@@ -9,7 +9,26 @@ import (
 	"github.com/freshet-dev/freshet/client"
 	"github.com/freshet-dev/freshet/internal/analytics"
 	"github.com/freshet-dev/freshet/internal/api/httpx"
+	"github.com/freshet-dev/freshet/internal/errdefs"
 )
+
+// productFilter limits f to the applications of the product the product parameter names, if
+// it names one.
+func (a *API) productFilter(r *http.Request, f *analytics.Filter) error {
+	name := r.URL.Query().Get("product")
+	if name == "" {
+		return nil
+	}
+	if a.products == nil {
+		return errdefs.Invalid("product", name, "cannot filter: this server has no products service")
+	}
+	apps, err := a.products.Applications(r.Context(), principal(r), "product", name)
+	if err != nil {
+		return err
+	}
+	f.Apps, f.AppsSet = apps, true
+	return nil
+}
 
 // analyticsFilter reads the app, runtime, cluster, since and until parameters.
 func analyticsFilter(q url.Values, now time.Time) (analytics.Filter, error) {
@@ -38,6 +57,9 @@ func (a *API) listDeployments(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := a.productFilter(r, &f); err != nil {
+		return err
+	}
 	ds, err := a.analytics.ListDeployments(r.Context(), principal(r), f, page)
 	if err != nil {
 		return err
@@ -57,6 +79,9 @@ func (a *API) dora(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
 	f, err := analyticsFilter(q, time.Now())
 	if err != nil {
+		return err
+	}
+	if err := a.productFilter(r, &f); err != nil {
 		return err
 	}
 	dq := analytics.Query{Filter: f, Bucket: q.Get("bucket")}

@@ -140,6 +140,8 @@ export interface AnalyticsFilter {
   app?: string;
   runtime?: string;
   cluster?: string;
+  /** A product's name: its applications as a whole (the server resolves them). */
+  product?: string;
   /** RFC 3339, a date, or a duration back from now (30d, 72h). */
   since?: string;
   until?: string;
@@ -163,7 +165,7 @@ export const deployments = {
 };
 
 export function dora(q: DORAQuery, signal?: AbortSignal): Promise<DORAReport> {
-  return request<DORAReport>(`${v1}/dora${query({ app: q.app, runtime: q.runtime, cluster: q.cluster, since: q.since, until: q.until, bucket: q.bucket, failures: q.failures?.join(',') })}`, { signal });
+  return request<DORAReport>(`${v1}/dora${query({ app: q.app, runtime: q.runtime, cluster: q.cluster, product: q.product, since: q.since, until: q.until, bucket: q.bucket, failures: q.failures?.join(',') })}`, { signal });
 }
 
 export interface HelmFilter {

@@ -7,9 +7,9 @@ import {
   bucketFailureRate,
   bucketLabel,
   choices,
-  combineReports,
   deploymentsSummary,
   doraParams,
+  doraQuery,
   failureSummary,
   formatMetric,
   formatSeconds,
@@ -136,43 +136,12 @@ describe('the dashboard filters in the URL', () => {
   });
 });
 
-describe("a product's report from its applications'", () => {
-  it('adds counts and series up, recomputes frequency and failure rate with their bands, and leaves the medians without data', () => {
-    const a = report();
-    const b = report({
-      deployments: 3,
-      successful: 3,
-      failedChanges: 0,
-      incidents: 0,
-      openIncidents: 0,
-      series: [bucket('2026-11-01T00:00:00Z', 3, 3, 0, { leadTimeSeconds: 60 }), bucket('2026-11-02T00:00:00Z', 0, 0, 0), bucket('2026-11-03T00:00:00Z', 0, 0, 0)],
-    });
-    const c = combineReports(a, [a, b]);
-    expect(c.deployments).toBe(8);
-    expect(c.successful).toBe(7);
-    expect(c.failedChanges).toBe(1);
-    expect(c.incidents).toBe(2);
-    expect(c.deploymentFrequency).toEqual({ value: 2.333, unit: 'per-day', band: 'elite' });
-    expect(c.changeFailureRate).toEqual({ value: 12.5, unit: 'percent', band: 'medium' });
-    expect(c.leadTimeForChanges.band).toBe('none');
-    expect(c.timeToRestore.band).toBe('none');
-    expect(c.series?.map((x) => [x.deployments, x.successful, x.failures, x.incidents])).toEqual([
-      [4, 4, 0, 0],
-      [0, 0, 0, 0],
-      [4, 3, 1, 2],
-    ]);
-    expect(c.series?.[0].leadTimeSeconds).toBeUndefined();
-    // The inputs are not changed.
-    expect(a.deployments).toBe(5);
-    expect(a.series?.[0].deployments).toBe(1);
-  });
-
-  it('is an empty report over the template range when the product has no applications', () => {
-    const c = combineReports(report(), []);
-    expect(c.deployments).toBe(0);
-    expect(c.series).toHaveLength(3);
-    expect(c.deploymentFrequency).toEqual({ value: 0, unit: 'per-day', band: 'low' });
-    expect(c.changeFailureRate.band).toBe('none');
+describe('the DORA request of the filters', () => {
+  it("asks once, with the product for the server to resolve, and leaves empty filters out", () => {
+    const now = Date.parse('2026-11-27T08:00:00Z');
+    const f = readDoraFilters(new URLSearchParams('product=shop&runtime=edge&range=7d&bucket=week'));
+    expect(doraQuery(f, now)).toEqual({ product: 'shop', runtime: 'edge', app: undefined, cluster: undefined, since: rangeSince('7d', now), bucket: 'week' });
+    expect(doraQuery(readDoraFilters(new URLSearchParams('')), now).product).toBeUndefined();
   });
 });
 

@@ -1,7 +1,7 @@
 // The DORA report (GET /api/v1/dora, docs/analytics.md) as the dashboard shows it: metric values
 // in words, band tones, bucket labels, per-bucket series and the charts' one-sentence summaries,
 // and the dashboard's filters to and from the URL.
-import type { DORABucket, DORAMetric, DORAReport, Deployment } from '../api/analytics';
+import type { DORABucket, DORAMetric, DORAQuery, DORAReport, Deployment } from '../api/analytics';
 import { formatTime } from './format';
 import type { Tone } from './tone';
 
@@ -173,67 +173,19 @@ export function successRate(b: Pick<DORABucket, 'deployments' | 'successful'>): 
   return b.deployments === 0 ? undefined : (100 * b.successful) / b.deployments;
 }
 
-/** The deployment frequency band of a rate per day (docs/analytics.md, "Bands"). */
-export function frequencyBand(perDay: number): string {
-  if (perDay >= 1) return 'elite';
-  if (perDay >= 1 / 7) return 'high';
-  if (perDay >= 1 / 30) return 'medium';
-  return 'low';
-}
-
-/** The change failure rate band of a percentage. */
-export function failureRateBand(pct: number): string {
-  if (pct <= 5) return 'elite';
-  if (pct <= 10) return 'high';
-  if (pct <= 15) return 'medium';
-  return 'low';
-}
-
 /**
- * Several applications' reports over the same range and buckets as one (a product's): counts
- * and the series' counts add up, and so do deployment frequency and change failure rate, which
- * are computed from them. Medians do not add up: lead time and time to restore are left without
- * data (band none), per bucket too; the page shows them per application instead. The range and
- * buckets are the template's (any report of the same query; nothing of it is counted).
+ * The DORA request of the filters: one call, the product's applications as a whole when a
+ * product is chosen (the server resolves them and computes the medians over them in SQL).
  */
-export function combineReports(template: DORAReport, reports: DORAReport[]): DORAReport {
-  const first = template;
-  const series = (first.series ?? []).map((b) => ({ start: b.start, deployments: 0, successful: 0, failures: 0, incidents: 0, openIncidents: 0 }) as DORABucket);
-  const out: DORAReport = {
-    ...first,
-    deployments: 0,
-    successful: 0,
-    failedChanges: 0,
-    incidents: 0,
-    openIncidents: 0,
-    series,
-    leadTimeForChanges: { value: 0, unit: 'seconds', band: 'none' },
-    timeToRestore: { value: 0, unit: 'seconds', band: 'none' },
+export function doraQuery(f: DoraFilters, now: number = Date.now()): DORAQuery {
+  return {
+    app: f.app || undefined,
+    runtime: f.runtime || undefined,
+    cluster: f.cluster || undefined,
+    product: f.product || undefined,
+    since: rangeSince(f.range, now),
+    bucket: f.bucket,
   };
-  for (const r of reports) {
-    out.deployments += r.deployments;
-    out.successful += r.successful;
-    out.failedChanges += r.failedChanges;
-    out.incidents += r.incidents;
-    out.openIncidents += r.openIncidents;
-    (r.series ?? []).forEach((b, i) => {
-      const t = series[i];
-      if (!t || t.start !== b.start) return;
-      t.deployments += b.deployments;
-      t.successful += b.successful;
-      t.failures += b.failures;
-      t.incidents += b.incidents;
-      t.openIncidents += b.openIncidents;
-    });
-  }
-  const days = (Date.parse(first.until) - Date.parse(first.since)) / 86_400_000;
-  const perDay = days > 0 ? out.successful / days : 0;
-  out.deploymentFrequency = { value: Math.round(perDay * 1000) / 1000, unit: 'per-day', band: frequencyBand(perDay) };
-  out.changeFailureRate =
-    out.deployments > 0
-      ? { value: Math.round((10000 * out.failedChanges) / out.deployments) / 100, unit: 'percent', band: failureRateBand((100 * out.failedChanges) / out.deployments) }
-      : { value: 0, unit: 'percent', band: 'none' };
-  return out;
 }
 
 /** A revision shortened like git does (a SHA to 7 characters; a tag or branch as it is). */

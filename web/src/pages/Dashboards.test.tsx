@@ -23,10 +23,10 @@ describe('DORA metric cards', () => {
     expect(html).toMatch(/metric-timeToRestore" data-band="medium">.*>1d<.*Medium/);
   });
 
-  it("says where a product's medians are when they cannot be added up", () => {
-    const html = renderToStaticMarkup(<MetricCards report={report} note="a median per application: see the table below" />);
-    expect(html).toMatch(/metric-leadTimeForChanges".*a median per application/);
-    expect(html).not.toMatch(/metric-changeFailureRate"[^]*?a median per application[^]*?metric-timeToRestore/);
+  it("shows a product's medians as the server computed them, with no per-application note", () => {
+    const html = renderToStaticMarkup(<MetricCards report={{ ...report, leadTimeForChanges: { value: 10800, unit: 'seconds', band: 'elite' } }} />);
+    expect(html).toMatch(/metric-leadTimeForChanges" data-band="elite">.*3h.*Elite/);
+    expect(html).not.toContain('per application');
   });
 });
 
