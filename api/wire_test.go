@@ -161,6 +161,7 @@ var wireTypes = map[string]any{
 	"appproxyv1.AppStatus":                     appproxyv1.AppStatus{},
 	"appproxyv1.Health":                        appproxyv1.Health{},
 	"appproxyv1.CommitInfo":                    appproxyv1.CommitInfo{},
+	"appproxyv1.CommitRange":                   appproxyv1.CommitRange{},
 	"appproxyv1.SourceLocation":                appproxyv1.SourceLocation{},
 	"appproxyv1.AppCondition":                  appproxyv1.AppCondition{},
 	"appproxyv1.ResourceKey":                   appproxyv1.ResourceKey{},

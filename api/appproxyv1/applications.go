@@ -219,6 +219,17 @@ type CommitInfo struct {
 	Parents        []string  `json:"parents,omitempty"`
 }
 
+// CommitRange is what a sync brought from the application's source repository: the commits
+// between the previous successful sync's revision (From) and this one (To), newest first,
+// bounded (Truncated when there were more). Kind is range, first, rollback or unchanged.
+type CommitRange struct {
+	Kind      string       `json:"kind"`
+	From      string       `json:"from,omitempty"`
+	To        string       `json:"to,omitempty"`
+	Commits   []CommitInfo `json:"commits,omitempty"`
+	Truncated bool         `json:"truncated,omitempty"`
+}
+
 // Subject is the first line of the commit message.
 func (c *CommitInfo) Subject() string {
 	s, _, _ := strings.Cut(c.Message, "\n")
@@ -360,6 +371,7 @@ type HistoryEntry struct {
 	Sources     []AppSource      `json:"sources,omitempty"`
 	Revisions   []string         `json:"revisions,omitempty"`
 	Commit      *CommitInfo      `json:"commit,omitempty"`
+	Range       *CommitRange     `json:"range,omitempty"`
 	Phase       string           `json:"phase"`
 	Message     string           `json:"message,omitempty"`
 	Changed     []ResourceResult `json:"changed,omitempty"`

@@ -152,6 +152,13 @@ func wireHistoryEntry(h engine.HistoryEntry) appproxyv1.HistoryEntry {
 		Changed: wireResults(h.Changed), InitiatedBy: string(h.InitiatedBy), User: h.User, StartedAt: h.StartedAt, FinishedAt: h.FinishedAt,
 		Duration: h.Duration, Revisions: h.Revisions,
 	}
+	if h.Range != nil {
+		r := appproxyv1.CommitRange{Kind: h.Range.Kind, From: h.Range.From, To: h.Range.To, Truncated: h.Range.Truncated}
+		for _, c := range h.Range.Commits {
+			r.Commits = append(r.Commits, appproxyv1.CommitInfo(c))
+		}
+		out.Range = &r
+	}
 	for _, src := range h.Sources {
 		out.Sources = append(out.Sources, wireSource(src))
 	}

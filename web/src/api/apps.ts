@@ -31,6 +31,14 @@ export interface SourceLocation {
   line?: number;
 }
 
+export interface CommitRange {
+  kind: 'range' | 'first' | 'rollback' | 'unchanged' | string;
+  from?: string;
+  to?: string;
+  commits?: CommitInfo[];
+  truncated?: boolean;
+}
+
 export interface CommitInfo {
   sha: string;
   author: string;
@@ -232,6 +240,8 @@ export interface HistoryEntry {
   sources?: AppSource[];
   revisions?: string[];
   commit?: CommitInfo;
+  /** What the sync brought from the source repository (git log from..to), newest first. */
+  range?: CommitRange;
   phase: OperationPhase | string;
   message?: string;
   changed?: ResourceResult[];

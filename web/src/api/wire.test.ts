@@ -90,6 +90,7 @@ import appproxyv1_AppInfo from '../../../api/testdata/wire/appproxyv1.AppInfo.js
 import appproxyv1_AppStatus from '../../../api/testdata/wire/appproxyv1.AppStatus.json';
 import appproxyv1_Health from '../../../api/testdata/wire/appproxyv1.Health.json';
 import appproxyv1_CommitInfo from '../../../api/testdata/wire/appproxyv1.CommitInfo.json';
+import appproxyv1_CommitRange from '../../../api/testdata/wire/appproxyv1.CommitRange.json';
 import appproxyv1_SourceLocation from '../../../api/testdata/wire/appproxyv1.SourceLocation.json';
 import appproxyv1_AppCondition from '../../../api/testdata/wire/appproxyv1.AppCondition.json';
 import appproxyv1_ResourceKey from '../../../api/testdata/wire/appproxyv1.ResourceKey.json';
@@ -372,6 +373,7 @@ const wire = [
   pair<apps.AppStatus>()('appproxyv1.AppStatus', appproxyv1_AppStatus, 'no drift'),
   pair<apps.HealthResult>()('appproxyv1.Health', appproxyv1_Health, 'no drift'),
   pair<apps.CommitInfo>()('appproxyv1.CommitInfo', appproxyv1_CommitInfo, 'no drift'),
+  pair<apps.CommitRange>()('appproxyv1.CommitRange', appproxyv1_CommitRange, 'no drift'),
   pair<apps.SourceLocation>()('appproxyv1.SourceLocation', appproxyv1_SourceLocation, 'no drift'),
   pair<apps.Condition>()('appproxyv1.AppCondition', appproxyv1_AppCondition, 'no drift'),
   pair<apps.ResourceKey>()('appproxyv1.ResourceKey', appproxyv1_ResourceKey, 'no drift'),
