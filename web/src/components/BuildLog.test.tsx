@@ -1,7 +1,7 @@
 import { renderToStaticMarkup } from 'react-dom/server';
 import { describe, expect, it } from 'vitest';
 import { parseAnsi } from '../lib/ansi';
-import { LogRow } from './BuildLog';
+import { LogRow, foldInfo } from './BuildLog';
 
 const row = (line: string, extra: Partial<Parameters<typeof LogRow>[0]> = {}) =>
   renderToStaticMarkup(<LogRow index={41} line={line} start={0} matches={[]} mFrom={0} mTo={0} current={-1} focused={false} {...extra} />);
@@ -32,5 +32,29 @@ describe('LogRow', () => {
 
   it('starts with the style the previous line left open', () => {
     expect(row('still red', { start: parseAnsi('\x1b[31mred').end })).toContain('<span class="ansi-fg-1">still red</span>');
+  });
+});
+
+describe('step section rows', () => {
+  const sec = { name: 'unit', start: 9, attempt: 1, attempts: 2 };
+  const step = { name: 'unit', status: 'success', exitCode: 0, attempts: 1, startedAt: '2026-01-01T10:00:00Z', finishedAt: '2026-01-01T10:00:04.200Z' };
+
+  it('draws a fold button and the step state, start and duration on its start line, at its row', () => {
+    const fold = foldInfo(sec, 12, false, step, 'Unit tests', () => {});
+    expect(fold.meta).toMatch(/^success · started \d\d:\d\d:\d\d · 4\.2 s · attempt 1 of 2$/);
+    const html = renderToStaticMarkup(<LogRow index={9} pos={3} fold={fold} line="[freshet] step unit (freestyle) attempt 1/2" start={0} matches={[]} mFrom={0} mTo={0} current={-1} focused={false} />);
+    expect(html).toContain('aria-expanded="true"');
+    expect(html).toContain('aria-label="Collapse step unit"');
+    expect(html).toContain('translateY(60px)');
+    expect(html).toContain('data-line="10"');
+    expect(html).toContain('<strong>Unit tests</strong>');
+  });
+
+  it('says how many lines a folded section hides', () => {
+    const fold = foldInfo(sec, 12, true, undefined, undefined, () => {});
+    expect(fold.meta).toBe('attempt 1 of 2 · 12 lines folded');
+    const html = renderToStaticMarkup(<LogRow index={9} fold={fold} line="x" start={0} matches={[]} mFrom={0} mTo={0} current={-1} focused={false} />);
+    expect(html).toContain('aria-label="Expand step unit"');
+    expect(html).toContain('data-folded="true"');
   });
 });

@@ -2,43 +2,15 @@
 // first, with its revision, trigger and result, the images it deployed (digest) and — from image
 // enrichment — the commits and issues those images were built from. Filtered by application,
 // runtime and cluster through the URL; the application page links here.
-import type { ChangeEvent, FormEvent } from 'react';
-import { useState } from 'react';
 import { deployments as deploymentsApi } from '../api/analytics';
-import { Link, href, navigate, useSearchParams } from '../app/router';
+import { Link, href, useSearchParams } from '../app/router';
 import { DeploymentTimeline } from '../components/DeploymentTimeline';
-import { Field } from '../components/Field';
+import { SearchFilters } from '../components/SearchFilters';
 import { PageHeader } from '../components/PageHeader';
 import { ListPager } from '../components/Pager';
 import { EmptyState, ErrorState, LoadingRows } from '../components/States';
 import { usePagedList } from '../lib/usePagedList';
 
-function Filters({ app, runtime, cluster }: { app: string; runtime: string; cluster: string }) {
-  const [f, setF] = useState({ app, runtime, cluster });
-  const set = (k: keyof typeof f) => (e: ChangeEvent<HTMLInputElement>) => setF({ ...f, [k]: e.target.value });
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    navigate(href('/deployments', { app: f.app.trim(), runtime: f.runtime.trim(), cluster: f.cluster.trim() }));
-  };
-  return (
-    <form className="filters" role="search" aria-label="Filter deployments" onSubmit={submit}>
-      <Field label="Application">
-        <input type="search" name="app" value={f.app} onChange={set('app')} autoComplete="off" />
-      </Field>
-      <Field label="Runtime">
-        <input type="search" name="runtime" value={f.runtime} onChange={set('runtime')} autoComplete="off" />
-      </Field>
-      <Field label="Cluster">
-        <input type="search" name="cluster" value={f.cluster} onChange={set('cluster')} autoComplete="off" />
-      </Field>
-      <div className="filters-buttons">
-        <button type="submit" className="button button-primary">
-          Filter
-        </button>
-      </div>
-    </form>
-  );
-}
 
 export default function Deployments() {
   const q = useSearchParams();
@@ -53,7 +25,7 @@ export default function Deployments() {
       <PageHeader title={app ? `Deployments of ${app}` : 'Deployments'}>
         Each sync that reached an environment, with the images it deployed and the commits and issues they were built from. <Link to={href('/dora', { app, runtime, cluster })}>DORA metrics →</Link>
       </PageHeader>
-      <Filters key={`${app}|${runtime}|${cluster}`} app={app} runtime={runtime} cluster={cluster} />
+      <SearchFilters key={`${app}|${runtime}|${cluster}`} path="/deployments" label="Filter deployments" fields={[{ key: 'app', label: 'Application' }, { key: 'runtime', label: 'Runtime' }, { key: 'cluster', label: 'Cluster' }]} values={{ app, runtime, cluster }} />
       {list.error !== undefined ? (
         <ErrorState error={list.error} onRetry={() => list.reload()} />
       ) : !list.data ? (

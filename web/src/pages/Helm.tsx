@@ -1,11 +1,9 @@
 // Helm releases (docs/runtimes.md#helm-releases): what the runtimes read from Helm's release
 // storage in their clusters, per cluster and namespace, and one release's revision history.
-import type { ChangeEvent, FormEvent } from 'react';
-import { useState } from 'react';
 import { helmReleases, type HelmRelease, type HelmRevision } from '../api/analytics';
-import { Link, href, navigate, useSearchParams } from '../app/router';
+import { Link, href, useSearchParams } from '../app/router';
 import { Badge } from '../components/Badge';
-import { Field } from '../components/Field';
+import { SearchFilters } from '../components/SearchFilters';
 import { PageHeader } from '../components/PageHeader';
 import { DataTable } from '../components/ResourceTable';
 import { EmptyState, ErrorState, LoadingRows } from '../components/States';
@@ -17,32 +15,6 @@ function releasePath(r: Pick<HelmRelease, 'namespace' | 'name' | 'runtime' | 'cl
   return href(`/helm/${encodeURIComponent(r.namespace)}/${encodeURIComponent(r.name)}`, { runtime: r.runtime, cluster: r.cluster });
 }
 
-function Filters({ runtime, cluster, namespace }: { runtime: string; cluster: string; namespace: string }) {
-  const [f, setF] = useState({ runtime, cluster, namespace });
-  const set = (k: keyof typeof f) => (e: ChangeEvent<HTMLInputElement>) => setF({ ...f, [k]: e.target.value });
-  const submit = (e: FormEvent) => {
-    e.preventDefault();
-    navigate(href('/helm', { runtime: f.runtime.trim(), cluster: f.cluster.trim(), namespace: f.namespace.trim() }));
-  };
-  return (
-    <form className="filters" role="search" aria-label="Filter Helm releases" onSubmit={submit}>
-      <Field label="Runtime">
-        <input type="search" name="runtime" value={f.runtime} onChange={set('runtime')} autoComplete="off" />
-      </Field>
-      <Field label="Cluster">
-        <input type="search" name="cluster" value={f.cluster} onChange={set('cluster')} autoComplete="off" />
-      </Field>
-      <Field label="Namespace">
-        <input type="search" name="namespace" value={f.namespace} onChange={set('namespace')} autoComplete="off" />
-      </Field>
-      <div className="filters-buttons">
-        <button type="submit" className="button button-primary">
-          Filter
-        </button>
-      </div>
-    </form>
-  );
-}
 
 /** Releases grouped by cluster, then namespace, a table each. */
 export function ReleaseGroups({ releases }: { releases: HelmRelease[] }) {
@@ -89,7 +61,7 @@ export default function Helm() {
   return (
     <div data-page="helm" data-ready={list.data ? 'true' : undefined}>
       <PageHeader title="Helm releases">The releases your runtimes read from Helm's release storage in their clusters (read-only), by cluster and namespace.</PageHeader>
-      <Filters key={`${runtime}|${cluster}|${namespace}`} runtime={runtime} cluster={cluster} namespace={namespace} />
+      <SearchFilters key={`${runtime}|${cluster}|${namespace}`} path="/helm" label="Filter Helm releases" fields={[{ key: 'runtime', label: 'Runtime' }, { key: 'cluster', label: 'Cluster' }, { key: 'namespace', label: 'Namespace' }]} values={{ runtime, cluster, namespace }} />
       {list.error !== undefined ? (
         <ErrorState error={list.error} onRetry={() => list.reload()} />
       ) : !list.data ? (
