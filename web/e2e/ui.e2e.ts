@@ -1144,7 +1144,8 @@ describe('web UI', () => {
     const proxyActions = await page.getByTestId('audit-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-action')));
     expect([...new Set(proxyActions)]).toEqual(['runtime.app-proxy']);
     const sync = page.getByTestId('audit-row').filter({ hasText: syncRow });
-    expect(await sync.textContent()).toContain(ADMIN_EMAIL);
+    // The actor by name, its email in the cell's title (the audit log names people, not IDs).
+    expect(await sync.getByTestId('audit-actor').getAttribute('title')).toContain(ADMIN_EMAIL);
     expect(await sync.textContent()).toContain('success');
     const texts = await proxyRows();
     expect(texts.filter((t) => /POST \/app-proxy\/api\/v1\/applications → 201/.test(t))).toHaveLength(2); // shop and web
