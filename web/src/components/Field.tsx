@@ -35,3 +35,16 @@ export function Field({ label, error, hint, children }: FieldProps) {
     </div>
   );
 }
+
+/** One <option> per value, its text the value itself: the body of a select over a fixed list. */
+export function Options({ values }: { values: readonly string[] }) {
+  return (
+    <>
+      {values.map((v) => (
+        <option key={v} value={v}>
+          {v}
+        </option>
+      ))}
+    </>
+  );
+}

@@ -8,7 +8,7 @@ import { ruleActions, ruleKinds, rules as rulesApi, teams as teamsApi, type Auth
 import { useMe } from '../app/session';
 import { Badge } from '../components/Badge';
 import { ConfirmDialog } from '../components/ConfirmDialog';
-import { Field } from '../components/Field';
+import { Field, Options } from '../components/Field';
 import { PageHeader } from '../components/PageHeader';
 import { ResourceTable, actionsColumn } from '../components/ResourceTable';
 import { RowDangerButton } from '../components/RowDangerButton';
@@ -188,11 +188,7 @@ function CreateRule({ admin, teamNames, onCreated }: { admin: boolean; teamNames
               <Field label="Team" error={local.team ?? fieldError(error, 'team')} hint={teamNames.length ? undefined : 'No teams yet: create one under Teams.'}>
                 <select name="team" value={f.team} onChange={set('team')}>
                   <option value="">Choose a team</option>
-                  {teamNames.map((t) => (
-                    <option key={t} value={t}>
-                      {t}
-                    </option>
-                  ))}
+                  <Options values={teamNames} />
                 </select>
               </Field>
             ) : (
@@ -202,20 +198,12 @@ function CreateRule({ admin, teamNames, onCreated }: { admin: boolean; teamNames
             )}
             <Field label="May" error={fieldError(error, 'action')}>
               <select name="action" value={f.action} onChange={set('action')}>
-                {ruleActions.map((a) => (
-                  <option key={a} value={a}>
-                    {a}
-                  </option>
-                ))}
+                <Options values={ruleActions} />
               </select>
             </Field>
             <Field label="Kind" error={fieldError(error, 'kind')}>
               <select name="kind" value={f.kind} onChange={set('kind')}>
-                {ruleKinds.map((k) => (
-                  <option key={k} value={k}>
-                    {k}
-                  </option>
-                ))}
+                <Options values={ruleKinds} />
               </select>
             </Field>
           </div>
@@ -243,11 +231,7 @@ function CreateRule({ admin, teamNames, onCreated }: { admin: boolean; teamNames
                 <select name="owner" value={f.owner} onChange={set('owner')}>
                   <option value="">any owner</option>
                   {f.subject === 'team' && <option value="own-team">the rule's own team</option>}
-                  {teamNames.map((t) => (
-                    <option key={t} value={t}>
-                      {t}
-                    </option>
-                  ))}
+                  <Options values={teamNames} />
                 </select>
               </Field>
             )}
@@ -297,20 +281,12 @@ function Explain({ rules }: { rules: readonly Rule[] }) {
           </Field>
           <Field label="Action" error={fieldError(error, 'action')}>
             <select name="explainAction" value={f.action} onChange={set('action')}>
-              {ruleActions.map((a) => (
-                <option key={a} value={a}>
-                  {a}
-                </option>
-              ))}
+              <Options values={ruleActions} />
             </select>
           </Field>
           <Field label="Kind">
             <select name="explainKind" value={f.kind} onChange={set('kind')}>
-              {ruleKinds.map((k) => (
-                <option key={k} value={k}>
-                  {k}
-                </option>
-              ))}
+              <Options values={ruleKinds} />
             </select>
           </Field>
           <Field label="Name" error={local.name ?? fieldError(error, 'resource')}>

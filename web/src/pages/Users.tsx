@@ -8,7 +8,7 @@ import { ConfirmDialog } from '../components/ConfirmDialog';
 import { CopyButton } from '../components/CopyButton';
 import { Dialog } from '../components/Dialog';
 import { FormDialog } from '../components/FormDialog';
-import { Field } from '../components/Field';
+import { Field, Options } from '../components/Field';
 import { PageHeader } from '../components/PageHeader';
 import { ListPager } from '../components/Pager';
 import { ResourceTable, actionsColumn, timeColumn } from '../components/ResourceTable';
@@ -208,11 +208,7 @@ function CreateUserDialog({ open, onClose, onCreated }: { open: boolean; onClose
       </Field>
       <Field label="Role" error={fieldError(error, 'role')}>
         <select name="role" value={form.role} onChange={set('role')}>
-          {roles.map((r) => (
-            <option key={r} value={r}>
-              {r}
-            </option>
-          ))}
+          <Options values={roles} />
         </select>
       </Field>
       <Field
@@ -262,11 +258,7 @@ function RoleDialog({ user, onClose, onChanged }: { user: User; onClose: () => v
       </p>
       <Field label="New role" error={fieldError(error, 'role')}>
         <select name="role" value={role} onChange={(e) => setRole(e.target.value as Role)}>
-          {roles.map((r) => (
-            <option key={r} value={r}>
-              {r}
-            </option>
-          ))}
+          <Options values={roles} />
         </select>
       </Field>
       {error !== undefined && !fieldError(error, 'role') && <ErrorNote error={error} />}
