@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -25,14 +28,18 @@ func (a *app) notificationChannelCommand() *cobra.Command {
 	var smtp client.NotificationSMTP
 	var events []string
 	var output string
+	var secretStdin bool
 	create := &cobra.Command{
-		Use:   "create NAME --kind webhook|slack|email [--url URL] [--secret S] [--smtp-host H ...] [--events KIND,...]",
+		Use:   "create NAME --kind webhook|slack|email [--url URL] [--secret-stdin] [--smtp-host H ...] [--events KIND,...]",
 		Short: "Add a webhook, Slack-compatible or email channel",
 		Long: "Add a notification channel. A webhook gets each event as JSON, signed with --secret when given\n" +
 			"(X-Freshet-Signature-256: sha256=<hex HMAC-SHA256 of the body>); a Slack-compatible channel is an\n" +
 			"incoming-webhook URL; email goes through an SMTP server with STARTTLS (--smtp-security).\n" +
 			"--events also subscribes the channel to those event kinds: build-finished, build-failed,\n" +
-			"deployment, rollout-aborted, health-degraded.",
+			"deployment, rollout-aborted, health-degraded.\n" +
+			"--secret-stdin reads the webhook's signing secret (or, for email, the SMTP password) from the\n" +
+			"first line of standard input, so it stays out of the shell history and the process list;\n" +
+			"--secret and --smtp-password still work.",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
@@ -42,6 +49,20 @@ func (a *app) notificationChannelCommand() *cobra.Command {
 				return usageError("--kind is required: webhook, slack or email")
 			}
 			in.Name = args[0]
+			if secretStdin {
+				if in.Secret != "" || smtp.Password != "" {
+					return usageError("--secret-stdin and --secret/--smtp-password: give the secret one way")
+				}
+				line, err := readSecretLine(a.stdin)
+				if err != nil {
+					return usageError("--secret-stdin: %v", err)
+				}
+				if in.Kind == "email" {
+					smtp.Password = line
+				} else {
+					in.Secret = line
+				}
+			}
 			if in.Kind == "email" || smtp.Host != "" {
 				s := smtp
 				in.SMTP = &s
@@ -65,11 +86,12 @@ func (a *app) notificationChannelCommand() *cobra.Command {
 	fs := create.Flags()
 	fs.StringVar(&in.Kind, "kind", "", "webhook, slack or email")
 	fs.StringVar(&in.URL, "url", "", "webhook and slack: the URL to post to")
-	fs.StringVar(&in.Secret, "secret", "", "webhook: the secret each body is signed with")
+	fs.StringVar(&in.Secret, "secret", "", "webhook: the secret each body is signed with (prefer --secret-stdin)")
+	fs.BoolVar(&secretStdin, "secret-stdin", false, "read the webhook secret, or the SMTP password for email, from standard input")
 	fs.StringVar(&smtp.Host, "smtp-host", "", "email: the SMTP server")
 	fs.IntVar(&smtp.Port, "smtp-port", 0, "email: the SMTP port (default 587)")
 	fs.StringVar(&smtp.Username, "smtp-username", "", "email: the SMTP login")
-	fs.StringVar(&smtp.Password, "smtp-password", "", "email: the SMTP password (sent only over TLS)")
+	fs.StringVar(&smtp.Password, "smtp-password", "", "email: the SMTP password, sent only over TLS (prefer --secret-stdin)")
 	fs.StringVar(&smtp.From, "from", "", "email: the sender address")
 	fs.StringSliceVar(&smtp.To, "to", nil, "email: recipient addresses (repeatable or comma-separated)")
 	fs.StringVar(&smtp.Security, "smtp-security", "", "email: starttls (the default), tls (port 465) or none (no password)")
@@ -223,4 +245,17 @@ func printDeliveries(tw *tabwriter.Writer, ds []client.NotificationDelivery) {
 		}
 		row(tw, d.ID, d.Channel, d.Event, d.Status, len(d.Attempts), last, d.Title)
 	}
+}
+
+// readSecretLine reads the first line of r, without its line ending; an empty line is an error.
+func readSecretLine(r io.Reader) (string, error) {
+	line, err := bufio.NewReader(r).ReadString('\n')
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		if err != nil && !errors.Is(err, io.EOF) {
+			return "", err
+		}
+		return "", errors.New("standard input held no secret (one line expected)")
+	}
+	return line, nil
 }

@@ -2,6 +2,9 @@ package cli
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -25,10 +28,16 @@ import (
 func TestNotificationCommands(t *testing.T) {
 	var mu sync.Mutex
 	var bodies []string
+	var badSignatures int
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
+		mac := hmac.New(sha256.New, []byte("cli-signing-secret"))
+		mac.Write(b)
 		mu.Lock()
 		bodies = append(bodies, string(b))
+		if r.Header.Get("X-Freshet-Signature-256") != "sha256="+hex.EncodeToString(mac.Sum(nil)) {
+			badSignatures++
+		}
 		mu.Unlock()
 	}))
 	defer hook.Close()
@@ -44,8 +53,9 @@ func TestNotificationCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(args ...string) (int, string, string) { return runIn(t, s.URL, key.Token, "", args...) }
-	if code, out, errOut := run("notification", "channel", "create", "ops", "--kind", "webhook", "--url", hook.URL+"/in?token=cli-url-secret",
-		"--secret", "cli-signing-secret", "--events", "deployment,health-degraded"); code != 0 || !strings.Contains(out, "ops") {
+	// The secret comes on standard input, so it is in neither the shell history nor the process list.
+	if code, out, errOut := runIn(t, s.URL, key.Token, "cli-signing-secret\n", "notification", "channel", "create", "ops", "--kind", "webhook", "--url", hook.URL+"/in?token=cli-url-secret",
+		"--secret-stdin", "--events", "deployment,health-degraded"); code != 0 || !strings.Contains(out, "ops") {
 		t.Fatalf("channel create: %d %s %s", code, out, errOut)
 	}
 	code, out, errOut := run("notification", "channel", "list")
@@ -91,6 +101,11 @@ func TestNotificationCommands(t *testing.T) {
 			break
 		}
 	}
+	mu.Lock()
+	if badSignatures != 0 {
+		t.Errorf("%d of %d bodies not signed with the secret given on standard input", badSignatures, len(bodies))
+	}
+	mu.Unlock()
 	if len(ds) != 2 || ds[0].Event != "test" || ds[1].Event != "deployment" || ds[1].Status != "delivered" || len(ds[1].Attempts) != 1 || ds[1].Attempts[0].StatusCode != 200 {
 		t.Fatalf("deliveries: %+v", ds)
 	}
@@ -104,6 +119,8 @@ func TestNotificationCommands(t *testing.T) {
 		{[]string{"notification", "channel", "create", "x", "--kind", "pager"}, "webhook, slack or email"},
 		{[]string{"notification", "subscription", "create", "ops", "--events", "build-exploded"}, "events[0]"},
 		{[]string{"notification", "deliveries", "--status", "lost"}, "pending, delivered or failed"},
+		{[]string{"notification", "channel", "create", "x", "--kind", "webhook", "--url", hook.URL, "--secret-stdin"}, "--secret-stdin: standard input held no secret"},
+		{[]string{"notification", "channel", "create", "x", "--kind", "webhook", "--url", hook.URL, "--secret-stdin", "--secret", "s"}, "give the secret one way"},
 	} {
 		if code, _, errOut := run(c.args...); code == 0 || !strings.Contains(errOut, c.want) {
 			t.Errorf("%v: %d %s, want an error naming %q", c.args, code, errOut, c.want)
