@@ -1,6 +1,6 @@
 // The steps of the spec being edited, drawn as the build page draws a build (a column per stage,
 // a parallel group's steps side by side), redrawn as the text changes. When the text stops being
-// readable, the problem shows with its line and the last graph that could be read stays, dimmed.
+// readable, the problem shows with its line and the last graph that could be read stays, framed.
 import { useDeferredValue, useId, useMemo, useState } from 'react';
 import type { GraphNode } from '../lib/buildGraph';
 import { flatSteps, specColumns, specGraph, type SpecGraph as Graph, type SpecStep } from '../lib/specGraph';
