@@ -1680,6 +1680,8 @@ describe('web UI', () => {
     expect(await page.getByTestId('chart-success').getByRole('img').getAttribute('aria-label')).toMatch(/\d+ builds in the last 14 days/);
     await visit('/settings/runners', 'runners');
     expect(await page.getByTestId('chart-queue').getByRole('img').getAttribute('aria-label')).toMatch(/^Queue and runner time, last 14 days\. Now \d+ queued, \d+ running/);
+    // Runner utilisation: the runner time the builds used over the registered runners' time.
+    expect(await page.getByTestId('chart-queue').getByTestId('runner-utilisation').textContent()).toMatch(/runners busy (under 1%|\d+%) of the time/);
     await shot('runners-queue');
   });
 
