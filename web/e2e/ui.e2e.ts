@@ -1680,6 +1680,8 @@ describe('web UI', () => {
     expect(await page.getByTestId('chart-success').getByRole('img').getAttribute('aria-label')).toMatch(/\d+ builds in the last 14 days/);
     await visit('/settings/runners', 'runners');
     expect(await page.getByTestId('chart-queue').getByRole('img').getAttribute('aria-label')).toMatch(/^Queue and runner time, last 14 days\. Now \d+ queued, \d+ running/);
+    // Runner utilisation: the runner time the builds used over the registered runners' time.
+    expect(await page.getByTestId('chart-queue').getByTestId('runner-utilisation').textContent()).toMatch(/runners busy (under 1%|\d+%) of the time/);
     await shot('runners-queue');
   });
 
@@ -2335,6 +2337,64 @@ describe('web UI', () => {
       await api('/api/v1/sso', token, { method: 'DELETE' });
       await idp.stop();
     }
+  });
+
+  it('draws the spec\'s steps beside the editor as you type, keeps the last graph on a syntax error and names its line, in colour, with Tab that does not trap focus', async () => {
+    await visit('/pipelines/e2e/stream', 'pipeline');
+    const editor = page.getByTestId('yaml-editor');
+    const graph = page.getByTestId('spec-graph');
+    await graph.getByTestId('spec-step-stream').waitFor();
+    expect(await graph.getByRole('listitem', { name: 'Stage build' }).getByTestId('spec-step-hello').count()).toBe(1);
+    // The text is drawn in colour under the (transparent) textarea.
+    expect(await page.locator('.code-line .tk-key', { hasText: 'steps' }).count()).toBe(1);
+    const original = await editor.inputValue();
+
+    // Type a step at the end, as a person would: Enter keeps the indentation, one more after "key:".
+    await editor.click();
+    await page.keyboard.press('Control+End');
+    await page.keyboard.type('  deploy:');
+    await page.keyboard.press('Enter');
+    await page.keyboard.type('image: alpine');
+    await graph.getByRole('listitem', { name: 'Stage default' }).getByTestId('spec-step-deploy').waitFor();
+    expect(await graph.getAttribute('data-state')).toBe('ok');
+
+    // A syntax error: the problem names its line, the last graph stays.
+    await page.keyboard.press('Enter');
+    await page.keyboard.type('commands: [a, b');
+    const line = await editor.evaluate((el: HTMLTextAreaElement) => el.value.split('\n').length);
+    const err = graph.getByTestId('spec-graph-error');
+    await err.waitFor();
+    expect(await err.getAttribute('data-line')).toBe(String(line));
+    expect(await err.textContent()).toMatch(new RegExp(`Line ${line}:.*never closed`));
+    expect(await graph.getAttribute('data-state')).toBe('error');
+    expect(await graph.getByTestId('spec-step-deploy').count()).toBe(1);
+    expect(await axeSerious()).toEqual([]);
+    await shot('pipeline-editor-graph-error');
+    // Choosing the problem puts the cursor on its line; choosing a step, on the step's.
+    await editor.evaluate((el: HTMLTextAreaElement) => el.setSelectionRange(0, 0));
+    await err.click();
+    expect(await editor.evaluate((el: HTMLTextAreaElement) => el.value.slice(0, el.selectionStart).split('\n').length)).toBe(line);
+    await graph.getByTestId('spec-step-hello').click();
+    expect(await editor.evaluate((el: HTMLTextAreaElement) => el.value.slice(0, el.selectionStart).split('\n').length)).toBe(4);
+
+    // Closing the bracket makes the graph whole again.
+    await editor.press('Control+End');
+    await page.keyboard.type(']');
+    await expect.poll(() => graph.getAttribute('data-state')).toBe('ok');
+    await shot('pipeline-editor-graph');
+
+    // Tab indents and keeps focus; Escape then Tab leaves the editor.
+    const before = await editor.inputValue();
+    await page.keyboard.press('Tab');
+    expect(await editor.inputValue()).toBe(before + '  ');
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('data-testid'))).toBe('yaml-editor');
+    await page.keyboard.press('Escape');
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.getAttribute('data-testid'))).not.toBe('yaml-editor');
+
+    // Nothing was saved: put the text back.
+    await editor.fill(original);
+    await expect.poll(() => page.getByTestId('save-pipeline').textContent()).toBe('Saved');
   });
 
   it('logs out from the user menu', async () => {

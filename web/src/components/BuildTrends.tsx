@@ -4,7 +4,7 @@
 import { builds as buildsApi, runners as runnersApi } from '../api/ci';
 import type { BuildStats } from '../api/types';
 import { formatDuration } from '../lib/builds';
-import { dayLabel, durationSummary, formatRate, queueSummary, successRate, successSummary, totals } from '../lib/buildStats';
+import { dayLabel, durationSummary, formatRate, queueSummary, successRate, successSummary, totals, utilisation } from '../lib/buildStats';
 import { useResource } from '../lib/useResource';
 import { DailyChart } from './Charts';
 import { ErrorState } from './States';
@@ -49,6 +49,8 @@ export function TrendCharts({ stats, charts, runners, connected }: { stats: Buil
   const days = stats.days;
   const labels = days.map((d) => dayLabel(d.date));
   const t = totals(days);
+  // Runner utilisation: the days' runner time over the registered runners' time.
+  const busy = runners !== undefined && days.length > 0 ? utilisation(t.busyMs / days.length, runners) : undefined;
   return (
     <div className="chart-row" data-testid="build-trends" data-total={t.total}>
       {charts.includes('success') && (
@@ -105,6 +107,12 @@ export function TrendCharts({ stats, charts, runners, connected }: { stats: Buil
                 <>
                   {' '}
                   · {connected ?? 0} of {runners} runners connected
+                  {busy !== undefined && (
+                    <span data-testid="runner-utilisation" title="Runner time used over the days shown, as a share of the registered runners' time (at today's count)">
+                      {' '}
+                      · runners busy {busy > 0 && busy < 1 ? 'under 1%' : formatRate(busy)} of the time
+                    </span>
+                  )}
                 </>
               )}
             </>

@@ -60,6 +60,8 @@ const LISTS: Record<string, string> = {
   'api-keys': 'API keys',
   audit: 'Audit log',
   settings: 'Settings',
+  hub: 'Hub',
+  helm: 'Helm releases',
 };
 
 /** `/pipelines/web/ci` → the Pipelines list; undefined for a path that is itself a list or unknown. */

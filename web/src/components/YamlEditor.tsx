@@ -1,13 +1,17 @@
 // A plain-text YAML editor: a <textarea> (so typing, undo, selection, IME and screen readers
-// behave as the browser makes them) over a layer that draws line numbers, lint markers and the
+// behave as the browser makes them) over a layer that draws line numbers, the text in colour
+// (the textarea's own text is transparent, its caret and selection show), lint markers and the
 // problem's message after the line. Only the lines in view are drawn. Lines never wrap, so a
 // line of text is always one row of LINE_HEIGHT px.
 import { forwardRef, useCallback, useEffect, useImperativeHandle, useLayoutEffect, useMemo, useRef, useState, type KeyboardEvent } from 'react';
 import { lineOf, offsetOf, type LineMark } from '../lib/lint';
 import { visibleRange } from '../lib/virtual';
+import { blockScalarLines, highlightLine } from '../lib/yamlHighlight';
 
 export const LINE_HEIGHT = 20;
 const PAD = 8;
+/** The textarea's left padding: the coloured text starts where its text does. */
+const PAD_X = 12;
 const TAB = '  ';
 
 export interface YamlEditorHandle {
@@ -36,6 +40,7 @@ export const YamlEditor = forwardRef<YamlEditorHandle, YamlEditorProps>(function
   const frame = useRef(0);
   const escaped = useRef(false);
   const lines = useMemo(() => value.split('\n'), [value]);
+  const inBlock = useMemo(() => blockScalarLines(lines), [lines]);
 
   const measure = useCallback(() => {
     cancelAnimationFrame(frame.current);
@@ -152,6 +157,9 @@ export const YamlEditor = forwardRef<YamlEditorHandle, YamlEditorProps>(function
         className={`code-line${mark ? ` code-line-${mark.severity}` : ''}${n === cursorLine ? ' code-line-current' : ''}`}
         style={{ transform: `translateY(${PAD + i * LINE_HEIGHT - scroll.top}px)` }}
       >
+        <span className="code-text" style={{ left: PAD_X - scroll.left }}>
+          {highlightLine(lines[i], inBlock[i]).map((t, k) => (t.kind === 'plain' ? t.text : <span key={k} className={`tk-${t.kind}`}>{t.text}</span>))}
+        </span>
         {mark && (
           <span className="code-lens" style={{ left: PAD + (expandedLength(lines[i]) + 3) * charWidth - scroll.left }}>
             {mark.issues[0].message}
@@ -193,7 +201,7 @@ export const YamlEditor = forwardRef<YamlEditorHandle, YamlEditorProps>(function
         </div>
         <textarea
           ref={ta}
-          className="code-input"
+          className="code-input code-input-hl"
           value={value}
           onChange={(e) => {
             onChange(e.target.value);

@@ -94,6 +94,8 @@ describe('honest status', () => {
     expect(listOf('/pipelines/web/ci')).toEqual({ to: '/pipelines', label: 'Pipelines' });
     expect(listOf('/builds/bld_1')).toEqual({ to: '/builds', label: 'Builds' });
     expect(listOf('/applications/local/shop')).toEqual({ to: '/applications', label: 'Applications' });
+    expect(listOf('/hub/no-such-template')).toEqual({ to: '/hub', label: 'Hub' });
+    expect(listOf('/helm/cache/redis')).toEqual({ to: '/helm', label: 'Helm releases' });
     expect(listOf('/pipelines')).toBeUndefined();
     expect(listOf('/no/such')).toBeUndefined();
   });

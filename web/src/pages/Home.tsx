@@ -6,10 +6,9 @@ import type { AuditEvent, Build, Page, Role, Runtime } from '../api/types';
 import { runtimeStatuses } from '../api/types';
 import { Link, href } from '../app/router';
 import { useMe } from '../app/session';
-import { StatusBadge } from '../components/Badge';
 import { isActive, statusIcon, statusLabel, statusTone } from '../lib/builds';
 import { PageHeader } from '../components/PageHeader';
-import { ResourceTable, timeColumn } from '../components/ResourceTable';
+import { ActivityFeed } from '../components/ActivityFeed';
 import { EmptyState, ErrorState } from '../components/States';
 import { formatTime, relativeTime } from '../lib/format';
 import { countLabel } from '../lib/pagination';
@@ -22,7 +21,7 @@ import type { HomeAppCounts } from '../lib/appList';
 const HOME_QUERY = `query Home($admin: Boolean!) {
   users(first: 1000) { nodes { id role } pageInfo { hasNextPage } }
   apiKeys(first: 1000) { nodes { id status } pageInfo { hasNextPage } }
-  recent: auditEvents(first: 8) @include(if: $admin) { nodes { id time actor action resourceType resourceId result } }
+  recent: auditEvents(first: 60) @include(if: $admin) { nodes { id time actor action resourceType resourceId result } }
   denied: auditEvents(first: 1000, filter: {result: "denied", since: "24h"}) @include(if: $admin) { nodes { id } pageInfo { hasNextPage } }
   failed: auditEvents(first: 1000, filter: {result: "failure", since: "24h"}) @include(if: $admin) { nodes { id } pageInfo { hasNextPage } }
 }`;
@@ -149,20 +148,8 @@ export function Home() {
       {!admin ? (
         <EmptyState title="The audit log is for admins">Your role ({me.role}) cannot read this account's activity.</EmptyState>
       ) : error !== undefined && !data ? null : (
-        // The error, if any, is the cards' above.
-        <ResourceTable
-          list={{ data: data && { items: data.recent?.nodes ?? [] }, error: undefined, loading }}
-          placeholder={{ label: 'Loading recent activity', rows: 8 }}
-          empty={{ title: 'No activity yet', body: 'Logins and changes to users and API keys are recorded here.' }}
-          rowKey={(e) => e.id}
-          columns={[
-            timeColumn('When', (e: AuditEvent) => e.time),
-            { header: 'Who', cell: (e) => e.actor },
-            { header: 'Action', cell: (e) => <code>{e.action}</code> },
-            { header: 'Resource', cellClassName: 'muted', cell: (e) => `${e.resourceType}${e.resourceId ? ` ${e.resourceId}` : ''}` },
-            { header: 'Result', cell: (e) => <StatusBadge value={e.result} /> },
-          ]}
-        />
+        // The error, if any, is the cards' above. Repeated machine events are one row each.
+        <ActivityFeed events={data && (data.recent?.nodes ?? [])} loading={loading} rows={8} />
       )}
     </div>
   );

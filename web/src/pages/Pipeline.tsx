@@ -12,6 +12,7 @@ import { ConfirmDialog } from '../components/ConfirmDialog';
 import { Field } from '../components/Field';
 import { KeyValueRows } from '../components/KeyValueRows';
 import { RunDialog } from '../components/RunDialog';
+import { SpecGraph } from '../components/SpecGraph';
 import { EmptyState, ErrorNote, ErrorState, Flash, LoadingRows, Spinner } from '../components/States';
 import { Tabs } from '../components/Tabs';
 import { YamlEditor, type YamlEditorHandle } from '../components/YamlEditor';
@@ -290,7 +291,7 @@ function SpecEditor({ spec, onChange, readOnly, error }: { spec: string; onChang
   const stale = lint.checked !== spec;
   const errors = lint.issues.filter((i) => i.severity === 'error').length;
   return (
-    <div className="spec">
+    <div className="spec spec-wide">
       <div className="spec-main">
         <YamlEditor ref={editor} value={spec} onChange={onChange} marks={marks} label="Pipeline spec (codefresh.yml)" readOnly={readOnly} describedBy={listId} height="min(62vh, 620px)" onCursor={(line, column) => setCursor({ line, column })} />
         <div className="editor-status small">
@@ -312,21 +313,24 @@ function SpecEditor({ spec, onChange, readOnly, error }: { spec: string; onChang
         </div>
         {error && <div className="field-error">{error}</div>}
       </div>
-      <aside className="spec-issues" aria-label="Problems">
-        <h2 className="spec-issues-title">
-          Problems <span className="muted small">{lint.issues.length ? `(${lint.issues.length})` : ''}</span>
-        </h2>
-        <ul id={listId} className={stale ? 'issues issues-stale' : 'issues'} data-testid="lint-issues">
-          {sorted.length === 0 ? (
-            <li className="muted small issues-none">{lint.checked === undefined ? 'Not checked yet.' : 'No problems found.'}</li>
-          ) : (
-            sorted.map((i, k) => <IssueItem key={k} issue={i} onJump={() => editor.current?.jumpTo(i.line || 1, i.column || 1)} />)
-          )}
-        </ul>
-        <p className="muted small">
-          The codefresh.yml dialect is described in <code>docs/pipelines-spec.md</code> of the Freshet repository.
-        </p>
-      </aside>
+      <div className="spec-side">
+        <SpecGraph spec={spec} onJump={(line, column) => editor.current?.jumpTo(line, column ?? 1)} />
+        <aside className="spec-issues" aria-label="Problems">
+          <h2 className="spec-issues-title">
+            Problems <span className="muted small">{lint.issues.length ? `(${lint.issues.length})` : ''}</span>
+          </h2>
+          <ul id={listId} className={stale ? 'issues issues-stale' : 'issues'} data-testid="lint-issues">
+            {sorted.length === 0 ? (
+              <li className="muted small issues-none">{lint.checked === undefined ? 'Not checked yet.' : 'No problems found.'}</li>
+            ) : (
+              sorted.map((i, k) => <IssueItem key={k} issue={i} onJump={() => editor.current?.jumpTo(i.line || 1, i.column || 1)} />)
+            )}
+          </ul>
+          <p className="muted small">
+            The codefresh.yml dialect is described in <code>docs/pipelines-spec.md</code> of the Freshet repository.
+          </p>
+        </aside>
+      </div>
     </div>
   );
 }
