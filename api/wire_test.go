@@ -139,6 +139,8 @@ var wireTypes = map[string]any{
 	"client.DORAReport":                            client.DORAReport{},
 	"client.BuildStats":                            client.BuildStats{},
 	"client.BuildStatsDay":                         client.BuildStatsDay{},
+	"client.WorkflowRunStats":                      client.WorkflowRunStats{},
+	"client.WorkflowRunDay":                        client.WorkflowRunDay{},
 	"client.PipelineBuildStats":                    client.PipelineBuildStats{},
 	"client.Plan":                                  client.Plan{},
 	"client.PlanLimit":                             client.PlanLimit{},

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/freshet-dev/freshet/api/appproxyv1"
@@ -184,5 +185,35 @@ func (c *Client) ListArchivedWorkflows(ctx context.Context, f ArchiveFilter) (Li
 func (c *Client) GetArchivedWorkflow(ctx context.Context, idOrUID string) (ArchivedWorkflow, error) {
 	var out ArchivedWorkflow
 	err := c.do(ctx, http.MethodGet, "/api/v1/archived-workflows/"+url.PathEscape(idOrUID), nil, nil, &out)
+	return out, err
+}
+
+// WorkflowRunDay is one UTC day of WorkflowRunStats: the workflows that finished that day by
+// phase.
+type WorkflowRunDay struct {
+	Date      string `json:"date"` // YYYY-MM-DD
+	Succeeded int64  `json:"succeeded"`
+	Failed    int64  `json:"failed"`
+	Error     int64  `json:"error"`
+}
+
+// WorkflowRunStats is GET /api/v1/archived-workflows/stats: the Delivery Pipelines runs (Argo
+// Workflows) the account's runtimes reported finished, per day over a window (every day
+// present, oldest first), from the workflow archive.
+type WorkflowRunStats struct {
+	Since time.Time        `json:"since"`
+	Until time.Time        `json:"until"`
+	Days  []WorkflowRunDay `json:"days"`
+}
+
+// WorkflowRunStats returns the Delivery Pipelines runs of the last days days (0: the server's
+// default, 14) per day and phase.
+func (c *Client) WorkflowRunStats(ctx context.Context, days int) (WorkflowRunStats, error) {
+	q := url.Values{}
+	if days > 0 {
+		q.Set("days", strconv.Itoa(days))
+	}
+	var out WorkflowRunStats
+	err := c.do(ctx, http.MethodGet, "/api/v1/archived-workflows/stats", q, nil, &out)
 	return out, err
 }

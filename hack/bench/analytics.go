@@ -31,6 +31,10 @@ type analyticsOptions struct {
 	// productApps is the size of the product (a random set of applications) timed.
 	productApps int
 	backends    string
+	// reusePostgres (a schema) and reuseSQLite (a file) are databases an earlier run kept
+	// (FRESHET_BENCH_KEEP=1), loaded already: opened (migrated to this checkout) and timed
+	// without loading again.
+	reusePostgres, reuseSQLite string
 }
 
 // analyticsBench loads deployments records of apps applications over the last 365 days (and
@@ -78,7 +82,17 @@ func analyticsBackend(backend, pgBase string, o analyticsOptions) ([]string, err
 		fmt.Fprintln(os.Stderr, "bench: keeping", dir)
 	}
 	dsn := filepath.Join(dir, "freshet.db")
-	if backend == "postgres" {
+	reuse := backend == "postgres" && o.reusePostgres != "" || backend == "sqlite" && o.reuseSQLite != ""
+	if backend == "sqlite" && o.reuseSQLite != "" {
+		dsn = o.reuseSQLite
+	}
+	if backend == "postgres" && o.reusePostgres != "" {
+		u, _ := url.Parse(pgBase)
+		q := u.Query()
+		q.Set("search_path", o.reusePostgres)
+		u.RawQuery = q.Encode()
+		dsn = u.String()
+	} else if backend == "postgres" {
 		schema := fmt.Sprintf("bench_analytics_%d", time.Now().UnixNano())
 		admin, err := sql.Open("pgx", pgBase)
 		if err != nil {
@@ -88,13 +102,18 @@ func analyticsBackend(backend, pgBase string, o analyticsOptions) ([]string, err
 		if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
 			return nil, err
 		}
-		defer admin.Exec("DROP SCHEMA " + schema + " CASCADE")
+		if os.Getenv("FRESHET_BENCH_KEEP") == "" {
+			defer admin.Exec("DROP SCHEMA " + schema + " CASCADE")
+		} else {
+			fmt.Fprintln(os.Stderr, "bench: keeping schema", schema)
+		}
 		u, _ := url.Parse(pgBase)
 		q := u.Query()
 		q.Set("search_path", schema)
 		u.RawQuery = q.Encode()
 		dsn = u.String()
 	}
+	t0 := time.Now()
 	db, err := store.Open(ctx, dsn, nil)
 	if err != nil {
 		return nil, err
@@ -102,8 +121,10 @@ func analyticsBackend(backend, pgBase string, o analyticsOptions) ([]string, err
 	defer db.Close()
 	al := audit.NewLog(db, nil)
 	id := identity.New(identity.Deps{Store: db, Audit: al})
-	if _, err := id.Bootstrap(ctx, "bench", "admin@bench.test", adminPassword); err != nil {
-		return nil, err
+	if !reuse {
+		if _, err := id.Bootstrap(ctx, "bench", "admin@bench.test", adminPassword); err != nil {
+			return nil, err
+		}
 	}
 	login, err := id.Login(ctx, "admin@bench.test", adminPassword, "")
 	if err != nil {
@@ -112,10 +133,13 @@ func analyticsBackend(backend, pgBase string, o analyticsOptions) ([]string, err
 	p := login.Principal
 
 	start := time.Now()
-	if err := loadDeployments(ctx, db, p.AccountID, o); err != nil {
+	if reuse {
+		fmt.Fprintf(os.Stderr, "bench: %s: reusing %s (opened and migrated in %s)\n", backend, dsn, time.Since(t0).Round(time.Millisecond))
+	} else if err := loadDeployments(ctx, db, p.AccountID, o); err != nil {
 		return nil, fmt.Errorf("load: %w", err)
+	} else {
+		fmt.Fprintf(os.Stderr, "bench: %s: loaded %d deployments in %s\n", backend, o.deployments, time.Since(start).Round(time.Millisecond))
 	}
-	fmt.Fprintf(os.Stderr, "bench: %s: loaded %d deployments in %s\n", backend, o.deployments, time.Since(start).Round(time.Millisecond))
 	if backend == "postgres" { // as autovacuum would soon after a load this size
 		if err := db.Analyze(ctx); err != nil {
 			return nil, err
@@ -160,6 +184,7 @@ func analyticsBackend(backend, pgBase string, o analyticsOptions) ([]string, err
 			}
 		}
 		sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+		fmt.Fprintf(os.Stderr, "bench: %s: %s: load average %s\n", backend, c.name, loadAverage())
 		fmt.Printf("| %s | %s | %d | %s | %s | %s |\n", backend, c.name, n/int64(len(times)), ms(pct(times, 50)), ms(pct(times, 99)), ms(times[len(times)-1]))
 	}
 
@@ -248,7 +273,7 @@ func eventLatency(ctx context.Context, db *store.DB, al *audit.Log, p rbac.Princ
 	defer b.Close()
 	outbox := events.NewOutboxRelay(db, b, nil)
 	rts := runtimes.New(runtimes.Deps{Store: db, Audit: al, Keys: secrets.Generate(), OnEvents: outbox.Kick})
-	rt, _, err := rts.Register(ctx, p, runtimes.RegisterInput{Name: "edge", AccessMode: "tunnel"})
+	rt, _, err := rts.Register(ctx, p, runtimes.RegisterInput{Name: fmt.Sprintf("edge-%d", time.Now().Unix()%100000), AccessMode: "tunnel"})
 	if err != nil {
 		return "", err
 	}
@@ -291,4 +316,17 @@ func pct(sorted []time.Duration, p int) time.Duration {
 	}
 	i := (len(sorted)*p + 99) / 100
 	return sorted[min(max(i-1, 0), len(sorted)-1)]
+}
+
+// loadAverage is the machine's 1, 5 and 15 minute load averages, "?" where unknown.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
 }

@@ -51,6 +51,8 @@ func main() {
 	flag.IntVar(&ao.queries, "analytics-queries", 100, "DORA reports timed per case")
 	flag.IntVar(&ao.events, "analytics-events", 300, "finished syncs timed from report to visible")
 	flag.IntVar(&ao.productApps, "analytics-product-apps", 200, "applications of the product whose DORA report is timed (its applications as one set)")
+	flag.StringVar(&ao.reusePostgres, "analytics-reuse-postgres", "", "time the PostgreSQL schema an earlier run kept (FRESHET_BENCH_KEEP=1) instead of loading one")
+	flag.StringVar(&ao.reuseSQLite, "analytics-reuse-sqlite", "", "time the SQLite file an earlier run kept (FRESHET_BENCH_KEEP=1) instead of loading one")
 	flag.StringVar(&ao.backends, "analytics-backends", "", "only these backends, comma-separated (sqlite, postgres); default every one available")
 	flag.Parse()
 	if *only == "analytics" {

@@ -52,6 +52,9 @@ type Store interface {
 	// ListArchivedWorkflows returns account's archived workflows that pass f, newest first;
 	// page.After is the archive ID the previous page ended with.
 	ListArchivedWorkflows(ctx context.Context, accountID string, f store.ArchivedWorkflowFilter, page paging.Page) ([]store.ArchivedWorkflow, error)
+	// WorkflowRunCounts counts account's archived workflows finished in [since, until) by UTC
+	// day and phase.
+	WorkflowRunCounts(ctx context.Context, accountID string, since, until time.Time) ([]store.WorkflowRunCount, error)
 	// GetArchivedWorkflow returns account's archived workflow by archive ID or Workflow UID.
 	GetArchivedWorkflow(ctx context.Context, accountID, idOrUID string) (store.ArchivedWorkflow, error)
 

@@ -50,6 +50,8 @@ func TestDeliveryGraphQLMatchesREST(t *testing.T) {
 					Chart: "redis", ChartVersion: "18.1.0", AppVersion: "7.2.3", Status: "deployed", Revision: 2, Updated: now, Description: "Upgrade complete",
 					History: []runtimev1.HelmRevision{{Revision: 2, Status: "deployed", Chart: "redis", ChartVersion: "18.1.0", AppVersion: "7.2.3", Updated: now},
 						{Revision: 1, Status: "superseded", Chart: "redis", ChartVersion: "18.0.0", AppVersion: "7.2.0", Updated: now.Add(-time.Hour)}}}},
+				{Type: runtimev1.WorkflowFinished, At: finished, Workflow: &runtimev1.WorkflowRecord{Namespace: "ci", Name: "release-1", UID: "uid-release-1",
+					Phase: "Failed", StartedAt: finished.Add(-time.Minute), FinishedAt: finished, Trigger: runtimev1.WorkflowTriggerSubmit}},
 			}})
 
 			// The deployment and both transitions reach analytics asynchronously (the incident may be
@@ -77,10 +79,11 @@ func TestDeliveryGraphQLMatchesREST(t *testing.T) {
 					Deployments int64
 					Series      []client.DORABucket
 				}
-				Products     []client.Product
-				HelmReleases []client.HelmRelease
-				HelmRelease  client.HelmRelease
-				Images       struct{ Nodes []client.ReportedImage }
+				Products         []client.Product
+				HelmReleases     []client.HelmRelease
+				HelmRelease      client.HelmRelease
+				Images           struct{ Nodes []client.ReportedImage }
+				WorkflowRunStats client.WorkflowRunStats
 			}
 			err = s.Admin.GraphQL(ctx, `query($since: String) {
 				dora(filter: {runtime: "edge", since: $since}) { deployments series { start deployments successful failures leadTimeSeconds incidents openIncidents timeToRestoreSeconds } }
@@ -89,6 +92,7 @@ func TestDeliveryGraphQLMatchesREST(t *testing.T) {
 				helmRelease(namespace: "cache", name: "redis") { id runtime runtimeId cluster namespace name chart chartVersion appVersion status revision updated description reportedAt
 					history { revision status chart chartVersion appVersion updated description } }
 				images(first: 10) { nodes { id registry repository digest tags buildId commit { sha branch repoUrl message author time } issues { key tracker kind title state url error } reportedBy createdAt updatedAt } }
+				workflowRunStats(days: 7) { since days { date succeeded failed error } }
 			}`, map[string]any{"since": q.Since.Format(time.RFC3339)}, &g)
 			if err != nil {
 				t.Fatal(err)
@@ -122,6 +126,20 @@ func TestDeliveryGraphQLMatchesREST(t *testing.T) {
 				t.Fatalf("images: %+v, %v", ims, err)
 			}
 			same("images", g.Images.Nodes, ims.Items)
+			ws, err := s.Admin.WorkflowRunStats(ctx, 7)
+			var failed int64
+			for _, d := range ws.Days {
+				if d.Date == finished.Format(time.DateOnly) {
+					failed = d.Failed
+				}
+			}
+			if err != nil || len(ws.Days) != 7 || failed != 1 {
+				t.Fatalf("workflow run stats (the workflow failed on %s): %+v, %v", finished.Format(time.DateOnly), ws, err)
+			}
+			same("workflow run days", g.WorkflowRunStats.Days, ws.Days)
+			if g.WorkflowRunStats.Since.IsZero() || !g.WorkflowRunStats.Since.Equal(ws.Since) {
+				t.Errorf("workflow run stats since: GraphQL %s, REST %s", g.WorkflowRunStats.Since, ws.Since)
+			}
 			if !reflect.DeepEqual(g.Images.Nodes[0].Issues[0].Key, "PAY-9") {
 				t.Errorf("image issues: %+v", g.Images.Nodes[0].Issues)
 			}

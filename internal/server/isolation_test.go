@@ -200,13 +200,16 @@ func setupTenants(t *testing.T, d store.Dialect) *tenants {
 	// A's runtime reports an application with a deployment; A has a GitOps webhook secret.
 	reportApps(t, s.URL, art.Token, aReport())
 	// ... and a finished workflow, which the control plane archives.
-	wfAt := time.Unix(1700000100, 0).UTC()
+	wfAt := time.Now().UTC().Add(-time.Hour).Truncate(time.Second) // within the run statistics' window
 	reportApps(t, s.URL, art.Token, runtimev1.ReportRequest{Events: []runtimev1.AppEvent{{Type: runtimev1.WorkflowFinished, At: wfAt,
 		Workflow: &runtimev1.WorkflowRecord{Namespace: "a-pipelines", Name: "a-secret-pipeline-run", UID: aWorkflowUID, Phase: "Succeeded",
 			StartedAt: wfAt.Add(-time.Minute), FinishedAt: wfAt, Trigger: runtimev1.WorkflowTriggerSubmit, TriggeredBy: "alice@alpha.test",
 			Nodes: []runtimev1.WorkflowNodeRecord{{ID: "a-secret-pipeline-run", Name: "a-secret-pipeline-run", Type: "Steps", Phase: "Succeeded"}}}}}})
 	if aw, err := s.Admin.ListArchivedWorkflows(ctx, client.ArchiveFilter{}); err != nil || len(aw.Items) != 1 || aw.Items[0].UID != aWorkflowUID {
 		t.Fatalf("A's archived workflows: %+v, %v", aw, err)
+	}
+	if st, err := s.Admin.WorkflowRunStats(ctx, 90); err != nil || !strings.Contains(fmt.Sprint(st.Days), " 1 0 0}") {
+		t.Fatalf("A's workflow run statistics: %+v, %v", st, err)
 	}
 	// ... and a Helm release of its cluster.
 	reportApps(t, s.URL, art.Token, runtimev1.ReportRequest{Events: []runtimev1.AppEvent{{Type: runtimev1.HelmReleaseChanged, At: wfAt,
@@ -779,6 +782,14 @@ func init() {
 			}
 			return st, body
 		},
+		"GET /api/v1/archived-workflows/stats": func(t *testing.T, tn *tenants) (int, string) {
+			st, body := raw(t, tn, "GET", "/api/v1/archived-workflows/stats?days=90", tn.bKey, "")
+			expect(t, "B's workflow run statistics", st, 200)
+			if strings.Contains(body, `"succeeded":1`) {
+				t.Errorf("B's statistics count A's workflow: %s", body)
+			}
+			return st, body
+		},
 		"GET /api/v1/archived-workflows/{id}": func(t *testing.T, tn *tenants) (int, string) {
 			st, body := raw(t, tn, "GET", "/api/v1/archived-workflows/"+aWorkflowUID, tn.bKey, "")
 			expect(t, "A's archived workflow by UID", st, 404)
@@ -1006,21 +1017,22 @@ func init() {
 
 // gqlCases attack each GraphQL query field from account B.
 var gqlCases = map[string]string{
-	"hubTemplates": `{ hubTemplates { name source versions } }`,
-	"hubTemplate":  `{ builtin: hubTemplate(name: "git-clone") { name version parameters { name default required } } a: hubTemplate(name: "a-secret-template") { name } }`,
-	"products":     `{ products { name patterns defined applications createdAt } }`,
-	"helmReleases": `{ all: helmReleases { id name chart runtime } ns: helmReleases(namespace: "a-helm-ns", cluster: "in-cluster") { id name chart history { revision } } }`,
-	"helmRelease":  `{ helmRelease(namespace: "a-helm-ns", name: "a-secret-release") { id name chart history { revision chart } } }`,
-	"images":       `{ all: images(first: 1000) { nodes { id repository digest tags commit { sha message } issues { key title } } } byCommit: images(filter: {commit: "aaaaaaa"}) { nodes { id } } }`,
-	"product":      `{ a: product(name: "a-secret-product") { name patterns } b: product(name: "a-annotated-product") { name environments { name applications { name } } } }`,
-	"me":           `{ me { user { id email } account { id name } role accounts { id name role } invitations { id account { id name } role invitedBy } } }`,
-	"account":      `{ account { id name createdAt } }`,
-	"users":        `{ users(first: 1000) { nodes { id email name role } pageInfo { endCursor hasNextPage } } }`,
-	"apiKeys":      `{ apiKeys(first: 1000) { nodes { id name prefix userId } } }`,
-	"auditEvents":  `{ auditEvents(first: 1000) { nodes { id actor actorId action resourceId detail } } }`,
-	"teams":        `{ teams(first: 1000) { nodes { id name members { userId email } } } }`,
-	"sessions":     `{ sessions { id account { id name } current } }`,
-	"rules":        `{ rules(first: 1000) { nodes { id team user action kind runtime summary } } }`,
+	"hubTemplates":     `{ hubTemplates { name source versions } }`,
+	"hubTemplate":      `{ builtin: hubTemplate(name: "git-clone") { name version parameters { name default required } } a: hubTemplate(name: "a-secret-template") { name } }`,
+	"products":         `{ products { name patterns defined applications createdAt } }`,
+	"helmReleases":     `{ all: helmReleases { id name chart runtime } ns: helmReleases(namespace: "a-helm-ns", cluster: "in-cluster") { id name chart history { revision } } }`,
+	"workflowRunStats": `{ workflowRunStats(days: 90) { since days { date succeeded failed error } } }`,
+	"helmRelease":      `{ helmRelease(namespace: "a-helm-ns", name: "a-secret-release") { id name chart history { revision chart } } }`,
+	"images":           `{ all: images(first: 1000) { nodes { id repository digest tags commit { sha message } issues { key title } } } byCommit: images(filter: {commit: "aaaaaaa"}) { nodes { id } } }`,
+	"product":          `{ a: product(name: "a-secret-product") { name patterns } b: product(name: "a-annotated-product") { name environments { name applications { name } } } }`,
+	"me":               `{ me { user { id email } account { id name } role accounts { id name role } invitations { id account { id name } role invitedBy } } }`,
+	"account":          `{ account { id name createdAt } }`,
+	"users":            `{ users(first: 1000) { nodes { id email name role } pageInfo { endCursor hasNextPage } } }`,
+	"apiKeys":          `{ apiKeys(first: 1000) { nodes { id name prefix userId } } }`,
+	"auditEvents":      `{ auditEvents(first: 1000) { nodes { id actor actorId action resourceId detail } } }`,
+	"teams":            `{ teams(first: 1000) { nodes { id name members { userId email } } } }`,
+	"sessions":         `{ sessions { id account { id name } current } }`,
+	"rules":            `{ rules(first: 1000) { nodes { id team user action kind runtime summary } } }`,
 	// B's own decisions name nothing of A's rules (A's rule governs gitsources in A only); asking
 	// about A's member or A's pipeline is refused (the REST case checks how).
 	"authzExplain": `{ gitsources: authzExplain(action: "read", resource: "gitsources/a-rt-attr") { allowed governed reasons rule }
@@ -1116,7 +1128,8 @@ func testTenantIsolation(t *testing.T, d store.Dialect) {
 			if (f.Name == "deployments" && strings.Count(string(out), `"nodes":[]`) != 2) || (f.Name == "dora" && !strings.Contains(string(out), `"deployments":0`)) {
 				t.Errorf("B reads A's deployments: %s", out)
 			}
-			if (f.Name == "helmReleases" && strings.Count(string(out), `[]`) != 2) || (f.Name == "helmRelease" && !strings.Contains(string(out), `"helmRelease":null`)) ||
+			if (f.Name == "workflowRunStats" && (strings.Contains(string(out), `"succeeded":1`) || !strings.Contains(string(out), `"succeeded":0`))) ||
+				(f.Name == "helmReleases" && strings.Count(string(out), `[]`) != 2) || (f.Name == "helmRelease" && !strings.Contains(string(out), `"helmRelease":null`)) ||
 				(f.Name == "images" && !strings.Contains(string(out), `"byCommit":{"nodes":[]}`)) {
 				t.Errorf("B reads A's %s: %s", f.Name, out)
 			}

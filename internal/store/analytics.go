@@ -115,6 +115,53 @@ func (q *Queries) PutDeployment(ctx context.Context, d Deployment) (bool, error)
 	return n == 1, err
 }
 
+// PutHealthEvent stores a health transition unless it is stored already, and reports whether
+// it stored it. A transition of an account that does not exist is not stored.
+func (q *Queries) PutHealthEvent(ctx context.Context, h HealthEvent) (bool, error) {
+	res, err := q.exec(ctx, `INSERT INTO app_health_events (account_id, runtime_id, runtime, app, cluster, at, health, from_health, revision)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM accounts WHERE id = ?)
+		ON CONFLICT DO NOTHING`,
+		h.AccountID, h.RuntimeID, h.Runtime, h.App, h.Cluster, micros(h.At), h.Health, h.From, h.Revision, h.AccountID)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil || n != 1 {
+		return false, err
+	}
+	return true, q.refreshIncidents(ctx, h.AccountID, h.RuntimeID, h.App, micros(h.At))
+}
+
+// incidentsOf derives incidents from app_health_events d (filtered by the caller's WHERE, which
+// follows): the transitions to Degraded grouped by the next transition to Healthy (none: open).
+const incidentsOf = `SELECT account_id, runtime_id, app, MIN(runtime), MIN(cluster), MIN(at), COALESCE(restored, 0) FROM (
+	SELECT d.account_id, d.runtime_id, d.app, d.runtime, d.cluster, d.at, (SELECT MIN(h.at) FROM app_health_events h
+		WHERE h.account_id = d.account_id AND h.runtime_id = d.runtime_id AND h.app = d.app AND h.health = 'Healthy' AND h.at > d.at) AS restored
+	FROM app_health_events d WHERE d.health = 'Degraded' AND d.account_id = ? AND d.runtime_id = ? AND d.app = ? AND d.at >= ?) x
+	GROUP BY account_id, runtime_id, app, restored`
+
+// refreshIncidents derives again the incidents of an application that a transition at at
+// (unix microseconds), just stored, can change: those that end after the last transition to
+// Healthy before it, or have not ended. Every transition to Degraded of those incidents is at
+// or after that one (an incident ends at the first Healthy after its transitions), and every
+// later one belongs to them, so they are derived from those; the earlier incidents keep their
+// bounds. Out-of-order
+// transitions land the same as in order.
+func (q *Queries) refreshIncidents(ctx context.Context, accountID, runtimeID, app string, at int64) error {
+	var from int64
+	if err := q.queryRow(ctx, `SELECT COALESCE(MAX(at), -1) FROM app_health_events
+		WHERE account_id = ? AND runtime_id = ? AND app = ? AND health = 'Healthy' AND at < ?`, accountID, runtimeID, app, at).Scan(&from); err != nil {
+		return err
+	}
+	if _, err := q.exec(ctx, `DELETE FROM app_incidents WHERE account_id = ? AND runtime_id = ? AND app = ? AND (restored_at = 0 OR restored_at > ?)`,
+		accountID, runtimeID, app, from); err != nil {
+		return err
+	}
+	_, err := q.exec(ctx, `INSERT INTO app_incidents (account_id, runtime_id, app, runtime, cluster, started_at, restored_at) `+incidentsOf,
+		accountID, runtimeID, app, from)
+	return err
+}
+
 // InsertDeployments stores ds in multi-row statements, for loading many at once (the bench);
 // a deployment with the event key of one stored is left out.
 func (q *Queries) InsertDeployments(ctx context.Context, ds []Deployment) error {
@@ -159,20 +206,6 @@ func (q *Queries) ReplaceDeployment(ctx context.Context, d Deployment) error {
 func (q *Queries) LockAnalytics(ctx context.Context, accountID string) error {
 	_, err := q.exec(ctx, `UPDATE accounts SET name = name WHERE id = ?`, accountID)
 	return err
-}
-
-// PutHealthEvent stores a health transition unless it is stored already, and reports whether
-// it stored it. A transition of an account that does not exist is not stored.
-func (q *Queries) PutHealthEvent(ctx context.Context, h HealthEvent) (bool, error) {
-	res, err := q.exec(ctx, `INSERT INTO app_health_events (account_id, runtime_id, runtime, app, cluster, at, health, from_health, revision)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM accounts WHERE id = ?)
-		ON CONFLICT DO NOTHING`,
-		h.AccountID, h.RuntimeID, h.Runtime, h.App, h.Cluster, micros(h.At), h.Health, h.From, h.Revision, h.AccountID)
-	if err != nil {
-		return false, err
-	}
-	n, err := res.RowsAffected()
-	return n == 1, err
 }
 
 // AppCluster returns the destination cluster (name, else server URL) and namespace of
@@ -465,7 +498,13 @@ func (q *Queries) LeadInBucket(ctx context.Context, accountID string, f Deployme
 // RuntimeIDs returns the IDs of account's runtimes that ref (an ID, or a name) names among the
 // deployments: a name can have been several runtimes' over time.
 func (q *Queries) RuntimeIDs(ctx context.Context, accountID, ref string) ([]string, error) {
-	rows, err := q.query(ctx, `SELECT DISTINCT runtime_id FROM deployments WHERE account_id = ? AND runtime = ?`, accountID, ref)
+	// A loose index scan of deployments_runtime_name: one seek per runtime ID, not a read of
+	// every deployment of the name (SELECT DISTINCT reads them all).
+	rows, err := q.query(ctx, `WITH RECURSIVE ids (id) AS (
+			SELECT MIN(runtime_id) FROM deployments WHERE account_id = ? AND runtime = ?
+			UNION ALL
+			SELECT (SELECT MIN(runtime_id) FROM deployments WHERE account_id = ? AND runtime = ? AND runtime_id > ids.id) FROM ids WHERE ids.id IS NOT NULL)
+		SELECT id FROM ids WHERE id IS NOT NULL`, accountID, ref, accountID, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -532,48 +571,45 @@ type Incident struct {
 	Start, RestoredAt time.Time
 }
 
-// Incidents returns account's incidents that f selects (f's times bound the transitions to
-// Degraded), oldest first.
+// Incidents returns account's incidents that f selects (f's times bound the incidents'
+// starts), oldest first, from app_incidents.
 func (q *Queries) Incidents(ctx context.Context, accountID string, f DeploymentFilter) ([]Incident, error) {
-	inner := `SELECT d.runtime_id, d.app, d.at, (SELECT MIN(h.at) FROM app_health_events h
-			WHERE h.account_id = d.account_id AND h.runtime_id = d.runtime_id AND h.app = d.app AND h.health = 'Healthy' AND h.at > d.at) AS restored
-		FROM app_health_events d WHERE d.account_id = ? AND d.health = 'Degraded'`
+	query := `SELECT runtime_id, app, started_at, restored_at FROM app_incidents WHERE account_id = ?`
 	args := []any{accountID}
-	inner, args, err := appSetWhere(f, "d.", inner, args)
+	query, args, err := appSetWhere(f, "", query, args)
 	if err != nil {
 		return nil, err
 	}
 	if f.App != "" {
-		inner += ` AND d.app = ?`
+		query += ` AND app = ?`
 		args = append(args, f.App)
 	}
 	switch {
 	case len(f.RuntimeIDs) > 0:
-		inner += ` AND d.runtime_id IN (` + placeholders(len(f.RuntimeIDs)) + `)`
+		query += ` AND runtime_id IN (` + placeholders(len(f.RuntimeIDs)) + `)`
 		for _, id := range f.RuntimeIDs {
 			args = append(args, id)
 		}
 	case strings.HasPrefix(f.Runtime, PrefixRuntime+"_"):
-		inner += ` AND d.runtime_id = ?`
+		query += ` AND runtime_id = ?`
 		args = append(args, f.Runtime)
 	case f.Runtime != "":
-		inner += ` AND d.runtime = ?`
+		query += ` AND runtime = ?`
 		args = append(args, f.Runtime)
 	}
 	if f.Cluster != "" {
-		inner += ` AND d.cluster = ?`
+		query += ` AND cluster = ?`
 		args = append(args, f.Cluster)
 	}
 	if !f.Since.IsZero() {
-		inner += ` AND d.at >= ?`
+		query += ` AND started_at >= ?`
 		args = append(args, micros(f.Since))
 	}
 	if !f.Until.IsZero() {
-		inner += ` AND d.at < ?`
+		query += ` AND started_at < ?`
 		args = append(args, micros(f.Until))
 	}
-	rows, err := q.query(ctx, `SELECT runtime_id, app, MIN(at) AS start, COALESCE(restored, 0) FROM (`+inner+`) x
-		GROUP BY runtime_id, app, restored ORDER BY start`, args...)
+	rows, err := q.query(ctx, query+` ORDER BY started_at`, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -1703,6 +1703,13 @@ describe('web UI', () => {
     const day = 86_400_000;
     const now = Date.now();
     const iso = (t: number) => new Date(t).toISOString();
+    const rangeOf = (i: number, finished: number) => {
+      const own = { sha: sha(i), author: 'Ada', message: `change ${i}`, time: iso(finished - 3_600_000) };
+      if (i === 1) return { kind: 'first', commits: [own] };
+      const from = sha(i === 4 ? 2 : i - 1); // sync 3 failed: 4's range starts at 2's revision
+      const extra = i === 6 ? [{ sha: 'a'.repeat(40), author: 'Grace', message: 'PAY-8 split the cart', time: iso(finished - 3_600_000) }] : [];
+      return { kind: 'range', from, commits: [own, ...extra] };
+    };
     // Six syncs over the last five days, one failed; each commit an hour older than its sync.
     const syncs = [1, 2, 3, 4, 5, 6].map((i) => {
       const finished = now - (6 - i) * day + (i === 6 ? -60_000 : 0) - 3_600_000;
@@ -1718,6 +1725,9 @@ describe('web UI', () => {
           initiatedBy: i === 4 ? 'user' : 'automated',
           user: i === 4 ? ADMIN_EMAIL : undefined,
           commit: { sha: sha(i), author: 'Ada', message: `change ${i}`, time: iso(finished - 3_600_000) },
+          // The git range the runtime walked: the first sync the revision's own commit; then the
+          // commits since the previous successful sync's revision (the newest, two).
+          commits: rangeOf(i, finished),
           startedAt: iso(finished - 20_000),
           finishedAt: iso(finished),
         },
@@ -1844,6 +1854,13 @@ describe('web UI', () => {
     expect(await newest.textContent()).toContain('registry.example/acme/pay:1.6@dddddddddddd');
     expect(await newest.textContent()).toContain('PAY-7 faster checkout');
     await newest.getByTestId('issue-PAY-7').waitFor();
+    // … and the commits of its git range: the revision's and the one before it, with its issue key.
+    const range = newest.getByTestId('deployment-commits');
+    expect(await range.getAttribute('data-range')).toBe('range');
+    expect(await range.textContent()).toContain('2 commits since 5555555');
+    expect(await range.getByTestId('deployed-commit-aaaaaaa').textContent()).toMatch(/aaaaaaa PAY-8 split the cart — Grace/);
+    await range.getByTestId('commit-issue-PAY-8').waitFor();
+    expect(await items.last().getByTestId('deployment-commits').getAttribute('data-range')).toBe('first');
     expect(await items.nth(3).getAttribute('data-result')).toBe('failed');
     await shot('deployments');
 

@@ -95,6 +95,41 @@ func (r *resolver) HelmRelease(ctx context.Context, args struct {
 	return &helmReleaseResolver{h}, nil
 }
 
+func (r *resolver) WorkflowRunStats(ctx context.Context, args struct{ Days *int32 }) (workflowRunStatsResolver, error) {
+	p, err := httpx.Principal(ctx)
+	if err != nil {
+		return workflowRunStatsResolver{}, wrap(err)
+	}
+	days := runtimes.DefaultWorkflowStatsDays
+	if args.Days != nil {
+		days = int(*args.Days)
+	}
+	st, err := r.runtimes.WorkflowRunStats(ctx, p, days)
+	if err != nil {
+		return workflowRunStatsResolver{}, wrap(err)
+	}
+	return workflowRunStatsResolver{st}, nil
+}
+
+type workflowRunStatsResolver struct{ s runtimes.WorkflowRunStats }
+
+func (w workflowRunStatsResolver) Since() string { return w.s.Since.Format(time.RFC3339) }
+func (w workflowRunStatsResolver) Until() string { return w.s.Until.Format(time.RFC3339) }
+func (w workflowRunStatsResolver) Days() []workflowRunDayResolver {
+	out := make([]workflowRunDayResolver, len(w.s.Days))
+	for i, d := range w.s.Days {
+		out[i] = workflowRunDayResolver{d}
+	}
+	return out
+}
+
+type workflowRunDayResolver struct{ d runtimes.WorkflowRunDay }
+
+func (d workflowRunDayResolver) Date() string     { return d.d.Day.Format(time.DateOnly) }
+func (d workflowRunDayResolver) Succeeded() int32 { return int32(d.d.Succeeded) }
+func (d workflowRunDayResolver) Failed() int32    { return int32(d.d.Failed) }
+func (d workflowRunDayResolver) Error() int32     { return int32(d.d.Errored) }
+
 type helmReleaseResolver struct{ h runtimes.HelmRelease }
 
 func (h helmReleaseResolver) ID() gql.ID           { return gql.ID(h.h.ID) }

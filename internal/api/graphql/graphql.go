@@ -53,7 +53,7 @@ const (
 // Limits are the bounds of one GraphQL request: gqlguard's defaults with the page sizes of
 // internal/paging and the weights of what reads storage or a runtime.
 func Limits() gqlguard.Limits {
-	w := map[string]int{"Query.applications": scanWeight, "Query.applicationCounts": scanWeight, "Query.product": scanWeight, "Query.hubTemplates": scanWeight, "Query.hubTemplate": scanWeight, "Query.dora": doraWeight,
+	w := map[string]int{"Query.applications": scanWeight, "Query.applicationCounts": scanWeight, "Query.product": scanWeight, "Query.hubTemplates": scanWeight, "Query.hubTemplate": scanWeight, "Query.dora": doraWeight, "Query.workflowRunStats": scanWeight,
 		"Query.deployments": readWeight, "Deployment": applicationWeight,
 		"Application.history": historyWeight, "Application.tree": treeWeight, "Application": applicationWeight}
 	for _, f := range []string{"me", "account", "users", "apiKeys", "auditEvents", "runtimes", "runtime", "application"} {

@@ -171,6 +171,7 @@ func (a *API) Routes() []Route {
 		{Method: "POST", Path: "/api/v1/runtimes/{runtime}/token", Handler: a.rotateRuntimeToken},
 		{Method: "PUT", Path: "/api/v1/runtimes/{runtime}/owner", Handler: a.setRuntimeOwner},
 		{Method: "GET", Path: "/api/v1/archived-workflows", Handler: a.listArchivedWorkflows},
+		{Method: "GET", Path: "/api/v1/archived-workflows/stats", Handler: a.workflowRunStats},
 		{Method: "GET", Path: "/api/v1/archived-workflows/{id}", Handler: a.getArchivedWorkflow},
 		{Method: "GET", Path: "/api/v1/helm-releases", Handler: a.listHelmReleases},
 		{Method: "GET", Path: "/api/v1/helm-releases/{namespace}/{name}", Handler: a.getHelmRelease},

@@ -2,6 +2,7 @@ package rest
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/freshet-dev/freshet/client"
 	"github.com/freshet-dev/freshet/internal/api/httpx"
@@ -42,6 +43,29 @@ func (a *API) listArchivedWorkflows(w http.ResponseWriter, r *http.Request) erro
 	}
 	httpx.WriteJSON(w, http.StatusOK, out)
 	return nil
+}
+
+// workflowRunStats is GET /api/v1/archived-workflows/stats?days=14.
+func (a *API) workflowRunStats(w http.ResponseWriter, r *http.Request) error {
+	days, err := runtimes.ParseWorkflowStatsDays(r.URL.Query().Get("days"))
+	if err != nil {
+		return err
+	}
+	st, err := a.runtimes.WorkflowRunStats(r.Context(), principal(r), days)
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, ToWorkflowRunStats(st))
+	return nil
+}
+
+// ToWorkflowRunStats is the API's form of st.
+func ToWorkflowRunStats(st runtimes.WorkflowRunStats) client.WorkflowRunStats {
+	out := client.WorkflowRunStats{Since: st.Since, Until: st.Until, Days: make([]client.WorkflowRunDay, len(st.Days))}
+	for i, d := range st.Days {
+		out.Days[i] = client.WorkflowRunDay{Date: d.Day.Format(time.DateOnly), Succeeded: d.Succeeded, Failed: d.Failed, Error: d.Errored}
+	}
+	return out
 }
 
 func (a *API) getArchivedWorkflow(w http.ResponseWriter, r *http.Request) error {

@@ -89,6 +89,46 @@ describe('the deployment timeline', () => {
     expect(html).not.toContain('href="/applications/edge/web"');
   });
 
+  it("shows the commits the runtime found in the deployment's git range: SHA, subject, author and issue keys, with the range's kind", () => {
+    const older = 'beef'.padEnd(40, '2');
+    const d: Deployment = {
+      ...ok,
+      images: null,
+      commits: [
+        { sha, message: 'SHOP-12 add the cart\nbody', author: 'Ada', issues: ['SHOP-12'], sources: ['git', 'image'] },
+        { sha: older, message: 'fix the basket (SHOP-9, OPS-3)', author: 'Grace', issues: ['SHOP-9', 'OPS-3'], sources: ['git'] },
+        { sha: 'abc1234', message: 'image only', issues: null, sources: ['image'] },
+      ],
+      commitRange: { kind: 'range', from: 'c0ffee'.padEnd(40, '0'), truncated: true },
+    };
+    const html = renderToStaticMarkup(<DeploymentTimeline items={[d]} />);
+    expect(html).toContain('data-range="range"');
+    // Two of the three came from the git walk; the third from an image's build.
+    expect(html).toContain('2 commits since c0ffee0 (the newest; there were more)');
+    expect(html).toContain(`<code title="${older}">beef222</code> fix the basket (SHOP-9, OPS-3)<span class="muted"> — Grace</span>`);
+    expect(html).toContain('data-testid="commit-issue-SHOP-9"');
+    expect(html).toContain('data-testid="commit-issue-OPS-3"');
+    expect(html).toContain('data-testid="commit-issue-SHOP-12"');
+    expect(html).toContain('image only<span class="muted small"> (from an image)</span>');
+    expect(html).not.toContain('body');
+  });
+
+  it.each([
+    [{ kind: 'first' }, [{ sha, message: 'initial', author: 'Ada', issues: null, sources: ['git'] }], 'First deployment of the repository'],
+    [{ kind: 'rollback', from: 'c0ffee'.padEnd(40, '0') }, null, 'Rollback to an earlier revision (from c0ffee0): no new commits'],
+    [{ kind: 'unchanged' }, [], 'Same revision as the previous deployment: no new commits'],
+    [{ kind: 'range' }, [{ sha, message: 'one', issues: null, sources: ['git'] }], '1 commit<'],
+  ])('words the %o range', (commitRange, commits, words) => {
+    const html = renderToStaticMarkup(<DeploymentTimeline items={[{ ...ok, images: null, commitRange, commits }]} />);
+    expect(html).toContain(`data-range="${commitRange.kind}"`);
+    expect(html).toContain(words);
+  });
+
+  it('shows no commits section for a runtime that reports no range and an image without commits', () => {
+    const html = renderToStaticMarkup(<DeploymentTimeline items={[{ ...ok, images: null, commits: null, commitRange: undefined }]} />);
+    expect(html).not.toContain('deployment-commits');
+  });
+
   it('links to the application when listing several', () => {
     expect(renderToStaticMarkup(<DeploymentTimeline items={[ok]} />)).toContain('href="/applications/edge/web"');
   });

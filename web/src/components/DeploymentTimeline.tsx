@@ -1,8 +1,10 @@
 // A timeline of deployment records (docs/analytics.md): each with its revision, trigger and
 // result, what made it a failed change, the images it deployed (digest) and — from image
-// enrichment — the commits and issues those images were built from. The Deployments page and
-// the application page's Deployments tab show it.
-import type { DeployedImage, Deployment } from '../api/analytics';
+// enrichment — the commits and issues those images were built from; and the commits the
+// deployment brought, as its runtime walked the git range (kind range, first, rollback or
+// unchanged), each with the issue keys its message names. The Deployments page and the
+// application page's Deployments tab show it.
+import type { DeployedCommit, DeployedImage, Deployment } from '../api/analytics';
 import { shortDigest } from '../api/products';
 import { Link } from '../app/router';
 import { aftermath, formatSeconds, shortRevision } from '../lib/dora';
@@ -58,6 +60,61 @@ export function ImageRow({ im }: { im: DeployedImage }) {
   );
 }
 
+/** What the range kind says about a deployment's commits (docs/analytics.md#commits-of-a-deployment). */
+export function rangeWords(d: Deployment): string | undefined {
+  const r = d.commitRange;
+  if (!r) return undefined;
+  const n = (d.commits ?? []).filter((c) => c.sources?.includes('git')).length;
+  const from = r.from ? ` since ${shortRevision(r.from)}` : '';
+  switch (r.kind) {
+    case 'range':
+      return `${n} commit${n === 1 ? '' : 's'}${from}${r.truncated ? ' (the newest; there were more)' : ''}`;
+    case 'first':
+      return 'First deployment of the repository: the revision’s own commit';
+    case 'rollback':
+      return `Rollback to an earlier revision${from ? ` (from ${shortRevision(r.from ?? '')})` : ''}: no new commits`;
+    case 'unchanged':
+      return 'Same revision as the previous deployment: no new commits';
+  }
+  return r.kind;
+}
+
+function CommitRow({ c }: { c: DeployedCommit }) {
+  const issues = c.issues ?? [];
+  const sources = c.sources ?? [];
+  return (
+    <li data-testid={`deployed-commit-${c.sha.slice(0, 7)}`}>
+      <code title={c.sha}>{c.sha.slice(0, 7)}</code> {c.message?.split('\n')[0]}
+      {c.author && <span className="muted"> — {c.author}</span>}
+      {issues.map((k) => (
+        <span key={k} className="deploy-issue-key" data-testid={`commit-issue-${k}`}>
+          <Badge>{k}</Badge>
+        </span>
+      ))}
+      {sources.length === 1 && sources[0] === 'image' && <span className="muted small"> (from an image)</span>}
+    </li>
+  );
+}
+
+/** The commits a deployment shipped, with the range kind its runtime reported. */
+export function DeploymentCommits({ d }: { d: Deployment }) {
+  const commits = d.commits ?? [];
+  const words = rangeWords(d);
+  if (!words && commits.length === 0) return null;
+  return (
+    <div className="small" data-testid="deployment-commits" data-range={d.commitRange?.kind ?? ''}>
+      {words && <span className="muted">{words}</span>}
+      {commits.length > 0 && (
+        <ul className="deploy-images" aria-label={`Commits of deployment ${shortRevision(d.revision)}`}>
+          {commits.map((c) => (
+            <CommitRow key={c.sha} c={c} />
+          ))}
+        </ul>
+      )}
+    </div>
+  );
+}
+
 /** One deployment on the timeline. */
 export function DeploymentItem({ d, showApp = true }: { d: Deployment; showApp?: boolean }) {
   const after = aftermath(d);
@@ -89,6 +146,7 @@ export function DeploymentItem({ d, showApp = true }: { d: Deployment; showApp?:
           {d.commit.author && <span className="muted"> — {d.commit.author}</span>}
         </div>
       )}
+      <DeploymentCommits d={d} />
       {d.message && d.result !== 'succeeded' && <div className="small text-danger">{d.message}</div>}
       {after && (
         <div className="small text-warning" data-testid="deployment-aftermath">

@@ -45,6 +45,7 @@ interface HomeData {
 // The charts load after the page (visx and the stats call are not part of Home's first load).
 const BuildTrends = lazy(() => import('../components/BuildTrends'));
 const DeliveryTrends = lazy(() => import('../components/DoraCharts'));
+const WorkflowTrends = lazy(() => import('../components/WorkflowTrends'));
 
 /** Builds the Home card counts from: the newest page (GraphQL has no builds yet). */
 const RECENT_BUILDS = 100;
@@ -136,6 +137,13 @@ export function Home() {
       ) : (
         <div className="chart-placeholder skeleton-row" role="status" aria-label="Loading deployment trends" />
       )}
+
+      <div className="section-row">
+        <h2 className="section-title">Delivery Pipelines runs</h2>
+      </div>
+      <Suspense fallback={<div className="chart-placeholder skeleton-row" role="status" aria-label="Loading Delivery Pipelines runs" />}>
+        <WorkflowTrends />
+      </Suspense>
 
       <div className="section-row">
         <h2 className="section-title">Recent activity</h2>
