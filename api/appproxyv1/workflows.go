@@ -28,8 +28,11 @@ type Workflow struct {
 	// Creator is who submitted it through the app-proxy (its creator labels), empty otherwise.
 	Creator string `json:"creator"`
 	// ResubmittedFrom is the Workflow this one was resubmitted from.
-	ResubmittedFrom string    `json:"resubmittedFrom"`
-	CreatedAt       time.Time `json:"createdAt"`
+	ResubmittedFrom string `json:"resubmittedFrom"`
+	// Sensor is the Sensor that submitted it (its events.argoproj.io/sensor label): the Delivery
+	// Pipeline it is a run of.
+	Sensor    string    `json:"sensor"`
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 // WorkflowDetail is one Workflow with its node tree (`GET workflows/{namespace}/{name}` and the
@@ -71,6 +74,28 @@ type WorkflowNode struct {
 	// Result is outputs.result, ExitCode outputs.exitCode.
 	Result   *string `json:"result"`
 	ExitCode *string `json:"exitCode"`
+	// InputArtifacts and OutputArtifacts are the node's artifacts and where they are.
+	InputArtifacts  []WorkflowArtifact `json:"inputArtifacts"`
+	OutputArtifacts []WorkflowArtifact `json:"outputArtifacts"`
+}
+
+// WorkflowArtifact is an input or output artifact of a node: its name, its path in the
+// container, and its location (no credentials).
+type WorkflowArtifact struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
+	// Location is s3, git, http or raw ("" when it has none, as an optional artifact not
+	// produced).
+	Location string `json:"location"`
+	// Bucket and Key locate an s3 artifact (Endpoint its server); URL an http artifact or a git
+	// repository (Revision its revision).
+	Endpoint string `json:"endpoint"`
+	Bucket   string `json:"bucket"`
+	Key      string `json:"key"`
+	URL      string `json:"url"`
+	Revision string `json:"revision"`
+	// Deleted says artifactGC deleted it.
+	Deleted bool `json:"deleted"`
 }
 
 // WorkflowSubmitRequest is the body of `POST workflows`: a Workflow manifest, or From a

@@ -307,7 +307,11 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 	if r.wf != nil {
 		wfs = r.wf
 	}
-	gh, err := host.New(host.Options{Workflows: wfs, Dir: opts.DataDir, InstallRepo: opts.InstallRepo, InCluster: kube, Engine: opts.Engine,
+	var evs host.Events
+	if r.ev != nil {
+		evs = r.ev
+	}
+	gh, err := host.New(host.Options{Workflows: wfs, Events: evs, Dir: opts.DataDir, InstallRepo: opts.InstallRepo, InCluster: kube, Engine: opts.Engine,
 		ClusterStore: store, RepoCreds: creds, Sink: r.sendReport, Logger: log, Policy: policy, Rollouts: ro,
 		ClusterApps: opts.WatchClusterApps && kube != nil, ClusterAppsNamespace: clusterAppsNamespace(opts.ClusterAppsNamespace),
 		ClusterAppsSourceNamespaces: opts.ClusterAppsSourceNamespaces})

@@ -34,6 +34,8 @@ func appProxyOperation(method, path string) (kind rbac.Kind, action rbac.Action,
 		kind = rbac.KindClusters
 	case "workflows", "workflow-templates", "cluster-workflow-templates":
 		return workflowOperation(method, parts)
+	case "sensors", "event-sources": // a Delivery Pipeline's parts: reading them is reading workflows
+		return rbac.KindWorkflows, rbac.ActRead, "", method == http.MethodGet && len(parts) == 1
 	default:
 		return "", "", "", false
 	}

@@ -217,6 +217,8 @@ function specWith(commandsKey: string): string {
 const APPS = '/runtimes/local/app-proxy/api/v1/applications';
 /** Namespaces of this run's applications (unique, should the cluster be shared). */
 const NS = `ui-e2e-${Math.random().toString(36).slice(2, 8)}`;
+/** A Workflow the Delivery Pipelines test runs on `local` (with a cluster), for the layout checks. */
+let pipelineRun = '';
 
 const DEPLOY = `apiVersion: apps/v1
 kind: Deployment
@@ -981,7 +983,8 @@ describe('web UI', () => {
       expect(new URL(page.url()).pathname).toBe('/settings/git');
       expect(await page.getByRole('link', { name: 'GitOps push webhook' }).getAttribute('href')).toBe('/settings/gitops-webhook');
       const form = page.getByTestId('git-browse-form');
-      await expect.poll(() => form.getByLabel('Runtime').inputValue()).toBe('local');
+      await expect.poll(() => form.getByLabel('Runtime').locator('option[value="local"]').count()).toBe(1);
+    await form.getByLabel('Runtime').selectOption('local');
       await form.getByLabel('Provider').selectOption('gitea');
       // Gitea has no default server.
       await form.getByLabel('Personal access token').fill(TOKEN);
@@ -1966,6 +1969,10 @@ describe('web UI', () => {
       ['/helm', 'helm'],
       [`/helm/cache/redis?runtime=${DELIVERY_RUNTIME}&cluster=prod-eu`, 'helm-release'],
       ...(kube ? ([['/applications/local/shop', 'application']] as const) : []),
+      ['/delivery-pipelines', 'delivery-pipelines'],
+      ['/delivery-pipelines/new', 'delivery-pipeline-new'],
+      ['/delivery-pipelines/local/default/nightly', 'delivery-pipeline'],
+      ...(pipelineRun ? ([[pipelineRun, 'workflow-run']] as const) : []),
     ] as const) {
       await visit(path, name);
       if (name === 'build') await page.locator('[data-testid="build-log"][data-ended="true"]').waitFor();
@@ -1975,6 +1982,92 @@ describe('web UI', () => {
     expect(darkProblems, darkProblems.join('\n')).toEqual([]);
     await page.getByRole('button', { name: 'Switch to light theme' }).click();
     expect(await page.evaluate(() => localStorage.getItem('freshet.theme'))).toBe('light');
+  });
+
+  it('lists Delivery Pipelines and its wizard refuses a name that is not DNS-1123, naming the field, before anything is sent', async () => {
+    await visit('/delivery-pipelines', 'delivery-pipelines');
+    await page.getByRole('heading', { name: 'Delivery Pipelines', level: 1 }).waitFor();
+    // local is hybrid: with a cluster it answers (no pipelines yet), without one its events
+    // controller is missing and the page names the runtime and why.
+    if (kube) await page.getByText('No Delivery Pipelines yet').waitFor();
+    else await page.getByText(/^local: .*events controller/).waitFor();
+    await shot('delivery-pipelines');
+    await page.getByRole('link', { name: 'New Delivery Pipeline' }).click();
+    await page.locator('[data-page="delivery-pipeline-new"]').waitFor();
+    const form = page.getByRole('form', { name: 'New Delivery Pipeline' });
+    await expect.poll(() => form.getByLabel('Runtime').locator('option[value="local"]').count()).toBe(1);
+    await form.getByLabel('Runtime').selectOption('local');
+    let sent = 0;
+    const count = (r: { url(): string; method(): string }) => {
+      if (r.method() === 'POST' && r.url().includes('/delivery-pipelines')) sent++;
+    };
+    page.on('request', count);
+    await form.getByLabel('Name').fill('Build_On_Push');
+    await form.getByLabel('Event type').selectOption('github');
+    await form.getByLabel('Owner').fill('acme');
+    await form.getByRole('button', { name: 'Commit pipeline' }).click();
+    await form.getByText('Name "Build_On_Push" is not a DNS-1123 name').waitFor();
+    await form.getByText('Repository is required').waitFor();
+    await form.getByText('Secret name is required').waitFor();
+    await form.getByText('Template is required').waitFor();
+    expect(await form.getByLabel('Name').getAttribute('aria-invalid')).toBe('true');
+    await form.getByLabel('Event type').selectOption('calendar');
+    await form.getByLabel('Schedule').fill('daily');
+    await form.getByRole('button', { name: 'Commit pipeline' }).click();
+    await form.getByText('Schedule "daily" is not a cron schedule').waitFor();
+    // The Hub's templates are offered.
+    await form.getByLabel('From').selectOption('hub');
+    await expect.poll(() => form.getByLabel('Template').locator('option[value="git-clone"]').count()).toBe(1);
+    await shot('delivery-pipeline-new-errors');
+    page.off('request', count);
+    expect(sent, 'the wizard sent a request it had refused').toBe(0);
+  });
+
+  it('shows a run on local: its DAG graph, the details of a node, and terminates it after confirmation', async (c) => {
+    if (!kube) c.skip(`cluster part skipped: ${kubeSkip}`);
+    const session = await adminToken();
+    // Suspend nodes need no pod: the graph, the panel and the operations are the runtime's own.
+    const wf = {
+      namespace: 'default',
+      workflow: {
+        apiVersion: 'argoproj.io/v1alpha1',
+        kind: 'Workflow',
+        metadata: { generateName: 'ui-e2e-run-' },
+        spec: {
+          entrypoint: 'main',
+          arguments: { parameters: [{ name: 'greeting', value: 'hello' }] },
+          templates: [
+            { name: 'main', dag: { tasks: [{ name: 'hold', template: 'wait' }, { name: 'after', template: 'wait', dependencies: ['hold'] }] } },
+            { name: 'wait', suspend: {} },
+          ],
+        },
+      },
+    };
+    const r = await api('/runtimes/local/app-proxy/api/v1/workflows', session, { method: 'POST', body: JSON.stringify(wf) });
+    expect(r.status, await r.clone().text()).toBe(201);
+    const { name } = (await r.json()) as { name: string };
+    pipelineRun = `/workflows/local/default/${name}`;
+    await visit(pipelineRun, 'workflow-run');
+    await page.getByTestId('wf-node-hold').waitFor({ timeout: 30_000 });
+    await page.getByTestId(`wf-node-${name}`).waitFor();
+    // Left to right: the DAG's node before the task it started.
+    const x = async (id: string) => (await page.getByTestId(id).boundingBox())!.x;
+    expect(await x(`wf-node-${name}`)).toBeLessThan(await x('wf-node-hold'));
+    expect(await page.getByTestId('wf-node-hold').getAttribute('data-phase')).toBe('Running');
+    await page.getByTestId('wf-node-hold').focus();
+    await page.keyboard.press('Enter');
+    const panel = page.getByTestId('node-panel');
+    await panel.getByRole('heading', { name: /hold/ }).waitFor();
+    await panel.getByText('Suspend', { exact: true }).waitFor();
+    await panel.getByRole('heading', { name: 'Inputs' }).waitFor();
+    await panel.getByRole('heading', { name: 'Output artifacts' }).waitFor();
+    await shot('workflow-run');
+    await page.getByRole('button', { name: 'Terminate' }).click();
+    const dialog = page.getByRole('dialog', { name: `Terminate ${name}?` });
+    await dialog.getByRole('button', { name: 'Terminate' }).click();
+    await dialog.waitFor({ state: 'detached' });
+    await expect.poll(async () => (await (await api(`/runtimes/local/app-proxy/api/v1/workflows/default/${name}`, session)).json()).shutdown, { timeout: 15_000 }).toBe('Terminate');
+    await expect.poll(() => page.getByRole('button', { name: 'Resubmit' }).isVisible(), { timeout: 30_000 }).toBe(true);
   });
 
   it('browses the template Hub: search, a category, a template with its parameters and README rendered', async () => {
@@ -2172,6 +2265,10 @@ describe('web UI', () => {
             ['/applications/local/shop?tab=deployments', 'application-deployments'],
           ] as const)
         : []),
+      ['/delivery-pipelines', 'delivery-pipelines'],
+      ['/delivery-pipelines/new', 'delivery-pipeline-new'],
+      ['/delivery-pipelines/local/default/nightly', 'delivery-pipeline'],
+      ...(pipelineRun ? ([[pipelineRun, 'workflow-run']] as const) : []),
       ['/pipelines', 'pipelines'],
       ['/pipelines/e2e/stream', 'pipeline'],
       ['/pipelines/e2e/stream?tab=settings', 'pipeline-settings'],

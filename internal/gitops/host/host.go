@@ -98,6 +98,9 @@ type Options struct {
 	// Workflows is the runtime's Argo Workflows controller, served under workflows/ and
 	// workflow-templates/ (nil: none; those routes answer unavailable).
 	Workflows Workflows
+	// Events is the runtime's Argo Events controller, served under sensors/ and event-sources/
+	// (nil: none; those routes answer unavailable).
+	Events Events
 	// ClusterApps: also run the Application and AppProject custom resources (argoproj.io) of
 	// ClusterAppsNamespace in the InCluster cluster, as Argo CD does, installing their CRDs
 	// (docs/gitops.md, "Applications from the cluster"). Needs InCluster.

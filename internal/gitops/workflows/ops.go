@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"sort"
@@ -364,7 +365,7 @@ func summaryOf(wf *Workflow) appproxyv1.Workflow {
 	s := appproxyv1.Workflow{Name: wf.Name, Namespace: wf.Namespace, UID: string(wf.UID), Phase: string(wf.Status.Phase), Message: wf.Status.Message,
 		StartedAt: timePtr(wf.Status.StartedAt), FinishedAt: timePtr(wf.Status.FinishedAt), Progress: wf.Status.Progress,
 		Suspended: wf.Spec.Suspend != nil && *wf.Spec.Suspend, Shutdown: wf.Spec.Shutdown, Creator: wf.Annotations[AnnotationSubmittedBy],
-		ResubmittedFrom: wf.Labels[LabelResubmittedFrom], CreatedAt: wf.CreationTimestamp.UTC()}
+		ResubmittedFrom: wf.Labels[LabelResubmittedFrom], Sensor: wf.Labels[LabelSensor], CreatedAt: wf.CreationTimestamp.UTC()}
 	if s.Phase == "" {
 		s.Phase = string(WorkflowPending)
 	}
@@ -414,6 +415,37 @@ func nodeTemplate(n NodeStatus) string {
 	return n.TemplateName
 }
 
+// artifactsOf is a node's artifacts as the API shows them: where they are, without
+// credentials (a URL's user and query are left out).
+func artifactsOf(as []Artifact) []appproxyv1.WorkflowArtifact {
+	out := make([]appproxyv1.WorkflowArtifact, 0, len(as))
+	for _, a := range as {
+		wa := appproxyv1.WorkflowArtifact{Name: a.Name, Path: a.Path, Deleted: a.Deleted}
+		switch {
+		case a.S3 != nil:
+			wa.Location, wa.Endpoint, wa.Bucket, wa.Key = "s3", a.S3.Endpoint, a.S3.Bucket, a.S3.Key
+		case a.Git != nil:
+			wa.Location, wa.URL, wa.Revision = "git", publicURL(a.Git.Repo), a.Git.Revision
+		case a.HTTP != nil:
+			wa.Location, wa.URL = "http", publicURL(a.HTTP.URL)
+		case a.Raw != nil:
+			wa.Location = "raw"
+		}
+		out = append(out, wa)
+	}
+	return out
+}
+
+// publicURL is u without its user information and query, which may carry credentials.
+func publicURL(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || p.Scheme == "" {
+		return u
+	}
+	p.User, p.RawQuery, p.Fragment = nil, "", ""
+	return p.String()
+}
+
 func detailFrom(wf *Workflow) appproxyv1.WorkflowDetail {
 	d := appproxyv1.WorkflowDetail{Workflow: summaryOf(wf), Entrypoint: wf.Spec.Entrypoint, Parameters: params(wf.Spec.Arguments.Parameters),
 		Nodes: []appproxyv1.WorkflowNode{}}
@@ -423,16 +455,19 @@ func detailFrom(wf *Workflow) appproxyv1.WorkflowDetail {
 	for _, n := range sortedNodes(wf.Status.Nodes) {
 		wn := appproxyv1.WorkflowNode{ID: n.ID, Name: n.Name, DisplayName: n.DisplayName, Type: string(n.Type), TemplateName: nodeTemplate(n),
 			Phase: string(n.Phase), Message: n.Message, BoundaryID: n.BoundaryID, StartedAt: timePtr(n.StartedAt), FinishedAt: timePtr(n.FinishedAt),
-			Children: append([]string{}, n.Children...), Inputs: []appproxyv1.WorkflowParameter{}, Outputs: []appproxyv1.WorkflowParameter{}}
+			Children: append([]string{}, n.Children...), Inputs: []appproxyv1.WorkflowParameter{}, Outputs: []appproxyv1.WorkflowParameter{},
+			InputArtifacts: []appproxyv1.WorkflowArtifact{}, OutputArtifacts: []appproxyv1.WorkflowArtifact{}}
 		if n.Type == NodeTypePod {
 			wn.PodName = podName(n.ID)
 		}
 		if n.Inputs != nil {
 			wn.Inputs = params(n.Inputs.Parameters)
+			wn.InputArtifacts = artifactsOf(n.Inputs.Artifacts)
 		}
 		if n.Outputs != nil {
 			wn.Outputs = params(n.Outputs.Parameters)
 			wn.Result, wn.ExitCode = n.Outputs.Result, n.Outputs.ExitCode
+			wn.OutputArtifacts = artifactsOf(n.Outputs.Artifacts)
 		}
 		d.Nodes = append(d.Nodes, wn)
 	}

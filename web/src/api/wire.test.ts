@@ -167,6 +167,16 @@ import client_HubUseRequest from '../../../api/testdata/wire/client.HubUseReques
 import client_HubUseResult from '../../../api/testdata/wire/client.HubUseResult.json';
 import appproxyv1_WorkflowTemplateCommit from '../../../api/testdata/wire/appproxyv1.WorkflowTemplateCommit.json';
 import appproxyv1_WorkflowTemplateCommitRequest from '../../../api/testdata/wire/appproxyv1.WorkflowTemplateCommitRequest.json';
+import appproxyv1_Sensor from '../../../api/testdata/wire/appproxyv1.Sensor.json';
+import appproxyv1_SensorDependency from '../../../api/testdata/wire/appproxyv1.SensorDependency.json';
+import appproxyv1_SensorTrigger from '../../../api/testdata/wire/appproxyv1.SensorTrigger.json';
+import appproxyv1_EventCondition from '../../../api/testdata/wire/appproxyv1.EventCondition.json';
+import appproxyv1_EventSource from '../../../api/testdata/wire/appproxyv1.EventSource.json';
+import appproxyv1_EventSourceEvent from '../../../api/testdata/wire/appproxyv1.EventSourceEvent.json';
+import appproxyv1_DeliveryPipelineCommitRequest from '../../../api/testdata/wire/appproxyv1.DeliveryPipelineCommitRequest.json';
+import appproxyv1_PipelineEvent from '../../../api/testdata/wire/appproxyv1.PipelineEvent.json';
+import appproxyv1_DeliveryPipelineCommit from '../../../api/testdata/wire/appproxyv1.DeliveryPipelineCommit.json';
+import appproxyv1_WorkflowArtifact from '../../../api/testdata/wire/appproxyv1.WorkflowArtifact.json';
 import client_NotificationChannel from '../../../api/testdata/wire/client.NotificationChannel.json';
 import client_NotificationSMTP from '../../../api/testdata/wire/client.NotificationSMTP.json';
 import client_CreateNotificationChannelRequest from '../../../api/testdata/wire/client.CreateNotificationChannelRequest.json';
@@ -366,6 +376,24 @@ const wire = [
   pair<t.CreatedTrigger>()('client.CreatedTrigger', client_CreatedTrigger, 'no drift'),
   pair<apps.ProxyList<gitops.ClusterRef>>()('appproxyv1.List', appproxyv1_List, 'no drift'),
   pair<apps.ProxyApplication>()('appproxyv1.Application', appproxyv1_Application, 'no drift'),
+  pair<wf.Workflow>()('appproxyv1.Workflow', appproxyv1_Workflow, 'no drift'),
+  pair<wf.WorkflowDetail>()('appproxyv1.WorkflowDetail', appproxyv1_WorkflowDetail, 'no drift'),
+  pair<wf.WorkflowNode>()('appproxyv1.WorkflowNode', appproxyv1_WorkflowNode, 'no drift'),
+  pair<wf.WorkflowParameter>()('appproxyv1.WorkflowParameter', appproxyv1_WorkflowParameter, 'no drift'),
+  pair<wf.WorkflowArtifact>()('appproxyv1.WorkflowArtifact', appproxyv1_WorkflowArtifact, 'no drift'),
+  pair<wf.WorkflowTemplate>()('appproxyv1.WorkflowTemplate', appproxyv1_WorkflowTemplate, 'no drift'),
+  pair<wf.WorkflowTemplateParameter>()('appproxyv1.WorkflowTemplateParameter', appproxyv1_WorkflowTemplateParameter, 'no drift'),
+  pair<wf.Sensor>()('appproxyv1.Sensor', appproxyv1_Sensor, 'no drift'),
+  pair<wf.SensorDependency>()('appproxyv1.SensorDependency', appproxyv1_SensorDependency, 'no drift'),
+  pair<wf.SensorTrigger>()('appproxyv1.SensorTrigger', appproxyv1_SensorTrigger, 'no drift'),
+  pair<wf.EventCondition>()('appproxyv1.EventCondition', appproxyv1_EventCondition, 'no drift'),
+  pair<wf.EventSource>()('appproxyv1.EventSource', appproxyv1_EventSource, 'no drift'),
+  pair<wf.EventSourceEvent>()('appproxyv1.EventSourceEvent', appproxyv1_EventSourceEvent, 'no drift'),
+  pair<wf.DeliveryPipelineCommitRequest>()('appproxyv1.DeliveryPipelineCommitRequest', appproxyv1_DeliveryPipelineCommitRequest, 'no drift'),
+  pair<wf.PipelineEvent>()('appproxyv1.PipelineEvent', appproxyv1_PipelineEvent, 'no drift'),
+  pair<wf.DeliveryPipelineCommit>()('appproxyv1.DeliveryPipelineCommit', appproxyv1_DeliveryPipelineCommit, 'no drift'),
+  pair<wf.ArchivedWorkflow>()('client.ArchivedWorkflow', client_ArchivedWorkflow, 'no drift'),
+  pair<wf.ArchivedWorkflowNode>()('client.ArchivedWorkflowNode', client_ArchivedWorkflowNode, 'no drift'),
   pair<apps.ApplicationSpec>()('appproxyv1.ApplicationManifest', appproxyv1_ApplicationManifest, 'no drift'),
   pair<apps.AppMetadata>()('appproxyv1.AppMetadata', appproxyv1_AppMetadata, 'no drift'),
   pair<apps.AppSpec>()('appproxyv1.AppSpec', appproxyv1_AppSpec, 'no drift'),
@@ -448,18 +476,10 @@ const notInTheUI: Record<string, { golden: Golden; why: string }> = {
   'client.SSOTokenRequest': { golden: client_SSOTokenRequest, why: '`freshet login --sso` exchanges its one-time code; the UI logs in with cookies' },
   'client.DeviceAuthorization': { golden: client_DeviceAuthorization, why: '`freshet login --sso --device` starts a device login; the UI logs in with cookies' },
   'client.DeviceTokenRequest': { golden: client_DeviceTokenRequest, why: '`freshet login --sso --device` polls for its session; the UI logs in with cookies' },
-  'appproxyv1.Workflow': { golden: appproxyv1_Workflow, why: '`freshet workflow` and the app-proxy workflows API; the UI has no Delivery Pipelines pages yet (issue 16)' },
-  'appproxyv1.WorkflowDetail': { golden: appproxyv1_WorkflowDetail, why: '`freshet workflow` and the app-proxy workflows API; the UI has no Delivery Pipelines pages yet (issue 16)' },
-  'appproxyv1.WorkflowNode': { golden: appproxyv1_WorkflowNode, why: '`freshet workflow` and the app-proxy workflows API; the UI has no Delivery Pipelines pages yet (issue 16)' },
-  'appproxyv1.WorkflowParameter': { golden: appproxyv1_WorkflowParameter, why: '`freshet workflow` and the app-proxy workflows API; the UI has no Delivery Pipelines pages yet (issue 16)' },
   'appproxyv1.WorkflowSubmitRequest': { golden: appproxyv1_WorkflowSubmitRequest, why: '`freshet workflow` and the app-proxy workflows API; the UI has no Delivery Pipelines pages yet (issue 16)' },
   'client.HubSourceRequest': { golden: client_HubSourceRequest, why: '`freshet hub source add` (admins); the Hub page lists sources and their errors, it does not add them' },
   'appproxyv1.WorkflowTemplateCommitRequest': { golden: appproxyv1_WorkflowTemplateCommitRequest, why: 'sent by the control plane to a runtime (the Hub\'s "use this template"); the UI calls POST /api/v1/hub/templates/{name}/use' },
   'appproxyv1.WorkflowTemplateCommit': { golden: appproxyv1_WorkflowTemplateCommit, why: 'a runtime\'s answer to the control plane; the UI reads client.HubUseResult' },
-  'appproxyv1.WorkflowTemplate': { golden: appproxyv1_WorkflowTemplate, why: '`freshet workflow` and the app-proxy workflows API; the UI has no Delivery Pipelines pages yet (issue 16)' },
-  'appproxyv1.WorkflowTemplateParameter': { golden: appproxyv1_WorkflowTemplateParameter, why: '`freshet workflow` and the app-proxy workflows API; the UI has no Delivery Pipelines pages yet (issue 16)' },
-  'client.ArchivedWorkflow': { golden: client_ArchivedWorkflow, why: 'GET /api/v1/archived-workflows; the UI has no Delivery Pipelines pages yet (issue 16); Home reads the archive through its statistics' },
-  'client.ArchivedWorkflowNode': { golden: client_ArchivedWorkflowNode, why: 'part of an ArchivedWorkflow' },
 };
 
 describe('the UI types against the Go wire types (api/testdata/wire)', () => {

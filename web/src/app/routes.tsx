@@ -28,6 +28,11 @@ const Application = lazy(() => import('../pages/Application'));
 const Environments = lazy(() => import('../pages/Environments'));
 const Hub = lazy(() => import('../pages/Hub'));
 const HubTemplate = lazy(() => import('../pages/Hub').then((m) => ({ default: m.HubTemplateView })));
+const DeliveryPipelines = lazy(() => import('../pages/DeliveryPipelines'));
+const DeliveryPipeline = lazy(() => import('../pages/DeliveryPipelines').then((m) => ({ default: m.DeliveryPipelinePage })));
+const NewDeliveryPipeline = lazy(() => import('../pages/DeliveryPipelines').then((m) => ({ default: m.NewDeliveryPipeline })));
+const WorkflowRun = lazy(() => import('../pages/WorkflowRun'));
+const ArchivedWorkflowRun = lazy(() => import('../pages/WorkflowRun').then((m) => ({ default: m.ArchivedWorkflowRun })));
 const Products = lazy(() => import('../pages/Products'));
 const Dora = lazy(() => import('../pages/Dora'));
 const Deployments = lazy(() => import('../pages/Deployments'));
@@ -50,6 +55,11 @@ export const routes: RouteDef[] = [
   { path: '/environments', title: 'Environments', component: Environments },
   { path: '/hub', title: 'Hub', component: Hub },
   { path: '/hub/:name', title: 'Hub template', component: HubTemplate },
+  { path: '/delivery-pipelines', title: 'Delivery Pipelines', component: DeliveryPipelines },
+  { path: '/delivery-pipelines/new', title: 'New Delivery Pipeline', component: NewDeliveryPipeline },
+  { path: '/delivery-pipelines/:runtime/:namespace/:name', title: 'Delivery Pipeline', component: DeliveryPipeline },
+  { path: '/workflows/:runtime/:namespace/:name', title: 'Workflow run', component: WorkflowRun },
+  { path: '/archived-workflows/:id', title: 'Archived workflow run', component: ArchivedWorkflowRun },
   { path: '/products', title: 'Products', component: Products },
   { path: '/dora', title: 'DORA metrics', component: Dora },
   { path: '/deployments', title: 'Deployments', component: Deployments },
@@ -92,6 +102,7 @@ export const nav: { heading?: string; items: NavItem[] }[] = [
       { to: '/deployments', label: 'Deployments' },
       { to: '/products', label: 'Products' },
       { to: '/environments', label: 'Environments' },
+      { to: '/delivery-pipelines', label: 'Delivery Pipelines' },
       { to: '/hub', label: 'Hub' },
       { to: '/helm', label: 'Helm releases' },
       { to: '/dora', label: 'DORA metrics' },
