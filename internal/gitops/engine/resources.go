@@ -166,9 +166,11 @@ func (e *Engine) Resource(ctx context.Context, name string, key ResourceKey) (*R
 	if loc.node != nil {
 		out.UID = loc.node.UID
 	}
-	live, err := loc.live(ctx, key)
-	if err != nil {
-		return nil, err
+	var live *unstructured.Unstructured
+	if loc.node != nil || (loc.result != nil && loc.result.live != nil) {
+		if live, err = loc.live(ctx, key); err != nil {
+			return nil, err
+		}
 	}
 	if live != nil {
 		live = live.DeepCopy()
@@ -255,6 +257,9 @@ func (e *Engine) PodLogs(ctx context.Context, name string, key ResourceKey, o Lo
 	if err != nil {
 		return err
 	}
+	if loc.cmp.cl.cfg == nil {
+		return fmt.Errorf("the log of pod %s/%s: no client for its cluster: %w", key.Namespace, key.Name, errdefs.ErrUnavailable)
+	}
 	kc, err := kubernetes.NewForConfig(loc.cmp.cl.cfg)
 	if err != nil {
 		return err
@@ -273,7 +278,11 @@ func (e *Engine) PodLogs(ctx context.Context, name string, key ResourceKey, o Lo
 			// Not scheduled yet, or waiting for its image: the log may come.
 			return fmt.Errorf("the log of pod %s/%s: %s: %w", key.Namespace, key.Name, se.Status().Message, errdefs.ErrUnavailable)
 		}
-		return fmt.Errorf("the log of pod %s/%s: %w", key.Namespace, key.Name, err)
+		if apierrors.IsNotFound(err) {
+			return fmt.Errorf("pod %s/%s: %w", key.Namespace, key.Name, errdefs.ErrNotFound)
+		}
+		// The node's kubelet did not answer (it is away, or not a real node): the log may come.
+		return fmt.Errorf("the log of pod %s/%s: %v: %w", key.Namespace, key.Name, err, errdefs.ErrUnavailable)
 	}
 	defer rc.Close()
 	if started != nil {
