@@ -37,11 +37,15 @@ export function KindIcon({ kind, size = 20 }: { kind: string; size?: number }) {
   );
 }
 
-/** What a screen reader hears for a node. */
-export function nodeLabel(n: PlacedNode): string {
-  if (n.type === 'group') return `${n.count} more pods, ${n.health ?? 'Unknown'}: show them`;
-  if (n.type === 'app') return `Application ${n.name}`;
-  return [`${n.kind} ${n.name}`, n.namespace && `in ${n.namespace}`, n.health, n.sync, n.requiresPruning && 'requires pruning'].filter(Boolean).join(', ');
+/**
+ * What a screen reader hears after the node's visible text (kind and name): its namespace and
+ * status, or what a group does. The node is named by its content (a label differing from the
+ * visible text fails axe-core's label-content-name-mismatch).
+ */
+export function nodeStatusText(n: PlacedNode): string {
+  if (n.type === 'group') return `, ${n.health ?? 'Unknown'} at worst: show them`;
+  if (n.type === 'app') return '';
+  return ', ' + [n.namespace && `in ${n.namespace}`, n.health, n.sync, n.requiresPruning && 'requires pruning'].filter(Boolean).join(', ');
 }
 
 const GraphNodeView = memo(function GraphNodeView({ n, selected, onOpen, onExpand }: { n: PlacedNode; selected: boolean; onOpen: (n: PlacedNode) => void; onExpand: (key: string) => void }) {
@@ -53,7 +57,6 @@ const GraphNodeView = memo(function GraphNodeView({ n, selected, onOpen, onExpan
       className={cls}
       style={{ left: n.x, top: n.y, width: NODE_W, height: NODE_H }}
       onClick={() => (n.type === 'group' ? onExpand(n.groupKey!) : n.type === 'resource' ? onOpen(n) : undefined)}
-      aria-label={nodeLabel(n)}
       aria-pressed={n.type === 'resource' ? selected : undefined}
       data-testid="graph-node"
       data-kind={n.kind}
@@ -66,10 +69,11 @@ const GraphNodeView = memo(function GraphNodeView({ n, selected, onOpen, onExpan
         <KindIcon kind={n.kind} />
       </span>
       <span className="graph-node-text">
-        <span className="graph-node-kind">{n.type === 'group' ? 'Pods' : n.kind}</span>
+        <span className="graph-node-kind">{n.type === 'group' ? 'Pods' : n.kind}</span>{' '}
         <span className="graph-node-name">{n.name}</span>
+        <span className="visually-hidden">{nodeStatusText(n)}</span>
       </span>
-      <span className="graph-node-status">
+      <span className="graph-node-status" aria-hidden="true">
         {n.health && <span className={`dot dot-${tone}`} title={n.health} />}
         {n.sync && n.sync !== 'Synced' && <span className="graph-node-sync" title={n.sync}>{n.sync === 'OutOfSync' ? '≠' : '?'}</span>}
         {n.requiresPruning && <span className="graph-node-sync" title="requires pruning">✂</span>}
