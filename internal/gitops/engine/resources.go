@@ -279,7 +279,10 @@ func (e *Engine) PodLogs(ctx context.Context, name string, key ResourceKey, o Lo
 			return fmt.Errorf("the log of pod %s/%s: %s: %w", key.Namespace, key.Name, se.Status().Message, errdefs.ErrUnavailable)
 		}
 		if apierrors.IsNotFound(err) {
-			return fmt.Errorf("pod %s/%s: %w", key.Namespace, key.Name, errdefs.ErrNotFound)
+			// The Pod gone, or its node answering 404 for the log (kwok's nodes do).
+			if _, gerr := kc.CoreV1().Pods(key.Namespace).Get(ctx, key.Name, metav1.GetOptions{}); apierrors.IsNotFound(gerr) {
+				return fmt.Errorf("pod %s/%s: %w", key.Namespace, key.Name, errdefs.ErrNotFound)
+			}
 		}
 		// The node's kubelet did not answer (it is away, or not a real node): the log may come.
 		return fmt.Errorf("the log of pod %s/%s: %v: %w", key.Namespace, key.Name, err, errdefs.ErrUnavailable)

@@ -173,7 +173,26 @@ func TestResourceEndpoints(t *testing.T) {
 		t.Errorf("after restart the Deployment is %d %s (diff %s), want Synced", code, d.Status, d.Diff)
 	}
 
-	// Delete: members only; the propagation is checked; the Pod goes (its ReplicaSet makes another).
+	// Delete: members only; the propagation is checked; the Pod goes (its ReplicaSet makes
+	// another). The restart replaced the Pods: take one of the new ReplicaSet's.
+	pod = nil
+	deadline = time.Now().Add(60 * time.Second)
+	for pod == nil {
+		w.call("viewer", "GET", "applications/web/tree", "", &tree)
+		for _, n := range tree.Items {
+			for _, rs := range n.Children {
+				for _, p := range rs.Children {
+					if p.Kind == "Pod" && p.Health.Status == "Healthy" {
+						pod = p
+					}
+				}
+			}
+		}
+		if pod == nil && time.Now().After(deadline) {
+			t.Fatalf("no Pod in the tree after the restart: %+v", tree.Items)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	if code := w.call("viewer", "DELETE", "applications/web/resource?"+q("", "Pod", pod.Name), "", &e); code != http.StatusForbidden {
 		t.Errorf("viewer delete: %d, want 403", code)
 	}
