@@ -420,8 +420,54 @@ type TreeNode struct {
 	CreatedAt time.Time `json:"createdAt"`
 	Images    []string  `json:"images,omitempty"` // Pods
 	// Hook: a hook object (a PostSync Job, say) a sync created and its delete policy kept.
-	Hook     bool        `json:"hook,omitempty"`
-	Children []*TreeNode `json:"children,omitempty"`
+	Hook bool `json:"hook,omitempty"`
+	// Network is what the UI's network view draws (Pods, Services, Ingresses).
+	Network  *TreeNetwork `json:"network,omitempty"`
+	Children []*TreeNode  `json:"children,omitempty"`
+}
+
+// TreeNetwork is how traffic reaches an object of the tree: a Pod's labels, a Service's
+// selector, the Services an Ingress routes to.
+type TreeNetwork struct {
+	Labels   map[string]string `json:"labels,omitempty"`
+	Selector map[string]string `json:"selector,omitempty"`
+	Backends []string          `json:"backends,omitempty"`
+}
+
+// ResourceDetail is one object of an application's tree with its manifests (GET
+// applications/{name}/resource?kind=&name=[&group=&namespace=]).
+type ResourceDetail struct {
+	ResourceKey
+	Version string `json:"version"`
+	UID     string `json:"uid,omitempty"`
+	// Managed: a resource the application renders; otherwise an object a managed one owns.
+	Managed bool   `json:"managed"`
+	Status  string `json:"status,omitempty"` // managed: Synced, OutOfSync, Missing, RequiresPruning
+	// Live is the object in the cluster without managed fields; absent when not there.
+	Live map[string]any `json:"live,omitempty"`
+	// Desired is what a sync would make of it; absent when the application does not render it.
+	Desired map[string]any `json:"desired,omitempty"`
+	// Diff is a unified diff from live to desired; "" when Synced or not managed.
+	Diff    string `json:"diff,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// ResourceEvent is a Kubernetes event about an object of the tree (GET
+// applications/{name}/resource/events).
+type ResourceEvent struct {
+	Type      string    `json:"type"`
+	Reason    string    `json:"reason"`
+	Message   string    `json:"message"`
+	Count     int64     `json:"count"`
+	Source    string    `json:"source,omitempty"`
+	FirstSeen time.Time `json:"firstSeen"`
+	LastSeen  time.Time `json:"lastSeen"`
+}
+
+// RestartResult answers POST applications/{name}/resource/restart: the time set as the pod
+// template's kubectl.kubernetes.io/restartedAt.
+type RestartResult struct {
+	RestartedAt time.Time `json:"restartedAt"`
 }
 
 // NotifyRequest tells a runtime that a repository changed (POST notify): its applications

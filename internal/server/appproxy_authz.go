@@ -51,6 +51,22 @@ func appProxyOperation(method, path string) (kind rbac.Kind, action rbac.Action,
 		}
 		return "", "", "", false
 	}
+	if kind == rbac.KindApplications && len(parts) >= 3 && parts[2] == "resource" {
+		// One object of an application's tree (the runtime answers only those): reading its
+		// manifests, events or a Pod's log is reading the application; deleting it is the
+		// application's delete; a restart changes what runs, as a sync does.
+		switch {
+		case len(parts) == 3 && method == http.MethodGet:
+			return kind, rbac.ActRead, parts[1], true
+		case len(parts) == 3 && method == http.MethodDelete:
+			return kind, rbac.ActDelete, parts[1], true
+		case len(parts) == 4 && method == http.MethodGet && (parts[3] == "events" || parts[3] == "logs"):
+			return kind, rbac.ActRead, parts[1], true
+		case len(parts) == 4 && method == http.MethodPost && parts[3] == "restart":
+			return kind, rbac.ActSync, parts[1], true
+		}
+		return "", "", "", false
+	}
 	switch {
 	case len(parts) == 1 && method == http.MethodGet:
 		return kind, rbac.ActRead, "", true

@@ -238,6 +238,14 @@ func TestRulesThroughTheTunnel(t *testing.T) {
 		{"GET", "/app-proxy/api/v1/applications/shop/rollouts/web/web", http.StatusServiceUnavailable},
 		{"POST", "/app-proxy/api/v1/applications/shop/rollouts/web/web/promote", http.StatusForbidden},
 		{"GET", "/app-proxy/api/v1/rollouts", http.StatusForbidden},
+		// One object of an application's tree is the application's: its manifests and events
+		// are a read (forwarded: the runtime has no such app, 404), deleting it needs delete,
+		// restarting it sync.
+		{"GET", "/app-proxy/api/v1/applications/shop/resource?kind=Pod&name=web-1", http.StatusNotFound},
+		{"GET", "/app-proxy/api/v1/applications/shop/resource/events?kind=Pod&name=web-1", http.StatusNotFound},
+		{"DELETE", "/app-proxy/api/v1/applications/shop/resource?kind=Pod&name=web-1", http.StatusForbidden},
+		{"POST", "/app-proxy/api/v1/applications/shop/resource/restart?group=apps&kind=Deployment&name=web", http.StatusForbidden},
+		{"GET", "/app-proxy/api/v1/applications/shop/resource/other", http.StatusForbidden},
 	}
 	for _, c := range cases {
 		if st := get(c.method, c.path); st != c.want {

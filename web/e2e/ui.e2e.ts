@@ -1098,7 +1098,12 @@ describe('web UI', () => {
     await web.getByRole('link', { name: 'web', exact: true }).click();
     await page.locator('[data-page="application"][data-sync]').waitFor();
     expect(new URL(page.url()).pathname).toBe('/applications/local/web');
-    const nodes = () => page.getByTestId('tree-node').evaluateAll((els) => els.map((e) => `${e.getAttribute('data-depth')}:${e.getAttribute('data-kind')}:${e.getAttribute('data-health')}`).join(' '));
+    // The tree tab draws the resource graph: the application, then its resources (column 1) and
+    // what they own, right of them; depth here is the column less one.
+    const nodes = () =>
+      page
+        .locator('[data-testid="graph-node"][data-type="resource"]')
+        .evaluateAll((els) => els.map((e) => `${Number(e.getAttribute('data-column')) - 1}:${e.getAttribute('data-kind')}:${e.getAttribute('data-health')}`).join(' '));
     await expect.poll(nodes).toBe('0:ConfigMap:Missing 0:Deployment:Missing');
     expect(await page.getByTestId('app-autosync').textContent()).toBe('off');
     await shot('application-not-synced');
@@ -1125,7 +1130,37 @@ describe('web UI', () => {
     await page.getByRole('tab', { name: 'Tree' }).click();
     expect(new URL(page.url()).search).toBe('');
     await expect.poll(nodes, { timeout: 60_000 }).toBe('0:ConfigMap:Healthy 0:Deployment:Healthy 1:ReplicaSet:Healthy 2:Pod:Healthy');
-    expect(await page.locator('[data-testid="tree-node"][data-kind="Pod"]').textContent()).toContain('nginx:1.27');
+    // A node opens its panel: the Deployment's live and desired manifests, no diff, its events;
+    // Enter on a focused node opens it too (the Pod's panel has its log and images).
+    const graphNode = (kind: string) => page.locator(`[data-testid="graph-node"][data-type="resource"][data-kind="${kind}"]`);
+    await graphNode('Deployment').click();
+    const panel = page.getByRole('dialog', { name: 'Deployment web' });
+    await expect.poll(() => panel.getByTestId('live-manifest').textContent(), { timeout: 20_000 }).toContain('image: nginx:1.27');
+    expect(await panel.getByTestId('live-manifest').textContent()).toContain('readyReplicas: 1');
+    await panel.getByRole('tab', { name: 'Desired' }).click();
+    const desired = (await panel.getByTestId('desired-manifest').textContent()) ?? '';
+    expect(desired).toContain('image: nginx:1.27');
+    expect(desired).not.toContain('readyReplicas');
+    await panel.getByRole('tab', { name: 'Diff' }).click();
+    await panel.getByRole('heading', { name: 'No differences' }).waitFor();
+    await panel.getByRole('tab', { name: 'Events' }).click();
+    await expect.poll(() => panel.getByTestId('node-events').textContent(), { timeout: 20_000 }).toContain('ScalingReplicaSet');
+    await shot('application-node-panel');
+    await panel.getByRole('button', { name: 'Close' }).click();
+    await graphNode('Pod').focus();
+    await page.keyboard.press('Enter');
+    const podPanel = page.getByRole('dialog', { name: /^Pod web-/ });
+    await podPanel.getByTestId('live-manifest').waitFor({ timeout: 20_000 });
+    await podPanel.getByRole('tab', { name: 'Desired' }).click();
+    await podPanel.getByRole('heading', { name: 'No desired state' }).waitFor();
+    await podPanel.getByRole('tab', { name: 'Logs' }).click();
+    expect(await podPanel.getByTestId('node-logs').textContent()).toContain('nginx:1.27');
+    await podPanel.getByRole('button', { name: 'Close' }).click();
+    // The network view: no Ingress or Service in this application.
+    await page.locator('.segment', { hasText: 'Network' }).click();
+    expect(new URL(page.url()).searchParams.get('view')).toBe('network');
+    await page.getByRole('heading', { name: 'No network objects' }).waitFor();
+    await page.locator('.segment', { hasText: 'Graph' }).click();
     await expect.poll(() => page.locator('[data-page="application"]').getAttribute('data-health'), { timeout: 60_000 }).toBe('Healthy');
     expect(await page.locator('[data-page="application"]').getAttribute('data-sync')).toBe('Synced');
     await shot('application-tree');

@@ -40,6 +40,7 @@ const (
 // nothing is fetched per object per refresh.
 type cluster struct {
 	host     string
+	cfg      *rest.Config // without a request timeout (a followed log is a long request)
 	dyn      dynamic.Interface
 	watchDyn dynamic.Interface // no request timeout
 	disc     discovery.CachedDiscoveryInterface
@@ -84,6 +85,7 @@ func newCluster(parent context.Context, cfg *rest.Config, qps float32, burst int
 	if err != nil {
 		return nil, fmt.Errorf("cluster %s: %w", cfg.Host, err)
 	}
+	streamCfg := rest.CopyConfig(cfg)
 	if cfg.Timeout == 0 {
 		cfg.Timeout = requestTimeout
 	}
@@ -98,7 +100,7 @@ func newCluster(parent context.Context, cfg *rest.Config, qps float32, burst int
 	cached := memory.NewMemCacheClient(dc)
 	ctx, cancel := context.WithCancel(parent)
 	return &cluster{
-		host: cfg.Host, dyn: dyn, watchDyn: watchDyn, disc: cached,
+		host: cfg.Host, cfg: streamCfg, dyn: dyn, watchDyn: watchDyn, disc: cached,
 		mapper: restmapper.NewDeferredDiscoveryRESTMapper(cached),
 		log:    log.With("cluster", cfg.Host), onEvent: onEvent,
 		ctx: ctx, cancel: cancel,

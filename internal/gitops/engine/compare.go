@@ -814,52 +814,58 @@ func (e *Engine) diffs(ctx context.Context, cmp *comparison, ignores []app.Resou
 	var out []ResourceDiff
 	ign := compileIgnores(ignores)
 	for _, r := range cmp.results {
-		rd := ResourceDiff{ResourceKey: r.ref.ResourceKey, Version: r.ref.Version, Status: r.status, Message: r.message}
-		if r.d == nil {
-			rd.Diff = diff.Unified(r.ref.String(), diff.Normalize(r.live), nil)
-			out = append(out, rd)
-			continue
-		}
-		rd.Source = r.d.source
-		ptrs := ign.pointers(r.ref.Group, r.ref.Kind, r.ref.Namespace, r.ref.Name)
-		var predicted *unstructured.Unstructured
-		oi := ign.forObject(r.ref.Group, r.ref.Kind, r.ref.Namespace, r.ref.Name)
-		var managed []metav1.ManagedFieldsEntry
-		if m := r.d.restMapping(); m != nil && r.live != nil && len(oi.managers) > 0 {
-			// The watch caches drop managed fields.
-			if obj, err := cmp.cl.resource(m, r.ref.Namespace).Get(ctx, r.ref.Name, metav1.GetOptions{}); err == nil {
-				managed = obj.GetManagedFields()
-			}
-		}
-		if m := r.d.restMapping(); m != nil {
-			toApply, err := forApply(ctx, r.d, r.live, ptrs, oi, managed, respect)
-			if err != nil {
-				rd.Message = err.Error()
-				toApply = r.d.obj
-			}
-			p, err := serverApply(ctx, cmp.cl.resource(m, r.ref.Namespace), r.d, toApply, true)
-			if err == nil {
-				predicted = p
-			} else if !apierrors.IsNotFound(err) {
-				rd.Message = dryRunMessage(err)
-			}
-		}
-		if predicted == nil {
-			predicted = r.d.obj
-		}
-		p, l := diff.Normalize(predicted), diff.Normalize(r.live)
-		diff.RemovePointers(p.Object, ptrs)
-		if l != nil {
-			diff.RemovePointers(l.Object, ptrs)
-		}
-		if err := oi.remove(ctx, p, l, managed); err != nil {
-			rd.Message = err.Error()
-		}
-		if r.status != DiffSynced {
-			rd.Diff = diff.Unified(r.ref.String(), l, p)
-		}
+		rd, _ := e.diffOne(ctx, cmp, r, ign, respect)
 		out = append(out, rd)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Status != DiffSynced && out[j].Status == DiffSynced })
 	return out
+}
+
+// diffOne is one result's diff, with the would-be object it compared the live one with
+// (normalized, ignored parts removed; nil for a resource that requires pruning).
+func (e *Engine) diffOne(ctx context.Context, cmp *comparison, r *resResult, ign *ignoreSet, respect bool) (ResourceDiff, *unstructured.Unstructured) {
+	rd := ResourceDiff{ResourceKey: r.ref.ResourceKey, Version: r.ref.Version, Status: r.status, Message: r.message}
+	if r.d == nil {
+		rd.Diff = diff.Unified(r.ref.String(), diff.Normalize(r.live), nil)
+		return rd, nil
+	}
+	rd.Source = r.d.source
+	ptrs := ign.pointers(r.ref.Group, r.ref.Kind, r.ref.Namespace, r.ref.Name)
+	var predicted *unstructured.Unstructured
+	oi := ign.forObject(r.ref.Group, r.ref.Kind, r.ref.Namespace, r.ref.Name)
+	var managed []metav1.ManagedFieldsEntry
+	if m := r.d.restMapping(); m != nil && r.live != nil && len(oi.managers) > 0 {
+		// The watch caches drop managed fields.
+		if obj, err := cmp.cl.resource(m, r.ref.Namespace).Get(ctx, r.ref.Name, metav1.GetOptions{}); err == nil {
+			managed = obj.GetManagedFields()
+		}
+	}
+	if m := r.d.restMapping(); m != nil {
+		toApply, err := forApply(ctx, r.d, r.live, ptrs, oi, managed, respect)
+		if err != nil {
+			rd.Message = err.Error()
+			toApply = r.d.obj
+		}
+		p, err := serverApply(ctx, cmp.cl.resource(m, r.ref.Namespace), r.d, toApply, true)
+		if err == nil {
+			predicted = p
+		} else if !apierrors.IsNotFound(err) {
+			rd.Message = dryRunMessage(err)
+		}
+	}
+	if predicted == nil {
+		predicted = r.d.obj
+	}
+	p, l := diff.Normalize(predicted), diff.Normalize(r.live)
+	diff.RemovePointers(p.Object, ptrs)
+	if l != nil {
+		diff.RemovePointers(l.Object, ptrs)
+	}
+	if err := oi.remove(ctx, p, l, managed); err != nil {
+		rd.Message = err.Error()
+	}
+	if r.status != DiffSynced {
+		rd.Diff = diff.Unified(r.ref.String(), l, p)
+	}
+	return rd, p
 }

@@ -42,6 +42,11 @@ func (e *Engine) Tree(ctx context.Context, name string) ([]*TreeNode, error) {
 	if cmp.failed {
 		return nil, comparisonError(cmp)
 	}
+	return e.treeOf(ctx, name, cmp)
+}
+
+// treeOf is Tree for a comparison made.
+func (e *Engine) treeOf(ctx context.Context, name string, cmp *comparison) ([]*TreeNode, error) {
 	namespaces := map[string]bool{}
 	var roots []*TreeNode
 	for _, r := range cmp.results {
@@ -125,7 +130,7 @@ func (e *Engine) node(obj *unstructured.Unstructured) *TreeNode {
 	gvk := obj.GroupVersionKind()
 	n := &TreeNode{
 		ResourceKey: KeyOf(obj), Version: gvk.Version, UID: string(obj.GetUID()),
-		Health: e.health().Assess(obj), CreatedAt: obj.GetCreationTimestamp().Time,
+		Health: e.health().Assess(obj), CreatedAt: obj.GetCreationTimestamp().Time, Network: network(obj),
 	}
 	if gvk.Kind == "Pod" && gvk.Group == "" {
 		containers, _, _ := unstructured.NestedSlice(obj.Object, "spec", "containers")

@@ -258,5 +258,15 @@ type TreeNode struct {
 	CreatedAt time.Time     `json:"createdAt"`
 	Images    []string      `json:"images,omitempty"` // Pods
 	Hook      bool          `json:"hook,omitempty"`   // a hook object a sync created
-	Children  []*TreeNode   `json:"children,omitempty"`
+	// Network is what the network view draws (Pods, Services, Ingresses).
+	Network  *TreeNetwork `json:"network,omitempty"`
+	Children []*TreeNode  `json:"children,omitempty"`
+}
+
+// TreeNetwork is how traffic reaches an object: a Pod's labels, a Service's selector, the
+// Services an Ingress routes to (its default backend and rules).
+type TreeNetwork struct {
+	Labels   map[string]string `json:"labels,omitempty"`
+	Selector map[string]string `json:"selector,omitempty"`
+	Backends []string          `json:"backends,omitempty"`
 }

@@ -181,6 +181,7 @@ func (h *Host) routes(mux *http.ServeMux) {
 		repos, err := h.ProviderRepos(r.Context(), q.Get("provider"), q.Get("baseURL"), q.Get("owner"), r.Header.Get(GitTokenHeader))
 		return ok(items(wireRepos(repos)), err)
 	})
+	h.resourceRoutes(mux, handle)
 	h.rolloutRoutes(handle)
 	h.workflowRoutes(mux, handle)
 	h.templateCommitRoutes(handle)

@@ -179,10 +179,28 @@ func wireTree(ns []*engine.TreeNode) []*appproxyv1.TreeNode {
 			ResourceKey: appproxyv1.ResourceKey(n.ResourceKey), Version: n.Version, UID: n.UID, Health: wireHealth(n.Health),
 			Sync: string(n.Sync), CreatedAt: n.CreatedAt, Images: n.Images, Hook: n.Hook,
 		}
+		if n.Network != nil {
+			w.Network = &appproxyv1.TreeNetwork{Labels: n.Network.Labels, Selector: n.Network.Selector, Backends: n.Network.Backends}
+		}
 		if len(n.Children) > 0 {
 			w.Children = wireTree(n.Children)
 		}
 		out = append(out, w)
+	}
+	return out
+}
+
+func wireResource(d *engine.ResourceDetail) appproxyv1.ResourceDetail {
+	return appproxyv1.ResourceDetail{
+		ResourceKey: appproxyv1.ResourceKey(d.ResourceKey), Version: d.Version, UID: d.UID, Managed: d.Managed, Status: string(d.Status),
+		Live: d.Live, Desired: d.Desired, Diff: d.Diff, Message: d.Message,
+	}
+}
+
+func wireEvents(es []engine.ResourceEvent) []appproxyv1.ResourceEvent {
+	out := make([]appproxyv1.ResourceEvent, len(es))
+	for i, e := range es {
+		out[i] = appproxyv1.ResourceEvent(e)
 	}
 	return out
 }

@@ -30,6 +30,8 @@ func TestWireJSON(t *testing.T) {
 		{"RollbackResult", rollback, wireRollback(&rollback)},
 		{"HistoryEntry", rollback.Entry, wireHistoryEntry(rollback.Entry)},
 		{"TreeNode", tree, wireTree(tree)},
+		{"ResourceDetail", fill.Value[engine.ResourceDetail](), wireResource(ptr(fill.Value[engine.ResourceDetail]()))},
+		{"ResourceEvent", fill.Value[[]engine.ResourceEvent](), wireEvents(fill.Value[[]engine.ResourceEvent]())},
 		{"ResourceDiff", fill.Value[[]engine.ResourceDiff](), wireDiffs(fill.Value[[]engine.ResourceDiff]())},
 		{"GitSource", gs, wireGitSource(&gs)},
 		{"ProviderRepo", fill.Value[[]providers.Repo](), wireRepos(fill.Value[[]providers.Repo]())},
@@ -53,10 +55,12 @@ func TestWireJSON(t *testing.T) {
 		}
 	}
 	// Empty lists are [] on the wire, not null.
-	for name, v := range map[string]any{"tree": items(wireTree(nil)), "history": items(wireHistory(nil)), "diff": items(wireDiffs(nil)),
+	for name, v := range map[string]any{"tree": items(wireTree(nil)), "history": items(wireHistory(nil)), "diff": items(wireDiffs(nil)), "events": items(wireEvents(nil)),
 		"repos": items(wireRepos(nil)), "clusters": items(wireClusters(nil)), "apps": items(wireApplications(nil)), "sources": items(wireGitSources(nil))} {
 		if b, _ := json.Marshal(v); string(b) != `{"items":[]}` {
 			t.Errorf("empty %s: %s", name, b)
 		}
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -1,7 +1,7 @@
 // GitOps applications: each runtime's live app-proxy API (docs/appproxy.md), reached through
 // the control plane at /runtimes/{runtime}/app-proxy/…, and the account-wide list in GraphQL
 // (api/graphql/schema.graphql). Loaded with the Applications pages, not on first load.
-import { ApiError, request } from './client';
+import { ApiError, buildQuery, errorFromResponse, request } from './client';
 import { gql } from './graphql';
 
 const seg = encodeURIComponent;
@@ -264,7 +264,52 @@ export interface TreeNode extends ResourceKey {
   images?: string[];
   /** A hook object (a PostSync Job, say) a sync created and its delete policy kept. */
   hook?: boolean;
+  /** What the network view draws: a Pod's labels, a Service's selector, an Ingress's backends. */
+  network?: TreeNetwork;
   children?: TreeNode[];
+}
+
+export interface TreeNetwork {
+  labels?: Record<string, string>;
+  selector?: Record<string, string>;
+  /** The Services an Ingress routes to. */
+  backends?: string[];
+}
+
+/** One object of the tree with its manifests (GET …/resource). */
+export interface ResourceDetail extends ResourceKey {
+  version: string;
+  uid?: string;
+  /** Rendered by the application; otherwise owned by a managed resource (no desired state). */
+  managed: boolean;
+  /** Managed: Synced, OutOfSync, Missing or RequiresPruning. */
+  status?: string;
+  live?: Record<string, unknown>;
+  desired?: Record<string, unknown>;
+  /** Unified diff from live to desired; empty when Synced or not managed. */
+  diff?: string;
+  message?: string;
+}
+
+export interface ResourceEvent {
+  type: string;
+  reason: string;
+  message: string;
+  count: number;
+  source?: string;
+  firstSeen: string;
+  lastSeen: string;
+}
+
+export interface RestartResult {
+  restartedAt: string;
+}
+
+export type DeletePropagation = 'foreground' | 'background' | 'orphan';
+
+/** The query naming one object of an application's tree. */
+export function resourceQuery(k: ResourceKey): Record<string, string | undefined> {
+  return { group: k.group || undefined, kind: k.kind, namespace: k.namespace || undefined, name: k.name };
 }
 
 export interface RollbackRequest {
@@ -318,10 +363,49 @@ export const appProxy = {
   /** Commits an Application (YAML as typed) to the installation repository, or to a Git Source's. */
   create: (runtime: string, manifest: string, gitSource?: string) =>
     request<ProxyApplication>(appProxy.base(runtime), { method: 'POST', raw: manifest, rawType: 'application/yaml', query: { gitSource: gitSource || undefined } }),
+  /** One object of the tree: live and desired manifests and their diff. */
+  resource: (runtime: string, name: string, k: ResourceKey, signal?: AbortSignal) =>
+    request<ResourceDetail>(`${appProxy.base(runtime)}/${seg(name)}/resource`, { query: resourceQuery(k), signal }),
+  resourceEvents: (runtime: string, name: string, k: ResourceKey, signal?: AbortSignal) =>
+    request<ProxyList<ResourceEvent>>(`${appProxy.base(runtime)}/${seg(name)}/resource/events`, { query: resourceQuery(k), signal }),
+  /** The URL of a Pod's log (text/plain; follow streams it). */
+  resourceLogsPath: (runtime: string, name: string) => `${appProxy.base(runtime)}/${seg(name)}/resource/logs`,
+  deleteResource: (runtime: string, name: string, k: ResourceKey, propagation: DeletePropagation) =>
+    request<void>(`${appProxy.base(runtime)}/${seg(name)}/resource`, { method: 'DELETE', query: { ...resourceQuery(k), propagation } }),
+  restartResource: (runtime: string, name: string, k: ResourceKey) =>
+    request<RestartResult>(`${appProxy.base(runtime)}/${seg(name)}/resource/restart`, { method: 'POST', query: resourceQuery(k) }),
   /** Switches automated sync back on (or off); a rollback switches it off. */
   setAutoSync: (runtime: string, name: string, enabled: boolean) =>
     request<ProxyApplication>(`${appProxy.base(runtime)}/${seg(name)}/auto-sync`, { method: 'POST', body: { enabled } satisfies AutoSyncRequest }),
 };
+
+/**
+ * Reads a Pod's log as it comes (follow: until the container ends or signal aborts), calling
+ * onText with each piece. An error answer (before the stream) throws its ApiError.
+ */
+export async function streamPodLog(
+  runtime: string,
+  app: string,
+  k: ResourceKey,
+  opts: { container?: string; follow: boolean; tailLines?: number },
+  onText: (text: string) => void,
+  signal: AbortSignal,
+): Promise<void> {
+  const q = { ...resourceQuery(k), container: opts.container || undefined, follow: String(opts.follow), tailLines: opts.tailLines };
+  const res = await fetch(appProxy.resourceLogsPath(runtime, app) + buildQuery(q), { credentials: 'same-origin', signal, headers: { Accept: 'text/plain' } });
+  if (!res.ok) throw await errorFromResponse(res);
+  if (!res.body) {
+    onText(await res.text());
+    return;
+  }
+  const reader = res.body.getReader();
+  const dec = new TextDecoder();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    onText(dec.decode(value, { stream: true }));
+  }
+}
 
 // ─── The account-wide list (GraphQL) ───
 

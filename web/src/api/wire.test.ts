@@ -109,6 +109,10 @@ import appproxyv1_RollbackResult from '../../../api/testdata/wire/appproxyv1.Rol
 import appproxyv1_AutoSyncRequest from '../../../api/testdata/wire/appproxyv1.AutoSyncRequest.json';
 import appproxyv1_TerminateResult from '../../../api/testdata/wire/appproxyv1.TerminateResult.json';
 import appproxyv1_TreeNode from '../../../api/testdata/wire/appproxyv1.TreeNode.json';
+import appproxyv1_TreeNetwork from '../../../api/testdata/wire/appproxyv1.TreeNetwork.json';
+import appproxyv1_ResourceDetail from '../../../api/testdata/wire/appproxyv1.ResourceDetail.json';
+import appproxyv1_ResourceEvent from '../../../api/testdata/wire/appproxyv1.ResourceEvent.json';
+import appproxyv1_RestartResult from '../../../api/testdata/wire/appproxyv1.RestartResult.json';
 import appproxyv1_Rollout from '../../../api/testdata/wire/appproxyv1.Rollout.json';
 import appproxyv1_RolloutDetail from '../../../api/testdata/wire/appproxyv1.RolloutDetail.json';
 import appproxyv1_RolloutStep from '../../../api/testdata/wire/appproxyv1.RolloutStep.json';
@@ -423,6 +427,10 @@ const wire = [
   pair<apps.TerminateResult>()('appproxyv1.TerminateResult', appproxyv1_TerminateResult, 'no drift'),
   // lib/appTree.ts adds the managed resources the live tree lacks, with no creation time.
   pair<apps.TreeNode, 'createdAt'>()('appproxyv1.TreeNode', appproxyv1_TreeNode, 'no drift'),
+  pair<apps.TreeNetwork>()('appproxyv1.TreeNetwork', appproxyv1_TreeNetwork, 'no drift'),
+  pair<apps.ResourceDetail>()('appproxyv1.ResourceDetail', appproxyv1_ResourceDetail, 'no drift'),
+  pair<apps.ResourceEvent>()('appproxyv1.ResourceEvent', appproxyv1_ResourceEvent, 'no drift'),
+  pair<apps.RestartResult>()('appproxyv1.RestartResult', appproxyv1_RestartResult, 'no drift'),
   pair<gitops.GitSource>()('appproxyv1.GitSource', appproxyv1_GitSource, 'no drift'),
   pair<gitops.GitSourceMetadata>()('appproxyv1.GitSourceMetadata', appproxyv1_GitSourceMetadata, 'no drift'),
   pair<gitops.GitSourceSpec>()('appproxyv1.GitSourceSpec', appproxyv1_GitSourceSpec, 'no drift'),

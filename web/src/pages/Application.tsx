@@ -11,6 +11,9 @@ import { HealthBadge, PhaseBadge, SyncBadge } from '../components/AppStatus';
 import { Badge } from '../components/Badge';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { Dialog } from '../components/Dialog';
+import { DiffLines } from '../components/DiffLines';
+import { ResourceGraph } from '../components/ResourceGraph';
+import { ResourcePanel } from '../components/ResourcePanel';
 import { Field } from '../components/Field';
 import { FormDialog } from '../components/FormDialog';
 import { Menu } from '../components/Menu';
@@ -21,6 +24,7 @@ import { AppProblems } from '../components/AppProblems';
 import { EmptyState, ErrorNote, ErrorState, Flash, LoadingRows } from '../components/States';
 import { Tabs } from '../components/Tabs';
 import { flattenTree, kindCounts, mergeTree, type TreeRow } from '../lib/appTree';
+import { layoutGraph, networkGraph, treeGraph, type PlacedNode } from '../lib/appGraph';
 import {
   APPLICATIONS_PATH,
   appPath,
@@ -123,7 +127,7 @@ function ApplicationPage({ runtime, name }: { runtime: string; name: string }) {
       <AppProblems conditions={conditions} />
       <Tabs label="Application sections" tab={tab} onChange={setTab} tabs={tabs} />
       <div role="tabpanel" id={`panel-${tab}`} aria-labelledby={`tab-${tab}`} className="tab-panel" data-testid={`app-panel-${tab}`}>
-        {tab === 'tree' && <TreePanel runtime={runtime} a={a} />}
+        {tab === 'tree' && <TreePanel runtime={runtime} a={a} canWrite={canWrite} onChanged={changed} />}
         {tab === 'diff' && <DiffPanel runtime={runtime} a={a} />}
         {tab === 'history' && <HistoryPanel runtime={runtime} a={a} canWrite={canWrite} onChanged={changed} />}
         {tab === 'deployments' && <DeploymentsPanel runtime={runtime} app={a.name} />}
@@ -546,17 +550,45 @@ function DeleteDialog({ open, a, runtime, onClose }: { open: boolean; a: ProxyAp
 
 // ─── Tree ───
 
-function TreePanel({ runtime, a }: { runtime: string; a: ProxyApplication }) {
+type TreeView = 'graph' | 'network' | 'list';
+const TREE_VIEWS: { id: TreeView; label: string }[] = [
+  { id: 'graph', label: 'Graph' },
+  { id: 'network', label: 'Network' },
+  { id: 'list', label: 'List' },
+];
+
+/** The tree tab's view (?view=graph|network|list; graph when absent). */
+function useTreeView(): [TreeView, (v: TreeView) => void] {
+  const { search, pathname } = useLocation();
+  const v = new URLSearchParams(search).get('view') as TreeView | null;
+  const view = v && TREE_VIEWS.some((x) => x.id === v) ? v : 'graph';
+  const set = (next: TreeView) => {
+    const q = Object.fromEntries(new URLSearchParams(window.location.search));
+    navigate(href(pathname, { ...q, view: next === 'graph' ? undefined : next }), { replace: true });
+  };
+  return [view, set];
+}
+
+function TreePanel({ runtime, a, canWrite, onChanged }: { runtime: string; a: ProxyApplication; canWrite: boolean; onChanged: (msg?: string) => void }) {
   const tree = useResource((signal) => appProxy.tree(runtime, a.name, signal), [runtime, a.name, a.status.reconciledAt]);
   useVisiblePoll(tree.reload, TREE_POLL_MS);
+  const [view, setView] = useTreeView();
   const [collapsed, setCollapsed] = useState<Set<string>>(() => new Set());
+  const [expanded, setExpanded] = useState<Set<string>>(() => new Set());
+  const [open, setOpen] = useState<string>();
   const resources = a.status.resources;
   const roots = useMemo(() => mergeTree(tree.data?.items ?? [], resources), [tree.data, resources]);
-  const rows = useMemo(() => flattenTree(roots, resources, collapsed), [roots, resources, collapsed]);
+  const rows = useMemo(() => (view === 'list' ? flattenTree(roots, resources, collapsed) : []), [view, roots, resources, collapsed]);
+  const layout = useMemo(
+    () => (view === 'list' ? undefined : layoutGraph(view === 'network' ? networkGraph(roots, resources, expanded) : treeGraph(a.name, roots, resources, expanded))),
+    [view, roots, resources, expanded, a.name],
+  );
   const kinds = useMemo(() => kindCounts(roots), [roots]);
+  // The panel's object, found again in each new tree (its health changes as it is polled).
+  const openNode = useMemo(() => (open ? layout?.nodes.find((n) => n.id === open)?.node ?? findNode(roots, open) : undefined), [open, layout, roots]);
   if (tree.error !== undefined && !tree.data) return <ErrorState error={tree.error} onRetry={tree.reload} />;
   if (!tree.data) return <LoadingRows rows={4} label="Loading the resource tree" />;
-  if (rows.length === 0) return <EmptyState title="No resources">The application renders no resources from git, and nothing in the cluster belongs to it.</EmptyState>;
+  if (roots.length === 0) return <EmptyState title="No resources">The application renders no resources from git, and nothing in the cluster belongs to it.</EmptyState>;
   const toggle = (id: string) =>
     setCollapsed((c) => {
       const n = new Set(c);
@@ -564,16 +596,65 @@ function TreePanel({ runtime, a }: { runtime: string; a: ProxyApplication }) {
       else n.add(id);
       return n;
     });
+  const onOpen = (n: PlacedNode) => setOpen(n.id);
+  const onExpand = (key: string) => setExpanded((e) => new Set(e).add(key));
   return (
     <>
-      <p className="muted small">{kinds.length ? kinds.map(([k, n]) => `${n} ${k}`).join(' · ') + ' live' : 'Nothing live yet: sync to create the resources.'}</p>
-      <div className="tree" role="tree" aria-label="Resource tree" data-testid="app-tree">
-        {rows.map((r) => (
-          <TreeItem key={r.id} row={r} namespace={a.spec?.spec.destination.namespace} onToggle={() => toggle(r.id)} />
-        ))}
+      <div className="graph-tools">
+        <div className="segmented" role="radiogroup" aria-label="View">
+          {TREE_VIEWS.map((v) => (
+            <label key={v.id} className={view === v.id ? 'segment segment-active' : 'segment'}>
+              <input type="radio" name="tree-view" className="visually-hidden" checked={view === v.id} onChange={() => setView(v.id)} /> {v.label}
+            </label>
+          ))}
+        </div>
+        <p className="muted small">
+          {kinds.length ? kinds.map(([k, n]) => `${n} ${k}`).join(' · ') + ' live' : 'Nothing live yet: sync to create the resources.'}
+          {view === 'network' && ' · Ingress → Service → Pods, by the Ingresses\' backends and the Services\' selectors'}
+        </p>
+        {expanded.size > 0 && view !== 'list' && (
+          <button type="button" className="link-button small" onClick={() => setExpanded(new Set())}>
+            Group pods again
+          </button>
+        )}
       </div>
+      {view === 'list' ? (
+        <div className="tree" role="tree" aria-label="Resource tree" data-testid="app-tree">
+          {rows.map((r) => (
+            <TreeItem key={r.id} row={r} namespace={a.spec?.spec.destination.namespace} onToggle={() => toggle(r.id)} />
+          ))}
+        </div>
+      ) : layout && layout.nodes.length === 0 ? (
+        <EmptyState title="No network objects">No Ingress or Service of this application routes to its Pods.</EmptyState>
+      ) : layout ? (
+        <ResourceGraph layout={layout} selected={open} onOpen={onOpen} onExpand={onExpand} label={view === 'network' ? 'Network of the application' : 'Resource graph'} />
+      ) : null}
+      {openNode && (
+        <ResourcePanel
+          key={open}
+          runtime={runtime}
+          app={a.name}
+          node={openNode}
+          canWrite={canWrite}
+          onClose={() => setOpen(undefined)}
+          onChanged={(msg) => {
+            onChanged(msg);
+            tree.reload({ quiet: true });
+          }}
+        />
+      )}
     </>
   );
+}
+
+/** The tree node of graph id (an object's UID, or res:GROUP/KIND/NAMESPACE/NAME). */
+function findNode(roots: TreeNode[], id: string): TreeNode | undefined {
+  for (const n of roots) {
+    if ((n.uid || 'res:' + resourceId(n)) === id) return n;
+    const c = findNode(n.children ?? [], id);
+    if (c) return c;
+  }
+  return undefined;
 }
 
 /** One object of the tree; its namespace is shown when it is not the application's. */
@@ -676,24 +757,7 @@ function ResourceDiffView({ d }: { d: ResourceDiff }) {
       </summary>
       {d.message && <p className="diff-msg small">{d.message}</p>}
       {lines.length > 0 ? (
-        <div className="diff" role="table" aria-label={`Diff of ${resourceLabel(d)}`}>
-          {lines.map((l, i) => (
-            <div key={i} className={`diff-line diff-${l.kind}`} role="row">
-              <span className="diff-ln" role="cell">
-                {l.old ?? ''}
-              </span>
-              <span className="diff-ln" role="cell">
-                {l.new ?? ''}
-              </span>
-              <span className="diff-sign" role="cell" aria-hidden="true">
-                {l.kind === 'add' ? '+' : l.kind === 'del' ? '−' : ' '}
-              </span>
-              <span className="diff-text" role="cell">
-                {l.text}
-              </span>
-            </div>
-          ))}
-        </div>
+        <DiffLines lines={lines} label={`Diff of ${resourceLabel(d)}`} />
       ) : (
         <p className="muted small diff-msg">No line diff for this resource.</p>
       )}
