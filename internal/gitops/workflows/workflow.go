@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -96,9 +97,11 @@ func (o *operation) operate(st *WorkflowStatus) {
 // workflow stays Pending with Argo's message, and false is returned (nothing runs).
 func (o *operation) workflowLock(st *WorkflowStatus) bool {
 	s := o.spec.Synchronization
-	if s == nil || (st.Phase != WorkflowUnknown && st.Phase != WorkflowPending) {
+	if s == nil {
 		return true
 	}
+	// Every pass, not only while Pending: a retried Workflow (Running again) takes its locks
+	// again; one that holds them already is let through at once.
 	sub := *s
 	err := substitute(&sub, "spec.synchronization", o.globals, []string{"workflow"})
 	ok, msg := false, ""
@@ -111,11 +114,16 @@ func (o *operation) workflowLock(st *WorkflowStatus) bool {
 		return false
 	}
 	if ok {
-		st.Message = ""
+		if strings.HasPrefix(st.Message, "Waiting for ") {
+			st.Message = ""
+		}
 		return true
 	}
 	if o.err == nil {
-		st.Phase, st.Message = WorkflowPending, msg
+		if st.Phase == WorkflowUnknown {
+			st.Phase = WorkflowPending
+		}
+		st.Message = msg
 	}
 	switch o.spec.Shutdown {
 	case "Terminate":
