@@ -88,6 +88,9 @@ const (
 	lockConfigMap = "ConfigMap"
 )
 
+// msgLockFailed is Argo's message when a lock cannot be taken at all (its definition is wrong).
+const msgLockFailed = "Failed to acquire the synchronization lock. "
+
 // syncRecheck is how often a holder that waits tries again without being told (a semaphore's
 // ConfigMap may have raised its limit); a release wakes waiters at once.
 const syncRecheck = 10 * time.Second
@@ -519,7 +522,7 @@ func (o *operation) syncNode(inv invocation, t *Template, inputs *Inputs) (*Node
 		if n != nil {
 			n.SynchronizationStatus = nil
 		}
-		return o.errorNode(inv, fmt.Errorf("Failed to acquire the synchronization lock. %v", err)), true
+		return o.errorNode(inv, fmt.Errorf("%s%v", msgLockFailed, err)), true
 	}
 	if o.err != nil && !ok {
 		return n, true

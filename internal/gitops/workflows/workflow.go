@@ -109,7 +109,7 @@ func (o *operation) workflowLock(st *WorkflowStatus) bool {
 		ok, _, msg, err = o.acquire(o.wfKey(), &sub)
 	}
 	if err != nil {
-		st.Phase, st.Message = WorkflowFailed, "Failed to acquire the synchronization lock. "+err.Error()
+		st.Phase, st.Message = WorkflowFailed, msgLockFailed+err.Error()
 		o.finishWaiting(st)
 		return false
 	}
