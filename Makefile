@@ -133,9 +133,10 @@ bench-rollouts: devcluster-build
 	FRESHET_TEST_KUBE=1 FRESHET_ROLLOUTS_BENCH=1 $(GO) test -count=1 -run 'TestReactionTime|TestAnalysisReactionTime|TestPauseReactionTime|TestManyRollouts' -v -timeout 40m ./internal/gitops/rollouts/ | grep -E '^(BENCH|--- |ok|FAIL)'
 
 ## bench-workflows: the workflow controller against the loopback cluster: a 100-node DAG of
-## trivial containers end to end (wall, CPU-s, RSS), beside 100 bare pods in 10 waves
+## trivial containers end to end (wall, CPU-s, RSS), beside 100 bare pods in 10 waves; submit → first pod
+## Running (p50/p99) beside a bare pod; 50 workflows at once (wall, CPU-s, RSS, API requests)
 bench-workflows: devcluster-build
-	FRESHET_TEST_KUBE=1 FRESHET_WORKFLOWS_BENCH=1 $(GO) test -count=1 -run 'TestBenchDAG100' -v -timeout 20m ./internal/gitops/workflows/ | grep -E '^(BENCH|--- |ok|FAIL)'
+	FRESHET_TEST_KUBE=1 FRESHET_WORKFLOWS_BENCH=1 $(GO) test -count=1 -run 'TestBenchDAG100|TestBenchSubmitToRunning|TestBench50Workflows' -v -timeout 30m ./internal/gitops/workflows/ | grep -E '^(BENCH|--- |ok|FAIL)'
 
 ## bench-events: the events controller against the loopback cluster and the test NATS: a signed
 ## GitHub push → the Workflow its Sensor creates, seen by a watch (p50/p99), beside a create alone

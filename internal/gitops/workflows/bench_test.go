@@ -1,9 +1,14 @@
 package workflows_test
 
 import (
+	"context"
 	"fmt"
+	"math"
+	"net/http"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -99,4 +104,239 @@ spec:
 	}
 	fmt.Printf("BENCH workflows dag100: 100-node DAG (10 chains of 10) end to end %.2fs; baseline 100 bare pods in 10 waves %.2fs; test process (controller + clients) CPU %.2fs, max RSS %.0f MiB\n",
 		wall.Seconds(), base.Seconds(), cpu, maxRSSMiB())
+}
+
+// countingTransport counts the requests a client sends, by method.
+type countingTransport struct {
+	rt http.RoundTripper
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.mu.Lock()
+	c.n[r.Method]++
+	c.mu.Unlock()
+	return c.rt.RoundTrip(r)
+}
+
+func (c *countingTransport) take() (int, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	total := 0
+	var parts []string
+	for _, m := range []string{"GET", "POST", "PUT", "PATCH", "DELETE"} {
+		if c.n[m] > 0 {
+			total += c.n[m]
+			parts = append(parts, fmt.Sprintf("%s %d", m, c.n[m]))
+		}
+	}
+	clear(c.n)
+	return total, strings.Join(parts, ", ")
+}
+
+// benchEnv is a test namespace with a controller whose every API request is counted.
+func benchEnv(t *testing.T) (*env, *countingTransport) {
+	c := kube.Shared(t)
+	ns := c.Namespace(t)
+	counter := &countingTransport{n: map[string]int{}}
+	cfg := c.RESTConfig()
+	cfg.QPS, cfg.Burst = 50, 100 // as a runtime's controller runs
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { counter.rt = rt; return counter }
+	ctrl, err := workflows.New(cfg, workflows.Options{Namespace: ns, ConfigNamespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ctrl.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("controller: %v", err)
+		}
+	})
+	e := &env{t: t, c: c, ns: ns, ctrl: ctrl, ctx: ctx}
+	e.waitFor("controller started", 60*time.Second, func() (bool, string) { return ctrl.Healthy(), "" })
+	return e, counter
+}
+
+func loadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func percentile(ds []time.Duration, p float64) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	i := int(math.Ceil(p*float64(len(s)))) - 1
+	return s[max(0, min(i, len(s)-1))]
+}
+
+// runningWatch reports, for each pod label value (or pod name), when a pod was first seen
+// Running.
+func (e *env) runningWatch(sel string, key func(*corev1.Pod) string) (func(string) time.Time, func()) {
+	w, err := e.c.Client.CoreV1().Pods(e.ns).Watch(e.ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var mu sync.Mutex
+	seen := map[string]time.Time{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok || (p.Status.Phase != corev1.PodRunning && p.Status.Phase != corev1.PodSucceeded) {
+				continue
+			}
+			mu.Lock()
+			if _, ok := seen[key(p)]; !ok {
+				seen[key(p)] = time.Now()
+			}
+			mu.Unlock()
+		}
+	}()
+	get := func(k string) time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen[k]
+	}
+	return get, func() { w.Stop(); <-done }
+}
+
+// TestBenchSubmitToRunning (make bench-workflows): a one-step Workflow's creation → its pod
+// seen Running by a watch, 30 times one after another; the baseline is a bare pod's creation →
+// Running, 30 times, in the same namespace and run.
+func TestBenchSubmitToRunning(t *testing.T) {
+	if os.Getenv("FRESHET_WORKFLOWS_BENCH") == "" {
+		t.Skip("set FRESHET_WORKFLOWS_BENCH=1 (make bench-workflows)")
+	}
+	e, _ := benchEnv(t)
+	const n = 30
+	lock := func(seen func(string) time.Time, k string) time.Time {
+		var at time.Time
+		e.waitFor(k+" running", time.Minute, func() (bool, string) {
+			at = seen(k)
+			return !at.IsZero(), ""
+		})
+		return at
+	}
+	seenBase, stopBase := e.runningWatch("bench=base", func(p *corev1.Pod) string { return p.Name })
+	var base []time.Duration
+	for i := range n {
+		name := fmt.Sprintf("base-%d", i)
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"bench": "base"},
+			Annotations: map[string]string{kube.AnnotationExitCode: "0", kube.AnnotationRunDuration: "1s"}},
+			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "main", Image: "alpine:3", Command: []string{"true"}}}}}
+		start := time.Now()
+		if _, err := e.c.Client.CoreV1().Pods(e.ns).Create(e.ctx, p, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		base = append(base, lock(seenBase, name).Sub(start))
+	}
+	stopBase()
+	seenWf, stopWf := e.runningWatch(workflows.LabelWorkflow, func(p *corev1.Pod) string { return p.Labels[workflows.LabelWorkflow] })
+	defer stopWf()
+	var wfs []time.Duration
+	for i := range n {
+		name := fmt.Sprintf("first-%d", i)
+		start := time.Now()
+		e.create(workflows.WorkflowsResource, fmt.Sprintf(`
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: %s}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    metadata: {annotations: {%s: "0", %s: "1s"}}
+    container: {image: alpine:3, command: ["true"]}`, name, kube.AnnotationExitCode, kube.AnnotationRunDuration))
+		wfs = append(wfs, lock(seenWf, name).Sub(start))
+	}
+	ms := func(d time.Duration) string { return fmt.Sprintf("%.0f ms", float64(d)/float64(time.Millisecond)) }
+	fmt.Printf("BENCH workflows submit-to-running: %d one-step workflows, creation → pod Running p50 %s p99 %s; baseline bare pod creation → Running p50 %s p99 %s; load average %s\n",
+		n, ms(percentile(wfs, 0.5)), ms(percentile(wfs, 0.99)), ms(percentile(base, 0.5)), ms(percentile(base, 0.99)), loadAvg())
+}
+
+// TestBench50Workflows (make bench-workflows): 50 one-step Workflows created at once, to all
+// Succeeded: wall, the test process's CPU and max RSS (the controller runs in it), and the
+// API requests the controller sent (a counting RoundTripper on its REST config, informers'
+// lists and watches included). The baseline: 50 bare pods created at once, to all Succeeded.
+func TestBench50Workflows(t *testing.T) {
+	if os.Getenv("FRESHET_WORKFLOWS_BENCH") == "" {
+		t.Skip("set FRESHET_WORKFLOWS_BENCH=1 (make bench-workflows)")
+	}
+	e, counter := benchEnv(t)
+	const n = 50
+	succeeded := func(sel string) func() (bool, string) {
+		return func() (bool, string) {
+			pods, err := e.c.Client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: sel})
+			if err != nil {
+				return false, err.Error()
+			}
+			k := 0
+			for _, p := range pods.Items {
+				if p.Status.Phase == corev1.PodSucceeded {
+					k++
+				}
+			}
+			return k == n, fmt.Sprint(k)
+		}
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("base-%d", i), Labels: map[string]string{"bench": "base"},
+				Annotations: map[string]string{kube.AnnotationExitCode: "0"}},
+				Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{Name: "main", Image: "alpine:3", Command: []string{"true"}}}}}
+			if _, err := e.c.Client.CoreV1().Pods(e.ns).Create(e.ctx, p, metav1.CreateOptions{}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	e.waitFor("50 bare pods", 3*time.Minute, succeeded("bench=base"))
+	base := time.Since(start)
+
+	counter.take() // the informers' start
+	cpu0 := cpuSeconds()
+	start = time.Now()
+	for i := range n {
+		wg.Go(func() {
+			e.create(workflows.WorkflowsResource, fmt.Sprintf(`
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: many-%d}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    metadata: {annotations: {%s: "0"}}
+    container: {image: alpine:3, command: ["true"]}`, i, kube.AnnotationExitCode))
+		})
+	}
+	wg.Wait()
+	e.waitFor("50 workflows", 5*time.Minute, func() (bool, string) {
+		list, err := e.c.Dynamic.Resource(workflows.WorkflowsResource).Namespace(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: workflows.LabelCompleted + "=true"})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(list.Items) == n, fmt.Sprint(len(list.Items))
+	})
+	wall := time.Since(start)
+	cpu := cpuSeconds() - cpu0
+	reqs, by := counter.take()
+	for i := range n {
+		if wf := e.workflow(fmt.Sprintf("many-%d", i)); wf.Status.Phase != workflows.WorkflowSucceeded {
+			t.Fatal(dump(wf))
+		}
+	}
+	fmt.Printf("BENCH workflows 50-at-once: 50 one-step workflows created at once → all Succeeded %.2fs; baseline 50 bare pods at once → Succeeded %.2fs; test process (controller + test clients) CPU %.2fs, max RSS %.0f MiB; controller API requests %d (%s); load average %s\n",
+		wall.Seconds(), base.Seconds(), cpu, maxRSSMiB(), reqs, by, loadAvg())
 }

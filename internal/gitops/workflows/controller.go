@@ -31,6 +31,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/freshet-dev/freshet/api/runtimev1"
+	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gitops/ctrlloop"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
 )
@@ -107,6 +108,7 @@ type Controller struct {
 	written  map[string]string // the resourceVersion each workflow had before this controller's last write
 	saClient map[string]dynamic.Interface
 	reported map[string]string // the UID and finish time last given to OnFinished, by key
+	locks    *lockManager      // synchronization's mutexes and semaphores (sync.go)
 }
 
 // New returns a controller for the cluster cfg reaches.
@@ -144,9 +146,10 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	if opts.Policy == nil {
 		opts.Policy = netpolicy.Unrestricted()
 	}
-	return &Controller{cfg: rest.CopyConfig(cfg), kube: kc, dyn: dyn, opts: opts, log: opts.Logger,
+	c := &Controller{cfg: rest.CopyConfig(cfg), kube: kc, dyn: dyn, opts: opts, log: opts.Logger,
 		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
-		written: map[string]string{}, saClient: map[string]dynamic.Interface{}, reported: map[string]string{}}, nil
+		written: map[string]string{}, saClient: map[string]dynamic.Interface{}, reported: map[string]string{}}
+	return c, nil
 }
 
 // Run installs the CRDs, watches Workflows, their templates and their pods, and reconciles
@@ -189,6 +192,10 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer c.queue.ShutDown()
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return ctx.Err()
+	}
+	c.locks = newLockManager(c.semaphoreLimit, func(wf string) { c.queue.Add(wf) }, c.opts.Now)
+	if err := c.rebuildLocks(); err != nil {
+		return err
 	}
 	c.mu.Lock()
 	c.started = true
@@ -247,7 +254,8 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 		delete(c.written, key)
 		delete(c.reported, key)
 		c.mu.Unlock()
-		return 0, nil // deleted: its pods go with it (owner references)
+		c.locks.commit(key, nil, nil, true) // its locks go with it
+		return 0, nil                       // deleted: its pods and claims go with it (owner references)
 	}
 	if err != nil {
 		return 0, err
@@ -272,7 +280,11 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 		return 0, c.writeInvalid(ctx, u, verr, now)
 	}
 	if wf.Status.Phase.Completed() {
+		c.locks.commit(key, nil, nil, true)
 		c.finished(key, wf) // first: the archive hears of it before its ttlStrategy deletes it
+		if d, done, err := c.collectClaims(ctx, u, wf); done || err != nil {
+			return d, err
+		}
 		d, done, gcErr := c.collectArtifacts(ctx, u, wf)
 		if done {
 			return d, gcErr // the status changed: the next reconcile goes on
@@ -319,7 +331,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 		return 0, err
 	}
 	o := &operation{ctx: ctx, cl: c, wf: wf, spec: spec, nodes: map[string]*NodeStatus{}, pods: map[string]*corev1.Pod{},
-		now: now, globals: globalScope(wf, spec), tmplSpecs: map[string]*WorkflowSpec{},
+		now: now, locks: c.locks, globals: globalScope(wf, spec), tmplSpecs: map[string]*WorkflowSpec{},
 		opts: podOptions{executorImage: c.opts.ExecutorImage, executorPath: c.opts.ExecutorPath,
 			nodeSelector: c.opts.NodeSelector, tolerations: c.opts.Tolerations, policy: c.opts.Policy}}
 	for id, n := range st.Nodes {
@@ -351,6 +363,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 		}
 		return 0, errors.Join(o.err, err)
 	}
+	c.locks.commit(key, o.sync.release, o.sync.waiting, o.sync.all)
 	if o.err != nil {
 		return 0, o.err
 	}
@@ -443,6 +456,7 @@ func (s *WorkflowStatus) deepCopy() *WorkflowStatus {
 
 // writeInvalid ends a Workflow that cannot run: phase Error, the message naming the field.
 func (c *Controller) writeInvalid(ctx context.Context, u *unstructured.Unstructured, verr error, now time.Time) error {
+	defer c.locks.commit(u.GetNamespace()+"/"+u.GetName(), nil, nil, true)
 	var st WorkflowStatus
 	if raw, ok := u.Object["status"]; ok {
 		b, _ := json.Marshal(raw)
@@ -655,6 +669,129 @@ func (c *Controller) Resume(ctx context.Context, ns, name string) error {
 	u.Object["status"] = m
 	_, err = res.Update(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
 	return err
+}
+
+// rebuildLocks takes again the locks the Workflows' statuses record as held (at start,
+// before any reconcile): no lock is lost or held twice across a restart.
+func (c *Controller) rebuildLocks() error {
+	objs, err := c.workflows.List(labels.Everything())
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, obj := range objs {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			continue
+		}
+		raw, ok := u.Object["status"].(map[string]any)
+		if !ok || raw["synchronization"] == nil {
+			continue
+		}
+		b, _ := json.Marshal(raw)
+		var st WorkflowStatus
+		if json.Unmarshal(b, &st) != nil || st.Phase.Completed() {
+			continue
+		}
+		for _, h := range holdsFromStatus(u.GetNamespace(), u.GetName(), st.Synchronization) {
+			c.locks.reacquire(h)
+			n++
+		}
+	}
+	if n > 0 {
+		c.log.Info("synchronization locks rebuilt from workflow statuses", "holds", n)
+	}
+	return nil
+}
+
+// semaphoreLimit implements cluster: the ConfigMap is read through the API (limits are
+// cached for limitTTL by the lock manager).
+func (c *Controller) semaphoreLimit(ctx context.Context, ns, name, key string) (int, error) {
+	cm, err := c.kube.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return 0, fmt.Errorf("%w: ConfigMap %s/%s (the semaphore's limit) not found", errLockConfig, ns, name)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return semaphoreLimitOf(cm, ns, name, key)
+}
+
+// createClaim implements cluster.
+func (c *Controller) createClaim(ctx context.Context, wf *Workflow, pvc *corev1.PersistentVolumeClaim) error {
+	claims := c.kube.CoreV1().PersistentVolumeClaims(pvc.Namespace)
+	_, err := claims.Create(ctx, pvc, metav1.CreateOptions{FieldManager: FieldManager})
+	if !apierrors.IsAlreadyExists(err) {
+		if apierrors.IsInvalid(err) {
+			return fmt.Errorf("%w: %v", errdefs.ErrInvalid, err)
+		}
+		return err
+	}
+	got, err := claims.Get(ctx, pvc.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if !slices.ContainsFunc(got.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == wf.UID }) {
+		return fmt.Errorf("%s %w", pvc.Name, errClaimTaken)
+	}
+	return nil
+}
+
+// deleteClaim implements cluster.
+func (c *Controller) deleteClaim(ctx context.Context, ns, name string) error {
+	err := c.kube.CoreV1().PersistentVolumeClaims(ns).Delete(ctx, name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// collectClaims deletes the claims a finished Workflow still lists when volumeClaimGC says
+// they are due (a deletion that failed when it finished); done is true when it wrote the status.
+func (c *Controller) collectClaims(ctx context.Context, u *unstructured.Unstructured, wf *Workflow) (time.Duration, bool, error) {
+	if len(wf.Status.PersistentVolumeClaims) == 0 {
+		return 0, false, nil
+	}
+	spec := &wf.Spec
+	if wf.Spec.WorkflowTemplateRef != nil && wf.Status.StoredWorkflowTemplateSpec != nil {
+		spec = mergeSpec(&wf.Spec, wf.Status.StoredWorkflowTemplateSpec)
+	}
+	if !claimsDue(spec, wf.Status.Phase) {
+		return 0, false, nil
+	}
+	st := *wf.Status.deepCopy()
+	var kept []corev1.Volume
+	var firstErr error
+	for _, v := range st.PersistentVolumeClaims {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		if err := c.deleteClaim(ctx, wf.Namespace, v.PersistentVolumeClaim.ClaimName); err != nil {
+			kept = append(kept, v)
+			firstErr = cmpErr(firstErr, err)
+		}
+	}
+	if len(kept) == len(st.PersistentVolumeClaims) {
+		if firstErr != nil {
+			c.log.Info("pvc GC failed; retrying", logWorkflow, wf.Namespace+"/"+wf.Name, logErr, firstErr)
+		}
+		return gcRetry, false, nil
+	}
+	st.PersistentVolumeClaims = kept
+	if err := c.putStatus(ctx, u, st); err != nil {
+		if apierrors.IsConflict(err) {
+			return staleRetry, true, nil
+		}
+		return 0, true, err
+	}
+	return 0, true, nil
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
 }
 
 var _ cluster = (*Controller)(nil)

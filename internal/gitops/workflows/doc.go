@@ -12,7 +12,9 @@
 // here, never evaluated as code), templateRef and workflowTemplateRef; parameters, the {{…}}
 // variables Argo defines, withItems/withParam/withSequence, when (expr-lang with bare words as
 // strings, as Argo's govaluate use), retryStrategy, activeDeadlineSeconds, onExit,
-// parallelism, serviceAccountName, shutdown, podGC and ttlStrategy (gc.go). Validation is
+// parallelism, serviceAccountName, shutdown, podGC and ttlStrategy (gc.go), volumes and
+// volumeClaimTemplates (volumes.go: claims per run, volumeClaimGC), and synchronization's
+// mutexes and semaphores (sync.go: held in memory, rebuilt from the statuses at start). Validation is
 // `argo lint`'s (ValidateSpec): a Workflow that does not validate ends in phase Error with the
 // field named in its message, and nothing runs. What is recognised but not built yet is refused the same way, by name.
 //

@@ -24,6 +24,8 @@ type fakeCluster struct {
 	templates map[string]*WorkflowSpec
 	resources []string
 	repo      *ArtifactRepositoryRefStatus
+	claims    map[string]*corev1.PersistentVolumeClaim
+	limits    map[string]string // every semaphore's ConfigMap data
 }
 
 func (f *fakeCluster) artifactRepository(_ context.Context, _ string, _ *ArtifactRepositoryRef) (*ArtifactRepositoryRefStatus, error) {
@@ -40,6 +42,21 @@ func (f *fakeCluster) createPod(_ context.Context, p *corev1.Pod) error {
 	p.Status.Phase = corev1.PodPending
 	f.pods[p.Name] = p
 	return nil
+}
+func (f *fakeCluster) createClaim(_ context.Context, _ *Workflow, pvc *corev1.PersistentVolumeClaim) error {
+	if f.claims == nil {
+		f.claims = map[string]*corev1.PersistentVolumeClaim{}
+	}
+	f.claims[pvc.Name] = pvc
+	return nil
+}
+func (f *fakeCluster) deleteClaim(_ context.Context, _, name string) error {
+	delete(f.claims, name)
+	return nil
+}
+func (f *fakeCluster) semaphoreLimit(_ context.Context, ns, name, key string) (int, error) {
+	cm := &corev1.ConfigMap{Data: f.limits}
+	return semaphoreLimitOf(cm, ns, name, key)
 }
 func (f *fakeCluster) deletePod(_ context.Context, _, name string) error {
 	delete(f.pods, name)
@@ -74,6 +91,7 @@ type harness struct {
 	fc      *fakeCluster
 	now     time.Time
 	kubelet func(pod *corev1.Pod) run
+	locks   *lockManager // nil: each step its own (no lock outlives a step)
 }
 
 func newHarness(t *testing.T, y string, kubelet func(*corev1.Pod) run) *harness {
@@ -113,7 +131,8 @@ func (h *harness) step() time.Duration {
 		}
 	}
 	o := &operation{ctx: context.Background(), cl: h.fc, wf: h.wf, spec: spec, nodes: map[string]*NodeStatus{}, pods: h.fc.pods,
-		now: h.now, globals: globalScope(h.wf, spec), tmplSpecs: map[string]*WorkflowSpec{}, opts: podOptions{executorImage: "x", executorPath: "/x"}}
+		now: h.now, globals: globalScope(h.wf, spec), tmplSpecs: map[string]*WorkflowSpec{}, opts: podOptions{executorImage: "x", executorPath: "/x"},
+		locks: h.locks}
 	for id, n := range h.wf.Status.Nodes {
 		n := n
 		o.nodes[id] = &n
@@ -133,6 +152,7 @@ func (h *harness) step() time.Duration {
 	if o.err != nil {
 		h.t.Fatal(o.err)
 	}
+	o.locks.commit(o.wfKey(), o.sync.release, o.sync.waiting, o.sync.all)
 	// The kubelet: every pending pod runs to its end.
 	for _, name := range h.fc.order {
 		p := h.fc.pods[name]

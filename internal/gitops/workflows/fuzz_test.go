@@ -48,6 +48,7 @@ func FuzzDecodeWorkflow(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Workflow","spec":{"entrypoint":"a","templates":[{"name":"a","dag":{"tasks":[{"name":"x","template":"a","depends":"((((x"}]}}]}}`))
 	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Workflow","spec":{"entrypoint":"a","templates":[{"name":"a","steps":[[{"name":"s","template":"a"}]]}]}}`))
 	f.Add([]byte(`[]`))
+	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Workflow","spec":{"entrypoint":"a","synchronization":{"mutex":{"name":"m"},"semaphores":[{"configMapKeyRef":{"name":"c","key":"k"}}]},"volumes":[{"name":"v","emptyDir":{}}],"volumeClaimTemplates":[{"metadata":{"name":"w"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}],"volumeClaimGC":{"strategy":"OnWorkflowCompletion"},"templates":[{"name":"a","synchronization":{"mutexes":[{"name":"{{workflow.name}}"}]},"volumes":[{"name":"s","emptyDir":{}}],"container":{"image":"x","command":["x"],"volumeMounts":[{"name":"w","mountPath":"/w"},{"name":"v","mountPath":"/v"},{"name":"s","mountPath":"/s"}]}}]}}`))
 	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Workflow","spec":{"entrypoint":"a","templates":[{"name":"a","dag":{"tasks":[{"name":"f","template":"g"},{"name":"u","template":"u","depends":"f","arguments":{"artifacts":[{"name":"i","fromExpression":"tasks.f.outputs.exitCode == '0' ? tasks.f.outputs.artifacts.o : nil"}]}}]},"outputs":{"artifacts":[{"name":"c","fromExpression":"tasks['f'].outputs.artifacts.o"}]}},{"name":"g","outputs":{"artifacts":[{"name":"o","path":"/o"}]},"container":{"image":"x","command":["x"]}},{"name":"u","inputs":{"artifacts":[{"name":"i","path":"/i","optional":true}]},"container":{"image":"x","command":["x"]}}]}}`))
 	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Workflow","spec":{"entrypoint":"a","artifactGC":{"strategy":"OnWorkflowDeletion"},"templates":[{"name":"a","steps":[[{"name":"g","template":"g"}],[{"name":"u","template":"u","arguments":{"artifacts":[{"name":"i","from":"{{steps.g.outputs.artifacts.o}}"}]}}]]},{"name":"g","outputs":{"artifacts":[{"name":"o","path":"/o","archive":{"zip":{}},"globalName":"x"}]},"container":{"image":"x","command":["x"]}},{"name":"u","inputs":{"artifacts":[{"name":"i","path":"/i","mode":384},{"name":"r","path":"/r","raw":{"data":"d"}},{"name":"h","path":"/h","http":{"url":"https://h/x","headers":[{"name":"A","value":"b"}]}},{"name":"s","path":"/s","s3":{"endpoint":"e:9000","bucket":"bkt","key":"k","accessKeySecret":{"name":"n","key":"a"},"secretKeySecret":{"name":"n","key":"s"}}},{"name":"git","path":"/g","git":{"repo":"https://g/r.git","revision":"main","depth":1}}]},"container":{"image":"x","command":["x"]}}]}}`))
 	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"CronWorkflow","spec":{"schedules":["*/5 * * * *","CRON_TZ=Asia/Tokyo 0 3 * * 1-5"],"timezone":"","concurrencyPolicy":"Forbid","startingDeadlineSeconds":30,"workflowSpec":{"entrypoint":"a","templates":[{"name":"a","suspend":{}}]}}}`))
@@ -155,6 +156,49 @@ func FuzzDecodeArtifactRepository(f *testing.F) {
 		key, err := o.renderKey(r.S3, &NodeStatus{ID: "wf-1", Name: "wf[0].a"})
 		if err == nil && (strings.HasPrefix(key, "/") || strings.Contains(key, "..") && strings.Contains("/"+key+"/", "/../")) {
 			t.Fatalf("key %q", key)
+		}
+	})
+}
+
+// FuzzHoldsFromStatus: a Workflow's status.synchronization (which anyone who may update the
+// Workflow can write) is read back at a controller's start to rebuild the locks. Only holds of
+// that Workflow come back — never another's — with lock keys that parse back to themselves,
+// at most maxNodes of them, each once.
+func FuzzHoldsFromStatus(f *testing.F) {
+	f.Add([]byte(`{"mutex":{"holding":[{"mutex":"ns/Mutex/m","holder":"ns/wf"}]},"semaphore":{"holding":[{"semaphore":"ns/ConfigMap/c/k","holders":["ns/wf/wf-1","ns/other"]}]}}`))
+	f.Add([]byte(`{"mutex":{"holding":[{"mutex":"ns/Mutex/","holder":"ns/wf/"},{"mutex":"a/Mutex/b/c","holder":"ns/wfx"}]}}`))
+	f.Add([]byte(`{"semaphore":{"holding":[{"semaphore":"//","holders":["ns/wf/a/b"]}],"waiting":[{"semaphore":"x","holders":["ns/wf"]}]}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var st SynchronizationStatus
+		if json.Unmarshal(data, &st) != nil {
+			return
+		}
+		holds := holdsFromStatus("ns", "wf", &st)
+		if len(holds) > maxNodes {
+			t.Fatalf("%d holds", len(holds))
+		}
+		m := newLockManager(nil, nil, time.Now)
+		seen := map[hold]bool{}
+		for _, h := range holds {
+			if seen[h] {
+				t.Fatalf("hold %v twice", h)
+			}
+			seen[h] = true
+			if h.holder != "ns/wf" && (!strings.HasPrefix(h.holder, "ns/wf/") || strings.Count(h.holder, "/") != 2 || h.holder == "ns/wf/") {
+				t.Fatalf("holder %q is not the workflow's", h.holder)
+			}
+			r, ok := parseLockKey(h.lock)
+			if !ok || r.key != h.lock {
+				t.Fatalf("lock key %q", h.lock)
+			}
+			m.reacquire(h)
+		}
+		if got := m.holdsOf("ns/wf"); len(got) != len(holds) {
+			t.Fatalf("rebuilt %d holds of %d", len(got), len(holds))
+		}
+		m.commit("ns/wf", nil, nil, true)
+		if len(m.locks) != 0 {
+			t.Fatalf("locks left after release: %d", len(m.locks))
 		}
 	})
 }

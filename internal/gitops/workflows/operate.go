@@ -37,6 +37,14 @@ type cluster interface {
 	// (artifactRepositoryRef, else the namespace's default, else the runtime's); an error
 	// wrapping errNoRepository or errdefs.ErrInvalid is permanent.
 	artifactRepository(ctx context.Context, ns string, ref *ArtifactRepositoryRef) (*ArtifactRepositoryRefStatus, error)
+	// createClaim creates a claim of spec.volumeClaimTemplates; one that exists already is
+	// returned when the Workflow owns it, else an error wrapping errClaimTaken.
+	createClaim(ctx context.Context, wf *Workflow, pvc *corev1.PersistentVolumeClaim) error
+	// deleteClaim deletes a claim; one that is gone is not an error.
+	deleteClaim(ctx context.Context, ns, name string) error
+	// semaphoreLimit reads a semaphore's limit from ConfigMap ns/name's key; an error wrapping
+	// errLockConfig is permanent.
+	semaphoreLimit(ctx context.Context, ns, name, key string) (int, error)
 }
 
 // Messages Argo Workflows writes, kept the same.
@@ -94,6 +102,9 @@ type operation struct {
 	err         error // a temporary error (API): the reconcile is retried
 	createdPods int
 	repo        *ArtifactRepositoryRefStatus // resolved once, kept in the status
+	locks       *lockManager                 // the controller's (sync.go)
+	sync        syncState
+	claims      []corev1.Volume // status.persistentVolumeClaims
 }
 
 type tmplCtx struct {
@@ -350,6 +361,11 @@ func (o *operation) execute(inv invocation) *NodeStatus {
 	if err != nil {
 		return o.errorNode(inv, err)
 	}
+	if pt.Synchronization != nil {
+		if n, waits := o.syncNode(inv, pt, inputs); waits {
+			return n
+		}
+	}
 	var n *NodeStatus
 	switch {
 	case pt.Container != nil || pt.Script != nil:
@@ -362,6 +378,9 @@ func (o *operation) execute(inv invocation) *NodeStatus {
 		n = o.executeSteps(inv, pt, inputs, tc)
 	case pt.DAG != nil:
 		n = o.executeDAG(inv, pt, inputs, tc)
+	}
+	if pt.Synchronization != nil && n != nil && n.Phase.Fulfilled() {
+		o.locks.release(holderKey(o.wf.Namespace, o.wf.Name, n.ID)) // the next waiter may start in this pass
 	}
 	return n
 }

@@ -54,6 +54,11 @@ func (o *operation) buildPod(n *NodeStatus, t *Template) (*corev1.Pod, error) {
 	main.Args = nil
 	main.TerminationMessagePolicy = corev1.TerminationMessageReadFile
 	main.TerminationMessagePath = corev1.TerminationMessagePathDefault
+	userVolumes, err := o.podVolumes(t, &main)
+	if err != nil {
+		return nil, err
+	}
+	volumes = append(volumes, userVolumes...)
 	main.VolumeMounts = append(main.VolumeMounts, corev1.VolumeMount{Name: binVolume, MountPath: binDir, ReadOnly: true})
 	volumes = append(volumes, corev1.Volume{Name: binVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 

@@ -89,16 +89,22 @@ type WorkflowSpec struct {
 	TTLStrategy           *TTLStrategy                  `json:"ttlStrategy,omitempty"`
 	ArtifactRepositoryRef *ArtifactRepositoryRef        `json:"artifactRepositoryRef,omitempty"`
 	ArtifactGC            *WorkflowArtifactGC           `json:"artifactGC,omitempty"`
+	// Volumes may be mounted by any container or script template (volumeMounts).
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
+	// VolumeClaimTemplates become one PersistentVolumeClaim each per run, named
+	// <workflow>-<claim>, owned by the Workflow and mounted by the claim's name.
+	VolumeClaimTemplates []corev1.PersistentVolumeClaim `json:"volumeClaimTemplates,omitempty"`
+	// VolumeClaimGC says when those claims are deleted (OnWorkflowSuccess when unset, as Argo).
+	VolumeClaimGC *VolumeClaimGC `json:"volumeClaimGC,omitempty"`
+	// Synchronization holds the whole run behind mutexes and semaphores (sync.go).
+	Synchronization *Synchronization `json:"synchronization,omitempty"`
 
 	// Recognised, not built yet: refused by name.
-	Volumes              json.RawMessage `json:"volumes,omitempty"`
-	VolumeClaimTemplates json.RawMessage `json:"volumeClaimTemplates,omitempty"`
-	Synchronization      json.RawMessage `json:"synchronization,omitempty"`
-	Hooks                json.RawMessage `json:"hooks,omitempty"`
-	Metrics              json.RawMessage `json:"metrics,omitempty"`
-	PodSpecPatch         json.RawMessage `json:"podSpecPatch,omitempty"`
-	Executor             json.RawMessage `json:"executor,omitempty"`
-	Memoize              json.RawMessage `json:"memoize,omitempty"`
+	Hooks        json.RawMessage `json:"hooks,omitempty"`
+	Metrics      json.RawMessage `json:"metrics,omitempty"`
+	PodSpecPatch json.RawMessage `json:"podSpecPatch,omitempty"`
+	Executor     json.RawMessage `json:"executor,omitempty"`
+	Memoize      json.RawMessage `json:"memoize,omitempty"`
 }
 
 // WorkflowTemplateRef runs a WorkflowTemplate (or, with ClusterScope, a
@@ -135,15 +141,17 @@ type Template struct {
 	Tolerations           []corev1.Toleration `json:"tolerations,omitempty"`
 	// Timeout bounds a container or script node from its start, its time Pending included.
 	Timeout string `json:"timeout,omitempty"`
+	// Volumes are this template's own (its pods have all of them).
+	Volumes []corev1.Volume `json:"volumes,omitempty"`
+	// Synchronization holds this template's node behind mutexes and semaphores (sync.go).
+	Synchronization *Synchronization `json:"synchronization,omitempty"`
 
 	// Recognised, not built yet: refused by name.
 	Data            json.RawMessage `json:"data,omitempty"`
 	HTTP            json.RawMessage `json:"http,omitempty"`
 	Plugin          json.RawMessage `json:"plugin,omitempty"`
 	ContainerSet    json.RawMessage `json:"containerSet,omitempty"`
-	Synchronization json.RawMessage `json:"synchronization,omitempty"`
 	Memoize         json.RawMessage `json:"memoize,omitempty"`
-	Volumes         json.RawMessage `json:"volumes,omitempty"`
 	Sidecars        json.RawMessage `json:"sidecars,omitempty"`
 	InitContainers  json.RawMessage `json:"initContainers,omitempty"`
 	Daemon          json.RawMessage `json:"daemon,omitempty"`
@@ -449,6 +457,11 @@ type WorkflowStatus struct {
 	ArtifactRepositoryRef *ArtifactRepositoryRefStatus `json:"artifactRepositoryRef,omitempty"`
 	// ArtifactGCStatus records the artifact garbage collection done.
 	ArtifactGCStatus *ArtifactGCStatus `json:"artifactGCStatus,omitempty"`
+	// PersistentVolumeClaims are the claims made from spec.volumeClaimTemplates and not
+	// deleted yet, each as the volume the pods mount (named after its claim template).
+	PersistentVolumeClaims []corev1.Volume `json:"persistentVolumeClaims,omitempty"`
+	// Synchronization is the locks the run and its nodes hold and wait for.
+	Synchronization *SynchronizationStatus `json:"synchronization,omitempty"`
 }
 
 // ArtifactGCStatus is status.artifactGCStatus: whether the objects artifactGC deletes on
@@ -478,4 +491,17 @@ type NodeStatus struct {
 	OutboundNodes []string     `json:"outboundNodes,omitempty"`
 	HostNodeName  string       `json:"hostNodeName,omitempty"`
 	PodIP         string       `json:"podIP,omitempty"`
+	// SynchronizationStatus names the lock a Pending node waits for.
+	SynchronizationStatus *NodeSynchronizationStatus `json:"synchronizationStatus,omitempty"`
 }
+
+// VolumeClaimGC is spec.volumeClaimGC.
+type VolumeClaimGC struct {
+	Strategy string `json:"strategy,omitempty"`
+}
+
+// The volume claim GC strategies.
+const (
+	VolumeClaimGCOnCompletion = "OnWorkflowCompletion"
+	VolumeClaimGCOnSuccess    = "OnWorkflowSuccess"
+)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
@@ -67,8 +68,18 @@ func validateSpec(s *WorkflowSpec, path string, needEntry bool) error {
 	if err := checkArtifactSpec(s, path); err != nil {
 		return err
 	}
+	vols, err := checkVolumes(s, path)
+	if err != nil {
+		return err
+	}
+	if !needEntry {
+		vols = nil // a WorkflowTemplate's templates may mount the calling Workflow's volumes
+	}
+	if err := checkSync(s.Synchronization, path+".synchronization"); err != nil {
+		return err
+	}
 	for i := range s.Templates {
-		if err := validateTemplate(idx, &s.Templates[i], fmt.Sprintf("%s.templates[%d]", path, i), globals); err != nil {
+		if err := validateTemplate(idx, &s.Templates[i], fmt.Sprintf("%s.templates[%d]", path, i), globals, vols); err != nil {
 			return err
 		}
 	}
@@ -95,8 +106,7 @@ func checkUnsupportedSpec(s *WorkflowSpec, path string) error {
 	for _, u := range []struct {
 		name string
 		v    json.RawMessage
-	}{{"volumes", s.Volumes}, {"volumeClaimTemplates", s.VolumeClaimTemplates}, {"synchronization", s.Synchronization},
-		{"hooks", s.Hooks}, {"metrics", s.Metrics}, {"podSpecPatch", s.PodSpecPatch},
+	}{{"hooks", s.Hooks}, {"metrics", s.Metrics}, {"podSpecPatch", s.PodSpecPatch},
 		{"executor", s.Executor}, {"memoize", s.Memoize}} {
 		if isSet(u.v) {
 			return notYet(path+"."+u.name, u.name)
@@ -133,12 +143,12 @@ func checkParams(ps []Parameter, path string, names map[string]bool) error {
 	return nil
 }
 
-func validateTemplate(idx map[string]*Template, t *Template, p string, globals map[string]bool) error {
+func validateTemplate(idx map[string]*Template, t *Template, p string, globals, vols map[string]bool) error {
 	for _, u := range []struct {
 		name string
 		v    json.RawMessage
 	}{{"data", t.Data}, {"http", t.HTTP}, {"plugin", t.Plugin}, {"containerSet", t.ContainerSet},
-		{"synchronization", t.Synchronization}, {"memoize", t.Memoize}, {"volumes", t.Volumes}, {"sidecars", t.Sidecars},
+		{"memoize", t.Memoize}, {"sidecars", t.Sidecars},
 		{"initContainers", t.InitContainers}, {"daemon", t.Daemon}, {"archiveLocation", t.ArchiveLocation},
 		{"metrics", t.Metrics}, {"podSpecPatch", t.PodSpecPatch}, {"hooks", t.Hooks}} {
 		if isSet(u.v) {
@@ -159,6 +169,20 @@ func validateTemplate(idx map[string]*Template, t *Template, p string, globals m
 	case 1:
 	default:
 		return errdefs.Invalid(p, strings.Join(kinds, ", "), "must be exactly one template kind")
+	}
+	var mounted *corev1.Container
+	kind := "container"
+	switch {
+	case t.Container != nil:
+		mounted = t.Container
+	case t.Script != nil:
+		mounted, kind = &t.Script.Container, "script"
+	}
+	if err := checkMounts(t, mounted, p, kind, vols); err != nil {
+		return err
+	}
+	if err := checkSync(t.Synchronization, p+".synchronization"); err != nil {
+		return err
 	}
 	inputs := map[string]bool{}
 	if err := checkParams(t.Inputs.Parameters, p+".inputs.parameters", inputs); err != nil {

@@ -231,15 +231,56 @@ func TestLint(t *testing.T) {
   entrypoint: main
   templates:
   - {name: main, inputs: {artifacts: [{name: a, path: /a, s3: {endpoint: "https://s3", bucket: b, key: k}}]}, container: {image: x, command: [x]}}`, "spec.templates[0].inputs.artifacts[0].s3.endpoint", "no scheme"},
-		{"volumes refused", `
+		{"claim template without access modes", `
   entrypoint: main
   volumeClaimTemplates: [{metadata: {name: w}}]
   templates:
-  - {name: main, container: {image: x, command: [x]}}`, "spec.volumeClaimTemplates", "is not supported yet"},
-		{"synchronization refused", `
+  - {name: main, container: {image: x, command: [x]}}`, "spec.volumeClaimTemplates[0].spec.accessModes", "is required"},
+		{"mount of an unknown volume", `
+  entrypoint: main
+  volumes: [{name: cfg, configMap: {name: c}}]
+  volumeClaimTemplates: [{metadata: {name: work}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]
+  templates:
+  - {name: main, container: {image: x, command: [x], volumeMounts: [{name: cfg, mountPath: /c}, {name: wrok, mountPath: /w}]}}`, "spec.templates[0].container.volumeMounts[1].name", "is not a volume of this template"},
+		{"script mount of an unknown volume", `
   entrypoint: main
   templates:
-  - {name: main, synchronization: {mutex: {name: m}}, container: {image: x, command: [x]}}`, "spec.templates[0].synchronization", "is not supported yet"},
+  - {name: main, volumes: [{name: a, emptyDir: {}}], script: {image: x, command: [sh], source: "true", volumeMounts: [{name: b, mountPath: /b}]}}`, "spec.templates[0].script.volumeMounts[0].name", "is not a volume"},
+		{"volume named twice", `
+  entrypoint: main
+  volumes: [{name: w, emptyDir: {}}]
+  volumeClaimTemplates: [{metadata: {name: w}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}]
+  templates:
+  - {name: main, container: {image: x, command: [x]}}`, "spec.volumeClaimTemplates[0].metadata.name", "another volume"},
+		{"mount over the emissary", `
+  entrypoint: main
+  volumes: [{name: w, emptyDir: {}}]
+  templates:
+  - {name: main, container: {image: x, command: [x], volumeMounts: [{name: w, mountPath: /var/run}]}}`, "spec.templates[0].container.volumeMounts[0].mountPath", "emissary"},
+		{"volume claim GC strategy", `
+  entrypoint: main
+  volumeClaimGC: {strategy: Never}
+  templates:
+  - {name: main, container: {image: x, command: [x]}}`, "spec.volumeClaimGC.strategy", "OnWorkflowCompletion or OnWorkflowSuccess"},
+		{"empty synchronization", `
+  entrypoint: main
+  synchronization: {}
+  templates:
+  - {name: main, container: {image: x, command: [x]}}`, "spec.synchronization", "names no mutex or semaphore"},
+		{"mutex name", `
+  entrypoint: main
+  templates:
+  - {name: main, synchronization: {mutex: {name: "a/b"}}, container: {image: x, command: [x]}}`, "spec.templates[0].synchronization.mutex.name", "the mutex's name"},
+		{"semaphore without a ConfigMap", `
+  entrypoint: main
+  synchronization: {semaphores: [{namespace: ns}]}
+  templates:
+  - {name: main, container: {image: x, command: [x]}}`, "spec.synchronization.semaphores[0].configMapKeyRef", "is required"},
+		{"database locks refused", `
+  entrypoint: main
+  synchronization: {mutexes: [{name: m, database: true}]}
+  templates:
+  - {name: main, container: {image: x, command: [x]}}`, "spec.synchronization.mutexes[0].database", "is not supported yet"},
 		{"expression tags refused", `
   entrypoint: main
   templates:

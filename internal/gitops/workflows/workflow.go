@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,6 +11,18 @@ import (
 // operate runs the workflow one step further: the entrypoint's tree, then the exit handler,
 // then the workflow's own phase; deadlines and shutdown stop it.
 func (o *operation) operate(st *WorkflowStatus) {
+	if o.locks == nil {
+		o.locks = newLockManager(o.cl.semaphoreLimit, nil, func() time.Time { return o.now })
+	}
+	o.sync = syncState{waiting: map[string]string{}}
+	defer o.syncStatus(st)
+	if !o.workflowLock(st) {
+		return
+	}
+	if !o.createClaims(st) {
+		return
+	}
+	defer o.gcClaims(st)
 	if st.Phase == WorkflowUnknown || st.Phase == WorkflowPending {
 		st.Phase = WorkflowRunning
 		st.StartedAt = metav1.NewTime(o.now)
@@ -31,7 +44,7 @@ func (o *operation) operate(st *WorkflowStatus) {
 		}
 	}
 	for _, n := range o.nodes {
-		if n.Type == NodeTypePod && !n.Phase.Fulfilled() {
+		if n.Type == NodeTypePod && !n.Phase.Fulfilled() && n.SynchronizationStatus == nil {
 			o.activePods++
 		}
 	}
@@ -76,6 +89,58 @@ func (o *operation) operate(st *WorkflowStatus) {
 		msg = wfMsg
 	}
 	st.Phase, st.Message = phase, msg
+	st.FinishedAt = metav1.NewTime(o.now)
+	o.requeue = 0
+}
+
+// workflowLock takes the locks of spec.synchronization; while they are held by others the
+// workflow stays Pending with Argo's message, and false is returned (nothing runs).
+func (o *operation) workflowLock(st *WorkflowStatus) bool {
+	s := o.spec.Synchronization
+	if s == nil {
+		return true
+	}
+	// Every pass, not only while Pending: a retried Workflow (Running again) takes its locks
+	// again; one that holds them already is let through at once.
+	sub := *s
+	err := substitute(&sub, "spec.synchronization", o.globals, []string{"workflow"})
+	ok, msg := false, ""
+	if err == nil {
+		ok, _, msg, err = o.acquire(o.wfKey(), &sub)
+	}
+	if err != nil {
+		st.Phase, st.Message = WorkflowFailed, msgLockFailed+err.Error()
+		o.finishWaiting(st)
+		return false
+	}
+	if ok {
+		if strings.HasPrefix(st.Message, "Waiting for ") {
+			st.Message = ""
+		}
+		return true
+	}
+	if o.err == nil {
+		if st.Phase == WorkflowUnknown {
+			st.Phase = WorkflowPending
+		}
+		st.Message = msg
+	}
+	switch o.spec.Shutdown {
+	case "Terminate":
+		st.Phase, st.Message = WorkflowFailed, msgTerminated
+		o.finishWaiting(st)
+	case "Stop":
+		st.Phase, st.Message = WorkflowFailed, msgStopped
+		o.finishWaiting(st)
+	}
+	return false
+}
+
+// finishWaiting ends a workflow that never started.
+func (o *operation) finishWaiting(st *WorkflowStatus) {
+	if st.StartedAt.IsZero() {
+		st.StartedAt = metav1.NewTime(o.now)
+	}
 	st.FinishedAt = metav1.NewTime(o.now)
 	o.requeue = 0
 }
@@ -224,6 +289,18 @@ func mergeSpec(wf, tmpl *WorkflowSpec) *WorkflowSpec {
 	}
 	if wf.TTLStrategy != nil {
 		out.TTLStrategy = wf.TTLStrategy
+	}
+	if wf.Volumes != nil {
+		out.Volumes = wf.Volumes
+	}
+	if wf.VolumeClaimTemplates != nil {
+		out.VolumeClaimTemplates = wf.VolumeClaimTemplates
+	}
+	if wf.VolumeClaimGC != nil {
+		out.VolumeClaimGC = wf.VolumeClaimGC
+	}
+	if wf.Synchronization != nil {
+		out.Synchronization = wf.Synchronization
 	}
 	out.Suspend, out.Shutdown = wf.Suspend, wf.Shutdown
 	return &out
