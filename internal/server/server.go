@@ -119,6 +119,10 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := CheckMasterKeys(ctx, s.db, keys); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("master keys: %w", err)
+	}
 	if s.policy, err = opts.Net.Policy(opts.DataDir); err != nil {
 		s.Close()
 		return nil, err
