@@ -37,6 +37,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/store"
 	"github.com/freshet-dev/freshet/internal/token"
+	"github.com/freshet-dev/freshet/internal/version"
 	"github.com/freshet-dev/freshet/internal/webhook"
 )
 
@@ -76,6 +77,9 @@ type Runtime struct {
 	// OwnerTeam is the name of the team that owns the runtime (and its clusters, applications,
 	// git sources and workflows); empty when none does.
 	OwnerTeam string
+	// Skew is how its version stands to the control plane's (version.CheckSkew); zero before
+	// it reported one.
+	Skew version.Skew
 }
 
 // Info is what a runtime last reported in a heartbeat. It is stored as JSON.
@@ -123,6 +127,9 @@ func runtimeFromRow(r store.Runtime) (Runtime, error) {
 	rt := Runtime{ID: r.ID, AccountID: r.AccountID, Name: r.Name, Type: r.Type, AccessMode: r.AccessMode, IngressURL: r.IngressURL,
 		Repo: r.Repo, Version: r.Version, Status: r.Status, LastHeartbeat: r.LastHeartbeat, CreatedAt: r.CreatedAt,
 		OwnerTeam: r.OwnerTeam}
+	if r.Version != "" {
+		rt.Skew = version.CheckSkew("runtime", r.Version, version.Version)
+	}
 	if r.Info == "" {
 		return rt, nil
 	}
@@ -540,6 +547,17 @@ func (s *Service) Authenticate(ctx context.Context, tok string) (Runtime, error)
 func (s *Service) Heartbeat(ctx context.Context, rt Runtime, hb runtimev1.HeartbeatRequest) (string, error) {
 	if hb.Protocol != runtimev1.ProtocolVersion {
 		return "", errdefs.Invalid("protocol", fmt.Sprint(hb.Protocol), fmt.Sprintf("is not supported: this server speaks runtime protocol %d", runtimev1.ProtocolVersion))
+	}
+	// The version skew policy: a runtime lagging more than one minor version (or newer than the
+	// control plane) is refused. Its version is recorded, so the registry shows why.
+	if sk := version.CheckSkew("runtime", hb.Version, version.Version); sk.Status == version.SkewUnsupported {
+		if rt.Version != hb.Version || rt.Status != StatusDisconnected {
+			info, _ := json.Marshal(rt.Info)
+			if err := s.db.RuntimeHeartbeat(ctx, rt.ID, hb.Version, StatusDisconnected, string(info), rt.LastHeartbeat); err != nil {
+				return "", err
+			}
+		}
+		return "", errdefs.Invalid("version", hb.Version, sk.Message)
 	}
 	if rt.Type == TypeHosted {
 		for _, c := range hb.Capabilities {
