@@ -8,7 +8,7 @@ import (
 func TestCheckSkew(t *testing.T) {
 	for _, c := range []struct {
 		agent, server, want string
-		says              []string
+		says                []string
 	}{
 		{"v1.4.0", "v1.4.2", SkewCurrent, nil},
 		{"1.4.3", "v1.4.0", SkewCurrent, nil},
