@@ -51,6 +51,7 @@ var wireTypes = map[string]any{
 	"client.Runtime":                               client.Runtime{},
 	"client.RuntimeComponent":                      client.RuntimeComponent{},
 	"client.RuntimeCluster":                        client.RuntimeCluster{},
+	"client.VersionSkew":                           client.VersionSkew{},
 	"client.RegisterRuntimeRequest":                client.RegisterRuntimeRequest{},
 	"client.RegisteredRuntime":                     client.RegisteredRuntime{},
 	"client.Project":                               client.Project{},

@@ -228,6 +228,9 @@ type Runner struct {
 	Connected bool              `json:"connected"`
 	LastSeen  *time.Time        `json:"lastSeen,omitempty"`
 	CreatedAt time.Time         `json:"createdAt"`
+	// VersionSkew is how the version it announced stands to the control plane's; absent
+	// before it connected.
+	VersionSkew *VersionSkew `json:"versionSkew,omitempty"`
 }
 
 // RegisterRunnerRequest registers a runner.

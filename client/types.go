@@ -236,6 +236,18 @@ type Runtime struct {
 	GitSources    []string           `json:"gitSources,omitempty"`
 	CreatedAt     time.Time          `json:"createdAt"`
 	OwnerTeam     string             `json:"ownerTeam,omitempty"` // the team that owns it (and what it holds)
+	// VersionSkew is how its version stands to the control plane's; absent before it reported
+	// one.
+	VersionSkew *VersionSkew `json:"versionSkew,omitempty"`
+}
+
+// VersionSkew is how a runtime's or runner's version stands to the control plane's under the
+// version skew policy: agents may lag by one minor version.
+type VersionSkew struct {
+	Status  string `json:"status"` // current, outdated (one minor behind), unsupported (refused) or unknown (a development build)
+	Agent   string `json:"agent"`  // the runtime's or runner's version
+	Server  string `json:"server"` // the control plane's version
+	Message string `json:"message,omitempty"`
 }
 
 // RuntimeComponent is a part of a runtime and its health.

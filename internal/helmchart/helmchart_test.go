@@ -183,6 +183,10 @@ func TestBadValuesAreNamed(t *testing.T) {
 		{"no master key", func(v map[string]any) { delete(v, "masterKey") }, []string{"masterKey: set masterKey.value"}},
 		{"replicas without hop secret", func(v map[string]any) { delete(v, "tunnel") }, []string{"tunnel.hopSecret", "replicaCount 2"}},
 		{"short hop secret", func(v map[string]any) { v["tunnel"] = map[string]any{"hopSecret": "short"} }, []string{"/tunnel/hopSecret"}},
+		{"stream replicas on the bundled NATS", func(v map[string]any) {
+			v["nats"] = map[string]any{"replicas": 3, "bundled": map[string]any{"enabled": true}}
+		}, []string{"nats.replicas 3", "single node"}},
+		{"six stream replicas", func(v map[string]any) { v["nats"] = map[string]any{"url": "nats://n:4222", "replicas": 6} }, []string{"/nats/replicas", "maximum"}},
 		{"ingress without host", func(v map[string]any) { v["ingress"] = map[string]any{"host": ""} }, []string{"ingress", "host"}},
 	} {
 		v := base()

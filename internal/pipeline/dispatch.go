@@ -22,6 +22,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/billing"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/store"
+	"github.com/freshet-dev/freshet/internal/version"
 )
 
 // Live (non-persistent) subjects.
@@ -487,6 +488,15 @@ func (d *Dispatcher) register(ctx context.Context, r Runner, info runnerv1.Conne
 	if info.Protocol < runnerv1.MinProtocolVersion || info.Protocol > runnerv1.ProtocolVersion {
 		return nil, errdefs.Invalid("protocol", strconv.Itoa(info.Protocol),
 			fmt.Sprintf("is not supported: this server speaks runner protocol %d to %d; upgrade the runner", runnerv1.MinProtocolVersion, runnerv1.ProtocolVersion))
+	}
+	// The version skew policy: a runner lagging more than one minor version (or newer than the
+	// control plane) is refused. What it announced is recorded, so the Runners page shows why.
+	if sk := version.CheckSkew("runner", info.Version, version.Version); sk.Status == version.SkewUnsupported {
+		infoJSON, _ := json.Marshal(map[string]any{"version": info.Version, "hostname": info.Hostname, "protocol": info.Protocol})
+		if err := d.db.TouchRunner(ctx, r.ID, string(infoJSON), d.now()); err != nil {
+			return nil, err
+		}
+		return nil, errdefs.Invalid("version", info.Version, sk.Message)
 	}
 	if info.Concurrency < 1 {
 		info.Concurrency = 1

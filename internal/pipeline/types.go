@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/freshet-dev/freshet/internal/store"
+	"github.com/freshet-dev/freshet/internal/version"
 )
 
 // The types the Service returns. They are decoded (no JSON in strings), masked where secrets
@@ -96,6 +97,9 @@ type Runner struct {
 	Labels              map[string]string
 	Info                map[string]any // what the runner announced when it last connected
 	LastSeen, CreatedAt time.Time      // LastSeen is zero until it connects
+	// Skew is how the version it announced stands to the control plane's
+	// (version.CheckSkew); zero before it connected.
+	Skew version.Skew
 }
 
 // Context is shared configuration: key/value pairs a pipeline can reference, or a container
@@ -247,7 +251,11 @@ func toRunner(r store.Runner) (Runner, error) {
 	if info == nil {
 		info = map[string]any{}
 	}
-	return Runner{ID: r.ID, AccountID: r.AccountID, Name: r.Name, Labels: labels, Info: info, LastSeen: r.LastSeen, CreatedAt: r.CreatedAt}, nil
+	rn := Runner{ID: r.ID, AccountID: r.AccountID, Name: r.Name, Labels: labels, Info: info, LastSeen: r.LastSeen, CreatedAt: r.CreatedAt}
+	if v, ok := info["version"].(string); ok && v != "" {
+		rn.Skew = version.CheckSkew("runner", v, version.Version)
+	}
+	return rn, nil
 }
 
 // toContext returns a stored context with the given values (masked or decrypted by the caller).

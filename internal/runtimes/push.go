@@ -256,7 +256,10 @@ func ReencryptSecrets(ctx context.Context, tx *store.Tx, k secrets.Reencrypter) 
 	if err != nil {
 		return 0, err
 	}
-	changed := 0
+	changed, err := reencryptHostedTokens(ctx, tx, k)
+	if err != nil {
+		return changed, err
+	}
 	for _, w := range hooks {
 		out, ch, err := k.Reencrypt(w.SecretEnc, webhookSecretAAD(w.AccountID))
 		if err != nil {

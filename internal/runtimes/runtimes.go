@@ -37,6 +37,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/store"
 	"github.com/freshet-dev/freshet/internal/token"
+	"github.com/freshet-dev/freshet/internal/version"
 	"github.com/freshet-dev/freshet/internal/webhook"
 )
 
@@ -76,6 +77,9 @@ type Runtime struct {
 	// OwnerTeam is the name of the team that owns the runtime (and its clusters, applications,
 	// git sources and workflows); empty when none does.
 	OwnerTeam string
+	// Skew is how its version stands to the control plane's (version.CheckSkew); zero before
+	// it reported one.
+	Skew version.Skew
 }
 
 // Info is what a runtime last reported in a heartbeat. It is stored as JSON.
@@ -123,6 +127,9 @@ func runtimeFromRow(r store.Runtime) (Runtime, error) {
 	rt := Runtime{ID: r.ID, AccountID: r.AccountID, Name: r.Name, Type: r.Type, AccessMode: r.AccessMode, IngressURL: r.IngressURL,
 		Repo: r.Repo, Version: r.Version, Status: r.Status, LastHeartbeat: r.LastHeartbeat, CreatedAt: r.CreatedAt,
 		OwnerTeam: r.OwnerTeam}
+	if r.Version != "" {
+		rt.Skew = version.CheckSkew("runtime", r.Version, version.Version)
+	}
 	if r.Info == "" {
 		return rt, nil
 	}
@@ -146,8 +153,11 @@ func runtimesFromRows(rows []store.Runtime) ([]Runtime, error) {
 	return out, nil
 }
 
-// Provisioner runs hosted runtimes. The in-process one serves `freshet up` and single-node
-// servers; a Kubernetes one can follow behind the same interface.
+// Provisioner runs hosted runtimes. The registry stores each hosted runtime's token encrypted
+// with it (HostedCredentials), so a provisioner can start them all again after a restart.
+// Provision is called after a hosted runtime is created or its token rotated, Deprovision after
+// it is deleted; a provisioner also removes the hosted runtimes no longer stored (an account
+// deleted).
 type Provisioner interface {
 	Provision(ctx context.Context, rt Runtime, token string) error
 	Deprovision(ctx context.Context, rt Runtime) error
@@ -296,6 +306,11 @@ func (s *Service) create(ctx context.Context, accountID, typ string, in Register
 		if err := tx.CreateRuntime(ctx, row); err != nil {
 			return err
 		}
+		if typ == TypeHosted {
+			if err := s.keepHostedToken(ctx, tx, row.ID, minted.Token); err != nil {
+				return err
+			}
+		}
 		return e.Commit(ctx, tx)
 	})
 	if err != nil {
@@ -401,6 +416,7 @@ func (s *Service) RotateToken(ctx context.Context, p rbac.Principal, ref string)
 		return "", err
 	}
 	minted := token.Runtime.New()
+	var hosted *store.Runtime
 	err = s.db.Tx(ctx, func(tx *store.Tx) error {
 		rt, err := tx.GetRuntime(ctx, p.AccountID, ref)
 		if err != nil {
@@ -413,8 +429,21 @@ func (s *Service) RotateToken(ctx context.Context, p rbac.Principal, ref string)
 		if err := tx.SetRuntimeToken(ctx, p.AccountID, rt.ID, minted.ID, minted.Hash); err != nil {
 			return err
 		}
+		if rt.Type == TypeHosted {
+			if err := s.keepHostedToken(ctx, tx, rt.ID, minted.Token); err != nil {
+				return err
+			}
+			hosted = &rt
+		}
 		return e.Commit(ctx, tx)
 	})
+	if err == nil && hosted != nil && s.provisioner != nil {
+		// The platform runs it: it restarts with the new token (the old one stops working now).
+		r, _ := runtimeFromRow(*hosted)
+		if perr := s.provisioner.Provision(ctx, r, minted.Token); perr != nil {
+			s.log.Warn("restart hosted runtime with its new token", "runtime", r.Name, "account", r.AccountID, "err", perr)
+		}
+	}
 	return minted.Token, err
 }
 
@@ -475,17 +504,22 @@ func (s *Service) Delete(ctx context.Context, p rbac.Principal, ref string) (err
 	if err := rbac.Authorize(p, rbac.ActDelete, rtResource(row)); err != nil {
 		return err
 	}
-	if rt.Type == TypeHosted && s.provisioner != nil {
-		if err := s.provisioner.Deprovision(ctx, rt); err != nil {
-			return fmt.Errorf("stop hosted runtime: %w", err)
-		}
-	}
-	return s.db.Tx(ctx, func(tx *store.Tx) error {
+	if err := s.db.Tx(ctx, func(tx *store.Tx) error {
 		if err := tx.DeleteRuntime(ctx, p.AccountID, rt.ID); err != nil {
 			return err
 		}
 		return e.Commit(ctx, tx)
-	})
+	}); err != nil {
+		return err
+	}
+	// A hosted runtime is stopped once its row (and stored token) is gone, so the provisioner's
+	// next pass cannot start it again; if stopping fails here, that pass removes it.
+	if rt.Type == TypeHosted && s.provisioner != nil {
+		if err := s.provisioner.Deprovision(context.WithoutCancel(ctx), rt); err != nil {
+			s.log.Warn("stop deleted hosted runtime (the provisioner removes it on its next pass)", "runtime", rt.Name, "account", rt.AccountID, "err", err)
+		}
+	}
+	return nil
 }
 
 // Authenticate resolves a runtime token. Any failure is ErrUnauthenticated. A runtime whose
@@ -513,6 +547,17 @@ func (s *Service) Authenticate(ctx context.Context, tok string) (Runtime, error)
 func (s *Service) Heartbeat(ctx context.Context, rt Runtime, hb runtimev1.HeartbeatRequest) (string, error) {
 	if hb.Protocol != runtimev1.ProtocolVersion {
 		return "", errdefs.Invalid("protocol", fmt.Sprint(hb.Protocol), fmt.Sprintf("is not supported: this server speaks runtime protocol %d", runtimev1.ProtocolVersion))
+	}
+	// The version skew policy: a runtime lagging more than one minor version (or newer than the
+	// control plane) is refused. Its version is recorded, so the registry shows why.
+	if sk := version.CheckSkew("runtime", hb.Version, version.Version); sk.Status == version.SkewUnsupported {
+		if rt.Version != hb.Version || rt.Status != StatusDisconnected {
+			info, _ := json.Marshal(rt.Info)
+			if err := s.db.RuntimeHeartbeat(ctx, rt.ID, hb.Version, StatusDisconnected, string(info), rt.LastHeartbeat); err != nil {
+				return "", err
+			}
+		}
+		return "", errdefs.Invalid("version", hb.Version, sk.Message)
 	}
 	if rt.Type == TypeHosted {
 		for _, c := range hb.Capabilities {

@@ -61,6 +61,9 @@ type Store interface {
 	// ListHelmReleases returns account's Helm releases that pass f, at most limit.
 	ListHelmReleases(ctx context.Context, accountID string, f store.HelmReleaseFilter, limit int) ([]store.HelmRelease, error)
 
+	// HostedCredentials lists the encrypted tokens of the hosted runtimes of every account.
+	HostedCredentials(ctx context.Context) ([]store.HostedCredential, error)
+
 	// GetGitOpsWebhook returns account's GitOps webhook secret (encrypted), ErrNotFound when
 	// none is set.
 	GetGitOpsWebhook(ctx context.Context, accountID string) (store.GitOpsWebhook, error)

@@ -119,6 +119,10 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := CheckMasterKeys(ctx, s.db, keys); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("master keys: %w", err)
+	}
 	if s.policy, err = opts.Net.Policy(opts.DataDir); err != nil {
 		s.Close()
 		return nil, err
@@ -191,7 +195,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 		s.Close()
 		return nil, fmt.Errorf("tunnel: %w", err)
 	}
-	s.hosted = newInProcessProvisioner(s, log.With("component", "hosted-runtimes"))
+	s.hosted = newInProcessProvisioner(s, opts.Cron.LeaseTTL, log.With("component", "hosted-runtimes"))
 	s.runtimes = runtimes.New(runtimes.Deps{Store: s.db, Audit: s.audit, Keys: keys, Log: log.With("component", "runtimes"),
 		Provisioner: s.hosted, Tunnel: runtimeTunnel{s.tunnel}, OnEvents: s.outbox.Kick, Limits: s.billing,
 		OnOwnerChange: func(accountID string) { s.revoked(accountID, "") },
@@ -282,6 +286,10 @@ func (s *Server) Dispatcher() *pipeline.Dispatcher { return s.dispatch }
 
 // Runtimes returns the runtime registry.
 func (s *Server) Runtimes() *runtimes.Service { return s.runtimes }
+
+// HostedRunning returns the IDs of the hosted runtimes this replica runs (it holds the
+// hosted-runtime lease).
+func (s *Server) HostedRunning() []string { return s.hosted.Running() }
 
 // LocalRuntimeToken returns the token of the in-process runtime `freshet up` runs for the first
 // account, registering it on first start (its token is kept in the data dir, mode 0600).

@@ -37,3 +37,6 @@ func Migrations() int {
 	}
 	return len(ms)
 }
+
+// MigrationFS is the binary's own migrations.
+var MigrationFS fs.FS = migrationFS

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -21,6 +22,29 @@ type migration struct {
 	version int
 	name    string
 	sql     string
+	// compatibleFrom is the oldest schema version whose freshet binary still runs against the
+	// schema this migration leaves: the previous version (one step) unless the file says
+	// otherwise in a line "-- freshet:compatible-from N" (docs/operations.md "Upgrades").
+	compatibleFrom int
+}
+
+// compatibleFromMarker declares, in a migration file, how far back binaries stay compatible.
+const compatibleFromMarker = "-- freshet:compatible-from "
+
+// parseCompatibleFrom reads the file's compatible-from line, if any; def is the default.
+func parseCompatibleFrom(name, sql string, version int) (int, error) {
+	for line := range strings.Lines(sql) {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), strings.TrimSpace(compatibleFromMarker))
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(rest))
+		if err != nil || n < 0 || n >= version {
+			return 0, fmt.Errorf("migration %s: %q: want a schema version below %d", name, strings.TrimSpace(line), version)
+		}
+		return n, nil
+	}
+	return version - 1, nil
 }
 
 func loadMigrations(fsys fs.FS) ([]migration, error) {
@@ -40,7 +64,11 @@ func loadMigrations(fsys fs.FS) ([]migration, error) {
 		if err != nil {
 			return nil, err
 		}
-		ms = append(ms, migration{version: v, name: name, sql: string(b)})
+		cf, err := parseCompatibleFrom(name, string(b), v)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: name, sql: string(b), compatibleFrom: cf})
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
 	for i := 1; i < len(ms); i++ {
@@ -82,12 +110,15 @@ func (db *DB) migrateFS(ctx context.Context, fsys fs.FS) error {
 	}); err != nil {
 		return fmt.Errorf("migrate: create schema_migrations: %w", err)
 	}
+	if err := db.addCompatibleFrom(ctx); err != nil {
+		return err
+	}
 	var current int
 	if err := db.queryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
 		return fmt.Errorf("migrate: read schema version: %w", err)
 	}
 	if latest := ms[len(ms)-1].version; current > latest {
-		return fmt.Errorf("migrate: database schema version %d is newer than this freshet binary knows (%d): upgrade freshet", current, latest)
+		return db.checkNewerSchema(ctx, current, latest)
 	}
 	for _, m := range ms {
 		if m.version <= current {
@@ -109,8 +140,8 @@ func (db *DB) migrateFS(ctx context.Context, fsys fs.FS) error {
 					return fmt.Errorf("statement %d: %w", i+1, err)
 				}
 			}
-			_, err := tx.exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)`,
-				m.version, m.name, time.Now().UnixMicro())
+			_, err := tx.exec(ctx, `INSERT INTO schema_migrations (version, name, applied_at, compatible_from) VALUES (?, ?, ?, ?)`,
+				m.version, m.name, time.Now().UnixMicro(), m.compatibleFrom)
 			return err
 		})
 		if err != nil {
@@ -119,6 +150,65 @@ func (db *DB) migrateFS(ctx context.Context, fsys fs.FS) error {
 		db.log.Info("applied migration", "version", m.version, "name", m.name)
 		current = m.version
 	}
+	return nil
+}
+
+// addCompatibleFrom gives schema_migrations the column compatible_from (each applied
+// migration's oldest compatible schema version), once; rows applied before it have 0 (they are
+// older than any binary that reads the column).
+func (db *DB) addCompatibleFrom(ctx context.Context) error {
+	return db.Tx(ctx, func(tx *Tx) error {
+		if err := db.lockMigrations(ctx, tx); err != nil {
+			return err
+		}
+		var n int
+		q := `SELECT COUNT(*) FROM pragma_table_info('schema_migrations') WHERE name = 'compatible_from'`
+		if db.d == Postgres {
+			q = `SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'schema_migrations' AND column_name = 'compatible_from'`
+		}
+		if err := tx.queryRow(ctx, q).Scan(&n); err != nil {
+			return fmt.Errorf("migrate: read schema_migrations' columns: %w", err)
+		}
+		if n > 0 {
+			return nil
+		}
+		if _, err := tx.exec(ctx, `ALTER TABLE schema_migrations ADD COLUMN compatible_from INTEGER NOT NULL DEFAULT 0`); err != nil {
+			return fmt.Errorf("migrate: add schema_migrations.compatible_from: %w", err)
+		}
+		return nil
+	})
+}
+
+// ErrSchemaTooNew is returned when the database's schema is newer than this binary knows and
+// one of the migrations it does not know needs a newer binary.
+var ErrSchemaTooNew = errors.New("the database schema is too new for this freshet binary")
+
+// checkNewerSchema decides whether this binary, which knows schema version latest, may run
+// against a database at version current > latest (a rolling upgrade: a newer replica migrated
+// it). It may when every migration it does not know says binaries of schema latest stay
+// compatible with it.
+func (db *DB) checkNewerSchema(ctx context.Context, current, latest int) error {
+	rows, err := db.query(ctx, `SELECT version, name, compatible_from FROM schema_migrations WHERE version > ? ORDER BY version`, latest)
+	if err != nil {
+		return fmt.Errorf("migrate: read schema versions: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var v, from int
+		var name string
+		if err := rows.Scan(&v, &name, &from); err != nil {
+			return err
+		}
+		if from > latest {
+			return fmt.Errorf("migrate: %w: the database is at schema version %d and this freshet binary knows version %d; migration %s needs a binary of schema version %d or newer (a binary runs against the next version only when its migrations stay compatible: see docs/operations.md \"Upgrades\"): run the newer freshet",
+				ErrSchemaTooNew, current, latest, name, from)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	db.log.Warn("the database schema is newer than this freshet binary knows, and compatible with it: a rolling upgrade is under way; upgrade this replica",
+		"schema", current, "known", latest)
 	return nil
 }
 

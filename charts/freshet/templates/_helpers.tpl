@@ -54,6 +54,9 @@ key: {{ $key }}
 {{- if ne (int $n) 1 -}}
 {{- fail "nats: set exactly one of nats.url (nats://…), nats.existingSecret or nats.bundled.enabled=true: replicas share one NATS" -}}
 {{- end -}}
+{{- if and $nats.bundled.enabled (gt (int $nats.replicas) 1) -}}
+{{- fail (printf "nats.replicas %d needs an external NATS cluster (nats.url or nats.existingSecret): the bundled NATS is a single node, so nats.replicas must be 1" (int $nats.replicas)) -}}
+{{- end -}}
 {{- if not (or .Values.masterKey.value .Values.masterKey.existingSecret) -}}
 {{- fail "masterKey: set masterKey.value (a key file from 'freshet master-key generate FILE') or masterKey.existingSecret: every replica must use the same master keys" -}}
 {{- end -}}

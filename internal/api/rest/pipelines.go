@@ -463,7 +463,7 @@ func (a *API) deleteContext(w http.ResponseWriter, r *http.Request) error {
 
 func toRunner(rn pipeline.Runner, connected map[string]bool) client.Runner {
 	out := client.Runner{ID: rn.ID, Name: rn.Name, Labels: rn.Labels, Info: rn.Info, CreatedAt: rn.CreatedAt, LastSeen: timePtr(rn.LastSeen),
-		Connected: connected[rn.ID]}
+		Connected: connected[rn.ID], VersionSkew: toVersionSkew(rn.Skew)}
 	if !out.Connected && !rn.LastSeen.IsZero() && time.Since(rn.LastSeen) < 30*time.Second {
 		out.Connected = true // connected to another replica
 	}

@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"github.com/freshet-dev/freshet/internal/version"
 	"net/http"
 
 	"github.com/freshet-dev/freshet/client"
@@ -19,7 +20,15 @@ func ToRuntime(rt runtimes.Runtime) client.Runtime {
 	for _, c := range rt.Clusters {
 		out.Clusters = append(out.Clusters, client.RuntimeCluster{Name: c.Name, Server: c.Server, Health: c.Health})
 	}
+	out.VersionSkew = toVersionSkew(rt.Skew)
 	return out
+}
+
+func toVersionSkew(s version.Skew) *client.VersionSkew {
+	if s.Status == "" {
+		return nil
+	}
+	return &client.VersionSkew{Status: s.Status, Agent: s.Agent, Server: s.Server, Message: s.Message}
 }
 
 func (a *API) listRuntimes(w http.ResponseWriter, r *http.Request) error {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +33,9 @@ type Server struct {
 	AdminEmail string
 	Admin      *client.Client // logged in as the first admin
 	HTTP       *http.Client   // used by every client of this server
+	// Stop shuts the server down gracefully and waits for it (as at the test's end), so a test
+	// can start another on the same database and data directory.
+	Stop func()
 }
 
 func (s *Server) opts(extra ...client.Option) []client.Option {
@@ -91,18 +95,22 @@ func StartWith(t testing.TB, d store.Dialect, cfg Config) *Server {
 	}
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil && !errors.Is(err, context.Canceled) {
-				t.Errorf("server stopped with: %v", err)
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil && !errors.Is(err, context.Canceled) {
+					t.Errorf("server stopped with: %v", err)
+				}
+			case <-time.After(server.DefaultShutdownTimeout + 5*time.Second):
+				t.Error("server did not stop within its shutdown timeout")
 			}
-		case <-time.After(server.DefaultShutdownTimeout + 5*time.Second):
-			t.Error("server did not stop within its shutdown timeout")
-		}
-	})
-	s := &Server{Server: srv, URL: srv.URL(), AdminEmail: opts.AdminEmail, HTTP: cfg.HTTP}
+		})
+	}
+	t.Cleanup(stop)
+	s := &Server{Server: srv, URL: srv.URL(), AdminEmail: opts.AdminEmail, HTTP: cfg.HTTP, Stop: stop}
 	c := s.anon()
 	// A generous bound: on a busy machine under -race a start can take seconds; a server that
 	// never answers still fails the test.

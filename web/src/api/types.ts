@@ -467,6 +467,17 @@ export interface Runner {
   connected: boolean;
   lastSeen?: string;
   createdAt: string;
+  versionSkew?: VersionSkew;
+}
+
+/** How a runtime's or runner's version stands to the control plane's: agents may lag by one
+ * minor version (outdated); further behind, another major, or newer is unsupported (refused);
+ * unknown for development builds. */
+export interface VersionSkew {
+  status: 'current' | 'outdated' | 'unsupported' | 'unknown' | string;
+  agent: string;
+  server: string;
+  message?: string;
 }
 
 export interface RegisterRunnerRequest {
@@ -514,6 +525,7 @@ export interface Runtime {
   gitSources?: string[];
   createdAt: string;
   ownerTeam?: string;
+  versionSkew?: VersionSkew;
 }
 
 export interface RegisterRuntimeRequest {

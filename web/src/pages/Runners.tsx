@@ -4,6 +4,7 @@ import { runners } from '../api/ci';
 import type { RegisteredRunner, Runner } from '../api/types';
 import { useMe } from '../app/session';
 import { Badge } from '../components/Badge';
+import { VersionWithSkew } from '../components/VersionSkewBadge';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { CopyButton } from '../components/CopyButton';
 import { Dialog } from '../components/Dialog';
@@ -71,6 +72,7 @@ export default function Runners() {
         columns={[
           { header: 'Name', cellClassName: 'strong', cell: (r) => r.name },
           { header: 'Status', cell: (r) => <Badge tone={r.connected ? 'success' : 'neutral'}>{r.connected ? '● connected' : '○ not connected'}</Badge> },
+          { header: 'Version', cellClassName: 'muted', cell: (r) => <VersionWithSkew version={typeof r.info?.version === 'string' ? r.info.version : undefined} skew={r.versionSkew} /> },
           {
             header: 'Labels',
             cell: (r) => (
@@ -116,7 +118,7 @@ export default function Runners() {
   );
 }
 
-/** Where a runner runs: its host, executors, concurrency and version, as it last reported them. */
+/** Where a runner runs: its host, executors and concurrency, as it last reported them (its version has a column). */
 function runnerHost(r: Runner) {
   if (!r.info?.hostname) return 'never connected';
   return (
@@ -124,7 +126,6 @@ function runnerHost(r: Runner) {
       {String(r.info.hostname)}
       {r.info.executors?.length ? ` · ${r.info.executors.join(', ')}` : ''}
       {r.info.concurrency ? ` · ${r.info.concurrency} at once` : ''}
-      {r.info.version ? ` · ${String(r.info.version)}` : ''}
     </>
   );
 }

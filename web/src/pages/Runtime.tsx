@@ -23,6 +23,7 @@ import { TokenShown } from '../components/RuntimeToken';
 import { RuntimeStatusBadge } from '../components/RuntimeStatusBadge';
 import { DataTable, ResourceTable, actionsColumn } from '../components/ResourceTable';
 import { ErrorNote, ErrorState, Flash, LoadingRows } from '../components/States';
+import { VersionWithSkew } from '../components/VersionSkewBadge';
 import { formatTime } from '../lib/format';
 import { clusterAddCommand, emptyGitSourceForm, gitSourceBody, gitSourceErrors, gitSourceFieldOf, gitSourceForm, type GitSourceErrors, type GitSourceForm } from '../lib/gitops';
 import { RUNTIMES_PATH, RUNTIME_POLL_MS, healthTone, heartbeatLabel } from '../lib/runtimes';
@@ -190,7 +191,7 @@ function Facts({ r, admin, onChanged }: { r: Runtime; admin: boolean; onChanged:
       </div>
       <div>
         <dt>Version</dt>
-        <dd>{r.version || '—'}</dd>
+        <dd><VersionWithSkew version={r.version} skew={r.versionSkew} /></dd>
       </div>
       <div>
         <dt>Last heartbeat</dt>
