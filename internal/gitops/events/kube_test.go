@@ -653,3 +653,107 @@ spec:
 		return fmt.Sprint(got) == fmt.Sprint(want), fmt.Sprint(got)
 	})
 }
+
+// TestRetryRunsOnlyTheTriggersLeft: a Sensor with two triggers, one of which fails with a
+// temporary error (its kind's CRD is not installed yet). The event is delivered again until
+// the CRD comes; the trigger that succeeded the first time must not run again.
+func TestRetryRunsOnlyTheTriggersLeft(t *testing.T) {
+	e := newEnv(t)
+	group := e.ns + ".retry.freshet.dev"
+	if _, err := e.c.Client.CoreV1().Secrets(e.ns).Create(e.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hooks"},
+		StringData: map[string]string{"secret": secret}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.Client.RbacV1().Roles(e.ns).Create(e.ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "widgets"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{group}, Resources: []string{"widgets"}, Verbs: []string{"create"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.Client.RbacV1().RoleBindings(e.ns).Create(e.ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "widgets"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "widgets"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "trigger", Namespace: e.ns}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.create(events.EventBusResource, "apiVersion: argoproj.io/v1alpha1\nkind: EventBus\nmetadata: {name: default}\nspec: {jetstreamExotic: {url: '"+e.natsURL+"'}}\n")
+	e.create(events.EventSourcesResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: EventSource
+metadata: {name: hook}
+spec:
+  webhook:
+    wh: {endpoint: /hook, method: POST, authSecret: {name: hooks, key: secret}}
+`)
+	e.create(events.SensorsResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: Sensor
+metadata: {name: two}
+spec:
+  template: {serviceAccountName: trigger}
+  dependencies: [{name: wh, eventSourceName: hook, eventName: wh}]
+  triggers:
+  - template:
+      name: record
+      k8s:
+        source:
+          resource: {apiVersion: v1, kind: ConfigMap, metadata: {generateName: once-}}
+  - template:
+      name: widget
+      k8s:
+        source:
+          resource: {apiVersion: `+group+`/v1, kind: Widget, metadata: {generateName: w-}}
+`)
+	e.waitCondition(events.EventSourcesResource, "hook", events.CondDeployed, "True")
+	e.waitCondition(events.SensorsResource, "two", events.CondDeployed, "True")
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+events.PathPrefix+e.ns+"/hook/hook", strings.NewReader(`{"n":1}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("webhook: %d", resp.StatusCode)
+	}
+	configMaps := func() int {
+		l, err := e.c.Client.CoreV1().ConfigMaps(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: "events.argoproj.io/sensor=two"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(l.Items)
+	}
+	e.waitFor("the first trigger's ConfigMap", 30*time.Second, func() (bool, string) { return configMaps() > 0, "" })
+	// The second trigger failed (no such kind yet) and its event waits for a redelivery; let
+	// one happen before the kind exists, then install it.
+	time.Sleep(1500 * time.Millisecond)
+	crdGVR := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	crd := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "widgets." + group},
+		"spec": map[string]any{
+			"group": group, "scope": "Namespaced",
+			"names": map[string]any{"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+		},
+	}}
+	if _, err := e.c.Dynamic.Resource(crdGVR).Create(e.ctx, crd, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.c.Dynamic.Resource(crdGVR).Delete(context.Background(), "widgets."+group, metav1.DeleteOptions{})
+	})
+	widgets := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "widgets"}
+	e.waitFor("the second trigger's Widget, on a redelivery", 60*time.Second, func() (bool, string) {
+		l, err := e.c.Dynamic.Resource(widgets).Namespace(e.ns).List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(l.Items) == 1, fmt.Sprint(len(l.Items), " widgets")
+	})
+	if n := configMaps(); n != 1 {
+		t.Errorf("the first trigger ran %d times for one event, want once", n)
+	}
+	if s, _ := e.condition(events.SensorsResource, "two", events.CondTriggered); s != "True" {
+		t.Errorf("Triggered = %q after the retry succeeded", s)
+	}
+}

@@ -26,6 +26,10 @@ type sensorRun struct {
 	cs            *compiledSensor
 	cancel        context.CancelFunc
 	done          chan struct{}
+	// fired holds, per event being retried (its stream sequence), the triggers that already
+	// ran for it: a redelivery after one trigger's temporary error runs only the others.
+	// Touched only by the run's one handling goroutine.
+	fired map[uint64]map[string]bool
 }
 
 func (r *sensorRun) stop() {
@@ -175,7 +179,7 @@ func (c *Controller) reconcileSensor(ctx context.Context, u *unstructured.Unstru
 		_ = c.writeConditions(ctx, u, append(provided, Condition{Type: CondDeployed, Status: "False", Reason: ReasonEventBusFailed, Message: "consumer not created: " + err.Error()})...)
 		return err
 	}
-	run := &sensorRun{hash: hash, durable: cfg.Durable, bus: bus, cs: cs, done: make(chan struct{})}
+	run := &sensorRun{hash: hash, durable: cfg.Durable, bus: bus, cs: cs, done: make(chan struct{}), fired: map[uint64]map[string]bool{}}
 	rctx, cancel := context.WithCancel(context.Background())
 	run.cancel = cancel
 	it, err := cons.Messages()
@@ -246,8 +250,20 @@ func (c *Controller) handle(ctx context.Context, run *sensorRun, msg jetstream.M
 			c.log.Info("sensor: event filtered out", logKey, key, "dependency", d.d.Name, "event", ev.Context.ID, "why", why)
 		}
 	}
+	md, _ := msg.Metadata()
+	var seq uint64
+	if md != nil {
+		seq = md.Sequence.Stream
+	}
+	fired := run.fired[seq]
+	if fired == nil {
+		fired = map[string]bool{}
+	}
 	var failed error
 	for _, t := range cs.triggers {
+		if fired[t.t.Template.Name] {
+			continue // ran on an earlier delivery of this event
+		}
 		touched := false
 		for _, m := range matched {
 			if t.deps[m] {
@@ -263,10 +279,12 @@ func (c *Controller) handle(ctx context.Context, run *sensorRun, msg jetstream.M
 		switch {
 		case err == nil:
 			clear(t.have)
+			fired[t.t.Template.Name] = true
 			c.log.Info("sensor: triggered", logKey, key, "trigger", t.t.Template.Name, "result", what)
 			c.setTriggered(ctx, cs, Condition{Type: CondTriggered, Status: "True", Reason: "Triggered", Message: "trigger " + t.t.Template.Name + " last succeeded"})
 		case errors.As(err, &perm):
 			clear(t.have)
+			fired[t.t.Template.Name] = true
 			c.log.Warn("sensor: trigger failed", logKey, key, "trigger", t.t.Template.Name, logErr, err)
 			c.setTriggered(ctx, cs, Condition{Type: CondTriggered, Status: "False", Reason: ReasonTriggerFailed, Message: "trigger " + t.t.Template.Name + ": " + err.Error()})
 		default:
@@ -274,10 +292,10 @@ func (c *Controller) handle(ctx context.Context, run *sensorRun, msg jetstream.M
 		}
 	}
 	if failed == nil {
+		delete(run.fired, seq)
 		_ = msg.Ack()
 		return
 	}
-	md, _ := msg.Metadata()
 	n := uint64(1)
 	if md != nil {
 		n = md.NumDelivered
@@ -285,8 +303,12 @@ func (c *Controller) handle(ctx context.Context, run *sensorRun, msg jetstream.M
 	if n >= consumerMaxDelivr {
 		c.log.Error("sensor: trigger failed on the last delivery; event dropped", logKey, key, logErr, failed)
 		c.setTriggered(ctx, cs, Condition{Type: CondTriggered, Status: "False", Reason: ReasonTriggerFailed, Message: failed.Error()})
+		delete(run.fired, seq)
 		_ = msg.Term()
 		return
+	}
+	if md != nil {
+		run.fired[seq] = fired
 	}
 	c.log.Warn("sensor: trigger failed; retrying", logKey, key, logErr, failed, "in", nakDelay(n))
 	_ = msg.NakWithDelay(nakDelay(n))
