@@ -72,9 +72,9 @@ func TestCommitDeliveryPipeline(t *testing.T) {
 		edit  func(*appproxyv1.DeliveryPipelineCommitRequest)
 		field string
 	}{
-		{"a name that is not DNS-1123", func(r *appproxyv1.DeliveryPipelineCommitRequest) { r.Name = "Build_On_Push" }, `name "Build_On_Push"`},
+		{"a name that is not DNS-1123", func(r *appproxyv1.DeliveryPipelineCommitRequest) { r.Name = "Build_On_Push" }, `name: "Build_On_Push"`},
 		{"a git provider without a secret", func(r *appproxyv1.DeliveryPipelineCommitRequest) { r.Event.SecretName = "" }, "event.secretName"},
-		{"an unknown event type", func(r *appproxyv1.DeliveryPipelineCommitRequest) { r.Event.Type = "sqs" }, `event.type "sqs"`},
+		{"an unknown event type", func(r *appproxyv1.DeliveryPipelineCommitRequest) { r.Event.Type = "sqs" }, `event.type: "sqs"`},
 		{"a calendar without a schedule", func(r *appproxyv1.DeliveryPipelineCommitRequest) {
 			r.Event = appproxyv1.PipelineEvent{Type: "calendar"}
 		}, "event.schedule"},
