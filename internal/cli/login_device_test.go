@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"io"
@@ -31,37 +30,7 @@ import (
 // once it printed the verification URL with the user code in it (r.url).
 func startDeviceLogin(t *testing.T, args ...string) *ssoCLIRun {
 	t.Helper()
-	r := &ssoCLIRun{exit: make(chan int, 1), stdout: &bytes.Buffer{}}
-	pr, pw := io.Pipe()
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			line := sc.Text()
-			r.mu.Lock()
-			r.stderr.WriteString(line + "\n")
-			r.mu.Unlock()
-			if u := strings.TrimSpace(line); strings.HasPrefix(u, "http") && strings.Contains(u, "user_code=") {
-				select {
-				case urls <- u:
-				default:
-				}
-			}
-		}
-	}()
-	go func() {
-		code := Main(context.Background(), args, strings.NewReader(""), r.stdout, pw)
-		pw.Close()
-		r.exit <- code
-	}()
-	select {
-	case r.url = <-urls:
-	case code := <-r.exit:
-		t.Fatalf("freshet %s ended (exit %d) before printing a verification URL:\n%s", strings.Join(args, " "), code, r.errText())
-	case <-time.After(30 * time.Second):
-		t.Fatal("no verification URL printed within 30s")
-	}
-	return r
+	return startLogin(t, "a verification URL", func(u string) bool { return strings.Contains(u, "user_code=") }, args...)
 }
 
 var confirmRE = regexp.MustCompile(`name="confirm" value="([A-Za-z0-9_-]{43})"`)

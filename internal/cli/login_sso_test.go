@@ -40,17 +40,26 @@ func (r *ssoCLIRun) errText() string { r.mu.Lock(); defer r.mu.Unlock(); return 
 // URL on stderr.
 func startSSOLogin(t *testing.T, args ...string) *ssoCLIRun {
 	t.Helper()
+	return startLogin(t, "a login URL", func(string) bool { return true }, args...)
+}
+
+// startLogin runs freshet with args in the background and returns once it printed a URL that
+// want accepts (r.url). Its exit code is reported only once every line it wrote is in r.stderr.
+func startLogin(t *testing.T, what string, want func(url string) bool, args ...string) *ssoCLIRun {
+	t.Helper()
 	r := &ssoCLIRun{exit: make(chan int, 1), stdout: &bytes.Buffer{}}
 	pr, pw := io.Pipe()
 	urls := make(chan string, 1)
+	scanned := make(chan struct{})
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(pr)
 		for sc.Scan() {
 			line := sc.Text()
 			r.mu.Lock()
 			r.stderr.WriteString(line + "\n")
 			r.mu.Unlock()
-			if u := strings.TrimSpace(line); strings.HasPrefix(u, "http") {
+			if u := strings.TrimSpace(line); strings.HasPrefix(u, "http") && want(u) {
 				select {
 				case urls <- u:
 				default:
@@ -61,14 +70,15 @@ func startSSOLogin(t *testing.T, args ...string) *ssoCLIRun {
 	go func() {
 		code := Main(context.Background(), args, strings.NewReader(""), r.stdout, pw)
 		pw.Close()
+		<-scanned // the last lines are read from the pipe before they are in r.stderr
 		r.exit <- code
 	}()
 	select {
 	case r.url = <-urls:
 	case code := <-r.exit:
-		t.Fatalf("freshet %s ended (exit %d) before printing a login URL:\n%s", strings.Join(args, " "), code, r.errText())
+		t.Fatalf("freshet %s ended (exit %d) before printing %s:\n%s", strings.Join(args, " "), code, what, r.errText())
 	case <-time.After(30 * time.Second):
-		t.Fatal("no login URL printed within 30s")
+		t.Fatalf("no %s printed within 30s", what)
 	}
 	return r
 }
