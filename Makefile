@@ -138,8 +138,9 @@ bench-rollouts: devcluster-build
 bench-workflows: devcluster-build
 	FRESHET_TEST_KUBE=1 FRESHET_WORKFLOWS_BENCH=1 $(GO) test -count=1 -run 'TestBenchDAG100|TestBenchSubmitToRunning|TestBench50Workflows' -v -timeout 30m ./internal/gitops/workflows/ | grep -E '^(BENCH|--- |ok|FAIL)'
 
-## bench-events: the events controller against the loopback cluster and the test NATS: a signed
-## GitHub push → the Workflow its Sensor creates, seen by a watch (p50/p99), beside a create alone
+## bench-events: the events and workflow controllers against the loopback cluster and the test NATS:
+## a signed GitHub push → the Workflow its Sensor creates, seen by a watch, and → its first pod
+## Running and its phase Running (p50/p99/max), beside a create alone → seen and → first pod Running
 bench-events: devcluster-build
 	FRESHET_TEST_KUBE=1 FRESHET_EVENTS_BENCH=1 $(GO) test -count=1 -run 'TestBenchWebhookToWorkflow' -v -timeout 10m ./internal/gitops/events/ | grep -E '^(BENCH|--- |ok|FAIL)'
 

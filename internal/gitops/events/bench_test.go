@@ -1,21 +1,26 @@
 package events_test
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/yaml"
 
 	"github.com/freshet-dev/freshet/internal/gitops/workflows"
+	"github.com/freshet-dev/freshet/internal/testenv/kube"
 )
 
 const benchEvents = 100
@@ -33,48 +38,201 @@ func pct(ds []time.Duration, p float64) time.Duration {
 	return s[i]
 }
 
+func loadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+// benchPod is the pod metadata of every Workflow the bench runs: kwok keeps the pod Running 1 s,
+// then ends it with exit code 0, so finished pods never fill the fake node.
+var benchPod = fmt.Sprintf(`{annotations: {%s: "0", %s: "1s"}}`, kube.AnnotationExitCode, kube.AnnotationRunDuration)
+
+// benchSensor is buildSensor with benchPod on its Workflow's template.
+var benchSensor = fmt.Sprintf(`
+apiVersion: argoproj.io/v1alpha1
+kind: Sensor
+metadata: {name: build}
+spec:
+  template: {serviceAccountName: trigger}
+  dependencies:
+  - name: main-push
+    eventSourceName: github
+    eventName: push
+    filters:
+      data:
+      - {path: body.ref, type: string, value: ["^refs/heads/main$"]}
+  triggers:
+  - template:
+      name: build
+      k8s:
+        operation: create
+        source:
+          resource:
+            apiVersion: argoproj.io/v1alpha1
+            kind: Workflow
+            metadata: {generateName: build-}
+            spec:
+              entrypoint: main
+              arguments:
+                parameters:
+                - {name: revision, value: unset}
+                - {name: repo, value: unset}
+              templates:
+              - name: main
+                metadata: %s
+                container: {image: alpine, command: [echo, "{{workflow.parameters.revision}}"]}
+        parameters:
+        - src: {dependencyName: main-push, dataKey: body.after}
+          dest: spec.arguments.parameters.0.value
+        - src: {dependencyName: main-push, dataKey: body.repository.full_name}
+          dest: spec.arguments.parameters.1.value
+`, benchPod)
+
+// milestones records, by Workflow name, when a watch first saw it created, its status.phase
+// Running, and a pod of it (label workflows.LabelWorkflow) Running or already Succeeded; the
+// names of Workflows seen created, in order, go to added.
+type milestones struct {
+	mu                       sync.Mutex
+	created, phase, podFirst map[string]time.Time
+	added                    chan string
+}
+
+func (m *milestones) mark(at map[string]time.Time, name string, t time.Time) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := at[name]; !ok {
+		at[name] = t
+	}
+}
+
+func (m *milestones) get(at map[string]time.Time, name string) time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return at[name]
+}
+
+// watchMilestones starts the watches on Workflows and their pods; stop ends them.
+func (e *env) watchMilestones() (m *milestones, stop func()) {
+	m = &milestones{created: map[string]time.Time{}, phase: map[string]time.Time{}, podFirst: map[string]time.Time{},
+		added: make(chan string, 4*benchEvents)}
+	ww, err := e.c.Dynamic.Resource(workflows.WorkflowsResource).Namespace(e.ns).Watch(e.ctx, metav1.ListOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	pw, err := e.c.Client.CoreV1().Pods(e.ns).Watch(e.ctx, metav1.ListOptions{LabelSelector: workflows.LabelWorkflow})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for ev := range ww.ResultChan() {
+			now := time.Now()
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			if ev.Type == watch.Added {
+				m.mark(m.created, u.GetName(), now)
+				select {
+				case m.added <- u.GetName():
+				default:
+				}
+			}
+			if p, _, _ := unstructured.NestedString(u.Object, "status", "phase"); p == string(workflows.WorkflowRunning) {
+				m.mark(m.phase, u.GetName(), now)
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for ev := range pw.ResultChan() {
+			now := time.Now()
+			p, ok := ev.Object.(*corev1.Pod)
+			if ok && (p.Status.Phase == corev1.PodRunning || p.Status.Phase == corev1.PodSucceeded) {
+				m.mark(m.podFirst, p.Labels[workflows.LabelWorkflow], now)
+			}
+		}
+	}()
+	return m, func() { ww.Stop(); pw.Stop(); wg.Wait() }
+}
+
 // TestBenchWebhookToWorkflow (make bench-events): a signed GitHub push → the Workflow created
-// in the cluster, seen by a watch, one push at a time, 100 times (each with its own revision and
-// delivery id), through the HTTP handler, the verification, the JetStream bus (the test NATS),
-// the Sensor's filter and parameters and the impersonated create. The baseline, in the same run
-// and namespace, is the floor: the test creating the same Workflow itself and seeing it on the
-// same watch.
+// in the cluster, seen by a watch, and → its first pod Running and its status.phase Running,
+// with the workflow controller running in the test process beside the events controller; one
+// push at a time, 100 times (each with its own revision and delivery id), through the HTTP
+// handler, the verification, the JetStream bus (the test NATS), the Sensor's filter and
+// parameters and the impersonated create, then the workflow controller's reconcile and the
+// pod's start on the kwok node. The baseline, in the same run, namespace and watches, is the
+// floor: the test creating the same Workflow itself and seeing it created, then its first pod
+// Running.
 func TestBenchWebhookToWorkflow(t *testing.T) {
 	if os.Getenv("FRESHET_EVENTS_BENCH") == "" {
 		t.Skip("set FRESHET_EVENTS_BENCH=1 (make bench-events)")
 	}
 	e := newEnv(t)
-	e.setupGitHub()
-	w, err := e.c.Dynamic.Resource(workflows.WorkflowsResource).Namespace(e.ns).Watch(e.ctx, metav1.ListOptions{})
+	e.setupGitHubWith(benchSensor)
+	// The workflow controller, as a runtime runs it beside the events controller.
+	wctrl, err := workflows.New(e.c.RESTConfig(), workflows.Options{Namespace: e.ns, ConfigNamespace: e.ns,
+		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Stop()
-	seen := func(deadline time.Time) string {
-		for {
-			select {
-			case ev := <-w.ResultChan():
-				if ev.Type == watch.Added {
-					return ev.Object.(*unstructured.Unstructured).GetName()
-				}
-			case <-time.After(time.Until(deadline)):
-				t.Fatalf("no workflow seen before the deadline")
-			}
+	wctx, wcancel := context.WithCancel(e.ctx)
+	wdone := make(chan error, 1)
+	go func() { wdone <- wctrl.Run(wctx) }()
+	t.Cleanup(func() {
+		wcancel()
+		if err := <-wdone; err != nil {
+			t.Errorf("workflow controller: %v", err)
 		}
+	})
+	e.waitFor("workflow controller started", 60*time.Second, func() (bool, string) { return wctrl.Healthy(), "" })
+
+	m, stop := e.watchMilestones()
+	defer stop()
+	next := func(prefix string) string {
+		select {
+		case name := <-m.added:
+			if !strings.HasPrefix(name, prefix) {
+				t.Fatalf("saw %s created, want a %s workflow", name, prefix)
+			}
+			return name
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no %s workflow seen created within 30 s", prefix)
+		}
+		return ""
 	}
+	when := func(at map[string]time.Time, name, what string) time.Time {
+		var t0 time.Time
+		e.waitFor(name+" "+what, 30*time.Second, func() (bool, string) {
+			t0 = m.get(at, name)
+			return !t0.IsZero(), ""
+		})
+		return t0
+	}
+
 	var wf unstructured.Unstructured
-	j, _ := yaml.YAMLToJSON([]byte(`
+	j, _ := yaml.YAMLToJSON([]byte(fmt.Sprintf(`
 apiVersion: argoproj.io/v1alpha1
 kind: Workflow
 metadata: {generateName: base-}
 spec:
   entrypoint: main
   arguments: {parameters: [{name: revision, value: x}, {name: repo, value: acme/app}]}
-  templates: [{name: main, container: {image: alpine, command: [echo, "{{workflow.parameters.revision}}"]}}]
-`))
-	_ = wf.UnmarshalJSON(j)
-	end := time.Now().Add(3 * time.Minute) // the whole run's bound
-	var base, lat []time.Duration
+  templates: [{name: main, metadata: %s, container: {image: alpine, command: [echo, "{{workflow.parameters.revision}}"]}}]
+`, benchPod)))
+	if err := wf.UnmarshalJSON(j); err != nil {
+		t.Fatal(err)
+	}
+	load0 := loadAvg()
+	end := time.Now().Add(5 * time.Minute) // the whole run's bound
+	var baseSeen, basePod, created, podRunning, phaseRunning []time.Duration
 	cpu0 := cpuSeconds()
 	for i := range benchEvents {
 		if time.Now().After(end) {
@@ -84,21 +242,28 @@ spec:
 		if _, err := e.c.Dynamic.Resource(workflows.WorkflowsResource).Namespace(e.ns).Create(e.ctx, wf.DeepCopy(), metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		seen(end)
-		base = append(base, time.Since(start))
+		name := next("base-")
+		baseSeen = append(baseSeen, when(m.created, name, "created").Sub(start))
+		basePod = append(basePod, when(m.podFirst, name, "first pod Running").Sub(start))
+
 		sha := fmt.Sprintf("%040x", i+1)
 		start = time.Now()
 		code, body := e.push("/github/push", secret, fmt.Sprintf("bench-%d", i), pushBody("refs/heads/main", sha, "acme/app"))
 		if code != http.StatusOK || !strings.Contains(body, "published") {
 			t.Fatalf("push %d: %d %s", i, code, body)
 		}
-		if name := seen(end); !strings.HasPrefix(name, "build-") {
-			t.Fatalf("saw %s, want a build- workflow", name)
-		}
-		lat = append(lat, time.Since(start))
+		name = next("build-")
+		created = append(created, when(m.created, name, "created").Sub(start))
+		podRunning = append(podRunning, when(m.podFirst, name, "first pod Running").Sub(start))
+		phaseRunning = append(phaseRunning, when(m.phase, name, "phase Running").Sub(start))
 	}
 	cpu := cpuSeconds() - cpu0
 	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }
-	fmt.Printf("BENCH events webhook→workflow n=%d p50=%s p99=%s max=%s | baseline create→seen p50=%s p99=%s | test process CPU %.2f s\n",
-		len(lat), ms(pct(lat, 0.5)), ms(pct(lat, 0.99)), ms(slices.Max(lat)), ms(pct(base, 0.5)), ms(pct(base, 0.99)), cpu)
+	stats := func(ds []time.Duration) string {
+		return fmt.Sprintf("p50=%s p99=%s max=%s", ms(pct(ds, 0.5)), ms(pct(ds, 0.99)), ms(slices.Max(ds)))
+	}
+	fmt.Printf("BENCH events webhook→workflow created n=%d %s | baseline create→seen %s\n", len(created), stats(created), stats(baseSeen))
+	fmt.Printf("BENCH events webhook→first pod Running n=%d %s | webhook→workflow phase Running %s | baseline create→first pod Running %s\n",
+		len(podRunning), stats(podRunning), stats(phaseRunning), stats(basePod))
+	fmt.Printf("BENCH events test process CPU (events and workflow controllers, clients, watches) %.2f s | load average %s → %s\n", cpu, load0, loadAvg())
 }

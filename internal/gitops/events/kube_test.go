@@ -296,14 +296,17 @@ spec:
 
 // setupGitHub creates the GitHub EventSource, its Secret, a native jetstream bus and the build
 // Sensor, and waits until they run.
-func (e *env) setupGitHub() {
+func (e *env) setupGitHub() { e.setupGitHubWith(buildSensor) }
+
+// setupGitHubWith is setupGitHub with sensor (a Sensor named build) in place of buildSensor.
+func (e *env) setupGitHubWith(sensor string) {
 	if _, err := e.c.Client.CoreV1().Secrets(e.ns).Create(e.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "github"},
 		StringData: map[string]string{"secret": secret}}, metav1.CreateOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
 	e.create(events.EventBusResource, "apiVersion: argoproj.io/v1alpha1\nkind: EventBus\nmetadata: {name: default}\nspec: {jetstream: {version: latest}}\n")
 	e.create(events.EventSourcesResource, githubSource)
-	e.create(events.SensorsResource, buildSensor)
+	e.create(events.SensorsResource, sensor)
 	e.waitCondition(events.EventBusResource, "default", events.CondDeployed, "True")
 	e.waitCondition(events.EventSourcesResource, "github", events.CondDeployed, "True")
 	e.waitCondition(events.SensorsResource, "build", events.CondDeployed, "True")
