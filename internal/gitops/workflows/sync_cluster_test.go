@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -32,6 +33,8 @@ spec:
     container: {image: alpine:3, command: ["true"]}`, name, sync, kube.AnnotationExitCode, kube.AnnotationRunDuration, run)
 }
 
+var waitingRE = regexp.MustCompile(`^Waiting for \S+ lock\. Lock status: \d+/\d+$`)
+
 // watchRunning polls the workflows until all have finished and returns the most that were
 // Running at once; it fails when one waits without Argo's message.
 func (e *env) watchRunning(names []string, lock string, d time.Duration) int {
@@ -50,7 +53,10 @@ func (e *env) watchRunning(names []string, lock string, d time.Duration) int {
 				done++
 			case wf.Status.Phase == workflows.WorkflowPending && wf.Status.Message != "":
 				sawWaiting = true
-				if !strings.HasPrefix(wf.Status.Message, "Waiting for "+lock+" lock. Lock status: 0/") {
+				// The count is the lock's free slots when the waiter last looked: a slot can be
+				// free while an older waiter is first in line for it (waiters are served oldest
+				// first), so it is not always 0.
+				if !waitingRE.MatchString(wf.Status.Message) || !strings.HasPrefix(wf.Status.Message, "Waiting for "+lock+" lock. ") {
 					e.t.Fatalf("%s waits with message %q", n, wf.Status.Message)
 				}
 				if s := wf.Status.Synchronization; s == nil || (s.Mutex == nil && s.Semaphore == nil) {
