@@ -116,9 +116,16 @@ func aPrivateRepo(t *testing.T, tn *tenants, dataDir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The hosted-runtimes lease holder starts the runtime, and makes its repository, just after.
 	repo := filepath.Join(dataDir, "hosted", rt.ID, "installation.git")
-	if _, err := os.Stat(repo); err != nil {
-		t.Fatalf("A's hosted runtime has no installation repository at %s: %v", repo, err)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, err := os.Stat(filepath.Join(repo, "HEAD"))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("A's hosted runtime has no installation repository at %s: %v", repo, err)
+		}
 	}
 	gitTo(t, repo, map[string]string{
 		"codefresh.yml":         "version: '1.0'\nsteps:\n  leak:\n    commands: ['echo " + tenantSecret + "']\n",
