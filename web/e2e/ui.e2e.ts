@@ -1948,7 +1948,7 @@ describe('web UI', () => {
       expect(await page.evaluate(() => document.activeElement?.getAttribute('aria-label'))).toBe('Open navigation');
       // A link goes there and closes the drawer.
       await toggle.click();
-      await drawer.getByRole('link', { name: 'Pipelines' }).click();
+      await drawer.getByRole('link', { name: 'Pipelines', exact: true }).click();
       await page.locator('[data-page="pipelines"]').waitFor();
       await drawer.waitFor({ state: 'hidden' });
       // Growing past 1024 px closes it and brings the sidebar back.
@@ -2037,7 +2037,7 @@ describe('web UI', () => {
       if (r.method() === 'POST' && r.url().includes('/delivery-pipelines')) sent++;
     };
     page.on('request', count);
-    await form.getByLabel('Name').fill('Build_On_Push');
+    await form.getByLabel('Name', { exact: true }).fill('Build_On_Push');
     await form.getByLabel('Event type').selectOption('github');
     await form.getByLabel('Owner').fill('acme');
     await form.getByRole('button', { name: 'Commit pipeline' }).click();
@@ -2045,7 +2045,7 @@ describe('web UI', () => {
     await form.getByText('Repository is required').waitFor();
     await form.getByText('Secret name is required').waitFor();
     await form.getByText('Template is required').waitFor();
-    expect(await form.getByLabel('Name').getAttribute('aria-invalid')).toBe('true');
+    expect(await form.getByLabel('Name', { exact: true }).getAttribute('aria-invalid')).toBe('true');
     await form.getByLabel('Event type').selectOption('calendar');
     await form.getByLabel('Schedule').fill('daily');
     await form.getByRole('button', { name: 'Commit pipeline' }).click();
