@@ -2555,6 +2555,7 @@ describe('web UI', () => {
     const me = await page.evaluate(async () => (await fetch('/api/v1/me')).status);
     expect(me).toBe(401);
     // Refused requests the test provoked log "Failed to load resource: … 4xx"; anything else is a bug.
-    expect(consoleErrors.filter((e) => !/Failed to load resource: the server responded with a status of 4\d\d/.test(e))).toEqual([]);
+    const unexpected = consoleErrors.filter((e) => !/Failed to load resource: the server responded with a status of 4\d\d/.test(e));
+    expect(unexpected, `console errors:\n${unexpected.join('\n')}`).toEqual([]);
   });
 });
