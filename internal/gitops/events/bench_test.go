@@ -52,45 +52,8 @@ func loadAvg() string {
 var benchPod = fmt.Sprintf(`{annotations: {%s: "0", %s: "1s"}}`, kube.AnnotationExitCode, kube.AnnotationRunDuration)
 
 // benchSensor is buildSensor with benchPod on its Workflow's template.
-var benchSensor = fmt.Sprintf(`
-apiVersion: argoproj.io/v1alpha1
-kind: Sensor
-metadata: {name: build}
-spec:
-  template: {serviceAccountName: trigger}
-  dependencies:
-  - name: main-push
-    eventSourceName: github
-    eventName: push
-    filters:
-      data:
-      - {path: body.ref, type: string, value: ["^refs/heads/main$"]}
-  triggers:
-  - template:
-      name: build
-      k8s:
-        operation: create
-        source:
-          resource:
-            apiVersion: argoproj.io/v1alpha1
-            kind: Workflow
-            metadata: {generateName: build-}
-            spec:
-              entrypoint: main
-              arguments:
-                parameters:
-                - {name: revision, value: unset}
-                - {name: repo, value: unset}
-              templates:
-              - name: main
-                metadata: %s
-                container: {image: alpine, command: [echo, "{{workflow.parameters.revision}}"]}
-        parameters:
-        - src: {dependencyName: main-push, dataKey: body.after}
-          dest: spec.arguments.parameters.0.value
-        - src: {dependencyName: main-push, dataKey: body.repository.full_name}
-          dest: spec.arguments.parameters.1.value
-`, benchPod)
+var benchSensor = strings.Replace(buildSensor, "              - name: main\n                container:",
+	"              - name: main\n                metadata: "+benchPod+"\n                container:", 1)
 
 // milestones records, by Workflow name, when a watch first saw it created, its status.phase
 // Running, and a pod of it (label workflows.LabelWorkflow) Running or already Succeeded; the
@@ -176,6 +139,9 @@ func TestBenchWebhookToWorkflow(t *testing.T) {
 		t.Skip("set FRESHET_EVENTS_BENCH=1 (make bench-events)")
 	}
 	e := newEnv(t)
+	if benchSensor == buildSensor {
+		t.Fatal("benchSensor: buildSensor's template changed; the pod metadata was not added")
+	}
 	e.setupGitHubWith(benchSensor)
 	// The workflow controller, as a runtime runs it beside the events controller.
 	wctrl, err := workflows.New(e.c.RESTConfig(), workflows.Options{Namespace: e.ns, ConfigNamespace: e.ns,
