@@ -74,6 +74,8 @@ let browser: Browser;
 let ctx: BrowserContext;
 let page: Page;
 const consoleErrors: string[] = [];
+// Every load the server answered with 5xx, with its URL: the console names only the status.
+const failedLoads: string[] = [];
 
 async function shot(name: string, p: Page = page) {
   await p.evaluate(() => document.fonts?.ready);
@@ -286,6 +288,7 @@ beforeAll(async () => {
   page = await ctx.newPage();
   page.on('console', (m) => m.type() === 'error' && consoleErrors.push(m.text()));
   page.on('pageerror', (e) => consoleErrors.push(String(e)));
+  page.on('response', (r) => r.status() >= 500 && failedLoads.push(`${r.status()} ${r.request().method()} ${new URL(r.url()).pathname}`));
 });
 
 afterAll(async () => {
@@ -2556,6 +2559,6 @@ describe('web UI', () => {
     expect(me).toBe(401);
     // Refused requests the test provoked log "Failed to load resource: … 4xx"; anything else is a bug.
     const unexpected = consoleErrors.filter((e) => !/Failed to load resource: the server responded with a status of 4\d\d/.test(e));
-    expect(unexpected, `console errors:\n${unexpected.join('\n')}`).toEqual([]);
+    expect(unexpected, `console errors:\n${unexpected.join('\n')}\nloads answered 5xx:\n${failedLoads.join('\n')}`).toEqual([]);
   });
 });

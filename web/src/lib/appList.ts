@@ -6,6 +6,7 @@ import { ApiError } from '../api/client';
 import { gql } from '../api/graphql';
 import { matchesAppFilter, toGraphQLFilter, type AppFilter } from './appFilters';
 import { countApps, countsFromServer, summaryFromProxy, type AppCounts, type StatusCount } from './apps';
+import { reachable } from './runtimes';
 
 export type AppSource = 'graphql' | 'app-proxy';
 
@@ -29,11 +30,6 @@ let graphqlHasCounts: boolean | undefined;
 /** The server's schema has no `applicationCounts` (it is older than the field). */
 function isMissingCountsField(err: unknown): boolean {
   return err instanceof ApiError && /Cannot query field "applicationCounts"|Unknown type "ApplicationCounts"/.test(err.message);
-}
-
-/** Runtimes that can answer through the tunnel now. */
-function reachable(r: RuntimeRef): boolean {
-  return r.status === 'healthy' || r.status === 'degraded';
 }
 
 /** Every application of the account's connected runtimes, from their app-proxies. */

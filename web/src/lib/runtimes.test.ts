@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { countByStatus, healthTone, heartbeatLabel, runtimeBadge, runtimeCommand, runtimePath, troubled } from './runtimes';
+import { countByStatus, healthTone, heartbeatLabel, reachable, runtimeBadge, runtimeCommand, runtimePath, troubled } from './runtimes';
 import { relativeTime } from './format';
 
 describe('runtime status badge', () => {
@@ -64,5 +64,11 @@ describe('runtime paths', () => {
     expect(runtimePath('a b')).toBe('/runtimes/a%20b');
     // One segment under /runtimes/ is a UI page; deeper paths belong to the tunnel.
     expect(runtimePath('x').split('/').length).toBe(3);
+  });
+});
+
+describe('reachable runtimes', () => {
+  it('asks only a healthy or degraded runtime through its tunnel', () => {
+    expect(['healthy', 'degraded', 'disconnected', 'installing', ''].filter((status) => reachable({ status }))).toEqual(['healthy', 'degraded']);
   });
 });

@@ -21,6 +21,12 @@ const icons: Record<RuntimeStatus, string> = {
   installing: '◌',
 };
 
+/** A runtime whose app-proxy can answer through the tunnel now (healthy or degraded): the pages
+ *  that ask every runtime ask only these, and list the others as unreachable, not as failed loads. */
+export function reachable(r: { status: string }): boolean {
+  return r.status === 'healthy' || r.status === 'degraded';
+}
+
 /** The badge of a runtime status; an unknown status (a newer server) is neutral, shown as is. */
 export function runtimeBadge(status: string): BadgeLook {
   const s = status as RuntimeStatus;

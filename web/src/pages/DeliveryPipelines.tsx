@@ -16,6 +16,7 @@ import { EmptyState, ErrorState, LoadingRows } from '../components/States';
 import { pipelinesOf, runsOf, PHASES, type DeliveryPipeline, type PipelineRun } from '../lib/deliveryPipelines';
 import { formatTime, relativeTime } from '../lib/format';
 import { EVENT_TYPES, validateWizard, wizardRequest, type EventType, type WizardForm } from '../lib/pipelineWizard';
+import { reachable } from '../lib/runtimes';
 import { useResource } from '../lib/useResource';
 import { phaseTone } from '../lib/workflowGraph';
 
@@ -38,6 +39,11 @@ async function loadPipelines(signal: AbortSignal): Promise<{ pipelines: Delivery
   const problems: string[] = [];
   const per = await Promise.all(
     rts.map(async (r) => {
+      // A disconnected runtime cannot answer through its tunnel: say so instead of asking it.
+      if (!reachable(r)) {
+        problems.push(`${r.name}: the runtime is ${r.status}; its Delivery Pipelines show when it connects`);
+        return [];
+      }
       try {
         const [s, e, w] = await Promise.all([workflowsApi.sensors(r.name, signal), workflowsApi.eventSources(r.name, signal), workflowsApi.list(r.name, signal)]);
         return pipelinesOf(r.name, s.items, e.items, w.items, archived);

@@ -14,6 +14,7 @@ import { YamlEditor, type YamlEditorHandle } from '../components/YamlEditor';
 import { appPath } from '../lib/apps';
 import { applicationTemplate, manifestIssues } from '../lib/gitops';
 import { countLines, marksByLine, sortIssues, type LintIssue } from '../lib/lint';
+import { reachable } from '../lib/runtimes';
 import { useResource } from '../lib/useResource';
 
 export interface RuntimeChoice {
@@ -22,9 +23,7 @@ export interface RuntimeChoice {
 }
 
 /** The runtimes whose app-proxy can answer now come first; the others are listed as such. */
-function usable(r: RuntimeChoice): boolean {
-  return r.status === 'healthy' || r.status === 'degraded';
-}
+const usable = reachable;
 
 export default function NewApplicationDialog({
   runtimes,
