@@ -137,6 +137,37 @@ func TestCommitDeliveryPipeline(t *testing.T) {
 	if code := w.call("member", "POST", "git-sources/ci/delivery-pipelines", body(good), &e); code != http.StatusConflict {
 		t.Errorf("the same pipeline again: %d %+v", code, e)
 	}
+
+	// GraphQL: the same lists, and the same commit with the same role check and field errors.
+	data, errs := w.gql("viewer", `query($ns: String) { sensors(namespace: $ns) eventSources(namespace: $ns) }`, map[string]any{"ns": w.ns})
+	if len(errs) > 0 || len(data["sensors"].([]any)) != 1 || data["sensors"].([]any)[0].(map[string]any)["name"] != "build-on-push" ||
+		len(data["eventSources"].([]any)) != 1 {
+		t.Errorf("GraphQL sensors and eventSources: %v %v", data, errs)
+	}
+	const create = `mutation($p: JSON!) { createDeliveryPipeline(gitSource: "ci", pipeline: $p) }`
+	nightly := map[string]any{"name": "nightly", "workflowTemplate": "git-clone", "event": map[string]any{"type": "calendar", "schedule": "0 3 * * *"},
+		"parameters": []any{map[string]any{"name": "repo", "value": "https://example.com/acme/shop.git"}}}
+	before = len(appsRepo.Log("main"))
+	if _, errs := w.gql("viewer", create, map[string]any{"p": nightly}); len(errs) == 0 || !strings.Contains(fmt.Sprint(errs), "needs member or admin") {
+		t.Errorf("viewer commits through GraphQL: %v", errs)
+	}
+	if _, errs := w.gql("member", create, map[string]any{"p": map[string]any{"name": "nightly", "evnt": map[string]any{}}}); len(errs) == 0 || !strings.Contains(fmt.Sprint(errs), `unknown field "evnt"`) {
+		t.Errorf("a misspelt field through GraphQL: %v", errs)
+	}
+	if _, errs := w.gql("member", create, map[string]any{"p": map[string]any{"name": "Nightly!"}}); len(errs) == 0 || !strings.Contains(fmt.Sprint(errs), `name: "Nightly!"`) {
+		t.Errorf("a bad name through GraphQL: %v", errs)
+	}
+	if n := len(appsRepo.Log("main")); n != before {
+		t.Fatalf("refused GraphQL requests committed: %d commits, %d before", n, before)
+	}
+	data, errs = w.gql("member", create, map[string]any{"p": nightly})
+	if len(errs) > 0 {
+		t.Fatalf("GraphQL commit: %v", errs)
+	}
+	if got := data["createDeliveryPipeline"].(map[string]any); got["commit"] != appsRepo.RevParse("main") || got["workflowTemplate"] != "git-clone" ||
+		fmt.Sprint(got["files"]) != "[delivery-pipelines/nightly-eventsource.yaml delivery-pipelines/nightly-sensor.yaml]" {
+		t.Errorf("GraphQL commit answer: %v", got)
+	}
 }
 
 // Without an events controller, sensors and event-sources answer unavailable.
