@@ -1212,9 +1212,12 @@ describe('web UI', () => {
     // A dry run changes nothing; then sync only what is out of sync.
     await page.getByRole('button', { name: 'Sync', exact: true }).click();
     await dialog.getByLabel(/Dry run: show/).check();
+    // A sync option from the panel reaches the engine: the synced Deployment is skipped.
+    await dialog.getByLabel(/^Apply out of sync only/).check();
     await dialog.getByRole('button', { name: 'Dry run', exact: true }).click();
     const dry = page.getByRole('dialog', { name: 'Dry run finished' });
     await dry.getByTestId('sync-result').waitFor({ timeout: 60_000 });
+    expect(await dry.getByTestId('sync-result').textContent()).toContain('ApplyOutOfSyncOnly');
     await dry.getByRole('button', { name: 'Done' }).click();
     expect(await page.locator('[data-page="application"]').getAttribute('data-sync')).toBe('OutOfSync');
     await page.getByRole('button', { name: 'Sync', exact: true }).click();

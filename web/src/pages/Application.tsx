@@ -41,6 +41,7 @@ import {
 } from '../lib/apps';
 import { formatDuration, shortSha } from '../lib/builds';
 import { differing, diffStats, parseUnifiedDiff } from '../lib/diff';
+import { PRUNE_POLICIES, SYNC_OPTION_CHOICES, syncOptionStrings, type PrunePolicy } from '../lib/syncOptions';
 import { formatTime, plural, relativeTime } from '../lib/format';
 import { runtimePath } from '../lib/runtimes';
 import { useResource } from '../lib/useResource';
@@ -361,6 +362,8 @@ function SyncDialog({ a, runtime, onClose, onSynced }: { a: ProxyApplication; ru
   const [revision, setRevision] = useState('');
   const [prune, setPrune] = useState(false);
   const [dryRun, setDryRun] = useState(false);
+  const [options, setOptions] = useState<Set<string>>(() => new Set());
+  const [prunePolicy, setPrunePolicy] = useState<PrunePolicy>('foreground');
   const [some, setSome] = useState(false);
   const [picked, setPicked] = useState<Set<string>>(() => new Set());
   const [busy, setBusy] = useState(false);
@@ -388,7 +391,14 @@ function SyncDialog({ a, runtime, onClose, onSynced }: { a: ProxyApplication; ru
     setBusy(true);
     setError(undefined);
     try {
-      const res = await appProxy.sync(runtime, a.name, { revision: revision.trim() || undefined, prune, dryRun, resources: some ? [...picked] : undefined });
+      const chosen = syncOptionStrings(options, prunePolicy);
+      const res = await appProxy.sync(runtime, a.name, {
+        revision: revision.trim() || undefined,
+        prune,
+        dryRun,
+        resources: some ? [...picked] : undefined,
+        options: chosen.length > 0 ? chosen : undefined,
+      });
       setResult(res);
       onSynced();
     } catch (err) {
@@ -429,6 +439,36 @@ function SyncDialog({ a, runtime, onClose, onSynced }: { a: ProxyApplication; ru
           <input type="checkbox" name="dryRun" checked={dryRun} onChange={(e) => setDryRun(e.target.checked)} /> Dry run: show what would change, change nothing
         </label>
       </div>
+      <fieldset className="check-list" data-testid="sync-options">
+        <legend>Sync options</legend>
+        {SYNC_OPTION_CHOICES.map((c) => (
+          <label key={c.key} className="check">
+            <input
+              type="checkbox"
+              name={`option-${c.key}`}
+              checked={options.has(c.key)}
+              onChange={(e) =>
+                setOptions((o) => {
+                  const n = new Set(o);
+                  if (e.target.checked) n.add(c.key);
+                  else n.delete(c.key);
+                  return n;
+                })
+              }
+            />{' '}
+            {c.label}: <span className="muted">{c.hint}</span>
+          </label>
+        ))}
+        <Field label="Prune propagation policy" hint="How pruned objects' dependents are deleted.">
+          <select name="prunePropagationPolicy" value={prunePolicy} onChange={(e) => setPrunePolicy(e.target.value as PrunePolicy)}>
+            {PRUNE_POLICIES.map((p) => (
+              <option key={p} value={p}>
+                {p}
+              </option>
+            ))}
+          </select>
+        </Field>
+      </fieldset>
       <fieldset className="radio-row radio-field">
         <legend>Resources</legend>
         <label className="radio">
