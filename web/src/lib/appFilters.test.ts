@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { AppSummary } from '../api/apps';
-import { appFilterFromParams, appFilterQuery, isAppFiltered, labelError, matchesAppFilter, splitLabels, toGraphQLFilter } from './appFilters';
+import { appFilterFromParams, appFilterQuery, appListHref, appViewFromParams, isAppFiltered, labelError, matchesAppFilter, matchesFacets, splitLabels, toGraphQLFilter, toggleFacet, withoutFacets } from './appFilters';
 
 const params = (q: string) => new URLSearchParams(q);
 
@@ -101,5 +101,43 @@ describe('filtering in the browser (app-proxy lists)', () => {
   it('searches name, project, repository, path and namespace, ignoring case', () => {
     for (const s of ['WEB', 'git.example.com', 'frontend', 'shop']) expect(matchesAppFilter(app(), { labels: [], search: s })).toBe(true);
     expect(matchesAppFilter(app(), { labels: [], search: 'nothing-like-it' })).toBe(false);
+  });
+});
+
+describe('the view and the facets in the URL', () => {
+  it('reads the view, table unless tiles', () => {
+    expect(appViewFromParams(params('view=tiles'))).toBe('tiles');
+    expect(appViewFromParams(params('view=table'))).toBe('table');
+    expect(appViewFromParams(params(''))).toBe('table');
+    expect(appViewFromParams(params('view=Tiles'))).toBe('table');
+  });
+
+  it('writes the view after the filters, and not at all for the table', () => {
+    expect(appListHref({ labels: [] }, 'table')).toBe('/applications');
+    expect(appListHref({ labels: [] }, 'tiles')).toBe('/applications?view=tiles');
+    expect(appListHref({ health: 'Degraded', labels: ['team=web'] }, 'tiles')).toBe('/applications?health=Degraded&label=team%3Dweb&view=tiles');
+    const back = params(appListHref({ sync: 'OutOfSync', labels: [] }, 'tiles').split('?')[1]);
+    expect(appFilterFromParams(back).sync).toBe('OutOfSync');
+    expect(appViewFromParams(back)).toBe('tiles');
+  });
+
+  it('toggles a facet: chooses a status, another replaces it, the same one clears it; the rest stays', () => {
+    const f = { runtime: 'local', labels: ['team=web'] };
+    const healthy = toggleFacet(f, 'health', 'Healthy');
+    expect(healthy).toEqual({ runtime: 'local', labels: ['team=web'], health: 'Healthy' });
+    expect(toggleFacet(healthy, 'health', 'Degraded').health).toBe('Degraded');
+    expect(toggleFacet(healthy, 'health', 'Healthy').health).toBeUndefined();
+    const both = toggleFacet(healthy, 'sync', 'OutOfSync');
+    expect(both).toMatchObject({ health: 'Healthy', sync: 'OutOfSync', runtime: 'local' });
+    expect(withoutFacets(both)).toEqual({ runtime: 'local', labels: ['team=web'], health: undefined, sync: undefined });
+  });
+
+  it('matches the facets, an empty status as Unknown', () => {
+    const a = { healthStatus: 'Healthy', syncStatus: 'OutOfSync' };
+    expect(matchesFacets(a, {})).toBe(true);
+    expect(matchesFacets(a, { health: 'Healthy' })).toBe(true);
+    expect(matchesFacets(a, { health: 'Healthy', sync: 'Synced' })).toBe(false);
+    expect(matchesFacets(a, { health: 'Degraded' })).toBe(false);
+    expect(matchesFacets({ healthStatus: '', syncStatus: '' }, { health: 'Unknown', sync: 'Unknown' })).toBe(true);
   });
 });

@@ -1,8 +1,10 @@
 // The Applications list's filters as they live in the URL
-// (?runtime=&cluster=&health=&sync=&project=&label=k=v&label=…&search=), as the GraphQL
-// ApplicationFilter, and applied in the browser when the list comes from the app-proxies.
+// (?runtime=&cluster=&health=&sync=&project=&label=k=v&label=…&search=, and &view=tiles), as
+// the GraphQL ApplicationFilter, and applied in the browser when the list comes from the
+// app-proxies. Health and sync are the summary bar's facets: toggled there, and applied in the
+// browser to what the page holds when it holds every application of the other filters.
 import { healthStatuses, syncCodes, type AppSummary, type ApplicationFilter } from '../api/apps';
-import { clusterName } from './apps';
+import { APPLICATIONS_PATH, clusterName } from './apps';
 
 export interface AppFilter {
   runtime?: string;
@@ -115,4 +117,36 @@ export function matchesAppFilter(a: AppSummary, f: AppFilter, clusters: { name: 
     if (!hay.includes(s)) return false;
   }
   return true;
+}
+
+/** How the list is shown: a table of rows (the default) or tiles. */
+export type AppView = 'table' | 'tiles';
+
+/** ?view=tiles|table; table when absent or unknown. */
+export function appViewFromParams(p: URLSearchParams): AppView {
+  return p.get('view') === 'tiles' ? 'tiles' : 'table';
+}
+
+/** The list's URL: the filters, then view=tiles (table, the default, is not written). */
+export function appListHref(f: AppFilter, view: AppView): string {
+  const q = appFilterQuery(f);
+  if (view === 'table') return APPLICATIONS_PATH + q;
+  return APPLICATIONS_PATH + (q ? `${q}&view=tiles` : '?view=tiles');
+}
+
+export type Facet = 'health' | 'sync';
+
+/** The filter with a facet's status chosen, or cleared when it was the chosen one. */
+export function toggleFacet(f: AppFilter, facet: Facet, status: string): AppFilter {
+  return { ...f, [facet]: f[facet] === status ? undefined : status };
+}
+
+/** The filter without its facets: what the page must hold to apply them itself. */
+export function withoutFacets(f: AppFilter): AppFilter {
+  return { ...f, health: undefined, sync: undefined };
+}
+
+/** Does an application have the chosen health and sync (any, when none is chosen)? */
+export function matchesFacets(a: Pick<AppSummary, 'healthStatus' | 'syncStatus'>, f: Pick<AppFilter, Facet>): boolean {
+  return (!f.health || (a.healthStatus || 'Unknown') === f.health) && (!f.sync || (a.syncStatus || 'Unknown') === f.sync);
 }

@@ -225,3 +225,76 @@ describe('Home counts', () => {
     expect(calls).toEqual(['gql:HomeAppCounts']);
   });
 });
+
+describe('the summary bar’s counts', () => {
+  const statusCounts = (pairs: [string, number][]) => pairs.map(([status, count]) => ({ status, count }));
+
+  it('from the app-proxies: the page gets every match of the other filters, to apply health and sync itself', async () => {
+    const { client, list } = await fresh();
+    serve(client, fallbackServer, calls);
+    const page = await list.loadAppPage({ labels: [], health: 'Degraded' }, 500, undefined);
+    expect(page.items.map((a) => a.id)).toEqual(['local/api']);
+    expect(page.unfaceted?.map((a) => a.id)).toEqual(['local/api', 'edge/web', 'local/web']);
+    // The other filters still apply to what it gets.
+    const web = await list.loadAppPage({ labels: ['team=web'], sync: 'Synced' }, 500, undefined);
+    expect(web.unfaceted?.map((a) => a.id)).toEqual(['edge/web', 'local/web']);
+    expect(web.items.map((a) => a.id)).toEqual(['local/web']);
+    // And the server is not asked for counts: the page counts what it holds.
+    calls.length = 0;
+    expect(await list.loadAppFacets({ labels: [] })).toBeUndefined();
+    expect(calls).toEqual([]);
+  });
+
+  it('from GraphQL: one count with the filters when no facet is chosen', async () => {
+    const { client, list } = await fresh();
+    const asked: { query?: string; variables?: Record<string, unknown> }[] = [];
+    serve(
+      client,
+      (_u, b) => {
+        asked.push(b ?? {});
+        return { status: 200, body: { data: { applicationCounts: { health: statusCounts([['Healthy', 7], ['', 2]]), sync: statusCounts([['OutOfSync', 9]]) } } } };
+      },
+      calls,
+    );
+    const c = await list.loadAppFacets({ labels: ['team=web'], runtime: 'local' });
+    expect(asked).toHaveLength(1);
+    expect(asked[0].variables).toEqual({ f: { labels: ['team=web'], runtime: 'local' } });
+    expect(c).toEqual({
+      health: { Healthy: 7, Progressing: 0, Degraded: 0, Suspended: 0, Missing: 0, Unknown: 2 },
+      sync: { Synced: 0, OutOfSync: 9, Unknown: 0 },
+    });
+  });
+
+  it('from GraphQL with facets chosen: health counted without the health filter, sync without the sync filter', async () => {
+    const { client, list } = await fresh();
+    let vars: Record<string, unknown> | undefined;
+    serve(
+      client,
+      (_u, b) => {
+        vars = b?.variables;
+        return { status: 200, body: { data: { byHealth: { health: statusCounts([['Degraded', 3]]) }, bySync: { sync: statusCounts([['Synced', 1], ['OutOfSync', 3]]) } } } };
+      },
+      calls,
+    );
+    const c = await list.loadAppFacets({ labels: [], project: 'shop', health: 'Degraded', sync: 'OutOfSync' });
+    expect(vars).toEqual({ h: { project: 'shop', sync: 'OutOfSync' }, s: { project: 'shop', health: 'Degraded' } });
+    expect(c?.health.Degraded).toBe(3);
+    expect(c?.sync).toEqual({ Synced: 1, OutOfSync: 3, Unknown: 0 });
+  });
+
+  it('from a server without applicationCounts: none, and it is not asked again', async () => {
+    const { client, list } = await fresh();
+    serve(client, () => missingField('applicationCounts'), calls);
+    expect(await list.loadAppFacets({ labels: [] })).toBeUndefined();
+    expect(calls).toEqual(['gql:AppFacets']);
+    calls.length = 0;
+    expect(await list.loadAppFacets({ labels: [], health: 'Healthy' })).toBeUndefined();
+    expect(calls).toEqual([]);
+  });
+
+  it('passes other errors on', async () => {
+    const { client, list } = await fresh();
+    serve(client, () => ({ status: 200, body: { errors: [{ message: 'the database is busy', extensions: { code: 'unavailable' } }] } }), calls);
+    await expect(list.loadAppFacets({ labels: [] })).rejects.toMatchObject({ code: 'unavailable' });
+  });
+});

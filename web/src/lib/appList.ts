@@ -4,8 +4,8 @@
 import { appProxy, isMissingApplicationsField, listApplications, listRuntimeRefs, type AppSummary, type RuntimeRef } from '../api/apps';
 import { ApiError } from '../api/client';
 import { gql } from '../api/graphql';
-import { matchesAppFilter, toGraphQLFilter, type AppFilter } from './appFilters';
-import { countApps, countsFromServer, summaryFromProxy, type AppCounts, type StatusCount } from './apps';
+import { matchesAppFilter, matchesFacets, toGraphQLFilter, withoutFacets, type AppFilter } from './appFilters';
+import { countApps, countsFromServer, summaryFromProxy, type AppCounts, type AppFacets, type StatusCount } from './apps';
 import { reachable } from './runtimes';
 
 export type AppSource = 'graphql' | 'app-proxy';
@@ -21,6 +21,11 @@ export interface AppListPage {
   nextCursor?: string;
   source: AppSource;
   unreachable: Unreachable[];
+  /**
+   * From the app-proxies: every application matching the filter but its health and sync, so
+   * that the page applies and counts those itself (items are these, filtered by them).
+   */
+  unfaceted?: AppSummary[];
 }
 
 // Learned once per page load: a server without the field stays without it.
@@ -74,7 +79,50 @@ export async function loadAppPage(f: AppFilter, first: number, after: string | u
   }
   const { items, runtimes, unreachable } = await listFromAppProxies(signal, f.runtime);
   const clusters = new Map(runtimes.map((r) => [r.name, r.clusters]));
-  return { items: items.filter((a) => matchesAppFilter(a, f, clusters.get(a.runtime))), source: 'app-proxy', unreachable };
+  const base = withoutFacets(f);
+  const unfaceted = items.filter((a) => matchesAppFilter(a, base, clusters.get(a.runtime)));
+  return { items: unfaceted.filter((a) => matchesFacets(a, f)), unfaceted, source: 'app-proxy', unreachable };
+}
+
+const FACETS_QUERY = `query AppFacets($h: ApplicationFilter, $s: ApplicationFilter) {
+  byHealth: applicationCounts(filter: $h) { health { status count } }
+  bySync: applicationCounts(filter: $s) { sync { status count } }
+}`;
+const FACETS_QUERY_ONE = `query AppFacets($f: ApplicationFilter) { applicationCounts(filter: $f) { health { status count } sync { status count } } }`;
+
+/**
+ * The summary bar's counts from the server (GraphQL `applicationCounts`): health counted with
+ * every filter but health, sync with every filter but sync (one count when neither is chosen).
+ * Undefined from a server without the field, or when the list comes from the app-proxies (the
+ * page counts what it holds then).
+ */
+export async function loadAppFacets(f: AppFilter, signal?: AbortSignal): Promise<AppFacets | undefined> {
+  if (graphqlHasApps === false || graphqlHasCounts === false) return undefined;
+  try {
+    let health: StatusCount[];
+    let sync: StatusCount[];
+    if (!f.health && !f.sync) {
+      const d = await gql<{ applicationCounts: { health: StatusCount[]; sync: StatusCount[] } }>(FACETS_QUERY_ONE, { f: toGraphQLFilter(f) }, signal);
+      ({ health, sync } = d.applicationCounts);
+    } else {
+      const d = await gql<{ byHealth: { health: StatusCount[] }; bySync: { sync: StatusCount[] } }>(
+        FACETS_QUERY,
+        { h: toGraphQLFilter({ ...f, health: undefined }), s: toGraphQLFilter({ ...f, sync: undefined }) },
+        signal,
+      );
+      health = d.byHealth.health;
+      sync = d.bySync.sync;
+    }
+    graphqlHasCounts = true;
+    const c = countsFromServer({ total: 0, health, sync });
+    return { health: c.health, sync: c.sync };
+  } catch (e) {
+    if (isMissingCountsField(e) || isMissingApplicationsField(e)) {
+      graphqlHasCounts = false;
+      return undefined;
+    }
+    throw e;
+  }
 }
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ProxyApplication } from '../api/apps';
-import { appPath, autoSyncLabel, clusterName, countApps, countsFromServer, destinationLabel, healthBadge, locationLabel, resourceId, resourceLabel, summaryFromProxy, syncBadge } from './apps';
+import { appPath, autoSyncLabel, clusterName, countApps, countsFromServer, destinationLabel, facetCounts, healthBadge, locationLabel, resourceId, resourceLabel, summaryFromProxy, syncBadge } from './apps';
 
 describe('application badges', () => {
   it('colours health and sync, with a symbol each', () => {
@@ -143,5 +143,37 @@ describe('counts for Home', () => {
     expect(c.total).toBe(1500);
     expect(c.health).toEqual({ Healthy: 1200, Progressing: 0, Degraded: 0, Suspended: 0, Missing: 0, Unknown: 300 });
     expect(c.sync).toEqual({ Synced: 0, OutOfSync: 1500, Unknown: 0 });
+  });
+});
+
+describe('facet counts for the summary bar', () => {
+  const apps = [
+    { healthStatus: 'Healthy', syncStatus: 'Synced' },
+    { healthStatus: 'Healthy', syncStatus: 'OutOfSync' },
+    { healthStatus: 'Degraded', syncStatus: 'OutOfSync' },
+    { healthStatus: 'Progressing', syncStatus: 'Synced' },
+    { healthStatus: '', syncStatus: '' },
+  ];
+
+  it('counts every status of each facet, zeros included, when nothing is chosen', () => {
+    expect(facetCounts(apps, {})).toEqual({
+      health: { Healthy: 2, Progressing: 1, Degraded: 1, Suspended: 0, Missing: 0, Unknown: 1 },
+      sync: { Synced: 2, OutOfSync: 2, Unknown: 1 },
+    });
+  });
+
+  it('counts health among the chosen sync status and sync among the chosen health, not a facet by itself', () => {
+    const c = facetCounts(apps, { sync: 'OutOfSync' });
+    // Health counts what choosing each health would show next to OutOfSync …
+    expect(c.health).toMatchObject({ Healthy: 1, Degraded: 1, Progressing: 0, Unknown: 0 });
+    // … while sync counts stay those of every sync status: the choice among them is still open.
+    expect(c.sync).toEqual({ Synced: 2, OutOfSync: 2, Unknown: 1 });
+    const both = facetCounts(apps, { sync: 'OutOfSync', health: 'Healthy' });
+    expect(both.health.Healthy).toBe(1);
+    expect(both.sync).toEqual({ Synced: 1, OutOfSync: 1, Unknown: 0 });
+  });
+
+  it('counts an empty status as Unknown when it is the one chosen', () => {
+    expect(facetCounts(apps, { health: 'Unknown' }).sync).toEqual({ Synced: 0, OutOfSync: 0, Unknown: 1 });
   });
 });

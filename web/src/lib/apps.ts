@@ -247,3 +247,22 @@ export function countsFromServer(n: { total: number; health: StatusCount[]; sync
   c.total = n.total;
   return c;
 }
+
+/** The summary bar's counts: applications by health and by sync status. */
+export interface AppFacets {
+  health: Record<string, number>;
+  sync: Record<string, number>;
+}
+
+/**
+ * Facet counts of the applications a page holds (every match of the other filters): each
+ * health status counted among those with the chosen sync status, each sync status among those
+ * with the chosen health, so a count says how many rows choosing it shows.
+ */
+export function facetCounts(items: readonly { healthStatus: string; syncStatus: string }[], f: { health?: string; sync?: string }): AppFacets {
+  const is = (v: string, want?: string) => !want || (v || 'Unknown') === want;
+  return {
+    health: countApps(items.filter((a) => is(a.syncStatus, f.sync))).health,
+    sync: countApps(items.filter((a) => is(a.healthStatus, f.health))).sync,
+  };
+}

@@ -40,7 +40,7 @@ import {
   subject,
 } from '../lib/apps';
 import { formatDuration, shortSha } from '../lib/builds';
-import { differing, diffStats, parseUnifiedDiff } from '../lib/diff';
+import { DIFF_MODES, differing, diffModeFrom, diffStats, parseUnifiedDiff, type DiffMode } from '../lib/diff';
 import { PRUNE_POLICIES, SYNC_OPTION_CHOICES, syncOptionStrings, type PrunePolicy } from '../lib/syncOptions';
 import { formatTime, plural, relativeTime } from '../lib/format';
 import { runtimePath } from '../lib/runtimes';
@@ -757,8 +757,22 @@ function TreeItem({ row, namespace, onToggle }: { row: TreeRow; namespace?: stri
 
 // ─── Diff ───
 
+const DIFF_MODE_LABELS: Record<DiffMode, string> = { unified: 'Unified', split: 'Split', compact: 'Compact' };
+
+/** The diff tab's view (?diff=unified|split|compact; unified when absent). */
+function useDiffMode(): [DiffMode, (m: DiffMode) => void] {
+  const { search, pathname } = useLocation();
+  const mode = diffModeFrom(new URLSearchParams(search).get('diff'));
+  const set = (next: DiffMode) => {
+    const q = Object.fromEntries(new URLSearchParams(window.location.search));
+    navigate(href(pathname, { ...q, diff: next === 'unified' ? undefined : next }), { replace: true });
+  };
+  return [mode, set];
+}
+
 function DiffPanel({ runtime, a }: { runtime: string; a: ProxyApplication }) {
   const diff = useResource((signal) => appProxy.diff(runtime, a.name, signal), [runtime, a.name, a.status.reconciledAt, a.status.revision]);
+  const [mode, setMode] = useDiffMode();
   if (diff.error !== undefined && !diff.data) return <ErrorState error={diff.error} onRetry={diff.reload} />;
   if (!diff.data) return <LoadingRows rows={4} label="Comparing with the cluster" />;
   const items = differing(diff.data.items);
@@ -770,18 +784,28 @@ function DiffPanel({ runtime, a }: { runtime: string; a: ProxyApplication }) {
     );
   }
   return (
-    <div className="diffs" aria-busy={diff.loading}>
-      <p className="muted small">
-        {plural(items.length, 'resource')} of {diff.data.items.length} differ{items.length === 1 ? 's' : ''}: live (−) against what git renders (+).
-      </p>
+    <div className="diffs" aria-busy={diff.loading} data-diff-mode={mode}>
+      <div className="diff-tools">
+        <div className="segmented" role="radiogroup" aria-label="Diff view">
+          {DIFF_MODES.map((m) => (
+            <label key={m} className={mode === m ? 'segment segment-active' : 'segment'}>
+              <input type="radio" name="diff-mode" className="visually-hidden" checked={mode === m} onChange={() => setMode(m)} /> {DIFF_MODE_LABELS[m]}
+            </label>
+          ))}
+        </div>
+        <p className="muted small">
+          {plural(items.length, 'resource')} of {diff.data.items.length} differ{items.length === 1 ? 's' : ''}: live (−{mode === 'split' ? ', left' : ''}) against what git renders (+
+          {mode === 'split' ? ', right' : ''}).{mode === 'compact' && ' Only the changes with three lines around them; ⋯ opens the lines between.'}
+        </p>
+      </div>
       {items.map((d) => (
-        <ResourceDiffView key={resourceId(d)} d={d} />
+        <ResourceDiffView key={resourceId(d)} d={d} mode={mode} />
       ))}
     </div>
   );
 }
 
-function ResourceDiffView({ d }: { d: ResourceDiff }) {
+function ResourceDiffView({ d, mode }: { d: ResourceDiff; mode: DiffMode }) {
   const lines = useMemo(() => parseUnifiedDiff(d.diff ?? ''), [d.diff]);
   const stats = diffStats(lines);
   const loc = locationLabel(d.source);
@@ -797,7 +821,7 @@ function ResourceDiffView({ d }: { d: ResourceDiff }) {
       </summary>
       {d.message && <p className="diff-msg small">{d.message}</p>}
       {lines.length > 0 ? (
-        <DiffLines lines={lines} label={`Diff of ${resourceLabel(d)}`} />
+        <DiffLines key={mode} lines={lines} label={`Diff of ${resourceLabel(d)}`} mode={mode} />
       ) : (
         <p className="muted small diff-msg">No line diff for this resource.</p>
       )}
