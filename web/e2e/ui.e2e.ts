@@ -1078,6 +1078,31 @@ describe('web UI', () => {
     measures.applicationsSource = (await page.locator('[data-page="applications"]').getAttribute('data-source')) ?? '';
     await shot('applications');
 
+    // The summary bar counts by health and sync; a count filters the list, a second click clears it.
+    const outOfSync = page.getByRole('group', { name: 'Sync', exact: true }).getByTestId('facet-sync-OutOfSync');
+    await expect.poll(() => outOfSync.getAttribute('data-count')).toBe('1');
+    expect(await page.getByRole('group', { name: 'Sync', exact: true }).getByTestId('facet-sync-Synced').getAttribute('data-count')).toBe('1');
+    await outOfSync.click();
+    await expect.poll(() => new URL(page.url()).searchParams.get('sync')).toBe('OutOfSync');
+    await expect.poll(() => page.locator('[data-testid^="app-row-"]').count()).toBe(1);
+    expect(await outOfSync.getAttribute('aria-pressed')).toBe('true');
+    await outOfSync.click();
+    await expect.poll(() => new URL(page.url()).searchParams.get('sync')).toBe(null);
+    await expect.poll(() => page.locator('[data-testid^="app-row-"]').count()).toBe(2);
+    // Refresh per row: the runtime answers and a toast says so.
+    await web.getByRole('button', { name: 'Refresh web', exact: true }).click();
+    await expect.poll(() => page.getByTestId('toast').getAttribute('data-tone'), { timeout: 30_000 }).toBe('success');
+    await page.getByTestId('toast').getByRole('button', { name: 'Dismiss' }).click();
+    // Tiles: the same applications as cards, the view in the URL.
+    await page.locator('.segment', { hasText: 'Tiles' }).click();
+    await expect.poll(() => page.locator('[data-page="applications"]').getAttribute('data-view')).toBe('tiles');
+    expect(new URL(page.url()).searchParams.get('view')).toBe('tiles');
+    await expect.poll(() => page.getByTestId('app-tile-local-web').getAttribute('data-sync')).toBe('OutOfSync');
+    expect(await page.getByTestId('app-tile-local-shop').getAttribute('data-health')).toBe('Healthy');
+    await shot('applications-tiles');
+    await page.locator('.segment', { hasText: 'Table' }).click();
+    await expect.poll(() => page.locator('[data-page="applications"]').getAttribute('data-view')).toBe('table');
+
     // Filters go to the URL, and the URL alone gives the same list.
     await page.getByLabel('Sync').selectOption('OutOfSync');
     await page.getByLabel('Labels').fill('team = web');
@@ -1208,6 +1233,16 @@ describe('web UI', () => {
     expect(await cm.locator('.diff-del .diff-text').allTextContents()).toEqual(['  color: blue']);
     expect(await cm.locator('.diff-add .diff-text').allTextContents()).toEqual(['  color: green']);
     await shot('application-diff');
+    // The same diff side by side, and compact.
+    await page.locator('.segment', { hasText: 'Split' }).click();
+    await expect.poll(() => page.locator('.diffs').getAttribute('data-diff-mode')).toBe('split');
+    expect(await cm.locator('.diff').getAttribute('data-mode')).toBe('split');
+    expect(new URL(page.url()).searchParams.get('diff')).toBe('split');
+    await shot('application-diff-split');
+    await page.locator('.segment', { hasText: 'Compact' }).click();
+    await expect.poll(() => page.locator('.diffs').getAttribute('data-diff-mode')).toBe('compact');
+    await page.locator('.segment', { hasText: 'Unified' }).click();
+    await expect.poll(() => page.locator('.diffs').getAttribute('data-diff-mode')).toBe('unified');
 
     // A dry run changes nothing; then sync only what is out of sync.
     await page.getByRole('button', { name: 'Sync', exact: true }).click();
