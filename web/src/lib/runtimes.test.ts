@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { countByStatus, healthTone, heartbeatLabel, reachable, runtimeBadge, runtimeCommand, runtimePath, troubled } from './runtimes';
+import { countByStatus, defaultRuntime, healthTone, heartbeatLabel, reachable, unreachableNote, runtimeBadge, runtimeCommand, runtimePath, troubled } from './runtimes';
 import { relativeTime } from './format';
 
 describe('runtime status badge', () => {
@@ -70,5 +70,25 @@ describe('runtime paths', () => {
 describe('reachable runtimes', () => {
   it('asks only a healthy or degraded runtime through its tunnel', () => {
     expect(['healthy', 'degraded', 'disconnected', 'installing', ''].filter((status) => reachable({ status }))).toEqual(['healthy', 'degraded']);
+  });
+});
+
+describe('the runtime a form asks', () => {
+  const list = [
+    { name: 'edge', status: 'disconnected' },
+    { name: 'prod', status: 'healthy' },
+    { name: 'lab', status: 'degraded' },
+  ];
+  it('is the one chosen, else the first reachable, else the first', () => {
+    expect(defaultRuntime(list, 'lab')?.name).toBe('lab');
+    expect(defaultRuntime(list, '')?.name).toBe('prod');
+    expect(defaultRuntime(list, 'gone')?.name).toBe('prod');
+    expect(defaultRuntime([list[0]], '')?.name).toBe('edge');
+    expect(defaultRuntime([], '')).toBeUndefined();
+  });
+  it('says why a disconnected one is not asked', () => {
+    expect(unreachableNote(list[0])).toContain('edge is disconnected');
+    expect(unreachableNote(list[1])).toBeUndefined();
+    expect(unreachableNote(undefined)).toBeUndefined();
   });
 });

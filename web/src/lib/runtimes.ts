@@ -27,6 +27,16 @@ export function reachable(r: { status: string }): boolean {
   return r.status === 'healthy' || r.status === 'degraded';
 }
 
+/** The runtime a form asks first: the one chosen, else the first reachable, else the first. */
+export function defaultRuntime<R extends { name: string; status: string }>(list: readonly R[], chosen: string): R | undefined {
+  return list.find((r) => r.name === chosen) ?? list.find(reachable) ?? list[0];
+}
+
+/** Why a form does not ask this runtime through its tunnel, or undefined when it may. */
+export function unreachableNote(r: { name: string; status: string } | undefined): string | undefined {
+  return r && !reachable(r) ? `${r.name} is ${r.status}: it cannot be asked until it connects; choose a connected runtime.` : undefined;
+}
+
 /** The badge of a runtime status; an unknown status (a newer server) is neutral, shown as is. */
 export function runtimeBadge(status: string): BadgeLook {
   const s = status as RuntimeStatus;

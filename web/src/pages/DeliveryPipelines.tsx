@@ -16,7 +16,7 @@ import { EmptyState, ErrorState, LoadingRows } from '../components/States';
 import { pipelinesOf, runsOf, PHASES, type DeliveryPipeline, type PipelineRun } from '../lib/deliveryPipelines';
 import { formatTime, relativeTime } from '../lib/format';
 import { EVENT_TYPES, validateWizard, wizardRequest, type EventType, type WizardForm } from '../lib/pipelineWizard';
-import { reachable } from '../lib/runtimes';
+import { defaultRuntime, reachable, unreachableNote } from '../lib/runtimes';
 import { useResource } from '../lib/useResource';
 import { phaseTone } from '../lib/workflowGraph';
 
@@ -256,11 +256,14 @@ export function NewDeliveryPipeline() {
   const set = <K extends keyof WizardForm>(k: K, v: WizardForm[K]) => setF((o) => ({ ...o, [k]: v }));
   const rts = useResource((signal) => runtimes.list(signal), []);
   const hybrid = (rts.data?.items ?? []).filter((r) => r.type === 'hybrid');
-  const rt = f.runtime || hybrid[0]?.name || '';
-  const sources = useResource((signal) => (rt ? runtimeProxy.gitSources(rt, signal) : Promise.resolve({ items: [] })), [rt]);
+  const chosen = defaultRuntime(hybrid, f.runtime);
+  const rt = chosen?.name ?? '';
+  // A disconnected runtime is not asked (its tunnel answers 502): the form says so instead.
+  const ask = chosen !== undefined && reachable(chosen);
+  const sources = useResource((signal) => (ask ? runtimeProxy.gitSources(rt, signal) : Promise.resolve({ items: [] })), [rt, ask]);
   const gs = f.gitSource || sources.data?.items[0]?.metadata.name || '';
   const catalogue = useResource((signal) => hub.list(signal), []);
-  const existing = useResource((signal) => (rt ? workflowsApi.templates(rt, signal) : Promise.resolve({ items: [] })), [rt]);
+  const existing = useResource((signal) => (ask ? workflowsApi.templates(rt, signal) : Promise.resolve({ items: [] })), [rt, ask]);
   const hubTemplate = useResource(
     (signal) => (f.templateFrom === 'hub' && f.template ? hub.get(f.template, undefined, signal) : Promise.resolve(undefined)),
     [f.templateFrom, f.template],
@@ -324,11 +327,12 @@ export function NewDeliveryPipeline() {
               {hybrid.map((r) => (
                 <option key={r.name} value={r.name}>
                   {r.name}
+                  {reachable(r) ? '' : ` (${r.status})`}
                 </option>
               ))}
             </select>
           </Field>
-          <Field label="Git Source" error={errors.gitSource ?? (sources.error ? errorMessage(sources.error) : undefined)}>
+          <Field label="Git Source" error={errors.gitSource ?? unreachableNote(chosen) ?? (sources.error ? errorMessage(sources.error) : undefined)}>
             <select value={gs} onChange={(e) => set('gitSource', e.target.value)}>
               {(sources.data?.items ?? []).map((g) => (
                 <option key={g.metadata.name} value={g.metadata.name}>

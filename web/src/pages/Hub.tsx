@@ -15,6 +15,7 @@ import { FormDialog } from '../components/FormDialog';
 import { PageHeader } from '../components/PageHeader';
 import { EmptyState, ErrorState, LoadingRows } from '../components/States';
 import { Markdown } from '../lib/markdown';
+import { defaultRuntime, reachable, unreachableNote } from '../lib/runtimes';
 import { useResource } from '../lib/useResource';
 
 /** Templates whose name, description, categories or tags contain q, in category (if set). */
@@ -134,8 +135,11 @@ function UseDialog({ t, onClose, onDone }: { t: HubTemplateDetail; onClose: () =
   const rts = useResource((signal) => runtimes.list(signal), []);
   const hybrid = (rts.data?.items ?? []).filter((r) => r.type === 'hybrid');
   const [runtime, setRuntime] = useState('');
-  const rt = runtime || hybrid[0]?.name || '';
-  const sources = useResource((signal) => (rt ? runtimeProxy.gitSources(rt, signal) : Promise.resolve({ items: [] })), [rt]);
+  const chosen = defaultRuntime(hybrid, runtime);
+  const rt = chosen?.name ?? '';
+  // A disconnected runtime is not asked (its tunnel answers 502): the form says so instead.
+  const ask = chosen !== undefined && reachable(chosen);
+  const sources = useResource((signal) => (ask ? runtimeProxy.gitSources(rt, signal) : Promise.resolve({ items: [] })), [rt, ask]);
   const [gitSource, setGitSource] = useState('');
   const gs = gitSource || sources.data?.items[0]?.metadata.name || '';
   const [namespace, setNamespace] = useState('');
@@ -165,11 +169,12 @@ function UseDialog({ t, onClose, onDone }: { t: HubTemplateDetail; onClose: () =
           {hybrid.map((r) => (
             <option key={r.name} value={r.name}>
               {r.name}
+              {reachable(r) ? '' : ` (${r.status})`}
             </option>
           ))}
         </select>
       </Field>
-      <Field label="Git Source" error={sources.error ? errorMessage(sources.error) : undefined}>
+      <Field label="Git Source" error={unreachableNote(chosen) ?? (sources.error ? errorMessage(sources.error) : undefined)}>
         <select value={gs} onChange={(e) => setGitSource(e.target.value)}>
           {(sources.data?.items ?? []).map((g) => (
             <option key={g.metadata.name} value={g.metadata.name}>
