@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"io/fs"
 )
 
@@ -40,3 +41,36 @@ func Migrations() int {
 
 // MigrationFS is the binary's own migrations.
 var MigrationFS fs.FS = migrationFS
+
+// Plan answers EXPLAIN QUERY PLAN (SQLite) or EXPLAIN (PostgreSQL) of query, one line a row.
+func (db *DB) Plan(ctx context.Context, query string, args ...any) ([]string, error) {
+	explain := `EXPLAIN QUERY PLAN `
+	if db.d == Postgres {
+		explain = `EXPLAIN `
+	}
+	rows, err := db.query(ctx, explain+query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, _ := rows.Columns()
+	var out []string
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		out = append(out, fmt.Sprint(vals[len(vals)-1]))
+	}
+	return out, rows.Err()
+}
+
+// DeploymentQueries are the statements a DORA report of f runs on deployments, with their
+// arguments: DORADays, LeadHistogram, LeadInBucket.
+func (db *DB) DeploymentQueries(accountID string, f DeploymentFilter) ([]string, [][]any, error) {
+	return db.deploymentQueries(accountID, f)
+}
