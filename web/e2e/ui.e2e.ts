@@ -1566,6 +1566,9 @@ describe('web UI', () => {
     await page.locator(`[data-testid="build-log"][data-ended="true"][data-lines="${want}"]`).waitFor({ timeout: 30_000 });
     await view.locator('.log-txt', { hasText: new RegExp(`^${LOG_LINES}$`) }).waitFor();
     const wall = Date.now() - start;
+    // The marks are set in the frame after the render that drew the rows: on a busy machine
+    // that frame can come after the rows are found.
+    await page.waitForFunction(() => ['freshet:log-first-paint', 'freshet:log-complete'].every((n) => performance.getEntriesByName(n).length > 0), undefined, { timeout: 10_000 });
     const marks = await page.evaluate(() =>
       Object.fromEntries(['freshet:log-first-paint', 'freshet:log-complete'].map((n) => [n, Math.round(performance.getEntriesByName(n)[0]?.startTime ?? -1)])),
     );
