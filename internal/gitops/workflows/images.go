@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"runtime"
 	"slices"
@@ -204,7 +205,8 @@ type imageEntry struct {
 // fetchImageCommand reads the config of ref (for the platform linux/GOARCH of an index).
 // Errors say what failed in words of the protocol, never echoing what the registry sent.
 func fetchImageCommand(ctx context.Context, ref name.Reference, auth authn.Authenticator, policy *netpolicy.Policy) (ImageCommand, error) {
-	img, err := remote.Image(ref, remote.WithContext(ctx), remote.WithAuth(auth), remote.WithTransport(policy.HTTPClient(0).Transport),
+	rt := capBodies{policy.HTTPClient(0).Transport}
+	img, err := remote.Image(ref, remote.WithContext(ctx), remote.WithAuth(auth), remote.WithTransport(rt),
 		remote.WithPlatform(v1.Platform{OS: "linux", Architecture: runtime.GOARCH}))
 	if err != nil {
 		return ImageCommand{}, describeRegistryError(err)
@@ -215,6 +217,43 @@ func fetchImageCommand(ctx context.Context, ref name.Reference, auth authn.Authe
 	}
 	return ImageCommand{Entrypoint: cf.Config.Entrypoint, Cmd: cf.Config.Cmd}, nil
 }
+
+// maxRegistryBody bounds each answer of a registry read (an index, a manifest, a config,
+// a token): go-containerregistry's own bound for manifests is 100 MiB.
+const maxRegistryBody = 8 << 20
+
+// capBodies cuts every answer's body at maxRegistryBody: reading past it is an error.
+type capBodies struct{ rt http.RoundTripper }
+
+func (c capBodies) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.rt.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &cappedBody{rc: resp.Body, left: maxRegistryBody}
+	return resp, nil
+}
+
+type cappedBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+var errRegistryBody = fmt.Errorf("an answer of the registry is larger than %d MiB", maxRegistryBody>>20)
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errRegistryBody
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *cappedBody) Close() error { return b.rc.Close() }
 
 // describeRegistryError is why an image's config could not be read: the network policy's
 // refusal, a connection failure, or the registry's HTTP status and error codes (Docker
@@ -242,6 +281,9 @@ func describeRegistryError(err error) error {
 			msg += ": no such image"
 		}
 		return errors.New(msg)
+	}
+	if errors.Is(err, errRegistryBody) {
+		return errRegistryBody
 	}
 	if errors.Is(err, remote.ErrSchema1) {
 		return errors.New("the image has a schema 1 manifest, which is not read")

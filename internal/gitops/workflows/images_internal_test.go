@@ -103,6 +103,12 @@ func TestFetchImageCommand(t *testing.T) {
 	if _, err := fetchImageCommand(ctx, r, creds, all); err == nil || !strings.Contains(err.Error(), "HTTP 404") {
 		t.Errorf("missing image: %v", err)
 	}
+	// An answer beyond the bound is not read to its end.
+	pushImage(t, addr+"/huge:1", nil, []string{strings.Repeat("x", maxRegistryBody)})
+	r, _ = name.ParseReference(addr + "/huge:1")
+	if _, err := fetchImageCommand(ctx, r, creds, all); err == nil || !strings.Contains(err.Error(), "larger than 8 MiB") {
+		t.Errorf("huge config: %v", err)
+	}
 	// A runtime whose policy refuses loopback does not reach the registry.
 	strict, err := netpolicy.Options{}.Policy()
 	if err != nil {
