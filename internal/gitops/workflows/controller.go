@@ -46,9 +46,16 @@ const (
 	DefaultExecutorImage = "freshet/freshet"
 	// DefaultExecutorPath is the freshet binary in DefaultExecutorImage.
 	DefaultExecutorPath = "/usr/bin/freshet"
-	retryBaseDelay      = 100 * time.Millisecond
-	retryMaxDelay       = time.Minute
-	staleRetry          = 100 * time.Millisecond
+	// DefaultImagePullGrace is how long a pod may fail to pull its image (ErrImagePull,
+	// ImagePullBackOff) or to make its container's config (CreateContainerConfigError: a
+	// missing Secret or ConfigMap) before its node fails.
+	DefaultImagePullGrace = 3 * time.Minute
+	// DefaultPodCreateTimeout is how long a pod the API server refuses (a ResourceQuota, an
+	// admission webhook) is tried again before its node fails.
+	DefaultPodCreateTimeout = 5 * time.Minute
+	retryBaseDelay          = 100 * time.Millisecond
+	retryMaxDelay           = time.Minute
+	staleRetry              = 100 * time.Millisecond
 )
 
 // Log keys.
@@ -85,8 +92,16 @@ type Options struct {
 	// runtime's netpolicy.Unrestricted).
 	Policy *netpolicy.Policy
 	// ConfigNamespace is the runtime's namespace: its ConfigMap workflow-controller-configmap
-	// may hold the default artifact repository (key artifactRepository).
+	// may hold the default artifact repository (key artifactRepository), the ENTRYPOINT and CMD
+	// of images (key images) and the default workflow deadline (key workflowDefaults).
 	ConfigNamespace string
+	// ImagePullGrace: DefaultImagePullGrace when 0.
+	ImagePullGrace time.Duration
+	// PodCreateTimeout: DefaultPodCreateTimeout when 0.
+	PodCreateTimeout time.Duration
+	// DefaultActiveDeadline bounds every Workflow without spec.activeDeadlineSeconds (0: none);
+	// workflowDefaults' spec.activeDeadlineSeconds in workflow-controller-configmap overrides it.
+	DefaultActiveDeadline time.Duration
 }
 
 // Controller runs Workflows in one cluster: their pods, suspend and resource nodes, and their
@@ -109,6 +124,13 @@ type Controller struct {
 	saClient map[string]dynamic.Interface
 	reported map[string]string // the UID and finish time last given to OnFinished, by key
 	locks    *lockManager      // synchronization's mutexes and semaphores (sync.go)
+
+	cfgMu    sync.Mutex
+	ctrlCfg  *controllerConfig // workflow-controller-configmap, read at cfgAt
+	cfgAt    time.Time
+	imgMu    sync.Mutex
+	imgCache map[string]imageEntry // images' ENTRYPOINT and CMD (images.go)
+	refused  refusals
 }
 
 // New returns a controller for the cluster cfg reaches.
@@ -146,7 +168,13 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	if opts.Policy == nil {
 		opts.Policy = netpolicy.Unrestricted()
 	}
-	c := &Controller{cfg: rest.CopyConfig(cfg), kube: kc, dyn: dyn, opts: opts, log: opts.Logger,
+	if opts.ImagePullGrace <= 0 {
+		opts.ImagePullGrace = DefaultImagePullGrace
+	}
+	if opts.PodCreateTimeout <= 0 {
+		opts.PodCreateTimeout = DefaultPodCreateTimeout
+	}
+	c := &Controller{imgCache: map[string]imageEntry{}, cfg: rest.CopyConfig(cfg), kube: kc, dyn: dyn, opts: opts, log: opts.Logger,
 		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
 		written: map[string]string{}, saClient: map[string]dynamic.Interface{}, reported: map[string]string{}}
 	return c, nil
@@ -330,10 +358,20 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	if err != nil {
 		return 0, err
 	}
+	cfg, err := c.controllerConfig(ctx)
+	if err != nil {
+		return 0, err
+	}
+	deadline := cfg.deadline
+	if deadline == nil && c.opts.DefaultActiveDeadline > 0 {
+		secs := int64(max(c.opts.DefaultActiveDeadline/time.Second, 1))
+		deadline = &secs
+	}
 	o := &operation{ctx: ctx, cl: c, wf: wf, spec: spec, nodes: map[string]*NodeStatus{}, pods: map[string]*corev1.Pod{},
-		now: now, locks: c.locks, globals: globalScope(wf, spec), tmplSpecs: map[string]*WorkflowSpec{},
+		now: now, locks: c.locks, globals: globalScope(wf, spec), tmplSpecs: map[string]*WorkflowSpec{}, defaultDeadline: deadline, refused: &c.refused,
 		opts: podOptions{executorImage: c.opts.ExecutorImage, executorPath: c.opts.ExecutorPath,
-			nodeSelector: c.opts.NodeSelector, tolerations: c.opts.Tolerations, policy: c.opts.Policy}}
+			nodeSelector: c.opts.NodeSelector, tolerations: c.opts.Tolerations, policy: c.opts.Policy,
+			pullGrace: c.opts.ImagePullGrace, createTimeout: c.opts.PodCreateTimeout}}
 	for id, n := range st.Nodes {
 		n := n
 		o.nodes[id] = &n

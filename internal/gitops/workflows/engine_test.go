@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -26,6 +27,8 @@ type fakeCluster struct {
 	repo      *ArtifactRepositoryRefStatus
 	claims    map[string]*corev1.PersistentVolumeClaim
 	limits    map[string]string // every semaphore's ConfigMap data
+	images    map[string]ImageCommand
+	createErr func(*corev1.Pod) error // an API server refusing pods
 }
 
 func (f *fakeCluster) artifactRepository(_ context.Context, _ string, _ *ArtifactRepositoryRef) (*ArtifactRepositoryRefStatus, error) {
@@ -36,6 +39,11 @@ func (f *fakeCluster) artifactRepository(_ context.Context, _ string, _ *Artifac
 }
 
 func (f *fakeCluster) createPod(_ context.Context, p *corev1.Pod) error {
+	if f.createErr != nil {
+		if err := f.createErr(p); err != nil {
+			return err
+		}
+	}
 	if f.pods[p.Name] == nil {
 		f.order = append(f.order, p.Name)
 	}
@@ -58,6 +66,12 @@ func (f *fakeCluster) semaphoreLimit(_ context.Context, ns, name, key string) (i
 	cm := &corev1.ConfigMap{Data: f.limits}
 	return semaphoreLimitOf(cm, ns, name, key)
 }
+func (f *fakeCluster) imageCommand(_ context.Context, _, image string, _ []corev1.LocalObjectReference) (ImageCommand, error) {
+	if ic, ok := f.images[image]; ok {
+		return ic, nil
+	}
+	return ImageCommand{}, fmt.Errorf("no registry in unit tests")
+}
 func (f *fakeCluster) deletePod(_ context.Context, _, name string) error {
 	delete(f.pods, name)
 	return nil
@@ -79,9 +93,10 @@ type run struct {
 	code     int32
 	result   string
 	params   map[string]string
-	arts     map[string]int64  // output artifacts saved
-	artErrs  map[string]string // output artifacts that could not be saved
-	inputErr string            // an input artifact that could not be loaded
+	arts     map[string]int64              // output artifacts saved
+	artErrs  map[string]string             // output artifacts that could not be saved
+	inputErr string                        // an input artifact that could not be loaded
+	waiting  *corev1.ContainerStateWaiting // the pod cannot start: it stays Pending, main waiting so
 }
 
 // harness drives a workflow to its end: operate, then the kubelet finishes every pending pod.
@@ -92,6 +107,10 @@ type harness struct {
 	now     time.Time
 	kubelet func(pod *corev1.Pod) run
 	locks   *lockManager // nil: each step its own (no lock outlives a step)
+	// The controller's settings (podOptions, the runtime's default deadline).
+	pullGrace, createTimeout time.Duration
+	defaultDeadline          *int64
+	refused                  refusals
 }
 
 func newHarness(t *testing.T, y string, kubelet func(*corev1.Pod) run) *harness {
@@ -131,8 +150,8 @@ func (h *harness) step() time.Duration {
 		}
 	}
 	o := &operation{ctx: context.Background(), cl: h.fc, wf: h.wf, spec: spec, nodes: map[string]*NodeStatus{}, pods: h.fc.pods,
-		now: h.now, globals: globalScope(h.wf, spec), tmplSpecs: map[string]*WorkflowSpec{}, opts: podOptions{executorImage: "x", executorPath: "/x"},
-		locks: h.locks}
+		now: h.now, globals: globalScope(h.wf, spec), tmplSpecs: map[string]*WorkflowSpec{}, opts: podOptions{executorImage: "x", executorPath: "/x",
+			pullGrace: h.pullGrace, createTimeout: h.createTimeout}, locks: h.locks, defaultDeadline: h.defaultDeadline, refused: &h.refused}
 	for id, n := range h.wf.Status.Nodes {
 		n := n
 		o.nodes[id] = &n
@@ -159,7 +178,14 @@ func (h *harness) step() time.Duration {
 		if p == nil || p.Status.Phase != corev1.PodPending {
 			continue
 		}
+		if p.CreationTimestamp.IsZero() {
+			p.CreationTimestamp = metav1.NewTime(h.now)
+		}
 		r := h.kubelet(p)
+		if r.waiting != nil {
+			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", Image: p.Spec.Containers[0].Image, State: corev1.ContainerState{Waiting: r.waiting}}}
+			continue
+		}
 		if r.code < 0 {
 			p.Status.Phase = corev1.PodRunning
 			continue

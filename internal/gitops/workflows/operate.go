@@ -9,9 +9,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -45,6 +47,9 @@ type cluster interface {
 	// semaphoreLimit reads a semaphore's limit from ConfigMap ns/name's key; an error wrapping
 	// errLockConfig is permanent.
 	semaphoreLimit(ctx context.Context, ns, name, key string) (int, error)
+	// imageCommand returns an image's ENTRYPOINT and CMD (workflow-controller-configmap's
+	// images, else the image's config in its registry, read with the pull secrets' credentials).
+	imageCommand(ctx context.Context, ns, image string, pullSecrets []corev1.LocalObjectReference) (ImageCommand, error)
 }
 
 // Messages Argo Workflows writes, kept the same.
@@ -78,6 +83,9 @@ type podOptions struct {
 	nodeSelector                map[string]string
 	tolerations                 []corev1.Toleration
 	policy                      *netpolicy.Policy
+	// pullGrace: how long a pod may fail to pull its image or make its container's config;
+	// createTimeout: how long a pod the API server refuses is tried again.
+	pullGrace, createTimeout time.Duration
 }
 
 // operation is one reconcile of one Workflow: it walks the template tree from the entrypoint,
@@ -105,6 +113,9 @@ type operation struct {
 	locks       *lockManager                 // the controller's (sync.go)
 	sync        syncState
 	claims      []corev1.Volume // status.persistentVolumeClaims
+	// defaultDeadline is the activeDeadlineSeconds of a Workflow that gives none (nil: none).
+	defaultDeadline *int64
+	refused         *refusals // the controller's: when refused pods may be tried again
 }
 
 type tmplCtx struct {
@@ -565,6 +576,10 @@ func (o *operation) executePod(inv invocation, t *Template, inputs *Inputs) *Nod
 		o.after(end.Sub(o.now))
 	}
 	if pod == nil {
+		if at := o.refused.due(name); o.now.Before(at) {
+			o.after(at.Sub(o.now)) // the API server refused it: not again before then
+			return n
+		}
 		p, err := o.buildPod(n, t)
 		if err != nil && o.err != nil {
 			return n // a temporary error: the reconcile is retried
@@ -575,9 +590,36 @@ func (o *operation) executePod(inv invocation, t *Template, inputs *Inputs) *Nod
 			return n
 		}
 		if err := o.cl.createPod(o.ctx, p); err != nil {
-			o.err = fmt.Errorf("create pod %s: %w", name, err)
+			if !refusedPod(err) {
+				o.err = fmt.Errorf("create pod %s: %w", name, err)
+				return n
+			}
+			// The API server refused it (a ResourceQuota, an admission webhook): its message
+			// goes on the node, and it is tried again with backoff until createTimeout has
+			// passed since the node started; an invalid pod fails at once.
+			msg := "pod not created: " + err.Error()
+			waited := o.now.Sub(n.StartedAt.Time)
+			if apierrors.IsInvalid(err) {
+				// A spec the API server finds invalid (a LimitRange, a bad quantity) stays so.
+				o.refused.forget(name)
+				o.finish(n, NodeFailed, msg)
+				o.activePods--
+				return n
+			}
+			if waited >= o.opts.createTimeout {
+				o.refused.forget(name)
+				o.finish(n, NodeFailed, fmt.Sprintf("%s (tried for %s)", msg, o.opts.createTimeout.Round(time.Second)))
+				o.activePods--
+				return n
+			}
+			n.Message = msg
+			wait := min(max(waited/4, time.Second), 30*time.Second, o.opts.createTimeout-waited)
+			o.refused.set(name, o.now.Add(wait))
+			o.after(wait)
 			return n
 		}
+		o.refused.forget(name)
+		n.Message = ""
 		o.createdPods++
 		return n
 	}
@@ -586,6 +628,63 @@ func (o *operation) executePod(inv invocation, t *Template, inputs *Inputs) *Nod
 		o.activePods--
 	}
 	return n
+}
+
+// refusals remember, by pod name, when a pod the API server refused may be tried again, so
+// that events of other pods do not try it sooner. It is the controller's memory only: after a
+// restart a refused pod is tried at once. A nil *refusals allows every try.
+type refusals struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+// maxRefusals bounds the pods remembered; beyond it the oldest are forgotten (tried sooner).
+const maxRefusals = 10000
+
+func (r *refusals) due(name string) time.Time {
+	if r == nil {
+		return time.Time{}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.at[name]
+}
+
+func (r *refusals) set(name string, at time.Time) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.at == nil {
+		r.at = map[string]time.Time{}
+	}
+	if len(r.at) >= maxRefusals {
+		oldest := ""
+		for k, v := range r.at {
+			if oldest == "" || v.Before(r.at[oldest]) {
+				oldest = k
+			}
+		}
+		delete(r.at, oldest)
+	}
+	r.at[name] = at
+}
+
+func (r *refusals) forget(name string) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.at, name)
+}
+
+// refusedPod is whether the API server refused a pod for what it is, not for a passing
+// failure: a ResourceQuota exceeded, an admission webhook or policy that forbids it, a
+// LimitRange or a spec it finds invalid.
+func refusedPod(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)
 }
 
 func (o *operation) deletePod(name string) {
@@ -607,6 +706,18 @@ func (o *operation) assessPod(n *NodeStatus, t *Template, pod *corev1.Pod) {
 	case corev1.PodPending, "":
 		n.Phase = NodePending
 		n.Message = waitingMessage(pod)
+		if reason, msg, at := startFailure(pod); reason != "" {
+			// The pod cannot start, as Argo tells it: a bad image name at once, a pull
+			// that keeps failing or a container config that cannot be made (a missing
+			// Secret) after the grace period. The pod goes with the node.
+			since := o.now.Sub(at)
+			if reason == "InvalidImageName" || reason == "ErrImageNeverPull" || since >= o.opts.pullGrace {
+				o.deletePod(pod.Name)
+				o.finish(n, NodeFailed, fmt.Sprintf("%s: %s", reason, msg))
+				return
+			}
+			o.after(o.opts.pullGrace - since)
+		}
 	case corev1.PodRunning:
 		n.Phase, n.Message = NodeRunning, ""
 	case corev1.PodSucceeded, corev1.PodFailed:
@@ -655,6 +766,29 @@ func inputError(main *corev1.ContainerStatus) string {
 		return ""
 	}
 	return eo.InputError
+}
+
+// startFailure is why a pending pod cannot start (a container waiting with one of the reasons
+// a pod does not get over by itself: the image, its config), the kubelet's message, and since
+// when the pod has existed; reason is "" for none.
+func startFailure(pod *corev1.Pod) (reason, msg string, since time.Time) {
+	for _, list := range [][]corev1.ContainerStatus{pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses} {
+		for _, cs := range list {
+			w := cs.State.Waiting
+			if w == nil {
+				continue
+			}
+			switch w.Reason {
+			case "InvalidImageName", "ErrImageNeverPull", "ErrImagePull", "ImagePullBackOff", "CreateContainerConfigError":
+				m := w.Message
+				if m == "" {
+					m = "container " + cs.Name + " cannot start (image " + cs.Image + ")"
+				}
+				return w.Reason, m, pod.CreationTimestamp.Time
+			}
+		}
+	}
+	return "", "", time.Time{}
 }
 
 func waitingMessage(pod *corev1.Pod) string {

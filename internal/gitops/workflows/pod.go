@@ -20,6 +20,19 @@ func (o *operation) buildPod(n *NodeStatus, t *Template) (*corev1.Pod, error) {
 	case t.Container != nil:
 		main = *t.Container.DeepCopy()
 		orig = append(append(orig, main.Command...), main.Args...)
+		if len(main.Command) == 0 {
+			// As the container runtime would run it: the image's ENTRYPOINT, then args or
+			// its CMD.
+			ic, err := o.cl.imageCommand(o.ctx, o.wf.Namespace, main.Image, o.spec.ImagePullSecrets)
+			if err != nil {
+				return nil, fmt.Errorf("container.command is not given and the ENTRYPOINT and CMD of image %q could not be read: %v "+
+					"(give container.command, or the image under key %s of the runtime's ConfigMap %s)", main.Image, err, ControllerConfigMapImagesKey, ControllerConfigMap)
+			}
+			orig = containerCommand(ic, main.Args)
+			if len(orig) == 0 {
+				return nil, fmt.Errorf("container.command is not given and image %q has neither ENTRYPOINT nor CMD", main.Image)
+			}
+		}
 	case t.Script != nil:
 		main = *t.Script.Container.DeepCopy()
 		if len(t.Script.Source) > maxScriptBytes {

@@ -243,9 +243,6 @@ func validateTemplate(idx map[string]*Template, t *Template, p string, globals, 
 	sc := &refScope{globals: globals, inputs: inputs, inputArts: inputArts}
 	switch {
 	case t.Container != nil:
-		if len(t.Container.Command) == 0 {
-			return errdefs.Invalid(p+".container.command", "", "is required: the image's own entrypoint is not looked up yet")
-		}
 		if t.Container.Image == "" {
 			return errdefs.Invalid(p+".container.image", "", "is required")
 		}

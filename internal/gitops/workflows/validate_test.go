@@ -169,10 +169,10 @@ func TestLint(t *testing.T) {
   entrypoint: main
   templates:
   - {name: main, retryStrategy: {retryPolicy: Sometimes}, container: {image: x, command: [x]}}`, "spec.templates[0].retryStrategy.retryPolicy", "must be Always, OnFailure, OnError or OnTransientError"},
-		{"no command", `
+		{"no image", `
   entrypoint: main
   templates:
-  - {name: main, container: {image: x}}`, "spec.templates[0].container.command", "entrypoint is not looked up yet"},
+  - {name: main, container: {args: [x]}}`, "spec.templates[0].container.image", "is required"},
 		{"artifact fromExpression that does not parse", `
   entrypoint: main
   templates:

@@ -35,7 +35,11 @@ func (o *operation) operate(st *WorkflowStatus) {
 	case "Stop":
 		o.stopping, o.killPods, wfMsg = msgStopped, true, msgStopped
 	}
-	if d := o.spec.ActiveDeadlineSeconds; d != nil && o.stopping == "" {
+	d := o.spec.ActiveDeadlineSeconds
+	if d == nil {
+		d = o.defaultDeadline // the runtime's default
+	}
+	if d != nil && o.stopping == "" {
 		end := st.StartedAt.Add(time.Duration(*d) * time.Second)
 		if !o.now.Before(end) {
 			o.stopping, o.killPods, wfMsg = msgDeadline, true, msgWfDeadline
