@@ -143,7 +143,9 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	s.identity = identity.New(identity.Deps{Store: s.db, Audit: s.audit, Log: log, OnRevoke: s.revoked, Describe: s.describe,
-		Keys: keys, Net: s.policy, Limits: s.billing, ResetMail: resetMail})
+		Keys: keys, Net: s.policy, Limits: s.billing, ResetMail: resetMail,
+		// The account's rows are gone: the provisioner removes its hosted runtime at once.
+		OnAccountDeleted: func(string) { s.hosted.kick() }})
 	s.access = httpx.NewAccess(s.identity, 0, log.With("component", "access"))
 	if err := s.watchRevocations(); err != nil {
 		s.Close()
