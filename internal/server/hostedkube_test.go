@@ -47,8 +47,9 @@ func eventually(t *testing.T, timeout time.Duration, check func() string) {
 // namespace of its own on the platform-managed cluster (here the loopback cluster), its token
 // in a Secret only; a rotation changes the Secret and restarts the Deployment; a new provisioner
 // (the control plane restarted) puts back what is missing and deletes what has no runtime; and
-// deleting the runtime deletes its namespace. kwok's nodes run no containers: the pods never
-// really start, so the runtime never connects; what is checked is what the cluster holds.
+// deleting the runtime, or its account, deletes its namespace. kwok's nodes run no containers:
+// the pods never really start, so the runtime never connects; what is checked is what the
+// cluster holds.
 func TestHostedRuntimesOnKubernetes(t *testing.T) {
 	c := kube.Shared(t)
 	ctx := context.Background()
@@ -202,6 +203,33 @@ func TestHostedRuntimesOnKubernetes(t *testing.T) {
 		}
 		return gone(ns)
 	})
+
+	// Deleting an account deletes its hosted runtime's namespace.
+	if _, err := s2.Admin.CreateAccount(ctx, "leaving"); err != nil {
+		t.Fatal(err)
+	}
+	leaving := s2.Login(t, s2.AdminEmail, servertest.AdminPassword)
+	if _, err := leaving.SwitchAccount(ctx, "leaving"); err != nil {
+		t.Fatal(err)
+	}
+	h2, err := leaving.CreateHostedRuntime(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns2 := prefix + strings.ReplaceAll(strings.ToLower(h2.ID), "_", "-")
+	t.Cleanup(func() {
+		_ = c.Client.CoreV1().Namespaces().Delete(context.Background(), ns2, metav1.DeleteOptions{})
+	})
+	eventually(t, 30*time.Second, func() string {
+		if _, err := c.Client.AppsV1().Deployments(ns2).Get(ctx, hostedkube.DeploymentName, metav1.GetOptions{}); err != nil {
+			return "the second account's hosted runtime: " + err.Error()
+		}
+		return ""
+	})
+	if err := leaving.DeleteAccount(ctx, "leaving"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() string { return gone(ns2) })
 }
 
 // When the platform's cluster cannot be reached, the hosted runtime shows why, as its
