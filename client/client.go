@@ -233,6 +233,12 @@ func (c *Client) CreateAccount(ctx context.Context, name string) (Account, error
 	return out, err
 }
 
+// DeleteAccount deletes the caller's current account and everything in it (its admins only);
+// confirm must be the account's name. The caller's session and keys in it stop working.
+func (c *Client) DeleteAccount(ctx context.Context, confirm string) error {
+	return c.do(ctx, http.MethodDelete, "/api/v1/account", url.Values{"confirm": {confirm}}, nil, nil)
+}
+
 // ListUsers returns one page of the account's users.
 func (c *Client) ListUsers(ctx context.Context, o ListOptions) (List[User], error) {
 	var out List[User]

@@ -147,6 +147,7 @@ var noFuzzTarget = map[string]string{
 	"internal/gitops/workflows/emissary": "decodes the artifacts' spec its own controller wrote into the pod (the Workflow's artifacts are fuzzed in FuzzDecodeWorkflow)",
 	"internal/runner/executor/container": "decodes the container engine's build stream (the engine's JSON, not the step's bytes) and operator options",
 	"internal/runner/executor/local":     "/proc/PID/stat of its own children and the sandbox's status pipe, written by Freshet",
+	"internal/runtimes/hostedkube":       "decodes the objects its own chart rendering produced (internal/runtimes/manifests, from the embedded chart), not untrusted input",
 	"internal/runtimes/install":          "the installer's own manifests and the user's kubeconfig, read by client-go on the user's machine",
 	"internal/runtimes/manifests":        "renders its own embedded charts (internal/helmchart, FuzzRenderValues); decodes only the executor's Role, not input",
 	"internal/store":                     "its own rows and the operator's DSN",

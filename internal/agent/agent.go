@@ -57,6 +57,10 @@ type Options struct {
 	Context    string
 	Version    string
 	CDOnly     bool // a hosted runtime: no CI or workflows
+	// Hosted: this is a hosted runtime the platform runs as a workload on its own cluster
+	// (--hosted, set by the Kubernetes provisioner): CDOnly and NoInCluster, and without --repo
+	// its installation repository is a local one under DataDir, like the in-process ones'.
+	Hosted bool
 
 	// GitOps: the engine's state directory, the installation repository and its credentials,
 	// and the engine's tunables.
@@ -136,6 +140,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.WatchClusterApps, "watch-cluster-apps", os.Getenv("FRESHET_WATCH_CLUSTER_APPS") == "true", "also run the argoproj.io Application and AppProject resources of --cluster-apps-namespace (installs their CRDs; env FRESHET_WATCH_CLUSTER_APPS=true)")
 	fs.StringSliceVar(&o.ClusterAppsSourceNamespaces, "cluster-apps-source-namespaces", nil, "other namespaces whose Application resources --watch-cluster-apps runs, each only when the app's AppProject lists the namespace in spec.sourceNamespaces (comma-separated; Argo CD's application.namespaces)")
 	fs.StringVar(&o.ClusterAppsNamespace, "cluster-apps-namespace", "", "namespace whose Application resources --watch-cluster-apps runs (default: the runtime Pod's namespace, else default)")
+	fs.BoolVar(&o.Hosted, "hosted", false, "a hosted runtime the platform runs on its own cluster: CD only, its own cluster is not a destination, and without --repo its installation repository is local under --data-dir")
 	o.Engine.BindFlags(fs)
 }
 
@@ -164,6 +169,16 @@ func (o *Options) Validate() error {
 	}
 	if o.GitToken == "" {
 		o.GitToken = os.Getenv("FRESHET_GIT_TOKEN")
+	}
+	if o.Hosted {
+		o.CDOnly, o.NoInCluster = true, true
+		if o.InstallRepo.URL == "" && o.Repo == "" {
+			u, err := host.InitLocalRepo(filepath.Join(o.DataDir, "installation.git"))
+			if err != nil {
+				return fmt.Errorf("--hosted: the local installation repository: %w", err)
+			}
+			o.InstallRepo = git.Repo{URL: u}
+		}
 	}
 	if o.InstallRepo.URL == "" && o.Repo != "" {
 		o.InstallRepo = git.Repo{URL: o.Repo, Credentials: git.Credentials{Username: o.GitUsername, Token: o.GitToken}}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/freshet-dev/freshet/client"
 	"github.com/freshet-dev/freshet/internal/api/rest"
+	"github.com/freshet-dev/freshet/internal/errdefs"
 )
 
 // listAll pages through a collection until it ends or max items (0: no bound) are collected.
@@ -33,7 +34,7 @@ func listAll[T any](ctx context.Context, max int, page func(client.ListOptions) 
 }
 
 func (a *app) accountCommand() *cobra.Command {
-	cmd := &cobra.Command{Use: "account", Short: "Show and switch accounts"}
+	cmd := &cobra.Command{Use: "account", Short: "Show, switch, create and delete accounts"}
 	var output string
 	get := &cobra.Command{
 		Use:   "get",
@@ -126,7 +127,31 @@ func (a *app) accountCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.AddCommand(get, list, use, create)
+	var confirm string
+	del := &cobra.Command{
+		Use:   "delete --confirm NAME",
+		Short: "Delete the current account and everything in it, for good (its admins only)",
+		Long: "Deletes the current account: its members' access (API keys and sessions, yours included),\n" +
+			"its pipelines, builds, runners, runtimes (its hosted runtime is removed), applications and\n" +
+			"every other resource. Users stay, with their other accounts. --confirm must be the account's name.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if confirm == "" {
+				return errdefs.Invalid("confirm", "", "is required: the name of the account to delete ('freshet account get' shows it)")
+			}
+			c, err := a.client()
+			if err != nil {
+				return err
+			}
+			if err := c.DeleteAccount(cmd.Context(), confirm); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.stdout, "Deleted account %s. Your session in it has ended: log in again to reach your other accounts.\n", confirm)
+			return nil
+		},
+	}
+	del.Flags().StringVar(&confirm, "confirm", "", "the name of the account to delete, to confirm")
+	cmd.AddCommand(get, list, use, create, del)
 	return cmd
 }
 

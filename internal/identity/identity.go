@@ -57,7 +57,9 @@ type Service struct {
 	hasher                                        *hasher
 	// onRevoke is told of committed changes that may shrink a user's access (Deps.OnRevoke).
 	onRevoke func(accountID, userID string)
-	policies policyCache
+	// onAccountDeleted is told of deleted accounts (Deps.OnAccountDeleted).
+	onAccountDeleted func(accountID string)
+	policies         policyCache
 	// ssoProviders are the identity providers discovered for SSO logins, by issuer.
 	ssoProviders providerCache
 	describe     Describer
@@ -84,6 +86,9 @@ type Deps struct {
 	// membership removed or its role changed — with the account and the user, so that streams
 	// opened with the old access end at once. It must not block.
 	OnRevoke func(accountID, userID string)
+	// OnAccountDeleted is called after an account was deleted (DeleteAccount), so what runs for
+	// it outside the database (its hosted runtime) is removed at once. It must not block.
+	OnAccountDeleted func(accountID string)
 	// Describe reads a resource's attributes for Explain.
 	Describe Describer
 	// Keys encrypts the accounts' SSO client secrets (a *secrets.Keyring).
@@ -129,7 +134,7 @@ func New(d Deps) *Service {
 	return &Service{db: d.Store, audit: d.Audit, log: log, now: time.Now,
 		byEmail: newFailureLimiter(maxFailuresPerEmail), byIP: newFailureLimiter(maxFailuresPerIP),
 		devicesByIP: newFailureLimiter(maxDevicesPerIP), devicesByAccount: newFailureLimiter(maxDevicesPerAccount), userCodeMisses: newFailureLimiter(maxUserCodeMissesByIP),
-		hasher: newHasher(maxConcurrentHashes, hashQueueWait), onRevoke: d.OnRevoke,
+		hasher: newHasher(maxConcurrentHashes, hashQueueWait), onRevoke: d.OnRevoke, onAccountDeleted: d.OnAccountDeleted,
 		policies: policyCache{accounts: map[string]*accountPolicy{}}, describe: d.Describe, keys: d.Keys, net: d.Net, limits: d.Limits, resetMail: d.ResetMail}
 }
 
@@ -564,4 +569,42 @@ func (s *Service) CreateAccount(ctx context.Context, p rbac.Principal, name stri
 		return Account{}, err
 	}
 	return accountOf(a), nil
+}
+
+// DeleteAccount deletes p's account and everything in it, for good: its members' memberships,
+// API keys and sessions (p's own included: they stop authenticating), and every resource
+// (store.Queries.DeleteAccount). The users stay, as they may belong to other accounts. Only the
+// account's admins may, and confirm must be the account's name, as typed by someone who means it.
+// The audit record stays, under the deleted account's ID, for the platform's operators.
+func (s *Service) DeleteAccount(ctx context.Context, p rbac.Principal, confirm string) (err error) {
+	e := audit.Start(ctx, p, "account.delete", "account", p.AccountID)
+	defer func() { s.audit.Finish(ctx, e, err) }()
+	if err := rbac.Allow(p, rbac.DeleteAccount); err != nil {
+		return err
+	}
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		a, err := tx.GetAccount(ctx, p.AccountID)
+		if err != nil {
+			return err
+		}
+		if confirm != a.Name {
+			return errdefs.Invalid("confirm", confirm, fmt.Sprintf("is not this account's name: to delete the account and everything in it, confirm with its name, %q", a.Name))
+		}
+		e.Detail("%q", a.Name)
+		if err := tx.DeleteAccount(ctx, a.ID); err != nil {
+			return err
+		}
+		return e.Commit(ctx, tx)
+	})
+	if err != nil {
+		return err
+	}
+	s.policies.mu.Lock()
+	delete(s.policies.accounts, p.AccountID)
+	s.policies.mu.Unlock()
+	s.revoked(nil, p.AccountID, "") // every stream opened in the account ends
+	if s.onAccountDeleted != nil {
+		s.onAccountDeleted(p.AccountID)
+	}
+	return nil
 }

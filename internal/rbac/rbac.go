@@ -99,6 +99,8 @@ const (
 	ManagePolicy Permission = "policy.manage"
 	// CreateAccounts lets an account's admins create further accounts (they become their admin).
 	CreateAccounts Permission = "accounts.create"
+	// DeleteAccount lets an account's admins delete the account and everything in it.
+	DeleteAccount Permission = "account.delete"
 	// Pipelines, builds, contexts and runners.
 	ReadPipelines   Permission = "pipelines.read"
 	ManagePipelines Permission = "pipelines.manage"
@@ -124,6 +126,7 @@ var minRole = map[Permission]Role{
 	ReadPolicy:      Viewer,
 	ManagePolicy:    Admin,
 	CreateAccounts:  Admin,
+	DeleteAccount:   Admin,
 	ReadPipelines:   Viewer,
 	ManagePipelines: Member,
 	RunPipelines:    Member,

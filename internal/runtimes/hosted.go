@@ -2,9 +2,11 @@ package runtimes
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
+	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/store"
 )
@@ -77,4 +79,44 @@ func reencryptHostedTokens(ctx context.Context, tx *store.Tx, k secrets.Reencryp
 		}
 	}
 	return changed, nil
+}
+
+// ProvisionerComponent is the component a hosted runtime shows while its provisioner cannot
+// place it (a cluster it cannot reach, objects it cannot apply), with why.
+const ProvisionerComponent = "provisioner"
+
+// SetHostedPlacement records whether hosted runtime runtimeID of accountID could be placed:
+// problem, when not empty, shows as its ProvisionerComponent, degraded, with that message; an
+// empty problem removes the component. The runtime's heartbeats replace the report, so once it
+// runs, what it reports is what shows.
+func (s *Service) SetHostedPlacement(ctx context.Context, accountID, runtimeID, problem string) error {
+	row, err := s.db.GetRuntime(ctx, accountID, runtimeID)
+	if err != nil {
+		return err
+	}
+	rt, _ := runtimeFromRow(row)
+	var cs []runtimev1.Component
+	had := false
+	for _, c := range rt.Components {
+		if c.Name == ProvisionerComponent {
+			if problem != "" && c.Health == runtimev1.ComponentDegraded && c.Message == problem {
+				return nil // recorded already
+			}
+			had = true
+			continue
+		}
+		cs = append(cs, c)
+	}
+	if problem == "" && !had {
+		return nil
+	}
+	if problem != "" {
+		cs = append(cs, runtimev1.Component{Name: ProvisionerComponent, Health: runtimev1.ComponentDegraded, Message: problem})
+	}
+	rt.Components = cs
+	info, err := json.Marshal(rt.Info)
+	if err != nil {
+		return err
+	}
+	return s.db.SetRuntimeInfo(ctx, runtimeID, string(info))
 }

@@ -22,6 +22,8 @@ type Store interface {
 	IsTeamMember(ctx context.Context, accountID, teamID, userID string) (bool, error)
 	ListRuntimes(ctx context.Context, accountID string) ([]store.Runtime, error)
 	// GetRuntime returns account's runtime by ID or name.
+	// SetRuntimeInfo replaces a runtime's stored report.
+	SetRuntimeInfo(ctx context.Context, id, info string) error
 	GetRuntime(ctx context.Context, accountID, idOrName string) (store.Runtime, error)
 	// DeleteRuntime deregisters account's runtime id, with its applications and their syncs.
 	DeleteRuntime(ctx context.Context, accountID, id string) error

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -22,9 +23,20 @@ import (
 	"github.com/freshet-dev/freshet/internal/runner/executor/container"
 	"github.com/freshet-dev/freshet/internal/server/servertest"
 	"github.com/freshet-dev/freshet/internal/testenv/containers"
+	"github.com/freshet-dev/freshet/internal/testenv/kube"
 )
 
-func TestMain(m *testing.M) { containers.Main(m) }
+// TestMain stops the container engine and the loopback Kubernetes clusters the tests started.
+func TestMain(m *testing.M) {
+	code := kube.Run(m)
+	if err := containers.Teardown(); err != nil {
+		fmt.Fprintf(os.Stderr, "containers: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
 
 // TestContainerPipelineEndToEnd runs a codefresh.yml through a real control plane and a runner
 // with the container executor on a real engine: steps in their images, a Dockerfile built and

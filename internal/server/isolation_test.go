@@ -471,6 +471,13 @@ var restCases = map[string]restCase{
 		expect(t, "B's own usage", st, 200)
 		return st, body
 	},
+	"DELETE /api/v1/account": func(t *testing.T, tn *tenants) (int, string) {
+		// B's admin deletes "B's account" named like A: B's own account is the only one a caller
+		// can delete, and A's name does not confirm it.
+		st, body := raw(t, tn, "DELETE", "/api/v1/account?confirm=first", tn.bKey, "")
+		expect(t, "delete B's account confirming with A's name", st, 400)
+		return st, body
+	},
 	"POST /api/v1/accounts": func(t *testing.T, tn *tenants) (int, string) {
 		st, body := raw(t, tn, "POST", "/api/v1/accounts", tn.bKey, `{"name":"first"}`)
 		expect(t, "create an account named like A", st, 409)

@@ -73,6 +73,8 @@ type Options struct {
 	Billing billing.Options
 	// SMTP is the operator's mail server for emailing password resets (see SMTPOptions).
 	SMTP SMTPOptions
+	// Hosted chooses where hosted runtimes run: in-process, or on a platform-managed cluster.
+	Hosted HostedOptions
 }
 
 // DefaultDataDir is $XDG_DATA_HOME/freshet, or ~/.local/share/freshet.
@@ -120,6 +122,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet, local bool) {
 	fs.StringVar(&o.StepCatalogRevision, "step-catalog-revision", "", "branch, tag or commit of --step-catalog-url to read (default: its default branch)")
 	o.Billing.BindFlags(fs)
 	o.SMTP.BindFlags(fs)
+	o.Hosted.BindFlags(fs)
 }
 
 // Validate checks the options and names the first bad one.
@@ -186,6 +189,9 @@ func (o *Options) Validate() error {
 		return err
 	}
 	if err := o.SMTP.Validate(); err != nil {
+		return err
+	}
+	if err := o.Hosted.Validate(o.PublicURL); err != nil {
 		return err
 	}
 	return o.Net.Validate()

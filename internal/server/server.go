@@ -78,7 +78,7 @@ type Server struct {
 	tunnel   *tunnel.Server
 	elector  *cron.Elector
 	cron     *cron.Executor
-	hosted   *inProcessProvisioner
+	hosted   hostedProvisioner
 	policy   *netpolicy.Policy // the operator's, for URLs from tenants
 	handler  http.Handler
 	metrics  *prometheus.Registry
@@ -143,7 +143,9 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	s.identity = identity.New(identity.Deps{Store: s.db, Audit: s.audit, Log: log, OnRevoke: s.revoked, Describe: s.describe,
-		Keys: keys, Net: s.policy, Limits: s.billing, ResetMail: resetMail})
+		Keys: keys, Net: s.policy, Limits: s.billing, ResetMail: resetMail,
+		// The account's rows are gone: the provisioner removes its hosted runtime at once.
+		OnAccountDeleted: func(string) { s.hosted.kick() }})
 	s.access = httpx.NewAccess(s.identity, 0, log.With("component", "access"))
 	if err := s.watchRevocations(); err != nil {
 		s.Close()
@@ -195,7 +197,16 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 		s.Close()
 		return nil, fmt.Errorf("tunnel: %w", err)
 	}
-	s.hosted = newInProcessProvisioner(s, opts.Cron.LeaseTTL, log.With("component", "hosted-runtimes"))
+	var kubeHosted *kubeProvisioner
+	if opts.Hosted.Mode == HostedKubernetes {
+		if kubeHosted, err = s.newKubeProvisioner(opts, log.With("component", "hosted-runtimes")); err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.hosted = kubeHosted
+	} else {
+		s.hosted = newInProcessProvisioner(s, opts.Cron.LeaseTTL, log.With("component", "hosted-runtimes"))
+	}
 	s.runtimes = runtimes.New(runtimes.Deps{Store: s.db, Audit: s.audit, Keys: keys, Log: log.With("component", "runtimes"),
 		Provisioner: s.hosted, Tunnel: runtimeTunnel{s.tunnel}, OnEvents: s.outbox.Kick, Limits: s.billing,
 		OnOwnerChange: func(accountID string) { s.revoked(accountID, "") },
@@ -208,6 +219,9 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 			}
 			return err
 		}})
+	if kubeHosted != nil {
+		kubeHosted.registry = s.runtimes
+	}
 	// Every replica runs the analytics consumers; their durable names make them share the work.
 	s.images = images.New(images.Deps{Store: s.db, Audit: s.audit, Keys: keys, Net: s.policy, Commits: gitCommits{cache: cache}, Log: log.With("component", "images")})
 	s.stats = analytics.New(analytics.Deps{Store: s.db, Log: log.With("component", "analytics"), FailureWindow: opts.AnalyticsFailureWindow,

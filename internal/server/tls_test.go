@@ -101,6 +101,9 @@ func TestOptionsValidate(t *testing.T) {
 		{"nats-replicas", func(o *server.Options) { o.NATSReplicas = 3 }}, // the embedded server is one node
 		{"nats-replicas", func(o *server.Options) { o.NATS, o.NATSReplicas = "nats://127.0.0.1:4222", 6 }},
 		{"shutdown-timeout", func(o *server.Options) { o.ShutdownTimeout = 0 }},
+		{"hosted-runtimes", func(o *server.Options) { o.Hosted.Mode = "nomad" }},
+		// On a cluster, runtimes need a URL to dial: neither given.
+		{"hosted-runtimes-server", func(o *server.Options) { o.Hosted.Mode = server.HostedKubernetes }},
 	}
 	for _, c := range cases {
 		o := base()

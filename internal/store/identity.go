@@ -80,6 +80,22 @@ func (q *Queries) CreateAccount(ctx context.Context, a Account) error {
 	return nil
 }
 
+// DeleteAccount deletes account id and, by the schema's cascades, every row that belongs to it:
+// memberships, API keys and sessions (so they stop authenticating), teams and rules, projects,
+// pipelines and builds, contexts, runners, runtimes with their hosted credentials, applications,
+// notifications, billing records. Its outbox messages, which have no foreign key, go too. The
+// users stay (users are global: they may belong to other accounts), and so do the audit records.
+func (q *Queries) DeleteAccount(ctx context.Context, id string) error {
+	if _, err := q.exec(ctx, `DELETE FROM outbox WHERE account_id = ?`, id); err != nil {
+		return err
+	}
+	res, err := q.exec(ctx, `DELETE FROM accounts WHERE id = ?`, id)
+	if err != nil {
+		return fmt.Errorf("delete account %s: %w", id, err)
+	}
+	return affected(res, "account", id)
+}
+
 // GetAccount returns the account with id.
 func (q *Queries) GetAccount(ctx context.Context, id string) (Account, error) {
 	var a Account

@@ -99,6 +99,13 @@ func (q *Queries) RuntimeHeartbeat(ctx context.Context, id, version, status, inf
 	return affected(res, "runtime", id)
 }
 
+// SetRuntimeInfo replaces a runtime's stored report (the hosted-runtime provisioner adds its
+// own component to it while it cannot place the runtime).
+func (q *Queries) SetRuntimeInfo(ctx context.Context, id, info string) error {
+	_, err := q.exec(ctx, `UPDATE runtimes SET info = ? WHERE id = ?`, info, id)
+	return err
+}
+
 // SetRuntimeStatus sets a runtime's status.
 func (q *Queries) SetRuntimeStatus(ctx context.Context, id, status string) error {
 	_, err := q.exec(ctx, `UPDATE runtimes SET status = ? WHERE id = ?`, status, id)

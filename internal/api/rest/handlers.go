@@ -102,6 +102,20 @@ func (a *API) account(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// deleteAccount deletes the caller's account; ?confirm= must be its name. The caller's session
+// went with it, so its cookies are cleared.
+func (a *API) deleteAccount(w http.ResponseWriter, r *http.Request) error {
+	p := principal(r)
+	if err := a.id.DeleteAccount(r.Context(), p, r.URL.Query().Get("confirm")); err != nil {
+		return err
+	}
+	if p.SessionID != "" {
+		a.setSessionCookies(w, "", "", time.Time{})
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
 func (a *API) createAccount(w http.ResponseWriter, r *http.Request) error {
 	var in client.CreateAccountRequest
 	if err := httpx.DecodeJSON(r, &in); err != nil {

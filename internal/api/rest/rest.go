@@ -108,6 +108,7 @@ func (a *API) Routes() []Route {
 		{Method: "PUT", Path: "/api/v1/sso", Handler: a.setSSO},
 		{Method: "DELETE", Path: "/api/v1/sso", Handler: a.deleteSSO},
 		{Method: "GET", Path: "/api/v1/account", Handler: a.account},
+		{Method: "DELETE", Path: "/api/v1/account", Handler: a.deleteAccount},
 		{Method: "GET", Path: "/api/v1/plan", Handler: a.getPlan},
 		{Method: "GET", Path: "/api/v1/usage", Handler: a.getUsage},
 		{Method: "POST", Path: "/api/v1/accounts", Handler: a.createAccount},

@@ -82,6 +82,7 @@ export interface AuditEvent {
 /** The audit actions the server writes today (docs/api.md). */
 export const auditActions = [
   'account.create',
+  'account.delete',
   'auth.login',
   'auth.logout',
   'auth.switch-account',

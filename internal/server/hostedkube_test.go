@@ -1,0 +1,270 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/freshet-dev/freshet/client"
+	"github.com/freshet-dev/freshet/internal/runtimes/hostedkube"
+	"github.com/freshet-dev/freshet/internal/secrets"
+	"github.com/freshet-dev/freshet/internal/server"
+	"github.com/freshet-dev/freshet/internal/server/servertest"
+	"github.com/freshet-dev/freshet/internal/store"
+	"github.com/freshet-dev/freshet/internal/store/storetest"
+	"github.com/freshet-dev/freshet/internal/testenv/kube"
+)
+
+// eventually polls check every 100 ms until it returns "" or timeout passes, then fails with
+// its last answer.
+func eventually(t *testing.T, timeout time.Duration, check func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		msg := check()
+		if msg == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(msg)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// With --hosted-runtimes kubernetes, a hosted runtime is a Deployment of the runtime chart in a
+// namespace of its own on the platform-managed cluster (here the loopback cluster), its token
+// in a Secret only; a rotation changes the Secret and restarts the Deployment; a new provisioner
+// (the control plane restarted) puts back what is missing and deletes what has no runtime; and
+// deleting the runtime, or its account, deletes its namespace. kwok's nodes run no containers:
+// the pods never really start, so the runtime never connects; what is checked is what the
+// cluster holds.
+func TestHostedRuntimesOnKubernetes(t *testing.T) {
+	c := kube.Shared(t)
+	ctx := context.Background()
+	prefix := fmt.Sprintf("fh%d-", time.Now().UnixNano()%1_000_000)
+	const image = "registry.example.test/freshet:hosted-test"
+	const dial = "https://freshet.example.test"
+	dsn := storetest.DSN(t, store.SQLite)
+	dataDir := t.TempDir()
+	keyFile := filepath.Join(t.TempDir(), "master.key")
+	if _, err := secrets.GenerateKeyFile(keyFile); err != nil {
+		t.Fatal(err)
+	}
+	cfg := servertest.Config{Edit: func(o *server.Options) {
+		o.DB, o.DataDir, o.MasterKeyFile = dsn, dataDir, keyFile
+		o.Hosted = server.HostedOptions{Mode: server.HostedKubernetes, Kubeconfig: c.Kubeconfig, NamespacePrefix: prefix, Image: image, Server: dial}
+	}}
+	s1 := servertest.StartWith(t, store.SQLite, cfg)
+	h, err := s1.Admin.CreateHostedRuntime(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	me, err := s1.Admin.Me(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := prefix + strings.ReplaceAll(strings.ToLower(h.ID), "_", "-")
+	t.Cleanup(func() {
+		_ = c.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+	})
+
+	var sec *corev1.Secret
+	var dep *appsv1.Deployment
+	placed := func() string {
+		var err error
+		if sec, err = c.Client.CoreV1().Secrets(ns).Get(ctx, hostedkube.SecretName, metav1.GetOptions{}); err != nil {
+			return "the token Secret: " + err.Error()
+		}
+		if dep, err = c.Client.AppsV1().Deployments(ns).Get(ctx, hostedkube.DeploymentName, metav1.GetOptions{}); err != nil {
+			return "the Deployment: " + err.Error()
+		}
+		return ""
+	}
+	eventually(t, 30*time.Second, placed)
+	token := string(sec.Data["token"])
+	if !strings.HasPrefix(token, "frt_") {
+		t.Fatalf("the Secret's token = %q, want a runtime token", token)
+	}
+	for _, labels := range []map[string]string{sec.Labels, dep.Labels} {
+		if labels[hostedkube.LabelRuntimeID] != h.ID || labels[hostedkube.LabelAccountID] != me.Account.ID || labels[hostedkube.LabelHosted] != "true" {
+			t.Errorf("labels %v, want the runtime %s and account %s", labels, h.ID, me.Account.ID)
+		}
+	}
+	depJSON, _ := json.Marshal(dep)
+	if strings.Contains(string(depJSON), token) {
+		t.Fatal("the token is in the Deployment")
+	}
+	pod := dep.Spec.Template.Spec
+	if len(pod.Containers) != 1 || pod.Containers[0].Image != image {
+		t.Fatalf("containers = %+v, want one running %s", pod.Containers, image)
+	}
+	args := strings.Join(pod.Containers[0].Args, " ")
+	for _, want := range []string{"runtime --server " + dial, "--token-file /etc/freshet/token", "--access-mode tunnel", "--hosted"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args %q lack %q", args, want)
+		}
+	}
+	if len(pod.Containers[0].Env) != 0 {
+		t.Errorf("env = %v, want none (the token is a mounted file)", pod.Containers[0].Env)
+	}
+	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
+		t.Error("the runtime's pod mounts a service account token: it has no business with the platform's cluster")
+	}
+	if _, err := c.Client.RbacV1().ClusterRoleBindings().Get(ctx, "freshet-runtime-"+h.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a ClusterRoleBinding for the hosted runtime: %v", err)
+	}
+	rt, err := s1.Admin.GetRuntime(ctx, h.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, comp := range rt.Components {
+		if comp.Name == "provisioner" {
+			t.Errorf("a placed runtime shows %+v", comp)
+		}
+	}
+
+	// A rotation: the Secret holds the new token and the pod template's annotation changed.
+	oldAnn := dep.Spec.Template.Annotations[hostedkube.AnnotationTokenUpdated]
+	if oldAnn == "" {
+		t.Fatalf("pod template annotations %v", dep.Spec.Template.Annotations)
+	}
+	if _, err := s1.Admin.RotateRuntimeToken(ctx, h.Name); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() string {
+		if msg := placed(); msg != "" {
+			return msg
+		}
+		if string(sec.Data["token"]) == token {
+			return "the Secret still holds the old token"
+		}
+		if dep.Spec.Template.Annotations[hostedkube.AnnotationTokenUpdated] == oldAnn {
+			return "the Deployment's pod template is unchanged: it does not restart"
+		}
+		return ""
+	})
+
+	// The control plane stops; meanwhile the Deployment goes missing and a namespace of a
+	// runtime that no longer exists is left over. The next provisioner sets both right.
+	s1.Stop()
+	if err := c.Client.AppsV1().Deployments(ns).Delete(ctx, hostedkube.DeploymentName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	orphan := prefix + "rt-gone"
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: orphan,
+		Labels: map[string]string{hostedkube.LabelHosted: "true", hostedkube.LabelRuntimeID: "rt_gone"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// A namespace of someone else's with the label but not the prefix is never touched.
+	bystander := c.Namespace(t)
+	if _, err := c.Client.CoreV1().Namespaces().Patch(ctx, bystander, "application/merge-patch+json",
+		[]byte(`{"metadata":{"labels":{"`+hostedkube.LabelHosted+`":"true"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	s2 := servertest.StartWith(t, store.SQLite, cfg)
+	gone := func(name string) string {
+		n, err := c.Client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || (err == nil && n.DeletionTimestamp != nil) {
+			return ""
+		}
+		return fmt.Sprintf("namespace %s is still there (%v)", name, err)
+	}
+	eventually(t, 30*time.Second, placed)
+	eventually(t, 30*time.Second, func() string { return gone(orphan) })
+	if n, err := c.Client.CoreV1().Namespaces().Get(ctx, bystander, metav1.GetOptions{}); err != nil || n.DeletionTimestamp != nil {
+		t.Fatalf("the bystander namespace (labelled, without the prefix) was deleted: %v", err)
+	}
+	if !slices.Contains(s2.HostedRunning(), h.ID) {
+		t.Errorf("the new provisioner placed %v, not %s", s2.HostedRunning(), h.ID)
+	}
+
+	// Deleting the runtime deletes its namespace, and with it the Deployment and the Secret.
+	if err := s2.Admin.DeleteRuntime(ctx, h.Name); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 60*time.Second, func() string {
+		if _, err := c.Client.AppsV1().Deployments(ns).Get(ctx, hostedkube.DeploymentName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Sprintf("the deleted runtime's Deployment: %v", err)
+		}
+		if _, err := c.Client.CoreV1().Secrets(ns).Get(ctx, hostedkube.SecretName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Sprintf("the deleted runtime's Secret: %v", err)
+		}
+		return gone(ns)
+	})
+
+	// Deleting an account deletes its hosted runtime's namespace.
+	if _, err := s2.Admin.CreateAccount(ctx, "leaving"); err != nil {
+		t.Fatal(err)
+	}
+	leaving := s2.Login(t, s2.AdminEmail, servertest.AdminPassword)
+	if _, err := leaving.SwitchAccount(ctx, "leaving"); err != nil {
+		t.Fatal(err)
+	}
+	h2, err := leaving.CreateHostedRuntime(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns2 := prefix + strings.ReplaceAll(strings.ToLower(h2.ID), "_", "-")
+	t.Cleanup(func() {
+		_ = c.Client.CoreV1().Namespaces().Delete(context.Background(), ns2, metav1.DeleteOptions{})
+	})
+	eventually(t, 30*time.Second, func() string {
+		if _, err := c.Client.AppsV1().Deployments(ns2).Get(ctx, hostedkube.DeploymentName, metav1.GetOptions{}); err != nil {
+			return "the second account's hosted runtime: " + err.Error()
+		}
+		return ""
+	})
+	if err := leaving.DeleteAccount(ctx, "leaving"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() string { return gone(ns2) })
+}
+
+// When the platform's cluster cannot be reached, the hosted runtime shows why, as its
+// provisioner component, and the provisioner keeps trying.
+func TestHostedRuntimesClusterUnreachable(t *testing.T) {
+	ctx := context.Background()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	// Port 1 on loopback: nothing listens there.
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: x}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := servertest.StartWith(t, store.SQLite, servertest.Config{Edit: func(o *server.Options) {
+		o.Hosted = server.HostedOptions{Mode: server.HostedKubernetes, Kubeconfig: kubeconfig, Server: "https://freshet.example.test"}
+	}})
+	h, err := s.Admin.CreateHostedRuntime(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last client.Runtime
+	eventually(t, 30*time.Second, func() string {
+		last, err = s.Admin.GetRuntime(ctx, h.Name)
+		if err != nil {
+			return err.Error()
+		}
+		for _, comp := range last.Components {
+			if comp.Name == "provisioner" && comp.Health == "degraded" && strings.Contains(comp.Message, "the platform's cluster cannot be reached; retrying") {
+				return ""
+			}
+		}
+		return fmt.Sprintf("the runtime shows %+v, want its provisioner degraded, saying the cluster cannot be reached", last)
+	})
+}
