@@ -202,3 +202,45 @@ func FuzzHoldsFromStatus(f *testing.F) {
 		}
 	})
 }
+
+// FuzzExpressionTags: the tag scanner and the expression evaluator over any text (a workflow's
+// field) and any output value. Nothing panics or runs long; what comes out is bounded by the
+// tags' result bound; and a value is data: a tag naming it gives exactly the value, whatever
+// tags or operators it holds. The lint check of every tag ends too.
+func FuzzExpressionTags(f *testing.F) {
+	for _, s := range []string{
+		"{{=asInt(inputs.parameters['my-param']) + 1}}",
+		"a {{=sprig.trim(inputs.parameters.name)}} {{workflow.name}} {{=item.k}}",
+		"{{=jsonpath(inputs.parameters.doc, '$..name')}}",
+		"{{=toJson(filter(1..10, {# > 1}))}}",
+		"{{=reduce(1..30, #acc + #acc, 'x')}}",
+		"{{=steps.a.outputs.result ?? 'fb'}}{{=let x = 1; x + 1}}",
+		"{{={{=1}}}} {{ {{=}} }}",
+	} {
+		f.Add(s, `{{=workflow.name}}' + 'x`)
+	}
+	f.Fuzz(func(t *testing.T, s, value string) {
+		tm := time.AfterFunc(10*time.Second, func() { panic("an input took 10 s: " + s) })
+		defer tm.Stop()
+		sc := exprScope()
+		sc["steps.a.outputs.result"] = value
+		out, err := sc.expand("f", s, leafStrict)
+		if err == nil {
+			if limit := len(s) + len(findTags(s))*(maxExprResult+len(value)+len(sc["inputs.parameters.doc"])); len(out) > limit {
+				t.Fatalf("%d bytes out of %q", len(out), s)
+			}
+		}
+		for _, tg := range findTags(s) {
+			if body, ok := strings.CutPrefix(tg.name, "="); ok {
+				_ = checkExprTag(body, func(string) error { return nil })
+			}
+		}
+		got, err := sc.expand("f", "{{=steps.a.outputs.result}}", leafStrict)
+		if len(value) <= maxExprResult && (err != nil || got != value) {
+			t.Fatalf("the value %q came out as %q, %v", value, got, err)
+		}
+		if got, _ := sc.expand("f", "{{steps.a.outputs.result}}", leafStrict); got != value {
+			t.Fatalf("the value %q came out as %q", value, got)
+		}
+	})
+}
