@@ -217,3 +217,64 @@ spec:
 		t.Fatalf("outputs %+v", p)
 	}
 }
+
+// TestOutputsStayDataThroughNestedTemplates: an output holding tags, passed into a steps
+// template and from there to a step (and to its outputs), is never read for tags again.
+func TestOutputsStayDataThroughNestedTemplates(t *testing.T) {
+	const evil = `{{=workflow.name}} {{workflow.name}} {{inputs.parameters.x}}`
+	h := newHarness(t, `
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: nest}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - {name: gen, template: gen}
+    - - name: inner
+        template: inner
+        arguments: {parameters: [{name: x, value: "{{steps.gen.outputs.result}}"}]}
+  - name: inner
+    inputs: {parameters: [{name: x}]}
+    steps:
+    - - name: say
+        template: echo
+        arguments: {parameters: [{name: x, value: "{{inputs.parameters.x}}"}]}
+      - name: say-expr
+        template: echo
+        arguments: {parameters: [{name: x, value: "{{=inputs.parameters.x}}"}]}
+    outputs:
+      parameters:
+      - {name: back, valueFrom: {parameter: "{{inputs.parameters.x}}"}}
+  - name: gen
+    script: {image: alpine, command: [sh], source: gen}
+  - name: echo
+    inputs: {parameters: [{name: x}]}
+    container: {image: alpine, command: [echo, "{{inputs.parameters.x}}"]}
+`, func(p *corev1.Pod) run {
+		if p.Annotations[annotationScript] != "" {
+			return run{result: evil}
+		}
+		return echo(p)
+	})
+	h.runToEnd()
+	if h.wf.Status.Phase != WorkflowSucceeded {
+		t.Fatal(h.dump())
+	}
+	for _, name := range []string{"nest[1].inner[0].say", "nest[1].inner[0].say-expr"} {
+		if r := h.node(name).Outputs.Result; r == nil || *r != evil {
+			t.Errorf("%s got %q, want the output as it was", name, deref(r))
+		}
+	}
+	if p := h.node("nest[1].inner").Outputs.Parameters; len(p) != 1 || string(*p[0].Value) != evil {
+		t.Errorf("inner's output %+v", p)
+	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
+}

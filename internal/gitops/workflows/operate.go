@@ -338,10 +338,14 @@ func (o *operation) processInputs(t *Template, inv invocation) (*Template, *Inpu
 	}
 	cp := *t
 	// Steps and DAG keep their step and task references for later: only the outputs of a leaf
-	// template and its own fields are substituted now.
+	// template and its own fields are substituted now. Their steps, tasks and outputs are
+	// substituted once, when each is due, over templateScope: an input's value put in here
+	// would otherwise be read for tags a second time.
+	steps, dag, outs := hideComposite(&cp)
 	if err := substitute(&cp, "template "+t.Name, sc, strict); err != nil {
 		return nil, nil, err
 	}
+	restoreComposite(&cp, steps, dag, outs)
 	return &cp, in, nil
 }
 
@@ -1031,11 +1035,17 @@ func aggregateVars(prefix string, children []*NodeStatus, sc scope) {
 // templateScope is the scope of a steps or DAG template's own steps and tasks.
 func (o *operation) templateScope(n *NodeStatus) scope {
 	sc := merge(o.globals)
+	sc["node.name"] = n.Name
 	if n.Inputs != nil {
+		var all []map[string]string
 		for _, p := range n.Inputs.Parameters {
 			if p.Value != nil {
 				sc["inputs.parameters."+p.Name] = string(*p.Value)
+				all = append(all, map[string]string{"name": p.Name, "value": string(*p.Value)})
 			}
+		}
+		if b, err := json.Marshal(all); err == nil && all != nil {
+			sc["inputs.parameters"] = string(b)
 		}
 		for _, a := range n.Inputs.Artifacts {
 			sc["inputs.artifacts."+a.Name] = artifactVar(a)
@@ -1226,7 +1236,7 @@ func (o *operation) finishComposite(n *NodeStatus, t *Template, sc scope) {
 			n.Outputs = &Outputs{}
 		}
 		val := AnyString(v)
-		n.Outputs.Parameters = append(n.Outputs.Parameters, Parameter{Name: p.Name, Value: &val, GlobalName: p.GlobalName})
+		n.Outputs.Parameters = append(n.Outputs.Parameters, Parameter{Name: p.Name, Value: &val, GlobalName: sc.globalName(p.GlobalName)})
 	}
 	for _, a := range t.Outputs.Artifacts {
 		from, _ := sc.replace(a.From, leafStrict)

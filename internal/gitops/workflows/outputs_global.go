@@ -166,3 +166,43 @@ func evalRetryExpression(e string, vars scope) (bool, error) {
 	}
 	return b, nil
 }
+
+// hideComposite takes a steps or DAG template's steps, tasks and outputs out of cp (a copy),
+// for restoreComposite to put back after cp's own fields are substituted.
+func hideComposite(cp *Template) ([][]WorkflowStep, []DAGTask, Outputs) {
+	if cp.Steps == nil && cp.DAG == nil {
+		return nil, nil, Outputs{}
+	}
+	steps, outs := cp.Steps, cp.Outputs
+	cp.Steps, cp.Outputs = nil, Outputs{}
+	var tasks []DAGTask
+	if cp.DAG != nil {
+		d := *cp.DAG
+		tasks, d.Tasks = d.Tasks, nil
+		cp.DAG = &d
+	}
+	return steps, tasks, outs
+}
+
+func restoreComposite(cp *Template, steps [][]WorkflowStep, tasks []DAGTask, outs Outputs) {
+	if steps == nil && cp.DAG == nil {
+		return
+	}
+	cp.Steps, cp.Outputs = steps, outs
+	if cp.DAG != nil {
+		cp.DAG.Tasks = tasks
+	}
+}
+
+// globalName is a steps or DAG template's output's globalName with its references
+// substituted ("" when they do not resolve).
+func (sc scope) globalName(g string) string {
+	if !strings.Contains(g, "{{") {
+		return g
+	}
+	out, err := sc.expand("globalName", g, leafStrict)
+	if err != nil || !nameRe.MatchString(out) {
+		return ""
+	}
+	return out
+}
