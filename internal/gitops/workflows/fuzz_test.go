@@ -47,6 +47,7 @@ func FuzzDecodeWorkflow(f *testing.F) {
 	}
 	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Workflow","spec":{"entrypoint":"a","templates":[{"name":"a","dag":{"tasks":[{"name":"x","template":"a","depends":"((((x"}]}}]}}`))
 	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Workflow","spec":{"entrypoint":"a","templates":[{"name":"a","steps":[[{"name":"s","template":"a"}]]}]}}`))
+	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Workflow","spec":{"entrypoint":"a","arguments":{"parameters":[{"name":"n","value":"3"}]},"templates":[{"name":"a","steps":[[{"name":"g","template":"g"}],[{"name":"e","template":"e","withParam":"{{=toJson(filter(1..asInt(workflow.parameters.n), {# > 1}))}}","when":"{{=sprig.upper(steps.g.outputs.result) != 'X'}}","arguments":{"parameters":[{"name":"x","value":"{{=item}} {{workflow.outputs.parameters.v}}"}]}}]],"outputs":{"parameters":[{"name":"o","globalName":"o","valueFrom":{"expression":"steps.g.outputs.result ?? 'none'"}}]}},{"name":"g","retryStrategy":{"limit":2,"expression":"asInt(lastRetry.exitCode) > 1"},"outputs":{"parameters":[{"name":"v","globalName":"v","valueFrom":{"path":"/v"}}]},"container":{"image":"x","command":["x","{{lastRetry.status}}"]}},{"name":"e","inputs":{"parameters":[{"name":"x"}]},"container":{"image":"x","command":["echo","{{=jsonpath(inputs.parameters.x, '$.a')}}"]}}]}}`))
 	f.Add([]byte(`[]`))
 	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Workflow","spec":{"entrypoint":"a","synchronization":{"mutex":{"name":"m"},"semaphores":[{"configMapKeyRef":{"name":"c","key":"k"}}]},"volumes":[{"name":"v","emptyDir":{}}],"volumeClaimTemplates":[{"metadata":{"name":"w"},"spec":{"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}}}],"volumeClaimGC":{"strategy":"OnWorkflowCompletion"},"templates":[{"name":"a","synchronization":{"mutexes":[{"name":"{{workflow.name}}"}]},"volumes":[{"name":"s","emptyDir":{}}],"container":{"image":"x","command":["x"],"volumeMounts":[{"name":"w","mountPath":"/w"},{"name":"v","mountPath":"/v"},{"name":"s","mountPath":"/s"}]}}]}}`))
 	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Workflow","spec":{"entrypoint":"a","templates":[{"name":"a","dag":{"tasks":[{"name":"f","template":"g"},{"name":"u","template":"u","depends":"f","arguments":{"artifacts":[{"name":"i","fromExpression":"tasks.f.outputs.exitCode == '0' ? tasks.f.outputs.artifacts.o : nil"}]}}]},"outputs":{"artifacts":[{"name":"c","fromExpression":"tasks['f'].outputs.artifacts.o"}]}},{"name":"g","outputs":{"artifacts":[{"name":"o","path":"/o"}]},"container":{"image":"x","command":["x"]}},{"name":"u","inputs":{"artifacts":[{"name":"i","path":"/i","optional":true}]},"container":{"image":"x","command":["x"]}}]}}`))
@@ -199,6 +200,48 @@ func FuzzHoldsFromStatus(f *testing.F) {
 		m.commit("ns/wf", nil, nil, true)
 		if len(m.locks) != 0 {
 			t.Fatalf("locks left after release: %d", len(m.locks))
+		}
+	})
+}
+
+// FuzzExpressionTags: the tag scanner and the expression evaluator over any text (a workflow's
+// field) and any output value. Nothing panics or runs long; what comes out is bounded by the
+// tags' result bound; and a value is data: a tag naming it gives exactly the value, whatever
+// tags or operators it holds. The lint check of every tag ends too.
+func FuzzExpressionTags(f *testing.F) {
+	for _, s := range []string{
+		"{{=asInt(inputs.parameters['my-param']) + 1}}",
+		"a {{=sprig.trim(inputs.parameters.name)}} {{workflow.name}} {{=item.k}}",
+		"{{=jsonpath(inputs.parameters.doc, '$..name')}}",
+		"{{=toJson(filter(1..10, {# > 1}))}}",
+		"{{=reduce(1..30, #acc + #acc, 'x')}}",
+		"{{=steps.a.outputs.result ?? 'fb'}}{{=let x = 1; x + 1}}",
+		"{{={{=1}}}} {{ {{=}} }}",
+	} {
+		f.Add(s, `{{=workflow.name}}' + 'x`)
+	}
+	f.Fuzz(func(t *testing.T, s, value string) {
+		tm := time.AfterFunc(10*time.Second, func() { panic("an input took 10 s: " + s) })
+		defer tm.Stop()
+		sc := exprScope()
+		sc["steps.a.outputs.result"] = value
+		out, err := sc.expand("f", s, leafStrict)
+		if err == nil {
+			if limit := len(s) + len(findTags(s))*(maxExprResult+len(value)+len(sc["inputs.parameters.doc"])); len(out) > limit {
+				t.Fatalf("%d bytes out of %q", len(out), s)
+			}
+		}
+		for _, tg := range findTags(s) {
+			if body, ok := strings.CutPrefix(tg.name, "="); ok {
+				_ = checkExprTag(body, func(string) error { return nil })
+			}
+		}
+		got, err := sc.expand("f", "{{=steps.a.outputs.result}}", leafStrict)
+		if len(value) <= maxExprResult && (err != nil || got != value) {
+			t.Fatalf("the value %q came out as %q, %v", value, got, err)
+		}
+		if got, _ := sc.expand("f", "{{steps.a.outputs.result}}", leafStrict); got != value {
+			t.Fatalf("the value %q came out as %q", value, got)
 		}
 	})
 }

@@ -131,8 +131,9 @@ type invocation struct {
 	arts          []Artifact
 	boundary      string
 	tc            tmplCtx
-	attempt       int // -1: not inside a retry node
-	depth         int // templates above this one
+	attempt       int   // -1: not inside a retry node
+	lastRetry     scope // an attempt's lastRetry.* variables
+	depth         int   // templates above this one
 }
 
 // maxDepth bounds how deep templates call templates (Argo's limit is the same).
@@ -258,7 +259,7 @@ func (o *operation) resolve(inv invocation) (*Template, tmplCtx, error) {
 	return nil, inv.tc, fmt.Errorf("templateRef: template %q not found in %s", inv.ref.Template, key)
 }
 
-var leafStrict = []string{"inputs", "workflow", "steps", "tasks", "item", "pod", "node"}
+var leafStrict = []string{"inputs", "workflow", "workflow.outputs", "steps", "tasks", "item", "pod", "node"}
 
 // processInputs gives the template its input parameters (from args, else their value or
 // default) and substitutes them and the workflow's variables into a copy of it.
@@ -285,6 +286,13 @@ func (o *operation) processInputs(t *Template, inv invocation) (*Template, *Inpu
 			v = string(*p.Default)
 		default:
 			return nil, nil, fmt.Errorf("inputs.parameters.%s was not supplied", p.Name)
+		}
+		if !ok && strings.Contains(v, "{{") {
+			// The template's own value may name the workflow's variables; a given value is data.
+			var err error
+			if v, err = sc.expand("inputs.parameters."+p.Name, v, []string{"workflow", "workflow.outputs"}); err != nil {
+				return nil, nil, err
+			}
 		}
 		if len(p.Enum) > 0 {
 			okEnum := false
@@ -330,6 +338,9 @@ func (o *operation) processInputs(t *Template, inv invocation) (*Template, *Inpu
 	if inv.attempt >= 0 {
 		sc["retries"] = strconv.Itoa(inv.attempt)
 	}
+	for k, v := range inv.lastRetry {
+		sc[k] = v
+	}
 	if leaf {
 		strict = leafStrict
 		if inv.attempt >= 0 || t.RetryStrategy == nil {
@@ -338,10 +349,14 @@ func (o *operation) processInputs(t *Template, inv invocation) (*Template, *Inpu
 	}
 	cp := *t
 	// Steps and DAG keep their step and task references for later: only the outputs of a leaf
-	// template and its own fields are substituted now.
+	// template and its own fields are substituted now. Their steps, tasks and outputs are
+	// substituted once, when each is due, over templateScope: an input's value put in here
+	// would otherwise be read for tags a second time.
+	steps, dag, outs := hideComposite(&cp)
 	if err := substitute(&cp, "template "+t.Name, sc, strict); err != nil {
 		return nil, nil, err
 	}
+	restoreComposite(&cp, steps, dag, outs)
 	return &cp, in, nil
 }
 
@@ -433,6 +448,7 @@ func (o *operation) executeRetry(inv invocation, t *Template, tc tmplCtx, pass i
 		child.display = fmt.Sprintf("%s(%d)", inv.display, i)
 		child.boundary = inv.boundary
 		child.attempt = i
+		child.lastRetry = lastRetryVars(o.nodes, n, i)
 		c := o.execute(child)
 		if c != nil {
 			o.addChild(n, c)
@@ -457,6 +473,9 @@ func (o *operation) executeRetry(inv invocation, t *Template, tc tmplCtx, pass i
 	policy := rs.RetryPolicy
 	if policy == "" {
 		policy = RetryOnFailure
+		if rs.Expression != "" {
+			policy = RetryAlways // Argo 3.5: the expression decides
+		}
 	}
 	retry := false
 	switch policy {
@@ -473,6 +492,19 @@ func (o *operation) executeRetry(inv invocation, t *Template, tc tmplCtx, pass i
 	if rs.Limit != nil {
 		if lim, err := intOf(rs.Limit); err != nil || int64(len(n.Children)) > lim {
 			retry = false
+		}
+	}
+	if retry && rs.Expression != "" {
+		ok, err := evalRetryExpression(rs.Expression, lastRetryVars(o.nodes, n, len(n.Children)))
+		if err != nil {
+			n.Outputs = last.Outputs
+			o.finish(n, NodeError, "retryStrategy.expression: "+err.Error())
+			return n
+		}
+		if !ok {
+			n.Outputs = last.Outputs
+			o.finish(n, last.Phase, msgRetryExprFalse)
+			return n
 		}
 	}
 	if !retry {
@@ -729,6 +761,7 @@ func (o *operation) assessPod(n *NodeStatus, t *Template, pod *corev1.Pod) {
 		outs, errMsg := o.outputs(n, t, main)
 		n.Outputs = outs
 		o.globalArtifacts(n)
+		o.globalParams(n)
 		if pod.Status.Phase == corev1.PodSucceeded {
 			if errMsg != "" {
 				o.finish(n, NodeError, errMsg)
@@ -838,7 +871,7 @@ func (o *operation) outputs(n *NodeStatus, t *Template, main *corev1.ContainerSt
 			}
 		}
 		val := AnyString(v)
-		out.Parameters = append(out.Parameters, Parameter{Name: p.Name, Value: &val})
+		out.Parameters = append(out.Parameters, Parameter{Name: p.Name, Value: &val, GlobalName: p.GlobalName})
 	}
 	reported := main != nil && main.State.Terminated != nil && main.State.Terminated.Message != ""
 	arts, msg := o.collectArtifacts(n, t, &eo, reported)
@@ -920,9 +953,10 @@ func (o *operation) executeSuspend(inv invocation, t *Template, inputs *Inputs) 
 					n.Outputs = &Outputs{}
 				}
 				v := *p.ValueFrom.Default
-				n.Outputs.Parameters = append(n.Outputs.Parameters, Parameter{Name: p.Name, Value: &v})
+				n.Outputs.Parameters = append(n.Outputs.Parameters, Parameter{Name: p.Name, Value: &v, GlobalName: p.GlobalName})
 			}
 		}
+		o.globalParams(n)
 		o.finish(n, NodeSucceeded, "")
 	}
 	if d := t.Suspend.Duration; d != nil {
@@ -956,9 +990,9 @@ func expand(c call, sc scope) ([]expansion, error) {
 			items = append(items, it.RawMessage)
 		}
 	case c.param != "":
-		s, missing := sc.replace(c.param, leafStrict)
-		if len(missing) > 0 {
-			return nil, fmt.Errorf("withParam: failed to resolve {{%s}}", missing[0])
+		s, err := sc.expand("withParam", c.param, leafStrict)
+		if err != nil {
+			return nil, err
 		}
 		if err := json.Unmarshal([]byte(s), &items); err != nil {
 			return nil, fmt.Errorf("withParam: %q is not a JSON list", cut(s, 80))
@@ -1135,11 +1169,17 @@ func aggregateVars(prefix string, children []*NodeStatus, sc scope) {
 // templateScope is the scope of a steps or DAG template's own steps and tasks.
 func (o *operation) templateScope(n *NodeStatus) scope {
 	sc := merge(o.globals)
+	sc["node.name"] = n.Name
 	if n.Inputs != nil {
+		var all []map[string]string
 		for _, p := range n.Inputs.Parameters {
 			if p.Value != nil {
 				sc["inputs.parameters."+p.Name] = string(*p.Value)
+				all = append(all, map[string]string{"name": p.Name, "value": string(*p.Value)})
 			}
+		}
+		if b, err := json.Marshal(all); err == nil && all != nil {
+			sc["inputs.parameters"] = string(b)
 		}
 		for _, a := range n.Inputs.Artifacts {
 			sc["inputs.artifacts."+a.Name] = artifactVar(a)
@@ -1164,11 +1204,11 @@ func (o *operation) runCall(c call, base string, display string, parent *NodeSta
 		if n := o.get(name); n != nil && n.Phase.Fulfilled() {
 			return n
 		}
-		s := merge(sc, vars)
+		s := merge(sc, o.outputGlobals(), vars)
 		if c.when != "" && o.get(name) == nil {
-			w, missing := s.replace(c.when, leafStrict)
-			if len(missing) > 0 {
-				return o.errorNode(inv, fmt.Errorf("when: failed to resolve {{%s}}", missing[0]))
+			w, err := s.expand("when", c.when, leafStrict)
+			if err != nil {
+				return o.errorNode(inv, err)
 			}
 			ok, err := evalWhen(w)
 			if err != nil {
@@ -1316,24 +1356,21 @@ func (o *operation) executeSteps(inv invocation, t *Template, inputs *Inputs, tc
 
 // finishComposite ends a steps or DAG node that succeeded: its outputs from valueFrom.parameter.
 func (o *operation) finishComposite(n *NodeStatus, t *Template, sc scope) {
+	sc = merge(sc, o.outputGlobals())
 	for _, p := range t.Outputs.Parameters {
-		if p.ValueFrom == nil || p.ValueFrom.Parameter == "" {
+		if p.ValueFrom == nil || (p.ValueFrom.Parameter == "" && p.ValueFrom.Expression == "") {
 			continue
 		}
-		v, missing := sc.replace(p.ValueFrom.Parameter, leafStrict)
-		if len(missing) > 0 {
-			if p.ValueFrom.Default != nil {
-				v = string(*p.ValueFrom.Default)
-			} else {
-				o.finish(n, NodeError, fmt.Sprintf("outputs.parameters.%s: failed to resolve {{%s}}", p.Name, missing[0]))
-				return
-			}
+		v, err := compositeParam(p, sc)
+		if err != nil {
+			o.finish(n, NodeError, err.Error())
+			return
 		}
 		if n.Outputs == nil {
 			n.Outputs = &Outputs{}
 		}
 		val := AnyString(v)
-		n.Outputs.Parameters = append(n.Outputs.Parameters, Parameter{Name: p.Name, Value: &val})
+		n.Outputs.Parameters = append(n.Outputs.Parameters, Parameter{Name: p.Name, Value: &val, GlobalName: sc.globalName(p.GlobalName)})
 	}
 	for _, a := range t.Outputs.Artifacts {
 		from, _ := sc.replace(a.From, leafStrict)
@@ -1368,6 +1405,7 @@ func (o *operation) finishComposite(n *NodeStatus, t *Template, sc scope) {
 		}
 		n.Outputs.Artifacts = append(n.Outputs.Artifacts, res)
 	}
+	o.globalParams(n)
 	o.finish(n, NodeSucceeded, "")
 }
 

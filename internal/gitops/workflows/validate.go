@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -131,9 +132,12 @@ func checkParams(ps []Parameter, path string, names map[string]bool) error {
 		if len(p.Enum) > 0 && p.Value != nil && !strings.Contains(string(*p.Value), "{{") && !slices.Contains(p.Enum, *p.Value) {
 			return errdefs.Invalid(f+".value", string(*p.Value), "is not one of the parameter's enum values")
 		}
+		if p.GlobalName != "" && !strings.Contains(p.GlobalName, "{{") && !nameRe.MatchString(p.GlobalName) {
+			return errdefs.Invalid(f+".globalName", p.GlobalName, "must be 1-128 letters, digits, '-' or '_'")
+		}
 		if v := p.ValueFrom; v != nil {
 			for _, u := range []struct{ name, v string }{{"jsonPath", v.JSONPath}, {"jqFilter", v.JQFilter}, {"event", v.Event},
-				{"expression", v.Expression}, {"configMapKeyRef", string(v.ConfigMapKeyRef)}} {
+				{"configMapKeyRef", string(v.ConfigMapKeyRef)}} {
 				if u.v != "" && u.v != "null" {
 					return notYet(f+".valueFrom."+u.name, "parameters valueFrom."+u.name)
 				}
@@ -205,6 +209,11 @@ func validateTemplate(idx map[string]*Template, t *Template, p string, globals, 
 		switch {
 		case v == nil:
 			return errdefs.Invalid(f+".valueFrom", "", "is required for an output parameter")
+		case v.Expression != "" && leaf:
+			return errdefs.Invalid(f+".valueFrom.expression", v.Expression, "is for steps and dag templates only")
+		case v.Expression != "" && v.Parameter != "":
+			return errdefs.Invalid(f+".valueFrom.expression", v.Expression, "cannot be given with valueFrom.parameter")
+		case v.Expression != "":
 		case v.Path != "" && (t.Container != nil || t.Script != nil):
 			if !strings.HasPrefix(v.Path, "/") {
 				return errdefs.Invalid(f+".valueFrom.path", v.Path, "must be an absolute path in the container")
@@ -218,7 +227,7 @@ func validateTemplate(idx map[string]*Template, t *Template, p string, globals, 
 		case v.Parameter != "":
 			return errdefs.Invalid(f+".valueFrom.parameter", v.Parameter, "is for steps and dag templates only")
 		default:
-			return errdefs.Invalid(f+".valueFrom", "", "must give path (container, script), parameter (steps, dag) or supplied (suspend)")
+			return errdefs.Invalid(f+".valueFrom", "", "must give path (container, script), parameter or expression (steps, dag) or supplied (suspend)")
 		}
 	}
 	if err := checkRetry(t.RetryStrategy, p+".retryStrategy"); err != nil {
@@ -279,7 +288,15 @@ func checkRetry(r *RetryStrategy, f string) error {
 		return nil
 	}
 	if r.Expression != "" {
-		return notYet(f+".expression", "retry expressions")
+		err := checkExprTag(fillTags(retryExpr(r.Expression)), func(name string) error {
+			if name == "retries" || slices.Contains([]string{"exitCode", "status", "duration", "message"}, strings.TrimPrefix(name, "lastRetry.")) {
+				return nil
+			}
+			return fmt.Errorf("names %s: a retry expression sees retries and lastRetry.exitCode, lastRetry.status, lastRetry.duration, lastRetry.message", name)
+		})
+		if err != nil {
+			return errdefs.Invalid(f+".expression", r.Expression, err.Error())
+		}
 	}
 	if r.Limit != nil && !(r.Limit.Type == intstr.String && strings.Contains(r.Limit.StrVal, "{{")) {
 		if n, err := intOf(r.Limit); err != nil || n < 0 {
@@ -487,6 +504,9 @@ func validateSteps(idx map[string]*Template, t *Template, p string, sc *refScope
 	if err := refs(t.Outputs, p+".outputs", osc.check); err != nil {
 		return err
 	}
+	if err := osc.checkOutputExprs(t, p); err != nil {
+		return err
+	}
 	return refs(t.Inputs, p+".inputs", sc.check)
 }
 
@@ -565,6 +585,9 @@ func validateDAG(idx map[string]*Template, t *Template, p string, sc *refScope) 
 	if err := refs(t.Outputs, p+".outputs", osc.check); err != nil {
 		return err
 	}
+	if err := osc.checkOutputExprs(t, p); err != nil {
+		return err
+	}
 	return refs(t.Inputs, p+".inputs", sc.check)
 }
 
@@ -617,15 +640,29 @@ type refScope struct {
 var workflowVars = map[string]bool{"workflow.name": true, "workflow.namespace": true, "workflow.uid": true,
 	"workflow.serviceAccountName": true, "workflow.creationTimestamp": true, "workflow.status": true,
 	"workflow.failures": true, "workflow.duration": true, "workflow.parameters": true, "workflow.mainEntrypoint": true,
-	"pod.name": true, "node.name": true, "retries": true, "inputs.parameters": true}
+	"pod.name": true, "node.name": true, "retries": true, "inputs.parameters": true,
+	"workflow.parameters.json": true, "workflow.scheduledTime": true}
 
 func (sc *refScope) check(path, name string) error {
 	bad := func(why string) error { return errdefs.Invalid(path, "{{"+name+"}}", why) }
 	switch {
 	case strings.HasPrefix(name, "="):
-		return notYet(path, "expression tags {{=…}}")
-	case workflowVars[name], strings.HasPrefix(name, "workflow.labels."), strings.HasPrefix(name, "workflow.annotations."):
+		if err := checkExprTag(name[1:], func(v string) error { return sc.check(path, v) }); err != nil {
+			if errors.Is(err, errdefs.ErrInvalid) {
+				return err
+			}
+			return bad(err.Error())
+		}
 		return nil
+	case workflowVars[name], strings.HasPrefix(name, "workflow.labels."), strings.HasPrefix(name, "workflow.annotations."),
+		strings.HasPrefix(name, "workflow.outputs.parameters."):
+		return nil
+	case strings.HasPrefix(name, "lastRetry."):
+		switch strings.TrimPrefix(name, "lastRetry.") {
+		case "exitCode", "status", "duration", "message":
+			return nil
+		}
+		return bad("names no field of lastRetry (exitCode, status, duration, message)")
 	case strings.HasPrefix(name, "workflow.parameters."):
 		if !sc.globals[strings.TrimPrefix(name, "workflow.parameters.")] {
 			return bad("names a parameter that spec.arguments.parameters does not declare")
@@ -711,4 +748,22 @@ func parseDuration(v *intstr.IntOrString) (time.Duration, error) {
 		return 0, fmt.Errorf("is not a duration: seconds, or a number with a unit (30s, 5m, 1h), up to a year")
 	}
 	return d, nil
+}
+
+// checkOutputExprs checks the valueFrom.expression of a steps or DAG template's output
+// parameters: each parses and names steps or tasks of the template.
+func (sc *refScope) checkOutputExprs(t *Template, p string) error {
+	for i, o := range t.Outputs.Parameters {
+		if o.ValueFrom == nil || o.ValueFrom.Expression == "" {
+			continue
+		}
+		f := fmt.Sprintf("%s.outputs.parameters[%d].valueFrom.expression", p, i)
+		if err := checkExprTag(o.ValueFrom.Expression, func(v string) error { return sc.check(f, v) }); err != nil {
+			if errors.Is(err, errdefs.ErrInvalid) {
+				return err
+			}
+			return errdefs.Invalid(f, o.ValueFrom.Expression, err.Error())
+		}
+	}
+	return nil
 }

@@ -281,10 +281,49 @@ func TestLint(t *testing.T) {
   synchronization: {mutexes: [{name: m, database: true}]}
   templates:
   - {name: main, container: {image: x, command: [x]}}`, "spec.synchronization.mutexes[0].database", "is not supported yet"},
-		{"expression tags refused", `
+		{"expression tag does not parse", `
   entrypoint: main
   templates:
-  - {name: main, container: {image: x, command: [echo, "{{=sprig.upper('x')}}"]}}`, "spec.templates[0].container.command[1]", "expression tags"},
+  - {name: main, container: {image: x, command: [echo, "{{=sprig.upper('x'}}"]}}`, "spec.templates[0].container.command[1]", "does not parse as an expression"},
+		{"expression tag unknown sprig function", `
+  entrypoint: main
+  templates:
+  - {name: main, container: {image: x, command: [echo, "{{=sprig.env('HOME')}}"]}}`, "spec.templates[0].container.command[1]", "sprig.env, which is not a function Freshet provides"},
+		{"expression tag undeclared input", `
+  entrypoint: main
+  templates:
+  - {name: main, inputs: {parameters: [{name: my-p, value: "1"}]}, container: {image: x, command: [echo, "{{=asInt(inputs.parameters['my-q']) + 1}}"]}}`, "spec.templates[0].container.command[1]", "names a parameter that the template's inputs.parameters do not declare"},
+		{"expression tag step not visible", `
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - {name: a, template: t, arguments: {parameters: [{name: x, value: "{{=steps.b.outputs.result}}"}]}}
+    - - {name: b, template: t, arguments: {parameters: [{name: x, value: "1"}]}}
+  - {name: t, inputs: {parameters: [{name: x}]}, script: {image: x, command: [sh], source: "echo"}}`, "spec.templates[0].steps[0][0].arguments.parameters[0].value", "not a step of an earlier step group"},
+		{"output expression on a container", `
+  entrypoint: main
+  templates:
+  - {name: main, outputs: {parameters: [{name: o, valueFrom: {expression: "1"}}]}, container: {image: x, command: [x]}}`, "spec.templates[0].outputs.parameters[0].valueFrom.expression", "is for steps and dag templates only"},
+		{"output expression bad", `
+  entrypoint: main
+  templates:
+  - name: main
+    outputs: {parameters: [{name: o, valueFrom: {expression: "tasks.nope.outputs.result"}}]}
+    dag: {tasks: [{name: a, template: t}]}
+  - {name: t, script: {image: x, command: [sh], source: "echo"}}`, "spec.templates[0].outputs.parameters[0].valueFrom.expression", "not a task this task depends on"},
+		{"retry expression bad variable", `
+  entrypoint: main
+  templates:
+  - {name: main, retryStrategy: {expression: "inputs.parameters.x == '1'"}, container: {image: x, command: [x]}}`, "spec.templates[0].retryStrategy.expression", "a retry expression sees retries and lastRetry"},
+		{"retry expression does not parse", `
+  entrypoint: main
+  templates:
+  - {name: main, retryStrategy: {expression: "asInt(lastRetry.exitCode) >"}, container: {image: x, command: [x]}}`, "spec.templates[0].retryStrategy.expression", "does not parse"},
+		{"bad globalName", `
+  entrypoint: main
+  templates:
+  - {name: main, outputs: {parameters: [{name: o, globalName: "a b", valueFrom: {path: /o}}]}, container: {image: x, command: [x]}}`, "spec.templates[0].outputs.parameters[0].globalName", "must be 1-128 letters"},
 		{"resource get refused", `
   entrypoint: main
   templates:
@@ -375,6 +414,78 @@ func TestLintAcceptsArgoExamples(t *testing.T) {
     inputs: {parameters: [{name: num}]}
     retryStrategy: {limit: "2", retryPolicy: Always, backoff: {duration: "1s", factor: "2", maxDuration: "1m"}}
     container: {image: x, command: [echo, "{{inputs.parameters.num}} {{retries}} {{pod.name}}"]}`,
+		"expression tags (Argo's expression-tag-template-workflow)": `
+  entrypoint: main
+  templates:
+    - name: main
+      dag:
+        tasks:
+          - name: task-0
+            template: pod-0
+            arguments: {parameters: [{name: foo, value: "{{=item}}"}]}
+            withParam: "{{=toJson(filter([1, 3], {# > 1}))}}"
+    - name: pod-0
+      inputs: {parameters: [{name: foo}]}
+      container:
+        image: argoproj/argosay:v2
+        command: [/argosay]
+        args: [echo, "hello {{=asInt(inputs.parameters.foo) * 10}} @ {{=sprig.date('2006', workflow.creationTimestamp)}}", /output]
+      outputs: {parameters: [{name: output, valueFrom: {path: /output}}]}`,
+		"global outputs (Argo's global-outputs)": `
+  entrypoint: generate-globals
+  onExit: consume-globals
+  templates:
+  - name: generate-globals
+    steps:
+    - - {name: generate, template: global-output}
+    - - {name: consume-globals, template: consume-globals}
+  - name: global-output
+    container: {image: alpine:3.23, command: [sh, -c], args: ["echo -n hello world > /tmp/hello_world.txt"]}
+    outputs:
+      parameters: [{name: hello-param, valueFrom: {path: /tmp/hello_world.txt}, globalName: my-global-param}]
+  - name: consume-globals
+    steps:
+    - - {name: consume-global-param, template: consume-global-param}
+  - name: consume-global-param
+    inputs: {parameters: [{name: param, value: "{{workflow.outputs.parameters.my-global-param}}"}]}
+    container: {image: alpine:3.23, command: [sh, -c], args: ["echo {{inputs.parameters.param}}"]}`,
+		"retry expression (Argo's retry-conditional)": `
+  entrypoint: main
+  templates:
+    - name: main
+      steps:
+        - - {name: safe-to-retry, template: safe-to-retry}
+        - - name: retry
+            template: retry-script
+            arguments: {parameters: [{name: safe-to-retry, value: "{{steps.safe-to-retry.outputs.result}}"}]}
+    - name: safe-to-retry
+      script: {image: python:alpine3.23, command: [python], source: "print('true')"}
+    - name: retry-script
+      inputs: {parameters: [{name: safe-to-retry}]}
+      retryStrategy:
+        limit: "10"
+        expression: >-
+          asInt(lastRetry.exitCode) > 1 &&
+          lastRetry.status != "Error" &&
+          asInt(lastRetry.duration) < 120 &&
+          ({{inputs.parameters.safe-to-retry}} == true || lastRetry.message matches 'imminent node shutdown|pod deleted')
+      script: {image: python:alpine3.23, command: [python], source: "import sys; sys.exit(2)"}`,
+		"conditional parameters (Argo's conditional-parameters)": `
+  entrypoint: main
+  templates:
+    - name: main
+      steps:
+        - - {name: flip-coin, template: flip-coin}
+        - - {name: heads, template: heads, when: "{{steps.flip-coin.outputs.result}} == heads"}
+          - {name: tails, template: tails, when: "{{steps.flip-coin.outputs.result}} == tails"}
+      outputs:
+        parameters:
+          - name: stepresult
+            valueFrom:
+              expression: "steps['flip-coin'].outputs.result == 'heads' ? steps.heads.outputs.result : steps.tails.outputs.result"
+    - {name: flip-coin, script: {image: python:alpine3.23, command: [python], source: "print('heads')"}}
+    - {name: heads, script: {image: python:alpine3.23, command: [python], source: "print('heads')"}}
+    - {name: tails, script: {image: python:alpine3.23, command: [python], source: "print('tails')"}}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := decodeYAML(t, lintHead+y); err != nil {

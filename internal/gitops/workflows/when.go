@@ -46,7 +46,7 @@ func evalWhen(s string) (bool, error) {
 // checkWhen checks that a when expression parses once its references are given values
 // (each becomes the word "x"), as `argo lint` does.
 func checkWhen(s string) error {
-	filled := varRe.ReplaceAllString(s, "x")
+	filled := fillTags(s)
 	if len(filled) > maxWhenLen {
 		return fmt.Errorf("is longer than %d characters", maxWhenLen)
 	}
@@ -121,4 +121,17 @@ func checkFromExpression(s string) error {
 		return fmt.Errorf("does not parse: %v", err)
 	}
 	return nil
+}
+
+// fillTags replaces each {{…}} tag of s by the word x, to check what it is part of.
+func fillTags(s string) string {
+	var b strings.Builder
+	last := 0
+	for _, t := range findTags(s) {
+		b.WriteString(s[last:t.start])
+		b.WriteString("x")
+		last = t.end
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }

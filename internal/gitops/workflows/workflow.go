@@ -57,7 +57,9 @@ func (o *operation) operate(st *WorkflowStatus) {
 			o.globalArtifacts(n)
 		}
 	}
+	o.loadGlobalParams()
 	defer o.workflowOutputs(st)
+	defer o.workflowOutputParams(st)
 	if o.repo == nil {
 		o.repo = st.ArtifactRepositoryRef
 	}
@@ -213,11 +215,19 @@ func globalScope(wf *Workflow, spec *WorkflowSpec) scope {
 	}
 	b, _ := json.Marshal(all)
 	sc["workflow.parameters"] = string(b)
+	sc["workflow.parameters.json"] = string(b)
 	for k, v := range wf.Labels {
 		sc["workflow.labels."+k] = v
 	}
 	for k, v := range wf.Annotations {
 		sc["workflow.annotations."+k] = v
+	}
+	b, _ = json.Marshal(wf.Labels)
+	sc["workflow.labels.json"] = string(b)
+	b, _ = json.Marshal(wf.Annotations)
+	sc["workflow.annotations.json"] = string(b)
+	if t := wf.Annotations[AnnotationScheduledTime]; t != "" {
+		sc["workflow.scheduledTime"] = t // a CronWorkflow's run: when it was due
 	}
 	return sc
 }
