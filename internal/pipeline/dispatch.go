@@ -491,7 +491,7 @@ func (d *Dispatcher) register(ctx context.Context, r Runner, info runnerv1.Conne
 	}
 	// The version skew policy: a runner lagging more than one minor version (or newer than the
 	// control plane) is refused. What it announced is recorded, so the Runners page shows why.
-	if sk := version.CheckSkew("runner", info.Version, version.Version); sk.Status == version.SkewUnsupported {
+	if sk := version.CheckSkew("runner", info.Version, version.Current()); sk.Status == version.SkewUnsupported {
 		infoJSON, _ := json.Marshal(map[string]any{"version": info.Version, "hostname": info.Hostname, "protocol": info.Protocol})
 		if err := d.db.TouchRunner(ctx, r.ID, string(infoJSON), d.now()); err != nil {
 			return nil, err

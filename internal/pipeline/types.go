@@ -253,7 +253,7 @@ func toRunner(r store.Runner) (Runner, error) {
 	}
 	rn := Runner{ID: r.ID, AccountID: r.AccountID, Name: r.Name, Labels: labels, Info: info, LastSeen: r.LastSeen, CreatedAt: r.CreatedAt}
 	if v, ok := info["version"].(string); ok && v != "" {
-		rn.Skew = version.CheckSkew("runner", v, version.Version)
+		rn.Skew = version.CheckSkew("runner", v, version.Current())
 	}
 	return rn, nil
 }

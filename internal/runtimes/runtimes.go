@@ -128,7 +128,7 @@ func runtimeFromRow(r store.Runtime) (Runtime, error) {
 		Repo: r.Repo, Version: r.Version, Status: r.Status, LastHeartbeat: r.LastHeartbeat, CreatedAt: r.CreatedAt,
 		OwnerTeam: r.OwnerTeam}
 	if r.Version != "" {
-		rt.Skew = version.CheckSkew("runtime", r.Version, version.Version)
+		rt.Skew = version.CheckSkew("runtime", r.Version, version.Current())
 	}
 	if r.Info == "" {
 		return rt, nil
@@ -550,7 +550,7 @@ func (s *Service) Heartbeat(ctx context.Context, rt Runtime, hb runtimev1.Heartb
 	}
 	// The version skew policy: a runtime lagging more than one minor version (or newer than the
 	// control plane) is refused. Its version is recorded, so the registry shows why.
-	if sk := version.CheckSkew("runtime", hb.Version, version.Version); sk.Status == version.SkewUnsupported {
+	if sk := version.CheckSkew("runtime", hb.Version, version.Current()); sk.Status == version.SkewUnsupported {
 		if rt.Version != hb.Version || rt.Status != StatusDisconnected {
 			info, _ := json.Marshal(rt.Info)
 			if err := s.db.RuntimeHeartbeat(ctx, rt.ID, hb.Version, StatusDisconnected, string(info), rt.LastHeartbeat); err != nil {

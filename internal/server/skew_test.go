@@ -21,9 +21,7 @@ import (
 // behind the control plane work and are reported outdated; further behind they are refused,
 // with their version recorded and reported unsupported with the policy's message.
 func TestVersionSkew(t *testing.T) {
-	old := version.Version
-	version.Version = "v1.4.0"
-	t.Cleanup(func() { version.Version = old })
+	t.Cleanup(version.Override("v1.4.0"))
 	ctx := context.Background()
 	s := servertest.Start(t, store.SQLite)
 	discard := slog.New(slog.NewTextHandler(io.Discard, nil))
