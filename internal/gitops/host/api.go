@@ -249,10 +249,19 @@ func sameRepo(a, b string) bool {
 }
 
 func decodeBody(r *http.Request, v any) error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxBody))
+	if err := decodeStrict(io.LimitReader(r.Body, maxBody), v); err != nil {
+		return errdefs.Invalid("body", "", "is not valid JSON for this call: "+err.Error())
+	}
+	return nil
+}
+
+// decodeStrict decodes one JSON value into v, refusing fields v does not have; an empty input
+// leaves v as it is.
+func decodeStrict(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
-		return errdefs.Invalid("body", "", "is not valid JSON for this call: "+err.Error())
+		return err
 	}
 	return nil
 }

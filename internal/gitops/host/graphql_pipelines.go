@@ -48,9 +48,7 @@ func (q *gqlRoot) CreateDeliveryPipeline(ctx context.Context, args struct {
 		return JSON{}, errdefs.Invalid("pipeline", "", "is not a Delivery Pipeline of at most 1 MiB")
 	}
 	var req appproxyv1.DeliveryPipelineCommitRequest
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
+	if err := decodeStrict(bytes.NewReader(b), &req); err != nil {
 		return JSON{}, errdefs.Invalid("pipeline", "", "is not a Delivery Pipeline (the REST body of POST git-sources/{name}/delivery-pipelines): "+err.Error())
 	}
 	res, err := q.h.CommitDeliveryPipeline(ctx, callerFrom(ctx), args.GitSource, req)

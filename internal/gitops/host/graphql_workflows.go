@@ -83,14 +83,7 @@ func (q *gqlRoot) WorkflowTemplates(ctx context.Context, args struct{ Namespace 
 		return nil, err
 	}
 	l, err := wc.ListTemplates(ctx, derefS(args.Namespace))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]JSON, 0, len(l))
-	for _, t := range l {
-		out = append(out, JSON{t})
-	}
-	return out, nil
+	return jsonList(l), err
 }
 
 func (q *gqlRoot) SubmitWorkflow(ctx context.Context, args struct {
