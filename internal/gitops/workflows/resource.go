@@ -354,6 +354,12 @@ func (o *operation) executeResource(inv invocation, t *Template, inputs *Inputs)
 		}
 		if r.SetOwnerReference && a.obj != nil && a.action != "get" && a.action != "delete" {
 			a.obj.SetOwnerReferences(append(a.obj.GetOwnerReferences(), o.ownerRef()))
+			if a.action == "patch" { // the manifest is the patch: Argo's owner goes in it too
+				if a.patch, err = json.Marshal(a.obj.Object); err != nil {
+					o.finish(n, NodeError, "resource.manifest: "+err.Error())
+					return n
+				}
+			}
 		}
 		if obj, what, err = o.cl.resource(o.ctx, o.wf, sa, a); err != nil {
 			o.finish(n, NodeFailed, err.Error())

@@ -155,6 +155,7 @@ spec:
   - name: strategic
     resource:
       action: patch
+      setOwnerReference: true
       manifest: |
         apiVersion: v1
         kind: ConfigMap
@@ -167,6 +168,7 @@ spec:
     outputs:
       parameters:
       - {name: data, valueFrom: {jqFilter: ".data"}}
+      - {name: owners, valueFrom: {jqFilter: "[.metadata.ownerReferences[]?.kind] | join(\",\")"}}
   - name: replace
     resource:
       action: replace
@@ -216,8 +218,14 @@ spec:
 	if got := output(t, node(t, wf, "res[6].patched"), "data"); got != `{"json":"yes","merged":"yes","state":"done","strategic":"yes"}` {
 		t.Fatalf("patched: %s", got)
 	}
+	if got := output(t, node(t, wf, "res[6].patched"), "owners"); got != "Workflow" {
+		t.Fatalf("patched with setOwnerReference: owners %q", got)
+	}
 	if got := output(t, node(t, wf, "res[8].replaced"), "data"); got != `{"replaced":"yes"}` {
 		t.Fatalf("replaced: %s", got)
+	}
+	if got := output(t, node(t, wf, "res[8].replaced"), "owners"); got != "" {
+		t.Fatalf("replaced: owners %q", got)
 	}
 	if m := node(t, wf, "res[10].delete-selected").Message; m != "deleted 1 objects of kind ConfigMap (selector made-by=res)" {
 		t.Fatalf("delete-selected: %s", m)
