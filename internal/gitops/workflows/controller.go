@@ -114,6 +114,7 @@ type Controller struct {
 	kube   kubernetes.Interface
 	dyn    dynamic.Interface
 	mapper meta.ResettableRESTMapper
+	disco  discovery.CachedDiscoveryInterface // the mapper's
 	opts   Options
 	log    *slog.Logger
 	queue  ctrlloop.Queue
@@ -177,8 +178,9 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	if opts.PodCreateTimeout <= 0 {
 		opts.PodCreateTimeout = DefaultPodCreateTimeout
 	}
+	disco := memory.NewMemCacheClient(dc)
 	c := &Controller{imgCache: map[string]imageEntry{}, cfg: rest.CopyConfig(cfg), kube: kc, dyn: dyn, opts: opts, log: opts.Logger,
-		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
+		mapper: restmapper.NewDeferredDiscoveryRESTMapper(disco), disco: disco,
 		written: map[string]string{}, saClient: map[string]dynamic.Interface{}, reported: map[string]string{}}
 	return c, nil
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
@@ -459,17 +460,18 @@ func (c *Controller) resourceClient(wf *Workflow, sa string, gvk schema.GroupVer
 	return dyn.Resource(m.Resource), false, nil
 }
 
-// kindFor resolves a resource type as kubectl takes it (configmaps, configmap, jobs.batch,
+// kindFor resolves a resource type as kubectl takes it (configmaps, configmap, cm, jobs.batch,
 // jobs.v1.batch) to its kind.
 func (c *Controller) kindFor(typ string) (schema.GroupVersionKind, error) {
 	full, gr := schema.ParseResourceArg(strings.ToLower(typ))
+	mapper := restmapper.NewShortcutExpander(c.mapper, c.disco, func(string) {})
 	try := func() (schema.GroupVersionKind, error) {
 		if full != nil {
-			if gvk, err := c.mapper.KindFor(*full); err == nil {
+			if gvk, err := mapper.KindFor(*full); err == nil {
 				return gvk, nil
 			}
 		}
-		return c.mapper.KindFor(gr.WithVersion(""))
+		return mapper.KindFor(gr.WithVersion(""))
 	}
 	gvk, err := try()
 	if meta.IsNoMatchError(err) {

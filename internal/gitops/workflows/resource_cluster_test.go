@@ -164,7 +164,7 @@ spec:
   - name: get-used
     resource:
       action: get
-      flags: [configmap, used]
+      flags: [cm, used]
     outputs:
       parameters:
       - {name: data, valueFrom: {jqFilter: ".data"}}
