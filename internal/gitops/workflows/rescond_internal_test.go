@@ -81,6 +81,7 @@ func TestResourceOutputs(t *testing.T) {
 		"{.status.nope}":                              "", // a missing key prints nothing
 		"{.metadata.name}/{.status.phase}":            "j/Running",
 		"{.status.conditions[0].type}":                "Complete",
+		"{.metadata.labels}":                          `{"app.kubernetes.io/name":"n","x":"y"}`, // as JSON, as kubectl prints it
 		"{range .status.conditions[*]}{.status}{end}": "False",
 		`{.metadata.labels.app\.kubernetes\.io/name}`: "n",
 	} {

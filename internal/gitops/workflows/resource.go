@@ -106,7 +106,7 @@ func checkResource(t *Template, f string) error {
 		return notYet(f+".manifestFrom", "manifests from artifacts")
 	}
 	flags := len(r.Flags) > 0
-	if flags && !slices.ContainsFunc(r.Flags, func(s string) bool { return strings.Contains(s, "{{") }) {
+	if flags && !strings.Contains(r.Action, "{{") && !slices.ContainsFunc(r.Flags, func(s string) bool { return strings.Contains(s, "{{") }) {
 		if !slices.Contains([]string{"get", "delete", "patch"}, r.Action) {
 			return errdefs.Invalid(f+".flags", strings.Join(r.Flags, " "), "are not supported for the "+r.Action+" action (only the target of get, delete and patch: TYPE NAME or TYPE/NAME)")
 		}
