@@ -122,12 +122,19 @@ func parseJSONPath(s string) (*jsonpath.JSONPath, error) {
 	return j, nil
 }
 
-// evalJSONPath is what `kubectl get -o jsonpath=TEMPLATE` prints for obj.
-func evalJSONPath(tmpl string, obj map[string]any) (string, error) {
+// evalJSONPath is what `kubectl get -o jsonpath=TEMPLATE` prints for obj. client-go's JSONPath
+// panics on some templates ("{range .}{[]0}"): that is an error of the template here, not a
+// crash of the controller.
+func evalJSONPath(tmpl string, obj map[string]any) (out string, err error) {
 	j, err := parseJSONPath(tmpl)
 	if err != nil {
 		return "", err
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			out, err = "", fmt.Errorf("does not evaluate: %v", r)
+		}
+	}()
 	var b limitedBuffer
 	if err := j.Execute(&b, obj); err != nil {
 		return "", err
@@ -151,11 +158,16 @@ func parseJQ(s string) (*gojq.Code, error) {
 
 // evalJQ runs a jq filter over obj as Argo does: each result on its own line, a string as it
 // is and anything else as JSON, the whole trimmed of surrounding space.
-func evalJQ(ctx context.Context, filter string, obj map[string]any) (string, error) {
+func evalJQ(ctx context.Context, filter string, obj map[string]any) (out string, err error) {
 	code, err := parseJQ(filter)
 	if err != nil {
 		return "", err
 	}
+	defer func() { // as for JSONPath: never a crash of the controller
+		if r := recover(); r != nil {
+			out, err = "", fmt.Errorf("does not evaluate: %v", r)
+		}
+	}()
 	// gojq wants plain JSON values: numbers as float64 or int, not int64.
 	data, err := json.Marshal(obj)
 	if err != nil {

@@ -125,6 +125,9 @@ func TestResourceOutputs(t *testing.T) {
 	if _, err := evalJSONPath("{.metadata.name", obj); err == nil || !strings.Contains(err.Error(), "is not a JSONPath template") {
 		t.Errorf("bad jsonPath: %v", err)
 	}
+	if _, err := evalJSONPath("{range .}{[]0}", obj); err == nil || !strings.Contains(err.Error(), "does not evaluate") {
+		t.Errorf("jsonPath on which client-go panics: %v", err)
+	}
 	if _, err := evalJSONPath("{range .status.conditions[*]}{range .status.conditions[*]}{.metadata}{end}{end}", obj); err != nil {
 		t.Errorf("nested range: %v", err)
 	}
