@@ -251,3 +251,33 @@ spec:
 		t.Fatalf("actions %q: each done once", h.fc.resources)
 	}
 }
+
+// TestResourceWaitStopped: terminating a workflow fails a resource node that waits for its
+// condition, with Argo's message, and the object is not read again.
+func TestResourceWaitStopped(t *testing.T) {
+	h := newHarness(t, `
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: w}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    resource:
+      action: apply
+      successCondition: status.ready == true
+      manifest: |
+        apiVersion: v1
+        kind: Thing
+        metadata: {name: t}
+`, nil)
+	h.step()
+	if n := h.node("w"); n.Phase != NodeRunning || n.Resource == nil || n.Resource.Kind != "Thing" || n.Resource.Name != "t" {
+		t.Fatalf("node %+v", n)
+	}
+	h.wf.Spec.Shutdown = "Terminate"
+	h.runToEnd()
+	if n := h.node("w"); n.Phase != NodeFailed || n.Message != msgTerminated || h.wf.Status.Message != msgTerminated {
+		t.Fatalf("node %+v\n%s", n, h.dump())
+	}
+}
