@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 
@@ -84,6 +85,7 @@ func (o *operation) operate(st *WorkflowStatus) {
 		o.stopping = ""
 		o.globals["workflow.status"] = string(phase)
 		o.globals["workflow.failures"] = o.failures()
+		o.globals["workflow.duration"] = strconv.FormatFloat(o.now.Sub(st.StartedAt.Time).Seconds(), 'f', 6, 64) // Argo's %f
 		exit, _ := o.runHookNode(exitInv, exitArgs, o.globals, nil)
 		o.progress(st)
 		if exit == nil || !exit.Phase.Fulfilled() {
