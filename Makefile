@@ -10,7 +10,7 @@ export GOFLAGS ?= -buildvcs=false
 CHART_REGISTRY ?=
 CHART_VERSION  ?=
 
-.PHONY: chart all build up test test-deps s3-server test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-workflows bench-events bench-containers bench-analytics bench-notify bench-helm bench-billing bench-authz faults generate check fuzz security clean
+.PHONY: chart all build up test test-deps s3-server test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-workflows bench-events bench-containers bench-analytics bench-replay bench-notify bench-helm bench-billing bench-authz faults generate check fuzz security clean
 
 all: build
 
@@ -80,6 +80,7 @@ bench: build
 	$(MAKE) --no-print-directory bench-containers
 	$(MAKE) --no-print-directory bench-lint
 	$(MAKE) --no-print-directory bench-analytics
+	$(MAKE) --no-print-directory bench-replay
 	$(MAKE) --no-print-directory bench-notify
 	$(MAKE) --no-print-directory bench-helm
 	$(MAKE) --no-print-directory bench-billing
@@ -105,6 +106,11 @@ bench-billing:
 ## (SQLite, and PostgreSQL with FRESHET_TEST_POSTGRES), and event → visible in analytics
 bench-analytics:
 	$(GO) run ./hack/bench --only analytics
+
+## bench-replay: `freshet admin analytics rebuild --reset` over 1,000,000 recorded syncs of 10,000
+## applications, wall time and memory (SQLite, and PostgreSQL with FRESHET_TEST_POSTGRES)
+bench-replay:
+	$(GO) run ./hack/bench --only replay
 
 ## bench-notify: a GitOps event on the bus → its webhook post received (300 events one at a time;
 ## SQLite, and PostgreSQL with FRESHET_TEST_POSTGRES)

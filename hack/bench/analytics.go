@@ -42,13 +42,7 @@ type analyticsOptions struct {
 // the analytics service, and the event path: a runtime's report of a finished sync → outbox →
 // relay → JetStream → consumer → the deployment readable.
 func analyticsBench(pgBase string, o analyticsOptions) error {
-	backends := []string{"sqlite"}
-	if pgBase != "" {
-		backends = []string{"postgres", "sqlite"} // PostgreSQL's load is the quicker
-	}
-	if o.backends != "" {
-		backends = slices.DeleteFunc(backends, func(b string) bool { return !slices.Contains(strings.Split(o.backends, ","), b) })
-	}
+	backends := availableBackends(pgBase, o.backends)
 	fmt.Printf("## Analytics: DORA over %d deployment records of %d applications (%d queries per row)\n\n", o.deployments, o.apps, o.queries)
 	fmt.Println("| backend | DORA report, 90 days | deployments in range | p50 | p99 | max |")
 	fmt.Println("|---|---|---|---|---|---|")
@@ -72,46 +66,21 @@ func analyticsBench(pgBase string, o analyticsOptions) error {
 
 func analyticsBackend(backend, pgBase string, o analyticsOptions) ([]string, error) {
 	ctx := context.Background()
-	dir, err := os.MkdirTemp("", "freshet-bench-analytics")
-	if err != nil {
-		return nil, err
-	}
-	if os.Getenv("FRESHET_BENCH_KEEP") == "" {
-		defer os.RemoveAll(dir)
-	} else {
-		fmt.Fprintln(os.Stderr, "bench: keeping", dir)
-	}
-	dsn := filepath.Join(dir, "freshet.db")
-	reuse := backend == "postgres" && o.reusePostgres != "" || backend == "sqlite" && o.reuseSQLite != ""
-	if backend == "sqlite" && o.reuseSQLite != "" {
+	var dsn string
+	reuse := true
+	switch {
+	case backend == "sqlite" && o.reuseSQLite != "":
 		dsn = o.reuseSQLite
-	}
-	if backend == "postgres" && o.reusePostgres != "" {
-		u, _ := url.Parse(pgBase)
-		q := u.Query()
-		q.Set("search_path", o.reusePostgres)
-		u.RawQuery = q.Encode()
-		dsn = u.String()
-	} else if backend == "postgres" {
-		schema := fmt.Sprintf("bench_analytics_%d", time.Now().UnixNano())
-		admin, err := sql.Open("pgx", pgBase)
-		if err != nil {
+	case backend == "postgres" && o.reusePostgres != "":
+		dsn = withSearchPath(pgBase, o.reusePostgres)
+	default:
+		var cleanup func()
+		var err error
+		if dsn, cleanup, err = freshDSN(backend, pgBase, "analytics"); err != nil {
 			return nil, err
 		}
-		defer admin.Close()
-		if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
-			return nil, err
-		}
-		if os.Getenv("FRESHET_BENCH_KEEP") == "" {
-			defer admin.Exec("DROP SCHEMA " + schema + " CASCADE")
-		} else {
-			fmt.Fprintln(os.Stderr, "bench: keeping schema", schema)
-		}
-		u, _ := url.Parse(pgBase)
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
-		dsn = u.String()
+		defer cleanup()
+		reuse = false
 	}
 	t0 := time.Now()
 	db, err := store.Open(ctx, dsn, nil)
@@ -329,4 +298,62 @@ func loadAverage() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
+}
+
+// availableBackends is the backends a bench runs on: SQLite, and PostgreSQL first when pgBase
+// is set (its loads are the quicker); only those named in only (comma-separated) when given.
+func availableBackends(pgBase, only string) []string {
+	backends := []string{"sqlite"}
+	if pgBase != "" {
+		backends = []string{"postgres", "sqlite"}
+	}
+	if only != "" {
+		backends = slices.DeleteFunc(backends, func(b string) bool { return !slices.Contains(strings.Split(only, ","), b) })
+	}
+	return backends
+}
+
+// freshDSN makes a new database for a bench on backend: a file in a new directory (SQLite), a
+// new schema of pgBase's database (PostgreSQL). cleanup removes it, unless FRESHET_BENCH_KEEP is
+// set (then it is named on stderr, for -analytics-reuse-*).
+func freshDSN(backend, pgBase, name string) (dsn string, cleanup func(), err error) {
+	keep := os.Getenv("FRESHET_BENCH_KEEP") != ""
+	if backend != "postgres" {
+		dir, err := os.MkdirTemp("", "freshet-bench-"+name)
+		if err != nil {
+			return "", nil, err
+		}
+		if keep {
+			fmt.Fprintln(os.Stderr, "bench: keeping", dir)
+			return filepath.Join(dir, "freshet.db"), func() {}, nil
+		}
+		return filepath.Join(dir, "freshet.db"), func() { os.RemoveAll(dir) }, nil
+	}
+	schema := fmt.Sprintf("bench_%s_%d", name, time.Now().UnixNano())
+	admin, err := sql.Open("pgx", pgBase)
+	if err != nil {
+		return "", nil, err
+	}
+	if _, err := admin.Exec("CREATE SCHEMA " + schema); err != nil {
+		admin.Close()
+		return "", nil, err
+	}
+	if keep {
+		fmt.Fprintln(os.Stderr, "bench: keeping schema", schema)
+		admin.Close()
+		return withSearchPath(pgBase, schema), func() {}, nil
+	}
+	return withSearchPath(pgBase, schema), func() {
+		admin.Exec("DROP SCHEMA " + schema + " CASCADE")
+		admin.Close()
+	}, nil
+}
+
+// withSearchPath is the PostgreSQL DSN base with its search_path set to schema.
+func withSearchPath(base, schema string) string {
+	u, _ := url.Parse(base)
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
 }

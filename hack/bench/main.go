@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strings"
 	"sync"
@@ -44,7 +45,7 @@ func main() {
 	users := flag.Int("users", 1000, "users to seed")
 	pickups := flag.Int("pickups", 200, "builds timed for pickup latency (streamed)")
 	baseline := flag.Int("baseline-pickups", 20, "builds timed for the 3 s polling baseline")
-	only := flag.String("only", "", "run one section: startup, api, ci or analytics (analytics runs only when named)")
+	only := flag.String("only", "", "run one section: startup, api, ci, analytics or replay (analytics and replay run only when named)")
 	var ao analyticsOptions
 	flag.IntVar(&ao.deployments, "analytics-deployments", 1000000, "deployment records to load for the DORA queries")
 	flag.IntVar(&ao.apps, "analytics-apps", 10000, "applications the deployment records belong to")
@@ -54,13 +55,32 @@ func main() {
 	flag.StringVar(&ao.reusePostgres, "analytics-reuse-postgres", "", "time the PostgreSQL schema an earlier run kept (FRESHET_BENCH_KEEP=1) instead of loading one")
 	flag.StringVar(&ao.reuseSQLite, "analytics-reuse-sqlite", "", "time the SQLite file an earlier run kept (FRESHET_BENCH_KEEP=1) instead of loading one")
 	flag.StringVar(&ao.backends, "analytics-backends", "", "only these backends, comma-separated (sqlite, postgres); default every one available")
+	var ro replayOptions
+	flag.IntVar(&ro.syncs, "replay-syncs", 1000000, "recorded syncs the replay section derives again")
+	flag.IntVar(&ro.apps, "replay-apps", 10000, "applications the recorded syncs belong to")
+	flag.StringVar(&ro.backends, "replay-backends", "", "only these backends, comma-separated (sqlite, postgres); default every one available")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof)")
 	flag.Parse()
-	if *only == "analytics" {
-		pg := os.Getenv("FRESHET_BENCH_POSTGRES")
-		if pg == "" {
-			pg = os.Getenv("FRESHET_TEST_POSTGRES")
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
 		}
-		if err := analyticsBench(pg, ao); err != nil {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
+	if *only == "replay" {
+		if err := replayBench(benchPostgres(), ro); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *only == "analytics" {
+		if err := analyticsBench(benchPostgres(), ao); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
@@ -419,4 +439,13 @@ func mustOut(bin string, args ...string) string {
 func numCPU() int {
 	b, _ := os.ReadFile("/proc/cpuinfo")
 	return strings.Count(string(b), "processor\t:")
+}
+
+// benchPostgres is the PostgreSQL DSN the analytics sections use: FRESHET_BENCH_POSTGRES, else
+// FRESHET_TEST_POSTGRES; empty for none.
+func benchPostgres() string {
+	if pg := os.Getenv("FRESHET_BENCH_POSTGRES"); pg != "" {
+		return pg
+	}
+	return os.Getenv("FRESHET_TEST_POSTGRES")
 }

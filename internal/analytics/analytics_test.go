@@ -337,6 +337,13 @@ func TestRebuildFromSourceTables(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("rebuilt:\n%+v\nfrom the events:\n%+v", got, want)
 		}
+		// Without --reset each record is replaced in place: the same records, none twice.
+		if res, err := analytics.Rebuild(ctx, db, analytics.RebuildOptions{}); err != nil || res.Deployments != 3 {
+			t.Fatalf("Rebuild without reset = %+v, %v", res, err)
+		}
+		if got := e.waitFor(t, analytics.Filter{}, func([]analytics.Deployment) bool { return true }); !reflect.DeepEqual(got, want) {
+			t.Fatalf("rebuilt in place:\n%+v\nfrom the events:\n%+v", got, want)
+		}
 	})
 }
 

@@ -249,6 +249,20 @@ func LeadBucket(d time.Duration) int64 {
 }
 
 func deploymentRow(ctx context.Context, w writer, ev runtimes.SyncFinished) (store.Deployment, error) {
+	d, sha, err := deploymentOf(ev)
+	if err != nil {
+		return store.Deployment{}, err
+	}
+	ims, err := w.ImagesOfCommit(ctx, ev.AccountID, sha)
+	if err != nil {
+		return store.Deployment{}, fmt.Errorf("images of %s: %w", sha, err)
+	}
+	return d, withImages(&d, ims)
+}
+
+// deploymentOf is the deployment record of a finished sync, without its images, and the commit
+// whose images it shipped.
+func deploymentOf(ev runtimes.SyncFinished) (store.Deployment, string, error) {
 	key := eventKey(ev.RuntimeID, ev.Application, ev.SyncID, ev.StartedAt)
 	cluster := ev.DestName
 	if cluster == "" {
@@ -272,7 +286,7 @@ func deploymentRow(ctx context.Context, w writer, ev runtimes.SyncFinished) (sto
 	if cr := commitRange(ev.Commits); cr != nil {
 		enc, err := json.Marshal(cr)
 		if err != nil {
-			return store.Deployment{}, err
+			return store.Deployment{}, "", err
 		}
 		d.Commits = string(enc)
 		// Lead time for changes from the range's earliest commit: the first change the
@@ -282,22 +296,24 @@ func deploymentRow(ctx context.Context, w writer, ev runtimes.SyncFinished) (sto
 			d.LeadBucket = LeadBucket(d.LeadTime)
 		}
 	}
-	ims, err := w.ImagesOfCommit(ctx, ev.AccountID, sha)
+	return d, sha, nil
+}
+
+// withImages sets d's images to ims (the builds' and reports' of its commit).
+func withImages(d *store.Deployment, ims []store.BuildImage) error {
+	if len(ims) == 0 {
+		return nil
+	}
+	out := make([]Image, 0, len(ims))
+	for _, im := range ims {
+		out = append(out, Image{Registry: im.Registry, Repository: im.Repository, Tags: im.Tags, Digest: im.Digest, BuildID: im.BuildID})
+	}
+	enc, err := json.Marshal(out)
 	if err != nil {
-		return store.Deployment{}, fmt.Errorf("images of %s: %w", sha, err)
+		return err
 	}
-	if len(ims) > 0 {
-		out := make([]Image, 0, len(ims))
-		for _, im := range ims {
-			out = append(out, Image{Registry: im.Registry, Repository: im.Repository, Tags: im.Tags, Digest: im.Digest, BuildID: im.BuildID})
-		}
-		enc, err := json.Marshal(out)
-		if err != nil {
-			return store.Deployment{}, err
-		}
-		d.Images = string(enc)
-	}
-	return d, nil
+	d.Images = string(enc)
+	return nil
 }
 
 // ApplyHealthChanged records an application's health transition, placed by its time, and

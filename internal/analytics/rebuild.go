@@ -81,16 +81,30 @@ func rebuildAccount(ctx context.Context, w writer, accountID string, o RebuildOp
 		if err != nil {
 			return n, err
 		}
+		// A batch at a time: its commits' images in one read, its records in one delete and
+		// insert per 500.
+		ds := make([]store.Deployment, 0, len(syncs))
+		shas := make([]string, 0, len(syncs))
 		for _, s := range syncs {
-			d, err := deploymentRow(ctx, w, syncFinishedFromSource(s))
+			d, sha, err := deploymentOf(syncFinishedFromSource(s))
 			if err != nil {
 				return n, err
 			}
-			if err := w.ReplaceDeployment(ctx, d); err != nil {
+			ds, shas = append(ds, d), append(shas, sha)
+		}
+		ims, err := w.ImagesOfCommits(ctx, accountID, shas)
+		if err != nil {
+			return n, fmt.Errorf("images of the syncs' commits: %w", err)
+		}
+		for i := range ds {
+			if err := withImages(&ds[i], ims[shas[i]]); err != nil {
 				return n, err
 			}
-			n++
 		}
+		if err := w.ReplaceDeployments(ctx, ds); err != nil {
+			return n, err
+		}
+		n += len(ds)
 		if len(syncs) < rebuildBatch {
 			break
 		}

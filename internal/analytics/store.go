@@ -39,11 +39,12 @@ type writer interface {
 	RefreshAllDeploymentFailures(ctx context.Context, accountID string, window time.Duration) error
 	RefreshDeploymentStats(ctx context.Context, accountID string, fromDay, toDay int64) error
 	ImagesOfCommit(ctx context.Context, accountID, sha string) ([]store.BuildImage, error)
+	ImagesOfCommits(ctx context.Context, accountID string, shas []string) (map[string][]store.BuildImage, error)
 	AddActivity(ctx context.Context, accountID string, at time.Time, action, result string) error
 	RebuildActivity(ctx context.Context, accountID string) error
 	AnalyticsSyncs(ctx context.Context, accountID, after string, limit int) ([]store.AnalyticsSync, error)
 	DeleteDeployments(ctx context.Context, accountID string) error
-	ReplaceDeployment(ctx context.Context, d store.Deployment) error
+	ReplaceDeployments(ctx context.Context, ds []store.Deployment) error
 }
 
 var _ writer = (*store.Tx)(nil)

@@ -190,14 +190,24 @@ func (q *Queries) InsertDeployments(ctx context.Context, ds []Deployment) error 
 	return nil
 }
 
-// ReplaceDeployment stores d, replacing the deployment with its event key if there is one (a
-// rebuild deriving it again).
-func (q *Queries) ReplaceDeployment(ctx context.Context, d Deployment) error {
-	if _, err := q.exec(ctx, `DELETE FROM deployments WHERE account_id = ? AND event_key = ?`, d.AccountID, d.EventKey); err != nil {
-		return err
+// ReplaceDeployments stores ds, replacing the deployments with their event keys if there are
+// any (a rebuild deriving them again): one delete and one insert per 500.
+func (q *Queries) ReplaceDeployments(ctx context.Context, ds []Deployment) error {
+	for rest := ds; len(rest) > 0; {
+		n := min(500, len(rest))
+		byAccount := map[string][]any{}
+		for _, d := range rest[:n] {
+			byAccount[d.AccountID] = append(byAccount[d.AccountID], d.EventKey)
+		}
+		for acc, keys := range byAccount {
+			if _, err := q.exec(ctx, `DELETE FROM deployments WHERE account_id = ? AND event_key IN (`+placeholders(len(keys))+`)`,
+				append([]any{acc}, keys...)...); err != nil {
+				return err
+			}
+		}
+		rest = rest[n:]
 	}
-	_, err := q.PutDeployment(ctx, d)
-	return err
+	return q.InsertDeployments(ctx, ds)
 }
 
 // LockAnalytics holds account's analytics for writing until the transaction ends, so that
@@ -734,21 +744,54 @@ func (q *Queries) DeleteDeployments(ctx context.Context, accountID string) error
 // ImagesOfCommit returns the images account's builds of commit sha pushed, oldest first, then
 // the images reported through the API as built from sha that no build pushed (BuildID empty).
 func (q *Queries) ImagesOfCommit(ctx context.Context, accountID, sha string) ([]BuildImage, error) {
-	if sha == "" {
-		return nil, nil
+	m, err := q.ImagesOfCommits(ctx, accountID, []string{sha})
+	return m[sha], err
+}
+
+// ImagesOfCommits is ImagesOfCommit for many commits at once (a rebuild's batch): two queries
+// per 500 commits. Commits without images are not in the map; each has at most 100 images of
+// builds and 100 reported.
+func (q *Queries) ImagesOfCommits(ctx context.Context, accountID string, shas []string) (map[string][]BuildImage, error) {
+	var uniq []any
+	seen := map[string]bool{"": true}
+	for _, sha := range shas {
+		if !seen[sha] {
+			seen[sha] = true
+			uniq = append(uniq, sha)
+		}
 	}
-	out, err := q.buildImages(ctx, `WHERE account_id = ? AND sha = ? ORDER BY id LIMIT 100`, accountID, sha)
-	if err != nil {
-		return nil, err
+	out := map[string][]BuildImage{}
+	reported := map[string][]ImageReport{}
+	for len(uniq) > 0 {
+		n := min(500, len(uniq))
+		where := `WHERE account_id = ? AND sha IN (` + placeholders(n) + `) ORDER BY id`
+		args := append([]any{accountID}, uniq[:n]...)
+		built, err := q.buildImages(ctx, where, args...)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range built {
+			if len(out[b.SHA]) < 100 {
+				out[b.SHA] = append(out[b.SHA], b)
+			}
+		}
+		reps, err := q.imageReports(ctx, where, args...)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range reps {
+			if len(reported[r.SHA]) < 100 {
+				reported[r.SHA] = append(reported[r.SHA], r)
+			}
+		}
+		uniq = uniq[n:]
 	}
-	reported, err := q.imageReports(ctx, `WHERE account_id = ? AND sha = ? ORDER BY id LIMIT 100`, accountID, sha)
-	if err != nil {
-		return nil, err
-	}
-	for _, r := range reported {
-		if !slices.ContainsFunc(out, func(b BuildImage) bool { return b.Repository == r.Repository && b.Digest == r.Digest }) {
-			out = append(out, BuildImage{ID: r.ID, AccountID: accountID, Registry: r.Registry, Repository: r.Repository, Tags: r.Tags,
-				Digest: r.Digest, SHA: r.SHA, Branch: r.Branch, CreatedAt: r.CreatedAt})
+	for sha, reps := range reported {
+		for _, r := range reps {
+			if !slices.ContainsFunc(out[sha], func(b BuildImage) bool { return b.Repository == r.Repository && b.Digest == r.Digest }) {
+				out[sha] = append(out[sha], BuildImage{ID: r.ID, AccountID: accountID, Registry: r.Registry, Repository: r.Repository, Tags: r.Tags,
+					Digest: r.Digest, SHA: r.SHA, Branch: r.Branch, CreatedAt: r.CreatedAt})
+			}
 		}
 	}
 	return out, nil

@@ -380,6 +380,38 @@ func (q *Queries) RecordSync(ctx context.Context, s ApplicationSync) (bool, erro
 	return true, nil
 }
 
+// InsertSyncs stores recorded syncs in bulk (a load: the analytics bench, an import), in
+// multi-row statements; a sync whose (runtime, application, sync ID) is recorded already is
+// skipped. Unlike RecordSync it checks nothing: the caller vouches for the runtimes. Run it in
+// a transaction.
+func (q *Queries) InsertSyncs(ctx context.Context, ss []ApplicationSync) error {
+	const per = 500 // 15 values each: within SQLite's and PostgreSQL's parameter limits
+	for len(ss) > 0 {
+		n := min(per, len(ss))
+		var b strings.Builder
+		b.WriteString(`INSERT INTO application_syncs (id, account_id, runtime_id, app, sync_id, revision, phase, message, initiated_by,
+		commit_author, commit_message, commit_time, started_at, finished_at, detail) VALUES `)
+		args := make([]any, 0, n*15)
+		for i, s := range ss[:n] {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			if s.ID == "" {
+				s.ID = NewID(PrefixAppSync)
+			}
+			args = append(args, s.ID, s.AccountID, s.RuntimeID, s.App, s.SyncID, s.Revision, s.Phase, s.Message, s.InitiatedBy,
+				s.CommitAuthor, s.CommitMessage, micros(s.CommitTime), micros(s.StartedAt), micros(s.FinishedAt), s.Detail)
+		}
+		b.WriteString(" ON CONFLICT DO NOTHING")
+		if _, err := q.exec(ctx, b.String(), args...); err != nil {
+			return q.mapErr(err)
+		}
+		ss = ss[n:]
+	}
+	return nil
+}
+
 // ListSyncs returns the finished syncs of account's application app of runtime runtimeID,
 // newest first (by the runtime's sync ID). p.After is the sync ID (decimal) the previous page
 // ended with.

@@ -326,6 +326,55 @@ func TestApplicationSyncs(t *testing.T) {
 	})
 }
 
+// InsertSyncs loads syncs in bulk (more than one statement's worth), skips one recorded
+// already (the same runtime, application and sync ID) and stores every column as RecordSync
+// does: the rebuild reads them back.
+func TestInsertSyncs(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, db *store.DB) {
+		ctx := context.Background()
+		a, _ := seed(t, db, "acme")
+		rt := seedRuntime(t, db, a.ID, "edge")
+		base := time.Now().Truncate(time.Microsecond)
+		if _, err := db.RecordSync(ctx, store.ApplicationSync{AccountID: a.ID, RuntimeID: rt.ID, App: "web", SyncID: 7, Revision: "first",
+			Phase: "Failed", StartedAt: base, FinishedAt: base, Detail: `{}`}); err != nil {
+			t.Fatal(err)
+		}
+		var ss []store.ApplicationSync
+		for i := int64(1); i <= 1200; i++ {
+			ss = append(ss, store.ApplicationSync{AccountID: a.ID, RuntimeID: rt.ID, App: "web", SyncID: i, Revision: fmt.Sprint("rev", i),
+				Phase: "Succeeded", InitiatedBy: "automated", CommitAuthor: "Ann", CommitMessage: "msg", CommitTime: base,
+				StartedAt: base.Add(time.Duration(i) * time.Second), FinishedAt: base.Add(time.Duration(i)*time.Second + time.Millisecond), Detail: `{"id":1}`})
+		}
+		if err := db.Tx(ctx, func(tx *store.Tx) error { return tx.InsertSyncs(ctx, ss) }); err != nil {
+			t.Fatal(err)
+		}
+		n, after := 0, ""
+		for {
+			page, err := db.AnalyticsSyncs(ctx, a.ID, after, 500)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range page {
+				n++
+				switch {
+				case s.SyncID == 7 && s.Revision != "first":
+					t.Errorf("a recorded sync was overwritten: %+v", s)
+				case s.SyncID == 1200 && (s.Revision != "rev1200" || s.CommitAuthor != "Ann" || !s.CommitTime.Equal(base) ||
+					!s.FinishedAt.Equal(base.Add(1200*time.Second+time.Millisecond)) || s.Detail != `{"id":1}` || s.Runtime != "edge"):
+					t.Errorf("sync 1200 = %+v", s)
+				}
+			}
+			if len(page) < 500 {
+				break
+			}
+			after = page[len(page)-1].ID
+		}
+		if n != 1200 {
+			t.Fatalf("%d syncs stored, want 1200", n)
+		}
+	})
+}
+
 // Account B can neither read nor change account A's applications, even knowing A's runtime ID.
 func TestApplicationsTenantIsolation(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, db *store.DB) {

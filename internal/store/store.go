@@ -128,6 +128,10 @@ func parseDSN(dsn string) (d Dialect, driver, conn string, err error) {
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
 	q.Add("_pragma", "foreign_keys(1)")
+	// A page cache of up to 32 MiB per connection (SQLite's default is 2 MiB): allocated as pages
+	// are read, so a small database never reaches it; a large one (analytics over a million
+	// deployments) reads its indexes from memory instead of a pread(2) per page.
+	q.Add("_pragma", "cache_size(-32768)")
 	q.Set("_txlock", "immediate")
 	return SQLite, "sqlite", "file:" + path + "?" + q.Encode(), nil
 }

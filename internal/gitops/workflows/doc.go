@@ -11,8 +11,8 @@
 // (a duration, or until Resume), steps and DAG (dependencies, and depends expressions parsed
 // here, never evaluated as code), templateRef and workflowTemplateRef; parameters, the {{…}}
 // variables Argo defines, withItems/withParam/withSequence, when (expr-lang with bare words as
-// strings, as Argo's govaluate use), retryStrategy, activeDeadlineSeconds, onExit,
-// parallelism, serviceAccountName, shutdown, podGC and ttlStrategy (gc.go), volumes and
+// strings, as Argo's govaluate use), retryStrategy, activeDeadlineSeconds, exit handlers
+// and lifecycle hooks of the workflow, its steps and tasks (hooks.go), parallelism, serviceAccountName, shutdown, podGC and ttlStrategy (gc.go), volumes and
 // volumeClaimTemplates (volumes.go: claims per run, volumeClaimGC), and synchronization's
 // mutexes and semaphores (sync.go: held in memory, rebuilt from the statuses at start). Validation is
 // `argo lint`'s (ValidateSpec): a Workflow that does not validate ends in phase Error with the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -478,7 +479,7 @@ spec:
     inputs: {parameters: [{name: x}]}
     container: {image: alpine, command: [echo, "{{inputs.parameters.x}}"]}
   - name: exit
-    container: {image: alpine, command: [echo, "{{workflow.status}}"]}
+    container: {image: alpine, command: [echo, "{{workflow.status}} {{workflow.duration}}"]}
 `, func(p *corev1.Pod) run {
 		c := command(p)
 		if c[0] == "sh" {
@@ -513,7 +514,10 @@ spec:
 	if d := a2.StartedAt.Sub(a1.StartedAt.Time); d < 20*time.Second {
 		t.Fatalf("third attempt %v after the second", d)
 	}
-	if got := *h.node("retry.onExit").Outputs.Result; got != "Succeeded" {
+	// workflow.duration: the seconds since the workflow started (the backoffs' 30 s at least).
+	got := *h.node("retry.onExit").Outputs.Result
+	status, dur, _ := strings.Cut(got, " ")
+	if secs, err := strconv.ParseFloat(dur, 64); status != "Succeeded" || err != nil || secs < 30 || secs > 600 {
 		t.Fatalf("onExit saw %q", got)
 	}
 }

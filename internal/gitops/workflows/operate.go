@@ -120,6 +120,8 @@ type operation struct {
 	// defaultDeadline is the activeDeadlineSeconds of a Workflow that gives none (nil: none).
 	defaultDeadline *int64
 	refused         *refusals // the controller's: when refused pods may be tried again
+	// hooksWait: the nodes, by ID, whose hooks or exit handler still run (hooks.go).
+	hooksWait map[string]bool
 }
 
 type tmplCtx struct {
@@ -418,7 +420,7 @@ func (o *operation) execute(inv invocation) *NodeStatus {
 // leafStart is whether a leaf node that does not exist yet may start now; when the workflow
 // is stopping it is recorded as failed instead.
 func (o *operation) leafStart(inv invocation, typ NodeType, tmpl string) (*NodeStatus, bool) {
-	if o.stopping != "" {
+	if o.stopping != "" && !o.exitRuns(inv.display, inv.boundary) {
 		return o.init(inv, typ, NodeFailed, tmpl), false
 	}
 	if o.wf.Spec.Suspend != nil && *o.wf.Spec.Suspend {
@@ -430,7 +432,7 @@ func (o *operation) leafStart(inv invocation, typ NodeType, tmpl string) (*NodeS
 func (o *operation) executeRetry(inv invocation, t *Template, tc tmplCtx, pass int) *NodeStatus {
 	n := o.get(inv.name)
 	if n == nil {
-		if o.stopping != "" {
+		if o.stopping != "" && !o.exitRuns(inv.display, inv.boundary) {
 			n = o.init(inv, NodeTypeRetry, NodeFailed, t.Name)
 			n.Message = o.stopping
 			return n
@@ -439,11 +441,12 @@ func (o *operation) executeRetry(inv invocation, t *Template, tc tmplCtx, pass i
 	}
 	rs := t.RetryStrategy
 	var last *NodeStatus
-	if len(n.Children) > 0 {
-		last = o.nodes[n.Children[len(n.Children)-1]]
+	tries := attempts(o.nodes, n) // its children but its hooks'
+	if len(tries) > 0 {
+		last = o.nodes[tries[len(tries)-1]]
 	}
 	next := func() *NodeStatus {
-		i := len(n.Children)
+		i := len(tries)
 		if last != nil && !last.Phase.Fulfilled() {
 			i-- // the running attempt
 		}
@@ -490,16 +493,16 @@ func (o *operation) executeRetry(inv invocation, t *Template, tc tmplCtx, pass i
 	case RetryOnError, RetryOnTransientError:
 		retry = last.Phase == NodeError
 	}
-	if o.stopping != "" {
+	if o.stopping != "" && !o.exitRuns(n.DisplayName, n.BoundaryID) {
 		retry = false
 	}
 	if rs.Limit != nil {
-		if lim, err := intOf(rs.Limit); err != nil || int64(len(n.Children)) > lim {
+		if lim, err := intOf(rs.Limit); err != nil || int64(len(tries)) > lim {
 			retry = false
 		}
 	}
 	if retry && rs.Expression != "" {
-		ok, err := evalRetryExpression(rs.Expression, lastRetryVars(o.nodes, n, len(n.Children)))
+		ok, err := evalRetryExpression(rs.Expression, lastRetryVars(o.nodes, n, len(tries)))
 		if err != nil {
 			n.Outputs = last.Outputs
 			o.finish(n, NodeError, "retryStrategy.expression: "+err.Error())
@@ -526,7 +529,7 @@ func (o *operation) executeRetry(inv invocation, t *Template, tc tmplCtx, pass i
 		if b.Factor != nil {
 			factor, _ = intOf(b.Factor)
 		}
-		wait := float64(d) * math.Pow(float64(max(factor, 1)), float64(len(n.Children)-1))
+		wait := float64(d) * math.Pow(float64(max(factor, 1)), float64(len(tries)-1))
 		if wait > float64(365*24*time.Hour) {
 			wait = float64(365 * 24 * time.Hour)
 		}
@@ -580,7 +583,7 @@ func (o *operation) executePod(inv invocation, t *Template, inputs *Inputs) *Nod
 	if pod == nil && n.Phase.Fulfilled() {
 		return n
 	}
-	if o.killPods && !strings.HasPrefix(n.Name, o.wf.Name+".onExit") {
+	if o.killPods && !o.survivesStop(n) {
 		if pod != nil {
 			o.deletePod(name)
 		}
@@ -899,7 +902,7 @@ func (o *operation) executeSuspend(inv invocation, t *Template, inputs *Inputs) 
 		n = o.init(inv, NodeTypeSuspend, NodeRunning, t.Name)
 		n.Inputs = inputs
 	}
-	if o.killPods && !strings.HasPrefix(n.Name, o.wf.Name+".onExit") {
+	if o.killPods && !o.survivesStop(n) {
 		o.finish(n, NodeFailed, o.stopping)
 		return n
 	}
@@ -1145,6 +1148,38 @@ func (o *operation) templateScope(n *NodeStatus) scope {
 	return sc
 }
 
+// resolveArgs substitutes the references of a call's arguments over s. A parameter's
+// reference that does not resolve is an error when its prefix is in strict; an artifact's from
+// that does not resolve is left as it is: the input it feeds decides whether that is an error
+// (it is unless the input is optional).
+func resolveArgs(a Arguments, s scope, strict []string) ([]Parameter, []Artifact, error) {
+	args := Arguments{Parameters: append([]Parameter(nil), a.Parameters...)}
+	if err := substitute(&args, "arguments", s, strict); err != nil {
+		return nil, nil, err
+	}
+	if len(a.Artifacts) == 0 {
+		return args.Parameters, nil, nil
+	}
+	arts := Arguments{Artifacts: append([]Artifact(nil), a.Artifacts...)}
+	if err := substitute(&arts, "arguments", s, nil); err != nil {
+		return nil, nil, err
+	}
+	for i, x := range arts.Artifacts {
+		if x.FromExpression == "" {
+			continue
+		}
+		v, ok, err := evalFromExpression(x.FromExpression, s)
+		if err != nil {
+			return nil, nil, fmt.Errorf("arguments.artifacts.%s.fromExpression %q: %v", x.Name, x.FromExpression, err)
+		}
+		if !ok {
+			v = "{{=" + x.FromExpression + "}}" // names nothing: the input decides
+		}
+		arts.Artifacts[i].From, arts.Artifacts[i].FromExpression = v, ""
+	}
+	return args.Parameters, arts.Artifacts, nil
+}
+
 // runCall runs one step or task (and its expansion) under parent; it returns the nodes that
 // stand for it (one, or the expanded children) and whether it was started.
 func (o *operation) runCall(c call, base string, display string, parent *NodeStatus, sc scope, tc tmplCtx, boundary string, depth int) (nodes []*NodeStatus, started bool) {
@@ -1155,7 +1190,7 @@ func (o *operation) runCall(c call, base string, display string, parent *NodeSta
 		o.addChild(parent, n)
 		return []*NodeStatus{n}, true
 	}
-	one := func(name, display string, vars scope) *NodeStatus {
+	start := func(name, display string, vars scope) *NodeStatus {
 		inv := inv
 		inv.name, inv.display = name, display
 		if n := o.get(name); n != nil && n.Phase.Fulfilled() {
@@ -1177,34 +1212,21 @@ func (o *operation) runCall(c call, base string, display string, parent *NodeSta
 				return n
 			}
 		}
-		args := Arguments{Parameters: append([]Parameter(nil), c.args.Parameters...)}
-		if err := substitute(&args, "arguments", s, leafStrict); err != nil {
+		var err error
+		if inv.args, inv.arts, err = resolveArgs(c.args, s, leafStrict); err != nil {
 			return o.errorNode(inv, err)
 		}
-		inv.args = args.Parameters
-		if len(c.args.Artifacts) > 0 {
-			// A from that does not resolve is left as it is: the input it feeds decides
-			// whether that is an error (it is unless the input is optional).
-			arts := Arguments{Artifacts: append([]Artifact(nil), c.args.Artifacts...)}
-			if err := substitute(&arts, "arguments", s, nil); err != nil {
-				return o.errorNode(inv, err)
-			}
-			for i, a := range arts.Artifacts {
-				if a.FromExpression == "" {
-					continue
-				}
-				v, ok, err := evalFromExpression(a.FromExpression, s)
-				if err != nil {
-					return o.errorNode(inv, fmt.Errorf("arguments.artifacts.%s.fromExpression %q: %v", a.Name, a.FromExpression, err))
-				}
-				if !ok {
-					v = "{{=" + a.FromExpression + "}}" // names nothing: the input decides
-				}
-				arts.Artifacts[i].From, arts.Artifacts[i].FromExpression = v, ""
-			}
-			inv.arts = arts.Artifacts
-		}
 		return o.execute(inv)
+	}
+	one := func(name, display string, vars scope) *NodeStatus {
+		n := start(name, display, vars)
+		if n != nil && (c.onExit != "" || len(c.hooks) > 0) {
+			hinv := inv
+			hinv.name, hinv.display = name, display
+			// An expanded task's expression hooks are its TaskGroup's (executeDAG).
+			o.runHooks(c, n, merge(sc, o.outputGlobals(), vars), hinv, c.kind == "steps" || exp == nil, true)
+		}
+		return n
 	}
 	if exp == nil {
 		n := one(base, display, nil)
@@ -1273,7 +1295,7 @@ func (o *operation) executeSteps(inv invocation, t *Template, inputs *Inputs, tc
 			done := true
 			for _, x := range nodes {
 				groupNodes = append(groupNodes, x)
-				if !x.Phase.Fulfilled() {
+				if !x.Phase.Fulfilled() || o.hooksPending(x) { // its hooks and exit handler too
 					done = false
 					running++
 				} else if failedUnhandled(x, st.ContinueOn) && failed == "" {
@@ -1374,6 +1396,7 @@ type dagTask struct {
 	nodes []*NodeStatus // its node, or its expanded children
 	group *NodeStatus   // the TaskGroup of an expanded task
 	node  *NodeStatus   // what stands for it: its node or its group
+	hooks bool          // its hooks or exit handlers still run: the tasks after it wait
 }
 
 func (o *operation) executeDAG(inv invocation, t *Template, inputs *Inputs, tc tmplCtx) *NodeStatus {
@@ -1496,7 +1519,7 @@ func (o *operation) executeDAG(inv invocation, t *Template, inputs *Inputs, tc t
 		base := inv.name + "." + name
 		ready := true
 		for _, d := range dt.deps {
-			if x := tasks[d]; x == nil || x.node == nil || !x.node.Phase.Fulfilled() {
+			if x := tasks[d]; x == nil || x.node == nil || !x.node.Phase.Fulfilled() || x.hooks {
 				ready = false
 			}
 		}
@@ -1505,7 +1528,7 @@ func (o *operation) executeDAG(inv invocation, t *Template, inputs *Inputs, tc t
 			pending++
 			continue
 		}
-		if !exists && (stopNew || o.stopping != "") {
+		if !exists && (stopNew || (o.stopping != "" && !o.exitRuns(n.DisplayName, n.BoundaryID))) {
 			continue // never starts: fail fast, or the workflow is stopping
 		}
 		ts := merge(sc)
@@ -1553,15 +1576,24 @@ func (o *operation) executeDAG(inv invocation, t *Template, inputs *Inputs, tc t
 				} else if failedUnhandled(x, dt.task.ContinueOn) && failedMsg == "" {
 					failedMsg = fmt.Sprintf("child '%s' failed", x.ID)
 				}
+				dt.hooks = dt.hooks || o.hooksPending(x)
+			}
+			if len(c.hooks) > 0 {
+				// An expanded task's expression hooks see its TaskGroup, as Argo's.
+				ginv := invocation{name: base, display: name, boundary: n.ID, tc: tc, depth: inv.depth + 1}
+				o.runHooks(c, dt.group, merge(ts, o.outputGlobals()), ginv, true, false)
+				dt.hooks = dt.hooks || o.hooksPending(dt.group)
 			}
 			if !done {
 				running++
 				continue
 			}
-			if failedMsg != "" {
-				o.finish(dt.group, NodeFailed, failedMsg)
-			} else {
-				o.finish(dt.group, NodeSucceeded, "")
+			if !dt.group.Phase.Fulfilled() {
+				if failedMsg != "" {
+					o.finish(dt.group, NodeFailed, failedMsg)
+				} else {
+					o.finish(dt.group, NodeSucceeded, "")
+				}
 			}
 		} else {
 			nodes, started := o.runCall(c, base, name, &NodeStatus{}, ts, tc, n.ID, inv.depth)
@@ -1572,6 +1604,7 @@ func (o *operation) executeDAG(inv invocation, t *Template, inputs *Inputs, tc t
 				continue
 			}
 			dt.node = nodes[0]
+			dt.hooks = o.hooksPending(dt.node)
 			o.addDAGChild(n, dt, tasks)
 			if !dt.node.Phase.Fulfilled() {
 				if !exists {
@@ -1585,11 +1618,11 @@ func (o *operation) executeDAG(inv invocation, t *Template, inputs *Inputs, tc t
 		}
 	}
 	for _, name := range order {
-		if dt := tasks[name]; dt.node != nil && !dt.node.Phase.Fulfilled() {
+		if dt := tasks[name]; dt.node != nil && (!dt.node.Phase.Fulfilled() || dt.hooks) {
 			return n
 		}
 	}
-	if pending > 0 && !stopNew && o.stopping == "" {
+	if pending > 0 && !stopNew && (o.stopping == "" || o.exitRuns(n.DisplayName, n.BoundaryID)) {
 		return n
 	}
 	// Every task has ended or will never start: the DAG's phase is its target tasks'.
@@ -1651,8 +1684,8 @@ func (o *operation) addDAGChild(dag *NodeStatus, dt *dagTask, tasks map[string]*
 // outbound is the node a next step or task hangs off: a retry node's last attempt, else the
 // node itself.
 func (o *operation) outbound(n *NodeStatus) *NodeStatus {
-	if n.Type == NodeTypeRetry && len(n.Children) > 0 {
-		if last := o.nodes[n.Children[len(n.Children)-1]]; last != nil {
+	if tries := attempts(o.nodes, n); n.Type == NodeTypeRetry && len(tries) > 0 {
+		if last := o.nodes[tries[len(tries)-1]]; last != nil {
 			return last
 		}
 	}

@@ -641,6 +641,21 @@ func (c *Controller) Retry(ctx context.Context, ns, name string) error {
 			pods = append(pods, podName(n.ID))
 		}
 	}
+	// The hooks and exit handler of a forgotten node run again with it.
+	for id, n := range keep {
+		if n.NodeFlag == nil || !n.NodeFlag.Hooked {
+			continue
+		}
+		for _, p := range wf.Status.Nodes {
+			if _, kept := keep[p.ID]; !kept && slices.Contains(p.Children, id) {
+				delete(keep, id)
+				if n.Type == NodeTypePod {
+					pods = append(pods, podName(n.ID))
+				}
+				break
+			}
+		}
+	}
 	// A node kept (it succeeded, or is still running) no longer links to a forgotten one.
 	for id, n := range keep {
 		var children []string

@@ -242,7 +242,7 @@ spec:
   - name: main
     steps:
     - - {name: first, template: wait}
-    - - {name: make, template: make}
+    - - {name: make, template: make, onExit: note}
   - name: wait
     suspend: {duration: "0"}
   - name: make
@@ -252,6 +252,13 @@ spec:
         apiVersion: v1
         kind: ConfigMap
         metadata: {name: taken}
+  - name: note
+    resource:
+      action: create
+      manifest: |
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {generateName: note-}
 `)})
 	if err != nil || d.Name != "flaky" {
 		t.Fatalf("submit flaky: %+v, %v", d, err)
@@ -270,6 +277,11 @@ spec:
 	wf = e.finished("flaky", 30*time.Second)
 	if wf.Status.Phase != workflows.WorkflowSucceeded || !firstStarted.Equal(&[]metav1.Time{node(t, wf, "flaky[0].first").StartedAt}[0]) {
 		t.Fatalf("retried: %s", dump(wf))
+	}
+	// The failed step's exit handler ran again with it: two notes.
+	if cms, err := e.c.Client.CoreV1().ConfigMaps(e.ns).List(e.ctx, metav1.ListOptions{}); err != nil ||
+		len(slices.DeleteFunc(cms.Items, func(c corev1.ConfigMap) bool { return !strings.HasPrefix(c.Name, "note-") })) != 2 {
+		t.Fatalf("notes: %v (%v): %s", cms, err, dump(wf))
 	}
 	e.waitFor("both finishes reported", 10*time.Second, func() (bool, string) { return len(recs.of("flaky")) == 2, "" })
 	if r := recs.of("flaky"); r[0].Phase != "Failed" || r[1].Phase != "Succeeded" || r[0].UID != r[1].UID {

@@ -121,10 +121,11 @@ func (o *operation) workflowOutputParams(st *WorkflowStatus) {
 func lastRetryVars(nodes map[string]*NodeStatus, n *NodeStatus, i int) scope {
 	sc := scope{"retries": strconv.Itoa(i), "lastRetry.exitCode": "0", "lastRetry.duration": "0",
 		"lastRetry.status": "", "lastRetry.message": ""}
-	if i == 0 || i > len(n.Children) {
+	tries := attempts(nodes, n)
+	if i == 0 || i > len(tries) {
 		return sc
 	}
-	prev := nodes[n.Children[i-1]]
+	prev := nodes[tries[i-1]]
 	if prev == nil {
 		return sc
 	}

@@ -98,9 +98,11 @@ type WorkflowSpec struct {
 	VolumeClaimGC *VolumeClaimGC `json:"volumeClaimGC,omitempty"`
 	// Synchronization holds the whole run behind mutexes and semaphores (sync.go).
 	Synchronization *Synchronization `json:"synchronization,omitempty"`
+	// Hooks are the workflow's lifecycle hooks (hooks.go): "exit" is its exit handler (as
+	// onExit), any other runs its template once its expression is true.
+	Hooks LifecycleHooks `json:"hooks,omitempty"`
 
 	// Recognised, not built yet: refused by name.
-	Hooks        json.RawMessage `json:"hooks,omitempty"`
 	Metrics      json.RawMessage `json:"metrics,omitempty"`
 	PodSpecPatch json.RawMessage `json:"podSpecPatch,omitempty"`
 	Executor     json.RawMessage `json:"executor,omitempty"`
@@ -190,18 +192,20 @@ type SuspendTemplate struct {
 
 // WorkflowStep is one step of a steps template.
 type WorkflowStep struct {
-	Name         string          `json:"name,omitempty"`
-	Template     string          `json:"template,omitempty"`
-	Arguments    Arguments       `json:"arguments,omitempty"`
-	TemplateRef  *TemplateRef    `json:"templateRef,omitempty"`
-	WithItems    []Item          `json:"withItems,omitempty"`
-	WithParam    string          `json:"withParam,omitempty"`
-	WithSequence *Sequence       `json:"withSequence,omitempty"`
-	When         string          `json:"when,omitempty"`
-	ContinueOn   *ContinueOn     `json:"continueOn,omitempty"`
-	OnExit       string          `json:"onExit,omitempty"`
-	Inline       json.RawMessage `json:"inline,omitempty"`
-	Hooks        json.RawMessage `json:"hooks,omitempty"`
+	Name         string       `json:"name,omitempty"`
+	Template     string       `json:"template,omitempty"`
+	Arguments    Arguments    `json:"arguments,omitempty"`
+	TemplateRef  *TemplateRef `json:"templateRef,omitempty"`
+	WithItems    []Item       `json:"withItems,omitempty"`
+	WithParam    string       `json:"withParam,omitempty"`
+	WithSequence *Sequence    `json:"withSequence,omitempty"`
+	When         string       `json:"when,omitempty"`
+	ContinueOn   *ContinueOn  `json:"continueOn,omitempty"`
+	// OnExit runs a template once the step or task has completed (hooks.go).
+	OnExit string `json:"onExit,omitempty"`
+	// Hooks are its lifecycle hooks (hooks.go).
+	Hooks  LifecycleHooks  `json:"hooks,omitempty"`
+	Inline json.RawMessage `json:"inline,omitempty"`
 }
 
 // DAGTemplate is a graph of tasks.
@@ -213,20 +217,22 @@ type DAGTemplate struct {
 
 // DAGTask is one task of a DAG.
 type DAGTask struct {
-	Name         string          `json:"name"`
-	Template     string          `json:"template,omitempty"`
-	Arguments    Arguments       `json:"arguments,omitempty"`
-	TemplateRef  *TemplateRef    `json:"templateRef,omitempty"`
-	Dependencies []string        `json:"dependencies,omitempty"`
-	Depends      string          `json:"depends,omitempty"`
-	WithItems    []Item          `json:"withItems,omitempty"`
-	WithParam    string          `json:"withParam,omitempty"`
-	WithSequence *Sequence       `json:"withSequence,omitempty"`
-	When         string          `json:"when,omitempty"`
-	ContinueOn   *ContinueOn     `json:"continueOn,omitempty"`
-	OnExit       string          `json:"onExit,omitempty"`
-	Inline       json.RawMessage `json:"inline,omitempty"`
-	Hooks        json.RawMessage `json:"hooks,omitempty"`
+	Name         string       `json:"name"`
+	Template     string       `json:"template,omitempty"`
+	Arguments    Arguments    `json:"arguments,omitempty"`
+	TemplateRef  *TemplateRef `json:"templateRef,omitempty"`
+	Dependencies []string     `json:"dependencies,omitempty"`
+	Depends      string       `json:"depends,omitempty"`
+	WithItems    []Item       `json:"withItems,omitempty"`
+	WithParam    string       `json:"withParam,omitempty"`
+	WithSequence *Sequence    `json:"withSequence,omitempty"`
+	When         string       `json:"when,omitempty"`
+	ContinueOn   *ContinueOn  `json:"continueOn,omitempty"`
+	// OnExit runs a template once the step or task has completed (hooks.go).
+	OnExit string `json:"onExit,omitempty"`
+	// Hooks are its lifecycle hooks (hooks.go).
+	Hooks  LifecycleHooks  `json:"hooks,omitempty"`
+	Inline json.RawMessage `json:"inline,omitempty"`
 }
 
 // TemplateRef names a template of a WorkflowTemplate (or, with ClusterScope, of a
@@ -496,6 +502,30 @@ type NodeStatus struct {
 	SynchronizationStatus *NodeSynchronizationStatus `json:"synchronizationStatus,omitempty"`
 	// Resource is the object a resource node acted on (Freshet's, resource.go).
 	Resource *NodeResource `json:"resource,omitempty"`
+	// NodeFlag marks an exit handler's or a lifecycle hook's node, as Argo does.
+	NodeFlag *NodeFlag `json:"nodeFlag,omitempty"`
+}
+
+// NodeFlag is Argo's nodeFlag: Hooked is set on the node an exit handler or a lifecycle hook
+// runs.
+type NodeFlag struct {
+	Hooked bool `json:"hooked,omitempty"`
+}
+
+// LifecycleHooks are Argo's hooks, by name: "exit" is an exit handler, any other runs once
+// its expression is true.
+type LifecycleHooks map[string]LifecycleHook
+
+// ExitHook is the name of the hook that is an exit handler.
+const ExitHook = "exit"
+
+// LifecycleHook runs Template (or TemplateRef) with Arguments; Expression says when (for the
+// exit hook, whether).
+type LifecycleHook struct {
+	Template    string       `json:"template,omitempty"`
+	Arguments   Arguments    `json:"arguments,omitempty"`
+	TemplateRef *TemplateRef `json:"templateRef,omitempty"`
+	Expression  string       `json:"expression,omitempty"`
 }
 
 // VolumeClaimGC is spec.volumeClaimGC.

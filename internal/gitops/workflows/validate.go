@@ -61,6 +61,9 @@ func validateSpec(s *WorkflowSpec, path string, needEntry bool) error {
 	if err := checkParams(s.Arguments.Parameters, path+".arguments.parameters", globals); err != nil {
 		return err
 	}
+	if err := checkWorkflowHooks(idx, s.Hooks, path+".hooks", globals); err != nil {
+		return err
+	}
 	globalArts := map[string]bool{}
 	if err := checkArtifacts(s.Arguments.Artifacts, path+".arguments.artifacts", artsArguments, nil, globalArts); err != nil {
 		return err
@@ -106,7 +109,7 @@ func checkUnsupportedSpec(s *WorkflowSpec, path string) error {
 	for _, u := range []struct {
 		name string
 		v    json.RawMessage
-	}{{"hooks", s.Hooks}, {"metrics", s.Metrics}, {"podSpecPatch", s.PodSpecPatch},
+	}{{"metrics", s.Metrics}, {"podSpecPatch", s.PodSpecPatch},
 		{"executor", s.Executor}, {"memoize", s.Memoize}} {
 		if isSet(u.v) {
 			return notYet(path+"."+u.name, u.name)
@@ -155,10 +158,13 @@ func validateTemplate(idx map[string]*Template, t *Template, p string, globals, 
 	}{{"data", t.Data}, {"http", t.HTTP}, {"plugin", t.Plugin}, {"containerSet", t.ContainerSet},
 		{"memoize", t.Memoize}, {"sidecars", t.Sidecars},
 		{"initContainers", t.InitContainers}, {"daemon", t.Daemon}, {"archiveLocation", t.ArchiveLocation},
-		{"metrics", t.Metrics}, {"podSpecPatch", t.PodSpecPatch}, {"hooks", t.Hooks}} {
+		{"metrics", t.Metrics}, {"podSpecPatch", t.PodSpecPatch}} {
 		if isSet(u.v) {
 			return notYet(p+"."+u.name, "template "+u.name)
 		}
+	}
+	if isSet(t.Hooks) {
+		return errdefs.Invalid(p+".hooks", "", "is not a field of a template: hooks go on a step, a DAG task or the workflow's spec")
 	}
 	var kinds []string
 	for name, set := range map[string]bool{"container": t.Container != nil, "script": t.Script != nil, "resource": t.Resource != nil,
@@ -340,19 +346,21 @@ type call struct {
 	seq            *Sequence
 	when           string
 	onExit         string
-	inline, hooks  json.RawMessage
+	hooks          LifecycleHooks
+	inline         json.RawMessage
+	kind           string // "steps" or "tasks": how its node is named in variables
 }
 
 func (c call) hasItems() bool { return c.items != nil || c.param != "" || c.seq != nil }
 
 func stepCall(s WorkflowStep) call {
 	return call{name: s.Name, template: s.Template, ref: s.TemplateRef, args: s.Arguments, items: s.WithItems,
-		param: s.WithParam, seq: s.WithSequence, when: s.When, onExit: s.OnExit, inline: s.Inline, hooks: s.Hooks}
+		param: s.WithParam, seq: s.WithSequence, when: s.When, onExit: s.OnExit, inline: s.Inline, hooks: s.Hooks, kind: "steps"}
 }
 
 func taskCall(t DAGTask) call {
 	return call{name: t.Name, template: t.Template, ref: t.TemplateRef, args: t.Arguments, items: t.WithItems,
-		param: t.WithParam, seq: t.WithSequence, when: t.When, onExit: t.OnExit, inline: t.Inline, hooks: t.Hooks}
+		param: t.WithParam, seq: t.WithSequence, when: t.When, onExit: t.OnExit, inline: t.Inline, hooks: t.Hooks, kind: "tasks"}
 }
 
 func validateCall(idx map[string]*Template, c call, f string) error {
@@ -362,10 +370,8 @@ func validateCall(idx map[string]*Template, c call, f string) error {
 	switch {
 	case isSet(c.inline):
 		return notYet(f+".inline", "inline templates")
-	case isSet(c.hooks):
-		return notYet(f+".hooks", "lifecycle hooks")
-	case c.onExit != "":
-		return notYet(f+".onExit", "step and task onExit handlers (spec.onExit is)")
+	case c.onExit != "" && idx[c.onExit] == nil:
+		return errdefs.Invalid(f+".onExit", c.onExit, "is not a template of this workflow"+known(idx))
 	case c.template != "" && c.ref != nil:
 		return errdefs.Invalid(f, c.name, "must give template or templateRef, not both")
 	case c.template == "" && c.ref == nil:
@@ -445,7 +451,11 @@ func validateSteps(idx map[string]*Template, t *Template, p string, sc *refScope
 			seen[s.Name] = idx[s.Template]
 			ssc := *sc
 			ssc.steps, ssc.item = visible, c.hasItems()
+			s.Hooks = nil // checked with the step itself visible
 			if err := refs(s, f, ssc.check); err != nil {
+				return err
+			}
+			if err := checkCallHooks(idx, c, f, ssc, idx[s.Template]); err != nil {
 				return err
 			}
 		}
@@ -526,7 +536,12 @@ func validateDAG(idx map[string]*Template, t *Template, p string, sc *refScope) 
 		walk(tk.Name)
 		tsc := *sc
 		tsc.tasks, tsc.item = anc, taskCall(tk).hasItems()
+		c := taskCall(tk)
+		tk.Hooks = nil // checked with the task itself visible
 		if err := refs(tk, fmt.Sprintf("%s.dag.tasks[%d]", p, i), tsc.check); err != nil {
+			return err
+		}
+		if err := checkCallHooks(idx, c, fmt.Sprintf("%s.dag.tasks[%d]", p, i), tsc, idx[tk.Template]); err != nil {
 			return err
 		}
 	}

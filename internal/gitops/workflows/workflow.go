@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,7 +28,7 @@ func (o *operation) operate(st *WorkflowStatus) {
 		st.Phase = WorkflowRunning
 		st.StartedAt = metav1.NewTime(o.now)
 	}
-	runExit := o.spec.OnExit != ""
+	exitInv, exitArgs, runExit := o.workflowExit(tmplCtx{spec: o.spec})
 	wfMsg := ""
 	switch o.spec.Shutdown {
 	case "Terminate":
@@ -65,10 +66,12 @@ func (o *operation) operate(st *WorkflowStatus) {
 	}
 	defer func() { st.ArtifactRepositoryRef = o.repo }()
 	tc := tmplCtx{spec: o.spec}
+	o.globals["workflow.status"] = string(st.Phase) // Running, as Argo's while the workflow runs
 	root := o.execute(invocation{name: o.wf.Name, display: o.wf.Name, tmpl: o.spec.Entrypoint,
 		args: o.spec.Arguments.Parameters, arts: o.spec.Arguments.Artifacts, tc: tc, attempt: -1})
+	hooksDone := o.workflowHooks(root, tc)
 	o.progress(st)
-	if root == nil || !root.Phase.Fulfilled() {
+	if root == nil || !root.Phase.Fulfilled() || !hooksDone {
 		return
 	}
 	phase, msg := WorkflowSucceeded, root.Message
@@ -82,13 +85,17 @@ func (o *operation) operate(st *WorkflowStatus) {
 		o.stopping = ""
 		o.globals["workflow.status"] = string(phase)
 		o.globals["workflow.failures"] = o.failures()
-		exit := o.execute(invocation{name: o.wf.Name + ".onExit", display: o.wf.Name + ".onExit", tmpl: o.spec.OnExit, tc: tc, attempt: -1})
+		o.globals["workflow.duration"] = strconv.FormatFloat(o.now.Sub(st.StartedAt.Time).Seconds(), 'f', 6, 64) // Argo's %f
+		exit, _ := o.runHookNode(exitInv, exitArgs, o.globals, nil)
 		o.progress(st)
 		if exit == nil || !exit.Phase.Fulfilled() {
 			return
 		}
 		if (exit.Phase == NodeFailed || exit.Phase == NodeError) && phase == WorkflowSucceeded {
 			phase, msg = WorkflowFailed, exit.Message
+			if exit.Phase == NodeError {
+				phase = WorkflowError // as Argo: the exit handler's error is the workflow's
+			}
 		}
 	}
 	if wfMsg != "" && phase != WorkflowSucceeded {
@@ -282,6 +289,12 @@ func mergeSpec(wf, tmpl *WorkflowSpec) *WorkflowSpec {
 	}
 	if wf.OnExit != "" {
 		out.OnExit = wf.OnExit
+	}
+	for name, h := range wf.Hooks { // the Workflow's hooks replace the template's of their name
+		if out.Hooks == nil {
+			out.Hooks = LifecycleHooks{}
+		}
+		out.Hooks[name] = h
 	}
 	if wf.Parallelism != nil {
 		out.Parallelism = wf.Parallelism
