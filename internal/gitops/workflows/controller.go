@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
@@ -99,6 +98,10 @@ type Options struct {
 	ImagePullGrace time.Duration
 	// PodCreateTimeout: DefaultPodCreateTimeout when 0.
 	PodCreateTimeout time.Duration
+	// ResourceCheckInterval: how often a resource node whose successCondition or
+	// failureCondition does not hold yet reads its object again; DefaultResourceCheckInterval
+	// when 0.
+	ResourceCheckInterval time.Duration
 	// DefaultActiveDeadline bounds every Workflow without spec.activeDeadlineSeconds (0: none);
 	// workflowDefaults' spec.activeDeadlineSeconds in workflow-controller-configmap overrides it.
 	DefaultActiveDeadline time.Duration
@@ -111,6 +114,7 @@ type Controller struct {
 	kube   kubernetes.Interface
 	dyn    dynamic.Interface
 	mapper meta.ResettableRESTMapper
+	disco  discovery.CachedDiscoveryInterface // the mapper's
 	opts   Options
 	log    *slog.Logger
 	queue  ctrlloop.Queue
@@ -174,8 +178,9 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	if opts.PodCreateTimeout <= 0 {
 		opts.PodCreateTimeout = DefaultPodCreateTimeout
 	}
+	disco := memory.NewMemCacheClient(dc)
 	c := &Controller{imgCache: map[string]imageEntry{}, cfg: rest.CopyConfig(cfg), kube: kc, dyn: dyn, opts: opts, log: opts.Logger,
-		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
+		mapper: restmapper.NewDeferredDiscoveryRESTMapper(disco), disco: disco,
 		written: map[string]string{}, saClient: map[string]dynamic.Interface{}, reported: map[string]string{}}
 	return c, nil
 }
@@ -371,7 +376,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 		now: now, locks: c.locks, globals: globalScope(wf, spec), tmplSpecs: map[string]*WorkflowSpec{}, defaultDeadline: deadline, refused: &c.refused,
 		opts: podOptions{executorImage: c.opts.ExecutorImage, executorPath: c.opts.ExecutorPath,
 			nodeSelector: c.opts.NodeSelector, tolerations: c.opts.Tolerations, policy: c.opts.Policy,
-			pullGrace: c.opts.ImagePullGrace, createTimeout: c.opts.PodCreateTimeout}}
+			pullGrace: c.opts.ImagePullGrace, createTimeout: c.opts.PodCreateTimeout, resourceCheck: c.opts.ResourceCheckInterval}}
 	for id, n := range st.Nodes {
 		n := n
 		o.nodes[id] = &n
@@ -595,60 +600,6 @@ func (c *Controller) templateSpec(_ context.Context, ns, name string, clusterSco
 		return nil, fmt.Errorf("%s %q does not decode: %w", kind, name, decodeError(err, kind))
 	}
 	return &t.Spec, nil
-}
-
-// resource implements cluster: the action runs as the workflow's service account
-// (impersonated), so that it may do what that account may do and nothing more — as Argo runs
-// kubectl in a pod of that account.
-func (c *Controller) resource(ctx context.Context, wf *Workflow, sa, action string, obj *unstructured.Unstructured) (string, error) {
-	gvk := obj.GroupVersionKind()
-	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if meta.IsNoMatchError(err) {
-		c.mapper.Reset()
-		m, err = c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	}
-	if err != nil {
-		return "", fmt.Errorf("resource %s: %w", gvk, err)
-	}
-	dyn, err := c.clientAs(wf.Namespace, sa)
-	if err != nil {
-		return "", err
-	}
-	var ri dynamic.ResourceInterface = dyn.Resource(m.Resource)
-	if m.Scope.Name() == meta.RESTScopeNameNamespace {
-		ri = dyn.Resource(m.Resource).Namespace(obj.GetNamespace())
-	} else {
-		obj.SetNamespace("")
-	}
-	what := lower(gvk.Kind) + "/" + obj.GetName()
-	switch action {
-	case "create":
-		out, err := ri.Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager})
-		if err != nil {
-			return "", fmt.Errorf("create %s: %w", what, err)
-		}
-		return "created " + lower(gvk.Kind) + "/" + out.GetName(), nil
-	case "apply":
-		body, err := json.Marshal(obj.Object)
-		if err != nil {
-			return "", err
-		}
-		force := true
-		if _, err := ri.Patch(ctx, obj.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force}); err != nil {
-			return "", fmt.Errorf("apply %s: %w", what, err)
-		}
-		return "applied " + what, nil
-	case "delete":
-		err := ri.Delete(ctx, obj.GetName(), metav1.DeleteOptions{})
-		if apierrors.IsNotFound(err) {
-			return what + " not found: nothing to delete", nil
-		}
-		if err != nil {
-			return "", fmt.Errorf("delete %s: %w", what, err)
-		}
-		return "deleted " + what, nil
-	}
-	return "", fmt.Errorf("resource action %q is not supported", action)
 }
 
 func (c *Controller) clientAs(ns, sa string) (dynamic.Interface, error) {

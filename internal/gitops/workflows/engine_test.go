@@ -11,8 +11,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"github.com/freshet-dev/freshet/internal/gitops/workflows/emissary"
@@ -25,6 +27,7 @@ type fakeCluster struct {
 	order     []string // pod names in creation order
 	templates map[string]*WorkflowSpec
 	resources []string
+	objects   map[string]*unstructured.Unstructured // resource templates' objects, by kind/name
 	repo      *ArtifactRepositoryRefStatus
 	claims    map[string]*corev1.PersistentVolumeClaim
 	limits    map[string]string // every semaphore's ConfigMap data
@@ -83,10 +86,34 @@ func (f *fakeCluster) templateSpec(_ context.Context, _, name string, cluster bo
 	}
 	return nil, fmt.Errorf("not found")
 }
-func (f *fakeCluster) resource(_ context.Context, _ *Workflow, sa, action string, obj *unstructured.Unstructured) (string, error) {
-	s := fmt.Sprintf("%s %s/%s as %s", action, obj.GetKind(), obj.GetName(), sa)
+func (f *fakeCluster) resource(_ context.Context, _ *Workflow, sa string, a *resourceAction) (*unstructured.Unstructured, string, error) {
+	kind, name := a.typ, a.name
+	if a.obj != nil {
+		kind, name = a.obj.GetKind(), a.obj.GetName()
+	}
+	s := fmt.Sprintf("%s %s/%s as %s", a.action, kind, name, sa)
 	f.resources = append(f.resources, s)
-	return s, nil
+	if f.objects == nil {
+		f.objects = map[string]*unstructured.Unstructured{}
+	}
+	key := kind + "/" + name
+	switch a.action {
+	case "delete":
+		delete(f.objects, key)
+		return nil, s, nil
+	case "create", "apply", "replace":
+		f.objects[key] = a.obj.DeepCopy()
+	}
+	if f.objects[key] == nil {
+		return nil, "", apierrors.NewNotFound(schema.GroupResource{Resource: kind}, name)
+	}
+	return f.objects[key].DeepCopy(), s, nil
+}
+func (f *fakeCluster) getResource(_ context.Context, _ *Workflow, _ string, r *NodeResource) (*unstructured.Unstructured, error) {
+	if o := f.objects[r.Kind+"/"+r.Name]; o != nil {
+		return o.DeepCopy(), nil
+	}
+	return nil, apierrors.NewNotFound(schema.GroupResource{Resource: r.Kind}, r.Name)
 }
 
 // run is what a step's pod does: its exit code and what the emissary reports.

@@ -32,9 +32,11 @@ type cluster interface {
 	// templateSpec returns the spec of WorkflowTemplate ns/name, or with clusterScope of
 	// ClusterWorkflowTemplate name.
 	templateSpec(ctx context.Context, ns, name string, clusterScope bool) (*WorkflowSpec, error)
-	// resource carries out a resource template's action on obj as the workflow's service
-	// account, and returns what it did ("created pod/x").
-	resource(ctx context.Context, wf *Workflow, serviceAccount, action string, obj *unstructured.Unstructured) (string, error)
+	// resource carries out a resource template's action as the workflow's service account,
+	// and returns the object it left (nil after a delete) and what it did ("created pod/x").
+	resource(ctx context.Context, wf *Workflow, serviceAccount string, a *resourceAction) (*unstructured.Unstructured, string, error)
+	// getResource reads the object a resource node acted on, as the workflow's service account.
+	getResource(ctx context.Context, wf *Workflow, serviceAccount string, r *NodeResource) (*unstructured.Unstructured, error)
 	// artifactRepository resolves the artifact repository of a Workflow in namespace ns
 	// (artifactRepositoryRef, else the namespace's default, else the runtime's); an error
 	// wrapping errNoRepository or errdefs.ErrInvalid is permanent.
@@ -86,6 +88,8 @@ type podOptions struct {
 	// pullGrace: how long a pod may fail to pull its image or make its container's config;
 	// createTimeout: how long a pod the API server refuses is tried again.
 	pullGrace, createTimeout time.Duration
+	// resourceCheck: how often a resource node reads its object for its conditions.
+	resourceCheck time.Duration
 }
 
 // operation is one reconcile of one Workflow: it walks the template tree from the entrypoint,
@@ -883,53 +887,6 @@ func (o *operation) outputs(n *NodeStatus, t *Template, main *corev1.ContainerSt
 		return nil, msg
 	}
 	return out, msg
-}
-
-func (o *operation) executeResource(inv invocation, t *Template, inputs *Inputs) *NodeStatus {
-	n := o.get(inv.name)
-	if n == nil {
-		var ok bool
-		if n, ok = o.leafStart(inv, NodeTypePod, t.Name); !ok {
-			if n != nil {
-				n.Message = o.stopping
-			}
-			return n
-		}
-		n = o.init(inv, NodeTypePod, NodeRunning, t.Name)
-		n.Inputs = inputs
-	}
-	obj, err := parseManifest(t.Resource.Manifest)
-	if err != nil {
-		o.finish(n, NodeError, "resource.manifest: "+err.Error())
-		return n
-	}
-	u := &unstructured.Unstructured{Object: obj}
-	if u.GetNamespace() == "" {
-		u.SetNamespace(o.wf.Namespace)
-	}
-	if t.Resource.SetOwnerReference {
-		u.SetOwnerReferences(append(u.GetOwnerReferences(), o.ownerRef()))
-	}
-	sa := t.ServiceAccountName
-	if sa == "" {
-		sa = o.spec.ServiceAccountName
-	}
-	if sa == "" {
-		sa = "default"
-	}
-	what, err := o.cl.resource(o.ctx, o.wf, sa, t.Resource.Action, u)
-	if err != nil {
-		o.finish(n, NodeFailed, err.Error())
-		return n
-	}
-	o.finish(n, NodeSucceeded, what)
-	return n
-}
-
-func (o *operation) ownerRef() metav1.OwnerReference {
-	yes := true
-	return metav1.OwnerReference{APIVersion: Group + "/" + Version, Kind: "Workflow", Name: o.wf.Name, UID: o.wf.UID,
-		Controller: &yes, BlockOwnerDeletion: &yes}
 }
 
 func (o *operation) executeSuspend(inv invocation, t *Template, inputs *Inputs) *NodeStatus {

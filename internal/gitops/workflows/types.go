@@ -169,18 +169,19 @@ type ScriptTemplate struct {
 	Source           string `json:"source"`
 }
 
-// ResourceTemplate creates, applies or deletes one Kubernetes object.
+// ResourceTemplate gets, creates, applies, patches, replaces or deletes one Kubernetes object,
+// and may wait for a condition over its fields (resource.go).
 type ResourceTemplate struct {
-	Action            string `json:"action"`
-	Manifest          string `json:"manifest,omitempty"`
-	SetOwnerReference bool   `json:"setOwnerReference,omitempty"`
+	Action            string   `json:"action"`
+	Manifest          string   `json:"manifest,omitempty"`
+	SetOwnerReference bool     `json:"setOwnerReference,omitempty"`
+	SuccessCondition  string   `json:"successCondition,omitempty"`
+	FailureCondition  string   `json:"failureCondition,omitempty"`
+	MergeStrategy     string   `json:"mergeStrategy,omitempty"`
+	Flags             []string `json:"flags,omitempty"`
 
 	// Recognised, not built yet: refused by name.
-	SuccessCondition string          `json:"successCondition,omitempty"`
-	FailureCondition string          `json:"failureCondition,omitempty"`
-	MergeStrategy    string          `json:"mergeStrategy,omitempty"`
-	ManifestFrom     json.RawMessage `json:"manifestFrom,omitempty"`
-	Flags            json.RawMessage `json:"flags,omitempty"`
+	ManifestFrom json.RawMessage `json:"manifestFrom,omitempty"`
 }
 
 // SuspendTemplate holds the workflow for Duration (seconds, or "30s", "5m", "1h"), or until it
@@ -330,10 +331,10 @@ type ValueFrom struct {
 	Default    *AnyString `json:"default,omitempty"`
 	Supplied   *struct{}  `json:"supplied,omitempty"`
 	Expression string     `json:"expression,omitempty"`
+	JSONPath   string     `json:"jsonPath,omitempty"`
+	JQFilter   string     `json:"jqFilter,omitempty"`
 
 	// Recognised, not built yet: refused by name.
-	JSONPath        string          `json:"jsonPath,omitempty"`
-	JQFilter        string          `json:"jqFilter,omitempty"`
 	Event           string          `json:"event,omitempty"`
 	ConfigMapKeyRef json.RawMessage `json:"configMapKeyRef,omitempty"`
 }
@@ -499,6 +500,8 @@ type NodeStatus struct {
 	PodIP         string       `json:"podIP,omitempty"`
 	// SynchronizationStatus names the lock a Pending node waits for.
 	SynchronizationStatus *NodeSynchronizationStatus `json:"synchronizationStatus,omitempty"`
+	// Resource is the object a resource node acted on (Freshet's, resource.go).
+	Resource *NodeResource `json:"resource,omitempty"`
 	// NodeFlag marks an exit handler's or a lifecycle hook's node, as Argo does.
 	NodeFlag *NodeFlag `json:"nodeFlag,omitempty"`
 }

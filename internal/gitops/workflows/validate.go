@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
 )
@@ -139,8 +138,10 @@ func checkParams(ps []Parameter, path string, names map[string]bool) error {
 			return errdefs.Invalid(f+".globalName", p.GlobalName, "must be 1-128 letters, digits, '-' or '_'")
 		}
 		if v := p.ValueFrom; v != nil {
-			for _, u := range []struct{ name, v string }{{"jsonPath", v.JSONPath}, {"jqFilter", v.JQFilter}, {"event", v.Event},
-				{"configMapKeyRef", string(v.ConfigMapKeyRef)}} {
+			if (v.JSONPath != "" || v.JQFilter != "") && !strings.HasSuffix(path, ".outputs.parameters") {
+				return errdefs.Invalid(f+".valueFrom", v.JSONPath+v.JQFilter, "jsonPath and jqFilter are for the output parameters of resource templates only")
+			}
+			for _, u := range []struct{ name, v string }{{"event", v.Event}, {"configMapKeyRef", string(v.ConfigMapKeyRef)}} {
 				if u.v != "" && u.v != "null" {
 					return notYet(f+".valueFrom."+u.name, "parameters valueFrom."+u.name)
 				}
@@ -215,6 +216,10 @@ func validateTemplate(idx map[string]*Template, t *Template, p string, globals, 
 		switch {
 		case v == nil:
 			return errdefs.Invalid(f+".valueFrom", "", "is required for an output parameter")
+		case v.JSONPath != "" || v.JQFilter != "":
+			if err := checkResourceOutput(t, f, v); err != nil {
+				return err
+			}
 		case v.Expression != "" && leaf:
 			return errdefs.Invalid(f+".valueFrom.expression", v.Expression, "is for steps and dag templates only")
 		case v.Expression != "" && v.Parameter != "":
@@ -233,7 +238,7 @@ func validateTemplate(idx map[string]*Template, t *Template, p string, globals, 
 		case v.Parameter != "":
 			return errdefs.Invalid(f+".valueFrom.parameter", v.Parameter, "is for steps and dag templates only")
 		default:
-			return errdefs.Invalid(f+".valueFrom", "", "must give path (container, script), parameter or expression (steps, dag) or supplied (suspend)")
+			return errdefs.Invalid(f+".valueFrom", "", "must give path (container, script), jsonPath or jqFilter (resource), parameter or expression (steps, dag) or supplied (suspend)")
 		}
 	}
 	if err := checkRetry(t.RetryStrategy, p+".retryStrategy"); err != nil {
@@ -245,8 +250,8 @@ func validateTemplate(idx map[string]*Template, t *Template, p string, globals, 
 		}
 	}
 	if t.Timeout != "" && !strings.Contains(t.Timeout, "{{") {
-		if t.Container == nil && t.Script == nil {
-			return errdefs.Invalid(p+".timeout", t.Timeout, "applies to container and script templates only (use activeDeadlineSeconds on the workflow for steps and DAGs)")
+		if t.Container == nil && t.Script == nil && t.Resource == nil {
+			return errdefs.Invalid(p+".timeout", t.Timeout, "applies to container, script and resource templates only (use activeDeadlineSeconds on the workflow for steps and DAGs)")
 		}
 		if _, err := parseDuration(&intstr.IntOrString{Type: intstr.String, StrVal: t.Timeout}); err != nil {
 			return errdefs.Invalid(p+".timeout", t.Timeout, err.Error())
@@ -272,7 +277,7 @@ func validateTemplate(idx map[string]*Template, t *Template, p string, globals, 
 			return errdefs.Invalid(p+".script.source", "", "is required")
 		}
 	case t.Resource != nil:
-		if err := checkResource(t.Resource, p+".resource"); err != nil {
+		if err := checkResource(t, p+".resource"); err != nil {
 			return err
 		}
 	case t.Suspend != nil:
@@ -329,57 +334,6 @@ func checkRetry(r *RetryStrategy, f string) error {
 		}
 	}
 	return nil
-}
-
-func checkResource(r *ResourceTemplate, f string) error {
-	switch r.Action {
-	case "create", "apply", "delete":
-	case "get", "patch", "replace":
-		return notYet(f+".action", "resource action "+r.Action)
-	default:
-		return errdefs.Invalid(f+".action", r.Action, "must be create, apply or delete")
-	}
-	switch {
-	case r.SuccessCondition != "":
-		return notYet(f+".successCondition", "resource success conditions")
-	case r.FailureCondition != "":
-		return notYet(f+".failureCondition", "resource failure conditions")
-	case r.MergeStrategy != "":
-		return notYet(f+".mergeStrategy", "resource merge strategies")
-	case isSet(r.ManifestFrom):
-		return notYet(f+".manifestFrom", "manifests from artifacts")
-	case isSet(r.Flags):
-		return notYet(f+".flags", "kubectl flags")
-	case r.Manifest == "":
-		return errdefs.Invalid(f+".manifest", "", "is required")
-	}
-	if !strings.Contains(r.Manifest, "{{") {
-		if _, err := parseManifest(r.Manifest); err != nil {
-			return errdefs.Invalid(f+".manifest", "", err.Error())
-		}
-	}
-	return nil
-}
-
-// parseManifest reads a resource template's manifest: one object with apiVersion, kind and
-// metadata.name (or generateName, to create).
-func parseManifest(m string) (map[string]any, error) {
-	var obj map[string]any
-	if err := yaml.Unmarshal([]byte(m), &obj); err != nil {
-		return nil, fmt.Errorf("is not one YAML object: %v", err)
-	}
-	av, _ := obj["apiVersion"].(string)
-	kind, _ := obj["kind"].(string)
-	md, _ := obj["metadata"].(map[string]any)
-	name, _ := md["name"].(string)
-	gen, _ := md["generateName"].(string)
-	switch {
-	case av == "" || kind == "":
-		return nil, fmt.Errorf("must have apiVersion and kind")
-	case name == "" && gen == "":
-		return nil, fmt.Errorf("must have metadata.name or metadata.generateName")
-	}
-	return obj, nil
 }
 
 // call is a step or a task: what it runs and with what.

@@ -57,7 +57,7 @@ func TestLint(t *testing.T) {
   templates: [{name: a, timeout: soon, container: {image: x, command: [x]}}]`, "spec.templates[0].timeout", `"soon" is not a duration`},
 		{"timeout on steps", `
   entrypoint: a
-  templates: [{name: a, timeout: 1m, steps: [[{name: b, template: b}]]}, {name: b, container: {image: x, command: [x]}}]`, "spec.templates[0].timeout", "applies to container and script templates only"},
+  templates: [{name: a, timeout: 1m, steps: [[{name: b, template: b}]]}, {name: b, container: {image: x, command: [x]}}]`, "spec.templates[0].timeout", "applies to container, script and resource templates only"},
 		{"cyclic DAG", `
   entrypoint: main
   templates:
@@ -324,10 +324,94 @@ func TestLint(t *testing.T) {
   entrypoint: main
   templates:
   - {name: main, outputs: {parameters: [{name: o, globalName: "a b", valueFrom: {path: /o}}]}, container: {image: x, command: [x]}}`, "spec.templates[0].outputs.parameters[0].globalName", "must be 1-128 letters"},
-		{"resource get refused", `
+		{"resource action unknown", `
   entrypoint: main
   templates:
-  - {name: main, resource: {action: get, manifest: "apiVersion: v1\nkind: Pod\nmetadata: {name: x}"}}`, "spec.templates[0].resource.action", "resource action get"},
+  - {name: main, resource: {action: update, manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}"}}`, "spec.templates[0].resource.action", "must be one of get, create, apply, delete, patch, replace"},
+		{"resource successCondition does not parse", `
+  entrypoint: main
+  templates:
+  - {name: main, resource: {action: create, successCondition: "status.phase in (Failed", manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}"}}`, "spec.templates[0].resource.successCondition", "is not a condition"},
+		{"resource failureCondition bad operator", `
+  entrypoint: main
+  templates:
+  - {name: main, resource: {action: create, failureCondition: "status.phase ~ x", manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}"}}`, "spec.templates[0].resource.failureCondition", "e.g. \"status.succeeded > 0\""},
+		{"resource condition on delete", `
+  entrypoint: main
+  templates:
+  - {name: main, resource: {action: delete, successCondition: "a=b", manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}"}}`, "spec.templates[0].resource.successCondition", "not supported for the delete action"},
+		{"resource mergeStrategy unknown", `
+  entrypoint: main
+  templates:
+  - {name: main, resource: {action: patch, mergeStrategy: yaml, manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}"}}`, "spec.templates[0].resource.mergeStrategy", "must be strategic, merge or json"},
+		{"resource mergeStrategy not a patch", `
+  entrypoint: main
+  templates:
+  - {name: main, resource: {action: create, mergeStrategy: merge, manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}"}}`, "spec.templates[0].resource.mergeStrategy", "is for the patch action only"},
+		{"resource json patch not a list", `
+  entrypoint: main
+  templates:
+  - {name: main, resource: {action: patch, mergeStrategy: json, flags: [configmap, x], manifest: "data: {a: b}"}}`, "spec.templates[0].resource.manifest", "must be a list of JSON patch operations"},
+		{"resource json patch bad op", `
+  entrypoint: main
+  templates:
+  - {name: main, resource: {action: patch, mergeStrategy: json, flags: [configmap, x], manifest: "[{op: frob, path: /data}]"}}`, "spec.templates[0].resource.manifest", "operation 0 must have op"},
+		{"resource json patch without target", `
+  entrypoint: main
+  templates:
+  - {name: main, resource: {action: patch, mergeStrategy: json, manifest: "[{op: remove, path: /data}]"}}`, "spec.templates[0].resource.flags", "are required for a json patch"},
+		{"resource merge patch a list", `
+  entrypoint: main
+  templates:
+  - {name: main, resource: {action: patch, mergeStrategy: merge, flags: [configmap/x], manifest: "[{op: remove, path: /data}]"}}`, "spec.templates[0].resource.manifest", "must be one object for mergeStrategy merge"},
+		{"resource flags other", `
+  entrypoint: main
+  templates:
+  - {name: main, resource: {action: get, flags: [configmap, x, --output=yaml]}}`, "spec.templates[0].resource.flags", "TYPE NAME or TYPE/NAME"},
+		{"resource flags on create", `
+  entrypoint: main
+  templates:
+  - {name: main, resource: {action: create, flags: [--validate=false], manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}"}}`, "spec.templates[0].resource.flags", "not supported for the create action"},
+		{"resource flags and manifest on get", `
+  entrypoint: main
+  templates:
+  - {name: main, resource: {action: get, flags: [configmap, x], manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}"}}`, "spec.templates[0].resource.flags", "not both"},
+		{"resource no manifest", `
+  entrypoint: main
+  templates:
+  - {name: main, resource: {action: create}}`, "spec.templates[0].resource.manifest", "is required"},
+		{"resource get generateName", `
+  entrypoint: main
+  templates:
+  - {name: main, resource: {action: get, manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: {generateName: x-}"}}`, "spec.templates[0].resource.manifest", "must have metadata.name for the get action"},
+		{"resource manifestFrom", `
+  entrypoint: main
+  templates:
+  - {name: main, resource: {action: create, manifestFrom: {artifact: {name: m}}}}`, "spec.templates[0].resource.manifestFrom", "is not supported yet"},
+		{"jsonPath bad", `
+  entrypoint: main
+  templates:
+  - {name: main, outputs: {parameters: [{name: o, valueFrom: {jsonPath: "{.metadata.name"}}]}, resource: {action: get, manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}"}}`, "spec.templates[0].outputs.parameters[0].valueFrom.jsonPath", "is not a JSONPath template"},
+		{"jqFilter bad", `
+  entrypoint: main
+  templates:
+  - {name: main, outputs: {parameters: [{name: o, valueFrom: {jqFilter: ".data | "}}]}, resource: {action: get, manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}"}}`, "spec.templates[0].outputs.parameters[0].valueFrom.jqFilter", "is not a jq filter"},
+		{"jqFilter and jsonPath", `
+  entrypoint: main
+  templates:
+  - {name: main, outputs: {parameters: [{name: o, valueFrom: {jqFilter: ".data", jsonPath: "{.data}"}}]}, resource: {action: get, manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}"}}`, "spec.templates[0].outputs.parameters[0].valueFrom.jqFilter", "cannot be given with valueFrom.jsonPath"},
+		{"jsonPath on a container", `
+  entrypoint: main
+  templates:
+  - {name: main, outputs: {parameters: [{name: o, valueFrom: {jsonPath: "{.a}"}}]}, container: {image: x, command: [x]}}`, "spec.templates[0].outputs.parameters[0].valueFrom.jsonPath", "is for resource templates only"},
+		{"jsonPath on delete", `
+  entrypoint: main
+  templates:
+  - {name: main, outputs: {parameters: [{name: o, valueFrom: {jsonPath: "{.a}"}}]}, resource: {action: delete, manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}"}}`, "spec.templates[0].outputs.parameters[0].valueFrom.jsonPath", "not supported for the delete action"},
+		{"jqFilter on an input", `
+  entrypoint: main
+  templates:
+  - {name: main, inputs: {parameters: [{name: i, valueFrom: {jqFilter: ".a"}}]}, resource: {action: get, manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}"}}`, "spec.templates[0].inputs.parameters[0].valueFrom", "for the output parameters of resource templates only"},
 		{"resource manifest", `
   entrypoint: main
   templates:
@@ -355,6 +439,110 @@ func TestLint(t *testing.T) {
 
 func TestLintAcceptsArgoExamples(t *testing.T) {
 	for name, y := range map[string]string{
+		"k8s-jobs (resource conditions and outputs)": `
+  entrypoint: rand-num
+  templates:
+  - name: rand-num
+    resource:
+      action: create
+      successCondition: status.succeeded > 2
+      failureCondition: status.failed > 1
+      setOwnerReference: true
+      manifest: |
+        apiVersion: batch/v1
+        kind: Job
+        metadata:
+          generateName: rand-num-
+        spec:
+          completions: 3
+          template:
+            spec:
+              containers: [{name: rand, image: python:alpine3.23, command: [python, -c, "print(1)"]}]
+              restartPolicy: Never
+    outputs:
+      parameters:
+      - {name: job-name, valueFrom: {jsonPath: '{.metadata.name}'}}
+      - {name: job-obj, valueFrom: {jqFilter: '.'}}`,
+		"k8s-wait-wf": `
+  entrypoint: k8s-wait-wf
+  templates:
+  - name: k8s-wait-wf
+    steps:
+    - - {name: create-wf, template: create-wf}
+    - - name: wait-wf
+        template: wait-wf
+        arguments: {parameters: [{name: wf-name, value: '{{steps.create-wf.outputs.parameters.wf-name}}'}]}
+  - name: create-wf
+    resource:
+      action: create
+      manifest: |
+        apiVersion: argoproj.io/v1alpha1
+        kind: Workflow
+        metadata:
+          generateName: sleep-
+        spec:
+          entrypoint: sleep
+          templates:
+          - name: sleep
+            container: {image: alpine:3.23, command: [sleep, "20"]}
+    outputs:
+      parameters:
+      - {name: wf-name, valueFrom: {jsonPath: '{.metadata.name}'}}
+  - name: wait-wf
+    inputs: {parameters: [{name: wf-name}]}
+    resource:
+      action: get
+      successCondition: status.phase == Succeeded
+      failureCondition: status.phase in (Failed, Error)
+      manifest: |
+        apiVersion: argoproj.io/v1alpha1
+        kind: Workflow
+        metadata:
+          name: {{inputs.parameters.wf-name}}`,
+		"k8s-patch-json-pod, k8s-patch-merge-pod, k8s-patch-pod": `
+  entrypoint: main
+  templates:
+  - name: main
+    steps: [[{name: json, template: json}, {name: merge, template: merge}, {name: strategic, template: strategic}]]
+  - name: json
+    resource:
+      action: patch
+      mergeStrategy: json
+      flags: [pod, "{{pod.name}}"]
+      manifest: |
+        - op: add
+          path: /metadata/annotations/foo
+          value: bar
+  - name: merge
+    resource:
+      action: patch
+      mergeStrategy: merge
+      flags: [pod, "{{pod.name}}"]
+      manifest: |
+        metadata:
+          annotations:
+            foo: bar
+  - name: strategic
+    resource:
+      action: patch
+      manifest: |
+        apiVersion: v1
+        kind: Pod
+        metadata:
+          name: {{pod.name}}
+          annotations:
+            foo: bar`,
+		"resource-delete-with-flags": `
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - {name: delete-resource, template: delete-resource, arguments: {parameters: [{name: selector, value: cleanup=true}]}}
+  - name: delete-resource
+    inputs: {parameters: [{name: selector}]}
+    resource:
+      action: delete
+      flags: [configmap, --selector, "{{inputs.parameters.selector}}"]`,
 		"coinflip": `
   entrypoint: coinflip
   templates:
