@@ -82,7 +82,9 @@ func rebuildAccount(ctx context.Context, w writer, accountID string, o RebuildOp
 			return n, err
 		}
 		// A batch at a time: its commits' images in one read, its records in one delete and
-		// insert per 500.
+		// insert per 500 (after a reset, in one insert per 500: there is nothing to replace,
+		// and the planner, whose statistics predate this transaction's rows, would scan the
+		// table for each delete).
 		ds := make([]store.Deployment, 0, len(syncs))
 		shas := make([]string, 0, len(syncs))
 		for _, s := range syncs {
@@ -101,7 +103,11 @@ func rebuildAccount(ctx context.Context, w writer, accountID string, o RebuildOp
 				return n, err
 			}
 		}
-		if err := w.ReplaceDeployments(ctx, ds); err != nil {
+		put := w.ReplaceDeployments
+		if o.Reset {
+			put = w.InsertDeployments
+		}
+		if err := put(ctx, ds); err != nil {
 			return n, err
 		}
 		n += len(ds)

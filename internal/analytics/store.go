@@ -45,6 +45,7 @@ type writer interface {
 	AnalyticsSyncs(ctx context.Context, accountID, after string, limit int) ([]store.AnalyticsSync, error)
 	DeleteDeployments(ctx context.Context, accountID string) error
 	ReplaceDeployments(ctx context.Context, ds []store.Deployment) error
+	InsertDeployments(ctx context.Context, ds []store.Deployment) error
 }
 
 var _ writer = (*store.Tx)(nil)

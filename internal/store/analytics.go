@@ -707,15 +707,21 @@ type AnalyticsSync struct {
 	DestNamespace                 string
 }
 
+// analyticsSyncsQuery reads a page of recorded syncs in ID order. The CROSS JOIN makes SQLite
+// walk application_syncs by its primary key from the page's start (its planner otherwise
+// starts from the account's runtimes, reads every sync of each and sorts them all: a rebuild of
+// 1,000,000 syncs read 10⁹ rows); PostgreSQL plans it as the inner join it is.
+const analyticsSyncsQuery = `SELECT s.id, s.account_id, s.runtime_id, s.app, s.sync_id, s.revision, s.phase, s.message, s.initiated_by,
+		s.commit_author, s.commit_message, s.commit_time, s.started_at, s.finished_at, s.detail, r.name,
+		COALESCE(a.project, ''), COALESCE(a.dest_server, ''), COALESCE(a.dest_name, ''), COALESCE(a.dest_namespace, '')
+		FROM application_syncs s CROSS JOIN runtimes r
+		LEFT JOIN applications a ON a.account_id = s.account_id AND a.runtime_id = s.runtime_id AND a.name = s.app
+		WHERE r.id = s.runtime_id AND r.account_id = s.account_id AND s.account_id = ? AND s.id > ? ORDER BY s.id LIMIT ?`
+
 // AnalyticsSyncs returns up to limit of account's recorded syncs with IDs after after, in ID
 // order.
 func (q *Queries) AnalyticsSyncs(ctx context.Context, accountID, after string, limit int) ([]AnalyticsSync, error) {
-	rows, err := q.query(ctx, `SELECT s.id, s.account_id, s.runtime_id, s.app, s.sync_id, s.revision, s.phase, s.message, s.initiated_by,
-		s.commit_author, s.commit_message, s.commit_time, s.started_at, s.finished_at, s.detail, r.name,
-		COALESCE(a.project, ''), COALESCE(a.dest_server, ''), COALESCE(a.dest_name, ''), COALESCE(a.dest_namespace, '')
-		FROM application_syncs s JOIN runtimes r ON r.id = s.runtime_id AND r.account_id = s.account_id
-		LEFT JOIN applications a ON a.account_id = s.account_id AND a.runtime_id = s.runtime_id AND a.name = s.app
-		WHERE s.account_id = ? AND s.id > ? ORDER BY s.id LIMIT ?`, accountID, after, limit)
+	rows, err := q.query(ctx, analyticsSyncsQuery, accountID, after, limit)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,9 @@ func OpenUnmigrated(ctx context.Context, dsn string) (*DB, error) { return open(
 // MigrateFS applies the migrations in fsys.
 func (db *DB) MigrateFS(ctx context.Context, fsys fs.FS) error { return db.migrateFS(ctx, fsys) }
 
+// AnalyticsSyncsQuery exposes the statement AnalyticsSyncs runs, for its plan test.
+const AnalyticsSyncsQuery = analyticsSyncsQuery
+
 // SplitStatements exposes splitStatements.
 var SplitStatements = splitStatements
 
