@@ -142,8 +142,8 @@ func evalJSONPath(tmpl string, obj map[string]any) (out string, err error) {
 	return b.String(), nil
 }
 
-// parseJQ reads an output parameter's valueFrom.jqFilter. The filter runs in the controller:
-// it sees no environment ($ENV and env are empty) and may import no modules.
+// parseJQ reads an output parameter's valueFrom.jqFilter. The filter runs in a child process of
+// the controller: it sees no environment ($ENV and env are empty) and may import no modules.
 func parseJQ(s string) (*gojq.Code, error) {
 	q, err := gojq.Parse(s)
 	if err != nil {
@@ -157,26 +157,31 @@ func parseJQ(s string) (*gojq.Code, error) {
 }
 
 // evalJQ runs a jq filter over obj as Argo does: each result on its own line, a string as it
-// is and anything else as JSON, the whole trimmed of surrounding space.
-func evalJQ(ctx context.Context, filter string, obj map[string]any) (out string, err error) {
-	code, err := parseJQ(filter)
-	if err != nil {
+// is and anything else as JSON, the whole trimmed of surrounding space. The filter runs in a
+// child process (jqchild.go): bounded in time, output and memory.
+func evalJQ(ctx context.Context, filter string, obj map[string]any) (string, error) {
+	if _, err := parseJQ(filter); err != nil {
 		return "", err
 	}
-	defer func() { // as for JSONPath: never a crash of the controller
-		if r := recover(); r != nil {
-			out, err = "", fmt.Errorf("does not evaluate: %v", r)
-		}
-	}()
-	// gojq wants plain JSON values: numbers as float64 or int, not int64.
 	data, err := json.Marshal(obj)
 	if err != nil {
 		return "", err
 	}
-	var v any
-	if err := json.Unmarshal(data, &v); err != nil {
+	return evalJQInChild(ctx, filter, data)
+}
+
+// runJQ evaluates a jq filter over v (plain JSON values), at most jqTimeout and maxOutputBytes:
+// the child process's work.
+func runJQ(ctx context.Context, filter string, v any) (out string, err error) {
+	code, err := parseJQ(filter)
+	if err != nil {
 		return "", err
 	}
+	defer func() { // as for JSONPath: an error of the filter, never a crash
+		if r := recover(); r != nil {
+			out, err = "", fmt.Errorf("does not evaluate: %v", r)
+		}
+	}()
 	ctx, cancel := context.WithTimeout(ctx, jqTimeout)
 	defer cancel()
 	var b limitedBuffer

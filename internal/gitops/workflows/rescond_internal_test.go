@@ -113,6 +113,8 @@ func TestResourceOutputs(t *testing.T) {
 		"error(\"no\")":            "no",
 		"range(100000) | tostring": "makes more than 256 KiB",
 		"last(repeat(1))":          "ran longer than 2s",
+		// Memory without bound ends the filter's process, not the controller (jqchild.go).
+		`"x" * 1e9 | length`: "needs more than 512 MiB",
 	} {
 		start := time.Now()
 		if _, err := evalJQ(ctx, filter, obj); err == nil || !strings.Contains(err.Error(), want) {
