@@ -2040,6 +2040,7 @@ describe('web UI', () => {
     const checkout = page.getByTestId('product-patterns-checkout');
     await checkout.waitFor();
     expect(await checkout.textContent()).toBe('checkout-*cart-*');
+    await shot('products-defined');
     await page.getByTestId('product-edit-checkout').click();
     const productEdit = page.getByRole('dialog', { name: 'Edit product checkout' });
     await productEdit.waitFor();

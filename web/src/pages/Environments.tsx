@@ -330,7 +330,7 @@ function EnvironmentsSection({ admin, adding, onAdded, onChanged }: { admin: boo
     onChanged();
   };
   return (
-    <section data-testid="environments-section" data-ready={list.data ? 'true' : undefined}>
+    <section data-testid="environments-section" data-ready={list.data ? 'true' : undefined} style={{ marginBottom: '1.5rem' }}>
       <h2>Promotion order</h2>
       <Flash text={done} onDone={() => setDone(undefined)} />
       {list.error !== undefined ? (
@@ -396,7 +396,7 @@ export default function Environments() {
           )
         }
       />
-      <p className="muted">
+      <p className="muted inline-links">
         What each product runs in each environment, and what promoting it would change. Applications join a product by the <code>codefresh.io/product</code> annotation
         or a product's name patterns (<Link to="/products">Products</Link>); an application is in the first environment, in order, one of whose targets matches it.
       </p>
