@@ -145,6 +145,13 @@ func (c *Client) CreateProduct(ctx context.Context, r CreateProductRequest) (Pro
 	return out, err
 }
 
+// UpdateProduct replaces a product definition's patterns (r.Name names it).
+func (c *Client) UpdateProduct(ctx context.Context, r CreateProductRequest) (Product, error) {
+	var out Product
+	err := c.do(ctx, http.MethodPut, "/api/v1/products/"+url.PathEscape(r.Name), nil, r, &out)
+	return out, err
+}
+
 // ListProducts lists the account's products: defined ones and those annotations name.
 func (c *Client) ListProducts(ctx context.Context) (List[Product], error) {
 	var out List[Product]

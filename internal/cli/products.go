@@ -131,8 +131,8 @@ func (a *app) productCommand() *cobra.Command {
 		Short: "Products: applications grouped by the codefresh.io/product annotation or name globs, across environments (docs/products.md)"}
 	var in client.CreateProductRequest
 	var output string
-	create := &cobra.Command{Use: "create NAME [--pattern GLOB ...]", Short: "Define a product with application-name globs", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	put := func(update bool) func(cmd *cobra.Command, args []string) error {
+		return func(cmd *cobra.Command, args []string) error {
 			if err := checkOutput(output); err != nil {
 				return usageError("%v", err)
 			}
@@ -141,14 +141,23 @@ func (a *app) productCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			p, err := c.CreateProduct(cmd.Context(), in)
+			do := c.CreateProduct
+			if update {
+				do = c.UpdateProduct
+			}
+			p, err := do(cmd.Context(), in)
 			if err != nil {
 				return err
 			}
 			return printData(a.stdout, output, p, func(tw *tabwriter.Writer) { printProducts(tw, []client.Product{p}) })
-		}}
-	create.Flags().StringArrayVar(&in.Patterns, "pattern", nil, "an application-name glob (repeatable): shop-*")
-	addOutputFlag(create, &output)
+		}
+	}
+	create := &cobra.Command{Use: "create NAME [--pattern GLOB ...]", Short: "Define a product with application-name globs", Args: cobra.ExactArgs(1), RunE: put(false)}
+	update := &cobra.Command{Use: "update NAME [--pattern GLOB ...]", Short: "Replace a product definition's application-name globs", Args: cobra.ExactArgs(1), RunE: put(true)}
+	for _, c := range []*cobra.Command{create, update} {
+		c.Flags().StringArrayVar(&in.Patterns, "pattern", nil, "an application-name glob (repeatable): shop-*")
+		addOutputFlag(c, &output)
+	}
 	list := listCommand(a, "List products: defined ones and those annotations name", func(ctx context.Context, c *client.Client) ([]client.Product, error) {
 		r, err := c.ListProducts(ctx)
 		return r.Items, err
@@ -171,7 +180,7 @@ func (a *app) productCommand() *cobra.Command {
 		}}
 	addOutputFlag(get, &getOutput)
 	del := deleteCommand(a, "delete NAME", "Remove a product definition (annotations keep naming it)", (*client.Client).DeleteProduct)
-	cmd.AddCommand(create, list, get, del)
+	cmd.AddCommand(create, update, list, get, del)
 	return cmd
 }
 

@@ -75,6 +75,15 @@ func TestProductCommands(t *testing.T) {
 	if code, _, errOut := run("environment", "create", "bad", "--target", "zone=x"); code == 0 || !strings.Contains(errOut, "runtime, cluster or namespace") {
 		t.Fatalf("bad target: %d %s", code, errOut)
 	}
+	if code, out, errOut := run("product", "update", "web", "--pattern", "web-*", "--pattern", "site-*"); code != 0 || !strings.Contains(out, "web-* site-*") {
+		t.Fatalf("product update: %d %s %s", code, out, errOut)
+	}
+	if code, out, _ := run("product", "list"); code != 0 || !strings.Contains(out, "web-* site-*") {
+		t.Fatalf("product list after the update: %d %s", code, out)
+	}
+	if code, _, errOut := run("product", "update", "web", "--pattern", "[x"); code == 0 || !strings.Contains(errOut, "patterns[0]") {
+		t.Fatalf("bad pattern on update: %d %s", code, errOut)
+	}
 	if code, _, errOut := run("product", "delete", "web"); code != 0 {
 		t.Fatalf("product delete: %d %s", code, errOut)
 	}

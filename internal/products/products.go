@@ -350,6 +350,42 @@ func (s *Service) CreateProduct(ctx context.Context, p rbac.Principal, pr Produc
 	return Product{Name: pr.Name, Patterns: pr.Patterns, CreatedAt: row.CreatedAt, Defined: true}, nil
 }
 
+// UpdateProduct replaces the patterns of p's account's product definition pr.Name; a product
+// that only annotations name has no definition to replace (errdefs.ErrNotFound).
+func (s *Service) UpdateProduct(ctx context.Context, p rbac.Principal, pr Product) (_ Product, err error) {
+	ae := audit.Start(ctx, p, "product.update", "product", pr.Name)
+	defer func() { s.finish(ctx, ae, err) }()
+	if err := rbac.Allow(p, rbac.ManagePolicy); err != nil {
+		return Product{}, err
+	}
+	if err := ValidateProduct(pr); err != nil {
+		return Product{}, err
+	}
+	if pr.Patterns == nil {
+		pr.Patterns = []string{}
+	}
+	ae.Detail("%s", strings.Join(pr.Patterns, " "))
+	err = s.db.Tx(ctx, func(tx *store.Tx) error {
+		if err := tx.UpdateProduct(ctx, store.Product{AccountID: p.AccountID, Name: pr.Name, Patterns: encodeJSON(pr.Patterns)}); err != nil {
+			return err
+		}
+		return ae.Commit(ctx, tx)
+	})
+	if err != nil {
+		return Product{}, fmt.Errorf("product %s: %w", pr.Name, err)
+	}
+	defs, err := s.definitions(ctx, p.AccountID)
+	if err != nil {
+		return Product{}, err
+	}
+	for _, d := range defs {
+		if d.Name == pr.Name {
+			return d, nil
+		}
+	}
+	return Product{}, fmt.Errorf("product %s: %w", pr.Name, errdefs.ErrNotFound)
+}
+
 // DeleteProduct removes p's account's product definition name (annotations keep naming it).
 func (s *Service) DeleteProduct(ctx context.Context, p rbac.Principal, name string) (err error) {
 	ae := audit.Start(ctx, p, "product.delete", "product", name)

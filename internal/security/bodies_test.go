@@ -57,6 +57,7 @@ var laxBase = map[string]string{
 	"POST /api/v1/environments":                  `{"name":"lax-env","kind":"prod","order":1,"targets":[{"runtime":"lax-rt","cluster":"lax","namespace":"lax-*"}]}`,
 	"PUT /api/v1/environments/{name}":            `{"kind":"prod","order":2,"targets":[{"cluster":"lax"}]}`,
 	"POST /api/v1/products":                      `{"name":"lax-product","patterns":["lax-*"]}`,
+	"PUT /api/v1/products/{name}":                `{"patterns":["lax-*","lax2-*"]}`,
 	"POST /api/v1/hub/sources":                   `{"name":"lax-hub","url":"https://lax.example/hub.git","revision":"main","path":"workflows"}`,
 	"POST /api/v1/hub/templates/{name}/use":      `{"version":"0.1.0","runtime":"lax-rt","gitSource":"lax-gs","name":"lax-t","dir":"lax","namespace":"lax","upsert":true}`,
 	"POST /api/v1/notifications/channels":        `{"name":"lax-channel","kind":"webhook","url":"https://lax-hook.example/in","secret":"lax-secret"}`,
@@ -266,6 +267,10 @@ func laxFixtures(t *testing.T, tn *tenants) map[string]string {
 	}
 	// PUT /api/v1/environments/{name} replaces an environment of that name.
 	if _, err := b.CreateEnvironment(ctx, client.EnvironmentRequest{Name: "b-context", Kind: "non-prod", Targets: []client.EnvironmentTarget{{Cluster: "b"}}}); err != nil {
+		t.Fatal(err)
+	}
+	// PUT /api/v1/products/{name} replaces a product definition of that name.
+	if _, err := b.CreateProduct(ctx, client.CreateProductRequest{Name: "b-context", Patterns: []string{"b-*"}}); err != nil {
 		t.Fatal(err)
 	}
 	rn, err := b.RegisterRunner(ctx, client.RegisterRunnerRequest{Name: "b-runner"})

@@ -894,6 +894,11 @@ func init() {
 			expect(t, "reading the product A's application names", st2, 404)
 			return st, out + out2
 		},
+		"PUT /api/v1/products/{name}": func(t *testing.T, tn *tenants) (int, string) {
+			st, out := raw(t, tn, "PUT", "/api/v1/products/"+aProduct, tn.bKey, `{"patterns":["b-*"]}`)
+			expect(t, "replacing A's product", st, 404)
+			return st, out
+		},
 		"DELETE /api/v1/products/{name}": func(t *testing.T, tn *tenants) (int, string) {
 			st, out := raw(t, tn, "DELETE", "/api/v1/products/"+aProduct, tn.bKey, "")
 			expect(t, "deleting A's product", st, 404)

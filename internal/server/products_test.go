@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -205,6 +206,23 @@ func TestProductsEnvironmentsView(t *testing.T) {
 			}
 			if err := s.Admin.DeleteEnvironment(ctx, "staging"); err != nil {
 				t.Fatal(err)
+			}
+			// Replacing a definition's patterns: bad ones are refused naming the field; a product
+			// only annotations name (billing) has no definition to replace.
+			if _, err := s.Admin.UpdateProduct(ctx, client.CreateProductRequest{Name: "shop", Patterns: []string{"shop-*", "[x"}}); !invalidField(err, "patterns[1]") {
+				t.Errorf("bad product glob on update: %v", err)
+			}
+			if p, err := s.Admin.UpdateProduct(ctx, client.CreateProductRequest{Name: "shop", Patterns: []string{"shop-prod-*", "shop-web"}}); err != nil ||
+				!p.Defined || strings.Join(p.Patterns, " ") != "shop-prod-* shop-web" {
+				t.Fatalf("updated shop: %+v, %v", p, err)
+			}
+			if ps, err := s.Admin.ListProducts(ctx); err != nil || !slices.ContainsFunc(ps.Items, func(p client.Product) bool {
+				return p.Name == "shop" && strings.Join(p.Patterns, " ") == "shop-prod-* shop-web"
+			}) {
+				t.Fatalf("products after the update: %+v, %v", ps, err)
+			}
+			if _, err := s.Admin.UpdateProduct(ctx, client.CreateProductRequest{Name: "billing", Patterns: []string{"billing-*"}}); !hasStatus(err, http.StatusNotFound) {
+				t.Errorf("replacing a product only an annotation names: %v", err)
 			}
 			if err := s.Admin.DeleteProduct(ctx, "shop"); err != nil {
 				t.Fatal(err)

@@ -120,6 +120,16 @@ func (q *Queries) ListProducts(ctx context.Context, accountID string) ([]Product
 	return out, rows.Err()
 }
 
+// UpdateProduct replaces the patterns of account's product definition p.Name; none is
+// errdefs.ErrNotFound.
+func (q *Queries) UpdateProduct(ctx context.Context, p Product) error {
+	res, err := q.exec(ctx, `UPDATE products SET patterns = ? WHERE account_id = ? AND name = ?`, p.Patterns, p.AccountID, p.Name)
+	if err != nil {
+		return err
+	}
+	return affected(res, "product", p.Name)
+}
+
 // DeleteProduct deletes account's product definition name; none is errdefs.ErrNotFound.
 func (q *Queries) DeleteProduct(ctx context.Context, accountID, name string) error {
 	res, err := q.exec(ctx, `DELETE FROM products WHERE account_id = ? AND name = ?`, accountID, name)

@@ -1967,6 +1967,95 @@ describe('web UI', () => {
     await visit('/products', 'products');
     expect(await page.getByTestId('product-pay').textContent()).toContain('pay-api');
     await shot('products');
+    // pay exists only by annotation: it has no definition to edit or delete.
+    expect(await page.getByTestId('product-edit-pay').count()).toBe(0);
+    expect(await page.getByTestId('product-delete-pay').count()).toBe(0);
+
+    // Environments through the forms: add staging before production, a bad glob is refused at
+    // its target row with the dialog still open, then edit it and delete it.
+    await visit('/environments', 'environments');
+    await page.locator('[data-testid="environments-section"][data-ready="true"]').waitFor();
+    await page.getByTestId('environment-production').waitFor();
+    await page.getByTestId('environment-add').click();
+    const envDialog = page.getByRole('dialog', { name: 'Add environment' });
+    await envDialog.waitFor();
+    await page.getByTestId('environment-name').fill('staging');
+    await page.getByTestId('environment-order').fill('1');
+    await page.getByTestId('environment-target-0-runtime').fill(DELIVERY_RUNTIME);
+    await page.getByTestId('environment-target-0-cluster').fill('staging-*');
+    await page.getByTestId('environment-target-add').click();
+    await page.getByTestId('environment-target-1-namespace').fill('[a-');
+    await envDialog.getByRole('button', { name: 'Add environment' }).click();
+    const targetError = page.getByTestId('environment-target-1-error');
+    await targetError.waitFor();
+    expect(await targetError.textContent()).toContain('targets[1].namespace');
+    expect(await page.getByTestId('environment-target-1-namespace').getAttribute('aria-invalid')).toBe('true');
+    expect(await envDialog.isVisible()).toBe(true);
+    await shot('environment-form-error');
+    await page.getByTestId('environment-target-1-remove').click();
+    await envDialog.getByRole('button', { name: 'Add environment' }).click();
+    await envDialog.waitFor({ state: 'hidden' });
+    const stagingRow = page.getByTestId('environment-staging');
+    await stagingRow.waitFor();
+    expect(await stagingRow.textContent()).toContain(`${DELIVERY_RUNTIME}/staging-*/*`);
+    const envRows = page.getByTestId('environments-table').locator('tbody tr');
+    expect(await envRows.evaluateAll((rs) => rs.map((r) => r.getAttribute('data-testid')))).toEqual(['environment-staging', 'environment-production']);
+    // Edit: the name is read-only; prod, after production in the promotion order.
+    await page.getByTestId('environment-edit-staging').click();
+    const editDialog = page.getByRole('dialog', { name: 'Edit environment staging' });
+    await editDialog.waitFor();
+    expect(await page.getByTestId('environment-name').getAttribute('readonly')).not.toBeNull();
+    expect(await page.getByTestId('environment-target-0-cluster').inputValue()).toBe('staging-*');
+    await page.getByTestId('environment-kind').selectOption('prod');
+    await page.getByTestId('environment-order').fill('3');
+    await editDialog.getByRole('button', { name: 'Save environment' }).click();
+    await editDialog.waitFor({ state: 'hidden' });
+    await expect
+      .poll(() => envRows.evaluateAll((rs) => rs.map((r) => r.getAttribute('data-testid'))))
+      .toEqual(['environment-production', 'environment-staging']);
+    expect(await stagingRow.textContent()).toMatch(/^3staging\s*prod/);
+    await shot('environments-list');
+    await page.getByTestId('environment-delete-staging').getByRole('button').click();
+    const envConfirm = page.getByRole('dialog', { name: 'Delete environment' });
+    await envConfirm.getByRole('button', { name: 'Delete environment' }).click();
+    await envConfirm.waitFor({ state: 'hidden' });
+    await stagingRow.waitFor({ state: 'detached' });
+    expect(await page.getByTestId('environment-production').isVisible()).toBe(true);
+
+    // A product definition through the forms: a bad pattern is refused at the patterns with the
+    // dialog open; then it is listed with its patterns, edited and deleted.
+    await visit('/products', 'products');
+    await page.getByTestId('product-add').click();
+    const productDialog = page.getByRole('dialog', { name: 'Add product' });
+    await productDialog.waitFor();
+    await page.getByTestId('product-name').fill('checkout');
+    await page.getByTestId('product-patterns').fill('checkout-*\n[x');
+    await productDialog.getByRole('button', { name: 'Add product' }).click();
+    await expect.poll(() => page.getByTestId('product-patterns').getAttribute('aria-invalid')).toBe('true');
+    expect(await page.getByTestId('product-form').textContent()).toContain('patterns[1]: "[x"');
+    expect(await productDialog.isVisible()).toBe(true);
+    await page.getByTestId('product-patterns').fill('checkout-*\ncart-*');
+    await productDialog.getByRole('button', { name: 'Add product' }).click();
+    await productDialog.waitFor({ state: 'hidden' });
+    const checkout = page.getByTestId('product-patterns-checkout');
+    await checkout.waitFor();
+    expect(await checkout.textContent()).toBe('checkout-*cart-*');
+    await shot('products-defined');
+    await page.getByTestId('product-edit-checkout').click();
+    const productEdit = page.getByRole('dialog', { name: 'Edit product checkout' });
+    await productEdit.waitFor();
+    expect(await page.getByTestId('product-name').getAttribute('readonly')).not.toBeNull();
+    expect(await page.getByTestId('product-patterns').inputValue()).toBe('checkout-*\ncart-*');
+    await page.getByTestId('product-patterns').fill('checkout-*');
+    await productEdit.getByRole('button', { name: 'Save product' }).click();
+    await productEdit.waitFor({ state: 'hidden' });
+    await expect.poll(() => checkout.textContent()).toBe('checkout-*');
+    await page.getByTestId('product-delete-checkout').getByRole('button').click();
+    const productConfirm = page.getByRole('dialog', { name: 'Delete product' });
+    await productConfirm.getByRole('button', { name: 'Delete product' }).click();
+    await productConfirm.waitFor({ state: 'hidden' });
+    await page.getByTestId('product-checkout').waitFor({ state: 'detached' });
+    expect(await page.getByTestId('product-pay').isVisible()).toBe(true);
   });
 
   it('puts the navigation in a drawer on a narrow screen: a button opens it, Tab stays inside, Escape or a link closes it', async () => {

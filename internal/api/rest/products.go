@@ -104,6 +104,19 @@ func (a *API) createProduct(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+func (a *API) updateProduct(w http.ResponseWriter, r *http.Request) error {
+	var in client.CreateProductRequest
+	if err := httpx.DecodeJSON(r, &in); err != nil {
+		return err
+	}
+	p, err := a.products.UpdateProduct(r.Context(), principal(r), products.Product{Name: r.PathValue("name"), Patterns: in.Patterns})
+	if err != nil {
+		return err
+	}
+	httpx.WriteJSON(w, http.StatusOK, toProduct(p))
+	return nil
+}
+
 func (a *API) listProducts(w http.ResponseWriter, r *http.Request) error {
 	ps, err := a.products.ListProducts(r.Context(), principal(r))
 	if err != nil {

@@ -194,6 +194,7 @@ func (a *API) Routes() []Route {
 		{Method: "GET", Path: "/api/v1/products", Handler: a.listProducts},
 		{Method: "POST", Path: "/api/v1/products", Handler: a.createProduct},
 		{Method: "GET", Path: "/api/v1/products/{name}", Handler: a.getProduct},
+		{Method: "PUT", Path: "/api/v1/products/{name}", Handler: a.updateProduct},
 		{Method: "DELETE", Path: "/api/v1/products/{name}", Handler: a.deleteProduct},
 		{Method: "GET", Path: "/api/v1/hub/templates", Handler: a.listHubTemplates},
 		{Method: "GET", Path: "/api/v1/hub/templates/{name}", Handler: a.getHubTemplate},

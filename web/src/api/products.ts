@@ -21,6 +21,20 @@ export interface Environment {
   updatedAt: string;
 }
 
+/** The body of POST /environments and PUT /environments/{name} (the path names it). */
+export interface EnvironmentRequest {
+  name: string;
+  kind: string;
+  order: number;
+  targets: EnvironmentTarget[];
+}
+
+/** The body of POST /products and PUT /products/{name} (the path names it). */
+export interface ProductRequest {
+  name: string;
+  patterns?: string[];
+}
+
 export interface Product {
   name: string;
   patterns: string[];
@@ -101,11 +115,17 @@ export interface ProductView {
 
 export const environments = {
   list: (signal?: AbortSignal) => request<Page<Environment>>(`${v1}/environments`, { signal }),
+  create: (body: EnvironmentRequest) => request<Environment>(`${v1}/environments`, { method: 'POST', body }),
+  update: (body: EnvironmentRequest) => request<Environment>(`${v1}/environments/${seg(body.name)}`, { method: 'PUT', body }),
+  remove: (name: string) => request<void>(`${v1}/environments/${seg(name)}`, { method: 'DELETE' }),
 };
 
 export const products = {
   list: (signal?: AbortSignal) => request<Page<Product>>(`${v1}/products`, { signal }),
   get: (name: string, signal?: AbortSignal) => request<ProductView>(`${v1}/products/${seg(name)}`, { signal }),
+  create: (body: ProductRequest) => request<Product>(`${v1}/products`, { method: 'POST', body }),
+  update: (body: ProductRequest) => request<Product>(`${v1}/products/${seg(body.name)}`, { method: 'PUT', body }),
+  remove: (name: string) => request<void>(`${v1}/products/${seg(name)}`, { method: 'DELETE' }),
 };
 
 /** A digest shortened to its first 12 hex digits ("" stays ""). */

@@ -1,7 +1,8 @@
 import { renderToStaticMarkup } from 'react-dom/server';
 import { describe, expect, it } from 'vitest';
+import { ApiError } from '../api/client';
 import type { ProductApplication, ProductView } from '../api/products';
-import { ProductGrid, PromotionPanel } from './Environments';
+import { EnvironmentFields, EnvironmentTable, ProductGrid, PromotionPanel } from './Environments';
 
 const app = (name: string, revision: string, digest: string): ProductApplication => ({
   runtime: 'edge',
@@ -59,5 +60,49 @@ describe('Environments view', () => {
       <PromotionPanel p={{ from: 'a', to: 'b', fromRevisions: ['r'], toRevisions: ['r'], images: [], commits: [], issues: [] }} />,
     );
     expect(html).toContain('Nothing would change');
+  });
+});
+
+describe('the environment form and list', () => {
+  const draft = {
+    name: 'staging',
+    kind: 'non-prod',
+    order: '1',
+    targets: [
+      { runtime: 'edge', cluster: '', namespace: '' },
+      { runtime: '', cluster: '', namespace: '' },
+      { runtime: '', cluster: 'prod', namespace: '[a-' },
+    ],
+  };
+  const fields = (server: unknown, editing = false) =>
+    renderToStaticMarkup(<EnvironmentFields draft={draft} onChange={() => {}} editing={editing} local={{}} server={server} />);
+
+  it("shows the server's targets[1].namespace at the row it was sent from, marking that glob", () => {
+    const html = fields(new ApiError({ code: 'invalid_argument', status: 400, field: 'targets[1].namespace', message: 'targets[1].namespace: "[a-" is not a glob' }));
+    expect(html).toContain('data-testid="environment-target-2-error">targets[1].namespace: &quot;[a-&quot; is not a glob</div>');
+    expect(html).not.toContain('environment-target-1-error');
+    expect(html).toMatch(/aria-invalid="true"[^>]*data-testid="environment-target-2-namespace"/);
+    expect(html).not.toMatch(/aria-invalid="true"[^>]*data-testid="environment-target-2-cluster"/);
+    expect(html).not.toContain('environment-form-error');
+  });
+
+  it('shows other server errors below the form, the name read-only when editing', () => {
+    const html = fields(new ApiError({ code: 'conflict', status: 409, message: 'environment staging: already exists' }), true);
+    expect(html).toContain('data-testid="environment-form-error"');
+    expect(html).toContain('already exists');
+    expect(html).toMatch(/readOnly=""[^>]*data-testid="environment-name"|data-testid="environment-name"[^>]*readOnly/i);
+  });
+
+  it('lists environments with their targets, Edit and Delete only for admins', () => {
+    const items = [{ name: 'staging', kind: 'non-prod', order: 1, targets: [{ cluster: 'staging', namespace: 'shop-*' }, { runtime: 'edge' }], createdAt: '', updatedAt: '' }];
+    const admin = renderToStaticMarkup(<EnvironmentTable items={items} admin onEdit={() => {}} onDelete={() => {}} />);
+    expect(admin).toContain('*/staging/shop-*');
+    expect(admin).toContain('edge/*/*');
+    expect(admin).toContain('data-testid="environment-edit-staging"');
+    expect(admin).toContain('data-testid="environment-delete-staging"');
+    const viewer = renderToStaticMarkup(<EnvironmentTable items={items} admin={false} onEdit={() => {}} onDelete={() => {}} />);
+    expect(viewer).toContain('data-testid="environment-staging"');
+    expect(viewer).not.toContain('environment-edit-');
+    expect(viewer).not.toContain('environment-delete-');
   });
 });
