@@ -139,9 +139,6 @@ func TestHostedRuntimesOnRealNode(t *testing.T) {
 	}
 	waitOr(2*time.Minute, func() string { return connected(ctx, tenant, h.Name, created) })
 	t.Logf("hosted runtime connected %s after it was created", time.Since(created).Round(time.Second))
-	if r, err := tenant.GetRuntime(ctx, h.Name); err == nil {
-		t.Logf("its status: %s, components %+v", r.Status, r.Components)
-	}
 	// Ready too (its Deployment available): in tunnel mode nothing listens for a probe.
 	waitOr(time.Minute, func() string {
 		p, err := c.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
@@ -187,18 +184,17 @@ func TestHostedRuntimesOnRealNode(t *testing.T) {
 	t.Logf("namespace gone %s after the account was deleted; the whole test took %s", time.Since(deleted).Round(time.Second), time.Since(t0).Round(time.Second))
 }
 
-// connected says why runtime name is not connected through c since since: "" once it
-// heartbeats (a heartbeat after since, its status neither installing nor disconnected), its
-// tunnel is up and its app-proxy answers through it. Its gitops component is degraded: the
-// freshet image has no git binary, which go-git's file transport runs to read the local
-// installation repository (docs/runtimes.md, "Not yet").
+// connected says why runtime name is not connected through c since since: "" once it is
+// healthy (every component: its gitops engine reads its local installation repository, in an
+// image without a git binary) with a heartbeat after since, its tunnel is up and its app-proxy
+// answers through it.
 func connected(ctx context.Context, c *client.Client, name string, since time.Time) string {
 	r, err := c.GetRuntime(ctx, name)
 	if err != nil {
 		return err.Error()
 	}
-	if (r.Status != "healthy" && r.Status != "degraded") || r.LastHeartbeat == nil || !r.LastHeartbeat.After(since) {
-		return fmt.Sprintf("runtime %s: status %s, last heartbeat %v, components %+v: want it connected with a heartbeat after %s", name, r.Status, r.LastHeartbeat, r.Components, since.Format(time.RFC3339))
+	if r.Status != "healthy" || r.LastHeartbeat == nil || !r.LastHeartbeat.After(since) {
+		return fmt.Sprintf("runtime %s: status %s, last heartbeat %v, components %+v: want healthy with a heartbeat after %s", name, r.Status, r.LastHeartbeat, r.Components, since.Format(time.RFC3339))
 	}
 	tunnel := false
 	for _, comp := range r.Components {
