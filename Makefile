@@ -51,11 +51,12 @@ $(S3_SERVER):
 ## pods that really run, a builder pod, build and push steps through the kubernetes executor, a
 ## workflow whose pods run the emissary.
 ## FULL=1 adds the executor's whole contract suite there (≈ 5 min) and a runner installed from
-## the freshet image (builds the image: minutes with a cold Go cache).
+## the freshet image and a hosted runtime placed by the control plane from it (build the image:
+## minutes with a cold Go cache).
 test-real-node: test-deps
 	FRESHET_TEST_REAL_NODE=1 FRESHET_TEST_KUBE=1 FRESHET_TEST_S3=1 FRESHET_CTRENV_TOOL=$(abspath $(CTRENV)) $(GO) test -race -count=1 -timeout 30m \
-		-run '^TestRealNode(Artifacts)?$(if $(FULL),|^TestContract$$|^TestRunnerOnRealNode$$)' \
-		./internal/testenv/kube/ ./internal/runner/executor/kubernetes/ ./internal/gitops/workflows/ $(if $(FULL),./internal/runtimes/install/)
+		-run '^TestRealNode(Artifacts)?$(if $(FULL),|^TestContract$$|^TestRunnerOnRealNode$$|^TestHostedRuntimesOnRealNode$$)' \
+		./internal/testenv/kube/ ./internal/runner/executor/kubernetes/ ./internal/gitops/workflows/ $(if $(FULL),./internal/runtimes/install/ ./internal/server/)
 
 ## test-short: the unit tests only, fast
 test-short:

@@ -43,6 +43,9 @@ type HostedOptions struct {
 	Image string
 	// Server is the control plane URL the runtimes dial from the cluster (default --public-url).
 	Server string
+	// NodeSelector and Tolerations (KEY[=VALUE]:EFFECT each) place the runtimes' pods.
+	NodeSelector map[string]string
+	Tolerations  []string
 }
 
 // BindFlags registers the options on fs.
@@ -52,6 +55,25 @@ func (o *HostedOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.NamespacePrefix, "hosted-runtimes-namespace-prefix", hostedkube.DefaultNamespacePrefix, "kubernetes: each hosted runtime runs in a namespace of its own, this prefix and its runtime ID")
 	fs.StringVar(&o.Image, "hosted-runtimes-image", "", "kubernetes: the freshet image hosted runtimes run (default freshet/freshet:<server version>)")
 	fs.StringVar(&o.Server, "hosted-runtimes-server", "", "kubernetes: the control plane URL hosted runtimes dial from the cluster (default: --public-url)")
+	fs.StringToStringVar(&o.NodeSelector, "hosted-runtimes-node-selector", nil, "kubernetes: node selector of the hosted runtimes' pods (key=value,...)")
+	fs.StringArrayVar(&o.Tolerations, "hosted-runtimes-toleration", nil, "kubernetes: a toleration of the hosted runtimes' pods, KEY[=VALUE]:EFFECT (repeatable; no VALUE: any value)")
+}
+
+// cluster returns the provisioner's options of o; publicURL is the default server URL.
+func (o *HostedOptions) cluster(publicURL string) (hostedkube.Options, error) {
+	ho := hostedkube.Options{NamespacePrefix: o.NamespacePrefix, Image: o.Image, Version: version.Version,
+		Server: o.Server, NodeSelector: o.NodeSelector}
+	if ho.Server == "" {
+		ho.Server = publicURL
+	}
+	for _, v := range o.Tolerations {
+		t, err := hostedkube.ParseToleration(v)
+		if err != nil {
+			return ho, err
+		}
+		ho.Tolerations = append(ho.Tolerations, t)
+	}
+	return ho, ho.Validate()
 }
 
 // Validate names the first bad option.
@@ -66,7 +88,8 @@ func (o *HostedOptions) Validate(publicURL string) error {
 	if o.Server == "" && publicURL == "" {
 		return errdefs.Invalid("hosted-runtimes-server", "", "is required with --hosted-runtimes kubernetes when --public-url is not set: the URL runtimes on the cluster dial the control plane at")
 	}
-	return nil
+	_, err := o.cluster(publicURL)
+	return err
 }
 
 // hostedProvisioner runs the hosted runtimes: in this process (inProcessProvisioner) or on a
@@ -111,12 +134,11 @@ func (s *Server) newKubeProvisioner(opts Options, log *slog.Logger) (*kubeProvis
 	if err != nil {
 		return nil, err
 	}
-	server := opts.Hosted.Server
-	if server == "" {
-		server = opts.PublicURL
+	ho, err := opts.Hosted.cluster(opts.PublicURL)
+	if err != nil {
+		return nil, err
 	}
-	cluster, err := hostedkube.New(cfg, hostedkube.Options{NamespacePrefix: opts.Hosted.NamespacePrefix, Image: opts.Hosted.Image,
-		Version: version.Version, Server: server})
+	cluster, err := hostedkube.New(cfg, ho)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -47,9 +49,11 @@ func eventually(t *testing.T, timeout time.Duration, check func() string) {
 // namespace of its own on the platform-managed cluster (here the loopback cluster), its token
 // in a Secret only; a rotation changes the Secret and restarts the Deployment; a new provisioner
 // (the control plane restarted) puts back what is missing and deletes what has no runtime; and
-// deleting the runtime, or its account, deletes its namespace. kwok's nodes run no containers:
+// deleting the runtime, or its account, deletes its namespace. Each namespace has a
+// NetworkPolicy denying ingress; the pod carries the operator's placement, and a provisioner
+// started with other options applies them again. kwok's nodes run no containers:
 // the pods never really start, so the runtime never connects; what is checked is what the
-// cluster holds.
+// cluster holds (TestHostedRuntimesOnRealNode runs one for real).
 func TestHostedRuntimesOnKubernetes(t *testing.T) {
 	c := kube.Shared(t)
 	ctx := context.Background()
@@ -62,10 +66,16 @@ func TestHostedRuntimesOnKubernetes(t *testing.T) {
 	if _, err := secrets.GenerateKeyFile(keyFile); err != nil {
 		t.Fatal(err)
 	}
-	cfg := servertest.Config{Edit: func(o *server.Options) {
-		o.DB, o.DataDir, o.MasterKeyFile = dsn, dataDir, keyFile
-		o.Hosted = server.HostedOptions{Mode: server.HostedKubernetes, Kubeconfig: c.Kubeconfig, NamespacePrefix: prefix, Image: image, Server: dial}
-	}}
+	// A placement no kwok node has: the pod stays Pending, which is all this test needs.
+	selector := map[string]string{"freshet.dev/hosted-pool": "tenants"}
+	cfgWith := func(image string) servertest.Config {
+		return servertest.Config{Edit: func(o *server.Options) {
+			o.DB, o.DataDir, o.MasterKeyFile = dsn, dataDir, keyFile
+			o.Hosted = server.HostedOptions{Mode: server.HostedKubernetes, Kubeconfig: c.Kubeconfig, NamespacePrefix: prefix, Image: image, Server: dial,
+				NodeSelector: selector, Tolerations: []string{"freshet.dev/hosted-pool=tenants:NoSchedule", "dedicated:NoExecute"}}
+		}}
+	}
+	cfg := cfgWith(image)
 	s1 := servertest.StartWith(t, store.SQLite, cfg)
 	h, err := s1.Admin.CreateHostedRuntime(ctx, "")
 	if err != nil {
@@ -122,6 +132,14 @@ func TestHostedRuntimesOnKubernetes(t *testing.T) {
 	if pod.AutomountServiceAccountToken == nil || *pod.AutomountServiceAccountToken {
 		t.Error("the runtime's pod mounts a service account token: it has no business with the platform's cluster")
 	}
+	wantTolerations := []corev1.Toleration{
+		{Key: "freshet.dev/hosted-pool", Operator: corev1.TolerationOpEqual, Value: "tenants", Effect: corev1.TaintEffectNoSchedule},
+		{Key: "dedicated", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute},
+	}
+	if !maps.Equal(pod.NodeSelector, selector) || !slices.Equal(pod.Tolerations, wantTolerations) {
+		t.Errorf("placement: node selector %v, tolerations %+v; want %v and %+v", pod.NodeSelector, pod.Tolerations, selector, wantTolerations)
+	}
+	checkNetworkPolicy(t, c, ns)
 	if _, err := c.Client.RbacV1().ClusterRoleBindings().Get(ctx, "freshet-runtime-"+h.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a ClusterRoleBinding for the hosted runtime: %v", err)
 	}
@@ -156,10 +174,14 @@ func TestHostedRuntimesOnKubernetes(t *testing.T) {
 		return ""
 	})
 
-	// The control plane stops; meanwhile the Deployment goes missing and a namespace of a
-	// runtime that no longer exists is left over. The next provisioner sets both right.
+	// The control plane stops; meanwhile the Deployment and the NetworkPolicy go missing and a
+	// namespace of a runtime that no longer exists is left over. The next provisioner, started
+	// with another image, sets all right.
 	s1.Stop()
 	if err := c.Client.AppsV1().Deployments(ns).Delete(ctx, hostedkube.DeploymentName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Client.NetworkingV1().NetworkPolicies(ns).Delete(ctx, hostedkube.NetworkPolicyName, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	orphan := prefix + "rt-gone"
@@ -173,7 +195,8 @@ func TestHostedRuntimesOnKubernetes(t *testing.T) {
 		[]byte(`{"metadata":{"labels":{"`+hostedkube.LabelHosted+`":"true"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	s2 := servertest.StartWith(t, store.SQLite, cfg)
+	const image2 = "registry.example.test/freshet:hosted-test-2"
+	s2 := servertest.StartWith(t, store.SQLite, cfgWith(image2))
 	gone := func(name string) string {
 		n, err := c.Client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) || (err == nil && n.DeletionTimestamp != nil) {
@@ -182,6 +205,7 @@ func TestHostedRuntimesOnKubernetes(t *testing.T) {
 		return fmt.Sprintf("namespace %s is still there (%v)", name, err)
 	}
 	eventually(t, 30*time.Second, placed)
+	checkNetworkPolicy(t, c, ns)
 	eventually(t, 30*time.Second, func() string { return gone(orphan) })
 	if n, err := c.Client.CoreV1().Namespaces().Get(ctx, bystander, metav1.GetOptions{}); err != nil || n.DeletionTimestamp != nil {
 		t.Fatalf("the bystander namespace (labelled, without the prefix) was deleted: %v", err)
@@ -189,6 +213,16 @@ func TestHostedRuntimesOnKubernetes(t *testing.T) {
 	if !slices.Contains(s2.HostedRunning(), h.ID) {
 		t.Errorf("the new provisioner placed %v, not %s", s2.HostedRunning(), h.ID)
 	}
+	// A Deployment placed with other options (here the image) is applied again.
+	eventually(t, 30*time.Second, func() string {
+		if msg := placed(); msg != "" {
+			return msg
+		}
+		if got := dep.Spec.Template.Spec.Containers[0].Image; got != image2 {
+			return fmt.Sprintf("the Deployment runs %s after the provisioner's image changed to %s", got, image2)
+		}
+		return ""
+	})
 
 	// Deleting the runtime deletes its namespace, and with it the Deployment and the Secret.
 	if err := s2.Admin.DeleteRuntime(ctx, h.Name); err != nil {
@@ -230,6 +264,34 @@ func TestHostedRuntimesOnKubernetes(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, func() string { return gone(ns2) })
+}
+
+// checkNetworkPolicy checks the NetworkPolicy of a hosted runtime's namespace: every pod of it
+// selected, ingress and egress both governed, no ingress rule (nothing may connect to the
+// runtime: it dials out) and one egress rule allowing everything (it dials the control plane,
+// git repositories, registries and its customers' clusters).
+func checkNetworkPolicy(t *testing.T, c *kube.Cluster, ns string) {
+	t.Helper()
+	np, err := c.Client.NetworkingV1().NetworkPolicies(ns).Get(context.Background(), hostedkube.NetworkPolicyName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the hosted runtime's NetworkPolicy: %v", err)
+	}
+	sp := np.Spec
+	if len(sp.PodSelector.MatchLabels) != 0 || len(sp.PodSelector.MatchExpressions) != 0 {
+		t.Errorf("the NetworkPolicy selects %+v, want every pod of the namespace", sp.PodSelector)
+	}
+	if !slices.Equal(sp.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress, networkingv1.PolicyTypeEgress}) {
+		t.Errorf("policy types %v, want Ingress and Egress", sp.PolicyTypes)
+	}
+	if len(sp.Ingress) != 0 {
+		t.Errorf("ingress rules %+v, want none (all ingress denied)", sp.Ingress)
+	}
+	if len(sp.Egress) != 1 || len(sp.Egress[0].To) != 0 || len(sp.Egress[0].Ports) != 0 {
+		t.Errorf("egress rules %+v, want one allowing everything", sp.Egress)
+	}
+	if np.Labels[hostedkube.LabelHosted] != "true" || np.Labels[hostedkube.LabelRuntimeID] == "" {
+		t.Errorf("the NetworkPolicy's labels %v", np.Labels)
+	}
 }
 
 // When the platform's cluster cannot be reached, the hosted runtime shows why, as its

@@ -174,6 +174,7 @@ func NewCache(dir string, opts Options) (*Cache, error) {
 		repos: map[string]*repoEntry{},
 		snaps: map[string]*snapEntry{},
 	}
+	installLocalTransport()
 	if opts.Policy != nil {
 		installPolicyTransports()
 		c.sshPolicy = registerSSHPolicy(opts.Policy)

@@ -22,7 +22,8 @@
 // Transports: https and http (basic auth or a token, an extra CA bundle, optional TLS
 // verification skip), ssh (private key, known_hosts), and file:// or an absolute path for a
 // local repository (under `freshet up` the installation repository lives in the data dir); the
-// file transport runs the git binary's upload-pack and receive-pack.
+// file transport runs the git binary's upload-pack and receive-pack, or, without a git binary
+// on PATH (the freshet image), go-git's in-process server.
 //
 // With Options.Policy set (the control plane and hosted runtimes set the operator's), every
 // URL is checked before anything is read, and every connection when it is made (redirects,

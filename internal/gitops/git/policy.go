@@ -8,12 +8,14 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os/exec"
 	"strings"
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"github.com/go-git/go-git/v5/plumbing/transport/server"
 	"golang.org/x/net/proxy"
 
 	"github.com/freshet-dev/freshet/internal/netpolicy"
@@ -31,7 +33,19 @@ import (
 //     go-git the address it checked.
 //   - file://: the cache hands go-git the path with symlinks resolved, as the policy checked it.
 
-var installTransports sync.Once
+var installTransports, installLocal sync.Once
+
+// installLocalTransport serves file:// with go-git's in-process server when there is no git
+// binary (the freshet image is scratch: a hosted runtime placed on Kubernetes reads its local
+// installation repository there), since go-git's file transport runs git's upload-pack and
+// receive-pack. With git installed, nothing changes.
+func installLocalTransport() {
+	installLocal.Do(func() {
+		if _, err := exec.LookPath("git"); err != nil {
+			client.InstallProtocol("file", server.DefaultServer)
+		}
+	})
+}
 
 func installPolicyTransports() {
 	installTransports.Do(func() {

@@ -6,25 +6,36 @@
 // it deploys to its customer's clusters only), no service account token in the pod, `--hosted`
 // on the runtime's command line, every object labelled with the account and runtime IDs, and
 // the token's rotation time annotated on the pod template, so a rotation restarts the
-// Deployment. The token is in the chart's Secret only; the Deployment mounts it as a file.
+// Deployment, the operator's placement (node selector, tolerations) on the pod, and a
+// NetworkPolicy that denies all ingress to the namespace's pods and allows all egress (the
+// runtime only dials out: to the control plane, its git repositories and registries, and its
+// customer's clusters). The token is in the chart's Secret only; the Deployment mounts it as a
+// file.
 //
 // Reconcile makes the cluster match the stored hosted runtimes: it applies (server-side apply)
-// the objects of each one missing or out of date, and deletes the namespaces of runtimes no
-// longer stored (deleted, or their account deleted).
+// the objects of each one missing or out of date (an older token, or placed with other options),
+// and deletes the namespaces of runtimes no longer stored (deleted, or their account deleted).
 package hostedkube
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -50,12 +61,18 @@ const (
 	// AnnotationTokenUpdated is when the runtime's token was last set (its creation or its last
 	// rotation), on the Namespace, the Secret and the Deployment's pod template.
 	AnnotationTokenUpdated = "freshet.dev/token-updated"
+	// AnnotationOptions, on the Deployment, is a digest of the provisioner's options the objects
+	// were rendered with (image, version, server URL, placement): a runtime placed with other
+	// options is applied again.
+	AnnotationOptions = "freshet.dev/hosted-options"
 	// HostedFlag is the runtime's command-line flag for a hosted runtime (agent.Options.Hosted).
 	HostedFlag = "--hosted"
 	// DeploymentName and SecretName are the chart's names for the runtime's Deployment and
 	// token Secret.
 	DeploymentName = "freshet-runtime"
 	SecretName     = manifests.TokenSecretName
+	// NetworkPolicyName is the hosted runtime's NetworkPolicy: no ingress, any egress.
+	NetworkPolicyName = "freshet-hosted-runtime"
 )
 
 // Options configure the provisioner.
@@ -67,6 +84,10 @@ type Options struct {
 	Version string
 	// Server is the control plane URL the runtimes dial from the cluster.
 	Server string
+	// NodeSelector and Tolerations place the runtimes' pods (--hosted-runtimes-node-selector,
+	// --hosted-runtimes-toleration).
+	NodeSelector map[string]string
+	Tolerations  []corev1.Toleration
 }
 
 // Validate fills the defaults and names the first bad option.
@@ -82,7 +103,81 @@ func (o *Options) Validate() error {
 		!strings.HasSuffix(o.NamespacePrefix, "-") || strings.HasPrefix(o.NamespacePrefix, "-") || strings.ToLower(o.NamespacePrefix) != o.NamespacePrefix {
 		return errdefs.Invalid("hosted-runtimes-namespace-prefix", o.NamespacePrefix, "is not a namespace prefix: up to 30 lowercase letters, digits and '-', ending in '-'")
 	}
+	for _, k := range slices.Sorted(maps.Keys(o.NodeSelector)) {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return errdefs.Invalid("hosted-runtimes-node-selector", k+"="+o.NodeSelector[k], "is not a node label: the key "+strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(o.NodeSelector[k]); len(errs) > 0 {
+			return errdefs.Invalid("hosted-runtimes-node-selector", k+"="+o.NodeSelector[k], "is not a node label: the value "+strings.Join(errs, "; "))
+		}
+	}
+	for _, t := range o.Tolerations {
+		if err := validToleration(t); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// tolerationSyntax is what --hosted-runtimes-toleration takes.
+const tolerationSyntax = "want KEY[=VALUE]:EFFECT (no VALUE: any value), EFFECT one of NoSchedule, PreferNoSchedule, NoExecute"
+
+// ParseToleration parses a --hosted-runtimes-toleration value, KEY[=VALUE]:EFFECT, the syntax of
+// the kubernetes executor's --kube-toleration.
+func ParseToleration(v string) (corev1.Toleration, error) {
+	kv, effect, ok := strings.Cut(v, ":")
+	if !ok {
+		return corev1.Toleration{}, errdefs.Invalid("hosted-runtimes-toleration", v, tolerationSyntax)
+	}
+	key, value, hasValue := strings.Cut(kv, "=")
+	t := corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffect(effect)}
+	if hasValue {
+		t.Operator, t.Value = corev1.TolerationOpEqual, value
+	}
+	if err := validToleration(t); err != nil {
+		return corev1.Toleration{}, errdefs.Invalid("hosted-runtimes-toleration", v, tolerationSyntax)
+	}
+	return t, nil
+}
+
+func validToleration(t corev1.Toleration) error {
+	s := t.Key
+	if t.Operator != corev1.TolerationOpExists {
+		s += "=" + t.Value
+	}
+	s += ":" + string(t.Effect)
+	switch t.Effect {
+	case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+	default:
+		return errdefs.Invalid("hosted-runtimes-toleration", s, "has no effect: "+tolerationSyntax)
+	}
+	if errs := validation.IsQualifiedName(t.Key); len(errs) > 0 {
+		return errdefs.Invalid("hosted-runtimes-toleration", s, "is not a taint: the key "+strings.Join(errs, "; "))
+	}
+	switch t.Operator {
+	case corev1.TolerationOpExists:
+		if t.Value != "" {
+			return errdefs.Invalid("hosted-runtimes-toleration", s, "has a value and tolerates any: "+tolerationSyntax)
+		}
+	case corev1.TolerationOpEqual:
+		if errs := validation.IsValidLabelValue(t.Value); len(errs) > 0 {
+			return errdefs.Invalid("hosted-runtimes-toleration", s, "is not a taint: the value "+strings.Join(errs, "; "))
+		}
+	default:
+		return errdefs.Invalid("hosted-runtimes-toleration", s, tolerationSyntax)
+	}
+	return nil
+}
+
+// digest is AnnotationOptions: what of the options the rendered objects depend on.
+func (o Options) digest() string {
+	b, _ := json.Marshal(struct {
+		Image, Version, Server string
+		NodeSelector           map[string]string
+		Tolerations            []corev1.Toleration
+	}{o.Image, o.Version, o.Server, o.NodeSelector, o.Tolerations})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }
 
 // RESTConfig returns the cluster's client configuration: from kubeconfig, or in-cluster when it
@@ -143,6 +238,7 @@ var kinds = map[string]schema.GroupVersionResource{
 	"Secret":         {Version: "v1", Resource: "secrets"},
 	"Service":        {Version: "v1", Resource: "services"},
 	"Deployment":     {Group: "apps", Version: "v1", Resource: "deployments"},
+	"NetworkPolicy":  {Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"},
 }
 
 // left out of a hosted runtime: rights on the platform's cluster, and an ingress (hosted
@@ -150,7 +246,8 @@ var kinds = map[string]schema.GroupVersionResource{
 var leftOut = []string{"ClusterRole", "ClusterRoleBinding", "Ingress"}
 
 // Objects renders the objects of hosted runtime cr: the runtime chart for it, with the hosted
-// overlay (see the package comment).
+// overlay (see the package comment). The NetworkPolicy comes right after the Namespace, so the
+// runtime's pod never runs without it.
 func (c *Cluster) Objects(cr runtimes.HostedCredential) ([]*unstructured.Unstructured, error) {
 	ns := c.Namespace(cr.RuntimeID)
 	objs, err := manifests.Objects(manifests.Options{Name: cr.Name, Namespace: ns, Image: c.opts.Image, Version: c.opts.Version,
@@ -184,18 +281,49 @@ func (c *Cluster) Objects(cr runtimes.HostedCredential) ([]*unstructured.Unstruc
 			ann[AnnotationTokenUpdated] = updated
 			u.SetAnnotations(ann)
 		case "Deployment":
-			if err := hostedPod(u, updated); err != nil {
+			if err := c.hostedPod(u, updated); err != nil {
 				return nil, err
 			}
 		}
 		out = append(out, u)
+		if kind == "Namespace" {
+			out = append(out, networkPolicy(ns, labels))
+		}
 	}
 	return out, nil
 }
 
-// hostedPod adds the hosted overlay to the runtime's Deployment: the token's rotation time on
-// its pod template, no service account token, and --hosted on the runtime's command line.
-func hostedPod(d *unstructured.Unstructured, updated string) error {
+// networkPolicy selects every pod of the namespace: no ingress (the runtime is reached through
+// the tunnel it dials; the kubelet's probes are not subject to NetworkPolicy), any egress (it
+// dials the control plane, its customers' git repositories, registries and clusters, wherever
+// they are). Whether it is enforced is up to the cluster's network plugin.
+func networkPolicy(ns string, labels map[string]string) *unstructured.Unstructured {
+	l := map[string]any{}
+	for k, v := range labels {
+		l[k] = v
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "networking.k8s.io/v1",
+		"kind":       "NetworkPolicy",
+		"metadata":   map[string]any{"name": NetworkPolicyName, "namespace": ns, "labels": l},
+		"spec": map[string]any{
+			"podSelector": map[string]any{},
+			"policyTypes": []any{"Ingress", "Egress"},
+			"egress":      []any{map[string]any{}},
+		},
+	}}
+}
+
+// hostedPod adds the hosted overlay to the runtime's Deployment: the options' digest on it, the
+// token's rotation time on its pod template, no service account token, the operator's
+// placement, and --hosted on the runtime's command line.
+func (c *Cluster) hostedPod(d *unstructured.Unstructured, updated string) error {
+	dann := d.GetAnnotations()
+	if dann == nil {
+		dann = map[string]string{}
+	}
+	dann[AnnotationOptions] = c.opts.digest()
+	d.SetAnnotations(dann)
 	ann, _, _ := unstructured.NestedStringMap(d.Object, "spec", "template", "metadata", "annotations")
 	if ann == nil {
 		ann = map[string]string{}
@@ -206,6 +334,24 @@ func hostedPod(d *unstructured.Unstructured, updated string) error {
 	}
 	if err := unstructured.SetNestedField(d.Object, false, "spec", "template", "spec", "automountServiceAccountToken"); err != nil {
 		return err
+	}
+	if len(c.opts.NodeSelector) > 0 {
+		if err := unstructured.SetNestedStringMap(d.Object, c.opts.NodeSelector, "spec", "template", "spec", "nodeSelector"); err != nil {
+			return err
+		}
+	}
+	if len(c.opts.Tolerations) > 0 {
+		ts := make([]any, len(c.opts.Tolerations))
+		for i := range c.opts.Tolerations {
+			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&c.opts.Tolerations[i])
+			if err != nil {
+				return err
+			}
+			ts[i] = m
+		}
+		if err := unstructured.SetNestedSlice(d.Object, ts, "spec", "template", "spec", "tolerations"); err != nil {
+			return err
+		}
 	}
 	cs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
 	if len(cs) == 0 {
@@ -260,8 +406,9 @@ type Result struct {
 }
 
 // Reconcile makes the cluster match creds, the stored hosted runtimes: each one's objects are
-// applied when its namespace, Secret or Deployment is missing or its token changed since they
-// were applied; a namespace of the provisioner's whose runtime is not in creds is deleted. An
+// applied when its namespace, NetworkPolicy, Secret or Deployment is missing, its token changed
+// since they were applied, or they were applied with other options (image, version, server URL,
+// placement); a namespace of the provisioner's whose runtime is not in creds is deleted. An
 // error reading the cluster stops it before any change (a temporary failure: try again).
 func (c *Cluster) Reconcile(ctx context.Context, creds []runtimes.HostedCredential) (Result, error) {
 	res := Result{Failed: map[string]error{}}
@@ -278,6 +425,10 @@ func (c *Cluster) Reconcile(ctx context.Context, creds []runtimes.HostedCredenti
 	if err != nil {
 		return res, fmt.Errorf("list the hosted runtimes' deployments: %w", err)
 	}
+	nps, err := c.kube.NetworkingV1().NetworkPolicies("").List(ctx, sel)
+	if err != nil {
+		return res, fmt.Errorf("list the hosted runtimes' network policies: %w", err)
+	}
 	nsUpdated := map[string]string{}
 	terminating := map[string]bool{}
 	for _, ns := range nss.Items {
@@ -290,18 +441,26 @@ func (c *Cluster) Reconcile(ctx context.Context, creds []runtimes.HostedCredenti
 			secretUpdated[s.Namespace] = s.Annotations[AnnotationTokenUpdated]
 		}
 	}
-	depUpdated := map[string]string{}
+	depUpdated, depOptions := map[string]string{}, map[string]string{}
 	for _, d := range deps.Items {
 		if d.Name == DeploymentName {
 			depUpdated[d.Namespace] = d.Spec.Template.Annotations[AnnotationTokenUpdated]
+			depOptions[d.Namespace] = d.Annotations[AnnotationOptions]
 		}
 	}
+	hasPolicy := map[string]bool{}
+	for _, np := range nps.Items {
+		if np.Name == NetworkPolicyName {
+			hasPolicy[np.Namespace] = true
+		}
+	}
+	digest := c.opts.digest()
 	want := map[string]bool{}
 	for _, cr := range creds {
 		ns := c.Namespace(cr.RuntimeID)
 		want[ns] = true
 		u := TokenUpdated(cr)
-		if nsUpdated[ns] == u && secretUpdated[ns] == u && depUpdated[ns] == u {
+		if nsUpdated[ns] == u && secretUpdated[ns] == u && depUpdated[ns] == u && depOptions[ns] == digest && hasPolicy[ns] {
 			continue
 		}
 		if terminating[ns] {

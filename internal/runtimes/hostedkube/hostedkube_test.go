@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/freshet-dev/freshet/internal/errdefs"
 )
 
@@ -22,6 +24,12 @@ func TestOptionsValidate(t *testing.T) {
 		{Options{Server: "https://x", NamespacePrefix: "-hosted-"}, "hosted-runtimes-namespace-prefix"},
 		{Options{Server: "https://x", NamespacePrefix: "host_ed-"}, "hosted-runtimes-namespace-prefix"},
 		{Options{Server: "https://x", NamespacePrefix: strings.Repeat("a", 30) + "-"}, "hosted-runtimes-namespace-prefix"},
+		{Options{Server: "https://x", NodeSelector: map[string]string{"pool": "hosted", "freshet.dev/real-node": "true"}}, ""},
+		{Options{Server: "https://x", NodeSelector: map[string]string{"bad key": "x"}}, "hosted-runtimes-node-selector"},
+		{Options{Server: "https://x", NodeSelector: map[string]string{"pool": "not a value"}}, "hosted-runtimes-node-selector"},
+		{Options{Server: "https://x", Tolerations: []corev1.Toleration{{Key: "pool", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}}, ""},
+		{Options{Server: "https://x", Tolerations: []corev1.Toleration{{Key: "pool", Operator: corev1.TolerationOpEqual, Value: "x", Effect: "Sometimes"}}}, "hosted-runtimes-toleration"},
+		{Options{Server: "https://x", Tolerations: []corev1.Toleration{{Key: "pool", Operator: corev1.TolerationOpExists, Value: "x", Effect: corev1.TaintEffectNoExecute}}}, "hosted-runtimes-toleration"},
 	} {
 		err := tc.o.Validate()
 		if tc.field == "" {
@@ -33,6 +41,37 @@ func TestOptionsValidate(t *testing.T) {
 		var fe *errdefs.FieldError
 		if !errors.As(err, &fe) || fe.Field != tc.field || !errors.Is(err, errdefs.ErrInvalid) {
 			t.Errorf("%+v: %v, want an invalid %s", tc.o, err, tc.field)
+		}
+	}
+}
+
+// --hosted-runtimes-toleration takes KEY[=VALUE]:EFFECT, as the kubernetes executor's
+// --kube-toleration does; anything else names the flag, the value and the syntax.
+func TestParseToleration(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want corev1.Toleration // zero: invalid
+	}{
+		{"freshet.dev/real-node=true:NoSchedule", corev1.Toleration{Key: "freshet.dev/real-node", Operator: corev1.TolerationOpEqual, Value: "true", Effect: corev1.TaintEffectNoSchedule}},
+		{"dedicated:NoExecute", corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}},
+		{"pool=:PreferNoSchedule", corev1.Toleration{Key: "pool", Operator: corev1.TolerationOpEqual, Effect: corev1.TaintEffectPreferNoSchedule}},
+		{"dedicated", corev1.Toleration{}},
+		{"dedicated=x", corev1.Toleration{}},
+		{"dedicated=x:Never", corev1.Toleration{}},
+		{"=x:NoSchedule", corev1.Toleration{}},
+		{"bad key=x:NoSchedule", corev1.Toleration{}},
+		{"k=not a value:NoSchedule", corev1.Toleration{}},
+	} {
+		got, err := ParseToleration(tc.in)
+		if tc.want.Key == "" {
+			var fe *errdefs.FieldError
+			if !errors.As(err, &fe) || fe.Field != "hosted-runtimes-toleration" || !strings.Contains(err.Error(), tc.in) {
+				t.Errorf("%q: %v, want an invalid hosted-runtimes-toleration naming the value", tc.in, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("%q = %+v, %v; want %+v", tc.in, got, err, tc.want)
 		}
 	}
 }

@@ -229,6 +229,10 @@ var shared struct {
 	builderOnce sync.Once
 	builder     string
 	builderErr  error
+
+	freshetOnce sync.Once
+	freshet     string
+	freshetErr  error
 }
 
 const sharedName = "shared"
@@ -269,6 +273,48 @@ func (r *RegistryInstance) BuilderImage(t testing.TB) string {
 		unavailable(t, shared.builderErr)
 	}
 	return shared.builder
+}
+
+// FreshetImageVersion is the version FreshetImage stamps into the binary and tags the image with.
+const FreshetImageVersion = "v0.0.0-realnode"
+
+// FreshetImage returns the reference of the project's own image (`ctrenv image`, as `make image`
+// builds it: ./cmd/freshet on scratch, version FreshetImageVersion) in the shared registry,
+// building and pushing it on first use. A cold Go build cache makes that take minutes (the whole
+// module, CGO_ENABLED=0).
+func (r *RegistryInstance) FreshetImage(t testing.TB) string {
+	t.Helper()
+	shared.freshetOnce.Do(func() {
+		e, err := getEnv()
+		if err != nil {
+			shared.freshetErr = err
+			return
+		}
+		root, err := repoRoot()
+		if err != nil {
+			shared.freshetErr = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+		defer cancel()
+		out, err := e.run(ctx, "image", "--registry", sharedName, "--version", FreshetImageVersion, "--dir", root)
+		if err != nil {
+			shared.freshetErr = err
+			return
+		}
+		// It prints IMAGE=REF@DIGEST.
+		_, after, ok := strings.Cut(string(out), "IMAGE=")
+		ref, _, _ := strings.Cut(strings.TrimSpace(after), "@")
+		if !ok || !strings.HasPrefix(ref, r.Addr+"/") {
+			shared.freshetErr = fmt.Errorf("ctrenv image printed %q, not IMAGE=%s/…", out, r.Addr)
+			return
+		}
+		shared.freshet = ref
+	})
+	if shared.freshetErr != nil {
+		unavailable(t, shared.freshetErr)
+	}
+	return shared.freshet
 }
 
 // Engine returns the engine shared by every test of this test binary, starting it (and the
