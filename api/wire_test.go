@@ -217,6 +217,7 @@ var wireTypes = map[string]any{
 	"appproxyv1.WorkflowNode":                  appproxyv1.WorkflowNode{},
 	"appproxyv1.WorkflowParameter":             appproxyv1.WorkflowParameter{},
 	"appproxyv1.WorkflowSubmitRequest":         appproxyv1.WorkflowSubmitRequest{},
+	"appproxyv1.WorkflowResumeRequest":         appproxyv1.WorkflowResumeRequest{},
 	"appproxyv1.WorkflowTemplate":              appproxyv1.WorkflowTemplate{},
 	"appproxyv1.WorkflowTemplateParameter":     appproxyv1.WorkflowTemplateParameter{},
 	"appproxyv1.WorkflowTemplateCommitRequest": appproxyv1.WorkflowTemplateCommitRequest{},

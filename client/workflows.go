@@ -18,6 +18,7 @@ type (
 	WorkflowNode              = appproxyv1.WorkflowNode
 	WorkflowParameter         = appproxyv1.WorkflowParameter
 	WorkflowSubmitRequest     = appproxyv1.WorkflowSubmitRequest
+	WorkflowResumeRequest     = appproxyv1.WorkflowResumeRequest
 	WorkflowTemplate          = appproxyv1.WorkflowTemplate
 	WorkflowTemplateParameter = appproxyv1.WorkflowTemplateParameter
 )
@@ -58,6 +59,14 @@ func (c *Client) GetWorkflow(ctx context.Context, runtime, namespace, name strin
 func (c *Client) WorkflowOperation(ctx context.Context, runtime, namespace, name, op string) (WorkflowDetail, error) {
 	var out WorkflowDetail
 	err := c.do(ctx, http.MethodPost, workflowPath(runtime, namespace, name)+"/"+url.PathEscape(op), nil, struct{}{}, &out)
+	return out, err
+}
+
+// ResumeWorkflow resumes a Workflow's waiting suspend nodes (req.Node's, or every one) with the
+// values req supplies for their outputs, and returns it as it is afterwards.
+func (c *Client) ResumeWorkflow(ctx context.Context, runtime, namespace, name string, req WorkflowResumeRequest) (WorkflowDetail, error) {
+	var out WorkflowDetail
+	err := c.do(ctx, http.MethodPost, workflowPath(runtime, namespace, name)+"/"+appproxyv1.WorkflowResume, nil, req, &out)
 	return out, err
 }
 

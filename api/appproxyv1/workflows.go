@@ -126,6 +126,16 @@ const (
 	WorkflowResume    = "resume"
 )
 
+// WorkflowResumeRequest is the optional body of `POST workflows/{namespace}/{name}/resume`: which
+// waiting suspend node to resume (its display name; empty: every one), the values of its output
+// parameters that say `valueFrom: {supplied: {}}` (an approval's answer), and the message the
+// node keeps.
+type WorkflowResumeRequest struct {
+	Node       string            `json:"node,omitempty"`
+	Parameters map[string]string `json:"parameters,omitempty"`
+	Message    string            `json:"message,omitempty"`
+}
+
 // WorkflowOps are the operations, in the order the API documents them.
 var WorkflowOps = []string{WorkflowResubmit, WorkflowRetry, WorkflowStop, WorkflowTerminate, WorkflowSuspend, WorkflowResume}
 

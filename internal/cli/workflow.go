@@ -200,8 +200,57 @@ func (a *app) workflowCommand() *cobra.Command {
 		op("retry NAME", "Run a Failed or Errored Workflow again from its failed nodes", "retried"),
 		op("resubmit NAME", "Submit a new Workflow with this one's spec", "resubmitted"),
 		op("suspend NAME", "Hold a running Workflow: no new node starts", "suspended"),
-		op("resume NAME", "Resume a suspended Workflow (and its suspend nodes)", "resumed"))
+		a.workflowResumeCommand(&runtime, resolve))
 	return cmd
+}
+
+// workflowResumeCommand is `freshet workflow resume NAME [--node N] [-p NAME=VALUE]… [--message M]`:
+// an approval gate's answer (Argo's `argo node set` and `argo resume` in one).
+func (a *app) workflowResumeCommand(runtime *string, resolve func(context.Context, *client.Client, string) (string, string, error)) *cobra.Command {
+	var node, message, out string
+	var params []string
+	c := &cobra.Command{Use: "resume NAME [--node N] [-p NAME=VALUE]...",
+		Short: "Resume a suspended Workflow and its waiting suspend nodes (or one, --node), supplying their output parameters",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			req := client.WorkflowResumeRequest{Node: node, Message: message}
+			for i, p := range params {
+				k, v, ok := strings.Cut(p, "=")
+				if !ok || k == "" {
+					return fmt.Errorf("--parameter %q (the %d.): give NAME=VALUE", p, i+1)
+				}
+				if req.Parameters == nil {
+					req.Parameters = map[string]string{}
+				}
+				req.Parameters[k] = v
+			}
+			cl, err := a.client()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			err = func() error {
+				ns, name, err := resolve(ctx, cl, args[0])
+				if err != nil {
+					return err
+				}
+				d, err := cl.ResumeWorkflow(ctx, *runtime, ns, name, req)
+				if err != nil {
+					return err
+				}
+				if out != outTable {
+					return printData(a.stdout, out, d, nil)
+				}
+				fmt.Fprintf(a.stdout, "Workflow %s/%s resumed.\n", ns, name)
+				return nil
+			}()
+			return appError(*runtime, err)
+		}}
+	c.Flags().StringVar(&node, "node", "", "resume only this suspend node (its display name, e.g. approve)")
+	c.Flags().StringArrayVarP(&params, "parameter", "p", nil, "a value of the node's output parameters with valueFrom.supplied (NAME=VALUE, repeatable)")
+	c.Flags().StringVar(&message, "message", "", "the resumed node's message")
+	addOutputFlag(c, &out)
+	return c
 }
 
 func (a *app) workflowTemplateCommand() *cobra.Command {

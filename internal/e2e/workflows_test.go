@@ -113,6 +113,9 @@ spec:
     - - {name: approve, template: approve}
   - name: approve
     suspend: {}
+    outputs:
+      parameters:
+      - {name: decision, enum: [approve, reject], valueFrom: {supplied: {}}}
 `
 	j, _ := yaml.YAMLToJSON([]byte(tmpl))
 	var u unstructured.Unstructured
@@ -171,6 +174,11 @@ spec:
 	}
 	if got["phase"] != "Running" || got["finishedAt"] != nil || got["startedAt"] == nil {
 		t.Fatalf("running: %v", got)
+	}
+	// An approval's answer outside the parameter's enum is refused, naming it; the node waits on.
+	if _, errs, code := run(t, env, time.Minute, "workflow", "resume", name, "--node", "approve", "-p", "decision=maybe"); code == 0 ||
+		!strings.Contains(errs, "parameters.decision") || !strings.Contains(errs, "is not one of [approve reject]") {
+		t.Fatalf("resume with a bad value: exit %d: %s", code, errs)
 	}
 	out := mustRun(t, env, time.Minute, "workflow", "terminate", name)
 	if !strings.Contains(out, "Workflow "+ns+"/"+name+" terminated.") {

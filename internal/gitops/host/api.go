@@ -255,13 +255,19 @@ func decodeBody(r *http.Request, v any) error {
 	return nil
 }
 
-// decodeStrict decodes one JSON value into v, refusing fields v does not have; an empty input
-// leaves v as it is.
+// decodeStrict decodes one JSON value into v, refusing fields v does not have and anything
+// after the value; an empty input leaves v as it is.
 func decodeStrict(r io.Reader, v any) error {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+	if err := dec.Decode(v); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
 		return err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return errors.New("data after the JSON value")
 	}
 	return nil
 }

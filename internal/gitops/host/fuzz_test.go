@@ -1,11 +1,13 @@
 package host
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/freshet-dev/freshet/api/appproxyv1"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gitops/app"
 	"github.com/freshet-dev/freshet/internal/gitops/workflows"
@@ -71,6 +73,36 @@ func FuzzWorkflowSubmit(f *testing.F) {
 		}
 		if wf.Labels[workflows.LabelCreator] != "usr_1" || wf.Annotations[workflows.AnnotationSubmittedBy] != "ann@example.test" {
 			t.Fatalf("creator: %v %v", wf.Labels, wf.Annotations)
+		}
+	})
+}
+
+// FuzzWorkflowResume feeds untrusted bodies of POST workflows/{namespace}/{name}/resume to the
+// decoder: no panic; a refusal names the body; what is accepted holds exactly the body's node,
+// parameters and message.
+func FuzzWorkflowResume(f *testing.F) {
+	f.Add(`{"node":"approve","parameters":{"decision":"approve"},"message":"approved by ann"}`)
+	f.Add(`{}`)
+	f.Add(``)
+	f.Add(`{"parameters":{"a":1}}`)
+	f.Add(`{"node":"x","extra":true}`)
+	f.Add(`[]`)
+	f.Fuzz(func(t *testing.T, body string) {
+		req, err := DecodeWorkflowResume(strings.NewReader(body))
+		if err != nil {
+			if errdefs.Field(err) != "body" {
+				t.Fatalf("decode error names no field: %v", err)
+			}
+			return
+		}
+		var again appproxyv1.WorkflowResumeRequest
+		if strings.TrimSpace(body) != "" {
+			if err := json.Unmarshal([]byte(body), &again); err != nil {
+				t.Fatalf("accepted %q, which encoding/json refuses: %v", body, err)
+			}
+		}
+		if again.Node != req.Node || again.Message != req.Message || len(again.Parameters) != len(req.Parameters) {
+			t.Fatalf("decoded %+v, the body says %+v", req, again)
 		}
 	})
 }

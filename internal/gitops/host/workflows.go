@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -30,6 +31,7 @@ type Workflows interface {
 	Shutdown(ctx context.Context, namespace, name, strategy string) error
 	Suspend(ctx context.Context, namespace, name string) error
 	Resume(ctx context.Context, namespace, name string) error
+	ResumeWith(ctx context.Context, namespace, name string, o workflows.ResumeOptions) error
 	ListTemplates(ctx context.Context, namespace string) ([]appproxyv1.WorkflowTemplate, error)
 	Template(ctx context.Context, namespace, name string, cluster bool) (appproxyv1.WorkflowTemplate, error)
 }
@@ -112,7 +114,7 @@ func (h *Host) WorkflowOp(ctx context.Context, c Caller, namespace, name, op str
 	case appproxyv1.WorkflowSuspend:
 		err = wc.Suspend(ctx, namespace, name)
 	case appproxyv1.WorkflowResume:
-		err = wc.Resume(ctx, namespace, name)
+		return h.ResumeWorkflow(ctx, c, namespace, name, appproxyv1.WorkflowResumeRequest{})
 	default:
 		return appproxyv1.WorkflowDetail{}, errdefs.Invalid("operation", op, fmt.Sprintf("is not a workflow operation (use one of %v)", appproxyv1.WorkflowOps))
 	}
@@ -121,6 +123,44 @@ func (h *Host) WorkflowOp(ctx context.Context, c Caller, namespace, name, op str
 	}
 	h.log.Info("workflow operation", "op", op, "workflow", namespace+"/"+name, "user", c.Email, "account", c.Account)
 	return wc.Get(ctx, namespace, name)
+}
+
+// ResumeWorkflow resumes a Workflow's waiting suspend nodes for c (member or admin): the one
+// req names, or every one, with the values req supplies for their outputs; it answers the
+// Workflow as it is after it.
+func (h *Host) ResumeWorkflow(ctx context.Context, c Caller, namespace, name string, req appproxyv1.WorkflowResumeRequest) (appproxyv1.WorkflowDetail, error) {
+	if err := c.mayWrite(); err != nil {
+		return appproxyv1.WorkflowDetail{}, err
+	}
+	wc, err := h.workflowsCtl()
+	if err != nil {
+		return appproxyv1.WorkflowDetail{}, err
+	}
+	if err := wc.ResumeWith(ctx, namespace, name, workflows.ResumeOptions{Node: req.Node, Parameters: req.Parameters, Message: req.Message}); err != nil {
+		return appproxyv1.WorkflowDetail{}, err
+	}
+	h.log.Info("workflow operation", "op", appproxyv1.WorkflowResume, "workflow", namespace+"/"+name, "node", req.Node,
+		"parameters", sortedNames(req.Parameters), "user", c.Email, "account", c.Account)
+	return wc.Get(ctx, namespace, name)
+}
+
+// DecodeWorkflowResume reads the optional body of POST workflows/{namespace}/{name}/resume;
+// unknown fields are refused, naming them.
+func DecodeWorkflowResume(r io.Reader) (appproxyv1.WorkflowResumeRequest, error) {
+	var req appproxyv1.WorkflowResumeRequest
+	if err := decodeStrict(io.LimitReader(r, maxBody), &req); err != nil {
+		return req, errdefs.Invalid("body", "", "is not valid JSON for this call: "+err.Error()+` (give {"node": "NAME", "parameters": {"NAME": "VALUE"}, "message": "…"})`)
+	}
+	return req, nil
+}
+
+func sortedNames(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // workflowRoutes serves workflows/… and workflow-templates/….
@@ -151,6 +191,14 @@ func (h *Host) workflowRoutes(mux *http.ServeMux, handle func(string, func(*http
 		return http.StatusOK, d, err
 	})
 	handle("POST "+APIPrefix+"workflows/{namespace}/{name}/{op}", func(r *http.Request) (int, any, error) {
+		if r.PathValue("op") == appproxyv1.WorkflowResume {
+			req, err := DecodeWorkflowResume(r.Body)
+			if err != nil {
+				return 0, nil, err
+			}
+			d, err := h.ResumeWorkflow(r.Context(), callerOf(r), r.PathValue("namespace"), r.PathValue("name"), req)
+			return http.StatusOK, d, err
+		}
 		if err := decodeBody(r, &struct{}{}); err != nil {
 			return 0, nil, err
 		}

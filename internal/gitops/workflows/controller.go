@@ -430,10 +430,7 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 
 // collectFinished runs a finished Workflow's podGC and ttlStrategy.
 func (c *Controller) collectFinished(ctx context.Context, wf *Workflow, now time.Time) (time.Duration, error) {
-	spec := &wf.Spec
-	if wf.Spec.WorkflowTemplateRef != nil && wf.Status.StoredWorkflowTemplateSpec != nil {
-		spec = mergeSpec(&wf.Spec, wf.Status.StoredWorkflowTemplateSpec)
-	}
+	spec := effectiveSpec(wf)
 	if spec.PodGC == nil && spec.TTLStrategy == nil {
 		return 0, nil
 	}
@@ -452,10 +449,7 @@ func (c *Controller) collectArtifacts(ctx context.Context, u *unstructured.Unstr
 	if wf.Status.ArtifactGCStatus != nil && wf.Status.ArtifactGCStatus.Done {
 		return 0, false, nil
 	}
-	spec := &wf.Spec
-	if wf.Spec.WorkflowTemplateRef != nil && wf.Status.StoredWorkflowTemplateSpec != nil {
-		spec = mergeSpec(&wf.Spec, wf.Status.StoredWorkflowTemplateSpec)
-	}
+	spec := effectiveSpec(wf)
 	if len(dueArtifacts(spec, &wf.Status, false)) == 0 {
 		return 0, false, nil
 	}
@@ -623,43 +617,6 @@ func (c *Controller) clientAs(ns, sa string) (dynamic.Interface, error) {
 	return d, nil
 }
 
-// Resume resumes a suspended Workflow: its suspend nodes that wait to be resumed succeed and
-// spec.suspend is cleared (what `argo resume` does).
-func (c *Controller) Resume(ctx context.Context, ns, name string) error {
-	res := c.dyn.Resource(WorkflowsResource).Namespace(ns)
-	u, err := res.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return err
-	}
-	data, _ := u.MarshalJSON()
-	var wf Workflow
-	if err := json.Unmarshal(data, &wf); err != nil {
-		return decodeError(err, "Workflow")
-	}
-	now := metav1.NewTime(c.opts.Now())
-	changed := false
-	for id, n := range wf.Status.Nodes {
-		if n.Type == NodeTypeSuspend && n.Phase == NodeRunning {
-			n.Phase, n.FinishedAt, n.Message = NodeSucceeded, now, "Resumed"
-			wf.Status.Nodes[id] = n
-			changed = true
-		}
-	}
-	if wf.Spec.Suspend != nil && *wf.Spec.Suspend {
-		unstructured.RemoveNestedField(u.Object, "spec", "suspend")
-		changed = true
-	}
-	if !changed {
-		return nil
-	}
-	b, _ := json.Marshal(wf.Status)
-	var m map[string]any
-	_ = json.Unmarshal(b, &m)
-	u.Object["status"] = m
-	_, err = res.Update(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
-	return err
-}
-
 // rebuildLocks takes again the locks the Workflows' statuses record as held (at start,
 // before any reconcile): no lock is lost or held twice across a restart.
 func (c *Controller) rebuildLocks() error {
@@ -741,10 +698,7 @@ func (c *Controller) collectClaims(ctx context.Context, u *unstructured.Unstruct
 	if len(wf.Status.PersistentVolumeClaims) == 0 {
 		return 0, false, nil
 	}
-	spec := &wf.Spec
-	if wf.Spec.WorkflowTemplateRef != nil && wf.Status.StoredWorkflowTemplateSpec != nil {
-		spec = mergeSpec(&wf.Spec, wf.Status.StoredWorkflowTemplateSpec)
-	}
+	spec := effectiveSpec(wf)
 	if !claimsDue(spec, wf.Status.Phase) {
 		return 0, false, nil
 	}
