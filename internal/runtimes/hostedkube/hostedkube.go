@@ -65,8 +65,8 @@ const (
 	// rotation), on the Namespace, the Secret and the Deployment's pod template.
 	AnnotationTokenUpdated = "freshet.dev/token-updated"
 	// AnnotationOptions, on the Deployment, is a digest of the provisioner's options the objects
-	// were rendered with (image, version, server URL, placement): a runtime placed with other
-	// options is applied again.
+	// were rendered with (image, version, server URL, placement, storage size and class): a
+	// runtime placed with other options is applied again (its data claim left as it is).
 	AnnotationOptions = "freshet.dev/hosted-options"
 	// HostedFlag is the runtime's command-line flag for a hosted runtime (agent.Options.Hosted).
 	HostedFlag = "--hosted"
@@ -440,9 +440,9 @@ type Result struct {
 }
 
 // Reconcile makes the cluster match creds, the stored hosted runtimes: each one's objects are
-// applied when its namespace, NetworkPolicy, Secret, data claim or Deployment is missing, its token changed
-// since they were applied, or they were applied with other options (image, version, server URL,
-// placement); a namespace of the provisioner's whose runtime is not in creds is deleted. An
+// applied when its namespace, NetworkPolicy, Secret, data claim or Deployment is missing, its
+// token changed since they were applied, or they were applied with other options (image,
+// version, server URL, placement, storage size and class); a namespace of the provisioner's whose runtime is not in creds is deleted. An
 // error reading the cluster stops it before any change (a temporary failure: try again).
 func (c *Cluster) Reconcile(ctx context.Context, creds []runtimes.HostedCredential) (Result, error) {
 	res := Result{Failed: map[string]error{}}
