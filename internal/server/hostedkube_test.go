@@ -53,8 +53,8 @@ func eventually(t *testing.T, timeout time.Duration, check func() string) {
 // NetworkPolicy denying ingress; the pod carries the operator's placement, and a provisioner
 // started with other options applies them again. The runtime's data dir is on a
 // PersistentVolumeClaim of the operator's size and class, created once (a provisioner with
-// another size leaves it as it is and gives the size to new runtimes) and deleted with the
-// namespace. kwok's nodes run no containers and nothing binds the claims:
+// another size leaves it as it is and gives the size to new runtimes), put back when missing,
+// and deleted with the namespace. kwok's nodes run no containers and nothing binds the claims:
 // the pods never really start, so the runtime never connects; what is checked is what the
 // cluster holds (TestHostedRuntimesOnRealNode runs one for real).
 func TestHostedRuntimesOnKubernetes(t *testing.T) {
@@ -275,8 +275,19 @@ func TestHostedRuntimesOnKubernetes(t *testing.T) {
 		}
 		return ""
 	})
-	// A runtime placed by the second provisioner has a claim of its size.
-	checkDataClaim(t, c, ns2, dep, "5Gi", storageClass)
+	// A runtime placed by the second provisioner has a claim of its size; a claim gone missing
+	// is put back (empty) at the next reconcile.
+	claim2 := checkDataClaim(t, c, ns2, dep, "5Gi", storageClass)
+	if err := c.Client.CoreV1().PersistentVolumeClaims(ns2).Delete(ctx, hostedkube.ClaimName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 45*time.Second, func() string {
+		pvc, err := c.Client.CoreV1().PersistentVolumeClaims(ns2).Get(ctx, hostedkube.ClaimName, metav1.GetOptions{})
+		if err != nil || pvc.UID == claim2.UID {
+			return fmt.Sprintf("the deleted data claim is not put back: %v", err)
+		}
+		return ""
+	})
 	if err := leaving.DeleteAccount(ctx, "leaving"); err != nil {
 		t.Fatal(err)
 	}
