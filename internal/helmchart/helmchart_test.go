@@ -207,6 +207,21 @@ func TestBadValuesAreNamed(t *testing.T) {
 	if _, err := Render(rt, releases[charts.Runtime], map[string]any{"server": "https://x", "accessMode": "vpn"}); !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), "accessMode") {
 		t.Errorf("runtime accessMode vpn: %v", err)
 	}
+	for _, c := range []struct {
+		persistence map[string]any
+		want        string
+	}{
+		{map[string]any{"enabled": true, "size": "lots"}, "/persistence/size"},
+		{map[string]any{"enabled": true, "size": "1 Gi"}, "/persistence/size"},
+		{map[string]any{"enabled": "yes"}, "/persistence/enabled"},
+		{map[string]any{"enabled": true, "storageClass": "Fast SSD"}, "/persistence/storageClass"},
+		{map[string]any{"enabled": true, "sizes": "1Gi"}, "sizes"},
+	} {
+		_, err := Render(rt, releases[charts.Runtime], map[string]any{"server": "https://x", "persistence": c.persistence})
+		if !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("runtime persistence %v: %v, want invalid naming %s", c.persistence, err, c.want)
+		}
+	}
 	rn, _ := Load(charts.Runner)
 	if _, err := Render(rn, releases[charts.Runner], map[string]any{"server": "https://x", "env": map[string]any{"FRESHET_RUNNER_TOKEN": "x"}}); !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), "env") {
 		t.Errorf("runner env FRESHET_*: %v", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/runtimes"
 	"github.com/freshet-dev/freshet/internal/runtimes/hostedkube"
+	"github.com/freshet-dev/freshet/internal/runtimes/manifests"
 	"github.com/freshet-dev/freshet/internal/version"
 )
 
@@ -46,6 +47,10 @@ type HostedOptions struct {
 	// NodeSelector and Tolerations (KEY[=VALUE]:EFFECT each) place the runtimes' pods.
 	NodeSelector map[string]string
 	Tolerations  []string
+	// StorageSize and StorageClass are each runtime's data claim's (empty class: the cluster's
+	// default).
+	StorageSize  string
+	StorageClass string
 }
 
 // BindFlags registers the options on fs.
@@ -57,12 +62,14 @@ func (o *HostedOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Server, "hosted-runtimes-server", "", "kubernetes: the control plane URL hosted runtimes dial from the cluster (default: --public-url)")
 	fs.StringToStringVar(&o.NodeSelector, "hosted-runtimes-node-selector", nil, "kubernetes: node selector of the hosted runtimes' pods (key=value,...)")
 	fs.StringArrayVar(&o.Tolerations, "hosted-runtimes-toleration", nil, "kubernetes: a toleration of the hosted runtimes' pods, KEY[=VALUE]:EFFECT (repeatable; no VALUE: any value)")
+	fs.StringVar(&o.StorageSize, "hosted-runtimes-storage-size", manifests.DefaultStorageSize, "kubernetes: the size of each hosted runtime's data claim (its installation repository), a Kubernetes quantity")
+	fs.StringVar(&o.StorageClass, "hosted-runtimes-storage-class", "", "kubernetes: the storage class of each hosted runtime's data claim (default: the cluster's default storage class)")
 }
 
 // cluster returns the provisioner's options of o; publicURL is the default server URL.
 func (o *HostedOptions) cluster(publicURL string) (hostedkube.Options, error) {
 	ho := hostedkube.Options{NamespacePrefix: o.NamespacePrefix, Image: o.Image, Version: version.Version,
-		Server: o.Server, NodeSelector: o.NodeSelector}
+		Server: o.Server, NodeSelector: o.NodeSelector, StorageSize: o.StorageSize, StorageClass: o.StorageClass}
 	if ho.Server == "" {
 		ho.Server = publicURL
 	}

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/freshet-dev/freshet/client"
+	"github.com/freshet-dev/freshet/internal/runtimes/hostedkube"
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/server"
 	"github.com/freshet-dev/freshet/internal/server/servertest"
@@ -31,9 +32,12 @@ import (
 // image (`ctrenv image`, as `make image` builds it, pushed to the loopback registry). The pod is
 // on the node's pod network (the CNI bridge, not the host's network): the control plane listens
 // on the node's address, the pods' gateway, where the runtime dials it. The runtime connects
-// (heartbeats, and its app-proxy answers through the tunnel); the control plane is stopped and a
-// new one started on the same database, and the same pod reconnects by itself; deleting the
-// account deletes the runtime's namespace, the pod with it.
+// (heartbeats, and its app-proxy answers through the tunnel), its installation repository on its
+// data claim (bound here to a hostPath volume, as a storage provisioner would); the control
+// plane is stopped and a new one started on the same database, and the same pod reconnects by
+// itself; a token rotation replaces the pod, and the new one, on the same claim, finds the
+// repository the first one made; deleting the account deletes the runtime's namespace, the pod
+// with it.
 func TestHostedRuntimesOnRealNode(t *testing.T) {
 	if os.Getenv(kube.EnvRealNode) != "1" {
 		kube.RealNode(t, kube.NodeRegistry{}) // skips, saying why
@@ -97,6 +101,18 @@ func TestHostedRuntimesOnRealNode(t *testing.T) {
 	t.Cleanup(func() {
 		_ = c.Client.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	})
+	// The loopback cluster has no storage provisioner: the data claim is bound to a hostPath
+	// volume, a directory of this host (the real node's), writable by the runtime's user (a
+	// hostPath volume gets no fsGroup).
+	volumes := t.TempDir()
+	if err := os.Mkdir(filepath.Join(volumes, hostedkube.ClaimName), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(volumes, hostedkube.ClaimName), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	c.ProvisionVolumes(t, ns, volumes)
+	repoHEAD := filepath.Join(volumes, hostedkube.ClaimName, "installation.git", "HEAD")
 	dump := func() {
 		pods, _ := c.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 		for _, p := range pods.Items {
@@ -149,6 +165,11 @@ func TestHostedRuntimesOnRealNode(t *testing.T) {
 		return ""
 	})
 	checkNetworkPolicy(t, c, ns)
+	// Its local installation repository is on the claim.
+	made, err := os.Stat(repoHEAD)
+	if err != nil {
+		t.Fatalf("the runtime's installation repository is not on its data claim: %v", err)
+	}
 
 	// The control plane restarts; the same pod reconnects to the new one by itself.
 	s1.Stop()
@@ -163,6 +184,25 @@ func TestHostedRuntimesOnRealNode(t *testing.T) {
 	now, err := c.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
 	if err != nil || now.UID != pod.UID || restarts(*now) != restarts(pod) {
 		t.Fatalf("the runtime's pod after the restart: %v %v, want the same pod, its container not restarted (%s)", now, err, restarts(pod))
+	}
+
+	// A token rotation replaces the pod (Recreate: the old one lets go of the claim first); the
+	// new one connects, on the repository the first one made.
+	rotated := time.Now()
+	if _, err := tenant.RotateRuntimeToken(ctx, h.Name); err != nil {
+		t.Fatal(err)
+	}
+	waitOr(4*time.Minute, func() string {
+		pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil || len(pods.Items) != 1 || pods.Items[0].UID == pod.UID || pods.Items[0].Status.Phase != corev1.PodRunning {
+			return fmt.Sprintf("the hosted runtime's pods after the rotation: %d (%v), want one new pod running", len(pods.Items), err)
+		}
+		return ""
+	})
+	waitOr(2*time.Minute, func() string { return connected(ctx, tenant, h.Name, rotated) })
+	t.Logf("hosted runtime connected from its new pod %s after the rotation", time.Since(rotated).Round(time.Second))
+	if kept, err := os.Stat(repoHEAD); err != nil || !kept.ModTime().Equal(made.ModTime()) {
+		t.Errorf("the installation repository after the pod's replacement: %v, %v; want the first pod's (made %s)", kept, err, made.ModTime())
 	}
 
 	// Deleting the account deletes the runtime's namespace, its pod with it.

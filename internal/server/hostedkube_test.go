@@ -51,7 +51,10 @@ func eventually(t *testing.T, timeout time.Duration, check func() string) {
 // (the control plane restarted) puts back what is missing and deletes what has no runtime; and
 // deleting the runtime, or its account, deletes its namespace. Each namespace has a
 // NetworkPolicy denying ingress; the pod carries the operator's placement, and a provisioner
-// started with other options applies them again. kwok's nodes run no containers:
+// started with other options applies them again. The runtime's data dir is on a
+// PersistentVolumeClaim of the operator's size and class, created once (a provisioner with
+// another size leaves it as it is and gives the size to new runtimes), put back when missing,
+// and deleted with the namespace. kwok's nodes run no containers and nothing binds the claims:
 // the pods never really start, so the runtime never connects; what is checked is what the
 // cluster holds (TestHostedRuntimesOnRealNode runs one for real).
 func TestHostedRuntimesOnKubernetes(t *testing.T) {
@@ -68,14 +71,17 @@ func TestHostedRuntimesOnKubernetes(t *testing.T) {
 	}
 	// A placement no kwok node has: the pod stays Pending, which is all this test needs.
 	selector := map[string]string{"freshet.dev/hosted-pool": "tenants"}
-	cfgWith := func(image string) servertest.Config {
+	// A storage class the cluster does not have: the claim stays Pending, checked as an object.
+	const storageClass = "freshet-test-hosted"
+	cfgWith := func(image, size string) servertest.Config {
 		return servertest.Config{Edit: func(o *server.Options) {
 			o.DB, o.DataDir, o.MasterKeyFile = dsn, dataDir, keyFile
 			o.Hosted = server.HostedOptions{Mode: server.HostedKubernetes, Kubeconfig: c.Kubeconfig, NamespacePrefix: prefix, Image: image, Server: dial,
-				NodeSelector: selector, Tolerations: []string{"freshet.dev/hosted-pool=tenants:NoSchedule", "dedicated:NoExecute"}}
+				NodeSelector: selector, Tolerations: []string{"freshet.dev/hosted-pool=tenants:NoSchedule", "dedicated:NoExecute"},
+				StorageSize: size, StorageClass: storageClass}
 		}}
 	}
-	cfg := cfgWith(image)
+	cfg := cfgWith(image, "3Gi")
 	s1 := servertest.StartWith(t, store.SQLite, cfg)
 	h, err := s1.Admin.CreateHostedRuntime(ctx, "")
 	if err != nil {
@@ -140,6 +146,7 @@ func TestHostedRuntimesOnKubernetes(t *testing.T) {
 		t.Errorf("placement: node selector %v, tolerations %+v; want %v and %+v", pod.NodeSelector, pod.Tolerations, selector, wantTolerations)
 	}
 	checkNetworkPolicy(t, c, ns)
+	claim := checkDataClaim(t, c, ns, dep, "3Gi", storageClass)
 	if _, err := c.Client.RbacV1().ClusterRoleBindings().Get(ctx, "freshet-runtime-"+h.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a ClusterRoleBinding for the hosted runtime: %v", err)
 	}
@@ -196,7 +203,7 @@ func TestHostedRuntimesOnKubernetes(t *testing.T) {
 		t.Fatal(err)
 	}
 	const image2 = "registry.example.test/freshet:hosted-test-2"
-	s2 := servertest.StartWith(t, store.SQLite, cfgWith(image2))
+	s2 := servertest.StartWith(t, store.SQLite, cfgWith(image2, "5Gi"))
 	gone := func(name string) string {
 		n, err := c.Client.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) || (err == nil && n.DeletionTimestamp != nil) {
@@ -223,6 +230,11 @@ func TestHostedRuntimesOnKubernetes(t *testing.T) {
 		}
 		return ""
 	})
+	// The runtime keeps its claim, the same one at its first size: its data outlives the new
+	// pod.
+	if again := checkDataClaim(t, c, ns, dep, "3Gi", storageClass); again.UID != claim.UID {
+		t.Errorf("the data claim was replaced (uid %s, was %s): the runtime's data is lost", again.UID, claim.UID)
+	}
 
 	// Deleting the runtime deletes its namespace, and with it the Deployment and the Secret.
 	if err := s2.Admin.DeleteRuntime(ctx, h.Name); err != nil {
@@ -234,6 +246,9 @@ func TestHostedRuntimesOnKubernetes(t *testing.T) {
 		}
 		if _, err := c.Client.CoreV1().Secrets(ns).Get(ctx, hostedkube.SecretName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			return fmt.Sprintf("the deleted runtime's Secret: %v", err)
+		}
+		if pvc, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, hostedkube.ClaimName, metav1.GetOptions{}); !apierrors.IsNotFound(err) && (err != nil || pvc.DeletionTimestamp == nil) {
+			return fmt.Sprintf("the deleted runtime's data claim: %v", err)
 		}
 		return gone(ns)
 	})
@@ -255,8 +270,21 @@ func TestHostedRuntimesOnKubernetes(t *testing.T) {
 		_ = c.Client.CoreV1().Namespaces().Delete(context.Background(), ns2, metav1.DeleteOptions{})
 	})
 	eventually(t, 30*time.Second, func() string {
-		if _, err := c.Client.AppsV1().Deployments(ns2).Get(ctx, hostedkube.DeploymentName, metav1.GetOptions{}); err != nil {
+		if dep, err = c.Client.AppsV1().Deployments(ns2).Get(ctx, hostedkube.DeploymentName, metav1.GetOptions{}); err != nil {
 			return "the second account's hosted runtime: " + err.Error()
+		}
+		return ""
+	})
+	// A runtime placed by the second provisioner has a claim of its size; a claim gone missing
+	// is put back (empty) at the next reconcile.
+	claim2 := checkDataClaim(t, c, ns2, dep, "5Gi", storageClass)
+	if err := c.Client.CoreV1().PersistentVolumeClaims(ns2).Delete(ctx, hostedkube.ClaimName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 45*time.Second, func() string {
+		pvc, err := c.Client.CoreV1().PersistentVolumeClaims(ns2).Get(ctx, hostedkube.ClaimName, metav1.GetOptions{})
+		if err != nil || pvc.UID == claim2.UID {
+			return fmt.Sprintf("the deleted data claim is not put back: %v", err)
 		}
 		return ""
 	})
@@ -264,6 +292,57 @@ func TestHostedRuntimesOnKubernetes(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, func() string { return gone(ns2) })
+}
+
+// checkDataClaim checks the data claim of a hosted runtime's namespace (ReadWriteOnce, of size
+// and class, labelled) and that its Deployment dep mounts it where the runtime keeps its data
+// (--data-dir), replacing its pod by Recreate (the claim is ReadWriteOnce) and giving the
+// volume the runtime's group; it returns the claim.
+func checkDataClaim(t *testing.T, c *kube.Cluster, ns string, dep *appsv1.Deployment, size, class string) *corev1.PersistentVolumeClaim {
+	t.Helper()
+	pvc, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), hostedkube.ClaimName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the hosted runtime's data claim: %v", err)
+	}
+	if got := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; got.String() != size {
+		t.Errorf("the data claim requests %s, want %s", got.String(), size)
+	}
+	if pvc.Spec.StorageClassName == nil || *pvc.Spec.StorageClassName != class {
+		t.Errorf("the data claim's storage class is %v, want %s", pvc.Spec.StorageClassName, class)
+	}
+	if !slices.Equal(pvc.Spec.AccessModes, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}) {
+		t.Errorf("the data claim's access modes %v, want ReadWriteOnce", pvc.Spec.AccessModes)
+	}
+	if pvc.Labels[hostedkube.LabelHosted] != "true" || pvc.Labels[hostedkube.LabelRuntimeID] == "" {
+		t.Errorf("the data claim's labels %v", pvc.Labels)
+	}
+	if dep.Spec.Strategy.Type != appsv1.RecreateDeploymentStrategyType {
+		t.Errorf("the Deployment's strategy is %q: a rolling update would wait for ever on the claim", dep.Spec.Strategy.Type)
+	}
+	pod := dep.Spec.Template.Spec
+	var volume string
+	for _, v := range pod.Volumes {
+		if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == hostedkube.ClaimName {
+			volume = v.Name
+		}
+	}
+	if volume == "" {
+		t.Fatalf("the pod template has no volume of the claim: %+v", pod.Volumes)
+	}
+	args := pod.Containers[0].Args
+	i := slices.Index(args, "--data-dir")
+	if i < 0 || i+1 == len(args) {
+		t.Fatalf("the runtime's args %q have no --data-dir", args)
+	}
+	if !slices.ContainsFunc(pod.Containers[0].VolumeMounts, func(m corev1.VolumeMount) bool {
+		return m.Name == volume && m.MountPath == args[i+1] && !m.ReadOnly && m.SubPath == ""
+	}) {
+		t.Errorf("the runtime's data dir %s is not the claim's volume %s: mounts %+v", args[i+1], volume, pod.Containers[0].VolumeMounts)
+	}
+	if pod.SecurityContext == nil || pod.SecurityContext.FSGroup == nil || pod.SecurityContext.RunAsUser == nil || *pod.SecurityContext.FSGroup != *pod.SecurityContext.RunAsUser {
+		t.Errorf("the pod's security context %+v: the claim's volume is not made writable by the runtime's group", pod.SecurityContext)
+	}
+	return pvc
 }
 
 // checkNetworkPolicy checks the NetworkPolicy of a hosted runtime's namespace: every pod of it

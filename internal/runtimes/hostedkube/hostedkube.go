@@ -10,7 +10,10 @@
 // NetworkPolicy that denies all ingress to the namespace's pods and allows all egress (the
 // runtime only dials out: to the control plane, its git repositories and registries, and its
 // customer's clusters). The token is in the chart's Secret only; the Deployment mounts it as a
-// file.
+// file. The runtime's data dir (its local installation repository, the clusters it deploys to,
+// the GitOps engine's cache) is on the chart's data claim (persistence), of the operator's size
+// and storage class, so it outlives the pod; the claim is created once and goes with the
+// namespace.
 //
 // Reconcile makes the cluster match the stored hosted runtimes: it applies (server-side apply)
 // the objects of each one missing or out of date (an older token, or placed with other options),
@@ -62,8 +65,8 @@ const (
 	// rotation), on the Namespace, the Secret and the Deployment's pod template.
 	AnnotationTokenUpdated = "freshet.dev/token-updated"
 	// AnnotationOptions, on the Deployment, is a digest of the provisioner's options the objects
-	// were rendered with (image, version, server URL, placement): a runtime placed with other
-	// options is applied again.
+	// were rendered with (image, version, server URL, placement, storage size and class): a
+	// runtime placed with other options is applied again (its data claim left as it is).
 	AnnotationOptions = "freshet.dev/hosted-options"
 	// HostedFlag is the runtime's command-line flag for a hosted runtime (agent.Options.Hosted).
 	HostedFlag = "--hosted"
@@ -73,6 +76,8 @@ const (
 	SecretName     = manifests.TokenSecretName
 	// NetworkPolicyName is the hosted runtime's NetworkPolicy: no ingress, any egress.
 	NetworkPolicyName = "freshet-hosted-runtime"
+	// ClaimName is the chart's PersistentVolumeClaim holding the runtime's data dir.
+	ClaimName = manifests.DataClaimName
 )
 
 // Options configure the provisioner.
@@ -88,6 +93,11 @@ type Options struct {
 	// --hosted-runtimes-toleration).
 	NodeSelector map[string]string
 	Tolerations  []corev1.Toleration
+	// StorageSize and StorageClass are the runtimes' data claims' (--hosted-runtimes-storage-size,
+	// default manifests.DefaultStorageSize; --hosted-runtimes-storage-class, empty: the
+	// cluster's default class).
+	StorageSize  string
+	StorageClass string
 }
 
 // Validate fills the defaults and names the first bad option.
@@ -116,6 +126,11 @@ func (o *Options) Validate() error {
 			return err
 		}
 	}
+	p := manifests.Persistence{Size: o.StorageSize, StorageClass: o.StorageClass}
+	if err := p.Validate("hosted-runtimes-storage-size", "hosted-runtimes-storage-class"); err != nil {
+		return err
+	}
+	o.StorageSize = p.Size
 	return nil
 }
 
@@ -172,10 +187,11 @@ func validToleration(t corev1.Toleration) error {
 // digest is AnnotationOptions: what of the options the rendered objects depend on.
 func (o Options) digest() string {
 	b, _ := json.Marshal(struct {
-		Image, Version, Server string
-		NodeSelector           map[string]string
-		Tolerations            []corev1.Toleration
-	}{o.Image, o.Version, o.Server, o.NodeSelector, o.Tolerations})
+		Image, Version, Server    string
+		NodeSelector              map[string]string
+		Tolerations               []corev1.Toleration
+		StorageSize, StorageClass string
+	}{o.Image, o.Version, o.Server, o.NodeSelector, o.Tolerations, o.StorageSize, o.StorageClass})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
 }
@@ -233,12 +249,13 @@ func TokenUpdated(cr runtimes.HostedCredential) string {
 // kinds maps the kinds the runtime chart renders in tunnel mode, its cluster-wide RBAC left
 // out, to their resources.
 var kinds = map[string]schema.GroupVersionResource{
-	"Namespace":      {Version: "v1", Resource: "namespaces"},
-	"ServiceAccount": {Version: "v1", Resource: "serviceaccounts"},
-	"Secret":         {Version: "v1", Resource: "secrets"},
-	"Service":        {Version: "v1", Resource: "services"},
-	"Deployment":     {Group: "apps", Version: "v1", Resource: "deployments"},
-	"NetworkPolicy":  {Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"},
+	"Namespace":             {Version: "v1", Resource: "namespaces"},
+	"ServiceAccount":        {Version: "v1", Resource: "serviceaccounts"},
+	"Secret":                {Version: "v1", Resource: "secrets"},
+	"Service":               {Version: "v1", Resource: "services"},
+	"Deployment":            {Group: "apps", Version: "v1", Resource: "deployments"},
+	"NetworkPolicy":         {Group: "networking.k8s.io", Version: "v1", Resource: "networkpolicies"},
+	"PersistentVolumeClaim": {Version: "v1", Resource: "persistentvolumeclaims"},
 }
 
 // left out of a hosted runtime: rights on the platform's cluster, and an ingress (hosted
@@ -251,7 +268,8 @@ var leftOut = []string{"ClusterRole", "ClusterRoleBinding", "Ingress"}
 func (c *Cluster) Objects(cr runtimes.HostedCredential) ([]*unstructured.Unstructured, error) {
 	ns := c.Namespace(cr.RuntimeID)
 	objs, err := manifests.Objects(manifests.Options{Name: cr.Name, Namespace: ns, Image: c.opts.Image, Version: c.opts.Version,
-		Server: c.opts.Server, Token: cr.Token, AccessMode: runtimes.AccessTunnel, RuntimeID: cr.RuntimeID})
+		Server: c.opts.Server, Token: cr.Token, AccessMode: runtimes.AccessTunnel, RuntimeID: cr.RuntimeID,
+		Persistence: &manifests.Persistence{Size: c.opts.StorageSize, StorageClass: c.opts.StorageClass}})
 	if err != nil {
 		return nil, err
 	}
@@ -363,7 +381,10 @@ func (c *Cluster) hostedPod(d *unstructured.Unstructured, updated string) error 
 	return unstructured.SetNestedSlice(d.Object, cs, "spec", "template", "spec", "containers")
 }
 
-// Apply server-side applies hosted runtime cr's objects, in the chart's order.
+// Apply server-side applies hosted runtime cr's objects, in the chart's order, but for its
+// data claim: that one is created when missing and left as it is otherwise (a claim's storage
+// class cannot change, and its size only grows where the class allows it: a control plane
+// started with another --hosted-runtimes-storage-size or -class gives them to new runtimes).
 func (c *Cluster) Apply(ctx context.Context, cr runtimes.HostedCredential) error {
 	objs, err := c.Objects(cr)
 	if err != nil {
@@ -374,6 +395,19 @@ func (c *Cluster) Apply(ctx context.Context, cr runtimes.HostedCredential) error
 		var ri dynamic.ResourceInterface = c.dyn.Resource(gvr)
 		if u.GetKind() != "Namespace" {
 			ri = c.dyn.Resource(gvr).Namespace(u.GetNamespace())
+		}
+		if u.GetKind() == "PersistentVolumeClaim" {
+			_, err := ri.Get(ctx, u.GetName(), metav1.GetOptions{})
+			if err == nil {
+				continue
+			}
+			if !apierrors.IsNotFound(err) {
+				return fmt.Errorf("get %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+			}
+			if _, err := ri.Create(ctx, u, metav1.CreateOptions{FieldManager: FieldManager}); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("create %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+			}
+			continue
 		}
 		if _, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
 			return fmt.Errorf("apply %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
@@ -406,9 +440,9 @@ type Result struct {
 }
 
 // Reconcile makes the cluster match creds, the stored hosted runtimes: each one's objects are
-// applied when its namespace, NetworkPolicy, Secret or Deployment is missing, its token changed
-// since they were applied, or they were applied with other options (image, version, server URL,
-// placement); a namespace of the provisioner's whose runtime is not in creds is deleted. An
+// applied when its namespace, NetworkPolicy, Secret, data claim or Deployment is missing, its
+// token changed since they were applied, or they were applied with other options (image,
+// version, server URL, placement, storage size and class); a namespace of the provisioner's whose runtime is not in creds is deleted. An
 // error reading the cluster stops it before any change (a temporary failure: try again).
 func (c *Cluster) Reconcile(ctx context.Context, creds []runtimes.HostedCredential) (Result, error) {
 	res := Result{Failed: map[string]error{}}
@@ -428,6 +462,10 @@ func (c *Cluster) Reconcile(ctx context.Context, creds []runtimes.HostedCredenti
 	nps, err := c.kube.NetworkingV1().NetworkPolicies("").List(ctx, sel)
 	if err != nil {
 		return res, fmt.Errorf("list the hosted runtimes' network policies: %w", err)
+	}
+	pvcs, err := c.kube.CoreV1().PersistentVolumeClaims("").List(ctx, sel)
+	if err != nil {
+		return res, fmt.Errorf("list the hosted runtimes' volume claims: %w", err)
 	}
 	nsUpdated := map[string]string{}
 	terminating := map[string]bool{}
@@ -454,13 +492,19 @@ func (c *Cluster) Reconcile(ctx context.Context, creds []runtimes.HostedCredenti
 			hasPolicy[np.Namespace] = true
 		}
 	}
+	hasClaim := map[string]bool{}
+	for _, pvc := range pvcs.Items {
+		if pvc.Name == ClaimName {
+			hasClaim[pvc.Namespace] = true
+		}
+	}
 	digest := c.opts.digest()
 	want := map[string]bool{}
 	for _, cr := range creds {
 		ns := c.Namespace(cr.RuntimeID)
 		want[ns] = true
 		u := TokenUpdated(cr)
-		if nsUpdated[ns] == u && secretUpdated[ns] == u && depUpdated[ns] == u && depOptions[ns] == digest && hasPolicy[ns] {
+		if nsUpdated[ns] == u && secretUpdated[ns] == u && depUpdated[ns] == u && depOptions[ns] == digest && hasPolicy[ns] && hasClaim[ns] {
 			continue
 		}
 		if terminating[ns] {

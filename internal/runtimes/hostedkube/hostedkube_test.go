@@ -30,11 +30,20 @@ func TestOptionsValidate(t *testing.T) {
 		{Options{Server: "https://x", Tolerations: []corev1.Toleration{{Key: "pool", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}}, ""},
 		{Options{Server: "https://x", Tolerations: []corev1.Toleration{{Key: "pool", Operator: corev1.TolerationOpEqual, Value: "x", Effect: "Sometimes"}}}, "hosted-runtimes-toleration"},
 		{Options{Server: "https://x", Tolerations: []corev1.Toleration{{Key: "pool", Operator: corev1.TolerationOpExists, Value: "x", Effect: corev1.TaintEffectNoExecute}}}, "hosted-runtimes-toleration"},
+		{Options{Server: "https://x", StorageSize: "20Gi", StorageClass: "fast-ssd"}, ""},
+		{Options{Server: "https://x", StorageSize: "500Mi", StorageClass: "ebs.csi.aws.com"}, ""},
+		{Options{Server: "https://x", StorageSize: "big"}, "hosted-runtimes-storage-size"},
+		{Options{Server: "https://x", StorageSize: "0"}, "hosted-runtimes-storage-size"},
+		{Options{Server: "https://x", StorageSize: "1 Gi"}, "hosted-runtimes-storage-size"},
+		{Options{Server: "https://x", StorageClass: "Fast_SSD"}, "hosted-runtimes-storage-class"},
 	} {
 		err := tc.o.Validate()
 		if tc.field == "" {
 			if err != nil {
 				t.Errorf("%+v: %v", tc.o, err)
+			}
+			if tc.o.StorageSize == "" {
+				t.Errorf("%+v: the storage size has no default", tc.o)
 			}
 			continue
 		}

@@ -118,7 +118,7 @@ func TestChartsAreValidOnARealAPIServer(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"freshet Deployment", "freshet Service", "freshet Ingress", "freshet PodDisruptionBudget", "freshet HorizontalPodAutoscaler",
-		"freshet StatefulSet", "freshet Secret", "freshet-runtime Deployment", "freshet-runtime ClusterRole", "freshet-runtime Ingress",
+		"freshet StatefulSet", "freshet Secret", "freshet-runtime Deployment", "freshet-runtime ClusterRole", "freshet-runtime Ingress", "freshet-runtime PersistentVolumeClaim",
 		"freshet-runner Role", "freshet-runner Deployment", "freshet-runner RoleBinding"} {
 		if checked[want] == 0 {
 			t.Errorf("no %s was checked: the golden cases should render one", want)

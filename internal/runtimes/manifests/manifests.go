@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/yaml"
 
 	"github.com/freshet-dev/freshet/charts"
@@ -35,8 +37,13 @@ const (
 	InstanceLabel = "app.kubernetes.io/instance"
 	// ManagedByLabel is "freshet" on every object.
 	ManagedByLabel = "app.kubernetes.io/managed-by"
-	// DataDir is where the runtime keeps its repository cache (an emptyDir).
+	// DataDir is where the runtime keeps its data (--data-dir): an emptyDir, or the claim
+	// DataClaimName with Persistence.
 	DataDir = "/tmp/freshet-runtime"
+	// DataClaimName is the PersistentVolumeClaim holding DataDir with Persistence.
+	DataClaimName = "freshet-runtime-data"
+	// DefaultStorageSize is the data claim's default size.
+	DefaultStorageSize = "1Gi"
 )
 
 // Options describe one runtime installation.
@@ -59,7 +66,37 @@ type Options struct {
 	// whose Application resources the runtime runs (each only when the app's AppProject
 	// lists it in spec.sourceNamespaces). Needs WatchClusterApps.
 	ClusterAppsSourceNamespaces []string
+	// Persistence, when set, keeps DataDir on a PersistentVolumeClaim (the chart's
+	// persistence values) instead of the pod's emptyDir.
+	Persistence *Persistence
 }
+
+// Persistence is the runtime's data claim.
+type Persistence struct {
+	Size         string // a Kubernetes quantity (default DefaultStorageSize)
+	StorageClass string // empty: the cluster's default storage class
+}
+
+// Validate fills the default size and names the first bad value as sizeField or classField
+// (the caller's flag names, or the chart's value names).
+func (p *Persistence) Validate(sizeField, classField string) error {
+	if p.Size == "" {
+		p.Size = DefaultStorageSize
+	}
+	q, err := resource.ParseQuantity(p.Size)
+	if err != nil || q.Sign() <= 0 || !storageSize.MatchString(p.Size) {
+		return errdefs.Invalid(sizeField, p.Size, "is not a storage size: a positive Kubernetes quantity such as 1Gi or 500Mi")
+	}
+	if p.StorageClass != "" {
+		if errs := validation.IsDNS1123Subdomain(p.StorageClass); len(errs) > 0 {
+			return errdefs.Invalid(classField, p.StorageClass, "is not a storage class name: "+strings.Join(errs, "; "))
+		}
+	}
+	return nil
+}
+
+// storageSize is the chart schema's pattern for persistence.size.
+var storageSize = regexp.MustCompile(`^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|k|M|G|T|P)?$`)
 
 var dns1123 = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
@@ -82,6 +119,11 @@ func (o *Options) Validate() error {
 	for i, ns := range o.ClusterAppsSourceNamespaces {
 		if !dns1123.MatchString(ns) {
 			return errdefs.Invalid(fmt.Sprintf("cluster-apps-source-namespaces[%d]", i), ns, "is not a Kubernetes namespace name")
+		}
+	}
+	if o.Persistence != nil {
+		if err := o.Persistence.Validate("persistence.size", "persistence.storageClass"); err != nil {
+			return err
 		}
 	}
 	switch o.AccessMode {
@@ -134,6 +176,9 @@ func (o Options) Values() map[string]any {
 			nss[i] = ns
 		}
 		v["clusterAppsSourceNamespaces"] = nss
+	}
+	if p := o.Persistence; p != nil {
+		v["persistence"] = map[string]any{"enabled": true, "size": p.Size, "storageClass": p.StorageClass}
 	}
 	return v
 }

@@ -60,10 +60,39 @@ func TestObjects(t *testing.T) {
 	if y, _ = YAML(objs); strings.Contains(string(y), "cluster-apps-source-namespaces") {
 		t.Errorf("source namespaces flag without any given:\n%s", y)
 	}
+	// Persistence: the data claim before the Deployment, which mounts it at DataDir (its
+	// --data-dir) and gives its volume the runtime's group.
+	objs, err = Objects(Options{Name: "edge", Server: "https://f.example", Persistence: &Persistence{StorageClass: "fast"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := kinds(objs); got != "Namespace,ServiceAccount,ClusterRole,ClusterRoleBinding,PersistentVolumeClaim,Deployment,Service" {
+		t.Fatalf("persistence kinds = %s", got)
+	}
+	y, _ = YAML(objs)
+	for _, want := range []string{"name: " + DataClaimName + "\n", "storage: 1Gi\n", "storageClassName: fast\n", "accessModes:\n  - ReadWriteOnce\n",
+		"- mountPath: " + DataDir + "\n          name: data\n", "claimName: " + DataClaimName + "\n", "fsGroup: 65532\n", "- --data-dir\n        - " + DataDir + "\n"} {
+		if !strings.Contains(string(y), want) {
+			t.Errorf("persistence YAML lacks %q:\n%s", want, y)
+		}
+	}
+	objs, _ = Objects(Options{Name: "edge", Server: "https://f.example", Persistence: &Persistence{Size: "20Gi"}})
+	if y, _ = YAML(objs); !strings.Contains(string(y), "storage: 20Gi\n") || strings.Contains(string(y), "storageClassName") {
+		t.Errorf("persistence 20Gi, the default class:\n%s", y)
+	}
+	objs, _ = Objects(Options{Name: "edge", Server: "https://f.example"})
+	if y, _ = YAML(objs); strings.Contains(string(y), "PersistentVolumeClaim") || strings.Contains(string(y), "fsGroup") {
+		t.Errorf("a claim without persistence:\n%s", y)
+	}
 	for _, c := range []struct {
 		o     Options
 		field string
 	}{
+		{Options{Name: "e", Server: "https://f", Persistence: &Persistence{Size: "lots"}}, "persistence.size"},
+		{Options{Name: "e", Server: "https://f", Persistence: &Persistence{Size: "0"}}, "persistence.size"},
+		{Options{Name: "e", Server: "https://f", Persistence: &Persistence{Size: "-1Gi"}}, "persistence.size"},
+		{Options{Name: "e", Server: "https://f", Persistence: &Persistence{Size: "1e3"}}, "persistence.size"},
+		{Options{Name: "e", Server: "https://f", Persistence: &Persistence{StorageClass: "Fast SSD"}}, "persistence.storageClass"},
 		{Options{Name: "Edge", Server: "https://f"}, "name"},
 		{Options{Name: "e", Server: "f"}, "server"},
 		{Options{Name: "e", Server: "https://f", AccessMode: "vpn"}, "access-mode"},
