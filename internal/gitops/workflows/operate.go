@@ -418,15 +418,32 @@ func (o *operation) execute(inv invocation) *NodeStatus {
 }
 
 // leafStart is whether a leaf node that does not exist yet may start now; when the workflow
-// is stopping it is recorded as failed instead.
+// is stopping it is recorded as failed instead (with the reason as its message).
 func (o *operation) leafStart(inv invocation, typ NodeType, tmpl string) (*NodeStatus, bool) {
 	if o.stopping != "" && !o.exitRuns(inv.display, inv.boundary) {
-		return o.init(inv, typ, NodeFailed, tmpl), false
+		n := o.init(inv, typ, NodeFailed, tmpl)
+		n.Message = o.stopping
+		return n, false
 	}
 	if o.wf.Spec.Suspend != nil && *o.wf.Spec.Suspend {
 		return nil, false
 	}
 	return nil, true
+}
+
+// leafNode is the node of a leaf call that runs in the controller (suspend, resource): as
+// recorded, or started now (Running, with its inputs). ok is false when it may not start:
+// then n (nil, or recorded as failed) is the call's node.
+func (o *operation) leafNode(inv invocation, typ NodeType, t *Template, inputs *Inputs) (n *NodeStatus, ok bool) {
+	if n := o.get(inv.name); n != nil {
+		return n, true
+	}
+	if n, ok := o.leafStart(inv, typ, t.Name); !ok {
+		return n, false
+	}
+	n = o.init(inv, typ, NodeRunning, t.Name)
+	n.Inputs = inputs
+	return n, true
 }
 
 func (o *operation) executeRetry(inv invocation, t *Template, tc tmplCtx, pass int) *NodeStatus {
@@ -566,9 +583,6 @@ func (o *operation) executePod(inv invocation, t *Template, inputs *Inputs) *Nod
 	if n == nil {
 		var ok bool
 		if n, ok = o.leafStart(inv, NodeTypePod, t.Name); !ok {
-			if n != nil {
-				n.Message = o.stopping
-			}
 			return n
 		}
 		if p := o.spec.Parallelism; p != nil && *p > 0 && o.activePods >= *p {
@@ -890,17 +904,9 @@ func (o *operation) outputs(n *NodeStatus, t *Template, main *corev1.ContainerSt
 }
 
 func (o *operation) executeSuspend(inv invocation, t *Template, inputs *Inputs) *NodeStatus {
-	n := o.get(inv.name)
-	if n == nil {
-		var ok bool
-		if n, ok = o.leafStart(inv, NodeTypeSuspend, t.Name); !ok {
-			if n != nil {
-				n.Message = o.stopping
-			}
-			return n
-		}
-		n = o.init(inv, NodeTypeSuspend, NodeRunning, t.Name)
-		n.Inputs = inputs
+	n, ok := o.leafNode(inv, NodeTypeSuspend, t, inputs)
+	if !ok {
+		return n
 	}
 	if o.killPods && !o.survivesStop(n) {
 		o.finish(n, NodeFailed, o.stopping)

@@ -291,17 +291,9 @@ func buildAction(r *ResourceTemplate, ns string) (*resourceAction, error) {
 }
 
 func (o *operation) executeResource(inv invocation, t *Template, inputs *Inputs) *NodeStatus {
-	n := o.get(inv.name)
-	if n == nil {
-		var ok bool
-		if n, ok = o.leafStart(inv, NodeTypePod, t.Name); !ok {
-			if n != nil {
-				n.Message = o.stopping
-			}
-			return n
-		}
-		n = o.init(inv, NodeTypePod, NodeRunning, t.Name)
-		n.Inputs = inputs
+	n, ok := o.leafNode(inv, NodeTypePod, t, inputs)
+	if !ok {
+		return n
 	}
 	const waiting = " (waiting for its success or failure condition)"
 	what := strings.TrimSuffix(n.Message, waiting)
