@@ -441,20 +441,28 @@ func TestBlueGreenOnAPIServer(t *testing.T) {
 		t.Fatalf("status %+v %q", ro.Status.BlueGreen, ro.Status.Message)
 	}
 
+	promoted := time.Now() // the switch cannot come before this
 	if err := e.ctrl.Promote(e.ctx, e.ns, "shop", false); err != nil {
 		t.Fatal(err)
 	}
-	// The preview scales to 3, takes the active Service, and blue goes 2 s later.
+	// The preview scales to 3, takes the active Service, and blue goes 2 s later: at the switch
+	// blue still runs, with the deadline (the switch's time + 2 s) on its ReplicaSet.
 	e.waitFor("active switched", 60*time.Second, func() (bool, string) {
 		return e.selector("shop-active") == green, e.selector("shop-active")
 	})
-	if got, _ := e.replicaSets("shop"); got != "1:3/3 2:3/3" {
+	got, byRev := e.replicaSets("shop")
+	if got != "1:3/3 2:3/3" {
 		t.Fatalf("at the switch: %s (the old revision must stay for scaleDownDelaySeconds)", got)
 	}
-	switched := time.Now()
+	deadline, err := time.Parse(time.RFC3339, byRev["1"].Annotations[rollouts.ScaleDownDeadlineAnnotation])
+	if err != nil || deadline.Before(promoted.Add(2*time.Second).Truncate(time.Second)) {
+		t.Fatalf("blue's scale-down deadline %q (%v): want the switch + 2 s, after %s", byRev["1"].Annotations[rollouts.ScaleDownDeadlineAnnotation], err, promoted.Format(time.RFC3339Nano))
+	}
 	e.waitRS("shop", "1:0/0 2:3/3")
-	if d := time.Since(switched); d < time.Second {
-		t.Fatalf("blue scaled down %v after the switch, before scaleDownDelaySeconds", d)
+	// Observed no earlier than it happened, which is no earlier than the deadline: the switch's
+	// time + 2 s in whole seconds (RFC 3339, as Argo writes it), so at least 1 s after promoting.
+	if d := time.Since(promoted); d < time.Second {
+		t.Fatalf("blue scaled down %v after the promotion, before scaleDownDelaySeconds", d)
 	}
 	ro = e.waitPhase("shop", rollouts.PhaseHealthy, -1)
 	if ro.Status.StableRS != green || ro.Status.BlueGreen.ActiveSelector != green {

@@ -36,15 +36,34 @@ spec:
 var waitingRE = regexp.MustCompile(`^Waiting for \S+ lock\. Lock status: \d+/\d+$`)
 
 // watchRunning polls the workflows until all have finished and returns the most that were
-// Running at once; it fails when one waits without Argo's message.
+// Running at once in one list (one snapshot of the API); it fails when one waits without Argo's
+// message. A status lags its lock: the controller frees a holder's lock, then writes its phase,
+// so a waiter's Running can be written first and a snapshot show one more Running than hold
+// the lock — callers allow for it and check the runs' own spans (overlap) exactly.
 func (e *env) watchRunning(names []string, lock string, d time.Duration) int {
 	e.t.Helper()
 	most, sawWaiting := 0, false
 	e.waitFor("workflows to finish", d, func() (bool, string) {
 		running, done := 0, 0
 		var states []string
+		l, err := e.c.Dynamic.Resource(workflows.WorkflowsResource).Namespace(e.ns).List(e.ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		byName := map[string]*workflows.Workflow{}
+		for i := range l.Items {
+			b, _ := l.Items[i].MarshalJSON()
+			wf, err := workflows.Decode(b)
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			byName[wf.Name] = wf
+		}
 		for _, n := range names {
-			wf := e.workflow(n)
+			wf := byName[n]
+			if wf == nil {
+				return false, n + " not listed"
+			}
 			states = append(states, n+" "+string(wf.Status.Phase)+" "+wf.Status.Message)
 			switch {
 			case wf.Status.Phase == workflows.WorkflowRunning:
@@ -107,7 +126,7 @@ func TestMutexWorkflowsOnCluster(t *testing.T) {
 	for _, n := range names {
 		e.create(workflows.WorkflowsResource, lockedWorkflow(n, "{mutex: {name: deploy}}", "2s"))
 	}
-	if most := e.watchRunning(names, e.ns+"/Mutex/deploy", 90*time.Second); most > 1 {
+	if most := e.watchRunning(names, e.ns+"/Mutex/deploy", 90*time.Second); most > 2 {
 		t.Fatalf("%d workflows with one mutex ran at once", most)
 	}
 	if o := e.overlap(names); o > 1 {
@@ -127,7 +146,7 @@ func TestSemaphoreWorkflowsOnCluster(t *testing.T) {
 		e.create(workflows.WorkflowsResource, lockedWorkflow(n, "{semaphore: {configMapKeyRef: {name: limits, key: build}}}", "2s"))
 	}
 	most := e.watchRunning(names, e.ns+"/ConfigMap/limits/build", 2*time.Minute)
-	if most > 2 {
+	if most > 3 {
 		t.Fatalf("%d workflows ran behind a semaphore of 2", most)
 	}
 	if o := e.overlap(names); o > 2 {
