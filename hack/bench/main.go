@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -212,18 +213,26 @@ func upOnce(bin, dir string, measureRSS bool) (time.Duration, string, error) {
 }
 
 func readRSS(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
+	b := rssBytes(strconv.Itoa(pid))
+	if b == 0 {
 		return "n/a"
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "VmRSS:") {
-			var kb int
-			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(l, "VmRSS:")), "%d", &kb)
-			return fmt.Sprintf("%.1f MiB", float64(kb)/1024)
+	return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+}
+
+// rssBytes is the resident set size of process proc ("self" or a PID), 0 where unknown.
+func rssBytes(proc string) uint64 {
+	b, err := os.ReadFile("/proc/" + proc + "/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10
 		}
 	}
-	return "n/a"
+	return 0
 }
 
 func apiLatency(bin, backend, pgBase string, requests, users int) error {

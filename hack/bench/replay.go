@@ -8,7 +8,6 @@ import (
 	"os"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -77,7 +76,7 @@ func replayBackend(backend, pgBase string, o replayOptions) error {
 	}
 
 	runtime.GC()
-	rssBefore := rssBytes()
+	rssBefore := rssBytes("self")
 	var peakHeap, peakRSS uint64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -88,7 +87,7 @@ func replayBackend(backend, pgBase string, o replayOptions) error {
 		for {
 			runtime.ReadMemStats(&ms)
 			peakHeap = max(peakHeap, ms.HeapInuse)
-			peakRSS = max(peakRSS, rssBytes())
+			peakRSS = max(peakRSS, rssBytes("self"))
 			select {
 			case <-stop:
 				return
@@ -181,21 +180,6 @@ func loadSyncs(ctx context.Context, db *store.DB, accountID string, o replayOpti
 		}
 	}
 	return nil
-}
-
-// rssBytes is the process's resident set size, 0 where unknown.
-func rssBytes() uint64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for line := range strings.SplitSeq(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb * 1024
-		}
-	}
-	return 0
 }
 
 func mib(b uint64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -140,7 +141,7 @@ func (h *Host) ResumeWorkflow(ctx context.Context, c Caller, namespace, name str
 		return appproxyv1.WorkflowDetail{}, err
 	}
 	h.log.Info("workflow operation", "op", appproxyv1.WorkflowResume, "workflow", namespace+"/"+name, "node", req.Node,
-		"parameters", sortedNames(req.Parameters), "user", c.Email, "account", c.Account)
+		"parameters", slices.Sorted(maps.Keys(req.Parameters)), "user", c.Email, "account", c.Account)
 	return wc.Get(ctx, namespace, name)
 }
 
@@ -152,15 +153,6 @@ func DecodeWorkflowResume(r io.Reader) (appproxyv1.WorkflowResumeRequest, error)
 		return req, errdefs.Invalid("body", "", "is not valid JSON for this call: "+err.Error()+` (give {"node": "NAME", "parameters": {"NAME": "VALUE"}, "message": "…"})`)
 	}
 	return req, nil
-}
-
-func sortedNames(m map[string]string) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
 
 // workflowRoutes serves workflows/… and workflow-templates/….

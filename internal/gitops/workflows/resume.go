@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -120,7 +121,7 @@ func (c *Controller) ResumeWith(ctx context.Context, ns, name string, o ResumeOp
 func suppliedOutputs(t *Template, given map[string]string, used map[string]bool) ([]Parameter, error) {
 	var out []Parameter
 	if t == nil {
-		for _, k := range sortedKeys(given) {
+		for _, k := range slices.Sorted(maps.Keys(given)) {
 			v := AnyString(given[k])
 			out = append(out, Parameter{Name: k, Value: &v})
 			used[k] = true
@@ -174,13 +175,4 @@ func listOrNone(s []string) string {
 		return "none"
 	}
 	return strings.Join(s, ", ")
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
