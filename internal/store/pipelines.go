@@ -932,6 +932,11 @@ func (q *Queries) DefaultContext(ctx context.Context, accountID string) (ConfigC
 // of the one before: one statement, so no reader ever sees two defaults or, while switching,
 // none. The caller checks that the context is a registry.
 func (q *Queries) SetDefaultContext(ctx context.Context, accountID, contextID string) error {
+	// Switches of one account run one after the other: concurrent upserts of its one row, each
+	// holding a key-share lock on a different context, deadlocked on PostgreSQL (CI saw 40P01).
+	if _, err := q.exec(ctx, `UPDATE accounts SET name = name WHERE id = ?`, accountID); err != nil {
+		return err
+	}
 	res, err := q.exec(ctx, `INSERT INTO registry_defaults (account_id, context_id)
 		SELECT account_id, id FROM contexts WHERE account_id = ? AND id = ?
 		ON CONFLICT (account_id) DO UPDATE SET context_id = excluded.context_id`, accountID, contextID)
