@@ -99,6 +99,12 @@ type Controller struct {
 	deployLister appslisters.DeploymentLister
 	synced       []cache.InformerSynced
 
+	// replaced holds, per Rollout key, the resourceVersion its last status write replaced (a
+	// string): while the informer still holds that version, its status is older than what this
+	// controller decided and wrote, and a reconcile on it would undo part of that (say, remove
+	// the scale-down deadline it just set). The workqueue hands a key to one worker at a time.
+	replaced sync.Map
+
 	mu      sync.Mutex
 	started bool
 }
@@ -238,6 +244,12 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	u := obj.(*unstructured.Unstructured)
 	if u.GetDeletionTimestamp() != nil {
 		return 0, nil
+	}
+	if old, ok := c.replaced.Load(key); ok {
+		if old == u.GetResourceVersion() {
+			return staleRetry, nil // the cache has not seen this controller's last status yet
+		}
+		c.replaced.Delete(key)
 	}
 	data, err := u.MarshalJSON()
 	if err != nil {
@@ -429,9 +441,12 @@ func (c *Controller) putStatus(ctx context.Context, u *unstructured.Unstructured
 	}
 	obj := u.DeepCopy()
 	obj.Object["status"] = m
-	_, err = c.dyn.Resource(RolloutsResource).Namespace(u.GetNamespace()).UpdateStatus(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
+	out, err := c.dyn.Resource(RolloutsResource).Namespace(u.GetNamespace()).UpdateStatus(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
 	if err != nil {
 		return fmt.Errorf("write status: %w", err) // a conflict stays recognisable (apierrors.IsConflict)
+	}
+	if old := u.GetResourceVersion(); out.GetResourceVersion() != old {
+		c.replaced.Store(u.GetNamespace()+"/"+u.GetName(), old)
 	}
 	return nil
 }
@@ -518,6 +533,9 @@ func (c *Controller) apply(ctx context.Context, ro *Rollout, p *plan) error {
 				}
 			}
 			patch["metadata"] = map[string]any{"annotations": ann}
+		}
+		if len(patch) == 0 {
+			continue // a change planned and then cancelled
 		}
 		body, _ := json.Marshal(patch)
 		if _, err := rsc.Patch(ctx, n, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {

@@ -61,8 +61,14 @@ func (p *plan) after(d time.Duration) {
 	}
 }
 
+// setScale plans rs's spec.replicas; the last call for a ReplicaSet wins (one back to its
+// current count cancels an earlier one).
 func (p *plan) setScale(rs *appsv1.ReplicaSet, n int32) {
-	if rs == nil || specReplicas(rs) == n {
+	if rs == nil {
+		return
+	}
+	if specReplicas(rs) == n {
+		delete(p.scale, rs.Name)
 		return
 	}
 	if p.create == rs {
@@ -72,9 +78,14 @@ func (p *plan) setScale(rs *appsv1.ReplicaSet, n int32) {
 	p.scale[rs.Name] = n
 }
 
+// setAnnotation plans an annotation of rs (nil: removed); the last call for a key wins (one
+// back to the current value cancels an earlier one).
 func (p *plan) setAnnotation(rs *appsv1.ReplicaSet, key string, v *string) {
 	cur, has := rs.Annotations[key]
 	if (v == nil && !has) || (v != nil && has && cur == *v) {
+		if p.create != rs {
+			delete(p.annotate[rs.Name], key)
+		}
 		return
 	}
 	if p.create == rs {
