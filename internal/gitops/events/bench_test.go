@@ -21,6 +21,7 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/gitops/workflows"
 	"github.com/freshet-dev/freshet/internal/testenv/kube"
+	"github.com/freshet-dev/freshet/internal/testenv/tlog"
 )
 
 const benchEvents = 100
@@ -145,7 +146,7 @@ func TestBenchWebhookToWorkflow(t *testing.T) {
 	e.setupGitHubWith(benchSensor)
 	// The workflow controller, as a runtime runs it beside the events controller.
 	wctrl, err := workflows.New(e.c.RESTConfig(), workflows.Options{Namespace: e.ns, ConfigNamespace: e.ns,
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+		Logger: slog.New(slog.NewTextHandler(tlog.New(t), &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatal(err)
 	}

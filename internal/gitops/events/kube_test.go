@@ -31,6 +31,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/gitops/events"
 	"github.com/freshet-dev/freshet/internal/gitops/workflows"
 	"github.com/freshet-dev/freshet/internal/testenv/kube"
+	"github.com/freshet-dev/freshet/internal/testenv/tlog"
 )
 
 // TestMain stops the clusters, then the embedded NATS if the tests started one.
@@ -73,13 +74,6 @@ var (
 	embeddedDir string
 )
 
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
-}
-
 type env struct {
 	t    *testing.T
 	c    *kube.Cluster
@@ -112,7 +106,7 @@ func newEnv(t *testing.T) *env {
 	if err := workflows.EnsureCRDs(ctx, c.Dynamic); err != nil {
 		t.Fatal(err)
 	}
-	ctrl, err := events.New(c.RESTConfig(), events.Options{Namespace: ns, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil)),
+	ctrl, err := events.New(c.RESTConfig(), events.Options{Namespace: ns, Logger: slog.New(slog.NewTextHandler(tlog.New(t), nil)),
 		NATS: func(context.Context) (*nats.Conn, error) { return nc, nil }})
 	if err != nil {
 		t.Fatal(err)

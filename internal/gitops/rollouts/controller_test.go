@@ -22,6 +22,7 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/gitops/rollouts"
 	"github.com/freshet-dev/freshet/internal/testenv/kube"
+	"github.com/freshet-dev/freshet/internal/testenv/tlog"
 )
 
 func TestMain(m *testing.M) { kube.Main(m) }
@@ -42,7 +43,7 @@ func newEnv(t *testing.T) *env {
 	t.Helper()
 	c := kube.Shared(t)
 	ns := c.Namespace(t)
-	ctrl, err := rollouts.New(c.RESTConfig(), rollouts.Options{Namespace: ns, Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
+	ctrl, err := rollouts.New(c.RESTConfig(), rollouts.Options{Namespace: ns, Logger: slog.New(slog.NewTextHandler(tlog.New(t), nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,13 +60,6 @@ func newEnv(t *testing.T) *env {
 	e.waitFor("controller started", 60*time.Second, func() (bool, string) { return ctrl.Healthy(), "" })
 	e.log = e.observe()
 	return e
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(b []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(b)))
-	return len(b), nil
 }
 
 // observer records every distinct (phase, step, message) a Rollout's status goes through, from

@@ -26,6 +26,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/gitops/workflows/emissary"
 	"github.com/freshet-dev/freshet/internal/testenv/containers"
 	"github.com/freshet-dev/freshet/internal/testenv/kube"
+	"github.com/freshet-dev/freshet/internal/testenv/tlog"
 )
 
 // TestMain stops the clusters, then the registry (the real-node test's images).
@@ -63,7 +64,7 @@ func startEnv(t *testing.T, c *kube.Cluster, opts workflows.Options) *env {
 	if opts.ConfigNamespace == "" {
 		opts.ConfigNamespace = ns // the runtime's own ConfigMaps (workflow-controller-configmap)
 	}
-	opts.Logger = slog.New(slog.NewTextHandler(testWriter{t}, nil))
+	opts.Logger = slog.New(slog.NewTextHandler(tlog.New(t), nil))
 	ctrl, err := workflows.New(c.RESTConfig(), opts)
 	if err != nil {
 		t.Fatal(err)
@@ -80,13 +81,6 @@ func startEnv(t *testing.T, c *kube.Cluster, opts workflows.Options) *env {
 	e := &env{t: t, c: c, ns: ns, ctrl: ctrl, ctx: ctx}
 	e.waitFor("controller started", 60*time.Second, func() (bool, string) { return ctrl.Healthy(), "" })
 	return e
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(b []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(b)))
-	return len(b), nil
 }
 
 func (e *env) waitFor(what string, d time.Duration, cond func() (bool, string)) {

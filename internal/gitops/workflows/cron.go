@@ -204,11 +204,13 @@ func (c *Controller) reconcileCron(ctx context.Context, key string) (time.Durati
 	}
 	var active []*unstructured.Unstructured
 	var succeeded, failed []*Workflow
+	runs := map[string]bool{} // names of its Workflows
 	for _, o := range list {
 		wu := o.(*unstructured.Unstructured)
 		if !metav1.IsControlledBy(wu, cw) || wu.GetDeletionTimestamp() != nil {
 			continue
 		}
+		runs[wu.GetName()] = true
 		b, _ := wu.MarshalJSON()
 		var wf Workflow
 		if json.Unmarshal(b, &wf) != nil {
@@ -248,7 +250,12 @@ func (c *Controller) reconcileCron(ctx context.Context, key string) (time.Durati
 	if !due.IsZero() && now.Sub(due) > grace {
 		due = time.Time{}
 	}
-	if !due.IsZero() && !cw.Spec.Suspend {
+	if !due.IsZero() && !cw.Spec.Suspend && runs[cronWorkflowName(cw.Name, due)] {
+		// Its run exists: created by a reconcile whose status write was refused (the object
+		// had changed). It is this schedule's run, not a concurrent one to skip or replace.
+		t := metav1.NewTime(due)
+		st.LastScheduledTime = &t
+	} else if !due.IsZero() && !cw.Spec.Suspend {
 		run := true
 		switch cw.Spec.ConcurrencyPolicy {
 		case "Forbid":

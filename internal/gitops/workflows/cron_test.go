@@ -13,10 +13,12 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/freshet-dev/freshet/internal/gitops/workflows"
 	"github.com/freshet-dev/freshet/internal/testenv/kube"
+	"github.com/freshet-dev/freshet/internal/testenv/tlog"
 )
 
 // fakeClock is the controllers' clock in the cron tests: the test moves it, so a schedule of
@@ -42,7 +44,7 @@ func (f *fakeClock) Set(t time.Time) {
 func runController(t *testing.T, c *kube.Cluster, ns string, clk *fakeClock) (*workflows.Controller, func()) {
 	t.Helper()
 	ctrl, err := workflows.New(c.RESTConfig(), workflows.Options{Namespace: ns, Now: clk.Now,
-		Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
+		Logger: slog.New(slog.NewTextHandler(tlog.New(t), nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,6 +317,80 @@ spec:
 	for _, bad := range []string{"badsched", "badtz"} {
 		if runs := e.cronRuns(bad); len(runs) != 0 {
 			t.Fatalf("%s ran %v", bad, runs)
+		}
+	}
+}
+
+// TestCronWorkflowKeepsItsOwnRunOnCluster: a reconcile created a schedule's Workflow and its
+// status write was refused (the CronWorkflow had changed meanwhile), so the status does not
+// name the run. The next reconcile must take that Workflow as the schedule's run: Forbid does
+// not skip the schedule because of it, Replace does not terminate it.
+func TestCronWorkflowKeepsItsOwnRunOnCluster(t *testing.T) {
+	c := kube.Shared(t)
+	ns := c.Namespace(t)
+	ctx := context.Background()
+	if err := workflows.EnsureCRDs(ctx, c.Dynamic); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, c: c, ns: ns, ctx: ctx}
+	for _, policy := range []string{"Forbid", "Replace"} {
+		e.create(workflows.CronWorkflowsResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: CronWorkflow
+metadata: {name: `+strings.ToLower(policy)+`}
+spec:
+  schedule: "* * * * *"
+  concurrencyPolicy: `+policy+`
+  workflowSpec:
+    entrypoint: wait
+    templates:
+    - {name: wait, suspend: {}}
+`)
+	}
+	tick1 := time.Now().Add(time.Second).Truncate(time.Minute).Add(time.Minute)
+	for _, name := range []string{"forbid", "replace"} {
+		cw, err := c.Dynamic.Resource(workflows.CronWorkflowsResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		yes := true
+		wf := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": workflows.Group + "/" + workflows.Version, "kind": "Workflow",
+			"metadata": map[string]any{"name": runName(name, tick1),
+				"labels":      map[string]any{workflows.LabelCronWorkflow: name},
+				"annotations": map[string]any{workflows.AnnotationScheduledTime: tick1.UTC().Format(time.RFC3339)}},
+			"spec": map[string]any{"entrypoint": "wait", "templates": []any{map[string]any{"name": "wait", "suspend": map[string]any{}}}},
+		}}
+		wf.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: workflows.Group + "/" + workflows.Version, Kind: "CronWorkflow",
+			Name: name, UID: cw.GetUID(), Controller: &yes, BlockOwnerDeletion: &yes}})
+		if _, err := c.Dynamic.Resource(workflows.WorkflowsResource).Namespace(ns).Create(ctx, wf, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	clk := &fakeClock{t: tick1.Add(time.Second)}
+	runController(t, c, ns, clk)
+	for _, name := range []string{"forbid", "replace"} {
+		run := runName(name, tick1)
+		e.waitFor(name+"'s run in its status", 30*time.Second, func() (bool, string) {
+			st := e.cron(name)
+			return st.LastScheduledTime != nil && st.LastScheduledTime.Equal(&metav1.Time{Time: tick1}) &&
+				len(st.Active) == 1 && st.Active[0].Name == run, fmt.Sprintf("%+v", st)
+		})
+		if wf := e.workflow(run); wf.Spec.Shutdown != "" || wf.Status.Phase.Completed() {
+			t.Fatalf("%s's own run was stopped: %s", name, dump(wf))
+		}
+		if runs := e.cronRuns(name); !slices.Equal(runs, []string{run}) {
+			t.Fatalf("%s's runs: %v", name, runs)
+		}
+	}
+	evs, err := c.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs.Items {
+		if ev.Reason == workflows.EventReasonSkipped {
+			t.Fatalf("a schedule was skipped because of its own run: %s", ev.Message)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/gitops/workflows"
 	"github.com/freshet-dev/freshet/internal/testenv/kube"
+	"github.com/freshet-dev/freshet/internal/testenv/tlog"
 )
 
 // lockedWorkflow is a Workflow whose one kwok pod runs for run, behind sync.
@@ -169,7 +170,7 @@ func TestLocksAcrossRestartOnCluster(t *testing.T) {
 	e := &env{t: t, c: c, ns: ns, ctx: t.Context()}
 	start := func() context.CancelFunc {
 		ctrl, err := workflows.New(c.RESTConfig(), workflows.Options{Namespace: ns, ConfigNamespace: ns,
-			Logger: slog.New(slog.NewTextHandler(testWriter{t}, nil))})
+			Logger: slog.New(slog.NewTextHandler(tlog.New(t), nil))})
 		if err != nil {
 			t.Fatal(err)
 		}
