@@ -485,6 +485,17 @@ func TestHookExpressionErrors(t *testing.T) {
       - {name: slow, template: sleep}
     - - {name: next, template: report}`, "he[0]", `he[0].s.hooks.bad.expression "steps.s.status == 'Succeeded' && int(steps.s.outputs.result) > 1": does not evaluate`,
 			"he[0].s.hooks.bad", "he[0].slow", "he[0].s.onExit", WorkflowFailed, []string{"he[1]", "he[1].next"}},
+		{"exit hook", `
+  - name: main
+    steps:
+    - - name: s
+        template: echo
+        arguments: {parameters: [{name: msg, value: abc}]}
+        hooks:
+          exit: {expression: "int(steps.s.outputs.result) > 1", template: report}
+      - {name: slow, template: sleep}
+    - - {name: next, template: report}`, "he[0]", `he[0].s.hooks.exit.expression "int(steps.s.outputs.result) > 1": does not evaluate`,
+			"he[0].s.onExit", "he[0].slow", "", WorkflowFailed, []string{"he[1]", "he[1].next"}},
 		{"task", `
   - name: main
     dag:
@@ -565,8 +576,10 @@ spec:
 				if !strings.HasPrefix(end.Message, tc.msg) {
 					t.Fatalf("he message %q", end.Message)
 				}
-				if x := h.node(tc.exit); x.Phase != NodeSucceeded {
-					t.Fatalf("%s: %+v", tc.exit, x)
+				if tc.exit != "" {
+					if x := h.node(tc.exit); x.Phase != NodeSucceeded {
+						t.Fatalf("%s: %+v", tc.exit, x)
+					}
 				}
 			}
 			if h.wf.Status.Phase != tc.phase {
