@@ -29,6 +29,20 @@ import (
 // Hook and exit nodes are flagged Hooked (nodeFlag), as Argo's. While the workflow stops
 // (Stop, its deadline), exit handlers still start and run to their end; no new expression
 // hook starts; Terminate starts none.
+//
+// A DAG task that its depends omits has a node (Skipped, phase Omitted), as Argo's: its
+// expression hooks are evaluated over it ({{tasks.NAME.status}} being Omitted), its exit
+// handler does not run (it did not complete). Argo's executeDAGTask calls
+// executeTmplLifeCycleHook for every fulfilled task node and runOnExitNode only for completed
+// ones.
+//
+// A hook or exit handler that cannot start (its expression does not evaluate, its arguments
+// do not resolve) is an error of what runs the step or task, as in Argo, where
+// executeTmplLifeCycleHook's error marks the step group Error (executeStepGroup), or the task
+// (executeDAGTask) and, for a target task, the DAG (executeDAG); here: its node
+// <node>.hooks.<name> is Error with why, the step group (and its steps template, Failed) or
+// the DAG ends Error with that message once what it started has ended, and nothing new
+// starts there. A workflow hook's error is its root node's, and so the workflow's.
 
 // exitHook is the exit handler of a step, task or workflow: onExit, else hooks.exit.
 func exitHook(onExit string, hooks LifecycleHooks) *LifecycleHook {
@@ -39,6 +53,44 @@ func exitHook(onExit string, hooks LifecycleHooks) *LifecycleHook {
 		return &h
 	}
 	return nil
+}
+
+// notStarted reports whether hook node h could not start (errorNode's: Skipped, Error).
+func notStarted(h *NodeStatus) bool {
+	return h != nil && h.Type == NodeTypeSkipped && h.Phase == NodeError
+}
+
+// hookError is the message of the step group, DAG or workflow whose hook node h could not
+// start, naming the hook: <node>.hooks.<name>.expression "…": why.
+func hookError(h *NodeStatus) string {
+	if i := strings.LastIndex(h.Name, ".hooks."); i >= 0 && strings.HasPrefix(h.Message, h.Name[i+1:]+".") {
+		return h.Name[:i] + "." + h.Message
+	}
+	if strings.HasSuffix(h.Name, ".onExit") && strings.HasPrefix(h.Message, "hooks.exit.") {
+		return strings.TrimSuffix(h.Name, "onExit") + h.Message
+	}
+	return h.Name + ": " + h.Message
+}
+
+// hookFailed records that hook node h of node x could not start (hookErr).
+func (o *operation) hookFailed(x, h *NodeStatus) {
+	if !notStarted(h) {
+		return
+	}
+	if o.hookErrs == nil {
+		o.hookErrs = map[string]string{}
+	}
+	if o.hookErrs[x.ID] == "" {
+		o.hookErrs[x.ID] = hookError(h)
+	}
+}
+
+// hookErr is why a hook or the exit handler of node x could not start in this pass ("": none).
+func (o *operation) hookErr(x *NodeStatus) string {
+	if x == nil {
+		return ""
+	}
+	return o.hookErrs[x.ID]
 }
 
 // hookNames are a call's hook names but exit, sorted.
@@ -174,12 +226,14 @@ func (o *operation) fireHook(inv invocation, h LifecycleHook, field string, s sc
 
 // runHookNode runs a hook's or exit handler's node one step further with args resolved over s.
 func (o *operation) runHookNode(inv invocation, args Arguments, s scope, parent *NodeStatus) (*NodeStatus, bool) {
-	var err error
-	var n *NodeStatus
-	if inv.args, inv.arts, err = resolveArgs(args, s, nil); err != nil {
-		n = o.errorNode(inv, err)
-	} else if n = o.execute(inv); n == nil {
-		return nil, true // not started yet (parallelism, suspended)
+	n := o.get(inv.name)
+	if n == nil || !n.Phase.Fulfilled() { // an ended one's arguments are not resolved again
+		var err error
+		if inv.args, inv.arts, err = resolveArgs(args, s, nil); err != nil {
+			n = o.errorNode(inv, err)
+		} else if n = o.execute(inv); n == nil {
+			return nil, true // not started yet (parallelism, suspended)
+		}
 	}
 	hooked(n)
 	if parent != nil {
@@ -199,9 +253,11 @@ func (o *operation) runHooks(c call, x *NodeStatus, s scope, inv invocation, exp
 		for _, name := range hookNames(c.hooks) {
 			hinv := inv
 			hinv.name, hinv.display = x.Name+".hooks."+name, x.DisplayName+".hooks."+name
-			if _, w := o.fireHook(hinv, c.hooks[name], "hooks."+name, s, x); w {
+			h, w := o.fireHook(hinv, c.hooks[name], "hooks."+name, s, x)
+			if w {
 				wait = true
 			}
+			o.hookFailed(x, h)
 		}
 	}
 	// A node that never started (a when that did not evaluate, a template not found) has no
@@ -217,6 +273,7 @@ func (o *operation) runHooks(c call, x *NodeStatus, s scope, inv invocation, exp
 				n := o.errorNode(einv, fmt.Errorf("hooks.exit.expression %q: %v", h.Expression, err))
 				hooked(n)
 				o.addChild(x, n)
+				o.hookFailed(x, n)
 			}
 			run = ok
 		}
@@ -225,9 +282,11 @@ func (o *operation) runHooks(c call, x *NodeStatus, s scope, inv invocation, exp
 			if len(args.Parameters) == 0 && len(args.Artifacts) == 0 {
 				args = o.spec.Arguments // Argo gives an exit handler without arguments the workflow's
 			}
-			if _, w := o.runHookNode(einv, args, s, x); w {
+			n, w := o.runHookNode(einv, args, s, x)
+			if w {
 				wait = true
 			}
+			o.hookFailed(x, n)
 		}
 	}
 	if o.hooksWait == nil {
@@ -240,24 +299,31 @@ func (o *operation) runHooks(c call, x *NodeStatus, s scope, inv invocation, exp
 func (o *operation) hooksPending(x *NodeStatus) bool { return o.hooksWait[x.ID] }
 
 // workflowHooks runs the workflow's expression hooks under its root node and reports whether
-// every one that started has ended.
-func (o *operation) workflowHooks(root *NodeStatus, tc tmplCtx) bool {
+// every one that started has ended, and why the first that could not start did not ("": none).
+func (o *operation) workflowHooks(root *NodeStatus, tc tmplCtx) (bool, string) {
 	names := hookNames(o.spec.Hooks)
 	if len(names) == 0 || root == nil {
-		return true
+		return true, ""
 	}
 	s := merge(o.globals)
 	s["workflow.status"] = string(workflowPhaseOf(root.Phase))
 	s["workflow.failures"] = o.failures()
-	done := true
+	done, failed := true, ""
 	for _, name := range names {
 		full := o.wf.Name + ".hooks." + name
 		inv := invocation{name: full, display: full, tc: tc}
-		if _, w := o.fireHook(inv, o.spec.Hooks[name], "spec.hooks."+name, s, root); w {
+		h, w := o.fireHook(inv, o.spec.Hooks[name], "spec.hooks."+name, s, root)
+		if w {
 			done = false
 		}
+		if notStarted(h) && failed == "" {
+			failed = h.Message
+			if !strings.HasPrefix(failed, "spec.hooks."+name+".") {
+				failed = full + ": " + failed
+			}
+		}
 	}
-	return done
+	return done, failed
 }
 
 // workflowExit is the invocation of the workflow's exit handler (nil: none).

@@ -388,3 +388,218 @@ spec:
 		t.Fatalf("group %+v: %s", g, h.dump())
 	}
 }
+
+// TestOmittedTaskHooks: a task its depends omits has an Omitted node, as in Argo; its
+// expression hooks see it Omitted and run (in the pass that omits it, so that a DAG ending
+// then still runs them), the tasks after it wait for them; its exit handler does not run, and
+// an omitted task with items runs none of them.
+func TestOmittedTaskHooks(t *testing.T) {
+	h := newHarness(t, `
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: om}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    dag:
+      tasks:
+      - {name: A, template: fail, continueOn: {failed: true}}
+      - name: B
+        depends: A.Succeeded
+        template: echo
+        arguments: {parameters: [{name: msg, value: b}]}
+        onExit: report
+        hooks:
+          om:
+            expression: tasks.B.status == 'Omitted'
+            template: echo
+            arguments: {parameters: [{name: msg, value: "B {{tasks.B.status}}"}]}
+          ran: {expression: "tasks.B.status == 'Succeeded'", template: report}
+      - name: E
+        depends: A.Succeeded
+        template: echo
+        withItems: [one, two]
+        arguments: {parameters: [{name: msg, value: "{{item}}"}]}
+        hooks:
+          exit: {template: report}
+          om: {expression: "tasks.E.status == 'Omitted'", template: report}
+      - {name: D, depends: B, template: echo, arguments: {parameters: [{name: msg, value: d}]}}
+  - name: report
+    container: {image: alpine, command: [echo, report]}
+  - name: echo
+    inputs: {parameters: [{name: msg}]}
+    container: {image: alpine, command: [echo, "{{inputs.parameters.msg}}"]}
+  - name: fail
+    container: {image: alpine, command: ["false"]}
+`, hookKubelet)
+	h.runSeconds()
+	if h.wf.Status.Phase != WorkflowSucceeded {
+		t.Fatal(h.dump())
+	}
+	for _, name := range []string{"om.B", "om.E", "om.D"} {
+		if n := h.node(name); n.Type != NodeTypeSkipped || n.Phase != NodeOmitted || n.Message != "omitted: depends condition not met" {
+			t.Fatalf("%s: %+v", name, n)
+		}
+	}
+	if got := h.result("om.B.hooks.om"); got != "B Omitted" {
+		t.Fatalf("B's hook got %q", got)
+	}
+	for _, hook := range []string{"om.B.hooks.om", "om.E.hooks.om"} {
+		n := h.node(hook)
+		if !isHooked(&n) || n.Phase != NodeSucceeded || !h.child(hook[:strings.Index(hook, ".hooks.")], hook) {
+			t.Fatalf("%s %+v: %s", hook, n, h.dump())
+		}
+	}
+	for _, never := range []string{"om.B.onExit", "om.B.hooks.ran", "om.E(0:one)", "om.E(1:two)", "om.E(0:one).onExit", "om.E.onExit", "om.D.hooks.om"} {
+		if _, ok := h.wf.Status.Nodes[nodeID("om", never)]; ok {
+			t.Fatalf("%s ran: %s", never, h.dump())
+		}
+	}
+	// D was omitted once B's hook had ended.
+	if d, om := h.node("om.D"), h.node("om.B.hooks.om"); d.StartedAt.Before(&om.FinishedAt) {
+		t.Fatalf("D omitted at %v, before B's hook ended at %v", d.StartedAt, om.FinishedAt)
+	}
+}
+
+// TestHookExpressionErrors: a hook whose expression does not evaluate at run time errors what
+// runs its step (the step group; the steps template fails), its task (the DAG) or the workflow
+// (its root node), as in Argo, with a message naming the hook; what had started runs to its
+// end (exit handlers too); nothing new starts after it.
+func TestHookExpressionErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name, spec, node, msg string
+		hook, slow, exit      string
+		phase                 WorkflowPhase
+		never                 []string
+	}{
+		{"step", `
+  - name: main
+    steps:
+    - - name: s
+        template: echo
+        arguments: {parameters: [{name: msg, value: abc}]}
+        onExit: report
+        hooks:
+          bad: {expression: "steps.s.status == 'Succeeded' && int(steps.s.outputs.result) > 1", template: report}
+      - {name: slow, template: sleep}
+    - - {name: next, template: report}`, "he[0]", `he[0].s.hooks.bad.expression "steps.s.status == 'Succeeded' && int(steps.s.outputs.result) > 1": does not evaluate`,
+			"he[0].s.hooks.bad", "he[0].slow", "he[0].s.onExit", WorkflowFailed, []string{"he[1]", "he[1].next"}},
+		{"exit hook", `
+  - name: main
+    steps:
+    - - name: s
+        template: echo
+        arguments: {parameters: [{name: msg, value: abc}]}
+        hooks:
+          exit: {expression: "int(steps.s.outputs.result) > 1", template: report}
+      - {name: slow, template: sleep}
+    - - {name: next, template: report}`, "he[0]", `he[0].s.hooks.exit.expression "int(steps.s.outputs.result) > 1": does not evaluate`,
+			"he[0].s.onExit", "he[0].slow", "", WorkflowFailed, []string{"he[1]", "he[1].next"}},
+		{"task", `
+  - name: main
+    dag:
+      tasks:
+      - name: T
+        template: echo
+        arguments: {parameters: [{name: msg, value: abc}]}
+        onExit: report
+        hooks:
+          bad: {expression: "tasks.T.status == 'Succeeded' && int(tasks.T.outputs.result) > 1", template: report}
+      - {name: slow, template: sleep}
+      - {name: U, depends: T, template: report}`, "he", `he.T.hooks.bad.expression "tasks.T.status == 'Succeeded' && int(tasks.T.outputs.result) > 1": does not evaluate`,
+			"he.T.hooks.bad", "he.slow", "he.T.onExit", WorkflowError, []string{"he.U"}},
+		{"workflow", `
+  - name: main
+    steps: [[{name: s, template: report}]]`, "he", `spec.hooks.bad.expression "workflow.status == 'Succeeded' && int(workflow.parameters.x) > 1": does not evaluate`,
+			"he.hooks.bad", "", "", WorkflowError, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			hooks := ""
+			if tc.name == "workflow" {
+				hooks = `
+  arguments: {parameters: [{name: x, value: abc}]}
+  hooks:
+    bad: {expression: "workflow.status == 'Succeeded' && int(workflow.parameters.x) > 1", template: report}`
+			}
+			h := newHarness(t, `
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: he}
+spec:
+  entrypoint: main
+  onExit: status`+hooks+`
+  templates:`+tc.spec+`
+  - name: report
+    container: {image: alpine, command: [echo, report]}
+  - name: status
+    container: {image: alpine, command: [echo, "{{workflow.status}}"]}
+  - name: sleep
+    container: {image: alpine, command: [sleep, "2"]}
+  - name: echo
+    inputs: {parameters: [{name: msg}]}
+    container: {image: alpine, command: [echo, "{{inputs.parameters.msg}}"]}
+`, func(p *corev1.Pod) run {
+				if command(p)[0] == "sleep" {
+					return run{code: -1} // until the hook has errored (below)
+				}
+				return hookKubelet(p)
+			})
+			for i := 0; i < 200 && !h.wf.Status.Phase.Completed(); i++ {
+				h.step()
+				h.now = h.now.Add(time.Second)
+				if _, ok := h.wf.Status.Nodes[nodeID("he", tc.hook)]; !ok {
+					continue
+				}
+				for _, p := range h.fc.pods { // the hook has errored: slow ends now
+					if command(p)[0] == "sleep" && p.Status.Phase == corev1.PodRunning {
+						p.Status.Phase = corev1.PodSucceeded
+						p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{
+							Terminated: &corev1.ContainerStateTerminated{Reason: "Completed", Message: "{}"}}}}
+					}
+				}
+			}
+			if !h.wf.Status.Phase.Completed() {
+				t.Fatalf("workflow did not finish: %s", h.dump())
+			}
+			hook := h.node(tc.hook)
+			if !isHooked(&hook) || hook.Phase != NodeError || !strings.Contains(hook.Message, ".expression ") {
+				t.Fatalf("hook node %+v", hook)
+			}
+			if tc.slow != "" {
+				// What had started ran to its end, and its exit handler; the steps or DAG
+				// template ended after them, with the hook's message.
+				slow, end := h.node(tc.slow), h.node("he")
+				if slow.Phase != NodeSucceeded || end.FinishedAt.Before(&slow.FinishedAt) {
+					t.Fatalf("%s %s ended %v, he ended %v", tc.slow, slow.Phase, slow.FinishedAt, end.FinishedAt)
+				}
+				if !strings.HasPrefix(end.Message, tc.msg) {
+					t.Fatalf("he message %q", end.Message)
+				}
+				if tc.exit != "" {
+					if x := h.node(tc.exit); x.Phase != NodeSucceeded {
+						t.Fatalf("%s: %+v", tc.exit, x)
+					}
+				}
+			}
+			if h.wf.Status.Phase != tc.phase {
+				t.Fatalf("phase %s, want %s: %s", h.wf.Status.Phase, tc.phase, h.dump())
+			}
+			n := h.node(tc.node)
+			if !strings.HasPrefix(n.Message, tc.msg) {
+				t.Fatalf("%s message %q, want %q…", tc.node, n.Message, tc.msg)
+			}
+			for _, never := range tc.never {
+				if _, ok := h.wf.Status.Nodes[nodeID("he", never)]; ok {
+					t.Fatalf("%s started: %s", never, h.dump())
+				}
+			}
+			if got := h.result("he.onExit"); got != string(tc.phase) {
+				t.Fatalf("the workflow's exit handler saw %q", got)
+			}
+			if !strings.HasPrefix(h.wf.Status.Message, tc.msg) {
+				t.Fatalf("workflow message %q", h.wf.Status.Message)
+			}
+		})
+	}
+}

@@ -152,6 +152,23 @@ func TestLintAcceptsHooks(t *testing.T) {
     - name: hook
       inputs: {parameters: [{name: status}, {name: out}]}
       container: {image: alpine, command: [echo, "{{inputs.parameters.status}}"]}`,
+		// hooks of a task its depends may omit, and of one with items
+		"omitted task": `
+  entrypoint: main
+  templates:
+    - name: main
+      dag:
+        tasks:
+          - {name: a, template: echo}
+          - name: b
+            depends: a.Failed
+            template: echo
+            withItems: [x]
+            hooks:
+              omitted: {expression: "tasks.b.status == 'Omitted'", template: echo}
+              exit: {expression: "tasks.b.status != 'Omitted'", template: echo}
+    - name: echo
+      container: {image: alpine, command: [echo, hi]}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := decodeYAML(t, lintHead+y); err != nil {

@@ -122,6 +122,8 @@ type operation struct {
 	refused         *refusals // the controller's: when refused pods may be tried again
 	// hooksWait: the nodes, by ID, whose hooks or exit handler still run (hooks.go).
 	hooksWait map[string]bool
+	// hookErrs: the nodes, by ID, a hook or exit handler of which could not start, with why.
+	hookErrs map[string]string
 }
 
 type tmplCtx struct {
@@ -1300,6 +1302,9 @@ func (o *operation) executeSteps(inv invocation, t *Template, inputs *Inputs, tc
 			}
 			done := true
 			for _, x := range nodes {
+				if msg := o.hookErr(x); msg != "" && !gn.Phase.Fulfilled() {
+					o.finish(gn, NodeError, msg) // Argo's executeStepGroup: markNodeError
+				}
 				groupNodes = append(groupNodes, x)
 				if !x.Phase.Fulfilled() || o.hooksPending(x) { // its hooks and exit handler too
 					done = false
@@ -1321,6 +1326,10 @@ func (o *operation) executeSteps(inv invocation, t *Template, inputs *Inputs, tc
 		}
 		for i, x := range groupNodes {
 			groupNodes[i] = o.outbound(x) // the next group hangs off a retry's last attempt
+		}
+		if gn.Phase == NodeError { // a hook could not start
+			o.finish(n, NodeFailed, gn.Message)
+			return n
 		}
 		if failed != "" {
 			o.finish(gn, NodeFailed, failed)
@@ -1469,19 +1478,21 @@ func (o *operation) executeDAG(inv invocation, t *Template, inputs *Inputs, tc t
 	}
 	failFast := t.DAG.FailFast == nil || *t.DAG.FailFast
 	stopNew := false
+	dagErr := "" // why a task's hook could not start: the DAG's error
 	running := 0
 	// First pass: what exists already (so that fail-fast and parallelism see it).
 	for _, name := range order {
 		dt := tasks[name]
 		base := inv.name + "." + name
-		if dt.task.WithItems != nil || dt.task.WithParam != "" || dt.task.WithSequence != nil {
-			dt.group = o.get(base)
-			dt.node = dt.group
-		} else {
-			dt.node = o.get(base)
+		dt.node = o.get(base)
+		if (dt.task.WithItems != nil || dt.task.WithParam != "" || dt.task.WithSequence != nil) && !omitted(dt.node) {
+			dt.group = dt.node
 		}
 		if dt.node != nil && dt.node.Phase.Fulfilled() && failedUnhandled(dt.node, dt.task.ContinueOn) && !handled[name] && failFast {
 			stopNew = true
+		}
+		if msg := o.failedHookOf(dt.node); msg != "" && dagErr == "" {
+			dagErr, stopNew = msg, true // a hook of a task could not start in an earlier pass
 		}
 		if dt.node != nil && !dt.node.Phase.Fulfilled() {
 			running++
@@ -1554,6 +1565,15 @@ func (o *operation) executeDAG(inv invocation, t *Template, inputs *Inputs, tc t
 			dt.node = o.init(invocation{name: base, display: name, boundary: n.ID, tmpl: dt.task.Template, ref: dt.task.TemplateRef}, NodeTypeSkipped, NodeOmitted, dt.task.Template)
 			dt.node.Message = "omitted: depends condition not met"
 			o.addDAGChild(n, dt, tasks)
+		}
+		if omitted(dt.node) {
+			// It never runs; its expression hooks see it Omitted, its exit handler does not run.
+			if c := taskCall(*dt.task); len(c.hooks) > 0 {
+				hinv := invocation{name: base, display: name, boundary: n.ID, tc: tc, attempt: -1, depth: inv.depth + 1}
+				o.runHooks(c, dt.node, merge(ts, o.outputGlobals()), hinv, true, false)
+				dt.hooks = o.hooksPending(dt.node)
+				dagErr, stopNew = o.taskHookErr(dt, dagErr, stopNew)
+			}
 			continue
 		}
 		if !exists {
@@ -1590,6 +1610,7 @@ func (o *operation) executeDAG(inv invocation, t *Template, inputs *Inputs, tc t
 				o.runHooks(c, dt.group, merge(ts, o.outputGlobals()), ginv, true, false)
 				dt.hooks = dt.hooks || o.hooksPending(dt.group)
 			}
+			dagErr, stopNew = o.taskHookErr(dt, dagErr, stopNew)
 			if !done {
 				running++
 				continue
@@ -1611,6 +1632,7 @@ func (o *operation) executeDAG(inv invocation, t *Template, inputs *Inputs, tc t
 			}
 			dt.node = nodes[0]
 			dt.hooks = o.hooksPending(dt.node)
+			dagErr, stopNew = o.taskHookErr(dt, dagErr, stopNew)
 			o.addDAGChild(n, dt, tasks)
 			if !dt.node.Phase.Fulfilled() {
 				if !exists {
@@ -1627,6 +1649,10 @@ func (o *operation) executeDAG(inv invocation, t *Template, inputs *Inputs, tc t
 		if dt := tasks[name]; dt.node != nil && (!dt.node.Phase.Fulfilled() || dt.hooks) {
 			return n
 		}
+	}
+	if dagErr != "" { // Argo's executeDAG: markNodeError
+		o.finish(n, NodeError, dagErr)
+		return n
 	}
 	if pending > 0 && !stopNew && (o.stopping == "" || o.exitRuns(n.DisplayName, n.BoundaryID)) {
 		return n
@@ -1665,6 +1691,46 @@ func (o *operation) executeDAG(inv invocation, t *Template, inputs *Inputs, tc t
 	}
 	o.finishComposite(n, t, all)
 	return n
+}
+
+// omitted reports whether n is the node of a task its depends omitted.
+func omitted(n *NodeStatus) bool { return n != nil && n.Phase == NodeOmitted }
+
+// taskHookErr folds why a hook or exit handler of task dt could not start into the DAG's
+// error (the first one's is kept); no new task starts after it.
+func (o *operation) taskHookErr(dt *dagTask, dagErr string, stopNew bool) (string, bool) {
+	for _, x := range append([]*NodeStatus{dt.node, dt.group}, dt.nodes...) {
+		if msg := o.hookErr(x); msg != "" {
+			if dagErr == "" {
+				dagErr = msg
+			}
+			return dagErr, true
+		}
+	}
+	return dagErr, stopNew
+}
+
+// failedHookOf is why a hook or exit handler of task node x (or, for a TaskGroup, of one of
+// its children) could not start ("": none did not).
+func (o *operation) failedHookOf(x *NodeStatus) string {
+	if x == nil {
+		return ""
+	}
+	for _, id := range x.Children {
+		c := o.nodes[id]
+		if c == nil {
+			continue
+		}
+		if isHooked(c) && notStarted(c) {
+			return hookError(c)
+		}
+		if x.Type == NodeTypeTaskGroup {
+			if msg := o.failedHookOf(c); msg != "" {
+				return msg
+			}
+		}
+	}
+	return ""
 }
 
 // addDAGChild links a task's node under the DAG (no dependencies) or under the nodes of its

@@ -69,10 +69,13 @@ func (o *operation) operate(st *WorkflowStatus) {
 	o.globals["workflow.status"] = string(st.Phase) // Running, as Argo's while the workflow runs
 	root := o.execute(invocation{name: o.wf.Name, display: o.wf.Name, tmpl: o.spec.Entrypoint,
 		args: o.spec.Arguments.Parameters, arts: o.spec.Arguments.Artifacts, tc: tc, attempt: -1})
-	hooksDone := o.workflowHooks(root, tc)
+	hooksDone, hookErr := o.workflowHooks(root, tc)
 	o.progress(st)
 	if root == nil || !root.Phase.Fulfilled() || !hooksDone {
 		return
+	}
+	if hookErr != "" && root.Phase != NodeError {
+		o.finish(root, NodeError, hookErr) // Argo's operate: markNodeError on the root
 	}
 	phase, msg := WorkflowSucceeded, root.Message
 	switch root.Phase {
