@@ -195,7 +195,8 @@ func (a *app) runtimeCommand() *cobra.Command {
 			return nil
 		}}
 	var mo manifests.Options
-	man := &cobra.Command{Use: "manifests NAME [--namespace NS] [--image IMG] [--ingress-class C]",
+	var storageSize, storageClass string
+	man := &cobra.Command{Use: "manifests NAME [--namespace NS] [--image IMG] [--ingress-class C] [--storage-size SIZE]",
 		Short: "Print the Kubernetes manifests a registered hybrid runtime runs from", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := a.client()
@@ -210,6 +211,9 @@ func (a *app) runtimeCommand() *cobra.Command {
 			mo.IngressHost = strings.TrimPrefix(strings.TrimPrefix(r.IngressURL, "https://"), "http://")
 			if mo.Server == "" {
 				mo.Server = c.BaseURL()
+			}
+			if mo.Persistence, err = manifests.ParsePersistence(storageSize, storageClass, "storage-size", "storage-class"); err != nil {
+				return err
 			}
 			objs, err := manifests.Objects(mo)
 			if err != nil {
@@ -228,6 +232,8 @@ func (a *app) runtimeCommand() *cobra.Command {
 	man.Flags().StringVar(&mo.Image, "image", "", "the freshet image (default "+manifests.DefaultImage+":<version>)")
 	man.Flags().StringVar(&mo.IngressClass, "ingress-class", "", "ingress mode: the IngressClass")
 	man.Flags().StringVar(&mo.Server, "control-plane", "", "the control plane URL the runtime dials (default: the CLI's server)")
+	man.Flags().StringVar(&storageSize, "storage-size", manifests.NoStorage, "keep the runtime's data dir on a claim of this size, a Kubernetes quantity such as 1Gi ("+manifests.NoStorage+": no claim, the pod's emptyDir)")
+	man.Flags().StringVar(&storageClass, "storage-class", "", "the storage class of the data claim (default: the cluster's default class)")
 	cmd.AddCommand(list, get, register, hosted, rotate, setOwner, man)
 	cmd.AddCommand(a.runtimeInstallCommands()...)
 	return cmd

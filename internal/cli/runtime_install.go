@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/freshet-dev/freshet/internal/runtimes/install"
 	"github.com/freshet-dev/freshet/internal/runtimes/manifests"
@@ -35,6 +36,13 @@ func (a *app) installer(f clusterFlags) (*install.Installer, error) {
 		return nil, err
 	}
 	return install.New(c, cfg, a.stdout)
+}
+
+// bindStorageFlags registers the runtime's data claim flags (install and upgrade).
+func bindStorageFlags(fl *pflag.FlagSet, o *install.Options) {
+	fl.StringVar(&o.StorageSize, "storage-size", "", "keep the runtime's data dir (its installation repository, clusters and cache) on a claim of this size, a Kubernetes quantity such as 1Gi; "+
+		manifests.NoStorage+": no claim, the pod's emptyDir, lost with the pod (default: as installed — the runtime's claim if it has one, else none)")
+	fl.StringVar(&o.StorageClass, "storage-class", "", "the storage class of the runtime's data claim (default: the claim's if it exists, else the cluster's default class)")
 }
 
 func (a *app) runtimeInstallCommands() []*cobra.Command {
@@ -92,6 +100,7 @@ func (a *app) runtimeInstallCommands() []*cobra.Command {
 	fl.StringVar(&o.GitToken, "git-token", "", "token for the installation repository (env FRESHET_GIT_TOKEN); kept in the runtime's Secret")
 	fl.BoolVar(&o.WatchClusterApps, "watch-cluster-apps", false, "the runtime also runs the argoproj.io Application and AppProject resources of its namespace (installs the Argo CD CRDs)")
 	fl.StringSliceVar(&o.ClusterAppsSourceNamespaces, "cluster-apps-source-namespaces", nil, "with --watch-cluster-apps: other namespaces whose Application resources the runtime runs, each only when the app's AppProject lists it in spec.sourceNamespaces (comma-separated)")
+	bindStorageFlags(fl, &o)
 	fl.BoolVar(&o.FromRepo, "from-repo", false, "recover the runtime from --repo's runtime.yaml")
 	fl.StringVar(&o.Token, "token", "", "token of a runtime registered beforehand (the web UI's install wizard shows it; env FRESHET_RUNTIME_TOKEN)")
 	fl.StringVar(&o.Image, "image", "", "the freshet image (default "+manifests.DefaultImage+":<version>)")
@@ -116,6 +125,7 @@ func (a *app) runtimeInstallCommands() []*cobra.Command {
 	upgrade.Flags().StringVar(&uo.AccessMode, "access-mode", "tunnel", "tunnel or ingress")
 	upgrade.Flags().StringVar(&uo.IngressHost, "ingress-host", "", "ingress mode: the host the app-proxy is reachable at")
 	upgrade.Flags().DurationVar(&uo.Wait, "wait", 5*time.Minute, "how long to wait for the runtime to report healthy (0: do not wait)")
+	bindStorageFlags(upgrade.Flags(), &uo)
 
 	var lcf clusterFlags
 	var follow bool

@@ -216,10 +216,25 @@ func TestBadValuesAreNamed(t *testing.T) {
 		{map[string]any{"enabled": "yes"}, "/persistence/enabled"},
 		{map[string]any{"enabled": true, "storageClass": "Fast SSD"}, "/persistence/storageClass"},
 		{map[string]any{"enabled": true, "sizes": "1Gi"}, "sizes"},
+		// A claim of no size: refused by the schema, not by the API server at install time.
+		{map[string]any{"enabled": true, "size": "0"}, "/persistence/size"},
+		{map[string]any{"enabled": true, "size": "0Gi"}, "/persistence/size"},
+		{map[string]any{"enabled": true, "size": "0.0Mi"}, "/persistence/size"},
+		{map[string]any{"enabled": true, "size": ""}, "/persistence/size"},
+		{map[string]any{"enabled": true, "size": nil}, "size"},
 	} {
 		_, err := Render(rt, releases[charts.Runtime], map[string]any{"server": "https://x", "persistence": c.persistence})
 		if !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("runtime persistence %v: %v, want invalid naming %s", c.persistence, err, c.want)
+		}
+	}
+	// Positive sizes pass, and without persistence a zero size is no claim and no matter.
+	for _, p := range []map[string]any{
+		{"enabled": true, "size": "1"}, {"enabled": true, "size": "0.5Gi"}, {"enabled": true, "size": "10Gi"}, {"enabled": true, "size": "100Mi"},
+		{"enabled": false, "size": "0"},
+	} {
+		if _, err := Render(rt, releases[charts.Runtime], map[string]any{"server": "https://x", "persistence": p}); err != nil {
+			t.Errorf("runtime persistence %v: %v", p, err)
 		}
 	}
 	rn, _ := Load(charts.Runner)

@@ -47,8 +47,8 @@ type HostedOptions struct {
 	// NodeSelector and Tolerations (KEY[=VALUE]:EFFECT each) place the runtimes' pods.
 	NodeSelector map[string]string
 	Tolerations  []string
-	// StorageSize and StorageClass are each runtime's data claim's (empty class: the cluster's
-	// default).
+	// StorageSize and StorageClass are each runtime's data claim's (size manifests.NoStorage:
+	// none, the data dir is the pod's emptyDir; empty class: the cluster's default).
 	StorageSize  string
 	StorageClass string
 }
@@ -62,7 +62,7 @@ func (o *HostedOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Server, "hosted-runtimes-server", "", "kubernetes: the control plane URL hosted runtimes dial from the cluster (default: --public-url)")
 	fs.StringToStringVar(&o.NodeSelector, "hosted-runtimes-node-selector", nil, "kubernetes: node selector of the hosted runtimes' pods (key=value,...)")
 	fs.StringArrayVar(&o.Tolerations, "hosted-runtimes-toleration", nil, "kubernetes: a toleration of the hosted runtimes' pods, KEY[=VALUE]:EFFECT (repeatable; no VALUE: any value)")
-	fs.StringVar(&o.StorageSize, "hosted-runtimes-storage-size", manifests.DefaultStorageSize, "kubernetes: the size of each hosted runtime's data claim (its installation repository), a Kubernetes quantity")
+	fs.StringVar(&o.StorageSize, "hosted-runtimes-storage-size", manifests.DefaultStorageSize, "kubernetes: the size of each hosted runtime's data claim (its installation repository, clusters and cache), a Kubernetes quantity; "+manifests.NoStorage+": no claim, the data dir is the pod's emptyDir (lost with the pod)")
 	fs.StringVar(&o.StorageClass, "hosted-runtimes-storage-class", "", "kubernetes: the storage class of each hosted runtime's data claim (default: the cluster's default storage class)")
 }
 

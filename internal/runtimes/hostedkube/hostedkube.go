@@ -13,7 +13,9 @@
 // file. The runtime's data dir (its local installation repository, the clusters it deploys to,
 // the GitOps engine's cache) is on the chart's data claim (persistence), of the operator's size
 // and storage class, so it outlives the pod; the claim is created once and goes with the
-// namespace.
+// namespace. With the storage size manifests.NoStorage there is no claim: the data dir is the
+// pod's emptyDir, as before the chart had persistence (a claim made earlier is left, unused,
+// until the namespace goes).
 //
 // Reconcile makes the cluster match the stored hosted runtimes: it applies (server-side apply)
 // the objects of each one missing or out of date (an older token, or placed with other options),
@@ -94,8 +96,9 @@ type Options struct {
 	NodeSelector map[string]string
 	Tolerations  []corev1.Toleration
 	// StorageSize and StorageClass are the runtimes' data claims' (--hosted-runtimes-storage-size,
-	// default manifests.DefaultStorageSize; --hosted-runtimes-storage-class, empty: the
-	// cluster's default class).
+	// default manifests.DefaultStorageSize, manifests.NoStorage for none: the runtimes' data
+	// dirs are their pods' emptyDirs; --hosted-runtimes-storage-class, empty: the cluster's
+	// default class).
 	StorageSize  string
 	StorageClass string
 }
@@ -126,12 +129,24 @@ func (o *Options) Validate() error {
 			return err
 		}
 	}
-	p := manifests.Persistence{Size: o.StorageSize, StorageClass: o.StorageClass}
-	if err := p.Validate("hosted-runtimes-storage-size", "hosted-runtimes-storage-class"); err != nil {
+	p, err := manifests.ParsePersistence(o.StorageSize, o.StorageClass, "hosted-runtimes-storage-size", "hosted-runtimes-storage-class")
+	if err != nil {
 		return err
 	}
-	o.StorageSize = p.Size
+	o.StorageSize = manifests.NoStorage
+	if p != nil {
+		o.StorageSize = p.Size
+	}
 	return nil
+}
+
+// persistence is the runtimes' data claim (o validated), nil with StorageSize
+// manifests.NoStorage: the data dir is then the pod's emptyDir.
+func (o Options) persistence() *manifests.Persistence {
+	if o.StorageSize == manifests.NoStorage {
+		return nil
+	}
+	return &manifests.Persistence{Size: o.StorageSize, StorageClass: o.StorageClass}
 }
 
 // tolerationSyntax is what --hosted-runtimes-toleration takes.
@@ -269,7 +284,7 @@ func (c *Cluster) Objects(cr runtimes.HostedCredential) ([]*unstructured.Unstruc
 	ns := c.Namespace(cr.RuntimeID)
 	objs, err := manifests.Objects(manifests.Options{Name: cr.Name, Namespace: ns, Image: c.opts.Image, Version: c.opts.Version,
 		Server: c.opts.Server, Token: cr.Token, AccessMode: runtimes.AccessTunnel, RuntimeID: cr.RuntimeID,
-		Persistence: &manifests.Persistence{Size: c.opts.StorageSize, StorageClass: c.opts.StorageClass}})
+		Persistence: c.opts.persistence()})
 	if err != nil {
 		return nil, err
 	}
@@ -440,10 +455,11 @@ type Result struct {
 }
 
 // Reconcile makes the cluster match creds, the stored hosted runtimes: each one's objects are
-// applied when its namespace, NetworkPolicy, Secret, data claim or Deployment is missing, its
-// token changed since they were applied, or they were applied with other options (image,
-// version, server URL, placement, storage size and class); a namespace of the provisioner's whose runtime is not in creds is deleted. An
-// error reading the cluster stops it before any change (a temporary failure: try again).
+// applied when its namespace, NetworkPolicy, Secret, data claim (unless the storage size is
+// manifests.NoStorage) or Deployment is missing, its token changed since they were applied, or
+// they were applied with other options (image, version, server URL, placement, storage size and
+// class); a namespace of the provisioner's whose runtime is not in creds is deleted. An error
+// reading the cluster stops it before any change (a temporary failure: try again).
 func (c *Cluster) Reconcile(ctx context.Context, creds []runtimes.HostedCredential) (Result, error) {
 	res := Result{Failed: map[string]error{}}
 	sel := metav1.ListOptions{LabelSelector: LabelHosted + "=true"}
@@ -498,13 +514,13 @@ func (c *Cluster) Reconcile(ctx context.Context, creds []runtimes.HostedCredenti
 			hasClaim[pvc.Namespace] = true
 		}
 	}
-	digest := c.opts.digest()
+	digest, claims := c.opts.digest(), c.opts.persistence() != nil
 	want := map[string]bool{}
 	for _, cr := range creds {
 		ns := c.Namespace(cr.RuntimeID)
 		want[ns] = true
 		u := TokenUpdated(cr)
-		if nsUpdated[ns] == u && secretUpdated[ns] == u && depUpdated[ns] == u && depOptions[ns] == digest && hasPolicy[ns] && hasClaim[ns] {
+		if nsUpdated[ns] == u && secretUpdated[ns] == u && depUpdated[ns] == u && depOptions[ns] == digest && hasPolicy[ns] && (hasClaim[ns] || !claims) {
 			continue
 		}
 		if terminating[ns] {

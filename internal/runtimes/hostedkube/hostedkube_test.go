@@ -2,12 +2,18 @@ package hostedkube
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/runtimes"
+	"github.com/freshet-dev/freshet/internal/runtimes/manifests"
 )
 
 // Bad options name the flag, the value and what is valid.
@@ -33,7 +39,10 @@ func TestOptionsValidate(t *testing.T) {
 		{Options{Server: "https://x", StorageSize: "20Gi", StorageClass: "fast-ssd"}, ""},
 		{Options{Server: "https://x", StorageSize: "500Mi", StorageClass: "ebs.csi.aws.com"}, ""},
 		{Options{Server: "https://x", StorageSize: "big"}, "hosted-runtimes-storage-size"},
-		{Options{Server: "https://x", StorageSize: "0"}, "hosted-runtimes-storage-size"},
+		{Options{Server: "https://x", StorageSize: "0"}, ""},
+		{Options{Server: "https://x", StorageSize: "0Mi"}, ""},
+		{Options{Server: "https://x", StorageSize: "-1Gi"}, "hosted-runtimes-storage-size"},
+		{Options{Server: "https://x", StorageSize: "0", StorageClass: "fast-ssd"}, "hosted-runtimes-storage-class"},
 		{Options{Server: "https://x", StorageSize: "1 Gi"}, "hosted-runtimes-storage-size"},
 		{Options{Server: "https://x", StorageClass: "Fast_SSD"}, "hosted-runtimes-storage-class"},
 	} {
@@ -82,5 +91,78 @@ func TestParseToleration(t *testing.T) {
 		if err != nil || got != tc.want {
 			t.Errorf("%q = %+v, %v; want %+v", tc.in, got, err, tc.want)
 		}
+	}
+}
+
+// The objects of a hosted runtime keep its data dir on a claim of the operator's size and
+// class, or, with the storage size 0, on the pod's emptyDir and no claim; the options' digest
+// tells the two apart, so a provisioner switched either way applies the runtimes again.
+func TestObjectsPersistence(t *testing.T) {
+	cr := runtimes.HostedCredential{RuntimeID: "rt_01hosted", AccountID: "acc_1", Name: "edge", Token: "frt_a_b", UpdatedAt: time.Unix(1700000000, 0)}
+	render := func(size, class string) ([]*unstructured.Unstructured, string) {
+		t.Helper()
+		c, err := New(&rest.Config{Host: "https://127.0.0.1:1"}, Options{Server: "https://freshet.example.test", StorageSize: size, StorageClass: class})
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := c.Objects(cr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return objs, c.opts.digest()
+	}
+	find := func(objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {
+		for _, u := range objs {
+			if u.GetKind() == kind {
+				return u
+			}
+		}
+		return nil
+	}
+	dataVolume := func(objs []*unstructured.Unstructured) map[string]any {
+		t.Helper()
+		vols, _, _ := unstructured.NestedSlice(find(objs, "Deployment").Object, "spec", "template", "spec", "volumes")
+		for _, v := range vols {
+			if m := v.(map[string]any); m["name"] == "data" {
+				return m
+			}
+		}
+		return nil
+	}
+
+	on, onDigest := render("7Gi", "fast-ssd")
+	pvc := find(on, "PersistentVolumeClaim")
+	if pvc == nil {
+		t.Fatal("no data claim with --hosted-runtimes-storage-size 7Gi")
+	}
+	size, _, _ := unstructured.NestedString(pvc.Object, "spec", "resources", "requests", "storage")
+	class, _, _ := unstructured.NestedString(pvc.Object, "spec", "storageClassName")
+	if size != "7Gi" || class != "fast-ssd" || pvc.GetLabels()[LabelRuntimeID] != cr.RuntimeID {
+		t.Errorf("data claim %s of class %q, labels %v; want 7Gi, fast-ssd and the runtime's labels", size, class, pvc.GetLabels())
+	}
+	if v := dataVolume(on); v == nil || v["persistentVolumeClaim"] == nil {
+		t.Errorf("the data volume is %v, want the claim", v)
+	}
+
+	for _, zero := range []string{"0", "0Gi"} {
+		off, offDigest := render(zero, "")
+		if pvc := find(off, "PersistentVolumeClaim"); pvc != nil {
+			t.Errorf("storage size %s: a data claim %s", zero, pvc.GetName())
+		}
+		if v := dataVolume(off); v != nil {
+			t.Errorf("storage size %s: a data volume %v; the data dir should be on the pod's /tmp emptyDir", zero, v)
+		}
+		args, _, _ := unstructured.NestedSlice(find(off, "Deployment").Object, "spec", "template", "spec", "containers")
+		if !strings.Contains(fmt.Sprint(args), manifests.DataDir) || !strings.Contains(fmt.Sprint(args), HostedFlag) {
+			t.Errorf("storage size %s: the runtime's container %v lacks --data-dir %s or %s", zero, args, manifests.DataDir, HostedFlag)
+		}
+		if offDigest == onDigest {
+			t.Errorf("storage size %s: the options' digest is the one with a claim: runtimes are not applied again", zero)
+		}
+	}
+	_, d0 := render("0", "")
+	_, d0Gi := render("0Gi", "")
+	if d0 != d0Gi {
+		t.Error("0 and 0Gi digest differently: a restart with the other spelling would apply every runtime again")
 	}
 }

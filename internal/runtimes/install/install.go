@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/version"
@@ -86,6 +87,15 @@ type Options struct {
 	// ClusterAppsSourceNamespaces: other namespaces whose Application resources the runtime
 	// runs (--cluster-apps-source-namespaces; AppProject spec.sourceNamespaces decides).
 	ClusterAppsSourceNamespaces []string
+	// StorageSize is the size of the runtime's data claim (--storage-size), which keeps its data
+	// dir (its local installation repository when it has no Repo, the clusters it deploys to,
+	// the GitOps engine's cache) across pods: a Kubernetes quantity, or manifests.NoStorage for
+	// no claim (the data dir is the pod's emptyDir, lost with it). Empty: as installed — the
+	// claim the namespace holds for the runtime (a resumed install or an upgrade keeps it),
+	// else none. StorageClass is the claim's class (--storage-class; empty: the live claim's,
+	// else the cluster's default).
+	StorageSize  string
+	StorageClass string
 	// FromRepo reads the installation's settings from Repo's runtime.yaml.
 	FromRepo bool
 	// Wait is how long to wait for the runtime to report healthy; 0 does not wait.
@@ -160,20 +170,108 @@ func (o *Options) defaults(cp ControlPlane) error {
 	if o.Server == "" {
 		o.Server = cp.BaseURL()
 	}
+	if o.StorageSize != "" {
+		p, err := manifests.ParsePersistence(o.StorageSize, o.StorageClass, "storage-size", "storage-class")
+		if err != nil {
+			return err
+		}
+		if p != nil {
+			o.StorageSize = p.Size
+		}
+	}
 	mo := o.manifestOptions("", "x")
 	return mo.Validate()
 }
 
+// claimed reports whether o asks for a data claim (its storage size settled).
+func (o *Options) claimed() bool {
+	return o.StorageSize != "" && !manifests.IsNoStorage(o.StorageSize)
+}
+
 func (o *Options) manifestOptions(id, token string) manifests.Options {
-	return manifests.Options{Name: o.Name, Namespace: o.Namespace, Image: o.Image, Version: o.Version, Server: o.Server, Token: token,
+	mo := manifests.Options{Name: o.Name, Namespace: o.Namespace, Image: o.Image, Version: o.Version, Server: o.Server, Token: token,
 		AccessMode: o.AccessMode, IngressHost: o.IngressHost, IngressClass: o.IngressClass, RuntimeID: id, Repo: o.Repo, GitToken: o.GitToken,
 		WatchClusterApps: o.WatchClusterApps, ClusterAppsSourceNamespaces: o.ClusterAppsSourceNamespaces}
+	if o.claimed() {
+		mo.Persistence = &manifests.Persistence{Size: o.StorageSize, StorageClass: o.StorageClass}
+	}
+	return mo
+}
+
+// noClaim refuses a storage class without a data claim.
+func (o *Options) noClaim() error {
+	if o.StorageClass != "" {
+		return errdefs.Invalid("storage-class", o.StorageClass, "needs a data claim: give --storage-size (a Kubernetes quantity such as 1Gi)")
+	}
+	return nil
+}
+
+// dataClaim settles the runtime's data claim with what the cluster holds: without a storage
+// size, the claim the namespace holds for the runtime is kept as it is (a resumed install, an
+// upgrade), and with none the runtime has none. A size or class the live claim cannot take is
+// refused before anything is applied: a claim does not shrink, and its class does not change.
+// A claim left unused (storage size 0) stays, with the runtime's data, until uninstall.
+func (in *Installer) dataClaim(ctx context.Context, o *Options) (string, error) {
+	live, err := in.kube.CoreV1().PersistentVolumeClaims(o.Namespace).Get(ctx, manifests.DataClaimName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		live = nil
+	} else if err != nil {
+		return "", fmt.Errorf("the runtime's data claim %s/%s: %w", o.Namespace, manifests.DataClaimName, err)
+	}
+	if live != nil && live.Labels[manifests.InstanceLabel] != o.Name {
+		if o.claimed() {
+			return "", fmt.Errorf("namespace %s holds a PersistentVolumeClaim %s that is not runtime %s's: %w", o.Namespace, manifests.DataClaimName, o.Name, errdefs.ErrConflict)
+		}
+		live = nil
+	}
+	if o.StorageSize == "" {
+		if live == nil {
+			return "none (the data dir is the pod's emptyDir; --storage-size gives it a claim)", o.noClaim()
+		}
+		o.StorageSize = live.Spec.Resources.Requests.Storage().String()
+	}
+	if !o.claimed() {
+		if live != nil {
+			return fmt.Sprintf("none (the data dir is the pod's emptyDir); the claim %s is left as it is, with its data", manifests.DataClaimName), nil
+		}
+		return "none (the data dir is the pod's emptyDir)", nil
+	}
+	if live == nil {
+		class := o.StorageClass
+		if class == "" {
+			class = "the cluster's default class"
+		}
+		return fmt.Sprintf("%s, %s of %s", manifests.DataClaimName, o.StorageSize, class), nil
+	}
+	liveClass := ""
+	if live.Spec.StorageClassName != nil {
+		liveClass = *live.Spec.StorageClassName
+	}
+	if o.StorageClass == "" {
+		// Rendered as it is: applying the claim without it would remove a class set before.
+		o.StorageClass = liveClass
+	} else if o.StorageClass != liveClass {
+		return "", errdefs.Invalid("storage-class", o.StorageClass, fmt.Sprintf("is not the class of the runtime's data claim %s (%q): a claim's class does not change", manifests.DataClaimName, liveClass))
+	}
+	want, liveSize := resource.MustParse(o.StorageSize), live.Spec.Resources.Requests.Storage()
+	if want.Cmp(*liveSize) < 0 {
+		return "", errdefs.Invalid("storage-size", o.StorageSize, fmt.Sprintf("is smaller than the runtime's data claim %s (%s): a claim does not shrink", manifests.DataClaimName, liveSize))
+	}
+	if liveClass == "" {
+		return fmt.Sprintf("%s, %s, no storage class (kept)", manifests.DataClaimName, o.StorageSize), nil
+	}
+	return fmt.Sprintf("%s, %s of %s (kept)", manifests.DataClaimName, o.StorageSize, liveClass), nil
 }
 
 // DryRun prints the manifests install would apply (the token left out) and changes nothing.
 func DryRun(cp ControlPlane, o Options, out io.Writer) error {
 	if err := o.defaults(cp); err != nil {
 		return err
+	}
+	if o.StorageSize == "" { // as installed: the dry run does not look at the cluster
+		if err := o.noClaim(); err != nil {
+			return err
+		}
 	}
 	mo := o.manifestOptions("", "")
 	objs, err := manifests.Objects(mo)
@@ -207,6 +305,7 @@ func (in *Installer) Install(ctx context.Context, o Options) error {
 	}{
 		{"cluster reachable", func() (string, error) { return in.checkCluster() }},
 		{"permissions", func() (string, error) { return in.checkPermissions(ctx, o) }},
+		{"data claim", func() (string, error) { return in.dataClaim(ctx, &o) }},
 		{"runtime name", func() (string, error) {
 			found, tok, s, err := in.checkName(ctx, o)
 			if found != nil {
@@ -279,6 +378,10 @@ func needed(o Options) []permission {
 	}
 	if o.AccessMode == "ingress" {
 		ps = append(ps, permission{"networking.k8s.io", "ingresses", "create", "the app-proxy Ingress"})
+	}
+	ps = append(ps, permission{"", "persistentvolumeclaims", "get", "reading the runtime's data claim (kept when there is one)"})
+	if o.claimed() {
+		ps = append(ps, permission{"", "persistentvolumeclaims", "create", "the runtime's data claim"})
 	}
 	return ps
 }
@@ -611,7 +714,9 @@ func (in *Installer) Uninstall(ctx context.Context, name, namespace string) erro
 		namespace = manifests.DefaultNamespace
 	}
 	err := in.step("removing the runtime's objects", func() (string, error) {
-		mo := manifests.Options{Name: name, Namespace: namespace, Server: "https://x", Token: "frt_x", AccessMode: "ingress", IngressHost: "x"}
+		// Every object the runtime may have, its data claim included (as helm uninstall does).
+		mo := manifests.Options{Name: name, Namespace: namespace, Server: "https://x", Token: "frt_x", AccessMode: "ingress", IngressHost: "x",
+			Persistence: &manifests.Persistence{}}
 		objs, err := manifests.Objects(mo)
 		if err != nil {
 			return "", err
@@ -687,7 +792,7 @@ func (in *Installer) deleteInstance(ctx context.Context, objs []manifests.Object
 }
 
 // Upgrade applies the runtime's manifests again with a new image or version, keeping its
-// token (read from the cluster).
+// token (read from the cluster) and its data claim (unless o's storage options change it).
 func (in *Installer) Upgrade(ctx context.Context, o Options) error {
 	if err := o.defaults(in.cp); err != nil {
 		return err
@@ -705,6 +810,9 @@ func (in *Installer) Upgrade(ctx context.Context, o Options) error {
 	}
 	if o.GitToken == "" {
 		o.GitToken = string(sec.Data["gitToken"])
+	}
+	if err := in.step("data claim", func() (string, error) { return in.dataClaim(ctx, &o) }); err != nil {
+		return err
 	}
 	if err := in.step("manifests", func() (string, error) {
 		return in.apply(ctx, o.manifestOptions(rt.ID, string(sec.Data["token"])))

@@ -266,8 +266,11 @@ func TestInstallRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = in.Install(ctx, w.opts(t, "no-rights"))
-	if !errors.Is(err, errdefs.ErrForbidden) || !strings.Contains(err.Error(), "create namespaces.core") || !strings.Contains(err.Error(), "cluster-admin") {
+	noRights := w.opts(t, "no-rights")
+	noRights.StorageSize = "1Gi"
+	err = in.Install(ctx, noRights)
+	if !errors.Is(err, errdefs.ErrForbidden) || !strings.Contains(err.Error(), "create namespaces.core") || !strings.Contains(err.Error(), "cluster-admin") ||
+		!strings.Contains(err.Error(), "create persistentvolumeclaims.core (the runtime's data claim)") {
 		t.Errorf("install without rights: %v", err)
 	}
 	if _, err := w.srv.Admin.GetRuntime(ctx, "no-rights"); !client.IsStatus(err, 404) {
@@ -292,4 +295,100 @@ func servesKinds(rl *metav1.APIResourceList, kinds ...string) bool {
 		}
 	}
 	return true
+}
+
+// --storage-size puts the runtime's data dir on a claim of that size and class; an install run
+// again or an upgrade without it keeps the claim (a runtime never loses its data to a flag left
+// out); a size the claim cannot shrink to and another class are refused before anything is
+// applied; --storage-size 0 goes back to the pod's emptyDir and leaves the claim; uninstall
+// deletes it. (Nothing binds the claim on the test cluster; what is checked is what it holds.)
+func TestInstallDataClaim(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	const name = "edge-data"
+	const class = "freshet-test-runtime"
+	o := w.opts(t, name)
+	o.Repo = ""
+	o.StorageSize, o.StorageClass = "2Gi", class
+	if err := w.in.Install(ctx, o); err != nil {
+		t.Fatalf("install --storage-size 2Gi: %v\n%s", err, w.out)
+	}
+	t.Cleanup(func() { _ = w.in.Uninstall(context.Background(), name, w.ns) })
+	claim := func() *corev1.PersistentVolumeClaim {
+		t.Helper()
+		pvc, err := w.kc.CoreV1().PersistentVolumeClaims(w.ns).Get(ctx, manifests.DataClaimName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("the data claim: %v\n%s", err, w.out)
+		}
+		return pvc
+	}
+	mounted := func() bool {
+		t.Helper()
+		dep, err := w.kc.AppsV1().Deployments(w.ns).Get(ctx, "freshet-runtime", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range dep.Spec.Template.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ClaimName == manifests.DataClaimName {
+				return true
+			}
+		}
+		return false
+	}
+	first := claim()
+	if got := first.Spec.Resources.Requests.Storage().String(); got != "2Gi" || first.Spec.StorageClassName == nil || *first.Spec.StorageClassName != class {
+		t.Errorf("the data claim requests %s of class %v, want 2Gi of %s", got, first.Spec.StorageClassName, class)
+	}
+	if !mounted() {
+		t.Error("the Deployment does not mount the data claim")
+	}
+
+	// Install again and upgrade, without the flags: the same claim, still mounted.
+	o.StorageSize, o.StorageClass = "", ""
+	w.out.Reset()
+	if err := w.in.Install(ctx, o); err != nil {
+		t.Fatalf("install again: %v\n%s", err, w.out)
+	}
+	if !strings.Contains(w.out.String(), "✓ data claim: "+manifests.DataClaimName+", 2Gi of "+class+" (kept)") {
+		t.Errorf("install again does not say it keeps the claim:\n%s", w.out)
+	}
+	up := install.Options{Name: name, Namespace: w.ns, Version: "v0.0.0-test-2"}
+	if err := w.in.Upgrade(ctx, up); err != nil {
+		t.Fatalf("upgrade: %v\n%s", err, w.out)
+	}
+	if again := claim(); again.UID != first.UID || !mounted() {
+		t.Errorf("after install again and upgrade: claim %s (was %s), mounted %v", again.UID, first.UID, mounted())
+	}
+
+	// What the claim cannot become is refused, naming the flag and the value.
+	for _, c := range []struct{ size, class, field string }{
+		{"1Gi", "", "storage-size"},
+		{"2Gi", "another-class", "storage-class"},
+	} {
+		bad := up
+		bad.StorageSize, bad.StorageClass = c.size, c.class
+		err := w.in.Upgrade(ctx, bad)
+		if !errors.Is(err, errdefs.ErrInvalid) || errdefs.Field(err) != c.field {
+			t.Errorf("upgrade --storage-size %s --storage-class %q: %v, want an invalid %s", c.size, c.class, err, c.field)
+		}
+	}
+
+	// --storage-size 0: the pod's emptyDir; the claim stays, with the data.
+	off := up
+	off.StorageSize = "0"
+	w.out.Reset()
+	if err := w.in.Upgrade(ctx, off); err != nil {
+		t.Fatalf("upgrade --storage-size 0: %v\n%s", err, w.out)
+	}
+	if mounted() || claim().UID != first.UID || !strings.Contains(w.out.String(), "is left as it is") {
+		t.Errorf("after --storage-size 0: mounted %v, or the claim is gone, or the output does not say it stays:\n%s", mounted(), w.out)
+	}
+
+	// Uninstall deletes the claim with the rest.
+	if err := w.in.Uninstall(ctx, name, w.ns); err != nil {
+		t.Fatalf("uninstall: %v\n%s", err, w.out)
+	}
+	if pvc, err := w.kc.CoreV1().PersistentVolumeClaims(w.ns).Get(ctx, manifests.DataClaimName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the data claim after uninstall: %v %v", pvc.GetDeletionTimestamp(), err)
+	}
 }

@@ -44,6 +44,9 @@ const (
 	DataClaimName = "freshet-runtime-data"
 	// DefaultStorageSize is the data claim's default size.
 	DefaultStorageSize = "1Gi"
+	// NoStorage is the storage size that asks for no data claim: DataDir is an emptyDir, lost
+	// with the pod (ParsePersistence; --storage-size 0, --hosted-runtimes-storage-size 0).
+	NoStorage = "0"
 )
 
 // Options describe one runtime installation.
@@ -93,6 +96,33 @@ func (p *Persistence) Validate(sizeField, classField string) error {
 		}
 	}
 	return nil
+}
+
+// ParsePersistence reads a storage size and class given as flags (sizeField and classField,
+// named in errors): a zero size (NoStorage, "0Gi") is no data claim (nil), and then a class is
+// refused; an empty size is DefaultStorageSize; any other must be a positive Kubernetes
+// quantity.
+func ParsePersistence(size, class, sizeField, classField string) (*Persistence, error) {
+	if IsNoStorage(size) {
+		if class != "" {
+			return nil, errdefs.Invalid(classField, class, "needs a data claim: give --"+sizeField+" other than "+NoStorage)
+		}
+		return nil, nil
+	}
+	p := &Persistence{Size: size, StorageClass: class}
+	if err := p.Validate(sizeField, classField); err != nil {
+		if errdefs.Field(err) == sizeField {
+			return nil, errdefs.Invalid(sizeField, size, "is not a storage size: a positive Kubernetes quantity such as 1Gi or 500Mi, or "+NoStorage+" for no data claim (an emptyDir, lost with the pod)")
+		}
+		return nil, err
+	}
+	return p, nil
+}
+
+// IsNoStorage reports whether size is a zero storage size, which asks for no data claim.
+func IsNoStorage(size string) bool {
+	q, err := resource.ParseQuantity(size)
+	return err == nil && q.IsZero() && storageSize.MatchString(size)
 }
 
 // storageSize is the chart schema's pattern for persistence.size.

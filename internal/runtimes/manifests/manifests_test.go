@@ -3,6 +3,7 @@ package manifests
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -160,5 +161,41 @@ func TestManifestsApplyToARealCluster(t *testing.T) {
 			t.Fatalf("runtime Deployment not Available: %v", err)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// ParsePersistence reads the storage flags of the CLI and the server: a zero size is no claim
+// (and then a class is refused), an empty one the default, anything else a positive quantity;
+// errors name the caller's flag and the value.
+func TestParsePersistence(t *testing.T) {
+	for _, c := range []struct {
+		size, class string
+		want        *Persistence // nil: no claim
+		field       string       // the error's, "" when valid
+	}{
+		{"", "", &Persistence{Size: DefaultStorageSize}, ""},
+		{"5Gi", "fast-ssd", &Persistence{Size: "5Gi", StorageClass: "fast-ssd"}, ""},
+		{"0", "", nil, ""},
+		{"0Gi", "", nil, ""},
+		{"0", "fast-ssd", nil, "class-flag"},
+		{"-1Gi", "", nil, "size-flag"},
+		{"lots", "", nil, "size-flag"},
+		{"1e3", "", nil, "size-flag"},
+		{"2Gi", "Fast SSD", nil, "class-flag"},
+	} {
+		got, err := ParsePersistence(c.size, c.class, "size-flag", "class-flag")
+		if c.field != "" {
+			value := c.size
+			if c.field == "class-flag" {
+				value = c.class
+			}
+			if errdefs.Field(err) != c.field || !strings.Contains(err.Error(), fmt.Sprintf("%q", value)) {
+				t.Errorf("%q %q: %v, want an invalid %s naming the value", c.size, c.class, err, c.field)
+			}
+			continue
+		}
+		if err != nil || (got == nil) != (c.want == nil) || (got != nil && *got != *c.want) {
+			t.Errorf("%q %q = %+v, %v; want %+v", c.size, c.class, got, err, c.want)
+		}
 	}
 }
