@@ -150,6 +150,11 @@ func TestWorkflowResumeGraphQL(t *testing.T) {
 			t.Errorf("resume %s %v: errors %v, want one saying %s", c.node, c.p, errs, c.says)
 		}
 	}
+	// The same as a literal in the query (docs/appproxy.md's example).
+	literal := `mutation { resumeWorkflow(namespace: "` + w.ns + `", name: "gate", node: "approve", parameters: {decision: "maybe"}) }`
+	if _, errs := w.gql("member", literal, nil); len(errs) != 1 || !strings.Contains(fmt.Sprint(errs[0]["message"]), `parameters.decision: "maybe"`) {
+		t.Errorf("resume with a literal object: errors %v", errs)
+	}
 	if n := gate(); n.Phase != "Running" || len(n.Outputs) != 0 {
 		t.Fatalf("a refused resume changed the gate: %+v", n)
 	}
