@@ -218,6 +218,7 @@ var wireTypes = map[string]any{
 	"appproxyv1.WorkflowParameter":             appproxyv1.WorkflowParameter{},
 	"appproxyv1.WorkflowSubmitRequest":         appproxyv1.WorkflowSubmitRequest{},
 	"appproxyv1.WorkflowResumeRequest":         appproxyv1.WorkflowResumeRequest{},
+	"appproxyv1.WorkflowSuppliedParameter":     appproxyv1.WorkflowSuppliedParameter{},
 	"appproxyv1.WorkflowTemplate":              appproxyv1.WorkflowTemplate{},
 	"appproxyv1.WorkflowTemplateParameter":     appproxyv1.WorkflowTemplateParameter{},
 	"appproxyv1.WorkflowTemplateCommitRequest": appproxyv1.WorkflowTemplateCommitRequest{},

@@ -77,6 +77,20 @@ type WorkflowNode struct {
 	// InputArtifacts and OutputArtifacts are the node's artifacts and where they are.
 	InputArtifacts  []WorkflowArtifact `json:"inputArtifacts"`
 	OutputArtifacts []WorkflowArtifact `json:"outputArtifacts"`
+	// Supplied are, for a Suspend node waiting to be resumed (an approval gate), its template's
+	// output parameters that say `valueFrom: {supplied: {}}`: what a resume may give values for
+	// (WorkflowResumeRequest.Parameters). Empty for every other node.
+	Supplied []WorkflowSuppliedParameter `json:"supplied"`
+}
+
+// WorkflowSuppliedParameter is an output parameter of a waiting suspend node whose value is
+// supplied when the node is resumed: its default (valueFrom.default; nil: a value is required),
+// the values it allows (enum; empty: any) and its description.
+type WorkflowSuppliedParameter struct {
+	Name        string   `json:"name"`
+	Default     *string  `json:"default"`
+	Enum        []string `json:"enum"`
+	Description string   `json:"description"`
 }
 
 // WorkflowArtifact is an input or output artifact of a node: its name, its path in the

@@ -2244,6 +2244,61 @@ describe('web UI', () => {
     await expect.poll(() => page.getByRole('button', { name: 'Resubmit' }).isVisible(), { timeout: 30_000 }).toBe(true);
   });
 
+  it('answers an approval gate on local: Resume asks for its supplied values, shows the runtime\'s refusal, then resumes with them', async (c) => {
+    if (!kube) c.skip(`cluster part skipped: ${kubeSkip}`);
+    const session = await adminToken();
+    const wf = {
+      namespace: 'default',
+      workflow: {
+        apiVersion: 'argoproj.io/v1alpha1',
+        kind: 'Workflow',
+        metadata: { generateName: 'ui-e2e-gate-' },
+        spec: {
+          entrypoint: 'main',
+          templates: [
+            { name: 'main', steps: [[{ name: 'approve', template: 'approve' }]] },
+            {
+              name: 'approve',
+              suspend: {},
+              outputs: {
+                parameters: [
+                  { name: 'decision', enum: ['approve', 'reject'], description: 'Ship it?', valueFrom: { supplied: {} } },
+                  { name: 'reason', valueFrom: { supplied: {}, default: 'none' } },
+                ],
+              },
+            },
+          ],
+        },
+      },
+    };
+    const r = await api('/runtimes/local/app-proxy/api/v1/workflows', session, { method: 'POST', body: JSON.stringify(wf) });
+    expect(r.status, await r.clone().text()).toBe(201);
+    const { name } = (await r.json()) as { name: string };
+    await visit(`/workflows/local/default/${name}`, 'workflow-run');
+    await expect.poll(() => page.getByTestId('wf-node-approve').getAttribute('data-phase'), { timeout: 30_000 }).toBe('Running');
+    await page.getByRole('button', { name: 'Resume', exact: true }).click();
+    const dialog = page.getByRole('dialog', { name: `Resume ${name}?` });
+    const form = dialog.getByRole('form', { name: 'Approval' });
+    expect(await form.getByLabel('reason', { exact: true }).inputValue()).toBe('none');
+    expect(await form.getByLabel('decision (required)', { exact: true }).locator('option').allTextContents()).toEqual(['Choose…', 'approve', 'reject']);
+    // Nothing chosen: the runtime refuses, naming the parameter, and the form says so there.
+    await dialog.getByRole('button', { name: 'Resume', exact: true }).click();
+    await form.locator('.field-error', { hasText: 'parameters.decision' }).waitFor();
+    expect(await form.getByLabel('decision (required)', { exact: true }).getAttribute('aria-invalid')).toBe('true');
+    await shot('workflow-approval');
+    await form.getByLabel('decision (required)', { exact: true }).selectOption('approve');
+    await form.getByLabel('Message', { exact: true }).fill('approved in the browser test');
+    await dialog.getByRole('button', { name: 'Resume', exact: true }).click();
+    await dialog.waitFor({ state: 'detached' });
+    type Node = { displayName: string; phase: string; message: string; outputs: { name: string; value: string }[] | null };
+    const gate = async () =>
+      ((await (await api(`/runtimes/local/app-proxy/api/v1/workflows/default/${name}`, session)).json()) as { nodes: Node[] }).nodes.find((n) => n.displayName === 'approve')!;
+    await expect.poll(async () => (await gate()).phase, { timeout: 15_000 }).toBe('Succeeded');
+    const g = await gate();
+    expect(g.message).toBe('approved in the browser test');
+    expect(Object.fromEntries((g.outputs ?? []).map((p) => [p.name, p.value]))).toEqual({ decision: 'approve', reason: 'none' });
+  });
+
   it('browses the template Hub: search, a category, a template with its parameters and README rendered', async () => {
     await visit('/hub', 'hub');
     for (const name of ['git-clone', 'build-image', 'push-image', 'run-tests', 'promote-image-tag', 'notify']) {

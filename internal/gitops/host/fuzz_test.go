@@ -77,6 +77,40 @@ func FuzzWorkflowSubmit(f *testing.F) {
 	})
 }
 
+// FuzzResumeWorkflowParameters feeds untrusted JSON values as GraphQL resumeWorkflow's
+// parameters: no panic; a refusal names parameters or parameters.NAME; what is accepted is an
+// object whose every value was a string, held exactly.
+func FuzzResumeWorkflowParameters(f *testing.F) {
+	f.Add(`{"decision":"approve","reason":""}`)
+	f.Add(`{}`)
+	f.Add(`{"a":1}`)
+	f.Add(`["decision=approve"]`)
+	f.Add(`"decision"`)
+	f.Add(`{"a":null,"b":{"c":"d"}}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		var v any
+		if json.Unmarshal([]byte(in), &v) != nil {
+			return
+		}
+		p, err := resumeParameters(v)
+		if err != nil {
+			if f := errdefs.Field(err); f != "parameters" && !strings.HasPrefix(f, "parameters.") {
+				t.Fatalf("refusal names %q: %v", f, err)
+			}
+			return
+		}
+		var want map[string]string
+		if err := json.Unmarshal([]byte(in), &want); err != nil || want == nil || len(want) != len(p) {
+			t.Fatalf("accepted %q as %v, which is not an object of strings (%v)", in, p, err)
+		}
+		for k, x := range want {
+			if p[k] != x {
+				t.Fatalf("accepted %q as %v", in, p)
+			}
+		}
+	})
+}
+
 // FuzzWorkflowResume feeds untrusted bodies of POST workflows/{namespace}/{name}/resume to the
 // decoder: no panic; a refusal names the body; what is accepted holds exactly the body's node,
 // parameters and message.

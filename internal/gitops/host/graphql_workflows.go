@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -141,6 +142,42 @@ func (q *gqlRoot) SuspendWorkflow(ctx context.Context, args workflowRef) (JSON, 
 	return q.workflowOp(ctx, args, appproxyv1.WorkflowSuspend)
 }
 
-func (q *gqlRoot) ResumeWorkflow(ctx context.Context, args workflowRef) (JSON, error) {
-	return q.workflowOp(ctx, args, appproxyv1.WorkflowResume)
+// ResumeWorkflow resumes as POST workflows/{namespace}/{name}/resume does: node, parameters
+// (an object of names to string values, the REST body's) and message are optional.
+func (q *gqlRoot) ResumeWorkflow(ctx context.Context, args struct {
+	Namespace, Name string
+	Node            *string
+	Parameters      *JSON
+	Message         *string
+}) (JSON, error) {
+	req := appproxyv1.WorkflowResumeRequest{Node: derefS(args.Node), Message: derefS(args.Message)}
+	if args.Parameters != nil && args.Parameters.V != nil {
+		p, err := resumeParameters(args.Parameters.V)
+		if err != nil {
+			return JSON{}, err
+		}
+		req.Parameters = p
+	}
+	d, err := q.h.ResumeWorkflow(ctx, callerFrom(ctx), args.Namespace, args.Name, req)
+	if err != nil {
+		return JSON{}, err
+	}
+	return JSON{d}, nil
+}
+
+// resumeParameters reads resumeWorkflow's parameters: an object whose values are strings.
+func resumeParameters(v any) (map[string]string, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, errdefs.Invalid("parameters", fmt.Sprint(v), `is not an object: give {"NAME": "VALUE"}`)
+	}
+	out := make(map[string]string, len(m))
+	for k, x := range m {
+		s, ok := x.(string)
+		if !ok {
+			return nil, errdefs.Invalid("parameters."+k, fmt.Sprint(x), "is not a string: give the value in quotes")
+		}
+		out[k] = s
+	}
+	return out, nil
 }

@@ -2,6 +2,8 @@ package host_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -17,10 +19,10 @@ type apiError struct {
 	Error struct{ Code, Message string }
 }
 
-// The workflows API's roles and bad input, against a workflow controller on the loopback
-// cluster: viewers read, members operate; a manifest that fails lint, an unknown operation and
-// an unknown body field are 400s naming the field, and nothing is created.
-func TestWorkflowsAPI(t *testing.T) {
+// newWorkflowsWorld is a runtime's app-proxy with a workflow controller running on the loopback
+// cluster.
+func newWorkflowsWorld(t *testing.T) *world {
+	t.Helper()
 	var ctrl *workflows.Controller
 	w := newWorldWith(t, func(ns string, o *host.Options) {
 		var err error
@@ -40,6 +42,14 @@ func TestWorkflowsAPI(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	return w
+}
+
+// The workflows API's roles and bad input, against a workflow controller on the loopback
+// cluster: viewers read, members operate; a manifest that fails lint, an unknown operation and
+// an unknown body field are 400s naming the field, and nothing is created.
+func TestWorkflowsAPI(t *testing.T) {
+	w := newWorkflowsWorld(t)
 	manifest := `{"namespace":"` + w.ns + `","workflow":{"apiVersion":"argoproj.io/v1alpha1","kind":"Workflow","metadata":{"name":"hold"},
 		"spec":{"entrypoint":"main","templates":[{"name":"main","suspend":{}}]}}}`
 	var e apiError
@@ -75,5 +85,94 @@ func TestWorkflowsAPI(t *testing.T) {
 	}
 	if code := w.call("viewer", "GET", "workflows/"+w.ns+"/absent", "", &e); code != http.StatusNotFound {
 		t.Fatalf("a missing workflow: %d %+v", code, e)
+	}
+}
+
+// An approval gate through GraphQL: resumeWorkflow takes the REST body's node, parameters and
+// message. The detail lists what the waiting gate asks; a viewer is refused; a value outside
+// the enum, a parameter the node lacks, parameters that are not an object of strings and an
+// unknown node are GraphQL errors naming the field, and the gate still waits; a good answer
+// resumes it with the values and the message.
+func TestWorkflowResumeGraphQL(t *testing.T) {
+	w := newWorkflowsWorld(t)
+	manifest := `{"namespace":"` + w.ns + `","workflow":{"apiVersion":"argoproj.io/v1alpha1","kind":"Workflow","metadata":{"name":"gate"},
+		"spec":{"entrypoint":"main","templates":[
+		{"name":"main","steps":[[{"name":"approve","template":"approve"}]]},
+		{"name":"approve","suspend":{},"outputs":{"parameters":[
+			{"name":"decision","enum":["approve","reject"],"valueFrom":{"supplied":{}}},
+			{"name":"reason","valueFrom":{"supplied":{},"default":"none"}}]}}]}}}`
+	var d appproxyv1.WorkflowDetail
+	if code := w.call("member", "POST", "workflows", manifest, &d); code != http.StatusCreated {
+		t.Fatalf("submit: %d %+v", code, d)
+	}
+	gate := func() appproxyv1.WorkflowNode {
+		t.Helper()
+		var d appproxyv1.WorkflowDetail
+		w.call("viewer", "GET", "workflows/"+w.ns+"/gate", "", &d)
+		for _, n := range d.Nodes {
+			if n.DisplayName == "approve" {
+				return n
+			}
+		}
+		return appproxyv1.WorkflowNode{}
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for gate().Phase != "Running" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the gate does not wait: %+v", gate())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if s := gate().Supplied; len(s) != 2 || s[0].Name != "decision" || len(s[0].Enum) != 2 || s[0].Default != nil || s[1].Name != "reason" || s[1].Default == nil || *s[1].Default != "none" {
+		t.Fatalf("what the gate asks: %+v", s)
+	}
+	const resume = `mutation($ns: String!, $node: String, $p: JSON, $m: String) {
+		resumeWorkflow(namespace: $ns, name: "gate", node: $node, parameters: $p, message: $m) }`
+	vars := func(node string, p any, m string) map[string]any {
+		return map[string]any{"ns": w.ns, "node": node, "p": p, "m": m}
+	}
+	if _, errs := w.gql("viewer", resume, vars("approve", map[string]any{"decision": "approve"}, "")); len(errs) == 0 || !strings.Contains(fmt.Sprint(errs), "needs member or admin") {
+		t.Errorf("viewer resumes: errors %v", errs)
+	}
+	for _, c := range []struct {
+		node string
+		p    any
+		says string
+	}{
+		{"approve", map[string]any{"decision": "maybe"}, `parameters.decision: "maybe" is not one of [approve reject]`},
+		{"approve", map[string]any{"decision": "approve", "colour": "red"}, "parameters.colour"},
+		{"approve", map[string]any{"decision": 1}, "parameters.decision"},
+		{"approve", []any{"decision=approve"}, "parameters"},
+		{"nope", nil, `node: "nope" is not a suspend node waiting to be resumed (waiting: approve)`},
+		{"approve", nil, "parameters.decision"},
+	} {
+		if _, errs := w.gql("member", resume, vars(c.node, c.p, "")); len(errs) != 1 || !strings.Contains(fmt.Sprint(errs[0]["message"]), c.says) {
+			t.Errorf("resume %s %v: errors %v, want one saying %s", c.node, c.p, errs, c.says)
+		}
+	}
+	// The same as a literal in the query (docs/appproxy.md's example).
+	literal := `mutation { resumeWorkflow(namespace: "` + w.ns + `", name: "gate", node: "approve", parameters: {decision: "maybe"}) }`
+	if _, errs := w.gql("member", literal, nil); len(errs) != 1 || !strings.Contains(fmt.Sprint(errs[0]["message"]), `parameters.decision: "maybe"`) {
+		t.Errorf("resume with a literal object: errors %v", errs)
+	}
+	if n := gate(); n.Phase != "Running" || len(n.Outputs) != 0 {
+		t.Fatalf("a refused resume changed the gate: %+v", n)
+	}
+	data, errs := w.gql("member", resume, vars("approve", map[string]any{"decision": "reject"}, "rejected by ann"))
+	if len(errs) > 0 {
+		t.Fatalf("resume: %v", errs)
+	}
+	var after appproxyv1.WorkflowDetail
+	b, _ := json.Marshal(data["resumeWorkflow"])
+	if err := json.Unmarshal(b, &after); err != nil || after.Name != "gate" {
+		t.Fatalf("resumeWorkflow answered %s: %v", b, err)
+	}
+	n := gate()
+	got := map[string]string{}
+	for _, p := range n.Outputs {
+		got[p.Name] = p.Value
+	}
+	if n.Phase != "Succeeded" || n.Message != "rejected by ann" || got["decision"] != "reject" || got["reason"] != "none" || len(n.Supplied) != 0 {
+		t.Fatalf("the resumed gate: %+v", n)
 	}
 }

@@ -456,7 +456,7 @@ func detailFrom(wf *Workflow) appproxyv1.WorkflowDetail {
 		wn := appproxyv1.WorkflowNode{ID: n.ID, Name: n.Name, DisplayName: n.DisplayName, Type: string(n.Type), TemplateName: nodeTemplate(n),
 			Phase: string(n.Phase), Message: n.Message, BoundaryID: n.BoundaryID, StartedAt: timePtr(n.StartedAt), FinishedAt: timePtr(n.FinishedAt),
 			Children: append([]string{}, n.Children...), Inputs: []appproxyv1.WorkflowParameter{}, Outputs: []appproxyv1.WorkflowParameter{},
-			InputArtifacts: []appproxyv1.WorkflowArtifact{}, OutputArtifacts: []appproxyv1.WorkflowArtifact{}}
+			InputArtifacts: []appproxyv1.WorkflowArtifact{}, OutputArtifacts: []appproxyv1.WorkflowArtifact{}, Supplied: []appproxyv1.WorkflowSuppliedParameter{}}
 		if n.Type == NodeTypePod {
 			wn.PodName = podName(n.ID)
 		}
@@ -529,7 +529,9 @@ func (c *Controller) Get(ctx context.Context, ns, name string) (appproxyv1.Workf
 	if err != nil {
 		return appproxyv1.WorkflowDetail{}, err
 	}
-	return detailFrom(wf), nil
+	d := detailFrom(wf)
+	c.addSupplied(ctx, wf, &d)
+	return d, nil
 }
 
 // patchSpec merge-patches the Workflow's spec.

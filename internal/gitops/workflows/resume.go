@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/freshet-dev/freshet/api/appproxyv1"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 )
 
@@ -113,6 +114,37 @@ func (c *Controller) ResumeWith(ctx context.Context, ns, name string, o ResumeOp
 	u.Object["status"] = m
 	_, err = res.Update(ctx, u, metav1.UpdateOptions{FieldManager: FieldManager})
 	return err
+}
+
+// addSupplied lists, on each suspend node of d waiting to be resumed, the output parameters
+// its template says are supplied when it is resumed (an approval gate's questions). A node
+// whose template cannot be found (deleted since) lists none.
+func (c *Controller) addSupplied(ctx context.Context, wf *Workflow, d *appproxyv1.WorkflowDetail) {
+	for i := range d.Nodes {
+		wn := &d.Nodes[i]
+		n, ok := wf.Status.Nodes[wn.ID]
+		if !ok || n.Type != NodeTypeSuspend || n.Phase != NodeRunning {
+			continue
+		}
+		t := c.nodeTemplate(ctx, wf, n)
+		if t == nil {
+			continue
+		}
+		for _, p := range t.Outputs.Parameters {
+			if p.ValueFrom == nil || p.ValueFrom.Supplied == nil {
+				continue
+			}
+			sp := appproxyv1.WorkflowSuppliedParameter{Name: p.Name, Enum: []string{}, Description: p.Description}
+			if p.ValueFrom.Default != nil {
+				v := string(*p.ValueFrom.Default)
+				sp.Default = &v
+			}
+			for _, e := range p.Enum {
+				sp.Enum = append(sp.Enum, string(e))
+			}
+			wn.Supplied = append(wn.Supplied, sp)
+		}
+	}
 }
 
 // suppliedOutputs are a resumed suspend template's output parameters: each valueFrom.supplied

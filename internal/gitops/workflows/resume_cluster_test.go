@@ -1,13 +1,17 @@
 package workflows_test
 
 import (
+	"encoding/json"
 	"errors"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/freshet-dev/freshet/api/appproxyv1"
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gitops/workflows"
 )
@@ -39,7 +43,7 @@ spec:
     suspend: {}
     outputs:
       parameters:
-      - {name: decision, enum: [approve, reject], valueFrom: {supplied: {}}}
+      - {name: decision, enum: [approve, reject], description: "ship it?", valueFrom: {supplied: {}}}
       - {name: reason, globalName: reason, valueFrom: {supplied: {}, default: none}}
   - name: record
     inputs: {parameters: [{name: answer}]}
@@ -52,6 +56,25 @@ spec:
         data: {answer: "{{inputs.parameters.answer}}"}
 `)
 	e.waitNode("gate", workflows.NodeTypeSuspend, workflows.NodeRunning)
+	// The detail lists what the waiting gate asks (what the web UI's approval form shows).
+	d, err := e.ctrl.Get(e.ctx, e.ns, "gate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := map[string][]appproxyv1.WorkflowSuppliedParameter{}
+	for _, n := range d.Nodes {
+		if len(n.Supplied) > 0 {
+			asked[n.DisplayName] = n.Supplied
+		}
+	}
+	none := "none"
+	want := map[string][]appproxyv1.WorkflowSuppliedParameter{"approve": {
+		{Name: "decision", Enum: []string{"approve", "reject"}, Description: "ship it?"},
+		{Name: "reason", Default: &none, Enum: []string{}},
+	}}
+	if !reflect.DeepEqual(asked, want) {
+		t.Fatalf("supplied parameters in the detail: %s, want %s", showJSON(asked), showJSON(want))
+	}
 	for _, c := range []struct {
 		o     workflows.ResumeOptions
 		field string
@@ -88,7 +111,15 @@ spec:
 	if approve.Message != "approved by ann" || approve.Outputs == nil || len(approve.Outputs.Parameters) != 2 {
 		t.Fatalf("approve: %+v", approve)
 	}
+	if d, err := e.ctrl.Get(e.ctx, e.ns, "gate"); err != nil || slices.ContainsFunc(d.Nodes, func(n appproxyv1.WorkflowNode) bool { return len(n.Supplied) > 0 }) {
+		t.Fatalf("a resumed gate still asks: %v %s", err, showJSON(d.Nodes))
+	}
 	if o := wf.Status.Outputs; o == nil || len(o.Parameters) != 1 || o.Parameters[0].Name != "reason" || string(*o.Parameters[0].Value) != "none" {
 		t.Fatalf("the workflow's outputs: %+v", wf.Status.Outputs)
 	}
+}
+
+func showJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }

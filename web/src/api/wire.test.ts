@@ -129,6 +129,7 @@ import appproxyv1_WorkflowNode from '../../../api/testdata/wire/appproxyv1.Workf
 import appproxyv1_WorkflowParameter from '../../../api/testdata/wire/appproxyv1.WorkflowParameter.json';
 import appproxyv1_WorkflowSubmitRequest from '../../../api/testdata/wire/appproxyv1.WorkflowSubmitRequest.json';
 import appproxyv1_WorkflowResumeRequest from '../../../api/testdata/wire/appproxyv1.WorkflowResumeRequest.json';
+import appproxyv1_WorkflowSuppliedParameter from '../../../api/testdata/wire/appproxyv1.WorkflowSuppliedParameter.json';
 import appproxyv1_WorkflowTemplate from '../../../api/testdata/wire/appproxyv1.WorkflowTemplate.json';
 import appproxyv1_WorkflowTemplateParameter from '../../../api/testdata/wire/appproxyv1.WorkflowTemplateParameter.json';
 import client_ArchivedWorkflow from '../../../api/testdata/wire/client.ArchivedWorkflow.json';
@@ -389,6 +390,8 @@ const wire = [
   pair<wf.WorkflowDetail>()('appproxyv1.WorkflowDetail', appproxyv1_WorkflowDetail, 'no drift'),
   pair<wf.WorkflowNode>()('appproxyv1.WorkflowNode', appproxyv1_WorkflowNode, 'no drift'),
   pair<wf.WorkflowParameter>()('appproxyv1.WorkflowParameter', appproxyv1_WorkflowParameter, 'no drift'),
+  pair<wf.WorkflowSuppliedParameter>()('appproxyv1.WorkflowSuppliedParameter', appproxyv1_WorkflowSuppliedParameter, 'no drift'),
+  pair<wf.WorkflowResumeRequest>()('appproxyv1.WorkflowResumeRequest', appproxyv1_WorkflowResumeRequest, 'no drift'),
   pair<wf.WorkflowArtifact>()('appproxyv1.WorkflowArtifact', appproxyv1_WorkflowArtifact, 'no drift'),
   pair<wf.WorkflowTemplate>()('appproxyv1.WorkflowTemplate', appproxyv1_WorkflowTemplate, 'no drift'),
   pair<wf.WorkflowTemplateParameter>()('appproxyv1.WorkflowTemplateParameter', appproxyv1_WorkflowTemplateParameter, 'no drift'),
@@ -488,7 +491,6 @@ const notInTheUI: Record<string, { golden: Golden; why: string }> = {
   'client.DeviceAuthorization': { golden: client_DeviceAuthorization, why: '`freshet login --sso --device` starts a device login; the UI logs in with cookies' },
   'client.DeviceTokenRequest': { golden: client_DeviceTokenRequest, why: '`freshet login --sso --device` polls for its session; the UI logs in with cookies' },
   'appproxyv1.WorkflowSubmitRequest': { golden: appproxyv1_WorkflowSubmitRequest, why: '`freshet workflow` and the app-proxy workflows API; the UI has no Delivery Pipelines pages yet (issue 16)' },
-  'appproxyv1.WorkflowResumeRequest': { golden: appproxyv1_WorkflowResumeRequest, why: '`freshet workflow resume --node N -p NAME=VALUE` (an approval\'s answer); the UI\'s Resume sends no body yet' },
   'client.HubSourceRequest': { golden: client_HubSourceRequest, why: '`freshet hub source add` (admins); the Hub page lists sources and their errors, it does not add them' },
   'appproxyv1.WorkflowTemplateCommitRequest': { golden: appproxyv1_WorkflowTemplateCommitRequest, why: 'sent by the control plane to a runtime (the Hub\'s "use this template"); the UI calls POST /api/v1/hub/templates/{name}/use' },
   'appproxyv1.WorkflowTemplateCommit': { golden: appproxyv1_WorkflowTemplateCommit, why: 'a runtime\'s answer to the control plane; the UI reads client.HubUseResult' },

@@ -71,6 +71,28 @@ export interface WorkflowNode {
   exitCode: string | null;
   inputArtifacts: WorkflowArtifact[] | null;
   outputArtifacts: WorkflowArtifact[] | null;
+  /** A suspend node waiting to be resumed (an approval gate): the outputs a resume supplies. */
+  supplied: WorkflowSuppliedParameter[] | null;
+}
+
+/** An output parameter a waiting suspend node takes when it is resumed (valueFrom.supplied). */
+export interface WorkflowSuppliedParameter {
+  name: string;
+  /** valueFrom.default; null: a value is required. */
+  default: string | null;
+  /** The values it allows; empty or null: any. */
+  enum: string[] | null;
+  description: string;
+}
+
+/** The body of POST workflows/{namespace}/{name}/resume: an approval's answer. */
+export interface WorkflowResumeRequest {
+  /** A waiting suspend node's display name; none: every one. */
+  node?: string;
+  /** Values of the node's supplied output parameters, by name. */
+  parameters?: Record<string, string>;
+  /** The message the node keeps (default "Resumed"). */
+  message?: string;
 }
 
 export interface WorkflowDetail extends Workflow {
@@ -224,6 +246,9 @@ export const workflowsApi = {
     request<WorkflowDetail>(`${proxy(runtime)}/workflows/${seg(ns)}/${seg(name)}`, { signal }),
   op: (runtime: string, ns: string, name: string, op: WorkflowOp) =>
     request<WorkflowDetail>(`${proxy(runtime)}/workflows/${seg(ns)}/${seg(name)}/${op}`, { method: 'POST', body: {} }),
+  /** Resumes with an approval's answer (a 400 names the node or parameters.NAME it refuses). */
+  resume: (runtime: string, ns: string, name: string, body: WorkflowResumeRequest) =>
+    request<WorkflowDetail>(`${proxy(runtime)}/workflows/${seg(ns)}/${seg(name)}/resume`, { method: 'POST', body }),
   /** The URL of a node's log (text/plain; follow streams it while the node runs). */
   logURL: (runtime: string, ns: string, name: string, node: string, follow: boolean) =>
     `${proxy(runtime)}/workflows/${seg(ns)}/${seg(name)}/log?node=${seg(node)}${follow ? '&follow=true' : ''}`,

@@ -1,11 +1,14 @@
 // A Delivery Pipeline's run (docs/web.md): the Workflow's node tree as a left-to-right graph
 // coloured by phase; a node's inputs, outputs, artifacts and log (followed while it runs,
 // through the app-proxy's workflow log endpoint); and the operations the app-proxy performs
-// (terminate, stop, retry, resubmit, suspend, resume), each confirmed first. A run the runtime
-// has deleted is read from the control plane's archive (its nodes, without logs).
+// (terminate, stop, retry, resubmit, suspend, resume), each confirmed first; a run waiting at
+// an approval gate (a suspend step whose outputs are supplied) is resumed through a form that
+// asks for them (ApprovalDialog). A run the runtime has deleted is read from the control plane's
+// archive (its nodes, without logs).
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { workflowsApi, type WorkflowArtifact, type WorkflowNode, type WorkflowOp, type WorkflowParameter } from '../api/workflows';
 import { navigate } from '../app/router';
+import { ApprovalDialog, approvalGates, waitingNodes } from '../components/ApprovalDialog';
 import { ConfirmDialog } from '../components/ConfirmDialog';
 import { PageHeader } from '../components/PageHeader';
 import { ErrorState, LoadingRows } from '../components/States';
@@ -223,9 +226,9 @@ function NodePanel({ node, logURL }: { node: RunNode; logURL?: string }) {
   );
 }
 
-const OPS: { op: WorkflowOp; label: string; what: string; danger?: boolean; when: (phase: string, suspended: boolean) => boolean }[] = [
+const OPS: { op: WorkflowOp; label: string; what: string; danger?: boolean; when: (phase: string, suspended: boolean, waiting: boolean) => boolean }[] = [
   { op: 'suspend', label: 'Suspend', what: 'No new steps start until it is resumed.', when: (p, s) => p === 'Running' && !s },
-  { op: 'resume', label: 'Resume', what: 'Its suspended steps go on.', when: (p, s) => p === 'Running' && s },
+  { op: 'resume', label: 'Resume', what: 'Its suspended steps go on.', when: (p, s, w) => p === 'Running' && (s || w) },
   { op: 'stop', label: 'Stop', what: 'Running steps are stopped; exit handlers still run.', danger: true, when: (p) => p === 'Running' || p === 'Pending' },
   { op: 'terminate', label: 'Terminate', what: 'Running steps are killed at once; exit handlers do not run.', danger: true, when: (p) => p === 'Running' || p === 'Pending' },
   { op: 'retry', label: 'Retry', what: 'Its failed steps run again, in this workflow.', when: (p) => p === 'Failed' || p === 'Error' },
@@ -241,6 +244,8 @@ export default function WorkflowRun({ params }: { params: Record<string, string>
   const [confirm, setConfirm] = useState<(typeof OPS)[number]>();
   const nodes = wf.data?.nodes ?? [];
   const node = nodes.find((n) => n.id === sel);
+  const waiting = waitingNodes(nodes).length > 0;
+  const gates = useMemo(() => approvalGates(nodes), [nodes]);
   return (
     <div data-page="workflow-run">
       <PageHeader
@@ -248,7 +253,7 @@ export default function WorkflowRun({ params }: { params: Record<string, string>
         actions={
           wf.data && (
             <div className="page-actions" aria-label="Operations">
-              {OPS.filter((o) => o.when(wf.data!.phase, wf.data!.suspended)).map((o) => (
+              {OPS.filter((o) => o.when(wf.data!.phase, wf.data!.suspended, waiting)).map((o) => (
                 <button key={o.op} type="button" className={o.danger ? 'button button-danger' : 'button'} onClick={() => setConfirm(o)}>
                   {o.label}
                 </button>
@@ -284,7 +289,18 @@ export default function WorkflowRun({ params }: { params: Record<string, string>
           )}
         </div>
       )}
-      {confirm && wf.data && (
+      {confirm?.op === 'resume' && wf.data && gates.length > 0 ? (
+        <ApprovalDialog
+          workflow={name}
+          gates={gates}
+          send={(body) => workflowsApi.resume(runtime, namespace, name, body)}
+          onDone={() => {
+            setConfirm(undefined);
+            wf.reload({ quiet: true });
+          }}
+          onClose={() => setConfirm(undefined)}
+        />
+      ) : confirm && wf.data && (
         <ConfirmDialog
           open
           title={`${confirm.label} ${name}?`}
