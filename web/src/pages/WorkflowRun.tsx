@@ -1,4 +1,4 @@
-// A Delivery Pipeline's run (docs/web.md): the Workflow's node tree as a left-to-right graph
+// A Delivery Pipeline's run (docs/webui.md): the Workflow's node tree as a left-to-right graph
 // coloured by phase; a node's inputs, outputs, artifacts and log (followed while it runs,
 // through the app-proxy's workflow log endpoint); and the operations the app-proxy performs
 // (terminate, stop, retry, resubmit, suspend, resume), each confirmed first; a run waiting at
