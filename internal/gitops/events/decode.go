@@ -513,6 +513,9 @@ func validateSensor(s *Sensor) error {
 		if err := validateTemplate(f+".template", t.Template, deps); err != nil {
 			return err
 		}
+		if _, err := compileTriggerRun(f, t); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -54,6 +54,8 @@ func FuzzDecodeSensor(f *testing.F) {
 	f.Add(toJSON(f, snHead+okDeps+"  triggers: [{template: {name: t, conditions: 'd || (d && !d)', k8s: {source: {resource: {"+wfRes+"}}, parameters: [{src: {dependencyName: d, dataKey: body.a}, dest: spec.arguments.parameters.0.value}]}}}]\n"))
 	f.Add(toJSON(f, snHead+"  dependencies: [{name: d, eventSourceName: es, eventName: e, filters: {data: [{path: body.n, type: number, comparator: '>=', value: ['1']}], exprs: [{expr: 'a == 1', fields: [{name: a, path: body.a}]}], time: {start: '01:00:00', stop: '02:00:00'}}}]\n"+
 		"  triggers: [{template: {name: t, argoWorkflow: {operation: submit, source: {resource: {"+wfRes+"}}}}}]\n"))
+	f.Add(toJSON(f, snHead+okDeps+"  triggers: [{template: {name: t, k8s: {source: {resource: {"+wfRes+"}}}}, retryStrategy: {steps: 3, duration: 1s, factor: 2, jitter: '0.5'}, rateLimit: {unit: Minute, requestsPerUnit: 10},"+
+		" policy: {k8s: {labels: {done: 'yes'}, backoff: {duration: 1000000, steps: 2}, errorOnBackoffTimeout: true}, status: {allow: [200]}}}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := DecodeSensor(data)
 		if err != nil {
@@ -79,6 +81,9 @@ func FuzzDecodeSensor(f *testing.F) {
 				}
 			}
 			tr.satisfied()
+			if tr.run == nil || tr.run.retry.steps < 1 {
+				t.Fatalf("trigger %s runs no attempt: %+v", tr.t.Template.Name, tr.run)
+			}
 		}
 	})
 }

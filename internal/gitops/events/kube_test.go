@@ -25,6 +25,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
 	"github.com/freshet-dev/freshet/internal/bus"
@@ -752,5 +753,178 @@ spec:
 	}
 	if s, _ := e.condition(events.SensorsResource, "two", events.CondTriggered); s != "True" {
 		t.Errorf("Triggered = %q after the retry succeeded", s)
+	}
+}
+
+// grant lets service account sa do verbs on ConfigMaps (a Role and its binding, named name).
+func (e *env) grant(name, sa string, verbs ...string) {
+	e.t.Helper()
+	if _, err := e.c.Client.RbacV1().Roles(e.ns).Create(e.ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: verbs}}}, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.c.Client.RbacV1().RoleBindings(e.ns).Create(e.ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: e.ns}}}, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// webhookSetup makes the bus, the hooks Secret and a webhook EventSource "hook" (/hook).
+func (e *env) webhookSetup() {
+	e.t.Helper()
+	if _, err := e.c.Client.CoreV1().Secrets(e.ns).Create(e.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "hooks"},
+		StringData: map[string]string{"secret": secret}}, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	e.create(events.EventBusResource, "apiVersion: argoproj.io/v1alpha1\nkind: EventBus\nmetadata: {name: default}\nspec: {jetstreamExotic: {url: '"+e.natsURL+"'}}\n")
+	e.create(events.EventSourcesResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: EventSource
+metadata: {name: hook}
+spec:
+  webhook:
+    wh: {endpoint: /hook, method: POST, authSecret: {name: hooks, key: secret}}
+`)
+	e.waitCondition(events.EventSourcesResource, "hook", events.CondDeployed, "True")
+}
+
+func (e *env) hook(body string) {
+	e.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+events.PathPrefix+e.ns+"/hook/hook", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+secret)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		e.t.Fatalf("webhook: %d", resp.StatusCode)
+	}
+}
+
+func (e *env) configMaps(sensor string) []corev1.ConfigMap {
+	e.t.Helper()
+	l, err := e.c.Client.CoreV1().ConfigMaps(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: "events.argoproj.io/sensor=" + sensor})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return l.Items
+}
+
+// hookSensor is a Sensor on the webhook acting as sa whose one trigger creates a ConfigMap
+// (with labels) and has the trigger fields extra.
+func hookSensor(name, sa, labels, extra string) string {
+	return `
+apiVersion: argoproj.io/v1alpha1
+kind: Sensor
+metadata: {name: ` + name + `}
+spec:
+  template: {serviceAccountName: ` + sa + `}
+  dependencies: [{name: wh, eventSourceName: hook, eventName: wh}]
+  triggers:
+  - template:
+      name: record
+      k8s:
+        source:
+          resource: {apiVersion: v1, kind: ConfigMap, metadata: {generateName: ` + name + `-, labels: {` + labels + `}}}
+` + extra
+}
+
+// TestTriggerRetryStrategy: a trigger the API server refuses (its service account may not
+// create ConfigMaps) is retried with its retryStrategy and creates the ConfigMap once it may,
+// while the same trigger without one fails at once and creates nothing.
+func TestTriggerRetryStrategy(t *testing.T) {
+	e := newEnv(t)
+	e.webhookSetup()
+	e.create(events.SensorsResource, hookSensor("retried", "late", "", "    retryStrategy: {steps: 300, duration: 100ms, factor: 1, jitter: 0}\n"))
+	e.create(events.SensorsResource, hookSensor("once", "late", "", ""))
+	e.waitCondition(events.SensorsResource, "retried", events.CondDeployed, "True")
+	e.waitCondition(events.SensorsResource, "once", events.CondDeployed, "True")
+	e.hook(`{"n":1}`)
+	msg := e.waitCondition(events.SensorsResource, "once", events.CondTriggered, "False")
+	if !strings.Contains(msg, "forbidden") {
+		t.Errorf("once: Triggered message %q, want forbidden", msg)
+	}
+	if s, m := e.condition(events.SensorsResource, "retried", events.CondTriggered); s != "" {
+		t.Errorf("retried: Triggered = %s (%s) while it still retries", s, m)
+	}
+	e.grant("late", "late", "create")
+	e.waitFor("the retried trigger's ConfigMap", 30*time.Second, func() (bool, string) {
+		return len(e.configMaps("retried")) == 1, ""
+	})
+	e.waitCondition(events.SensorsResource, "retried", events.CondTriggered, "True")
+	if n := len(e.configMaps("once")); n != 0 {
+		t.Errorf("the trigger without retryStrategy made %d ConfigMaps after its refusal", n)
+	}
+}
+
+// TestTriggerPolicyLabels: with policy.k8s a trigger succeeds once its resource has the
+// labels (here set by hand after the create), and with errorOnBackoffTimeout fails when they
+// do not come; without errorOnBackoffTimeout a timeout counts as success.
+func TestTriggerPolicyLabels(t *testing.T) {
+	e := newEnv(t)
+	e.grant("policy", "trigger", "get", "patch")
+	e.webhookSetup()
+	e.create(events.SensorsResource, hookSensor("waits", "trigger", "", "    policy: {k8s: {labels: {done: 'yes'}, backoff: {steps: 300, duration: 100ms, factor: 1, jitter: 0}, errorOnBackoffTimeout: true}}\n"))
+	e.create(events.SensorsResource, hookSensor("never", "trigger", "done: 'no'", "    policy: {k8s: {labels: {done: 'yes'}, backoff: {steps: 3, duration: 50ms}, errorOnBackoffTimeout: true}}\n"))
+	e.create(events.SensorsResource, hookSensor("lenient", "trigger", "", "    policy: {k8s: {labels: {done: 'yes'}, backoff: {steps: 2, duration: 50ms}}}\n"))
+	for _, n := range []string{"waits", "never", "lenient"} {
+		e.waitCondition(events.SensorsResource, n, events.CondDeployed, "True")
+	}
+	e.hook(`{"n":1}`)
+	msg := e.waitCondition(events.SensorsResource, "never", events.CondTriggered, "False")
+	if !strings.Contains(msg, "did not get the labels done=yes after 3 checks") {
+		t.Errorf("never: Triggered message %q", msg)
+	}
+	e.waitCondition(events.SensorsResource, "lenient", events.CondTriggered, "True")
+	var cm corev1.ConfigMap
+	e.waitFor("the waiting trigger's ConfigMap", 30*time.Second, func() (bool, string) {
+		l := e.configMaps("waits")
+		if len(l) == 0 {
+			return false, ""
+		}
+		cm = l[0]
+		return true, ""
+	})
+	if s, m := e.condition(events.SensorsResource, "waits", events.CondTriggered); s != "" {
+		t.Errorf("waits: Triggered = %s (%s) before its resource has the labels", s, m)
+	}
+	if _, err := e.c.Client.CoreV1().ConfigMaps(e.ns).Patch(e.ctx, cm.Name, types.MergePatchType, []byte(`{"metadata":{"labels":{"done":"yes"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitCondition(events.SensorsResource, "waits", events.CondTriggered, "True")
+	if n := len(e.configMaps("waits")); n != 1 {
+		t.Errorf("waits: %d ConfigMaps, want 1", n)
+	}
+}
+
+// TestTriggerRateLimit: three events within a moment, to a trigger limited to one execution a
+// second, all create their ConfigMap (none dropped), spaced a second apart at least.
+func TestTriggerRateLimit(t *testing.T) {
+	e := newEnv(t)
+	e.webhookSetup()
+	e.create(events.SensorsResource, hookSensor("limited", "trigger", "", "    rateLimit: {unit: Second, requestsPerUnit: 1}\n"))
+	e.waitCondition(events.SensorsResource, "limited", events.CondDeployed, "True")
+	for i := range 3 {
+		e.hook(fmt.Sprintf(`{"n":%d}`, i))
+	}
+	var l []corev1.ConfigMap
+	e.waitFor("three ConfigMaps", 30*time.Second, func() (bool, string) {
+		l = e.configMaps("limited")
+		return len(l) == 3, fmt.Sprint(len(l))
+	})
+	first, last := l[0].CreationTimestamp.Time, l[0].CreationTimestamp.Time
+	for _, cm := range l[1:] {
+		if c := cm.CreationTimestamp.Time; c.Before(first) {
+			first = c
+		} else if c.After(last) {
+			last = c
+		}
+	}
+	// Two seconds at least between the first and the third; timestamps are whole seconds.
+	if last.Sub(first) < time.Second {
+		t.Errorf("three executions of a trigger limited to 1/s created from %v to %v", first, last)
 	}
 }

@@ -47,6 +47,7 @@ type compiledTrigger struct {
 	cond *conditions
 	deps map[string]bool
 	have map[string]*Event
+	run  *triggerRun
 }
 
 type compiledSensor struct {
@@ -72,7 +73,11 @@ func compileSensor(s *Sensor, bus *busConn) (*compiledSensor, error) {
 		all[d.Name] = true
 	}
 	for i, t := range s.Spec.Triggers {
-		ct := &compiledTrigger{t: t, deps: all, have: map[string]*Event{}}
+		run, err := compileTriggerRun(fmt.Sprintf("spec.triggers[%d]", i), &t)
+		if err != nil {
+			return nil, err
+		}
+		ct := &compiledTrigger{t: t, deps: all, have: map[string]*Event{}, run: run}
 		if t.Template.Conditions != "" {
 			c, err := parseConditions(t.Template.Conditions)
 			if err != nil {
@@ -274,7 +279,22 @@ func (c *Controller) handle(ctx context.Context, run *sensorRun, msg jetstream.M
 		if !touched || !t.satisfied() {
 			continue
 		}
-		what, err := c.fire(ctx, cs, t)
+		// Long waits (backoff, rate limit, policy) tell the bus the event is in progress,
+		// so it is not redelivered meanwhile.
+		wait := func(ctx context.Context, d time.Duration) error {
+			for d > 0 {
+				step := min(d, consumerAckWait/3)
+				if err := sleep(ctx, step); err != nil {
+					return err
+				}
+				d -= step
+				_ = msg.InProgress()
+			}
+			return ctx.Err()
+		}
+		what, err := t.run.do(ctx, wait, func() (string, error) { return c.fire(ctx, cs, t, wait) }, func(n int, err error) {
+			c.log.Warn("sensor: trigger attempt failed; retrying (retryStrategy)", logKey, key, "trigger", t.t.Template.Name, "attempt", n, logErr, err)
+		})
 		var perm permanentError
 		switch {
 		case err == nil:
@@ -326,7 +346,7 @@ func (c *Controller) setTriggered(ctx context.Context, cs *compiledSensor, cond 
 
 // fire makes a trigger's resource from its template and the events, and creates (updates,
 // deletes) it as the Sensor's service account.
-func (c *Controller) fire(ctx context.Context, cs *compiledSensor, t *compiledTrigger) (string, error) {
+func (c *Controller) fire(ctx context.Context, cs *compiledSensor, t *compiledTrigger, wait waitFunc) (string, error) {
 	tmpl := t.t.Template
 	if len(t.t.Parameters) > 0 {
 		b, _ := json.Marshal(tmpl)
@@ -413,12 +433,19 @@ func (c *Controller) fire(ctx context.Context, cs *compiledSensor, t *compiledTr
 		if err != nil {
 			return "", classify(fmt.Errorf("create %s: %w", what, err))
 		}
-		return "created " + strings.ToLower(gvk.Kind) + "/" + out.GetName(), nil
+		what = strings.ToLower(gvk.Kind) + "/" + out.GetName()
+		if err := c.applyPolicy(ctx, t.run.policy, ri, out.GetName(), what, wait); err != nil {
+			return "", err
+		}
+		return "created " + what, nil
 	case "update":
 		body, _ := json.Marshal(u.Object)
 		force := true
 		if _, err := ri.Patch(ctx, u.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{FieldManager: FieldManager, Force: &force}); err != nil {
 			return "", classify(fmt.Errorf("apply %s: %w", what, err))
+		}
+		if err := c.applyPolicy(ctx, t.run.policy, ri, u.GetName(), what, wait); err != nil {
+			return "", err
 		}
 		return "applied " + what, nil
 	case "delete":
@@ -432,6 +459,34 @@ func (c *Controller) fire(ctx context.Context, cs *compiledSensor, t *compiledTr
 		return "deleted " + what, nil
 	}
 	return "", permanentError{fmt.Errorf("operation %q is not supported", op)}
+}
+
+// applyPolicy waits, with the policy's backoff, until the resource name has the policy's
+// labels (Argo's policy.k8s): checked at once, then after each wait, steps times in all. Not
+// getting them is an error only with errorOnBackoffTimeout, and then a permanent one.
+func (c *Controller) applyPolicy(ctx context.Context, p *labelPolicy, ri dynamic.ResourceInterface, name, what string, wait waitFunc) error {
+	if p == nil {
+		return nil
+	}
+	for i := range p.backoff.steps {
+		if i > 0 {
+			if err := wait(ctx, p.backoff.delay(i-1)); err != nil {
+				return fmt.Errorf("policy: %s: %w", what, err)
+			}
+		}
+		obj, err := ri.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return classify(fmt.Errorf("policy: get %s: %w", what, err))
+		}
+		if p.matches(obj.GetLabels()) {
+			return nil
+		}
+	}
+	if p.errOnTimeout {
+		return permanentError{fmt.Errorf("policy: %s did not get the labels %s after %d checks (errorOnBackoffTimeout)", what, p, p.backoff.steps)}
+	}
+	c.log.Info("sensor: trigger policy timed out; counted as success (errorOnBackoffTimeout is false)", "resource", what, "labels", p.String())
+	return nil
 }
 
 // classify tells the API server's refusals (retrying changes nothing) from the rest.

@@ -263,12 +263,14 @@ type PayloadField struct {
 
 // Trigger is what a Sensor does once its conditions hold.
 type Trigger struct {
-	Template      *TriggerTemplate   `json:"template"`
-	Parameters    []TriggerParameter `json:"parameters,omitempty"`
-	Policy        json.RawMessage    `json:"policy,omitempty"`
-	RetryStrategy json.RawMessage    `json:"retryStrategy,omitempty"`
-	RateLimit     json.RawMessage    `json:"rateLimit,omitempty"`
-	AtLeastOnce   bool               `json:"atLeastOnce,omitempty"`
+	Template   *TriggerTemplate   `json:"template"`
+	Parameters []TriggerParameter `json:"parameters,omitempty"`
+	// Policy, RetryStrategy and RateLimit are kept as written and read by compileTriggerRun
+	// (which names the field of a bad value).
+	Policy        json.RawMessage `json:"policy,omitempty"`
+	RetryStrategy json.RawMessage `json:"retryStrategy,omitempty"`
+	RateLimit     json.RawMessage `json:"rateLimit,omitempty"`
+	AtLeastOnce   bool            `json:"atLeastOnce,omitempty"`
 }
 
 // TriggerTemplate: the trigger's name, conditions and kind.
