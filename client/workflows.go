@@ -19,6 +19,7 @@ type (
 	WorkflowParameter         = appproxyv1.WorkflowParameter
 	WorkflowSubmitRequest     = appproxyv1.WorkflowSubmitRequest
 	WorkflowResumeRequest     = appproxyv1.WorkflowResumeRequest
+	WorkflowSuppliedParameter = appproxyv1.WorkflowSuppliedParameter
 	WorkflowTemplate          = appproxyv1.WorkflowTemplate
 	WorkflowTemplateParameter = appproxyv1.WorkflowTemplateParameter
 )

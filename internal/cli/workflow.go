@@ -466,7 +466,39 @@ func renderWorkflow(d client.WorkflowDetail) string {
 		}
 	}
 	tw.Flush()
+	renderGates(&b, d)
 	return b.String()
+}
+
+// renderGates lists what each approval gate waiting in d asks (its supplied parameters) and
+// the command that answers it.
+func renderGates(b *strings.Builder, d client.WorkflowDetail) {
+	for _, n := range d.Nodes {
+		if len(n.Supplied) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "\nWaiting for approval at %s:\n", n.DisplayName)
+		tw := tabwriter.NewWriter(b, 0, 4, 2, ' ', 0)
+		cmd := "freshet workflow resume " + d.Name + " --node " + n.DisplayName
+		for _, p := range n.Supplied {
+			var about []string
+			if len(p.Enum) > 0 {
+				about = append(about, "one of "+strings.Join(p.Enum, ", "))
+			}
+			if p.Default != nil {
+				about = append(about, fmt.Sprintf("default %q", *p.Default))
+			} else {
+				about = append(about, "required")
+				cmd += " -p " + p.Name + "=VALUE"
+			}
+			if p.Description != "" {
+				about = append(about, p.Description)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\n", p.Name, strings.Join(about, "; "))
+		}
+		tw.Flush()
+		fmt.Fprintf(b, "  answer: %s\n", cmd)
+	}
 }
 
 func nodeIcon(phase string) string {
