@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -188,6 +189,32 @@ func TestBadValuesAreNamed(t *testing.T) {
 		}, []string{"nats.replicas 3", "single node"}},
 		{"six stream replicas", func(v map[string]any) { v["nats"] = map[string]any{"url": "nats://n:4222", "replicas": 6} }, []string{"/nats/replicas", "maximum"}},
 		{"ingress without host", func(v map[string]any) { v["ingress"] = map[string]any{"host": ""} }, []string{"ingress", "host"}},
+		{"hosted runtimes on a cluster with no URL to dial", func(v map[string]any) {
+			v["ingress"] = map[string]any{"enabled": false}
+			v["hostedRuntimes"] = map[string]any{"mode": "kubernetes"}
+		}, []string{"/hostedRuntimes/server", "minLength"}},
+		{"hosted runtimes mode", func(v map[string]any) { v["hostedRuntimes"] = map[string]any{"mode": "k8s"} }, []string{"/hostedRuntimes/mode", "kubernetes"}},
+		{"kubeconfig in process", func(v map[string]any) {
+			v["hostedRuntimes"] = map[string]any{"kubeconfigSecret": map[string]any{"name": "platform"}}
+		}, []string{"/hostedRuntimes/kubeconfigSecret/name"}},
+		{"kubeconfig key", func(v map[string]any) {
+			v["hostedRuntimes"] = map[string]any{"mode": "kubernetes", "kubeconfigSecret": map[string]any{"name": "platform", "key": ""}}
+		}, []string{"/hostedRuntimes/kubeconfigSecret/key"}},
+		{"hosted storage class without a claim", func(v map[string]any) {
+			v["hostedRuntimes"] = map[string]any{"mode": "kubernetes", "storage": map[string]any{"size": "0", "storageClass": "fast"}}
+		}, []string{"/hostedRuntimes/storage/storageClass"}},
+		{"hosted storage of no size", func(v map[string]any) {
+			v["hostedRuntimes"] = map[string]any{"mode": "kubernetes", "storage": map[string]any{"size": "0Gi"}}
+		}, []string{"/hostedRuntimes/storage/size"}},
+		{"hosted toleration without effect", func(v map[string]any) {
+			v["hostedRuntimes"] = map[string]any{"mode": "kubernetes", "tolerations": []any{map[string]any{"key": "pool"}}}
+		}, []string{"/hostedRuntimes/tolerations/0", "effect"}},
+		{"hosted toleration of any value with a value", func(v map[string]any) {
+			v["hostedRuntimes"] = map[string]any{"mode": "kubernetes", "tolerations": []any{map[string]any{"key": "pool", "operator": "Exists", "value": "x", "effect": "NoSchedule"}}}
+		}, []string{"/hostedRuntimes/tolerations/0/value"}},
+		{"hosted namespace prefix", func(v map[string]any) {
+			v["hostedRuntimes"] = map[string]any{"mode": "kubernetes", "namespacePrefix": "Hosted"}
+		}, []string{"/hostedRuntimes/namespacePrefix"}},
 	} {
 		v := base()
 		c.set(v)
@@ -200,6 +227,19 @@ func TestBadValuesAreNamed(t *testing.T) {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("%s: %q does not say %q", c.name, err, w)
 			}
+		}
+	}
+	// Hosted runtimes on a cluster need no server URL of their own where publicURL or the
+	// Ingress gives one.
+	for _, c := range []map[string]any{
+		{"hostedRuntimes": map[string]any{"mode": "kubernetes"}},
+		{"hostedRuntimes": map[string]any{"mode": "kubernetes"}, "ingress": map[string]any{"enabled": false}, "publicURL": "https://ci.example.com"},
+		{"hostedRuntimes": map[string]any{"mode": "kubernetes", "server": "http://freshet.freshet.svc"}, "ingress": map[string]any{"enabled": false}},
+	} {
+		v := base()
+		maps.Copy(v, c)
+		if _, err := Render(ch, releases[charts.Freshet], v); err != nil {
+			t.Errorf("%v: %v", c, err)
 		}
 	}
 	// The runtime and runner charts check their values too.

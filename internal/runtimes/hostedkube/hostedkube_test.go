@@ -3,6 +3,8 @@ package hostedkube
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -164,5 +166,33 @@ func TestObjectsPersistence(t *testing.T) {
 	_, d0Gi := render("0Gi", "")
 	if d0 != d0Gi {
 		t.Error("0 and 0Gi digest differently: a restart with the other spelling would apply every runtime again")
+	}
+}
+
+// Without --hosted-runtimes-kubeconfig the provisioner uses the in-cluster configuration (the
+// pod's ServiceAccount, which the freshet chart binds to its ClusterRole); outside a pod that
+// fails naming the flag, and a kubeconfig given is used instead.
+func TestRESTConfigInClusterOrKubeconfig(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("KUBERNETES_SERVICE_PORT", "")
+	if _, err := RESTConfig(""); err == nil || !strings.Contains(err.Error(), "hosted-runtimes-kubeconfig") {
+		t.Errorf("no kubeconfig outside a cluster: %v, want an error naming hosted-runtimes-kubeconfig", err)
+	}
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kc, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: p, cluster: {server: "https://platform.example.test:6443"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: p, user: u}}]
+current-context: c
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := RESTConfig(kc)
+	if err != nil || cfg.Host != "https://platform.example.test:6443" {
+		t.Errorf("kubeconfig %s: %v %v", kc, cfg, err)
+	}
+	if _, err := RESTConfig(filepath.Join(t.TempDir(), "missing")); err == nil || !strings.Contains(err.Error(), "hosted-runtimes-kubeconfig") {
+		t.Errorf("a missing kubeconfig: %v, want an error naming hosted-runtimes-kubeconfig", err)
 	}
 }
