@@ -90,26 +90,7 @@ func (c *Controller) gcArtifacts(ctx context.Context, ns string, spec *WorkflowS
 		return false, nil
 	}
 	m := &artifacts.Mover{Policy: c.opts.Policy, Timeout: gcTimeout}
-	secrets := map[string]string{}
-	secret := func(sel *corev1.SecretKeySelector) (string, error) {
-		if sel == nil {
-			return "", nil
-		}
-		k := sel.Name + "\x00" + sel.Key
-		if v, ok := secrets[k]; ok {
-			return v, nil
-		}
-		s, err := c.kube.CoreV1().Secrets(ns).Get(ctx, sel.Name, metav1.GetOptions{})
-		if err != nil {
-			return "", fmt.Errorf("secret %s/%s: %w", ns, sel.Name, err)
-		}
-		v, ok := s.Data[sel.Key]
-		if !ok {
-			return "", fmt.Errorf("secret %s/%s has no key %q", ns, sel.Name, sel.Key)
-		}
-		secrets[k] = string(v)
-		return string(v), nil
-	}
+	secret := c.secretReader(ctx, ns)
 	changed := false
 	for _, r := range due {
 		n := st.Nodes[r.node]
@@ -135,6 +116,30 @@ func (c *Controller) gcArtifacts(ctx context.Context, ns string, spec *WorkflowS
 	}
 	st.ArtifactGCStatus.Done = len(dueArtifacts(spec, st, deleting)) == 0
 	return changed, nil
+}
+
+// secretReader reads Secret keys of namespace ns (each Secret once); a nil selector reads "".
+func (c *Controller) secretReader(ctx context.Context, ns string) func(*corev1.SecretKeySelector) (string, error) {
+	secrets := map[string]string{}
+	return func(sel *corev1.SecretKeySelector) (string, error) {
+		if sel == nil {
+			return "", nil
+		}
+		k := sel.Name + "\x00" + sel.Key
+		if v, ok := secrets[k]; ok {
+			return v, nil
+		}
+		s, err := c.kube.CoreV1().Secrets(ns).Get(ctx, sel.Name, metav1.GetOptions{})
+		if err != nil {
+			return "", fmt.Errorf("secret %s/%s: %w", ns, sel.Name, err)
+		}
+		v, ok := s.Data[sel.Key]
+		if !ok {
+			return "", fmt.Errorf("secret %s/%s has no key %q", ns, sel.Name, sel.Key)
+		}
+		secrets[k] = string(v)
+		return string(v), nil
+	}
 }
 
 // finalizeDeleted deletes the artifacts of a Workflow being deleted, then lets it go (removes

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/freshet-dev/freshet/internal/gitops/workflows/artifacts"
 	"github.com/freshet-dev/freshet/internal/gitops/workflows/emissary"
 )
 
@@ -75,6 +76,9 @@ func (f *fakeCluster) imageCommand(_ context.Context, _, image string, _ []corev
 		return ic, nil
 	}
 	return ImageCommand{}, fmt.Errorf("no registry in unit tests")
+}
+func (f *fakeCluster) readArtifact(_ context.Context, _ string, loc artifacts.Location, _ []corev1.EnvVar, _ int64) ([]byte, error) {
+	return nil, fmt.Errorf("no artifact store in unit tests (%s)", loc)
 }
 func (f *fakeCluster) deletePod(_ context.Context, _, name string) error {
 	delete(f.pods, name)

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/freshet-dev/freshet/internal/gitops/workflows/artifacts"
 	"github.com/freshet-dev/freshet/internal/gitops/workflows/emissary"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
 )
@@ -52,6 +53,9 @@ type cluster interface {
 	// imageCommand returns an image's ENTRYPOINT and CMD (workflow-controller-configmap's
 	// images, else the image's config in its registry, read with the pull secrets' credentials).
 	imageCommand(ctx context.Context, ns, image string, pullSecrets []corev1.LocalObjectReference) (ImageCommand, error)
+	// readArtifact reads an artifact of one file (at most max bytes) in a Workflow of namespace
+	// ns; env is what the location's credential variables (*Env) name: Secret keys in ns.
+	readArtifact(ctx context.Context, ns string, loc artifacts.Location, env []corev1.EnvVar, max int64) ([]byte, error)
 }
 
 // Messages Argo Workflows writes, kept the same.

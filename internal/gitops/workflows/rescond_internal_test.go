@@ -283,3 +283,65 @@ spec:
 		t.Fatalf("node %+v\n%s", n, h.dump())
 	}
 }
+
+// TestResourceManifestFromInEngine: a resource template reads its manifest from an input
+// artifact (raw here, given by the caller) as it is, fails with the artifact's name when the
+// content is not a manifest, and fails when the controller cannot read it.
+func TestResourceManifestFromInEngine(t *testing.T) {
+	h := newHarness(t, `
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: w}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - name: good
+        template: make
+        arguments:
+          artifacts:
+          - name: m
+            raw:
+              data: |
+                apiVersion: v1
+                kind: ConfigMap
+                metadata: {name: from-raw}
+                data: {k: v}
+      - name: bad
+        template: make
+        continueOn: {failed: true}
+        arguments:
+          artifacts:
+          - {name: m, raw: {data: "just text"}}
+      - name: remote
+        template: make
+        continueOn: {failed: true}
+        arguments:
+          artifacts:
+          - {name: m, http: {url: "https://example.com/cm.yaml"}}
+  - name: make
+    inputs:
+      artifacts:
+      - {name: m}
+    resource:
+      action: apply
+      manifestFrom: {artifact: {name: m}}
+`, nil)
+	h.runToEnd()
+	if n := h.node("w[0].good"); n.Phase != NodeSucceeded || n.Message != "apply ConfigMap/from-raw as default" {
+		t.Fatalf("good %+v", n)
+	}
+	if o := h.fc.objects["ConfigMap/from-raw"]; o == nil || o.Object["data"].(map[string]any)["k"] != "v" {
+		t.Fatalf("object %+v", o)
+	}
+	if n := h.node("w[0].bad"); n.Phase != NodeError || !strings.Contains(n.Message, `resource.manifestFrom (input artifact "m"): is not one YAML object`) {
+		t.Fatalf("bad %+v", n)
+	}
+	if n := h.node("w[0].remote"); n.Phase != NodeFailed || !strings.Contains(n.Message, `resource.manifestFrom: input artifact "m": no artifact store in unit tests (https://example.com/cm.yaml)`) {
+		t.Fatalf("remote %+v", n)
+	}
+	if !slices.Equal(h.fc.resources, []string{"apply ConfigMap/from-raw as default"}) {
+		t.Fatalf("actions %q", h.fc.resources)
+	}
+}

@@ -3,11 +3,13 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,13 +23,15 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/gitops/workflows/artifacts"
 )
 
 // Resource templates run in the controller, not in a pod as Argo's kubectl does: the action
 // (get, create, apply, delete, patch, replace) is one API call made as the workflow's service
 // account (impersonated), and a successCondition or failureCondition is checked by reading the
 // object again every DefaultResourceCheckInterval (Argo's RESOURCE_STATE_CHECK_INTERVAL) until
-// one holds or the template's deadline passes.
+// one holds or the template's deadline passes. A manifest given by manifestFrom is read by the
+// controller from the node's input artifact, where Argo's init container stages it as a file.
 
 // DefaultResourceCheckInterval is how often a resource node reads its object again while
 // neither its success nor its failure condition holds (Argo's default).
@@ -102,8 +106,11 @@ func checkResource(t *Template, f string) error {
 			return errdefs.Invalid(f+".action", r.Action, "must be one of get, create, apply, delete, patch, replace")
 		}
 	}
-	if isSet(r.ManifestFrom) {
-		return notYet(f+".manifestFrom", "manifests from artifacts")
+	from := r.ManifestFrom != nil
+	if from {
+		if err := checkManifestFrom(t, f); err != nil {
+			return err
+		}
 	}
 	flags := len(r.Flags) > 0
 	if flags && !strings.Contains(r.Action, "{{") && !slices.ContainsFunc(r.Flags, func(s string) bool { return strings.Contains(s, "{{") }) {
@@ -123,11 +130,11 @@ func checkResource(t *Template, f string) error {
 		}
 	}
 	switch {
-	case r.Manifest == "" && !flags:
-		return errdefs.Invalid(f+".manifest", "", "is required (or, for get, delete and patch, flags naming the target)")
-	case r.Manifest == "" && r.Action == "patch":
-		return errdefs.Invalid(f+".manifest", "", "is required for a patch: the patch")
-	case r.Manifest != "" && flags && (r.Action == "get" || r.Action == "delete"):
+	case r.Manifest == "" && !from && !flags:
+		return errdefs.Invalid(f+".manifest", "", "is required (or manifestFrom, or for get, delete and patch, flags naming the target)")
+	case r.Manifest == "" && !from && r.Action == "patch":
+		return errdefs.Invalid(f+".manifest", "", "is required for a patch: the patch (or manifestFrom)")
+	case (r.Manifest != "" || from) && flags && (r.Action == "get" || r.Action == "delete"):
 		return errdefs.Invalid(f+".flags", strings.Join(r.Flags, " "), "give the target in the manifest or in flags, not both")
 	case r.Action == "patch" && r.MergeStrategy == "json" && !flags:
 		return errdefs.Invalid(f+".flags", "", "are required for a json patch: its target, TYPE NAME (the manifest is the list of operations)")
@@ -149,6 +156,31 @@ func checkResource(t *Template, f string) error {
 		if _, field, err := manifestAction(r, "ns"); err != nil {
 			return errdefs.Invalid(f+"."+field, "", err.Error())
 		}
+	}
+	return nil
+}
+
+// checkManifestFrom validates resource.manifestFrom: it names an input artifact of the
+// template, and is not given with manifest (argo lint's rules).
+func checkManifestFrom(t *Template, f string) error {
+	r := t.Resource
+	if r.Manifest != "" {
+		return errdefs.Invalid(f+".manifestFrom", "", "cannot be given with manifest: give one, the manifest or the input artifact it is read from")
+	}
+	a := r.ManifestFrom.Artifact
+	var names []string
+	for _, in := range t.Inputs.Artifacts {
+		names = append(names, in.Name)
+	}
+	which := "(it has none: declare it in inputs.artifacts)"
+	if len(names) > 0 {
+		which = "(" + strings.Join(names, ", ") + ")"
+	}
+	switch {
+	case a == nil || a.Name == "":
+		return errdefs.Invalid(f+".manifestFrom.artifact.name", "", "is required: the name of one of the template's input artifacts "+which)
+	case !slices.Contains(names, a.Name):
+		return errdefs.Invalid(f+".manifestFrom.artifact.name", a.Name, "must name one of the template's input artifacts "+which)
 	}
 	return nil
 }
@@ -340,8 +372,21 @@ func (o *operation) executeResource(inv invocation, t *Template, inputs *Inputs)
 	}
 	var obj *unstructured.Unstructured
 	if n.Resource == nil {
-		a, field, err := manifestAction(r, o.wf.Namespace)
+		rt := r
+		if r.ManifestFrom != nil {
+			m, err := o.manifestFrom(n, r)
+			if err != nil {
+				o.finish(n, NodeFailed, "resource.manifestFrom: "+err.Error())
+				return n
+			}
+			cp := *r
+			cp.Manifest, rt = m, &cp
+		}
+		a, field, err := manifestAction(rt, o.wf.Namespace)
 		if err != nil {
+			if r.ManifestFrom != nil && field == "manifest" {
+				field = fmt.Sprintf("manifestFrom (input artifact %q)", r.ManifestFrom.Artifact.Name)
+			}
 			o.finish(n, NodeError, "resource."+field+": "+err.Error())
 			return n
 		}
@@ -423,6 +468,70 @@ func (o *operation) executeResource(inv invocation, t *Template, inputs *Inputs)
 	o.globalParams(n)
 	o.finish(n, NodeSucceeded, what)
 	return n
+}
+
+// maxManifestBytes bounds a manifest read from an input artifact (resource.manifestFrom).
+const maxManifestBytes = 1 << 20
+
+// manifestFrom reads the manifest of a resource node from its input artifact, as it is (the
+// artifact's content is not templated: Argo's executor reads the file kubectl is given).
+func (o *operation) manifestFrom(n *NodeStatus, r *ResourceTemplate) (string, error) {
+	if r.ManifestFrom.Artifact == nil || r.ManifestFrom.Artifact.Name == "" {
+		return "", fmt.Errorf("artifact.name is required: the name of one of the template's input artifacts")
+	}
+	name := r.ManifestFrom.Artifact.Name
+	var art *Artifact
+	if n.Inputs != nil {
+		for i := range n.Inputs.Artifacts {
+			if n.Inputs.Artifacts[i].Name == name {
+				art = &n.Inputs.Artifacts[i]
+			}
+		}
+	}
+	if art == nil {
+		return "", fmt.Errorf("input artifact %q is not an input of the template, or was not given (an optional artifact left out)", name)
+	}
+	tooLarge := func() error {
+		return fmt.Errorf("input artifact %q is larger than %d bytes (1 MiB), the most a manifest read from an artifact may be", name, maxManifestBytes)
+	}
+	if art.Raw != nil {
+		if len(art.Raw.Data) > maxManifestBytes {
+			return "", tooLarge()
+		}
+		return art.Raw.Data, nil
+	}
+	var se secretEnvs
+	loc, err := o.location(art.ArtifactLocation, "inputs.artifacts."+name, &se)
+	if err != nil {
+		return "", fmt.Errorf("input artifact %q: %w", name, err)
+	}
+	data, err := o.cl.readArtifact(o.ctx, o.wf.Namespace, loc, se.env, maxManifestBytes)
+	switch {
+	case errors.Is(err, artifacts.ErrTooLarge):
+		return "", tooLarge()
+	case err != nil:
+		return "", fmt.Errorf("input artifact %q: %w", name, err)
+	}
+	return string(data), nil
+}
+
+// readArtifact implements cluster: the artifact is fetched by the controller through the
+// runtime's network policy, with the Workflow namespace's Secrets as credentials.
+func (c *Controller) readArtifact(ctx context.Context, ns string, loc artifacts.Location, env []corev1.EnvVar, max int64) ([]byte, error) {
+	secret := c.secretReader(ctx, ns)
+	vals := map[string]string{}
+	for _, e := range env {
+		if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {
+			continue
+		}
+		v, err := secret(e.ValueFrom.SecretKeyRef)
+		if err != nil {
+			return nil, err
+		}
+		vals[e.Name] = v
+	}
+	m := &artifacts.Mover{Policy: c.opts.Policy, Timeout: gcTimeout, Getenv: func(k string) string { return vals[k] }}
+	return m.Read(ctx, loc, max)
 }
 
 func (o *operation) ownerRef() metav1.OwnerReference {

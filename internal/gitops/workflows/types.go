@@ -179,9 +179,14 @@ type ResourceTemplate struct {
 	FailureCondition  string   `json:"failureCondition,omitempty"`
 	MergeStrategy     string   `json:"mergeStrategy,omitempty"`
 	Flags             []string `json:"flags,omitempty"`
+	// ManifestFrom takes the manifest from one of the template's input artifacts instead.
+	ManifestFrom *ManifestFrom `json:"manifestFrom,omitempty"`
+}
 
-	// Recognised, not built yet: refused by name.
-	ManifestFrom json.RawMessage `json:"manifestFrom,omitempty"`
+// ManifestFrom names the input artifact a resource template's manifest is read from (only its
+// name counts, as in Argo).
+type ManifestFrom struct {
+	Artifact *Artifact `json:"artifact,omitempty"`
 }
 
 // SuspendTemplate holds the workflow for Duration (seconds, or "30s", "5m", "1h"), or until it

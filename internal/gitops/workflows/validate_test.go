@@ -384,10 +384,26 @@ func TestLint(t *testing.T) {
   entrypoint: main
   templates:
   - {name: main, resource: {action: get, manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: {generateName: x-}"}}`, "spec.templates[0].resource.manifest", "must have metadata.name for the get action"},
-		{"resource manifestFrom", `
+		{"resource manifestFrom unknown artifact", `
   entrypoint: main
   templates:
-  - {name: main, resource: {action: create, manifestFrom: {artifact: {name: m}}}}`, "spec.templates[0].resource.manifestFrom", "is not supported yet"},
+  - {name: main, inputs: {artifacts: [{name: cm, raw: {data: x}}]}, resource: {action: create, manifestFrom: {artifact: {name: m}}}}`, "spec.templates[0].resource.manifestFrom.artifact.name", "must name one of the template's input artifacts (cm)"},
+		{"resource manifestFrom no inputs", `
+  entrypoint: main
+  templates:
+  - {name: main, resource: {action: create, manifestFrom: {artifact: {name: m}}}}`, "spec.templates[0].resource.manifestFrom.artifact.name", "it has none: declare it in inputs.artifacts"},
+		{"resource manifestFrom no name", `
+  entrypoint: main
+  templates:
+  - {name: main, inputs: {artifacts: [{name: m, raw: {data: x}}]}, resource: {action: apply, manifestFrom: {artifact: {}}}}`, "spec.templates[0].resource.manifestFrom.artifact.name", "is required"},
+		{"resource manifest and manifestFrom", `
+  entrypoint: main
+  templates:
+  - {name: main, inputs: {artifacts: [{name: m, raw: {data: x}}]}, resource: {action: create, manifestFrom: {artifact: {name: m}}, manifest: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}"}}`, "spec.templates[0].resource.manifestFrom", "cannot be given with manifest"},
+		{"resource manifestFrom and flags on get", `
+  entrypoint: main
+  templates:
+  - {name: main, inputs: {artifacts: [{name: m, raw: {data: x}}]}, resource: {action: get, flags: [configmap, x], manifestFrom: {artifact: {name: m}}}}`, "spec.templates[0].resource.flags", "not both"},
 		{"jsonPath bad", `
   entrypoint: main
   templates:
@@ -463,6 +479,30 @@ func TestLintAcceptsArgoExamples(t *testing.T) {
       parameters:
       - {name: job-name, valueFrom: {jsonPath: '{.metadata.name}'}}
       - {name: job-obj, valueFrom: {jqFilter: '.'}}`,
+		"manifestFrom (resource from an input artifact)": `
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - name: make
+        template: make
+        arguments:
+          artifacts:
+          - name: manifest
+            raw:
+              data: |
+                apiVersion: v1
+                kind: ConfigMap
+                metadata: {name: from-artifact}
+  - name: make
+    inputs:
+      artifacts:
+      - name: manifest
+    resource:
+      action: apply
+      manifestFrom:
+        artifact:
+          name: manifest`,
 		"k8s-wait-wf": `
   entrypoint: k8s-wait-wf
   templates:

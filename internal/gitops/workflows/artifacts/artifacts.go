@@ -5,10 +5,11 @@
 // objects (artifactGC).
 //
 // The emissary runs it inside a workflow step's pod (Spec is what the workflow controller gives
-// it); the controller itself only deletes. Every connection goes through a netpolicy.Policy:
-// tenant-given URLs reach only the addresses the runtime's operator allows. Credentials come
-// from environment variables the pod's spec fills from Kubernetes Secrets (their names are in
-// the Spec, never the values), or are set by the controller (Delete).
+// it); the controller itself deletes (artifactGC) and reads a resource template's manifest
+// (Read). Every connection goes through a netpolicy.Policy: tenant-given URLs reach only the
+// addresses the runtime's operator allows. Credentials come from environment variables the
+// pod's spec fills from Kubernetes Secrets (their names are in the Spec, never the values), or
+// are set by the controller (Delete, Read).
 package artifacts
 
 import (

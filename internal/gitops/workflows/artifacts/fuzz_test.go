@@ -65,3 +65,32 @@ func FuzzUnpack(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRead: an artifact read into memory for the controller (a resource template's
+// manifestFrom) is never more than its bound, whatever the object holds (archives that unpack
+// to more included), and reading it does not panic.
+func FuzzRead(f *testing.F) {
+	var tgz bytes.Buffer
+	gz := gzip.NewWriter(&tgz)
+	tw := tar.NewWriter(gz)
+	big := strings.Repeat("x", 5000)
+	_ = tw.WriteHeader(&tar.Header{Name: "cm.yaml", Mode: 0o644, Size: int64(len(big)), Typeflag: tar.TypeReg})
+	_, _ = tw.Write([]byte(big))
+	tw.Close()
+	gz.Close()
+	f.Add(tgz.Bytes())
+	f.Add([]byte("apiVersion: v1\nkind: ConfigMap"))
+	f.Add([]byte{0x1f, 0x8b, 0, 0})
+	f.Add([]byte("PK\x03\x04garbage"))
+	const max = 4096
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m := &Mover{}
+		out, err := m.Read(t.Context(), Location{Raw: &Raw{Data: string(data)}}, max)
+		if err == nil && len(out) > max {
+			t.Fatalf("read %d bytes, bound %d", len(out), max)
+		}
+		if err != nil && out != nil {
+			t.Fatalf("an error (%v) with content", err)
+		}
+	})
+}
