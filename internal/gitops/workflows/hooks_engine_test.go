@@ -603,3 +603,56 @@ spec:
 		})
 	}
 }
+
+// TestWhenSkippedHooks: a step its when skips runs no hook, as in Argo (its step group keeps no
+// step for it); a DAG task its when skips has its expression hooks evaluated over it, as Argo's
+// DAG evaluates every task's that has a node (`tasks.S.status == 'Skipped'` runs one).
+func TestWhenSkippedHooks(t *testing.T) {
+	h := newHarness(t, `
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: ws}
+spec:
+  entrypoint: main
+  templates:
+  - name: main
+    steps:
+    - - name: S
+        template: echo
+        when: "1 == 2"
+        arguments: {parameters: [{name: msg, value: s}]}
+        hooks:
+          sk: {expression: "steps.S.status == 'Skipped'", template: report}
+          any: {expression: "true", template: report}
+    - - {name: D, template: dag}
+  - name: dag
+    dag:
+      tasks:
+      - name: T
+        template: echo
+        when: "1 == 2"
+        arguments: {parameters: [{name: msg, value: t}]}
+        hooks:
+          sk: {expression: "tasks.T.status == 'Skipped'", template: report}
+  - name: report
+    container: {image: alpine, command: [echo, report]}
+  - name: echo
+    inputs: {parameters: [{name: msg}]}
+    container: {image: alpine, command: [echo, "{{inputs.parameters.msg}}"]}
+`, hookKubelet)
+	h.runSeconds()
+	if h.wf.Status.Phase != WorkflowSucceeded {
+		t.Fatal(h.dump())
+	}
+	if n := h.node("ws[0].S"); n.Type != NodeTypeSkipped || n.Phase != NodeSkipped {
+		t.Fatalf("S: %+v", n)
+	}
+	for _, never := range []string{"ws[0].S.hooks.sk", "ws[0].S.hooks.any"} {
+		if _, ok := h.wf.Status.Nodes[nodeID("ws", never)]; ok {
+			t.Fatalf("%s ran: %s", never, h.dump())
+		}
+	}
+	if n := h.node("ws[1].D.T.hooks.sk"); !isHooked(&n) || n.Phase != NodeSucceeded {
+		t.Fatalf("T's hook %+v: %s", n, h.dump())
+	}
+}

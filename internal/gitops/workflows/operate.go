@@ -1235,8 +1235,13 @@ func (o *operation) runCall(c call, base string, display string, parent *NodeSta
 		if n != nil && (c.onExit != "" || len(c.hooks) > 0) {
 			hinv := inv
 			hinv.name, hinv.display = name, display
-			// An expanded task's expression hooks are its TaskGroup's (executeDAG).
-			o.runHooks(c, n, merge(sc, o.outputGlobals(), vars), hinv, c.kind == "steps" || exp == nil, true)
+			// An expanded task's expression hooks are its TaskGroup's (executeDAG). A step its
+			// when skipped runs none: Argo's step group keeps no step for it (a DAG task's run).
+			expr := exp == nil
+			if c.kind == "steps" {
+				expr = n.Type != NodeTypeSkipped || n.Phase != NodeSkipped
+			}
+			o.runHooks(c, n, merge(sc, o.outputGlobals(), vars), hinv, expr, true)
 		}
 		return n
 	}
