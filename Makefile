@@ -10,7 +10,7 @@ export GOFLAGS ?= -buildvcs=false
 CHART_REGISTRY ?=
 CHART_VERSION  ?=
 
-.PHONY: chart all build up test test-deps s3-server test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-workflows bench-events bench-containers bench-analytics bench-replay bench-notify bench-helm bench-billing bench-authz faults generate check fuzz security clean
+.PHONY: chart all build up test test-deps s3-server test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-workflows bench-workflows-real-node bench-events bench-containers bench-analytics bench-replay bench-notify bench-helm bench-billing bench-authz faults generate check fuzz security clean
 
 all: build
 
@@ -144,6 +144,12 @@ bench-rollouts: devcluster-build
 ## Running (p50/p99) beside a bare pod; 50 workflows at once (wall, CPU-s, RSS, API requests)
 bench-workflows: devcluster-build
 	FRESHET_TEST_KUBE=1 FRESHET_WORKFLOWS_BENCH=1 $(GO) test -count=1 -run 'TestBenchDAG100|TestBenchSubmitToRunning|TestBench50Workflows' -v -timeout 30m ./internal/gitops/workflows/ | grep -E '^(BENCH|--- |ok|FAIL)'
+
+## bench-workflows-real-node: the same three workflow benches on the loopback cluster's real node
+## (kubelet, containerd, runc; root): busybox pods from the loopback registry really run, beside
+## bare pods on that node as the baseline
+bench-workflows-real-node: test-deps
+	FRESHET_TEST_REAL_NODE=1 FRESHET_TEST_KUBE=1 FRESHET_WORKFLOWS_BENCH=1 FRESHET_CTRENV_TOOL=$(abspath $(CTRENV)) $(GO) test -count=1 -run 'TestBenchRealNode' -v -timeout 40m ./internal/gitops/workflows/ | grep -E '^(BENCH|\s*--- |ok|FAIL)'
 
 ## bench-events: the events and workflow controllers against the loopback cluster and the test NATS:
 ## a signed GitHub push → the Workflow its Sensor creates, seen by a watch, and → its first pod
