@@ -10,7 +10,7 @@ export GOFLAGS ?= -buildvcs=false
 CHART_REGISTRY ?=
 CHART_VERSION  ?=
 
-.PHONY: chart all build up test test-deps s3-server test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-workflows bench-workflows-real-node bench-events bench-containers bench-analytics bench-replay bench-notify bench-helm bench-billing bench-authz faults generate check fuzz security clean
+.PHONY: chart all build up test test-deps s3-server test-real-node test-short lint vet fmt bench bench-lint bench-gitops bench-rollouts bench-workflows bench-workflows-real-node bench-events bench-events-real-node bench-containers bench-analytics bench-replay bench-notify bench-helm bench-billing bench-authz faults generate check fuzz security clean
 
 all: build
 
@@ -155,7 +155,12 @@ bench-workflows-real-node: test-deps
 ## a signed GitHub push → the Workflow its Sensor creates, seen by a watch, and → its first pod
 ## Running and its phase Running (p50/p99/max), beside a create alone → seen and → first pod Running
 bench-events: devcluster-build
-	FRESHET_TEST_KUBE=1 FRESHET_EVENTS_BENCH=1 $(GO) test -count=1 -run 'TestBenchWebhookToWorkflow' -v -timeout 10m ./internal/gitops/events/ | grep -E '^(BENCH|--- |ok|FAIL)'
+	FRESHET_TEST_KUBE=1 FRESHET_EVENTS_BENCH=1 $(GO) test -count=1 -run 'TestBenchWebhookToWorkflow$$' -v -timeout 10m ./internal/gitops/events/ | grep -E '^(BENCH|--- |ok|FAIL)'
+
+## bench-events-real-node: bench-events with the Workflows' pods on the loopback cluster's real node
+## (kubelet, containerd, runc; root), where they really run: 30 pushes, beside 30 creates
+bench-events-real-node: test-deps
+	FRESHET_TEST_REAL_NODE=1 FRESHET_TEST_KUBE=1 FRESHET_EVENTS_BENCH=1 FRESHET_CTRENV_TOOL=$(abspath $(CTRENV)) $(GO) test -count=1 -run 'TestBenchWebhookToWorkflowRealNode' -v -timeout 20m ./internal/gitops/events/ | grep -E '^(BENCH|--- |ok|FAIL)'
 
 ## bench-helm: a helm step's upgrade round trip against the loopback cluster (median, p99),
 ## beside the Helm SDK's upgrade alone as the baseline

@@ -143,10 +143,19 @@ func TestBenchWebhookToWorkflow(t *testing.T) {
 	if benchSensor == buildSensor {
 		t.Fatal("benchSensor: buildSensor's template changed; the pod metadata was not added")
 	}
-	e.setupGitHubWith(benchSensor)
+	benchWebhookToWorkflow(e, benchSensor, benchPod, "alpine", workflows.Options{}, benchEvents, "kwok")
+}
+
+// benchWebhookToWorkflow measures on e: sensor is the build Sensor, podMeta and image the pod
+// metadata and image of the baseline's Workflow (as the Sensor's), opts the workflow
+// controller's placement and executor, n the number of pushes (and of baseline creates).
+func benchWebhookToWorkflow(e *env, sensor, podMeta, image string, opts workflows.Options, n int, where string) {
+	t := e.t
+	e.setupGitHubWith(sensor)
 	// The workflow controller, as a runtime runs it beside the events controller.
-	wctrl, err := workflows.New(e.c.RESTConfig(), workflows.Options{Namespace: e.ns, ConfigNamespace: e.ns,
-		Logger: slog.New(slog.NewTextHandler(tlog.New(t), &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	opts.Namespace, opts.ConfigNamespace = e.ns, e.ns
+	opts.Logger = slog.New(slog.NewTextHandler(tlog.New(t), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	wctrl, err := workflows.New(e.c.RESTConfig(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,14 +179,14 @@ func TestBenchWebhookToWorkflow(t *testing.T) {
 				t.Fatalf("saw %s created, want a %s workflow", name, prefix)
 			}
 			return name
-		case <-time.After(30 * time.Second):
-			t.Fatalf("no %s workflow seen created within 30 s", prefix)
+		case <-time.After(60 * time.Second):
+			t.Fatalf("no %s workflow seen created within 60 s", prefix)
 		}
 		return ""
 	}
 	when := func(at map[string]time.Time, name, what string) time.Time {
 		var t0 time.Time
-		e.waitFor(name+" "+what, 30*time.Second, func() (bool, string) {
+		e.waitFor(name+" "+what, 2*time.Minute, func() (bool, string) {
 			t0 = m.get(at, name)
 			return !t0.IsZero(), ""
 		})
@@ -192,8 +201,8 @@ metadata: {generateName: base-}
 spec:
   entrypoint: main
   arguments: {parameters: [{name: revision, value: x}, {name: repo, value: acme/app}]}
-  templates: [{name: main, metadata: %s, container: {image: alpine, command: [echo, "{{workflow.parameters.revision}}"]}}]
-`, benchPod)))
+  templates: [{name: main, metadata: %s, container: {image: %s, command: [echo, "{{workflow.parameters.revision}}"]}}]
+`, podMeta, image)))
 	if err := wf.UnmarshalJSON(j); err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +210,7 @@ spec:
 	end := time.Now().Add(5 * time.Minute) // the whole run's bound
 	var baseSeen, basePod, created, podRunning, phaseRunning []time.Duration
 	cpu0 := cpuSeconds()
-	for i := range benchEvents {
+	for i := range n {
 		if time.Now().After(end) {
 			break
 		}
@@ -229,8 +238,8 @@ spec:
 	stats := func(ds []time.Duration) string {
 		return fmt.Sprintf("p50=%s p99=%s max=%s", ms(pct(ds, 0.5)), ms(pct(ds, 0.99)), ms(slices.Max(ds)))
 	}
-	fmt.Printf("BENCH events webhook→workflow created n=%d %s | baseline create→seen %s\n", len(created), stats(created), stats(baseSeen))
-	fmt.Printf("BENCH events webhook→first pod Running n=%d %s | webhook→workflow phase Running %s | baseline create→first pod Running %s\n",
-		len(podRunning), stats(podRunning), stats(phaseRunning), stats(basePod))
-	fmt.Printf("BENCH events test process CPU (events and workflow controllers, clients, watches) %.2f s | load average %s → %s\n", cpu, load0, loadAvg())
+	fmt.Printf("BENCH events (%s) webhook→workflow created n=%d %s | baseline create→seen %s\n", where, len(created), stats(created), stats(baseSeen))
+	fmt.Printf("BENCH events (%s) webhook→first pod Running n=%d %s | webhook→workflow phase Running %s | baseline create→first pod Running %s\n",
+		where, len(podRunning), stats(podRunning), stats(phaseRunning), stats(basePod))
+	fmt.Printf("BENCH events (%s) test process CPU (events and workflow controllers, clients, watches) %.2f s | load average %s → %s\n", where, cpu, load0, loadAvg())
 }

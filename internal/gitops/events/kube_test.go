@@ -31,6 +31,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/bus"
 	"github.com/freshet-dev/freshet/internal/gitops/events"
 	"github.com/freshet-dev/freshet/internal/gitops/workflows"
+	"github.com/freshet-dev/freshet/internal/testenv/containers"
 	"github.com/freshet-dev/freshet/internal/testenv/kube"
 	"github.com/freshet-dev/freshet/internal/testenv/tlog"
 )
@@ -38,6 +39,12 @@ import (
 // TestMain stops the clusters, then the embedded NATS if the tests started one.
 func TestMain(m *testing.M) {
 	code := kube.Run(m)
+	if err := containers.Teardown(); err != nil { // the real node's registry (bench_realnode_test.go)
+		fmt.Fprintf(os.Stderr, "containers teardown: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
 	if embedded != nil {
 		_ = embedded.Close()
 		_ = os.RemoveAll(embeddedDir)
@@ -91,7 +98,12 @@ type env struct {
 // the test NATS as the runtime's own, and serves its webhook handler on 127.0.0.1.
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	c := kube.Shared(t)
+	return newEnvOn(t, kube.Shared(t))
+}
+
+// newEnvOn is newEnv on cluster c.
+func newEnvOn(t *testing.T, c *kube.Cluster) *env {
+	t.Helper()
 	natsURL, err := testNATS()
 	if err != nil {
 		t.Fatalf("no NATS with JetStream: %v", err)

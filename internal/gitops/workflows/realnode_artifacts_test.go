@@ -50,7 +50,7 @@ func TestRealNodeArtifacts(t *testing.T) {
 	}
 	s3 := s3env.Start(t, s3env.Options{Host: nodeIP})
 	s3.Bucket(t, "artifacts")
-	image := buildEmissaryImage(t, reg)
+	image := reg.EmissaryImage(t)
 	sel, tol := kube.RealNodePlacement()
 	e := startEnv(t, c, workflows.Options{ExecutorImage: image, ExecutorPath: "/usr/bin/freshet", NodeSelector: sel, Tolerations: tol})
 	ctx := context.Background()

@@ -31,7 +31,7 @@ func TestBenchRealNode(t *testing.T) {
 	reg := containers.Registry(t)
 	c := kube.RealNode(t, kube.NodeRegistry{Addr: reg.Addr, Username: reg.Username, Password: reg.Password,
 		CAFile: reg.CAFile, PauseImage: reg.Ref(containers.ImagePause)})
-	image := buildEmissaryImage(t, reg)
+	image := reg.EmissaryImage(t)
 	sel, tol := kube.RealNodePlacement()
 	opts := workflows.Options{ExecutorImage: image, ExecutorPath: "/usr/bin/freshet", NodeSelector: sel, Tolerations: tol}
 	shape := realNodeShape(reg.Ref(containers.ImageBusybox), sel, tol)

@@ -2,10 +2,7 @@ package workflows_test
 
 import (
 	"bytes"
-	"context"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +24,7 @@ func TestRealNode(t *testing.T) {
 	reg := containers.Registry(t)
 	c := kube.RealNode(t, kube.NodeRegistry{Addr: reg.Addr, Username: reg.Username, Password: reg.Password,
 		CAFile: reg.CAFile, PauseImage: reg.Ref(containers.ImagePause)})
-	image := buildEmissaryImage(t, reg)
+	image := reg.EmissaryImage(t)
 	sel, tol := kube.RealNodePlacement()
 	e := startEnv(t, c, workflows.Options{ExecutorImage: image, ExecutorPath: "/usr/bin/freshet", NodeSelector: sel, Tolerations: tol})
 	busybox := reg.Ref(containers.ImageBusybox)
@@ -87,38 +84,4 @@ spec:
 	if err := e.ctrl.Logs(e.ctx, e.ns, "real", workflows.LogOptions{Node: "gen"}, &one); err != nil || one.String() != "gen: hello from real\n" {
 		t.Fatalf("the gen node's log: %v %q", err, one.String())
 	}
-}
-
-func buildEmissaryImage(t *testing.T, reg *containers.RegistryInstance) string {
-	t.Helper()
-	root, err := filepath.Abs("../../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tool := os.Getenv(containers.EnvTool)
-	if tool == "" {
-		tool = filepath.Join(t.TempDir(), "ctrenv")
-		cmd := exec.Command("go", "build", "-o", tool, "./hack/ctrenv")
-		cmd.Dir = root
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("build ctrenv: %v\n%s", err, b)
-		}
-	}
-	const version = "v0.0.0-emissary"
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, tool, "image", "--registry", filepath.Base(reg.StateDir), "--version", version, "--dir", root,
-		"--package", "./internal/gitops/workflows/testdata/emissary", "--base", "busybox")
-	cmd.Env = append(os.Environ(), "FRESHET_CONTAINERS_STATE="+filepath.Dir(filepath.Dir(reg.StateDir)))
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	b, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("ctrenv image: %v\n%s\n%s", err, b, stderr.String())
-	}
-	ref := reg.Ref("freshet:" + version)
-	if !strings.Contains(string(b)+stderr.String(), ref) {
-		t.Logf("ctrenv image output does not name %s:\n%s\n%s", ref, b, stderr.String())
-	}
-	return ref
 }

@@ -230,9 +230,7 @@ var shared struct {
 	builder     string
 	builderErr  error
 
-	freshetOnce sync.Once
-	freshet     string
-	freshetErr  error
+	freshet, emissary built
 }
 
 const sharedName = "shared"
@@ -278,43 +276,68 @@ func (r *RegistryInstance) BuilderImage(t testing.TB) string {
 // FreshetImageVersion is the version FreshetImage stamps into the binary and tags the image with.
 const FreshetImageVersion = "v0.0.0-realnode"
 
+// built is an image `ctrenv image` built and pushed to the shared registry once per test binary.
+type built struct {
+	once sync.Once
+	ref  string
+	err  error
+}
+
 // FreshetImage returns the reference of the project's own image (`ctrenv image`, as `make image`
 // builds it: ./cmd/freshet on scratch, version FreshetImageVersion) in the shared registry,
 // building and pushing it on first use. A cold Go build cache makes that take minutes (the whole
 // module, CGO_ENABLED=0).
 func (r *RegistryInstance) FreshetImage(t testing.TB) string {
 	t.Helper()
-	shared.freshetOnce.Do(func() {
+	return r.image(t, &shared.freshet, 30*time.Minute, "--version", FreshetImageVersion)
+}
+
+// EmissaryImageVersion tags the image EmissaryImage builds.
+const EmissaryImageVersion = "v0.0.0-emissary"
+
+// EmissaryImage returns the reference of a small image whose /usr/bin/freshet runs only the
+// workflow emissary (./internal/gitops/workflows/testdata/emissary, on busybox) — the executor
+// image of workflow tests on the real node — building and pushing it on first use.
+func (r *RegistryInstance) EmissaryImage(t testing.TB) string {
+	t.Helper()
+	return r.image(t, &shared.emissary, 10*time.Minute, "--version", EmissaryImageVersion,
+		"--package", "./internal/gitops/workflows/testdata/emissary", "--base", "busybox")
+}
+
+// image runs `ctrenv image` with args once per test binary, into the shared registry, and
+// returns the reference it printed (IMAGE=REF@DIGEST).
+func (r *RegistryInstance) image(t testing.TB, b *built, timeout time.Duration, args ...string) string {
+	t.Helper()
+	b.once.Do(func() {
 		e, err := getEnv()
 		if err != nil {
-			shared.freshetErr = err
+			b.err = err
 			return
 		}
 		root, err := repoRoot()
 		if err != nil {
-			shared.freshetErr = err
+			b.err = err
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
-		out, err := e.run(ctx, "image", "--registry", sharedName, "--version", FreshetImageVersion, "--dir", root)
+		out, err := e.run(ctx, append([]string{"image", "--registry", sharedName, "--dir", root}, args...)...)
 		if err != nil {
-			shared.freshetErr = err
+			b.err = err
 			return
 		}
-		// It prints IMAGE=REF@DIGEST.
 		_, after, ok := strings.Cut(string(out), "IMAGE=")
 		ref, _, _ := strings.Cut(strings.TrimSpace(after), "@")
 		if !ok || !strings.HasPrefix(ref, r.Addr+"/") {
-			shared.freshetErr = fmt.Errorf("ctrenv image printed %q, not IMAGE=%s/…", out, r.Addr)
+			b.err = fmt.Errorf("ctrenv image printed %q, not IMAGE=%s/…", out, r.Addr)
 			return
 		}
-		shared.freshet = ref
+		b.ref = ref
 	})
-	if shared.freshetErr != nil {
-		unavailable(t, shared.freshetErr)
+	if b.err != nil {
+		unavailable(t, b.err)
 	}
-	return shared.freshet
+	return b.ref
 }
 
 // Engine returns the engine shared by every test of this test binary, starting it (and the
