@@ -928,3 +928,170 @@ func TestTriggerRateLimit(t *testing.T) {
 		t.Errorf("three executions of a trigger limited to 1/s created from %v to %v", first, last)
 	}
 }
+
+// grantWorkflows lets service account sa act on Workflows, their templates and CronWorkflows
+// as the argoWorkflow operations need.
+func (e *env) grantWorkflows(name, sa string) {
+	e.t.Helper()
+	if _, err := e.c.Client.RbacV1().Roles(e.ns).Create(e.ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"argoproj.io"}, Resources: []string{"workflows"}, Verbs: []string{"get", "create", "patch", "update"}},
+			{APIGroups: []string{"argoproj.io"}, Resources: []string{"workflowtemplates", "cronworkflows"}, Verbs: []string{"get"}}}}, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.c.Client.RbacV1().RoleBindings(e.ns).Create(e.ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: e.ns}}}, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// TestArgoWorkflowOperations: one event runs suspend, terminate and resubmit on the Workflow
+// its data names, and submit-from a WorkflowTemplate and a CronWorkflow, as the Sensor's
+// service account with the workflow engine's operations; the same operations as an account
+// without the rights fail as forbidden and change nothing.
+func TestArgoWorkflowOperations(t *testing.T) {
+	e := newEnv(t)
+	e.grantWorkflows("ops", "operator")
+	e.webhookSetup()
+	e.create(workflows.WorkflowsResource, "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: target}\nspec: {entrypoint: main, templates: [{name: main, container: {image: alpine, command: [echo]}}]}\n")
+	e.create(workflows.WorkflowTemplatesResource, "apiVersion: argoproj.io/v1alpha1\nkind: WorkflowTemplate\nmetadata: {name: tmpl}\nspec: {entrypoint: main, templates: [{name: main, container: {image: alpine, command: [echo]}}]}\n")
+	e.create(workflows.CronWorkflowsResource, "apiVersion: argoproj.io/v1alpha1\nkind: CronWorkflow\nmetadata: {name: nightly}\nspec: {schedule: '0 3 * * *', suspend: true, workflowMetadata: {labels: {from: cron}}, workflowSpec: {entrypoint: main, templates: [{name: main, container: {image: alpine, command: [echo]}}]}}\n")
+	op := func(name, op, kind, res string) string {
+		return `
+  - template:
+      name: ` + name + `
+      argoWorkflow:
+        operation: ` + op + `
+        source: {resource: {apiVersion: argoproj.io/v1alpha1, kind: ` + kind + `, metadata: {name: ` + res + `}}}
+        parameters: [{src: {dependencyName: wh, dataKey: body.workflow, value: ` + res + `}, dest: metadata.name}]`
+	}
+	sensor := func(name, sa string) string {
+		return `
+apiVersion: argoproj.io/v1alpha1
+kind: Sensor
+metadata: {name: ` + name + `}
+spec:
+  template: {serviceAccountName: ` + sa + `}
+  dependencies: [{name: wh, eventSourceName: hook, eventName: wh}]
+  triggers:` + op("suspend", "suspend", "Workflow", "placeholder") + op("terminate", "terminate", "Workflow", "placeholder") +
+			op("resubmit", "resubmit", "Workflow", "placeholder") + op("from-template", "submit-from", "WorkflowTemplate", "tmpl") +
+			op("from-cron", "submit-from", "CronWorkflow", "nightly") + "\n"
+	}
+	e.create(events.SensorsResource, sensor("denied", "nobody"))
+	e.waitCondition(events.SensorsResource, "denied", events.CondDeployed, "True")
+	e.hook(`{"workflow":"target"}`)
+	msg := e.waitCondition(events.SensorsResource, "denied", events.CondTriggered, "False")
+	if !strings.Contains(msg, "forbidden") {
+		t.Errorf("denied: Triggered message %q, want forbidden", msg)
+	}
+	if n := len(e.workflows()); n != 1 {
+		t.Fatalf("%d workflows after the denied operations, want 1", n)
+	}
+	if err := e.c.Dynamic.Resource(events.SensorsResource).Namespace(e.ns).Delete(e.ctx, "denied", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	e.create(events.SensorsResource, sensor("ops", "operator"))
+	e.waitCondition(events.SensorsResource, "ops", events.CondDeployed, "True")
+	e.hook(`{"workflow":"target"}`)
+	var resubmitted, fromTemplate, fromCron *unstructured.Unstructured
+	e.waitFor("the resubmitted and submitted workflows", 30*time.Second, func() (bool, string) {
+		resubmitted, fromTemplate, fromCron = nil, nil, nil
+		for _, w := range e.workflows() {
+			l := w.GetLabels()
+			switch {
+			case l[workflows.LabelResubmittedFrom] == "target":
+				resubmitted = &w
+			case l[workflows.LabelWorkflowTemplate] == "tmpl":
+				fromTemplate = &w
+			case l[workflows.LabelCronWorkflow] == "nightly":
+				fromCron = &w
+			}
+		}
+		return resubmitted != nil && fromTemplate != nil && fromCron != nil, fmt.Sprint(len(e.workflows()), " workflows")
+	})
+	if ref, _, _ := unstructured.NestedString(fromTemplate.Object, "spec", "workflowTemplateRef", "name"); ref != "tmpl" {
+		t.Errorf("submitted from the template: workflowTemplateRef %q", ref)
+	}
+	if fromCron.GetLabels()["from"] != "cron" || len(fromCron.GetOwnerReferences()) != 1 || fromCron.GetOwnerReferences()[0].Name != "nightly" {
+		t.Errorf("submitted from the CronWorkflow: labels %v, owners %v", fromCron.GetLabels(), fromCron.GetOwnerReferences())
+	}
+	e.waitFor("target suspended and terminated", 30*time.Second, func() (bool, string) {
+		u, err := e.c.Dynamic.Resource(workflows.WorkflowsResource).Namespace(e.ns).Get(e.ctx, "target", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		susp, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend")
+		shut, _, _ := unstructured.NestedString(u.Object, "spec", "shutdown")
+		return susp && shut == "Terminate", fmt.Sprint(susp, shut)
+	})
+	e.waitCondition(events.SensorsResource, "ops", events.CondTriggered, "True")
+}
+
+// TestHTTPTriggerSecrets: a webhook event becomes a request to a real server on loopback,
+// its body built from the event, its secure header from a Secret and another from a
+// ConfigMap, its basic auth from a Secret; an answer outside policy.status.allow fails the
+// trigger.
+func TestHTTPTriggerSecrets(t *testing.T) {
+	e := newEnv(t)
+	e.webhookSetup()
+	type got struct {
+		auth, token, tenant, body string
+	}
+	reqs := make(chan got, 10)
+	code := make(chan int, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		user, pass, _ := r.BasicAuth()
+		reqs <- got{user + ":" + pass, r.Header.Get("X-Token"), r.Header.Get("X-Tenant"), string(b)}
+		w.WriteHeader(<-code)
+	}))
+	t.Cleanup(srv.Close)
+	if _, err := e.c.Client.CoreV1().Secrets(e.ns).Create(e.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "http-creds"},
+		StringData: map[string]string{"token": "s3cr3t-token", "user": "bot", "pass": "pw"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.Client.CoreV1().ConfigMaps(e.ns).Create(e.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "http-conf"},
+		Data: map[string]string{"tenant": "acme"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.create(events.SensorsResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: Sensor
+metadata: {name: notify}
+spec:
+  dependencies: [{name: wh, eventSourceName: hook, eventName: wh}]
+  triggers:
+  - template:
+      name: post
+      http:
+        url: `+srv.URL+`/notify
+        payload:
+        - {src: {dependencyName: wh, dataKey: body.version}, dest: release.version}
+        - {src: {dependencyName: wh, dataKey: body.meta, useRawData: true}, dest: release.meta}
+        secureHeaders:
+        - {name: X-Token, valueFrom: {secretKeyRef: {name: http-creds, key: token}}}
+        - {name: X-Tenant, valueFrom: {configMapKeyRef: {name: http-conf, key: tenant}}}
+        basicAuth: {username: {name: http-creds, key: user}, password: {name: http-creds, key: pass}}
+    policy: {status: {allow: [200]}}
+`)
+	e.waitCondition(events.SensorsResource, "notify", events.CondDeployed, "True")
+	code <- http.StatusOK
+	e.hook(`{"version":"1.2.3","meta":{"by":"ci"}}`)
+	select {
+	case r := <-reqs:
+		if r.auth != "bot:pw" || r.token != "s3cr3t-token" || r.tenant != "acme" || r.body != `{"release":{"version":"1.2.3","meta":{"by":"ci"}}}` {
+			t.Errorf("request %+v", r)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no request")
+	}
+	e.waitCondition(events.SensorsResource, "notify", events.CondTriggered, "True")
+	code <- http.StatusNotFound
+	e.hook(`{"version":"1.2.4","meta":{}}`)
+	<-reqs
+	msg := e.waitCondition(events.SensorsResource, "notify", events.CondTriggered, "False")
+	if !strings.Contains(msg, "answered 404, not one of 200") || strings.Contains(msg, "s3cr3t") {
+		t.Errorf("Triggered message %q", msg)
+	}
+}
