@@ -956,14 +956,20 @@ func TestArgoWorkflowOperations(t *testing.T) {
 	e.create(workflows.WorkflowsResource, "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: target}\nspec: {entrypoint: main, templates: [{name: main, container: {image: alpine, command: [echo]}}]}\n")
 	e.create(workflows.WorkflowTemplatesResource, "apiVersion: argoproj.io/v1alpha1\nkind: WorkflowTemplate\nmetadata: {name: tmpl}\nspec: {entrypoint: main, templates: [{name: main, container: {image: alpine, command: [echo]}}]}\n")
 	e.create(workflows.CronWorkflowsResource, "apiVersion: argoproj.io/v1alpha1\nkind: CronWorkflow\nmetadata: {name: nightly}\nspec: {schedule: '0 3 * * *', suspend: true, workflowMetadata: {labels: {from: cron}}, workflowSpec: {entrypoint: main, templates: [{name: main, container: {image: alpine, command: [echo]}}]}}\n")
+	// The Workflow acted on is named by the event (a parameter); the template and the
+	// CronWorkflow by the source.
 	op := func(name, op, kind, res string) string {
-		return `
+		y := `
   - template:
       name: ` + name + `
       argoWorkflow:
         operation: ` + op + `
-        source: {resource: {apiVersion: argoproj.io/v1alpha1, kind: ` + kind + `, metadata: {name: ` + res + `}}}
-        parameters: [{src: {dependencyName: wh, dataKey: body.workflow, value: ` + res + `}, dest: metadata.name}]`
+        source: {resource: {apiVersion: argoproj.io/v1alpha1, kind: ` + kind + `, metadata: {name: ` + res + `}}}`
+		if kind == "Workflow" {
+			y += `
+        parameters: [{src: {dependencyName: wh, dataKey: body.workflow}, dest: metadata.name}]`
+		}
+		return y
 	}
 	sensor := func(name, sa string) string {
 		return `
@@ -973,8 +979,8 @@ metadata: {name: ` + name + `}
 spec:
   template: {serviceAccountName: ` + sa + `}
   dependencies: [{name: wh, eventSourceName: hook, eventName: wh}]
-  triggers:` + op("suspend", "suspend", "Workflow", "placeholder") + op("terminate", "terminate", "Workflow", "placeholder") +
-			op("resubmit", "resubmit", "Workflow", "placeholder") + op("from-template", "submit-from", "WorkflowTemplate", "tmpl") +
+  triggers:` + op("suspend", "suspend", "Workflow", "") + op("terminate", "terminate", "Workflow", "") +
+			op("resubmit", "resubmit", "Workflow", "") + op("from-template", "submit-from", "WorkflowTemplate", "tmpl") +
 			op("from-cron", "submit-from", "CronWorkflow", "nightly") + "\n"
 	}
 	e.create(events.SensorsResource, sensor("denied", "nobody"))
