@@ -31,6 +31,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/bus"
 	"github.com/freshet-dev/freshet/internal/gitops/events"
 	"github.com/freshet-dev/freshet/internal/gitops/workflows"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/testenv/kube"
 	"github.com/freshet-dev/freshet/internal/testenv/tlog"
 )
@@ -89,7 +90,10 @@ type env struct {
 
 // newEnv starts the events controller on the loopback cluster, watching one namespace, with
 // the test NATS as the runtime's own, and serves its webhook handler on 127.0.0.1.
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
+
+// newEnvWith is newEnv with the runtime's network policy p (nil: unrestricted).
+func newEnvWith(t *testing.T, p *netpolicy.Policy) *env {
 	t.Helper()
 	c := kube.Shared(t)
 	natsURL, err := testNATS()
@@ -108,7 +112,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	ctrl, err := events.New(c.RESTConfig(), events.Options{Namespace: ns, Logger: slog.New(slog.NewTextHandler(tlog.New(t), nil)),
-		NATS: func(context.Context) (*nats.Conn, error) { return nc, nil }})
+		NATS: func(context.Context) (*nats.Conn, error) { return nc, nil }, Policy: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1099,5 +1103,35 @@ spec:
 	msg := e.waitCondition(events.SensorsResource, "notify", events.CondTriggered, "False")
 	if !strings.Contains(msg, "answered 404, not one of 200") || strings.Contains(msg, "s3cr3t") {
 		t.Errorf("Triggered message %q", msg)
+	}
+}
+
+// TestTriggerURLRefusedByPolicy: under a policy that allows public addresses only, a Sensor
+// whose http trigger names a loopback URL is refused when read (TriggersProvided=False naming
+// the field, the URL shown without its query) and runs nothing.
+func TestTriggerURLRefusedByPolicy(t *testing.T) {
+	public, err := netpolicy.Options{}.Policy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, public)
+	e.webhookSetup()
+	e.create(events.SensorsResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: Sensor
+metadata: {name: internal}
+spec:
+  dependencies: [{name: wh, eventSourceName: hook, eventName: wh}]
+  triggers:
+  - template:
+      name: post
+      http: {url: 'http://127.0.0.1:9/x?token=abc'}
+`)
+	msg := e.waitCondition(events.SensorsResource, "internal", events.CondTriggersProvided, "False")
+	if !strings.Contains(msg, "spec.triggers[0].template.http.url") || !strings.Contains(msg, "loopback") || strings.Contains(msg, "abc") {
+		t.Errorf("TriggersProvided message %q", msg)
+	}
+	if s, _ := e.condition(events.SensorsResource, "internal", events.CondDeployed); s != "False" {
+		t.Errorf("Deployed = %q for a refused Sensor", s)
 	}
 }
