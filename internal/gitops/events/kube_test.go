@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
@@ -1133,5 +1134,72 @@ spec:
 	}
 	if s, _ := e.condition(events.SensorsResource, "internal", events.CondDeployed); s != "False" {
 		t.Errorf("Deployed = %q for a refused Sensor", s)
+	}
+}
+
+// TestNATSTriggerToken: a webhook event is published, as the message its payload builds, to a
+// real NATS server (started by the test on loopback) that requires a token, the token read
+// from a Secret of the Sensor's namespace; a wrong token fails the trigger.
+func TestNATSTriggerToken(t *testing.T) {
+	srv, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, Authorization: "t0ken-for-nats", NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("NATS server not ready")
+	}
+	nc, err := nats.Connect(srv.ClientURL(), nats.Token("t0ken-for-nats"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	sub, err := nc.SubscribeSync("deploys.done")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t)
+	e.webhookSetup()
+	if _, err := e.c.Client.CoreV1().Secrets(e.ns).Create(e.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "nats-auth"},
+		StringData: map[string]string{"token": "t0ken-for-nats", "wrong": "not-the-token"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sensor := func(name, key string) string {
+		return `
+apiVersion: argoproj.io/v1alpha1
+kind: Sensor
+metadata: {name: ` + name + `}
+spec:
+  dependencies: [{name: wh, eventSourceName: hook, eventName: wh}]
+  triggers:
+  - template:
+      name: publish
+      nats:
+        url: ` + srv.ClientURL() + `
+        subject: deploys.done
+        payload: [{src: {dependencyName: wh, dataKey: body.app}, dest: app}]
+        auth: {token: {name: nats-auth, key: ` + key + `}}
+`
+	}
+	e.create(events.SensorsResource, sensor("good", "token"))
+	e.create(events.SensorsResource, sensor("bad", "wrong"))
+	e.waitCondition(events.SensorsResource, "good", events.CondDeployed, "True")
+	e.waitCondition(events.SensorsResource, "bad", events.CondDeployed, "True")
+	e.hook(`{"app":"shop"}`)
+	msg, err := sub.NextMsg(30 * time.Second)
+	if err != nil {
+		t.Fatalf("no message: %v", err)
+	}
+	if string(msg.Data) != `{"app":"shop"}` {
+		t.Errorf("message %s", msg.Data)
+	}
+	e.waitCondition(events.SensorsResource, "good", events.CondTriggered, "True")
+	m := e.waitCondition(events.SensorsResource, "bad", events.CondTriggered, "False")
+	if !strings.Contains(m, "Authorization Violation") || strings.Contains(m, "not-the-token") {
+		t.Errorf("bad: Triggered message %q", m)
 	}
 }

@@ -2,6 +2,7 @@ package events
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -146,6 +147,10 @@ func (c *Controller) fireNATS(ctx context.Context, cs *compiledSensor, t *compil
 	if err != nil {
 		if netpolicy.IsRefused(err) {
 			return "", permanentError{fmt.Errorf("nats: connect to %s: %s", shown, netpolicy.Describe(err))}
+		}
+		if errors.Is(err, nats.ErrAuthorization) || errors.Is(err, nats.ErrAuthExpired) || errors.Is(err, nats.ErrAuthRevoked) {
+			// The credentials are wrong: retrying the same ones changes nothing.
+			return "", permanentError{fmt.Errorf("nats: connect to %s: %v", shown, err)}
 		}
 		return "", fmt.Errorf("nats: connect to %s: %v", shown, err)
 	}
