@@ -31,7 +31,7 @@ type SensorDependency struct {
 // SensorTrigger is one trigger of a Sensor.
 type SensorTrigger struct {
 	Name string `json:"name"`
-	// Type is argoWorkflow or k8s.
+	// Type is argoWorkflow, k8s, http, log or nats.
 	Type string `json:"type"`
 	// Kind is the kind of the resource it creates (Workflow, …), when its source is inline.
 	Kind string `json:"kind"`

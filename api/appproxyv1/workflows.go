@@ -119,7 +119,7 @@ type WorkflowSubmitRequest struct {
 	Namespace string `json:"namespace,omitempty"`
 	// Workflow is the manifest (argoproj.io/v1alpha1 Workflow) as JSON.
 	Workflow json.RawMessage `json:"workflow,omitempty"`
-	// From is workflowtemplate/NAME or clusterworkflowtemplate/NAME.
+	// From is workflowtemplate/NAME, clusterworkflowtemplate/NAME or cronworkflow/NAME.
 	From string `json:"from,omitempty"`
 	// Parameters replace the arguments of the same name (Argo's `-p KEY=VALUE`).
 	Parameters []string `json:"parameters,omitempty"`

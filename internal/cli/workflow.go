@@ -115,7 +115,7 @@ func (a *app) workflowCommand() *cobra.Command {
 		})}
 	sf := submit.Flags()
 	sf.StringVarP(&file, "file", "f", "", "the Workflow manifest (YAML or JSON; - for stdin)")
-	sf.StringVar(&from, "from", "", "workflowtemplate/NAME or clusterworkflowtemplate/NAME")
+	sf.StringVar(&from, "from", "", "workflowtemplate/NAME, clusterworkflowtemplate/NAME or cronworkflow/NAME")
 	sf.StringArrayVarP(&params, "parameter", "p", nil, "an argument KEY=VALUE (repeatable)")
 	sf.StringVar(&entrypoint, "entrypoint", "", "override spec.entrypoint")
 	sf.StringVar(&generateName, "generate-name", "", "with --from: the new Workflow's name prefix (default: the template's name and '-')")

@@ -29,6 +29,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/freshet-dev/freshet/internal/gitops/ctrlloop"
+	"github.com/freshet-dev/freshet/internal/gitops/workflows"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/webhook"
 )
 
@@ -76,6 +78,9 @@ type Options struct {
 	NATS func(ctx context.Context) (*nats.Conn, error)
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Policy checks the URLs of http and nats triggers, before every request and at every
+	// connection (netpolicy.Unrestricted when nil).
+	Policy *netpolicy.Policy
 }
 
 // Controller runs EventSources, Sensors and EventBuses in one cluster.
@@ -97,6 +102,7 @@ type Controller struct {
 	srcs     map[string]*sourceRun // namespace/name
 	sens     map[string]*sensorRun // namespace/name
 	saClient map[string]dynamic.Interface
+	saOps    map[string]*workflows.Ops
 	wg       sync.WaitGroup // the runs' goroutines
 	secrets  secretCache
 }
@@ -127,11 +133,14 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Policy == nil {
+		opts.Policy = netpolicy.Unrestricted()
+	}
 	return &Controller{cfg: rest.CopyConfig(cfg), kube: kc, dyn: dyn, opts: opts, log: opts.Logger,
 		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
 		recent: webhook.NewRecent(webhook.ReplayWindow, 0),
 		conns:  map[string]*busConn{}, srcs: map[string]*sourceRun{}, sens: map[string]*sensorRun{},
-		saClient: map[string]dynamic.Interface{}}, nil
+		saClient: map[string]dynamic.Interface{}, saOps: map[string]*workflows.Ops{}}, nil
 }
 
 // Keys of the work queue: kind/namespace/name.
@@ -453,17 +462,23 @@ func resourceOf(kind string) schema.GroupVersionResource {
 	return EventBusResource
 }
 
+// saConfig is the controller's config acting as the service account ns/sa (impersonated).
+func (c *Controller) saConfig(ns, sa string) (string, *rest.Config) {
+	user := "system:serviceaccount:" + ns + ":" + sa
+	cfg := rest.CopyConfig(c.cfg)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
+	return user, cfg
+}
+
 // clientAs is a client acting as the service account ns/sa (impersonated).
 func (c *Controller) clientAs(ns, sa string) (dynamic.Interface, error) {
-	user := "system:serviceaccount:" + ns + ":" + sa
+	user, cfg := c.saConfig(ns, sa)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if d := c.saClient[user]; d != nil {
 		return d, nil
 	}
-	cfg := rest.CopyConfig(c.cfg)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user,
-		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}}
 	d, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -473,4 +488,23 @@ func (c *Controller) clientAs(ns, sa string) (dynamic.Interface, error) {
 	}
 	c.saClient[user] = d
 	return d, nil
+}
+
+// opsAs is the workflow engine's operations acting as the service account ns/sa.
+func (c *Controller) opsAs(ns, sa string) (*workflows.Ops, error) {
+	user, cfg := c.saConfig(ns, sa)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if o := c.saOps[user]; o != nil {
+		return o, nil
+	}
+	o, err := workflows.NewOps(cfg, c.log)
+	if err != nil {
+		return nil, err
+	}
+	if len(c.saOps) > 1000 {
+		clear(c.saOps)
+	}
+	c.saOps[user] = o
+	return o, nil
 }

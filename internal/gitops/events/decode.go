@@ -33,7 +33,7 @@ const (
 // supported lists what runs, for the messages about what does not.
 const (
 	supportedSources  = "webhook, calendar, github, gitlab, gitea and bitbucket"
-	supportedTriggers = "k8s and argoWorkflow"
+	supportedTriggers = "k8s, argoWorkflow, http, log and nats"
 )
 
 var (
@@ -421,7 +421,8 @@ func (c *calendar) isExcluded(t time.Time) bool {
 
 // triggerKinds are the fields of a trigger template this package reads; any other (a trigger
 // kind) is refused by name.
-var triggerKinds = map[string]bool{"name": true, "conditions": true, "conditionsReset": true, "k8s": true, "argoWorkflow": true}
+var triggerKinds = map[string]bool{"name": true, "conditions": true, "conditionsReset": true, "k8s": true, "argoWorkflow": true,
+	"http": true, "log": true, "nats": true}
 
 // DecodeSensor reads a Sensor and validates it. As DecodeEventSource: an error alone for a
 // document that is not a Sensor, the Sensor and a *errdefs.FieldError for an invalid one.
@@ -510,7 +511,7 @@ func validateSensor(s *Sensor) error {
 		if err := checkParameters(f+".parameters", t.Parameters, deps); err != nil {
 			return err
 		}
-		if err := validateTemplate(f+".template", t.Template, deps); err != nil {
+		if err := validateTemplate(f+".template", t.Template, deps, len(t.Parameters) > 0); err != nil {
 			return err
 		}
 		if _, err := compileTriggerRun(f, t); err != nil {
@@ -532,7 +533,9 @@ func dnsSubdomain(s string) bool {
 	return true
 }
 
-func validateTemplate(f string, t *TriggerTemplate, deps map[string]bool) error {
+// validateTemplate checks a trigger's template; tparams says the trigger has parameters on
+// the template (which may set what the template leaves empty).
+func validateTemplate(f string, t *TriggerTemplate, deps map[string]bool, tparams bool) error {
 	for _, k := range sortedKeys(t.Other) {
 		return errdefs.Invalid(f+"."+k, "", "is not supported yet: triggers of type "+k+" do not run in Freshet ("+supportedTriggers+" do; see docs/runtimes.md)")
 	}
@@ -550,9 +553,17 @@ func validateTemplate(f string, t *TriggerTemplate, deps map[string]bool) error 
 			}
 		}
 	}
+	var kinds []string
+	for k, set := range map[string]bool{"k8s": t.K8s != nil, "argoWorkflow": t.ArgoWorkflow != nil, "http": t.HTTP != nil, "log": t.Log != nil, "nats": t.NATS != nil} {
+		if set {
+			kinds = append(kinds, k)
+		}
+	}
+	if len(kinds) > 1 {
+		slices.Sort(kinds)
+		return errdefs.Invalid(f, "", "sets "+strings.Join(kinds, " and ")+": give one trigger kind")
+	}
 	switch {
-	case t.K8s != nil && t.ArgoWorkflow != nil:
-		return errdefs.Invalid(f, "", "sets both k8s and argoWorkflow: give one")
 	case t.K8s != nil:
 		switch t.K8s.Operation {
 		case "", "create", "update", "delete":
@@ -570,61 +581,27 @@ func validateTemplate(f string, t *TriggerTemplate, deps map[string]bool) error 
 		_, err := checkSource(f+".k8s.source", t.K8s.Source, false)
 		return err
 	case t.ArgoWorkflow != nil:
-		switch t.ArgoWorkflow.Operation {
-		case "", "submit":
-		case "resubmit", "retry", "resume", "suspend", "terminate", "stop", "submit-from":
-			return errdefs.Invalid(f+".argoWorkflow.operation", t.ArgoWorkflow.Operation, "is not supported yet: use submit")
-		default:
-			return errdefs.Invalid(f+".argoWorkflow.operation", t.ArgoWorkflow.Operation, "is not an operation: use submit")
-		}
-		if err := checkParameters(f+".argoWorkflow.parameters", t.ArgoWorkflow.Parameters, deps); err != nil {
-			return err
-		}
-		_, err := checkSource(f+".argoWorkflow.source", t.ArgoWorkflow.Source, true)
-		return err
+		return validateArgoWorkflow(f+".argoWorkflow", t.ArgoWorkflow, deps, tparams)
+	case t.HTTP != nil:
+		return validateHTTP(f+".http", t.HTTP, deps)
+	case t.Log != nil:
+		return nil
+	case t.NATS != nil:
+		return validateNATS(f+".nats", t.NATS, deps)
 	}
-	return errdefs.Invalid(f, "", "has no trigger: give k8s or argoWorkflow ("+supportedTriggers+" run)")
+	return errdefs.Invalid(f, "", "has no trigger: give one of "+supportedTriggers)
 }
 
 // checkSource validates a trigger's resource and returns it as an object. A Workflow is
 // checked as `argo lint` checks it (package workflows).
 func checkSource(f string, src *ArtifactLocation, workflowOnly bool) (map[string]any, error) {
-	if src == nil {
-		return nil, errdefs.Invalid(f, "", "is required: give the resource inline (source.resource)")
-	}
-	for k, set := range map[string]bool{"s3": len(src.S3) > 0, "file": len(src.File) > 0, "url": len(src.URL) > 0,
-		"configmap": len(src.ConfigMap) > 0, "git": len(src.Git) > 0} {
-		if set {
-			return nil, errdefs.Invalid(f+"."+k, "", "is not supported yet: give the resource inline (source.resource)")
-		}
-	}
-	raw := src.Resource
-	if src.Inline != nil {
-		if len(raw) > 0 {
-			return nil, errdefs.Invalid(f, "", "sets both resource and inline: give one")
-		}
-		j, err := yamlToJSON([]byte(*src.Inline))
-		if err != nil {
-			return nil, errdefs.Invalid(f+".inline", "", "is not YAML or JSON: "+err.Error())
-		}
-		raw = j
-	}
-	if len(raw) == 0 {
-		return nil, errdefs.Invalid(f+".resource", "", "is required: the Kubernetes object the trigger creates")
-	}
-	var obj map[string]any
-	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-		return nil, errdefs.Invalid(f+".resource", "", "is not an object")
+	obj, raw, err := sourceObject(f, src)
+	if err != nil {
+		return nil, err
 	}
 	rf := f + ".resource"
 	apiVersion, _ := obj["apiVersion"].(string)
 	kind, _ := obj["kind"].(string)
-	if apiVersion == "" {
-		return nil, errdefs.Invalid(rf+".apiVersion", "", "is required")
-	}
-	if kind == "" {
-		return nil, errdefs.Invalid(rf+".kind", "", "is required")
-	}
 	md, _ := obj["metadata"].(map[string]any)
 	name, _ := md["name"].(string)
 	gen, _ := md["generateName"].(string)
@@ -647,7 +624,54 @@ func checkSource(f string, src *ArtifactLocation, workflowOnly bool) (map[string
 	return obj, nil
 }
 
+// sourceObject is a trigger's inline resource as an object with an apiVersion and a kind, and
+// as JSON.
+func sourceObject(f string, src *ArtifactLocation) (map[string]any, json.RawMessage, error) {
+	if src == nil {
+		return nil, nil, errdefs.Invalid(f, "", "is required: give the resource inline (source.resource)")
+	}
+	for k, set := range map[string]bool{"s3": len(src.S3) > 0, "file": len(src.File) > 0, "url": len(src.URL) > 0,
+		"configmap": len(src.ConfigMap) > 0, "git": len(src.Git) > 0} {
+		if set {
+			return nil, nil, errdefs.Invalid(f+"."+k, "", "is not supported yet: give the resource inline (source.resource)")
+		}
+	}
+	raw := src.Resource
+	if src.Inline != nil {
+		if len(raw) > 0 {
+			return nil, nil, errdefs.Invalid(f, "", "sets both resource and inline: give one")
+		}
+		j, err := yamlToJSON([]byte(*src.Inline))
+		if err != nil {
+			return nil, nil, errdefs.Invalid(f+".inline", "", "is not YAML or JSON: "+err.Error())
+		}
+		raw = j
+	}
+	if len(raw) == 0 {
+		return nil, nil, errdefs.Invalid(f+".resource", "", "is required: the Kubernetes object the trigger creates")
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+		return nil, nil, errdefs.Invalid(f+".resource", "", "is not an object")
+	}
+	rf := f + ".resource"
+	apiVersion, _ := obj["apiVersion"].(string)
+	kind, _ := obj["kind"].(string)
+	if apiVersion == "" {
+		return nil, nil, errdefs.Invalid(rf+".apiVersion", "", "is required")
+	}
+	if kind == "" {
+		return nil, nil, errdefs.Invalid(rf+".kind", "", "is required")
+	}
+	return obj, raw, nil
+}
+
 func checkParameters(f string, ps []TriggerParameter, deps map[string]bool) error {
+	return checkParams(f, ps, deps, true)
+}
+
+// checkParams checks parameters; a payload's (destRequired false) may leave dest empty.
+func checkParams(f string, ps []TriggerParameter, deps map[string]bool, destRequired bool) error {
 	for i, p := range ps {
 		pf := fmt.Sprintf("%s[%d]", f, i)
 		if p.Src == nil {
@@ -656,7 +680,7 @@ func checkParameters(f string, ps []TriggerParameter, deps map[string]bool) erro
 		if !deps[p.Src.DependencyName] {
 			return errdefs.Invalid(pf+".src.dependencyName", p.Src.DependencyName, "is not a dependency of the Sensor")
 		}
-		if p.Dest == "" || len(p.Dest) > 1000 {
+		if (destRequired && p.Dest == "") || len(p.Dest) > 1000 {
 			return errdefs.Invalid(pf+".dest", p.Dest, "is required: the path of the field to set, e.g. spec.arguments.parameters.0.value")
 		}
 		switch p.Operation {

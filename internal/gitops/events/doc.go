@@ -21,7 +21,12 @@
 //     (a boolean expression over dependency names, parsed here, never evaluated as code) hold,
 //     the trigger creates its resource — a Workflow (inline, or one with a
 //     workflowTemplateRef) or any Kubernetes object — with the trigger's parameters taken from
-//     the events, as the Sensor's service account (impersonated).
+//     the events, as the Sensor's service account (impersonated); an argoWorkflow trigger's
+//     other operations (submit-from, resubmit, retry, resume, suspend, terminate, stop) run
+//     the workflow engine's own operations as that account; an http trigger sends a request
+//     (its URL checked against the runtime's network policy before every request, its body
+//     built from the events, policy.status deciding success), a nats trigger publishes a
+//     message, a log trigger writes the events in the runtime's log.
 //
 // Bad input is refused before anything runs: the resource's status gets a condition whose
 // message names the field, the value and what is valid, and nothing of it is started.

@@ -1,7 +1,9 @@
 package events
 
 import (
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
@@ -56,6 +58,11 @@ func FuzzDecodeSensor(f *testing.F) {
 		"  triggers: [{template: {name: t, argoWorkflow: {operation: submit, source: {resource: {"+wfRes+"}}}}}]\n"))
 	f.Add(toJSON(f, snHead+okDeps+"  triggers: [{template: {name: t, k8s: {source: {resource: {"+wfRes+"}}}}, retryStrategy: {steps: 3, duration: 1s, factor: 2, jitter: '0.5'}, rateLimit: {unit: Minute, requestsPerUnit: 10},"+
 		" policy: {k8s: {labels: {done: 'yes'}, backoff: {duration: 1000000, steps: 2}, errorOnBackoffTimeout: true}, status: {allow: [200]}}}]\n"))
+	f.Add(toJSON(f, snHead+okDeps+"  triggers: [{template: {name: t, http: {url: 'https://x/y', method: PUT, headers: {A: b}, secureHeaders: [{name: C, valueFrom: {configMapKeyRef: {name: c, key: k}}}],"+
+		" basicAuth: {password: {name: s, key: p}}, tls: {caCertSecret: {name: s, key: ca}}, timeout: 5, payload: [{src: {dependencyName: d}}], dynamicHeaders: [{src: {dependencyName: d, dataKey: a}, dest: X-A}]}},"+
+		" policy: {status: {allow: [200, 204]}}}, {template: {name: l, log: {intervalSeconds: 3}}},"+
+		" {template: {name: n1, nats: {url: 'nats://h:4222', subject: a.b, payload: [{src: {dependencyName: d}, dest: x}], auth: {nkey: {name: s, key: k}}}}},"+
+		" {template: {name: w, argoWorkflow: {operation: submit-from, source: {resource: {apiVersion: argoproj.io/v1alpha1, kind: WorkflowTemplate, metadata: {name: t}}}}}}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := DecodeSensor(data)
 		if err != nil {
@@ -84,6 +91,37 @@ func FuzzDecodeSensor(f *testing.F) {
 			if tr.run == nil || tr.run.retry.steps < 1 {
 				t.Fatalf("trigger %s runs no attempt: %+v", tr.t.Template.Name, tr.run)
 			}
+		}
+	})
+}
+
+// FuzzBuildPayload: a body built from an event's data (anything a webhook sender chose) and
+// a parameter's keys is JSON when it sets a dest, is bounded, and never panics; a missing key
+// is an error naming the parameter.
+func FuzzBuildPayload(f *testing.F) {
+	f.Add([]byte(`{"body":{"a":"x","n":[1,{"b":2}]}}`), "body.a", "message", false)
+	f.Add([]byte(`{"body":{"a":"x","n":[1,{"b":2}]}}`), "body.n", "meta.list", true)
+	f.Add([]byte(`"just a string"`), "", "a.b.0", true)
+	f.Add([]byte(`{"a":{"b":"c"}}`), "a|@reverse", "x\\.y", false)
+	f.Fuzz(func(t *testing.T, data []byte, key, dest string, raw bool) {
+		if len(dest) > 1000 || len(key) > 1000 {
+			return
+		}
+		evs := map[string]*Event{"d": {Data: data}}
+		ps := []TriggerParameter{{Src: &TriggerParameterSource{DependencyName: "d", DataKey: key, UseRawData: raw}, Dest: dest},
+			{Src: &TriggerParameterSource{DependencyName: "d", DataKey: key, Value: &key}, Dest: "fixed"}}
+		out, err := buildPayload("payload", ps, evs)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "payload[") {
+				t.Fatalf("error names no parameter: %v", err)
+			}
+			return
+		}
+		if len(out) > maxPayloadBytes {
+			t.Fatalf("payload of %d bytes", len(out))
+		}
+		if dest != "" && json.Valid(data) && !json.Valid(out) {
+			t.Fatalf("payload %q is not JSON (data %q, key %q, dest %q)", out, data, key, dest)
 		}
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	corev1 "k8s.io/api/core/v1"
@@ -31,6 +32,7 @@ import (
 	"github.com/freshet-dev/freshet/internal/bus"
 	"github.com/freshet-dev/freshet/internal/gitops/events"
 	"github.com/freshet-dev/freshet/internal/gitops/workflows"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/testenv/containers"
 	"github.com/freshet-dev/freshet/internal/testenv/kube"
 	"github.com/freshet-dev/freshet/internal/testenv/tlog"
@@ -96,13 +98,16 @@ type env struct {
 
 // newEnv starts the events controller on the loopback cluster, watching one namespace, with
 // the test NATS as the runtime's own, and serves its webhook handler on 127.0.0.1.
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
+
+// newEnvWith is newEnv with the runtime's network policy p (nil: unrestricted).
+func newEnvWith(t *testing.T, p *netpolicy.Policy) *env {
 	t.Helper()
-	return newEnvOn(t, kube.Shared(t))
+	return newEnvOn(t, kube.Shared(t), p)
 }
 
-// newEnvOn is newEnv on cluster c.
-func newEnvOn(t *testing.T, c *kube.Cluster) *env {
+// newEnvOn is newEnvWith on cluster c.
+func newEnvOn(t *testing.T, c *kube.Cluster, p *netpolicy.Policy) *env {
 	t.Helper()
 	natsURL, err := testNATS()
 	if err != nil {
@@ -120,7 +125,7 @@ func newEnvOn(t *testing.T, c *kube.Cluster) *env {
 		t.Fatal(err)
 	}
 	ctrl, err := events.New(c.RESTConfig(), events.Options{Namespace: ns, Logger: slog.New(slog.NewTextHandler(tlog.New(t), nil)),
-		NATS: func(context.Context) (*nats.Conn, error) { return nc, nil }})
+		NATS: func(context.Context) (*nats.Conn, error) { return nc, nil }, Policy: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -938,5 +943,275 @@ func TestTriggerRateLimit(t *testing.T) {
 	// Two seconds at least between the first and the third; timestamps are whole seconds.
 	if last.Sub(first) < time.Second {
 		t.Errorf("three executions of a trigger limited to 1/s created from %v to %v", first, last)
+	}
+}
+
+// grantWorkflows lets service account sa act on Workflows, their templates and CronWorkflows
+// as the argoWorkflow operations need.
+func (e *env) grantWorkflows(name, sa string) {
+	e.t.Helper()
+	if _, err := e.c.Client.RbacV1().Roles(e.ns).Create(e.ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"argoproj.io"}, Resources: []string{"workflows"}, Verbs: []string{"get", "create", "patch", "update"}},
+			{APIGroups: []string{"argoproj.io"}, Resources: []string{"workflowtemplates", "cronworkflows"}, Verbs: []string{"get"}}}}, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.c.Client.RbacV1().RoleBindings(e.ns).Create(e.ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: name},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: e.ns}}}, metav1.CreateOptions{}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// TestArgoWorkflowOperations: one event runs suspend, terminate and resubmit on the Workflow
+// its data names, and submit-from a WorkflowTemplate and a CronWorkflow, as the Sensor's
+// service account with the workflow engine's operations; the same operations as an account
+// without the rights fail as forbidden and change nothing.
+func TestArgoWorkflowOperations(t *testing.T) {
+	e := newEnv(t)
+	e.grantWorkflows("ops", "operator")
+	e.webhookSetup()
+	e.create(workflows.WorkflowsResource, "apiVersion: argoproj.io/v1alpha1\nkind: Workflow\nmetadata: {name: target}\nspec: {entrypoint: main, templates: [{name: main, container: {image: alpine, command: [echo]}}]}\n")
+	e.create(workflows.WorkflowTemplatesResource, "apiVersion: argoproj.io/v1alpha1\nkind: WorkflowTemplate\nmetadata: {name: tmpl}\nspec: {entrypoint: main, templates: [{name: main, container: {image: alpine, command: [echo]}}]}\n")
+	e.create(workflows.CronWorkflowsResource, "apiVersion: argoproj.io/v1alpha1\nkind: CronWorkflow\nmetadata: {name: nightly}\nspec: {schedule: '0 3 * * *', suspend: true, workflowMetadata: {labels: {from: cron}}, workflowSpec: {entrypoint: main, templates: [{name: main, container: {image: alpine, command: [echo]}}]}}\n")
+	// The Workflow acted on is named by the event (a parameter); the template and the
+	// CronWorkflow by the source.
+	op := func(name, op, kind, res string) string {
+		y := `
+  - template:
+      name: ` + name + `
+      argoWorkflow:
+        operation: ` + op + `
+        source: {resource: {apiVersion: argoproj.io/v1alpha1, kind: ` + kind + `, metadata: {name: ` + res + `}}}`
+		if kind == "Workflow" {
+			y += `
+        parameters: [{src: {dependencyName: wh, dataKey: body.workflow}, dest: metadata.name}]`
+		}
+		return y
+	}
+	sensor := func(name, sa string) string {
+		return `
+apiVersion: argoproj.io/v1alpha1
+kind: Sensor
+metadata: {name: ` + name + `}
+spec:
+  template: {serviceAccountName: ` + sa + `}
+  dependencies: [{name: wh, eventSourceName: hook, eventName: wh}]
+  triggers:` + op("suspend", "suspend", "Workflow", "") + op("terminate", "terminate", "Workflow", "") +
+			op("resubmit", "resubmit", "Workflow", "") + op("from-template", "submit-from", "WorkflowTemplate", "tmpl") +
+			op("from-cron", "submit-from", "CronWorkflow", "nightly") + "\n"
+	}
+	e.create(events.SensorsResource, sensor("denied", "nobody"))
+	e.waitCondition(events.SensorsResource, "denied", events.CondDeployed, "True")
+	e.hook(`{"workflow":"target"}`)
+	msg := e.waitCondition(events.SensorsResource, "denied", events.CondTriggered, "False")
+	if !strings.Contains(msg, "forbidden") {
+		t.Errorf("denied: Triggered message %q, want forbidden", msg)
+	}
+	if n := len(e.workflows()); n != 1 {
+		t.Fatalf("%d workflows after the denied operations, want 1", n)
+	}
+	if err := e.c.Dynamic.Resource(events.SensorsResource).Namespace(e.ns).Delete(e.ctx, "denied", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	e.create(events.SensorsResource, sensor("ops", "operator"))
+	e.waitCondition(events.SensorsResource, "ops", events.CondDeployed, "True")
+	e.hook(`{"workflow":"target"}`)
+	var resubmitted, fromTemplate, fromCron *unstructured.Unstructured
+	e.waitFor("the resubmitted and submitted workflows", 30*time.Second, func() (bool, string) {
+		resubmitted, fromTemplate, fromCron = nil, nil, nil
+		for _, w := range e.workflows() {
+			l := w.GetLabels()
+			switch {
+			case l[workflows.LabelResubmittedFrom] == "target":
+				resubmitted = &w
+			case l[workflows.LabelWorkflowTemplate] == "tmpl":
+				fromTemplate = &w
+			case l[workflows.LabelCronWorkflow] == "nightly":
+				fromCron = &w
+			}
+		}
+		return resubmitted != nil && fromTemplate != nil && fromCron != nil, fmt.Sprint(len(e.workflows()), " workflows")
+	})
+	if ref, _, _ := unstructured.NestedString(fromTemplate.Object, "spec", "workflowTemplateRef", "name"); ref != "tmpl" {
+		t.Errorf("submitted from the template: workflowTemplateRef %q", ref)
+	}
+	if fromCron.GetLabels()["from"] != "cron" || len(fromCron.GetOwnerReferences()) != 1 || fromCron.GetOwnerReferences()[0].Name != "nightly" {
+		t.Errorf("submitted from the CronWorkflow: labels %v, owners %v", fromCron.GetLabels(), fromCron.GetOwnerReferences())
+	}
+	e.waitFor("target suspended and terminated", 30*time.Second, func() (bool, string) {
+		u, err := e.c.Dynamic.Resource(workflows.WorkflowsResource).Namespace(e.ns).Get(e.ctx, "target", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		susp, _, _ := unstructured.NestedBool(u.Object, "spec", "suspend")
+		shut, _, _ := unstructured.NestedString(u.Object, "spec", "shutdown")
+		return susp && shut == "Terminate", fmt.Sprint(susp, shut)
+	})
+	e.waitCondition(events.SensorsResource, "ops", events.CondTriggered, "True")
+}
+
+// TestHTTPTriggerSecrets: a webhook event becomes a request to a real server on loopback,
+// its body built from the event, its secure header from a Secret and another from a
+// ConfigMap, its basic auth from a Secret; an answer outside policy.status.allow fails the
+// trigger.
+func TestHTTPTriggerSecrets(t *testing.T) {
+	e := newEnv(t)
+	e.webhookSetup()
+	type got struct {
+		auth, token, tenant, body string
+	}
+	reqs := make(chan got, 10)
+	code := make(chan int, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		user, pass, _ := r.BasicAuth()
+		reqs <- got{user + ":" + pass, r.Header.Get("X-Token"), r.Header.Get("X-Tenant"), string(b)}
+		w.WriteHeader(<-code)
+	}))
+	t.Cleanup(srv.Close)
+	if _, err := e.c.Client.CoreV1().Secrets(e.ns).Create(e.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "http-creds"},
+		StringData: map[string]string{"token": "s3cr3t-token", "user": "bot", "pass": "pw"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.c.Client.CoreV1().ConfigMaps(e.ns).Create(e.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "http-conf"},
+		Data: map[string]string{"tenant": "acme"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.create(events.SensorsResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: Sensor
+metadata: {name: notify}
+spec:
+  dependencies: [{name: wh, eventSourceName: hook, eventName: wh}]
+  triggers:
+  - template:
+      name: post
+      http:
+        url: `+srv.URL+`/notify
+        payload:
+        - {src: {dependencyName: wh, dataKey: body.version}, dest: release.version}
+        - {src: {dependencyName: wh, dataKey: body.meta, useRawData: true}, dest: release.meta}
+        secureHeaders:
+        - {name: X-Token, valueFrom: {secretKeyRef: {name: http-creds, key: token}}}
+        - {name: X-Tenant, valueFrom: {configMapKeyRef: {name: http-conf, key: tenant}}}
+        basicAuth: {username: {name: http-creds, key: user}, password: {name: http-creds, key: pass}}
+    policy: {status: {allow: [200]}}
+`)
+	e.waitCondition(events.SensorsResource, "notify", events.CondDeployed, "True")
+	code <- http.StatusOK
+	e.hook(`{"version":"1.2.3","meta":{"by":"ci"}}`)
+	select {
+	case r := <-reqs:
+		if r.auth != "bot:pw" || r.token != "s3cr3t-token" || r.tenant != "acme" || r.body != `{"release":{"version":"1.2.3","meta":{"by":"ci"}}}` {
+			t.Errorf("request %+v", r)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("no request")
+	}
+	e.waitCondition(events.SensorsResource, "notify", events.CondTriggered, "True")
+	code <- http.StatusNotFound
+	e.hook(`{"version":"1.2.4","meta":{}}`)
+	<-reqs
+	msg := e.waitCondition(events.SensorsResource, "notify", events.CondTriggered, "False")
+	if !strings.Contains(msg, "answered 404, not one of 200") || strings.Contains(msg, "s3cr3t") {
+		t.Errorf("Triggered message %q", msg)
+	}
+}
+
+// TestTriggerURLRefusedByPolicy: under a policy that allows public addresses only, a Sensor
+// whose http trigger names a loopback URL is refused when read (TriggersProvided=False naming
+// the field, the URL shown without its query) and runs nothing.
+func TestTriggerURLRefusedByPolicy(t *testing.T) {
+	public, err := netpolicy.Options{}.Policy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, public)
+	e.webhookSetup()
+	e.create(events.SensorsResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: Sensor
+metadata: {name: internal}
+spec:
+  dependencies: [{name: wh, eventSourceName: hook, eventName: wh}]
+  triggers:
+  - template:
+      name: post
+      http: {url: 'http://127.0.0.1:9/x?token=abc'}
+`)
+	msg := e.waitCondition(events.SensorsResource, "internal", events.CondTriggersProvided, "False")
+	if !strings.Contains(msg, "spec.triggers[0].template.http.url") || !strings.Contains(msg, "loopback") || strings.Contains(msg, "abc") {
+		t.Errorf("TriggersProvided message %q", msg)
+	}
+	if s, _ := e.condition(events.SensorsResource, "internal", events.CondDeployed); s != "False" {
+		t.Errorf("Deployed = %q for a refused Sensor", s)
+	}
+}
+
+// TestNATSTriggerToken: a webhook event is published, as the message its payload builds, to a
+// real NATS server (started by the test on loopback) that requires a token, the token read
+// from a Secret of the Sensor's namespace; a wrong token fails the trigger.
+func TestNATSTriggerToken(t *testing.T) {
+	srv, err := natsserver.NewServer(&natsserver.Options{Host: "127.0.0.1", Port: -1, Authorization: "t0ken-for-nats", NoLog: true, NoSigs: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Start()
+	t.Cleanup(srv.Shutdown)
+	if !srv.ReadyForConnections(10 * time.Second) {
+		t.Fatal("NATS server not ready")
+	}
+	nc, err := nats.Connect(srv.ClientURL(), nats.Token("t0ken-for-nats"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	sub, err := nc.SubscribeSync("deploys.done")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t)
+	e.webhookSetup()
+	if _, err := e.c.Client.CoreV1().Secrets(e.ns).Create(e.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "nats-auth"},
+		StringData: map[string]string{"token": "t0ken-for-nats", "wrong": "not-the-token"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sensor := func(name, key string) string {
+		return `
+apiVersion: argoproj.io/v1alpha1
+kind: Sensor
+metadata: {name: ` + name + `}
+spec:
+  dependencies: [{name: wh, eventSourceName: hook, eventName: wh}]
+  triggers:
+  - template:
+      name: publish
+      nats:
+        url: ` + srv.ClientURL() + `
+        subject: deploys.done
+        payload: [{src: {dependencyName: wh, dataKey: body.app}, dest: app}]
+        auth: {token: {name: nats-auth, key: ` + key + `}}
+`
+	}
+	e.create(events.SensorsResource, sensor("good", "token"))
+	e.create(events.SensorsResource, sensor("bad", "wrong"))
+	e.waitCondition(events.SensorsResource, "good", events.CondDeployed, "True")
+	e.waitCondition(events.SensorsResource, "bad", events.CondDeployed, "True")
+	e.hook(`{"app":"shop"}`)
+	msg, err := sub.NextMsg(30 * time.Second)
+	if err != nil {
+		t.Fatalf("no message: %v", err)
+	}
+	if string(msg.Data) != `{"app":"shop"}` {
+		t.Errorf("message %s", msg.Data)
+	}
+	e.waitCondition(events.SensorsResource, "good", events.CondTriggered, "True")
+	m := e.waitCondition(events.SensorsResource, "bad", events.CondTriggered, "False")
+	if !strings.Contains(m, "Authorization Violation") || strings.Contains(m, "not-the-token") {
+		t.Errorf("bad: Triggered message %q", m)
 	}
 }

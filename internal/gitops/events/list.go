@@ -103,6 +103,12 @@ func SensorSummary(u *unstructured.Unstructured) appproxyv1.Sensor {
 			st.Type, src = "argoWorkflow", t.Template.ArgoWorkflow.Source
 		case t.Template.K8s != nil:
 			st.Type, src = "k8s", t.Template.K8s.Source
+		case t.Template.HTTP != nil:
+			st.Type = "http"
+		case t.Template.Log != nil:
+			st.Type = "log"
+		case t.Template.NATS != nil:
+			st.Type = "nats"
 		}
 		if src != nil && len(src.Resource) > 0 {
 			var res struct {

@@ -48,6 +48,8 @@ type compiledTrigger struct {
 	deps map[string]bool
 	have map[string]*Event
 	run  *triggerRun
+	// lastLog is when a log trigger last wrote (its intervalSeconds).
+	lastLog time.Time
 }
 
 type compiledSensor struct {
@@ -118,6 +120,9 @@ func (c *Controller) reconcileSensor(ctx context.Context, u *unstructured.Unstru
 	key := ns + "/" + name
 	data, _ := u.MarshalJSON()
 	s, err := DecodeSensor(data)
+	if s != nil && err == nil {
+		err = c.checkTriggerURLs(s)
+	}
 	if s == nil || err != nil {
 		c.forget(kindSensor, ns, name) // its consumer too: nothing of an invalid Sensor stays
 		deps := Condition{Type: CondDependenciesProvided, Status: "True"}
@@ -220,6 +225,28 @@ func (c *Controller) reconcileSensor(ctx context.Context, u *unstructured.Unstru
 	c.mu.Unlock()
 	c.log.Info("sensor running", logKey, key, "dependencies", len(s.Spec.Dependencies), "triggers", len(s.Spec.Triggers))
 	return c.writeConditions(ctx, u, append(provided, deployed)...)
+}
+
+// checkTriggerURLs checks the URLs of a Sensor's http and nats triggers, as written, against
+// the runtime's network policy (they are checked again, once the parameters are set, before
+// every request).
+func (c *Controller) checkTriggerURLs(s *Sensor) error {
+	for i, t := range s.Spec.Triggers {
+		f := fmt.Sprintf("spec.triggers[%d].template", i)
+		switch {
+		case t.Template.HTTP != nil:
+			if err := c.opts.Policy.CheckServerURL(f+".http.url", shownURL(t.Template.HTTP.URL)); err != nil {
+				return err
+			}
+		case t.Template.NATS != nil:
+			for _, one := range strings.Split(t.Template.NATS.URL, ",") {
+				if err := c.opts.Policy.CheckServerURL(f+".nats.url", redact(strings.TrimSpace(one))); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 func (c *Controller) stopSensor(key string) {
@@ -368,6 +395,14 @@ func (c *Controller) fire(ctx context.Context, cs *compiledSensor, t *compiledTr
 		wfOnly bool
 	)
 	switch {
+	case tmpl.HTTP != nil:
+		return c.fireHTTP(ctx, cs, t, tmpl.HTTP)
+	case tmpl.Log != nil:
+		return c.fireLog(cs, t, tmpl.Log)
+	case tmpl.NATS != nil:
+		return c.fireNATS(ctx, cs, t, tmpl.NATS)
+	case tmpl.ArgoWorkflow != nil && tmpl.ArgoWorkflow.Operation != "" && tmpl.ArgoWorkflow.Operation != "submit":
+		return c.fireWorkflowOp(ctx, cs, t, tmpl.ArgoWorkflow, wait)
 	case tmpl.K8s != nil:
 		src, params, field = tmpl.K8s.Source, tmpl.K8s.Parameters, "k8s"
 		if tmpl.K8s.Operation != "" {
@@ -376,7 +411,7 @@ func (c *Controller) fire(ctx context.Context, cs *compiledSensor, t *compiledTr
 	case tmpl.ArgoWorkflow != nil:
 		src, params, field, wfOnly = tmpl.ArgoWorkflow.Source, tmpl.ArgoWorkflow.Parameters, "argoWorkflow", true
 	default:
-		return "", permanentError{errors.New("the template has no k8s or argoWorkflow trigger")}
+		return "", permanentError{errors.New("the template has no trigger kind")}
 	}
 	obj, err := checkSource(field+".source", src, false)
 	if err != nil {

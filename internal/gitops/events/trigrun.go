@@ -82,6 +82,9 @@ type triggerRun struct {
 	retry  backoff
 	limit  *rate.Limiter // nil: no rateLimit
 	policy *labelPolicy  // nil: no policy.k8s labels
+	// allow are policy.status.allow: the response codes an http trigger succeeds with (nil:
+	// any response).
+	allow []int
 }
 
 // waitFunc waits d or until ctx ends (its error).
@@ -157,11 +160,11 @@ func compileTriggerRun(f string, t *Trigger) (*triggerRun, error) {
 		tr.limit = l
 	}
 	if len(t.Policy) > 0 && string(t.Policy) != "null" {
-		p, err := parsePolicy(f+".policy", t.Policy)
+		p, allow, err := parsePolicy(f+".policy", t.Policy)
 		if err != nil {
 			return nil, err
 		}
-		tr.policy = p
+		tr.policy, tr.allow = p, allow
 	}
 	return tr, nil
 }
@@ -278,49 +281,65 @@ func parseRateLimit(f string, raw json.RawMessage) (*rate.Limiter, error) {
 	return rate.NewLimiter(rate.Every(unit/time.Duration(n)), 1), nil
 }
 
-func parsePolicy(f string, raw json.RawMessage) (*labelPolicy, error) {
+// parsePolicy reads policy.k8s (nil when it checks nothing) and policy.status.allow.
+func parsePolicy(f string, raw json.RawMessage) (*labelPolicy, []int, error) {
 	m, err := fields(f, raw, "a trigger policy", "k8s", "status")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	// status is the policy of http-like triggers; Argo ignores it for k8s and argoWorkflow.
+	// status is the policy of http triggers; Argo ignores it for the other kinds here.
+	var allow []int
 	if v, ok := m["status"]; ok {
-		if _, err := fields(f+".status", v, "a status policy", "allow"); err != nil {
-			return nil, err
+		st, err := fields(f+".status", v, "a status policy", "allow")
+		if err != nil {
+			return nil, nil, err
+		}
+		if a, ok := st["allow"]; ok {
+			if err := json.Unmarshal(a, &allow); err != nil {
+				return nil, nil, errdefs.Invalid(f+".status.allow", string(a), "is not a list of HTTP response codes (e.g. [200, 201])")
+			}
+			for i, c := range allow {
+				if c < 100 || c > 599 {
+					return nil, nil, errdefs.Invalid(fmt.Sprintf("%s.status.allow[%d]", f, i), strconv.Itoa(c), "is not an HTTP response code: 100 to 599")
+				}
+			}
+			if len(allow) == 0 {
+				allow = nil // as Argo: an empty list checks nothing
+			}
 		}
 	}
 	v, ok := m["k8s"]
 	if !ok {
-		return nil, nil
+		return nil, allow, nil
 	}
 	f += ".k8s"
 	k, err := fields(f, v, "a k8s resource policy", "labels", "backoff", "errorOnBackoffTimeout")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p := &labelPolicy{backoff: backoff{duration: defaultBackoffDuration, factor: defaultBackoffFactor, jitter: defaultBackoffJitter, steps: defaultBackoffSteps}}
 	if v, ok := k["labels"]; ok {
 		if err := json.Unmarshal(v, &p.labels); err != nil {
-			return nil, errdefs.Invalid(f+".labels", string(v), "is not a map of label names to values")
+			return nil, nil, errdefs.Invalid(f+".labels", string(v), "is not a map of label names to values")
 		}
 		for _, l := range sortedKeys(p.labels) {
 			if l == "" {
-				return nil, errdefs.Invalid(f+".labels", "", "has an empty label name")
+				return nil, nil, errdefs.Invalid(f+".labels", "", "has an empty label name")
 			}
 		}
 	}
 	if v, ok := k["backoff"]; ok {
 		if p.backoff, err = parseBackoff(f+".backoff", v); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if v, ok := k["errorOnBackoffTimeout"]; ok {
 		if err := json.Unmarshal(v, &p.errOnTimeout); err != nil {
-			return nil, errdefs.Invalid(f+".errorOnBackoffTimeout", string(v), "is not true or false")
+			return nil, nil, errdefs.Invalid(f+".errorOnBackoffTimeout", string(v), "is not true or false")
 		}
 	}
 	if len(p.labels) == 0 {
-		return nil, nil // as Argo: a policy without labels checks nothing
+		return nil, allow, nil // as Argo: a policy without labels checks nothing
 	}
-	return p, nil
+	return p, allow, nil
 }

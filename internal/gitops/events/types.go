@@ -280,7 +280,10 @@ type TriggerTemplate struct {
 	ConditionsReset json.RawMessage      `json:"conditionsReset,omitempty"`
 	K8s             *StandardK8sTrigger  `json:"k8s,omitempty"`
 	ArgoWorkflow    *ArgoWorkflowTrigger `json:"argoWorkflow,omitempty"`
-	// Other kinds (http, awsLambda, kafka, nats, slack, log, …) are refused by name.
+	HTTP            *HTTPTrigger         `json:"http,omitempty"`
+	Log             *LogTrigger          `json:"log,omitempty"`
+	NATS            *NATSTrigger         `json:"nats,omitempty"`
+	// Other kinds (awsLambda, kafka, slack, …) are refused by name.
 	Other map[string]json.RawMessage `json:"-"`
 }
 
@@ -304,12 +307,88 @@ type StandardK8sTrigger struct {
 	LiveObject    bool               `json:"liveObject,omitempty"`
 }
 
-// ArgoWorkflowTrigger submits a Workflow.
+// ArgoWorkflowTrigger submits a Workflow (operation submit), one from a CronWorkflow or a
+// WorkflowTemplate (submit-from), or acts on the Workflow its source names (resubmit, retry,
+// resume, suspend, terminate, stop).
 type ArgoWorkflowTrigger struct {
 	Source     *ArtifactLocation  `json:"source"`
 	Operation  string             `json:"operation,omitempty"`
 	Parameters []TriggerParameter `json:"parameters,omitempty"`
 	Args       []string           `json:"args,omitempty"`
+}
+
+// HTTPTrigger sends an HTTP request.
+type HTTPTrigger struct {
+	URL string `json:"url"`
+	// Payload builds the request's JSON body from the events (a parameter without dest is the
+	// whole body).
+	Payload        []TriggerParameter `json:"payload,omitempty"`
+	TLS            *TLSConfig         `json:"tls,omitempty"`
+	Method         string             `json:"method,omitempty"`
+	Parameters     []TriggerParameter `json:"parameters,omitempty"`
+	Timeout        int64              `json:"timeout,omitempty"`
+	BasicAuth      *BasicAuth         `json:"basicAuth,omitempty"`
+	Headers        map[string]string  `json:"headers,omitempty"`
+	SecureHeaders  []*SecureHeader    `json:"secureHeaders,omitempty"`
+	DynamicHeaders []TriggerParameter `json:"dynamicHeaders,omitempty"`
+	Host           string             `json:"host,omitempty"`
+}
+
+// TLSConfig is a client's TLS: the CA to trust, a client certificate, or no verification.
+type TLSConfig struct {
+	CACertSecret       *SecretKeySelector `json:"caCertSecret,omitempty"`
+	ClientCertSecret   *SecretKeySelector `json:"clientCertSecret,omitempty"`
+	ClientKeySecret    *SecretKeySelector `json:"clientKeySecret,omitempty"`
+	InsecureSkipVerify bool               `json:"insecureSkipVerify,omitempty"`
+	Enabled            bool               `json:"enabled,omitempty"`
+}
+
+// BasicAuth names the Secret keys holding a user name and a password.
+type BasicAuth struct {
+	Username *SecretKeySelector `json:"username,omitempty"`
+	Password *SecretKeySelector `json:"password,omitempty"`
+}
+
+// SecureHeader is a request header whose value is in a Secret or a ConfigMap.
+type SecureHeader struct {
+	Name      string           `json:"name,omitempty"`
+	ValueFrom *ValueFromSource `json:"valueFrom,omitempty"`
+}
+
+// ValueFromSource names a Secret's or a ConfigMap's key.
+type ValueFromSource struct {
+	SecretKeyRef    *SecretKeySelector    `json:"secretKeyRef,omitempty"`
+	ConfigMapKeyRef *ConfigMapKeySelector `json:"configMapKeyRef,omitempty"`
+}
+
+// ConfigMapKeySelector names a key of a ConfigMap in the resource's namespace.
+type ConfigMapKeySelector struct {
+	Name string `json:"name"`
+	Key  string `json:"key"`
+}
+
+// LogTrigger writes the events in the runtime's log, at most once per IntervalSeconds.
+type LogTrigger struct {
+	IntervalSeconds uint64 `json:"intervalSeconds,omitempty"`
+}
+
+// NATSTrigger publishes a message built from the events on a NATS subject.
+type NATSTrigger struct {
+	URL        string             `json:"url"`
+	Subject    string             `json:"subject"`
+	Payload    []TriggerParameter `json:"payload,omitempty"`
+	Parameters []TriggerParameter `json:"parameters,omitempty"`
+	TLS        *TLSConfig         `json:"tls,omitempty"`
+	Auth       *NATSAuth          `json:"auth,omitempty"`
+}
+
+// NATSAuth is how a NATS trigger authenticates: one of a user and password, a token, an NKey
+// seed or a credentials file, each from a Secret.
+type NATSAuth struct {
+	Basic      *BasicAuth         `json:"basic,omitempty"`
+	Token      *SecretKeySelector `json:"token,omitempty"`
+	NKey       *SecretKeySelector `json:"nkey,omitempty"`
+	Credential *SecretKeySelector `json:"credential,omitempty"`
 }
 
 // TriggerParameter sets Dest of the resource (or of the trigger template) from an event.

@@ -110,6 +110,9 @@ type Options struct {
 // Controller runs Workflows in one cluster: their pods, suspend and resource nodes, and their
 // status.
 type Controller struct {
+	// Ops are the operations on Workflows (submit, stop, retry, …), acting as the controller.
+	*Ops
+
 	cfg    *rest.Config
 	kube   kubernetes.Interface
 	dyn    dynamic.Interface
@@ -182,6 +185,7 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	c := &Controller{imgCache: map[string]imageEntry{}, cfg: rest.CopyConfig(cfg), kube: kc, dyn: dyn, opts: opts, log: opts.Logger,
 		mapper: restmapper.NewDeferredDiscoveryRESTMapper(disco), disco: disco,
 		written: map[string]string{}, saClient: map[string]dynamic.Interface{}, reported: map[string]string{}}
+	c.Ops = &Ops{dyn: dyn, kube: kc, log: opts.Logger, now: opts.Now, specOf: c.templateSpec}
 	return c, nil
 }
 

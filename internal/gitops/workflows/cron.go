@@ -332,6 +332,28 @@ func (c *Controller) pruneHistory(ctx context.Context, wfs []*Workflow, limit *i
 // stored, unknown fields kept) and workflowMetadata, labelled with and owned by it. It
 // returns nil and no error when that Workflow exists already.
 func (c *Controller) createCronWorkflow(ctx context.Context, u *unstructured.Unstructured, cw *CronWorkflow, due time.Time) (*unstructured.Unstructured, error) {
+	wf := cronToWorkflow(u, cw)
+	name := cronWorkflowName(cw.Name, due)
+	wf.SetName(name)
+	ann := wf.GetAnnotations()
+	ann[AnnotationScheduledTime] = due.UTC().Format(time.RFC3339)
+	wf.SetAnnotations(ann)
+	out, err := c.dyn.Resource(WorkflowsResource).Namespace(cw.Namespace).Create(ctx, wf, metav1.CreateOptions{FieldManager: FieldManager})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return nil, nil
+	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
+		return nil, errdefs.Invalid("spec.workflowSpec", "", "is refused by the API server: "+err.Error())
+	case err != nil:
+		return nil, fmt.Errorf("create workflow %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// cronToWorkflow is the Workflow a CronWorkflow (u, decoded as cw) makes, without a name: its
+// workflowSpec as stored (unknown fields kept) and workflowMetadata, labelled with and owned by
+// it.
+func cronToWorkflow(u *unstructured.Unstructured, cw *CronWorkflow) *unstructured.Unstructured {
 	spec, _, _ := unstructured.NestedMap(u.Object, "spec", "workflowSpec")
 	if spec == nil {
 		spec = map[string]any{}
@@ -349,26 +371,15 @@ func (c *Controller) createCronWorkflow(ctx context.Context, u *unstructured.Uns
 		}
 	}
 	lbl[LabelCronWorkflow] = cw.Name
-	ann[AnnotationScheduledTime] = due.UTC().Format(time.RFC3339)
-	name := cronWorkflowName(cw.Name, due)
 	wf := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": Group + "/" + Version, "kind": "Workflow",
-		"metadata": map[string]any{"name": name, "namespace": cw.Namespace, "labels": lbl, "annotations": ann},
+		"metadata": map[string]any{"namespace": cw.Namespace, "labels": lbl, "annotations": ann},
 		"spec":     spec,
 	}}
 	yes := true
 	wf.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: Group + "/" + Version, Kind: "CronWorkflow",
 		Name: cw.Name, UID: cw.UID, Controller: &yes, BlockOwnerDeletion: &yes}})
-	out, err := c.dyn.Resource(WorkflowsResource).Namespace(cw.Namespace).Create(ctx, wf, metav1.CreateOptions{FieldManager: FieldManager})
-	switch {
-	case apierrors.IsAlreadyExists(err):
-		return nil, nil
-	case apierrors.IsInvalid(err) || apierrors.IsBadRequest(err):
-		return nil, errdefs.Invalid("spec.workflowSpec", "", "is refused by the API server: "+err.Error())
-	case err != nil:
-		return nil, fmt.Errorf("create workflow %s: %w", name, err)
-	}
-	return out, nil
+	return wf
 }
 
 // cronEvent records a Normal Event on the CronWorkflow, once per due time.

@@ -56,7 +56,8 @@ type SubmitOptions struct {
 	Namespace string
 	// Manifest is an argoproj.io/v1alpha1 Workflow, as JSON.
 	Manifest []byte
-	// From is workflowtemplate/NAME or clusterworkflowtemplate/NAME (Manifest empty).
+	// From is workflowtemplate/NAME, clusterworkflowtemplate/NAME or cronworkflow/NAME
+	// (Manifest empty).
 	From string
 	// Parameters are KEY=VALUE, replacing the arguments of that name.
 	Parameters   []string
@@ -119,7 +120,7 @@ func parseFrom(from string) (name string, cluster bool, err error) {
 		ok = false
 	}
 	if !ok || len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return "", false, errdefs.Invalid("from", from, "is not workflowtemplate/NAME or clusterworkflowtemplate/NAME")
+		return "", false, errdefs.Invalid("from", from, "is not workflowtemplate/NAME, clusterworkflowtemplate/NAME or cronworkflow/NAME")
 	}
 	return name, cluster, nil
 }
@@ -151,7 +152,7 @@ func templateKind(cluster bool) string {
 }
 
 // getTemplate reads a (Cluster)WorkflowTemplate from the API server.
-func (c *Controller) getTemplate(ctx context.Context, ns, name string, cluster bool) (*WorkflowTemplate, error) {
+func (c *Ops) getTemplate(ctx context.Context, ns, name string, cluster bool) (*WorkflowTemplate, error) {
 	kind := templateKind(cluster)
 	var u *unstructured.Unstructured
 	var err error
@@ -181,7 +182,10 @@ func (c *Controller) getTemplate(ctx context.Context, ns, name string, cluster b
 // Submit creates a Workflow from a manifest or a template, after validating it as `argo lint`
 // does: a Workflow that would end in Error is refused (errdefs.ErrInvalid, the field named)
 // and nothing is created. It answers the Workflow as created.
-func (c *Controller) Submit(ctx context.Context, o SubmitOptions) (appproxyv1.WorkflowDetail, error) {
+func (c *Ops) Submit(ctx context.Context, o SubmitOptions) (appproxyv1.WorkflowDetail, error) {
+	if kind, name, ok := strings.Cut(o.From, "/"); ok && len(o.Manifest) == 0 && isCronKind(kind) {
+		return c.submitCron(ctx, o, name)
+	}
 	wf, err := PrepareSubmit(o)
 	if err != nil {
 		return appproxyv1.WorkflowDetail{}, err
@@ -219,6 +223,69 @@ func (c *Controller) Submit(ctx context.Context, o SubmitOptions) (appproxyv1.Wo
 		return appproxyv1.WorkflowDetail{}, kubeErr(err, "workflow "+ns+"/"+wf.Name+wf.GenerateName)
 	}
 	c.log.Info("workflow submitted", logWorkflow, ns+"/"+out.GetName(), "by", o.By.Email)
+	return detailOf(out)
+}
+
+func isCronKind(kind string) bool {
+	switch strings.ToLower(kind) {
+	case "cronworkflow", "cronworkflows", "cronwf", "cwf":
+		return true
+	}
+	return false
+}
+
+// submitCron creates a Workflow from CronWorkflow name now, as `argo submit --from
+// cronwf/NAME` does: its workflowSpec and workflowMetadata, labelled with and owned by it,
+// named after it; checked as a submitted manifest is.
+func (c *Ops) submitCron(ctx context.Context, o SubmitOptions, name string) (appproxyv1.WorkflowDetail, error) {
+	if len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return appproxyv1.WorkflowDetail{}, errdefs.Invalid("from", o.From, "is not cronworkflow/NAME")
+	}
+	if len(o.Parameters) > 0 || o.Entrypoint != "" {
+		return appproxyv1.WorkflowDetail{}, errdefs.Invalid("from", o.From, "takes no parameters or entrypoint: a CronWorkflow's Workflow runs its workflowSpec as written")
+	}
+	ns := o.Namespace
+	if ns == "" {
+		ns = DefaultNamespace
+	}
+	u, err := c.dyn.Resource(CronWorkflowsResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return appproxyv1.WorkflowDetail{}, kubeErr(err, fmt.Sprintf("CronWorkflow %q in namespace %s", name, ns))
+	}
+	data, err := u.MarshalJSON()
+	if err != nil {
+		return appproxyv1.WorkflowDetail{}, err
+	}
+	cw, err := DecodeCron(data)
+	if cw == nil {
+		return appproxyv1.WorkflowDetail{}, err
+	}
+	if err != nil {
+		return appproxyv1.WorkflowDetail{}, fmt.Errorf("CronWorkflow %q: invalid spec: %w", name, err)
+	}
+	wf := cronToWorkflow(u, cw)
+	gen := name + "-"
+	if o.GenerateName != "" {
+		gen = o.GenerateName
+	}
+	wf.SetGenerateName(gen)
+	var meta metav1.ObjectMeta
+	meta.Labels, meta.Annotations = wf.GetLabels(), wf.GetAnnotations()
+	markCreator(&meta, o.By)
+	wf.SetLabels(meta.Labels)
+	wf.SetAnnotations(meta.Annotations)
+	manifest, err := wf.MarshalJSON()
+	if err != nil {
+		return appproxyv1.WorkflowDetail{}, err
+	}
+	if _, err := Decode(manifest); err != nil {
+		return appproxyv1.WorkflowDetail{}, fmt.Errorf("CronWorkflow %q: invalid workflowSpec: %w", name, err)
+	}
+	out, err := c.dyn.Resource(WorkflowsResource).Namespace(ns).Create(ctx, wf, metav1.CreateOptions{FieldManager: FieldManager})
+	if err != nil {
+		return appproxyv1.WorkflowDetail{}, kubeErr(err, "workflow "+ns+"/"+gen+" from CronWorkflow "+name)
+	}
+	c.log.Info("workflow submitted", logWorkflow, ns+"/"+out.GetName(), "from", "cronworkflow/"+name, "by", o.By.Email)
 	return detailOf(out)
 }
 
@@ -514,7 +581,7 @@ func (c *Controller) List(ctx context.Context, ns string) ([]appproxyv1.Workflow
 	return out, nil
 }
 
-func (c *Controller) getWorkflow(ctx context.Context, ns, name string) (*unstructured.Unstructured, *Workflow, error) {
+func (c *Ops) getWorkflow(ctx context.Context, ns, name string) (*unstructured.Unstructured, *Workflow, error) {
 	u, err := c.dyn.Resource(WorkflowsResource).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, nil, kubeErr(err, "workflow "+ns+"/"+name)
@@ -535,7 +602,7 @@ func (c *Controller) Get(ctx context.Context, ns, name string) (appproxyv1.Workf
 }
 
 // patchSpec merge-patches the Workflow's spec.
-func (c *Controller) patchSpec(ctx context.Context, ns, name string, spec map[string]any) error {
+func (c *Ops) patchSpec(ctx context.Context, ns, name string, spec map[string]any) error {
 	body, _ := json.Marshal(map[string]any{"spec": spec})
 	_, err := c.dyn.Resource(WorkflowsResource).Namespace(ns).Patch(ctx, name, types.MergePatchType, body, metav1.PatchOptions{FieldManager: FieldManager})
 	return kubeErr(err, "workflow "+ns+"/"+name)
@@ -551,7 +618,7 @@ func finished(wf *Workflow, op string) error {
 // Shutdown stops (strategy Stop: the exit handler runs) or terminates (Terminate: it does not)
 // a running Workflow, as `argo stop` and `argo terminate`: its pods are deleted and nothing new
 // starts.
-func (c *Controller) Shutdown(ctx context.Context, ns, name, strategy string) error {
+func (c *Ops) Shutdown(ctx context.Context, ns, name, strategy string) error {
 	if strategy != "Stop" && strategy != "Terminate" {
 		return errdefs.Invalid("shutdown", strategy, "is not Stop or Terminate")
 	}
@@ -566,7 +633,7 @@ func (c *Controller) Shutdown(ctx context.Context, ns, name, strategy string) er
 }
 
 // Suspend holds a running Workflow: no new node starts until it is resumed (`argo suspend`).
-func (c *Controller) Suspend(ctx context.Context, ns, name string) error {
+func (c *Ops) Suspend(ctx context.Context, ns, name string) error {
 	_, wf, err := c.getWorkflow(ctx, ns, name)
 	if err != nil {
 		return err
@@ -579,7 +646,7 @@ func (c *Controller) Suspend(ctx context.Context, ns, name string) error {
 
 // Resubmit creates a new Workflow with the spec of ns/name (`argo resubmit`), named after it,
 // labelled with where it comes from, and answers it.
-func (c *Controller) Resubmit(ctx context.Context, ns, name string, by Submitter) (appproxyv1.WorkflowDetail, error) {
+func (c *Ops) Resubmit(ctx context.Context, ns, name string, by Submitter) (appproxyv1.WorkflowDetail, error) {
 	u, _, err := c.getWorkflow(ctx, ns, name)
 	if err != nil {
 		return appproxyv1.WorkflowDetail{}, err
@@ -617,7 +684,7 @@ func (c *Controller) Resubmit(ctx context.Context, ns, name string, by Submitter
 // Retry runs a Failed or Errored Workflow again from where it failed (`argo retry`): its
 // failed, errored and omitted nodes (and the exit handler's) are forgotten with their pods,
 // what succeeded is kept, and the controller walks the tree again.
-func (c *Controller) Retry(ctx context.Context, ns, name string) error {
+func (c *Ops) Retry(ctx context.Context, ns, name string) error {
 	u, wf, err := c.getWorkflow(ctx, ns, name)
 	if err != nil {
 		return err
@@ -705,7 +772,7 @@ const retryPodGone = 30 * time.Second
 
 // deletePodNow deletes a pod at once and waits until the API server no longer has it, so that
 // the node started again does not read the old pod's end.
-func (c *Controller) deletePodNow(ctx context.Context, ns, name string) error {
+func (c *Ops) deletePodNow(ctx context.Context, ns, name string) error {
 	zero := int64(0)
 	err := c.kube.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 	if apierrors.IsNotFound(err) {

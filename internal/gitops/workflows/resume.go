@@ -40,7 +40,7 @@ func effectiveSpec(wf *Workflow) *WorkflowSpec {
 
 // Resume resumes a suspended Workflow: its suspend nodes that wait to be resumed succeed (with
 // their output parameters' defaults) and spec.suspend is cleared (what `argo resume` does).
-func (c *Controller) Resume(ctx context.Context, ns, name string) error {
+func (c *Ops) Resume(ctx context.Context, ns, name string) error {
 	return c.ResumeWith(ctx, ns, name, ResumeOptions{})
 }
 
@@ -48,7 +48,7 @@ func (c *Controller) Resume(ctx context.Context, ns, name string) error {
 // supplies for their outputs. Nothing is written unless every value checks: an unknown node or
 // parameter, a value outside the parameter's enum, or a supplied parameter without a value or a
 // default is refused, naming it.
-func (c *Controller) ResumeWith(ctx context.Context, ns, name string, o ResumeOptions) error {
+func (c *Ops) ResumeWith(ctx context.Context, ns, name string, o ResumeOptions) error {
 	res := c.dyn.Resource(WorkflowsResource).Namespace(ns)
 	u, err := res.Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -77,7 +77,7 @@ func (c *Controller) ResumeWith(ctx context.Context, ns, name string, o ResumeOp
 	if len(ids) == 0 && len(o.Parameters) > 0 {
 		return errdefs.Invalid("parameters", "", "are given, but no suspend node waits to be resumed")
 	}
-	now := metav1.NewTime(c.opts.Now())
+	now := metav1.NewTime(c.now())
 	used := map[string]bool{}
 	for _, id := range ids {
 		n := wf.Status.Nodes[id]
@@ -185,10 +185,10 @@ func suppliedOutputs(t *Template, given map[string]string, used map[string]bool)
 
 // nodeTemplate is the template a node ran: of the WorkflowTemplate its templateRef names, else
 // of the Workflow's spec; nil when it cannot be found (a template deleted since).
-func (c *Controller) nodeTemplate(ctx context.Context, wf *Workflow, n NodeStatus) *Template {
+func (c *Ops) nodeTemplate(ctx context.Context, wf *Workflow, n NodeStatus) *Template {
 	spec, name := effectiveSpec(wf), n.TemplateName
 	if r := n.TemplateRef; r != nil {
-		s, err := c.templateSpec(ctx, wf.Namespace, r.Name, r.ClusterScope)
+		s, err := c.specOf(ctx, wf.Namespace, r.Name, r.ClusterScope)
 		if err != nil {
 			return nil
 		}

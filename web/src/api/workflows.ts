@@ -133,7 +133,7 @@ export interface SensorDependency {
 
 export interface SensorTrigger {
   name: string;
-  /** argoWorkflow or k8s. */
+  /** argoWorkflow, k8s, http, log or nats. */
   type: string;
   kind: string;
   workflowTemplate: string;
