@@ -64,8 +64,15 @@ type CronWorkflowSpec struct {
 	StartingDeadlineSeconds    *int64       `json:"startingDeadlineSeconds,omitempty"`
 	SuccessfulJobsHistoryLimit *int32       `json:"successfulJobsHistoryLimit,omitempty"`
 	FailedJobsHistoryLimit     *int32       `json:"failedJobsHistoryLimit,omitempty"`
-	// Recognised, not built yet: refused by name.
-	StopStrategy json.RawMessage `json:"stopStrategy,omitempty"`
+	// StopStrategy stops the CronWorkflow for good once its expression holds (Argo 3.6).
+	StopStrategy *StopStrategy `json:"stopStrategy,omitempty"`
+}
+
+// StopStrategy is a CronWorkflow's spec.stopStrategy: Expression (expr-lang over
+// cronworkflow.succeeded, cronworkflow.failed and the CronWorkflow's name, namespace, labels,
+// annotations and lastScheduledTime) stops it when true.
+type StopStrategy struct {
+	Expression string `json:"expression"`
 }
 
 // WorkflowSpec is the desired run. The fields this controller does not run yet are kept as
