@@ -44,6 +44,10 @@ func TestLint(t *testing.T) {
   entrypoint: a
   podGC: {strategy: Always}
   templates: [{name: a, container: {image: x, command: [x]}}]`, "spec.podGC.strategy", `"Always" must be OnPodCompletion, OnPodSuccess, OnWorkflowCompletion or OnWorkflowSuccess`},
+		{"bad podGC label selector", `
+  entrypoint: a
+  podGC: {strategy: OnPodCompletion, labelSelector: {matchExpressions: [{key: gc, operator: Near}]}}
+  templates: [{name: a, container: {image: x, command: [x]}}]`, "spec.podGC.labelSelector", `is not a label selector: "Near" is not a valid label selector operator`},
 		{"bad podGC delay", `
   entrypoint: a
   podGC: {strategy: OnPodCompletion, deleteDelayDuration: soon}
