@@ -78,13 +78,15 @@ type StopStrategy struct {
 // WorkflowSpec is the desired run. The fields this controller does not run yet are kept as
 // raw values so that a spec using them is refused by name rather than run without them.
 type WorkflowSpec struct {
-	Templates             []Template                    `json:"templates,omitempty"`
-	Entrypoint            string                        `json:"entrypoint,omitempty"`
-	Arguments             Arguments                     `json:"arguments,omitempty"`
-	ServiceAccountName    string                        `json:"serviceAccountName,omitempty"`
-	ActiveDeadlineSeconds *int64                        `json:"activeDeadlineSeconds,omitempty"`
-	OnExit                string                        `json:"onExit,omitempty"`
-	Parallelism           *int64                        `json:"parallelism,omitempty"`
+	Templates             []Template `json:"templates,omitempty"`
+	Entrypoint            string     `json:"entrypoint,omitempty"`
+	Arguments             Arguments  `json:"arguments,omitempty"`
+	ServiceAccountName    string     `json:"serviceAccountName,omitempty"`
+	ActiveDeadlineSeconds *int64     `json:"activeDeadlineSeconds,omitempty"`
+	OnExit                string     `json:"onExit,omitempty"`
+	Parallelism           *int64     `json:"parallelism,omitempty"`
+	// Priority orders the Workflows waiting for a synchronization lock: higher first (Argo's).
+	Priority              *int32                        `json:"priority,omitempty"`
 	WorkflowTemplateRef   *WorkflowTemplateRef          `json:"workflowTemplateRef,omitempty"`
 	PodMetadata           *Metadata                     `json:"podMetadata,omitempty"`
 	Suspend               *bool                         `json:"suspend,omitempty"`
