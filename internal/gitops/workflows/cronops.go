@@ -31,7 +31,7 @@ type CronOptions struct {
 // fields of the manifest are kept (the CRD preserves them). Errors are *errdefs.FieldError
 // naming the field.
 func PrepareCron(o CronOptions) (*CronWorkflow, *unstructured.Unstructured, error) {
-	if len(o.Manifest) == 0 {
+	if len(o.Manifest) == 0 || string(o.Manifest) == "null" {
 		return nil, nil, errdefs.Invalid("cronWorkflow", "", "is required: a CronWorkflow manifest")
 	}
 	cw, verr := DecodeCron(o.Manifest)
