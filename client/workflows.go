@@ -227,3 +227,62 @@ func (c *Client) WorkflowRunStats(ctx context.Context, days int) (WorkflowRunSta
 	err := c.do(ctx, http.MethodGet, "/api/v1/archived-workflows/stats", q, nil, &out)
 	return out, err
 }
+
+// A runtime's Argo CronWorkflows, through its app-proxy (docs/appproxy.md, "Cron workflows").
+type (
+	CronWorkflow              = appproxyv1.CronWorkflow
+	CronWorkflowCondition     = appproxyv1.CronWorkflowCondition
+	CronWorkflowCreateRequest = appproxyv1.CronWorkflowCreateRequest
+)
+
+func cronWorkflowsPath(runtime string) string { return proxyPath(runtime) + "cron-workflows" }
+
+func cronWorkflowPath(runtime, namespace, name string) string {
+	return cronWorkflowsPath(runtime) + "/" + url.PathEscape(namespace) + "/" + url.PathEscape(name)
+}
+
+// ListCronWorkflows lists a runtime's CronWorkflows (of namespace, when set).
+func (c *Client) ListCronWorkflows(ctx context.Context, runtime, namespace string) (List[CronWorkflow], error) {
+	var out List[CronWorkflow]
+	q := url.Values{}
+	if namespace != "" {
+		q.Set("namespace", namespace)
+	}
+	err := c.do(ctx, http.MethodGet, cronWorkflowsPath(runtime), q, nil, &out)
+	return out, err
+}
+
+// GetCronWorkflow returns a CronWorkflow.
+func (c *Client) GetCronWorkflow(ctx context.Context, runtime, namespace, name string) (CronWorkflow, error) {
+	var out CronWorkflow
+	err := c.do(ctx, http.MethodGet, cronWorkflowPath(runtime, namespace, name), nil, nil, &out)
+	return out, err
+}
+
+// CreateCronWorkflow creates a CronWorkflow from its manifest and returns it as created.
+func (c *Client) CreateCronWorkflow(ctx context.Context, runtime string, req CronWorkflowCreateRequest) (CronWorkflow, error) {
+	var out CronWorkflow
+	err := c.do(ctx, http.MethodPost, cronWorkflowsPath(runtime), nil, req, &out)
+	return out, err
+}
+
+// LintCronWorkflow checks a CronWorkflow manifest as a create would, creating nothing, and
+// returns it as it would be created.
+func (c *Client) LintCronWorkflow(ctx context.Context, runtime string, req CronWorkflowCreateRequest) (CronWorkflow, error) {
+	var out CronWorkflow
+	err := c.do(ctx, http.MethodPost, cronWorkflowsPath(runtime)+"/lint", nil, req, &out)
+	return out, err
+}
+
+// DeleteCronWorkflow deletes a CronWorkflow and its Workflows.
+func (c *Client) DeleteCronWorkflow(ctx context.Context, runtime, namespace, name string) error {
+	return c.do(ctx, http.MethodDelete, cronWorkflowPath(runtime, namespace, name), nil, nil, nil)
+}
+
+// CronWorkflowOperation runs op (suspend, resume) on a CronWorkflow and returns it as it is
+// afterwards.
+func (c *Client) CronWorkflowOperation(ctx context.Context, runtime, namespace, name, op string) (CronWorkflow, error) {
+	var out CronWorkflow
+	err := c.do(ctx, http.MethodPost, cronWorkflowPath(runtime, namespace, name)+"/"+url.PathEscape(op), nil, struct{}{}, &out)
+	return out, err
+}

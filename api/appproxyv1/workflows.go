@@ -209,3 +209,68 @@ type WorkflowTemplateCommit struct {
 	Commit             string `json:"commit"`
 	Namespace          string `json:"namespace"`
 }
+
+// CronWorkflow is one Argo Workflows CronWorkflow (`GET cron-workflows`, `GET
+// cron-workflows/{namespace}/{name}`, and the answer of create, lint, suspend and resume; `freshet
+// cron-workflow list|get -o json` prints it).
+type CronWorkflow struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	UID       string `json:"uid"`
+	// Schedules are spec.schedule or spec.schedules, evaluated in Timezone (empty: UTC).
+	Schedules               []string `json:"schedules"`
+	Timezone                string   `json:"timezone"`
+	ConcurrencyPolicy       string   `json:"concurrencyPolicy"`
+	StartingDeadlineSeconds *int64   `json:"startingDeadlineSeconds"`
+	// Suspended is spec.suspend (`suspend`, `resume`).
+	Suspended bool `json:"suspended"`
+	// StopExpression is spec.stopStrategy.expression: once it holds, Phase is Stopped for good.
+	StopExpression string `json:"stopExpression"`
+	// Phase is status.phase: Active, or Stopped by the stop strategy ("" before the controller
+	// has seen it).
+	Phase string `json:"phase"`
+	// Succeeded and Failed are status.succeeded and status.failed: its finished Workflows, each
+	// counted once (Failed also counts schedules whose Workflow was refused).
+	Succeeded int64 `json:"succeeded"`
+	Failed    int64 `json:"failed"`
+	// LastScheduledTime is status.lastScheduledTime; NextScheduledTime when it runs next (nil
+	// when suspended, stopped, or its schedule is invalid).
+	LastScheduledTime *time.Time `json:"lastScheduledTime"`
+	NextScheduledTime *time.Time `json:"nextScheduledTime"`
+	// Active are the names of its running Workflows (status.active).
+	Active []string `json:"active"`
+	// Conditions are status.conditions: SpecError (what is wrong, naming the field),
+	// SubmissionError (a Workflow the API server refused).
+	Conditions []CronWorkflowCondition `json:"conditions"`
+	// Template is the WorkflowTemplate its workflowSpec runs ("cluster/NAME" for a
+	// ClusterWorkflowTemplate), Entrypoint its workflowSpec's.
+	Template   string `json:"template"`
+	Entrypoint string `json:"entrypoint"`
+	// Creator is who created it through the app-proxy, empty otherwise.
+	Creator   string    `json:"creator"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// CronWorkflowCondition is one of a CronWorkflow's status.conditions.
+type CronWorkflowCondition struct {
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Message string `json:"message"`
+}
+
+// CronWorkflowCreateRequest is the body of `POST cron-workflows` and `POST cron-workflows/lint`:
+// a CronWorkflow manifest (argoproj.io/v1alpha1 CronWorkflow, as JSON) and the namespace it goes
+// to (default: the manifest's, else "default").
+type CronWorkflowCreateRequest struct {
+	Namespace    string          `json:"namespace,omitempty"`
+	CronWorkflow json.RawMessage `json:"cronWorkflow"`
+}
+
+// The CronWorkflow operations (POST cron-workflows/{namespace}/{name}/{op}).
+const (
+	CronWorkflowSuspend = "suspend"
+	CronWorkflowResume  = "resume"
+)
+
+// CronWorkflowOps are the CronWorkflow operations.
+var CronWorkflowOps = []string{CronWorkflowSuspend, CronWorkflowResume}

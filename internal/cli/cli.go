@@ -98,7 +98,7 @@ func (a *app) rootCommand() *cobra.Command {
 		a.accountCommand(), a.userCommand(), a.invitationCommand(), a.apikeyCommand(), a.auditCommand(),
 		a.teamCommand(), a.ruleCommand(), a.authzCommand(), a.sessionCommand(),
 		a.projectCommand(), a.pipelineCommand(), a.buildCommand(), a.contextCommand(), a.runnerCommand(),
-		a.masterKeyCommand(), a.runtimeCommand(), a.appCommand(), a.rolloutCommand(), a.workflowCommand(), a.workflowTemplateCommand(), a.clusterCommand(), a.gitSourceCommand(),
+		a.masterKeyCommand(), a.runtimeCommand(), a.appCommand(), a.rolloutCommand(), a.workflowCommand(), a.workflowTemplateCommand(), a.cronWorkflowCommand(), a.clusterCommand(), a.gitSourceCommand(),
 		a.deploymentsCommand(), a.doraCommand(), a.imagesCommand(), a.helmReleaseCommand(), a.notificationCommand(), a.environmentCommand(), a.productCommand(), a.hubCommand(), a.adminCommand(), a.planCommand(), a.usageCommand(),
 		a.versionCommand(),
 	)

@@ -67,8 +67,9 @@ var coarse = map[Kind]map[Action]Permission{
 	KindApplications: {ActCreate: ReadRuntimes, ActRead: ReadRuntimes, ActUpdate: ReadRuntimes, ActDelete: ReadRuntimes, ActSync: ReadRuntimes, ActTerminate: ReadRuntimes},
 	KindGitSources:   {ActCreate: ReadRuntimes, ActRead: ReadRuntimes, ActUpdate: ReadRuntimes, ActDelete: ReadRuntimes},
 	// As applications': the runtime lets members and admins operate (submit: create, retry:
-	// run, stop and terminate: terminate, suspend and resume: update), viewers read.
-	KindWorkflows: {ActCreate: ReadRuntimes, ActRead: ReadRuntimes, ActUpdate: ReadRuntimes, ActRun: ReadRuntimes, ActTerminate: ReadRuntimes},
+	// run, stop and terminate: terminate, suspend and resume: update; a CronWorkflow's create,
+	// delete, suspend and resume likewise), viewers read.
+	KindWorkflows: {ActCreate: ReadRuntimes, ActRead: ReadRuntimes, ActUpdate: ReadRuntimes, ActDelete: ReadRuntimes, ActRun: ReadRuntimes, ActTerminate: ReadRuntimes},
 }
 
 // owned kinds have an owner team: a project's (its pipelines and builds inherit it) or a

@@ -32,7 +32,7 @@ func appProxyOperation(method, path string) (kind rbac.Kind, action rbac.Action,
 		return rbac.KindGitSources, rbac.ActRead, "", method == http.MethodGet
 	case "clusters":
 		kind = rbac.KindClusters
-	case "workflows", "workflow-templates", "cluster-workflow-templates":
+	case "workflows", "workflow-templates", "cluster-workflow-templates", "cron-workflows":
 		return workflowOperation(method, parts)
 	case "sensors", "event-sources": // a Delivery Pipeline's parts: reading them is reading workflows
 		return rbac.KindWorkflows, rbac.ActRead, "", method == http.MethodGet && len(parts) == 1
@@ -97,9 +97,13 @@ func appProxyOperation(method, path string) (kind rbac.Kind, action rbac.Action,
 // workflowOperation names a request under workflows/, workflow-templates/ or
 // cluster-workflow-templates/ for rules: reading (lists, a workflow, its log, templates) is
 // read; submit and resubmit create, retry runs, stop and terminate terminate, suspend and
-// resume update. A workflow is named NAMESPACE/NAME.
+// resume update. A CronWorkflow's create is create, lint read, delete delete, suspend and
+// resume update. A workflow or CronWorkflow is named NAMESPACE/NAME.
 func workflowOperation(method string, parts []string) (rbac.Kind, rbac.Action, string, bool) {
 	k := rbac.KindWorkflows
+	if parts[0] == "cron-workflows" {
+		return cronWorkflowOperation(method, parts)
+	}
 	if parts[0] != "workflows" {
 		return k, rbac.ActRead, "", method == http.MethodGet && len(parts) <= 3
 	}
@@ -124,6 +128,25 @@ func workflowOperation(method string, parts []string) (rbac.Kind, rbac.Action, s
 		case "suspend", "resume":
 			return k, rbac.ActUpdate, name, true
 		}
+	}
+	return "", "", "", false
+}
+
+func cronWorkflowOperation(method string, parts []string) (rbac.Kind, rbac.Action, string, bool) {
+	k := rbac.KindWorkflows
+	switch {
+	case len(parts) == 1 && method == http.MethodGet:
+		return k, rbac.ActRead, "", true
+	case len(parts) == 1 && method == http.MethodPost:
+		return k, rbac.ActCreate, "", true
+	case len(parts) == 2 && method == http.MethodPost && parts[1] == "lint":
+		return k, rbac.ActRead, "", true
+	case len(parts) == 3 && method == http.MethodGet:
+		return k, rbac.ActRead, parts[1] + "/" + parts[2], true
+	case len(parts) == 3 && method == http.MethodDelete:
+		return k, rbac.ActDelete, parts[1] + "/" + parts[2], true
+	case len(parts) == 4 && method == http.MethodPost && (parts[3] == "suspend" || parts[3] == "resume"):
+		return k, rbac.ActUpdate, parts[1] + "/" + parts[2], true
 	}
 	return "", "", "", false
 }

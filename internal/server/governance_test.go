@@ -263,6 +263,8 @@ func TestRulesThroughTheTunnel(t *testing.T) {
 		{"POST", "/app-proxy/api/v1/workflows", http.StatusServiceUnavailable},
 		{"POST", "/app-proxy/api/v1/workflows/ci/build-1/terminate", http.StatusServiceUnavailable},
 		{"GET", "/app-proxy/api/v1/workflow-templates", http.StatusServiceUnavailable},
+		{"POST", "/app-proxy/api/v1/cron-workflows", http.StatusServiceUnavailable},
+		{"DELETE", "/app-proxy/api/v1/cron-workflows/ci/nightly", http.StatusServiceUnavailable},
 	} {
 		if st := get(c.method, c.path); st != c.want {
 			t.Errorf("workflows ungoverned: %s %s: %d, want %d", c.method, c.path, st, c.want)
@@ -282,6 +284,15 @@ func TestRulesThroughTheTunnel(t *testing.T) {
 		{"POST", "/app-proxy/api/v1/workflows/ci/build-1/retry", http.StatusForbidden},       // run: no rule
 		{"POST", "/app-proxy/api/v1/workflows", http.StatusForbidden},                        // create: no rule
 		{"DELETE", "/app-proxy/api/v1/workflows/ci/build-1", http.StatusForbidden},           // not described
+		// CronWorkflows are workflows: reads and lint are reads, the rest needs its action.
+		{"GET", "/app-proxy/api/v1/cron-workflows/ci/nightly", http.StatusServiceUnavailable},
+		{"GET", "/app-proxy/api/v1/cron-workflows", http.StatusForbidden},       // no namespace: the rule names one
+		{"POST", "/app-proxy/api/v1/cron-workflows/lint", http.StatusForbidden}, // likewise
+		{"GET", "/app-proxy/api/v1/cron-workflows/prod/nightly", http.StatusForbidden},
+		{"POST", "/app-proxy/api/v1/cron-workflows", http.StatusForbidden},                    // create: no rule
+		{"DELETE", "/app-proxy/api/v1/cron-workflows/ci/nightly", http.StatusForbidden},       // delete: no rule
+		{"POST", "/app-proxy/api/v1/cron-workflows/ci/nightly/resume", http.StatusForbidden},  // update: no rule
+		{"POST", "/app-proxy/api/v1/cron-workflows/ci/nightly/explode", http.StatusForbidden}, // not described
 	} {
 		if st := get(c.method, c.path); st != c.want {
 			t.Errorf("workflows governed: %s %s: %d, want %d", c.method, c.path, st, c.want)

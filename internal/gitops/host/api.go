@@ -184,6 +184,7 @@ func (h *Host) routes(mux *http.ServeMux) {
 	h.resourceRoutes(mux, handle)
 	h.rolloutRoutes(handle)
 	h.workflowRoutes(mux, handle)
+	h.cronWorkflowRoutes(handle)
 	h.templateCommitRoutes(handle)
 	h.pipelineRoutes(handle)
 	handle("GET "+APIPrefix+"clusters", func(*http.Request) (int, any, error) { return ok(items(wireClusters(h.Clusters())), nil) })

@@ -96,12 +96,9 @@ func (q *gqlRoot) SubmitWorkflow(ctx context.Context, args struct {
 		req.Parameters = *args.Parameters
 	}
 	if m := derefS(args.Manifest); m != "" {
-		if len(m) > maxBody {
-			return JSON{}, errdefs.Invalid("manifest", "", "is larger than 1 MiB")
-		}
-		j, err := yaml.YAMLToJSON([]byte(m))
+		j, err := manifestJSON(m)
 		if err != nil {
-			return JSON{}, errdefs.Invalid("manifest", "", "is not YAML or JSON: "+err.Error())
+			return JSON{}, err
 		}
 		req.Workflow = j
 	}
@@ -180,4 +177,16 @@ func resumeParameters(v any) (map[string]string, error) {
 		out[k] = s
 	}
 	return out, nil
+}
+
+// manifestJSON reads a GraphQL manifest argument: YAML or JSON, at most 1 MiB.
+func manifestJSON(m string) ([]byte, error) {
+	if len(m) > maxBody {
+		return nil, errdefs.Invalid("manifest", "", "is larger than 1 MiB")
+	}
+	j, err := yaml.YAMLToJSON([]byte(m))
+	if err != nil {
+		return nil, errdefs.Invalid("manifest", "", "is not YAML or JSON: "+err.Error())
+	}
+	return j, nil
 }

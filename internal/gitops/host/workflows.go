@@ -35,6 +35,7 @@ type Workflows interface {
 	ResumeWith(ctx context.Context, namespace, name string, o workflows.ResumeOptions) error
 	ListTemplates(ctx context.Context, namespace string) ([]appproxyv1.WorkflowTemplate, error)
 	Template(ctx context.Context, namespace, name string, cluster bool) (appproxyv1.WorkflowTemplate, error)
+	CronWorkflows
 }
 
 var _ Workflows = (*workflows.Controller)(nil)

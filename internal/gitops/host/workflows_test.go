@@ -176,3 +176,84 @@ func TestWorkflowResumeGraphQL(t *testing.T) {
 		t.Fatalf("the resumed gate: %+v", n)
 	}
 }
+
+// The cron-workflows API (REST and GraphQL) against a workflow controller on the loopback
+// cluster: a viewer lists, reads and lints but does not create, suspend or delete; a bad
+// manifest, a body that is not an object, an unknown body field and an unknown operation are
+// 400s naming the field, and nothing is created; a member creates (with Argo's creator labels),
+// suspends, resumes and deletes.
+func TestCronWorkflowsAPI(t *testing.T) {
+	w := newWorkflowsWorld(t)
+	manifest := `{"namespace":"` + w.ns + `","cronWorkflow":{"apiVersion":"argoproj.io/v1alpha1","kind":"CronWorkflow","metadata":{"name":"nightly"},
+		"spec":{"schedule":"0 3 * * *","timezone":"Europe/Berlin","stopStrategy":{"expression":"cronworkflow.failed >= 3"},
+		"workflowSpec":{"entrypoint":"main","templates":[{"name":"main","suspend":{}}]}}}}`
+	var e apiError
+	for _, c := range []struct{ body, field string }{
+		{strings.Replace(manifest, `"entrypoint":"main"`, `"entrypoint":"nope"`, 1), "spec.workflowSpec.entrypoint"},
+		{strings.Replace(manifest, `cronworkflow.failed`, `cronworkflow.fialed`, 1), "spec.stopStrategy.expression"},
+		{strings.Replace(manifest, `0 3 * * *`, `61 * * * *`, 1), "spec.schedule"},
+		{`{"cronWorkflow":[1]}`, "cronWorkflow"},
+		{`{"cronWorkflow":{},"colour":"red"}`, "colour"},
+		{`{}`, "cronWorkflow"},
+	} {
+		for _, path := range []string{"cron-workflows", "cron-workflows/lint"} {
+			if code := w.call("member", "POST", path, c.body, &e); code != http.StatusBadRequest || !strings.Contains(e.Error.Message, c.field) {
+				t.Errorf("POST %s %s: %d %+v, want 400 naming %s", path, c.body, code, e, c.field)
+			}
+		}
+	}
+	var cw appproxyv1.CronWorkflow
+	if code := w.call("viewer", "POST", "cron-workflows/lint", manifest, &cw); code != http.StatusOK || cw.Name != "nightly" || cw.Namespace != w.ns || cw.StopExpression != "cronworkflow.failed >= 3" {
+		t.Fatalf("viewer lint: %d %+v", code, cw)
+	}
+	if code := w.call("viewer", "POST", "cron-workflows", manifest, &e); code != http.StatusForbidden {
+		t.Fatalf("viewer create: %d %+v", code, e)
+	}
+	var list appproxyv1.List[appproxyv1.CronWorkflow]
+	if w.call("viewer", "GET", "cron-workflows?namespace="+w.ns, "", &list); len(list.Items) != 0 {
+		t.Fatalf("created by lint or refused creates: %+v", list.Items)
+	}
+	if code := w.call("member", "POST", "cron-workflows", manifest, &cw); code != http.StatusCreated || cw.Creator != "dev@example.com" ||
+		len(cw.Schedules) != 1 || cw.Schedules[0] != "0 3 * * *" || cw.Timezone != "Europe/Berlin" || cw.NextScheduledTime == nil {
+		t.Fatalf("member create: %d %+v", code, cw)
+	}
+	if code := w.call("member", "POST", "cron-workflows", manifest, &e); code != http.StatusConflict {
+		t.Fatalf("a second create: %d %+v", code, e)
+	}
+	if w.call("viewer", "GET", "cron-workflows?namespace="+w.ns, "", &list); len(list.Items) != 1 || list.Items[0].Name != "nightly" {
+		t.Fatalf("viewer list: %+v", list.Items)
+	}
+	path := "cron-workflows/" + w.ns + "/nightly"
+	if code := w.call("viewer", "POST", path+"/suspend", "", &e); code != http.StatusForbidden {
+		t.Fatalf("viewer suspend: %d %+v", code, e)
+	}
+	if code := w.call("member", "POST", path+"/explode", "", &e); code != http.StatusBadRequest || !strings.Contains(e.Error.Message, "operation") {
+		t.Fatalf("an unknown operation: %d %+v", code, e)
+	}
+	if code := w.call("member", "POST", path+"/suspend", "", &cw); code != http.StatusOK || !cw.Suspended || cw.NextScheduledTime != nil {
+		t.Fatalf("member suspend: %d %+v", code, cw)
+	}
+	data, errs := w.gql("viewer", `query($ns: String!) { cronWorkflow(namespace: $ns, name: "nightly") cronWorkflows(namespace: $ns) }`, map[string]any{"ns": w.ns})
+	if b, _ := json.Marshal(data); len(errs) > 0 || !strings.Contains(string(b), `"suspended":true`) || !strings.Contains(string(b), `"cronWorkflows":[{`) {
+		t.Fatalf("GraphQL read: %s %v", b, errs)
+	}
+	if _, errs := w.gql("viewer", `mutation($ns: String!) { resumeCronWorkflow(namespace: $ns, name: "nightly") }`, map[string]any{"ns": w.ns}); len(errs) == 0 {
+		t.Fatal("viewer resumes through GraphQL")
+	}
+	data, errs = w.gql("member", `mutation($ns: String!) { resumeCronWorkflow(namespace: $ns, name: "nightly") }`, map[string]any{"ns": w.ns})
+	if b, _ := json.Marshal(data); len(errs) > 0 || !strings.Contains(string(b), `"suspended":false`) {
+		t.Fatalf("GraphQL resume: %s %v", b, errs)
+	}
+	if _, errs := w.gql("member", `mutation { lintCronWorkflow(manifest: "kind: CronWorkflow\napiVersion: argoproj.io/v1alpha1\nmetadata: {name: x}\nspec: {schedule: '@daily', stopStrategy: {expression: 'x > 1'}, workflowSpec: {entrypoint: a, templates: [{name: a, suspend: {}}]}}") }`, nil); len(errs) != 1 || !strings.Contains(fmt.Sprint(errs[0]["message"]), "spec.stopStrategy.expression") {
+		t.Fatalf("GraphQL lint of a bad stop expression: %v", errs)
+	}
+	if code := w.call("viewer", "DELETE", path, "", &e); code != http.StatusForbidden {
+		t.Fatalf("viewer delete: %d %+v", code, e)
+	}
+	if code := w.call("member", "DELETE", path, "", nil); code != http.StatusNoContent {
+		t.Fatalf("member delete: %d", code)
+	}
+	if code := w.call("viewer", "GET", path, "", &e); code != http.StatusNotFound {
+		t.Fatalf("a deleted cron workflow: %d %+v", code, e)
+	}
+}

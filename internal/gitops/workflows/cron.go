@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
@@ -49,7 +50,14 @@ type CronWorkflowStatus struct {
 	Active            []corev1.ObjectReference `json:"active,omitempty"`
 	LastScheduledTime *metav1.Time             `json:"lastScheduledTime,omitempty"`
 	Conditions        []CronCondition          `json:"conditions,omitempty"`
-	Phase             string                   `json:"phase,omitempty"`
+	// Succeeded and Failed count its finished Workflows (Failed: Failed or Error, and the
+	// schedules whose Workflow the API server refused), each once: a run is counted when it is
+	// first seen finished while the status lists it as active, or scheduled after the status's
+	// lastScheduledTime (it finished before a status named it).
+	Succeeded int64 `json:"succeeded"`
+	Failed    int64 `json:"failed"`
+	// Phase is Active, or Stopped once spec.stopStrategy.expression held.
+	Phase string `json:"phase,omitempty"`
 }
 
 // CronCondition is one of a CronWorkflow's conditions (SpecError, SubmissionError).
@@ -182,15 +190,19 @@ func (c *Controller) reconcileCron(ctx context.Context, key string) (time.Durati
 		_ = json.Unmarshal(b, &old)
 	}
 	st := old
-	st.Conditions = nil
-	st.Phase = "Active"
+	// A SubmissionError stays until a run is created (as Argo's); the rest is decided anew.
+	st.Conditions = slices.DeleteFunc(slices.Clone(old.Conditions), func(c CronCondition) bool { return c.Type != CondSubmissionError })
+	st.Phase = CronPhaseActive
+	if old.Phase == CronPhaseStopped {
+		st.Phase = CronPhaseStopped // for good, as in Argo
+	}
 	cw, verr := DecodeCron(data)
 	var exprs []schedule.Expr
 	if verr == nil {
 		exprs, verr = cronSchedules(&cw.Spec)
 	}
 	if verr != nil {
-		st.Conditions = []CronCondition{{Type: CondSpecError, Status: metav1.ConditionTrue, Message: verr.Error()}}
+		st.Conditions = append(st.Conditions, CronCondition{Type: CondSpecError, Status: metav1.ConditionTrue, Message: verr.Error()})
 		if !slices.Equal(old.Conditions, st.Conditions) {
 			c.log.Info("cron workflow refused", logWorkflow, key, logErr, verr)
 		}
@@ -202,23 +214,47 @@ func (c *Controller) reconcileCron(ctx context.Context, key string) (time.Durati
 	if err != nil {
 		return 0, err
 	}
+	wasActive := map[types.UID]bool{}
+	for _, a := range old.Active {
+		wasActive[a.UID] = true
+	}
 	var active []*unstructured.Unstructured
 	var succeeded, failed []*Workflow
 	runs := map[string]bool{} // names of its Workflows
 	for _, o := range list {
 		wu := o.(*unstructured.Unstructured)
-		if !metav1.IsControlledBy(wu, cw) || wu.GetDeletionTimestamp() != nil {
+		if !metav1.IsControlledBy(wu, cw) {
 			continue
 		}
-		runs[wu.GetName()] = true
 		b, _ := wu.MarshalJSON()
 		var wf Workflow
 		if json.Unmarshal(b, &wf) != nil {
 			continue
 		}
+		scheduled, _ := time.Parse(time.RFC3339, wf.Annotations[AnnotationScheduledTime])
+		if !scheduled.IsZero() && (st.LastScheduledTime == nil || scheduled.After(st.LastScheduledTime.Time)) {
+			t := metav1.NewTime(scheduled)
+			st.LastScheduledTime = &t // its run exists: a status write after the create was refused
+		}
+		// Counted once: the status named it active, or it was scheduled after what the status
+		// had recorded, and the counts are written with the new active list and time.
+		fresh := wf.Status.Phase.Completed() && (wasActive[wf.UID] ||
+			(!scheduled.IsZero() && (old.LastScheduledTime == nil || scheduled.After(old.LastScheduledTime.Time))))
+		if fresh && wf.Status.Phase == WorkflowSucceeded {
+			st.Succeeded++
+		} else if fresh {
+			st.Failed++
+		}
+		if wu.GetDeletionTimestamp() != nil {
+			continue
+		}
+		runs[wu.GetName()] = true
 		switch {
 		case !wf.Status.Phase.Completed():
 			active = append(active, wu)
+		case fresh:
+			// Pruned once its count is written: were the write refused, it would be counted
+			// again from the cluster.
 		case wf.Status.Phase == WorkflowSucceeded:
 			succeeded = append(succeeded, &wf)
 		default:
@@ -231,6 +267,26 @@ func (c *Controller) reconcileCron(ctx context.Context, key string) (time.Durati
 	if err := c.pruneHistory(ctx, failed, cw.Spec.FailedJobsHistoryLimit, defaultFailedHistory); err != nil {
 		return 0, err
 	}
+
+	// The stop strategy, over the counts as they are now (before a run, as Argo checks it).
+	halted := false
+	if st.Phase != CronPhaseStopped && cw.Spec.StopStrategy != nil {
+		var last *time.Time
+		if st.LastScheduledTime != nil {
+			last = &st.LastScheduledTime.Time
+		}
+		stop, err := stopHolds(cw, st.Succeeded, st.Failed, last)
+		switch {
+		case err != nil:
+			halted = true
+			st.Conditions = append(st.Conditions, CronCondition{Type: CondSpecError, Status: metav1.ConditionTrue,
+				Message: fmt.Sprintf("failed to check CronWorkflow '%s' stopping condition: %v", cw.Name, err)})
+		case stop:
+			st.Phase = CronPhaseStopped
+			c.log.Info("cron workflow stopped by its stop strategy", logWorkflow, key, "succeeded", st.Succeeded, "failed", st.Failed)
+		}
+	}
+	halted = halted || st.Phase == CronPhaseStopped
 
 	// What is due: the latest schedule since the last one run (or since creation), if it is
 	// still within the starting deadline.
@@ -255,7 +311,7 @@ func (c *Controller) reconcileCron(ctx context.Context, key string) (time.Durati
 		// had changed). It is this schedule's run, not a concurrent one to skip or replace.
 		t := metav1.NewTime(due)
 		st.LastScheduledTime = &t
-	} else if !due.IsZero() && !cw.Spec.Suspend {
+	} else if !due.IsZero() && !cw.Spec.Suspend && !halted {
 		run := true
 		switch cw.Spec.ConcurrencyPolicy {
 		case "Forbid":
@@ -275,12 +331,18 @@ func (c *Controller) reconcileCron(ctx context.Context, key string) (time.Durati
 			created, err := c.createCronWorkflow(ctx, u, cw, due)
 			switch {
 			case err != nil && errors.Is(err, errdefs.ErrInvalid):
-				st.Conditions = []CronCondition{{Type: CondSubmissionError, Status: metav1.ConditionTrue, Message: err.Error()}}
+				// This schedule is over, counted as failed (as Argo counts a refused submission).
+				st.Conditions = append(slices.DeleteFunc(st.Conditions, func(c CronCondition) bool { return c.Type == CondSubmissionError }),
+					CronCondition{Type: CondSubmissionError, Status: metav1.ConditionTrue, Message: err.Error()})
+				st.Failed++
+				t := metav1.NewTime(due)
+				st.LastScheduledTime = &t
 			case err != nil:
 				return 0, err
 			default:
 				t := metav1.NewTime(due)
 				st.LastScheduledTime = &t
+				st.Conditions = slices.DeleteFunc(st.Conditions, func(c CronCondition) bool { return c.Type == CondSubmissionError })
 				if created != nil {
 					active = append(active, created)
 					c.log.Info("cron workflow ran", logWorkflow, key, "workflow", created.GetName(), "due", due)
@@ -294,8 +356,14 @@ func (c *Controller) reconcileCron(ctx context.Context, key string) (time.Durati
 			Namespace: a.GetNamespace(), Name: a.GetName(), UID: a.GetUID()})
 	}
 	slices.SortFunc(st.Active, func(a, b corev1.ObjectReference) int { return strings.Compare(a.Name, b.Name) })
+	if len(st.Conditions) == 0 {
+		st.Conditions = nil
+	}
 	if err := c.writeCronStatus(ctx, key, u, old, st); err != nil {
 		return 0, err
+	}
+	if halted {
+		return maxCronWait, nil
 	}
 	next := nextDue(exprs, now)
 	if next.IsZero() {
@@ -403,7 +471,9 @@ func (c *Controller) cronEvent(ctx context.Context, cw *CronWorkflow, due time.T
 func (c *Controller) writeCronStatus(ctx context.Context, key string, u *unstructured.Unstructured, old, st CronWorkflowStatus) error {
 	a, _ := json.Marshal(old)
 	b, _ := json.Marshal(st)
-	if string(a) == string(b) {
+	// A Stopped CronWorkflow carries Argo's label, so that a selector finds it.
+	label := st.Phase == CronPhaseStopped && u.GetLabels()[LabelCronCompleted] != "true"
+	if string(a) == string(b) && !label {
 		return nil
 	}
 	var m map[string]any
@@ -412,6 +482,14 @@ func (c *Controller) writeCronStatus(ctx context.Context, key string, u *unstruc
 	}
 	obj := u.DeepCopy()
 	obj.Object["status"] = m
+	if label {
+		l := obj.GetLabels()
+		if l == nil {
+			l = map[string]string{}
+		}
+		l[LabelCronCompleted] = "true"
+		obj.SetLabels(l)
+	}
 	before := u.GetResourceVersion()
 	_, err := c.dyn.Resource(CronWorkflowsResource).Namespace(u.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
 	if apierrors.IsConflict(err) {

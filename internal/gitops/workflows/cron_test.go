@@ -3,6 +3,7 @@ package workflows_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/gitops/workflows"
 	"github.com/freshet-dev/freshet/internal/testenv/kube"
 	"github.com/freshet-dev/freshet/internal/testenv/tlog"
@@ -392,5 +394,107 @@ spec:
 		if ev.Reason == workflows.EventReasonSkipped {
 			t.Fatalf("a schedule was skipped because of its own run: %s", ev.Message)
 		}
+	}
+}
+
+// TestCronStopStrategyOnCluster: status.succeeded and status.failed count each finished run
+// once, and spec.stopStrategy stops the CronWorkflow when its expression holds: "twice" stops
+// after its second success (Stopped, labelled, no third run, and a resume is refused saying
+// why), "fails" after its first failure (a Workflow whose template does not exist ends in
+// Error). A restarted controller counts nothing again.
+func TestCronStopStrategyOnCluster(t *testing.T) {
+	c := kube.Shared(t)
+	ns := c.Namespace(t)
+	clk := &fakeClock{t: time.Now()}
+	ctrl, stop := runController(t, c, ns, clk)
+	e := &env{t: t, c: c, ns: ns, ctrl: ctrl, ctx: context.Background()}
+	e.create(workflows.CronWorkflowsResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: CronWorkflow
+metadata: {name: twice}
+spec:
+  schedule: "* * * * *"
+  startingDeadlineSeconds: 30
+  stopStrategy: {expression: "cronworkflow.succeeded >= 2"}
+  workflowSpec:
+    entrypoint: quick
+    templates:
+    - {name: quick, suspend: {duration: "0s"}}
+`)
+	e.create(workflows.CronWorkflowsResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: CronWorkflow
+metadata: {name: fails}
+spec:
+  schedule: "* * * * *"
+  startingDeadlineSeconds: 30
+  stopStrategy: {expression: "cronworkflow.failed >= 1"}
+  workflowSpec:
+    workflowTemplateRef: {name: absent}
+`)
+	tick1 := time.Now().Add(time.Second).Truncate(time.Minute).Add(time.Minute)
+	tick2, tick3, tick4 := tick1.Add(time.Minute), tick1.Add(2*time.Minute), tick1.Add(3*time.Minute)
+	counts := func(name string, succeeded, failed int64, phase string) {
+		t.Helper()
+		e.waitFor(fmt.Sprintf("%s: succeeded %d, failed %d, %s", name, succeeded, failed, phase), 30*time.Second, func() (bool, string) {
+			st := e.cron(name)
+			return st.Succeeded == succeeded && st.Failed == failed && st.Phase == phase && len(st.Active) == 0, fmt.Sprintf("%+v", st)
+		})
+	}
+
+	clk.Set(tick1.Add(time.Second))
+	e.touch("twice")
+	e.touch("fails")
+	if wf := e.finishedRun(runName("fails", tick1)); wf.Status.Phase != workflows.WorkflowError {
+		t.Fatalf("fails' run: %s", dump(wf))
+	}
+	e.finishedRun(runName("twice", tick1))
+	counts("twice", 1, 0, workflows.CronPhaseActive)
+	counts("fails", 0, 1, workflows.CronPhaseStopped)
+
+	clk.Set(tick2.Add(time.Second))
+	e.touch("twice")
+	e.touch("fails")
+	e.finishedRun(runName("twice", tick2))
+	counts("twice", 2, 0, workflows.CronPhaseStopped)
+	for _, name := range []string{"twice", "fails"} {
+		u, err := c.Dynamic.Resource(workflows.CronWorkflowsResource).Namespace(ns).Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil || u.GetLabels()[workflows.LabelCronCompleted] != "true" {
+			t.Fatalf("%s's labels: %v, %v", name, u.GetLabels(), err)
+		}
+	}
+	if _, err := ctrl.SuspendCron(e.ctx, ns, "twice", false); !errors.Is(err, errdefs.ErrConflict) || !strings.Contains(err.Error(), "cronworkflow.succeeded >= 2") {
+		t.Fatalf("resume of a stopped cron workflow: %v", err)
+	}
+
+	// Stopped: tick3 runs nothing, and a restarted controller counts nothing again. Taking the
+	// label away makes the controller look (its status is unchanged): the label back means
+	// that look, which would have created a run first, is over.
+	relabelled := func(name string) {
+		t.Helper()
+		body := `{"metadata":{"labels":{"` + workflows.LabelCronCompleted + `":null}}}`
+		if _, err := c.Dynamic.Resource(workflows.CronWorkflowsResource).Namespace(ns).Patch(e.ctx, name, types.MergePatchType, []byte(body), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		e.waitFor(name+" labelled again", 30*time.Second, func() (bool, string) {
+			u, err := c.Dynamic.Resource(workflows.CronWorkflowsResource).Namespace(ns).Get(e.ctx, name, metav1.GetOptions{})
+			return err == nil && u.GetLabels()[workflows.LabelCronCompleted] == "true", fmt.Sprint(u.GetLabels(), err)
+		})
+	}
+	clk.Set(tick3.Add(time.Second))
+	relabelled("twice")
+	relabelled("fails")
+	stop()
+	clk.Set(tick4.Add(time.Second))
+	runController(t, c, ns, clk)
+	relabelled("twice")
+	relabelled("fails")
+	counts("twice", 2, 0, workflows.CronPhaseStopped)
+	counts("fails", 0, 1, workflows.CronPhaseStopped)
+	if runs := e.cronRuns("twice"); !slices.Equal(runs, []string{runName("twice", tick1), runName("twice", tick2)}) {
+		t.Fatalf("twice's runs: %v", runs)
+	}
+	if runs := e.cronRuns("fails"); !slices.Equal(runs, []string{runName("fails", tick1)}) {
+		t.Fatalf("fails' runs: %v", runs)
 	}
 }

@@ -54,8 +54,8 @@ func DecodeCron(data []byte) (*CronWorkflow, error) {
 	if _, err := cronSchedules(&c.Spec); err != nil {
 		return &c, err
 	}
-	if isSet(c.Spec.StopStrategy) {
-		return &c, notYet("spec.stopStrategy", "CronWorkflow stop strategies")
+	if err := checkStopStrategy(c.Spec.StopStrategy); err != nil {
+		return &c, err
 	}
 	switch c.Spec.ConcurrencyPolicy {
 	case "", "Allow", "Forbid", "Replace":

@@ -2,12 +2,14 @@ package workflows
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
@@ -58,7 +60,10 @@ func validateGC(s *WorkflowSpec, path string) error {
 			}
 		}
 		if g.LabelSelector != nil {
-			return notYet(path+".podGC.labelSelector", "podGC label selectors")
+			if _, err := metav1.LabelSelectorAsSelector(g.LabelSelector); err != nil {
+				b, _ := json.Marshal(g.LabelSelector)
+				return errdefs.Invalid(path+".podGC.labelSelector", string(b), "is not a label selector: "+err.Error())
+			}
 		}
 	}
 	return nil
@@ -94,6 +99,14 @@ func podGCDue(spec *WorkflowSpec, st *WorkflowStatus, pods []*corev1.Pod, now ti
 	if g.DeleteDelayDuration != nil {
 		delay, _ = parseDuration(g.DeleteDelayDuration)
 	}
+	// Only the pods labelSelector matches are collected (Argo's); nil matches every pod.
+	sel := labels.Everything()
+	if g.LabelSelector != nil {
+		var err error
+		if sel, err = metav1.LabelSelectorAsSelector(g.LabelSelector); err != nil {
+			return nil, 0 // refused by lint; a selector that does not parse deletes nothing
+		}
+	}
 	var out []*corev1.Pod
 	var wait time.Duration
 	consider := func(p *corev1.Pod, at time.Time) {
@@ -106,7 +119,7 @@ func podGCDue(spec *WorkflowSpec, st *WorkflowStatus, pods []*corev1.Pod, now ti
 		out = append(out, p)
 	}
 	for _, p := range pods {
-		if p.DeletionTimestamp != nil {
+		if p.DeletionTimestamp != nil || !sel.Matches(labels.Set(p.Labels)) {
 			continue
 		}
 		switch g.Strategy {

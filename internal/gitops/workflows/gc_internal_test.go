@@ -38,11 +38,14 @@ func TestTTLDeadline(t *testing.T) {
 // TestPodGCDue: which finished pods each strategy deletes, and the delay.
 func TestPodGCDue(t *testing.T) {
 	end := time.Unix(1e9, 0)
-	pod := func(name, node string, phase corev1.PodPhase) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{AnnotationNodeID: node}},
+	pod := func(name, node string, phase corev1.PodPhase, lbl map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbl, Annotations: map[string]string{AnnotationNodeID: node}},
 			Status: corev1.PodStatus{Phase: phase}}
 	}
-	pods := []*corev1.Pod{pod("ok", "n1", corev1.PodSucceeded), pod("bad", "n2", corev1.PodFailed), pod("run", "n3", corev1.PodRunning)}
+	pods := []*corev1.Pod{pod("ok", "n1", corev1.PodSucceeded, map[string]string{"gc": "yes"}), pod("bad", "n2", corev1.PodFailed, map[string]string{"gc": "no"}),
+		pod("run", "n3", corev1.PodRunning, nil)}
+	gcYes := &metav1.LabelSelector{MatchLabels: map[string]string{"gc": "yes"}}
+	gcAny := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "gc", Operator: metav1.LabelSelectorOpExists}}}
 	st := WorkflowStatus{Phase: WorkflowRunning, Nodes: map[string]NodeStatus{
 		"n1": {Phase: NodeSucceeded, FinishedAt: metav1.NewTime(end)},
 		"n2": {Phase: NodeFailed, FinishedAt: metav1.NewTime(end)},
@@ -70,6 +73,10 @@ func TestPodGCDue(t *testing.T) {
 		{PodGC{Strategy: PodGCOnWorkflowCompletion}, WorkflowFailed, 0, "ok bad run ", 0},
 		{PodGC{Strategy: PodGCOnWorkflowSuccess}, WorkflowFailed, 0, "", 0},
 		{PodGC{Strategy: PodGCOnWorkflowSuccess, DeleteDelayDuration: &delay}, WorkflowSucceeded, 31 * time.Second, "ok bad run ", 0},
+		// labelSelector: only the pods it matches.
+		{PodGC{Strategy: PodGCOnPodCompletion, LabelSelector: gcYes}, WorkflowRunning, 0, "ok ", 0},
+		{PodGC{Strategy: PodGCOnWorkflowCompletion, LabelSelector: gcAny}, WorkflowFailed, 0, "ok bad ", 0},
+		{PodGC{Strategy: PodGCOnWorkflowCompletion, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"gc": "maybe"}}}, WorkflowFailed, 0, "", 0},
 	} {
 		s := st
 		s.Phase = tc.phase

@@ -247,12 +247,13 @@ type lockState struct {
 	limit   int
 	limitAt time.Time // zero: not read yet (a mutex's is 1 always)
 	holders []string
-	waiting []waiter // in order: created, then holder
+	waiting []waiter // in order: priority (higher first), created, then holder
 }
 
 type waiter struct {
-	holder  string
-	created time.Time
+	holder   string
+	priority int32
+	created  time.Time
 }
 
 func newLockManager(limit func(ctx context.Context, ns, name, key string) (int, error), notify func(string), now func() time.Time) *lockManager {
@@ -318,21 +319,25 @@ func (m *lockManager) wake(wfs []string) {
 
 // tryAcquire takes every lock of refs for holder, or none: when one cannot be taken (full, or
 // others wait before the holder) the holder waits in that lock's queue, and the key of that
-// lock and Argo's message are returned.
-func (m *lockManager) tryAcquire(holder string, created time.Time, refs []lockRef) (bool, string, string) {
+// lock and Argo's message are returned. Waiters are served as Argo serves them: the Workflow's
+// spec.priority, higher first, then the oldest Workflow.
+func (m *lockManager) tryAcquire(holder string, priority int32, created time.Time, refs []lockRef) (bool, string, string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	me := waiter{holder, priority, created}
 	blocked := -1
 	for i, r := range refs {
 		s := m.state(r)
 		if slices.Contains(s.holders, holder) {
 			continue
 		}
+		// A Workflow whose priority changed takes its new place.
+		s.waiting = slices.DeleteFunc(s.waiting, func(w waiter) bool { return w.holder == holder && w != me })
 		free := s.limit - len(s.holders)
 		pos := slices.IndexFunc(s.waiting, func(w waiter) bool { return w.holder == holder })
 		if pos < 0 {
 			pos = 0
-			for pos < len(s.waiting) && s.waiting[pos].before(created, holder) {
+			for pos < len(s.waiting) && s.waiting[pos].before(me) {
 				pos++
 			}
 		}
@@ -354,12 +359,11 @@ func (m *lockManager) tryAcquire(holder string, created time.Time, refs []lockRe
 	r := refs[blocked]
 	s := m.locks[r.key]
 	if !slices.ContainsFunc(s.waiting, func(w waiter) bool { return w.holder == holder }) {
-		w := waiter{holder, created}
 		i := 0
-		for i < len(s.waiting) && s.waiting[i].before(created, holder) {
+		for i < len(s.waiting) && s.waiting[i].before(me) {
 			i++
 		}
-		s.waiting = slices.Insert(s.waiting, i, w)
+		s.waiting = slices.Insert(s.waiting, i, me)
 	}
 	for i, o := range refs {
 		if i != blocked {
@@ -370,11 +374,15 @@ func (m *lockManager) tryAcquire(holder string, created time.Time, refs []lockRe
 	return false, r.key, fmt.Sprintf("Waiting for %s lock. Lock status: %d/%d", r.key, avail, s.limit)
 }
 
-func (w waiter) before(created time.Time, holder string) bool {
-	if !w.created.Equal(created) {
-		return w.created.Before(created)
+// before reports whether w is served before o: higher priority, then older, then by name.
+func (w waiter) before(o waiter) bool {
+	switch {
+	case w.priority != o.priority:
+		return w.priority > o.priority
+	case !w.created.Equal(o.created):
+		return w.created.Before(o.created)
 	}
-	return w.holder < holder
+	return w.holder < o.holder
 }
 
 func (s *lockState) removeWaiter(holder string) {
@@ -492,7 +500,11 @@ func (o *operation) acquire(holder string, s *Synchronization) (ok bool, lock, m
 		o.err = err
 		return false, "", "", nil
 	}
-	ok, lock, msg = o.locks.tryAcquire(holder, o.wf.CreationTimestamp.Time, refs)
+	var priority int32
+	if p := o.wf.Spec.Priority; p != nil {
+		priority = *p
+	}
+	ok, lock, msg = o.locks.tryAcquire(holder, priority, o.wf.CreationTimestamp.Time, refs)
 	if !ok {
 		o.sync.waiting[holder] = lock
 		o.after(syncRecheck)

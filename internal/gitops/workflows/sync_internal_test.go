@@ -88,25 +88,25 @@ func TestLockManager(t *testing.T) {
 	if err := m.refreshLimits(context.Background(), both); err != nil {
 		t.Fatal(err)
 	}
-	if ok, _, _ := m.tryAcquire("ns/a", t0, mx); !ok {
+	if ok, _, _ := m.tryAcquire("ns/a", 0, t0, mx); !ok {
 		t.Fatal("a did not take a free mutex")
 	}
 	// c (newer) asks first, then b (older): b is first in line.
-	if ok, lock, msg := m.tryAcquire("ns/c", t0.Add(2*time.Second), mx); ok || lock != "ns/Mutex/m" || msg != "Waiting for ns/Mutex/m lock. Lock status: 0/1" {
+	if ok, lock, msg := m.tryAcquire("ns/c", 0, t0.Add(2*time.Second), mx); ok || lock != "ns/Mutex/m" || msg != "Waiting for ns/Mutex/m lock. Lock status: 0/1" {
 		t.Fatalf("c: %v %q %q", ok, lock, msg)
 	}
-	if ok, _, _ := m.tryAcquire("ns/b", t0.Add(time.Second), both); ok {
+	if ok, _, _ := m.tryAcquire("ns/b", 0, t0.Add(time.Second), both); ok {
 		t.Fatal("b took a held mutex")
 	}
 	m.commit("ns/a", []hold{{"ns/Mutex/m", "ns/a"}}, nil, false)
 	if !slices.Contains(woken, "ns/b") || !slices.Contains(woken, "ns/c") {
 		t.Fatalf("woken %v", woken)
 	}
-	if ok, _, _ := m.tryAcquire("ns/c", t0.Add(2*time.Second), mx); ok {
+	if ok, _, _ := m.tryAcquire("ns/c", 0, t0.Add(2*time.Second), mx); ok {
 		t.Fatal("c jumped the queue")
 	}
 	_ = m.refreshLimits(context.Background(), both)
-	if ok, _, _ := m.tryAcquire("ns/b", t0.Add(time.Second), both); !ok {
+	if ok, _, _ := m.tryAcquire("ns/b", 0, t0.Add(time.Second), both); !ok {
 		t.Fatal("b did not take both locks")
 	}
 	if got := m.holdsOf("ns/b"); len(got) != 2 {
@@ -124,11 +124,57 @@ func TestLockManager(t *testing.T) {
 	sem := lockRefs(&Synchronization{Semaphore: &SemaphoreRef{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
 		LocalObjectReference: corev1.LocalObjectReference{Name: "cm"}, Key: "k"}}}, "ns")
 	_ = m2.refreshLimits(context.Background(), sem)
-	if ok, _, msg := m2.tryAcquire("ns/y", t0, sem); ok || msg != "Waiting for ns/ConfigMap/cm/k lock. Lock status: 0/1" {
+	if ok, _, msg := m2.tryAcquire("ns/y", 0, t0, sem); ok || msg != "Waiting for ns/ConfigMap/cm/k lock. Lock status: 0/1" {
 		t.Fatalf("y over a lowered limit: %v %q", ok, msg)
 	}
 	m2.commit("ns/x", nil, nil, true)
-	if ok, _, _ := m2.tryAcquire("ns/y", t0, sem); !ok {
+	if ok, _, _ := m2.tryAcquire("ns/y", 0, t0, sem); !ok {
 		t.Fatal("y did not take the semaphore once x finished")
+	}
+}
+
+// TestLockPriority: waiters are served as Argo serves them — the Workflow's spec.priority,
+// higher first, then the oldest; a waiter whose priority is raised moves ahead.
+func TestLockPriority(t *testing.T) {
+	m := newLockManager(func(context.Context, string, string, string) (int, error) { return 1, nil }, nil, time.Now)
+	mx := lockRefs(&Synchronization{Mutex: &Mutex{Name: "m"}}, "ns")
+	t0 := time.Unix(1000, 0)
+	if ok, _, _ := m.tryAcquire("ns/holder", 0, t0, mx); !ok {
+		t.Fatal("the first did not take a free mutex")
+	}
+	for _, w := range []struct {
+		name     string
+		priority int32
+		age      time.Duration
+	}{{"old-low", 0, 1}, {"new-high", 5, 4}, {"old-high", 5, 2}, {"mid", 1, 3}} {
+		if ok, _, _ := m.tryAcquire("ns/"+w.name, w.priority, t0.Add(w.age*time.Second), mx); ok {
+			t.Fatalf("%s took a held mutex", w.name)
+		}
+	}
+	order := func() []string {
+		var out []string
+		for _, w := range m.locks["ns/Mutex/m"].waiting {
+			out = append(out, w.holder)
+		}
+		return out
+	}
+	if got := order(); !slices.Equal(got, []string{"ns/old-high", "ns/new-high", "ns/mid", "ns/old-low"}) {
+		t.Fatalf("queue %v", got)
+	}
+	// old-low's priority is raised above the others: it is next.
+	if ok, _, _ := m.tryAcquire("ns/old-low", 9, t0.Add(time.Second), mx); ok {
+		t.Fatal("old-low took a held mutex")
+	}
+	if got := order(); !slices.Equal(got, []string{"ns/old-low", "ns/old-high", "ns/new-high", "ns/mid"}) {
+		t.Fatalf("queue after a raised priority %v", got)
+	}
+	m.commit("ns/holder", nil, nil, true)
+	for _, next := range []string{"old-high", "new-high", "mid"} {
+		if ok, _, _ := m.tryAcquire("ns/"+next, 5, t0.Add(2*time.Second), mx); ok {
+			t.Fatalf("%s went before old-low", next)
+		}
+	}
+	if ok, _, _ := m.tryAcquire("ns/old-low", 9, t0.Add(time.Second), mx); !ok {
+		t.Fatal("old-low, first in line, did not take the free mutex")
 	}
 }

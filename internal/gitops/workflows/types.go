@@ -64,20 +64,29 @@ type CronWorkflowSpec struct {
 	StartingDeadlineSeconds    *int64       `json:"startingDeadlineSeconds,omitempty"`
 	SuccessfulJobsHistoryLimit *int32       `json:"successfulJobsHistoryLimit,omitempty"`
 	FailedJobsHistoryLimit     *int32       `json:"failedJobsHistoryLimit,omitempty"`
-	// Recognised, not built yet: refused by name.
-	StopStrategy json.RawMessage `json:"stopStrategy,omitempty"`
+	// StopStrategy stops the CronWorkflow for good once its expression holds (Argo 3.6).
+	StopStrategy *StopStrategy `json:"stopStrategy,omitempty"`
+}
+
+// StopStrategy is a CronWorkflow's spec.stopStrategy: Expression (expr-lang over
+// cronworkflow.succeeded, cronworkflow.failed and the CronWorkflow's name, namespace, labels,
+// annotations and lastScheduledTime) stops it when true.
+type StopStrategy struct {
+	Expression string `json:"expression"`
 }
 
 // WorkflowSpec is the desired run. The fields this controller does not run yet are kept as
 // raw values so that a spec using them is refused by name rather than run without them.
 type WorkflowSpec struct {
-	Templates             []Template                    `json:"templates,omitempty"`
-	Entrypoint            string                        `json:"entrypoint,omitempty"`
-	Arguments             Arguments                     `json:"arguments,omitempty"`
-	ServiceAccountName    string                        `json:"serviceAccountName,omitempty"`
-	ActiveDeadlineSeconds *int64                        `json:"activeDeadlineSeconds,omitempty"`
-	OnExit                string                        `json:"onExit,omitempty"`
-	Parallelism           *int64                        `json:"parallelism,omitempty"`
+	Templates             []Template `json:"templates,omitempty"`
+	Entrypoint            string     `json:"entrypoint,omitempty"`
+	Arguments             Arguments  `json:"arguments,omitempty"`
+	ServiceAccountName    string     `json:"serviceAccountName,omitempty"`
+	ActiveDeadlineSeconds *int64     `json:"activeDeadlineSeconds,omitempty"`
+	OnExit                string     `json:"onExit,omitempty"`
+	Parallelism           *int64     `json:"parallelism,omitempty"`
+	// Priority orders the Workflows waiting for a synchronization lock: higher first (Argo's).
+	Priority              *int32                        `json:"priority,omitempty"`
 	WorkflowTemplateRef   *WorkflowTemplateRef          `json:"workflowTemplateRef,omitempty"`
 	PodMetadata           *Metadata                     `json:"podMetadata,omitempty"`
 	Suspend               *bool                         `json:"suspend,omitempty"`

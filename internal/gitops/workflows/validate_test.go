@@ -44,6 +44,10 @@ func TestLint(t *testing.T) {
   entrypoint: a
   podGC: {strategy: Always}
   templates: [{name: a, container: {image: x, command: [x]}}]`, "spec.podGC.strategy", `"Always" must be OnPodCompletion, OnPodSuccess, OnWorkflowCompletion or OnWorkflowSuccess`},
+		{"bad podGC label selector", `
+  entrypoint: a
+  podGC: {strategy: OnPodCompletion, labelSelector: {matchExpressions: [{key: gc, operator: Near}]}}
+  templates: [{name: a, container: {image: x, command: [x]}}]`, "spec.podGC.labelSelector", `is not a label selector: "Near" is not a valid label selector operator`},
 		{"bad podGC delay", `
   entrypoint: a
   podGC: {strategy: OnPodCompletion, deleteDelayDuration: soon}
@@ -771,7 +775,11 @@ spec:
 		{`schedules: ["0 3 * * *", "nope"]`, "spec.schedules[1]", "want 5"},
 		{`{schedule: "0 3 * * *", schedules: ["0 4 * * *"]}`, "spec.schedules", "cannot be given with spec.schedule"},
 		{`{schedule: "0 3 * * *", timezone: "Nowhere/Land"}`, "spec.timezone", "is not a known time zone"},
-		{`{schedule: "0 3 * * *", stopStrategy: {expression: "true"}}`, "spec.stopStrategy", "is not supported yet"},
+		{`{schedule: "0 3 * * *", stopStrategy: {}}`, "spec.stopStrategy.expression", "is required"},
+		{`{schedule: "0 3 * * *", stopStrategy: {expression: "cronworkflow.faild >= 1"}}`, "spec.stopStrategy.expression", "names cronworkflow.faild, which is not a variable here"},
+		{`{schedule: "0 3 * * *", stopStrategy: {expression: "workflow.failed >= 1"}}`, "spec.stopStrategy.expression", "does not compile"},
+		{`{schedule: "0 3 * * *", stopStrategy: {expression: "cronworkflow.succeeded +"}}`, "spec.stopStrategy.expression", "does not compile"},
+		{`{schedule: "0 3 * * *", stopStrategy: {expression: "cronworkflow.name"}}`, "spec.stopStrategy.expression", "does not compile to a boolean"},
 		{`{suspend: false}`, "spec.schedule", "is required"},
 	} {
 		spec := tc.spec

@@ -172,6 +172,9 @@ import client_HubCatalogue from '../../../api/testdata/wire/client.HubCatalogue.
 import client_HubSourceRequest from '../../../api/testdata/wire/client.HubSourceRequest.json';
 import client_HubUseRequest from '../../../api/testdata/wire/client.HubUseRequest.json';
 import client_HubUseResult from '../../../api/testdata/wire/client.HubUseResult.json';
+import appproxyv1_CronWorkflow from '../../../api/testdata/wire/appproxyv1.CronWorkflow.json';
+import appproxyv1_CronWorkflowCondition from '../../../api/testdata/wire/appproxyv1.CronWorkflowCondition.json';
+import appproxyv1_CronWorkflowCreateRequest from '../../../api/testdata/wire/appproxyv1.CronWorkflowCreateRequest.json';
 import appproxyv1_WorkflowTemplateCommit from '../../../api/testdata/wire/appproxyv1.WorkflowTemplateCommit.json';
 import appproxyv1_WorkflowTemplateCommitRequest from '../../../api/testdata/wire/appproxyv1.WorkflowTemplateCommitRequest.json';
 import appproxyv1_Sensor from '../../../api/testdata/wire/appproxyv1.Sensor.json';
@@ -493,6 +496,9 @@ const notInTheUI: Record<string, { golden: Golden; why: string }> = {
   'appproxyv1.WorkflowSubmitRequest': { golden: appproxyv1_WorkflowSubmitRequest, why: '`freshet workflow` and the app-proxy workflows API; the UI has no Delivery Pipelines pages yet (issue 16)' },
   'client.HubSourceRequest': { golden: client_HubSourceRequest, why: '`freshet hub source add` (admins); the Hub page lists sources and their errors, it does not add them' },
   'appproxyv1.WorkflowTemplateCommitRequest': { golden: appproxyv1_WorkflowTemplateCommitRequest, why: 'sent by the control plane to a runtime (the Hub\'s "use this template"); the UI calls POST /api/v1/hub/templates/{name}/use' },
+  'appproxyv1.CronWorkflow': { golden: appproxyv1_CronWorkflow, why: '`freshet cron-workflow list|get` and the app-proxy cron-workflows API; no CronWorkflow pages in the UI yet (issue 16)' },
+  'appproxyv1.CronWorkflowCondition': { golden: appproxyv1_CronWorkflowCondition, why: 'a condition of appproxyv1.CronWorkflow (`freshet cron-workflow get`)' },
+  'appproxyv1.CronWorkflowCreateRequest': { golden: appproxyv1_CronWorkflowCreateRequest, why: '`freshet cron-workflow create|lint` sends it; the UI creates none yet' },
   'appproxyv1.WorkflowTemplateCommit': { golden: appproxyv1_WorkflowTemplateCommit, why: 'a runtime\'s answer to the control plane; the UI reads client.HubUseResult' },
 };
 
