@@ -306,7 +306,7 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 	}
 	if kube != nil && !opts.NoEvents && !opts.CDOnly {
 		r.evNATS = &eventsNATS{url: opts.EventsNATSURL, dir: filepath.Join(opts.DataDir, "events-nats"), log: log}
-		if r.ev, err = events.New(kube, events.Options{Logger: log.With("component", "events"), NATS: r.evNATS.conn}); err != nil {
+		if r.ev, err = events.New(kube, events.Options{Logger: log.With("component", "events"), NATS: r.evNATS.conn, Policy: policy}); err != nil {
 			return nil, fmt.Errorf("events: %w", err)
 		}
 		r.SetComponent(runtimev1.Component{Name: "events", Health: runtimev1.ComponentDegraded, Message: "starting", Version: opts.Version})

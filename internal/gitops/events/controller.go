@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -29,6 +30,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/freshet-dev/freshet/internal/gitops/ctrlloop"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/webhook"
 )
 
@@ -76,6 +78,9 @@ type Options struct {
 	NATS func(ctx context.Context) (*nats.Conn, error)
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Policy decides which servers the nats and minio event sources may reach (their URLs are
+	// tenants' input); nil: any (a hybrid runtime's netpolicy.Unrestricted).
+	Policy *netpolicy.Policy
 }
 
 // Controller runs EventSources, Sensors and EventBuses in one cluster.
@@ -99,6 +104,8 @@ type Controller struct {
 	saClient map[string]dynamic.Interface
 	wg       sync.WaitGroup // the runs' goroutines
 	secrets  secretCache
+	// listeners counts the running listeners' goroutines (resource, nats, minio events).
+	listeners atomic.Int64
 }
 
 // New returns a controller for the cluster cfg reaches.
@@ -126,6 +133,9 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	}
 	if opts.Now == nil {
 		opts.Now = time.Now
+	}
+	if opts.Policy == nil {
+		opts.Policy = netpolicy.Unrestricted()
 	}
 	return &Controller{cfg: rest.CopyConfig(cfg), kube: kc, dyn: dyn, opts: opts, log: opts.Logger,
 		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
