@@ -395,7 +395,11 @@ func (c *Controller) subscribeNATS(ctx context.Context, e *emitter) error {
 	}
 	select {
 	case <-ctx.Done():
-		nc.Close()
+		// Drain lets the handler finish (its publish ends with ctx) before the connection
+		// closes; a connection that cannot drain (reconnecting) is closed.
+		if err := nc.Drain(); err != nil {
+			nc.Close()
+		}
 		<-closed
 		return nil
 	case <-closed:
