@@ -90,6 +90,33 @@ func FuzzNATSEventData(f *testing.F) {
 	})
 }
 
+// FuzzRedisEventData: a Redis message (anyone who can publish on the channel sends it) becomes
+// event data that is JSON with its channel, or — a jsonBody payload that is not JSON — is
+// refused; never a panic.
+func FuzzRedisEventData(f *testing.F) {
+	f.Add("jobs", `{"job":"j-7"}`, true)
+	f.Add("jobs", "\xff", false)
+	f.Add("jobs", `[1,`, true)
+	f.Fuzz(func(t *testing.T, channel, payload string, jsonBody bool) {
+		data, err := redisEventData(channel, "", payload, jsonBody, nil)
+		if err != nil {
+			if !jsonBody || json.Valid([]byte(payload)) && payload != "" {
+				t.Fatalf("message refused: %v", err)
+			}
+			return
+		}
+		var got struct {
+			Channel string `json:"channel"`
+		}
+		if err := json.Unmarshal(data, &got); err != nil {
+			t.Fatalf("data is not JSON: %s", data)
+		}
+		if utf8.ValidString(channel) && got.Channel != channel {
+			t.Fatalf("channel %q became %q", channel, got.Channel)
+		}
+	})
+}
+
 // FuzzMinioNotification: a bucket notification line (the S3 server sends it; minio-go decodes
 // it) becomes event data that is JSON with its records, and an id; never a panic.
 func FuzzMinioNotification(f *testing.F) {

@@ -182,6 +182,9 @@ func EventSourceSummary(u *unstructured.Unstructured) appproxyv1.EventSource {
 	for _, n := range sortedKeys(s.NATS) {
 		out.Events = append(out.Events, appproxyv1.EventSourceEvent{Name: n, Type: appproxyv1.EventNATS})
 	}
+	for _, n := range sortedKeys(s.Redis) {
+		out.Events = append(out.Events, appproxyv1.EventSourceEvent{Name: n, Type: appproxyv1.EventRedis})
+	}
 	for _, n := range sortedKeys(s.Resource) {
 		out.Events = append(out.Events, appproxyv1.EventSourceEvent{Name: n, Type: appproxyv1.EventResource})
 	}

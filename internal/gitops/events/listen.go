@@ -20,6 +20,7 @@ import (
 	"github.com/minio/minio-go/v7/pkg/notification"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
+	"github.com/redis/go-redis/v9"
 	"github.com/tidwall/gjson"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -44,6 +45,7 @@ type listener struct {
 	resource   *resourceWatch
 	nats       *NATSSource
 	minio      *MinioSource
+	redis      *RedisSource
 	sa         string // the EventSource's service account (resource)
 }
 
@@ -99,6 +101,8 @@ func (c *Controller) runListener(ctx context.Context, e *emitter) {
 		connect = func(ctx context.Context) error { return c.watchResource(ctx, e) }
 	case e.l.nats != nil:
 		connect = func(ctx context.Context) error { return c.subscribeNATS(ctx, e) }
+	case e.l.redis != nil:
+		connect = func(ctx context.Context) error { return c.subscribeRedis(ctx, e) }
 	default:
 		connect = func(ctx context.Context) error { return c.listenMinio(ctx, e) }
 	}
@@ -495,4 +499,81 @@ func minioEventData(info notification.Info, metadata map[string]string) ([]byte,
 		Metadata     map[string]string `json:"metadata,omitempty"`
 	}{recs, metadata})
 	return data, digestID(string(recs)), err
+}
+
+// subscribeRedis subscribes to a Redis source's channels until ctx ends; go-redis's PubSub
+// connects again (and subscribes again) by itself when the server goes away.
+func (c *Controller) subscribeRedis(ctx context.Context, e *emitter) error {
+	r := e.l.redis
+	opt := &redis.Options{Addr: r.HostAddress, DB: int(r.DB), Username: r.Username, Dialer: c.opts.Policy.DialContext,
+		MinRetryBackoff: 100 * time.Millisecond, MaxRetryBackoff: 2 * time.Second}
+	if r.Password != nil {
+		p, err := c.readSecret(ctx, e.ns, *r.Password)
+		if err != nil {
+			return err
+		}
+		opt.Password = p
+	}
+	if r.TLS != nil {
+		cfg, err := c.tlsConfig(ctx, e.ns, r.TLS)
+		if err != nil {
+			return err
+		}
+		if h, _, err := net.SplitHostPort(r.HostAddress); err == nil && cfg.ServerName == "" {
+			cfg.ServerName = h
+		}
+		opt.TLSConfig = cfg
+		// go-redis dials TLS itself only with its own dialer: wrap the policy's.
+		opt.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := c.opts.Policy.DialContext(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			tc := tls.Client(conn, cfg)
+			if err := tc.HandshakeContext(ctx); err != nil {
+				conn.Close()
+				return nil, err
+			}
+			return tc, nil
+		}
+	}
+	cl := redis.NewClient(opt)
+	defer cl.Close()
+	ps := cl.Subscribe(ctx, r.Channels...)
+	defer ps.Close()
+	if _, err := ps.Receive(ctx); err != nil {
+		return fmt.Errorf("subscribe at %s: %w", r.HostAddress, err)
+	}
+	ch := ps.Channel()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case m, ok := <-ch:
+			if !ok {
+				return errors.New("the subscription ended")
+			}
+			data, err := redisEventData(m.Channel, m.Pattern, m.Payload, r.JSONBody, r.Metadata)
+			if err != nil {
+				c.log.Warn("redis message dropped", logKey, e.key(), logErr, err)
+				continue
+			}
+			e.emit(ctx, "", data)
+		}
+	}
+}
+
+// redisEventData is a Redis message's event data, as Argo publishes it: channel, pattern,
+// body (the payload's JSON with jsonBody, else the payload as a string) and metadata.
+func redisEventData(channel, pattern, payload string, jsonBody bool, metadata map[string]string) ([]byte, error) {
+	var body any = payload
+	if jsonBody {
+		body = messageBody([]byte(payload), true)
+	}
+	return json.Marshal(struct {
+		Channel  string            `json:"channel"`
+		Pattern  string            `json:"pattern"`
+		Body     any               `json:"body"`
+		Metadata map[string]string `json:"metadata,omitempty"`
+	}{channel, pattern, body, metadata})
 }

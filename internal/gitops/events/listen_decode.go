@@ -3,6 +3,7 @@ package events
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"strings"
@@ -72,7 +73,47 @@ func validateListeners(s *EventSourceSpec, addName func(typ, name string) error)
 			return err
 		}
 	}
+	for _, name := range sortedKeys(s.Redis) {
+		if err := addName("redis", name); err != nil {
+			return err
+		}
+		if err := validateRedis("spec.redis."+name, s.Redis[name]); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+func validateRedis(f string, r RedisSource) error {
+	switch {
+	case r.HostAddress == "":
+		return errdefs.Invalid(f+".hostAddress", "", "is required: the server's host:port, e.g. redis.example.com:6379")
+	case strings.Contains(r.HostAddress, "://") || strings.ContainsAny(r.HostAddress, "/?#@ ") || len(r.HostAddress) > 300:
+		return errdefs.Invalid(f+".hostAddress", r.HostAddress, "is not host:port: give no scheme, credentials or path")
+	case r.DB < 0:
+		return errdefs.Invalid(f+".db", fmt.Sprint(r.DB), "is not a database number (0 or more)")
+	case len(r.Channels) == 0:
+		return errdefs.Invalid(f+".channels", "", "is required: one or more channels to subscribe to")
+	case len(r.Username) > 200 || strings.ContainsAny(r.Username, " \t\r\n"):
+		return errdefs.Invalid(f+".username", r.Username, "is not a user name")
+	}
+	if _, _, err := net.SplitHostPort(r.HostAddress); err != nil {
+		return errdefs.Invalid(f+".hostAddress", r.HostAddress, "is not host:port")
+	}
+	for i, c := range r.Channels {
+		if c == "" || len(c) > 1000 {
+			return errdefs.Invalid(fmt.Sprintf("%s.channels[%d]", f, i), c, "is not a channel name")
+		}
+	}
+	if r.Password != nil {
+		if err := checkSecretRef(f+".password", r.Password); err != nil {
+			return err
+		}
+	}
+	if err := checkTLS(f+".tls", r.TLS); err != nil {
+		return err
+	}
+	return checkSourceFilter(f+".filter", r.Filter)
 }
 
 // resourceWatch is a compiled resource source.
@@ -350,6 +391,11 @@ func checkPolicy(p *netpolicy.Policy, s *EventSourceSpec) error {
 	}
 	for _, name := range sortedKeys(s.Minio) {
 		if err := p.CheckServerURL("spec.minio."+name+".endpoint", minioURL(s.Minio[name])); err != nil {
+			return err
+		}
+	}
+	for _, name := range sortedKeys(s.Redis) {
+		if err := p.CheckServerURL("spec.redis."+name+".hostAddress", "redis://"+s.Redis[name].HostAddress); err != nil {
 			return err
 		}
 	}

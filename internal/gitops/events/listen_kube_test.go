@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
+	"github.com/redis/go-redis/v9"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -386,4 +388,52 @@ spec:
 	}
 	e.deleteSource("bucket")
 	e.waitListeners(0)
+}
+
+// TestRedisSourceToTrigger (FRESHET_TEST_REDIS=1: the Redis at 127.0.0.1:6379, or
+// FRESHET_TEST_REDIS_ADDR): a message published on a channel → the redis EventSource (JSON
+// body) → a Sensor's trigger records its channel and a body field; deleted, the source stops.
+func TestRedisSourceToTrigger(t *testing.T) {
+	if os.Getenv("FRESHET_TEST_REDIS") != "1" {
+		t.Skip("needs FRESHET_TEST_REDIS=1 and a Redis (127.0.0.1:6379 or FRESHET_TEST_REDIS_ADDR)")
+	}
+	addr := os.Getenv("FRESHET_TEST_REDIS_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:6379"
+	}
+	e := newEnv(t)
+	e.exoticBus()
+	channel := "freshet-test." + e.ns
+	e.create(events.SensorsResource, recordSensor("jobs", "cache", "jobs", "channel", "body.job"))
+	e.waitCondition(events.SensorsResource, "jobs", events.CondDeployed, "True")
+	e.create(events.EventSourcesResource, fmt.Sprintf(`
+apiVersion: argoproj.io/v1alpha1
+kind: EventSource
+metadata: {name: cache}
+spec:
+  redis:
+    jobs: {hostAddress: '%s', channels: ['%s'], jsonBody: true}
+`, addr, channel))
+	e.waitCondition(events.EventSourcesResource, "cache", events.CondDeployed, "True")
+	e.waitListeners(1)
+	rc := redis.NewClient(&redis.Options{Addr: addr})
+	defer rc.Close()
+	e.waitFor("the message recorded", 30*time.Second, func() (bool, string) {
+		if err := rc.Publish(e.ctx, channel, `{"job":"j-7"}`).Err(); err != nil {
+			return false, err.Error()
+		}
+		got := e.seen("jobs")
+		for _, s := range got {
+			if s == [2]string{channel, "j-7"} {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(got)
+	})
+	e.deleteSource("cache")
+	e.waitListeners(0)
+	e.waitFor("the subscription gone", 10*time.Second, func() (bool, string) {
+		n, err := rc.PubSubNumSub(e.ctx, channel).Result()
+		return err == nil && n[channel] == 0, fmt.Sprint(n, err)
+	})
 }

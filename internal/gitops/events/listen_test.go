@@ -124,6 +124,9 @@ func TestListenerRefusals(t *testing.T) {
 		{"minio bucket", "  minio: {m: {endpoint: 'x:9000', bucket: {name: B}, accessKey: {name: s, key: a}, secretKey: {name: s, key: b}}}\n", "spec.minio.m.bucket.name", "not a bucket name"},
 		{"minio key", "  minio: {m: {endpoint: 'x:9000', bucket: {name: b1b}, secretKey: {name: s, key: b}}}\n", "spec.minio.m.accessKey", "is required"},
 		{"minio event", "  minio: {m: {endpoint: 'x:9000', bucket: {name: b1b}, events: [put], accessKey: {name: s, key: a}, secretKey: {name: s, key: b}}}\n", "spec.minio.m.events[0]", "s3:ObjectCreated"},
+		{"redis host", "  redis: {r: {hostAddress: 'redis://x:6379', channels: [a]}}\n", "spec.redis.r.hostAddress", "host:port"},
+		{"redis channels", "  redis: {r: {hostAddress: 'x:6379'}}\n", "spec.redis.r.channels", "is required"},
+		{"redis db", "  redis: {r: {hostAddress: 'x:6379', db: -1, channels: [a]}}\n", "spec.redis.r.db", "0 or more"},
 		{"same name", "  calendar: {x: {interval: 10s}}\n  nats: {x: {url: 'nats://h:4222', subject: a}}\n", "spec.nats.x", "unique"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -162,6 +165,11 @@ func TestListenerPolicy(t *testing.T) {
 	if err := checkPolicy(strict, &es.Spec); !errors.As(err, &fe) || fe.Field != "spec.minio.m.endpoint" {
 		t.Errorf("minio: err = %v", err)
 	}
+	delete(es.Spec.Minio, "m")
+	es.Spec.Redis = map[string]RedisSource{"r": {HostAddress: "10.0.0.1:6379", Channels: []string{"a"}}}
+	if err := checkPolicy(strict, &es.Spec); !errors.As(err, &fe) || fe.Field != "spec.redis.r.hostAddress" || !strings.Contains(err.Error(), "private") {
+		t.Errorf("redis: err = %v", err)
+	}
 	if err := checkPolicy(netpolicy.Unrestricted(), &es.Spec); err != nil {
 		t.Errorf("unrestricted: %v", err)
 	}
@@ -182,6 +190,14 @@ func TestEventDataShapes(t *testing.T) {
 	b, err = natsEventData("orders.1", map[string][]string{"X": {"y"}}, []byte(`{"id":7}`), true, nil)
 	if err != nil || string(b) != `{"subject":"orders.1","body":{"id":7},"header":{"X":["y"]}}` {
 		t.Errorf("nats json data %s (%v)", b, err)
+	}
+	b, err = redisEventData("c", "", `{"a":1}`, true, nil)
+	if err != nil || string(b) != `{"channel":"c","pattern":"","body":{"a":1}}` {
+		t.Errorf("redis json data %s (%v)", b, err)
+	}
+	b, _ = redisEventData("c", "", "hi", false, nil)
+	if string(b) != `{"channel":"c","pattern":"","body":"hi"}` {
+		t.Errorf("redis string data %s", b)
 	}
 	b, _ = natsEventData("s", nil, []byte("hi"), false, nil)
 	if string(b) != `{"subject":"s","body":"aGk="}` {

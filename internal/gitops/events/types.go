@@ -85,6 +85,7 @@ type EventSourceSpec struct {
 	Resource     map[string]ResourceSource  `json:"resource,omitempty"`
 	NATS         map[string]NATSSource      `json:"nats,omitempty"`
 	Minio        map[string]MinioSource     `json:"minio,omitempty"`
+	Redis        map[string]RedisSource     `json:"redis,omitempty"`
 	Other        map[string]json.RawMessage `json:"-"`
 	Template     json.RawMessage            `json:"template,omitempty"`
 	Service      json.RawMessage            `json:"service,omitempty"`
@@ -285,6 +286,21 @@ type MinioSource struct {
 	Filter        *S3Filter          `json:"filter,omitempty"`
 	Metadata      map[string]string  `json:"metadata,omitempty"`
 	CACertificate *SecretKeySelector `json:"caCertificate,omitempty"`
+}
+
+// RedisSource subscribes to channels of a Redis server (pub/sub).
+type RedisSource struct {
+	HostAddress string             `json:"hostAddress"`
+	Password    *SecretKeySelector `json:"password,omitempty"`
+	Username    string             `json:"username,omitempty"`
+	// Namespace is read and not used (Argo's is deprecated too).
+	Namespace string             `json:"namespace,omitempty"`
+	DB        int32              `json:"db,omitempty"`
+	Channels  []string           `json:"channels"`
+	TLS       *TLSConfig         `json:"tls,omitempty"`
+	Metadata  map[string]string  `json:"metadata,omitempty"`
+	Filter    *EventSourceFilter `json:"filter,omitempty"`
+	JSONBody  bool               `json:"jsonBody,omitempty"`
 }
 
 // Sensor is Argo Events' Sensor.
