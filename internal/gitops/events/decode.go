@@ -32,7 +32,7 @@ const (
 
 // supported lists what runs, for the messages about what does not.
 const (
-	supportedSources  = "webhook, calendar, github, gitlab, gitea, bitbucket, resource, nats, minio and redis"
+	supportedSources  = "webhook, calendar, github, gitlab, gitea, bitbucket, resource, nats, minio, redis and mqtt"
 	supportedTriggers = "k8s and argoWorkflow"
 )
 
@@ -98,7 +98,7 @@ func redact(u string) string {
 // eventSourceKeys are the spec fields of an EventSource this package reads; every other
 // known Argo source type is refused by name.
 var eventSourceKeys = map[string]bool{"eventBusName": true, "webhook": true, "calendar": true, "github": true,
-	"gitlab": true, "gitea": true, "bitbucket": true, "resource": true, "nats": true, "minio": true, "redis": true,
+	"gitlab": true, "gitea": true, "bitbucket": true, "resource": true, "nats": true, "minio": true, "redis": true, "mqtt": true,
 	"template": true, "service": true, "replicas": true}
 
 // DecodeEventSource reads an EventSource and validates it. A document that is not an

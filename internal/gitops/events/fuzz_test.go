@@ -117,6 +117,32 @@ func FuzzRedisEventData(f *testing.F) {
 	})
 }
 
+// FuzzMQTTEventData: an MQTT message (anyone who can publish on the topic sends it) becomes
+// event data that is JSON with its topic, or — a jsonBody payload that is not JSON — is
+// refused; never a panic.
+func FuzzMQTTEventData(f *testing.F) {
+	f.Add("t/1", []byte(`{"v":1}`), true)
+	f.Add("t/1", []byte("\x00\xff"), false)
+	f.Fuzz(func(t *testing.T, topic string, payload []byte, jsonBody bool) {
+		data, err := mqttEventData(topic, 1, payload, jsonBody, nil)
+		if err != nil {
+			if !jsonBody || json.Valid(payload) && len(payload) > 0 {
+				t.Fatalf("message refused: %v", err)
+			}
+			return
+		}
+		var got struct {
+			Topic string `json:"topic"`
+		}
+		if err := json.Unmarshal(data, &got); err != nil {
+			t.Fatalf("data is not JSON: %s", data)
+		}
+		if utf8.ValidString(topic) && got.Topic != topic {
+			t.Fatalf("topic %q became %q", topic, got.Topic)
+		}
+	})
+}
+
 // FuzzMinioNotification: a bucket notification line (the S3 server sends it; minio-go decodes
 // it) becomes event data that is JSON with its records, and an id; never a panic.
 func FuzzMinioNotification(f *testing.F) {

@@ -179,6 +179,9 @@ func EventSourceSummary(u *unstructured.Unstructured) appproxyv1.EventSource {
 	for _, n := range sortedKeys(s.Minio) {
 		out.Events = append(out.Events, appproxyv1.EventSourceEvent{Name: n, Type: appproxyv1.EventMinio})
 	}
+	for _, n := range sortedKeys(s.MQTT) {
+		out.Events = append(out.Events, appproxyv1.EventSourceEvent{Name: n, Type: appproxyv1.EventMQTT})
+	}
 	for _, n := range sortedKeys(s.NATS) {
 		out.Events = append(out.Events, appproxyv1.EventSourceEvent{Name: n, Type: appproxyv1.EventNATS})
 	}

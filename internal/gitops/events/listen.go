@@ -12,9 +12,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
+	mqtt "github.com/eclipse/paho.mqtt.golang"
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/minio/minio-go/v7/pkg/notification"
@@ -46,6 +48,7 @@ type listener struct {
 	nats       *NATSSource
 	minio      *MinioSource
 	redis      *RedisSource
+	mqtt       *MQTTSource
 	sa         string // the EventSource's service account (resource)
 }
 
@@ -101,6 +104,8 @@ func (c *Controller) runListener(ctx context.Context, e *emitter) {
 		connect = func(ctx context.Context) error { return c.watchResource(ctx, e) }
 	case e.l.nats != nil:
 		connect = func(ctx context.Context) error { return c.subscribeNATS(ctx, e) }
+	case e.l.mqtt != nil:
+		connect = func(ctx context.Context) error { return c.subscribeMQTT(ctx, e) }
 	case e.l.redis != nil:
 		connect = func(ctx context.Context) error { return c.subscribeRedis(ctx, e) }
 	default:
@@ -576,4 +581,96 @@ func redisEventData(channel, pattern, payload string, jsonBody bool, metadata ma
 		Body     any               `json:"body"`
 		Metadata map[string]string `json:"metadata,omitempty"`
 	}{channel, pattern, body, metadata})
+}
+
+// subscribeMQTT subscribes to an MQTT source's topic until ctx ends; paho connects again by
+// itself (1 s doubling to 1 min) and the topic is subscribed again on every connection.
+func (c *Controller) subscribeMQTT(ctx context.Context, e *emitter) error {
+	m := e.l.mqtt
+	u, err := mqttURL("url", m.URL)
+	if err != nil {
+		return err
+	}
+	var tlsCfg *tls.Config
+	if m.TLS != nil {
+		if tlsCfg, err = c.tlsConfig(ctx, e.ns, m.TLS); err != nil {
+			return err
+		}
+	}
+	secure := u.Scheme == "ssl" || u.Scheme == "tls" || u.Scheme == "mqtts"
+	if secure && tlsCfg == nil {
+		tlsCfg = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	o := mqtt.NewClientOptions().AddBroker(m.URL).SetClientID(m.ClientID).SetCleanSession(true).
+		SetAutoReconnect(true).SetConnectRetry(true).SetConnectRetryInterval(reconnectMin).SetMaxReconnectInterval(reconnectMax).
+		SetConnectTimeout(10 * time.Second)
+	if a := m.Auth; a != nil {
+		user, err := c.readSecret(ctx, e.ns, *a.Username)
+		if err != nil {
+			return err
+		}
+		pw, err := c.readSecret(ctx, e.ns, *a.Password)
+		if err != nil {
+			return err
+		}
+		o.SetUsername(user).SetPassword(pw)
+	}
+	// Every connection goes through the operator's policy (and TLS on top of it).
+	o.SetCustomOpenConnectionFn(func(uri *url.URL, _ mqtt.ClientOptions) (net.Conn, error) {
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		port := uri.Port()
+		if port == "" {
+			port = "1883"
+			if secure {
+				port = "8883"
+			}
+		}
+		conn, err := c.opts.Policy.DialContext(dctx, "tcp", net.JoinHostPort(uri.Hostname(), port))
+		if err != nil || !secure {
+			return conn, err
+		}
+		cfg := tlsCfg.Clone()
+		if cfg.ServerName == "" {
+			cfg.ServerName = uri.Hostname()
+		}
+		tc := tls.Client(conn, cfg)
+		if err := tc.HandshakeContext(dctx); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return tc, nil
+	})
+	handler := func(_ mqtt.Client, msg mqtt.Message) {
+		data, err := mqttEventData(msg.Topic(), int(msg.MessageID()), msg.Payload(), m.JSONBody, m.Metadata)
+		if err != nil {
+			c.log.Warn("mqtt message dropped", logKey, e.key(), logErr, err)
+			return
+		}
+		e.emit(ctx, "", data)
+	}
+	o.SetOnConnectHandler(func(cl mqtt.Client) {
+		if t := cl.Subscribe(m.Topic, 0, handler); t.WaitTimeout(10*time.Second) && t.Error() != nil {
+			c.log.Warn("mqtt event source: subscribe failed", logKey, e.key(), logErr, t.Error())
+		}
+	})
+	o.SetConnectionLostHandler(func(_ mqtt.Client, err error) {
+		c.log.Warn("mqtt event source disconnected; reconnecting", logKey, e.key(), logErr, err)
+	})
+	cl := mqtt.NewClient(o)
+	cl.Connect() // with connect retry, it keeps trying until Disconnect
+	<-ctx.Done()
+	cl.Disconnect(250)
+	return nil
+}
+
+// mqttEventData is an MQTT message's event data, as Argo publishes it: topic, messageId, body
+// (the payload's JSON with jsonBody, else its bytes, base64) and metadata.
+func mqttEventData(topic string, id int, payload []byte, jsonBody bool, metadata map[string]string) ([]byte, error) {
+	return json.Marshal(struct {
+		Topic     string            `json:"topic"`
+		MessageID int               `json:"messageId"`
+		Body      any               `json:"body"`
+		Metadata  map[string]string `json:"metadata,omitempty"`
+	}{topic, id, messageBody(payload, jsonBody), metadata})
 }

@@ -73,6 +73,14 @@ func validateListeners(s *EventSourceSpec, addName func(typ, name string) error)
 			return err
 		}
 	}
+	for _, name := range sortedKeys(s.MQTT) {
+		if err := addName("mqtt", name); err != nil {
+			return err
+		}
+		if err := validateMQTT("spec.mqtt."+name, s.MQTT[name]); err != nil {
+			return err
+		}
+	}
 	for _, name := range sortedKeys(s.Redis) {
 		if err := addName("redis", name); err != nil {
 			return err
@@ -82,6 +90,56 @@ func validateListeners(s *EventSourceSpec, addName func(typ, name string) error)
 		}
 	}
 	return nil
+}
+
+func validateMQTT(f string, m MQTTSource) error {
+	if m.URL == "" {
+		return errdefs.Invalid(f+".url", "", "is required (tcp://host:1883, or ssl://host:8883)")
+	}
+	if _, err := mqttURL(f+".url", m.URL); err != nil {
+		return err
+	}
+	switch {
+	case m.Topic == "" || len(m.Topic) > 1000 || strings.ContainsRune(m.Topic, 0):
+		return errdefs.Invalid(f+".topic", m.Topic, "is required: the topic to subscribe to, e.g. sensors/+/temperature or sensors/#")
+	case strings.Contains(strings.TrimSuffix(m.Topic, "#"), "#") || strings.HasSuffix(m.Topic, "#") && m.Topic != "#" && !strings.HasSuffix(m.Topic, "/#"):
+		return errdefs.Invalid(f+".topic", m.Topic, "is not a topic filter: '#' only as the last level")
+	case m.ClientID == "" || len(m.ClientID) > 200:
+		return errdefs.Invalid(f+".clientId", m.ClientID, "is required: the client id the source connects with (unique on the broker)")
+	}
+	for _, l := range strings.Split(m.Topic, "/") {
+		if strings.Contains(l, "+") && l != "+" {
+			return errdefs.Invalid(f+".topic", m.Topic, "is not a topic filter: '+' only as a whole level")
+		}
+	}
+	if a := m.Auth; a != nil {
+		if a.Username == nil || a.Password == nil {
+			return errdefs.Invalid(f+".auth", "", "needs username and password (Secret keys)")
+		}
+		if err := checkSecretRef(f+".auth.username", a.Username); err != nil {
+			return err
+		}
+		if err := checkSecretRef(f+".auth.password", a.Password); err != nil {
+			return err
+		}
+	}
+	if err := checkTLS(f+".tls", m.TLS); err != nil {
+		return err
+	}
+	return checkSourceFilter(f+".filter", m.Filter)
+}
+
+// mqttURL parses a broker URL: tcp://, mqtt://, ssl://, tls:// or mqtts:// with a host.
+func mqttURL(f, raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.Opaque != "" {
+		return nil, errdefs.Invalid(f, redact(raw), "is not a broker URL: tcp://host:1883 or ssl://host:8883")
+	}
+	switch u.Scheme {
+	case "tcp", "mqtt", "ssl", "tls", "mqtts":
+		return u, nil
+	}
+	return nil, errdefs.Invalid(f, redact(raw), "is not a broker URL: use tcp://, mqtt://, ssl://, tls:// or mqtts:// (websockets are not supported)")
 }
 
 func validateRedis(f string, r RedisSource) error {
@@ -391,6 +449,11 @@ func checkPolicy(p *netpolicy.Policy, s *EventSourceSpec) error {
 	}
 	for _, name := range sortedKeys(s.Minio) {
 		if err := p.CheckServerURL("spec.minio."+name+".endpoint", minioURL(s.Minio[name])); err != nil {
+			return err
+		}
+	}
+	for _, name := range sortedKeys(s.MQTT) {
+		if err := p.CheckServerURL("spec.mqtt."+name+".url", redact(s.MQTT[name].URL)); err != nil {
 			return err
 		}
 	}

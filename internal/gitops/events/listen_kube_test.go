@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	mqtt "github.com/eclipse/paho.mqtt.golang"
 	"github.com/minio/minio-go/v7"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
@@ -436,4 +437,49 @@ spec:
 		n, err := rc.PubSubNumSub(e.ctx, channel).Result()
 		return err == nil && n[channel] == 0, fmt.Sprint(n, err)
 	})
+}
+
+// TestMQTTSourceToTrigger (FRESHET_TEST_MQTT=1: the Mosquitto at 127.0.0.1:1883, or
+// FRESHET_TEST_MQTT_URL): a message published on a topic → the mqtt EventSource (JSON body,
+// wildcard topic) → a Sensor's trigger records its topic and a body field; deleted, it stops.
+func TestMQTTSourceToTrigger(t *testing.T) {
+	if os.Getenv("FRESHET_TEST_MQTT") != "1" {
+		t.Skip("needs FRESHET_TEST_MQTT=1 and an MQTT broker (tcp://127.0.0.1:1883 or FRESHET_TEST_MQTT_URL)")
+	}
+	broker := os.Getenv("FRESHET_TEST_MQTT_URL")
+	if broker == "" {
+		broker = "tcp://127.0.0.1:1883"
+	}
+	e := newEnv(t)
+	e.exoticBus()
+	topic := "freshet-test/" + e.ns + "/readings"
+	e.create(events.SensorsResource, recordSensor("readings", "broker", "readings", "topic", "body.v"))
+	e.waitCondition(events.SensorsResource, "readings", events.CondDeployed, "True")
+	e.create(events.EventSourcesResource, fmt.Sprintf(`
+apiVersion: argoproj.io/v1alpha1
+kind: EventSource
+metadata: {name: broker}
+spec:
+  mqtt:
+    readings: {url: '%s', topic: 'freshet-test/%s/+', clientId: 'freshet-%s', jsonBody: true}
+`, broker, e.ns, e.ns))
+	e.waitCondition(events.EventSourcesResource, "broker", events.CondDeployed, "True")
+	e.waitListeners(1)
+	pub := mqtt.NewClient(mqtt.NewClientOptions().AddBroker(broker).SetClientID("freshet-pub-" + e.ns))
+	if tok := pub.Connect(); tok.WaitTimeout(10*time.Second) && tok.Error() != nil {
+		t.Fatal(tok.Error())
+	}
+	defer pub.Disconnect(100)
+	e.waitFor("the message recorded", 30*time.Second, func() (bool, string) {
+		pub.Publish(topic, 0, false, `{"v":"21.5"}`).WaitTimeout(5 * time.Second)
+		got := e.seen("readings")
+		for _, s := range got {
+			if s == [2]string{topic, "21.5"} {
+				return true, ""
+			}
+		}
+		return false, fmt.Sprint(got)
+	})
+	e.deleteSource("broker")
+	e.waitListeners(0)
 }

@@ -127,6 +127,10 @@ func TestListenerRefusals(t *testing.T) {
 		{"redis host", "  redis: {r: {hostAddress: 'redis://x:6379', channels: [a]}}\n", "spec.redis.r.hostAddress", "host:port"},
 		{"redis channels", "  redis: {r: {hostAddress: 'x:6379'}}\n", "spec.redis.r.channels", "is required"},
 		{"redis db", "  redis: {r: {hostAddress: 'x:6379', db: -1, channels: [a]}}\n", "spec.redis.r.db", "0 or more"},
+		{"mqtt url", "  mqtt: {q: {url: 'ws://x:1883', topic: a, clientId: c}}\n", "spec.mqtt.q.url", "websockets"},
+		{"mqtt topic", "  mqtt: {q: {url: 'tcp://x:1883', topic: 'a/#/b', clientId: c}}\n", "spec.mqtt.q.topic", "last level"},
+		{"mqtt plus", "  mqtt: {q: {url: 'tcp://x:1883', topic: 'a/b+', clientId: c}}\n", "spec.mqtt.q.topic", "whole level"},
+		{"mqtt client", "  mqtt: {q: {url: 'tcp://x:1883', topic: a}}\n", "spec.mqtt.q.clientId", "is required"},
 		{"same name", "  calendar: {x: {interval: 10s}}\n  nats: {x: {url: 'nats://h:4222', subject: a}}\n", "spec.nats.x", "unique"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -198,6 +202,10 @@ func TestEventDataShapes(t *testing.T) {
 	b, _ = redisEventData("c", "", "hi", false, nil)
 	if string(b) != `{"channel":"c","pattern":"","body":"hi"}` {
 		t.Errorf("redis string data %s", b)
+	}
+	b, err = mqttEventData("t/1", 3, []byte(`{"v":1}`), true, nil)
+	if err != nil || string(b) != `{"topic":"t/1","messageId":3,"body":{"v":1}}` {
+		t.Errorf("mqtt data %s (%v)", b, err)
 	}
 	b, _ = natsEventData("s", nil, []byte("hi"), false, nil)
 	if string(b) != `{"subject":"s","body":"aGk="}` {

@@ -110,7 +110,7 @@ func (c *Controller) reconcileSource(ctx context.Context, u *unstructured.Unstru
 
 func countEvents(s *EventSourceSpec) int {
 	return len(s.Webhook) + len(s.Calendar) + len(s.GitHub) + len(s.GitLab) + len(s.Gitea) + len(s.Bitbucket) +
-		len(s.Resource) + len(s.NATS) + len(s.Minio) + len(s.Redis)
+		len(s.Resource) + len(s.NATS) + len(s.Minio) + len(s.Redis) + len(s.MQTT)
 }
 
 type calendarRun struct {
@@ -227,6 +227,9 @@ func buildSource(es *EventSource) (*sourceRun, []calendarRun, error) {
 	}
 	for name, m := range s.Minio {
 		run.listeners = append(run.listeners, &listener{typ: "minio", event: name, minio: &m})
+	}
+	for name, m := range s.MQTT {
+		run.listeners = append(run.listeners, &listener{typ: "mqtt", event: name, mqtt: &m, filter: filterOf(m.Filter)})
 	}
 	for name, r := range s.Redis {
 		run.listeners = append(run.listeners, &listener{typ: "redis", event: name, redis: &r, filter: filterOf(r.Filter)})

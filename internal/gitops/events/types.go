@@ -86,6 +86,7 @@ type EventSourceSpec struct {
 	NATS         map[string]NATSSource      `json:"nats,omitempty"`
 	Minio        map[string]MinioSource     `json:"minio,omitempty"`
 	Redis        map[string]RedisSource     `json:"redis,omitempty"`
+	MQTT         map[string]MQTTSource      `json:"mqtt,omitempty"`
 	Other        map[string]json.RawMessage `json:"-"`
 	Template     json.RawMessage            `json:"template,omitempty"`
 	Service      json.RawMessage            `json:"service,omitempty"`
@@ -301,6 +302,20 @@ type RedisSource struct {
 	Metadata  map[string]string  `json:"metadata,omitempty"`
 	Filter    *EventSourceFilter `json:"filter,omitempty"`
 	JSONBody  bool               `json:"jsonBody,omitempty"`
+}
+
+// MQTTSource subscribes to a topic of an MQTT broker.
+type MQTTSource struct {
+	URL      string `json:"url"`
+	Topic    string `json:"topic"`
+	ClientID string `json:"clientId"`
+	// ConnectionBackoff is read and not used: the source reconnects forever, with backoff.
+	ConnectionBackoff json.RawMessage    `json:"connectionBackoff,omitempty"`
+	JSONBody          bool               `json:"jsonBody,omitempty"`
+	TLS               *TLSConfig         `json:"tls,omitempty"`
+	Metadata          map[string]string  `json:"metadata,omitempty"`
+	Filter            *EventSourceFilter `json:"filter,omitempty"`
+	Auth              *BasicAuth         `json:"auth,omitempty"`
 }
 
 // Sensor is Argo Events' Sensor.
