@@ -89,7 +89,7 @@ type env struct {
 
 // newEnv starts the events controller on the loopback cluster, watching one namespace, with
 // the test NATS as the runtime's own, and serves its webhook handler on 127.0.0.1.
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, opts ...func(*events.Options)) *env {
 	t.Helper()
 	c := kube.Shared(t)
 	natsURL, err := testNATS()
@@ -107,8 +107,12 @@ func newEnv(t *testing.T) *env {
 	if err := workflows.EnsureCRDs(ctx, c.Dynamic); err != nil {
 		t.Fatal(err)
 	}
-	ctrl, err := events.New(c.RESTConfig(), events.Options{Namespace: ns, Logger: slog.New(slog.NewTextHandler(tlog.New(t), nil)),
-		NATS: func(context.Context) (*nats.Conn, error) { return nc, nil }})
+	o := events.Options{Namespace: ns, Logger: slog.New(slog.NewTextHandler(tlog.New(t), nil)),
+		NATS: func(context.Context) (*nats.Conn, error) { return nc, nil }}
+	for _, f := range opts {
+		f(&o)
+	}
+	ctrl, err := events.New(c.RESTConfig(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

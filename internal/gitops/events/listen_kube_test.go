@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/freshet-dev/freshet/internal/gitops/events"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/testenv/s3env"
 )
 
@@ -482,4 +483,31 @@ spec:
 	})
 	e.deleteSource("broker")
 	e.waitListeners(0)
+}
+
+// TestListenerURLPolicy: with the operator's policy of a hosted runtime (public addresses
+// only), a nats source whose url reaches loopback is refused in its status, naming the field,
+// and nothing of it runs.
+func TestListenerURLPolicy(t *testing.T) {
+	strict, err := netpolicy.Options{}.Policy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(o *events.Options) { o.Policy = strict })
+	e.exoticBus()
+	e.create(events.EventSourcesResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: EventSource
+metadata: {name: inside}
+spec:
+  nats:
+    orders: {url: 'nats://127.0.0.1:4222', subject: orders}
+`)
+	msg := e.waitCondition(events.EventSourcesResource, "inside", events.CondSourcesProvided, "False")
+	if !strings.Contains(msg, "spec.nats.orders.url") || !strings.Contains(msg, "loopback") {
+		t.Errorf("SourcesProvided message %q", msg)
+	}
+	if n := e.ctrl.Listeners(); n != 0 {
+		t.Errorf("%d listeners run for a refused source", n)
+	}
 }
