@@ -61,7 +61,7 @@ type EventSource struct {
 // EventSourceEvent is one named event of an EventSource.
 type EventSourceEvent struct {
 	Name string `json:"name"`
-	// Type is webhook, calendar, github, gitlab, gitea or bitbucket.
+	// Type is webhook, calendar, github, gitlab, gitea, bitbucket, resource, nats, minio, redis or mqtt.
 	Type string `json:"type"`
 	// Endpoint is where a webhook (or git provider) event is served; Schedule a calendar
 	// event's schedule or interval.
@@ -77,6 +77,15 @@ const (
 	EventGitLab    = "gitlab"
 	EventGitea     = "gitea"
 	EventBitbucket = "bitbucket"
+)
+
+// Event types of sources that connect out (listed; a pipeline is not committed with them).
+const (
+	EventResource = "resource"
+	EventNATS     = "nats"
+	EventMinio    = "minio"
+	EventRedis    = "redis"
+	EventMQTT     = "mqtt"
 )
 
 // EventTypes are the event types, in the order the wizard offers them.

@@ -307,7 +307,8 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 	if kube != nil && !opts.NoEvents && !opts.CDOnly {
 		r.evNATS = &eventsNATS{url: opts.EventsNATSURL, dir: filepath.Join(opts.DataDir, "events-nats"), log: log}
 		if r.ev, err = events.New(kube, events.Options{Logger: log.With("component", "events"), NATS: r.evNATS.conn,
-			// http and nats triggers' URLs go through the runtime's network policy.
+			// http and nats triggers' URLs and the connecting event sources' servers go
+			// through the runtime's network policy.
 			Policy: policy}); err != nil {
 			return nil, fmt.Errorf("events: %w", err)
 		}

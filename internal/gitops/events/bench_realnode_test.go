@@ -36,7 +36,7 @@ func TestBenchWebhookToWorkflowRealNode(t *testing.T) {
 	sel, tol := kube.RealNodePlacement()
 	emissary := reg.EmissaryImage(t)
 	opts := workflows.Options{ExecutorImage: emissary, ExecutorPath: "/usr/bin/freshet", NodeSelector: sel, Tolerations: tol}
-	e := newEnvOn(t, c, nil)
+	e := newEnvOn(t, c)
 	// Pull both images once, so that no run measures a pull.
 	warm := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "warm"}, Spec: corev1.PodSpec{
 		RestartPolicy: corev1.RestartPolicyNever, NodeSelector: sel, Tolerations: tol,

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -79,7 +80,8 @@ type Options struct {
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// Policy checks the URLs of http and nats triggers, before every request and at every
-	// connection (netpolicy.Unrestricted when nil).
+	// connection, and decides which servers the nats, minio, redis and mqtt event sources may
+	// reach (their URLs are tenants' input); nil: any (a hybrid runtime's netpolicy.Unrestricted).
 	Policy *netpolicy.Policy
 }
 
@@ -105,6 +107,8 @@ type Controller struct {
 	saOps    map[string]*workflows.Ops
 	wg       sync.WaitGroup // the runs' goroutines
 	secrets  secretCache
+	// listeners counts the running listeners' goroutines (resource, nats, minio events).
+	listeners atomic.Int64
 }
 
 // New returns a controller for the cluster cfg reaches.

@@ -32,7 +32,7 @@ const (
 
 // supported lists what runs, for the messages about what does not.
 const (
-	supportedSources  = "webhook, calendar, github, gitlab, gitea and bitbucket"
+	supportedSources  = "webhook, calendar, github, gitlab, gitea, bitbucket, resource, nats, minio, redis and mqtt"
 	supportedTriggers = "k8s, argoWorkflow, http, log and nats"
 )
 
@@ -98,7 +98,8 @@ func redact(u string) string {
 // eventSourceKeys are the spec fields of an EventSource this package reads; every other
 // known Argo source type is refused by name.
 var eventSourceKeys = map[string]bool{"eventBusName": true, "webhook": true, "calendar": true, "github": true,
-	"gitlab": true, "gitea": true, "bitbucket": true, "template": true, "service": true, "replicas": true}
+	"gitlab": true, "gitea": true, "bitbucket": true, "resource": true, "nats": true, "minio": true, "redis": true, "mqtt": true,
+	"template": true, "service": true, "replicas": true}
 
 // DecodeEventSource reads an EventSource and validates it. A document that is not an
 // EventSource is an error alone; one that decodes but is invalid is returned with a
@@ -125,7 +126,7 @@ func validateEventSource(data []byte, es *EventSource) error {
 	if err := checkBusName("spec.eventBusName", s.EventBusName); err != nil {
 		return err
 	}
-	total := len(s.Webhook) + len(s.Calendar) + len(s.GitHub) + len(s.GitLab) + len(s.Gitea) + len(s.Bitbucket)
+	total := countEvents(s)
 	if total == 0 {
 		return errdefs.Invalid("spec", "", "has no event source: give one of "+supportedSources)
 	}
@@ -275,7 +276,10 @@ func validateEventSource(data []byte, es *EventSource) error {
 			return err
 		}
 	}
-	return nil
+	if _, err := serviceAccountOf(s); err != nil {
+		return err
+	}
+	return validateListeners(s, addName)
 }
 
 // gitLabEvents maps the event names of Argo's GitLab source (GitLab's hook options) to the
@@ -587,7 +591,7 @@ func validateTemplate(f string, t *TriggerTemplate, deps map[string]bool, tparam
 	case t.Log != nil:
 		return nil
 	case t.NATS != nil:
-		return validateNATS(f+".nats", t.NATS, deps)
+		return validateNATSTrigger(f+".nats", t.NATS, deps)
 	}
 	return errdefs.Invalid(f, "", "has no trigger: give one of "+supportedTriggers)
 }

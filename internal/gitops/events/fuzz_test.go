@@ -5,8 +5,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/minio/minio-go/v7/pkg/notification"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 )
 
 // FuzzDecodeEventSource: an EventSource (synced from git by anyone who can commit) is refused
@@ -21,6 +25,7 @@ func FuzzDecodeEventSource(f *testing.F) {
 			"  gitlab: {b: {webhook: {endpoint: /gl}, projects: ['1'], events: [PushEvents], secretToken: {name: s, key: k}}}\n" +
 			"  bitbucket: {c: {webhook: {endpoint: /bb}, events: ['repo:push'], webhookSecret: {name: s, key: k}}}\n" +
 			"  gitea: {d: {webhook: {endpoint: /gt}, webhookSecret: {name: s, key: k}}}\n",
+		resourceES,
 	} {
 		f.Add(toJSON(f, y))
 	}
@@ -46,6 +51,118 @@ func FuzzDecodeEventSource(f *testing.F) {
 			if c.cal.interval == 0 && c.cal.sched.String() == "" {
 				t.Fatalf("calendar %s neither schedule nor interval", c.event)
 			}
+		}
+		for _, l := range run.listeners {
+			if r := l.resource; r != nil && (r.gvr.Version == "" || r.gvr.Resource == "" || len(r.types) == 0 || l.sa == "") {
+				t.Fatalf("resource %s watches nothing: %+v", l.event, r)
+			}
+		}
+		if err := checkPolicy(netpolicy.Unrestricted(), &es.Spec); err != nil {
+			t.Fatalf("a valid source's URLs do not parse: %v", err)
+		}
+	})
+}
+
+// FuzzNATSEventData: a NATS message (anyone who can publish on the subject sends it) becomes
+// event data that is JSON with the message's subject, or — a jsonBody message that is not
+// JSON — is refused; never a panic.
+func FuzzNATSEventData(f *testing.F) {
+	f.Add("orders.1", []byte(`{"id":7}`), true)
+	f.Add("s", []byte("\xff\x00"), false)
+	f.Add("s", []byte(`{"a":`), true)
+	f.Fuzz(func(t *testing.T, subject string, body []byte, jsonBody bool) {
+		data, err := natsEventData(subject, map[string][]string{"K": {"v"}}, body, jsonBody, map[string]string{"m": "1"})
+		if err != nil {
+			if !jsonBody || json.Valid(body) && len(body) > 0 {
+				t.Fatalf("message refused: %v", err)
+			}
+			return
+		}
+		var got struct {
+			Subject string          `json:"subject"`
+			Body    json.RawMessage `json:"body"`
+		}
+		if err := json.Unmarshal(data, &got); err != nil || !json.Valid(data) {
+			t.Fatalf("data is not JSON: %s", data)
+		}
+		if utf8.ValidString(subject) && got.Subject != subject {
+			t.Fatalf("subject %q became %q", subject, got.Subject)
+		}
+	})
+}
+
+// FuzzRedisEventData: a Redis message (anyone who can publish on the channel sends it) becomes
+// event data that is JSON with its channel, or — a jsonBody payload that is not JSON — is
+// refused; never a panic.
+func FuzzRedisEventData(f *testing.F) {
+	f.Add("jobs", `{"job":"j-7"}`, true)
+	f.Add("jobs", "\xff", false)
+	f.Add("jobs", `[1,`, true)
+	f.Fuzz(func(t *testing.T, channel, payload string, jsonBody bool) {
+		data, err := redisEventData(channel, "", payload, jsonBody, nil)
+		if err != nil {
+			if !jsonBody || json.Valid([]byte(payload)) && payload != "" {
+				t.Fatalf("message refused: %v", err)
+			}
+			return
+		}
+		var got struct {
+			Channel string `json:"channel"`
+		}
+		if err := json.Unmarshal(data, &got); err != nil {
+			t.Fatalf("data is not JSON: %s", data)
+		}
+		if utf8.ValidString(channel) && got.Channel != channel {
+			t.Fatalf("channel %q became %q", channel, got.Channel)
+		}
+	})
+}
+
+// FuzzMQTTEventData: an MQTT message (anyone who can publish on the topic sends it) becomes
+// event data that is JSON with its topic, or — a jsonBody payload that is not JSON — is
+// refused; never a panic.
+func FuzzMQTTEventData(f *testing.F) {
+	f.Add("t/1", []byte(`{"v":1}`), true)
+	f.Add("t/1", []byte("\x00\xff"), false)
+	f.Fuzz(func(t *testing.T, topic string, payload []byte, jsonBody bool) {
+		data, err := mqttEventData(topic, 1, payload, jsonBody, nil)
+		if err != nil {
+			if !jsonBody || json.Valid(payload) && len(payload) > 0 {
+				t.Fatalf("message refused: %v", err)
+			}
+			return
+		}
+		var got struct {
+			Topic string `json:"topic"`
+		}
+		if err := json.Unmarshal(data, &got); err != nil {
+			t.Fatalf("data is not JSON: %s", data)
+		}
+		if utf8.ValidString(topic) && got.Topic != topic {
+			t.Fatalf("topic %q became %q", topic, got.Topic)
+		}
+	})
+}
+
+// FuzzMinioNotification: a bucket notification line (the S3 server sends it; minio-go decodes
+// it) becomes event data that is JSON with its records, and an id; never a panic.
+func FuzzMinioNotification(f *testing.F) {
+	f.Add([]byte(`{"Records":[{"eventName":"s3:ObjectCreated:Put","s3":{"bucket":{"name":"b"},"object":{"key":"k","size":3,"userMetadata":{"a":"b"}}}}]}`))
+	f.Add([]byte(`{"Records":[{"eventTime":"x","source":{"host":"h"}}, {}]}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		var info notification.Info
+		if err := json.Unmarshal(line, &info); err != nil {
+			return
+		}
+		data, id, err := minioEventData(info, nil)
+		if err != nil {
+			t.Fatalf("notification refused: %v", err)
+		}
+		var got struct {
+			Notification []json.RawMessage `json:"notification"`
+		}
+		if err := json.Unmarshal(data, &got); err != nil || len(got.Notification) != len(info.Records) || len(id) != 32 {
+			t.Fatalf("data %s id %q (%v)", data, id, err)
 		}
 	})
 }

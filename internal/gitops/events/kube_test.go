@@ -98,16 +98,19 @@ type env struct {
 
 // newEnv starts the events controller on the loopback cluster, watching one namespace, with
 // the test NATS as the runtime's own, and serves its webhook handler on 127.0.0.1.
-func newEnv(t *testing.T) *env { return newEnvWith(t, nil) }
+func newEnv(t *testing.T, opts ...func(*events.Options)) *env {
+	t.Helper()
+	return newEnvOn(t, kube.Shared(t), opts...)
+}
 
 // newEnvWith is newEnv with the runtime's network policy p (nil: unrestricted).
 func newEnvWith(t *testing.T, p *netpolicy.Policy) *env {
 	t.Helper()
-	return newEnvOn(t, kube.Shared(t), p)
+	return newEnv(t, func(o *events.Options) { o.Policy = p })
 }
 
-// newEnvOn is newEnvWith on cluster c.
-func newEnvOn(t *testing.T, c *kube.Cluster, p *netpolicy.Policy) *env {
+// newEnvOn is newEnv on cluster c.
+func newEnvOn(t *testing.T, c *kube.Cluster, opts ...func(*events.Options)) *env {
 	t.Helper()
 	natsURL, err := testNATS()
 	if err != nil {
@@ -124,8 +127,12 @@ func newEnvOn(t *testing.T, c *kube.Cluster, p *netpolicy.Policy) *env {
 	if err := workflows.EnsureCRDs(ctx, c.Dynamic); err != nil {
 		t.Fatal(err)
 	}
-	ctrl, err := events.New(c.RESTConfig(), events.Options{Namespace: ns, Logger: slog.New(slog.NewTextHandler(tlog.New(t), nil)),
-		NATS: func(context.Context) (*nats.Conn, error) { return nc, nil }, Policy: p})
+	o := events.Options{Namespace: ns, Logger: slog.New(slog.NewTextHandler(tlog.New(t), nil)),
+		NATS: func(context.Context) (*nats.Conn, error) { return nc, nil }}
+	for _, f := range opts {
+		f(&o)
+	}
+	ctrl, err := events.New(c.RESTConfig(), o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -182,6 +182,21 @@ func EventSourceSummary(u *unstructured.Unstructured) appproxyv1.EventSource {
 	for _, n := range sortedKeys(s.GitLab) {
 		out.Events = append(out.Events, appproxyv1.EventSourceEvent{Name: n, Type: appproxyv1.EventGitLab, Endpoint: endpointOf(s.GitLab[n].Webhook)})
 	}
+	for _, n := range sortedKeys(s.Minio) {
+		out.Events = append(out.Events, appproxyv1.EventSourceEvent{Name: n, Type: appproxyv1.EventMinio})
+	}
+	for _, n := range sortedKeys(s.MQTT) {
+		out.Events = append(out.Events, appproxyv1.EventSourceEvent{Name: n, Type: appproxyv1.EventMQTT})
+	}
+	for _, n := range sortedKeys(s.NATS) {
+		out.Events = append(out.Events, appproxyv1.EventSourceEvent{Name: n, Type: appproxyv1.EventNATS})
+	}
+	for _, n := range sortedKeys(s.Redis) {
+		out.Events = append(out.Events, appproxyv1.EventSourceEvent{Name: n, Type: appproxyv1.EventRedis})
+	}
+	for _, n := range sortedKeys(s.Resource) {
+		out.Events = append(out.Events, appproxyv1.EventSourceEvent{Name: n, Type: appproxyv1.EventResource})
+	}
 	for _, n := range sortedKeys(s.Webhook) {
 		w := s.Webhook[n]
 		out.Events = append(out.Events, appproxyv1.EventSourceEvent{Name: n, Type: appproxyv1.EventWebhook, Endpoint: endpointOf(&w.WebhookContext)})

@@ -39,12 +39,13 @@ type route struct {
 	maxBody  int64
 }
 
-// sourceRun is a running EventSource: its routes and calendar timers.
+// sourceRun is a running EventSource: its routes, calendar timers and listeners.
 type sourceRun struct {
-	hash   string
-	bus    *busConn
-	routes map[string]*route // "METHOD /endpoint"
-	cancel context.CancelFunc
+	hash      string
+	bus       *busConn
+	routes    map[string]*route // "METHOD /endpoint"
+	listeners []*listener
+	cancel    context.CancelFunc
 }
 
 func (r *sourceRun) stop() { r.cancel() }
@@ -74,6 +75,12 @@ func (c *Controller) reconcileSource(ctx context.Context, u *unstructured.Unstru
 	if cur != nil && cur.hash == hash && cur.bus == bus {
 		return c.writeConditions(ctx, u, provided, deployed)
 	}
+	if err := checkPolicy(c.opts.Policy, &es.Spec); err != nil {
+		c.forget(kindSource, ns, name)
+		return c.writeConditions(ctx, u,
+			Condition{Type: CondSourcesProvided, Status: "False", Reason: ReasonInvalidSpec, Message: "invalid spec: " + err.Error()},
+			Condition{Type: CondDeployed, Status: "False", Reason: ReasonInvalidSpec, Message: "nothing runs: the spec is invalid"})
+	}
 	run, cals, err := buildSource(es)
 	if err != nil { // validated above; a failure here is a bug, said as such
 		return c.writeConditions(ctx, u, Condition{Type: CondSourcesProvided, Status: "False", Reason: ReasonInvalidSpec, Message: "invalid spec: " + err.Error()})
@@ -89,13 +96,21 @@ func (c *Controller) reconcileSource(ctx context.Context, u *unstructured.Unstru
 	for _, cl := range cals {
 		c.wg.Go(func() { c.runCalendar(rctx, bus, ns, name, cl) })
 	}
+	for _, l := range run.listeners {
+		c.listeners.Add(1)
+		c.wg.Go(func() {
+			defer c.listeners.Add(-1)
+			c.runListener(rctx, &emitter{c: c, bus: bus, ns: ns, name: name, l: l})
+		})
+	}
 	c.mu.Unlock()
 	c.log.Info("event source running", logKey, key, "events", countEvents(&es.Spec))
 	return c.writeConditions(ctx, u, provided, deployed)
 }
 
 func countEvents(s *EventSourceSpec) int {
-	return len(s.Webhook) + len(s.Calendar) + len(s.GitHub) + len(s.GitLab) + len(s.Gitea) + len(s.Bitbucket)
+	return len(s.Webhook) + len(s.Calendar) + len(s.GitHub) + len(s.GitLab) + len(s.Gitea) + len(s.Bitbucket) +
+		len(s.Resource) + len(s.NATS) + len(s.Minio) + len(s.Redis) + len(s.MQTT)
 }
 
 type calendarRun struct {
@@ -195,6 +210,29 @@ func buildSource(es *EventSource) (*sourceRun, []calendarRun, error) {
 		}
 		r.repos = lowerSet(repos)
 		add(b.Webhook, r)
+	}
+	sa, err := serviceAccountOf(s)
+	if err != nil {
+		return nil, nil, err
+	}
+	for name, r := range s.Resource {
+		w, err := compileResource("spec.resource."+name, r)
+		if err != nil {
+			return nil, nil, err
+		}
+		run.listeners = append(run.listeners, &listener{typ: "resource", event: name, resource: w, sa: sa})
+	}
+	for name, n := range s.NATS {
+		run.listeners = append(run.listeners, &listener{typ: "nats", event: name, nats: &n, filter: filterOf(n.Filter)})
+	}
+	for name, m := range s.Minio {
+		run.listeners = append(run.listeners, &listener{typ: "minio", event: name, minio: &m})
+	}
+	for name, m := range s.MQTT {
+		run.listeners = append(run.listeners, &listener{typ: "mqtt", event: name, mqtt: &m, filter: filterOf(m.Filter)})
+	}
+	for name, r := range s.Redis {
+		run.listeners = append(run.listeners, &listener{typ: "redis", event: name, redis: &r, filter: filterOf(r.Filter)})
 	}
 	var cals []calendarRun
 	for name, cs := range s.Calendar {

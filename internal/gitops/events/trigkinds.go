@@ -223,26 +223,6 @@ func checkBasicAuth(f string, b *BasicAuth) error {
 	return nil
 }
 
-func checkTLS(f string, t *TLSConfig) error {
-	if t == nil {
-		return nil
-	}
-	for _, r := range []struct {
-		name string
-		ref  *SecretKeySelector
-	}{{"caCertSecret", t.CACertSecret}, {"clientCertSecret", t.ClientCertSecret}, {"clientKeySecret", t.ClientKeySecret}} {
-		if r.ref != nil {
-			if err := checkSecretRef(f+"."+r.name, r.ref); err != nil {
-				return err
-			}
-		}
-	}
-	if (t.ClientCertSecret == nil) != (t.ClientKeySecret == nil) {
-		return errdefs.Invalid(f, "", "needs both clientCertSecret and clientKeySecret, or neither")
-	}
-	return nil
-}
-
 // buildPayload makes a request's body from the events, as Argo's ConstructPayload: each
 // parameter's value set at its dest (an sjson path) in a JSON object — as JSON when
 // useRawData takes a JSON value, else as a string; a parameter without dest is the whole body.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -44,7 +43,7 @@ func checkSubject(f, s string) error {
 	return nil
 }
 
-func validateNATS(f string, n *NATSTrigger, deps map[string]bool) error {
+func validateNATSTrigger(f string, n *NATSTrigger, deps map[string]bool) error {
 	if n.URL == "" {
 		return errdefs.Invalid(f+".url", "", "is required (nats://host:4222)")
 	}
@@ -88,16 +87,6 @@ func validateNATS(f string, n *NATSTrigger, deps map[string]bool) error {
 		}
 	}
 	return nil
-}
-
-// policyDialer dials NATS servers through the runtime's network policy.
-type policyDialer struct {
-	ctx context.Context
-	p   *netpolicy.Policy
-}
-
-func (d policyDialer) Dial(network, address string) (net.Conn, error) {
-	return d.p.DialContext(d.ctx, network, address)
 }
 
 // fireNATS publishes the message built from the events on the trigger's subject: one

@@ -82,6 +82,11 @@ type EventSourceSpec struct {
 	GitLab       map[string]GitLabSource    `json:"gitlab,omitempty"`
 	Gitea        map[string]GitHubSource    `json:"gitea,omitempty"`
 	Bitbucket    map[string]BitbucketSource `json:"bitbucket,omitempty"`
+	Resource     map[string]ResourceSource  `json:"resource,omitempty"`
+	NATS         map[string]NATSSource      `json:"nats,omitempty"`
+	Minio        map[string]MinioSource     `json:"minio,omitempty"`
+	Redis        map[string]RedisSource     `json:"redis,omitempty"`
+	MQTT         map[string]MQTTSource      `json:"mqtt,omitempty"`
 	Other        map[string]json.RawMessage `json:"-"`
 	Template     json.RawMessage            `json:"template,omitempty"`
 	Service      json.RawMessage            `json:"service,omitempty"`
@@ -185,6 +190,134 @@ type BitbucketSource struct {
 	DeleteHookOnFinish bool                  `json:"deleteHookOnFinish,omitempty"`
 	Metadata           map[string]string     `json:"metadata,omitempty"`
 	Filter             *EventSourceFilter    `json:"filter,omitempty"`
+}
+
+// ResourceSource watches a Kubernetes resource (Argo's ResourceEventSource): the runtime's
+// connection to its cluster, acting as the EventSource's service account.
+type ResourceSource struct {
+	// Namespace is where the objects are watched; empty: every namespace.
+	Namespace  string            `json:"namespace,omitempty"`
+	Group      string            `json:"group,omitempty"`
+	Version    string            `json:"version"`
+	Resource   string            `json:"resource"`
+	EventTypes []string          `json:"eventTypes"`
+	Filter     *ResourceFilter   `json:"filter,omitempty"`
+	Metadata   map[string]string `json:"metadata,omitempty"`
+}
+
+// ResourceFilter narrows a resource source's objects.
+type ResourceFilter struct {
+	// Prefix: the object's name starts with it.
+	Prefix string `json:"prefix,omitempty"`
+	// Labels: a label selector, one requirement per item.
+	Labels []Selector `json:"labels,omitempty"`
+	// Fields: each key a gjson path into the object, its value a regular expression.
+	Fields []Selector `json:"fields,omitempty"`
+	// CreatedBy: objects created after this time (RFC 3339) are left out.
+	CreatedBy string `json:"createdBy,omitempty"`
+	// AfterStart: events that happened before the source started are left out.
+	AfterStart bool `json:"afterStart,omitempty"`
+}
+
+// Selector is one requirement of a resource filter.
+type Selector struct {
+	Key       string `json:"key"`
+	Operation string `json:"operation,omitempty"`
+	Value     string `json:"value"`
+}
+
+// TLSConfig is how a source's or a trigger's connection is secured: the CA to trust, a client
+// certificate, or no verification, its certificates in Secrets.
+type TLSConfig struct {
+	CACertSecret       *SecretKeySelector `json:"caCertSecret,omitempty"`
+	ClientCertSecret   *SecretKeySelector `json:"clientCertSecret,omitempty"`
+	ClientKeySecret    *SecretKeySelector `json:"clientKeySecret,omitempty"`
+	InsecureSkipVerify bool               `json:"insecureSkipVerify,omitempty"`
+	Enabled            bool               `json:"enabled,omitempty"`
+}
+
+// BasicAuth is a user name and password in Secrets.
+type BasicAuth struct {
+	Username *SecretKeySelector `json:"username,omitempty"`
+	Password *SecretKeySelector `json:"password,omitempty"`
+}
+
+// NATSAuth is how a NATS source or trigger authenticates: one of a user and password, a token,
+// an NKey seed or a credentials file, each from a Secret.
+type NATSAuth struct {
+	Basic      *BasicAuth         `json:"basic,omitempty"`
+	Token      *SecretKeySelector `json:"token,omitempty"`
+	NKey       *SecretKeySelector `json:"nkey,omitempty"`
+	Credential *SecretKeySelector `json:"credential,omitempty"`
+}
+
+// NATSSource subscribes to a subject of a NATS server (core NATS, not JetStream).
+type NATSSource struct {
+	URL     string `json:"url"`
+	Subject string `json:"subject"`
+	// ConnectionBackoff is read and not used: the source reconnects forever, with backoff.
+	ConnectionBackoff json.RawMessage    `json:"connectionBackoff,omitempty"`
+	JSONBody          bool               `json:"jsonBody,omitempty"`
+	TLS               *TLSConfig         `json:"tls,omitempty"`
+	Metadata          map[string]string  `json:"metadata,omitempty"`
+	Auth              *NATSAuth          `json:"auth,omitempty"`
+	Filter            *EventSourceFilter `json:"filter,omitempty"`
+	Queue             *string            `json:"queue,omitempty"`
+}
+
+// S3Bucket names a bucket (Key is read and not used by the minio source).
+type S3Bucket struct {
+	Key  string `json:"key,omitempty"`
+	Name string `json:"name"`
+}
+
+// S3Filter narrows bucket notifications by object key.
+type S3Filter struct {
+	Prefix string `json:"prefix"`
+	Suffix string `json:"suffix"`
+}
+
+// MinioSource listens to an S3-compatible server's bucket notifications (Argo's S3Artifact).
+type MinioSource struct {
+	Endpoint      string             `json:"endpoint"`
+	Bucket        *S3Bucket          `json:"bucket"`
+	Region        string             `json:"region,omitempty"`
+	Insecure      bool               `json:"insecure,omitempty"`
+	AccessKey     *SecretKeySelector `json:"accessKey"`
+	SecretKey     *SecretKeySelector `json:"secretKey"`
+	Events        []string           `json:"events,omitempty"`
+	Filter        *S3Filter          `json:"filter,omitempty"`
+	Metadata      map[string]string  `json:"metadata,omitempty"`
+	CACertificate *SecretKeySelector `json:"caCertificate,omitempty"`
+}
+
+// RedisSource subscribes to channels of a Redis server (pub/sub).
+type RedisSource struct {
+	HostAddress string             `json:"hostAddress"`
+	Password    *SecretKeySelector `json:"password,omitempty"`
+	Username    string             `json:"username,omitempty"`
+	// Namespace is read and not used (Argo's is deprecated too).
+	Namespace string             `json:"namespace,omitempty"`
+	DB        int32              `json:"db,omitempty"`
+	Channels  []string           `json:"channels"`
+	TLS       *TLSConfig         `json:"tls,omitempty"`
+	Metadata  map[string]string  `json:"metadata,omitempty"`
+	Filter    *EventSourceFilter `json:"filter,omitempty"`
+	JSONBody  bool               `json:"jsonBody,omitempty"`
+}
+
+// MQTTSource subscribes to a topic of an MQTT broker.
+type MQTTSource struct {
+	URL      string `json:"url"`
+	Topic    string `json:"topic"`
+	ClientID string `json:"clientId"`
+	// ConnectionBackoff is read and not used: the source reconnects forever, with backoff.
+	ConnectionBackoff json.RawMessage    `json:"connectionBackoff,omitempty"`
+	JSONBody          bool               `json:"jsonBody,omitempty"`
+	TLS               *TLSConfig         `json:"tls,omitempty"`
+	Metadata          map[string]string  `json:"metadata,omitempty"`
+	Filter            *EventSourceFilter `json:"filter,omitempty"`
+	Auth              *BasicAuth         `json:"auth,omitempty"`
 }
 
 // Sensor is Argo Events' Sensor.
@@ -334,21 +467,6 @@ type HTTPTrigger struct {
 	Host           string             `json:"host,omitempty"`
 }
 
-// TLSConfig is a client's TLS: the CA to trust, a client certificate, or no verification.
-type TLSConfig struct {
-	CACertSecret       *SecretKeySelector `json:"caCertSecret,omitempty"`
-	ClientCertSecret   *SecretKeySelector `json:"clientCertSecret,omitempty"`
-	ClientKeySecret    *SecretKeySelector `json:"clientKeySecret,omitempty"`
-	InsecureSkipVerify bool               `json:"insecureSkipVerify,omitempty"`
-	Enabled            bool               `json:"enabled,omitempty"`
-}
-
-// BasicAuth names the Secret keys holding a user name and a password.
-type BasicAuth struct {
-	Username *SecretKeySelector `json:"username,omitempty"`
-	Password *SecretKeySelector `json:"password,omitempty"`
-}
-
 // SecureHeader is a request header whose value is in a Secret or a ConfigMap.
 type SecureHeader struct {
 	Name      string           `json:"name,omitempty"`
@@ -380,15 +498,6 @@ type NATSTrigger struct {
 	Parameters []TriggerParameter `json:"parameters,omitempty"`
 	TLS        *TLSConfig         `json:"tls,omitempty"`
 	Auth       *NATSAuth          `json:"auth,omitempty"`
-}
-
-// NATSAuth is how a NATS trigger authenticates: one of a user and password, a token, an NKey
-// seed or a credentials file, each from a Secret.
-type NATSAuth struct {
-	Basic      *BasicAuth         `json:"basic,omitempty"`
-	Token      *SecretKeySelector `json:"token,omitempty"`
-	NKey       *SecretKeySelector `json:"nkey,omitempty"`
-	Credential *SecretKeySelector `json:"credential,omitempty"`
 }
 
 // TriggerParameter sets Dest of the resource (or of the trigger template) from an event.
