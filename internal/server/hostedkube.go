@@ -11,6 +11,7 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/cron"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/runtimes"
 	"github.com/freshet-dev/freshet/internal/runtimes/hostedkube"
 	"github.com/freshet-dev/freshet/internal/runtimes/manifests"
@@ -66,10 +67,11 @@ func (o *HostedOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.StorageClass, "hosted-runtimes-storage-class", "", "kubernetes: the storage class of each hosted runtime's data claim (default: the cluster's default storage class)")
 }
 
-// cluster returns the provisioner's options of o; publicURL is the default server URL.
-func (o *HostedOptions) cluster(publicURL string) (hostedkube.Options, error) {
+// cluster returns the provisioner's options of o; publicURL is the default server URL, net the
+// control plane's policy for tenants' URLs (each runtime is started with it).
+func (o *HostedOptions) cluster(publicURL string, net netpolicy.Options) (hostedkube.Options, error) {
 	ho := hostedkube.Options{NamespacePrefix: o.NamespacePrefix, Image: o.Image, Version: version.Version,
-		Server: o.Server, NodeSelector: o.NodeSelector, StorageSize: o.StorageSize, StorageClass: o.StorageClass}
+		Server: o.Server, NodeSelector: o.NodeSelector, StorageSize: o.StorageSize, StorageClass: o.StorageClass, Net: net}
 	if ho.Server == "" {
 		ho.Server = publicURL
 	}
@@ -84,7 +86,7 @@ func (o *HostedOptions) cluster(publicURL string) (hostedkube.Options, error) {
 }
 
 // Validate names the first bad option.
-func (o *HostedOptions) Validate(publicURL string) error {
+func (o *HostedOptions) Validate(publicURL string, net netpolicy.Options) error {
 	switch o.Mode {
 	case "", HostedInProcess:
 		return nil
@@ -95,7 +97,7 @@ func (o *HostedOptions) Validate(publicURL string) error {
 	if o.Server == "" && publicURL == "" {
 		return errdefs.Invalid("hosted-runtimes-server", "", "is required with --hosted-runtimes kubernetes when --public-url is not set: the URL runtimes on the cluster dial the control plane at")
 	}
-	_, err := o.cluster(publicURL)
+	_, err := o.cluster(publicURL, net)
 	return err
 }
 
@@ -141,7 +143,7 @@ func (s *Server) newKubeProvisioner(opts Options, log *slog.Logger) (*kubeProvis
 	if err != nil {
 		return nil, err
 	}
-	ho, err := opts.Hosted.cluster(opts.PublicURL)
+	ho, err := opts.Hosted.cluster(opts.PublicURL, opts.Net)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -19,6 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/freshet-dev/freshet/client"
+	"github.com/freshet-dev/freshet/internal/agent"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/runtimes/hostedkube"
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/server"
@@ -79,6 +82,7 @@ func TestHostedRuntimesOnKubernetes(t *testing.T) {
 			o.Hosted = server.HostedOptions{Mode: server.HostedKubernetes, Kubeconfig: c.Kubeconfig, NamespacePrefix: prefix, Image: image, Server: dial,
 				NodeSelector: selector, Tolerations: []string{"freshet.dev/hosted-pool=tenants:NoSchedule", "dedicated:NoExecute"},
 				StorageSize: size, StorageClass: storageClass}
+			o.Net = netpolicy.Options{PrivateNetworks: []string{"10.20.0.0/16"}, ProviderHosts: []string{"gitlab.corp.test"}}
 		}}
 	}
 	cfg := cfgWith(image, "3Gi")
@@ -132,6 +136,7 @@ func TestHostedRuntimesOnKubernetes(t *testing.T) {
 			t.Errorf("args %q lack %q", args, want)
 		}
 	}
+	checkRuntimePolicy(t, pod.Containers[0].Args)
 	if len(pod.Containers[0].Env) != 0 {
 		t.Errorf("env = %v, want none (the token is a mounted file)", pod.Containers[0].Env)
 	}
@@ -292,6 +297,44 @@ func TestHostedRuntimesOnKubernetes(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, func() string { return gone(ns2) })
+}
+
+// checkRuntimePolicy checks that the runtime args start with is under the control plane's
+// policy for tenants' URLs (10.20.0.0/16 besides public addresses, the git provider
+// gitlab.corp.test besides the SaaS ones, no file:// repositories), as `freshet runtime` reads
+// its flags.
+func checkRuntimePolicy(t *testing.T, args []string) {
+	t.Helper()
+	if len(args) == 0 || args[0] != "runtime" {
+		t.Fatalf("args %q do not run `freshet runtime`", args)
+	}
+	var o agent.Options
+	fs := pflag.NewFlagSet("runtime", pflag.ContinueOnError)
+	o.BindFlags(fs)
+	// The pod's data dir and token file are not here: those two are replaced.
+	if err := fs.Parse(append(slices.Clone(args[1:]), "--data-dir", t.TempDir(), "--token", "frt_x")); err != nil {
+		t.Fatalf("the runtime's args %q: %v", args, err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatalf("the runtime's args %q: %v", args, err)
+	}
+	for _, c := range []struct {
+		check func() error
+		what  string
+		ok    bool
+	}{
+		{func() error { return o.Policy.CheckServerURL("server", "https://10.20.3.4:6443") }, "a cluster in 10.20.0.0/16", true},
+		{func() error { return o.Policy.CheckServerURL("server", "https://10.30.3.4:6443") }, "a cluster in 10.30.0.0/16", false},
+		{func() error { return o.Policy.CheckServerURL("server", "https://127.0.0.1:6443") }, "a cluster on loopback", false},
+		{func() error { return o.Policy.CheckRepoURL("repoURL", "http://169.254.169.254/x.git") }, "a repository at the metadata address", false},
+		{func() error { return o.Policy.CheckRepoURL("repoURL", "file:///srv/git/x.git") }, "a file:// repository", false},
+		{func() error { return o.Policy.CheckProviderURL("baseURL", "https://gitlab.corp.test") }, "the git provider gitlab.corp.test", true},
+		{func() error { return o.Policy.CheckProviderURL("baseURL", "https://gitea.corp.test") }, "the git provider gitea.corp.test", false},
+	} {
+		if err := c.check(); (err == nil) != c.ok {
+			t.Errorf("the hosted runtime started with %q: %s: %v, want allowed %v", args, c.what, err, c.ok)
+		}
+	}
 }
 
 // checkDataClaim checks the data claim of a hosted runtime's namespace (ReadWriteOnce, of size

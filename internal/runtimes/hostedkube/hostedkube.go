@@ -25,6 +25,7 @@ package hostedkube
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -48,6 +49,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/runtimes"
 	"github.com/freshet-dev/freshet/internal/runtimes/manifests"
 )
@@ -101,6 +103,11 @@ type Options struct {
 	// default class).
 	StorageSize  string
 	StorageClass string
+	// Net is the control plane's policy for tenants' URLs (--allow-file-repos,
+	// --allow-private-networks, --git-provider-hosts): each runtime is started with it, so what
+	// its tenant may make it reach in its pod is what the control plane allows (the file://
+	// directories are paths in the pod, which has none of the control plane's).
+	Net netpolicy.Options
 }
 
 // Validate fills the defaults and names the first bad option.
@@ -129,6 +136,9 @@ func (o *Options) Validate() error {
 			return err
 		}
 	}
+	if err := o.Net.Validate(); err != nil {
+		return err
+	}
 	p, err := manifests.ParsePersistence(o.StorageSize, o.StorageClass, "hosted-runtimes-storage-size", "hosted-runtimes-storage-class")
 	if err != nil {
 		return err
@@ -147,6 +157,26 @@ func (o Options) persistence() *manifests.Persistence {
 		return nil
 	}
 	return &manifests.Persistence{Size: o.StorageSize, StorageClass: o.StorageClass}
+}
+
+// policyArgs are the runtime's flags of the URL policy o.Net, each given, even when empty (a
+// runtime with --hosted takes a flag not given as the control plane's default, not as o's).
+func (o Options) policyArgs() []string {
+	return []string{
+		"--" + netpolicy.FlagFileRepos + "=" + csvValue(o.Net.FileRepoDirs),
+		"--" + netpolicy.FlagPrivateNetworks + "=" + csvValue(o.Net.PrivateNetworks),
+		"--" + netpolicy.FlagProviderHosts + "=" + csvValue(o.Net.ProviderHosts),
+	}
+}
+
+// csvValue is vs as a list flag's value: comma separated, quoted where a value holds a comma or
+// a quote, as the flag reads it back.
+func csvValue(vs []string) string {
+	var b strings.Builder
+	w := csv.NewWriter(&b)
+	_ = w.Write(vs) // a strings.Builder does not fail
+	w.Flush()
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // tolerationSyntax is what --hosted-runtimes-toleration takes.
@@ -202,11 +232,14 @@ func validToleration(t corev1.Toleration) error {
 // digest is AnnotationOptions: what of the options the rendered objects depend on.
 func (o Options) digest() string {
 	b, _ := json.Marshal(struct {
-		Image, Version, Server    string
-		NodeSelector              map[string]string
-		Tolerations               []corev1.Toleration
-		StorageSize, StorageClass string
-	}{o.Image, o.Version, o.Server, o.NodeSelector, o.Tolerations, o.StorageSize, o.StorageClass})
+		Image, Version, Server     string
+		NodeSelector               map[string]string
+		Tolerations                []corev1.Toleration
+		StorageSize, StorageClass  string
+		FileRepos, PrivateNetworks []string
+		ProviderHosts              []string
+	}{o.Image, o.Version, o.Server, o.NodeSelector, o.Tolerations, o.StorageSize, o.StorageClass,
+		o.Net.FileRepoDirs, o.Net.PrivateNetworks, o.Net.ProviderHosts})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
 }
@@ -392,7 +425,11 @@ func (c *Cluster) hostedPod(d *unstructured.Unstructured, updated string) error 
 	}
 	c0, _ := cs[0].(map[string]any)
 	args, _ := c0["args"].([]any)
-	c0["args"] = append(args, HostedFlag)
+	args = append(args, HostedFlag)
+	for _, a := range c.opts.policyArgs() {
+		args = append(args, a)
+	}
+	c0["args"] = args
 	return unstructured.SetNestedSlice(d.Object, cs, "spec", "template", "spec", "containers")
 }
 
