@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -134,6 +135,10 @@ type kubeProvisioner struct {
 
 	mu     sync.Mutex
 	placed map[string]bool // runtime IDs placed by the last pass
+	// claimNotes are the last notes logged of runtimes' data claims that keep another size than
+	// --hosted-runtimes-storage-size, by runtime ID: each is logged once, not every pass. Only
+	// the lease holder's loop touches it.
+	claimNotes map[string]string
 }
 
 // newKubeProvisioner builds the Kubernetes provisioner of opts.Hosted; its registry is set once
@@ -151,7 +156,7 @@ func (s *Server) newKubeProvisioner(opts Options, log *slog.Logger) (*kubeProvis
 	if err != nil {
 		return nil, err
 	}
-	return &kubeProvisioner{cluster: cluster, log: log, wake: make(chan struct{}, 1), placed: map[string]bool{},
+	return &kubeProvisioner{cluster: cluster, log: log, wake: make(chan struct{}, 1), placed: map[string]bool{}, claimNotes: map[string]string{},
 		elector: cron.NewElector(s.db, HostedLeaseName, "", opts.Cron.LeaseTTL, log)}, nil
 }
 
@@ -243,6 +248,9 @@ func (p *kubeProvisioner) reconcile(ctx context.Context) error {
 			problem = "cannot be placed on the platform's cluster; retrying: " + res.Failed[c.RuntimeID].Error()
 		default:
 			placed[c.RuntimeID] = true
+			// Placed and running, on a claim that cannot grow yet: shown, not retried with
+			// backoff (each pass looks again).
+			problem = res.NotGrown[c.RuntimeID]
 		}
 		if serr := p.registry.SetHostedPlacement(ctx, c.AccountID, c.RuntimeID, problem); serr != nil && ctx.Err() == nil {
 			p.log.Warn("record the hosted runtime's placement", "runtime", c.Name, "account", c.AccountID, "err", serr)
@@ -255,6 +263,21 @@ func (p *kubeProvisioner) reconcile(ctx context.Context) error {
 	}
 	for _, id := range res.Applied {
 		p.log.Info("hosted runtime placed", "runtime", id)
+	}
+	for _, id := range res.Resized {
+		p.log.Info("hosted runtime's data claim asked to grow", "runtime", id, "size", p.cluster.StorageSize())
+		delete(p.claimNotes, id)
+	}
+	if err == nil {
+		notes := map[string]string{}
+		maps.Copy(notes, res.Kept)
+		maps.Copy(notes, res.NotGrown)
+		for id, note := range notes {
+			if p.claimNotes[id] != note {
+				p.log.Warn("hosted runtime's data claim keeps its size", "runtime", id, "why", note)
+			}
+		}
+		p.claimNotes = notes
 	}
 	for _, ns := range res.Removed {
 		p.log.Info("hosted runtime removed: its runtime is deleted", "namespace", ns)

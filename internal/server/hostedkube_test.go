@@ -54,10 +54,11 @@ func eventually(t *testing.T, timeout time.Duration, check func() string) {
 // (the control plane restarted) puts back what is missing and deletes what has no runtime; and
 // deleting the runtime, or its account, deletes its namespace. Each namespace has a
 // NetworkPolicy denying ingress; the pod carries the operator's placement, and a provisioner
-// started with other options applies them again. The runtime's data dir is on a
-// PersistentVolumeClaim of the operator's size and class, created once (a provisioner with
-// another size leaves it as it is and gives the size to new runtimes), put back when missing,
-// and deleted with the namespace. kwok's nodes run no containers and nothing binds the claims:
+// started with other options applies them again; the runtime runs under the control plane's
+// policy for tenants' URLs. The runtime's data dir is on a PersistentVolumeClaim of the
+// operator's size and class, created once (a provisioner with a larger size cannot grow it while
+// it is unbound, and says so; it gives the size to new runtimes), put back when missing, and
+// deleted with the namespace. kwok's nodes run no containers and nothing binds the claims:
 // the pods never really start, so the runtime never connects; what is checked is what the
 // cluster holds (TestHostedRuntimesOnRealNode runs one for real).
 func TestHostedRuntimesOnKubernetes(t *testing.T) {
@@ -240,6 +241,21 @@ func TestHostedRuntimesOnKubernetes(t *testing.T) {
 	if again := checkDataClaim(t, c, ns, dep, "3Gi", storageClass); again.UID != claim.UID {
 		t.Errorf("the data claim was replaced (uid %s, was %s): the runtime's data is lost", again.UID, claim.UID)
 	}
+	// The claim is not bound (nothing binds it here), so it cannot grow to the new 5Gi yet: the
+	// runtime, placed all the same, says why (internal/runtimes/hostedkube's
+	// TestReconcileGrowsTheDataClaim grows bound ones).
+	eventually(t, 30*time.Second, func() string {
+		rt, err := s2.Admin.GetRuntime(ctx, h.Name)
+		if err != nil {
+			return err.Error()
+		}
+		for _, comp := range rt.Components {
+			if comp.Name == "provisioner" && strings.Contains(comp.Message, "stays 3Gi, not --hosted-runtimes-storage-size 5Gi") && strings.Contains(comp.Message, "not bound") {
+				return ""
+			}
+		}
+		return fmt.Sprintf("the runtime's components %+v say nothing of its claim kept at 3Gi", rt.Components)
+	})
 
 	// Deleting the runtime deletes its namespace, and with it the Deployment and the Secret.
 	if err := s2.Admin.DeleteRuntime(ctx, h.Name); err != nil {
@@ -311,6 +327,8 @@ func checkRuntimePolicy(t *testing.T, args []string) {
 	var o agent.Options
 	fs := pflag.NewFlagSet("runtime", pflag.ContinueOnError)
 	o.BindFlags(fs)
+	fs.String("log-format", "text", "") // the command's own, beside the agent's (internal/cli)
+	fs.String("log-level", "info", "")
 	// The pod's data dir and token file are not here: those two are replaced.
 	if err := fs.Parse(append(slices.Clone(args[1:]), "--data-dir", t.TempDir(), "--token", "frt_x")); err != nil {
 		t.Fatalf("the runtime's args %q: %v", args, err)
