@@ -113,7 +113,19 @@ type Options struct {
 	// (hosted ones, `freshet up`'s) get the operator's policy. Either way the installation
 	// repository is allowed.
 	Policy *netpolicy.Policy
+	// Net is the policy `freshet runtime` builds Policy from when it is nil (--allow-file-repos,
+	// --allow-private-networks, --git-provider-hosts, as `freshet server` takes them): by
+	// default a hybrid runtime's (file:// anywhere but DataDir, any address, any git provider);
+	// with --hosted, each one not given is the control plane's default (netpolicy.ServerDefaults).
+	// The Kubernetes provisioner passes the control plane's own three to each hosted runtime.
+	Net netpolicy.Options
+	// netFlags is the flag set BindFlags registered Net on: it tells which were given.
+	netFlags *pflag.FlagSet
 }
+
+// RuntimeNetDefaults are a hybrid runtime's defaults of its URL policy: it runs in its
+// customer's network, where a private git server or cluster is normal (netpolicy.Unrestricted).
+var RuntimeNetDefaults = netpolicy.Defaults{FileRepoDirs: []string{"/"}, PrivateNetworks: []string{"all"}, ProviderHosts: []string{"*"}}
 
 // BindFlags registers the options on fs.
 func (o *Options) BindFlags(fs *pflag.FlagSet) {
@@ -141,6 +153,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.ClusterAppsSourceNamespaces, "cluster-apps-source-namespaces", nil, "other namespaces whose Application resources --watch-cluster-apps runs, each only when the app's AppProject lists the namespace in spec.sourceNamespaces (comma-separated; Argo CD's application.namespaces)")
 	fs.StringVar(&o.ClusterAppsNamespace, "cluster-apps-namespace", "", "namespace whose Application resources --watch-cluster-apps runs (default: the runtime Pod's namespace, else default)")
 	fs.BoolVar(&o.Hosted, "hosted", false, "a hosted runtime the platform runs on its own cluster: CD only, its own cluster is not a destination, and without --repo its installation repository is local under --data-dir")
+	o.Net.BindFlags(fs, RuntimeNetDefaults)
+	o.netFlags = fs
 	o.Engine.BindFlags(fs)
 }
 
@@ -179,6 +193,27 @@ func (o *Options) Validate() error {
 			}
 			o.InstallRepo = git.Repo{URL: u}
 		}
+	}
+	if o.Policy == nil && o.netFlags != nil {
+		if o.Hosted {
+			// A hosted runtime is the platform's: what it was not told is the control plane's
+			// default, never a hybrid runtime's (any address).
+			d := netpolicy.ServerDefaults
+			if !o.netFlags.Changed(netpolicy.FlagFileRepos) {
+				o.Net.FileRepoDirs = d.FileRepoDirs
+			}
+			if !o.netFlags.Changed(netpolicy.FlagPrivateNetworks) {
+				o.Net.PrivateNetworks = d.PrivateNetworks
+			}
+			if !o.netFlags.Changed(netpolicy.FlagProviderHosts) {
+				o.Net.ProviderHosts = d.ProviderHosts
+			}
+		}
+		p, err := o.Net.Policy(o.DataDir)
+		if err != nil {
+			return err
+		}
+		o.Policy = p
 	}
 	if o.InstallRepo.URL == "" && o.Repo != "" {
 		o.InstallRepo = git.Repo{URL: o.Repo, Credentials: git.Credentials{Username: o.GitUsername, Token: o.GitToken}}

@@ -212,6 +212,12 @@ func TestBadValuesAreNamed(t *testing.T) {
 		{"hosted toleration of any value with a value", func(v map[string]any) {
 			v["hostedRuntimes"] = map[string]any{"mode": "kubernetes", "tolerations": []any{map[string]any{"key": "pool", "operator": "Exists", "value": "x", "effect": "NoSchedule"}}}
 		}, []string{"/hostedRuntimes/tolerations/0/value"}},
+		{"hosted RBAC not a boolean", func(v map[string]any) {
+			v["hostedRuntimes"] = map[string]any{"mode": "kubernetes", "rbac": map[string]any{"create": "no"}}
+		}, []string{"/hostedRuntimes/rbac/create", "boolean"}},
+		{"hosted RBAC unknown value", func(v map[string]any) {
+			v["hostedRuntimes"] = map[string]any{"mode": "kubernetes", "rbac": map[string]any{"enabled": false}}
+		}, []string{"/hostedRuntimes/rbac", "enabled"}},
 		{"hosted namespace prefix", func(v map[string]any) {
 			v["hostedRuntimes"] = map[string]any{"mode": "kubernetes", "namespacePrefix": "Hosted"}
 		}, []string{"/hostedRuntimes/namespacePrefix"}},

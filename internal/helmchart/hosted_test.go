@@ -15,6 +15,7 @@ import (
 
 	"github.com/freshet-dev/freshet/charts"
 	"github.com/freshet-dev/freshet/internal/helmchart"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/server"
 )
 
@@ -91,7 +92,7 @@ func hostedOptions(t *testing.T, c corev1.Container) server.HostedOptions {
 			public = e.Value
 		}
 	}
-	if err := o.Validate(public); err != nil {
+	if err := o.Validate(public, netpolicy.Options{}); err != nil {
 		t.Fatalf("the server refuses the chart's flags %q: %v", args, err)
 	}
 	return o
@@ -125,6 +126,24 @@ func TestHostedRuntimesInCluster(t *testing.T) {
 	if b.RoleRef.Kind != "ClusterRole" || b.RoleRef.Name != r.roles[0].Name || len(b.Subjects) != 1 ||
 		b.Subjects[0].Kind != "ServiceAccount" || b.Subjects[0].Name != pod.ServiceAccountName || b.Subjects[0].Namespace != "freshet" {
 		t.Errorf("the binding %+v does not bind ClusterRole %s to the pod's ServiceAccount %s", b, r.roles[0].Name, pod.ServiceAccountName)
+	}
+}
+
+// In-cluster with hostedRuntimes.rbac.create false: the operator grants the ServiceAccount the
+// provisioner's rights, so the chart makes no ClusterRole or binding; the server still uses the
+// in-cluster configuration, with the pod's token.
+func TestHostedRuntimesInClusterOwnRBAC(t *testing.T) {
+	r := renderCase(t, "freshet__hosted-in-cluster-own-rbac")
+	pod := r.dep.Spec.Template.Spec
+	o := hostedOptions(t, pod.Containers[0])
+	if o.Mode != server.HostedKubernetes || o.Kubeconfig != "" {
+		t.Errorf("mode %q kubeconfig %q, want kubernetes in-cluster", o.Mode, o.Kubeconfig)
+	}
+	if len(r.roles)+len(r.bindings) > 0 {
+		t.Errorf("%d ClusterRoles, %d bindings with rbac.create false, want none", len(r.roles), len(r.bindings))
+	}
+	if pod.AutomountServiceAccountToken == nil || !*pod.AutomountServiceAccountToken {
+		t.Error("the pod mounts no ServiceAccount token: the in-cluster configuration has none to use")
 	}
 }
 

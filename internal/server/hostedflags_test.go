@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/server"
 )
 
@@ -35,7 +36,7 @@ func TestHostedStorageFlags(t *testing.T) {
 		if err := fs.Parse(append([]string{"--hosted-runtimes", server.HostedKubernetes, "--hosted-runtimes-server", "https://freshet.example.test"}, tc.args...)); err != nil {
 			t.Fatal(err)
 		}
-		err := o.Validate("")
+		err := o.Validate("", netpolicy.Options{})
 		if tc.field == "" {
 			if err != nil {
 				t.Errorf("%v: %v", tc.args, err)

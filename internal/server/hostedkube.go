@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/freshet-dev/freshet/internal/cron"
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/runtimes"
 	"github.com/freshet-dev/freshet/internal/runtimes/hostedkube"
 	"github.com/freshet-dev/freshet/internal/runtimes/manifests"
@@ -66,10 +68,11 @@ func (o *HostedOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.StorageClass, "hosted-runtimes-storage-class", "", "kubernetes: the storage class of each hosted runtime's data claim (default: the cluster's default storage class)")
 }
 
-// cluster returns the provisioner's options of o; publicURL is the default server URL.
-func (o *HostedOptions) cluster(publicURL string) (hostedkube.Options, error) {
+// cluster returns the provisioner's options of o; publicURL is the default server URL, net the
+// control plane's policy for tenants' URLs (each runtime is started with it).
+func (o *HostedOptions) cluster(publicURL string, net netpolicy.Options) (hostedkube.Options, error) {
 	ho := hostedkube.Options{NamespacePrefix: o.NamespacePrefix, Image: o.Image, Version: version.Version,
-		Server: o.Server, NodeSelector: o.NodeSelector, StorageSize: o.StorageSize, StorageClass: o.StorageClass}
+		Server: o.Server, NodeSelector: o.NodeSelector, StorageSize: o.StorageSize, StorageClass: o.StorageClass, Net: net}
 	if ho.Server == "" {
 		ho.Server = publicURL
 	}
@@ -84,7 +87,7 @@ func (o *HostedOptions) cluster(publicURL string) (hostedkube.Options, error) {
 }
 
 // Validate names the first bad option.
-func (o *HostedOptions) Validate(publicURL string) error {
+func (o *HostedOptions) Validate(publicURL string, net netpolicy.Options) error {
 	switch o.Mode {
 	case "", HostedInProcess:
 		return nil
@@ -95,7 +98,7 @@ func (o *HostedOptions) Validate(publicURL string) error {
 	if o.Server == "" && publicURL == "" {
 		return errdefs.Invalid("hosted-runtimes-server", "", "is required with --hosted-runtimes kubernetes when --public-url is not set: the URL runtimes on the cluster dial the control plane at")
 	}
-	_, err := o.cluster(publicURL)
+	_, err := o.cluster(publicURL, net)
 	return err
 }
 
@@ -132,6 +135,10 @@ type kubeProvisioner struct {
 
 	mu     sync.Mutex
 	placed map[string]bool // runtime IDs placed by the last pass
+	// claimNotes are the last notes logged of runtimes' data claims that keep another size than
+	// --hosted-runtimes-storage-size, by runtime ID: each is logged once, not every pass. Only
+	// the lease holder's loop touches it.
+	claimNotes map[string]string
 }
 
 // newKubeProvisioner builds the Kubernetes provisioner of opts.Hosted; its registry is set once
@@ -141,7 +148,7 @@ func (s *Server) newKubeProvisioner(opts Options, log *slog.Logger) (*kubeProvis
 	if err != nil {
 		return nil, err
 	}
-	ho, err := opts.Hosted.cluster(opts.PublicURL)
+	ho, err := opts.Hosted.cluster(opts.PublicURL, opts.Net)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +156,7 @@ func (s *Server) newKubeProvisioner(opts Options, log *slog.Logger) (*kubeProvis
 	if err != nil {
 		return nil, err
 	}
-	return &kubeProvisioner{cluster: cluster, log: log, wake: make(chan struct{}, 1), placed: map[string]bool{},
+	return &kubeProvisioner{cluster: cluster, log: log, wake: make(chan struct{}, 1), placed: map[string]bool{}, claimNotes: map[string]string{},
 		elector: cron.NewElector(s.db, HostedLeaseName, "", opts.Cron.LeaseTTL, log)}, nil
 }
 
@@ -241,6 +248,9 @@ func (p *kubeProvisioner) reconcile(ctx context.Context) error {
 			problem = "cannot be placed on the platform's cluster; retrying: " + res.Failed[c.RuntimeID].Error()
 		default:
 			placed[c.RuntimeID] = true
+			// Placed and running, on a claim that cannot grow yet: shown, not retried with
+			// backoff (each pass looks again).
+			problem = res.NotGrown[c.RuntimeID]
 		}
 		if serr := p.registry.SetHostedPlacement(ctx, c.AccountID, c.RuntimeID, problem); serr != nil && ctx.Err() == nil {
 			p.log.Warn("record the hosted runtime's placement", "runtime", c.Name, "account", c.AccountID, "err", serr)
@@ -253,6 +263,21 @@ func (p *kubeProvisioner) reconcile(ctx context.Context) error {
 	}
 	for _, id := range res.Applied {
 		p.log.Info("hosted runtime placed", "runtime", id)
+	}
+	for _, id := range res.Resized {
+		p.log.Info("hosted runtime's data claim asked to grow", "runtime", id, "size", p.cluster.StorageSize())
+		delete(p.claimNotes, id)
+	}
+	if err == nil {
+		notes := map[string]string{}
+		maps.Copy(notes, res.Kept)
+		maps.Copy(notes, res.NotGrown)
+		for id, note := range notes {
+			if p.claimNotes[id] != note {
+				p.log.Warn("hosted runtime's data claim keeps its size", "runtime", id, "why", note)
+			}
+		}
+		p.claimNotes = notes
 	}
 	for _, ns := range res.Removed {
 		p.log.Info("hosted runtime removed: its runtime is deleted", "namespace", ns)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -19,6 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/freshet-dev/freshet/client"
+	"github.com/freshet-dev/freshet/internal/agent"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/runtimes/hostedkube"
 	"github.com/freshet-dev/freshet/internal/secrets"
 	"github.com/freshet-dev/freshet/internal/server"
@@ -51,10 +54,11 @@ func eventually(t *testing.T, timeout time.Duration, check func() string) {
 // (the control plane restarted) puts back what is missing and deletes what has no runtime; and
 // deleting the runtime, or its account, deletes its namespace. Each namespace has a
 // NetworkPolicy denying ingress; the pod carries the operator's placement, and a provisioner
-// started with other options applies them again. The runtime's data dir is on a
-// PersistentVolumeClaim of the operator's size and class, created once (a provisioner with
-// another size leaves it as it is and gives the size to new runtimes), put back when missing,
-// and deleted with the namespace. kwok's nodes run no containers and nothing binds the claims:
+// started with other options applies them again; the runtime runs under the control plane's
+// policy for tenants' URLs. The runtime's data dir is on a PersistentVolumeClaim of the
+// operator's size and class, created once (a provisioner with a larger size cannot grow it while
+// it is unbound, and says so; it gives the size to new runtimes), put back when missing, and
+// deleted with the namespace. kwok's nodes run no containers and nothing binds the claims:
 // the pods never really start, so the runtime never connects; what is checked is what the
 // cluster holds (TestHostedRuntimesOnRealNode runs one for real).
 func TestHostedRuntimesOnKubernetes(t *testing.T) {
@@ -79,6 +83,7 @@ func TestHostedRuntimesOnKubernetes(t *testing.T) {
 			o.Hosted = server.HostedOptions{Mode: server.HostedKubernetes, Kubeconfig: c.Kubeconfig, NamespacePrefix: prefix, Image: image, Server: dial,
 				NodeSelector: selector, Tolerations: []string{"freshet.dev/hosted-pool=tenants:NoSchedule", "dedicated:NoExecute"},
 				StorageSize: size, StorageClass: storageClass}
+			o.Net = netpolicy.Options{PrivateNetworks: []string{"10.20.0.0/16"}, ProviderHosts: []string{"gitlab.corp.test"}}
 		}}
 	}
 	cfg := cfgWith(image, "3Gi")
@@ -132,6 +137,7 @@ func TestHostedRuntimesOnKubernetes(t *testing.T) {
 			t.Errorf("args %q lack %q", args, want)
 		}
 	}
+	checkRuntimePolicy(t, pod.Containers[0].Args)
 	if len(pod.Containers[0].Env) != 0 {
 		t.Errorf("env = %v, want none (the token is a mounted file)", pod.Containers[0].Env)
 	}
@@ -235,6 +241,21 @@ func TestHostedRuntimesOnKubernetes(t *testing.T) {
 	if again := checkDataClaim(t, c, ns, dep, "3Gi", storageClass); again.UID != claim.UID {
 		t.Errorf("the data claim was replaced (uid %s, was %s): the runtime's data is lost", again.UID, claim.UID)
 	}
+	// The claim is not bound (nothing binds it here), so it cannot grow to the new 5Gi yet: the
+	// runtime, placed all the same, says why (internal/runtimes/hostedkube's
+	// TestReconcileGrowsTheDataClaim grows bound ones).
+	eventually(t, 30*time.Second, func() string {
+		rt, err := s2.Admin.GetRuntime(ctx, h.Name)
+		if err != nil {
+			return err.Error()
+		}
+		for _, comp := range rt.Components {
+			if comp.Name == "provisioner" && strings.Contains(comp.Message, "stays 3Gi, not --hosted-runtimes-storage-size 5Gi") && strings.Contains(comp.Message, "not bound") {
+				return ""
+			}
+		}
+		return fmt.Sprintf("the runtime's components %+v say nothing of its claim kept at 3Gi", rt.Components)
+	})
 
 	// Deleting the runtime deletes its namespace, and with it the Deployment and the Secret.
 	if err := s2.Admin.DeleteRuntime(ctx, h.Name); err != nil {
@@ -292,6 +313,46 @@ func TestHostedRuntimesOnKubernetes(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 30*time.Second, func() string { return gone(ns2) })
+}
+
+// checkRuntimePolicy checks that the runtime args start with is under the control plane's
+// policy for tenants' URLs (10.20.0.0/16 besides public addresses, the git provider
+// gitlab.corp.test besides the SaaS ones, no file:// repositories), as `freshet runtime` reads
+// its flags.
+func checkRuntimePolicy(t *testing.T, args []string) {
+	t.Helper()
+	if len(args) == 0 || args[0] != "runtime" {
+		t.Fatalf("args %q do not run `freshet runtime`", args)
+	}
+	var o agent.Options
+	fs := pflag.NewFlagSet("runtime", pflag.ContinueOnError)
+	o.BindFlags(fs)
+	fs.String("log-format", "text", "") // the command's own, beside the agent's (internal/cli)
+	fs.String("log-level", "info", "")
+	// The pod's data dir and token file are not here: those two are replaced.
+	if err := fs.Parse(append(slices.Clone(args[1:]), "--data-dir", t.TempDir(), "--token", "frt_x")); err != nil {
+		t.Fatalf("the runtime's args %q: %v", args, err)
+	}
+	if err := o.Validate(); err != nil {
+		t.Fatalf("the runtime's args %q: %v", args, err)
+	}
+	for _, c := range []struct {
+		check func() error
+		what  string
+		ok    bool
+	}{
+		{func() error { return o.Policy.CheckServerURL("server", "https://10.20.3.4:6443") }, "a cluster in 10.20.0.0/16", true},
+		{func() error { return o.Policy.CheckServerURL("server", "https://10.30.3.4:6443") }, "a cluster in 10.30.0.0/16", false},
+		{func() error { return o.Policy.CheckServerURL("server", "https://127.0.0.1:6443") }, "a cluster on loopback", false},
+		{func() error { return o.Policy.CheckRepoURL("repoURL", "http://169.254.169.254/x.git") }, "a repository at the metadata address", false},
+		{func() error { return o.Policy.CheckRepoURL("repoURL", "file:///srv/git/x.git") }, "a file:// repository", false},
+		{func() error { return o.Policy.CheckProviderURL("baseURL", "https://gitlab.corp.test") }, "the git provider gitlab.corp.test", true},
+		{func() error { return o.Policy.CheckProviderURL("baseURL", "https://gitea.corp.test") }, "the git provider gitea.corp.test", false},
+	} {
+		if err := c.check(); (err == nil) != c.ok {
+			t.Errorf("the hosted runtime started with %q: %s: %v, want allowed %v", args, c.what, err, c.ok)
+		}
+	}
 }
 
 // checkDataClaim checks the data claim of a hosted runtime's namespace (ReadWriteOnce, of size

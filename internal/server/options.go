@@ -191,7 +191,7 @@ func (o *Options) Validate() error {
 	if err := o.SMTP.Validate(); err != nil {
 		return err
 	}
-	if err := o.Hosted.Validate(o.PublicURL); err != nil {
+	if err := o.Hosted.Validate(o.PublicURL, o.Net); err != nil {
 		return err
 	}
 	return o.Net.Validate()

@@ -12,8 +12,9 @@
 // customer's clusters). The token is in the chart's Secret only; the Deployment mounts it as a
 // file. The runtime's data dir (its local installation repository, the clusters it deploys to,
 // the GitOps engine's cache) is on the chart's data claim (persistence), of the operator's size
-// and storage class, so it outlives the pod; the claim is created once and goes with the
-// namespace. With the storage size manifests.NoStorage there is no claim: the data dir is the
+// and storage class, so it outlives the pod; the claim is created once, grown to a larger size
+// where Kubernetes allows it (bound, of a class allowing volume expansion; never shrunk, never
+// replaced), and goes with the namespace. With the storage size manifests.NoStorage there is no claim: the data dir is the
 // pod's emptyDir, as before the chart had persistence (a claim made earlier is left, unused,
 // until the namespace goes).
 //
@@ -25,6 +26,7 @@ package hostedkube
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -35,11 +37,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -48,6 +53,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/runtimes"
 	"github.com/freshet-dev/freshet/internal/runtimes/manifests"
 )
@@ -68,7 +74,7 @@ const (
 	AnnotationTokenUpdated = "freshet.dev/token-updated"
 	// AnnotationOptions, on the Deployment, is a digest of the provisioner's options the objects
 	// were rendered with (image, version, server URL, placement, storage size and class): a
-	// runtime placed with other options is applied again (its data claim left as it is).
+	// runtime placed with other options is applied again (its data claim only ever grown).
 	AnnotationOptions = "freshet.dev/hosted-options"
 	// HostedFlag is the runtime's command-line flag for a hosted runtime (agent.Options.Hosted).
 	HostedFlag = "--hosted"
@@ -101,6 +107,11 @@ type Options struct {
 	// default class).
 	StorageSize  string
 	StorageClass string
+	// Net is the control plane's policy for tenants' URLs (--allow-file-repos,
+	// --allow-private-networks, --git-provider-hosts): each runtime is started with it, so what
+	// its tenant may make it reach in its pod is what the control plane allows (the file://
+	// directories are paths in the pod, which has none of the control plane's).
+	Net netpolicy.Options
 }
 
 // Validate fills the defaults and names the first bad option.
@@ -129,6 +140,9 @@ func (o *Options) Validate() error {
 			return err
 		}
 	}
+	if err := o.Net.Validate(); err != nil {
+		return err
+	}
 	p, err := manifests.ParsePersistence(o.StorageSize, o.StorageClass, "hosted-runtimes-storage-size", "hosted-runtimes-storage-class")
 	if err != nil {
 		return err
@@ -147,6 +161,26 @@ func (o Options) persistence() *manifests.Persistence {
 		return nil
 	}
 	return &manifests.Persistence{Size: o.StorageSize, StorageClass: o.StorageClass}
+}
+
+// policyArgs are the runtime's flags of the URL policy o.Net, each given, even when empty (a
+// runtime with --hosted takes a flag not given as the control plane's default, not as o's).
+func (o Options) policyArgs() []string {
+	return []string{
+		"--" + netpolicy.FlagFileRepos + "=" + csvValue(o.Net.FileRepoDirs),
+		"--" + netpolicy.FlagPrivateNetworks + "=" + csvValue(o.Net.PrivateNetworks),
+		"--" + netpolicy.FlagProviderHosts + "=" + csvValue(o.Net.ProviderHosts),
+	}
+}
+
+// csvValue is vs as a list flag's value: comma separated, quoted where a value holds a comma or
+// a quote, as the flag reads it back.
+func csvValue(vs []string) string {
+	var b strings.Builder
+	w := csv.NewWriter(&b)
+	_ = w.Write(vs) // a strings.Builder does not fail
+	w.Flush()
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // tolerationSyntax is what --hosted-runtimes-toleration takes.
@@ -202,11 +236,14 @@ func validToleration(t corev1.Toleration) error {
 // digest is AnnotationOptions: what of the options the rendered objects depend on.
 func (o Options) digest() string {
 	b, _ := json.Marshal(struct {
-		Image, Version, Server    string
-		NodeSelector              map[string]string
-		Tolerations               []corev1.Toleration
-		StorageSize, StorageClass string
-	}{o.Image, o.Version, o.Server, o.NodeSelector, o.Tolerations, o.StorageSize, o.StorageClass})
+		Image, Version, Server     string
+		NodeSelector               map[string]string
+		Tolerations                []corev1.Toleration
+		StorageSize, StorageClass  string
+		FileRepos, PrivateNetworks []string
+		ProviderHosts              []string
+	}{o.Image, o.Version, o.Server, o.NodeSelector, o.Tolerations, o.StorageSize, o.StorageClass,
+		o.Net.FileRepoDirs, o.Net.PrivateNetworks, o.Net.ProviderHosts})
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:8])
 }
@@ -250,6 +287,10 @@ func New(cfg *rest.Config, o Options) (*Cluster, error) {
 	}
 	return &Cluster{kube: kube, dyn: dyn, opts: o}, nil
 }
+
+// StorageSize is the size the runtimes' data claims are given and grown to (manifests.NoStorage:
+// none).
+func (c *Cluster) StorageSize() string { return c.opts.StorageSize }
 
 // Namespace is the namespace of hosted runtime runtimeID.
 func (c *Cluster) Namespace(runtimeID string) string {
@@ -392,14 +433,18 @@ func (c *Cluster) hostedPod(d *unstructured.Unstructured, updated string) error 
 	}
 	c0, _ := cs[0].(map[string]any)
 	args, _ := c0["args"].([]any)
-	c0["args"] = append(args, HostedFlag)
+	args = append(args, HostedFlag)
+	for _, a := range c.opts.policyArgs() {
+		args = append(args, a)
+	}
+	c0["args"] = args
 	return unstructured.SetNestedSlice(d.Object, cs, "spec", "template", "spec", "containers")
 }
 
 // Apply server-side applies hosted runtime cr's objects, in the chart's order, but for its
 // data claim: that one is created when missing and left as it is otherwise (a claim's storage
-// class cannot change, and its size only grows where the class allows it: a control plane
-// started with another --hosted-runtimes-storage-size or -class gives them to new runtimes).
+// class cannot change: a control plane started with another --hosted-runtimes-storage-class
+// gives it to new runtimes; a larger size is Reconcile's to grow to).
 func (c *Cluster) Apply(ctx context.Context, cr runtimes.HostedCredential) error {
 	objs, err := c.Objects(cr)
 	if err != nil {
@@ -452,16 +497,28 @@ type Result struct {
 	Removed []string // namespaces deleted: their runtime is no longer stored
 	// Failed are the runtimes whose objects could not be applied, with why.
 	Failed map[string]error
+	// Resized are the runtime IDs whose data claims were asked to grow to the storage size.
+	Resized []string
+	// NotGrown says, by runtime ID, why a data claim smaller than the storage size keeps its
+	// size for now: it is not bound to a volume yet, it has no storage class, or its class does
+	// not allow volume expansion (or the API server refused the request). The runtime runs on
+	// it all the same; it is tried again each pass, and grows once what stops it is fixed.
+	NotGrown map[string]string
+	// Kept says, by runtime ID, that a data claim larger than the storage size keeps its size:
+	// a claim cannot shrink, and its data is never deleted to make a smaller one.
+	Kept map[string]string
 }
 
 // Reconcile makes the cluster match creds, the stored hosted runtimes: each one's objects are
 // applied when its namespace, NetworkPolicy, Secret, data claim (unless the storage size is
 // manifests.NoStorage) or Deployment is missing, its token changed since they were applied, or
 // they were applied with other options (image, version, server URL, placement, storage size and
-// class); a namespace of the provisioner's whose runtime is not in creds is deleted. An error
-// reading the cluster stops it before any change (a temporary failure: try again).
+// class, URL policy); a data claim smaller than the storage size is grown where Kubernetes
+// allows it, and otherwise noted (resize); a namespace of the provisioner's whose runtime is not
+// in creds is deleted. An error reading the cluster stops it before any change (a temporary
+// failure: try again).
 func (c *Cluster) Reconcile(ctx context.Context, creds []runtimes.HostedCredential) (Result, error) {
-	res := Result{Failed: map[string]error{}}
+	res := Result{Failed: map[string]error{}, NotGrown: map[string]string{}, Kept: map[string]string{}}
 	sel := metav1.ListOptions{LabelSelector: LabelHosted + "=true"}
 	nss, err := c.kube.CoreV1().Namespaces().List(ctx, sel)
 	if err != nil {
@@ -509,17 +566,26 @@ func (c *Cluster) Reconcile(ctx context.Context, creds []runtimes.HostedCredenti
 		}
 	}
 	hasClaim := map[string]bool{}
-	for _, pvc := range pvcs.Items {
+	claimOf := map[string]*corev1.PersistentVolumeClaim{}
+	for i, pvc := range pvcs.Items {
 		if pvc.Name == ClaimName {
 			hasClaim[pvc.Namespace] = true
+			claimOf[pvc.Namespace] = &pvcs.Items[i]
 		}
 	}
+	classes := map[string]classAnswer{}
 	digest, claims := c.opts.digest(), c.opts.persistence() != nil
 	want := map[string]bool{}
 	for _, cr := range creds {
 		ns := c.Namespace(cr.RuntimeID)
 		want[ns] = true
 		u := TokenUpdated(cr)
+		if claims && claimOf[ns] != nil && !terminating[ns] {
+			if err := c.resize(ctx, cr.RuntimeID, claimOf[ns], classes, &res); err != nil {
+				res.Failed[cr.RuntimeID] = err
+				continue
+			}
+		}
 		if nsUpdated[ns] == u && secretUpdated[ns] == u && depUpdated[ns] == u && depOptions[ns] == digest && hasPolicy[ns] && (hasClaim[ns] || !claims) {
 			continue
 		}
@@ -543,6 +609,77 @@ func (c *Cluster) Reconcile(ctx context.Context, creds []runtimes.HostedCredenti
 		res.Removed = append(res.Removed, ns.Name)
 	}
 	return res, nil
+}
+
+// classAnswer is what the cluster said of a storage class: it, or why it could not be read.
+type classAnswer struct {
+	sc  *storagev1.StorageClass
+	err error
+}
+
+// resize grows hosted runtime runtimeID's data claim pvc to the storage size where Kubernetes
+// allows it: a bound claim of a storage class with allowVolumeExpansion (the API server refuses
+// any other, and the claim's volume is grown by the class's driver). A claim that cannot grow
+// yet is noted in res.NotGrown, one larger than the size in res.Kept; neither is a failure (the
+// runtime runs on the claim it has) and nothing is deleted. The error is the cluster's, when
+// it could not be asked (a temporary failure: the next pass tries again).
+func (c *Cluster) resize(ctx context.Context, runtimeID string, pvc *corev1.PersistentVolumeClaim, classes map[string]classAnswer, res *Result) error {
+	want, err := resource.ParseQuantity(c.opts.StorageSize)
+	if err != nil {
+		return err // validated: not reached
+	}
+	have := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+	claim := pvc.Namespace + "/" + pvc.Name
+	switch want.Cmp(have) {
+	case 0:
+		return nil
+	case -1:
+		res.Kept[runtimeID] = fmt.Sprintf("data claim %s requests %s, more than --hosted-runtimes-storage-size %s: a claim cannot shrink, so it keeps its size (and its data)",
+			claim, have.String(), c.opts.StorageSize)
+		return nil
+	}
+	notGrown := func(why string) error {
+		res.NotGrown[runtimeID] = fmt.Sprintf("data claim %s stays %s, not --hosted-runtimes-storage-size %s: %s", claim, have.String(), c.opts.StorageSize, why)
+		return nil
+	}
+	if phase := pvc.Status.Phase; phase != corev1.ClaimBound {
+		if phase == "" {
+			phase = corev1.ClaimPending
+		}
+		return notGrown(fmt.Sprintf("it is %s, not bound to a volume (only a bound claim can grow); it grows once it is bound", phase))
+	}
+	class := ""
+	if pvc.Spec.StorageClassName != nil {
+		class = *pvc.Spec.StorageClassName
+	}
+	if class == "" {
+		return notGrown("it has no storage class, and only a claim whose class allows volume expansion can grow")
+	}
+	a, ok := classes[class]
+	if !ok {
+		a.sc, a.err = c.kube.StorageV1().StorageClasses().Get(ctx, class, metav1.GetOptions{})
+		classes[class] = a
+	}
+	switch {
+	case apierrors.IsNotFound(a.err):
+		return notGrown(fmt.Sprintf("its storage class %s does not exist, and only a class that allows volume expansion can grow it", class))
+	case apierrors.IsForbidden(a.err):
+		return notGrown(fmt.Sprintf("its storage class %s cannot be read (the provisioner needs get on storageclasses): %v", class, a.err))
+	case a.err != nil:
+		return fmt.Errorf("get storage class %s of data claim %s: %w", class, claim, a.err)
+	case a.sc.AllowVolumeExpansion == nil || !*a.sc.AllowVolumeExpansion:
+		return notGrown(fmt.Sprintf("its storage class %s does not allow volume expansion (allowVolumeExpansion)", class))
+	}
+	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"resources": map[string]any{"requests": map[string]any{"storage": want.String()}}}})
+	_, err = c.kube.CoreV1().PersistentVolumeClaims(pvc.Namespace).Patch(ctx, pvc.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	switch {
+	case apierrors.IsInvalid(err), apierrors.IsForbidden(err):
+		return notGrown("the cluster refuses: " + err.Error())
+	case err != nil:
+		return fmt.Errorf("grow data claim %s to %s: %w", claim, want.String(), err)
+	}
+	res.Resized = append(res.Resized, runtimeID)
+	return nil
 }
 
 // toJSONMap round-trips an object through JSON so numbers are what unstructured expects.

@@ -5,15 +5,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 
 	"github.com/freshet-dev/freshet/internal/errdefs"
+	"github.com/freshet-dev/freshet/internal/netpolicy"
 	"github.com/freshet-dev/freshet/internal/runtimes"
 	"github.com/freshet-dev/freshet/internal/runtimes/manifests"
 )
@@ -47,6 +50,10 @@ func TestOptionsValidate(t *testing.T) {
 		{Options{Server: "https://x", StorageSize: "0", StorageClass: "fast-ssd"}, "hosted-runtimes-storage-class"},
 		{Options{Server: "https://x", StorageSize: "1 Gi"}, "hosted-runtimes-storage-size"},
 		{Options{Server: "https://x", StorageClass: "Fast_SSD"}, "hosted-runtimes-storage-class"},
+		{Options{Server: "https://x", Net: netpolicy.Options{FileRepoDirs: []string{"/srv/git"}, PrivateNetworks: []string{"10.0.0.0/8", "loopback"}, ProviderHosts: []string{"*"}}}, ""},
+		{Options{Server: "https://x", Net: netpolicy.Options{FileRepoDirs: []string{"srv/git"}}}, netpolicy.FlagFileRepos},
+		{Options{Server: "https://x", Net: netpolicy.Options{PrivateNetworks: []string{"the office"}}}, netpolicy.FlagPrivateNetworks},
+		{Options{Server: "https://x", Net: netpolicy.Options{ProviderHosts: []string{"https://gitlab.corp"}}}, netpolicy.FlagProviderHosts},
 	} {
 		err := tc.o.Validate()
 		if tc.field == "" {
@@ -194,5 +201,73 @@ current-context: c
 	}
 	if _, err := RESTConfig(filepath.Join(t.TempDir(), "missing")); err == nil || !strings.Contains(err.Error(), "hosted-runtimes-kubeconfig") {
 		t.Errorf("a missing kubeconfig: %v, want an error naming hosted-runtimes-kubeconfig", err)
+	}
+}
+
+// The runtime's container is started with the control plane's policy for tenants' URLs, all
+// three flags given (empty ones too: a hosted runtime takes a flag not given as the control
+// plane's default, not as the operator set it), each reading back as the operator's list, even
+// a directory with a comma; another policy is another digest, so the runtimes are applied again.
+func TestObjectsCarryThePolicy(t *testing.T) {
+	cr := runtimes.HostedCredential{RuntimeID: "rt_01hosted", AccountID: "acc_1", Name: "edge", Token: "frt_a_b", UpdatedAt: time.Unix(1700000000, 0)}
+	render := func(net netpolicy.Options) ([]string, string) {
+		t.Helper()
+		c, err := New(&rest.Config{Host: "https://127.0.0.1:1"}, Options{Server: "https://freshet.example.test", Net: net})
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := c.Objects(cr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range objs {
+			if u.GetKind() != "Deployment" {
+				continue
+			}
+			cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+			var args []string
+			for _, a := range cs[0].(map[string]any)["args"].([]any) {
+				args = append(args, a.(string))
+			}
+			return args, c.opts.digest()
+		}
+		t.Fatal("no Deployment")
+		return nil, ""
+	}
+	// reread parses the policy flags of args as the runtime does.
+	reread := func(args []string) (netpolicy.Options, *pflag.FlagSet) {
+		t.Helper()
+		var got netpolicy.Options
+		fs := pflag.NewFlagSet("runtime", pflag.ContinueOnError)
+		fs.ParseErrorsAllowlist.UnknownFlags = true
+		got.BindFlags(fs, netpolicy.Defaults{FileRepoDirs: []string{"/"}, PrivateNetworks: []string{"all"}, ProviderHosts: []string{"*"}})
+		if err := fs.Parse(args); err != nil {
+			t.Fatal(err)
+		}
+		return got, fs
+	}
+
+	policy := netpolicy.Options{FileRepoDirs: []string{"/srv/git", "/srv/a,b"}, PrivateNetworks: []string{"10.20.0.0/16", "loopback"}, ProviderHosts: []string{"gitlab.corp:8443"}}
+	args, digest := render(policy)
+	if !slices.Contains(args, HostedFlag) {
+		t.Errorf("args %q lack %s", args, HostedFlag)
+	}
+	got, _ := reread(args)
+	if !slices.Equal(got.FileRepoDirs, policy.FileRepoDirs) || !slices.Equal(got.PrivateNetworks, policy.PrivateNetworks) || !slices.Equal(got.ProviderHosts, policy.ProviderHosts) {
+		t.Errorf("the runtime reads the policy %+v from args %q, want %+v", got, args, policy)
+	}
+
+	none, noneDigest := render(netpolicy.Options{})
+	got, fs := reread(none)
+	for _, f := range []string{netpolicy.FlagFileRepos, netpolicy.FlagPrivateNetworks, netpolicy.FlagProviderHosts} {
+		if !fs.Changed(f) {
+			t.Errorf("the control plane's default policy: --%s is not given in %q", f, none)
+		}
+	}
+	if len(got.FileRepoDirs)+len(got.PrivateNetworks)+len(got.ProviderHosts) != 0 {
+		t.Errorf("the control plane's default policy reads back as %+v from %q, want none of each", got, none)
+	}
+	if digest == noneDigest {
+		t.Error("two policies, one digest: a control plane restarted with another policy leaves the runtimes on the old one")
 	}
 }

@@ -23,7 +23,8 @@ import (
 // The freshet chart's ClusterRole (hostedRuntimes.mode kubernetes without a kubeconfig: the
 // in-cluster configuration) grants what the provisioner does: acting as the chart's
 // ServiceAccount bound to it, a pass places a runtime, a token rotation applies it again, and
-// its deletion (or its runtime no longer stored) removes its namespace.
+// a larger storage size grows its data claim (bound, of a class allowing expansion), and its
+// deletion (or its runtime no longer stored) removes its namespace.
 func TestChartClusterRoleGrantsTheProvisioner(t *testing.T) {
 	c := kube.Shared(t)
 	ctx := t.Context()
@@ -107,7 +108,8 @@ func TestChartClusterRoleGrantsTheProvisioner(t *testing.T) {
 	}
 
 	prefix := fmt.Sprintf("fhr%d-", time.Now().UnixNano()%1_000_000)
-	cl, err := New(cfg, Options{Server: "https://freshet.example.test", NamespacePrefix: prefix})
+	expanding := storageClass(t, c, "fhr-expanding", true)
+	cl, err := New(cfg, Options{Server: "https://freshet.example.test", NamespacePrefix: prefix, StorageClass: expanding})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,6 +127,18 @@ func TestChartClusterRoleGrantsTheProvisioner(t *testing.T) {
 	res, err = cl.Reconcile(ctx, []runtimes.HostedCredential{a, b})
 	if err != nil || len(res.Failed) > 0 || !slices.Equal(res.Applied, []string{a.RuntimeID}) {
 		t.Fatalf("apply a rotated token as the chart's ServiceAccount: %+v %v", res, err)
+	}
+	bindDataClaim(t, c, cl.Namespace(a.RuntimeID), expanding)
+	larger, err := New(cfg, Options{Server: "https://freshet.example.test", NamespacePrefix: prefix, StorageClass: expanding, StorageSize: "2Gi"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = larger.Reconcile(ctx, []runtimes.HostedCredential{a, b})
+	if err != nil || len(res.Failed) > 0 || !slices.Equal(res.Resized, []string{a.RuntimeID}) || len(res.NotGrown) != 1 {
+		t.Fatalf("grow a data claim as the chart's ServiceAccount: %+v %v", res, err)
+	}
+	if got := request(dataClaim(t, c, cl.Namespace(a.RuntimeID))); got != "2Gi" {
+		t.Fatalf("the grown claim requests %s, want 2Gi", got)
 	}
 	if err := cl.Remove(ctx, b.RuntimeID); err != nil {
 		t.Fatalf("remove a runtime as the chart's ServiceAccount: %v", err)
