@@ -303,36 +303,43 @@ func validateNATS(f string, n NATSSource) error {
 	if err := checkTLS(f+".tls", n.TLS); err != nil {
 		return err
 	}
-	if a := n.Auth; a != nil {
-		set := 0
-		for _, b := range []bool{a.Basic != nil, a.Token != nil, a.NKey != nil, a.Credential != nil} {
-			if b {
-				set++
-			}
-		}
-		if set != 1 {
-			return errdefs.Invalid(f+".auth", "", "must set exactly one of basic, token, nkey and credential")
-		}
-		switch {
-		case a.Basic != nil:
-			if a.Basic.Username == nil || a.Basic.Password == nil {
-				return errdefs.Invalid(f+".auth.basic", "", "needs username and password (Secret keys)")
-			}
-			if err := checkSecretRef(f+".auth.basic.username", a.Basic.Username); err != nil {
-				return err
-			}
-			if err := checkSecretRef(f+".auth.basic.password", a.Basic.Password); err != nil {
-				return err
-			}
-		case a.Token != nil:
-			return checkSecretRef(f+".auth.token", a.Token)
-		case a.NKey != nil:
-			return checkSecretRef(f+".auth.nkey", a.NKey)
-		default:
-			return checkSecretRef(f+".auth.credential", a.Credential)
-		}
+	if err := checkNATSAuth(f+".auth", n.Auth); err != nil {
+		return err
 	}
 	return checkSourceFilter(f+".filter", n.Filter)
+}
+
+// checkNATSAuth checks a NATS source's or trigger's auth (nil: none): exactly one way, its
+// Secret keys named.
+func checkNATSAuth(f string, a *NATSAuth) error {
+	if a == nil {
+		return nil
+	}
+	set := 0
+	for _, b := range []bool{a.Basic != nil, a.Token != nil, a.NKey != nil, a.Credential != nil} {
+		if b {
+			set++
+		}
+	}
+	if set != 1 {
+		return errdefs.Invalid(f, "", "must set exactly one of basic, token, nkey and credential")
+	}
+	switch {
+	case a.Basic != nil:
+		if a.Basic.Username == nil || a.Basic.Password == nil {
+			return errdefs.Invalid(f+".basic", "", "needs username and password (Secret keys)")
+		}
+		if err := checkSecretRef(f+".basic.username", a.Basic.Username); err != nil {
+			return err
+		}
+		return checkSecretRef(f+".basic.password", a.Basic.Password)
+	case a.Token != nil:
+		return checkSecretRef(f+".token", a.Token)
+	case a.NKey != nil:
+		return checkSecretRef(f+".nkey", a.NKey)
+	default:
+		return checkSecretRef(f+".credential", a.Credential)
+	}
 }
 
 // natsURLs splits a NATS URL list (comma-separated nats://, tls://, ws:// or wss:// URLs).

@@ -119,6 +119,7 @@ func TestListenerRefusals(t *testing.T) {
 		{"nats queue", "  nats: {nn: {url: 'nats://x:4222', subject: a, queue: ''}}\n", "spec.nats.nn.queue", "queue group"},
 		{"nats two auths", "  nats: {nn: {url: 'nats://x:4222', subject: a, auth: {token: {name: s, key: k}, nkey: {name: s, key: k}}}}\n", "spec.nats.nn.auth", "exactly one"},
 		{"nats basic", "  nats: {nn: {url: 'nats://x:4222', subject: a, auth: {basic: {username: {name: s, key: u}}}}}\n", "spec.nats.nn.auth.basic", "password"},
+		{"nats filter with auth", "  nats: {nn: {url: 'nats://x:4222', subject: a, auth: {token: {name: s, key: k}}, filter: {expression: 'body.x =='}}}\n", "spec.nats.nn.filter.expression", "body.x"},
 		{"nats tls half", "  nats: {nn: {url: 'nats://x:4222', subject: a, tls: {clientCertSecret: {name: s, key: c}}}}\n", "spec.nats.nn.tls", "both"},
 		{"minio scheme", "  minio: {m: {endpoint: 'http://x:9000', bucket: {name: b1b}, accessKey: {name: s, key: a}, secretKey: {name: s, key: b}}}\n", "spec.minio.m.endpoint", "no scheme"},
 		{"minio bucket", "  minio: {m: {endpoint: 'x:9000', bucket: {name: B}, accessKey: {name: s, key: a}, secretKey: {name: s, key: b}}}\n", "spec.minio.m.bucket.name", "not a bucket name"},

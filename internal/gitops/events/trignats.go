@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 
@@ -17,17 +16,6 @@ import (
 
 // natsTimeout bounds a nats trigger's connection and publication.
 const natsTimeout = 10 * time.Second
-
-// checkNATSURL checks a NATS URL, or several comma-separated: nats:// or tls:// with a host.
-func checkNATSURL(f, raw string) error {
-	for _, one := range strings.Split(raw, ",") {
-		p, err := url.Parse(strings.TrimSpace(one))
-		if err != nil || (p.Scheme != "nats" && p.Scheme != "tls") || p.Host == "" {
-			return errdefs.Invalid(f, redact(raw), "is not a NATS URL: nats://host:port or tls://host:port, comma-separated")
-		}
-	}
-	return nil
-}
 
 // checkSubject checks a subject to publish on: tokens of printable characters without
 // wildcards, separated by dots.
@@ -47,7 +35,7 @@ func validateNATSTrigger(f string, n *NATSTrigger, deps map[string]bool) error {
 	if n.URL == "" {
 		return errdefs.Invalid(f+".url", "", "is required (nats://host:4222)")
 	}
-	if err := checkNATSURL(f+".url", n.URL); err != nil {
+	if _, err := natsURLs(f+".url", n.URL); err != nil {
 		return err
 	}
 	if err := checkSubject(f+".subject", n.Subject); err != nil {
@@ -65,28 +53,7 @@ func validateNATSTrigger(f string, n *NATSTrigger, deps map[string]bool) error {
 	if err := checkTLS(f+".tls", n.TLS); err != nil {
 		return err
 	}
-	if a := n.Auth; a != nil {
-		set := 0
-		for _, on := range []bool{a.Basic != nil, a.Token != nil, a.NKey != nil, a.Credential != nil} {
-			if on {
-				set++
-			}
-		}
-		if set != 1 {
-			return errdefs.Invalid(f+".auth", "", "must set exactly one of basic, token, nkey, credential")
-		}
-		switch {
-		case a.Basic != nil:
-			return checkBasicAuth(f+".auth.basic", a.Basic)
-		case a.Token != nil:
-			return checkSecretRef(f+".auth.token", a.Token)
-		case a.NKey != nil:
-			return checkSecretRef(f+".auth.nkey", a.NKey)
-		default:
-			return checkSecretRef(f+".auth.credential", a.Credential)
-		}
-	}
-	return nil
+	return checkNATSAuth(f+".auth", n.Auth)
 }
 
 // fireNATS publishes the message built from the events on the trigger's subject: one
@@ -100,7 +67,7 @@ func (c *Controller) fireNATS(ctx context.Context, cs *compiledSensor, t *compil
 			return "", permanentError{err}
 		}
 		n = &nn
-		if err := checkNATSURL("nats.url", n.URL); err != nil {
+		if _, err := natsURLs("nats.url", n.URL); err != nil {
 			return "", permanentError{fmt.Errorf("once the parameters are set: %w", err)}
 		}
 	}
