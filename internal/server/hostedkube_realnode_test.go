@@ -39,13 +39,8 @@ import (
 // repository the first one made; deleting the account deletes the runtime's namespace, the pod
 // with it.
 func TestHostedRuntimesOnRealNode(t *testing.T) {
-	if os.Getenv(kube.EnvRealNode) != "1" {
-		kube.RealNode(t, kube.NodeRegistry{}) // skips, saying why
-	}
 	t0 := time.Now()
-	reg := containers.Registry(t)
-	c := kube.RealNode(t, kube.NodeRegistry{Addr: reg.Addr, Username: reg.Username, Password: reg.Password,
-		CAFile: reg.CAFile, PauseImage: reg.Ref(containers.ImagePause)})
+	c, reg := containers.RealNode(t)
 	image := reg.FreshetImage(t)
 	t.Logf("real node and image %s ready in %s", image, time.Since(t0).Round(time.Second))
 	ctx := context.Background()

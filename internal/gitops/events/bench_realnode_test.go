@@ -22,12 +22,7 @@ func TestBenchWebhookToWorkflowRealNode(t *testing.T) {
 	if os.Getenv("FRESHET_EVENTS_BENCH") == "" {
 		t.Skip("set FRESHET_EVENTS_BENCH=1 and " + kube.EnvRealNode + "=1 (make bench-events-real-node)")
 	}
-	if os.Getenv(kube.EnvRealNode) != "1" {
-		kube.RealNode(t, kube.NodeRegistry{}) // skips, saying why
-	}
-	reg := containers.Registry(t)
-	c := kube.RealNode(t, kube.NodeRegistry{Addr: reg.Addr, Username: reg.Username, Password: reg.Password,
-		CAFile: reg.CAFile, PauseImage: reg.Ref(containers.ImagePause)})
+	c, reg := containers.RealNode(t)
 	busybox := reg.Ref(containers.ImageBusybox)
 	sensor := strings.Replace(buildSensor, "container: {image: alpine,", "container: {image: "+busybox+",", 1)
 	if sensor == buildSensor {

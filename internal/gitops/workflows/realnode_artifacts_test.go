@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -29,12 +28,7 @@ import (
 // it, and checks the content; artifactGC OnWorkflowCompletion deletes the object whose own
 // strategy does not say Never. A missing input fails its workflow with a clear message.
 func TestRealNodeArtifacts(t *testing.T) {
-	if os.Getenv(kube.EnvRealNode) != "1" {
-		kube.RealNode(t, kube.NodeRegistry{}) // skips, saying why
-	}
-	reg := containers.Registry(t)
-	c := kube.RealNode(t, kube.NodeRegistry{Addr: reg.Addr, Username: reg.Username, Password: reg.Password,
-		CAFile: reg.CAFile, PauseImage: reg.Ref(containers.ImagePause)})
+	c, reg := containers.RealNode(t)
 	rn, err := c.Client.CoreV1().Nodes().Get(context.Background(), kube.RealNodeName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -25,12 +25,7 @@ func TestBenchRealNode(t *testing.T) {
 	if os.Getenv("FRESHET_WORKFLOWS_BENCH") == "" {
 		t.Skip("set FRESHET_WORKFLOWS_BENCH=1 and " + kube.EnvRealNode + "=1 (make bench-workflows-real-node)")
 	}
-	if os.Getenv(kube.EnvRealNode) != "1" {
-		kube.RealNode(t, kube.NodeRegistry{}) // skips, saying why
-	}
-	reg := containers.Registry(t)
-	c := kube.RealNode(t, kube.NodeRegistry{Addr: reg.Addr, Username: reg.Username, Password: reg.Password,
-		CAFile: reg.CAFile, PauseImage: reg.Ref(containers.ImagePause)})
+	c, reg := containers.RealNode(t)
 	image := reg.EmissaryImage(t)
 	sel, tol := kube.RealNodePlacement()
 	opts := workflows.Options{ExecutorImage: image, ExecutorPath: "/usr/bin/freshet", NodeSelector: sel, Tolerations: tol}

@@ -2,7 +2,6 @@ package workflows_test
 
 import (
 	"bytes"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,12 +17,7 @@ import (
 // real stdout becomes the next step's parameter, and an output parameter is read from a file
 // the step wrote.
 func TestRealNode(t *testing.T) {
-	if os.Getenv(kube.EnvRealNode) != "1" {
-		kube.RealNode(t, kube.NodeRegistry{}) // skips, saying why
-	}
-	reg := containers.Registry(t)
-	c := kube.RealNode(t, kube.NodeRegistry{Addr: reg.Addr, Username: reg.Username, Password: reg.Password,
-		CAFile: reg.CAFile, PauseImage: reg.Ref(containers.ImagePause)})
+	c, reg := containers.RealNode(t)
 	image := reg.EmissaryImage(t)
 	sel, tol := kube.RealNodePlacement()
 	e := startEnv(t, c, workflows.Options{ExecutorImage: image, ExecutorPath: "/usr/bin/freshet", NodeSelector: sel, Tolerations: tol})

@@ -30,12 +30,7 @@ import (
 // workspace claim, a build step builds it in a builder pod and pushes it to the account's
 // default registry, and a step runs the built image; the push is recorded on the build.
 func TestRunnerOnRealNode(t *testing.T) {
-	if os.Getenv(kube.EnvRealNode) != "1" {
-		kube.RealNode(t, kube.NodeRegistry{}) // skips, saying why
-	}
-	reg := containers.Registry(t)
-	c := kube.RealNode(t, kube.NodeRegistry{Addr: reg.Addr, Username: reg.Username, Password: reg.Password,
-		CAFile: reg.CAFile, PauseImage: reg.Ref(containers.ImagePause)})
+	c, reg := containers.RealNode(t)
 	image := buildFreshetImage(t, reg)
 
 	srv := servertest.Start(t, store.SQLite)

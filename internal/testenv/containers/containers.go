@@ -60,6 +60,8 @@ import (
 	"github.com/moby/moby/api/pkg/authconfig"
 	"github.com/moby/moby/api/types/registry"
 	"github.com/moby/moby/client"
+
+	"github.com/freshet-dev/freshet/internal/testenv/kube"
 )
 
 // The test images in Registry().Images, by name (a repository and tag under the registry's
@@ -338,6 +340,20 @@ func (r *RegistryInstance) image(t testing.TB, b *built, timeout time.Duration, 
 		unavailable(t, b.err)
 	}
 	return b.ref
+}
+
+// RealNode returns this test binary's loopback cluster with a real node pulling from the
+// shared Registry (kube.RealNode), and that registry, starting both on first use. It skips the
+// test, saying why, unless kube.EnvRealNode is 1 — before starting anything.
+func RealNode(t testing.TB) (*kube.Cluster, *RegistryInstance) {
+	t.Helper()
+	if os.Getenv(kube.EnvRealNode) != "1" {
+		kube.RealNode(t, kube.NodeRegistry{}) // skips, saying why
+	}
+	reg := Registry(t)
+	c := kube.RealNode(t, kube.NodeRegistry{Addr: reg.Addr, Username: reg.Username, Password: reg.Password,
+		CAFile: reg.CAFile, PauseImage: reg.Ref(ImagePause)})
+	return c, reg
 }
 
 // Engine returns the engine shared by every test of this test binary, starting it (and the

@@ -2,7 +2,6 @@ package kube_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,12 +17,7 @@ import (
 // loopback registry, with the test images pushed there.
 func realNodeCluster(t *testing.T) (*kube.Cluster, *containers.RegistryInstance) {
 	t.Helper()
-	if os.Getenv(kube.EnvRealNode) != "1" {
-		kube.RealNode(t, kube.NodeRegistry{}) // skips, saying why
-	}
-	reg := containers.Registry(t)
-	c := kube.RealNode(t, kube.NodeRegistry{Addr: reg.Addr, Username: reg.Username, Password: reg.Password,
-		CAFile: reg.CAFile, PauseImage: reg.Ref(containers.ImagePause)})
+	c, reg := containers.RealNode(t)
 	return c, reg
 }
 
