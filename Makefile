@@ -55,7 +55,7 @@ $(S3_SERVER):
 ## minutes with a cold Go cache).
 test-real-node: test-deps
 	FRESHET_TEST_REAL_NODE=1 FRESHET_TEST_KUBE=1 FRESHET_TEST_S3=1 FRESHET_CTRENV_TOOL=$(abspath $(CTRENV)) $(GO) test -race -count=1 -timeout 30m \
-		-run '^TestRealNode(Artifacts)?$(if $(FULL),|^TestContract$$|^TestRunnerOnRealNode$$|^TestHostedRuntimesOnRealNode$$)' \
+		-run '^TestRealNode(Artifacts)?$(if $(FULL),|^TestContract$$|^TestRunnerOnRealNode$$|^TestHostedRuntimesOnRealNode$$|^TestPlatformChartOnRealNode$$)' \
 		./internal/testenv/kube/ ./internal/runner/executor/kubernetes/ ./internal/gitops/workflows/ $(if $(FULL),./internal/runtimes/install/ ./internal/server/)
 
 ## test-short: the unit tests only, fast

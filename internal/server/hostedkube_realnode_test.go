@@ -46,19 +46,7 @@ func TestHostedRuntimesOnRealNode(t *testing.T) {
 	ctx := context.Background()
 
 	// The control plane listens on the real node's address: the host's end of the pods' bridge.
-	node, err := c.Client.CoreV1().Nodes().Get(ctx, kube.RealNodeName, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	nodeIP := ""
-	for _, a := range node.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			nodeIP = a.Address
-		}
-	}
-	if nodeIP == "" {
-		t.Fatalf("the real node has no InternalIP: %+v", node.Status.Addresses)
-	}
+	nodeIP := realNodeIP(t, c)
 	// One port for both control planes: the runtime's --server does not change.
 	ln, err := net.Listen("tcp", net.JoinHostPort(nodeIP, "0"))
 	if err != nil {
