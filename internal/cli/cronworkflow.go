@@ -39,32 +39,17 @@ func (a *app) cronWorkflowCommand() *cobra.Command {
 		}
 	}
 	resolve := func(ctx context.Context, c *client.Client, arg string) (string, string, error) {
-		if ns, name, ok := strings.Cut(arg, "/"); ok {
-			if namespace != "" && namespace != ns {
-				return "", "", usageError("%s names namespace %s, -n %s another", arg, ns, namespace)
+		return resolveNamespaced(arg, namespace, "cron workflow", "runtime "+runtime, "freshet cron-workflow list", func() ([]string, []string, error) {
+			l, err := c.ListCronWorkflows(ctx, runtime, "")
+			if err != nil {
+				return nil, nil, err
 			}
-			return ns, name, nil
-		}
-		if namespace != "" {
-			return namespace, arg, nil
-		}
-		l, err := c.ListCronWorkflows(ctx, runtime, "")
-		if err != nil {
-			return "", "", err
-		}
-		var found []string
-		for _, w := range l.Items {
-			if w.Name == arg {
-				found = append(found, w.Namespace)
+			var nss, names []string
+			for _, w := range l.Items {
+				nss, names = append(nss, w.Namespace), append(names, w.Name)
 			}
-		}
-		switch len(found) {
-		case 0:
-			return "", "", exitError{code: 1, err: fmt.Errorf("no cron workflow %q in runtime %s ('freshet cron-workflow list' shows them)", arg, runtime)}
-		case 1:
-			return found[0], arg, nil
-		}
-		return "", "", usageError("cron workflow %q is in namespaces %s: give NAMESPACE/NAME or -n", arg, strings.Join(found, ", "))
+			return nss, names, nil
+		})
 	}
 
 	list := &cobra.Command{Use: "list", Short: "List the runtime's CronWorkflows", Args: cobra.NoArgs,

@@ -54,36 +54,21 @@ func (a *app) rolloutCommand() *cobra.Command {
 	}
 	// resolve finds the Rollout's namespace.
 	resolve := func(ctx context.Context, c *client.Client, arg string) (string, string, error) {
-		if ns, name, ok := strings.Cut(arg, "/"); ok {
-			if namespace != "" && namespace != ns {
-				return "", "", usageError("%s names namespace %s, -n %s another", arg, ns, namespace)
+		where := "runtime " + runtime
+		if appName != "" {
+			where = "application " + appName
+		}
+		return resolveNamespaced(arg, namespace, "rollout", where, "freshet rollout list", func() ([]string, []string, error) {
+			l, err := c.ListRollouts(ctx, runtime, appName)
+			if err != nil {
+				return nil, nil, err
 			}
-			return ns, name, nil
-		}
-		if namespace != "" {
-			return namespace, arg, nil
-		}
-		l, err := c.ListRollouts(ctx, runtime, appName)
-		if err != nil {
-			return "", "", err
-		}
-		var found []string
-		for _, r := range l.Items {
-			if r.Name == arg {
-				found = append(found, r.Namespace)
+			var nss, names []string
+			for _, r := range l.Items {
+				nss, names = append(nss, r.Namespace), append(names, r.Name)
 			}
-		}
-		switch len(found) {
-		case 0:
-			where := "runtime " + runtime
-			if appName != "" {
-				where = "application " + appName
-			}
-			return "", "", exitError{code: 1, err: fmt.Errorf("no rollout %q in %s ('freshet rollout list' shows them)", arg, where)}
-		case 1:
-			return found[0], arg, nil
-		}
-		return "", "", usageError("rollout %q is in namespaces %s: give NAMESPACE/NAME or -n", arg, strings.Join(found, ", "))
+			return nss, names, nil
+		})
 	}
 
 	list := &cobra.Command{Use: "list [--app A]", Short: "List the runtime's Rollouts", Args: cobra.NoArgs,

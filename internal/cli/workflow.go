@@ -45,32 +45,17 @@ func (a *app) workflowCommand() *cobra.Command {
 		}
 	}
 	resolve := func(ctx context.Context, c *client.Client, arg string) (string, string, error) {
-		if ns, name, ok := strings.Cut(arg, "/"); ok {
-			if namespace != "" && namespace != ns {
-				return "", "", usageError("%s names namespace %s, -n %s another", arg, ns, namespace)
+		return resolveNamespaced(arg, namespace, "workflow", "runtime "+runtime, "freshet workflow list", func() ([]string, []string, error) {
+			l, err := c.ListWorkflows(ctx, runtime, "")
+			if err != nil {
+				return nil, nil, err
 			}
-			return ns, name, nil
-		}
-		if namespace != "" {
-			return namespace, arg, nil
-		}
-		l, err := c.ListWorkflows(ctx, runtime, "")
-		if err != nil {
-			return "", "", err
-		}
-		var found []string
-		for _, w := range l.Items {
-			if w.Name == arg {
-				found = append(found, w.Namespace)
+			var nss, names []string
+			for _, w := range l.Items {
+				nss, names = append(nss, w.Namespace), append(names, w.Name)
 			}
-		}
-		switch len(found) {
-		case 0:
-			return "", "", exitError{code: 1, err: fmt.Errorf("no workflow %q in runtime %s ('freshet workflow list' shows them)", arg, runtime)}
-		case 1:
-			return found[0], arg, nil
-		}
-		return "", "", usageError("workflow %q is in namespaces %s: give NAMESPACE/NAME or -n", arg, strings.Join(found, ", "))
+			return nss, names, nil
+		})
 	}
 
 	var file, from, entrypoint, generateName string
@@ -509,4 +494,37 @@ func nodeIcon(phase string) string {
 		return "○"
 	}
 	return phaseIcon(phase)
+}
+
+// resolveNamespaced finds the namespace of the object arg names: NAMESPACE/NAME as given (it
+// must agree with -n), NAME in -n's namespace, or else the one namespace where list finds an
+// object of that name. kind names the objects and where the place listed ("runtime r1"), in
+// the messages; listCmd is the command that lists them.
+func resolveNamespaced(arg, namespace, kind, where, listCmd string, list func() (namespaces []string, names []string, err error)) (string, string, error) {
+	if ns, name, ok := strings.Cut(arg, "/"); ok {
+		if namespace != "" && namespace != ns {
+			return "", "", usageError("%s names namespace %s, -n %s another", arg, ns, namespace)
+		}
+		return ns, name, nil
+	}
+	if namespace != "" {
+		return namespace, arg, nil
+	}
+	nss, names, err := list()
+	if err != nil {
+		return "", "", err
+	}
+	var found []string
+	for i, n := range names {
+		if n == arg {
+			found = append(found, nss[i])
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", "", exitError{code: 1, err: fmt.Errorf("no %s %q in %s ('%s' shows them)", kind, arg, where, listCmd)}
+	case 1:
+		return found[0], arg, nil
+	}
+	return "", "", usageError("%s %q is in namespaces %s: give NAMESPACE/NAME or -n", kind, arg, strings.Join(found, ", "))
 }
