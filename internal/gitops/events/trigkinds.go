@@ -412,6 +412,9 @@ func (c *Controller) fireHTTP(ctx context.Context, cs *compiledSensor, t *compil
 		timeout = time.Duration(h.Timeout) * time.Second
 	}
 	client := c.opts.Policy.HTTPClient(timeout)
+	// A transport of its own per request (no TLS settings shared between Sensors): close its
+	// connection once answered rather than leave it idle until the transport's timeout.
+	defer client.CloseIdleConnections()
 	if h.TLS != nil {
 		cfg, err := c.tlsConfig(ctx, cs.ns, "http.tls", h.TLS)
 		if err != nil {
