@@ -625,3 +625,22 @@ spec:
 		t.Fatalf("%d pods left", len(h.fc.pods))
 	}
 }
+
+// TestWorkflowPriorityVariable: {{workflow.priority}} is the Workflow's spec.priority, as in Argo.
+func TestWorkflowPriorityVariable(t *testing.T) {
+	h := newHarness(t, `
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: prio}
+spec:
+  entrypoint: main
+  priority: 7
+  templates:
+  - name: main
+    container: {image: alpine, command: [echo, "p={{workflow.priority}}"]}
+`, echo)
+	h.runToEnd()
+	if r := h.node("prio").Outputs; h.wf.Status.Phase != WorkflowSucceeded || r == nil || r.Result == nil || *r.Result != "p=7" {
+		t.Fatal(h.dump())
+	}
+}

@@ -610,7 +610,7 @@ var workflowVars = map[string]bool{"workflow.name": true, "workflow.namespace": 
 	"workflow.serviceAccountName": true, "workflow.creationTimestamp": true, "workflow.status": true,
 	"workflow.failures": true, "workflow.duration": true, "workflow.parameters": true, "workflow.mainEntrypoint": true,
 	"pod.name": true, "node.name": true, "retries": true, "inputs.parameters": true,
-	"workflow.parameters.json": true, "workflow.scheduledTime": true}
+	"workflow.parameters.json": true, "workflow.scheduledTime": true, "workflow.priority": true}
 
 func (sc *refScope) check(path, name string) error {
 	bad := func(why string) error { return errdefs.Invalid(path, "{{"+name+"}}", why) }

@@ -223,6 +223,9 @@ func globalScope(wf *Workflow, spec *WorkflowSpec) scope {
 		sc["workflow.parameters."+p.Name] = v
 		all = append(all, map[string]string{"name": p.Name, "value": v})
 	}
+	if spec.Priority != nil {
+		sc["workflow.priority"] = strconv.Itoa(int(*spec.Priority)) // Argo sets it only when given
+	}
 	b, _ := json.Marshal(all)
 	sc["workflow.parameters"] = string(b)
 	sc["workflow.parameters.json"] = string(b)
