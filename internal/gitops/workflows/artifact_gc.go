@@ -155,7 +155,7 @@ func (c *Controller) finalizeDeleted(ctx context.Context, u *unstructured.Unstru
 	wf, _ := Decode(data)
 	var gcErr error
 	if wf != nil {
-		spec := effectiveSpec(wf)
+		spec := c.runSpec(ctx, wf)
 		_, gcErr = c.gcArtifacts(ctx, wf.Namespace, spec, &wf.Status, true)
 		if gcErr != nil && !(spec.ArtifactGC != nil && spec.ArtifactGC.ForceFinalizerRemoval) {
 			c.log.Info("workflow artifact GC failed; the workflow is kept until it succeeds", logWorkflow, u.GetNamespace()+"/"+u.GetName(), logErr, gcErr)

@@ -363,16 +363,27 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 		}
 		st.StoredWorkflowTemplateSpec = tspec
 	}
-	pods, err := c.pods.Pods(ns).List(labels.SelectorFromSet(labels.Set{LabelWorkflow: name}))
-	if err != nil {
-		return 0, err
-	}
 	cfg, err := c.controllerConfig(ctx)
 	if err != nil {
 		return 0, err
 	}
-	deadline := cfg.deadline
-	if deadline == nil && c.opts.DefaultActiveDeadline > 0 {
+	if cfg.defaults != nil {
+		merged, err := cfg.defaults.Apply(spec)
+		if err == nil {
+			err = ValidateSpec(merged, "spec")
+		}
+		if err != nil {
+			return 0, c.writeInvalid(ctx, u, fmt.Errorf("under workflowDefaults of ConfigMap %s/%s: %w", c.opts.ConfigNamespace, ControllerConfigMap, err), now)
+		}
+		spec = merged
+		cfg.defaults.ApplyMetadata(wf)
+	}
+	pods, err := c.pods.Pods(ns).List(labels.SelectorFromSet(labels.Set{LabelWorkflow: name}))
+	if err != nil {
+		return 0, err
+	}
+	var deadline *int64
+	if c.opts.DefaultActiveDeadline > 0 {
 		secs := int64(max(c.opts.DefaultActiveDeadline/time.Second, 1))
 		deadline = &secs
 	}
@@ -432,9 +443,23 @@ func (c *Controller) reconcile(ctx context.Context, key string) (time.Duration, 
 	return o.requeue, nil
 }
 
+// runSpec is the spec a Workflow runs (effectiveSpec) over the runtime's workflowDefaults. A
+// ConfigMap that cannot be read, or defaults that do not apply, leave effectiveSpec.
+func (c *Controller) runSpec(ctx context.Context, wf *Workflow) *WorkflowSpec {
+	spec := effectiveSpec(wf)
+	cfg, err := c.controllerConfig(ctx)
+	if err != nil || cfg.defaults == nil {
+		return spec
+	}
+	if merged, err := cfg.defaults.Apply(spec); err == nil {
+		return merged
+	}
+	return spec
+}
+
 // collectFinished runs a finished Workflow's podGC and ttlStrategy.
 func (c *Controller) collectFinished(ctx context.Context, wf *Workflow, now time.Time) (time.Duration, error) {
-	spec := effectiveSpec(wf)
+	spec := c.runSpec(ctx, wf)
 	if spec.PodGC == nil && spec.TTLStrategy == nil {
 		return 0, nil
 	}
@@ -453,7 +478,7 @@ func (c *Controller) collectArtifacts(ctx context.Context, u *unstructured.Unstr
 	if wf.Status.ArtifactGCStatus != nil && wf.Status.ArtifactGCStatus.Done {
 		return 0, false, nil
 	}
-	spec := effectiveSpec(wf)
+	spec := c.runSpec(ctx, wf)
 	if len(dueArtifacts(spec, &wf.Status, false)) == 0 {
 		return 0, false, nil
 	}
@@ -702,7 +727,7 @@ func (c *Controller) collectClaims(ctx context.Context, u *unstructured.Unstruct
 	if len(wf.Status.PersistentVolumeClaims) == 0 {
 		return 0, false, nil
 	}
-	spec := effectiveSpec(wf)
+	spec := c.runSpec(ctx, wf)
 	if !claimsDue(spec, wf.Status.Phase) {
 		return 0, false, nil
 	}

@@ -32,8 +32,8 @@ const (
 	// ControllerConfigMapImagesKey maps images to their ENTRYPOINT and CMD, so that a
 	// container without command needs no registry lookup (Argo's `images`).
 	ControllerConfigMapImagesKey = "images"
-	// ControllerConfigMapDefaultsKey holds workflowDefaults; only spec.activeDeadlineSeconds
-	// is read.
+	// ControllerConfigMapDefaultsKey holds workflowDefaults: the metadata and spec every
+	// Workflow starts from.
 	ControllerConfigMapDefaultsKey = "workflowDefaults"
 )
 
@@ -59,15 +59,13 @@ type ImageCommand struct {
 // besides the artifact repository.
 type controllerConfig struct {
 	images map[string]ImageCommand
-	// deadline is workflowDefaults' spec.activeDeadlineSeconds (nil: none given).
-	deadline *int64
+	// defaults is workflowDefaults (nil: none given).
+	defaults *WorkflowDefaults
 }
 
 // DecodeControllerConfig reads the keys images and workflowDefaults of a
-// workflow-controller-configmap's data; where names the ConfigMap in errors. A workflowDefaults
-// with anything but spec.activeDeadlineSeconds (and metadata, ignored) is refused: the other
-// defaults are not applied yet.
-func DecodeControllerConfig(data map[string]string, where string) (map[string]ImageCommand, *int64, error) {
+// workflow-controller-configmap's data; where names the ConfigMap in errors.
+func DecodeControllerConfig(data map[string]string, where string) (map[string]ImageCommand, *WorkflowDefaults, error) {
 	var images map[string]ImageCommand
 	if s := data[ControllerConfigMapImagesKey]; s != "" {
 		field := where + " key " + ControllerConfigMapImagesKey
@@ -89,27 +87,15 @@ func DecodeControllerConfig(data map[string]string, where string) (map[string]Im
 			}
 		}
 	}
-	var deadline *int64
+	var defaults *WorkflowDefaults
 	if s := data[ControllerConfigMapDefaultsKey]; s != "" {
-		field := where + " key " + ControllerConfigMapDefaultsKey
-		if len(s) > maxControllerConfigBytes {
-			return nil, nil, errdefs.Invalid(field, fmt.Sprintf("%d bytes", len(s)), fmt.Sprintf("must be at most %d bytes", maxControllerConfigBytes))
+		d, err := decodeWorkflowDefaults(s, where+" key "+ControllerConfigMapDefaultsKey)
+		if err != nil {
+			return nil, nil, err
 		}
-		var d struct {
-			Metadata json.RawMessage `json:"metadata,omitempty"`
-			Spec     struct {
-				ActiveDeadlineSeconds *int64 `json:"activeDeadlineSeconds,omitempty"`
-			} `json:"spec"`
-		}
-		if err := yaml.UnmarshalStrict([]byte(s), &d); err != nil {
-			return nil, nil, errdefs.Invalid(field, "", "only spec.activeDeadlineSeconds is applied from workflowDefaults yet: "+err.Error())
-		}
-		if v := d.Spec.ActiveDeadlineSeconds; v != nil && *v <= 0 {
-			return nil, nil, errdefs.Invalid(field+".spec.activeDeadlineSeconds", fmt.Sprint(*v), "must be more than 0")
-		}
-		deadline = d.Spec.ActiveDeadlineSeconds
+		defaults = d
 	}
-	return images, deadline, nil
+	return images, defaults, nil
 }
 
 // controllerConfig reads the runtime's workflow-controller-configmap, at most every
@@ -132,11 +118,11 @@ func (c *Controller) controllerConfig(ctx context.Context) (*controllerConfig, e
 	case err != nil:
 		return nil, fmt.Errorf("read ConfigMap %s/%s: %w", c.opts.ConfigNamespace, ControllerConfigMap, err)
 	default:
-		images, deadline, err := DecodeControllerConfig(cm.Data, "ConfigMap "+c.opts.ConfigNamespace+"/"+ControllerConfigMap)
+		images, defaults, err := DecodeControllerConfig(cm.Data, "ConfigMap "+c.opts.ConfigNamespace+"/"+ControllerConfigMap)
 		if err != nil {
 			c.log.Error("workflow-controller-configmap ignored", logErr, err)
 		} else {
-			cfg.images, cfg.deadline = images, deadline
+			cfg.images, cfg.defaults = images, defaults
 		}
 	}
 	c.cfgMu.Lock()

@@ -13,7 +13,8 @@ import (
 // FuzzDecodeControllerConfig: workflow-controller-configmap's images and workflowDefaults
 // (written by the runtime's operator, or anyone who may write ConfigMaps in its namespace) are
 // refused with an error naming the key, or give images that parse as references with an
-// entrypoint or a cmd, at most maxImageEntries, and a deadline that is none or positive.
+// entrypoint or a cmd, at most maxImageEntries, and defaults whose deadline is none or positive
+// and that apply under a Workflow's spec.
 func FuzzDecodeControllerConfig(f *testing.F) {
 	for _, s := range [][2]string{
 		{"docker/whalesay:latest:\n  cmd: [cowsay]\n", "spec:\n  activeDeadlineSeconds: 60\n"},
@@ -24,7 +25,7 @@ func FuzzDecodeControllerConfig(f *testing.F) {
 		f.Add(s[0], s[1])
 	}
 	f.Fuzz(func(t *testing.T, images, defaults string) {
-		got, deadline, err := DecodeControllerConfig(map[string]string{ControllerConfigMapImagesKey: images, ControllerConfigMapDefaultsKey: defaults}, "cm")
+		got, d, err := DecodeControllerConfig(map[string]string{ControllerConfigMapImagesKey: images, ControllerConfigMapDefaultsKey: defaults}, "cm")
 		if err != nil {
 			if !errors.Is(err, errdefs.ErrInvalid) || errdefs.Field(err) == "" {
 				t.Fatalf("error %v does not name a field", err)
@@ -39,8 +40,14 @@ func FuzzDecodeControllerConfig(f *testing.F) {
 				t.Fatalf("accepted %q: %+v (%v)", ref, ic, err)
 			}
 		}
-		if deadline != nil && *deadline <= 0 {
-			t.Fatalf("deadline %d", *deadline)
+		if d != nil {
+			if d.Deadline != nil && *d.Deadline <= 0 {
+				t.Fatalf("deadline %d", *d.Deadline)
+			}
+			// The defaults apply under any Workflow's spec and leave it a spec.
+			if _, err := d.Apply(&WorkflowSpec{Entrypoint: "main", Templates: []Template{{Name: "main"}}}); err != nil {
+				t.Fatalf("apply: %v", err)
+			}
 		}
 	})
 }

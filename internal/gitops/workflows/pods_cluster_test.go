@@ -249,3 +249,66 @@ spec:
 		t.Fatal(dump(wf))
 	}
 }
+
+// TestWorkflowDefaultsOnCluster: workflowDefaults' podMetadata, arguments, templates and
+// ttlStrategy apply to a Workflow that gives none of them: its pod carries the default labels
+// and sees the default label (its own parameter wins over the default's), the default exit handler
+// (a default template) runs, and the finished Workflow is deleted by the default ttlStrategy.
+func TestWorkflowDefaultsOnCluster(t *testing.T) {
+	e := newEnv(t, workflows.Options{})
+	if _, err := e.c.Client.CoreV1().ConfigMaps(e.ns).Create(e.ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: workflows.ControllerConfigMap},
+		Data: map[string]string{workflows.ControllerConfigMapDefaultsKey: `
+metadata: {labels: {team: core}}
+spec:
+  podMetadata: {labels: {from: defaults}}
+  arguments: {parameters: [{name: greeting, value: hello}, {name: who, value: nobody}]}
+  ttlStrategy: {secondsAfterCompletion: 5}
+  onExit: notify
+  templates:
+  - name: notify
+    metadata: {annotations: {devcluster.freshet.dev/exit-code: "0", devcluster.freshet.dev/run-duration: "100ms"}}
+    container: {image: alpine:3, command: [echo, "{{workflow.name}} {{workflow.status}}"]}
+`},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.create(workflows.WorkflowsResource, `
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: defaulted}
+spec:
+  entrypoint: main
+  arguments: {parameters: [{name: who, value: world}]}
+  templates:
+  - name: main
+    steps:
+    - - name: greet
+        template: say
+        arguments: {parameters: [{name: msg, value: "{{workflow.parameters.who}} {{workflow.labels.team}}"}]}
+  - name: say
+    inputs: {parameters: [{name: msg}]}
+    metadata: {annotations: {devcluster.freshet.dev/exit-code: "0", devcluster.freshet.dev/run-duration: "100ms"}}
+    container: {image: alpine:3, command: [echo, "{{inputs.parameters.msg}}"]}
+`)
+	var pod *corev1.Pod
+	e.waitFor("the step's pod", 30*time.Second, func() (bool, string) {
+		pods, err := e.c.Client.CoreV1().Pods(e.ns).List(e.ctx, metav1.ListOptions{LabelSelector: workflows.LabelWorkflow + "=defaulted"})
+		if err != nil || len(pods.Items) == 0 {
+			return false, fmt.Sprint(err)
+		}
+		pod = &pods.Items[0]
+		return true, ""
+	})
+	if pod.Labels["from"] != "defaults" || !slices.Contains(pod.Spec.Containers[0].Args, "world core") && !slices.Contains(pod.Spec.Containers[0].Command, "world core") {
+		t.Errorf("pod labels %v, command %q args %q", pod.Labels, pod.Spec.Containers[0].Command, pod.Spec.Containers[0].Args)
+	}
+	wf := e.finished("defaulted", 30*time.Second)
+	if wf.Status.Phase != workflows.WorkflowSucceeded || node(t, wf, "defaulted.onExit").Phase != workflows.NodeSucceeded {
+		t.Fatal(dump(wf))
+	}
+	e.waitFor("the default ttlStrategy to delete the Workflow", 60*time.Second, func() (bool, string) {
+		_, err := e.c.Dynamic.Resource(workflows.WorkflowsResource).Namespace(e.ns).Get(e.ctx, "defaulted", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
 )
 
 const oneStep = `
@@ -189,20 +190,23 @@ func TestDefaultActiveDeadline(t *testing.T) {
 }
 
 func TestDecodeControllerConfig(t *testing.T) {
-	images, deadline, err := DecodeControllerConfig(map[string]string{
+	images, defaults, err := DecodeControllerConfig(map[string]string{
 		"images":           "docker/whalesay:latest:\n  cmd: [cowsay]\nalpine:3:\n  entrypoint: [/bin/sh]\n",
 		"workflowDefaults": "metadata: {labels: {a: b}}\nspec:\n  activeDeadlineSeconds: 3600\n",
 	}, "ConfigMap r/workflow-controller-configmap")
-	if err != nil || *deadline != 3600 || !slices.Equal(images["docker/whalesay:latest"].Cmd, []string{"cowsay"}) ||
+	if err != nil || *defaults.Deadline != 3600 || defaults.Labels["a"] != "b" || !slices.Equal(images["docker/whalesay:latest"].Cmd, []string{"cowsay"}) ||
 		!slices.Equal(images["alpine:3"].Entrypoint, []string{"/bin/sh"}) {
-		t.Fatalf("%v %v %v", images, deadline, err)
+		t.Fatalf("%v %v %v", images, defaults, err)
 	}
 	for _, c := range []struct{ key, val, want string }{
 		{"images", "alpine:3: {command: [x]}", `ConfigMap r/workflow-controller-configmap key images`},
 		{"images", "alpine:3: {}", "alpine:3: needs an entrypoint or a cmd"},
 		{"images", "'UPPER//x': {cmd: [x]}", "is not an image reference"},
-		{"workflowDefaults", "spec: {parallelism: 3}", "only spec.activeDeadlineSeconds is applied"},
-		{"workflowDefaults", "spec: {activeDeadlineSeconds: 0}", "must be more than 0"},
+		{"workflowDefaults", "spec: {paralelism: 3}", `key workflowDefaults: is not a Workflow's metadata (labels, annotations) and spec: error unmarshaling JSON: while decoding JSON: json: unknown field "paralelism"`},
+		{"workflowDefaults", "spec: {activeDeadlineSeconds: 0}", "workflowDefaults.spec.activeDeadlineSeconds"},
+		{"workflowDefaults", "spec: {workflowTemplateRef: {name: t}}", "workflowDefaults.spec.workflowTemplateRef"},
+		{"workflowDefaults", "spec: {shutdown: Stop}", "cannot default shutdown or suspend"},
+		{"workflowDefaults", "spec: {templates: [{container: {image: a}}]}", "workflowDefaults.spec.templates[0].name"},
 	} {
 		_, _, err := DecodeControllerConfig(map[string]string{c.key: c.val}, "ConfigMap r/workflow-controller-configmap")
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -245,5 +249,79 @@ func TestInvalidPodFailsAtOnce(t *testing.T) {
 	if n := h.node("wf"); h.wf.Status.Phase != WorkflowFailed || n.Phase != NodeFailed || !strings.Contains(n.Message, "is invalid") ||
 		h.wf.Status.FinishedAt.Sub(start) != 0 {
 		t.Fatal(h.dump())
+	}
+}
+
+// TestWorkflowDefaultsApply: the Workflow's fields win over the defaults; objects merge field
+// by field; templates, parameters and volumes merge by name; other lists are the Workflow's.
+func TestWorkflowDefaultsApply(t *testing.T) {
+	d, err := decodeWorkflowDefaults(`
+metadata: {labels: {team: core, tier: x}}
+spec:
+  serviceAccountName: default-sa
+  parallelism: 5
+  podGC: {strategy: OnPodSuccess}
+  ttlStrategy: {secondsAfterCompletion: 60, secondsAfterFailure: 600}
+  nodeSelector: {pool: ci}
+  tolerations: [{key: a, operator: Exists}]
+  arguments: {parameters: [{name: env, value: dev}, {name: region, value: eu}]}
+  templates: [{name: notify, container: {image: busybox, command: [echo, default]}}, {name: main, container: {image: default}}]
+  hooks: {exit: {template: notify}}
+`, "workflowDefaults")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := yaml.YAMLToJSON([]byte(`
+apiVersion: argoproj.io/v1alpha1
+kind: Workflow
+metadata: {name: w, labels: {tier: own}}
+spec:
+  entrypoint: main
+  parallelism: 2
+  ttlStrategy: {secondsAfterFailure: 5}
+  tolerations: [{key: b, operator: Exists}]
+  arguments: {parameters: [{name: env, value: prod}]}
+  templates: [{name: main, container: {image: own}}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wf, err := Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.Apply(&wf.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.ApplyMetadata(wf)
+	var params []string
+	for _, p := range got.Arguments.Parameters {
+		params = append(params, p.Name+"="+string(*p.Value))
+	}
+	var tmpls []string
+	for _, tp := range got.Templates {
+		tmpls = append(tmpls, tp.Name+":"+tp.Container.Image)
+	}
+	switch {
+	case got.ServiceAccountName != "default-sa" || *got.Parallelism != 2 || got.PodGC == nil || got.PodGC.Strategy != "OnPodSuccess":
+		t.Errorf("scalars: %+v", got)
+	case got.TTLStrategy == nil || got.TTLStrategy.SecondsAfterCompletion == nil || *got.TTLStrategy.SecondsAfterCompletion != 60 || *got.TTLStrategy.SecondsAfterFailure != 5:
+		t.Errorf("ttlStrategy %+v", got.TTLStrategy)
+	case len(got.Tolerations) != 1 || got.Tolerations[0].Key != "b" || got.NodeSelector["pool"] != "ci":
+		t.Errorf("lists: %+v %v", got.Tolerations, got.NodeSelector)
+	case !slices.Equal(params, []string{"env=prod", "region=eu"}):
+		t.Errorf("parameters %v", params)
+	case !slices.Equal(tmpls, []string{"notify:busybox", "main:own"}):
+		t.Errorf("templates %v", tmpls)
+	case got.Hooks["exit"].Template != "notify":
+		t.Errorf("hooks %+v", got.Hooks)
+	case wf.Labels["team"] != "core" || wf.Labels["tier"] != "own":
+		t.Errorf("labels %v", wf.Labels)
+	case wf.Spec.ServiceAccountName != "" || len(wf.Spec.Templates) != 1:
+		t.Errorf("the Workflow's own spec changed: %+v", wf.Spec)
+	}
+	if err := ValidateSpec(got, "spec"); err != nil {
+		t.Errorf("merged spec: %v", err)
 	}
 }
