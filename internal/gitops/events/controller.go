@@ -363,7 +363,19 @@ func (c *Controller) reconcileBus(ctx context.Context, u *unstructured.Unstructu
 
 func (c *Controller) connect(ctx context.Context, ns, name string, s *EventBusSpec) (*busConn, error) {
 	if s.JetStreamExotic != nil {
-		nc, err := nats.Connect(s.JetStreamExotic.URL, nats.Name("freshet-runtime-events"), nats.MaxReconnects(-1), nats.Timeout(5*time.Second))
+		// The URL is the tenant's: checked against the operator's policy, and every (re)dial
+		// goes through it, as an event source's servers do.
+		urls, err := natsURLs("spec.jetstreamExotic.url", s.JetStreamExotic.URL)
+		if err != nil {
+			return nil, err
+		}
+		for _, u := range urls {
+			if err := c.opts.Policy.CheckServerURL("spec.jetstreamExotic.url", redact(u)); err != nil {
+				return nil, err
+			}
+		}
+		nc, err := nats.Connect(s.JetStreamExotic.URL, nats.Name("freshet-runtime-events"), nats.MaxReconnects(-1), nats.Timeout(5*time.Second),
+			nats.SetCustomDialer(policyDialer{ctx, c.opts.Policy}))
 		if err != nil {
 			return nil, fmt.Errorf("connect to %s: %w", redact(s.JetStreamExotic.URL), err)
 		}

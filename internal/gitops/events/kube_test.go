@@ -1130,7 +1130,9 @@ spec:
 // whose http trigger names a loopback URL is refused when read (TriggersProvided=False naming
 // the field, the URL shown without its query) and runs nothing.
 func TestTriggerURLRefusedByPolicy(t *testing.T) {
-	public, err := netpolicy.Options{}.Policy()
+	// The test's bus is at 127.0.0.1 (the policy checks an EventBus's URL too); the trigger's
+	// 127.0.0.2 is loopback as well, and refused.
+	public, err := netpolicy.Options{PrivateNetworks: []string{"127.0.0.1/32"}}.Policy()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1145,7 +1147,7 @@ spec:
   triggers:
   - template:
       name: post
-      http: {url: 'http://127.0.0.1:9/x?token=abc'}
+      http: {url: 'http://127.0.0.2:9/x?token=abc'}
 `)
 	msg := e.waitCondition(events.SensorsResource, "internal", events.CondTriggersProvided, "False")
 	if !strings.Contains(msg, "spec.triggers[0].template.http.url") || !strings.Contains(msg, "loopback") || strings.Contains(msg, "abc") {
@@ -1220,5 +1222,21 @@ spec:
 	m := e.waitCondition(events.SensorsResource, "bad", events.CondTriggered, "False")
 	if !strings.Contains(m, "Authorization Violation") || strings.Contains(m, "not-the-token") {
 		t.Errorf("bad: Triggered message %q", m)
+	}
+}
+
+// TestEventBusURLRefusedByPolicy: under a policy that allows public addresses only, an
+// EventBus whose jetstreamExotic.url is a loopback server is not connected to: Deployed=False
+// names the field, and the URL's credentials are not shown.
+func TestEventBusURLRefusedByPolicy(t *testing.T) {
+	public, err := netpolicy.Options{}.Policy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvWith(t, public)
+	e.create(events.EventBusResource, "apiVersion: argoproj.io/v1alpha1\nkind: EventBus\nmetadata: {name: inside}\nspec: {jetstreamExotic: {url: 'nats://u:s3cret@"+strings.TrimPrefix(e.natsURL, "nats://")+"'}}\n")
+	msg := e.waitCondition(events.EventBusResource, "inside", events.CondDeployed, "False")
+	if !strings.Contains(msg, "spec.jetstreamExotic.url") || !strings.Contains(msg, "loopback") || strings.Contains(msg, "s3cret") {
+		t.Errorf("Deployed message %q", msg)
 	}
 }
