@@ -476,8 +476,8 @@ func (c *Controller) cronWhen(ctx context.Context, key string, cw *CronWorkflow,
 	c.mu.Unlock()
 	name := cronEventName(cw.Name, "when", due)
 	if !skipped {
-		_, err := c.kube.CoreV1().Events(cw.Namespace).Get(ctx, name, metav1.GetOptions{})
-		skipped = err == nil
+		ev, err := c.kube.CoreV1().Events(cw.Namespace).Get(ctx, name, metav1.GetOptions{})
+		skipped = err == nil && ev.InvolvedObject.UID == cw.UID // not one of an earlier CronWorkflow of that name
 	}
 	if skipped {
 		return false, nil

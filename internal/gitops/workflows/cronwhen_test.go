@@ -33,7 +33,8 @@ spec:
 
 // TestCronWhenAndUpdateOnCluster: spec.when gates each scheduled run (the first runs, the
 // second is skipped once its run has succeeded: an Event says so, lastScheduledTime stays at
-// the run made, and a restarted controller does not run the skipped time); the controller
+// the run made, and a restarted controller does not run the skipped time though its updated
+// when now holds); the controller
 // writes Argo's last-used-schedule annotation; UpdateCron replaces the spec and keeps the
 // status, and the time the new schedule missed is not run; a bad when is refused by lint,
 // create and update naming spec.when.
@@ -117,15 +118,24 @@ func TestCronWhenAndUpdateOnCluster(t *testing.T) {
 	if st := e.cron("gated"); !st.LastScheduledTime.Equal(&metav1.Time{Time: tick1}) || len(st.Conditions) != 0 {
 		t.Fatalf("after the skip: %+v", st)
 	}
-	// A restarted controller within tick2's deadline does not decide it again.
+	// A restarted controller within tick2's deadline does not decide it again, even once its
+	// when (updated, the schedule unchanged) would hold.
 	stop()
 	clk.Set(tick2.Add(5 * time.Second))
-	ctrl, stop = runController(t, c, ns, clk)
+	ctrl, _ = runController(t, c, ns, clk)
 	e.ctrl = ctrl
+	loosened := strings.Replace(gatedCron, "cronworkflow.succeeded < 1", "cronworkflow.succeeded < 5", 1)
+	if _, err := ctrl.UpdateCron(e.ctx, ns, "gated", workflows.CronOptions{Manifest: manifest(loosened)}); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor("the loosened when seen", 30*time.Second, func() (bool, string) {
+		cw, err := ctrl.GetCron(e.ctx, ns, "gated")
+		return err == nil && strings.Contains(cw.When, "< 5"), fmt.Sprint(cw.When, err)
+	})
 	e.touch("gated")
-	time.Sleep(time.Second)
+	time.Sleep(2 * time.Second)
 	if runs := e.cronRuns("gated"); !slices.Equal(runs, []string{runName("gated", tick1)}) {
-		t.Fatalf("gated's runs after a skip and a restart: %v", runs)
+		t.Fatalf("gated's runs after a skip, a restart and a when that holds: %v", runs)
 	}
 
 	// update: a bad when is refused naming it and changes nothing; another name is refused; a
@@ -139,7 +149,7 @@ func TestCronWhenAndUpdateOnCluster(t *testing.T) {
 	// tick3 passes before the change is seen: the new schedule (every minute too, written
 	// differently) does not run it, though it is within the starting deadline.
 	clk.Set(tick3.Add(5 * time.Second))
-	moved := strings.Replace(strings.Replace(gatedCron, `"* * * * *"`, `"*/1 * * * *"`, 1), "cronworkflow.succeeded < 1", "cronworkflow.succeeded < 5", 1)
+	moved := strings.Replace(loosened, `"* * * * *"`, `"*/1 * * * *"`, 1)
 	cw, err := ctrl.UpdateCron(e.ctx, ns, "gated", workflows.CronOptions{Manifest: manifest(moved)})
 	if err != nil {
 		t.Fatal(err)
