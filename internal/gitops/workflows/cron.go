@@ -131,6 +131,13 @@ func nextDue(exprs []schedule.Expr, t time.Time) time.Time {
 	return next
 }
 
+// schedChange is a CronWorkflow's schedule (as its last-used-schedule annotation writes it)
+// that differs from the annotation, and when the controller first saw it.
+type schedChange struct {
+	sched string
+	at    time.Time
+}
+
 // cronWorkflowName is the Workflow a CronWorkflow creates for the time due: Argo's name (the
 // CronWorkflow's, then the Unix time), which makes a second creation for the same time fail
 // as already existing — so a schedule never runs twice, across restarts too.
@@ -164,6 +171,7 @@ func (c *Controller) reconcileCron(ctx context.Context, key string) (time.Durati
 		c.mu.Lock()
 		delete(c.written, key)
 		delete(c.whenSkipped, key)
+		delete(c.schedChanged, key)
 		c.mu.Unlock()
 		return 0, nil // its Workflows go with it (owner references)
 	}
@@ -304,15 +312,35 @@ func (c *Controller) reconcileCron(ctx context.Context, key string) (time.Durati
 	if w := now.Add(-grace - time.Second); w.After(from) {
 		from = w
 	}
-	if used, ok := u.GetAnnotations()[AnnotationLastUsedSchedule]; ok && used != sched {
-		// Its schedule changed since it last ran by one: the times the new schedule missed are
-		// not run, as Argo does (a schedule moved to just before now would otherwise run at once).
-		from = now
+	// Its schedule changed since it last ran by one: the times the new schedule missed are not
+	// run, as Argo does (a schedule moved to just before now would otherwise run at once). The
+	// annotation is rewritten once that no longer matters: a time of the new schedule has come,
+	// or the change is older than the starting deadline.
+	annotate := false
+	if used, ok := u.GetAnnotations()[AnnotationLastUsedSchedule]; !ok {
+		annotate = true
+	} else if used != sched {
+		c.mu.Lock()
+		ch, seen := c.schedChanged[key]
+		if !seen || ch.sched != sched {
+			ch = schedChange{sched: sched, at: now}
+			c.schedChanged[key] = ch
+		}
+		c.mu.Unlock()
+		if ch.at.After(from) {
+			from = ch.at
+		}
+		annotate = now.Sub(ch.at) > grace+time.Second
+	} else {
+		c.mu.Lock()
+		delete(c.schedChanged, key)
+		c.mu.Unlock()
 	}
 	due := latestDue(exprs, from, now)
 	if !due.IsZero() && now.Sub(due) > grace {
 		due = time.Time{}
 	}
+	annotate = annotate || !due.IsZero()
 	if !due.IsZero() && !cw.Spec.Suspend && runs[cronWorkflowName(cw.Name, due)] {
 		// Its run exists: created by a reconcile whose status write was refused (the object
 		// had changed). It is this schedule's run, not a concurrent one to skip or replace.
@@ -374,6 +402,9 @@ func (c *Controller) reconcileCron(ctx context.Context, key string) (time.Durati
 	slices.SortFunc(st.Active, func(a, b corev1.ObjectReference) int { return strings.Compare(a.Name, b.Name) })
 	if len(st.Conditions) == 0 {
 		st.Conditions = nil
+	}
+	if !annotate {
+		sched = "" // not yet: see above
 	}
 	if err := c.writeCronStatus(ctx, key, u, old, st, sched); err != nil {
 		return 0, err
