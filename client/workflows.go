@@ -274,6 +274,14 @@ func (c *Client) LintCronWorkflow(ctx context.Context, runtime string, req CronW
 	return out, err
 }
 
+// UpdateCronWorkflow replaces the spec of CronWorkflow namespace/name with the manifest's
+// (`argo cron update`), checked as a create is, and returns it as updated; its status is kept.
+func (c *Client) UpdateCronWorkflow(ctx context.Context, runtime, namespace, name string, req CronWorkflowCreateRequest) (CronWorkflow, error) {
+	var out CronWorkflow
+	err := c.do(ctx, http.MethodPut, cronWorkflowPath(runtime, namespace, name), nil, req, &out)
+	return out, err
+}
+
 // DeleteCronWorkflow deletes a CronWorkflow and its Workflows.
 func (c *Client) DeleteCronWorkflow(ctx context.Context, runtime, namespace, name string) error {
 	return c.do(ctx, http.MethodDelete, cronWorkflowPath(runtime, namespace, name), nil, nil, nil)

@@ -31,8 +31,11 @@ type Workflow struct {
 	ResubmittedFrom string `json:"resubmittedFrom"`
 	// Sensor is the Sensor that submitted it (its events.argoproj.io/sensor label): the Delivery
 	// Pipeline it is a run of.
-	Sensor    string    `json:"sensor"`
-	CreatedAt time.Time `json:"createdAt"`
+	Sensor string `json:"sensor"`
+	// CronWorkflow is the CronWorkflow that created it (its workflows.argoproj.io/cron-workflow
+	// label): the CronWorkflow it is a run of.
+	CronWorkflow string    `json:"cronWorkflow"`
+	CreatedAt    time.Time `json:"createdAt"`
 }
 
 // WorkflowDetail is one Workflow with its node tree (`GET workflows/{namespace}/{name}` and the
@@ -211,7 +214,7 @@ type WorkflowTemplateCommit struct {
 }
 
 // CronWorkflow is one Argo Workflows CronWorkflow (`GET cron-workflows`, `GET
-// cron-workflows/{namespace}/{name}`, and the answer of create, lint, suspend and resume; `freshet
+// cron-workflows/{namespace}/{name}`, and the answer of create, lint, update, suspend and resume; `freshet
 // cron-workflow list|get -o json` prints it).
 type CronWorkflow struct {
 	Name      string `json:"name"`
@@ -226,6 +229,9 @@ type CronWorkflow struct {
 	Suspended bool `json:"suspended"`
 	// StopExpression is spec.stopStrategy.expression: once it holds, Phase is Stopped for good.
 	StopExpression string `json:"stopExpression"`
+	// When is spec.when: an expression checked before each scheduled run; a run it holds false
+	// for is skipped (an Event WorkflowSkipped on the CronWorkflow).
+	When string `json:"when"`
 	// Phase is status.phase: Active, or Stopped by the stop strategy ("" before the controller
 	// has seen it).
 	Phase string `json:"phase"`
@@ -258,7 +264,8 @@ type CronWorkflowCondition struct {
 	Message string `json:"message"`
 }
 
-// CronWorkflowCreateRequest is the body of `POST cron-workflows` and `POST cron-workflows/lint`:
+// CronWorkflowCreateRequest is the body of `POST cron-workflows`, `POST cron-workflows/lint` and
+// `PUT cron-workflows/{namespace}/{name}` (update: the manifest's spec replaces the CronWorkflow's):
 // a CronWorkflow manifest (argoproj.io/v1alpha1 CronWorkflow, as JSON) and the namespace it goes
 // to (default: the manifest's, else "default").
 type CronWorkflowCreateRequest struct {

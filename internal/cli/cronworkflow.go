@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -27,7 +28,7 @@ func (a *app) cronWorkflowCommand() *cobra.Command {
 	}
 	pf := cmd.PersistentFlags()
 	pf.StringVar(&runtime, "runtime", envOr(EnvRuntime, DefaultRuntime), "the runtime (name or ID; env "+EnvRuntime+")")
-	pf.StringVarP(&namespace, "namespace", "n", "", "the namespace (default: found by name; for create and lint, the manifest's, else default)")
+	pf.StringVarP(&namespace, "namespace", "n", "", "the namespace (default: found by name; for create, lint and update, the manifest's, else default; update finds it by name)")
 
 	run := func(f func(ctx context.Context, c *client.Client, args []string) error) func(*cobra.Command, []string) error {
 		return func(cmd *cobra.Command, args []string) error {
@@ -128,6 +129,41 @@ func (a *app) cronWorkflowCommand() *cobra.Command {
 	lint.Flags().StringVarP(&file, "file", "f", "", "the CronWorkflow manifest (YAML or JSON; - for stdin)")
 	addOutputFlag(lint, &out)
 
+	update := &cobra.Command{Use: "update -f FILE", Short: "Replace an existing CronWorkflow's spec with a manifest's, checked first (its status is kept)", Args: cobra.NoArgs,
+		RunE: run(func(ctx context.Context, c *client.Client, _ []string) error {
+			req, err := manifest()
+			if err != nil {
+				return err
+			}
+			var meta struct {
+				Metadata struct{ Name, Namespace string } `json:"metadata"`
+			}
+			_ = json.Unmarshal(req.CronWorkflow, &meta)
+			if meta.Metadata.Name == "" {
+				return usageError("-f %s: the manifest names no CronWorkflow (metadata.name)", file)
+			}
+			ns, name := namespace, meta.Metadata.Name
+			if ns == "" {
+				ns = meta.Metadata.Namespace
+			}
+			if ns == "" {
+				if ns, name, err = resolve(ctx, c, name); err != nil {
+					return err
+				}
+			}
+			w, err := c.UpdateCronWorkflow(ctx, runtime, ns, name, req)
+			if err != nil {
+				return err
+			}
+			if out != outTable {
+				return printData(a.stdout, out, w, nil)
+			}
+			fmt.Fprintf(a.stdout, "CronWorkflow %s/%s updated.\n", w.Namespace, w.Name)
+			return nil
+		})}
+	update.Flags().StringVarP(&file, "file", "f", "", "the CronWorkflow manifest (YAML or JSON; - for stdin); its metadata.name names the one to update")
+	addOutputFlag(update, &out)
+
 	del := &cobra.Command{Use: "delete NAME", Short: "Delete a CronWorkflow and its Workflows", Args: cobra.ExactArgs(1),
 		RunE: run(func(ctx context.Context, c *client.Client, args []string) error {
 			ns, name, err := resolve(ctx, c, args[0])
@@ -162,7 +198,7 @@ func (a *app) cronWorkflowCommand() *cobra.Command {
 		addOutputFlag(c, &opOut)
 		return c
 	}
-	cmd.AddCommand(list, get, create, lint, del,
+	cmd.AddCommand(list, get, create, lint, update, del,
 		op("suspend NAME", "Suspend a CronWorkflow: nothing is scheduled until it is resumed", "suspended"),
 		op("resume NAME", "Resume a suspended CronWorkflow (not one its stopStrategy stopped)", "resumed"))
 	return cmd
@@ -177,6 +213,9 @@ func renderCronWorkflow(tw *tabwriter.Writer, w client.CronWorkflow) {
 	row(tw, "Timezone:", orDash(w.Timezone))
 	row(tw, "Suspended:", strconv.FormatBool(w.Suspended))
 	row(tw, "Phase:", orDash(w.Phase))
+	if w.When != "" {
+		row(tw, "When:", w.When)
+	}
 	if w.StopExpression != "" {
 		row(tw, "StopStrategy:", w.StopExpression)
 	}

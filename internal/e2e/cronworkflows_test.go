@@ -14,8 +14,8 @@ import (
 
 // A user runs `freshet cron` (argo cron's operations) through the control plane and the local
 // runtime's app-proxy to its workflow controller on the loopback cluster: lint refuses a bad
-// stop strategy naming the field and passes a good manifest, create, list, get, suspend, resume
-// and delete work, and the changes are audited.
+// stop strategy naming the field and passes a good manifest, create, list, get, update (a bad
+// when refused naming spec.when), suspend, resume and delete work, and the changes are audited.
 func TestCronWorkflowCommands(t *testing.T) {
 	kc := kube.Shared(t)
 	ns := kc.Namespace(t)
@@ -80,6 +80,20 @@ spec:
 		!strings.Contains(out, "StopStrategy:") || !strings.Contains(out, "NextScheduledTime:") {
 		t.Fatalf("get: %s", out)
 	}
+	// update replaces the spec (a bad when is refused naming it, nothing changed), keeps the status.
+	badWhen := write("bad-when.yaml", strings.Replace(good, `  timezone: Europe/Berlin`, `  timezone: Europe/Berlin
+  when: "{{= cronworkflow.succeeded >  }}"`, 1))
+	if _, errs, code := run(t, env, time.Minute, "cron", "update", "-f", badWhen, "-n", ns); code == 0 || !strings.Contains(errs, "spec.when") {
+		t.Fatalf("update with a bad when: exit %d: %s", code, errs)
+	}
+	updated := write("updated.yaml", strings.Replace(strings.Replace(good, `"0 3 * * *"`, `"30 4 * * *"`, 1), `  timezone: Europe/Berlin`, `  timezone: Europe/Berlin
+  when: "{{= cronworkflow.lastScheduledTime == nil || (now() - cronworkflow.lastScheduledTime).Hours() > 12 }}"`, 1))
+	if out := mustRun(t, env, time.Minute, "cron", "update", "-f", updated); !strings.Contains(out, "CronWorkflow "+ns+"/e2e-nightly updated.") {
+		t.Fatalf("update: %s", out)
+	}
+	if out := mustRun(t, env, time.Minute, "cron", "get", "e2e-nightly"); !strings.Contains(out, "30 4 * * *") || !strings.Contains(out, "When:") {
+		t.Fatalf("get after update: %s", out)
+	}
 	mustRun(t, env, time.Minute, "cron", "suspend", "e2e-nightly")
 	var cw map[string]any
 	if err := json.Unmarshal([]byte(mustRun(t, env, time.Minute, "cron", "get", ns+"/e2e-nightly", "-o", "json")), &cw); err != nil || cw["suspended"] != true || cw["nextScheduledTime"] != nil {
@@ -106,7 +120,8 @@ spec:
 	}
 	joined := strings.Join(details, "\n")
 	for _, want := range []string{"POST /app-proxy/api/v1/cron-workflows → 201", "POST /app-proxy/api/v1/cron-workflows → 400",
-		"POST /app-proxy/api/v1/cron-workflows/" + ns + "/e2e-nightly/suspend → 200", "DELETE /app-proxy/api/v1/cron-workflows/" + ns + "/e2e-nightly → 204"} {
+		"POST /app-proxy/api/v1/cron-workflows/" + ns + "/e2e-nightly/suspend → 200", "PUT /app-proxy/api/v1/cron-workflows/" + ns + "/e2e-nightly → 200",
+		"PUT /app-proxy/api/v1/cron-workflows/" + ns + "/e2e-nightly → 400", "DELETE /app-proxy/api/v1/cron-workflows/" + ns + "/e2e-nightly → 204"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("audit lacks %q:\n%s", want, joined)
 		}

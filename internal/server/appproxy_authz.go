@@ -97,8 +97,8 @@ func appProxyOperation(method, path string) (kind rbac.Kind, action rbac.Action,
 // workflowOperation names a request under workflows/, workflow-templates/ or
 // cluster-workflow-templates/ for rules: reading (lists, a workflow, its log, templates) is
 // read; submit and resubmit create, retry runs, stop and terminate terminate, suspend and
-// resume update. A CronWorkflow's create is create, lint read, delete delete, suspend and
-// resume update. A workflow or CronWorkflow is named NAMESPACE/NAME.
+// resume update. A CronWorkflow's create is create, lint read, delete delete, update, suspend
+// and resume update. A workflow or CronWorkflow is named NAMESPACE/NAME.
 func workflowOperation(method string, parts []string) (rbac.Kind, rbac.Action, string, bool) {
 	k := rbac.KindWorkflows
 	if parts[0] == "cron-workflows" {
@@ -145,6 +145,8 @@ func cronWorkflowOperation(method string, parts []string) (rbac.Kind, rbac.Actio
 		return k, rbac.ActRead, parts[1] + "/" + parts[2], true
 	case len(parts) == 3 && method == http.MethodDelete:
 		return k, rbac.ActDelete, parts[1] + "/" + parts[2], true
+	case len(parts) == 3 && method == http.MethodPut:
+		return k, rbac.ActUpdate, parts[1] + "/" + parts[2], true
 	case len(parts) == 4 && method == http.MethodPost && (parts[3] == "suspend" || parts[3] == "resume"):
 		return k, rbac.ActUpdate, parts[1] + "/" + parts[2], true
 	}

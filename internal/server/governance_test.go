@@ -265,6 +265,7 @@ func TestRulesThroughTheTunnel(t *testing.T) {
 		{"GET", "/app-proxy/api/v1/workflow-templates", http.StatusServiceUnavailable},
 		{"POST", "/app-proxy/api/v1/cron-workflows", http.StatusServiceUnavailable},
 		{"DELETE", "/app-proxy/api/v1/cron-workflows/ci/nightly", http.StatusServiceUnavailable},
+		{"PUT", "/app-proxy/api/v1/cron-workflows/ci/nightly", http.StatusServiceUnavailable},
 	} {
 		if st := get(c.method, c.path); st != c.want {
 			t.Errorf("workflows ungoverned: %s %s: %d, want %d", c.method, c.path, st, c.want)
@@ -292,6 +293,7 @@ func TestRulesThroughTheTunnel(t *testing.T) {
 		{"POST", "/app-proxy/api/v1/cron-workflows", http.StatusForbidden},                    // create: no rule
 		{"DELETE", "/app-proxy/api/v1/cron-workflows/ci/nightly", http.StatusForbidden},       // delete: no rule
 		{"POST", "/app-proxy/api/v1/cron-workflows/ci/nightly/resume", http.StatusForbidden},  // update: no rule
+		{"PUT", "/app-proxy/api/v1/cron-workflows/ci/nightly", http.StatusForbidden},          // update (argo cron update): no rule
 		{"POST", "/app-proxy/api/v1/cron-workflows/ci/nightly/explode", http.StatusForbidden}, // not described
 	} {
 		if st := get(c.method, c.path); st != c.want {

@@ -19,13 +19,15 @@ type CronWorkflows interface {
 	GetCron(ctx context.Context, namespace, name string) (appproxyv1.CronWorkflow, error)
 	CreateCron(ctx context.Context, o workflows.CronOptions) (appproxyv1.CronWorkflow, error)
 	LintCron(ctx context.Context, o workflows.CronOptions) (appproxyv1.CronWorkflow, error)
+	UpdateCron(ctx context.Context, namespace, name string, o workflows.CronOptions) (appproxyv1.CronWorkflow, error)
 	DeleteCron(ctx context.Context, namespace, name string) error
 	SuspendCron(ctx context.Context, namespace, name string, suspend bool) (appproxyv1.CronWorkflow, error)
 }
 
 var _ CronWorkflows = (*workflows.Controller)(nil)
 
-// DecodeCronWorkflowCreate reads the body of POST cron-workflows and POST cron-workflows/lint: a
+// DecodeCronWorkflowCreate reads the body of POST cron-workflows, POST cron-workflows/lint and
+// PUT cron-workflows/{namespace}/{name}: a
 // CronWorkflowCreateRequest whose cronWorkflow is an object; unknown fields are refused, naming
 // them.
 func DecodeCronWorkflowCreate(r io.Reader) (appproxyv1.CronWorkflowCreateRequest, error) {
@@ -73,6 +75,24 @@ func (h *Host) CreateCronWorkflow(ctx context.Context, c Caller, req appproxyv1.
 		return cw, err
 	}
 	h.log.Info("cron workflow operation", "op", "create", "cronWorkflow", cw.Namespace+"/"+cw.Name, "user", c.Email, "account", c.Account)
+	return cw, nil
+}
+
+// UpdateCronWorkflow replaces the spec of CronWorkflow namespace/name with the request's
+// manifest's for c (member or admin).
+func (h *Host) UpdateCronWorkflow(ctx context.Context, c Caller, namespace, name string, req appproxyv1.CronWorkflowCreateRequest) (appproxyv1.CronWorkflow, error) {
+	if err := c.mayWrite(); err != nil {
+		return appproxyv1.CronWorkflow{}, err
+	}
+	wc, err := h.workflowsCtl()
+	if err != nil {
+		return appproxyv1.CronWorkflow{}, err
+	}
+	cw, err := wc.UpdateCron(ctx, namespace, name, cronOptions(c, req))
+	if err != nil {
+		return cw, err
+	}
+	h.log.Info("cron workflow operation", "op", "update", "cronWorkflow", namespace+"/"+name, "user", c.Email, "account", c.Account)
 	return cw, nil
 }
 
@@ -162,6 +182,14 @@ func (h *Host) cronWorkflowRoutes(handle func(string, func(*http.Request) (int, 
 		cw, err := wc.GetCron(r.Context(), r.PathValue("namespace"), r.PathValue("name"))
 		return http.StatusOK, cw, err
 	})
+	handle("PUT "+APIPrefix+"cron-workflows/{namespace}/{name}", func(r *http.Request) (int, any, error) {
+		req, err := DecodeCronWorkflowCreate(r.Body)
+		if err != nil {
+			return 0, nil, err
+		}
+		cw, err := h.UpdateCronWorkflow(r.Context(), callerOf(r), r.PathValue("namespace"), r.PathValue("name"), req)
+		return http.StatusOK, cw, err
+	})
 	handle("DELETE "+APIPrefix+"cron-workflows/{namespace}/{name}", func(r *http.Request) (int, any, error) {
 		return http.StatusNoContent, nil, h.DeleteCronWorkflow(r.Context(), callerOf(r), r.PathValue("namespace"), r.PathValue("name"))
 	})
@@ -232,6 +260,21 @@ func (q *gqlRoot) LintCronWorkflow(ctx context.Context, args cronManifestArgs) (
 		return JSON{}, err
 	}
 	cw, err := q.h.LintCronWorkflow(ctx, callerFrom(ctx), req)
+	if err != nil {
+		return JSON{}, err
+	}
+	return JSON{cw}, nil
+}
+
+func (q *gqlRoot) UpdateCronWorkflow(ctx context.Context, args struct {
+	Namespace, Name string
+	Manifest        string
+}) (JSON, error) {
+	req, err := cronManifestArgs{Manifest: args.Manifest}.request()
+	if err != nil {
+		return JSON{}, err
+	}
+	cw, err := q.h.UpdateCronWorkflow(ctx, callerFrom(ctx), args.Namespace, args.Name, req)
 	if err != nil {
 		return JSON{}, err
 	}

@@ -181,7 +181,8 @@ func TestWorkflowResumeGraphQL(t *testing.T) {
 // cluster: a viewer lists, reads and lints but does not create, suspend or delete; a bad
 // manifest, a body that is not an object, an unknown body field and an unknown operation are
 // 400s naming the field, and nothing is created; a member creates (with Argo's creator labels),
-// suspends, resumes and deletes.
+// suspends, resumes, updates (a bad when, another name or namespace refused naming the field)
+// and deletes.
 func TestCronWorkflowsAPI(t *testing.T) {
 	w := newWorkflowsWorld(t)
 	manifest := `{"namespace":"` + w.ns + `","cronWorkflow":{"apiVersion":"argoproj.io/v1alpha1","kind":"CronWorkflow","metadata":{"name":"nightly"},
@@ -243,6 +244,34 @@ func TestCronWorkflowsAPI(t *testing.T) {
 	data, errs = w.gql("member", `mutation($ns: String!) { resumeCronWorkflow(namespace: $ns, name: "nightly") }`, map[string]any{"ns": w.ns})
 	if b, _ := json.Marshal(data); len(errs) > 0 || !strings.Contains(string(b), `"suspended":false`) {
 		t.Fatalf("GraphQL resume: %s %v", b, errs)
+	}
+	// update (PUT, argo cron update): a viewer may not; a bad when, another name or an unknown
+	// field is a 400 naming it; a member's replaces the spec and keeps the status.
+	updated := strings.Replace(strings.Replace(manifest, `0 3 * * *`, `30 4 * * *`, 1), `"timezone":"Europe/Berlin",`, `"timezone":"Europe/Berlin","when":"{{= cronworkflow.failed < 3 }}",`, 1)
+	if code := w.call("viewer", "PUT", path, updated, &e); code != http.StatusForbidden {
+		t.Fatalf("viewer update: %d %+v", code, e)
+	}
+	for _, c := range []struct{ body, field string }{
+		{strings.Replace(updated, `cronworkflow.failed < 3`, `cronworkflow.failed <`, 1), "spec.when"},
+		{strings.Replace(updated, `{"name":"nightly"}`, `{"name":"weekly"}`, 1), "metadata.name"},
+		{strings.Replace(updated, `"namespace":"`+w.ns+`"`, `"namespace":"elsewhere"`, 1), "namespace"},
+		{`{"cronWorkflow":{},"colour":"red"}`, "colour"},
+	} {
+		if code := w.call("member", "PUT", path, c.body, &e); code != http.StatusBadRequest || !strings.Contains(e.Error.Message, c.field) {
+			t.Errorf("PUT %s: %d %+v, want 400 naming %s", c.body, code, e, c.field)
+		}
+	}
+	if code := w.call("member", "PUT", "cron-workflows/"+w.ns+"/absent", strings.Replace(updated, `{"name":"nightly"}`, `{"name":"absent"}`, 1), &e); code != http.StatusNotFound {
+		t.Fatalf("update of an absent cron workflow: %d %+v", code, e)
+	}
+	if code := w.call("member", "PUT", path, updated, &cw); code != http.StatusOK || len(cw.Schedules) != 1 || cw.Schedules[0] != "30 4 * * *" ||
+		cw.When != "{{= cronworkflow.failed < 3 }}" || cw.Creator != "dev@example.com" || cw.Suspended {
+		t.Fatalf("member update: %d %+v", code, cw)
+	}
+	data, errs = w.gql("member", `mutation($ns: String!, $m: String!) { updateCronWorkflow(namespace: $ns, name: "nightly", manifest: $m) }`,
+		map[string]any{"ns": w.ns, "m": strings.ReplaceAll(strings.Replace(manifest[strings.Index(manifest, `"cronWorkflow":`)+len(`"cronWorkflow":`):len(manifest)-1], `0 3 * * *`, `15 2 * * *`, 1), "\n\t\t", "")})
+	if b, _ := json.Marshal(data); len(errs) > 0 || !strings.Contains(string(b), `15 2 * * *`) {
+		t.Fatalf("GraphQL update: %s %v", b, errs)
 	}
 	if _, errs := w.gql("member", `mutation { lintCronWorkflow(manifest: "kind: CronWorkflow\napiVersion: argoproj.io/v1alpha1\nmetadata: {name: x}\nspec: {schedule: '@daily', stopStrategy: {expression: 'x > 1'}, workflowSpec: {entrypoint: a, templates: [{name: a, suspend: {}}]}}") }`, nil); len(errs) != 1 || !strings.Contains(fmt.Sprint(errs[0]["message"]), "spec.stopStrategy.expression") {
 		t.Fatalf("GraphQL lint of a bad stop expression: %v", errs)

@@ -125,12 +125,18 @@ type Controller struct {
 	workflows, templates, clusterTemplates, crons cache.GenericLister
 	pods                                          corelisters.PodLister
 
-	mu       sync.Mutex
-	started  bool
-	written  map[string]string // the resourceVersion each workflow had before this controller's last write
-	saClient map[string]dynamic.Interface
-	reported map[string]string // the UID and finish time last given to OnFinished, by key
-	locks    *lockManager      // synchronization's mutexes and semaphores (sync.go)
+	mu      sync.Mutex
+	started bool
+	written map[string]string // the resourceVersion each workflow had before this controller's last write
+	// whenSkipped is, per CronWorkflow key, the last due time its spec.when skipped, so that a
+	// skipped time is decided once (its Event, named for it, says so across restarts).
+	whenSkipped map[string]time.Time
+	// schedChanged is, per CronWorkflow key, a schedule that differs from its last-used-schedule
+	// annotation and when this controller first saw it: no time before then is run.
+	schedChanged map[string]schedChange
+	saClient     map[string]dynamic.Interface
+	reported     map[string]string // the UID and finish time last given to OnFinished, by key
+	locks        *lockManager      // synchronization's mutexes and semaphores (sync.go)
 
 	cfgMu    sync.Mutex
 	ctrlCfg  *controllerConfig // workflow-controller-configmap, read at cfgAt
@@ -184,7 +190,7 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	disco := memory.NewMemCacheClient(dc)
 	c := &Controller{imgCache: map[string]imageEntry{}, cfg: rest.CopyConfig(cfg), kube: kc, dyn: dyn, opts: opts, log: opts.Logger,
 		mapper: restmapper.NewDeferredDiscoveryRESTMapper(disco), disco: disco,
-		written: map[string]string{}, saClient: map[string]dynamic.Interface{}, reported: map[string]string{}}
+		written: map[string]string{}, whenSkipped: map[string]time.Time{}, schedChanged: map[string]schedChange{}, saClient: map[string]dynamic.Interface{}, reported: map[string]string{}}
 	c.Ops = &Ops{dyn: dyn, kube: kc, log: opts.Logger, now: opts.Now, specOf: c.templateSpec}
 	return c, nil
 }

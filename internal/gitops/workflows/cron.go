@@ -131,6 +131,13 @@ func nextDue(exprs []schedule.Expr, t time.Time) time.Time {
 	return next
 }
 
+// schedChange is a CronWorkflow's schedule (as its last-used-schedule annotation writes it)
+// that differs from the annotation, and when the controller first saw it.
+type schedChange struct {
+	sched string
+	at    time.Time
+}
+
 // cronWorkflowName is the Workflow a CronWorkflow creates for the time due: Argo's name (the
 // CronWorkflow's, then the Unix time), which makes a second creation for the same time fail
 // as already existing — so a schedule never runs twice, across restarts too.
@@ -163,6 +170,8 @@ func (c *Controller) reconcileCron(ctx context.Context, key string) (time.Durati
 	if apierrors.IsNotFound(err) {
 		c.mu.Lock()
 		delete(c.written, key)
+		delete(c.whenSkipped, key)
+		delete(c.schedChanged, key)
 		c.mu.Unlock()
 		return 0, nil // its Workflows go with it (owner references)
 	}
@@ -206,8 +215,9 @@ func (c *Controller) reconcileCron(ctx context.Context, key string) (time.Durati
 		if !slices.Equal(old.Conditions, st.Conditions) {
 			c.log.Info("cron workflow refused", logWorkflow, key, logErr, verr)
 		}
-		return 0, c.writeCronStatus(ctx, key, u, old, st)
+		return 0, c.writeCronStatus(ctx, key, u, old, st, "")
 	}
+	sched := cronScheduleString(&cw.Spec)
 
 	// The Workflows it created: the active ones, and the finished beyond the history limits.
 	list, err := c.workflows.ByNamespace(ns).List(labels.SelectorFromSet(labels.Set{LabelCronWorkflow: name}))
@@ -302,10 +312,35 @@ func (c *Controller) reconcileCron(ctx context.Context, key string) (time.Durati
 	if w := now.Add(-grace - time.Second); w.After(from) {
 		from = w
 	}
+	// Its schedule changed since it last ran by one: the times the new schedule missed are not
+	// run, as Argo does (a schedule moved to just before now would otherwise run at once). The
+	// annotation is rewritten once that no longer matters: a time of the new schedule has come,
+	// or the change is older than the starting deadline.
+	annotate := false
+	if used, ok := u.GetAnnotations()[AnnotationLastUsedSchedule]; !ok {
+		annotate = true
+	} else if used != sched {
+		c.mu.Lock()
+		ch, seen := c.schedChanged[key]
+		if !seen || ch.sched != sched {
+			ch = schedChange{sched: sched, at: now}
+			c.schedChanged[key] = ch
+		}
+		c.mu.Unlock()
+		if ch.at.After(from) {
+			from = ch.at
+		}
+		annotate = now.Sub(ch.at) > grace+time.Second
+	} else {
+		c.mu.Lock()
+		delete(c.schedChanged, key)
+		c.mu.Unlock()
+	}
 	due := latestDue(exprs, from, now)
 	if !due.IsZero() && now.Sub(due) > grace {
 		due = time.Time{}
 	}
+	annotate = annotate || !due.IsZero()
 	if !due.IsZero() && !cw.Spec.Suspend && runs[cronWorkflowName(cw.Name, due)] {
 		// Its run exists: created by a reconcile whose status write was refused (the object
 		// had changed). It is this schedule's run, not a concurrent one to skip or replace.
@@ -313,14 +348,23 @@ func (c *Controller) reconcileCron(ctx context.Context, key string) (time.Durati
 		st.LastScheduledTime = &t
 	} else if !due.IsZero() && !cw.Spec.Suspend && !halted {
 		run := true
-		switch cw.Spec.ConcurrencyPolicy {
-		case "Forbid":
+		if cw.Spec.When != "" {
+			var werr error
+			run, werr = c.cronWhen(ctx, key, cw, st, due)
+			if werr != nil {
+				st.Conditions = append(st.Conditions, CronCondition{Type: CondSpecError, Status: metav1.ConditionTrue,
+					Message: fmt.Sprintf("failed to evaluate CronWorkflow '%s' when: %v", cw.Name, werr)})
+			}
+		}
+		switch policy := cw.Spec.ConcurrencyPolicy; {
+		case !run:
+		case policy == "Forbid":
 			if len(active) > 0 {
 				run = false
 				c.cronEvent(ctx, cw, due, fmt.Sprintf("skipped the run due at %s: concurrencyPolicy is Forbid and workflow %s is running",
 					due.UTC().Format(time.RFC3339), active[0].GetName()))
 			}
-		case "Replace":
+		case policy == "Replace":
 			for _, a := range active {
 				if err := c.patchSpec(ctx, ns, a.GetName(), map[string]any{"shutdown": "Terminate"}); err != nil && !apierrors.IsNotFound(err) {
 					return 0, err
@@ -359,7 +403,10 @@ func (c *Controller) reconcileCron(ctx context.Context, key string) (time.Durati
 	if len(st.Conditions) == 0 {
 		st.Conditions = nil
 	}
-	if err := c.writeCronStatus(ctx, key, u, old, st); err != nil {
+	if !annotate {
+		sched = "" // not yet: see above
+	}
+	if err := c.writeCronStatus(ctx, key, u, old, st, sched); err != nil {
 		return 0, err
 	}
 	if halted {
@@ -450,11 +497,65 @@ func cronToWorkflow(u *unstructured.Unstructured, cw *CronWorkflow) *unstructure
 	return wf
 }
 
+// cronWhen decides whether the run due at due goes ahead by spec.when, over the status's
+// counts and the last time it ran. A time it skips is decided once: remembered, and recorded
+// as an Event named for it, which a restarted controller finds. An expression that fails to
+// evaluate skips the run too, with the error.
+func (c *Controller) cronWhen(ctx context.Context, key string, cw *CronWorkflow, st CronWorkflowStatus, due time.Time) (bool, error) {
+	c.mu.Lock()
+	skipped := c.whenSkipped[key].Equal(due)
+	c.mu.Unlock()
+	name := cronEventName(cw.Name, "when", due)
+	if !skipped {
+		ev, err := c.kube.CoreV1().Events(cw.Namespace).Get(ctx, name, metav1.GetOptions{})
+		skipped = err == nil && ev.InvolvedObject.UID == cw.UID // not one of an earlier CronWorkflow of that name
+	}
+	if skipped {
+		return false, nil
+	}
+	var last *time.Time
+	if st.LastScheduledTime != nil {
+		last = &st.LastScheduledTime.Time
+	}
+	ok, err := whenHolds(cw, st.Succeeded, st.Failed, last)
+	if ok && err == nil {
+		return true, nil
+	}
+	// An expression that fails when it runs is evaluated again while the time is due (its
+	// SpecError condition stays until the next evaluation); a false one is decided.
+	msg := fmt.Sprintf("skipped the run due at %s: spec.when %q is false", due.UTC().Format(time.RFC3339), cw.Spec.When)
+	if err != nil {
+		msg = fmt.Sprintf("skipped the run due at %s: %v", due.UTC().Format(time.RFC3339), err)
+	}
+	c.log.Info("cron workflow run skipped by its when", logWorkflow, key, "due", due, logErr, err)
+	if err != nil {
+		name = cronEventName(cw.Name, "when-error", due)
+	}
+	c.recordCronEvent(ctx, cw, name, msg)
+	if err == nil {
+		c.mu.Lock()
+		c.whenSkipped[key] = due
+		c.mu.Unlock()
+	}
+	return false, err
+}
+
+// cronEventName is the name of the Event of a skipped run: one per CronWorkflow, cause and due
+// time.
+func cronEventName(cron, cause string, due time.Time) string {
+	return cron + "." + cause + "." + strconv.FormatInt(due.Unix(), 10)
+}
+
 // cronEvent records a Normal Event on the CronWorkflow, once per due time.
 func (c *Controller) cronEvent(ctx context.Context, cw *CronWorkflow, due time.Time, msg string) {
+	c.recordCronEvent(ctx, cw, cronEventName(cw.Name, "skip", due), msg)
+}
+
+// recordCronEvent records a Normal Event WorkflowSkipped named name on the CronWorkflow, once.
+func (c *Controller) recordCronEvent(ctx context.Context, cw *CronWorkflow, name, msg string) {
 	now := metav1.NewTime(c.opts.Now())
 	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{Name: cw.Name + ".skip." + strconv.FormatInt(due.Unix(), 10), Namespace: cw.Namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cw.Namespace},
 		InvolvedObject: corev1.ObjectReference{APIVersion: Group + "/" + Version, Kind: "CronWorkflow", Namespace: cw.Namespace,
 			Name: cw.Name, UID: cw.UID},
 		Reason: EventReasonSkipped, Message: msg, Type: corev1.EventTypeNormal, Count: 1,
@@ -466,14 +567,18 @@ func (c *Controller) cronEvent(ctx context.Context, cw *CronWorkflow, due time.T
 	}
 }
 
-// writeCronStatus writes st when it differs from old (the CRD has no status subresource, as
-// Argo's: an update of the whole object, guarded by its resourceVersion).
-func (c *Controller) writeCronStatus(ctx context.Context, key string, u *unstructured.Unstructured, old, st CronWorkflowStatus) error {
+// writeCronStatus writes st when it differs from old, and the last-used-schedule annotation
+// when sched (the schedule it is scheduled by; "" leaves it) differs from it (the CRD has no
+// status subresource, as Argo's: an update of the whole object, guarded by its
+// resourceVersion).
+func (c *Controller) writeCronStatus(ctx context.Context, key string, u *unstructured.Unstructured, old, st CronWorkflowStatus, sched string) error {
 	a, _ := json.Marshal(old)
 	b, _ := json.Marshal(st)
 	// A Stopped CronWorkflow carries Argo's label, so that a selector finds it.
 	label := st.Phase == CronPhaseStopped && u.GetLabels()[LabelCronCompleted] != "true"
-	if string(a) == string(b) && !label {
+	used, annotated := u.GetAnnotations()[AnnotationLastUsedSchedule]
+	annotate := sched != "" && (!annotated || used != sched)
+	if string(a) == string(b) && !label && !annotate {
 		return nil
 	}
 	var m map[string]any
@@ -489,6 +594,14 @@ func (c *Controller) writeCronStatus(ctx context.Context, key string, u *unstruc
 		}
 		l[LabelCronCompleted] = "true"
 		obj.SetLabels(l)
+	}
+	if annotate {
+		an := obj.GetAnnotations()
+		if an == nil {
+			an = map[string]string{}
+		}
+		an[AnnotationLastUsedSchedule] = sched
+		obj.SetAnnotations(an)
 	}
 	before := u.GetResourceVersion()
 	_, err := c.dyn.Resource(CronWorkflowsResource).Namespace(u.GetNamespace()).Update(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})

@@ -15,9 +15,9 @@ import (
 	"github.com/freshet-dev/freshet/internal/errdefs"
 )
 
-// CronWorkflow operations, as Argo's server and `argo cron` do them: list, get, create and lint
-// (checked as `argo cron lint` checks it, so a bad one is refused naming the field before
-// anything is created), delete, suspend and resume.
+// CronWorkflow operations, as Argo's server and `argo cron` do them: list, get, create, lint and
+// update (checked as `argo cron lint` checks it, so a bad one is refused naming the field before
+// anything is written), delete, suspend and resume.
 
 // CronOptions is a CronWorkflow to create or lint: its manifest (JSON) and namespace.
 type CronOptions struct {
@@ -129,6 +129,41 @@ func (c *Controller) CreateCron(ctx context.Context, o CronOptions) (appproxyv1.
 	return c.cronSummary(out), nil
 }
 
+// UpdateCron replaces the spec of CronWorkflow ns/name with the manifest's (`argo cron update`),
+// checked as CreateCron checks it, and answers it as updated. Its status, labels and annotations
+// are kept (the controller schedules by the new spec from now on: times the new schedule missed
+// are not run); the manifest must name it, in ns. The write is guarded by the resourceVersion it
+// read, so a concurrent change is a conflict, not lost.
+func (c *Controller) UpdateCron(ctx context.Context, ns, name string, o CronOptions) (appproxyv1.CronWorkflow, error) {
+	if o.Namespace != "" && o.Namespace != ns {
+		return appproxyv1.CronWorkflow{}, errdefs.Invalid("namespace", o.Namespace, "differs from the CronWorkflow's namespace, "+ns)
+	}
+	o.Namespace = ns
+	cw, u, err := PrepareCron(o)
+	if err != nil {
+		return appproxyv1.CronWorkflow{}, err
+	}
+	if cw.Name != name {
+		return appproxyv1.CronWorkflow{}, errdefs.Invalid("metadata.name", cw.Name, "differs from the CronWorkflow updated, "+name+": a manifest updates the CronWorkflow it names")
+	}
+	if err := c.checkCronTemplate(ctx, cw); err != nil {
+		return appproxyv1.CronWorkflow{}, err
+	}
+	res := c.dyn.Resource(CronWorkflowsResource).Namespace(ns)
+	cur, err := res.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return appproxyv1.CronWorkflow{}, kubeErr(err, "cron workflow "+ns+"/"+name)
+	}
+	obj := cur.DeepCopy()
+	obj.Object["spec"] = u.Object["spec"]
+	out, err := res.Update(ctx, obj, metav1.UpdateOptions{FieldManager: FieldManager})
+	if err != nil {
+		return appproxyv1.CronWorkflow{}, kubeErr(err, "cron workflow "+ns+"/"+name)
+	}
+	c.log.Info("cron workflow updated", logWorkflow, ns+"/"+name, "by", o.By.Email)
+	return c.cronSummary(out), nil
+}
+
 // ListCrons returns the CronWorkflows of namespace ns (every namespace the controller watches
 // when empty), by namespace and name.
 func (c *Controller) ListCrons(ctx context.Context, ns string) ([]appproxyv1.CronWorkflow, error) {
@@ -220,6 +255,7 @@ func (c *Controller) cronSummary(u *unstructured.Unstructured) appproxyv1.CronWo
 	if sp.StopStrategy != nil {
 		s.StopExpression = sp.StopStrategy.Expression
 	}
+	s.When = sp.When
 	s.Phase, s.Succeeded, s.Failed = st.Phase, st.Succeeded, st.Failed
 	if st.LastScheduledTime != nil {
 		s.LastScheduledTime = timePtr(*st.LastScheduledTime)

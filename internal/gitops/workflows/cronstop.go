@@ -3,7 +3,6 @@ package workflows
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -72,36 +71,7 @@ func checkStopStrategy(s *StopStrategy) error {
 	case len(e) > maxExprLen:
 		return errdefs.Invalid(fieldStopExpression, clip(e, 80), fmt.Sprintf("is longer than %d characters", maxExprLen))
 	}
-	env := cronEnv(&CronWorkflow{}, 0, 0, nil)
-	if _, err := expr.Compile(e, stopOptions(env)...); err != nil {
-		return errdefs.Invalid(fieldStopExpression, e, "does not compile to a boolean: "+oneLine(err))
-	}
-	// The variables' types are known only when it runs: one that gives a non-boolean over
-	// zero counters is refused now (one that fails on them may hold later, and is not).
-	if prg, err := expr.Compile(e, expr.Env(env), expr.MaxNodes(maxExprNodes), expr.DisableBuiltin("repeat")); err == nil {
-		machine := vm.VM{MemoryBudget: maxExprMemory}
-		if out, err := machine.Run(prg, env); err == nil {
-			if _, ok := out.(bool); !ok {
-				return errdefs.Invalid(fieldStopExpression, e, fmt.Sprintf("does not compile to a boolean: it gives %T", out))
-			}
-		}
-	}
-	paths, _, err := exprPaths(e)
-	if err != nil {
-		return errdefs.Invalid(fieldStopExpression, e, "does not parse: "+oneLine(err))
-	}
-	for _, p := range paths {
-		rest, ok := strings.CutPrefix(p, "cronworkflow.")
-		if !ok {
-			continue // cronworkflow as a whole; other names did not compile
-		}
-		key, _, _ := strings.Cut(rest, ".")
-		if !slices.Contains(cronVars, key) && !slices.Contains(cronVars, rest) {
-			return errdefs.Invalid(fieldStopExpression, e, fmt.Sprintf("names %s, which is not a variable here (cronworkflow.%s)",
-				p, strings.Join(cronVars, ", cronworkflow.")))
-		}
-	}
-	return nil
+	return checkCronExpr(fieldStopExpression, e, e, "cronworkflow.succeeded >= 1")
 }
 
 // stopHolds evaluates the CronWorkflow's stop expression with the counters given.

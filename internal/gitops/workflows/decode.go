@@ -57,6 +57,9 @@ func DecodeCron(data []byte) (*CronWorkflow, error) {
 	if err := checkStopStrategy(c.Spec.StopStrategy); err != nil {
 		return &c, err
 	}
+	if err := checkCronWhen(c.Spec.When); err != nil {
+		return &c, err
+	}
 	switch c.Spec.ConcurrencyPolicy {
 	case "", "Allow", "Forbid", "Replace":
 	default:

@@ -56,6 +56,8 @@ func FuzzDecodeWorkflow(f *testing.F) {
 	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"Workflow","spec":{"entrypoint":"a","artifactGC":{"strategy":"OnWorkflowDeletion"},"templates":[{"name":"a","steps":[[{"name":"g","template":"g"}],[{"name":"u","template":"u","arguments":{"artifacts":[{"name":"i","from":"{{steps.g.outputs.artifacts.o}}"}]}}]]},{"name":"g","outputs":{"artifacts":[{"name":"o","path":"/o","archive":{"zip":{}},"globalName":"x"}]},"container":{"image":"x","command":["x"]}},{"name":"u","inputs":{"artifacts":[{"name":"i","path":"/i","mode":384},{"name":"r","path":"/r","raw":{"data":"d"}},{"name":"h","path":"/h","http":{"url":"https://h/x","headers":[{"name":"A","value":"b"}]}},{"name":"s","path":"/s","s3":{"endpoint":"e:9000","bucket":"bkt","key":"k","accessKeySecret":{"name":"n","key":"a"},"secretKeySecret":{"name":"n","key":"s"}}},{"name":"git","path":"/g","git":{"repo":"https://g/r.git","revision":"main","depth":1}}]},"container":{"image":"x","command":["x"]}}]}}`))
 	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"CronWorkflow","spec":{"schedules":["*/5 * * * *","CRON_TZ=Asia/Tokyo 0 3 * * 1-5"],"timezone":"","concurrencyPolicy":"Forbid","startingDeadlineSeconds":30,"workflowSpec":{"entrypoint":"a","templates":[{"name":"a","suspend":{}}]}}}`))
 	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"CronWorkflow","metadata":{"name":"c","labels":{"t":"a"}},"spec":{"schedule":"0 * * * *","stopStrategy":{"expression":"cronworkflow.succeeded + cronworkflow.failed >= 3 || cronworkflow.labels.t == 'b'"},"workflowSpec":{"entrypoint":"a","templates":[{"name":"a","suspend":{}}]}}}`))
+	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"CronWorkflow","metadata":{"name":"w"},"spec":{"schedule":"* * * * *","when":"{{= cronworkflow.lastScheduledTime == nil || (now() - cronworkflow.lastScheduledTime).Seconds() > 360 }} && {{= cronworkflow.failed < 3 }}","workflowSpec":{"entrypoint":"a","templates":[{"name":"a","suspend":{}}]}}}`))
+	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"CronWorkflow","spec":{"schedule":"* * * * *","when":"cronworkflow.labels.x > 1","workflowSpec":{"entrypoint":"a","templates":[{"name":"a","suspend":{}}]}}}`))
 	f.Add([]byte(`{"apiVersion":"argoproj.io/v1alpha1","kind":"CronWorkflow","spec":{"schedule":"@every 90s","timezone":"Europe/Berlin","workflowSpec":{"entrypoint":"a","templates":[{"name":"a","suspend":{}}]}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		tm := time.AfterFunc(10*time.Second, func() { panic("an input took 10 s: " + string(data)) })
@@ -136,6 +138,16 @@ func fuzzCron(t *testing.T, data []byte) {
 				t.Fatalf("stop expression error %v does not name its field", err)
 			}
 		}
+	}
+	for _, n := range []int64{0, 1, 1 << 40} {
+		for _, last := range []*time.Time{nil, &now} {
+			if _, err := whenHolds(cw, n, n, last); err != nil && errdefs.Field(err) != fieldWhen {
+				t.Fatalf("when error %v does not name its field", err)
+			}
+		}
+	}
+	if s := cronScheduleString(&cw.Spec); s == "" {
+		t.Fatal("a decoded cron workflow has no last-used-schedule string")
 	}
 }
 

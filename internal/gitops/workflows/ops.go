@@ -432,7 +432,8 @@ func summaryOf(wf *Workflow) appproxyv1.Workflow {
 	s := appproxyv1.Workflow{Name: wf.Name, Namespace: wf.Namespace, UID: string(wf.UID), Phase: string(wf.Status.Phase), Message: wf.Status.Message,
 		StartedAt: timePtr(wf.Status.StartedAt), FinishedAt: timePtr(wf.Status.FinishedAt), Progress: wf.Status.Progress,
 		Suspended: wf.Spec.Suspend != nil && *wf.Spec.Suspend, Shutdown: wf.Spec.Shutdown, Creator: wf.Annotations[AnnotationSubmittedBy],
-		ResubmittedFrom: wf.Labels[LabelResubmittedFrom], Sensor: wf.Labels[LabelSensor], CreatedAt: wf.CreationTimestamp.UTC()}
+		ResubmittedFrom: wf.Labels[LabelResubmittedFrom], Sensor: wf.Labels[LabelSensor],
+		CronWorkflow: wf.Labels[LabelCronWorkflow], CreatedAt: wf.CreationTimestamp.UTC()}
 	if s.Phase == "" {
 		s.Phase = string(WorkflowPending)
 	}

@@ -66,6 +66,9 @@ type CronWorkflowSpec struct {
 	FailedJobsHistoryLimit     *int32       `json:"failedJobsHistoryLimit,omitempty"`
 	// StopStrategy stops the CronWorkflow for good once its expression holds (Argo 3.6).
 	StopStrategy *StopStrategy `json:"stopStrategy,omitempty"`
+	// When is checked before each scheduled run (Argo 3.6: expr-lang, {{= }} tags and the
+	// cronworkflow variables); a run it is false for is skipped.
+	When string `json:"when,omitempty"`
 }
 
 // StopStrategy is a CronWorkflow's spec.stopStrategy: Expression (expr-lang over

@@ -390,6 +390,8 @@ const wire = [
   pair<apps.ProxyList<gitops.ClusterRef>>()('appproxyv1.List', appproxyv1_List, 'no drift'),
   pair<apps.ProxyApplication>()('appproxyv1.Application', appproxyv1_Application, 'no drift'),
   pair<wf.Workflow>()('appproxyv1.Workflow', appproxyv1_Workflow, 'no drift'),
+  pair<wf.CronWorkflow>()('appproxyv1.CronWorkflow', appproxyv1_CronWorkflow, 'no drift'),
+  pair<wf.CronWorkflowCondition>()('appproxyv1.CronWorkflowCondition', appproxyv1_CronWorkflowCondition, 'no drift'),
   pair<wf.WorkflowDetail>()('appproxyv1.WorkflowDetail', appproxyv1_WorkflowDetail, 'no drift'),
   pair<wf.WorkflowNode>()('appproxyv1.WorkflowNode', appproxyv1_WorkflowNode, 'no drift'),
   pair<wf.WorkflowParameter>()('appproxyv1.WorkflowParameter', appproxyv1_WorkflowParameter, 'no drift'),
@@ -496,9 +498,7 @@ const notInTheUI: Record<string, { golden: Golden; why: string }> = {
   'appproxyv1.WorkflowSubmitRequest': { golden: appproxyv1_WorkflowSubmitRequest, why: '`freshet workflow` and the app-proxy workflows API; the UI has no Delivery Pipelines pages yet (issue 16)' },
   'client.HubSourceRequest': { golden: client_HubSourceRequest, why: '`freshet hub source add` (admins); the Hub page lists sources and their errors, it does not add them' },
   'appproxyv1.WorkflowTemplateCommitRequest': { golden: appproxyv1_WorkflowTemplateCommitRequest, why: 'sent by the control plane to a runtime (the Hub\'s "use this template"); the UI calls POST /api/v1/hub/templates/{name}/use' },
-  'appproxyv1.CronWorkflow': { golden: appproxyv1_CronWorkflow, why: '`freshet cron-workflow list|get` and the app-proxy cron-workflows API; no CronWorkflow pages in the UI yet (issue 16)' },
-  'appproxyv1.CronWorkflowCondition': { golden: appproxyv1_CronWorkflowCondition, why: 'a condition of appproxyv1.CronWorkflow (`freshet cron-workflow get`)' },
-  'appproxyv1.CronWorkflowCreateRequest': { golden: appproxyv1_CronWorkflowCreateRequest, why: '`freshet cron-workflow create|lint` sends it; the UI creates none yet' },
+  'appproxyv1.CronWorkflowCreateRequest': { golden: appproxyv1_CronWorkflowCreateRequest, why: '`freshet cron-workflow create|lint|update` sends it; the UI creates and edits none' },
   'appproxyv1.WorkflowTemplateCommit': { golden: appproxyv1_WorkflowTemplateCommit, why: 'a runtime\'s answer to the control plane; the UI reads client.HubUseResult' },
 };
 

@@ -33,6 +33,8 @@ export interface Workflow {
   resubmittedFrom: string;
   /** The Sensor that submitted it: the Delivery Pipeline it is a run of. */
   sensor: string;
+  /** The CronWorkflow that created it: the CronWorkflow it is a run of. */
+  cronWorkflow: string;
   createdAt: string;
 }
 
@@ -237,6 +239,45 @@ export interface ArchivedWorkflowNode {
   children: string[] | null;
 }
 
+/** A CronWorkflow (GET cron-workflows, GET cron-workflows/{namespace}/{name}). */
+export interface CronWorkflow {
+  name: string;
+  namespace: string;
+  uid: string;
+  /** spec.schedule or spec.schedules, in timezone ('' is UTC). */
+  schedules: string[] | null;
+  timezone: string;
+  concurrencyPolicy: string;
+  startingDeadlineSeconds: number | null;
+  suspended: boolean;
+  stopExpression: string;
+  /** spec.when: a run it holds false for is skipped. */
+  when: string;
+  /** Active, Stopped (by its stopStrategy), or '' before the controller has seen it. */
+  phase: string;
+  succeeded: number;
+  failed: number;
+  lastScheduledTime: string | null;
+  nextScheduledTime: string | null;
+  /** Its running Workflows' names. */
+  active: string[] | null;
+  conditions: CronWorkflowCondition[] | null;
+  template: string;
+  entrypoint: string;
+  creator: string;
+  createdAt: string;
+}
+
+export interface CronWorkflowCondition {
+  /** SpecError or SubmissionError. */
+  type: string;
+  status: string;
+  message: string;
+}
+
+/** The operations on a CronWorkflow (POST cron-workflows/{namespace}/{name}/{op}). */
+export type CronWorkflowOp = 'suspend' | 'resume';
+
 /** The operations on a Workflow (POST workflows/{namespace}/{name}/{op}). */
 export type WorkflowOp = 'resubmit' | 'retry' | 'stop' | 'terminate' | 'suspend' | 'resume';
 
@@ -252,6 +293,11 @@ export const workflowsApi = {
   /** The URL of a node's log (text/plain; follow streams it while the node runs). */
   logURL: (runtime: string, ns: string, name: string, node: string, follow: boolean) =>
     `${proxy(runtime)}/workflows/${seg(ns)}/${seg(name)}/log?node=${seg(node)}${follow ? '&follow=true' : ''}`,
+  cronWorkflows: (runtime: string, signal?: AbortSignal) => request<ProxyList<CronWorkflow>>(`${proxy(runtime)}/cron-workflows`, { signal }),
+  cronWorkflow: (runtime: string, ns: string, name: string, signal?: AbortSignal) =>
+    request<CronWorkflow>(`${proxy(runtime)}/cron-workflows/${seg(ns)}/${seg(name)}`, { signal }),
+  cronOp: (runtime: string, ns: string, name: string, op: CronWorkflowOp) =>
+    request<CronWorkflow>(`${proxy(runtime)}/cron-workflows/${seg(ns)}/${seg(name)}/${op}`, { method: 'POST', body: {} }),
   templates: (runtime: string, signal?: AbortSignal) => request<ProxyList<WorkflowTemplate>>(`${proxy(runtime)}/workflow-templates`, { signal }),
   sensors: (runtime: string, signal?: AbortSignal) => request<ProxyList<Sensor>>(`${proxy(runtime)}/sensors`, { signal }),
   eventSources: (runtime: string, signal?: AbortSignal) => request<ProxyList<EventSource>>(`${proxy(runtime)}/event-sources`, { signal }),

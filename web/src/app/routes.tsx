@@ -31,6 +31,8 @@ const HubTemplate = lazy(() => import('../pages/Hub').then((m) => ({ default: m.
 const DeliveryPipelines = lazy(() => import('../pages/DeliveryPipelines'));
 const DeliveryPipeline = lazy(() => import('../pages/DeliveryPipelines').then((m) => ({ default: m.DeliveryPipelinePage })));
 const NewDeliveryPipeline = lazy(() => import('../pages/DeliveryPipelines').then((m) => ({ default: m.NewDeliveryPipeline })));
+const CronWorkflows = lazy(() => import('../pages/CronWorkflows'));
+const CronWorkflow = lazy(() => import('../pages/CronWorkflows').then((m) => ({ default: m.CronWorkflowPage })));
 const WorkflowRun = lazy(() => import('../pages/WorkflowRun'));
 const ArchivedWorkflowRun = lazy(() => import('../pages/WorkflowRun').then((m) => ({ default: m.ArchivedWorkflowRun })));
 const Products = lazy(() => import('../pages/Products'));
@@ -57,6 +59,8 @@ export const routes: RouteDef[] = [
   { path: '/hub/:name', title: 'Hub template', component: HubTemplate },
   { path: '/delivery-pipelines', title: 'Delivery Pipelines', component: DeliveryPipelines },
   { path: '/delivery-pipelines/new', title: 'New Delivery Pipeline', component: NewDeliveryPipeline },
+  { path: '/delivery-pipelines/cron-workflows', title: 'CronWorkflows', component: CronWorkflows },
+  { path: '/delivery-pipelines/cron-workflows/:runtime/:namespace/:name', title: 'CronWorkflow', component: CronWorkflow },
   { path: '/delivery-pipelines/:runtime/:namespace/:name', title: 'Delivery Pipeline', component: DeliveryPipeline },
   { path: '/workflows/:runtime/:namespace/:name', title: 'Workflow run', component: WorkflowRun },
   { path: '/archived-workflows/:id', title: 'Archived workflow run', component: ArchivedWorkflowRun },

@@ -4,7 +4,7 @@ import { pipelinesOf, runsOf } from './deliveryPipelines';
 
 const wf = (name: string, sensor: string, startedAt: string, phase = 'Running'): Workflow => ({
   name, namespace: 'ci', uid: name, phase, message: '', startedAt, finishedAt: null, progress: '', template: 'git-clone', suspended: false,
-  shutdown: '', creator: '', resubmittedFrom: '', sensor, createdAt: startedAt,
+  shutdown: '', creator: '', resubmittedFrom: '', sensor, cronWorkflow: '', createdAt: startedAt,
 });
 const arch = (name: string, triggeredBy: string, startedAt: string, runtime = 'hy'): ArchivedWorkflow => ({
   id: `wfa_${name}`, runtime, runtimeId: 'r', namespace: 'ci', name, uid: name, phase: 'Succeeded', message: '', template: 'git-clone', trigger: 'sensor',

@@ -64,9 +64,14 @@ export default function DeliveryPipelines() {
       <PageHeader
         title="Delivery Pipelines"
         actions={
-          <Link to="/delivery-pipelines/new" className="button button-primary">
-            New Delivery Pipeline
-          </Link>
+          <>
+            <Link to="/delivery-pipelines/cron-workflows" className="button">
+              CronWorkflows
+            </Link>
+            <Link to="/delivery-pipelines/new" className="button button-primary">
+              New Delivery Pipeline
+            </Link>
+          </>
         }
       >
         A Sensor and the WorkflowTemplate its trigger submits, on a hybrid runtime.
