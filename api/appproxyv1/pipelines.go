@@ -81,11 +81,13 @@ const (
 
 // Event types of sources that connect out (listed; a pipeline is not committed with them).
 const (
-	EventResource = "resource"
-	EventNATS     = "nats"
-	EventMinio    = "minio"
-	EventRedis    = "redis"
-	EventMQTT     = "mqtt"
+	EventResource    = "resource"
+	EventNATS        = "nats"
+	EventMinio       = "minio"
+	EventRedis       = "redis"
+	EventMQTT        = "mqtt"
+	EventAMQP        = "amqp"
+	EventRedisStream = "redisStream"
 )
 
 // EventTypes are the event types, in the order the wizard offers them.

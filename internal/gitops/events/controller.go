@@ -80,7 +80,7 @@ type Options struct {
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// Policy checks the URLs of http and nats triggers, before every request and at every
-	// connection, and decides which servers the nats, minio, redis and mqtt event sources may
+	// connection, and decides which servers the nats, minio, redis, redisStream, mqtt and amqp event sources may
 	// reach (their URLs are tenants' input); nil: any (a hybrid runtime's netpolicy.Unrestricted).
 	Policy *netpolicy.Policy
 }

@@ -32,7 +32,7 @@ const (
 
 // supported lists what runs, for the messages about what does not.
 const (
-	supportedSources  = "webhook, calendar, github, gitlab, gitea, bitbucket, resource, nats, minio, redis and mqtt"
+	supportedSources  = "webhook, calendar, github, gitlab, gitea, bitbucket, resource, nats, minio, redis, redisStream, mqtt and amqp"
 	supportedTriggers = "k8s, argoWorkflow, http, log and nats"
 )
 
@@ -99,6 +99,7 @@ func redact(u string) string {
 // known Argo source type is refused by name.
 var eventSourceKeys = map[string]bool{"eventBusName": true, "webhook": true, "calendar": true, "github": true,
 	"gitlab": true, "gitea": true, "bitbucket": true, "resource": true, "nats": true, "minio": true, "redis": true, "mqtt": true,
+	"amqp": true, "redisStream": true,
 	"template": true, "service": true, "replicas": true}
 
 // DecodeEventSource reads an EventSource and validates it. A document that is not an

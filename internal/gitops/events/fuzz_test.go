@@ -26,6 +26,7 @@ func FuzzDecodeEventSource(f *testing.F) {
 			"  bitbucket: {c: {webhook: {endpoint: /bb}, events: ['repo:push'], webhookSecret: {name: s, key: k}}}\n" +
 			"  gitea: {d: {webhook: {endpoint: /gt}, webhookSecret: {name: s, key: k}}}\n",
 		resourceES,
+		amqpES,
 	} {
 		f.Add(toJSON(f, y))
 	}
@@ -55,6 +56,12 @@ func FuzzDecodeEventSource(f *testing.F) {
 		for _, l := range run.listeners {
 			if r := l.resource; r != nil && (r.gvr.Version == "" || r.gvr.Resource == "" || len(r.types) == 0 || l.sa == "") {
 				t.Fatalf("resource %s watches nothing: %+v", l.event, r)
+			}
+			if a := l.amqp; a != nil && (a.ExchangeName == "" || a.ExchangeType == "" || a.RoutingKey == "" || (a.URL == "") == (a.URLSecret == nil)) {
+				t.Fatalf("amqp %s consumes nothing: %+v", l.event, a)
+			}
+			if r := l.stream; r != nil && (r.HostAddress == "" || len(r.Streams) == 0) {
+				t.Fatalf("redisStream %s reads nothing: %+v", l.event, r)
 			}
 		}
 		if err := checkPolicy(netpolicy.Unrestricted(), &es.Spec); err != nil {

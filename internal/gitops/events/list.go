@@ -162,6 +162,9 @@ func EventSourceSummary(u *unstructured.Unstructured) appproxyv1.EventSource {
 		out.Conditions = append(out.Conditions, appproxyv1.EventCondition{Type: CondConfigured, Status: "False", Reason: ReasonInvalidSpec, Message: err.Error()})
 	}
 	s := es.Spec
+	for _, n := range sortedKeys(s.AMQP) {
+		out.Events = append(out.Events, appproxyv1.EventSourceEvent{Name: n, Type: appproxyv1.EventAMQP})
+	}
 	for _, n := range sortedKeys(s.Bitbucket) {
 		out.Events = append(out.Events, appproxyv1.EventSourceEvent{Name: n, Type: appproxyv1.EventBitbucket, Endpoint: endpointOf(s.Bitbucket[n].Webhook)})
 	}
@@ -193,6 +196,9 @@ func EventSourceSummary(u *unstructured.Unstructured) appproxyv1.EventSource {
 	}
 	for _, n := range sortedKeys(s.Redis) {
 		out.Events = append(out.Events, appproxyv1.EventSourceEvent{Name: n, Type: appproxyv1.EventRedis})
+	}
+	for _, n := range sortedKeys(s.RedisStream) {
+		out.Events = append(out.Events, appproxyv1.EventSourceEvent{Name: n, Type: appproxyv1.EventRedisStream})
 	}
 	for _, n := range sortedKeys(s.Resource) {
 		out.Events = append(out.Events, appproxyv1.EventSourceEvent{Name: n, Type: appproxyv1.EventResource})

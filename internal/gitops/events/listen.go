@@ -21,7 +21,6 @@ import (
 	"github.com/minio/minio-go/v7/pkg/notification"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
-	"github.com/redis/go-redis/v9"
 	"github.com/tidwall/gjson"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -48,7 +47,12 @@ type listener struct {
 	minio      *MinioSource
 	redis      *RedisSource
 	mqtt       *MQTTSource
+	amqp       *AMQPSource
+	stream     *RedisStreamSource
 	sa         string // the EventSource's service account (resource)
+	// backoff is the event's connectionBackoff (nil: Freshet's, forever).
+	backoff *connBackoff
+	state   connState
 }
 
 // emitter publishes one listener's events.
@@ -61,10 +65,11 @@ type emitter struct {
 
 func (e *emitter) key() string { return e.ns + "/" + e.name + "/" + e.l.event }
 
-// emit publishes an event with data (unless the source's filter drops it), trying 3 times.
-func (e *emitter) emit(ctx context.Context, id string, data []byte) {
+// emit publishes an event with data (unless the source's filter drops it), trying 3 times;
+// it reports whether the event is done with (published or filtered out).
+func (e *emitter) emit(ctx context.Context, id string, data []byte) bool {
 	if e.l.filter != nil && !passes(e.l.filter, data) {
-		return
+		return true
 	}
 	if id == "" {
 		var b [16]byte
@@ -75,17 +80,21 @@ func (e *emitter) emit(ctx context.Context, id string, data []byte) {
 		DataContentType: "application/json", Time: metav1.NewTime(e.c.opts.Now().UTC())}, Data: data}
 	for attempt := range 3 {
 		err := e.bus.publish(ctx, ev)
-		if err == nil || ctx.Err() != nil {
-			return
+		if err == nil {
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
 		}
 		e.c.log.Warn("event not published", logKey, e.key(), "attempt", attempt+1, logErr, err)
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-time.After(nakDelay(uint64(attempt + 1))):
 		}
 	}
 	e.c.log.Error("event dropped: the bus did not store it", logKey, e.key(), "id", id)
+	return false
 }
 
 // digestID is an event id from parts: the same parts, the same id, so that the bus
@@ -95,7 +104,10 @@ func digestID(parts ...string) string {
 	return hex.EncodeToString(h[:16])
 }
 
-// runListener runs l until ctx ends.
+// runListener runs l until ctx ends. A connection that fails (or ends) is made again after
+// the event's connectionBackoff, giving up after its steps; without one, after 1 s doubling
+// to 1 min, forever (started over once a connection has lasted a minute). A connection that
+// was up starts the count of attempts over.
 func (c *Controller) runListener(ctx context.Context, e *emitter) {
 	var connect func(context.Context) error
 	switch {
@@ -107,6 +119,10 @@ func (c *Controller) runListener(ctx context.Context, e *emitter) {
 		connect = func(ctx context.Context) error { return c.subscribeMQTT(ctx, e) }
 	case e.l.redis != nil:
 		connect = func(ctx context.Context) error { return c.subscribeRedis(ctx, e) }
+	case e.l.amqp != nil:
+		connect = func(ctx context.Context) error { return c.consumeAMQP(ctx, e) }
+	case e.l.stream != nil:
+		connect = func(ctx context.Context) error { return c.readRedisStream(ctx, e) }
 	default:
 		connect = func(ctx context.Context) error { return c.listenMinio(ctx, e) }
 	}
@@ -117,9 +133,29 @@ func (c *Controller) runListener(ctx context.Context, e *emitter) {
 		if ctx.Err() != nil {
 			return
 		}
-		if time.Since(start) > reconnectMax {
-			wait = reconnectMin
+		if err == nil {
+			err = errors.New("the connection ended")
 		}
+		wasUp := e.l.wasConnected()
+		if wasUp || time.Since(start) > reconnectMax {
+			wait = reconnectMin
+			e.l.state.mu.Lock()
+			e.l.state.attempts = 0
+			e.l.state.mu.Unlock()
+		}
+		b := e.l.backoff
+		if b != nil {
+			e.l.state.mu.Lock()
+			n := e.l.state.attempts + 1
+			e.l.state.mu.Unlock()
+			if n >= b.steps {
+				e.failed(err, true)
+				c.log.Error("event source gave up connecting (connectionBackoff.steps)", logKey, e.key(), "attempts", n, logErr, err)
+				return
+			}
+			wait = b.delay(n)
+		}
+		e.failed(err, false)
 		c.log.Warn("event source disconnected; connecting again", logKey, e.key(), "in", wait, logErr, err)
 		t := time.NewTimer(wait)
 		select {
@@ -128,7 +164,9 @@ func (c *Controller) runListener(ctx context.Context, e *emitter) {
 			return
 		case <-t.C:
 		}
-		wait = min(wait*2, reconnectMax)
+		if b == nil {
+			wait = min(wait*2, reconnectMax)
+		}
 	}
 }
 
@@ -144,6 +182,7 @@ func (c *Controller) watchResource(ctx context.Context, e *emitter) error {
 	inf := f.ForResource(w.gvr).Informer()
 	start := c.opts.Now()
 	handle := func(typ string, obj, old any) {
+		e.connected()
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj = d.Obj
 		}
@@ -167,6 +206,7 @@ func (c *Controller) watchResource(ctx context.Context, e *emitter) error {
 			ou, _ := old.(*unstructured.Unstructured)
 			nu, _ := obj.(*unstructured.Unstructured)
 			if ou != nil && nu != nil && ou.GetResourceVersion() == nu.GetResourceVersion() {
+				e.connected() // a list again after a failed watch
 				return
 			}
 			handle("UPDATE", obj, old)
@@ -180,8 +220,12 @@ func (c *Controller) watchResource(ctx context.Context, e *emitter) error {
 	}
 	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 		c.log.Warn("resource event source: watch failed; retrying", logKey, e.key(), "resource", w.gvr.String(), logErr, err)
+		e.disconnected(fmt.Errorf("watch %s: %w", w.gvr.String(), err))
 	})
 	f.Start(ctx.Done())
+	if cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		e.connected()
+	}
 	<-ctx.Done()
 	f.Shutdown()
 	return nil
@@ -346,7 +390,11 @@ func (c *Controller) subscribeNATS(ctx context.Context, e *emitter) error {
 			if err != nil {
 				c.log.Warn("nats event source disconnected; reconnecting", logKey, e.key(), logErr, err)
 			}
-		}))
+			e.disconnected(err)
+		}),
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { e.disconnected(err) }),
+		nats.ConnectHandler(func(*nats.Conn) { e.connected() }),
+		nats.ReconnectHandler(func(*nats.Conn) { e.connected() }))
 	nc, err := nats.Connect(n.URL, opts...)
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", redact(n.URL), err)
@@ -368,6 +416,9 @@ func (c *Controller) subscribeNATS(ctx context.Context, e *emitter) error {
 		nc.Close()
 		<-closed
 		return fmt.Errorf("subscribe to %s: %w", n.Subject, err)
+	}
+	if nc.IsConnected() {
+		e.connected()
 	}
 	select {
 	case <-ctx.Done():
@@ -439,13 +490,26 @@ func (c *Controller) listenMinio(ctx context.Context, e *emitter) error {
 	if len(evs) == 0 {
 		evs = defaultBucketEvents
 	}
+	// The listen request says nothing until a notification comes: the status says whether the
+	// server takes the credentials and has the bucket (the listen goes on either way: keys
+	// that may listen need not read the bucket).
+	switch ok, err := cl.BucketExists(ctx, m.Bucket.Name); {
+	case err != nil:
+		e.disconnected(fmt.Errorf("bucket %s at %s: %w", m.Bucket.Name, m.Endpoint, err))
+	case !ok:
+		e.disconnected(fmt.Errorf("bucket %s at %s does not exist", m.Bucket.Name, m.Endpoint))
+	default:
+		e.connected()
+	}
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	for info := range cl.ListenBucketNotification(lctx, m.Bucket.Name, prefix, suffix, evs) {
 		if info.Err != nil { // the stream goes on after a line that does not decode, else it ends
 			c.log.Warn("bucket notifications", logKey, e.key(), logErr, info.Err)
+			e.disconnected(info.Err)
 			continue
 		}
+		e.connected()
 		data, id, err := minioEventData(info, m.Metadata)
 		if err != nil {
 			c.log.Warn("bucket notification dropped", logKey, e.key(), logErr, err)
@@ -477,45 +541,17 @@ func minioEventData(info notification.Info, metadata map[string]string) ([]byte,
 // connects again (and subscribes again) by itself when the server goes away.
 func (c *Controller) subscribeRedis(ctx context.Context, e *emitter) error {
 	r := e.l.redis
-	opt := &redis.Options{Addr: r.HostAddress, DB: int(r.DB), Username: r.Username, Dialer: c.opts.Policy.DialContext,
-		MinRetryBackoff: 100 * time.Millisecond, MaxRetryBackoff: 2 * time.Second}
-	if r.Password != nil {
-		p, err := c.readSecret(ctx, e.ns, *r.Password)
-		if err != nil {
-			return err
-		}
-		opt.Password = p
+	cl, err := c.redisClient(ctx, e.ns, e.l.field(), r.HostAddress, r.DB, r.Username, r.Password, r.TLS)
+	if err != nil {
+		return err
 	}
-	if r.TLS != nil {
-		cfg, err := c.tlsConfig(ctx, e.ns, "redis.tls", r.TLS)
-		if err != nil {
-			return err
-		}
-		if h, _, err := net.SplitHostPort(r.HostAddress); err == nil && cfg.ServerName == "" {
-			cfg.ServerName = h
-		}
-		opt.TLSConfig = cfg
-		// go-redis dials TLS itself only with its own dialer: wrap the policy's.
-		opt.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			conn, err := c.opts.Policy.DialContext(ctx, network, addr)
-			if err != nil {
-				return nil, err
-			}
-			tc := tls.Client(conn, cfg)
-			if err := tc.HandshakeContext(ctx); err != nil {
-				conn.Close()
-				return nil, err
-			}
-			return tc, nil
-		}
-	}
-	cl := redis.NewClient(opt)
 	defer cl.Close()
 	ps := cl.Subscribe(ctx, r.Channels...)
 	defer ps.Close()
 	if _, err := ps.Receive(ctx); err != nil {
 		return fmt.Errorf("subscribe at %s: %w", r.HostAddress, err)
 	}
+	e.connected()
 	ch := ps.Channel()
 	for {
 		select {
@@ -619,10 +655,22 @@ func (c *Controller) subscribeMQTT(ctx context.Context, e *emitter) error {
 	o.SetOnConnectHandler(func(cl mqtt.Client) {
 		if t := cl.Subscribe(m.Topic, 0, handler); t.WaitTimeout(10*time.Second) && t.Error() != nil {
 			c.log.Warn("mqtt event source: subscribe failed", logKey, e.key(), logErr, t.Error())
+			e.disconnected(fmt.Errorf("subscribe to %s: %w", m.Topic, t.Error()))
+			return
 		}
+		e.connected()
 	})
 	o.SetConnectionLostHandler(func(_ mqtt.Client, err error) {
 		c.log.Warn("mqtt event source disconnected; reconnecting", logKey, e.key(), logErr, err)
+		e.disconnected(err)
+	})
+	o.SetConnectionNotificationHandler(func(_ mqtt.Client, n mqtt.ConnectionNotification) {
+		switch n := n.(type) {
+		case mqtt.ConnectionNotificationFailed:
+			e.disconnected(n.Reason)
+		case mqtt.ConnectionNotificationBrokerFailed:
+			e.disconnected(n.Reason)
+		}
 	})
 	cl := mqtt.NewClient(o)
 	cl.Connect() // with connect retry, it keeps trying until Disconnect

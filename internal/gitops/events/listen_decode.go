@@ -89,6 +89,22 @@ func validateListeners(s *EventSourceSpec, addName func(typ, name string) error)
 			return err
 		}
 	}
+	for _, name := range sortedKeys(s.AMQP) {
+		if err := addName("amqp", name); err != nil {
+			return err
+		}
+		if err := validateAMQP("spec.amqp."+name, s.AMQP[name]); err != nil {
+			return err
+		}
+	}
+	for _, name := range sortedKeys(s.RedisStream) {
+		if err := addName("redisStream", name); err != nil {
+			return err
+		}
+		if err := validateRedisStream("spec.redisStream."+name, s.RedisStream[name]); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -466,6 +482,18 @@ func checkPolicy(p *netpolicy.Policy, s *EventSourceSpec) error {
 	}
 	for _, name := range sortedKeys(s.Redis) {
 		if err := p.CheckServerURL("spec.redis."+name+".hostAddress", "redis://"+s.Redis[name].HostAddress); err != nil {
+			return err
+		}
+	}
+	for _, name := range sortedKeys(s.AMQP) {
+		if u := s.AMQP[name].URL; u != "" {
+			if err := p.CheckServerURL("spec.amqp."+name+".url", redact(u)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, name := range sortedKeys(s.RedisStream) {
+		if err := p.CheckServerURL("spec.redisStream."+name+".hostAddress", "redis://"+s.RedisStream[name].HostAddress); err != nil {
 			return err
 		}
 	}

@@ -275,8 +275,8 @@ func natsServer(t *testing.T, port int, token string) *server.Server {
 }
 
 // TestNATSSourceReconnects: the nats source authenticates with a token from a Secret; when
-// its server goes away and comes back it connects again and subscribes again; deleted, it
-// stops.
+// its server goes away and comes back it connects again and subscribes again, its status
+// (SourcesConnected) False meanwhile; deleted, it stops.
 func TestNATSSourceReconnects(t *testing.T) {
 	e := newEnv(t)
 	e.exoticBus()
@@ -320,10 +320,17 @@ spec:
 		})
 	}
 	publishUntil("one", "b25l") // base64: the body is bytes without jsonBody, as in Argo
+	e.waitCondition(events.EventSourcesResource, "remote", events.CondSourcesConnected, "True")
 	srv.Shutdown()
 	srv.WaitForShutdown()
+	// The status says which source lost its server, and that it connects again.
+	msg := e.waitCondition(events.EventSourcesResource, "remote", events.CondSourcesConnected, "False")
+	if !strings.Contains(msg, "spec.nats.pings") {
+		t.Errorf("SourcesConnected message %q", msg)
+	}
 	srv = natsServer(t, port, "tok-123")
 	publishUntil("two", "dHdv")
+	e.waitCondition(events.EventSourcesResource, "remote", events.CondSourcesConnected, "True")
 	e.deleteSource("remote")
 	e.waitListeners(0)
 	e.waitFor("the source's connection closed", 10*time.Second, func() (bool, string) {

@@ -57,15 +57,15 @@ func (c *Controller) reconcileSource(ctx context.Context, u *unstructured.Unstru
 	es, err := DecodeEventSource(data)
 	if es == nil || err != nil {
 		c.forget(kindSource, ns, name)
-		return c.writeConditions(ctx, u,
+		return c.writeConditions(ctx, u, connConditions(u, nil, ReasonInvalidSpec,
 			Condition{Type: CondSourcesProvided, Status: "False", Reason: ReasonInvalidSpec, Message: "invalid spec: " + err.Error()},
-			Condition{Type: CondDeployed, Status: "False", Reason: ReasonInvalidSpec, Message: "nothing runs: the spec is invalid"})
+			Condition{Type: CondDeployed, Status: "False", Reason: ReasonInvalidSpec, Message: "nothing runs: the spec is invalid"})...)
 	}
 	provided := Condition{Type: CondSourcesProvided, Status: "True"}
 	bus, cond := c.busFor(ns, es.Spec.EventBusName)
 	if cond != nil {
 		c.forget(kindSource, ns, name)
-		return c.writeConditions(ctx, u, provided, *cond)
+		return c.writeConditions(ctx, u, connConditions(u, nil, cond.Reason, provided, *cond)...)
 	}
 	hash := specHash(u)
 	c.mu.Lock()
@@ -73,13 +73,13 @@ func (c *Controller) reconcileSource(ctx context.Context, u *unstructured.Unstru
 	c.mu.Unlock()
 	deployed := Condition{Type: CondDeployed, Status: "True", Message: fmt.Sprintf("%d event(s) on EventBus stream %s", countEvents(&es.Spec), bus.stream)}
 	if cur != nil && cur.hash == hash && cur.bus == bus {
-		return c.writeConditions(ctx, u, provided, deployed)
+		return c.writeConditions(ctx, u, connConditions(u, cur, "", provided, deployed)...)
 	}
 	if err := checkPolicy(c.opts.Policy, &es.Spec); err != nil {
 		c.forget(kindSource, ns, name)
-		return c.writeConditions(ctx, u,
+		return c.writeConditions(ctx, u, connConditions(u, nil, ReasonInvalidSpec,
 			Condition{Type: CondSourcesProvided, Status: "False", Reason: ReasonInvalidSpec, Message: "invalid spec: " + err.Error()},
-			Condition{Type: CondDeployed, Status: "False", Reason: ReasonInvalidSpec, Message: "nothing runs: the spec is invalid"})
+			Condition{Type: CondDeployed, Status: "False", Reason: ReasonInvalidSpec, Message: "nothing runs: the spec is invalid"})...)
 	}
 	run, cals, err := buildSource(es)
 	if err != nil { // validated above; a failure here is a bug, said as such
@@ -105,12 +105,12 @@ func (c *Controller) reconcileSource(ctx context.Context, u *unstructured.Unstru
 	}
 	c.mu.Unlock()
 	c.log.Info("event source running", logKey, key, "events", countEvents(&es.Spec))
-	return c.writeConditions(ctx, u, provided, deployed)
+	return c.writeConditions(ctx, u, connConditions(u, run, "", provided, deployed)...)
 }
 
 func countEvents(s *EventSourceSpec) int {
 	return len(s.Webhook) + len(s.Calendar) + len(s.GitHub) + len(s.GitLab) + len(s.Gitea) + len(s.Bitbucket) +
-		len(s.Resource) + len(s.NATS) + len(s.Minio) + len(s.Redis) + len(s.MQTT)
+		len(s.Resource) + len(s.NATS) + len(s.Minio) + len(s.Redis) + len(s.MQTT) + len(s.AMQP) + len(s.RedisStream)
 }
 
 type calendarRun struct {
@@ -233,6 +233,16 @@ func buildSource(es *EventSource) (*sourceRun, []calendarRun, error) {
 	}
 	for name, r := range s.Redis {
 		run.listeners = append(run.listeners, &listener{typ: "redis", event: name, redis: &r, filter: filterOf(r.Filter)})
+	}
+	for name, a := range s.AMQP {
+		b, err := compileBackoff("spec.amqp."+name+".connectionBackoff", a.ConnectionBackoff)
+		if err != nil {
+			return nil, nil, err
+		}
+		run.listeners = append(run.listeners, &listener{typ: "amqp", event: name, amqp: &a, filter: filterOf(a.Filter), backoff: b})
+	}
+	for name, r := range s.RedisStream {
+		run.listeners = append(run.listeners, &listener{typ: "redisStream", event: name, stream: &r, filter: filterOf(r.Filter)})
 	}
 	var cals []calendarRun
 	for name, cs := range s.Calendar {

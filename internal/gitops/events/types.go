@@ -75,22 +75,24 @@ type EventSource struct {
 
 // EventSourceSpec holds the event sources by type, each a map of event names.
 type EventSourceSpec struct {
-	EventBusName string                     `json:"eventBusName,omitempty"`
-	Webhook      map[string]WebhookSource   `json:"webhook,omitempty"`
-	Calendar     map[string]CalendarSource  `json:"calendar,omitempty"`
-	GitHub       map[string]GitHubSource    `json:"github,omitempty"`
-	GitLab       map[string]GitLabSource    `json:"gitlab,omitempty"`
-	Gitea        map[string]GitHubSource    `json:"gitea,omitempty"`
-	Bitbucket    map[string]BitbucketSource `json:"bitbucket,omitempty"`
-	Resource     map[string]ResourceSource  `json:"resource,omitempty"`
-	NATS         map[string]NATSSource      `json:"nats,omitempty"`
-	Minio        map[string]MinioSource     `json:"minio,omitempty"`
-	Redis        map[string]RedisSource     `json:"redis,omitempty"`
-	MQTT         map[string]MQTTSource      `json:"mqtt,omitempty"`
-	Other        map[string]json.RawMessage `json:"-"`
-	Template     json.RawMessage            `json:"template,omitempty"`
-	Service      json.RawMessage            `json:"service,omitempty"`
-	Replicas     *int32                     `json:"replicas,omitempty"`
+	EventBusName string                       `json:"eventBusName,omitempty"`
+	Webhook      map[string]WebhookSource     `json:"webhook,omitempty"`
+	Calendar     map[string]CalendarSource    `json:"calendar,omitempty"`
+	GitHub       map[string]GitHubSource      `json:"github,omitempty"`
+	GitLab       map[string]GitLabSource      `json:"gitlab,omitempty"`
+	Gitea        map[string]GitHubSource      `json:"gitea,omitempty"`
+	Bitbucket    map[string]BitbucketSource   `json:"bitbucket,omitempty"`
+	Resource     map[string]ResourceSource    `json:"resource,omitempty"`
+	NATS         map[string]NATSSource        `json:"nats,omitempty"`
+	Minio        map[string]MinioSource       `json:"minio,omitempty"`
+	Redis        map[string]RedisSource       `json:"redis,omitempty"`
+	MQTT         map[string]MQTTSource        `json:"mqtt,omitempty"`
+	AMQP         map[string]AMQPSource        `json:"amqp,omitempty"`        // listen_amqp.go
+	RedisStream  map[string]RedisStreamSource `json:"redisStream,omitempty"` // listen_redisstream.go
+	Other        map[string]json.RawMessage   `json:"-"`
+	Template     json.RawMessage              `json:"template,omitempty"`
+	Service      json.RawMessage              `json:"service,omitempty"`
+	Replicas     *int32                       `json:"replicas,omitempty"`
 }
 
 // WebhookContext is where a webhook event is served.
