@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -52,7 +53,7 @@ func TestExpiredRuntimeTokenRefused(t *testing.T) {
 	// The tunnel handshake.
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	_, err = tunnelclient.Dial(dctx, tunnelclient.Options{ServerURL: s.URL, Token: expired.Token})
+	_, err = tunnelclient.Dial(dctx, tunnelclient.Options{ServerURL: s.URL, Token: expired.Token, Handler: http.NotFoundHandler()})
 	if !errors.Is(err, tunnelclient.ErrRefused) || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), want) {
 		t.Fatalf("tunnel handshake with an expired token: %v\nwant ErrRefused, 401, %q", err, want)
 	}
@@ -89,7 +90,7 @@ func TestExpiredRuntimeTokenRefused(t *testing.T) {
 	if rot.TokenExpiresAt == nil || rot.TokenExpiresAt.Before(time.Now().Add(59*time.Minute)) {
 		t.Fatalf("rotated token expires at %v, want in about an hour", rot.TokenExpiresAt)
 	}
-	_, err = tunnelclient.Dial(dctx, tunnelclient.Options{ServerURL: s.URL, Token: expired.Token})
+	_, err = tunnelclient.Dial(dctx, tunnelclient.Options{ServerURL: s.URL, Token: expired.Token, Handler: http.NotFoundHandler()})
 	if err == nil || !strings.Contains(err.Error(), "runtime token of edge was replaced at ") || !strings.Contains(err.Error(), "by rotate-token") {
 		t.Fatalf("tunnel handshake with the replaced token: %v", err)
 	}
