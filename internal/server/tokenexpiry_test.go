@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/freshet-dev/freshet/api/runtimev1"
 	"github.com/freshet-dev/freshet/client"
 	"github.com/freshet-dev/freshet/internal/agent"
 	"github.com/freshet-dev/freshet/internal/server"
@@ -50,14 +52,40 @@ func TestExpiredRuntimeTokenRefused(t *testing.T) {
 	}
 	want := "runtime token of edge expired at " + expiredAt.Format(time.RFC3339) + ": rotate it with `freshet runtime rotate-token edge`"
 
-	// The tunnel handshake.
+	// The heartbeat, as the runtime protocol's client sends it: refused with the message, and
+	// recorded on the runtime.
+	req, _ := http.NewRequest(http.MethodPost, s.URL+runtimev1.ProcedureHeartbeat, strings.NewReader(`{"protocol":1,"version":"test"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+expired.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ce struct{ Code, Message string }
+	json.NewDecoder(resp.Body).Decode(&ce)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || ce.Code != "unauthenticated" || ce.Message != want {
+		t.Fatalf("heartbeat with an expired token: %d %+v, want 401 unauthenticated %q", resp.StatusCode, ce, want)
+	}
+	r, err := s.Admin.GetRuntime(ctx, "edge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := r.TokenRefusal; f == nil || f.Kind != "expired" || f.Reason != want || f.Remote != "127.0.0.1" {
+		t.Fatalf("GET runtime after a refused heartbeat: tokenRefusal = %+v", r.TokenRefusal)
+	}
+
+	// The tunnel handshake (the refusal forgotten first, to see that the handshake records it).
+	if err := s.DB().ClearRuntimeRefused(ctx, row.ID); err != nil {
+		t.Fatal(err)
+	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	_, err = tunnelclient.Dial(dctx, tunnelclient.Options{ServerURL: s.URL, Token: expired.Token, Handler: http.NotFoundHandler()})
 	if !errors.Is(err, tunnelclient.ErrRefused) || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), want) {
 		t.Fatalf("tunnel handshake with an expired token: %v\nwant ErrRefused, 401, %q", err, want)
 	}
-	r, err := s.Admin.GetRuntime(ctx, "edge")
+	r, err = s.Admin.GetRuntime(ctx, "edge")
 	if err != nil {
 		t.Fatal(err)
 	}
