@@ -6,12 +6,12 @@
 -- authenticates. refused_* record the last refused handshake or heartbeat with the runtime's
 -- own (expired or replaced) token, cleared by its next successful one. Columns with defaults
 -- only: binaries of schema 31 keep working against it.
-ALTER TABLE runtimes ADD COLUMN token_expires_at BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE runtimes ADD COLUMN prev_token_prefix TEXT NOT NULL DEFAULT '';
-ALTER TABLE runtimes ADD COLUMN prev_token_hash TEXT NOT NULL DEFAULT '';
-ALTER TABLE runtimes ADD COLUMN token_rotated_at BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE runtimes ADD COLUMN refused_at BIGINT NOT NULL DEFAULT 0;
-ALTER TABLE runtimes ADD COLUMN refused_kind TEXT NOT NULL DEFAULT '';
-ALTER TABLE runtimes ADD COLUMN refused_reason TEXT NOT NULL DEFAULT '';
-ALTER TABLE runtimes ADD COLUMN refused_remote TEXT NOT NULL DEFAULT '';
+ALTER TABLE runtimes ADD COLUMN token_expires_at BIGINT DEFAULT 0 NOT NULL;
+ALTER TABLE runtimes ADD COLUMN prev_token_prefix TEXT DEFAULT '' NOT NULL;
+ALTER TABLE runtimes ADD COLUMN prev_token_hash TEXT DEFAULT '' NOT NULL;
+ALTER TABLE runtimes ADD COLUMN token_rotated_at BIGINT DEFAULT 0 NOT NULL;
+ALTER TABLE runtimes ADD COLUMN refused_at BIGINT DEFAULT 0 NOT NULL;
+ALTER TABLE runtimes ADD COLUMN refused_kind TEXT DEFAULT '' NOT NULL;
+ALTER TABLE runtimes ADD COLUMN refused_reason TEXT DEFAULT '' NOT NULL;
+ALTER TABLE runtimes ADD COLUMN refused_remote TEXT DEFAULT '' NOT NULL;
 CREATE INDEX runtimes_prev_token_prefix ON runtimes (prev_token_prefix);
