@@ -98,13 +98,16 @@ export default function Runtimes() {
           { header: 'Name', cellClassName: 'strong', cell: (r) => <Link to={runtimePath(r.name)}>{r.name}</Link> },
           { header: 'Type', cell: (r) => r.type },
           { header: 'Access', cell: (r) => r.accessMode },
-          { header: 'Status', cell: (r) => (
+          {
+            header: 'Status',
+            cell: (r) => (
               <span className="chips">
                 <RuntimeStatusBadge status={r.status} />
                 <TokenRefusalBadge r={r} />
               </span>
             ),
-            cellProps: () => ({ 'data-testid': 'runtime-status' }) },
+            cellProps: () => ({ 'data-testid': 'runtime-status' }),
+          },
           { header: 'Version', cellClassName: 'muted', cell: (r) => <VersionWithSkew version={r.version} skew={r.versionSkew} /> },
           { header: 'Clusters', cell: (r) => (r.clusters?.length ? r.clusters.map((c) => c.name).join(', ') : <span className="muted">none</span>) },
           { header: 'Last heartbeat', cell: (r) => heartbeatLabel(r.lastHeartbeat), cellProps: (r) => ({ title: formatTime(r.lastHeartbeat) }) },
