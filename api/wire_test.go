@@ -49,6 +49,7 @@ var wireTypes = map[string]any{
 	"client.UpdateUserRequest":                     client.UpdateUserRequest{},
 	"client.CreateAPIKeyRequest":                   client.CreateAPIKeyRequest{},
 	"client.Runtime":                               client.Runtime{},
+	"client.RuntimeRefusal":                        client.RuntimeRefusal{},
 	"client.RuntimeComponent":                      client.RuntimeComponent{},
 	"client.RuntimeCluster":                        client.RuntimeCluster{},
 	"client.VersionSkew":                           client.VersionSkew{},

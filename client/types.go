@@ -239,6 +239,22 @@ type Runtime struct {
 	// VersionSkew is how its version stands to the control plane's; absent before it reported
 	// one.
 	VersionSkew *VersionSkew `json:"versionSkew,omitempty"`
+	// TokenExpiresAt is when its token stops working (the server's --runtime-token-ttl after
+	// register or rotate-token); absent: never.
+	TokenExpiresAt *time.Time `json:"tokenExpiresAt,omitempty"`
+	// TokenRefusal is the last refused handshake or heartbeat of its own token (expired, or
+	// replaced by rotate-token), until the runtime connects with a working one; absent: none.
+	TokenRefusal *RuntimeRefusal `json:"tokenRefusal,omitempty"`
+}
+
+// RuntimeRefusal is a runtime's refused handshake or heartbeat.
+type RuntimeRefusal struct {
+	At     time.Time `json:"at"`
+	Reason string    `json:"reason"`           // what the runtime was told, with what to do
+	Remote string    `json:"remote,omitempty"` // the address it came from
+	// Kind is why: "expired" (its token's time ran out) or "replaced" (rotate-token gave it
+	// a new one, which the runtime does not use yet).
+	Kind string `json:"kind"`
 }
 
 // VersionSkew is how a runtime's or runner's version stands to the control plane's under the

@@ -157,7 +157,7 @@ var noFuzzTarget = map[string]string{
 	"internal/testenv/kube":              "test helper",
 	"internal/testenv/promenv":           "test helper: reads the answers of the Prometheus it started",
 	"internal/tunnel/bench":              "benchmark tool",
-	"internal/tunnel/client":             "the runtime's side: the server URL from its own options; frames are fuzzed in tunnel/wire",
+	"internal/tunnel/client":             "the runtime's side: the server URL from its own options and the control plane's JSON error answer to a refused handshake (a message shown, never acted on); frames are fuzzed in tunnel/wire",
 	"internal/webui":                     "the development server URL from the environment",
 }
 

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"strings"
@@ -59,13 +60,13 @@ func (a *app) runtimeCommand() *cobra.Command {
 	var out, ownerFilter string
 	printRuntimes := func(v any, rts []client.Runtime) error {
 		return printData(a.stdout, out, v, func(tw *tabwriter.Writer) {
-			row(tw, "NAME", "TYPE", "ACCESS", "STATUS", "VERSION", "CLUSTERS", "OWNER", "LAST HEARTBEAT")
+			row(tw, "NAME", "TYPE", "ACCESS", "STATUS", "VERSION", "CLUSTERS", "OWNER", "LAST HEARTBEAT", "TOKEN")
 			for _, r := range rts {
 				var clusters []string
 				for _, c := range r.Clusters {
 					clusters = append(clusters, c.Name)
 				}
-				row(tw, r.Name, r.Type, r.AccessMode, r.Status, r.Version, strings.Join(clusters, ","), r.OwnerTeam, r.LastHeartbeat)
+				row(tw, r.Name, r.Type, r.AccessMode, r.Status, r.Version, strings.Join(clusters, ","), r.OwnerTeam, r.LastHeartbeat, tokenState(r))
 			}
 		})
 	}
@@ -125,6 +126,15 @@ func (a *app) runtimeCommand() *cobra.Command {
 				r.Name, r.ID, r.Type, r.AccessMode, r.IngressURL, r.Status, r.Version, lastSeen(r.LastHeartbeat))
 			if r.OwnerTeam != "" {
 				fmt.Fprintf(tw, "Owner:\tteam %s\n\n", r.OwnerTeam)
+			}
+			if r.TokenExpiresAt != nil {
+				fmt.Fprintf(tw, "Token expires:\t%s\n", ts(*r.TokenExpiresAt))
+			}
+			if f := r.TokenRefusal; f != nil {
+				fmt.Fprintf(tw, "Token refused:\t%s from %s: %s\n", ts(f.At), cmp.Or(f.Remote, "-"), f.Reason)
+			}
+			if r.TokenExpiresAt != nil || r.TokenRefusal != nil {
+				fmt.Fprintln(tw)
 			}
 			row(tw, "COMPONENT", "HEALTH", "MESSAGE")
 			for _, co := range r.Components {
@@ -244,4 +254,19 @@ func lastSeen(t *time.Time) string {
 		return "never"
 	}
 	return ts(*t)
+}
+
+// tokenState is the TOKEN column of `freshet runtime list`: "expired — rotate" or "replaced"
+// while the runtime's own token is refused, else when it expires ("-": never).
+func tokenState(r client.Runtime) string {
+	if f := r.TokenRefusal; f != nil {
+		if f.Kind == "expired" {
+			return "expired — rotate"
+		}
+		return f.Kind + " — refused"
+	}
+	if r.TokenExpiresAt != nil {
+		return "expires " + ts(*r.TokenExpiresAt)
+	}
+	return "-"
 }

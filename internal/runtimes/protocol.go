@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 
@@ -35,7 +36,7 @@ func (s *Service) RegisterProtocol(mux *http.ServeMux) {
 // auditRPC records the changes callers made on the runtime's own ingress, in the runtime's
 // account. The actor is marked as seen by that runtime: the control plane did not see the call.
 func (s *Service) auditRPC(ctx context.Context, req *connect.Request[runtimev1.AuditRequest]) (*connect.Response[runtimev1.AuditResponse], error) {
-	rt, err := s.caller(ctx, req.Header())
+	rt, err := s.caller(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -71,21 +72,31 @@ func (s *Service) auditRPC(ctx context.Context, req *connect.Request[runtimev1.A
 	return connect.NewResponse(&runtimev1.AuditResponse{Accepted: len(recs)}), nil
 }
 
-// caller resolves the runtime token of a protocol request.
-func (s *Service) caller(ctx context.Context, h http.Header) (Runtime, error) {
-	scheme, tok, _ := strings.Cut(h.Get("Authorization"), " ")
+// caller resolves the runtime token of a protocol request. A refusal of the runtime's own
+// token (expired, replaced) is recorded on the runtime, as a refused tunnel handshake is.
+func (s *Service) caller(ctx context.Context, req connect.AnyRequest) (Runtime, error) {
+	scheme, tok, _ := strings.Cut(req.Header().Get("Authorization"), " ")
 	if !strings.EqualFold(scheme, "Bearer") {
 		return Runtime{}, connect.NewError(connect.CodeUnauthenticated, errdefs.ErrUnauthenticated)
 	}
 	rt, err := s.Authenticate(ctx, strings.TrimSpace(tok))
 	if err != nil {
+		s.RecordRefusal(ctx, err, peerHost(req.Peer().Addr))
 		return Runtime{}, connect.NewError(connect.CodeUnauthenticated, err)
 	}
 	return rt, nil
 }
 
+// peerHost is the host of a host:port address (the address itself when it has no port).
+func peerHost(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
+}
+
 func (s *Service) heartbeatRPC(ctx context.Context, req *connect.Request[runtimev1.HeartbeatRequest]) (*connect.Response[runtimev1.HeartbeatResponse], error) {
-	rt, err := s.caller(ctx, req.Header())
+	rt, err := s.caller(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +110,7 @@ func (s *Service) heartbeatRPC(ctx context.Context, req *connect.Request[runtime
 // reportRPC applies a report to the applications of the runtime the token belongs to. Account
 // and runtime come from the token, never from the message.
 func (s *Service) reportRPC(ctx context.Context, req *connect.Request[runtimev1.ReportRequest]) (*connect.Response[runtimev1.ReportResponse], error) {
-	rt, err := s.caller(ctx, req.Header())
+	rt, err := s.caller(ctx, req)
 	if err != nil {
 		return nil, err
 	}

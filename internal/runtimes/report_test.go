@@ -41,7 +41,7 @@ func seedRuntime(t *testing.T, s *Service, account, name string) (Runtime, strin
 			t.Fatal(err)
 		}
 	}
-	rt, tok, err := s.create(ctx, id, TypeHybrid, RegisterInput{Name: name, AccessMode: AccessTunnel}, audit.System(ctx, id, "runtime.register", "runtime", ""))
+	rt, tok, err := s.create(ctx, id, TypeHybrid, RegisterInput{Name: name, AccessMode: AccessTunnel}, s.expiry(TypeHybrid), audit.System(ctx, id, "runtime.register", "runtime", ""))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,41 @@ type Runtime struct {
 	// Skew is how its version stands to the control plane's (version.CheckSkew); zero before
 	// it reported one.
 	Skew version.Skew
+	// TokenExpiresAt is when its token stops working (Deps.TokenTTL after it was minted);
+	// zero: never.
+	TokenExpiresAt time.Time
+	// Refusal is the last time its own token was refused (expired, or replaced by a
+	// rotation), until the token works again; nil: none.
+	Refusal *Refusal
 }
+
+// Refusal is a refused handshake or heartbeat of a runtime's own token.
+type Refusal struct {
+	At     time.Time
+	Kind   string // RefusedExpired or RefusedReplaced
+	Reason string // what the runtime was told, like "runtime token of edge expired at …"
+	Remote string // the address it came from
+}
+
+// RefusedError is Authenticate's error for a token that was once the runtime's own: it has
+// expired, or a rotation replaced it. It is errdefs.ErrUnauthenticated; its message tells the
+// runtime's operator what to do.
+type RefusedError struct {
+	RuntimeID, AccountID, Name string
+	Kind                       string // RefusedExpired or RefusedReplaced
+	Reason                     string
+}
+
+// Kinds of refusal of a runtime's own token.
+const (
+	RefusedExpired  = "expired"
+	RefusedReplaced = "replaced"
+)
+
+func (e *RefusedError) Error() string { return e.Reason }
+
+// Unwrap makes it errdefs.ErrUnauthenticated.
+func (e *RefusedError) Unwrap() error { return errdefs.ErrUnauthenticated }
 
 // Info is what a runtime last reported in a heartbeat. It is stored as JSON.
 type Info struct {
@@ -126,7 +160,10 @@ func ManagedClusters(ctx context.Context, tx *store.Tx, accountID, runtimeID str
 func runtimeFromRow(r store.Runtime) (Runtime, error) {
 	rt := Runtime{ID: r.ID, AccountID: r.AccountID, Name: r.Name, Type: r.Type, AccessMode: r.AccessMode, IngressURL: r.IngressURL,
 		Repo: r.Repo, Version: r.Version, Status: r.Status, LastHeartbeat: r.LastHeartbeat, CreatedAt: r.CreatedAt,
-		OwnerTeam: r.OwnerTeam}
+		OwnerTeam: r.OwnerTeam, TokenExpiresAt: r.TokenExpiresAt}
+	if !r.RefusedAt.IsZero() {
+		rt.Refusal = &Refusal{At: r.RefusedAt, Kind: r.RefusedKind, Reason: r.RefusedReason, Remote: r.RefusedRemote}
+	}
 	if r.Version != "" {
 		rt.Skew = version.CheckSkew("runtime", r.Version, version.Current())
 	}
@@ -184,6 +221,8 @@ type Service struct {
 	decoy webhook.Decoy
 	// recentPushes are the payloads of GitOps webhook deliveries already notified.
 	recentPushes *webhook.Recent
+	// tokenTTL is how long the tokens of hybrid runtimes work; 0: forever.
+	tokenTTL time.Duration
 }
 
 // Deps is what the registry is built from.
@@ -209,6 +248,10 @@ type Deps struct {
 	// OnProjectRoles replaces the rules derived from a runtime's AppProject roles after a
 	// report listed them (identity.Service.SetDerivedRules); nil: roles are not enforced.
 	OnProjectRoles ProjectRolesFunc
+	// TokenTTL is how long a hybrid runtime's token works after Register or RotateToken minted
+	// it (the operator's --runtime-token-ttl); 0: forever. Hosted runtimes' tokens, held by
+	// the platform, and the token `freshet up` mints for its own runtime never expire.
+	TokenTTL time.Duration
 }
 
 // New returns the registry built from d.
@@ -223,7 +266,7 @@ func New(d Deps) *Service {
 	}
 	return &Service{db: d.Store, audit: d.Audit, keys: d.Keys, log: log, now: time.Now,
 		provisioner: d.Provisioner, tunnel: d.Tunnel, onEvents: d.OnEvents, limits: d.Limits, onOwnerChange: d.OnOwnerChange, onProjectRoles: d.OnProjectRoles,
-		decoy: webhook.NewDecoy(sealer), recentPushes: webhook.NewRecent(webhook.ReplayWindow, 0)}
+		decoy: webhook.NewDecoy(sealer), recentPushes: webhook.NewRecent(webhook.ReplayWindow, 0), tokenTTL: max(d.TokenTTL, 0)}
 }
 
 // Limits is the account's plan as the runtime registry asks it: Admit refuses, in the
@@ -284,17 +327,26 @@ func (s *Service) Register(ctx context.Context, p rbac.Principal, in RegisterInp
 		return rt, "", err
 	}
 	in.Team = team.ID
-	rt, tok, err = s.create(ctx, p.AccountID, TypeHybrid, in, e)
+	rt, tok, err = s.create(ctx, p.AccountID, TypeHybrid, in, s.expiry(TypeHybrid), e)
 	rt.OwnerTeam = team.Name
 	return rt, tok, err
 }
 
-func (s *Service) create(ctx context.Context, accountID, typ string, in RegisterInput, e *audit.Entry) (Runtime, string, error) {
+// expiry is when a token minted now for a runtime of type typ stops working: zero (never) for
+// hosted runtimes, whose token the platform holds and rotates itself, and without a TTL.
+func (s *Service) expiry(typ string) time.Time {
+	if typ == TypeHosted || s.tokenTTL <= 0 {
+		return time.Time{}
+	}
+	return s.now().Add(s.tokenTTL).UTC()
+}
+
+func (s *Service) create(ctx context.Context, accountID, typ string, in RegisterInput, expires time.Time, e *audit.Entry) (Runtime, string, error) {
 	minted := token.Runtime.New()
 	now := s.now()
 	row := store.Runtime{ID: store.NewID(store.PrefixRuntime), AccountID: accountID, Name: in.Name, Type: typ, AccessMode: in.AccessMode,
 		IngressURL: in.IngressHost, Repo: in.Repo, TokenPrefix: minted.ID, TokenHash: minted.Hash, Status: StatusInstalling,
-		Info: "{}", CreatedAt: now, OwnerTeamID: in.Team}
+		Info: "{}", CreatedAt: now, OwnerTeamID: in.Team, TokenExpiresAt: expires}
 	e.Resource(row.ID)
 	e.Detail("%s runtime %q (%s)", typ, in.Name, in.AccessMode)
 	err := s.db.Tx(ctx, func(tx *store.Tx) error {
@@ -350,7 +402,7 @@ func (s *Service) CreateHosted(ctx context.Context, p rbac.Principal, name strin
 			return rt, fmt.Errorf("the account already has a hosted runtime (one per account): %s: %w", x.Name, errdefs.ErrConflict)
 		}
 	}
-	rt, token, err := s.create(ctx, p.AccountID, TypeHosted, in, e)
+	rt, token, err := s.create(ctx, p.AccountID, TypeHosted, in, time.Time{}, e)
 	if err != nil {
 		return rt, err
 	}
@@ -408,7 +460,8 @@ func (s *Service) Get(ctx context.Context, p rbac.Principal, ref string) (Runtim
 	return runtimeFromRow(row)
 }
 
-// RotateToken gives a runtime a new token; the old one stops working at once.
+// RotateToken gives a runtime a new token; the old one stops working at once (its holder is
+// told it was replaced). A hybrid runtime's new token expires after Deps.TokenTTL.
 func (s *Service) RotateToken(ctx context.Context, p rbac.Principal, ref string) (tok string, err error) {
 	e := audit.Start(ctx, p, "runtime.rotate-token", "runtime", ref)
 	defer func() { s.audit.Finish(ctx, e, err) }()
@@ -426,7 +479,7 @@ func (s *Service) RotateToken(ctx context.Context, p rbac.Principal, ref string)
 		if err := rbac.Authorize(p, rbac.ActUpdate, rtResource(rt)); err != nil {
 			return err
 		}
-		if err := tx.SetRuntimeToken(ctx, p.AccountID, rt.ID, minted.ID, minted.Hash); err != nil {
+		if err := tx.SetRuntimeToken(ctx, p.AccountID, rt.ID, minted.ID, minted.Hash, s.expiry(rt.Type), s.now()); err != nil {
 			return err
 		}
 		if rt.Type == TypeHosted {
@@ -522,9 +575,12 @@ func (s *Service) Delete(ctx context.Context, p rbac.Principal, ref string) (err
 	return nil
 }
 
-// Authenticate resolves a runtime token. Any failure is ErrUnauthenticated. A runtime whose
-// stored report does not decode still authenticates (without Info), so that its next heartbeat
-// replaces the report.
+// Authenticate resolves a runtime token. Any failure is ErrUnauthenticated: a *RefusedError,
+// naming the runtime and what to do, when the token was the runtime's own and has expired or
+// was replaced by a rotation (the secret is checked first, so only its holder learns that),
+// "invalid runtime token" otherwise. A successful one forgets the runtime's last refusal. A
+// runtime whose stored report does not decode still authenticates (without Info), so that its
+// next heartbeat replaces the report.
 func (s *Service) Authenticate(ctx context.Context, tok string) (Runtime, error) {
 	unauth := fmt.Errorf("invalid runtime token: %w", errdefs.ErrUnauthenticated)
 	id, secret, ok := token.Runtime.Parse(tok)
@@ -532,14 +588,60 @@ func (s *Service) Authenticate(ctx context.Context, tok string) (Runtime, error)
 		return Runtime{}, unauth
 	}
 	row, err := s.db.RuntimeByPrefix(ctx, id)
+	if errors.Is(err, errdefs.ErrNotFound) {
+		if prev, perr := s.db.RuntimeByPrevPrefix(ctx, id); perr == nil && token.Verify(prev.PrevTokenHash, secret) {
+			return Runtime{}, &RefusedError{RuntimeID: prev.ID, AccountID: prev.AccountID, Name: prev.Name, Kind: RefusedReplaced,
+				Reason: fmt.Sprintf("runtime token of %s was replaced at %s by rotate-token: run the runtime with its new token (or rotate again with `freshet runtime rotate-token %s`)",
+					prev.Name, prev.TokenRotatedAt.UTC().Format(time.RFC3339), prev.Name)}
+		}
+		return Runtime{}, unauth
+	}
 	if err != nil || !token.Verify(row.TokenHash, secret) {
 		return Runtime{}, unauth
+	}
+	if exp := row.TokenExpiresAt; !exp.IsZero() && !s.now().Before(exp) {
+		return Runtime{}, &RefusedError{RuntimeID: row.ID, AccountID: row.AccountID, Name: row.Name, Kind: RefusedExpired,
+			Reason: fmt.Sprintf("runtime token of %s expired at %s: rotate it with `freshet runtime rotate-token %s`",
+				row.Name, exp.UTC().Format(time.RFC3339), row.Name)}
+	}
+	if !row.RefusedAt.IsZero() {
+		if err := s.db.ClearRuntimeRefused(ctx, row.ID); err != nil {
+			s.log.Warn("forget the runtime's last refusal", "runtime", row.Name, "account", row.AccountID, "err", err)
+		} else {
+			row.RefusedAt, row.RefusedKind, row.RefusedReason, row.RefusedRemote = time.Time{}, "", "", ""
+		}
 	}
 	rt, err := runtimeFromRow(row)
 	if err != nil {
 		s.log.Warn("runtime authenticated without its last report", "runtime", rt.Name, "account", rt.AccountID, "err", err)
 	}
 	return rt, nil
+}
+
+// maxRefusalText bounds the remote address recorded with a refusal.
+const maxRefusalText = 256
+
+// RecordRefusal records err, when Authenticate refused a runtime's own token with it (a
+// *RefusedError), as that runtime's last refusal, from remote (the caller's address), and
+// logs it; other errors are left to the caller. Both the tunnel handshake and the runtime
+// protocol call it, so either path shows the same refusal. The same refusal is written at most
+// once a minute (store.RefusalRecordEvery).
+func (s *Service) RecordRefusal(ctx context.Context, err error, remote string) {
+	var re *RefusedError
+	if !errors.As(err, &re) {
+		return
+	}
+	if len(remote) > maxRefusalText {
+		remote = remote[:maxRefusalText]
+	}
+	wrote, werr := s.db.SetRuntimeRefused(context.WithoutCancel(ctx), re.RuntimeID, s.now(), re.Kind, re.Reason, remote)
+	if werr != nil {
+		s.log.Warn("record a runtime's refusal", "runtime", re.Name, "account", re.AccountID, "err", werr)
+		return
+	}
+	if wrote {
+		s.log.Warn("runtime refused", "runtime", re.Name, "account", re.AccountID, "remote", remote, "why", re.Reason)
+	}
 }
 
 // Heartbeat records a runtime's report and returns its new status: healthy when every
@@ -662,7 +764,8 @@ func (s *Service) EnsureRuntime(ctx context.Context, accountID, name, tokenFile 
 		}
 	}
 	e := audit.System(ctx, accountID, "runtime.register", "runtime", "")
-	_, tok, err := s.create(ctx, accountID, TypeHybrid, RegisterInput{Name: name, AccessMode: AccessTunnel}, e)
+	// Its token never expires: this server holds it, like a hosted runtime's.
+	_, tok, err := s.create(ctx, accountID, TypeHybrid, RegisterInput{Name: name, AccessMode: AccessTunnel}, time.Time{}, e)
 	if err != nil {
 		return "", err
 	}

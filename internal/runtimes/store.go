@@ -9,7 +9,8 @@ import (
 )
 
 // Store is what the registry reads and writes outside its transactions. *store.DB implements
-// it. Every method but RuntimeByPrefix, RuntimeHeartbeat and StaleRuntimes is scoped to one
+// it. Every method but RuntimeByPrefix, RuntimeByPrevPrefix, RuntimeHeartbeat, SetRuntimeRefused,
+// ClearRuntimeRefused and StaleRuntimes is scoped to one
 // account; a runtime or application of another account is errdefs.ErrNotFound.
 type Store interface {
 	// Tx runs fn in a transaction and commits when fn returns nil; audit records written
@@ -29,6 +30,13 @@ type Store interface {
 	DeleteRuntime(ctx context.Context, accountID, id string) error
 	// RuntimeByPrefix finds the runtime whose token has ID prefix, of any account.
 	RuntimeByPrefix(ctx context.Context, prefix string) (store.Runtime, error)
+	// RuntimeByPrevPrefix finds the runtime whose last rotation replaced the token with ID
+	// prefix, of any account.
+	RuntimeByPrevPrefix(ctx context.Context, prefix string) (store.Runtime, error)
+	// SetRuntimeRefused records runtime id's last refusal (unless the same one was recorded
+	// lately); ClearRuntimeRefused forgets it.
+	SetRuntimeRefused(ctx context.Context, id string, t time.Time, kind, reason, remote string) (bool, error)
+	ClearRuntimeRefused(ctx context.Context, id string) error
 	// RuntimeHeartbeat records runtime id's heartbeat at t: its version, status and Info
 	// (JSON).
 	RuntimeHeartbeat(ctx context.Context, id, version, status, info string, t time.Time) error

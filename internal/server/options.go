@@ -28,6 +28,9 @@ const (
 	DefaultShutdownTimeout = 10 * time.Second
 	dbFileName             = "freshet.db"
 	minRunnerLeaseTTL      = 2 * time.Second
+	// minRuntimeTokenTTL is the shortest --runtime-token-ttl: a runtime must have the time to
+	// be installed with its token.
+	minRuntimeTokenTTL = time.Hour
 )
 
 // Options configures the control plane. Every field is a flag, a FRESHET_* variable and a key
@@ -75,6 +78,9 @@ type Options struct {
 	SMTP SMTPOptions
 	// Hosted chooses where hosted runtimes run: in-process, or on a platform-managed cluster.
 	Hosted HostedOptions
+	// RuntimeTokenTTL is how long a hybrid runtime's token works after `freshet runtime
+	// register` or `rotate-token` minted it; 0: forever (runtimes.Deps.TokenTTL).
+	RuntimeTokenTTL time.Duration
 }
 
 // DefaultDataDir is $XDG_DATA_HOME/freshet, or ~/.local/share/freshet.
@@ -120,6 +126,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet, local bool) {
 	o.Net.BindFlags(fs, netDefaults)
 	fs.StringVar(&o.StepCatalogURL, "step-catalog-url", "", "git repository of typed plugin step definitions (NAME/step.yaml) that pipelines name with type: NAME[:VERSION] (default: none, such steps are refused)")
 	fs.StringVar(&o.StepCatalogRevision, "step-catalog-revision", "", "branch, tag or commit of --step-catalog-url to read (default: its default branch)")
+	fs.DurationVar(&o.RuntimeTokenTTL, "runtime-token-ttl", 0, "how long a hybrid runtime's token works after register or rotate-token (like 2160h for 90 days; at least 1h; 0: never expires); hosted runtimes' tokens never expire")
 	o.Billing.BindFlags(fs)
 	o.SMTP.BindFlags(fs)
 	o.Hosted.BindFlags(fs)
@@ -168,6 +175,9 @@ func (o *Options) Validate() error {
 	}
 	if w := o.AnalyticsFailureWindow; w != 0 && (w < time.Minute || w > 7*24*time.Hour) {
 		return errdefs.Invalid("analytics-failure-window", w.String(), "must be between 1m and 168h")
+	}
+	if t := o.RuntimeTokenTTL; t != 0 && t < minRuntimeTokenTTL {
+		return errdefs.Invalid("runtime-token-ttl", t.String(), "must be 0 (never expires) or at least "+minRuntimeTokenTTL.String())
 	}
 	if o.PublicURL != "" {
 		if u, err := url.Parse(o.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -208,7 +208,7 @@ func New(ctx context.Context, opts Options, log *slog.Logger) (*Server, error) {
 		s.hosted = newInProcessProvisioner(s, opts.Cron.LeaseTTL, log.With("component", "hosted-runtimes"))
 	}
 	s.runtimes = runtimes.New(runtimes.Deps{Store: s.db, Audit: s.audit, Keys: keys, Log: log.With("component", "runtimes"),
-		Provisioner: s.hosted, Tunnel: runtimeTunnel{s.tunnel}, OnEvents: s.outbox.Kick, Limits: s.billing,
+		Provisioner: s.hosted, Tunnel: runtimeTunnel{s.tunnel}, OnEvents: s.outbox.Kick, Limits: s.billing, TokenTTL: opts.RuntimeTokenTTL,
 		OnOwnerChange: func(accountID string) { s.revoked(accountID, "") },
 		// AppProject roles a runtime reports become rules derived from them (docs/security.md).
 		OnProjectRoles: func(ctx context.Context, accountID, runtimeID, runtimeName string, roles []rbac.ProjectRole) error {

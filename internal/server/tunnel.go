@@ -106,8 +106,10 @@ func (s *Server) newTunnel(log *slog.Logger) (*tunnel.Server, error) {
 			}
 			s.audit.Finish(r.Context(), e, result)
 		},
+		// A runtime's own token refused (expired, replaced by a rotation) is recorded on the
+		// runtime, where its admins see it (GET runtime, the web UI); the tunnel logs them all.
 		OnRejected: func(r *http.Request, err error) {
-			log.Warn("tunnel handshake refused", "remote", httpx.ClientIP(r), "err", err)
+			s.runtimes.RecordRefusal(r.Context(), err, httpx.ClientIP(r))
 		},
 		OnDisconnect: func(rt tunnel.Runtime, conns int) {
 			if conns == 0 {

@@ -22,27 +22,41 @@ type Runtime struct {
 	// applications, git sources and workflows); empty when none does.
 	OwnerTeamID string
 	OwnerTeam   string // the owner team's name; reads fill it, writes ignore it
+	// TokenExpiresAt is when its token stops working; zero: never.
+	TokenExpiresAt time.Time
+	// PrevTokenPrefix and PrevTokenHash are the token its last rotation replaced (empty before
+	// one), at TokenRotatedAt: kept only to tell that token's holder it was replaced.
+	PrevTokenPrefix, PrevTokenHash string
+	TokenRotatedAt                 time.Time
+	// The last refusal of its own token (expired or replaced): when, why and from where;
+	// zero RefusedAt: none since its last successful handshake or heartbeat.
+	RefusedAt                                 time.Time
+	RefusedKind, RefusedReason, RefusedRemote string
 }
 
-const runtimeCols = `id, account_id, name, type, access_mode, ingress_url, repo, token_prefix, token_hash, version, status, info, last_heartbeat, created_at, owner_team_id`
+const runtimeCols = `id, account_id, name, type, access_mode, ingress_url, repo, token_prefix, token_hash, version, status, info, last_heartbeat, created_at, owner_team_id, ` +
+	`token_expires_at, prev_token_prefix, prev_token_hash, token_rotated_at, refused_at, refused_kind, refused_reason, refused_remote`
 
 // runtimeSelect are what scanRuntime reads: the columns, and the owner team's name.
 const runtimeSelect = runtimeCols + `, COALESCE((SELECT t.name FROM teams t WHERE t.id = runtimes.owner_team_id), '')`
 
 func scanRuntime(s interface{ Scan(...any) error }) (Runtime, error) {
 	var r Runtime
-	var hb, created int64
+	var hb, created, expires, rotated, refused int64
 	err := s.Scan(&r.ID, &r.AccountID, &r.Name, &r.Type, &r.AccessMode, &r.IngressURL, &r.Repo, &r.TokenPrefix, &r.TokenHash,
-		&r.Version, &r.Status, &r.Info, &hb, &created, &r.OwnerTeamID, &r.OwnerTeam)
+		&r.Version, &r.Status, &r.Info, &hb, &created, &r.OwnerTeamID,
+		&expires, &r.PrevTokenPrefix, &r.PrevTokenHash, &rotated, &refused, &r.RefusedKind, &r.RefusedReason, &r.RefusedRemote, &r.OwnerTeam)
 	r.LastHeartbeat, r.CreatedAt = fromMicros(hb), fromMicros(created)
+	r.TokenExpiresAt, r.TokenRotatedAt, r.RefusedAt = fromMicros(expires), fromMicros(rotated), fromMicros(refused)
 	return r, err
 }
 
 // CreateRuntime inserts a runtime. A second hosted runtime of an account is a conflict.
 func (q *Queries) CreateRuntime(ctx context.Context, r Runtime) error {
-	_, err := q.exec(ctx, `INSERT INTO runtimes (`+runtimeCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := q.exec(ctx, `INSERT INTO runtimes (`+runtimeCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.AccountID, r.Name, r.Type, r.AccessMode, r.IngressURL, r.Repo, r.TokenPrefix, r.TokenHash, r.Version, r.Status, r.Info,
-		micros(r.LastHeartbeat), micros(r.CreatedAt), r.OwnerTeamID)
+		micros(r.LastHeartbeat), micros(r.CreatedAt), r.OwnerTeamID,
+		micros(r.TokenExpiresAt), r.PrevTokenPrefix, r.PrevTokenHash, micros(r.TokenRotatedAt), micros(r.RefusedAt), r.RefusedKind, r.RefusedReason, r.RefusedRemote)
 	if errors.Is(err, errdefs.ErrConflict) {
 		if r.Type == "hosted" {
 			if _, gerr := q.GetRuntime(ctx, r.AccountID, r.Name); gerr != nil {
@@ -66,6 +80,19 @@ func (q *Queries) GetRuntime(ctx context.Context, accountID, idOrName string) (R
 // RuntimeByPrefix finds a runtime by its token prefix, for authentication.
 func (q *Queries) RuntimeByPrefix(ctx context.Context, prefix string) (Runtime, error) {
 	r, err := scanRuntime(q.queryRow(ctx, `SELECT `+runtimeSelect+` FROM runtimes WHERE token_prefix = ?`, prefix))
+	if err != nil {
+		return Runtime{}, notFound(err, "runtime", prefix)
+	}
+	return r, nil
+}
+
+// RuntimeByPrevPrefix finds a runtime by the prefix of the token its last rotation replaced,
+// to tell that token's holder so.
+func (q *Queries) RuntimeByPrevPrefix(ctx context.Context, prefix string) (Runtime, error) {
+	if prefix == "" {
+		return Runtime{}, fmt.Errorf("runtime with a replaced token: %w", errdefs.ErrNotFound)
+	}
+	r, err := scanRuntime(q.queryRow(ctx, `SELECT `+runtimeSelect+` FROM runtimes WHERE prev_token_prefix = ?`, prefix))
 	if err != nil {
 		return Runtime{}, notFound(err, "runtime", prefix)
 	}
@@ -131,13 +158,41 @@ func (q *Queries) StaleRuntimes(ctx context.Context, t time.Time) ([]Runtime, er
 	return out, rows.Err()
 }
 
-// SetRuntimeToken replaces a runtime's token (rotation).
-func (q *Queries) SetRuntimeToken(ctx context.Context, accountID, id, prefix, hash string) error {
-	res, err := q.exec(ctx, `UPDATE runtimes SET token_prefix = ?, token_hash = ? WHERE account_id = ? AND id = ?`, prefix, hash, accountID, id)
+// SetRuntimeToken replaces a runtime's token (rotation) with one that expires at expires
+// (zero: never), at now. The token replaced is kept as the previous one (RuntimeByPrevPrefix),
+// and the runtime's last refusal stays until its new token is used.
+func (q *Queries) SetRuntimeToken(ctx context.Context, accountID, id, prefix, hash string, expires, now time.Time) error {
+	res, err := q.exec(ctx, `UPDATE runtimes SET prev_token_prefix = token_prefix, prev_token_hash = token_hash, token_rotated_at = ?,
+		token_prefix = ?, token_hash = ?, token_expires_at = ? WHERE account_id = ? AND id = ?`,
+		micros(now), prefix, hash, micros(expires), accountID, id)
 	if err != nil {
 		return err
 	}
 	return affected(res, "runtime", id)
+}
+
+// SetRuntimeRefused records runtime id's last refusal: at t, of kind, why, from remote. A refusal for
+// the same reason from the same address within RefusalRecordEvery of the recorded one is not
+// written again, so a runtime retrying in a loop costs reads, not writes. It reports whether it
+// wrote.
+func (q *Queries) SetRuntimeRefused(ctx context.Context, id string, t time.Time, kind, reason, remote string) (bool, error) {
+	res, err := q.exec(ctx, `UPDATE runtimes SET refused_at = ?, refused_kind = ?, refused_reason = ?, refused_remote = ?
+		WHERE id = ? AND (refused_reason <> ? OR refused_remote <> ? OR refused_at < ?)`,
+		micros(t), kind, reason, remote, id, reason, remote, micros(t.Add(-RefusalRecordEvery)))
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n > 0, err
+}
+
+// RefusalRecordEvery is how often SetRuntimeRefused writes the same refusal again.
+const RefusalRecordEvery = time.Minute
+
+// ClearRuntimeRefused forgets runtime id's last refusal (its token worked since).
+func (q *Queries) ClearRuntimeRefused(ctx context.Context, id string) error {
+	_, err := q.exec(ctx, `UPDATE runtimes SET refused_at = 0, refused_kind = '', refused_reason = '', refused_remote = '' WHERE id = ? AND refused_at <> 0`, id)
+	return err
 }
 
 // SetRuntimeOwner makes team ownerTeamID (empty: none) own accountID's runtime id.

@@ -21,6 +21,10 @@ func ToRuntime(rt runtimes.Runtime) client.Runtime {
 		out.Clusters = append(out.Clusters, client.RuntimeCluster{Name: c.Name, Server: c.Server, Health: c.Health})
 	}
 	out.VersionSkew = toVersionSkew(rt.Skew)
+	out.TokenExpiresAt = timePtr(rt.TokenExpiresAt)
+	if f := rt.Refusal; f != nil {
+		out.TokenRefusal = &client.RuntimeRefusal{At: f.At, Kind: f.Kind, Reason: f.Reason, Remote: f.Remote}
+	}
 	return out
 }
 

@@ -14,6 +14,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -474,7 +475,7 @@ func (c *Client) connect(ctx context.Context, i int) (*trackedConn, error) {
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 2048))
 		resp.Body.Close()
 		conn.Close()
-		msg := strings.TrimSpace(string(body))
+		msg := errorMessage(body)
 		switch resp.StatusCode {
 		case http.StatusUnauthorized, http.StatusForbidden, http.StatusTooManyRequests:
 			return nil, fmt.Errorf("%w: %s: %s", ErrRefused, resp.Status, msg)
@@ -560,3 +561,18 @@ type tunnelAddr string
 
 func (a tunnelAddr) Network() string { return "tunnel" }
 func (a tunnelAddr) String() string  { return string(a) }
+
+// errorMessage is the message of the control plane's JSON error body
+// ({"error": {"code": …, "message": …}}), so that a refusal reads as the control plane said
+// it ("runtime token of edge expired at …: rotate it with …"); any other body as it is.
+func errorMessage(body []byte) string {
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
+		return e.Error.Message
+	}
+	return strings.TrimSpace(string(body))
+}

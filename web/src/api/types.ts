@@ -527,6 +527,19 @@ export interface Runtime {
   createdAt: string;
   ownerTeam?: string;
   versionSkew?: VersionSkew;
+  /** When its token stops working (the server's --runtime-token-ttl); absent: never. */
+  tokenExpiresAt?: string;
+  /** The last refusal of its own token (expired, or replaced by rotate-token); absent: none. */
+  tokenRefusal?: RuntimeRefusal;
+}
+
+/** A runtime's refused handshake or heartbeat. */
+export interface RuntimeRefusal {
+  at: string;
+  kind: 'expired' | 'replaced';
+  /** What the runtime was told, with what to do. */
+  reason: string;
+  remote?: string;
 }
 
 export interface RegisterRuntimeRequest {

@@ -43,6 +43,7 @@ import client_CreateAPIKeyRequest from '../../../api/testdata/wire/client.Create
 import client_Runtime from '../../../api/testdata/wire/client.Runtime.json';
 import client_RuntimeComponent from '../../../api/testdata/wire/client.RuntimeComponent.json';
 import client_RuntimeCluster from '../../../api/testdata/wire/client.RuntimeCluster.json';
+import client_RuntimeRefusal from '../../../api/testdata/wire/client.RuntimeRefusal.json';
 import client_VersionSkew from '../../../api/testdata/wire/client.VersionSkew.json';
 import client_RegisterRuntimeRequest from '../../../api/testdata/wire/client.RegisterRuntimeRequest.json';
 import client_RegisteredRuntime from '../../../api/testdata/wire/client.RegisteredRuntime.json';
@@ -350,6 +351,7 @@ const wire = [
   pair<t.Runtime>()('client.Runtime', client_Runtime, 'no drift'),
   pair<t.RuntimeComponent>()('client.RuntimeComponent', client_RuntimeComponent, 'no drift'),
   pair<t.RuntimeCluster>()('client.RuntimeCluster', client_RuntimeCluster, 'no drift'),
+  pair<t.RuntimeRefusal>()('client.RuntimeRefusal', client_RuntimeRefusal, 'no drift'),
   pair<t.VersionSkew>()('client.VersionSkew', client_VersionSkew, 'no drift'),
   pair<t.RegisterRuntimeRequest>()('client.RegisterRuntimeRequest', client_RegisterRuntimeRequest, 'no drift'),
   pair<t.RegisteredRuntime>()('client.RegisteredRuntime', client_RegisteredRuntime, 'no drift'),

@@ -23,6 +23,7 @@ import { TokenShown } from '../components/RuntimeToken';
 import { RuntimeStatusBadge } from '../components/RuntimeStatusBadge';
 import { DataTable, ResourceTable, actionsColumn } from '../components/ResourceTable';
 import { ErrorNote, ErrorState, Flash, LoadingRows } from '../components/States';
+import { TokenRefusalBanner, tokenExpiry } from '../components/TokenRefusal';
 import { VersionWithSkew } from '../components/VersionSkewBadge';
 import { formatTime } from '../lib/format';
 import { clusterAddCommand, emptyGitSourceForm, gitSourceBody, gitSourceErrors, gitSourceFieldOf, gitSourceForm, type GitSourceErrors, type GitSourceForm } from '../lib/gitops';
@@ -93,6 +94,7 @@ function RuntimeView({ name }: { name: string }) {
         <LoadingRows rows={4} label="Loading runtime" />
       ) : (
         <div aria-busy={rt.loading}>
+          <TokenRefusalBanner r={r} />
           <Facts r={r} admin={admin} onChanged={() => rt.reload()} />
           <h2 className="section-title">Components</h2>
           {r.components?.length ? (
@@ -200,6 +202,10 @@ function Facts({ r, admin, onChanged }: { r: Runtime; admin: boolean; onChanged:
       <div>
         <dt>Registered</dt>
         <dd>{formatTime(r.createdAt)}</dd>
+      </div>
+      <div>
+        <dt>Token expires</dt>
+        <dd data-testid="runtime-token-expires">{tokenExpiry(r)}</dd>
       </div>
       <div>
         <dt>Owner</dt>

@@ -8,6 +8,7 @@ import { Link } from '../app/router';
 import { useMe } from '../app/session';
 import { PageHeader } from '../components/PageHeader';
 import { RuntimeStatusBadge } from '../components/RuntimeStatusBadge';
+import { TokenRefusalBadge } from '../components/TokenRefusal';
 import { VersionWithSkew } from '../components/VersionSkewBadge';
 import { ResourceTable } from '../components/ResourceTable';
 import { ErrorNote, Flash } from '../components/States';
@@ -97,7 +98,16 @@ export default function Runtimes() {
           { header: 'Name', cellClassName: 'strong', cell: (r) => <Link to={runtimePath(r.name)}>{r.name}</Link> },
           { header: 'Type', cell: (r) => r.type },
           { header: 'Access', cell: (r) => r.accessMode },
-          { header: 'Status', cell: (r) => <RuntimeStatusBadge status={r.status} />, cellProps: () => ({ 'data-testid': 'runtime-status' }) },
+          {
+            header: 'Status',
+            cell: (r) => (
+              <span className="chips">
+                <RuntimeStatusBadge status={r.status} />
+                <TokenRefusalBadge r={r} />
+              </span>
+            ),
+            cellProps: () => ({ 'data-testid': 'runtime-status' }),
+          },
           { header: 'Version', cellClassName: 'muted', cell: (r) => <VersionWithSkew version={r.version} skew={r.versionSkew} /> },
           { header: 'Clusters', cell: (r) => (r.clusters?.length ? r.clusters.map((c) => c.name).join(', ') : <span className="muted">none</span>) },
           { header: 'Last heartbeat', cell: (r) => heartbeatLabel(r.lastHeartbeat), cellProps: (r) => ({ title: formatTime(r.lastHeartbeat) }) },
