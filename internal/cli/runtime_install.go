@@ -101,6 +101,7 @@ func (a *app) runtimeInstallCommands() []*cobra.Command {
 	fl.BoolVar(&o.WatchClusterApps, "watch-cluster-apps", false, "the runtime also runs the argoproj.io Application and AppProject resources of its namespace (installs the Argo CD CRDs)")
 	fl.StringSliceVar(&o.ClusterAppsSourceNamespaces, "cluster-apps-source-namespaces", nil, "with --watch-cluster-apps: other namespaces whose Application resources the runtime runs, each only when the app's AppProject lists it in spec.sourceNamespaces (comma-separated)")
 	bindStorageFlags(fl, &o)
+	fl.IntVar(&o.EventsPort, "events-port", 0, "also serve the EventSources' webhooks on this port of the runtime's Service, named events (--events-listen; 0: none)")
 	fl.BoolVar(&o.FromRepo, "from-repo", false, "recover the runtime from --repo's runtime.yaml")
 	fl.StringVar(&o.Token, "token", "", "token of a runtime registered beforehand (the web UI's install wizard shows it; env FRESHET_RUNTIME_TOKEN)")
 	fl.StringVar(&o.Image, "image", "", "the freshet image (default "+manifests.DefaultImage+":<version>)")
@@ -126,6 +127,7 @@ func (a *app) runtimeInstallCommands() []*cobra.Command {
 	upgrade.Flags().StringVar(&uo.IngressHost, "ingress-host", "", "ingress mode: the host the app-proxy is reachable at")
 	upgrade.Flags().DurationVar(&uo.Wait, "wait", 5*time.Minute, "how long to wait for the runtime to report healthy (0: do not wait)")
 	bindStorageFlags(upgrade.Flags(), &uo)
+	upgrade.Flags().IntVar(&uo.EventsPort, "events-port", 0, "serve the EventSources' webhooks on this port of the runtime's Service (0: as installed; -1: no longer)")
 
 	var lcf clusterFlags
 	var follow bool

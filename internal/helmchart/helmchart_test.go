@@ -283,6 +283,13 @@ func TestBadValuesAreNamed(t *testing.T) {
 			t.Errorf("runtime persistence %v: %v", p, err)
 		}
 	}
+	// The events port: a port, and not the app-proxy's.
+	for _, port := range []any{8080, 70000, -1, "12000"} {
+		_, err := Render(rt, releases[charts.Runtime], map[string]any{"server": "https://x", "events": map[string]any{"port": port}})
+		if !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), "/events/port") {
+			t.Errorf("runtime events.port %v: %v, want invalid naming /events/port", port, err)
+		}
+	}
 	rn, _ := Load(charts.Runner)
 	if _, err := Render(rn, releases[charts.Runner], map[string]any{"server": "https://x", "env": map[string]any{"FRESHET_RUNNER_TOKEN": "x"}}); !errors.Is(err, errdefs.ErrInvalid) || !strings.Contains(err.Error(), "env") {
 		t.Errorf("runner env FRESHET_*: %v", err)

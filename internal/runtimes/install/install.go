@@ -96,6 +96,9 @@ type Options struct {
 	// else the cluster's default).
 	StorageSize  string
 	StorageClass string
+	// EventsPort serves the EventSources' webhooks on this port of the runtime's Service
+	// (--events-port; 0: none).
+	EventsPort int
 	// FromRepo reads the installation's settings from Repo's runtime.yaml.
 	FromRepo bool
 	// Wait is how long to wait for the runtime to report healthy; 0 does not wait.
@@ -191,7 +194,7 @@ func (o *Options) claimed() bool {
 func (o *Options) manifestOptions(id, token string) manifests.Options {
 	mo := manifests.Options{Name: o.Name, Namespace: o.Namespace, Image: o.Image, Version: o.Version, Server: o.Server, Token: token,
 		AccessMode: o.AccessMode, IngressHost: o.IngressHost, IngressClass: o.IngressClass, RuntimeID: id, Repo: o.Repo, GitToken: o.GitToken,
-		WatchClusterApps: o.WatchClusterApps, ClusterAppsSourceNamespaces: o.ClusterAppsSourceNamespaces}
+		WatchClusterApps: o.WatchClusterApps, ClusterAppsSourceNamespaces: o.ClusterAppsSourceNamespaces, EventsPort: o.EventsPort}
 	if o.claimed() {
 		mo.Persistence = &manifests.Persistence{Size: o.StorageSize, StorageClass: o.StorageClass}
 	}
@@ -792,8 +795,13 @@ func (in *Installer) deleteInstance(ctx context.Context, objs []manifests.Object
 }
 
 // Upgrade applies the runtime's manifests again with a new image or version, keeping its
-// token (read from the cluster) and its data claim (unless o's storage options change it).
+// token (read from the cluster), its data claim (unless o's storage options change it) and its
+// events port (unless o.EventsPort sets one, or -1 none).
 func (in *Installer) Upgrade(ctx context.Context, o Options) error {
+	dropEvents := o.EventsPort < 0 // --events-port -1: no longer served
+	if dropEvents {
+		o.EventsPort = 0
+	}
 	if err := o.defaults(in.cp); err != nil {
 		return err
 	}
@@ -810,6 +818,19 @@ func (in *Installer) Upgrade(ctx context.Context, o Options) error {
 	}
 	if o.GitToken == "" {
 		o.GitToken = string(sec.Data["gitToken"])
+	}
+	if o.EventsPort == 0 && !dropEvents { // as installed
+		svc, err := in.kube.CoreV1().Services(o.Namespace).Get(ctx, manifests.ServiceName, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("the runtime's Service %s/%s: %w", o.Namespace, manifests.ServiceName, err)
+		}
+		if err == nil {
+			for _, p := range svc.Spec.Ports {
+				if p.Name == manifests.EventsPortName {
+					o.EventsPort = int(p.Port)
+				}
+			}
+		}
 	}
 	if err := in.step("data claim", func() (string, error) { return in.dataClaim(ctx, &o) }); err != nil {
 		return err

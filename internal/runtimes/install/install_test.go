@@ -392,3 +392,49 @@ func TestInstallDataClaim(t *testing.T) {
 		t.Errorf("the data claim after uninstall: %v %v", pvc.GetDeletionTimestamp(), err)
 	}
 }
+
+// --events-port serves the EventSources' webhooks on a port of the runtime's Service; an
+// upgrade without it keeps the port, with another moves it, with -1 removes it.
+func TestInstallEventsPort(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	const name = "edge-events"
+	o := w.opts(t, name)
+	o.Repo = ""
+	o.EventsPort = 12000
+	if err := w.in.Install(ctx, o); err != nil {
+		t.Fatalf("install --events-port 12000: %v\n%s", err, w.out)
+	}
+	t.Cleanup(func() { _ = w.in.Uninstall(context.Background(), name, w.ns) })
+	served := func() (svcPort int32, args string) {
+		t.Helper()
+		svc, err := w.kc.CoreV1().Services(w.ns).Get(ctx, manifests.ServiceName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range svc.Spec.Ports {
+			if p.Name == manifests.EventsPortName {
+				svcPort = p.Port
+			}
+		}
+		dep, err := w.kc.AppsV1().Deployments(w.ns).Get(ctx, "freshet-runtime", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return svcPort, strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " ")
+	}
+	for _, c := range []struct {
+		flag int
+		want int32
+	}{{0, 12000}, {13000, 13000}, {-1, 0}} {
+		up := install.Options{Name: name, Namespace: w.ns, Version: "v0.0.0-test-2", EventsPort: c.flag}
+		if err := w.in.Upgrade(ctx, up); err != nil {
+			t.Fatalf("upgrade --events-port %d: %v\n%s", c.flag, err, w.out)
+		}
+		port, args := served()
+		wantArg := fmt.Sprintf("--events-listen :%d", c.want)
+		if port != c.want || (c.want != 0) != strings.Contains(args, wantArg) || (c.want == 0 && strings.Contains(args, "--events-listen")) {
+			t.Errorf("after upgrade --events-port %d: Service port %d, args %q; want %d", c.flag, port, args, c.want)
+		}
+	}
+}

@@ -29,7 +29,11 @@ const (
 	DefaultImage     = "freshet/freshet"
 	TokenSecretName  = "freshet-runtime-token"
 	AppProxyPort     = 8080
-	managedBy        = "freshet"
+	// ServiceName is the runtime's Service; EventsPortName its port of the EventSources'
+	// webhooks (EventsPort).
+	ServiceName    = "freshet-app-proxy"
+	EventsPortName = "events"
+	managedBy      = "freshet"
 	// RuntimeIDAnnotation on the token Secret names the registered runtime it belongs to, so
 	// an installer run again knows the cluster already holds that runtime's token.
 	RuntimeIDAnnotation = "freshet.dev/runtime-id"
@@ -72,6 +76,9 @@ type Options struct {
 	// Persistence, when set, keeps DataDir on a PersistentVolumeClaim (the chart's
 	// persistence values) instead of the pod's emptyDir.
 	Persistence *Persistence
+	// EventsPort, when set, runs the runtime with --events-listen on it and adds the port,
+	// named "events", to its Service: the EventSources' webhooks (the chart's events.port).
+	EventsPort int
 }
 
 // Persistence is the runtime's data claim.
@@ -145,6 +152,8 @@ func (o *Options) Validate() error {
 		return errdefs.Invalid("server", o.Server, "is not the control plane's http(s) URL")
 	case len(o.ClusterAppsSourceNamespaces) > 0 && !o.WatchClusterApps:
 		return errdefs.Invalid("cluster-apps-source-namespaces", strings.Join(o.ClusterAppsSourceNamespaces, ","), "needs --watch-cluster-apps")
+	case o.EventsPort < 0 || o.EventsPort > 65535 || o.EventsPort == AppProxyPort:
+		return errdefs.Invalid("events-port", fmt.Sprint(o.EventsPort), fmt.Sprintf("is not a port for the event sources' webhooks: 1 to 65535 other than the app-proxy's %d (0: none)", AppProxyPort))
 	}
 	for i, ns := range o.ClusterAppsSourceNamespaces {
 		if !dns1123.MatchString(ns) {
@@ -209,6 +218,9 @@ func (o Options) Values() map[string]any {
 	}
 	if p := o.Persistence; p != nil {
 		v["persistence"] = map[string]any{"enabled": true, "size": p.Size, "storageClass": p.StorageClass}
+	}
+	if o.EventsPort > 0 {
+		v["events"] = map[string]any{"port": o.EventsPort}
 	}
 	return v
 }

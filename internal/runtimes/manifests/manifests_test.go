@@ -61,6 +61,18 @@ func TestObjects(t *testing.T) {
 	if y, _ = YAML(objs); strings.Contains(string(y), "cluster-apps-source-namespaces") {
 		t.Errorf("source namespaces flag without any given:\n%s", y)
 	}
+	// --events-port: the runtime serves the EventSources' webhooks there, and its Service has
+	// the port as events.
+	objs, err = Objects(Options{Name: "edge", Server: "https://f.example", EventsPort: 12000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, _ = YAML(objs)
+	for _, want := range []string{"- --events-listen\n        - :12000\n", "- containerPort: 12000\n          name: events\n", "- name: events\n    port: 12000\n    targetPort: events\n"} {
+		if !strings.Contains(string(y), want) {
+			t.Errorf("events port YAML lacks %q:\n%s", want, y)
+		}
+	}
 	// Persistence: the data claim before the Deployment, which mounts it at DataDir (its
 	// --data-dir) and gives its volume the runtime's group.
 	objs, err = Objects(Options{Name: "edge", Server: "https://f.example", Persistence: &Persistence{StorageClass: "fast"}})
@@ -101,6 +113,8 @@ func TestObjects(t *testing.T) {
 		{Options{Name: "e", Server: "https://f", Namespace: "Bad_NS"}, "namespace"},
 		{Options{Name: "e", Server: "https://f", ClusterAppsSourceNamespaces: []string{"a"}}, "cluster-apps-source-namespaces"},
 		{Options{Name: "e", Server: "https://f", WatchClusterApps: true, ClusterAppsSourceNamespaces: []string{"a", "B_b"}}, "cluster-apps-source-namespaces[1]"},
+		{Options{Name: "e", Server: "https://f", EventsPort: AppProxyPort}, "events-port"},
+		{Options{Name: "e", Server: "https://f", EventsPort: 65536}, "events-port"},
 	} {
 		if _, err := Objects(c.o); errdefs.Field(err) != c.field {
 			t.Errorf("%+v: err = %v, want field %s", c.o, err, c.field)
@@ -114,7 +128,7 @@ func TestManifestsApplyToARealCluster(t *testing.T) {
 	c := kube.Shared(t)
 	ns := "freshet-rt-" + strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))[:20]
 	objs, err := Objects(Options{Name: "edge", Namespace: ns, Server: "https://freshet.example", Token: "frt_abc_def",
-		AccessMode: "ingress", IngressHost: "edge.example.com"})
+		AccessMode: "ingress", IngressHost: "edge.example.com", EventsPort: 12000})
 	if err != nil {
 		t.Fatal(err)
 	}
