@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/net/http/httpguts"
+
 	"github.com/freshet-dev/freshet/internal/errdefs"
 	"github.com/freshet-dev/freshet/internal/netpolicy"
 )
@@ -228,6 +230,9 @@ func (c *Controller) fireSlack(ctx context.Context, cs *compiledSensor, t *compi
 		return "", fmt.Errorf("slack.slackToken: %w", err)
 	}
 	token = strings.TrimSpace(token)
+	if !httpguts.ValidHeaderFieldValue(token) {
+		return "", permanentError{fmt.Errorf("slack.slackToken: secret %s key %s holds no token (control characters or line breaks)", s.SlackToken.Name, s.SlackToken.Key)}
+	}
 	body, err := json.Marshal(msg)
 	if err != nil {
 		return "", permanentError{err}
