@@ -91,6 +91,9 @@ type Options struct {
 	// address (for providers in tunnel mode, where the app-proxy is reached through the
 	// control plane by signed-in users only).
 	EventsListen string
+	// EventsSlackAPI is the base URL of the Slack Web API the Sensors' slack triggers post to
+	// (default events.DefaultSlackAPI), checked against the runtime's network policy.
+	EventsSlackAPI string
 	// WorkflowExecutorImage is the image whose freshet binary runs in every workflow pod
 	// (default workflows.DefaultExecutorImage), at WorkflowExecutorPath.
 	WorkflowExecutorImage, WorkflowExecutorPath string
@@ -147,6 +150,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.NoEvents, "no-events", false, "do not run the Argo Events controller (EventSource, Sensor and EventBus CRDs, webhook and calendar events) in the runtime's cluster")
 	fs.StringVar(&o.EventsNATSURL, "events-nats-url", os.Getenv("FRESHET_EVENTS_NATS_URL"), "NATS with JetStream for EventBuses of type jetstream (default: a NATS embedded in the runtime; env FRESHET_EVENTS_NATS_URL)")
 	fs.StringVar(&o.EventsListen, "events-listen", "", "also serve the event sources' webhooks (and nothing else) on this address, e.g. :12000")
+	fs.StringVar(&o.EventsSlackAPI, "events-slack-api", events.DefaultSlackAPI, "base URL of the Slack Web API the Sensors' slack triggers post to (chat.postMessage), checked against the runtime's URL policy")
 	fs.StringVar(&o.WorkflowExecutorImage, "workflow-executor-image", workflows.DefaultExecutorImage, "image holding the freshet binary that runs in every workflow pod (the emissary)")
 	fs.StringVar(&o.WorkflowExecutorPath, "workflow-executor-path", workflows.DefaultExecutorPath, "path of the freshet binary in --workflow-executor-image")
 	fs.BoolVar(&o.WatchClusterApps, "watch-cluster-apps", os.Getenv("FRESHET_WATCH_CLUSTER_APPS") == "true", "also run the argoproj.io Application and AppProject resources of --cluster-apps-namespace (installs their CRDs; env FRESHET_WATCH_CLUSTER_APPS=true)")
@@ -344,7 +348,7 @@ func New(opts Options, hc *http.Client, log *slog.Logger) (*Runtime, error) {
 		if r.ev, err = events.New(kube, events.Options{Logger: log.With("component", "events"), NATS: r.evNATS.conn,
 			// http and nats triggers' URLs and the connecting event sources' servers go
 			// through the runtime's network policy.
-			Policy: policy}); err != nil {
+			Policy: policy, SlackAPI: opts.EventsSlackAPI}); err != nil {
 			return nil, fmt.Errorf("events: %w", err)
 		}
 		r.SetComponent(runtimev1.Component{Name: "events", Health: runtimev1.ComponentDegraded, Message: "starting", Version: opts.Version})

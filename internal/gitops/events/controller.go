@@ -83,6 +83,9 @@ type Options struct {
 	// connection, and decides which servers the nats, minio, redis, redisStream, mqtt and amqp event sources may
 	// reach (their URLs are tenants' input); nil: any (a hybrid runtime's netpolicy.Unrestricted).
 	Policy *netpolicy.Policy
+	// SlackAPI is the base URL of the Slack Web API slack triggers post to (DefaultSlackAPI
+	// when empty): the operator's setting, checked against Policy as an http trigger's URL.
+	SlackAPI string
 }
 
 // Controller runs EventSources, Sensors and EventBuses in one cluster.
@@ -139,6 +142,9 @@ func New(cfg *rest.Config, opts Options) (*Controller, error) {
 	}
 	if opts.Policy == nil {
 		opts.Policy = netpolicy.Unrestricted()
+	}
+	if opts.SlackAPI, err = slackAPIURL(opts.SlackAPI); err != nil {
+		return nil, err
 	}
 	return &Controller{cfg: rest.CopyConfig(cfg), kube: kc, dyn: dyn, opts: opts, log: opts.Logger,
 		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),

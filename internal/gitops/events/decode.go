@@ -33,7 +33,7 @@ const (
 // supported lists what runs, for the messages about what does not.
 const (
 	supportedSources  = "webhook, calendar, github, gitlab, gitea, bitbucket, resource, nats, minio, redis, redisStream, mqtt and amqp"
-	supportedTriggers = "k8s, argoWorkflow, http, log and nats"
+	supportedTriggers = "k8s, argoWorkflow, http, log, nats and slack"
 )
 
 var (
@@ -427,7 +427,7 @@ func (c *calendar) isExcluded(t time.Time) bool {
 // triggerKinds are the fields of a trigger template this package reads; any other (a trigger
 // kind) is refused by name.
 var triggerKinds = map[string]bool{"name": true, "conditions": true, "conditionsReset": true, "k8s": true, "argoWorkflow": true,
-	"http": true, "log": true, "nats": true}
+	"http": true, "log": true, "nats": true, "slack": true}
 
 // DecodeSensor reads a Sensor and validates it. As DecodeEventSource: an error alone for a
 // document that is not a Sensor, the Sensor and a *errdefs.FieldError for an invalid one.
@@ -439,20 +439,19 @@ func DecodeSensor(data []byte) (*Sensor, error) {
 	var raw struct {
 		Spec struct {
 			Triggers []struct {
-				Template map[string]json.RawMessage `json:"template"`
+				Template   map[string]json.RawMessage `json:"template"`
+				DlqTrigger *struct {
+					Template map[string]json.RawMessage `json:"template"`
+				} `json:"dlqTrigger"`
 			} `json:"triggers"`
 		} `json:"spec"`
 	}
 	_ = json.Unmarshal(data, &raw)
 	for i, t := range raw.Spec.Triggers {
-		if i < len(s.Spec.Triggers) && s.Spec.Triggers[i].Template != nil {
-			for k, v := range t.Template {
-				if !triggerKinds[k] {
-					if s.Spec.Triggers[i].Template.Other == nil {
-						s.Spec.Triggers[i].Template.Other = map[string]json.RawMessage{}
-					}
-					s.Spec.Triggers[i].Template.Other[k] = v
-				}
+		if i < len(s.Spec.Triggers) {
+			otherKinds(s.Spec.Triggers[i].Template, t.Template)
+			if d := s.Spec.Triggers[i].DlqTrigger; d != nil && t.DlqTrigger != nil {
+				otherKinds(d.Template, t.DlqTrigger.Template)
 			}
 		}
 	}
@@ -522,6 +521,9 @@ func validateSensor(s *Sensor) error {
 		if _, err := compileTriggerRun(f, t); err != nil {
 			return err
 		}
+		if err := validateDLQ(f+".dlqTrigger", t.DlqTrigger, deps); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -542,7 +544,7 @@ func dnsSubdomain(s string) bool {
 // the template (which may set what the template leaves empty).
 func validateTemplate(f string, t *TriggerTemplate, deps map[string]bool, tparams bool) error {
 	for _, k := range sortedKeys(t.Other) {
-		return errdefs.Invalid(f+"."+k, "", "is not supported yet: triggers of type "+k+" do not run in Freshet ("+supportedTriggers+" do; see docs/runtimes.md)")
+		return refuseKind(f+"."+k, k)
 	}
 	if len(t.ConditionsReset) > 0 {
 		return errdefs.Invalid(f+".conditionsReset", "", "is not supported yet")
@@ -559,7 +561,7 @@ func validateTemplate(f string, t *TriggerTemplate, deps map[string]bool, tparam
 		}
 	}
 	var kinds []string
-	for k, set := range map[string]bool{"k8s": t.K8s != nil, "argoWorkflow": t.ArgoWorkflow != nil, "http": t.HTTP != nil, "log": t.Log != nil, "nats": t.NATS != nil} {
+	for k, set := range map[string]bool{"k8s": t.K8s != nil, "argoWorkflow": t.ArgoWorkflow != nil, "http": t.HTTP != nil, "log": t.Log != nil, "nats": t.NATS != nil, "slack": t.Slack != nil} {
 		if set {
 			kinds = append(kinds, k)
 		}
@@ -593,6 +595,8 @@ func validateTemplate(f string, t *TriggerTemplate, deps map[string]bool, tparam
 		return nil
 	case t.NATS != nil:
 		return validateNATSTrigger(f+".nats", t.NATS, deps)
+	case t.Slack != nil:
+		return validateSlack(f+".slack", t.Slack, deps, tparams)
 	}
 	return errdefs.Invalid(f, "", "has no trigger: give one of "+supportedTriggers)
 }

@@ -86,7 +86,7 @@ func TestRefusals(t *testing.T) {
 		{"no triggers", snHead + okDeps, "spec.triggers", "is required", "sn"},
 		{"condition unknown dep", snHead + okDeps + "  triggers: [{template: {name: t, conditions: 'd && x', k8s: {source: {resource: {" + wfRes + "}}}}}]\n", "spec.triggers[0].template.conditions", `"x"`, "sn"},
 		{"condition syntax", snHead + okDeps + "  triggers: [{template: {name: t, conditions: 'd &&', k8s: {source: {resource: {" + wfRes + "}}}}}]\n", "spec.triggers[0].template.conditions", "dependency name is expected", "sn"},
-		{"slack trigger", snHead + okDeps + "  triggers: [{template: {name: t, slack: {channel: x}}}]\n", "spec.triggers[0].template.slack", "not supported yet", "sn"},
+		{"kafka trigger", snHead + okDeps + "  triggers: [{template: {name: t, kafka: {url: x}}}]\n", "spec.triggers[0].template.kafka", "not supported yet", "sn"},
 		{"two kinds", snHead + okDeps + "  triggers: [{template: {name: t, http: {url: 'http://x'}, log: {}}}]\n", "spec.triggers[0].template", "http and log", "sn"},
 		{"http no url", snHead + okDeps + "  triggers: [{template: {name: t, http: {method: POST}}}]\n", "spec.triggers[0].template.http.url", "is required", "sn"},
 		{"http url scheme", snHead + okDeps + "  triggers: [{template: {name: t, http: {url: 'ftp://u:pw@x/y'}}}]\n", "spec.triggers[0].template.http.url", "http or https URL", "sn"},

@@ -109,6 +109,8 @@ func SensorSummary(u *unstructured.Unstructured) appproxyv1.Sensor {
 			st.Type = "log"
 		case t.Template.NATS != nil:
 			st.Type = "nats"
+		case t.Template.Slack != nil:
+			st.Type = "slack"
 		}
 		if src != nil && len(src.Resource) > 0 {
 			var res struct {

@@ -35,6 +35,7 @@ type sensorRun struct {
 func (r *sensorRun) stop() {
 	r.cancel()
 	<-r.done
+	r.cs.nats.close()
 }
 
 type compiledDep struct {
@@ -50,12 +51,16 @@ type compiledTrigger struct {
 	run  *triggerRun
 	// lastLog is when a log trigger last wrote (its intervalSeconds).
 	lastLog time.Time
+	// dlq is the dlqTrigger run when this one fails (trigdlq.go); nil: none.
+	dlq *compiledTrigger
 }
 
 type compiledSensor struct {
 	ns, name, sa string
 	bySubject    map[string][]*compiledDep
 	triggers     []*compiledTrigger
+	nats         natsPool     // the nats triggers' connections, closed when the run stops
+	slack        slackThreads // the slack triggers' threads
 }
 
 func compileSensor(s *Sensor, bus *busConn) (*compiledSensor, error) {
@@ -89,6 +94,9 @@ func compileSensor(s *Sensor, bus *busConn) (*compiledSensor, error) {
 			for _, n := range c.names() {
 				ct.deps[n] = true
 			}
+		}
+		if ct.dlq, err = compileDLQ(fmt.Sprintf("spec.triggers[%d].dlqTrigger", i), ct); err != nil {
+			return nil, err
 		}
 		cs.triggers = append(cs.triggers, ct)
 	}
@@ -227,12 +235,20 @@ func (c *Controller) reconcileSensor(ctx context.Context, u *unstructured.Unstru
 	return c.writeConditions(ctx, u, append(provided, deployed)...)
 }
 
-// checkTriggerURLs checks the URLs of a Sensor's http and nats triggers, as written, against
-// the runtime's network policy (they are checked again, once the parameters are set, before
-// every request).
+// checkTriggerURLs checks the URLs of a Sensor's http and nats triggers (their dlqTriggers'
+// too), as written, against the runtime's network policy (they are checked again, once the
+// parameters are set, before every request).
 func (c *Controller) checkTriggerURLs(s *Sensor) error {
+	var all []Trigger
+	var fields []string
 	for i, t := range s.Spec.Triggers {
-		f := fmt.Sprintf("spec.triggers[%d].template", i)
+		all, fields = append(all, t), append(fields, fmt.Sprintf("spec.triggers[%d].template", i))
+		if d := t.DlqTrigger; d != nil && d.Template != nil {
+			all, fields = append(all, *d), append(fields, fmt.Sprintf("spec.triggers[%d].dlqTrigger.template", i))
+		}
+	}
+	for i, t := range all {
+		f := fields[i]
 		switch {
 		case t.Template.HTTP != nil:
 			if err := c.opts.Policy.CheckServerURL(f+".http.url", shownURL(t.Template.HTTP.URL)); err != nil {
@@ -319,9 +335,7 @@ func (c *Controller) handle(ctx context.Context, run *sensorRun, msg jetstream.M
 			}
 			return ctx.Err()
 		}
-		what, err := t.run.do(ctx, wait, func() (string, error) { return c.fire(ctx, cs, t, wait) }, func(n int, err error) {
-			c.log.Warn("sensor: trigger attempt failed; retrying (retryStrategy)", logKey, key, "trigger", t.t.Template.Name, "attempt", n, logErr, err)
-		})
+		what, err := c.execute(ctx, cs, t, wait)
 		var perm permanentError
 		switch {
 		case err == nil:
@@ -401,6 +415,8 @@ func (c *Controller) fire(ctx context.Context, cs *compiledSensor, t *compiledTr
 		return c.fireLog(cs, t, tmpl.Log)
 	case tmpl.NATS != nil:
 		return c.fireNATS(ctx, cs, t, tmpl.NATS)
+	case tmpl.Slack != nil:
+		return c.fireSlack(ctx, cs, t, tmpl.Slack)
 	case tmpl.ArgoWorkflow != nil && tmpl.ArgoWorkflow.Operation != "" && tmpl.ArgoWorkflow.Operation != "submit":
 		return c.fireWorkflowOp(ctx, cs, t, tmpl.ArgoWorkflow, wait)
 	case tmpl.K8s != nil:

@@ -2,9 +2,11 @@ package events
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -16,6 +18,75 @@ import (
 
 // natsTimeout bounds a nats trigger's connection and publication.
 const natsTimeout = 10 * time.Second
+
+// maxNATSConns bounds the connections a Sensor keeps (one per server and credentials);
+// beyond, an execution connects for itself and closes after.
+const maxNATSConns = 16
+
+// natsPool are a Sensor's nats triggers' connections, kept between executions: one per URL
+// and TLS/auth settings, made at the first execution that needs it, made again after it
+// closed (no reconnection of its own: the next execution connects), all closed when the
+// Sensor's run stops (the Sensor deleted or changed, the runtime stopping).
+type natsPool struct {
+	mu     sync.Mutex
+	conns  map[string]*nats.Conn
+	closed bool
+}
+
+// get is the kept connection of key, or a new one from dial, kept when there is room; keep
+// false: the caller closes it after use.
+func (p *natsPool) get(key string, dial func() (*nats.Conn, error)) (nc *nats.Conn, keep bool, err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if nc := p.conns[key]; nc != nil {
+		if !nc.IsClosed() && nc.IsConnected() {
+			return nc, true, nil
+		}
+		nc.Close()
+		delete(p.conns, key)
+	}
+	// Connecting under the lock: a Sensor's events are handled one at a time anyway.
+	nc, err = dial()
+	if err != nil {
+		return nil, false, err
+	}
+	if p.closed || len(p.conns) >= maxNATSConns {
+		return nc, false, nil
+	}
+	if p.conns == nil {
+		p.conns = map[string]*nats.Conn{}
+	}
+	p.conns[key] = nc
+	return nc, true, nil
+}
+
+// drop closes key's connection, if it is nc (after it failed).
+func (p *natsPool) drop(key string, nc *nats.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.conns[key] == nc {
+		delete(p.conns, key)
+	}
+	nc.Close()
+}
+
+// close closes every connection; the pool keeps none after.
+func (p *natsPool) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for k, nc := range p.conns {
+		nc.Close()
+		delete(p.conns, k)
+	}
+}
+
+// size is how many connections are kept.
+func (p *natsPool) size() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.conns)
+}
 
 // checkSubject checks a subject to publish on: tokens of printable characters without
 // wildcards, separated by dots.
@@ -56,9 +127,9 @@ func validateNATSTrigger(f string, n *NATSTrigger, deps map[string]bool) error {
 	return checkNATSAuth(f+".auth", n.Auth)
 }
 
-// fireNATS publishes the message built from the events on the trigger's subject: one
-// connection per execution, through the runtime's network policy, authenticated from the
-// Sensor's namespace's Secrets.
+// fireNATS publishes the message built from the events on the trigger's subject, on the
+// Sensor's kept connection to the server (made through the runtime's network policy,
+// authenticated from the Sensor's namespace's Secrets when it is made).
 func (c *Controller) fireNATS(ctx context.Context, cs *compiledSensor, t *compiledTrigger, n *NATSTrigger) (string, error) {
 	subject := n.Subject // as Argo: parameters do not change the subject
 	if len(n.Parameters) > 0 {
@@ -82,25 +153,39 @@ func (c *Controller) fireNATS(ctx context.Context, cs *compiledSensor, t *compil
 	}
 	ctx, cancel := context.WithTimeout(ctx, natsTimeout)
 	defer cancel()
-	opts := []nats.Option{nats.Name("freshet-runtime-sensor " + cs.ns + "/" + cs.name), nats.Timeout(natsTimeout),
-		nats.NoReconnect(), nats.SetCustomDialer(policyDialer{ctx: ctx, p: c.opts.Policy})}
-	if n.TLS != nil {
-		cfg, err := c.tlsConfig(ctx, cs.ns, "nats.tls", n.TLS)
-		if err != nil {
-			return "", err
-		}
-		opts = append(opts, nats.Secure(cfg))
-	}
-	if a := n.Auth; a != nil {
-		o, err := c.natsAuth(ctx, cs.ns, a)
-		if err != nil {
-			return "", err
-		}
-		opts = append(opts, o)
-	}
+	// The connection is kept per server and per TLS and auth settings (the Secrets' names,
+	// not their values: a changed Secret is read at the next connection).
+	settings, _ := json.Marshal(struct {
+		TLS  *TLSConfig
+		Auth *NATSAuth
+	}{n.TLS, n.Auth})
+	key := n.URL + "\x00" + string(settings)
 	shown := redact(n.URL)
-	nc, err := nats.Connect(n.URL, opts...)
+	nc, keep, err := cs.nats.get(key, func() (*nats.Conn, error) {
+		// The dialer's context outlives this execution's: a kept connection is not tied to it.
+		opts := []nats.Option{nats.Name("freshet-runtime-sensor " + cs.ns + "/" + cs.name), nats.Timeout(natsTimeout),
+			nats.NoReconnect(), nats.SetCustomDialer(policyDialer{ctx: context.WithoutCancel(ctx), p: c.opts.Policy})}
+		if n.TLS != nil {
+			cfg, err := c.tlsConfig(ctx, cs.ns, "nats.tls", n.TLS)
+			if err != nil {
+				return nil, natsOptError{err}
+			}
+			opts = append(opts, nats.Secure(cfg))
+		}
+		if a := n.Auth; a != nil {
+			o, err := c.natsAuth(ctx, cs.ns, a)
+			if err != nil {
+				return nil, natsOptError{err}
+			}
+			opts = append(opts, o)
+		}
+		return nats.Connect(n.URL, opts...)
+	})
 	if err != nil {
+		var oe natsOptError
+		if errors.As(err, &oe) {
+			return "", oe.error // reading the TLS or auth Secrets
+		}
 		if netpolicy.IsRefused(err) {
 			return "", permanentError{fmt.Errorf("nats: connect to %s: %s", shown, netpolicy.Describe(err))}
 		}
@@ -110,11 +195,18 @@ func (c *Controller) fireNATS(ctx context.Context, cs *compiledSensor, t *compil
 		}
 		return "", fmt.Errorf("nats: connect to %s: %v", shown, err)
 	}
-	defer nc.Close()
+	if !keep {
+		defer nc.Close()
+	}
 	if err := nc.Publish(subject, payload); err != nil {
+		if errors.Is(err, nats.ErrConnectionClosed) || errors.Is(err, nats.ErrConnectionReconnecting) {
+			cs.nats.drop(key, nc)
+			return "", fmt.Errorf("nats: publish on %s at %s: %v", subject, shown, err)
+		}
 		return "", permanentError{fmt.Errorf("nats: publish on %s: %v", subject, err)}
 	}
 	if err := nc.FlushWithContext(ctx); err != nil {
+		cs.nats.drop(key, nc) // the next attempt connects again
 		return "", fmt.Errorf("nats: publish on %s at %s: %v", subject, shown, err)
 	}
 	return fmt.Sprintf("published %d bytes on %s at %s", len(payload), subject, shown), nil
@@ -173,3 +265,7 @@ func (c *Controller) natsAuth(ctx context.Context, ns string, a *NATSAuth) (nats
 		return nats.UserJWT(func() (string, error) { return jwt, nil }, kp.Sign), nil
 	}
 }
+
+// natsOptError is a failure to make a connection's options (its Secrets), told apart from a
+// failure to connect.
+type natsOptError struct{ error }

@@ -406,6 +406,9 @@ type Trigger struct {
 	RetryStrategy json.RawMessage `json:"retryStrategy,omitempty"`
 	RateLimit     json.RawMessage `json:"rateLimit,omitempty"`
 	AtLeastOnce   bool            `json:"atLeastOnce,omitempty"`
+	// DlqTrigger runs, with the same events, when the trigger still fails after its
+	// retryStrategy and AtLeastOnce is set (trigdlq.go).
+	DlqTrigger *Trigger `json:"dlqTrigger,omitempty"`
 }
 
 // TriggerTemplate: the trigger's name, conditions and kind.
@@ -418,6 +421,7 @@ type TriggerTemplate struct {
 	HTTP            *HTTPTrigger         `json:"http,omitempty"`
 	Log             *LogTrigger          `json:"log,omitempty"`
 	NATS            *NATSTrigger         `json:"nats,omitempty"`
+	Slack           *SlackTrigger        `json:"slack,omitempty"`
 	// Other kinds (awsLambda, kafka, slack, …) are refused by name.
 	Other map[string]json.RawMessage `json:"-"`
 }
