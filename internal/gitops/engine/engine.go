@@ -1168,7 +1168,9 @@ func (e *Engine) automate(ctx context.Context, st *appState, cmp *comparison) ti
 		return wait // publish shows the window as a condition
 	}
 	rev := cmp.desired.sha
-	opts := SyncOptions{Prune: pol.Automated.Prune, InitiatedBy: InitiatedByAutomated}
+	// An automated sync starts when it is admitted (self-heal's backoff counts from then), not
+	// when its goroutine gets the sync slot and has resolved the revision.
+	opts := SyncOptions{Prune: pol.Automated.Prune, InitiatedBy: InitiatedByAutomated, admittedAt: now}
 	switch {
 	case st.last.revision != rev:
 		st.last = lastSync{revision: rev}

@@ -41,6 +41,8 @@ type SyncOptions struct {
 	InitiatedBy Initiator
 	// User is who asked for a user's sync or rollback (an email), recorded with it.
 	User string
+	// admittedAt is when an automated sync was admitted: its StartedAt (zero: now).
+	admittedAt time.Time
 }
 
 // applied is an object written by a sync, for the health waits.
@@ -77,11 +79,15 @@ func (e *Engine) runSync(ctx context.Context, st *appState, opts SyncOptions) *S
 	st.mu.Lock()
 	a := st.app
 	st.mu.Unlock()
-	res := &SyncResult{Phase: PhaseRunning, DryRun: opts.DryRun, Prune: opts.Prune, InitiatedBy: opts.InitiatedBy, User: opts.User, StartedAt: e.now()}
+	started := opts.admittedAt
+	if started.IsZero() {
+		started = e.now()
+	}
+	res := &SyncResult{Phase: PhaseRunning, DryRun: opts.DryRun, Prune: opts.Prune, InitiatedBy: opts.InitiatedBy, User: opts.User, StartedAt: started}
 	// A running sync shows the commit it goes to from its start (the comparison confirms it).
 	res.Revision = e.startRevision(ctx, a, opts.Revision)
 	e.setOperation(st, res)
-	e.emit(ctx, Event{Type: EventSyncStarted, App: st.name, Sync: copyResult(res)})
+	e.emit(ctx, Event{Type: EventSyncStarted, App: st.name, Sync: copyResult(res), At: res.StartedAt})
 
 	run := &syncRun{e: e, st: st, a: a, opts: opts, res: res}
 	if a.Spec.SyncPolicy != nil {
