@@ -93,6 +93,15 @@ func TestQuotaOnCluster(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// The API server's quota admission reads quotas from a cache (and remembers a namespace
+	// without any for a while): a pod created at once can pass before the quota is seen. A
+	// dry-run pod tells when the quota refuses pods.
+	probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "probe-"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "alpine:3"}}}}
+	e.waitFor("the quota to refuse pods", 60*time.Second, func() (bool, string) {
+		_, err := e.c.Client.CoreV1().Pods(e.ns).Create(e.ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "quota"), fmt.Sprint(err)
+	})
 	e.create(workflows.WorkflowsResource, `
 apiVersion: argoproj.io/v1alpha1
 kind: Workflow
