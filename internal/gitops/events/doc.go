@@ -15,7 +15,8 @@
 //     delivery is verified before it is read — the git providers' signatures by
 //     internal/webhook, a plain webhook's bearer authSecret in constant time — and a source
 //     without a secret is refused; calendar events (schedule with timezone, or interval) fire
-//     from the controller's timers;
+//     from the controller's timers, keeping the last tick in a ConfigMap and catching up the
+//     missed ones on start when asked to (persistence, calpersist.go);
 //   - resource, nats, minio, redis, redisStream, mqtt and amqp events come from connections
 //     the runtime makes (listen*.go): a watch of Kubernetes objects as the EventSource's
 //     service account (impersonated), a NATS subscription, a MinIO bucket notification
