@@ -22,7 +22,7 @@
 //     service account (impersonated), a NATS subscription, a MinIO bucket notification
 //     stream, a Redis or MQTT subscription, a Redis stream consumer group, an AMQP queue bound
 //     to an exchange — their servers checked against the operator's netpolicy.Policy and
-//     dialed through it, connected again with backoff (an amqp source's connectionBackoff)
+//     dialed through it, connected again with backoff (an amqp, nats or mqtt source's connectionBackoff)
 //     when they go away, closed when the EventSource changes or is deleted; the state of each
 //     connection is the EventSource's SourcesConnected condition;
 //   - a Sensor is a durable JetStream consumer of its dependencies' subjects; an event passes

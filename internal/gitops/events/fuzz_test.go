@@ -30,6 +30,8 @@ func FuzzDecodeEventSource(f *testing.F) {
 			"  gitea: {d: {webhook: {endpoint: /gt}, webhookSecret: {name: s, key: k}}}\n",
 		resourceES,
 		amqpES,
+		esHead + "  nats: {nb: {url: 'nats://h:4222', subject: a, connectionBackoff: {duration: 2s, factor: 1.5, jitter: '0.2', steps: 4}}}\n" +
+			"  mqtt: {q: {url: 'tcp://x:1883', topic: a, clientId: c, connectionBackoff: {duration: 1000000000, steps: 2}}}\n",
 	} {
 		f.Add(toJSON(f, y))
 	}

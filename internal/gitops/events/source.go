@@ -224,13 +224,21 @@ func buildSource(es *EventSource) (*sourceRun, []calendarRun, error) {
 		run.listeners = append(run.listeners, &listener{typ: "resource", event: name, resource: w, sa: sa})
 	}
 	for name, n := range s.NATS {
-		run.listeners = append(run.listeners, &listener{typ: "nats", event: name, nats: &n, filter: filterOf(n.Filter)})
+		b, err := compileBackoff("spec.nats."+name+".connectionBackoff", n.ConnectionBackoff)
+		if err != nil {
+			return nil, nil, err
+		}
+		run.listeners = append(run.listeners, &listener{typ: "nats", event: name, nats: &n, filter: filterOf(n.Filter), backoff: b})
 	}
 	for name, m := range s.Minio {
 		run.listeners = append(run.listeners, &listener{typ: "minio", event: name, minio: &m})
 	}
 	for name, m := range s.MQTT {
-		run.listeners = append(run.listeners, &listener{typ: "mqtt", event: name, mqtt: &m, filter: filterOf(m.Filter)})
+		b, err := compileBackoff("spec.mqtt."+name+".connectionBackoff", m.ConnectionBackoff)
+		if err != nil {
+			return nil, nil, err
+		}
+		run.listeners = append(run.listeners, &listener{typ: "mqtt", event: name, mqtt: &m, filter: filterOf(m.Filter), backoff: b})
 	}
 	for name, r := range s.Redis {
 		run.listeners = append(run.listeners, &listener{typ: "redis", event: name, redis: &r, filter: filterOf(r.Filter)})

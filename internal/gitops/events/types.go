@@ -278,8 +278,9 @@ type NATSAuth struct {
 type NATSSource struct {
 	URL     string `json:"url"`
 	Subject string `json:"subject"`
-	// ConnectionBackoff is read and not used: the source reconnects forever, with backoff.
-	ConnectionBackoff json.RawMessage    `json:"connectionBackoff,omitempty"`
+	// ConnectionBackoff paces the first connection's attempts and gives up after its steps;
+	// once connected, the client reconnects by itself, forever.
+	ConnectionBackoff *Backoff           `json:"connectionBackoff,omitempty"`
 	JSONBody          bool               `json:"jsonBody,omitempty"`
 	TLS               *TLSConfig         `json:"tls,omitempty"`
 	Metadata          map[string]string  `json:"metadata,omitempty"`
@@ -334,8 +335,9 @@ type MQTTSource struct {
 	URL      string `json:"url"`
 	Topic    string `json:"topic"`
 	ClientID string `json:"clientId"`
-	// ConnectionBackoff is read and not used: the source reconnects forever, with backoff.
-	ConnectionBackoff json.RawMessage    `json:"connectionBackoff,omitempty"`
+	// ConnectionBackoff paces the first connection's attempts and gives up after its steps;
+	// once connected, the client reconnects by itself, forever.
+	ConnectionBackoff *Backoff           `json:"connectionBackoff,omitempty"`
 	JSONBody          bool               `json:"jsonBody,omitempty"`
 	TLS               *TLSConfig         `json:"tls,omitempty"`
 	Metadata          map[string]string  `json:"metadata,omitempty"`
