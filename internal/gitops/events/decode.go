@@ -186,9 +186,6 @@ func validateEventSource(data []byte, es *EventSource) error {
 		if _, err := compileCalendar(f, c); err != nil {
 			return err
 		}
-		if len(c.Persistence) > 0 {
-			return errdefs.Invalid(f+".persistence", "", "is not supported yet: a missed calendar event is not caught up")
-		}
 		if err := checkSourceFilter(f+".filter", c.Filter); err != nil {
 			return err
 		}
@@ -354,6 +351,13 @@ type calendar struct {
 	interval time.Duration
 	loc      *time.Location
 	excluded []time.Time // days, at midnight in loc
+	// configMap keeps the last tick (empty: not kept); create makes it when missing.
+	configMap string
+	create    bool
+	// catchup publishes the ticks missed since the kept one on start, at most maxCatchup back
+	// (0: no limit).
+	catchup    bool
+	maxCatchup time.Duration
 }
 
 func compileCalendar(f string, c CalendarSource) (*calendar, error) {
@@ -397,6 +401,27 @@ func compileCalendar(f string, c CalendarSource) (*calendar, error) {
 		}
 		t = t.In(out.loc)
 		out.excluded = append(out.excluded, time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, out.loc))
+	}
+	if p := c.Persistence; p != nil {
+		if cm := p.ConfigMap; cm != nil {
+			if !dnsSubdomain(cm.Name) {
+				return nil, errdefs.Invalid(f+".persistence.configMap.name", cm.Name, "is not a ConfigMap name (lowercase letters, digits, '-' and '.')")
+			}
+			out.configMap, out.create = cm.Name, cm.CreateIfNotExist
+		}
+		if cu := p.Catchup; cu != nil && cu.Enabled {
+			if out.configMap == "" {
+				return nil, errdefs.Invalid(f+".persistence.configMap", "", "is required for catchup: the last tick is kept in a ConfigMap of the EventSource's namespace")
+			}
+			out.catchup = true
+			if cu.MaxDuration != "" {
+				d, err := time.ParseDuration(cu.MaxDuration)
+				if err != nil || d <= 0 {
+					return nil, errdefs.Invalid(f+".persistence.catchup.maxDuration", cu.MaxDuration, "is not a positive duration (e.g. 5m, 1h)")
+				}
+				out.maxCatchup = d
+			}
+		}
 	}
 	return out, nil
 }

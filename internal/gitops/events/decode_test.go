@@ -75,6 +75,9 @@ func TestRefusals(t *testing.T) {
 		{"calendar bad tz", esHead + "  calendar: {a: {schedule: '0 * * * *', timezone: Mars/Olympus}}\n", "spec.calendar.a.timezone", "IANA", "es"},
 		{"calendar short interval", esHead + "  calendar: {a: {interval: 10ms}}\n", "spec.calendar.a.interval", "at least 1s", "es"},
 		{"source filter", esHead + "  calendar: {a: {interval: 10s, filter: {expression: 'a +'}}}\n", "spec.calendar.a.filter.expression", "does not compile", "es"},
+		{"catchup bad maxDuration", esHead + "  calendar: {a: {interval: 10s, persistence: {catchup: {enabled: true, maxDuration: 5 minutes}, configMap: {name: cal}}}}\n", "spec.calendar.a.persistence.catchup.maxDuration", "positive duration", "es"},
+		{"persistence configMap no name", esHead + "  calendar: {a: {interval: 10s, persistence: {configMap: {createIfNotExist: true}}}}\n", "spec.calendar.a.persistence.configMap.name", "ConfigMap name", "es"},
+		{"catchup without configMap", esHead + "  calendar: {a: {interval: 10s, persistence: {catchup: {enabled: true}}}}\n", "spec.calendar.a.persistence.configMap", "is required", "es"},
 		{"no deps", snHead + "  triggers: [{template: {name: t, k8s: {source: {resource: {" + wfRes + "}}}}}]\n", "spec.dependencies", "is required", "sn"},
 		{"dup dep", snHead + "  dependencies: [{name: d, eventSourceName: es, eventName: e}, {name: d, eventSourceName: es, eventName: e}]\n", "spec.dependencies[1].name", "unique", "sn"},
 		{"bad data type", snHead + "  dependencies: [{name: d, eventSourceName: es, eventName: e, filters: {data: [{path: body.a, type: float, value: ['1']}]}}]\n", "spec.dependencies[0].filters.data[0].type", "string, number or bool", "sn"},
@@ -271,5 +274,25 @@ func TestRefuseOnHosted(t *testing.T) {
 	}
 	if err := RefuseOnHosted("example.com", "Sensor"); err != nil {
 		t.Errorf("another group's Sensor refused: %v", err)
+	}
+}
+
+// TestParseLastTick: a tick kept by Argo Events (with the monotonic clock reading) or by
+// Freshet reads back as its instant; anything else is refused.
+func TestParseLastTick(t *testing.T) {
+	at := time.Date(2026, 11, 28, 5, 0, 1, 500, time.FixedZone("CET", 3600))
+	for _, v := range []string{
+		`{"eventTime":"` + at.String() + `","metadata":{"a":"b"}}`,
+		`{"eventTime":"2026-11-28 05:00:01.0000005 +0100 CET m=+683.567066901"}`,
+	} {
+		got, err := parseLastTick(v)
+		if err != nil || !got.Equal(at) {
+			t.Errorf("parseLastTick(%s) = %v, %v; want %v", v, got, err, at)
+		}
+	}
+	for _, v := range []string{``, `{}`, `{"eventTime":"yesterday"}`, `"2026-11-28"`} {
+		if _, err := parseLastTick(v); err == nil {
+			t.Errorf("parseLastTick(%q) accepted", v)
+		}
 	}
 }

@@ -15,13 +15,14 @@
 //     delivery is verified before it is read — the git providers' signatures by
 //     internal/webhook, a plain webhook's bearer authSecret in constant time — and a source
 //     without a secret is refused; calendar events (schedule with timezone, or interval) fire
-//     from the controller's timers;
+//     from the controller's timers, keeping the last tick in a ConfigMap and catching up the
+//     missed ones on start when asked to (persistence, calpersist.go);
 //   - resource, nats, minio, redis, redisStream, mqtt and amqp events come from connections
 //     the runtime makes (listen*.go): a watch of Kubernetes objects as the EventSource's
 //     service account (impersonated), a NATS subscription, a MinIO bucket notification
 //     stream, a Redis or MQTT subscription, a Redis stream consumer group, an AMQP queue bound
 //     to an exchange — their servers checked against the operator's netpolicy.Policy and
-//     dialed through it, connected again with backoff (an amqp source's connectionBackoff)
+//     dialed through it, connected again with backoff (an amqp, nats or mqtt source's connectionBackoff)
 //     when they go away, closed when the EventSource changes or is deleted; the state of each
 //     connection is the EventSource's SourcesConnected condition;
 //   - a Sensor is a durable JetStream consumer of its dependencies' subjects; an event passes

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/minio/minio-go/v7/pkg/notification"
@@ -21,12 +22,16 @@ func FuzzDecodeEventSource(f *testing.F) {
 	for _, y := range []string{
 		esHead + "  webhook: {a: {endpoint: /a, method: POST, authSecret: {name: s, key: k}, filter: {expression: 'body.x == 1'}}}\n",
 		esHead + "  calendar: {a: {schedule: '*/5 * * * *', timezone: Europe/Berlin, exclusionDates: ['2026-01-01']}, b: {interval: 10s}}\n",
+		esHead + "  calendar: {a: {interval: 1s, persistence: {catchup: {enabled: true, maxDuration: 5m}, configMap: {name: cal, createIfNotExist: true}}}}\n",
+		esHead + "  calendar: {a: {schedule: '0 * * * *', persistence: {catchup: {enabled: false}, configMap: {name: cal}}}}\n",
 		esHead + "  github: {a: {webhook: {endpoint: /gh}, repositories: [{owner: o, names: [n]}], events: [push], webhookSecret: {name: s, key: k}}}\n" +
 			"  gitlab: {b: {webhook: {endpoint: /gl}, projects: ['1'], events: [PushEvents], secretToken: {name: s, key: k}}}\n" +
 			"  bitbucket: {c: {webhook: {endpoint: /bb}, events: ['repo:push'], webhookSecret: {name: s, key: k}}}\n" +
 			"  gitea: {d: {webhook: {endpoint: /gt}, webhookSecret: {name: s, key: k}}}\n",
 		resourceES,
 		amqpES,
+		esHead + "  nats: {nb: {url: 'nats://h:4222', subject: a, connectionBackoff: {duration: 2s, factor: 1.5, jitter: '0.2', steps: 4}}}\n" +
+			"  mqtt: {q: {url: 'tcp://x:1883', topic: a, clientId: c, connectionBackoff: {duration: 1000000000, steps: 2}}}\n",
 	} {
 		f.Add(toJSON(f, y))
 	}
@@ -51,6 +56,9 @@ func FuzzDecodeEventSource(f *testing.F) {
 		for _, c := range cals {
 			if c.cal.interval == 0 && c.cal.sched.String() == "" {
 				t.Fatalf("calendar %s neither schedule nor interval", c.event)
+			}
+			if c.cal.catchup && c.cal.configMap == "" || c.cal.maxCatchup < 0 {
+				t.Fatalf("calendar %s catches up from nowhere: %+v", c.event, c.cal)
 			}
 		}
 		for _, l := range run.listeners {
@@ -246,6 +254,29 @@ func FuzzBuildPayload(f *testing.F) {
 		}
 		if dest != "" && json.Valid(data) && !json.Valid(out) {
 			t.Fatalf("payload %q is not JSON (data %q, key %q, dest %q)", out, data, key, dest)
+		}
+	})
+}
+
+// FuzzLastTick: the last tick kept in a ConfigMap (anyone who may write the ConfigMap writes
+// it) reads as a time or is refused; never a panic, and what is read prints back to the same
+// instant.
+func FuzzLastTick(f *testing.F) {
+	for _, v := range []string{
+		`{"eventTime":"2026-11-28 05:00:01.0000005 +0100 CET m=+683.567066901","metadata":{"a":"b"}}`,
+		`{"eventTime":"2026-11-28 05:00:01 +0000 UTC"}`,
+		`{"eventTime":""}`, `{}`, `null`, `x`,
+	} {
+		f.Add(v)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		got, err := parseLastTick(v)
+		if err != nil {
+			return
+		}
+		again, err := time.Parse(lastTickLayout, got.Format(lastTickLayout))
+		if err != nil || !again.Equal(got) {
+			t.Fatalf("%q read as %v, which reads back as %v, %v", v, got, again, err)
 		}
 	})
 }

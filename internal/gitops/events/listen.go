@@ -395,6 +395,9 @@ func (c *Controller) subscribeNATS(ctx context.Context, e *emitter) error {
 		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { e.disconnected(err) }),
 		nats.ConnectHandler(func(*nats.Conn) { e.connected() }),
 		nats.ReconnectHandler(func(*nats.Conn) { e.connected() }))
+	if e.l.backoff != nil { // the first connection fails, to be tried again after the backoff
+		opts = append(opts, nats.RetryOnFailedConnect(false))
+	}
 	nc, err := nats.Connect(n.URL, opts...)
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", redact(n.URL), err)
@@ -672,8 +675,20 @@ func (c *Controller) subscribeMQTT(ctx context.Context, e *emitter) error {
 			e.disconnected(n.Reason)
 		}
 	})
+	if e.l.backoff != nil { // the first connection fails, to be tried again after the backoff
+		o.SetConnectRetry(false)
+	}
 	cl := mqtt.NewClient(o)
-	cl.Connect() // with connect retry, it keeps trying until Disconnect
+	t := cl.Connect() // with connect retry, it keeps trying until Disconnect
+	if e.l.backoff != nil {
+		select {
+		case <-t.Done():
+			if err := t.Error(); err != nil {
+				return fmt.Errorf("connect to %s: %w", redact(m.URL), err)
+			}
+		case <-ctx.Done():
+		}
+	}
 	<-ctx.Done()
 	cl.Disconnect(250)
 	return nil

@@ -109,6 +109,9 @@ func validateListeners(s *EventSourceSpec, addName func(typ, name string) error)
 }
 
 func validateMQTT(f string, m MQTTSource) error {
+	if _, err := compileBackoff(f+".connectionBackoff", m.ConnectionBackoff); err != nil {
+		return err
+	}
 	if m.URL == "" {
 		return errdefs.Invalid(f+".url", "", "is required (tcp://host:1883, or ssl://host:8883)")
 	}
@@ -304,6 +307,9 @@ func labelRequirement(s Selector) (*labels.Requirement, error) {
 }
 
 func validateNATS(f string, n NATSSource) error {
+	if _, err := compileBackoff(f+".connectionBackoff", n.ConnectionBackoff); err != nil {
+		return err
+	}
 	if n.URL == "" {
 		return errdefs.Invalid(f+".url", "", "is required (nats://host:4222)")
 	}

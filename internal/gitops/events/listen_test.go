@@ -133,6 +133,8 @@ func TestListenerRefusals(t *testing.T) {
 		{"mqtt plus", "  mqtt: {q: {url: 'tcp://x:1883', topic: 'a/b+', clientId: c}}\n", "spec.mqtt.q.topic", "whole level"},
 		{"mqtt client", "  mqtt: {q: {url: 'tcp://x:1883', topic: a}}\n", "spec.mqtt.q.clientId", "is required"},
 		{"same name", "  calendar: {x: {interval: 10s}}\n  nats: {x: {url: 'nats://h:4222', subject: a}}\n", "spec.nats.x", "unique"},
+		{"nats backoff", "  nats: {nb: {url: 'nats://h:4222', subject: a, connectionBackoff: {steps: -1}}}\n", "spec.nats.nb.connectionBackoff.steps", "between 1 and"},
+		{"mqtt backoff", "  mqtt: {q: {url: 'tcp://x:1883', topic: a, clientId: c, connectionBackoff: {duration: soon}}}\n", "spec.mqtt.q.connectionBackoff.duration", "not a duration"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := DecodeEventSource(toJSON(t, esHead+tc.doc))

@@ -118,6 +118,7 @@ type calendarRun struct {
 	cal      *calendar
 	metadata map[string]string
 	filter   *exprProgram
+	sa       string // who keeps the last tick (persistence.configMap)
 }
 
 func lowerSet(vs []string) map[string]bool {
@@ -223,13 +224,21 @@ func buildSource(es *EventSource) (*sourceRun, []calendarRun, error) {
 		run.listeners = append(run.listeners, &listener{typ: "resource", event: name, resource: w, sa: sa})
 	}
 	for name, n := range s.NATS {
-		run.listeners = append(run.listeners, &listener{typ: "nats", event: name, nats: &n, filter: filterOf(n.Filter)})
+		b, err := compileBackoff("spec.nats."+name+".connectionBackoff", n.ConnectionBackoff)
+		if err != nil {
+			return nil, nil, err
+		}
+		run.listeners = append(run.listeners, &listener{typ: "nats", event: name, nats: &n, filter: filterOf(n.Filter), backoff: b})
 	}
 	for name, m := range s.Minio {
 		run.listeners = append(run.listeners, &listener{typ: "minio", event: name, minio: &m})
 	}
 	for name, m := range s.MQTT {
-		run.listeners = append(run.listeners, &listener{typ: "mqtt", event: name, mqtt: &m, filter: filterOf(m.Filter)})
+		b, err := compileBackoff("spec.mqtt."+name+".connectionBackoff", m.ConnectionBackoff)
+		if err != nil {
+			return nil, nil, err
+		}
+		run.listeners = append(run.listeners, &listener{typ: "mqtt", event: name, mqtt: &m, filter: filterOf(m.Filter), backoff: b})
 	}
 	for name, r := range s.Redis {
 		run.listeners = append(run.listeners, &listener{typ: "redis", event: name, redis: &r, filter: filterOf(r.Filter)})
@@ -250,18 +259,34 @@ func buildSource(es *EventSource) (*sourceRun, []calendarRun, error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		cals = append(cals, calendarRun{event: name, cal: cal, metadata: cs.Metadata, filter: filterOf(cs.Filter)})
+		cals = append(cals, calendarRun{event: name, cal: cal, metadata: cs.Metadata, filter: filterOf(cs.Filter), sa: sa})
 	}
 	return run, cals, nil
 }
 
-// runCalendar publishes a calendar event at each of its times until ctx ends.
+// runCalendar publishes a calendar event at each of its times until ctx ends. With
+// persistence it keeps the last tick in a ConfigMap and, with catchup, first publishes the
+// ticks missed since then (at most maxCatchupTicks), each with the id it would have had.
 func (c *Controller) runCalendar(ctx context.Context, bus *busConn, ns, source string, cr calendarRun) {
-	t := c.opts.Now()
+	logName := ns + "/" + source + "/" + cr.event
+	st, err := c.tickStoreFor(ns, source, cr)
+	if err != nil {
+		c.log.Warn("calendar ticks not kept", logKey, logName, logErr, err)
+	}
+	start := c.opts.Now()
+	t := c.catchupFrom(ctx, st, cr, start, logName)
+	missed := 0
 	for {
 		n := cr.cal.next(t)
 		if n.IsZero() {
 			return
+		}
+		if !n.After(start) {
+			if missed++; missed > maxCatchupTicks {
+				c.log.Warn("calendar catch-up stopped", logKey, logName, "ticks", maxCatchupTicks, "resumeAt", start)
+				t, missed = start, 0
+				continue
+			}
 		}
 		timer := time.NewTimer(n.Sub(c.opts.Now()))
 		select {
@@ -272,20 +297,33 @@ func (c *Controller) runCalendar(ctx context.Context, bus *busConn, ns, source s
 		}
 		t = n
 		data, _ := json.Marshal(map[string]any{"eventTime": n.String(), "metadata": cr.metadata})
-		if cr.filter != nil && !passes(cr.filter, data) {
-			continue
-		}
-		ev := &Event{Context: EventContext{ID: fmt.Sprint(n.UnixNano()), Source: source, Subject: cr.event, Type: "calendar",
-			SpecVersion: "1.0", DataContentType: "application/json", Time: metav1.NewTime(n)}, Data: data}
-		for attempt := range 3 {
-			err := bus.publish(ctx, ev)
-			if err == nil || ctx.Err() != nil {
-				break
+		if cr.filter == nil || passes(cr.filter, data) {
+			ev := &Event{Context: EventContext{ID: fmt.Sprint(n.UnixNano()), Source: source, Subject: cr.event, Type: "calendar",
+				SpecVersion: "1.0", DataContentType: "application/json", Time: metav1.NewTime(n)}, Data: data}
+			if err := c.publishTick(ctx, bus, ev, logName); err != nil {
+				continue // not kept: the next start catches it up
 			}
-			c.log.Warn("calendar event not published", logKey, ns+"/"+source+"/"+cr.event, "attempt", attempt+1, logErr, err)
-			time.Sleep(nakDelay(uint64(attempt + 1)))
+		}
+		if st != nil {
+			if err := st.save(ctx, data); err != nil && ctx.Err() == nil {
+				c.log.Warn("calendar tick not kept", logKey, logName, logErr, err)
+			}
 		}
 	}
+}
+
+// publishTick publishes a calendar event, trying three times.
+func (c *Controller) publishTick(ctx context.Context, bus *busConn, ev *Event, logName string) error {
+	var err error
+	for attempt := range 3 {
+		err = bus.publish(ctx, ev)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		c.log.Warn("calendar event not published", logKey, logName, "attempt", attempt+1, logErr, err)
+		time.Sleep(nakDelay(uint64(attempt + 1)))
+	}
+	return err
 }
 
 func passes(p *exprProgram, data []byte) bool {

@@ -126,8 +126,29 @@ type CalendarSource struct {
 	ExclusionDates []string           `json:"exclusionDates,omitempty"`
 	Timezone       string             `json:"timezone,omitempty"`
 	Metadata       map[string]string  `json:"metadata,omitempty"`
-	Persistence    json.RawMessage    `json:"persistence,omitempty"`
+	Persistence    *EventPersistence  `json:"persistence,omitempty"`
 	Filter         *EventSourceFilter `json:"filter,omitempty"`
+}
+
+// EventPersistence keeps a calendar's last tick in a ConfigMap of the EventSource's namespace
+// (key "<eventSource>.<event>", the tick's event data) and, with catchup, publishes the ticks
+// missed while nothing ran.
+type EventPersistence struct {
+	Catchup   *CatchupConfiguration `json:"catchup,omitempty"`
+	ConfigMap *ConfigMapPersistence `json:"configMap,omitempty"`
+}
+
+// CatchupConfiguration: on start, publish the ticks since the last persisted one, going back
+// at most MaxDuration (a Go duration; no limit when empty).
+type CatchupConfiguration struct {
+	Enabled     bool   `json:"enabled,omitempty"`
+	MaxDuration string `json:"maxDuration,omitempty"`
+}
+
+// ConfigMapPersistence names the ConfigMap the last tick is kept in.
+type ConfigMapPersistence struct {
+	Name             string `json:"name,omitempty"`
+	CreateIfNotExist bool   `json:"createIfNotExist,omitempty"`
 }
 
 // OwnedRepositories names repositories of one owner (GitHub, Gitea).
@@ -257,8 +278,9 @@ type NATSAuth struct {
 type NATSSource struct {
 	URL     string `json:"url"`
 	Subject string `json:"subject"`
-	// ConnectionBackoff is read and not used: the source reconnects forever, with backoff.
-	ConnectionBackoff json.RawMessage    `json:"connectionBackoff,omitempty"`
+	// ConnectionBackoff paces the first connection's attempts and gives up after its steps;
+	// once connected, the client reconnects by itself, forever.
+	ConnectionBackoff *Backoff           `json:"connectionBackoff,omitempty"`
 	JSONBody          bool               `json:"jsonBody,omitempty"`
 	TLS               *TLSConfig         `json:"tls,omitempty"`
 	Metadata          map[string]string  `json:"metadata,omitempty"`
@@ -313,8 +335,9 @@ type MQTTSource struct {
 	URL      string `json:"url"`
 	Topic    string `json:"topic"`
 	ClientID string `json:"clientId"`
-	// ConnectionBackoff is read and not used: the source reconnects forever, with backoff.
-	ConnectionBackoff json.RawMessage    `json:"connectionBackoff,omitempty"`
+	// ConnectionBackoff paces the first connection's attempts and gives up after its steps;
+	// once connected, the client reconnects by itself, forever.
+	ConnectionBackoff *Backoff           `json:"connectionBackoff,omitempty"`
 	JSONBody          bool               `json:"jsonBody,omitempty"`
 	TLS               *TLSConfig         `json:"tls,omitempty"`
 	Metadata          map[string]string  `json:"metadata,omitempty"`
