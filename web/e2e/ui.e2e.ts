@@ -6,7 +6,7 @@
 // the old token's refusal on its page and in the list until the new one connects, create the hosted one, set
 // the GitOps webhook secret; with a loopback Kubernetes cluster, create GitOps applications (one
 // in the New application editor) and sync, diff, roll back, re-enable auto-sync and delete them
-// from their pages; switch theme and account; a 10,000-row audit log and a 100,000-line
+// from their pages, list a CronWorkflow and suspend and resume it; switch theme and account; a 10,000-row audit log and a 100,000-line
 // build log that must stay virtualised and smooth. Screenshots of every page go to
 // .artifacts/screenshots/.
 //
@@ -2375,6 +2375,78 @@ describe('web UI', () => {
     const g = await gate();
     expect(g.message).toBe('approved in the browser test');
     expect(Object.fromEntries((g.outputs ?? []).map((p) => [p.name, p.value]))).toEqual({ decision: 'approve', reason: 'none' });
+  });
+
+  it('lists a CronWorkflow on local under Delivery Pipelines, shows its spec on its page, and suspends and resumes it after confirming', async (c) => {
+    if (!kube) c.skip(`cluster part skipped: ${kubeSkip}`);
+    const session = await adminToken();
+    const name = `ui-e2e-cron-${Math.random().toString(36).slice(2, 8)}`;
+    const cron = {
+      namespace: 'default',
+      cronWorkflow: {
+        apiVersion: 'argoproj.io/v1alpha1',
+        kind: 'CronWorkflow',
+        metadata: { name },
+        // Mondays at 03:00 in Berlin: it does not run during the test.
+        spec: {
+          schedules: ['0 3 * * 1'],
+          timezone: 'Europe/Berlin',
+          concurrencyPolicy: 'Forbid',
+          workflowSpec: { entrypoint: 'main', templates: [{ name: 'main', suspend: {} }] },
+        },
+      },
+    };
+    const r = await api('/runtimes/local/app-proxy/api/v1/cron-workflows', session, { method: 'POST', body: JSON.stringify(cron) });
+    expect(r.status, await r.clone().text()).toBe(201);
+    try {
+      await visit('/delivery-pipelines', 'delivery-pipelines');
+      await page.getByRole('link', { name: 'CronWorkflows' }).click();
+      await page.locator('[data-page="cron-workflows"]').waitFor();
+      const row = page.getByTestId('cron-runtime-local').getByTestId(`cron-${name}`);
+      await row.waitFor({ timeout: 15_000 });
+      const cells = await row.locator('td').allTextContents();
+      expect(cells[0]).toBe(`${name}default`);
+      expect(cells.slice(1, 4)).toEqual(['0 3 * * 1', 'Europe/Berlin', 'No']);
+      expect(cells[4]).toBe('never');
+      expect(cells.slice(5)).toEqual(['0', '0', 'none']);
+      await shot('cron-workflows');
+
+      await row.getByRole('link', { name }).click();
+      await page.locator('[data-page="cron-workflow"]').waitFor();
+      expect(new URL(page.url()).pathname).toBe(`/delivery-pipelines/cron-workflows/local/default/${name}`);
+      const summary = page.getByTestId('cron-summary');
+      const fact = (label: string) => summary.locator('div', { has: page.locator('dt', { hasText: new RegExp(`^${label}$`) }) }).locator('dd').textContent();
+      await summary.waitFor();
+      expect(await fact('State')).toBe('Active');
+      expect(await fact('Schedules')).toBe('0 3 * * 1');
+      expect(await fact('Timezone')).toBe('Europe/Berlin');
+      expect(await fact('Concurrency policy')).toBe('Forbid');
+      expect(await fact('Runs')).toBe('its own templates (entrypoint main)');
+      expect(await fact('Last scheduled')).toBe('never');
+      expect(await fact('Next scheduled')).toMatch(/\d\d:00:00/);
+      await page.getByRole('heading', { name: 'No runs yet' }).waitFor();
+      expect(await axeSerious()).toEqual([]);
+      await shot('cron-workflow');
+
+      // Suspend, after the confirmation says what it does; the page then offers Resume.
+      await page.getByRole('button', { name: 'Suspend', exact: true }).click();
+      let dialog = page.getByRole('dialog', { name: `Suspend ${name}?` });
+      expect(await dialog.textContent()).toContain('Nothing is scheduled until it is resumed');
+      await dialog.getByRole('button', { name: 'Suspend', exact: true }).click();
+      await dialog.waitFor({ state: 'detached' });
+      await expect.poll(() => fact('State'), { timeout: 15_000 }).toBe('Suspended');
+      const got = async () => (await (await api(`/runtimes/local/app-proxy/api/v1/cron-workflows/default/${name}`, session)).json()) as { suspended: boolean };
+      expect((await got()).suspended).toBe(true);
+      await page.getByRole('button', { name: 'Resume', exact: true }).click();
+      dialog = page.getByRole('dialog', { name: `Resume ${name}?` });
+      await dialog.getByRole('button', { name: 'Resume', exact: true }).click();
+      await dialog.waitFor({ state: 'detached' });
+      await expect.poll(() => fact('State'), { timeout: 15_000 }).toBe('Active');
+      expect((await got()).suspended).toBe(false);
+      await page.getByRole('button', { name: 'Suspend', exact: true }).waitFor();
+    } finally {
+      expect((await api(`/runtimes/local/app-proxy/api/v1/cron-workflows/default/${name}`, session, { method: 'DELETE' })).status).toBe(204);
+    }
   });
 
   it('browses the template Hub: search, a category, a template with its parameters and README rendered', async () => {
