@@ -2,10 +2,11 @@
 // keys, read the audit log; write a pipeline in the editor, run it and watch its log stream,
 // cancel, restart, approve and deny builds, add triggers, register a runner, create a secret
 // context; see the local runtime healthy with its clusters and components, add and delete a Git
-// Source, add a runtime with the install wizard and watch it connect, create the hosted one, set
+// Source, add a runtime with the install wizard and watch it connect, rotate its token and see
+// the old token's refusal on its page and in the list until the new one connects, create the hosted one, set
 // the GitOps webhook secret; with a loopback Kubernetes cluster, create GitOps applications (one
 // in the New application editor) and sync, diff, roll back, re-enable auto-sync and delete them
-// from their pages; switch theme and account; a 10,000-row audit log and a 100,000-line
+// from their pages, list a CronWorkflow and suspend and resume it; switch theme and account; a 10,000-row audit log and a 100,000-line
 // build log that must stay virtualised and smooth. Screenshots of every page go to
 // .artifacts/screenshots/.
 //
@@ -64,6 +65,8 @@ let tmp: string;
 let bin: string;
 /** The agent of the runtime the install wizard registers, run by hand. */
 let edgeAgent: ChildProcess | undefined;
+/** The token the install wizard showed for edge-1 (replaced by the token-refusal test's rotation). */
+let edgeToken = '';
 let kube: Kube | undefined;
 let kubeSkip = '';
 let source: GitRepo | undefined;
@@ -867,6 +870,7 @@ describe('web UI', () => {
     await done.waitFor();
     const token = (await done.getByTestId('runtime-token').textContent()) ?? '';
     expect(token).toMatch(/^frt_/);
+    edgeToken = token;
     const install = (await done.getByTestId('install-command').textContent()) ?? '';
     expect(install).toContain('--token frt_');
     expect(install).toBe(`freshet runtime install edge-1 --token ${token} --context kind-e2e --control-plane ${base}`);
@@ -924,6 +928,80 @@ describe('web UI', () => {
     expect(await card.textContent()).toContain('2 healthy');
     expect(await card.textContent()).toContain('1 disconnected');
     await shot('home-runtimes');
+  });
+
+  it("rotates edge-1's token from its page, then shows the old token's refusal as a banner and a list badge until the new token connects", async () => {
+    expect(edgeToken).toMatch(/^frt_/);
+    await visit('/runtimes/edge-1', 'runtime');
+    const banner = page.getByTestId('runtime-token-refusal');
+    expect(await banner.count()).toBe(0);
+    await page.getByRole('button', { name: 'Rotate token' }).click();
+    await page.getByRole('dialog', { name: 'Rotate token' }).getByRole('button', { name: 'Rotate token' }).click();
+    const shown = page.getByRole('dialog', { name: 'New runtime token' });
+    const newToken = (await shown.getByTestId('runtime-token').textContent()) ?? '';
+    expect(newToken).toMatch(/^frt_/);
+    expect(newToken).not.toBe(edgeToken);
+    await shown.getByRole('button', { name: 'Done' }).click();
+    await shown.waitFor({ state: 'hidden' });
+
+    // The agent, restarted with the old token, is refused and stops (no retry loop) ...
+    const runAgent = (tok: string) =>
+      spawn(bin, ['runtime', '--server', server.url, '--token', tok, '--data-dir', join(tmp, 'edge-1')], {
+        env: { ...process.env, KUBECONFIG: join(tmp, 'no-kubeconfig') },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+    const old = runAgent(edgeToken);
+    let oldErr = '';
+    old.stderr!.on('data', (d) => (oldErr += d));
+    const oldExit = await new Promise<number | null>((ok, fail) => {
+      const t = setTimeout(() => {
+        old.kill('SIGKILL');
+        fail(new Error(`the agent with the replaced token still runs after 30s: ${oldErr}`));
+      }, 30_000);
+      old.once('exit', (code) => {
+        clearTimeout(t);
+        ok(code);
+      });
+    });
+    expect(oldExit).not.toBe(0);
+    expect(oldErr).toContain('runtime token of edge-1 was replaced at ');
+
+    // ... and the page, polling, shows the refusal: what to do, the server's reason, from where.
+    await expect.poll(() => banner.count(), { timeout: 15_000 }).toBe(1);
+    expect(await banner.getAttribute('role')).toBe('alert');
+    expect(await banner.locator('strong').textContent()).toBe('token replaced — update the runtime');
+    const text = (await banner.textContent()) ?? '';
+    expect(text).toContain('runtime token of edge-1 was replaced at ');
+    expect(text).toContain('by rotate-token: run the runtime with its new token');
+    expect(text).toContain('from 127.0.0.1');
+    expect(text).toContain('This clears when the runtime connects with a working token.');
+    expect(await page.content()).not.toContain(newToken);
+    expect(await axeSerious()).toEqual([]);
+    await shot('runtime-token-refused');
+
+    await visit('/runtimes', 'runtimes');
+    const row = page.getByTestId('runtime-edge-1');
+    const badge = row.getByTestId('runtime-token-badge');
+    expect(await badge.textContent()).toContain('token replaced — update the runtime');
+    expect(await badge.locator('[title]').getAttribute('title')).toContain('runtime token of edge-1 was replaced at ');
+    expect(await page.getByTestId('runtime-token-badge').count()).toBe(1);
+    await shot('runtimes-token-refused');
+
+    // With the new token the agent connects, and both go away by themselves.
+    edgeAgent = runAgent(newToken);
+    await expect.poll(() => row.getByTestId('runtime-status').textContent(), { timeout: 40_000 }).toContain('healthy');
+    await expect.poll(() => badge.count(), { timeout: 15_000 }).toBe(0);
+    await visit('/runtimes/edge-1', 'runtime');
+    expect(await page.locator('[data-page="runtime"]').getAttribute('data-status')).toBe('healthy');
+    expect(await banner.count()).toBe(0);
+
+    // Stopped again, as the earlier steps left it.
+    const stopped = new Promise((r) => edgeAgent!.once('exit', r));
+    edgeAgent.kill('SIGTERM');
+    await stopped;
+    edgeAgent = undefined;
+    await visit('/runtimes', 'runtimes');
+    await expect.poll(() => row.getByTestId('runtime-status').textContent(), { timeout: 40_000 }).toContain('disconnected');
   });
 
   it('generates the GitOps webhook secret once, and a push signed with it is accepted', async () => {
@@ -2297,6 +2375,78 @@ describe('web UI', () => {
     const g = await gate();
     expect(g.message).toBe('approved in the browser test');
     expect(Object.fromEntries((g.outputs ?? []).map((p) => [p.name, p.value]))).toEqual({ decision: 'approve', reason: 'none' });
+  });
+
+  it('lists a CronWorkflow on local under Delivery Pipelines, shows its spec on its page, and suspends and resumes it after confirming', async (c) => {
+    if (!kube) c.skip(`cluster part skipped: ${kubeSkip}`);
+    const session = await adminToken();
+    const name = `ui-e2e-cron-${Math.random().toString(36).slice(2, 8)}`;
+    const cron = {
+      namespace: 'default',
+      cronWorkflow: {
+        apiVersion: 'argoproj.io/v1alpha1',
+        kind: 'CronWorkflow',
+        metadata: { name },
+        // Mondays at 03:00 in Berlin: it does not run during the test.
+        spec: {
+          schedules: ['0 3 * * 1'],
+          timezone: 'Europe/Berlin',
+          concurrencyPolicy: 'Forbid',
+          workflowSpec: { entrypoint: 'main', templates: [{ name: 'main', suspend: {} }] },
+        },
+      },
+    };
+    const r = await api('/runtimes/local/app-proxy/api/v1/cron-workflows', session, { method: 'POST', body: JSON.stringify(cron) });
+    expect(r.status, await r.clone().text()).toBe(201);
+    try {
+      await visit('/delivery-pipelines', 'delivery-pipelines');
+      await page.getByRole('link', { name: 'CronWorkflows' }).click();
+      await page.locator('[data-page="cron-workflows"]').waitFor();
+      const row = page.getByTestId('cron-runtime-local').getByTestId(`cron-${name}`);
+      await row.waitFor({ timeout: 15_000 });
+      const cells = await row.locator('td').allTextContents();
+      expect(cells[0]).toBe(`${name}default`);
+      expect(cells.slice(1, 4)).toEqual(['0 3 * * 1', 'Europe/Berlin', 'No']);
+      expect(cells[4]).toBe('never');
+      expect(cells.slice(5)).toEqual(['0', '0', 'none']);
+      await shot('cron-workflows');
+
+      await row.getByRole('link', { name }).click();
+      await page.locator('[data-page="cron-workflow"]').waitFor();
+      expect(new URL(page.url()).pathname).toBe(`/delivery-pipelines/cron-workflows/local/default/${name}`);
+      const summary = page.getByTestId('cron-summary');
+      const fact = (label: string) => summary.locator('div', { has: page.locator('dt', { hasText: new RegExp(`^${label}$`) }) }).locator('dd').textContent();
+      await summary.waitFor();
+      expect(await fact('State')).toBe('Active');
+      expect(await fact('Schedules')).toBe('0 3 * * 1');
+      expect(await fact('Timezone')).toBe('Europe/Berlin');
+      expect(await fact('Concurrency policy')).toBe('Forbid');
+      expect(await fact('Runs')).toBe('its own templates (entrypoint main)');
+      expect(await fact('Last scheduled')).toBe('never');
+      expect(await fact('Next scheduled')).toMatch(/\d\d:00:00/);
+      await page.getByRole('heading', { name: 'No runs yet' }).waitFor();
+      expect(await axeSerious()).toEqual([]);
+      await shot('cron-workflow');
+
+      // Suspend, after the confirmation says what it does; the page then offers Resume.
+      await page.getByRole('button', { name: 'Suspend', exact: true }).click();
+      let dialog = page.getByRole('dialog', { name: `Suspend ${name}?` });
+      expect(await dialog.textContent()).toContain('Nothing is scheduled until it is resumed');
+      await dialog.getByRole('button', { name: 'Suspend', exact: true }).click();
+      await dialog.waitFor({ state: 'detached' });
+      await expect.poll(() => fact('State'), { timeout: 15_000 }).toBe('Suspended');
+      const got = async () => (await (await api(`/runtimes/local/app-proxy/api/v1/cron-workflows/default/${name}`, session)).json()) as { suspended: boolean };
+      expect((await got()).suspended).toBe(true);
+      await page.getByRole('button', { name: 'Resume', exact: true }).click();
+      dialog = page.getByRole('dialog', { name: `Resume ${name}?` });
+      await dialog.getByRole('button', { name: 'Resume', exact: true }).click();
+      await dialog.waitFor({ state: 'detached' });
+      await expect.poll(() => fact('State'), { timeout: 15_000 }).toBe('Active');
+      expect((await got()).suspended).toBe(false);
+      await page.getByRole('button', { name: 'Suspend', exact: true }).waitFor();
+    } finally {
+      expect((await api(`/runtimes/local/app-proxy/api/v1/cron-workflows/default/${name}`, session, { method: 'DELETE' })).status).toBe(204);
+    }
   });
 
   it('browses the template Hub: search, a category, a template with its parameters and README rendered', async () => {
