@@ -546,7 +546,7 @@ func TestChaos(t *testing.T) {
 		time.Sleep(3 * time.Second)
 		nodes[1].start()
 		awaitRecovery(p, nil)
-		nodes[1].waitJetStream(60 * time.Second)
+		nodes[1].waitJetStream(60*time.Second, nodes)
 		time.Sleep(chaosSettle)
 	}
 	{ // PostgreSQL frozen for 10 s (its proxy passes nothing, serves no new connection).

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -46,9 +47,10 @@ type natsNode struct {
 func natsCluster(t *testing.T, bin string, n int) []*natsNode {
 	t.Helper()
 	clients, routes := make([]int, n), make([]string, n)
+	taken := map[int]bool{}
 	for i := range n {
-		clients[i] = testproc.FreePort(t)
-		routes[i] = fmt.Sprintf("nats://127.0.0.1:%d", testproc.FreePort(t))
+		clients[i] = stablePort(t, taken)
+		routes[i] = fmt.Sprintf("nats://127.0.0.1:%d", stablePort(t, taken))
 	}
 	nodes := make([]*natsNode, n)
 	for i := range n {
@@ -60,9 +62,33 @@ func natsCluster(t *testing.T, bin string, n int) []*natsNode {
 		nodes[i].start()
 	}
 	for _, nd := range nodes {
-		nd.waitJetStream(60 * time.Second)
+		nd.waitJetStream(60*time.Second, nodes)
 	}
 	return nodes
+}
+
+// stablePort is a free loopback port below the kernel's ephemeral range (32768 and up), unique
+// in taken. The nodes' client and route ports are chosen before any node starts: one from the
+// ephemeral range (testproc.FreePort) can meanwhile become the source port of a node's outgoing
+// route connection, and the node it was meant for fails to bind it — which left the cluster
+// without a JetStream quorum in a CI run.
+func stablePort(t *testing.T, taken map[int]bool) int {
+	t.Helper()
+	for range 1000 {
+		p := 20000 + rand.IntN(12000)
+		if taken[p] {
+			continue
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		taken[p] = true
+		return p
+	}
+	t.Fatal("no free port in 20000-31999")
+	return 0
 }
 
 // natsURLs is the client URL list of a cluster.
@@ -94,11 +120,15 @@ func (nd *natsNode) start() {
 
 // waitJetStream waits until the node's JetStream answers an account query (the cluster has a
 // meta leader).
-func (nd *natsNode) waitJetStream(limit time.Duration) {
+// Any node of cluster that has exited fails the test with its output (the others cannot make
+// a quorum without it).
+func (nd *natsNode) waitJetStream(limit time.Duration, cluster []*natsNode) {
 	nd.t.Helper()
 	waitFor(nd.t, limit, "nats "+nd.name+" JetStream ready", func() bool {
-		if nd.proc.exited() {
-			nd.t.Fatalf("nats-server %s exited: %v\n%s", nd.name, nd.proc.err, nd.proc.out)
+		for _, other := range append([]*natsNode{nd}, cluster...) {
+			if other.proc.exited() {
+				nd.t.Fatalf("nats-server %s exited: %v\n%s", other.name, other.proc.err, other.proc.out)
+			}
 		}
 		nc, err := nats.Connect(nd.url, nats.NoReconnect(), nats.Timeout(time.Second))
 		if err != nil {
