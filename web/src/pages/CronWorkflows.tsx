@@ -16,7 +16,7 @@ import type { PipelineRun } from '../lib/deliveryPipelines';
 import { formatTime, relativeTime } from '../lib/format';
 import { reachable } from '../lib/runtimes';
 import { useResource } from '../lib/useResource';
-import { PhaseBadge, runHref } from './DeliveryPipelines';
+import { RunsTable } from './DeliveryPipelines';
 
 const seg = encodeURIComponent;
 
@@ -186,35 +186,7 @@ export function CronSummary({ cw, now }: { cw: CronWorkflow; now: number }) {
 export function CronRuns({ runtime, runs, now }: { runtime: string; runs: PipelineRun[]; now: number }) {
   if (runs.length === 0) return <EmptyState title="No runs yet">It runs at its next scheduled time (kept: as many as its history limits say, then the archive).</EmptyState>;
   return (
-    <div className="table-scroll">
-      <table className="table" aria-label="Runs">
-        <thead>
-          <tr>
-            <th>Run</th>
-            <th>Phase</th>
-            <th>Started</th>
-            <th>Finished</th>
-            <th>Where</th>
-          </tr>
-        </thead>
-        <tbody>
-          {runs.map((r) => (
-            <tr key={r.name} data-testid={`run-${r.name}`}>
-              <td>
-                <Link to={runHref(runtime, r)}>{r.name}</Link>
-                {r.message && <div className="muted small">{r.message}</div>}
-              </td>
-              <td>
-                <PhaseBadge phase={r.phase} />
-              </td>
-              <td title={formatTime(r.startedAt ?? undefined)}>{relativeTime(r.startedAt ?? undefined, now)}</td>
-              <td>{r.finishedAt ? formatTime(r.finishedAt) : <span className="muted">—</span>}</td>
-              <td>{r.live ? 'runtime' : <span className="muted">archive</span>}</td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <RunsTable runtime={runtime} runs={runs} now={now} />
   );
 }
 

@@ -202,35 +202,7 @@ export function DeliveryPipelinePage({ params }: { params: Record<string, string
           {runs.length === 0 ? (
             <EmptyState title={phase ? `No ${phase} runs` : 'No runs yet'}>The pipeline runs when its event comes.</EmptyState>
           ) : (
-            <div className="table-scroll">
-              <table className="table" aria-label="Runs">
-                <thead>
-                  <tr>
-                    <th>Run</th>
-                    <th>Phase</th>
-                    <th>Started</th>
-                    <th>Finished</th>
-                    <th>Where</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {runs.map((r) => (
-                    <tr key={r.name} data-testid={`run-${r.name}`}>
-                      <td>
-                        <Link to={runHref(runtime, r)}>{r.name}</Link>
-                        {r.message && <div className="muted small">{r.message}</div>}
-                      </td>
-                      <td>
-                        <PhaseBadge phase={r.phase} />
-                      </td>
-                      <td title={formatTime(r.startedAt ?? undefined)}>{relativeTime(r.startedAt ?? undefined, now)}</td>
-                      <td>{r.finishedAt ? formatTime(r.finishedAt) : <span className="muted">—</span>}</td>
-                      <td>{r.live ? 'runtime' : <span className="muted">archive</span>}</td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
+            <RunsTable runtime={runtime} runs={runs} now={now} />
           )}
         </>
       )}
@@ -438,6 +410,41 @@ export function NewDeliveryPipeline() {
           </Link>
         </div>
       </form>
+    </div>
+  );
+}
+
+/** A pipeline's or a CronWorkflow's runs, each linking to its run page (live) or archived run. */
+export function RunsTable({ runtime, runs, now }: { runtime: string; runs: PipelineRun[]; now: number }) {
+  return (
+    <div className="table-scroll">
+      <table className="table" aria-label="Runs">
+        <thead>
+          <tr>
+            <th>Run</th>
+            <th>Phase</th>
+            <th>Started</th>
+            <th>Finished</th>
+            <th>Where</th>
+          </tr>
+        </thead>
+        <tbody>
+          {runs.map((r) => (
+            <tr key={r.name} data-testid={`run-${r.name}`}>
+              <td>
+                <Link to={runHref(runtime, r)}>{r.name}</Link>
+                {r.message && <div className="muted small">{r.message}</div>}
+              </td>
+              <td>
+                <PhaseBadge phase={r.phase} />
+              </td>
+              <td title={formatTime(r.startedAt ?? undefined)}>{relativeTime(r.startedAt ?? undefined, now)}</td>
+              <td>{r.finishedAt ? formatTime(r.finishedAt) : <span className="muted">—</span>}</td>
+              <td>{r.live ? 'runtime' : <span className="muted">archive</span>}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
     </div>
   );
 }
